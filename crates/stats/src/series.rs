@@ -1,0 +1,86 @@
+//! Per-second time series: one bucket of counters per elapsed second of a run.
+
+use serde::Serialize;
+
+/// Counters for one second of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Bucket {
+    pub completed: u64,
+    pub failed: u64,
+    pub bytes: u64,
+}
+
+impl Bucket {
+    fn add(&mut self, other: &Bucket) {
+        self.completed += other.completed;
+        self.failed += other.failed;
+        self.bytes += other.bytes;
+    }
+}
+
+/// A series of per-second buckets, indexed by whole seconds since the series' origin.
+///
+/// Memory grows by one bucket per second of run time; writing into an existing second never
+/// allocates. Buckets are reserved ahead for the planned duration so the hot path does not grow
+/// the vector either when the duration is known.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Series {
+    buckets: Vec<Bucket>,
+}
+
+impl Series {
+    pub fn with_capacity(seconds: usize) -> Self {
+        Series { buckets: Vec::with_capacity(seconds) }
+    }
+
+    /// The bucket for `second`, creating empty buckets up to it.
+    #[inline]
+    pub fn at(&mut self, second: usize) -> &mut Bucket {
+        if second >= self.buckets.len() {
+            self.buckets.resize(second + 1, Bucket::default());
+        }
+        &mut self.buckets[second]
+    }
+
+    pub fn buckets(&self) -> &[Bucket] {
+        &self.buckets
+    }
+
+    pub fn clear(&mut self) {
+        self.buckets.clear();
+    }
+
+    /// Adds `other` bucket by bucket (both series must share one origin).
+    pub fn merge(&mut self, other: &Series) {
+        for (i, b) in other.buckets.iter().enumerate() {
+            self.at(i).add(b);
+        }
+    }
+
+    /// Completed requests per second over the first `full_seconds` buckets, i.e. the seconds
+    /// that were measured in full (a partial last second would read as a false dip).
+    pub fn completed_per_second(&self, full_seconds: usize) -> Vec<f64> {
+        (0..full_seconds).map(|i| self.buckets.get(i).map_or(0.0, |b| b.completed as f64)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_aligns_by_second() {
+        let mut a = Series::default();
+        a.at(0).completed = 5;
+        a.at(2).completed = 7;
+        let mut b = Series::default();
+        b.at(1).completed = 1;
+        b.at(2).failed = 2;
+        b.at(3).bytes = 9;
+        a.merge(&b);
+        let c: Vec<_> = a.buckets().iter().map(|b| (b.completed, b.failed, b.bytes)).collect();
+        assert_eq!(c, vec![(5, 0, 0), (1, 0, 0), (7, 2, 0), (0, 0, 9)]);
+        assert_eq!(a.completed_per_second(2), vec![5.0, 1.0]);
+        assert_eq!(a.completed_per_second(5), vec![5.0, 1.0, 7.0, 0.0, 0.0]);
+    }
+}
