@@ -1,0 +1,190 @@
+//! Error classes for failed requests, and the engine's own errors.
+//!
+//! Every request that does not complete is counted in exactly one [`ErrorClass`]; classes are
+//! never lumped together, so a run that failed for lack of file descriptors (the client's fault)
+//! is told apart from one whose server reset connections (the server's fault).
+
+use std::collections::BTreeMap;
+use std::io;
+
+use serde::Serialize;
+
+/// Why a request failed. The names are the JSON keys under `errors`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// The server refused the connection (ECONNREFUSED).
+    Connrefused,
+    /// The connection was reset (ECONNRESET, EPIPE), or the server closed it before sending
+    /// any byte of the response.
+    Connreset,
+    /// The response did not complete within `--timeout`.
+    ClientTimeout,
+    /// The TCP connection was not established within `--connect-timeout`.
+    ConnectTimeout,
+    /// The client ran out of file descriptors (EMFILE, ENFILE): the client's limit, not the
+    /// server's.
+    FdUnavail,
+    /// No local address or ephemeral port was available (EADDRNOTAVAIL).
+    AddrUnavail,
+    /// The response was not valid HTTP/1.1 or broke a parser limit.
+    Parse,
+    /// The connection closed before the body's declared end.
+    ShortBody,
+    /// The response was well formed but failed `--expect-*` validation.
+    Validation,
+    /// Any other error; the errno is kept in [`ErrorCounts::other_errno`].
+    Other,
+}
+
+impl ErrorClass {
+    pub const ALL: [ErrorClass; 10] = [
+        ErrorClass::Connrefused,
+        ErrorClass::Connreset,
+        ErrorClass::ClientTimeout,
+        ErrorClass::ConnectTimeout,
+        ErrorClass::FdUnavail,
+        ErrorClass::AddrUnavail,
+        ErrorClass::Parse,
+        ErrorClass::ShortBody,
+        ErrorClass::Validation,
+        ErrorClass::Other,
+    ];
+
+    /// The JSON key (also used in text and CSV output).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Connrefused => "connrefused",
+            ErrorClass::Connreset => "connreset",
+            ErrorClass::ClientTimeout => "client_timeout",
+            ErrorClass::ConnectTimeout => "connect_timeout",
+            ErrorClass::FdUnavail => "fd_unavail",
+            ErrorClass::AddrUnavail => "addr_unavail",
+            ErrorClass::Parse => "parse",
+            ErrorClass::ShortBody => "short_body",
+            ErrorClass::Validation => "validation",
+            ErrorClass::Other => "other",
+        }
+    }
+
+    /// True for failures that happen before a connection exists: if every request failed this
+    /// way the target was never reached.
+    pub fn is_connect_phase(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::Connrefused
+                | ErrorClass::ConnectTimeout
+                | ErrorClass::FdUnavail
+                | ErrorClass::AddrUnavail
+        )
+    }
+
+    /// Classifies an I/O error by errno. Connect-time errors that are not refusals (such as
+    /// EHOSTUNREACH) fall into `Other` with their errno kept.
+    pub fn from_io(err: &io::Error) -> ErrorClass {
+        match err.raw_os_error() {
+            Some(libc::ECONNREFUSED) => ErrorClass::Connrefused,
+            Some(libc::ECONNRESET) | Some(libc::EPIPE) | Some(libc::ECONNABORTED) => {
+                ErrorClass::Connreset
+            }
+            Some(libc::ETIMEDOUT) => ErrorClass::ConnectTimeout,
+            Some(libc::EMFILE) | Some(libc::ENFILE) => ErrorClass::FdUnavail,
+            Some(libc::EADDRNOTAVAIL) | Some(libc::EADDRINUSE) => ErrorClass::AddrUnavail,
+            _ => ErrorClass::Other,
+        }
+    }
+}
+
+/// Failure counts per class, plus the errno of every `other` failure.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ErrorCounts {
+    counts: [u64; ErrorClass::ALL.len()],
+    /// errno -> count, for failures of class `other` (errno 0 when there was none).
+    pub other_errno: BTreeMap<i32, u64>,
+}
+
+impl ErrorCounts {
+    #[inline]
+    pub fn add(&mut self, class: ErrorClass, errno: Option<i32>) {
+        self.counts[class as usize] += 1;
+        if class == ErrorClass::Other {
+            *self.other_errno.entry(errno.unwrap_or(0)).or_insert(0) += 1;
+        }
+    }
+
+    pub fn get(&self, class: ErrorClass) -> u64 {
+        self.counts[class as usize]
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    pub fn merge(&mut self, other: &ErrorCounts) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+        for (errno, n) in &other.other_errno {
+            *self.other_errno.entry(*errno).or_insert(0) += n;
+        }
+    }
+
+    /// (class, count) for every class, zeroes included, in a fixed order.
+    pub fn iter(&self) -> impl Iterator<Item = (ErrorClass, u64)> + '_ {
+        ErrorClass::ALL.iter().map(|c| (*c, self.get(*c)))
+    }
+}
+
+/// Errors that stop a run before or while it starts. Request failures are never errors of
+/// this kind: they are counted in [`ErrorCounts`].
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The configuration cannot be run (bad URL, zero connections, ...): the user's mistake.
+    #[error("{0}")]
+    Config(String),
+    /// The target could not be resolved or reached before the run.
+    #[error("cannot reach {target}: {reason}")]
+    Unreachable { target: String, reason: String },
+    /// The operating system refused something the engine needs (threads, epoll).
+    #[error("{context}: {source}")]
+    Io {
+        context: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    /// A worker thread died; a bug.
+    #[error("worker thread {0} panicked")]
+    WorkerPanicked(usize),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errno_classes() {
+        let e = |n| io::Error::from_raw_os_error(n);
+        assert_eq!(ErrorClass::from_io(&e(libc::ECONNREFUSED)), ErrorClass::Connrefused);
+        assert_eq!(ErrorClass::from_io(&e(libc::ECONNRESET)), ErrorClass::Connreset);
+        assert_eq!(ErrorClass::from_io(&e(libc::EPIPE)), ErrorClass::Connreset);
+        assert_eq!(ErrorClass::from_io(&e(libc::EMFILE)), ErrorClass::FdUnavail);
+        assert_eq!(ErrorClass::from_io(&e(libc::ENFILE)), ErrorClass::FdUnavail);
+        assert_eq!(ErrorClass::from_io(&e(libc::EADDRNOTAVAIL)), ErrorClass::AddrUnavail);
+        assert_eq!(ErrorClass::from_io(&e(libc::EHOSTUNREACH)), ErrorClass::Other);
+    }
+
+    #[test]
+    fn counts_keep_errno_of_other() {
+        let mut c = ErrorCounts::default();
+        c.add(ErrorClass::Other, Some(libc::EHOSTUNREACH));
+        c.add(ErrorClass::Other, Some(libc::EHOSTUNREACH));
+        c.add(ErrorClass::Parse, None);
+        let mut d = ErrorCounts::default();
+        d.add(ErrorClass::Other, Some(libc::ENETUNREACH));
+        c.merge(&d);
+        assert_eq!(c.total(), 4);
+        assert_eq!(c.get(ErrorClass::Other), 3);
+        assert_eq!(c.other_errno[&libc::EHOSTUNREACH], 2);
+        assert_eq!(c.other_errno[&libc::ENETUNREACH], 1);
+    }
+}
