@@ -1,1 +1,35 @@
-fn main() {}
+//! The `loadlab` command: parse the arguments, run the subcommand, map the outcome to an exit
+//! code. This is the only crate that prints or uses anyhow.
+
+mod bench;
+mod exit;
+mod output;
+mod progress;
+mod report;
+mod units;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// A web-server benchmarking lab: honest HTTP load generation.
+#[derive(Debug, Parser)]
+#[command(name = "loadlab", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// One load test against a URL (closed loop, as ab and wrk).
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Bench(args) => bench::run(args),
+    };
+    exit::finish(outcome)
+}

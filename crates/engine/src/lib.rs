@@ -1,4 +1,154 @@
-//! loadlab's load generator.
+//! loadlab's load generator: HTTP/1.1 load from one event loop per core.
+//!
+//! - [`BenchConfig`] holds a run's effective parameters; [`Target`] and [`RequestSpec`] say
+//!   where requests go and what they carry; [`Validation`] what a good response looks like.
+//! - [`run`] starts one worker thread per requested thread. Each worker (`worker`) owns an
+//!   epoll loop, its connection slots (`conn`), one read buffer and its own recorders; the
+//!   response parser (`http`) is incremental and bounded. Workers share nothing on the hot path
+//!   but the request budget (`pacing`) and relaxed progress counters in [`Control`].
+//! - When the workers end, their tallies merge exactly into a [`BenchResult`]: HDR histograms
+//!   bucket by bucket, counters by addition.
+//!
+//! The engine knows nothing of output formats, stacks or storage.
+
+pub mod check;
+mod config;
+mod conn;
 pub mod error;
 pub mod http;
+mod pacing;
+pub mod request;
+pub mod result;
+pub mod sys;
+pub mod target;
+mod worker;
+
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use check::Validation;
+pub use config::{BenchConfig, Stop};
 pub use error::{EngineError, ErrorClass, ErrorCounts};
+pub use request::RequestSpec;
+pub use result::{BenchResult, Tally, Timings, WorkerSummary};
+pub use target::Target;
+
+/// Shared between the caller and the workers while a run is going: a stop request (Ctrl-C) and
+/// progress counters for a live display. Workers publish progress once per loop turn.
+#[derive(Debug, Default)]
+pub struct Control {
+    pub stop: AtomicBool,
+    pub completed: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+impl Control {
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Finds the first resolved address that accepts a TCP connection within `timeout`, so that a
+/// target that cannot be reached at all is reported at once, as ab and wrk do, instead of as a
+/// run made only of failures.
+pub fn preflight(target: &Target, timeout: Duration) -> Result<SocketAddr, EngineError> {
+    let mut last = None;
+    for addr in &target.addrs {
+        match TcpStream::connect_timeout(addr, timeout) {
+            Ok(_) => return Ok(*addr),
+            Err(e) => last = Some((addr, e)),
+        }
+    }
+    let reason = match last {
+        Some((addr, e)) if e.kind() == std::io::ErrorKind::TimedOut => {
+            format!("{addr}: no answer within {timeout:?}")
+        }
+        Some((addr, e)) => format!("{addr}: {e}"),
+        None => "no address to connect to".to_string(),
+    };
+    Err(EngineError::Unreachable { target: target.authority.clone(), reason })
+}
+
+/// Runs the load described by `config` against `addr` and returns the merged result.
+pub fn run(
+    config: &BenchConfig,
+    addr: SocketAddr,
+    control: Arc<Control>,
+) -> Result<BenchResult, EngineError> {
+    config.check()?;
+    let request: Arc<[u8]> = config.request.encode(&config.target, config.keepalive)?.into();
+    let (fd_limit, _) = sys::raise_fd_limit();
+    let cpus_available = sys::allowed_cpus().len();
+
+    let start = Instant::now();
+    let measure_start = start + config.warmup;
+    let end = match config.stop {
+        Stop::Duration(d) => Some(measure_start + d),
+        Stop::Requests(_) => None,
+    };
+    let threads = config.threads;
+    let budgets = pacing::Budget::split(config.stop, threads, config.connections);
+    let mut handles = Vec::with_capacity(threads);
+    for (i, budget) in budgets.into_iter().enumerate() {
+        // Connections spread evenly; the first `connections % threads` workers take one more.
+        let connections =
+            config.connections / threads + usize::from(i < config.connections % threads);
+        let spec = worker::WorkerSpec {
+            addr,
+            request: request.clone(),
+            head_request: config.request.is_head(),
+            keepalive: config.keepalive,
+            connections,
+            timeout: config.timeout,
+            connect_timeout: config.connect_timeout,
+            validation: config.validation.clone(),
+            limits: config.limits,
+            pin: (!config.pin.is_empty()).then(|| config.pin[i % config.pin.len()]),
+            measure_start,
+            end,
+        };
+        let worker = worker::Worker::new(spec, budget, control.clone()).map_err(|source| {
+            EngineError::Io { context: "creating a worker's event loop", source }
+        })?;
+        let handle = std::thread::Builder::new()
+            .name(format!("loadlab-w{i}"))
+            .spawn(move || worker.run())
+            .map_err(|source| EngineError::Io { context: "starting a worker thread", source })?;
+        handles.push(handle);
+    }
+
+    let mut reports = Vec::with_capacity(threads);
+    for (i, h) in handles.into_iter().enumerate() {
+        let report = h
+            .join()
+            .map_err(|_| EngineError::WorkerPanicked(i))?
+            .map_err(|source| EngineError::Io { context: "polling for events", source })?;
+        reports.push(report);
+    }
+
+    let interrupted = control.stop.load(Ordering::Relaxed);
+    let mut tally = Tally::default();
+    let mut server = None;
+    for r in &reports {
+        tally.merge(&r.tally);
+        if server.is_none() {
+            server.clone_from(&r.server);
+        }
+    }
+    let duration = match config.stop {
+        Stop::Duration(d) if !interrupted => d,
+        _ => reports.iter().map(|r| r.wall).max().unwrap_or_default(),
+    };
+    Ok(BenchResult {
+        tally,
+        duration,
+        interrupted,
+        workers: reports.iter().map(|r| WorkerSummary { cpu: r.cpu, wall: r.wall }).collect(),
+        server,
+        cpus_available,
+        peak_open: reports.iter().map(|r| r.peak_open).sum(),
+        fd_limit,
+    })
+}

@@ -1,0 +1,65 @@
+//! `--format csv`: one header line and one row, for spreadsheets and shell loops.
+
+use std::io::{self, Write};
+
+use loadlab_engine::BenchResult;
+
+use super::Render;
+use crate::report::Report;
+
+pub struct Csv;
+
+impl Render for Csv {
+    fn render(&self, r: &Report, _: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
+        let l = &r.latency_us;
+        let mut cols: Vec<(&str, String)> = vec![
+            ("url", quote(&r.config.url)),
+            ("connections", r.config.connections.to_string()),
+            ("threads", r.config.threads.to_string()),
+            ("keepalive", r.config.keepalive.to_string()),
+            ("duration_s", format!("{:.6}", r.duration_s)),
+            ("completed", r.requests.completed.to_string()),
+            ("failed", r.requests.failed.to_string()),
+            ("unfinished", r.requests.unfinished.to_string()),
+            ("rps", format!("{:.2}", r.rps)),
+            ("bytes_total", r.bytes.total.to_string()),
+            ("bytes_body", r.bytes.body.to_string()),
+            ("latency_min_us", l.min.to_string()),
+            ("latency_mean_us", format!("{:.1}", l.mean)),
+            ("latency_stdev_us", format!("{:.1}", l.stdev)),
+            ("latency_p50_us", l.p50.to_string()),
+            ("latency_p75_us", l.p75.to_string()),
+            ("latency_p90_us", l.p90.to_string()),
+            ("latency_p95_us", l.p95.to_string()),
+            ("latency_p99_us", l.p99.to_string()),
+            ("latency_p999_us", l.p999.to_string()),
+            ("latency_p9999_us", l.p9999.to_string()),
+            ("latency_max_us", l.max.to_string()),
+        ];
+        for (class, n) in &r.errors {
+            cols.push((class, n.to_string()));
+        }
+        let cpu = r.client.cpu_us_per_request.map_or(String::new(), |v| format!("{v:.3}"));
+        cols.extend([
+            ("cpu_user_s", format!("{:.3}", r.client.cpu_user_s)),
+            ("cpu_sys_s", format!("{:.3}", r.client.cpu_sys_s)),
+            ("cpu_us_per_request", cpu),
+            ("saturated", r.client.saturated.to_string()),
+            ("interrupted", r.interrupted.to_string()),
+            ("warnings", r.warnings.len().to_string()),
+        ]);
+        let header: Vec<&str> = cols.iter().map(|(k, _)| *k).collect();
+        let row: Vec<&str> = cols.iter().map(|(_, v)| v.as_str()).collect();
+        writeln!(out, "{}", header.join(","))?;
+        writeln!(out, "{}", row.join(","))
+    }
+}
+
+/// RFC 4180 quoting for a field that may hold commas or quotes.
+fn quote(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}

@@ -1,0 +1,17 @@
+//! `--format json`: the report serialized; the schema is docs/json-schema.md.
+
+use std::io::{self, Write};
+
+use loadlab_engine::BenchResult;
+
+use super::Render;
+use crate::report::Report;
+
+pub struct Json;
+
+impl Render for Json {
+    fn render(&self, report: &Report, _: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, report)?;
+        writeln!(out)
+    }
+}

@@ -1,0 +1,48 @@
+//! Output formats. Each one is a struct behind the one-method [`Render`] trait and reads only
+//! the [`Report`] (plus the raw result where a format needs a full distribution).
+
+mod ab;
+mod csv;
+mod json;
+mod text;
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use loadlab_engine::BenchResult;
+use loadlab_stats::Recorder;
+
+use crate::bench::Format;
+use crate::report::Report;
+
+/// One output format.
+pub trait Render {
+    fn render(&self, report: &Report, result: &BenchResult, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// Writes the report to stdout in `format`.
+pub fn render(format: Format, report: &Report, result: &BenchResult) -> io::Result<()> {
+    let renderer: &dyn Render = match format {
+        Format::Text => &text::Text,
+        Format::Json => &json::Json,
+        Format::Ab => &ab::Ab,
+        Format::Csv => &csv::Csv,
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    renderer.render(report, result, &mut out)?;
+    out.flush()
+}
+
+/// The latency percentile spectrum as CSV, HdrHistogram's `outputPercentileDistribution`
+/// columns: value, percentile, total count, 1/(1-percentile).
+pub fn write_latency_csv(path: &Path, rec: &Recorder) -> io::Result<()> {
+    let mut out = io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(out, "value_us,percentile,total_count,one_over_one_minus_percentile")?;
+    for (value, pct, total) in rec.spectrum(5) {
+        let q = pct / 100.0;
+        let inv = if q < 1.0 { format!("{:.2}", 1.0 / (1.0 - q)) } else { "inf".into() };
+        writeln!(out, "{value},{:.6},{total},{inv}", q)?;
+    }
+    out.flush()
+}

@@ -1,0 +1,181 @@
+//! `--format text`: the default report for people, aligned, with each warning printed beside
+//! the figure it weakens.
+
+use std::io::{self, Write};
+
+use loadlab_engine::BenchResult;
+use loadlab_stats::RecorderSummary;
+
+use super::Render;
+use crate::report::Report;
+use crate::units::{bytes, count, us};
+
+pub struct Text;
+
+impl Render for Text {
+    fn render(&self, r: &Report, _: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
+        let c = &r.config;
+        let stop = match (c.requests, c.duration_s) {
+            (Some(n), _) => format!("{} requests", count(n)),
+            (_, Some(d)) => format!("{d}s"),
+            _ => String::new(),
+        };
+        let warm = if c.warmup_s > 0.0 {
+            format!(" after {}s warm-up", c.warmup_s)
+        } else {
+            String::new()
+        };
+        writeln!(out, "loadlab bench {} {}", c.method, c.url)?;
+        writeln!(
+            out,
+            "  {} connections, {} threads, {}, {stop}{warm}",
+            c.connections,
+            c.threads,
+            if c.keepalive { "keep-alive" } else { "new connection per request" }
+        )?;
+        writeln!(
+            out,
+            "  server {} at {}",
+            r.server.software.as_deref().unwrap_or("(no Server header)"),
+            c.address
+        )?;
+        writeln!(out)?;
+
+        let q = &r.requests;
+        let mut line =
+            format!("  Requests     {} completed, {} failed", count(q.completed), count(q.failed));
+        if q.unfinished > 0 {
+            line.push_str(&format!(", {} unfinished at the end", count(q.unfinished)));
+        }
+        writeln!(out, "{line}")?;
+        let flag = if r.client.saturated { "   << CLIENT SATURATED: a lower bound" } else { "" };
+        let errs = if q.failed > 0 { "   << with errors (see below)" } else { "" };
+        writeln!(out, "  Throughput   {:.2} req/s{flag}{errs}", r.rps)?;
+        if let Some(m) = &r.throughput.per_second {
+            writeln!(
+                out,
+                "  Per second   min {:.0}  avg {:.0}  max {:.0}  stdev {:.1}  ({} samples)",
+                m.min, m.mean, m.max, m.stdev, m.samples
+            )?;
+        }
+        writeln!(
+            out,
+            "  Transfer     {}/s received ({} total, {} body)",
+            bytes(r.bytes.total_per_s),
+            bytes(r.bytes.total as f64),
+            bytes(r.bytes.body as f64)
+        )?;
+        writeln!(
+            out,
+            "  Duration     {:.3} s{}",
+            r.duration_s,
+            if r.interrupted { " (interrupted)" } else { "" }
+        )?;
+        writeln!(out)?;
+
+        if q.completed > 0 {
+            let l = &r.latency_us;
+            writeln!(
+                out,
+                "  Latency  {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                "p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max", "mean"
+            )?;
+            writeln!(
+                out,
+                "           {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                us(l.p50 as f64),
+                us(l.p75 as f64),
+                us(l.p90 as f64),
+                us(l.p95 as f64),
+                us(l.p99 as f64),
+                us(l.p999 as f64),
+                us(l.p9999 as f64),
+                us(l.max as f64),
+                us(l.mean)
+            )?;
+            if q.failed > 0 {
+                writeln!(out, "           (completed requests only; failed ones are not timed)")?;
+            }
+            writeln!(out)?;
+            writeln!(
+                out,
+                "  Times        {:>9} {:>9} {:>9} {:>9} {:>9}",
+                "min", "mean", "stdev", "median", "max"
+            )?;
+            let t = &r.timings_us;
+            timing(out, "Connect", &t.connect)?;
+            timing(out, "Waiting", &t.waiting)?;
+            timing(out, "Processing", &t.processing)?;
+            timing(out, "Total", &t.total)?;
+            writeln!(out)?;
+        }
+
+        let statuses: Vec<String> =
+            r.status.iter().map(|(k, n)| format!("{k}: {}", count(*n))).collect();
+        writeln!(
+            out,
+            "  Status       {}",
+            if statuses.is_empty() { "no responses".into() } else { statuses.join("  ") }
+        )?;
+        let errors: Vec<String> = r
+            .errors
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{k}: {}", count(*n)))
+            .chain(r.errors_other_errno.iter().map(|(errno, n)| format!("(errno {errno}: {n})")))
+            .collect();
+        writeln!(
+            out,
+            "  Errors       {}",
+            if errors.is_empty() { "none".into() } else { errors.join("  ") }
+        )?;
+        match (r.body_length.first, r.body_length.varied) {
+            (Some(_), true) => writeln!(
+                out,
+                "  Body         {} to {} bytes (varied; not a failure)",
+                r.body_length.min.unwrap_or(0),
+                r.body_length.max.unwrap_or(0)
+            )?,
+            (Some(n), false) => writeln!(out, "  Body         {n} bytes per response")?,
+            (None, _) => {}
+        }
+        let cl = &r.client;
+        let per_req = cl.cpu_us_per_request.map_or("-".into(), |v| format!("{v:.2} µs/request"));
+        writeln!(
+            out,
+            "  Client CPU   user {:.2}s  sys {:.2}s  {per_req}  busiest worker {:.0}%  \
+             peak connections {}",
+            cl.cpu_user_s,
+            cl.cpu_sys_s,
+            cl.max_worker_busy * 100.0,
+            cl.peak_connections
+        )?;
+        if !r.warnings.is_empty() {
+            writeln!(out)?;
+            for w in &r.warnings {
+                writeln!(out, "  WARNING: {w}")?;
+            }
+        }
+        if !r.notes.is_empty() {
+            if r.warnings.is_empty() {
+                writeln!(out)?;
+            }
+            for n in &r.notes {
+                writeln!(out, "  note: {n}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn timing(out: &mut dyn Write, name: &str, s: &RecorderSummary) -> io::Result<()> {
+    writeln!(
+        out,
+        "  {name:<12} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        us(s.min as f64),
+        us(s.mean),
+        us(s.stdev),
+        us(s.p50 as f64),
+        us(s.max as f64)
+    )
+}

@@ -1,0 +1,58 @@
+//! The live progress line on a terminal: elapsed time, completed, current rate, errors.
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use loadlab_engine::{BenchConfig, Control};
+
+use crate::units::count;
+
+pub struct Progress {
+    done: Arc<AtomicBool>,
+    handle: JoinHandle<()>,
+}
+
+impl Progress {
+    /// Starts the display on stderr, or returns `None` when stderr is not a terminal.
+    pub fn start(control: Arc<Control>, config: &BenchConfig) -> Option<Progress> {
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let warmup = config.warmup;
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let handle = std::thread::spawn(move || {
+            let start = Instant::now();
+            let mut last = (start, 0u64);
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(250));
+                let now = Instant::now();
+                let completed = control.completed.load(Ordering::Relaxed);
+                let failed = control.failed.load(Ordering::Relaxed);
+                let dt = now.duration_since(last.0).as_secs_f64();
+                let rate = if dt > 0.0 { (completed - last.1) as f64 / dt } else { 0.0 };
+                last = (now, completed);
+                let elapsed = now.duration_since(start);
+                let phase = if elapsed < warmup { " (warm-up)" } else { "" };
+                eprint!(
+                    "\r\x1b[2K{:6.1}s{phase}  completed {}  {:.0} req/s  errors {}",
+                    elapsed.as_secs_f64(),
+                    count(completed),
+                    rate,
+                    count(failed)
+                );
+                let _ = std::io::stderr().flush();
+            }
+            eprint!("\r\x1b[2K");
+        });
+        Some(Progress { done, handle })
+    }
+
+    pub fn finish(self) {
+        self.done.store(true, Ordering::Relaxed);
+        let _ = self.handle.join();
+    }
+}

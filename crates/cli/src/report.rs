@@ -1,0 +1,350 @@
+//! The report of one `bench` run: every figure the outputs print, computed once from the
+//! engine's result, with the trust warnings that belong beside them. The JSON output is this
+//! struct serialized; the other formats read from it, so they can never disagree.
+
+use std::collections::BTreeMap;
+
+use loadlab_engine::result::per_second;
+use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Stop};
+use loadlab_stats::{Moments, RecorderSummary};
+use serde::Serialize;
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub loadlab_version: &'static str,
+    pub config: ConfigEcho,
+    pub interrupted: bool,
+    pub duration_s: f64,
+    pub requests: Requests,
+    pub rps: f64,
+    /// Failures by class; every class present, zeroes included.
+    pub errors: BTreeMap<&'static str, u64>,
+    /// errno -> count for failures of class `other`.
+    pub errors_other_errno: BTreeMap<String, u64>,
+    /// Responses by exact status code.
+    pub status: BTreeMap<String, u64>,
+    /// Responses by status class (`1xx` .. `5xx`).
+    pub status_class: BTreeMap<&'static str, u64>,
+    pub bytes: Bytes,
+    pub body_length: BodyLength,
+    pub server: Server,
+    /// Total time per completed request.
+    pub latency_us: RecorderSummary,
+    /// ab's breakdown: connect, waiting (time to first byte), processing, total.
+    pub timings_us: TimingsUs,
+    pub throughput: Throughput,
+    pub client: Client,
+    /// Reasons a figure above should not be taken at face value; empty when none.
+    pub warnings: Vec<String>,
+    /// Facts worth knowing that do not weaken any figure (such as a varying body length).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ConfigEcho {
+    pub url: String,
+    pub address: String,
+    pub method: String,
+    pub connections: usize,
+    pub threads: usize,
+    pub pin: Vec<usize>,
+    /// `-n`, or null for a timed run.
+    pub requests: Option<u64>,
+    /// `-d` in seconds, or null for a counted run.
+    pub duration_s: Option<f64>,
+    pub keepalive: bool,
+    pub timeout_s: f64,
+    pub connect_timeout_s: f64,
+    pub warmup_s: f64,
+    pub headers: Vec<String>,
+    pub body_bytes: usize,
+    pub expect_status: Vec<String>,
+    pub expect_body_sha256: Option<String>,
+    pub expect_contains: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Requests {
+    pub completed: u64,
+    pub failed: u64,
+    /// Requests in flight when a timed or interrupted run ended: neither completed nor failed.
+    pub unfinished: u64,
+    /// Completed responses after which the connection stayed open (ab's Keep-Alive requests).
+    pub keepalive: u64,
+    pub connections_opened: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Bytes {
+    /// Every byte received: heads, bodies, chunk framing.
+    pub total: u64,
+    /// Body bytes after chunked decoding.
+    pub body: u64,
+    /// Request body bytes sent.
+    pub sent_body: u64,
+    pub total_per_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BodyLength {
+    pub first: Option<u64>,
+    pub min: Option<u64>,
+    pub max: Option<u64>,
+    pub varied: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Server {
+    /// The Server header of the first response.
+    pub software: Option<String>,
+    pub host: String,
+    pub port: u16,
+    pub path: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TimingsUs {
+    pub connect: RecorderSummary,
+    pub waiting: RecorderSummary,
+    pub processing: RecorderSummary,
+    pub total: RecorderSummary,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Throughput {
+    /// Completed requests per whole second of the run: min, mean, max, stdev (httperf's
+    /// reply rate); null when the run lasted less than a second.
+    pub per_second: Option<Moments>,
+    /// Completed, failed and bytes for each second of the run.
+    pub series: Vec<loadlab_stats::Bucket>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Client {
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub cpu_us_per_request: Option<f64>,
+    /// CPU used over CPU available to the client's workers.
+    pub cpu_busy: f64,
+    /// The busiest worker's CPU use over its time.
+    pub max_worker_busy: f64,
+    /// True when the client used over 90% of the CPU it had: the server may be faster.
+    pub saturated: bool,
+    pub threads: usize,
+    pub cpus_available: usize,
+    /// Connections open at once, at most (asked: `config.connections`).
+    pub peak_connections: usize,
+    pub fd_limit: u64,
+}
+
+impl Report {
+    pub fn new(cfg: &BenchConfig, address: std::net::SocketAddr, r: &BenchResult) -> Report {
+        let t = &r.tally;
+        let errors = ErrorClass::ALL.iter().map(|c| (c.name(), t.errors.get(*c))).collect();
+        let classes = t.status_classes();
+        let status_class = ["1xx", "2xx", "3xx", "4xx", "5xx"]
+            .into_iter()
+            .zip(classes)
+            .collect::<BTreeMap<_, _>>();
+        let requests_done = t.completed + t.failed;
+        let cpu = r.cpu();
+        let mut report = Report {
+            loadlab_version: env!("CARGO_PKG_VERSION"),
+            config: ConfigEcho::new(cfg, address),
+            interrupted: r.interrupted,
+            duration_s: r.duration.as_secs_f64(),
+            requests: Requests {
+                completed: t.completed,
+                failed: t.failed,
+                unfinished: t.unfinished,
+                keepalive: t.keepalive,
+                connections_opened: t.connections_opened,
+            },
+            rps: r.rps(),
+            errors,
+            errors_other_errno: t
+                .errors
+                .other_errno
+                .iter()
+                .map(|(errno, n)| (errno.to_string(), *n))
+                .collect(),
+            status: t.status_counts().into_iter().map(|(c, n)| (c.to_string(), n)).collect(),
+            status_class,
+            bytes: Bytes {
+                total: t.bytes_total,
+                body: t.bytes_body,
+                sent_body: cfg.request.body.len() as u64 * requests_done,
+                total_per_s: per_second(t.bytes_total as f64, r.duration),
+            },
+            body_length: BodyLength {
+                first: t.lengths.first,
+                min: t.lengths.first.map(|_| t.lengths.min),
+                max: t.lengths.first.map(|_| t.lengths.max),
+                varied: t.lengths.varied(),
+            },
+            server: Server {
+                software: r.server.clone(),
+                host: cfg.target.host.clone(),
+                port: cfg.target.port,
+                path: cfg.target.path.clone(),
+            },
+            latency_us: t.timings.total.summary(),
+            timings_us: TimingsUs {
+                connect: t.timings.connect.summary(),
+                waiting: t.timings.waiting.summary(),
+                processing: t.timings.processing.summary(),
+                total: t.timings.total.summary(),
+            },
+            throughput: Throughput {
+                per_second: Moments::of(&r.per_second_completed()),
+                series: t.series.buckets().to_vec(),
+            },
+            client: Client {
+                cpu_user_s: cpu.user.as_secs_f64(),
+                cpu_sys_s: cpu.sys.as_secs_f64(),
+                cpu_us_per_request: r.cpu_us_per_request(),
+                cpu_busy: r.client_busy(),
+                max_worker_busy: r.max_worker_busy(),
+                saturated: r.saturated(),
+                threads: r.workers.len(),
+                cpus_available: r.cpus_available,
+                peak_connections: r.peak_open,
+                fd_limit: r.fd_limit,
+            },
+            warnings: Vec::new(),
+            notes: Vec::new(),
+        };
+        report.judge(cfg);
+        report
+    }
+
+    /// Fills `warnings` and `notes`: what limits the trust in the figures.
+    fn judge(&mut self, cfg: &BenchConfig) {
+        let mut w = Vec::new();
+        let c = &self.client;
+        if c.saturated {
+            w.push(format!(
+                "client saturated: it used {:.0}% of its CPU (busiest worker {:.0}%), so the \
+                 request rate may be the client's limit, not the server's",
+                c.cpu_busy * 100.0,
+                c.max_worker_busy * 100.0
+            ));
+        }
+        let done = self.requests.completed + self.requests.failed;
+        if self.requests.failed > 0 {
+            let mut classes: Vec<_> = self.errors.iter().filter(|(_, n)| **n > 0).collect();
+            classes.sort_by(|a, b| b.1.cmp(a.1));
+            let list: Vec<String> = classes.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            w.push(format!(
+                "{} of {} requests failed ({:.2}%: {}); latency covers completed requests only",
+                self.requests.failed,
+                done,
+                100.0 * self.requests.failed as f64 / done.max(1) as f64,
+                list.join(", ")
+            ));
+        }
+        let fd_errors = self.errors["fd_unavail"] + self.errors["addr_unavail"];
+        if fd_errors > 0 {
+            w.push(format!(
+                "the client ran out of file descriptors or local ports ({fd_errors} times; \
+                 open-file limit {}): those failures say nothing about the server",
+                c.fd_limit
+            ));
+        } else if c.fd_limit > 0 && (cfg.connections as u64 + 16) > c.fd_limit {
+            w.push(format!(
+                "{} connections need more descriptors than the open-file limit ({}) allows",
+                cfg.connections, c.fd_limit
+            ));
+        }
+        let not_2xx: u64 =
+            self.status_class.iter().filter(|(k, _)| **k != "2xx").map(|(_, n)| *n).sum();
+        if not_2xx > 0 && cfg.validation.status.is_empty() {
+            w.push(format!(
+                "{not_2xx} responses were not 2xx and are counted as completed; use \
+                 --expect-status to count them as failures"
+            ));
+        }
+        if self.interrupted {
+            w.push("the run was interrupted: figures cover the time until the interruption".into());
+        }
+        if self.requests.unfinished > 0 {
+            self.notes.push(format!(
+                "{} requests were still in flight when the run ended; they are neither completed \
+                 nor failed",
+                self.requests.unfinished
+            ));
+        }
+        let asked = match cfg.stop {
+            Stop::Requests(n) => cfg.connections.min(n as usize),
+            Stop::Duration(_) => cfg.connections,
+        };
+        if c.peak_connections < asked && self.requests.failed == 0 && !self.interrupted {
+            w.push(format!(
+                "only {} of {} connections were open at once",
+                c.peak_connections, asked
+            ));
+        }
+        if self.requests.completed == 0 && done > 0 {
+            w.push("no request completed: there is no latency or throughput to report".into());
+        }
+        if self.body_length.varied {
+            self.notes.push(format!(
+                "body length varied from {} to {} bytes (normal for dynamic pages; not counted as \
+                 failures)",
+                self.body_length.min.unwrap_or(0),
+                self.body_length.max.unwrap_or(0)
+            ));
+        }
+        self.warnings = w;
+    }
+
+    /// True when nothing reached the server: every request failed before a connection existed.
+    pub fn target_unreachable(&self) -> bool {
+        self.requests.completed == 0
+            && self.requests.failed > 0
+            && ErrorClass::ALL
+                .iter()
+                .filter(|c| !c.is_connect_phase())
+                .all(|c| self.errors[c.name()] == 0)
+    }
+}
+
+impl ConfigEcho {
+    fn new(cfg: &BenchConfig, address: std::net::SocketAddr) -> ConfigEcho {
+        let v = &cfg.validation;
+        ConfigEcho {
+            url: cfg.target.url.clone(),
+            address: address.to_string(),
+            method: cfg.request.method.clone(),
+            connections: cfg.connections,
+            threads: cfg.threads,
+            pin: cfg.pin.clone(),
+            requests: match cfg.stop {
+                Stop::Requests(n) => Some(n),
+                Stop::Duration(_) => None,
+            },
+            duration_s: match cfg.stop {
+                Stop::Duration(d) => Some(d.as_secs_f64()),
+                Stop::Requests(_) => None,
+            },
+            keepalive: cfg.keepalive,
+            timeout_s: cfg.timeout.as_secs_f64(),
+            connect_timeout_s: cfg.connect_timeout.as_secs_f64(),
+            warmup_s: cfg.warmup.as_secs_f64(),
+            headers: cfg.request.headers.iter().map(|(n, v)| format!("{n}: {v}")).collect(),
+            body_bytes: cfg.request.body.len(),
+            expect_status: v
+                .status
+                .iter()
+                .map(|(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") })
+                .collect(),
+            expect_body_sha256: v
+                .body_sha256
+                .map(|h| h.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+            expect_contains: v
+                .body_contains
+                .as_ref()
+                .map(|c| String::from_utf8_lossy(c).into_owned()),
+        }
+    }
+}

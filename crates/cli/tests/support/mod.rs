@@ -1,0 +1,101 @@
+//! Support for the integration tests: the `loadlab` binary under test, in-process HTTP servers
+//! that misbehave on request, and real servers (nginx) that tests start and stop themselves.
+
+// Each test module uses a different part of this; what one build leaves unused is not dead.
+#![allow(dead_code, unused_imports, unused_macros)]
+
+pub mod nginx;
+pub mod servers;
+pub mod skip;
+
+#[cfg(test)]
+mod selftest;
+
+pub(crate) use nginx::{require_nginx, Nginx};
+pub use servers::{closed_port, Behaviour, Request, TestServer};
+pub use skip::Skip;
+
+use std::io::Read;
+use std::process::{Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long one run of the binary may take before the test fails: a hung loadlab must fail
+/// the test, not hang the suite.
+pub const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+/// A `Command` for the binary under test.
+pub fn loadlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_loadlab"))
+}
+
+/// Runs `loadlab ARGS --format json --quiet` and parses stdout as JSON. The flags go last so
+/// that they land after any subcommand. Panics, showing stdout and stderr, if stdout is not
+/// JSON; the exit status is left to the caller, since failing runs must report JSON too.
+pub fn run_json(args: &[&str]) -> (serde_json::Value, Output) {
+    let mut command = loadlab();
+    command.args(args).args(["--format", "json", "--quiet"]);
+    let output = output_within(command, RUN_LIMIT);
+    match serde_json::from_slice(&output.stdout) {
+        Ok(value) => (value, output),
+        Err(err) => panic!(
+            "loadlab {args:?} did not print JSON ({err}); {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        ),
+    }
+}
+
+/// Like `Command::output`, but kills the child and panics if it runs longer than `limit`.
+pub fn output_within(mut command: Command, limit: Duration) -> Output {
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+    // Both pipes are drained while waiting: a child that fills one would otherwise block.
+    let stdout = drain(child.stdout.take().expect("piped stdout"));
+    let stderr = drain(child.stderr.take().expect("piped stderr"));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for child") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let stderr = stderr.join().unwrap_or_default();
+            panic!(
+                "{command:?} did not finish within {limit:?}\n--- stderr ---\n{}",
+                String::from_utf8_lossy(&stderr)
+            );
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
+}
+
+/// Polls `condition` until it holds or `limit` passes; whether it held. For state another
+/// thread reaches eventually (a counter, a file), so tests wait for it instead of sleeping.
+pub fn wait_until(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        bytes
+    })
+}

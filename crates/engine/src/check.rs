@@ -1,0 +1,211 @@
+//! Response validation (`--expect-*`): status sets, body digests and substrings, checked as the
+//! body streams past, without storing it.
+
+use memchr::memmem;
+use sha2::{Digest, Sha256};
+
+/// What a valid response looks like. Empty means every complete response is valid.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Validation {
+    /// Inclusive ranges of accepted status codes.
+    pub status: Vec<(u16, u16)>,
+    pub body_sha256: Option<[u8; 32]>,
+    pub body_contains: Option<Vec<u8>>,
+}
+
+/// Why a complete response failed validation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mismatch {
+    Status,
+    Sha256,
+    Contains,
+}
+
+impl Validation {
+    /// Parses `--expect-status`: codes, ranges and classes, comma separated
+    /// (`200`, `200,304`, `200-299`, `2xx`).
+    pub fn parse_status(spec: &str) -> Result<Vec<(u16, u16)>, String> {
+        spec.split(',')
+            .map(str::trim)
+            .map(|part| {
+                let code = |s: &str| {
+                    s.parse::<u16>()
+                        .ok()
+                        .filter(|c| (100..=999).contains(c))
+                        .ok_or_else(|| format!("invalid status code {s:?} in {spec:?}"))
+                };
+                if let Some(class) = part.strip_suffix("xx").or_else(|| part.strip_suffix("XX")) {
+                    let d = code(&format!("{class}00"))?;
+                    Ok((d, d + 99))
+                } else if let Some((a, b)) = part.split_once('-') {
+                    let (a, b) = (code(a.trim())?, code(b.trim())?);
+                    if a > b {
+                        return Err(format!("empty status range {part:?}"));
+                    }
+                    Ok((a, b))
+                } else {
+                    let c = code(part)?;
+                    Ok((c, c))
+                }
+            })
+            .collect()
+    }
+
+    /// Parses a 64-digit hex SHA-256.
+    pub fn parse_sha256(hex: &str) -> Result<[u8; 32], String> {
+        let hex = hex.trim();
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!("{hex:?} is not a SHA-256 (64 hex digits)"));
+        }
+        let mut out = [0u8; 32];
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+        }
+        Ok(out)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.status.is_empty() && self.body_sha256.is_none() && self.body_contains.is_none()
+    }
+
+    fn status_ok(&self, code: u16) -> bool {
+        self.status.is_empty() || self.status.iter().any(|(a, b)| (*a..=*b).contains(&code))
+    }
+}
+
+/// Per-connection validation state for the response being read. Reset per request; never
+/// allocates after construction.
+#[derive(Debug, Clone)]
+pub struct BodyCheck {
+    sha: Option<Sha256>,
+    finder: Option<memmem::Finder<'static>>,
+    found: bool,
+    /// The last `pattern.len() - 1` body bytes, so a match across two reads is seen.
+    tail: Vec<u8>,
+}
+
+impl BodyCheck {
+    pub fn new(v: &Validation) -> Self {
+        let finder = v.body_contains.as_ref().map(|p| memmem::Finder::new(p).into_owned());
+        let cap = v.body_contains.as_ref().map_or(0, |p| 2 * p.len());
+        BodyCheck {
+            sha: v.body_sha256.map(|_| Sha256::new()),
+            finder,
+            found: false,
+            tail: Vec::with_capacity(cap),
+        }
+    }
+
+    pub fn reset(&mut self) {
+        if let Some(sha) = self.sha.as_mut() {
+            Digest::reset(sha);
+        }
+        self.found = false;
+        self.tail.clear();
+    }
+
+    /// Whether body bytes need to be seen at all.
+    pub fn wants_body(&self) -> bool {
+        self.sha.is_some() || self.finder.is_some()
+    }
+
+    #[inline]
+    pub fn update(&mut self, bytes: &[u8]) {
+        if let Some(sha) = self.sha.as_mut() {
+            sha.update(bytes);
+        }
+        let Some(finder) = self.finder.as_ref() else { return };
+        if self.found {
+            return;
+        }
+        let keep = finder.needle().len().saturating_sub(1);
+        // A match that straddles the previous read: search the kept tail plus the first
+        // `keep` bytes of this one.
+        let head = &bytes[..bytes.len().min(keep)];
+        self.tail.extend_from_slice(head);
+        if finder.find(&self.tail).is_some() || finder.find(bytes).is_some() {
+            self.found = true;
+            return;
+        }
+        let start = self.tail.len().saturating_sub(keep);
+        if bytes.len() >= keep {
+            self.tail.clear();
+            self.tail.extend_from_slice(&bytes[bytes.len() - keep..]);
+        } else {
+            self.tail.drain(..start);
+        }
+    }
+
+    /// The verdict on a complete response.
+    pub fn finish(&mut self, v: &Validation, status: u16) -> Option<Mismatch> {
+        if !v.status_ok(status) {
+            return Some(Mismatch::Status);
+        }
+        if let (Some(sha), Some(expected)) = (self.sha.as_mut(), v.body_sha256.as_ref()) {
+            if sha.finalize_reset().as_slice() != expected {
+                return Some(Mismatch::Sha256);
+            }
+        }
+        if self.finder.is_some() && !self.found {
+            return Some(Mismatch::Contains);
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_specs() {
+        assert_eq!(Validation::parse_status("200").unwrap(), vec![(200, 200)]);
+        assert_eq!(Validation::parse_status("2xx, 304").unwrap(), vec![(200, 299), (304, 304)]);
+        assert_eq!(Validation::parse_status("200-204").unwrap(), vec![(200, 204)]);
+        for bad in ["", "abc", "99", "1000", "300-200", "9xx9"] {
+            assert!(Validation::parse_status(bad).is_err(), "{bad}");
+        }
+    }
+
+    fn check(v: &Validation, status: u16, pieces: &[&[u8]]) -> Option<Mismatch> {
+        let mut c = BodyCheck::new(v);
+        c.reset();
+        for p in pieces {
+            c.update(p);
+        }
+        c.finish(v, status)
+    }
+
+    #[test]
+    fn sha256_streams() {
+        // sha256("hello, world!")
+        let v = Validation {
+            body_sha256: Some(
+                Validation::parse_sha256(
+                    "68e656b251e67e8358bef8483ab0d51c6619f3e7a1a9f0e75838d41ff368f728",
+                )
+                .unwrap(),
+            ),
+            ..Default::default()
+        };
+        assert_eq!(check(&v, 200, &[b"hello, ", b"world!"]), None);
+        assert_eq!(check(&v, 200, &[b"hello, world?"]), Some(Mismatch::Sha256));
+        assert!(Validation::parse_sha256("abc").is_err());
+    }
+
+    #[test]
+    fn contains_across_reads() {
+        let v = Validation { body_contains: Some(b"needle".to_vec()), ..Default::default() };
+        assert_eq!(check(&v, 200, &[b"hay", b"ne", b"e", b"dle", b"hay"]), None);
+        assert_eq!(check(&v, 200, &[b"haystack nee", b"dle"]), None);
+        assert_eq!(check(&v, 200, &[b"needl", b"x", b"eedle"]), Some(Mismatch::Contains));
+        assert_eq!(check(&v, 200, &[]), Some(Mismatch::Contains));
+    }
+
+    #[test]
+    fn status_checked_first() {
+        let v = Validation { status: vec![(200, 299)], ..Default::default() };
+        assert_eq!(check(&v, 204, &[]), None);
+        assert_eq!(check(&v, 500, &[]), Some(Mismatch::Status));
+    }
+}

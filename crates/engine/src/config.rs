@@ -1,0 +1,82 @@
+//! The effective parameters of one run, as the engine receives them.
+
+use std::time::Duration;
+
+use crate::{check::Validation, http::Limits, RequestSpec, Target};
+
+/// When a run stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// After exactly this many measured requests have completed or failed.
+    Requests(u64),
+    /// After this much measured time; requests still in flight then are reported as
+    /// unfinished.
+    Duration(Duration),
+}
+
+/// Everything a run needs. Built by the CLI (or a suite), checked by [`BenchConfig::check`].
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub target: Target,
+    pub request: RequestSpec,
+    /// Concurrent connections (closed loop: each has one request outstanding at a time).
+    pub connections: usize,
+    /// Worker threads, each with its own event loop; never more than `connections`.
+    pub threads: usize,
+    /// CPUs to pin workers to, round-robin; empty for no pinning.
+    pub pin: Vec<usize>,
+    pub stop: Stop,
+    /// Reuse connections (HTTP/1.1 keep-alive); false opens one connection per request.
+    pub keepalive: bool,
+    /// Bound on one request, from its start (connect included) to the end of its response.
+    pub timeout: Duration,
+    /// Bound on establishing a TCP connection.
+    pub connect_timeout: Duration,
+    /// Load applied before measuring; its requests are not counted.
+    pub warmup: Duration,
+    pub validation: Validation,
+    pub limits: Limits,
+}
+
+impl BenchConfig {
+    /// A configuration with the CLI's defaults for `target`.
+    pub fn new(target: Target) -> Self {
+        BenchConfig {
+            target,
+            request: RequestSpec::default(),
+            connections: 10,
+            threads: 1,
+            pin: Vec::new(),
+            stop: Stop::Duration(Duration::from_secs(10)),
+            keepalive: true,
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            warmup: Duration::ZERO,
+            validation: Validation::default(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Rejects parameters that cannot be run.
+    pub fn check(&self) -> Result<(), crate::EngineError> {
+        let err = |m: &str| Err(crate::EngineError::Config(m.to_string()));
+        if self.connections == 0 {
+            return err("the number of connections must be at least 1");
+        }
+        if self.threads == 0 {
+            return err("the number of threads must be at least 1");
+        }
+        if self.threads > self.connections {
+            return err("more threads than connections: each thread needs a connection");
+        }
+        match self.stop {
+            Stop::Requests(0) => return err("the number of requests must be at least 1"),
+            Stop::Duration(d) if d.is_zero() => return err("the duration must be above zero"),
+            _ => {}
+        }
+        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
+            return err("timeouts must be above zero");
+        }
+        Ok(())
+    }
+}

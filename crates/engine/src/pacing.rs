@@ -1,0 +1,87 @@
+//! When a connection may start its next request: the stop condition, shared by all workers.
+//!
+//! In the closed loop a connection starts its next request as soon as the last one ended, so
+//! pacing reduces to the request budget. The budget of a `-n N` run is shared by all workers
+//! and taken in small chunks: a fast worker takes more of it than a slow one (no worker idles
+//! while another still has a queue), and the shared counter is touched once per chunk, not
+//! once per request.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::Stop;
+
+/// One worker's view of the run's request budget.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    shared: Option<Arc<AtomicU64>>,
+    local: u64,
+    chunk: u64,
+}
+
+impl Budget {
+    /// The budgets for `workers` workers of one run.
+    pub fn split(stop: Stop, workers: usize, connections: usize) -> Vec<Budget> {
+        let shared = match stop {
+            Stop::Requests(n) => Some(Arc::new(AtomicU64::new(n))),
+            Stop::Duration(_) => None,
+        };
+        // Small enough that the tail of the run stays balanced over all connections, large
+        // enough that the shared counter is rarely contended.
+        let chunk = match stop {
+            Stop::Requests(n) => (n / (connections as u64 * 8).max(1)).clamp(1, 256),
+            Stop::Duration(_) => 0,
+        };
+        (0..workers).map(|_| Budget { shared: shared.clone(), local: 0, chunk }).collect()
+    }
+
+    /// Takes one request from the budget; false when the budget is spent.
+    #[inline]
+    pub fn take(&mut self) -> bool {
+        let Some(shared) = &self.shared else { return true };
+        if self.local == 0 {
+            let chunk = self.chunk;
+            let got = shared.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                (left > 0).then(|| left - left.min(chunk))
+            });
+            match got {
+                Ok(left) => self.local = left.min(chunk),
+                Err(_) => return false,
+            }
+        }
+        self.local -= 1;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn shared_budget_gives_exactly_n() {
+        let mut budgets = Budget::split(Stop::Requests(1001), 3, 10);
+        let mut taken = 0;
+        // Interleave the workers as threads would.
+        loop {
+            let mut any = false;
+            for b in budgets.iter_mut() {
+                if b.take() {
+                    taken += 1;
+                    any = true;
+                }
+            }
+            if !any {
+                break;
+            }
+        }
+        assert_eq!(taken, 1001);
+    }
+
+    #[test]
+    fn duration_budget_is_unlimited() {
+        let mut b = Budget::split(Stop::Duration(Duration::from_secs(1)), 1, 1).remove(0);
+        assert!((0..10_000).all(|_| b.take()));
+    }
+}

@@ -1,0 +1,266 @@
+//! What a run measured: each worker's tallies, and their exact merge.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use loadlab_stats::{Recorder, Series};
+
+use crate::ErrorCounts;
+
+/// The four timings ab reports per request, in microseconds.
+///
+/// - `connect`: establishing the TCP connection (0 on a reused keep-alive connection);
+/// - `waiting`: from the last request byte written to the first response byte (time to first
+///   byte);
+/// - `processing`: total minus connect;
+/// - `total`: from the start of the request (its connect included) to the last response byte.
+#[derive(Debug, Clone, Default)]
+pub struct Timings {
+    pub connect: Recorder,
+    pub waiting: Recorder,
+    pub processing: Recorder,
+    pub total: Recorder,
+}
+
+impl Timings {
+    pub fn merge(&mut self, other: &Timings) {
+        self.connect.merge(&other.connect);
+        self.waiting.merge(&other.waiting);
+        self.processing.merge(&other.processing);
+        self.total.merge(&other.total);
+    }
+
+    pub fn clear(&mut self) {
+        self.connect.clear();
+        self.waiting.clear();
+        self.processing.clear();
+        self.total.clear();
+    }
+}
+
+/// Body lengths of completed responses: the first, and the range, so a length that varies is
+/// reported as information and never as a failure (ab's "Length" failures hid real ones).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BodyLengths {
+    pub first: Option<u64>,
+    pub min: u64,
+    pub max: u64,
+}
+
+impl BodyLengths {
+    #[inline]
+    pub fn record(&mut self, len: u64) {
+        if self.first.is_none() {
+            *self = BodyLengths { first: Some(len), min: len, max: len };
+        } else {
+            self.min = self.min.min(len);
+            self.max = self.max.max(len);
+        }
+    }
+
+    pub fn varied(&self) -> bool {
+        self.min != self.max
+    }
+
+    fn merge(&mut self, other: &BodyLengths) {
+        match (self.first, other.first) {
+            (_, None) => {}
+            (None, Some(_)) => *self = *other,
+            (Some(_), Some(_)) => {
+                self.min = self.min.min(other.min);
+                self.max = self.max.max(other.max);
+            }
+        }
+    }
+}
+
+/// One worker's tallies over the measured window; also the merged result's core.
+#[derive(Debug, Clone)]
+pub struct Tally {
+    pub completed: u64,
+    pub failed: u64,
+    /// Measured requests still in flight when a timed run ended or was interrupted.
+    pub unfinished: u64,
+    /// Measured responses after which the connection stayed open for another request (ab's
+    /// "Keep-Alive requests").
+    pub keepalive: u64,
+    pub connections_opened: u64,
+    pub errors: ErrorCounts,
+    /// Responses by status code, index = code (100..=999), validation failures included.
+    pub status: Box<[u64; 1000]>,
+    /// Every byte received, heads and chunk framing included.
+    pub bytes_total: u64,
+    /// Body bytes after chunked decoding.
+    pub bytes_body: u64,
+    pub lengths: BodyLengths,
+    pub timings: Timings,
+    /// Per-second counts, second 0 starting when measuring starts.
+    pub series: Series,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            completed: 0,
+            failed: 0,
+            unfinished: 0,
+            keepalive: 0,
+            connections_opened: 0,
+            errors: ErrorCounts::default(),
+            status: Box::new([0; 1000]),
+            bytes_total: 0,
+            bytes_body: 0,
+            lengths: BodyLengths::default(),
+            timings: Timings::default(),
+            series: Series::default(),
+        }
+    }
+}
+
+impl Tally {
+    pub fn merge(&mut self, o: &Tally) {
+        self.completed += o.completed;
+        self.failed += o.failed;
+        self.unfinished += o.unfinished;
+        self.keepalive += o.keepalive;
+        self.connections_opened += o.connections_opened;
+        self.errors.merge(&o.errors);
+        for (a, b) in self.status.iter_mut().zip(o.status.iter()) {
+            *a += b;
+        }
+        self.bytes_total += o.bytes_total;
+        self.bytes_body += o.bytes_body;
+        self.lengths.merge(&o.lengths);
+        self.timings.merge(&o.timings);
+        self.series.merge(&o.series);
+    }
+
+    /// Status codes that occurred, with their counts.
+    pub fn status_counts(&self) -> BTreeMap<u16, u64> {
+        self.status
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(code, n)| (code as u16, *n))
+            .collect()
+    }
+
+    /// Responses per status class: index 0 = 1xx .. 4 = 5xx.
+    pub fn status_classes(&self) -> [u64; 5] {
+        let mut out = [0; 5];
+        for (code, n) in self.status.iter().enumerate().filter(|(_, n)| **n > 0) {
+            if (100..600).contains(&code) {
+                out[code / 100 - 1] += n;
+            }
+        }
+        out
+    }
+}
+
+/// What one worker thread reports when it ends.
+#[derive(Debug, Clone)]
+pub struct WorkerReport {
+    pub tally: Tally,
+    /// CPU the thread used during the measured window.
+    pub cpu: crate::sys::CpuTime,
+    /// The measured window as this worker saw it.
+    pub wall: Duration,
+    /// When this worker's last measured request ended, from the start of measuring.
+    pub last_event: Duration,
+    pub peak_open: usize,
+    pub server: Option<String>,
+}
+
+/// The merged result of a run.
+#[derive(Debug, Clone)]
+pub struct BenchResult {
+    pub tally: Tally,
+    /// The measured duration: until the last request ended (`-n`), or the planned duration
+    /// (`-d`), or until the interruption.
+    pub duration: Duration,
+    pub interrupted: bool,
+    pub workers: Vec<WorkerSummary>,
+    /// The Server header of the first response seen.
+    pub server: Option<String>,
+    /// CPUs the client process could use.
+    pub cpus_available: usize,
+    /// Connections open at the same time, at most (sum of per-worker peaks).
+    pub peak_open: usize,
+    /// The soft open-file limit in force during the run.
+    pub fd_limit: u64,
+}
+
+/// Per-worker figures kept after the merge, for the client's self-check.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerSummary {
+    pub cpu: crate::sys::CpuTime,
+    pub wall: Duration,
+}
+
+impl WorkerSummary {
+    /// Fraction of its wall time the worker spent on a CPU.
+    pub fn busy(&self) -> f64 {
+        if self.wall.is_zero() {
+            return 0.0;
+        }
+        self.cpu.total().as_secs_f64() / self.wall.as_secs_f64()
+    }
+}
+
+/// Above this CPU use a worker (or the client as a whole) is taken to be the bottleneck.
+pub const SATURATION: f64 = 0.90;
+
+impl BenchResult {
+    pub fn cpu(&self) -> crate::sys::CpuTime {
+        let mut t = crate::sys::CpuTime::default();
+        for w in &self.workers {
+            t.user += w.cpu.user;
+            t.sys += w.cpu.sys;
+        }
+        t
+    }
+
+    pub fn rps(&self) -> f64 {
+        per_second(self.tally.completed as f64, self.duration)
+    }
+
+    /// Client CPU per completed or failed request, in microseconds.
+    pub fn cpu_us_per_request(&self) -> Option<f64> {
+        let n = self.tally.completed + self.tally.failed;
+        (n > 0).then(|| self.cpu().total().as_secs_f64() * 1e6 / n as f64)
+    }
+
+    /// The busiest worker's share of its CPU.
+    pub fn max_worker_busy(&self) -> f64 {
+        self.workers.iter().map(WorkerSummary::busy).fold(0.0, f64::max)
+    }
+
+    /// CPU used over CPU available: workers beyond the number of CPUs share them.
+    pub fn client_busy(&self) -> f64 {
+        let wall = self.duration.as_secs_f64();
+        let cpus = self.workers.len().min(self.cpus_available).max(1) as f64;
+        if wall <= 0.0 {
+            return 0.0;
+        }
+        self.cpu().total().as_secs_f64() / (wall * cpus)
+    }
+
+    /// True when the client, not the server, may have limited the run.
+    pub fn saturated(&self) -> bool {
+        self.max_worker_busy() > SATURATION || self.client_busy() > SATURATION
+    }
+
+    /// Completed requests per second over each whole measured second (httperf's reply rate).
+    pub fn per_second_completed(&self) -> Vec<f64> {
+        let full = self.duration.as_secs() as usize;
+        self.tally.series.completed_per_second(full)
+    }
+}
+
+pub fn per_second(x: f64, d: Duration) -> f64 {
+    if d.is_zero() {
+        0.0
+    } else {
+        x / d.as_secs_f64()
+    }
+}
