@@ -305,8 +305,17 @@ impl Worker {
         }
     }
 
+    /// Whether a timed run is over: what ends after that is left unfinished, so that no
+    /// request is counted beyond the measured window.
+    fn past_end(&self, now: Instant) -> bool {
+        self.spec.end.is_some_and(|end| now >= end)
+    }
+
     /// A full response arrived on slot `idx`.
     fn complete(&mut self, idx: usize, now: Instant, must_close: bool) {
+        if self.past_end(now) {
+            return;
+        }
         let conn = &mut self.conns[idx];
         if self.server.is_none() {
             self.server = conn.parser.take_server();
@@ -351,6 +360,9 @@ impl Worker {
 
     /// The request on slot `idx` failed; its next one starts on the next loop turn.
     fn fail(&mut self, idx: usize, class: ErrorClass, errno: Option<i32>, now: Instant) {
+        if self.past_end(now) {
+            return;
+        }
         let conn = &mut self.conns[idx];
         if conn.measured {
             let t = &mut self.tally;
