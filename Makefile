@@ -1,0 +1,69 @@
+# make demo: see loadlab load a private nginx. make test: everything CI checks.
+# Both install the Debian packages they need first (Debian 12; sudo only when not root).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+
+# Debian packages, by purpose. Later stacks add theirs here (apache2, php-fpm, varnish,
+# mariadb-server, ...), so that CI installs them and their tests run instead of skipping.
+TEST_PACKAGES  := nginx wrk apache2-utils httperf time
+DEMO_PACKAGES  := nginx python3
+BENCH_PACKAGES := nginx wrk apache2-utils time python3
+
+# The test harness reads this: in CI a test whose server is missing fails instead of skipping.
+ifneq ($(filter-out 0 false,$(CI)),)
+export LOADLAB_REQUIRE_SERVERS := 1
+endif
+
+LOCKED := $(if $(wildcard Cargo.lock),--locked)
+
+.PHONY: deps-test deps-demo deps-bench build test demo bench clean
+
+# apt_install: install those of the packages in $(1) that are not installed yet; apt-get update
+# runs only if something is missing, so a ready machine needs no network and no root. "dpkg -s"
+# alone would also accept a removed package whose config files remain, hence the Status line.
+define apt_install
+	missing=(); \
+	for p in $(1); do \
+	  dpkg -s "$$p" 2>/dev/null | grep -x 'Status: install ok installed' >/dev/null \
+	    || missing+=("$$p"); \
+	done; \
+	if (( $${#missing[@]} )); then \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "installing: $${missing[*]}"; \
+	  $$sudo apt-get update; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y --no-install-recommends "$${missing[@]}"; \
+	fi
+endef
+
+deps-test:
+	@$(call apt_install,$(TEST_PACKAGES))
+
+deps-demo:
+	@$(call apt_install,$(DEMO_PACKAGES))
+
+deps-bench:
+	@$(call apt_install,$(BENCH_PACKAGES))
+
+build:
+	cargo build --release $(LOCKED)
+
+test: deps-test
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	if cargo nextest --version >/dev/null 2>&1; then \
+	  cargo nextest run --workspace --no-fail-fast; \
+	else \
+	  cargo test --workspace --no-fail-fast; \
+	fi
+
+demo: deps-demo build
+	bench/demo.sh
+
+bench: deps-bench build
+	bench/vs-peers.sh
+
+clean:
+	cargo clean
+	rm -rf out

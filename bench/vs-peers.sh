@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# loadlab against wrk and ab on the same nginx: requests per second and, above all, the client's
+# own CPU time per request (the cost of the load generator, which decides how much server one
+# client machine can saturate). See BENCHMARKS.md for how to read the output.
+#
+# Env: DURATION (s, default 5), ROUNDS (default 3), AB_REQUESTS (default 1000000),
+#      TOOLS (default "loadlab wrk ab"; ratios are the first tool over each other one),
+#      LOADLAB (binary; default target/release/loadlab, rebuilt if it is the default).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+
+DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-3}
+AB_REQUESTS=${AB_REQUESTS:-1000000}
+read -r -a tools <<<"${TOOLS:-loadlab wrk ab}"
+LOADLAB=${LOADLAB:-target/release/loadlab}
+CONNECTIONS=50
+# Server and client on separate cores, so neither steals the other's CPU time.
+SERVER_CPU=1
+CLIENT_CPU=0
+
+for v in DURATION ROUNDS AB_REQUESTS; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
+done
+[ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
+for t in "${tools[@]}"; do
+  case $t in
+    loadlab)
+      if [ "$LOADLAB" = target/release/loadlab ]; then
+        # Always: cargo does nothing when it is up to date, and a stale binary would be
+        # measured silently otherwise. --locked as in make build: a benchmark edits no lock file.
+        locked=()
+        [ ! -f Cargo.lock ] || locked=(--locked)
+        cargo build --release --quiet "${locked[@]}"
+      fi
+      [ -x "$LOADLAB" ] || die "no loadlab binary at $LOADLAB" ;;
+    wrk | ab) command -v "$t" >/dev/null || die "$t not installed (make deps-bench)" ;;
+    *) die "unknown tool '$t' in TOOLS (known: loadlab wrk ab)" ;;
+  esac
+done
+[ -x /usr/bin/time ] || die "GNU time not installed (make deps-bench)"
+
+work=$(mktemp -d -t loadlab-vs-peers.XXXXXX)
+trap 'stop_nginx "$work"; rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+port=$(free_port)
+# nginx lives in $work itself: as root its worker must traverse every parent of its files,
+# and start_nginx opens up only the directory it is given.
+start_nginx "$work" "$port" "$SERVER_CPU"
+url=http://127.0.0.1:$port/hello.txt
+
+# run TOOL ROUND: one measured run; its output and its CPU time land in $work.
+run() {
+  local tool=$1 round=$2 cmd
+  case $tool in
+    loadlab) cmd=("$LOADLAB" bench -c "$CONNECTIONS" -t 1 -d "${DURATION}s" --format json "$url") ;;
+    wrk) cmd=(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$url") ;;
+    # ab has no duration: it stops at -n requests or after -t seconds, whichever comes first.
+    # -t alone would also set -n to 50000, so -n must come after it to win.
+    ab) cmd=(ab -q -k -c "$CONNECTIONS" -t "$DURATION" -n "$AB_REQUESTS" "$url") ;;
+  esac
+  echo "round $round: $tool" >&2
+  # time's figure includes its child (timeout) and that one's child (the tool): wait4 adds the
+  # usage of reaped descendants. --foreground lets Ctrl-C reach the tool. All on the client CPU.
+  taskset -c "$CLIENT_CPU" /usr/bin/time -f '%U %S %e' -o "$work/$tool.$round.cpu" \
+    timeout --foreground -k 5 $((DURATION + 30)) "${cmd[@]}" >"$work/$tool.$round.out"
+  [ -s "$work/$tool.$round.out" ] || die "$tool printed no result: ${cmd[*]}"
+  echo "$tool $round" >>"$work/runs"
+}
+
+# The context a figure needs before it can be quoted: a busy machine gives noisy rounds.
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs:" \
+  "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)"
+echo "# $("$NGINX" -v 2>&1), load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# DURATION=$DURATION ROUNDS=$ROUNDS AB_REQUESTS=$AB_REQUESTS TOOLS=\"${tools[*]}\"" \
+  "connections=$CONNECTIONS, nginx on CPU $SERVER_CPU, clients on CPU $CLIENT_CPU"
+
+# Interleaved and rotated (round 2 starts with the second tool, ...), so drift in the machine's
+# state over the minutes of the run spreads over all tools instead of favouring one.
+for ((round = 1; round <= ROUNDS; round++)); do
+  for ((i = 0; i < ${#tools[@]}; i++)); do
+    run "${tools[(i + round - 1) % ${#tools[@]}]}" "$round"
+    sleep 1 # let the previous tool's connections close before the next one connects
+  done
+done
+
+python3 - "$work" "${tools[@]}" <<'EOF'
+import json, re, statistics, sys
+
+work, tools = sys.argv[1], sys.argv[2:]
+
+def find(pattern, text, path):
+    m = re.search(pattern, text)
+    if not m:
+        sys.exit(f"vs-peers.sh: no match for {pattern!r} in the output of {path}")
+    return float(m.group(1))
+
+def parse(tool, text, path):
+    """(req/s, completed requests, errors or None) from one tool's own output."""
+    if tool == "loadlab":
+        try:
+            j = json.loads(text)
+        except ValueError as e:
+            sys.exit(f"vs-peers.sh: {path} is not loadlab's JSON ({e})")
+        return float(j["rps"]), int(j["requests"]["completed"]), j["requests"].get("failed")
+    if tool == "wrk":
+        m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+        errors = sum(map(int, m.groups())) if m else 0
+        m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+        errors += int(m.group(1)) if m else 0
+        return (find(r"Requests/sec:\s+([\d.]+)", text, path),
+                int(find(r"(\d+) requests in", text, path)), errors)
+    if tool == "ab":
+        errors = int(find(r"Failed requests:\s+(\d+)", text, path))
+        m = re.search(r"Non-2xx responses:\s+(\d+)", text)
+        errors += int(m.group(1)) if m else 0
+        return (find(r"Requests per second:\s+([\d.]+)", text, path),
+                int(find(r"Complete requests:\s+(\d+)", text, path)), errors)
+
+rows = {}  # (tool, round) -> (rps, cpu_us_per_req)
+print(f"{'tool':8} {'round':>5} {'req/s':>10} {'requests':>10} {'seconds':>7}"
+      f" {'cpu_us_per_req':>14} {'client_cpu':>10} {'errors':>6}")
+for line in open(f"{work}/runs"):
+    tool, rnd = line.split()
+    path = f"{work}/{tool}.{rnd}.out"
+    rps, n, errors = parse(tool, open(path).read(), path)
+    # GNU time puts a "Command exited with non-zero status" line first when there is one.
+    user, sys_, elapsed = map(float, open(f"{work}/{tool}.{rnd}.cpu").read().splitlines()[-1].split())
+    cpu_us = (user + sys_) * 1e6 / n
+    # Near 100% the client, not nginx, set the pace: its req/s says little about the server.
+    busy = (user + sys_) / elapsed * 100
+    rows[tool, int(rnd)] = (rps, cpu_us)
+    print(f"{tool:8} {rnd:>5} {rps:>10.0f} {n:>10} {elapsed:>7.2f} {cpu_us:>14.2f} {busy:>9.0f}%"
+          f" {'-' if errors is None else errors:>6}")
+
+print("\nmedians over rounds")
+print(f"{'tool':8} {'req/s':>10} {'cpu_us_per_req':>14}")
+for tool in tools:
+    vals = [v for (t, _), v in rows.items() if t == tool]
+    print(f"{tool:8} {statistics.median(v[0] for v in vals):>10.0f}"
+          f" {statistics.median(v[1] for v in vals):>14.2f}")
+
+# Ratios are taken per round (the two runs sat next to each other in time), then the median.
+base = tools[0]
+rounds = sorted({r for _, r in rows})
+print(f"\nratios {base}/other, median of per-round ratios (cpu: below 1 means {base} is cheaper)")
+for other in tools[1:]:
+    pairs = [(rows[base, r], rows[other, r]) for r in rounds]
+    cpu = statistics.median(a[1] / b[1] for a, b in pairs)
+    rps = statistics.median(a[0] / b[0] for a, b in pairs)
+    print(f"{base}/{other}: cpu_us_per_req {cpu:.2f}  req/s {rps:.2f}")
+EOF
