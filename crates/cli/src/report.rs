@@ -80,8 +80,8 @@ pub struct Bytes {
     pub total: u64,
     /// Body bytes after chunked decoding.
     pub body: u64,
-    /// Request body bytes sent.
-    pub sent_body: u64,
+    /// Request bytes sent, head and body (ab's "Total body sent" when there is a body).
+    pub sent: u64,
     pub total_per_s: f64,
 }
 
@@ -148,6 +148,8 @@ impl Report {
             .collect::<BTreeMap<_, _>>();
         let requests_done = t.completed + t.failed;
         let cpu = r.cpu();
+        let request_len =
+            cfg.request.encode(&cfg.target, cfg.keepalive).map_or(0, |b| b.len() as u64);
         let mut report = Report {
             loadlab_version: env!("CARGO_PKG_VERSION"),
             config: ConfigEcho::new(cfg, address),
@@ -173,7 +175,7 @@ impl Report {
             bytes: Bytes {
                 total: t.bytes_total,
                 body: t.bytes_body,
-                sent_body: cfg.request.body.len() as u64 * requests_done,
+                sent: request_len * requests_done,
                 total_per_s: per_second(t.bytes_total as f64, r.duration),
             },
             body_length: BodyLength {
@@ -284,7 +286,7 @@ impl Report {
                 c.peak_connections, asked
             ));
         }
-        if self.requests.completed == 0 && done > 0 {
+        if self.requests.completed == 0 {
             w.push("no request completed: there is no latency or throughput to report".into());
         }
         if self.body_length.varied {

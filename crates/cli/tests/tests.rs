@@ -1,1 +1,4 @@
 mod support;
+
+mod it;
+mod schema;

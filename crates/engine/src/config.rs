@@ -77,6 +77,9 @@ impl BenchConfig {
         if self.timeout.is_zero() || self.connect_timeout.is_zero() {
             return err("timeouts must be above zero");
         }
+        // Encoding checks the method and headers, so bad ones are reported before any
+        // connection is tried.
+        self.request.encode(&self.target, self.keepalive)?;
         Ok(())
     }
 }

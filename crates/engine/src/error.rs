@@ -145,8 +145,9 @@ pub enum EngineError {
     /// The target could not be resolved or reached before the run.
     #[error("cannot reach {target}: {reason}")]
     Unreachable { target: String, reason: String },
-    /// The operating system refused something the engine needs (threads, epoll).
-    #[error("{context}: {source}")]
+    /// The operating system refused something the engine needs (threads, epoll). The cause
+    /// is only the source, not part of the message, so that a printed chain names it once.
+    #[error("{context}")]
     Io {
         context: &'static str,
         #[source]

@@ -90,7 +90,10 @@ pub fn run(
     };
     let threads = config.threads;
     let budgets = pacing::Budget::split(config.stop, threads, config.connections);
-    let mut handles = Vec::with_capacity(threads);
+    // Every worker's event loop is created before any worker starts: a running worker opens
+    // its connections at once, and under a tight open-file limit they would take the
+    // descriptors that the next worker's epoll instance needs.
+    let mut workers = Vec::with_capacity(threads);
     for (i, budget) in budgets.into_iter().enumerate() {
         // Connections spread evenly; the first `connections % threads` workers take one more.
         let connections =
@@ -112,11 +115,22 @@ pub fn run(
         let worker = worker::Worker::new(spec, budget, control.clone()).map_err(|source| {
             EngineError::Io { context: "creating a worker's event loop", source }
         })?;
-        let handle = std::thread::Builder::new()
-            .name(format!("loadlab-w{i}"))
-            .spawn(move || worker.run())
-            .map_err(|source| EngineError::Io { context: "starting a worker thread", source })?;
-        handles.push(handle);
+        workers.push(worker);
+    }
+    let mut handles = Vec::with_capacity(threads);
+    for (i, worker) in workers.into_iter().enumerate() {
+        match std::thread::Builder::new().name(format!("loadlab-w{i}")).spawn(move || worker.run())
+        {
+            Ok(handle) => handles.push(handle),
+            Err(source) => {
+                // Stop the workers already running before reporting, so none outlives the run.
+                control.request_stop();
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(EngineError::Io { context: "starting a worker thread", source });
+            }
+        }
     }
 
     let mut reports = Vec::with_capacity(threads);

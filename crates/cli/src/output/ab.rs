@@ -70,7 +70,7 @@ impl Render for Ab {
         }
         writeln!(out, "Total transferred:      {} bytes", r.bytes.total)?;
         if r.config.body_bytes > 0 {
-            writeln!(out, "Total body sent:        {}", r.bytes.sent_body)?;
+            writeln!(out, "Total body sent:        {}", r.bytes.sent)?;
         }
         writeln!(out, "HTML transferred:       {} bytes", r.bytes.body)?;
         if t > 0.0 && done > 0 {
@@ -89,9 +89,9 @@ impl Render for Ab {
                 r.bytes.total as f64 / 1024.0 / t
             )?;
             if r.config.body_bytes > 0 {
-                let sent = r.bytes.sent_body as f64 / 1024.0 / t;
+                let sent = r.bytes.sent as f64 / 1024.0 / t;
                 writeln!(out, "                        {sent:.2} kb/s sent")?;
-                let total = (r.bytes.sent_body + r.bytes.total) as f64 / 1024.0 / t;
+                let total = (r.bytes.sent + r.bytes.total) as f64 / 1024.0 / t;
                 writeln!(out, "                        {total:.2} kb/s total")?;
             }
         }

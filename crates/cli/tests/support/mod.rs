@@ -92,7 +92,9 @@ pub fn wait_until(limit: Duration, mut condition: impl FnMut() -> bool) -> bool 
     }
 }
 
-fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
+/// Reads a child's pipe to its end on a thread of its own, so the child never blocks on a
+/// full pipe while the test waits for it.
+pub fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
     thread::spawn(move || {
         let mut bytes = Vec::new();
         let _ = pipe.read_to_end(&mut bytes);

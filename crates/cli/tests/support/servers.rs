@@ -89,8 +89,14 @@ struct Live {
 
 impl TestServer {
     pub fn start(behaviour: Behaviour) -> TestServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("local_addr");
+        TestServer::start_on("127.0.0.1:0", behaviour).expect("bind 127.0.0.1:0")
+    }
+
+    /// Like [`TestServer::start`], on another local address (such as `[::1]:0`); Err when it
+    /// cannot be bound, e.g. where IPv6 is disabled.
+    pub fn start_on(bind: &str, behaviour: Behaviour) -> std::io::Result<TestServer> {
+        let listener = TcpListener::bind(bind)?;
+        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             behaviour,
             shutdown: AtomicBool::new(false),
@@ -105,14 +111,15 @@ impl TestServer {
             .name(format!("test-server-{}", addr.port()))
             .spawn(move || accept_loop(&accept_listener, &accept_shared))
             .expect("spawn accept thread");
-        TestServer { addr, shared, listener, accept: Some(accept) }
+        Ok(TestServer { addr, shared, listener, accept: Some(accept) })
     }
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT` followed by `path` (a leading `/` is added if missing).
+    /// `http://ADDR` (`127.0.0.1:PORT`, or `[::1]:PORT` and the like) followed by `path` (a
+    /// leading `/` is added if missing).
     pub fn url(&self, path: &str) -> String {
         let slash = if path.starts_with('/') { "" } else { "/" };
         format!("http://{}{slash}{path}", self.addr)

@@ -1,0 +1,68 @@
+//! Ctrl-C during a timed run: loadlab stops at once, prints the report of what it measured
+//! so far, marked as interrupted, and exits 0.
+
+use std::process::{Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{assert_exit, float, strings, uint};
+use crate::support::{drain, loadlab, wait_until, Behaviour, TestServer};
+
+/// From SIGINT to exit, at most.
+const STOP_LIMIT: Duration = Duration::from_secs(5);
+
+#[test]
+fn sigint_stops_a_timed_run_and_reports_it() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let mut child = loadlab()
+        .args(["bench", &server.url("/"), "-d", "30s", "-c", "2", "--format", "json", "--quiet"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn loadlab");
+    let stdout = drain(child.stdout.take().expect("piped stdout"));
+    let stderr = drain(child.stderr.take().expect("piped stderr"));
+
+    // Requests reaching the server mean the handler is installed and the run is measuring.
+    let running = wait_until(Duration::from_secs(10), || server.requests() >= 100);
+    assert!(child.try_wait().expect("try_wait").is_none(), "loadlab exited before SIGINT");
+    // SAFETY: kill only sends a signal; the pid is our child's, which has not been reaped
+    // (try_wait just found it running, and nothing else waits for it).
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
+    let signalled = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if signalled.elapsed() > STOP_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("loadlab did not exit within {STOP_LIMIT:?} of SIGINT");
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    let output = Output {
+        status,
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    };
+    assert!(running, "loadlab made no requests within 10s");
+
+    assert_exit(&output, 0);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!("no JSON after SIGINT ({e}): {}", String::from_utf8_lossy(&output.stdout))
+    });
+    assert_eq!(report["interrupted"], true, "{report:#}");
+    let completed = uint(&report, "requests.completed");
+    assert!(completed > 0, "{report:#}");
+    assert!(completed <= server.requests(), "{report:#}");
+    // The duration is the time until the interruption, not the 30 s asked for.
+    let duration = float(&report, "duration_s");
+    assert!(duration > 0.0 && duration < 15.0, "{report:#}");
+    let warnings = strings(&report, "warnings");
+    assert!(warnings.iter().any(|w| w.contains("interrupted")), "{warnings:?}");
+}

@@ -1,0 +1,194 @@
+//! The JSON report against its published schema, docs/bench.schema.json: real runs of the binary
+//! (clean, failing, timed) must validate, and documents that break the schema must not, so that
+//! the schema, the docs that point to it and the `Report` struct cannot drift apart unnoticed.
+
+use std::path::PathBuf;
+
+use jsonschema::Validator;
+use serde_json::{json, Value};
+
+use crate::support::{run_json, Behaviour, TestServer};
+
+fn schema_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/bench.schema.json")
+}
+
+/// The schema, itself checked against the draft 2020-12 meta-schema.
+fn validator() -> Validator {
+    let path = schema_path();
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let schema: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+    assert_eq!(
+        schema["$schema"], "https://json-schema.org/draft/2020-12/schema",
+        "the schema must declare draft 2020-12"
+    );
+    if let Err(e) = jsonschema::meta::validate(&schema) {
+        panic!("{} is not a valid JSON Schema: {e} at {}", path.display(), e.instance_path());
+    }
+    jsonschema::draft202012::new(&schema)
+        .unwrap_or_else(|e| panic!("{} does not compile: {e}", path.display()))
+}
+
+/// Every violation, one per line with where it is; empty when `doc` is valid.
+fn violations(validator: &Validator, doc: &Value) -> Vec<String> {
+    validator
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e} (schema {})", e.instance_path(), e.schema_path()))
+        .collect()
+}
+
+#[track_caller]
+fn assert_valid(validator: &Validator, doc: &Value) {
+    let errors = violations(validator, doc);
+    assert!(
+        errors.is_empty(),
+        "the report does not match docs/bench.schema.json:\n{}\n--- report ---\n{}",
+        errors.join("\n"),
+        serde_json::to_string_pretty(doc).unwrap()
+    );
+}
+
+/// `loadlab bench ARGS URL` in JSON; the run must succeed and its report must validate.
+fn bench(validator: &Validator, server: &TestServer, args: &[&str]) -> Value {
+    let url = server.url("/");
+    let mut all = vec!["bench"];
+    all.extend_from_slice(args);
+    all.push(&url);
+    let (doc, output) = run_json(&all);
+    assert!(
+        output.status.success(),
+        "loadlab {all:?}: {}\n--- stderr ---\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_valid(validator, &doc);
+    assert_invariants(&doc);
+    doc
+}
+
+/// The relations between figures that docs/json-schema.md promises (section "Invariants").
+#[track_caller]
+fn assert_invariants(doc: &Value) {
+    let sum =
+        |v: &Value| -> u64 { v.as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum() };
+    let series = |key: &str| -> u64 {
+        doc["throughput"]["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b[key].as_u64().unwrap())
+            .sum()
+    };
+    let (completed, failed) = (n(doc, "/requests/completed"), n(doc, "/requests/failed"));
+    assert_eq!(sum(&doc["errors"]), failed, "errors vs requests.failed: {doc}");
+    assert_eq!(
+        sum(&doc["status"]),
+        completed + n(doc, "/errors/validation"),
+        "status vs completed + validation failures: {doc}"
+    );
+    assert_eq!(doc["latency_us"], doc["timings_us"]["total"], "{doc}");
+    assert_eq!(n(doc, "/latency_us/count"), completed, "{doc}");
+    assert_eq!(series("completed"), completed, "series vs completed: {doc}");
+    assert_eq!(series("failed"), failed, "series vs failed: {doc}");
+    if let Some(asked) = doc["config"]["requests"].as_u64() {
+        if doc["interrupted"] == json!(false) {
+            assert_eq!(completed + failed, asked, "a counted run ends every request: {doc}");
+            assert_eq!(n(doc, "/requests/unfinished"), 0, "{doc}");
+        }
+    }
+}
+
+fn n(doc: &Value, pointer: &str) -> u64 {
+    doc.pointer(pointer).and_then(Value::as_u64).unwrap_or_else(|| panic!("{pointer} in {doc}"))
+}
+
+#[test]
+fn schema_accepts_a_clean_counted_run() {
+    let v = validator();
+    let server = TestServer::start(Behaviour::ok("hello, schema\n"));
+    let doc = bench(&v, &server, &["-n", "200", "-c", "4"]);
+    assert_eq!(n(&doc, "/requests/completed"), 200);
+    assert_eq!(n(&doc, "/requests/failed"), 0);
+    assert_eq!(n(&doc, "/config/requests"), 200);
+    assert!(doc["config"]["duration_s"].is_null());
+    assert_eq!(n(&doc, "/body_length/first"), 14);
+    assert_eq!(n(&doc, "/status/200"), 200);
+}
+
+#[test]
+fn schema_accepts_a_run_whose_connections_are_reset() {
+    let v = validator();
+    let server = TestServer::start(Behaviour::Reset);
+    let doc = bench(&v, &server, &["-n", "200", "-c", "4"]);
+    // Every nullable figure of a run where nothing completed is null here: the schema must
+    // allow that, not only the happy path.
+    assert_eq!(n(&doc, "/requests/completed") + n(&doc, "/requests/failed"), 200);
+    assert!(n(&doc, "/errors/connreset") > 0, "{doc}");
+    assert!(doc["body_length"]["first"].is_null(), "{doc}");
+    assert!(!doc["warnings"].as_array().unwrap().is_empty(), "{doc}");
+}
+
+#[test]
+fn schema_accepts_validation_failures_and_many_status_codes() {
+    let v = validator();
+    let server = TestServer::start(Behaviour::StatusCycle(vec![200, 404, 500, 302]));
+    let doc = bench(&v, &server, &["-n", "200", "-c", "4", "--expect-status", "200"]);
+    assert_eq!(n(&doc, "/requests/completed") + n(&doc, "/requests/failed"), 200);
+    assert_eq!(n(&doc, "/errors/validation"), n(&doc, "/requests/failed"));
+    assert!(n(&doc, "/requests/failed") > 0, "{doc}");
+    assert!(doc["status"].as_object().unwrap().len() > 1, "{doc}");
+    assert_eq!(doc["config"]["expect_status"], json!(["200"]));
+}
+
+#[test]
+fn schema_accepts_a_timed_run() {
+    let v = validator();
+    let server = TestServer::start(Behaviour::ok("hello, schema\n"));
+    let doc = bench(&v, &server, &["-d", "1s", "-c", "4"]);
+    assert!(doc["config"]["requests"].is_null(), "{doc}");
+    assert_eq!(doc["config"]["duration_s"], json!(1.0));
+    assert!(n(&doc, "/requests/completed") > 0, "{doc}");
+    // A run of one whole second has one per-second sample: the non-null branch is exercised.
+    assert_eq!(n(&doc, "/throughput/per_second/samples"), 1, "{doc}");
+}
+
+/// Damage done to a valid report.
+type Breakage = fn(&mut Value);
+
+/// The check can fail: documents that break the schema in typical ways are rejected.
+#[test]
+fn schema_rejects_broken_reports() {
+    let v = validator();
+    let server = TestServer::start(Behaviour::ok("x"));
+    let good = bench(&v, &server, &["-n", "20", "-c", "2"]);
+
+    let broken: [(&str, Breakage); 10] = [
+        ("rps as a string", |d| d["rps"] = json!("1234.5")),
+        ("requests missing", |d| {
+            d.as_object_mut().unwrap().remove("requests");
+        }),
+        ("an error class missing", |d| {
+            d["errors"].as_object_mut().unwrap().remove("connreset");
+        }),
+        ("an unknown top-level key", |d| d["extra"] = json!(1)),
+        ("an unknown key in a fixed object", |d| d["client"]["cpu_total_s"] = json!(0.5)),
+        ("a fractional percentile", |d| d["latency_us"]["p99"] = json!(1.5)),
+        ("a negative count", |d| d["requests"]["failed"] = json!(-1)),
+        ("null where never null", |d| d["duration_s"] = Value::Null),
+        ("a status key that is not a code", |d| d["status"]["ok"] = json!(3)),
+        ("both -n and -d echoed", |d| d["config"]["duration_s"] = json!(1.0)),
+    ];
+    for (what, breaks) in broken {
+        let mut doc = good.clone();
+        breaks(&mut doc);
+        assert!(!v.is_valid(&doc), "a report with {what} passed the schema");
+    }
+
+    // Maps stay open: more status codes or errnos are not a schema violation.
+    let mut doc = good.clone();
+    doc["status"]["503"] = json!(7);
+    doc["errors_other_errno"]["113"] = json!(2);
+    assert_valid(&v, &doc);
+}
