@@ -1,18 +1,15 @@
-//! `loadlab bench URL`: one load test, closed loop, with ab's and wrk's flags.
+//! `loadlab bench URL`: one load test, with ab's, wrk's, wrk2's and httperf's load models.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use loadlab_engine::{
-    sys, BenchConfig, Control, EngineError, RequestSpec, Stop, Target, Validation,
-};
+use loadlab_engine::{BenchConfig, Pacing, Stop};
 
 use crate::exit::{Failure, OK, UNREACHABLE};
+use crate::load::{self, ArrivalArg, RequestArgs};
 use crate::output;
-use crate::progress::Progress;
 use crate::report::Report;
 use crate::units::parse_duration;
 
@@ -24,6 +21,8 @@ pub enum Format {
     Json,
     /// ApacheBench's report layout, field for field.
     Ab,
+    /// httperf's report layout, with its error names.
+    Httperf,
     /// One header line and one row.
     Csv,
 }
@@ -32,83 +31,62 @@ pub enum Format {
 pub struct BenchArgs {
     /// The target, an http:// URL (host name, IPv4 or [IPv6] literal).
     pub url: String,
-    /// Concurrent connections, each with one request outstanding.
+    /// Closed loop: concurrent connections, each with one request outstanding.
     #[arg(short = 'c', long = "connections", default_value_t = 10)]
     pub connections: usize,
-    /// Total requests to make (after warm-up); the run ends when all completed or failed.
-    #[arg(short = 'n', long = "requests", conflicts_with = "duration")]
+    /// Total requests to make after warm-up (sessions with --conn-rate: see --conns).
+    #[arg(short = 'n', long = "requests", conflicts_with_all = ["duration", "conns"])]
     pub requests: Option<u64>,
-    /// How long to run (10s, 1m, 500ms); the default when -n is not given is 10s.
+    /// How long to run (10s, 1m, 500ms); the default when no count is given is 10s.
     #[arg(short = 'd', long = "duration", value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Worker threads, each with its own event loop [default: CPUs available, at most -c].
-    #[arg(short = 't', long = "threads")]
-    pub threads: Option<usize>,
-    /// CPUs to pin the worker threads to, round-robin (e.g. 0 or 0,2-3).
-    #[arg(long = "pin", value_name = "CPUS")]
-    pub pin: Option<String>,
-    /// Open a new connection for every request (as ab without -k).
-    #[arg(long = "no-keepalive")]
-    pub no_keepalive: bool,
-    /// Bound on each request, from its start to its last byte.
-    #[arg(long = "timeout", default_value = "30s", value_parser = parse_duration)]
-    pub timeout: Duration,
-    /// Bound on establishing each TCP connection.
-    #[arg(long = "connect-timeout", default_value = "10s", value_parser = parse_duration)]
-    pub connect_timeout: Duration,
-    /// The request method.
-    #[arg(short = 'm', long = "method", default_value = "GET")]
-    pub method: String,
-    /// An extra request header, "Name: value" (repeatable).
-    #[arg(short = 'H', long = "header", value_name = "HEADER")]
-    pub headers: Vec<String>,
-    /// Send the contents of FILE as the request body.
-    #[arg(long = "body", value_name = "FILE", conflicts_with = "body_string")]
-    pub body: Option<PathBuf>,
-    /// Send S as the request body.
-    #[arg(long = "body-string", value_name = "S")]
-    pub body_string: Option<String>,
-    /// Load applied before measuring, excluded from the results.
-    #[arg(long = "warmup", default_value = "0s", value_parser = parse_duration)]
-    pub warmup: Duration,
-    /// Count responses with other status codes as failures (200, 200-299, 2xx, 200,304).
-    #[arg(long = "expect-status", value_name = "CODES")]
-    pub expect_status: Option<String>,
-    /// Count responses whose body has another SHA-256 as failures.
-    #[arg(long = "expect-body-sha256", value_name = "HEX")]
-    pub expect_body_sha256: Option<String>,
-    /// Count responses whose body does not contain TEXT as failures.
-    #[arg(long = "expect-contains", value_name = "TEXT")]
-    pub expect_contains: Option<String>,
+    /// Open loop: requests per second, due on a schedule whatever the server's speed; latency
+    /// is measured from when each request was due.
+    #[arg(long = "rate", value_name = "R", conflicts_with = "conn_rate")]
+    pub rate: Option<f64>,
+    /// httperf's sessions: new connections per second, each carrying --calls-per-conn requests.
+    #[arg(long = "conn-rate", value_name = "R")]
+    pub conn_rate: Option<f64>,
+    /// Requests on each new connection with --conn-rate (httperf's --num-calls).
+    #[arg(long = "calls-per-conn", value_name = "K", default_value_t = 1, requires = "conn_rate")]
+    pub calls_per_conn: u32,
+    /// Total connections (sessions) to make with --conn-rate (httperf's --num-conns).
+    #[arg(long = "conns", value_name = "N", requires = "conn_rate", conflicts_with = "duration")]
+    pub conns: Option<u64>,
+    /// How open-loop arrivals are spaced.
+    #[arg(long = "arrival", value_enum, default_value_t = ArrivalArg::Fixed)]
+    pub arrival: ArrivalArg,
+    /// Open loop: connections may grow up to this many rather than the rate silently dropping.
+    #[arg(long = "max-connections", value_name = "N", default_value_t = 10_000)]
+    pub max_connections: usize,
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// Output format.
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Also write the latency percentile spectrum (HdrHistogram style) to FILE as CSV.
     #[arg(long = "latency-csv", value_name = "FILE")]
     pub latency_csv: Option<PathBuf>,
-    /// No live progress line.
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let mut config = build_config(&args)?;
-    config.target.resolve().map_err(engine_failure)?;
-    let address = loadlab_engine::preflight(&config.target, config.connect_timeout)
-        .map_err(engine_failure)?;
-
-    let control = Arc::new(Control::default());
-    install_ctrl_c(control.clone())?;
-    let progress = (!args.quiet).then(|| Progress::start(control.clone(), &config)).flatten();
-    let result = loadlab_engine::run(&config, address, control);
-    if let Some(p) = progress {
-        p.finish();
-    }
-    let result = result.map_err(engine_failure)?;
+    let address = load::reach(&mut config)?;
+    let pool = match config.pacing {
+        Pacing::Closed => config.connections,
+        _ => args.max_connections,
+    };
+    load::warn_fd_limit(pool, config.threads);
+    let (result, _) = load::measure(&config, address, args.request.quiet)?;
 
     let report = Report::new(&config, address, &result);
     if let Some(path) = &args.latency_csv {
-        output::write_latency_csv(path, &result.tally.timings.total)
+        let latency = if config.pacing == Pacing::Closed {
+            &result.tally.timings.total
+        } else {
+            &result.tally.timings.corrected
+        };
+        output::write_latency_csv(path, latency)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     output::render(args.format, &report, &result)?;
@@ -123,118 +101,39 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
 /// before a single byte is sent.
 fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
     let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
-    let target = Target::parse(&args.url).map_err(engine_failure)?;
-    let mut config = BenchConfig::new(target);
-    config.connections = args.connections;
-    let cpus = sys::allowed_cpus();
-    config.threads = args.threads.unwrap_or(cpus.len()).min(args.connections.max(1));
-    if let Some(t) = args.threads {
-        if t > args.connections {
-            return Err(usage(format!(
-                "--threads {t} is more than --connections {}: each thread needs a connection",
-                args.connections
-            )));
-        }
-    }
-    if let Some(pin) = &args.pin {
-        config.pin = parse_cpu_list(pin).map_err(usage)?;
-        if let Some(bad) = config.pin.iter().find(|c| !cpus.contains(c)) {
-            return Err(usage(format!("--pin: CPU {bad} is not available (allowed: {cpus:?})")));
-        }
-    }
-    config.stop = match (args.requests, args.duration) {
-        (Some(n), _) => Stop::Requests(n),
-        (None, Some(d)) => Stop::Duration(d),
-        (None, None) => Stop::Duration(Duration::from_secs(10)),
+    let mut config = args.request.config(&args.url)?;
+    config.pacing = match (args.rate, args.conn_rate) {
+        (Some(rate), _) => Pacing::Open {
+            rate,
+            arrival: args.arrival.into(),
+            max_connections: args.max_connections,
+        },
+        (None, Some(rate)) => Pacing::Sessions {
+            rate,
+            arrival: args.arrival.into(),
+            calls: args.calls_per_conn,
+            max_connections: args.max_connections,
+        },
+        (None, None) => Pacing::Closed,
     };
-    config.keepalive = !args.no_keepalive;
-    config.timeout = args.timeout;
-    config.connect_timeout = args.connect_timeout;
-    config.warmup = args.warmup;
-
-    let mut request = RequestSpec { method: args.method.clone(), ..RequestSpec::default() };
-    for h in &args.headers {
-        request.headers.push(RequestSpec::parse_header(h).map_err(engine_failure)?);
-    }
-    if let Some(path) = &args.body {
-        request.body =
-            std::fs::read(path).map_err(|e| usage(format!("--body {}: {e}", path.display())))?;
-    } else if let Some(s) = &args.body_string {
-        request.body = s.as_bytes().to_vec();
-    }
-    config.request = request;
-
-    let mut v = Validation::default();
-    if let Some(s) = &args.expect_status {
-        v.status =
-            Validation::parse_status(s).map_err(|e| usage(format!("--expect-status: {e}")))?;
-    }
-    if let Some(s) = &args.expect_body_sha256 {
-        v.body_sha256 = Some(
-            Validation::parse_sha256(s).map_err(|e| usage(format!("--expect-body-sha256: {e}")))?,
-        );
-    }
-    if let Some(s) = &args.expect_contains {
-        if s.is_empty() {
-            return Err(usage("--expect-contains: the text must not be empty".into()));
-        }
-        v.body_contains = Some(s.as_bytes().to_vec());
-    }
-    config.validation = v;
-    config.check().map_err(engine_failure)?;
-    Ok(config)
-}
-
-/// Parses a CPU list such as `0`, `0,2` or `0-3,6`.
-fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim) {
-        let num = |x: &str| {
-            x.trim().parse::<usize>().map_err(|_| format!("--pin: invalid CPU list {s:?}"))
-        };
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (num(a)?, num(b)?);
-                if a > b {
-                    return Err(format!("--pin: empty CPU range {part:?}"));
-                }
-                out.extend(a..=b);
+    config.connections = args.connections;
+    if config.pacing == Pacing::Closed {
+        match args.request.threads {
+            Some(t) if t > args.connections => {
+                return Err(usage(format!(
+                    "--threads {t} is more than --connections {}: each thread needs a connection",
+                    args.connections
+                )))
             }
-            None => out.push(num(part)?),
+            Some(_) => {}
+            None => config.threads = config.threads.min(args.connections.max(1)),
         }
     }
-    Ok(out)
-}
-
-/// Maps engine errors to the CLI's failure classes (and so to exit codes).
-fn engine_failure(e: EngineError) -> anyhow::Error {
-    match e {
-        EngineError::Config(m) => Failure::Usage(m).into(),
-        EngineError::Unreachable { .. } => Failure::Unreachable(e.to_string()).into(),
-        other => anyhow::Error::new(other),
-    }
-}
-
-/// The first Ctrl-C stops the run and still prints what was measured; a second one exits at
-/// once, for a run that does not stop quickly enough.
-fn install_ctrl_c(control: Arc<Control>) -> anyhow::Result<()> {
-    ctrlc::set_handler(move || {
-        if control.stop.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            std::process::exit(130);
-        }
-    })
-    .context("installing the Ctrl-C handler")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0").unwrap(), vec![0]);
-        assert_eq!(parse_cpu_list("0,2-4").unwrap(), vec![0, 2, 3, 4]);
-        assert!(parse_cpu_list("a").is_err());
-        assert!(parse_cpu_list("3-1").is_err());
-    }
+    config.stop = match (args.requests, args.conns, args.duration) {
+        (Some(n), _, _) | (None, Some(n), _) => Stop::Count(n),
+        (None, None, Some(d)) => Stop::Duration(d),
+        (None, None, None) => Stop::Duration(Duration::from_secs(10)),
+    };
+    config.check().map_err(load::engine_failure)?;
+    Ok(config)
 }

@@ -3,9 +3,11 @@
 
 mod bench;
 mod exit;
+mod load;
 mod output;
 mod progress;
 mod report;
+mod sweep;
 mod units;
 
 use std::process::ExitCode;
@@ -22,14 +24,18 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// One load test against a URL (closed loop, as ab and wrk).
+    /// One load test against a URL: closed loop (ab, wrk), open loop (--rate, as wrk2) or
+    /// sessions (--conn-rate, as httperf).
     Bench(bench::BenchArgs),
+    /// An offered-rate sweep with knee detection, optionally of two targets (autobench).
+    Sweep(sweep::SweepArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Bench(args) => bench::run(args),
+        Command::Sweep(args) => sweep::run(args),
     };
     exit::finish(outcome)
 }

@@ -26,12 +26,15 @@ impl Progress {
         let flag = done.clone();
         let handle = std::thread::spawn(move || {
             let start = Instant::now();
+            // The counters may carry earlier runs of the same process (a sweep's steps).
+            let base =
+                (control.completed.load(Ordering::Relaxed), control.failed.load(Ordering::Relaxed));
             let mut last = (start, 0u64);
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(250));
                 let now = Instant::now();
-                let completed = control.completed.load(Ordering::Relaxed);
-                let failed = control.failed.load(Ordering::Relaxed);
+                let completed = control.completed.load(Ordering::Relaxed) - base.0;
+                let failed = control.failed.load(Ordering::Relaxed) - base.1;
                 let dt = now.duration_since(last.0).as_secs_f64();
                 let rate = if dt > 0.0 { (completed - last.1) as f64 / dt } else { 0.0 };
                 last = (now, completed);

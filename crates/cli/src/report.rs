@@ -5,13 +5,21 @@
 use std::collections::BTreeMap;
 
 use loadlab_engine::result::per_second;
-use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Stop};
+use loadlab_engine::{Arrival, BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
 use loadlab_stats::{Moments, RecorderSummary};
 use serde::Serialize;
+
+/// Requests sent later than this after their due time (at the 99th percentile) mean the
+/// schedule was not kept. A millisecond is far beyond the timer's precision and the loop's
+/// turn time on a client that keeps up.
+pub const SCHEDULE_TOLERANCE_US: u64 = 1_000;
 
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub loadlab_version: &'static str,
+    /// The load model: `closed` (ab, wrk), `open` (wrk2: --rate) or `sessions` (httperf:
+    /// --conn-rate).
+    pub mode: &'static str,
     pub config: ConfigEcho,
     pub interrupted: bool,
     pub duration_s: f64,
@@ -28,8 +36,15 @@ pub struct Report {
     pub bytes: Bytes,
     pub body_length: BodyLength,
     pub server: Server,
-    /// Total time per completed request.
+    /// Time per completed request. Closed loop: from its start to its last byte. Open loop and
+    /// sessions: from when it was due (corrected for coordinated omission).
     pub latency_us: RecorderSummary,
+    /// Open loop and sessions: from when each request was actually started (the uncorrected
+    /// service time); null in the closed loop, where it equals `latency_us`.
+    pub service_time_us: Option<RecorderSummary>,
+    /// Open loop and sessions: offered against achieved rate; null in the closed loop.
+    pub rate: Option<Rate>,
+    pub connections: Connections,
     /// ab's breakdown: connect, waiting (time to first byte), processing, total.
     pub timings_us: TimingsUs,
     pub throughput: Throughput,
@@ -45,7 +60,14 @@ pub struct ConfigEcho {
     pub url: String,
     pub address: String,
     pub method: String,
+    /// Closed loop: the connections; otherwise the most that may be opened.
     pub connections: usize,
+    /// Open loop: requests per second; sessions: connections per second.
+    pub rate: Option<f64>,
+    pub calls_per_connection: Option<u32>,
+    /// `fixed` or `poisson`; null in the closed loop.
+    pub arrival: Option<&'static str>,
+    pub source_ips: Vec<String>,
     pub threads: usize,
     pub pin: Vec<usize>,
     /// `-n`, or null for a timed run.
@@ -61,6 +83,39 @@ pub struct ConfigEcho {
     pub expect_status: Vec<String>,
     pub expect_body_sha256: Option<String>,
     pub expect_contains: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Rate {
+    /// Requests per second the schedule offered (sessions: connections/s x calls).
+    pub offered_rps: f64,
+    /// Requests completed per second.
+    pub achieved_rps: f64,
+    /// Requests sent per second.
+    pub sent_rps: f64,
+    /// How late requests were sent after their due time, in microseconds.
+    pub late_p50_us: u64,
+    pub late_p99_us: u64,
+    pub late_max_us: u64,
+    /// Requests due in the measured window that were never sent.
+    pub not_sent: u64,
+    /// Whether the schedule was kept: nothing left unsent, 99% sent within 1 ms of due.
+    pub schedule_kept: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Connections {
+    pub opened: u64,
+    /// Connections open at once, at most.
+    pub peak: usize,
+    /// Connections allowed: -c in the closed loop, --max-connections otherwise.
+    pub limit: usize,
+    /// Lifetimes of connections closed during the run (connect to close).
+    pub lifetime_us: RecorderSummary,
+    /// Replies per closed connection, on average (httperf's connection length).
+    pub replies_per_connection: Option<f64>,
+    /// Connections opened per second.
+    pub rate_per_s: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -148,10 +203,31 @@ impl Report {
             .collect::<BTreeMap<_, _>>();
         let requests_done = t.completed + t.failed;
         let cpu = r.cpu();
+        let scheduled = cfg.pacing != Pacing::Closed;
+        let (latency, service) = if scheduled {
+            (t.timings.corrected.summary(), Some(t.timings.total.summary()))
+        } else {
+            (t.timings.total.summary(), None)
+        };
+        let rate = r.offered_rps().map(|offered| Rate {
+            offered_rps: offered,
+            achieved_rps: r.rps(),
+            sent_rps: per_second(t.sent as f64, r.duration),
+            late_p50_us: t.timings.late.percentile(50.0),
+            late_p99_us: t.timings.late.percentile(99.0),
+            late_max_us: t.timings.late.max(),
+            not_sent: t.not_sent,
+            schedule_kept: !r.schedule_missed(SCHEDULE_TOLERANCE_US),
+        });
         let request_len =
             cfg.request.encode(&cfg.target, cfg.keepalive).map_or(0, |b| b.len() as u64);
         let mut report = Report {
             loadlab_version: env!("CARGO_PKG_VERSION"),
+            mode: match cfg.pacing {
+                Pacing::Closed => "closed",
+                Pacing::Open { .. } => "open",
+                Pacing::Sessions { .. } => "sessions",
+            },
             config: ConfigEcho::new(cfg, address),
             interrupted: r.interrupted,
             duration_s: r.duration.as_secs_f64(),
@@ -190,7 +266,18 @@ impl Report {
                 port: cfg.target.port,
                 path: cfg.target.path.clone(),
             },
-            latency_us: t.timings.total.summary(),
+            latency_us: latency,
+            service_time_us: service,
+            rate,
+            connections: Connections {
+                opened: t.connections_opened,
+                peak: r.peak_open,
+                limit: r.pool,
+                lifetime_us: t.conn_life.summary(),
+                replies_per_connection: (t.conn_life.count() > 0)
+                    .then(|| t.conn_replies as f64 / t.conn_life.count() as f64),
+                rate_per_s: per_second(t.connections_opened as f64, r.duration),
+            },
             timings_us: TimingsUs {
                 connect: t.timings.connect.summary(),
                 waiting: t.timings.waiting.summary(),
@@ -252,10 +339,10 @@ impl Report {
                  open-file limit {}): those failures say nothing about the server",
                 c.fd_limit
             ));
-        } else if c.fd_limit > 0 && (cfg.connections as u64 + 16) > c.fd_limit {
+        } else if c.fd_limit > 0 && (self.connections.limit as u64 + 16) > c.fd_limit {
             w.push(format!(
                 "{} connections need more descriptors than the open-file limit ({}) allows",
-                cfg.connections, c.fd_limit
+                self.connections.limit, c.fd_limit
             ));
         }
         let not_2xx: u64 =
@@ -277,10 +364,11 @@ impl Report {
             ));
         }
         let asked = match cfg.stop {
-            Stop::Requests(n) => cfg.connections.min(n as usize),
+            Stop::Count(n) => cfg.connections.min(n as usize),
             Stop::Duration(_) => cfg.connections,
         };
-        if c.peak_connections < asked && self.requests.failed == 0 && !self.interrupted {
+        let closed = cfg.pacing == Pacing::Closed;
+        if closed && c.peak_connections < asked && self.requests.failed == 0 && !self.interrupted {
             w.push(format!(
                 "only {} of {} connections were open at once",
                 c.peak_connections, asked
@@ -296,6 +384,26 @@ impl Report {
                 self.body_length.min.unwrap_or(0),
                 self.body_length.max.unwrap_or(0)
             ));
+        }
+        if let Some(rate) = &self.rate {
+            if !rate.schedule_kept {
+                w.push(format!(
+                    "the schedule was not kept: {} requests never sent, 99% sent within {} of \
+                     their due time (max {}); the achieved rate is below the offered one{}",
+                    rate.not_sent,
+                    crate::units::us(rate.late_p99_us as f64),
+                    crate::units::us(rate.late_max_us as f64),
+                    if c.saturated { " because the client was saturated" } else { "" }
+                ));
+            }
+            if self.connections.peak >= self.connections.limit && self.connections.limit > 0 {
+                w.push(format!(
+                    "all {} allowed connections were busy at some point: requests waited for a \
+                     free connection (their latency counts from when they were due); raise \
+                     --max-connections if the server can take more",
+                    self.connections.limit
+                ));
+            }
         }
         self.warnings = w;
     }
@@ -318,16 +426,36 @@ impl ConfigEcho {
             url: cfg.target.url.clone(),
             address: address.to_string(),
             method: cfg.request.method.clone(),
-            connections: cfg.connections,
+            connections: match cfg.pacing {
+                Pacing::Closed => cfg.connections,
+                Pacing::Open { max_connections, .. } | Pacing::Sessions { max_connections, .. } => {
+                    max_connections
+                }
+            },
+            rate: cfg.pacing.rate(),
+            calls_per_connection: match cfg.pacing {
+                Pacing::Sessions { calls, .. } => Some(calls),
+                _ => None,
+            },
+            arrival: match cfg.pacing {
+                Pacing::Open { arrival, .. } | Pacing::Sessions { arrival, .. } => {
+                    Some(match arrival {
+                        Arrival::Fixed => "fixed",
+                        Arrival::Poisson => "poisson",
+                    })
+                }
+                Pacing::Closed => None,
+            },
+            source_ips: cfg.source_ips.iter().map(|ip| ip.to_string()).collect(),
             threads: cfg.threads,
             pin: cfg.pin.clone(),
             requests: match cfg.stop {
-                Stop::Requests(n) => Some(n),
+                Stop::Count(n) => Some(n),
                 Stop::Duration(_) => None,
             },
             duration_s: match cfg.stop {
                 Stop::Duration(d) => Some(d.as_secs_f64()),
-                Stop::Requests(_) => None,
+                Stop::Count(_) => None,
             },
             keepalive: cfg.keepalive,
             timeout_s: cfg.timeout.as_secs_f64(),

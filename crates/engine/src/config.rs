@@ -2,13 +2,16 @@
 
 use std::time::Duration;
 
-use crate::{check::Validation, http::Limits, RequestSpec, Target};
+use std::net::IpAddr;
+
+use crate::{check::Validation, http::Limits, Pacing, RequestSpec, Target};
 
 /// When a run stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
-    /// After exactly this many measured requests have completed or failed.
-    Requests(u64),
+    /// After exactly this many measured arrivals have ended: requests (closed and open loop)
+    /// or sessions (the session model).
+    Count(u64),
     /// After this much measured time; requests still in flight then are reported as
     /// unfinished.
     Duration(Duration),
@@ -19,7 +22,8 @@ pub enum Stop {
 pub struct BenchConfig {
     pub target: Target,
     pub request: RequestSpec,
-    /// Concurrent connections (closed loop: each has one request outstanding at a time).
+    pub pacing: Pacing,
+    /// Concurrent connections in the closed loop (each has one request outstanding at a time).
     pub connections: usize,
     /// Worker threads, each with its own event loop; never more than `connections`.
     pub threads: usize,
@@ -36,6 +40,11 @@ pub struct BenchConfig {
     pub warmup: Duration,
     pub validation: Validation,
     pub limits: Limits,
+    /// Local addresses new connections bind to, round-robin, so that one address's ephemeral
+    /// ports do not run out; empty for the kernel's choice.
+    pub source_ips: Vec<IpAddr>,
+    /// Seed for Poisson arrivals, so a run can be repeated exactly.
+    pub seed: u64,
 }
 
 impl BenchConfig {
@@ -44,6 +53,7 @@ impl BenchConfig {
         BenchConfig {
             target,
             request: RequestSpec::default(),
+            pacing: Pacing::Closed,
             connections: 10,
             threads: 1,
             pin: Vec::new(),
@@ -54,6 +64,8 @@ impl BenchConfig {
             warmup: Duration::ZERO,
             validation: Validation::default(),
             limits: Limits::default(),
+            source_ips: Vec::new(),
+            seed: 1,
         }
     }
 
@@ -66,11 +78,35 @@ impl BenchConfig {
         if self.threads == 0 {
             return err("the number of threads must be at least 1");
         }
-        if self.threads > self.connections {
-            return err("more threads than connections: each thread needs a connection");
+        match self.pacing {
+            Pacing::Closed if self.threads > self.connections => {
+                return err("more threads than connections: each thread needs a connection")
+            }
+            Pacing::Open { rate, max_connections, .. }
+            | Pacing::Sessions { rate, max_connections, .. } => {
+                if !(rate.is_finite() && rate > 0.0) {
+                    return err("the rate must be a positive number");
+                }
+                if max_connections < self.threads {
+                    return err("--max-connections must be at least the number of threads");
+                }
+                if let Pacing::Sessions { calls: 0, .. } = self.pacing {
+                    return err("each connection must carry at least one call");
+                }
+            }
+            Pacing::Closed => {}
+        }
+        if let Some(ip) = self
+            .source_ips
+            .iter()
+            .find(|ip| self.target.addrs.first().is_some_and(|a| a.is_ipv4() != ip.is_ipv4()))
+        {
+            return Err(crate::EngineError::Config(format!(
+                "source address {ip} is not of the target's address family"
+            )));
         }
         match self.stop {
-            Stop::Requests(0) => return err("the number of requests must be at least 1"),
+            Stop::Count(0) => return err("the number of requests must be at least 1"),
             Stop::Duration(d) if d.is_zero() => return err("the duration must be above zero"),
             _ => {}
         }

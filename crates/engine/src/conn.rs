@@ -34,6 +34,9 @@ pub(crate) enum State {
 pub(crate) struct Conn {
     pub stream: Option<TcpStream>,
     pub state: State,
+    /// When the request was due: its start in the closed loop, its scheduled time in the open
+    /// loop (latency measured from here is corrected for coordinated omission).
+    pub due: Instant,
     /// The request's start (its connect included, if it needed one).
     pub started: Instant,
     /// When the connection was established; equals `started` on a reused connection.
@@ -45,6 +48,13 @@ pub(crate) struct Conn {
     pub deadline: Instant,
     /// Whether the current request counts (it started after warm-up and was budgeted).
     pub measured: bool,
+    /// Bytes received for the current response.
+    pub resp_bytes: u64,
+    /// Calls left in the current session (session model).
+    pub calls_left: u32,
+    /// When the current socket was opened, and the replies it has carried.
+    pub opened: Instant,
+    pub replies_on_socket: u64,
     pub parser: Parser,
     pub check: BodyCheck,
 }
@@ -60,6 +70,11 @@ impl Conn {
             first_byte: None,
             deadline: now,
             measured: false,
+            resp_bytes: 0,
+            calls_left: 0,
+            opened: now,
+            replies_on_socket: 0,
+            due: now,
             parser,
             check,
         }
@@ -88,6 +103,20 @@ impl Conn {
         // Requests are written whole; Nagle's algorithm could only delay them.
         socket.set_nodelay(true)?;
         if let Some(src) = source {
+            // With the port left to connect(), many connections can share one source port
+            // toward different destinations (IP_BIND_ADDRESS_NO_PORT, Linux 4.2); without it,
+            // bind() would reserve a port for each socket and exhaust them early.
+            let one: libc::c_int = 1;
+            // SAFETY: a plain integer option on a socket we own.
+            unsafe {
+                libc::setsockopt(
+                    std::os::fd::AsRawFd::as_raw_fd(&socket),
+                    libc::IPPROTO_IP,
+                    libc::IP_BIND_ADDRESS_NO_PORT,
+                    &one as *const libc::c_int as *const libc::c_void,
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                );
+            }
             socket.bind(&src.into())?;
         }
         match socket.connect(&addr.into()) {

@@ -19,8 +19,10 @@ pub mod http;
 mod pacing;
 pub mod request;
 pub mod result;
+mod schedule;
 pub mod sys;
 pub mod target;
+mod timer;
 mod worker;
 
 use std::net::{SocketAddr, TcpStream};
@@ -31,8 +33,10 @@ use std::time::{Duration, Instant};
 pub use check::Validation;
 pub use config::{BenchConfig, Stop};
 pub use error::{EngineError, ErrorClass, ErrorCounts};
+pub use pacing::Pacing;
 pub use request::RequestSpec;
 pub use result::{BenchResult, Tally, Timings, WorkerSummary};
+pub use schedule::Arrival;
 pub use target::Target;
 
 /// Shared between the caller and the workers while a run is going: a stop request (Ctrl-C) and
@@ -86,35 +90,52 @@ pub fn run(
     let measure_start = start + config.warmup;
     let end = match config.stop {
         Stop::Duration(d) => Some(measure_start + d),
-        Stop::Requests(_) => None,
+        Stop::Count(_) => None,
     };
     let threads = config.threads;
-    let budgets = pacing::Budget::split(config.stop, threads, config.connections);
+    let pool = match config.pacing {
+        Pacing::Closed => config.connections,
+        Pacing::Open { max_connections, .. } | Pacing::Sessions { max_connections, .. } => {
+            max_connections
+        }
+    };
+    let budgets = pacing::Budget::split(config.stop, threads, pool);
     // Every worker's event loop is created before any worker starts: a running worker opens
     // its connections at once, and under a tight open-file limit they would take the
     // descriptors that the next worker's epoll instance needs.
     let mut workers = Vec::with_capacity(threads);
     for (i, budget) in budgets.into_iter().enumerate() {
         // Connections spread evenly; the first `connections % threads` workers take one more.
-        let connections =
-            config.connections / threads + usize::from(i < config.connections % threads);
+        let connections = pool / threads + usize::from(i < pool % threads);
+        // Warm-up arrivals come first, on the same schedule, so the measured window starts
+        // with the pool already grown.
+        let schedule = config.pacing.rate().map(|rate| {
+            let arrival = match config.pacing {
+                Pacing::Open { arrival, .. } | Pacing::Sessions { arrival, .. } => arrival,
+                Pacing::Closed => Arrival::Fixed,
+            };
+            schedule::Schedule::new(rate, arrival, start, i, threads, config.seed)
+        });
         let spec = worker::WorkerSpec {
             addr,
             request: request.clone(),
             head_request: config.request.is_head(),
             keepalive: config.keepalive,
+            pacing: config.pacing,
             connections,
             timeout: config.timeout,
             connect_timeout: config.connect_timeout,
             validation: config.validation.clone(),
             limits: config.limits,
             pin: (!config.pin.is_empty()).then(|| config.pin[i % config.pin.len()]),
+            source_ips: config.source_ips.clone(),
             measure_start,
             end,
         };
-        let worker = worker::Worker::new(spec, budget, control.clone()).map_err(|source| {
-            EngineError::Io { context: "creating a worker's event loop", source }
-        })?;
+        let worker =
+            worker::Worker::new(spec, budget, schedule, control.clone()).map_err(|source| {
+                EngineError::Io { context: "creating a worker's event loop", source }
+            })?;
         workers.push(worker);
     }
     let mut handles = Vec::with_capacity(threads);
@@ -163,6 +184,8 @@ pub fn run(
         server,
         cpus_available,
         peak_open: reports.iter().map(|r| r.peak_open).sum(),
+        pool,
         fd_limit,
+        pacing: config.pacing,
     })
 }

@@ -1,15 +1,52 @@
-//! When a connection may start its next request: the stop condition, shared by all workers.
+//! When requests start: the load model ([`Pacing`]) and the stop condition's budget, shared by
+//! all workers.
 //!
-//! In the closed loop a connection starts its next request as soon as the last one ended, so
-//! pacing reduces to the request budget. The budget of a `-n N` run is shared by all workers
-//! and taken in small chunks: a fast worker takes more of it than a slow one (no worker idles
-//! while another still has a queue), and the shared counter is touched once per chunk, not
-//! once per request.
+//! Pacing, stop condition and protocol are independent: the worker asks the pacing what to do
+//! when a connection becomes free, and the budget whether another arrival is allowed.
+//!
+//! The budget of a counted run (`-n N`, `--conns N`) is shared by all workers and taken in
+//! small chunks: a fast worker takes more of it than a slow one (no worker idles while another
+//! still has a queue), and the shared counter is touched once per chunk, not once per request.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::schedule::Arrival;
 use crate::Stop;
+
+/// The load model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pacing {
+    /// A fixed set of connections, each sending its next request as soon as the last one
+    /// ended (ab, wrk). The budget counts requests.
+    Closed,
+    /// Requests due on a schedule at `rate` per second, whatever the server's speed (wrk2);
+    /// each goes out on an idle keep-alive connection, or a new one while fewer than
+    /// `max_connections` are open. The budget counts requests.
+    Open { rate: f64, arrival: Arrival, max_connections: usize },
+    /// httperf's sessions: new connections due at `rate` per second, each carrying `calls`
+    /// requests one after the other, then closed. The budget counts sessions.
+    Sessions { rate: f64, arrival: Arrival, calls: u32, max_connections: usize },
+}
+
+impl Pacing {
+    /// The arrival rate for schedule-driven pacing.
+    pub fn rate(&self) -> Option<f64> {
+        match self {
+            Pacing::Closed => None,
+            Pacing::Open { rate, .. } | Pacing::Sessions { rate, .. } => Some(*rate),
+        }
+    }
+
+    /// The offered request rate: for sessions, connections per second times calls.
+    pub fn offered_rps(&self) -> Option<f64> {
+        match self {
+            Pacing::Closed => None,
+            Pacing::Open { rate, .. } => Some(*rate),
+            Pacing::Sessions { rate, calls, .. } => Some(rate * f64::from(*calls)),
+        }
+    }
+}
 
 /// One worker's view of the run's request budget.
 #[derive(Debug)]
@@ -23,13 +60,13 @@ impl Budget {
     /// The budgets for `workers` workers of one run.
     pub fn split(stop: Stop, workers: usize, connections: usize) -> Vec<Budget> {
         let shared = match stop {
-            Stop::Requests(n) => Some(Arc::new(AtomicU64::new(n))),
+            Stop::Count(n) => Some(Arc::new(AtomicU64::new(n))),
             Stop::Duration(_) => None,
         };
         // Small enough that the tail of the run stays balanced over all connections, large
         // enough that the shared counter is rarely contended.
         let chunk = match stop {
-            Stop::Requests(n) => (n / (connections as u64 * 8).max(1)).clamp(1, 256),
+            Stop::Count(n) => (n / (connections as u64 * 8).max(1)).clamp(1, 256),
             Stop::Duration(_) => 0,
         };
         (0..workers).map(|_| Budget { shared: shared.clone(), local: 0, chunk }).collect()
@@ -61,7 +98,7 @@ mod tests {
 
     #[test]
     fn shared_budget_gives_exactly_n() {
-        let mut budgets = Budget::split(Stop::Requests(1001), 3, 10);
+        let mut budgets = Budget::split(Stop::Count(1001), 3, 10);
         let mut taken = 0;
         // Interleave the workers as threads would.
         loop {

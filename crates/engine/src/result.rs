@@ -14,12 +14,18 @@ use crate::ErrorCounts;
 ///   byte);
 /// - `processing`: total minus connect;
 /// - `total`: from the start of the request (its connect included) to the last response byte.
+///
+/// In the open loop two more: `corrected`, from when each request was due to its last byte
+/// (the latency a user arriving on schedule saw, coordinated omission corrected), and `late`,
+/// how long after its due time each request was sent.
 #[derive(Debug, Clone, Default)]
 pub struct Timings {
     pub connect: Recorder,
     pub waiting: Recorder,
     pub processing: Recorder,
     pub total: Recorder,
+    pub corrected: Recorder,
+    pub late: Recorder,
 }
 
 impl Timings {
@@ -28,6 +34,8 @@ impl Timings {
         self.waiting.merge(&other.waiting);
         self.processing.merge(&other.processing);
         self.total.merge(&other.total);
+        self.corrected.merge(&other.corrected);
+        self.late.merge(&other.late);
     }
 
     pub fn clear(&mut self) {
@@ -35,6 +43,8 @@ impl Timings {
         self.waiting.clear();
         self.processing.clear();
         self.total.clear();
+        self.corrected.clear();
+        self.late.clear();
     }
 }
 
@@ -85,6 +95,14 @@ pub struct Tally {
     /// "Keep-Alive requests").
     pub keepalive: u64,
     pub connections_opened: u64,
+    /// Requests whose last byte was written.
+    pub sent: u64,
+    /// Open loop: requests due within the measured window that were never sent.
+    pub not_sent: u64,
+    /// Lifetimes of measured connections, from connect to close, in microseconds.
+    pub conn_life: Recorder,
+    /// Replies carried by those connections.
+    pub conn_replies: u64,
     pub errors: ErrorCounts,
     /// Responses by status code, index = code (100..=999), validation failures included.
     pub status: Box<[u64; 1000]>,
@@ -106,6 +124,10 @@ impl Default for Tally {
             unfinished: 0,
             keepalive: 0,
             connections_opened: 0,
+            sent: 0,
+            not_sent: 0,
+            conn_life: Recorder::new(),
+            conn_replies: 0,
             errors: ErrorCounts::default(),
             status: Box::new([0; 1000]),
             bytes_total: 0,
@@ -124,6 +146,10 @@ impl Tally {
         self.unfinished += o.unfinished;
         self.keepalive += o.keepalive;
         self.connections_opened += o.connections_opened;
+        self.sent += o.sent;
+        self.not_sent += o.not_sent;
+        self.conn_life.merge(&o.conn_life);
+        self.conn_replies += o.conn_replies;
         self.errors.merge(&o.errors);
         for (a, b) in self.status.iter_mut().zip(o.status.iter()) {
             *a += b;
@@ -168,6 +194,8 @@ pub struct WorkerReport {
     /// When this worker's last measured request ended, from the start of measuring.
     pub last_event: Duration,
     pub peak_open: usize,
+    /// Connection slots the worker ended with (open loop: how far the pool grew).
+    pub slots: usize,
     pub server: Option<String>,
 }
 
@@ -186,8 +214,11 @@ pub struct BenchResult {
     pub cpus_available: usize,
     /// Connections open at the same time, at most (sum of per-worker peaks).
     pub peak_open: usize,
+    /// Connections the run was allowed: `-c` in the closed loop, `--max-connections` otherwise.
+    pub pool: usize,
     /// The soft open-file limit in force during the run.
     pub fd_limit: u64,
+    pub pacing: crate::Pacing,
 }
 
 /// Per-worker figures kept after the merge, for the client's self-check.
@@ -248,6 +279,18 @@ impl BenchResult {
     /// True when the client, not the server, may have limited the run.
     pub fn saturated(&self) -> bool {
         self.max_worker_busy() > SATURATION || self.client_busy() > SATURATION
+    }
+
+    /// Open loop: requests per second offered by the schedule.
+    pub fn offered_rps(&self) -> Option<f64> {
+        self.pacing.offered_rps()
+    }
+
+    /// Whether the open-loop schedule could not be kept: arrivals never sent, or sent late by
+    /// more than `tolerance_us` at the 99th percentile.
+    pub fn schedule_missed(&self, tolerance_us: u64) -> bool {
+        self.pacing.rate().is_some()
+            && (self.tally.not_sent > 0 || self.tally.timings.late.percentile(99.0) > tolerance_us)
     }
 
     /// Completed requests per second over each whole measured second (httperf's reply rate).

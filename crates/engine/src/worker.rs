@@ -1,9 +1,15 @@
-//! One worker thread: an event loop (epoll through mio) that owns its connections, its read
-//! buffer and its recorders. Nothing here is shared with other workers except the request
+//! One worker thread: an event loop (epoll through mio) that owns its connection slots, its
+//! read buffer and its recorders. Nothing here is shared with other workers except the request
 //! budget, taken in chunks, and relaxed progress counters, published once per loop turn.
+//!
+//! The loop is the same for every load model; [`Pacing`] decides only what a slot does when
+//! it becomes free (send again at once, go back to the idle pool, or close), and whether
+//! scheduled arrivals are dispatched. All socket system calls live in `Conn::{connect,
+//! finish_connect, write_request}` and [`Worker::read`], so another I/O backend (io_uring) can
+//! replace them without touching the accounting.
 
 use std::io::{self, Read};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,17 +20,23 @@ use mio::{Events, Poll, Token};
 use crate::check::{BodyCheck, Validation};
 use crate::conn::{Conn, State};
 use crate::http::{Limits, Parser, Progress};
-use crate::pacing::Budget;
+use crate::pacing::{Budget, Pacing};
 use crate::result::{Tally, WorkerReport};
+use crate::schedule::Schedule;
 use crate::sys::CpuTime;
+use crate::timer::Timer;
 use crate::{Control, ErrorClass};
 
 /// Size of the worker's single read buffer. Connections share it, so memory does not grow
 /// with the connection count; a head that spans reads is kept by the connection's parser.
 const READ_BUFFER: usize = 64 * 1024;
 
-/// How long a slot rests after the client ran out of descriptors or ports.
+/// How long a closed-loop slot rests after the client itself ran out of descriptors or ports,
+/// so that an exhausted client does not spin.
 const BACKOFF: Duration = Duration::from_millis(10);
+
+/// The timer's token; slots use their index.
+const TIMER: Token = Token(usize::MAX);
 
 /// What a worker needs to know, fixed for the run.
 #[derive(Debug, Clone)]
@@ -33,12 +45,15 @@ pub(crate) struct WorkerSpec {
     pub request: Arc<[u8]>,
     pub head_request: bool,
     pub keepalive: bool,
+    pub pacing: Pacing,
+    /// Closed loop: this worker's connections. Open loop and sessions: the most it may open.
     pub connections: usize,
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub validation: Validation,
     pub limits: Limits,
     pub pin: Option<usize>,
+    pub source_ips: Vec<IpAddr>,
     /// When measuring starts (after warm-up); common to all workers.
     pub measure_start: Instant,
     /// When a timed run ends; `None` for a counted run.
@@ -49,56 +64,80 @@ pub(crate) struct Worker {
     spec: WorkerSpec,
     poll: Poll,
     conns: Vec<Conn>,
-    /// Bytes received for each slot's current response, by slot.
-    resp_bytes: Vec<u64>,
-    /// Slots whose next request must start on the next loop turn (after a failure), so that a
-    /// failure never recurses into the next attempt.
+    /// Slots with an open keep-alive connection and nothing to do (open loop).
+    idle: Vec<usize>,
+    /// Slots without a connection (open loop and sessions).
+    free: Vec<usize>,
+    /// Closed-loop slots whose next request starts on the next loop turn (after a failure),
+    /// so that a failure never recurses into the next attempt.
     restart: Vec<usize>,
+    schedule: Option<Schedule>,
+    timer: Option<Timer>,
     buf: Box<[u8]>,
     budget: Budget,
     budget_spent: bool,
+    source_next: usize,
     tally: Tally,
     server: Option<String>,
     open: usize,
     peak_open: usize,
-    measuring: bool,
     last_event: Instant,
     control: Arc<Control>,
 }
 
 impl Worker {
-    pub fn new(spec: WorkerSpec, budget: Budget, control: Arc<Control>) -> io::Result<Worker> {
-        let now = Instant::now();
-        let conns = (0..spec.connections)
-            .map(|_| {
-                let mut parser = Parser::new(spec.limits);
-                parser.capture_server();
-                Conn::new(parser, BodyCheck::new(&spec.validation), now)
-            })
-            .collect();
+    pub fn new(
+        spec: WorkerSpec,
+        budget: Budget,
+        schedule: Option<Schedule>,
+        control: Arc<Control>,
+    ) -> io::Result<Worker> {
+        let poll = Poll::new()?;
+        let timer = match schedule {
+            Some(_) => Some(Timer::new(poll.registry(), TIMER)?),
+            None => None,
+        };
         let mut tally = Tally::default();
         if let Some(end) = spec.end {
             tally.series = loadlab_stats::Series::with_capacity(
                 end.saturating_duration_since(spec.measure_start).as_secs() as usize + 2,
             );
         }
-        Ok(Worker {
-            poll: Poll::new()?,
-            resp_bytes: vec![0; spec.connections],
-            restart: Vec::with_capacity(spec.connections),
-            conns,
+        // Closed loop: every slot exists from the start. Otherwise slots are added as the
+        // schedule needs them, up to `connections`.
+        let initial = if spec.pacing == Pacing::Closed { spec.connections } else { 0 };
+        let mut worker = Worker {
+            poll,
+            conns: Vec::with_capacity(initial),
+            idle: Vec::new(),
+            free: Vec::new(),
+            restart: Vec::with_capacity(initial),
+            schedule,
+            timer,
             buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
             budget,
             budget_spent: false,
+            source_next: 0,
             tally,
             server: None,
             open: 0,
             peak_open: 0,
-            measuring: false,
             last_event: spec.measure_start,
             spec,
             control,
-        })
+        };
+        for _ in 0..initial {
+            worker.add_slot();
+        }
+        Ok(worker)
+    }
+
+    fn add_slot(&mut self) -> usize {
+        let mut parser = Parser::new(self.spec.limits);
+        parser.capture_server();
+        let conn = Conn::new(parser, BodyCheck::new(&self.spec.validation), Instant::now());
+        self.conns.push(conn);
+        self.conns.len() - 1
     }
 
     /// Runs the event loop until the run ends, then reports.
@@ -111,18 +150,20 @@ impl Worker {
             .clamp(Duration::from_millis(1), Duration::from_millis(100));
         let mut events = Events::with_capacity(1024);
         let mut draining = Vec::with_capacity(self.conns.len());
+        let mut measuring = false;
         let mut cpu_start = CpuTime::thread();
         let mut published = (0u64, 0u64);
         let mut now = Instant::now();
-        self.measuring = now >= self.spec.measure_start;
-        for idx in 0..self.conns.len() {
-            self.start_request(idx, now);
+        if self.spec.pacing == Pacing::Closed {
+            for idx in 0..self.conns.len() {
+                self.start_request(idx, now, now);
+            }
         }
         let mut next_sweep = now + tick;
         let end_at = loop {
             now = Instant::now();
-            if !self.measuring && now >= self.spec.measure_start {
-                self.measuring = true;
+            if !measuring && now >= self.spec.measure_start {
+                measuring = true;
                 cpu_start = CpuTime::thread();
             }
             if self.control.stop.load(Ordering::Relaxed) {
@@ -130,12 +171,15 @@ impl Worker {
             }
             if let Some(end) = self.spec.end {
                 if now >= end {
+                    // Arrivals due before the end go out (and stay unfinished), so that only
+                    // what the client truly could not send counts as never sent.
+                    self.dispatch(now, end);
                     break end;
                 }
             }
             if self.budget_spent
-                && !self.conns.iter().any(Conn::in_flight)
                 && self.restart.is_empty()
+                && !self.conns.iter().any(Conn::in_flight)
             {
                 break self.last_event;
             }
@@ -146,14 +190,15 @@ impl Worker {
             // Failed slots start again here, outside the code that saw them fail.
             std::mem::swap(&mut self.restart, &mut draining);
             for idx in draining.drain(..) {
-                self.start_request(idx, now);
+                self.start_request(idx, now, now);
             }
+            self.dispatch(now, now);
 
             let mut wake = next_sweep;
             if let Some(end) = self.spec.end {
                 wake = wake.min(end);
             }
-            if !self.measuring {
+            if !measuring {
                 wake = wake.min(self.spec.measure_start);
             }
             let timeout = if self.restart.is_empty() {
@@ -168,7 +213,13 @@ impl Worker {
                 return Err(e);
             }
             for event in events.iter() {
-                self.on_event(event);
+                if event.token() == TIMER {
+                    if let Some(t) = self.timer.as_mut() {
+                        t.fired();
+                    }
+                } else {
+                    self.on_event(event);
+                }
             }
             let done = (self.tally.completed, self.tally.failed);
             if done != published {
@@ -180,42 +231,119 @@ impl Worker {
         let cpu = CpuTime::thread().since(&cpu_start);
         self.tally.unfinished =
             self.conns.iter().filter(|c| c.measured && c.in_flight()).count() as u64;
+        if let (Some(schedule), false) = (self.schedule.as_mut(), self.budget_spent) {
+            // Arrivals due in the measured window that never went out: the schedule was not
+            // kept, and the report must say by how much.
+            self.tally.not_sent += schedule.drain_before(self.spec.measure_start, end_at);
+        }
         let measure_start = self.spec.measure_start;
         Ok(WorkerReport {
             cpu,
             wall: end_at.saturating_duration_since(measure_start),
             last_event: self.last_event.saturating_duration_since(measure_start),
             peak_open: self.peak_open,
+            slots: self.conns.len(),
             server: self.server.take(),
             tally: self.tally,
         })
     }
 
-    /// Starts the next request on slot `idx`, on its open connection or a new one.
-    fn start_request(&mut self, idx: usize, now: Instant) {
-        let measured = now >= self.spec.measure_start;
-        if measured && !self.budget.take() {
+    /// Sends the scheduled arrivals due by `until`, as far as connections allow, and arms the
+    /// timer for the next one.
+    fn dispatch(&mut self, now: Instant, until: Instant) {
+        let Some(due) = self.schedule.as_ref().map(Schedule::peek) else { return };
+        if self.budget_spent {
+            return;
+        }
+        let mut due = due;
+        while due <= until {
+            let Some(idx) = self.take_slot() else {
+                // Every connection is busy and no more may be opened: the arrival waits, and
+                // its latency keeps counting from its due time. A completion wakes us.
+                return;
+            };
+            if due >= self.spec.measure_start && !self.budget.take() {
+                self.budget_spent = true;
+                self.release(idx);
+                return;
+            }
+            let schedule = self.schedule.as_mut().expect("dispatch has a schedule");
+            let this = schedule.pop();
+            due = schedule.peek();
+            if let Pacing::Sessions { calls, .. } = self.spec.pacing {
+                self.conns[idx].calls_left = calls;
+            }
+            self.start_request(idx, now, this);
+        }
+        if let Some(timer) = self.timer.as_mut() {
+            // Should arming ever fail, the sweep tick still dispatches, only later; the
+            // lateness is then measured and reported like any other.
+            let _ = timer.arm(due);
+        }
+    }
+
+    /// A slot for the next arrival: an idle keep-alive connection, a free slot, or a new one.
+    fn take_slot(&mut self) -> Option<usize> {
+        if let Some(idx) = self.idle.pop() {
+            return Some(idx);
+        }
+        if let Some(idx) = self.free.pop() {
+            return Some(idx);
+        }
+        (self.conns.len() < self.spec.connections).then(|| self.add_slot())
+    }
+
+    /// Gives a slot back after its request or session ended (open loop and sessions).
+    fn release(&mut self, idx: usize) {
+        let conn = &mut self.conns[idx];
+        conn.state = State::Idle;
+        if conn.stream.is_some() && matches!(self.spec.pacing, Pacing::Open { .. }) {
+            self.idle.push(idx);
+        } else {
+            self.close(idx);
+            self.free.push(idx);
+        }
+    }
+
+    /// Starts a request on slot `idx`, on its open connection or a new one. `due` is when the
+    /// request was due: `now` in the closed loop, the schedule's time in the open loop.
+    fn start_request(&mut self, idx: usize, now: Instant, due: Instant) {
+        let measured = due >= self.spec.measure_start;
+        if self.spec.pacing == Pacing::Closed && measured && !self.budget.take() {
             self.budget_spent = true;
-            self.idle(idx);
+            self.close(idx);
+            self.conns[idx].state = State::Idle;
             return;
         }
         let conn = &mut self.conns[idx];
         conn.measured = measured;
+        conn.due = due;
         conn.started = now;
         conn.connected = now;
         conn.first_byte = None;
+        conn.resp_bytes = 0;
         conn.deadline = now + self.spec.timeout;
         conn.parser.reset(self.spec.head_request);
         conn.check.reset();
-        self.resp_bytes[idx] = 0;
+        if measured && self.schedule.is_some() {
+            self.tally.timings.late.record(us(now.saturating_duration_since(due)));
+        }
         if conn.stream.is_some() {
             conn.state = State::Writing { sent: 0 };
             self.write(idx, now);
             return;
         }
-        match conn.connect(self.poll.registry(), Token(idx), self.spec.addr, None) {
+        let source = (!self.spec.source_ips.is_empty()).then(|| {
+            let ip = self.spec.source_ips[self.source_next % self.spec.source_ips.len()];
+            self.source_next += 1;
+            SocketAddr::new(ip, 0)
+        });
+        let conn = &mut self.conns[idx];
+        match conn.connect(self.poll.registry(), Token(idx), self.spec.addr, source) {
             Ok(()) => {
                 conn.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);
+                conn.opened = now;
+                conn.replies_on_socket = 0;
                 self.open += 1;
                 self.peak_open = self.peak_open.max(self.open);
                 if measured {
@@ -229,6 +357,16 @@ impl Worker {
     fn on_event(&mut self, event: &Event) {
         let idx = event.token().0;
         let now = Instant::now();
+        if self.conns[idx].state == State::Idle {
+            // An idle keep-alive connection became readable: the server closed it (its
+            // keep-alive timeout) or sent what nobody asked for. Either way it cannot carry
+            // the next request; close it now rather than fail that request later. The slot
+            // stays in the idle pool and reconnects when it is next taken.
+            if event.is_readable() || event.is_read_closed() || event.is_error() {
+                self.close(idx);
+            }
+            return;
+        }
         if self.conns[idx].state == State::Connecting {
             match self.conns[idx].finish_connect() {
                 Ok(true) => {
@@ -260,6 +398,9 @@ impl Worker {
             Ok(true) => {
                 conn.written = now;
                 conn.state = State::Reading;
+                if conn.measured {
+                    self.tally.sent += 1;
+                }
             }
             Ok(false) => {}
             Err(e) => self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
@@ -286,19 +427,19 @@ impl Worker {
             let check = &mut conn.check;
             match conn.parser.feed(&self.buf[..n], &mut |b| check.update(b)) {
                 Ok(Progress::Partial) => {
-                    self.resp_bytes[idx] += n as u64;
+                    conn.resp_bytes += n as u64;
                     if n < self.buf.len() && !must_drain {
                         return;
                     }
                 }
                 Ok(Progress::Complete { consumed }) => {
-                    self.resp_bytes[idx] += consumed as u64;
+                    conn.resp_bytes += consumed as u64;
                     // Bytes after the response were never asked for (no pipelining): the
                     // connection's framing can no longer be trusted, so it is not reused.
                     return self.complete(idx, now, consumed < n);
                 }
                 Err(e) => {
-                    self.resp_bytes[idx] += n as u64;
+                    conn.resp_bytes += n as u64;
                     return self.fail(idx, e.class(), None, now);
                 }
             }
@@ -320,20 +461,19 @@ impl Worker {
         if self.server.is_none() {
             self.server = conn.parser.take_server();
         }
+        conn.replies_on_socket += 1;
         if conn.measured {
             let t = &mut self.tally;
             let status = conn.parser.status();
             t.status[usize::from(status).min(999)] += 1;
-            let bytes = self.resp_bytes[idx];
-            t.bytes_total += bytes;
+            t.bytes_total += conn.resp_bytes;
             t.bytes_body += conn.parser.body_len();
             let second = now.saturating_duration_since(self.spec.measure_start).as_secs() as usize;
             let bucket = t.series.at(second);
-            bucket.bytes += bytes;
+            bucket.bytes += conn.resp_bytes;
             if conn.check.finish(&self.spec.validation, status).is_none() {
                 t.completed += 1;
                 bucket.completed += 1;
-                let us = |d: Duration| d.as_micros() as u64;
                 let total = now.saturating_duration_since(conn.started);
                 let connect = conn.connected.saturating_duration_since(conn.started);
                 let first = conn.first_byte.unwrap_or(now);
@@ -341,6 +481,9 @@ impl Worker {
                 t.timings.connect.record(us(connect));
                 t.timings.waiting.record(us(first.saturating_duration_since(conn.written)));
                 t.timings.processing.record(us(total.saturating_sub(connect)));
+                if self.schedule.is_some() {
+                    t.timings.corrected.record(us(now.saturating_duration_since(conn.due)));
+                }
                 t.lengths.record(conn.parser.body_len());
             } else {
                 t.failed += 1;
@@ -350,15 +493,30 @@ impl Worker {
             self.last_event = now;
         }
         conn.state = State::Idle;
-        if must_close || !self.spec.keepalive || !conn.parser.keep_alive() {
+        let reusable = !must_close && self.spec.keepalive && conn.parser.keep_alive();
+        if !reusable {
             self.close(idx);
-        } else if conn.measured {
+        } else if self.conns[idx].measured {
             self.tally.keepalive += 1;
         }
-        self.start_request(idx, now);
+        match self.spec.pacing {
+            Pacing::Closed => self.start_request(idx, now, now),
+            Pacing::Open { .. } => self.release(idx),
+            Pacing::Sessions { .. } => {
+                let conn = &mut self.conns[idx];
+                conn.calls_left = conn.calls_left.saturating_sub(1);
+                if conn.calls_left > 0 && conn.stream.is_some() {
+                    // The session's next call goes out as soon as the last reply is in.
+                    self.start_request(idx, now, now);
+                } else {
+                    self.release(idx);
+                }
+            }
+        }
     }
 
-    /// The request on slot `idx` failed; its next one starts on the next loop turn.
+    /// The request on slot `idx` failed. In the closed loop its next one starts on the next
+    /// loop turn; otherwise the slot is freed (a failed session ends, as in httperf).
     fn fail(&mut self, idx: usize, class: ErrorClass, errno: Option<i32>, now: Instant) {
         if self.past_end(now) {
             return;
@@ -368,13 +526,15 @@ impl Worker {
             let t = &mut self.tally;
             t.failed += 1;
             t.errors.add(class, errno);
-            t.bytes_total += self.resp_bytes[idx];
+            t.bytes_total += conn.resp_bytes;
             let second = now.saturating_duration_since(self.spec.measure_start).as_secs() as usize;
             t.series.at(second).failed += 1;
             self.last_event = now;
         }
         self.close(idx);
-        if matches!(class, ErrorClass::FdUnavail | ErrorClass::AddrUnavail) {
+        if self.spec.pacing != Pacing::Closed {
+            self.release(idx);
+        } else if matches!(class, ErrorClass::FdUnavail | ErrorClass::AddrUnavail) {
             self.conns[idx].state = State::Backoff(now + BACKOFF);
         } else {
             self.conns[idx].state = State::Idle;
@@ -401,15 +561,22 @@ impl Worker {
         }
     }
 
-    fn idle(&mut self, idx: usize) {
-        self.close(idx);
-        self.conns[idx].state = State::Idle;
-    }
-
+    /// Closes slot `idx`'s connection, if it has one, and records how long it lived.
     fn close(&mut self, idx: usize) {
-        if self.conns[idx].stream.is_some() {
-            self.conns[idx].close();
+        let conn = &mut self.conns[idx];
+        if conn.stream.is_some() {
+            let life = Instant::now().saturating_duration_since(conn.opened);
+            if conn.measured {
+                self.tally.conn_life.record(us(life));
+                self.tally.conn_replies += conn.replies_on_socket;
+            }
+            conn.close();
             self.open -= 1;
         }
     }
+}
+
+#[inline]
+fn us(d: Duration) -> u64 {
+    d.as_micros() as u64
 }

@@ -8,7 +8,17 @@
 //! - [`Series`] is a per-second time series of counters, one bucket per elapsed second, so its
 //!   memory grows with the run's duration in seconds, never with the number of requests.
 //! - [`summary`] has the small helpers (mean, standard deviation, median) used on series.
+//! - [`knee`] finds the highest rate a target sustained in a sweep.
+//! - [`ci`] gives the median of repetitions with a distribution-free 95% confidence interval
+//!   (order statistics, as benchstat), and the ratio of two medians with its interval.
+//! - [`mann_whitney`] tests whether two stacks differ (two-sided Mann-Whitney U, exact for small
+//!   samples) and says when too few repetitions could never show a difference.
+//! - [`outliers`] flags repetitions unlike the others (modified Z-scores from median and MAD).
 
+pub mod ci;
+pub mod knee;
+pub mod mann_whitney;
+pub mod outliers;
 pub mod recorder;
 pub mod series;
 pub mod summary;

@@ -1,5 +1,6 @@
 //! One latency distribution: an HDR histogram for percentiles plus exact moments.
 
+use hdrhistogram::errors::AdditionError;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -158,6 +159,41 @@ impl Recorder {
             .collect()
     }
 
+    /// The histogram behind the percentiles, for serializing it (the store keeps it in HDR V2).
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.hist
+    }
+
+    /// The exact totals kept beside the histogram, which it only approximates: stored with the
+    /// histogram, they bring a recorder back with the same mean, stdev, min and max.
+    pub fn totals(&self) -> Totals {
+        Totals {
+            count: self.count,
+            sum: self.sum,
+            sum_sq: self.sum_sq,
+            min: self.min(),
+            max: self.max,
+        }
+    }
+
+    /// Rebuilds a recorder from what [`histogram`](Self::histogram) and [`totals`](Self::totals)
+    /// gave. The histogram is added into one with loadlab's bounds, so the result merges exactly
+    /// with any other recorder; that fails only if its values do not fit those bounds.
+    pub fn from_histogram(
+        hist: &Histogram<u64>,
+        totals: Totals,
+    ) -> Result<Recorder, AdditionError> {
+        let mut r = Recorder::new();
+        r.hist.add(hist)?;
+        r.count = totals.count;
+        r.sum = totals.sum;
+        r.sum_sq = totals.sum_sq;
+        // An empty recorder keeps u64::MAX as its running minimum (see `new`).
+        r.min = if totals.count == 0 { u64::MAX } else { totals.min };
+        r.max = totals.max;
+        Ok(r)
+    }
+
     /// The fixed set of figures loadlab reports for a distribution.
     pub fn summary(&self) -> RecorderSummary {
         RecorderSummary {
@@ -175,6 +211,17 @@ impl Recorder {
             p9999: self.percentile(99.99),
         }
     }
+}
+
+/// A recorder's exact count, sums and extremes, in its unit (microseconds for latencies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    pub count: u64,
+    pub sum: u128,
+    pub sum_sq: u128,
+    /// 0 when empty, as [`Recorder::min`] reports it.
+    pub min: u64,
+    pub max: u64,
 }
 
 /// The reported figures of one distribution, in microseconds.
@@ -232,6 +279,18 @@ mod tests {
         }
         a.merge(&b);
         assert_eq!(a.summary(), all.summary());
+    }
+
+    #[test]
+    fn from_histogram_and_totals_rebuilds_the_same_recorder() {
+        let mut r = Recorder::new();
+        for v in [3u64, 70, 70, 1_500, 2_000_000] {
+            r.record(v);
+        }
+        let back = Recorder::from_histogram(r.histogram(), r.totals()).unwrap();
+        assert_eq!(back.summary(), r.summary());
+        let empty = Recorder::from_histogram(Recorder::new().histogram(), Recorder::new().totals());
+        assert_eq!(empty.unwrap().summary(), Recorder::new().summary());
     }
 
     #[test]

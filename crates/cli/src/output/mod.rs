@@ -3,6 +3,7 @@
 
 mod ab;
 mod csv;
+mod httperf;
 mod json;
 mod text;
 
@@ -26,6 +27,7 @@ pub fn render(format: Format, report: &Report, result: &BenchResult) -> io::Resu
         Format::Text => &text::Text,
         Format::Json => &json::Json,
         Format::Ab => &ab::Ab,
+        Format::Httperf => &httperf::Httperf,
         Format::Csv => &csv::Csv,
     };
     let stdout = io::stdout();

@@ -26,13 +26,22 @@ impl Render for Text {
             String::new()
         };
         writeln!(out, "loadlab bench {} {}", c.method, c.url)?;
-        writeln!(
-            out,
-            "  {} connections, {} threads, {}, {stop}{warm}",
-            c.connections,
-            c.threads,
-            if c.keepalive { "keep-alive" } else { "new connection per request" }
-        )?;
+        let keepalive = if c.keepalive { "keep-alive" } else { "new connection per request" };
+        let arrival = c.arrival.unwrap_or("fixed");
+        let model = match (r.mode, c.rate, c.calls_per_connection) {
+            ("open", Some(rate), _) => {
+                format!(
+                    "open loop at {rate} req/s ({arrival}), up to {} connections",
+                    c.connections
+                )
+            }
+            ("sessions", Some(rate), Some(k)) => format!(
+                "sessions: {rate} new connections/s ({arrival}) x {k} calls, up to {} at once",
+                c.connections
+            ),
+            _ => format!("{} connections", c.connections),
+        };
+        writeln!(out, "  {model}, {} threads, {keepalive}, {stop}{warm}", c.threads)?;
         writeln!(
             out,
             "  server {} at {}",
@@ -51,6 +60,20 @@ impl Render for Text {
         let flag = if r.client.saturated { "   << CLIENT SATURATED: a lower bound" } else { "" };
         let errs = if q.failed > 0 { "   << with errors (see below)" } else { "" };
         writeln!(out, "  Throughput   {:.2} req/s{flag}{errs}", r.rps)?;
+        if let Some(rate) = &r.rate {
+            let kept = if rate.schedule_kept { "" } else { "   << SCHEDULE NOT KEPT" };
+            writeln!(
+                out,
+                "  Schedule     offered {:.2} req/s, sent {:.2} req/s, late p50 {} p99 {} max {}, \
+                 never sent {}{kept}",
+                rate.offered_rps,
+                rate.sent_rps,
+                us(rate.late_p50_us as f64),
+                us(rate.late_p99_us as f64),
+                us(rate.late_max_us as f64),
+                count(rate.not_sent)
+            )?;
+        }
         if let Some(m) = &r.throughput.per_second {
             writeln!(
                 out,
@@ -74,25 +97,23 @@ impl Render for Text {
         writeln!(out)?;
 
         if q.completed > 0 {
-            let l = &r.latency_us;
             writeln!(
                 out,
-                "  Latency  {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                "  Latency      {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 "p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max", "mean"
             )?;
-            writeln!(
-                out,
-                "           {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                us(l.p50 as f64),
-                us(l.p75 as f64),
-                us(l.p90 as f64),
-                us(l.p95 as f64),
-                us(l.p99 as f64),
-                us(l.p999 as f64),
-                us(l.p9999 as f64),
-                us(l.max as f64),
-                us(l.mean)
-            )?;
+            match &r.service_time_us {
+                Some(service) => {
+                    percentiles(out, "from due", &r.latency_us)?;
+                    percentiles(out, "service", service)?;
+                    writeln!(
+                        out,
+                        "               (from due: counted from each request's scheduled time, \
+                         corrected for coordinated omission; service: from when it was sent)"
+                    )?;
+                }
+                None => percentiles(out, "", &r.latency_us)?,
+            }
             if q.failed > 0 {
                 writeln!(out, "           (completed requests only; failed ones are not timed)")?;
             }
@@ -166,6 +187,22 @@ impl Render for Text {
         }
         Ok(())
     }
+}
+
+fn percentiles(out: &mut dyn Write, name: &str, l: &RecorderSummary) -> io::Result<()> {
+    writeln!(
+        out,
+        "  {name:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        us(l.p50 as f64),
+        us(l.p75 as f64),
+        us(l.p90 as f64),
+        us(l.p95 as f64),
+        us(l.p99 as f64),
+        us(l.p999 as f64),
+        us(l.p9999 as f64),
+        us(l.max as f64),
+        us(l.mean)
+    )
 }
 
 fn timing(out: &mut dyn Write, name: &str, s: &RecorderSummary) -> io::Result<()> {

@@ -1,6 +1,7 @@
 //! The JSON report against its published schema, docs/bench.schema.json: real runs of the binary
-//! (clean, failing, timed) must validate, and documents that break the schema must not, so that
-//! the schema, the docs that point to it and the `Report` struct cannot drift apart unnoticed.
+//! (clean, failing, timed; closed loop, open loop and sessions) must validate, and documents that
+//! break the schema must not, so that the schema, the docs that point to it and the `Report`
+//! struct cannot drift apart unnoticed.
 
 use std::path::PathBuf;
 
@@ -88,15 +89,41 @@ fn assert_invariants(doc: &Value) {
         completed + n(doc, "/errors/validation"),
         "status vs completed + validation failures: {doc}"
     );
-    assert_eq!(doc["latency_us"], doc["timings_us"]["total"], "{doc}");
     assert_eq!(n(doc, "/latency_us/count"), completed, "{doc}");
     assert_eq!(series("completed"), completed, "series vs completed: {doc}");
     assert_eq!(series("failed"), failed, "series vs failed: {doc}");
-    if let Some(asked) = doc["config"]["requests"].as_u64() {
-        if doc["interrupted"] == json!(false) {
-            assert_eq!(completed + failed, asked, "a counted run ends every request: {doc}");
-            assert_eq!(n(doc, "/requests/unfinished"), 0, "{doc}");
+    assert_eq!(doc["connections"]["opened"], doc["requests"]["connections_opened"], "{doc}");
+    assert_eq!(doc["connections"]["peak"], doc["client"]["peak_connections"], "{doc}");
+    assert_eq!(doc["connections"]["limit"], doc["config"]["connections"], "{doc}");
+    let counted = doc["config"]["requests"].as_u64().filter(|_| doc["interrupted"] == json!(false));
+    let calls = doc["config"]["calls_per_connection"].as_u64();
+    match doc["mode"].as_str() {
+        Some("closed") => assert_eq!(doc["latency_us"], doc["timings_us"]["total"], "{doc}"),
+        Some("open" | "sessions") => {
+            // Latency counts from the due time; the service time, from the actual start.
+            assert_eq!(doc["service_time_us"], doc["timings_us"]["total"], "{doc}");
+            assert_eq!(n(doc, "/service_time_us/count"), completed, "{doc}");
+            assert_eq!(doc["rate"]["achieved_rps"], doc["rps"], "{doc}");
+            let rate = doc["config"]["rate"].as_f64().expect("config.rate");
+            let offered = rate * calls.unwrap_or(1) as f64;
+            assert_eq!(doc["rate"]["offered_rps"].as_f64(), Some(offered), "{doc}");
+            if counted.is_some() {
+                // A counted run waits for its last arrival: nothing is left unsent.
+                assert_eq!(n(doc, "/rate/not_sent"), 0, "{doc}");
+            }
         }
+        other => panic!("unknown mode {other:?}: {doc}"),
+    }
+    if let Some(asked) = counted {
+        match calls {
+            // Sessions count connections; a session ends early when one of its calls fails
+            // or the server closes the connection.
+            Some(calls) => assert!(completed + failed <= asked * calls, "{doc}"),
+            None => {
+                assert_eq!(completed + failed, asked, "a counted run ends every request: {doc}")
+            }
+        }
+        assert_eq!(n(doc, "/requests/unfinished"), 0, "{doc}");
     }
 }
 
@@ -154,6 +181,54 @@ fn schema_accepts_a_timed_run() {
     assert_eq!(n(&doc, "/throughput/per_second/samples"), 1, "{doc}");
 }
 
+#[test]
+fn schema_accepts_an_open_loop_run() {
+    let v = validator();
+    let server = TestServer::start(Behaviour::ok("hello, schema\n"));
+    let doc = bench(&v, &server, &["--rate", "500", "-d", "1s"]);
+    assert_eq!(doc["mode"], "open", "{doc}");
+    assert_eq!(doc["config"]["rate"], json!(500.0), "{doc}");
+    assert_eq!(doc["config"]["arrival"], "fixed", "{doc}");
+    assert!(doc["config"]["calls_per_connection"].is_null(), "{doc}");
+    assert_eq!(doc["config"]["source_ips"], json!([]), "{doc}");
+    // The pool may grow to --max-connections (default 10,000); -c plays no part.
+    assert_eq!(n(&doc, "/config/connections"), 10_000, "{doc}");
+    assert_eq!(doc["rate"]["offered_rps"], json!(500.0), "{doc}");
+    assert!(n(&doc, "/requests/completed") > 0, "{doc}");
+    // Every arrival due in the measured second is accounted for exactly once: started (and
+    // then completed, failed or unfinished) or never sent. Fixed arrivals at 500/s over 1 s
+    // are 500, and each worker may also start the one due at the very end. This is a count,
+    // not a timing: it holds however slow the machine.
+    let accounted = ["/requests/completed", "/requests/failed", "/requests/unfinished"]
+        .iter()
+        .map(|p| n(&doc, p))
+        .sum::<u64>()
+        + n(&doc, "/rate/not_sent");
+    let threads = n(&doc, "/config/threads");
+    assert!((500..=500 + threads).contains(&accounted), "{accounted} arrivals: {doc}");
+}
+
+#[test]
+fn schema_accepts_a_sessions_run() {
+    let v = validator();
+    let server = TestServer::start(Behaviour::ok("hello, schema\n"));
+    let doc = bench(&v, &server, &["--conn-rate", "100", "--calls-per-conn", "3", "--conns", "50"]);
+    assert_eq!(doc["mode"], "sessions", "{doc}");
+    assert_eq!(doc["config"]["rate"], json!(100.0), "{doc}");
+    assert_eq!(n(&doc, "/config/calls_per_connection"), 3, "{doc}");
+    assert_eq!(doc["config"]["arrival"], "fixed", "{doc}");
+    // In sessions, the count is of connections (httperf's --num-conns).
+    assert_eq!(n(&doc, "/config/requests"), 50, "{doc}");
+    assert!(doc["config"]["duration_s"].is_null(), "{doc}");
+    assert_eq!(doc["rate"]["offered_rps"], json!(300.0), "{doc}");
+    // The test server keeps every connection open, so every session makes all its calls.
+    assert_eq!(n(&doc, "/requests/completed"), 150, "{doc}");
+    assert_eq!(n(&doc, "/connections/opened"), 50, "{doc}");
+    // Each session's connection is closed after its last call, inside the run.
+    assert_eq!(n(&doc, "/connections/lifetime_us/count"), 50, "{doc}");
+    assert_eq!(doc["connections"]["replies_per_connection"], json!(3.0), "{doc}");
+}
+
 /// Damage done to a valid report.
 type Breakage = fn(&mut Value);
 
@@ -185,6 +260,29 @@ fn schema_rejects_broken_reports() {
         breaks(&mut doc);
         assert!(!v.is_valid(&doc), "a report with {what} passed the schema");
     }
+
+    // What each load model leaves null, and what it fills in, is part of the schema.
+    let open = bench(&v, &server, &["--rate", "200", "-n", "20"]);
+    let broken: [(&str, Breakage); 8] = [
+        ("an unknown mode", |d| d["mode"] = json!("burst")),
+        ("an open loop without rate figures", |d| d["rate"] = Value::Null),
+        ("an open loop without a service time", |d| d["service_time_us"] = Value::Null),
+        ("an open loop echoing no rate", |d| d["config"]["rate"] = Value::Null),
+        ("an open loop with calls per connection", |d| {
+            d["config"]["calls_per_connection"] = json!(3)
+        }),
+        ("a closed loop with rate figures", |d| d["mode"] = json!("closed")),
+        ("an unknown arrival", |d| d["config"]["arrival"] = json!("uniform")),
+        ("a fractional lateness", |d| d["rate"]["late_p99_us"] = json!(1.5)),
+    ];
+    for (what, breaks) in broken {
+        let mut doc = open.clone();
+        breaks(&mut doc);
+        assert!(!v.is_valid(&doc), "a report with {what} passed the schema");
+    }
+    let mut doc = good.clone();
+    doc["mode"] = json!("open");
+    assert!(!v.is_valid(&doc), "a closed-loop report labelled open passed the schema");
 
     // Maps stay open: more status codes or errnos are not a schema violation.
     let mut doc = good.clone();

@@ -1,0 +1,285 @@
+//! What `bench` and `sweep` share: the flags that shape each request and connection, their
+//! translation into the engine's configuration, and running one measured load with its
+//! progress line and Ctrl-C handling.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use loadlab_engine::{
+    sys, Arrival, BenchConfig, BenchResult, Control, EngineError, RequestSpec, Target, Validation,
+};
+
+use crate::exit::Failure;
+use crate::progress::Progress;
+use crate::units::parse_duration;
+
+/// How open-loop arrivals are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalArg {
+    /// Evenly, one every 1/rate seconds.
+    Fixed,
+    /// Exponential gaps (a Poisson process), as independent users arrive.
+    Poisson,
+}
+
+impl From<ArrivalArg> for Arrival {
+    fn from(a: ArrivalArg) -> Arrival {
+        match a {
+            ArrivalArg::Fixed => Arrival::Fixed,
+            ArrivalArg::Poisson => Arrival::Poisson,
+        }
+    }
+}
+
+/// Flags for the request, the connections and the client, common to `bench` and `sweep`.
+#[derive(Debug, Args)]
+pub struct RequestArgs {
+    /// Worker threads, each with its own event loop [default: CPUs available, at most -c].
+    #[arg(short = 't', long = "threads")]
+    pub threads: Option<usize>,
+    /// CPUs to pin the worker threads to, round-robin (e.g. 0 or 0,2-3).
+    #[arg(long = "pin", value_name = "CPUS")]
+    pub pin: Option<String>,
+    /// Open a new connection for every request (as ab without -k).
+    #[arg(long = "no-keepalive")]
+    pub no_keepalive: bool,
+    /// Bound on each request, from its start to its last byte.
+    #[arg(long = "timeout", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Bound on establishing each TCP connection.
+    #[arg(long = "connect-timeout", default_value = "10s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+    /// The request method.
+    #[arg(short = 'm', long = "method", default_value = "GET")]
+    pub method: String,
+    /// An extra request header, "Name: value" (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Send the contents of FILE as the request body.
+    #[arg(long = "body", value_name = "FILE", conflicts_with = "body_string")]
+    pub body: Option<PathBuf>,
+    /// Send S as the request body.
+    #[arg(long = "body-string", value_name = "S")]
+    pub body_string: Option<String>,
+    /// Load applied before measuring, excluded from the results.
+    #[arg(long = "warmup", default_value = "0s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// Count responses with other status codes as failures (200, 200-299, 2xx, 200,304).
+    #[arg(long = "expect-status", value_name = "CODES")]
+    pub expect_status: Option<String>,
+    /// Count responses whose body has another SHA-256 as failures.
+    #[arg(long = "expect-body-sha256", value_name = "HEX")]
+    pub expect_body_sha256: Option<String>,
+    /// Count responses whose body does not contain TEXT as failures.
+    #[arg(long = "expect-contains", value_name = "TEXT")]
+    pub expect_contains: Option<String>,
+    /// Local addresses to connect from, round-robin, so ephemeral ports last longer
+    /// (127.0.0.1-127.0.0.16, or a comma-separated list).
+    #[arg(long = "source-ips", value_name = "IPS")]
+    pub source_ips: Option<String>,
+    /// Seed for Poisson arrivals (the same seed repeats the same schedule).
+    #[arg(long = "seed", default_value_t = 1)]
+    pub seed: u64,
+    /// No live progress line.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+impl RequestArgs {
+    /// A configuration for `url` with everything but the load model and the stop condition.
+    pub fn config(&self, url: &str) -> anyhow::Result<BenchConfig> {
+        let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
+        let target = Target::parse(url).map_err(engine_failure)?;
+        let mut config = BenchConfig::new(target);
+        let cpus = sys::allowed_cpus();
+        config.threads = self.threads.unwrap_or(cpus.len()).max(1);
+        if let Some(pin) = &self.pin {
+            config.pin = parse_cpu_list(pin).map_err(usage)?;
+            if let Some(bad) = config.pin.iter().find(|c| !cpus.contains(c)) {
+                return Err(usage(format!(
+                    "--pin: CPU {bad} is not available (allowed: {cpus:?})"
+                )));
+            }
+        }
+        config.keepalive = !self.no_keepalive;
+        config.timeout = self.timeout;
+        config.connect_timeout = self.connect_timeout;
+        config.warmup = self.warmup;
+        config.seed = self.seed;
+        if let Some(s) = &self.source_ips {
+            config.source_ips = parse_ip_list(s).map_err(usage)?;
+        }
+
+        let mut request = RequestSpec { method: self.method.clone(), ..RequestSpec::default() };
+        for h in &self.headers {
+            request.headers.push(RequestSpec::parse_header(h).map_err(engine_failure)?);
+        }
+        if let Some(path) = &self.body {
+            request.body = std::fs::read(path)
+                .map_err(|e| usage(format!("--body {}: {e}", path.display())))?;
+        } else if let Some(s) = &self.body_string {
+            request.body = s.as_bytes().to_vec();
+        }
+        config.request = request;
+
+        let mut v = Validation::default();
+        if let Some(s) = &self.expect_status {
+            v.status =
+                Validation::parse_status(s).map_err(|e| usage(format!("--expect-status: {e}")))?;
+        }
+        if let Some(s) = &self.expect_body_sha256 {
+            v.body_sha256 = Some(
+                Validation::parse_sha256(s)
+                    .map_err(|e| usage(format!("--expect-body-sha256: {e}")))?,
+            );
+        }
+        if let Some(s) = &self.expect_contains {
+            if s.is_empty() {
+                return Err(usage("--expect-contains: the text must not be empty".into()));
+            }
+            v.body_contains = Some(s.as_bytes().to_vec());
+        }
+        config.validation = v;
+        Ok(config)
+    }
+}
+
+/// Resolves the target and checks that it accepts connections, once, before any load.
+pub fn reach(config: &mut BenchConfig) -> anyhow::Result<SocketAddr> {
+    config.target.resolve().map_err(engine_failure)?;
+    loadlab_engine::preflight(&config.target, config.connect_timeout).map_err(engine_failure)
+}
+
+/// The descriptors a run may need beyond its connections: epoll instances, timers, stdio.
+const FD_MARGIN: u64 = 32;
+
+/// Says before the run, not as a wall of errors after it, when the open-file limit is below
+/// what the run may need.
+pub fn warn_fd_limit(connections: usize, threads: usize) {
+    let (soft, hard) = sys::raise_fd_limit();
+    let need = connections as u64 + 2 * threads as u64 + FD_MARGIN;
+    if soft > 0 && need > soft {
+        eprintln!(
+            "loadlab: warning: this run may need {need} file descriptors but the open-file limit \
+             is {soft} (hard limit {hard}); connections beyond it will fail as fd_unavail. \
+             Raise it with `ulimit -n` (as root: also /etc/security/limits.conf)."
+        );
+    }
+}
+
+/// Runs one measured load, with the live progress line unless `quiet`. The first Ctrl-C stops
+/// the run and keeps what was measured.
+pub fn measure(
+    config: &BenchConfig,
+    addr: SocketAddr,
+    quiet: bool,
+) -> anyhow::Result<(BenchResult, Arc<Control>)> {
+    let control = ctrl_c_control()?;
+    let progress = (!quiet).then(|| Progress::start(control.clone(), config)).flatten();
+    let result = loadlab_engine::run(config, addr, control.clone());
+    if let Some(p) = progress {
+        p.finish();
+    }
+    Ok((result.map_err(engine_failure)?, control))
+}
+
+/// The process's one Control, wired to Ctrl-C: the handler can be installed only once, and a
+/// sweep runs many loads. After the first Ctrl-C every run stops at once (a sweep's remaining
+/// steps too); a second Ctrl-C exits without waiting.
+fn ctrl_c_control() -> anyhow::Result<Arc<Control>> {
+    static CONTROL: OnceLock<Arc<Control>> = OnceLock::new();
+    if let Some(c) = CONTROL.get() {
+        return Ok(c.clone());
+    }
+    let control = Arc::new(Control::default());
+    let handler = control.clone();
+    ctrlc::set_handler(move || {
+        if handler.stop.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            std::process::exit(130);
+        }
+    })
+    .context("installing the Ctrl-C handler")?;
+    Ok(CONTROL.get_or_init(|| control).clone())
+}
+
+/// Whether Ctrl-C was pressed during this process's life (a sweep stops its steps then).
+pub fn interrupted(control: &Control) -> bool {
+    control.stop.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Parses a CPU list such as `0`, `0,2` or `0-3,6`.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        let num = |x: &str| {
+            x.trim().parse::<usize>().map_err(|_| format!("--pin: invalid CPU list {s:?}"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b {
+                    return Err(format!("--pin: empty CPU range {part:?}"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(part)?),
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `127.0.0.1-127.0.0.16` (an IPv4 range) or a comma-separated list of addresses.
+pub fn parse_ip_list(s: &str) -> Result<Vec<IpAddr>, String> {
+    let bad = |p: &str| format!("--source-ips: invalid address {p:?} in {s:?}");
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        if let Some((a, b)) = part.split_once('-') {
+            let a: std::net::Ipv4Addr = a.trim().parse().map_err(|_| bad(a))?;
+            let b: std::net::Ipv4Addr = b.trim().parse().map_err(|_| bad(b))?;
+            let (a, b) = (u32::from(a), u32::from(b));
+            if a > b || b - a >= 65_536 {
+                return Err(format!("--source-ips: range {part:?} is empty or too large"));
+            }
+            out.extend((a..=b).map(|ip| IpAddr::V4(ip.into())));
+        } else {
+            out.push(part.parse().map_err(|_| bad(part))?);
+        }
+    }
+    Ok(out)
+}
+
+/// Maps engine errors to the CLI's failure classes (and so to exit codes).
+pub fn engine_failure(e: EngineError) -> anyhow::Error {
+    match e {
+        EngineError::Config(m) => Failure::Usage(m).into(),
+        EngineError::Unreachable { .. } => Failure::Unreachable(e.to_string()).into(),
+        other => anyhow::Error::new(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0").unwrap(), vec![0]);
+        assert_eq!(parse_cpu_list("0,2-4").unwrap(), vec![0, 2, 3, 4]);
+        assert!(parse_cpu_list("a").is_err());
+        assert!(parse_cpu_list("3-1").is_err());
+    }
+
+    #[test]
+    fn ip_lists() {
+        let ips = parse_ip_list("127.0.0.1-127.0.0.16").unwrap();
+        assert_eq!(ips.len(), 16);
+        assert_eq!(ips[15], "127.0.0.16".parse::<IpAddr>().unwrap());
+        assert_eq!(parse_ip_list("::1, 127.0.0.2").unwrap().len(), 2);
+        assert!(parse_ip_list("127.0.0.5-127.0.0.1").is_err());
+        assert!(parse_ip_list("nope").is_err());
+    }
+}

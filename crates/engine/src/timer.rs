@@ -1,0 +1,107 @@
+//! A wake-up with microsecond precision for the open-loop schedule: a timerfd in the worker's
+//! epoll set. epoll_wait's own timeout counts in whole milliseconds, which would make every
+//! request up to a millisecond late at any rate; a timerfd armed at an absolute time does not.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Instant;
+
+use mio::unix::SourceFd;
+use mio::{Interest, Registry, Token};
+
+#[derive(Debug)]
+pub(crate) struct Timer {
+    fd: OwnedFd,
+    /// One instant and the same moment on CLOCK_MONOTONIC (which `Instant` reads on Linux),
+    /// to translate instants into the timespecs timerfd wants.
+    base: Instant,
+    base_ns: u128,
+    armed: Option<Instant>,
+}
+
+impl Timer {
+    pub fn new(registry: &Registry, token: Token) -> io::Result<Timer> {
+        // SAFETY: timerfd_create returns a new descriptor or -1; we take ownership of it.
+        let raw = unsafe {
+            libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+        };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        registry.register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)?;
+        // The kernel may delay a timer by the thread's slack (50 µs by default) to batch
+        // wake-ups; an open-loop sender wants its due times, so ask for 1 µs.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+        let base = Instant::now();
+        Ok(Timer { fd, base, base_ns: monotonic_ns(), armed: None })
+    }
+
+    /// Makes the timer fire at `at` (at once if `at` has passed). Re-arming resets the
+    /// timerfd's expiry count, so the edge-triggered epoll entry fires again at the new time.
+    pub fn arm(&mut self, at: Instant) -> io::Result<()> {
+        if self.armed == Some(at) {
+            return Ok(());
+        }
+        let ns = self.base_ns + at.saturating_duration_since(self.base).as_nanos();
+        // Zero would disarm the timer; one nanosecond after boot is "already past".
+        let ns = ns.max(1);
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec {
+                tv_sec: (ns / 1_000_000_000) as libc::time_t,
+                tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: the descriptor is ours and the spec lives for the call.
+        let rc = unsafe {
+            libc::timerfd_settime(
+                self.fd.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.armed = Some(at);
+        Ok(())
+    }
+
+    /// Called when the timer's event arrives: it is no longer armed.
+    pub fn fired(&mut self) {
+        self.armed = None;
+    }
+}
+
+fn monotonic_ns() -> u128 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mio::{Events, Poll};
+    use std::time::Duration;
+
+    #[test]
+    fn fires_at_the_armed_time_not_before() {
+        let mut poll = Poll::new().unwrap();
+        let mut timer = Timer::new(poll.registry(), Token(7)).unwrap();
+        let mut events = Events::with_capacity(4);
+        let start = Instant::now();
+        let at = start + Duration::from_millis(20);
+        timer.arm(at).unwrap();
+        let mut fired = false;
+        while start.elapsed() < Duration::from_secs(2) && !fired {
+            poll.poll(&mut events, Some(Duration::from_millis(100))).unwrap();
+            fired = events.iter().any(|e| e.token() == Token(7));
+        }
+        assert!(fired, "timer never fired");
+        assert!(Instant::now() >= at, "fired early");
+    }
+}

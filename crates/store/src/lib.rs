@@ -1,0 +1,27 @@
+//! loadlab's result store: one SQLite file, the only place loadlab touches SQLite.
+//!
+//! - [`Store`] opens (creating or migrating) the file and does every read and write. A run is
+//!   `begin_run`, one `record_cell` per finished cell, `finish_run`. Each cell is committed in
+//!   its own transaction, so a run stopped by Ctrl-C or a crash keeps every cell it finished.
+//! - [`model`] has the plain data written and read back: [`RunInfo`], [`CellRecord`] (with its
+//!   metrics, HDR histograms as [`loadlab_stats::Recorder`]s, per-second series, resource
+//!   samples and trust flags), [`ConfigRecord`]. The CLI builds them from engine and lab
+//!   results; the report reads them; neither sees SQL.
+//! - [`metric`] names the usual metrics, so writer and reader agree.
+//! - The schema is versioned with `PRAGMA user_version` and grows by migrations (`schema.rs`);
+//!   histograms are kept in HdrHistogram's V2 format beside their exact totals (`codec.rs`).
+
+mod codec;
+mod error;
+pub mod metric;
+pub mod model;
+mod query;
+mod schema;
+mod store;
+
+pub use error::{Result, StoreError};
+pub use model::{
+    CellId, CellRecord, ConfigRecord, Environment, Flag, LoadModel, LoadSpec, Run, RunId, RunInfo,
+    RunStatus, RunSummary, Sample, TrustFlag,
+};
+pub use store::Store;

@@ -1,0 +1,304 @@
+//! The plain data the store keeps and gives back: runs, cells and what was measured in them.
+//!
+//! These types know nothing of the engine or the lab: the CLI converts their results into a
+//! [`CellRecord`], and the report reads the same type back. Everything that is not a number
+//! table (environment, knobs, load) is kept as JSON, so adding a field needs no migration.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::SystemTime;
+
+use loadlab_stats::{Recorder, Series};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A stored run's id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RunId(pub i64);
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A stored cell's id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CellId(pub i64);
+
+impl fmt::Display for CellId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Where a run stands. A run still `Running` in a store that no process is writing was killed
+/// before it could say so; its committed cells are complete all the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Finished,
+    Interrupted,
+}
+
+impl RunStatus {
+    /// The spelling kept in the `runs.status` column and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Finished => "finished",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<RunStatus> {
+        match s {
+            "running" => Some(RunStatus::Running),
+            "finished" => Some(RunStatus::Finished),
+            "interrupted" => Some(RunStatus::Interrupted),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The machine and software a run measured on, so two runs can be told apart later.
+///
+/// Every field defaults when missing, so environments written by an older loadlab still read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Environment {
+    pub hostname: String,
+    /// `uname -r`, e.g. "6.1.0-18-amd64".
+    pub kernel: String,
+    pub cpu_model: String,
+    /// Logical CPUs online.
+    pub cpu_count: u32,
+    pub loadlab_version: String,
+    /// Package name to installed version, for every package a stack of the run used.
+    pub packages: BTreeMap<String, String>,
+}
+
+/// What is known when a run begins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// The suite's name (a built-in one or the file's).
+    pub suite: String,
+    /// Kept to the millisecond, as every time in the store.
+    pub started_at: SystemTime,
+    pub environment: Environment,
+}
+
+/// One stored run, as `Store::run` gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub id: RunId,
+    pub suite: String,
+    pub started_at: SystemTime,
+    /// `None` while the run is (or was left) running.
+    pub finished_at: Option<SystemTime>,
+    pub status: RunStatus,
+    pub environment: Environment,
+}
+
+/// One line of `loadlab runs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub id: RunId,
+    pub suite: String,
+    pub started_at: SystemTime,
+    pub finished_at: Option<SystemTime>,
+    pub status: RunStatus,
+    /// Cells committed so far.
+    pub cells: u64,
+}
+
+/// How load was offered to a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadModel {
+    /// A fixed number of connections, each sending its next request when the last one ended.
+    Closed,
+    /// Requests due at scheduled times, whatever the server's speed.
+    Open,
+    /// httperf's sessions: new connections at a rate, a fixed number of calls on each.
+    Session,
+}
+
+/// The load of a cell, as planned. Fields that do not apply to the model stay `None`; anything
+/// the planner adds later (arrival distribution, gzip...) lands in `extra`, so it round-trips
+/// without a migration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadSpec {
+    pub model: LoadModel,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u64>,
+    /// Offered rate per second: requests for the open model, new connections for sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    /// A request count stop condition (ab's `-n`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls_per_connection: Option<u64>,
+    #[serde(default)]
+    pub keepalive: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_s: Option<f64>,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+impl LoadSpec {
+    /// A load of `model` with every optional field unset.
+    pub fn new(model: LoadModel) -> LoadSpec {
+        LoadSpec {
+            model,
+            connections: None,
+            rate: None,
+            duration_s: None,
+            requests: None,
+            calls_per_connection: None,
+            keepalive: false,
+            warmup_s: None,
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+/// One resource sample of one tier of a stack (nginx, php-fpm, mariadb...) during a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub tier: String,
+    /// Milliseconds since the cell started.
+    pub t_ms: u64,
+    /// User CPU time of the tier's processes, in seconds, as the sampler read it.
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    /// Resident memory of the tier's processes, summed.
+    pub rss_bytes: u64,
+    pub processes: u32,
+    /// The machine's 1-minute load average.
+    pub loadavg: f64,
+    /// The machine's busy CPU share over the last interval, 0.0 to 1.0.
+    pub machine_cpu: f64,
+}
+
+/// Why a number cannot be trusted.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum Flag {
+    /// The load generator ran out of CPU: the figure measures the client, not the server.
+    ClientSaturated,
+    /// EMFILE/ENFILE: fewer connections were open than asked.
+    FdExhausted,
+    /// The open-loop schedule fell behind: the offered rate was not the planned one.
+    ScheduleMissed,
+    /// Requests failed (the detail says which classes and how many).
+    Errors,
+    /// Throughput stopped at the network's capacity, not the server's.
+    NetworkBound,
+    /// A flag this version has no name for, kept as written.
+    Other(String),
+}
+
+impl Flag {
+    /// The spelling kept in the `flags.flag` column and in JSON.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Flag::ClientSaturated => "client_saturated",
+            Flag::FdExhausted => "fd_exhausted",
+            Flag::ScheduleMissed => "schedule_missed",
+            Flag::Errors => "errors",
+            Flag::NetworkBound => "network_bound",
+            Flag::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for Flag {
+    fn from(s: &str) -> Flag {
+        match s {
+            "client_saturated" => Flag::ClientSaturated,
+            "fd_exhausted" => Flag::FdExhausted,
+            "schedule_missed" => Flag::ScheduleMissed,
+            "errors" => Flag::Errors,
+            "network_bound" => Flag::NetworkBound,
+            other => Flag::Other(other.to_owned()),
+        }
+    }
+}
+
+impl From<String> for Flag {
+    fn from(s: String) -> Flag {
+        Flag::from(s.as_str())
+    }
+}
+
+impl From<Flag> for String {
+    fn from(f: Flag) -> String {
+        f.as_str().to_owned()
+    }
+}
+
+impl fmt::Display for Flag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A trust flag raised on a cell, with what a person needs to judge it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrustFlag {
+    pub flag: Flag,
+    /// e.g. "client CPU 98%", "1 203 connreset of 50 000".
+    pub detail: String,
+}
+
+/// One finished cell: where it ran, the load, and everything measured.
+#[derive(Debug, Clone)]
+pub struct CellRecord {
+    /// Position in the run's plan; cells come back in this order.
+    pub ordinal: u32,
+    pub stack: String,
+    /// The stack's settings for this cell (workers, pm mode, keep-alive...).
+    pub knobs: BTreeMap<String, Value>,
+    pub workload: String,
+    pub load: LoadSpec,
+    pub repetition: u32,
+    pub started_at: SystemTime,
+    /// Measured duration, warm-up excluded.
+    pub duration_s: f64,
+    /// Named figures, see [`metric`](crate::metric) for the usual names. A NaN is kept as SQL
+    /// NULL and comes back as NaN.
+    pub metrics: BTreeMap<String, f64>,
+    /// Named distributions ("latency", "latency_uncorrected", "connect"...), kept exactly.
+    pub histograms: BTreeMap<String, Recorder>,
+    /// Completed, failed and bytes per second of the cell.
+    pub series: Series,
+    pub samples: Vec<Sample>,
+    pub flags: Vec<TrustFlag>,
+}
+
+/// A captured piece of a stack's configuration: an effective config file, a version string, a
+/// module list. Stored per run, since the same stack comes up for many cells.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigRecord {
+    pub stack: String,
+    pub tier: String,
+    /// What the content is: "config", "version", "modules"...
+    pub kind: String,
+    /// Which one among several of a kind, e.g. the config file's name; may be empty.
+    pub name: String,
+    pub content: String,
+}

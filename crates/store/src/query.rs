@@ -1,0 +1,278 @@
+//! Reads: the list of runs, one run, a run's cells with everything measured, its configs.
+//!
+//! A run's cells are read with one query per table for the whole run, not per cell, and inside
+//! one read transaction, so a report of a run still being written sees a consistent snapshot.
+
+use std::collections::{BTreeMap, HashMap};
+
+use hdrhistogram::serialization::Deserializer;
+use loadlab_stats::recorder::Totals;
+use loadlab_stats::{Bucket, Series};
+use rusqlite::{Connection, OptionalExtension, Row};
+
+use crate::codec::{decode_histogram, from_json, from_ms, parse_u128, real, uint};
+use crate::error::{Result, StoreError};
+use crate::model::{
+    CellRecord, ConfigRecord, Flag, Run, RunId, RunStatus, RunSummary, Sample, TrustFlag,
+};
+use crate::store::Store;
+
+impl Store {
+    /// Every stored run, oldest first, with its number of committed cells.
+    pub fn runs(&self) -> Result<Vec<RunSummary>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT r.id, r.suite, r.started_at, r.finished_at, r.status, \
+             (SELECT count(*) FROM cells c WHERE c.run_id = r.id) \
+             FROM runs r ORDER BY r.id",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut runs = Vec::new();
+        while let Some(row) = rows.next()? {
+            let id = RunId(row.get(0)?);
+            runs.push(RunSummary {
+                id,
+                suite: row.get(1)?,
+                started_at: from_ms(row.get(2)?),
+                finished_at: row.get::<_, Option<i64>>(3)?.map(from_ms),
+                status: status(&row.get::<_, String>(4)?, id)?,
+                cells: uint(row.get(5)?, "cell count")?,
+            });
+        }
+        Ok(runs)
+    }
+
+    /// The most recent run, which `loadlab report` shows when given none.
+    pub fn latest_run(&self) -> Result<Option<RunId>> {
+        let id: Option<i64> = self.conn.query_row("SELECT max(id) FROM runs", [], |r| r.get(0))?;
+        Ok(id.map(RunId))
+    }
+
+    /// One run with its environment.
+    pub fn run(&self, id: RunId) -> Result<Run> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT suite, started_at, finished_at, status, environment FROM runs \
+                 WHERE id = ?1",
+                [id.0],
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, Option<i64>>(2)?,
+                        row.get::<_, String>(3)?,
+                        row.get::<_, String>(4)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let (suite, started_at, finished_at, st, environment) =
+            row.ok_or(StoreError::UnknownRun(id))?;
+        Ok(Run {
+            id,
+            suite,
+            started_at: from_ms(started_at),
+            finished_at: finished_at.map(from_ms),
+            status: status(&st, id)?,
+            environment: from_json(&environment, &format!("environment of run {id}"))?,
+        })
+    }
+
+    /// Every committed cell of a run in plan order, with its metrics, histograms (as recorders
+    /// again), series, samples and flags: all a report needs.
+    pub fn cells(&self, run: RunId) -> Result<Vec<CellRecord>> {
+        let tx = self.conn.unchecked_transaction()?;
+        ensure_run(&tx, run)?;
+        let mut cells = RunCells::default();
+
+        each_row(
+            &tx,
+            "SELECT id, ordinal, stack, knobs, workload, load, repetition, started_at, duration_s \
+             FROM cells WHERE run_id = ?1 ORDER BY ordinal, id",
+            run,
+            |row| {
+                let id: i64 = row.get(0)?;
+                let what = |part: &str| format!("{part} of cell {id}");
+                let cell = CellRecord {
+                    ordinal: row.get(1)?,
+                    stack: row.get(2)?,
+                    knobs: from_json(&row.get::<_, String>(3)?, &what("knobs"))?,
+                    workload: row.get(4)?,
+                    load: from_json(&row.get::<_, String>(5)?, &what("load"))?,
+                    repetition: row.get(6)?,
+                    started_at: from_ms(row.get(7)?),
+                    duration_s: real(row.get(8)?),
+                    metrics: BTreeMap::new(),
+                    histograms: BTreeMap::new(),
+                    series: Series::default(),
+                    samples: Vec::new(),
+                    flags: Vec::new(),
+                };
+                cells.push(id, cell);
+                Ok(())
+            },
+        )?;
+        each_row(
+            &tx,
+            "SELECT m.cell_id, m.name, m.value FROM metrics m \
+             JOIN cells c ON c.id = m.cell_id WHERE c.run_id = ?1",
+            run,
+            |row| {
+                cells.get(row.get(0)?)?.metrics.insert(row.get(1)?, real(row.get(2)?));
+                Ok(())
+            },
+        )?;
+
+        let mut deserializer = Deserializer::new();
+        each_row(
+            &tx,
+            "SELECT h.cell_id, h.name, h.encoding, h.data, h.count, h.min, h.max, h.sum, \
+             h.sum_sq FROM histograms h JOIN cells c ON c.id = h.cell_id WHERE c.run_id = ?1",
+            run,
+            |row| {
+                let id: i64 = row.get(0)?;
+                let name: String = row.get(1)?;
+                let what = format!("histogram {name:?} of cell {id}");
+                let totals = Totals {
+                    count: uint(row.get(4)?, &what)?,
+                    min: uint(row.get(5)?, &what)?,
+                    max: uint(row.get(6)?, &what)?,
+                    sum: parse_u128(&row.get::<_, String>(7)?, &what)?,
+                    sum_sq: parse_u128(&row.get::<_, String>(8)?, &what)?,
+                };
+                let encoding: String = row.get(2)?;
+                let data: Vec<u8> = row.get(3)?;
+                let recorder =
+                    decode_histogram(&mut deserializer, &encoding, &data, totals, &what)?;
+                cells.get(id)?.histograms.insert(name, recorder);
+                Ok(())
+            },
+        )?;
+
+        each_row(
+            &tx,
+            "SELECT s.cell_id, s.second, s.completed, s.failed, s.bytes FROM series s \
+             JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1",
+            run,
+            |row| {
+                let second = uint(row.get(1)?, "series second")?;
+                let second = usize::try_from(second)
+                    .map_err(|_| StoreError::Corrupt(format!("series second {second}")))?;
+                let bucket = Bucket {
+                    completed: uint(row.get(2)?, "series completed")?,
+                    failed: uint(row.get(3)?, "series failed")?,
+                    bytes: uint(row.get(4)?, "series bytes")?,
+                };
+                *cells.get(row.get(0)?)?.series.at(second) = bucket;
+                Ok(())
+            },
+        )?;
+
+        each_row(
+            &tx,
+            "SELECT s.cell_id, s.tier, s.t_ms, s.cpu_user_s, s.cpu_sys_s, s.rss_bytes, \
+             s.processes, s.loadavg, s.machine_cpu FROM samples s \
+             JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 ORDER BY s.rowid",
+            run,
+            |row| {
+                let sample = Sample {
+                    tier: row.get(1)?,
+                    t_ms: uint(row.get(2)?, "sample time")?,
+                    cpu_user_s: real(row.get(3)?),
+                    cpu_sys_s: real(row.get(4)?),
+                    rss_bytes: uint(row.get(5)?, "sample rss")?,
+                    processes: row.get(6)?,
+                    loadavg: real(row.get(7)?),
+                    machine_cpu: real(row.get(8)?),
+                };
+                cells.get(row.get(0)?)?.samples.push(sample);
+                Ok(())
+            },
+        )?;
+
+        each_row(
+            &tx,
+            "SELECT f.cell_id, f.flag, f.detail FROM flags f \
+             JOIN cells c ON c.id = f.cell_id WHERE c.run_id = ?1 ORDER BY f.rowid",
+            run,
+            |row| {
+                let flag = Flag::from(row.get::<_, String>(1)?);
+                cells.get(row.get(0)?)?.flags.push(TrustFlag { flag, detail: row.get(2)? });
+                Ok(())
+            },
+        )?;
+
+        // Nothing was written; ending the read transaction either way is the same.
+        tx.commit()?;
+        Ok(cells.list)
+    }
+
+    /// The captured configs of a run, in the order they were first captured.
+    pub fn configs(&self, run: RunId) -> Result<Vec<ConfigRecord>> {
+        ensure_run(&self.conn, run)?;
+        let mut stmt = self.conn.prepare(
+            "SELECT stack, tier, kind, name, content FROM configs WHERE run_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([run.0], |row| {
+            Ok(ConfigRecord {
+                stack: row.get(0)?,
+                tier: row.get(1)?,
+                kind: row.get(2)?,
+                name: row.get(3)?,
+                content: row.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+}
+
+/// A run's cells as they are read, with their row ids to place the rows of the child tables.
+#[derive(Default)]
+struct RunCells {
+    list: Vec<CellRecord>,
+    index: HashMap<i64, usize>,
+}
+
+impl RunCells {
+    fn push(&mut self, id: i64, cell: CellRecord) {
+        self.index.insert(id, self.list.len());
+        self.list.push(cell);
+    }
+
+    fn get(&mut self, id: i64) -> Result<&mut CellRecord> {
+        // The child queries join on this run's cells, read in the same transaction, so a miss
+        // means the database contradicts itself.
+        let at = *self
+            .index
+            .get(&id)
+            .ok_or_else(|| StoreError::Corrupt(format!("row of unknown cell {id}")))?;
+        Ok(&mut self.list[at])
+    }
+}
+
+/// Runs `sql` (with the run id as `?1`) and hands each row to `f`.
+fn each_row(
+    conn: &Connection,
+    sql: &str,
+    run: RunId,
+    mut f: impl FnMut(&Row<'_>) -> Result<()>,
+) -> Result<()> {
+    let mut stmt = conn.prepare(sql)?;
+    let mut rows = stmt.query([run.0])?;
+    while let Some(row) = rows.next()? {
+        f(row)?;
+    }
+    Ok(())
+}
+
+/// `UnknownRun` unless `run` exists, so an empty answer always means "no rows yet".
+fn ensure_run(conn: &Connection, run: RunId) -> Result<()> {
+    conn.query_row("SELECT 1 FROM runs WHERE id = ?1", [run.0], |_| Ok(()))
+        .optional()?
+        .ok_or(StoreError::UnknownRun(run))
+}
+
+fn status(text: &str, run: RunId) -> Result<RunStatus> {
+    RunStatus::parse(text)
+        .ok_or_else(|| StoreError::Corrupt(format!("run {run} has status {text:?}")))
+}

@@ -1,0 +1,199 @@
+//! The schema as an ordered list of migrations, and the code that brings a file up to date.
+//!
+//! The file's version is SQLite's `PRAGMA user_version`: migration `i` (0-based) takes it from
+//! `i` to `i + 1`. A migration is never edited once released; a change is a new entry.
+
+use std::path::Path;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::{Result, StoreError};
+
+/// Marks the file as loadlab's in the SQLite header ("LLAB"), so `open` refuses to add its
+/// tables to some other program's database.
+pub(crate) const APPLICATION_ID: i64 = 0x4C4C_4142;
+
+/// Every migration, oldest first.
+///
+/// Conventions: times are Unix milliseconds (INTEGER); JSON columns are TEXT checked with
+/// `json_valid`; REAL columns accept NULL because SQLite stores a NaN as NULL, and a NaN in one
+/// sample must not lose a whole cell. Child rows go with their cell (`ON DELETE CASCADE`).
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: the first schema.
+    "
+    PRAGMA application_id = 1280065858;
+
+    CREATE TABLE runs (
+        id          INTEGER PRIMARY KEY,
+        suite       TEXT    NOT NULL,
+        started_at  INTEGER NOT NULL,
+        finished_at INTEGER,
+        status      TEXT    NOT NULL CHECK (status IN ('running', 'finished', 'interrupted')),
+        environment TEXT    NOT NULL CHECK (json_valid(environment))
+    );
+
+    CREATE TABLE cells (
+        id          INTEGER PRIMARY KEY,
+        run_id      INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        ordinal     INTEGER NOT NULL,
+        stack       TEXT    NOT NULL,
+        knobs       TEXT    NOT NULL CHECK (json_valid(knobs)),
+        workload    TEXT    NOT NULL,
+        load        TEXT    NOT NULL CHECK (json_valid(load)),
+        repetition  INTEGER NOT NULL,
+        started_at  INTEGER NOT NULL,
+        duration_s  REAL
+    );
+    CREATE INDEX cells_by_run ON cells (run_id, ordinal);
+
+    CREATE TABLE metrics (
+        cell_id INTEGER NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+        name    TEXT    NOT NULL,
+        value   REAL,
+        PRIMARY KEY (cell_id, name)
+    ) WITHOUT ROWID;
+
+    -- data is the histogram in HdrHistogram's V2 format (readable by every HdrHistogram
+    -- implementation); count..sum_sq are the recorder's exact totals, which the histogram only
+    -- approximates. The sums are decimal TEXT because they are u128 and INTEGER is i64.
+    CREATE TABLE histograms (
+        cell_id  INTEGER NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+        name     TEXT    NOT NULL,
+        encoding TEXT    NOT NULL,
+        data     BLOB    NOT NULL,
+        count    INTEGER NOT NULL,
+        min      INTEGER NOT NULL,
+        max      INTEGER NOT NULL,
+        sum      TEXT    NOT NULL,
+        sum_sq   TEXT    NOT NULL,
+        PRIMARY KEY (cell_id, name)
+    );
+
+    -- Every second is a row, empty ones too, so a series reads back with its length.
+    CREATE TABLE series (
+        cell_id   INTEGER NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+        second    INTEGER NOT NULL,
+        completed INTEGER NOT NULL,
+        failed    INTEGER NOT NULL,
+        bytes     INTEGER NOT NULL,
+        PRIMARY KEY (cell_id, second)
+    ) WITHOUT ROWID;
+
+    -- No natural key: a sampler may repeat a timestamp. Rows read back in insertion order.
+    CREATE TABLE samples (
+        cell_id     INTEGER NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+        tier        TEXT    NOT NULL,
+        t_ms        INTEGER NOT NULL,
+        cpu_user_s  REAL,
+        cpu_sys_s   REAL,
+        rss_bytes   INTEGER NOT NULL,
+        processes   INTEGER NOT NULL,
+        loadavg     REAL,
+        machine_cpu REAL
+    );
+    CREATE INDEX samples_by_cell ON samples (cell_id);
+
+    -- One row per captured item; capturing it again (the stack came up for another cell)
+    -- replaces it.
+    CREATE TABLE configs (
+        id      INTEGER PRIMARY KEY,
+        run_id  INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        stack   TEXT    NOT NULL,
+        tier    TEXT    NOT NULL,
+        kind    TEXT    NOT NULL,
+        name    TEXT    NOT NULL,
+        content TEXT    NOT NULL,
+        UNIQUE (run_id, stack, tier, kind, name)
+    );
+
+    CREATE TABLE flags (
+        cell_id INTEGER NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+        flag    TEXT    NOT NULL,
+        detail  TEXT    NOT NULL
+    );
+    CREATE INDEX flags_by_cell ON flags (cell_id);
+    ",
+];
+
+/// The schema version this build writes.
+pub(crate) fn latest_version() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
+/// The file's schema version.
+pub(crate) fn version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+/// Brings the file at `path` (already open as `conn`) to the latest schema, refusing files
+/// that are not loadlab's or are newer than this build.
+pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    let open_err = |source| StoreError::Open { path: path.to_owned(), source };
+    let found = version(conn).map_err(open_err)?;
+    // Identity first: a foreign file with a high user_version is foreign, not "too new".
+    check_identity(conn, path, found)?;
+    if found > latest_version() {
+        return Err(StoreError::TooNew {
+            path: path.to_owned(),
+            found,
+            supported: latest_version(),
+        });
+    }
+    // Reading the version first keeps the common case (already current) free of the write
+    // lock, so `loadlab runs` does not wait for a run that is writing.
+    if found == latest_version() {
+        return Ok(());
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate() {
+        let target = i as i64 + 1;
+        let step = |conn: &mut Connection| -> rusqlite::Result<()> {
+            // IMMEDIATE takes the write lock before the version is read again, so two processes
+            // opening one new file cannot both apply a migration.
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if version(&tx)? >= target {
+                return Ok(());
+            }
+            tx.execute_batch(sql)?;
+            // user_version lives in the database header, which the transaction covers: the
+            // migration and its version number commit together or not at all.
+            tx.pragma_update(None, "user_version", target)?;
+            tx.commit()
+        };
+        step(conn).map_err(|source| StoreError::Migration { version: target, source })?;
+    }
+    Ok(())
+}
+
+/// Refuses an SQLite file some other program made: one stamped with another application id,
+/// or an unversioned one that already has tables.
+fn check_identity(conn: &Connection, path: &Path, version: i64) -> Result<()> {
+    let open_err = |source| StoreError::Open { path: path.to_owned(), source };
+    let app_id: i64 =
+        conn.pragma_query_value(None, "application_id", |row| row.get(0)).map_err(open_err)?;
+    let foreign = if app_id != 0 {
+        app_id != APPLICATION_ID
+    } else if version == 0 {
+        let objects: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
+            .map_err(open_err)?;
+        objects > 0
+    } else {
+        // Versioned but unstamped: not something migration 1 ever leaves behind.
+        true
+    };
+    if foreign {
+        return Err(StoreError::NotAStore { path: path.to_owned() });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_migration_stamps_the_application_id() {
+        let stamp = format!("PRAGMA application_id = {APPLICATION_ID};");
+        assert!(MIGRATIONS[0].contains(&stamp), "{stamp}");
+    }
+}

@@ -1,0 +1,483 @@
+//! The store end to end on real SQLite files, each test in its own temp directory.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use loadlab_stats::{Recorder, Series};
+use loadlab_store::{
+    metric, CellRecord, ConfigRecord, Environment, Flag, LoadModel, LoadSpec, RunInfo, RunStatus,
+    Sample, Store, StoreError, TrustFlag,
+};
+use serde_json::json;
+use tempfile::TempDir;
+
+/// A time with whole milliseconds, the store's precision.
+fn at(ms: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(ms)
+}
+
+fn run_info(suite: &str) -> RunInfo {
+    RunInfo {
+        suite: suite.to_owned(),
+        started_at: at(1_750_000_000_000),
+        environment: Environment {
+            hostname: "lab1".into(),
+            kernel: "6.1.0-18-amd64".into(),
+            cpu_model: "AMD EPYC 7B13".into(),
+            cpu_count: 2,
+            loadlab_version: "0.1.0".into(),
+            packages: BTreeMap::from([
+                ("nginx".into(), "1.22.1-9".into()),
+                ("php8.2-fpm".into(), "8.2.20-1~deb12u1".into()),
+            ]),
+        },
+    }
+}
+
+/// A deterministic spread of latencies from ~50 µs to ~1 s (an LCG, so no rand dependency).
+fn latencies(seed: u64, n: usize) -> Recorder {
+    let mut r = Recorder::new();
+    let mut x = seed;
+    for _ in 0..n {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+        // Log-uniform: exercises many HDR buckets, as a real tail does.
+        r.record((50.0 * (20_000.0f64).powf(u)) as u64);
+    }
+    r
+}
+
+/// A cell as a realistic 10-minute measurement produces it: 4 histograms, `seconds` series
+/// rows and `seconds` samples for each of `tiers` tiers.
+fn cell(ordinal: u32, seconds: usize, tiers: usize) -> CellRecord {
+    let mut series = Series::with_capacity(seconds);
+    for s in 0..seconds {
+        let b = series.at(s);
+        b.completed = 1_000 + s as u64;
+        b.failed = (s % 7) as u64;
+        b.bytes = 20_480 * b.completed;
+    }
+    let tier_names = ["nginx", "php-fpm", "mariadb", "varnish"];
+    let samples = (0..tiers)
+        .flat_map(|t| {
+            (0..seconds).map(move |s| Sample {
+                tier: tier_names[t % tier_names.len()].to_owned(),
+                t_ms: s as u64 * 1_000,
+                cpu_user_s: s as f64 * 0.25,
+                cpu_sys_s: s as f64 * 0.125,
+                rss_bytes: 50_000_000 + s as u64,
+                processes: 5,
+                loadavg: 1.5,
+                machine_cpu: 0.75,
+            })
+        })
+        .collect();
+    let mut load = LoadSpec::new(LoadModel::Open);
+    load.rate = Some(2_000.0);
+    load.duration_s = Some(seconds as f64);
+    load.connections = Some(64);
+    load.keepalive = true;
+    load.extra.insert("arrival".into(), json!("poisson"));
+    CellRecord {
+        ordinal,
+        stack: "nginx-php-fpm".into(),
+        knobs: BTreeMap::from([("pm".into(), json!("static")), ("workers".into(), json!(4))]),
+        workload: "wordpress-front".into(),
+        load,
+        repetition: ordinal % 3,
+        started_at: at(1_750_000_001_000 + u64::from(ordinal) * 700_000),
+        duration_s: seconds as f64,
+        metrics: BTreeMap::from([
+            (metric::RPS.into(), 1_987.25),
+            (metric::P50_US.into(), 812.0),
+            (metric::P99_US.into(), 45_311.0),
+            (metric::ERRORS.into(), 3.0),
+            (metric::CPU_US_PER_REQUEST.into(), 41.5),
+        ]),
+        histograms: BTreeMap::from([
+            ("latency".into(), latencies(1 + u64::from(ordinal), 100_000)),
+            ("latency_uncorrected".into(), latencies(2, 100_000)),
+            ("connect".into(), latencies(3, 5_000)),
+            ("ttfb".into(), latencies(4, 100_000)),
+        ]),
+        series,
+        samples,
+        flags: vec![
+            TrustFlag { flag: Flag::Errors, detail: "3 connreset of 1 192 350".into() },
+            TrustFlag { flag: Flag::Other("warm_cache".into()), detail: String::new() },
+        ],
+    }
+}
+
+fn assert_same_cell(got: &CellRecord, want: &CellRecord) {
+    assert_eq!(got.ordinal, want.ordinal);
+    assert_eq!(got.stack, want.stack);
+    assert_eq!(got.knobs, want.knobs);
+    assert_eq!(got.workload, want.workload);
+    assert_eq!(got.load, want.load);
+    assert_eq!(got.repetition, want.repetition);
+    assert_eq!(got.started_at, want.started_at);
+    assert_eq!(got.duration_s, want.duration_s);
+    assert_eq!(got.metrics, want.metrics);
+    assert_eq!(got.series, want.series);
+    assert_eq!(got.samples, want.samples);
+    assert_eq!(got.flags, want.flags);
+    assert_eq!(
+        got.histograms.keys().collect::<Vec<_>>(),
+        want.histograms.keys().collect::<Vec<_>>()
+    );
+    for (name, w) in &want.histograms {
+        let g = &got.histograms[name];
+        // Every percentile and the exact moments, not just a few points.
+        assert_eq!(g.summary(), w.summary(), "{name}");
+        assert_eq!(g.spectrum(5), w.spectrum(5), "{name}");
+    }
+}
+
+fn open(dir: &TempDir) -> Store {
+    Store::open(dir.path().join("results.db")).unwrap()
+}
+
+#[test]
+fn a_full_cell_round_trips() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let run = store.begin_run(&run_info("wordpress-cache-layers")).unwrap();
+    let want = cell(0, 60, 3);
+    store.record_cell(run, &want).unwrap();
+    drop(store);
+
+    let store = open(&dir);
+    let got = store.cells(run).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_same_cell(&got[0], &want);
+    let p99 = got[0].histograms["latency"].percentile(99.0);
+    assert_eq!(p99, want.histograms["latency"].percentile(99.0));
+    assert!(p99 > 0);
+}
+
+#[test]
+fn cells_come_back_in_plan_order_with_their_own_children() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let run = store.begin_run(&run_info("classic")).unwrap();
+    let other = store.begin_run(&run_info("other")).unwrap();
+    let cells: Vec<_> = [2, 0, 1].into_iter().map(|o| cell(o, 5, 2)).collect();
+    for c in &cells {
+        store.record_cell(run, c).unwrap();
+    }
+    store.record_cell(other, &cell(7, 3, 1)).unwrap();
+
+    let got = store.cells(run).unwrap();
+    assert_eq!(got.iter().map(|c| c.ordinal).collect::<Vec<_>>(), [0, 1, 2]);
+    for g in &got {
+        let want = cells.iter().find(|c| c.ordinal == g.ordinal).unwrap();
+        assert_same_cell(g, want);
+    }
+    assert_eq!(store.cells(other).unwrap().len(), 1);
+}
+
+#[test]
+fn empty_recorders_series_and_nan_metrics_survive() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let run = store.begin_run(&run_info("edge")).unwrap();
+    let mut c = cell(0, 0, 0);
+    c.histograms = BTreeMap::from([("latency".into(), Recorder::new())]);
+    c.metrics =
+        BTreeMap::from([("cpu_us_per_request".into(), f64::NAN), ("inf".into(), f64::INFINITY)]);
+    c.samples = vec![Sample {
+        tier: "nginx".into(),
+        t_ms: 0,
+        cpu_user_s: f64::NAN,
+        cpu_sys_s: 0.0,
+        rss_bytes: 0,
+        processes: 0,
+        loadavg: 0.0,
+        machine_cpu: 0.0,
+    }];
+    c.flags.clear();
+    store.record_cell(run, &c).unwrap();
+
+    let got = &store.cells(run).unwrap()[0];
+    assert!(got.series.buckets().is_empty());
+    assert_eq!(got.histograms["latency"].summary(), Recorder::new().summary());
+    assert!(got.metrics["cpu_us_per_request"].is_nan());
+    assert_eq!(got.metrics["inf"], f64::INFINITY);
+    assert!(got.samples[0].cpu_user_s.is_nan());
+    assert!(got.flags.is_empty());
+}
+
+#[test]
+fn a_new_file_is_migrated_and_reopening_changes_nothing() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("results.db");
+    let mut store = Store::open(&path).unwrap();
+    let version = store.schema_version().unwrap();
+    assert!(version >= 1);
+    let run = store.begin_run(&run_info("classic")).unwrap();
+    drop(store);
+
+    for _ in 0..3 {
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), version);
+        let runs = store.runs().unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].id, run);
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let tables: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(tables, 8, "runs cells metrics histograms series samples configs flags");
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn runs_list_status_and_environment() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    assert_eq!(store.latest_run().unwrap(), None);
+    let a = store.begin_run(&run_info("classic")).unwrap();
+    store.record_cell(a, &cell(0, 2, 1)).unwrap();
+    store.record_cell(a, &cell(1, 2, 1)).unwrap();
+    store.finish_run(a, RunStatus::Finished, at(1_750_000_300_000)).unwrap();
+    let b = store.begin_run(&run_info("robots-autobench")).unwrap();
+    store.finish_run(b, RunStatus::Interrupted, at(1_750_000_400_000)).unwrap();
+
+    let runs = store.runs().unwrap();
+    assert_eq!(
+        runs.iter().map(|r| (r.id, r.status, r.cells)).collect::<Vec<_>>(),
+        [(a, RunStatus::Finished, 2), (b, RunStatus::Interrupted, 0)]
+    );
+    assert_eq!(runs[0].finished_at, Some(at(1_750_000_300_000)));
+    assert_eq!(store.latest_run().unwrap(), Some(b));
+
+    let run = store.run(a).unwrap();
+    let info = run_info("classic");
+    assert_eq!((run.suite.as_str(), run.started_at), ("classic", info.started_at));
+    assert_eq!(run.environment, info.environment);
+}
+
+#[test]
+fn configs_are_kept_per_run_and_recapture_replaces() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let run = store.begin_run(&run_info("classic")).unwrap();
+    let mut conf = ConfigRecord {
+        stack: "nginx-php-fpm".into(),
+        tier: "nginx".into(),
+        kind: "config".into(),
+        name: "nginx.conf".into(),
+        content: "worker_processes 2;".into(),
+    };
+    store.record_config(run, &conf).unwrap();
+    let version = ConfigRecord {
+        kind: "version".into(),
+        name: String::new(),
+        content: "nginx/1.22.1".into(),
+        ..conf.clone()
+    };
+    store.record_config(run, &version).unwrap();
+    conf.content = "worker_processes 4;".into();
+    store.record_config(run, &conf).unwrap();
+
+    assert_eq!(store.configs(run).unwrap(), [conf, version]);
+}
+
+#[test]
+fn unknown_runs_are_user_errors() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let real = store.begin_run(&run_info("classic")).unwrap();
+    let ghost = loadlab_store::RunId(real.0 + 41);
+    let conf = ConfigRecord {
+        stack: "s".into(),
+        tier: "t".into(),
+        kind: "config".into(),
+        name: String::new(),
+        content: String::new(),
+    };
+    let errors = [
+        store.record_cell(ghost, &cell(0, 1, 1)).unwrap_err(),
+        store.record_config(ghost, &conf).unwrap_err(),
+        store.finish_run(ghost, RunStatus::Finished, at(0)).unwrap_err(),
+        store.run(ghost).unwrap_err(),
+        store.cells(ghost).unwrap_err(),
+        store.configs(ghost).unwrap_err(),
+    ];
+    for e in errors {
+        assert!(matches!(e, StoreError::UnknownRun(r) if r == ghost), "{e}");
+        assert!(e.is_user_error());
+    }
+    assert!(store.cells(real).unwrap().is_empty());
+}
+
+#[test]
+fn a_cell_that_fails_to_store_leaves_nothing_behind() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let run = store.begin_run(&run_info("classic")).unwrap();
+    store.record_cell(run, &cell(0, 3, 1)).unwrap();
+    // A counter beyond SQLite's i64 fails late, after the cell row and some children are in.
+    let mut bad = cell(1, 3, 1);
+    bad.samples.last_mut().unwrap().rss_bytes = u64::MAX;
+    let err = store.record_cell(run, &bad).unwrap_err();
+    assert!(matches!(err, StoreError::OutOfRange { .. }), "{err}");
+
+    let cells = store.cells(run).unwrap();
+    assert_eq!(cells.iter().map(|c| c.ordinal).collect::<Vec<_>>(), [0]);
+    let conn = rusqlite::Connection::open(dir.path().join("results.db")).unwrap();
+    for table in ["metrics", "histograms", "series", "flags"] {
+        let n: i64 =
+            conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)).unwrap();
+        assert!(n > 0, "{table}");
+        let orphans: i64 = conn
+            .query_row(
+                &format!(
+                    "SELECT count(*) FROM {table} WHERE cell_id NOT IN (SELECT id FROM cells)"
+                ),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(orphans, 0, "{table}");
+    }
+    let samples: i64 = conn.query_row("SELECT count(*) FROM samples", [], |r| r.get(0)).unwrap();
+    assert_eq!(samples, 3, "only the first cell's samples");
+}
+
+#[test]
+fn an_interrupted_run_keeps_its_committed_cells() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let run = store.begin_run(&run_info("classic")).unwrap();
+    let done = [cell(0, 10, 2), cell(1, 10, 2)];
+    for c in &done {
+        store.record_cell(run, c).unwrap();
+    }
+    // Dropped mid-run: no finish_run, as when Ctrl-C handling itself fails.
+    drop(store);
+
+    let store = open(&dir);
+    let runs = store.runs().unwrap();
+    assert_eq!((runs[0].status, runs[0].cells, runs[0].finished_at), (RunStatus::Running, 2, None));
+    let got = store.cells(run).unwrap();
+    assert_eq!(got.len(), 2);
+    for (g, w) in got.iter().zip(&done) {
+        assert_same_cell(g, w);
+    }
+}
+
+/// Set in the child process of `a_killed_run_keeps_its_committed_cells`: the store path.
+const CRASH_CHILD: &str = "LOADLAB_STORE_CRASH_CHILD";
+
+/// Does nothing in a normal test run; as the child, records two cells and aborts, so the
+/// connection is never closed and the WAL is never checkpointed, as with `kill -9`.
+#[test]
+fn crash_child() {
+    let Some(path) = std::env::var_os(CRASH_CHILD) else { return };
+    let mut store = Store::open(Path::new(&path)).unwrap();
+    let run = store.begin_run(&run_info("classic")).unwrap();
+    store.record_cell(run, &cell(0, 10, 2)).unwrap();
+    store.record_cell(run, &cell(1, 10, 2)).unwrap();
+    std::process::abort();
+}
+
+#[test]
+fn a_killed_run_keeps_its_committed_cells() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("results.db");
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+        .env(CRASH_CHILD, &path)
+        .output()
+        .unwrap()
+        .status;
+    assert!(!status.success(), "the child should have aborted");
+
+    let store = Store::open(&path).unwrap();
+    let runs = store.runs().unwrap();
+    assert_eq!((runs.len(), runs[0].status, runs[0].cells), (1, RunStatus::Running, 2));
+    let got = store.cells(runs[0].id).unwrap();
+    assert_same_cell(&got[1], &cell(1, 10, 2));
+}
+
+#[test]
+fn files_that_are_not_stores_are_refused() {
+    let dir = TempDir::new().unwrap();
+
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "this is not a database, just some text that is long enough ".repeat(20))
+        .unwrap();
+    let err = Store::open(&text).unwrap_err();
+    assert!(matches!(err, StoreError::Open { .. }), "{err}");
+    assert!(err.is_user_error());
+
+    let other = dir.path().join("other.db");
+    rusqlite::Connection::open(&other).unwrap().execute_batch("CREATE TABLE t (x)").unwrap();
+    let err = Store::open(&other).unwrap_err();
+    assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
+
+    let missing_dir = dir.path().join("no/such/dir/results.db");
+    assert!(Store::open(missing_dir).unwrap_err().is_user_error());
+}
+
+#[test]
+fn a_store_from_a_newer_loadlab_is_refused() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("results.db");
+    let version = Store::open(&path).unwrap().schema_version().unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", version + 1)
+        .unwrap();
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::TooNew { found, .. } if found == version + 1), "{err}");
+}
+
+#[test]
+fn in_memory_store_works_for_other_crates_tests() {
+    let mut store = Store::open_in_memory().unwrap();
+    let run = store.begin_run(&run_info("classic")).unwrap();
+    store.record_cell(run, &cell(0, 2, 1)).unwrap();
+    assert_eq!(store.cells(run).unwrap().len(), 1);
+}
+
+/// Prints the time to store one finished cell with a realistic payload (4 histograms of 100k
+/// values, 600 series rows, 600 samples for each of 3 tiers). Asserts nothing about time: the
+/// figure is for the issue's budget (under 50 ms), read with `--nocapture`.
+#[test]
+fn time_to_store_a_realistic_cell() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let run = store.begin_run(&run_info("timing")).unwrap();
+    let cells: Vec<_> = (0..20).map(|o| cell(o, 600, 3)).collect();
+    let mut times = Vec::new();
+    for c in &cells {
+        let t = Instant::now();
+        store.record_cell(run, c).unwrap();
+        times.push(t.elapsed());
+    }
+    let t = Instant::now();
+    let back = store.cells(run).unwrap();
+    let read = t.elapsed();
+    assert_eq!(back.len(), cells.len());
+    times.sort();
+    let size = std::fs::metadata(dir.path().join("results.db")).map_or(0, |m| m.len())
+        + std::fs::metadata(dir.path().join("results.db-wal")).map_or(0, |m| m.len());
+    println!(
+        "store one cell: median {:.2} ms, min {:.2} ms, max {:.2} ms over {} cells; \
+         read back all {} cells in {:.1} ms; file + WAL {:.1} MiB",
+        times[times.len() / 2].as_secs_f64() * 1e3,
+        times[0].as_secs_f64() * 1e3,
+        times[times.len() - 1].as_secs_f64() * 1e3,
+        times.len(),
+        back.len(),
+        read.as_secs_f64() * 1e3,
+        size as f64 / (1024.0 * 1024.0),
+    );
+}
