@@ -1,7 +1,8 @@
 //! Exit codes, and how errors reach the user: one readable chain, never a panic message.
 //!
 //! 0: the run finished (request failures are in the report); 1: internal error; 2: bad usage
-//! or input; 3: the target could not be reached at all.
+//! or input; 3: the target could not be reached at all; 4: a package the command needs is not
+//! installed; 5: a stack did not start or did not verify; 130: interrupted (Ctrl-C).
 
 use std::io;
 use std::process::ExitCode;
@@ -15,18 +16,33 @@ pub enum Failure {
     /// The target could not be reached at all.
     #[error("{0}")]
     Unreachable(String),
+    /// A Debian package is missing; the message names the apt-get command.
+    #[error("{0}")]
+    MissingPackage(String),
+    /// A stack did not start, or did not verify.
+    #[error("{0}")]
+    StackFailed(String),
+    /// Ctrl-C or SIGTERM ended the command before it finished.
+    #[error("{0}")]
+    Interrupted(String),
 }
 
 pub const OK: u8 = 0;
 pub const INTERNAL: u8 = 1;
 pub const USAGE: u8 = 2;
 pub const UNREACHABLE: u8 = 3;
+pub const MISSING_PACKAGE: u8 = 4;
+pub const STACK_FAILED: u8 = 5;
+pub const INTERRUPTED: u8 = 130;
 
 impl Failure {
     fn code(&self) -> u8 {
         match self {
             Failure::Usage(_) => USAGE,
             Failure::Unreachable(_) => UNREACHABLE,
+            Failure::MissingPackage(_) => MISSING_PACKAGE,
+            Failure::StackFailed(_) => STACK_FAILED,
+            Failure::Interrupted(_) => INTERRUPTED,
         }
     }
 }

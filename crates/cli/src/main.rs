@@ -2,11 +2,13 @@
 //! code. This is the only crate that prints or uses anyhow.
 
 mod bench;
+mod doctor;
 mod exit;
 mod load;
 mod output;
 mod progress;
 mod report;
+mod stack;
 mod sweep;
 mod units;
 
@@ -29,6 +31,11 @@ enum Command {
     Bench(bench::BenchArgs),
     /// An offered-rate sweep with knee detection, optionally of two targets (autobench).
     Sweep(sweep::SweepArgs),
+    /// The lab's server stacks: list, up, verify, sample, show, down.
+    Stack(stack::StackArgs),
+    /// What is installed, the limits that matter for load (open files, ports), CPUs, and
+    /// stale instances.
+    Doctor(doctor::DoctorArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +43,8 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Bench(args) => bench::run(args),
         Command::Sweep(args) => sweep::run(args),
+        Command::Stack(args) => stack::run(args),
+        Command::Doctor(args) => doctor::run(args),
     };
     exit::finish(outcome)
 }

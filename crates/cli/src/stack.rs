@@ -1,0 +1,374 @@
+//! `loadlab stack list|up|verify|sample|show|down`: the lab's server stacks by hand.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use loadlab_lab::{CpuList, Error as LabError, Health, Knobs, Lab, OnOff, Record, Sampler};
+use serde_json::json;
+
+use crate::exit::{Failure, OK};
+use crate::units::parse_duration;
+
+#[derive(Debug, Args)]
+pub struct StackArgs {
+    #[command(subcommand)]
+    command: StackCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum StackCommand {
+    /// The built-in stacks (tiers, packages, installed or not) and the running instances.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a stack in the background, verify it, and print its URL and id.
+    Up(UpArgs),
+    /// Verify a running instance again: every workload, its servers, PHP, cache, database.
+    Verify {
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Sample an instance's tiers (CPU, memory, processes) and the machine every interval.
+    Sample {
+        id: String,
+        /// How long to sample (Ctrl-C stops earlier).
+        #[arg(short = 'd', long = "duration", default_value = "10s", value_parser = parse_duration)]
+        duration: Duration,
+        #[arg(long = "interval", default_value = "1s", value_parser = parse_duration)]
+        interval: Duration,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// An instance's effective configuration and versions, tier by tier.
+    Show {
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop an instance, wait until every one of its processes is gone, remove its files.
+    Down {
+        #[arg(required_unless_present = "all")]
+        id: Option<String>,
+        /// Every instance in the state directory.
+        #[arg(long, conflicts_with = "id")]
+        all: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+struct UpArgs {
+    /// The stack (see `loadlab stack list`).
+    name: String,
+    /// The front tier's port on 127.0.0.1 (default: a free one).
+    #[arg(long)]
+    port: Option<u16>,
+    /// HTTP keep-alive (timeout 15 s) or a closed connection after each response.
+    #[arg(long, default_value = "on", value_name = "on|off")]
+    keepalive: OnOff,
+    /// gzip of text responses.
+    #[arg(long, default_value = "off", value_name = "on|off")]
+    gzip: OnOff,
+    /// OPcache in the PHP tier (PHP stacks only; default on).
+    #[arg(long, value_name = "on|off")]
+    opcache: Option<OnOff>,
+    /// A MariaDB tier for country.php and complex.php (PHP stacks; WordPress always has one).
+    #[arg(long, value_name = "on|off")]
+    db: Option<OnOff>,
+    /// Worker processes: nginx worker_processes, php-fpm and spawn-fcgi children, Apache
+    /// prefork MaxRequestWorkers, Apache event processes.
+    #[arg(long)]
+    workers: Option<u32>,
+    /// Pin every process of the stack to these CPUs (0 or 0,2-3).
+    #[arg(long, value_name = "LIST")]
+    cpus: Option<CpuList>,
+    /// Print JSON: {"id", "name", "url", "pids", ...}.
+    #[arg(long)]
+    json: bool,
+    /// Stay in the foreground and take the stack down on Ctrl-C or SIGTERM.
+    #[arg(long)]
+    foreground: bool,
+}
+
+pub fn run(args: StackArgs) -> anyhow::Result<u8> {
+    let lab = Lab::from_env().map_err(lab_failure)?;
+    match args.command {
+        StackCommand::List { json } => list(&lab, json),
+        StackCommand::Up(up_args) => up(&lab, up_args),
+        StackCommand::Verify { id, json } => verify(&lab, &id, json),
+        StackCommand::Sample { id, duration, interval, json } => {
+            sample(&lab, &id, duration, interval, json)
+        }
+        StackCommand::Show { id, json } => show(&lab, &id, json),
+        StackCommand::Down { id, all } => down(&lab, id, all),
+    }
+}
+
+/// Gives lab errors their exit codes: a missing package or a bad name is the user's to fix.
+pub fn lab_failure(err: LabError) -> anyhow::Error {
+    let message = err.to_string();
+    match err {
+        LabError::MissingPackage { .. } => Failure::MissingPackage(message).into(),
+        LabError::UnknownStack(_) | LabError::BadKnob(_) | LabError::NoSuchInstance(_) => {
+            Failure::Usage(message).into()
+        }
+        LabError::Start { .. } | LabError::Verify { .. } => Failure::StackFailed(message).into(),
+        LabError::Interrupted => Failure::Interrupted(message).into(),
+        other => anyhow::Error::new(other),
+    }
+}
+
+fn list(lab: &Lab, json: bool) -> anyhow::Result<u8> {
+    let default = Knobs::default();
+    let instances = lab.instances().map_err(lab_failure)?;
+    if json {
+        let stacks: Vec<_> = loadlab_lab::STACKS
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "summary": s.summary,
+                    "tiers": s.tiers(&default).iter().map(|t| t.name()).collect::<Vec<_>>(),
+                    "db": s.db,
+                    "packages": s.packages(&default),
+                    "missing": s.missing_packages(&default),
+                })
+            })
+            .collect();
+        let running: Vec<_> = instances.iter().map(|(r, h)| instance_json(r, *h)).collect();
+        println!("{:#}", json!({ "stacks": stacks, "instances": running }));
+        return Ok(OK);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{:<28} {:<26} {:<9} PACKAGES", "STACK", "TIERS", "INSTALLED")?;
+    for s in loadlab_lab::STACKS {
+        let tiers: Vec<&str> = s.tiers(&default).iter().map(|t| t.name()).collect();
+        let missing = s.missing_packages(&default);
+        let installed = if missing.is_empty() { "yes" } else { "no" };
+        writeln!(
+            out,
+            "{:<28} {:<26} {installed:<9} {}",
+            s.name,
+            tiers.join("+"),
+            s.packages(&default).join(" ")
+        )?;
+        if !missing.is_empty() {
+            writeln!(out, "{:<28} install with: apt-get install {}", "", missing.join(" "))?;
+        }
+    }
+    if !instances.is_empty() {
+        writeln!(out, "\n{:<28} {:<9} URL", "INSTANCE", "HEALTH")?;
+        for (record, health) in &instances {
+            writeln!(out, "{:<28} {:<9} {}", record.id, health_name(*health), record.url)?;
+        }
+    }
+    Ok(OK)
+}
+
+fn health_name(health: Health) -> &'static str {
+    match health {
+        Health::Running => "running",
+        Health::Starting => "starting",
+        Health::Stale => "stale",
+        Health::Broken => "broken",
+        Health::Dead => "dead",
+    }
+}
+
+fn instance_json(record: &Record, health: Health) -> serde_json::Value {
+    json!({
+        "id": record.id,
+        "name": record.stack,
+        "url": record.url,
+        "health": health,
+        "pids": pids(record),
+        "run_dir": record.run_dir,
+        "knobs": record.knobs,
+    })
+}
+
+/// Every live process of the instance, leaders first.
+fn pids(record: &Record) -> Vec<i32> {
+    let all = loadlab_lab::procfs::all();
+    record
+        .leaders()
+        .into_iter()
+        .flat_map(|l| loadlab_lab::procfs::group(l, &all))
+        .map(|p| p.pid)
+        .collect()
+}
+
+fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
+    let stack = loadlab_lab::stack(&args.name).map_err(lab_failure)?;
+    let knobs = Knobs {
+        port: args.port,
+        keepalive: args.keepalive,
+        gzip: args.gzip,
+        opcache: args.opcache,
+        db: args.db,
+        workers: args.workers,
+        cpus: args.cpus,
+    };
+    let stop = stop_flag()?;
+    let cancel = || stop.load(Ordering::Relaxed);
+    let up = lab.up(stack, &knobs, &cancel).map_err(lab_failure)?;
+    let mut record = up.record;
+    if !args.foreground {
+        lab.detach(&mut record).map_err(lab_failure)?;
+    }
+    if args.json {
+        let mut value = instance_json(&record, Health::Running);
+        value["up_ms"] = json!(up.elapsed.as_millis() as u64);
+        value["checks"] = json!(up.report.checks);
+        println!("{value}");
+    } else {
+        println!(
+            "{}  {}  up and verified in {:.2} s ({} checks)",
+            record.id,
+            record.url,
+            up.elapsed.as_secs_f64(),
+            up.report.checks.len()
+        );
+        for tier in &record.tiers {
+            let pid = tier.leader.map_or(0, |l| l.pid);
+            let at = match (&tier.port, &tier.socket) {
+                (Some(port), _) => format!("127.0.0.1:{port}"),
+                (None, Some(socket)) => socket.display().to_string(),
+                _ => String::new(),
+            };
+            println!("  {:<11} pid {pid:<8} {at}", tier.name);
+        }
+        if !args.foreground {
+            println!("stop it with: loadlab stack down {}", record.id);
+        }
+    }
+    std::io::stdout().flush()?;
+    if args.foreground {
+        while !cancel() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        lab.down(&record.id).map_err(lab_failure)?;
+    }
+    Ok(OK)
+}
+
+/// Set by SIGINT (Ctrl-C) or SIGTERM: a foreground stack goes down on either, and a stack
+/// that is still starting is torn down.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    // Only an atomic store: the one kind of work that is safe in a signal handler.
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn stop_flag() -> anyhow::Result<&'static AtomicBool> {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        let previous =
+            unsafe { libc::signal(signal, on_stop_signal as *const () as libc::sighandler_t) };
+        if previous == libc::SIG_ERR {
+            return Err(std::io::Error::last_os_error()).context("installing a signal handler");
+        }
+    }
+    Ok(&STOP)
+}
+
+fn verify(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
+    let report = lab.verify(id).map_err(lab_failure)?;
+    if json {
+        println!("{:#}", json!({ "id": id, "ok": report.ok(), "checks": report.checks }));
+    } else {
+        for check in &report.checks {
+            let mark = if check.ok { "ok  " } else { "FAIL" };
+            println!("{mark} {:<12} {}", check.workload, check.detail);
+        }
+    }
+    match report.error() {
+        Some(e) if !json => Err(lab_failure(e)),
+        Some(_) => Ok(crate::exit::STACK_FAILED),
+        None => Ok(OK),
+    }
+}
+
+fn sample(
+    lab: &Lab,
+    id: &str,
+    duration: Duration,
+    interval: Duration,
+    json: bool,
+) -> anyhow::Result<u8> {
+    let targets = lab.targets(id).map_err(lab_failure)?;
+    let stop = stop_flag()?;
+    let sampler = Sampler::start(targets, interval);
+    let end = Instant::now() + duration;
+    while Instant::now() < end && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(
+            Duration::from_millis(20).min(end.saturating_duration_since(Instant::now())),
+        );
+    }
+    let samples = sampler.stop();
+    if json {
+        println!("{:#}", json!({ "id": id, "samples": samples }));
+        return Ok(OK);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:>7} {:<11} {:>7} {:>7} {:>10} {:>5} {:>6} {:>5}",
+        "t", "tier", "user%", "sys%", "rss", "procs", "cpu%", "load1"
+    )?;
+    for s in &samples {
+        for t in &s.tiers {
+            let (busy, load) = s.machine.as_ref().map_or((0.0, 0.0), |m| (m.cpu_busy_pct, m.load1));
+            writeln!(
+                out,
+                "{:>6.1}s {:<11} {:>7.1} {:>7.1} {:>10} {:>5} {:>6.1} {:>5.2}",
+                s.t_ms as f64 / 1000.0,
+                t.tier,
+                t.cpu_user_pct,
+                t.cpu_sys_pct,
+                crate::units::bytes(t.rss_bytes as f64),
+                t.processes,
+                busy,
+                load
+            )?;
+        }
+    }
+    Ok(OK)
+}
+
+fn show(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
+    let record = lab.record(id).map_err(lab_failure)?;
+    let captured = lab.capture(id).map_err(lab_failure)?;
+    if json {
+        println!("{:#}", json!({ "instance": record, "captured": captured }));
+        return Ok(OK);
+    }
+    let mut out = std::io::stdout().lock();
+    for c in captured {
+        writeln!(out, "===== {}: {} =====\n{}", c.tier, c.what, c.text.trim_end())?;
+    }
+    Ok(OK)
+}
+
+fn down(lab: &Lab, id: Option<String>, all: bool) -> anyhow::Result<u8> {
+    let ids = if all {
+        lab.down_all().map_err(lab_failure)?
+    } else {
+        let id = id.expect("clap requires an id without --all");
+        lab.down(&id).map_err(lab_failure)?;
+        vec![id]
+    };
+    for id in ids {
+        println!("{id} down");
+    }
+    Ok(OK)
+}

@@ -1,0 +1,154 @@
+//! A small blocking HTTP/1.1 GET for verify: one request per connection (`Connection:
+//! close`), the whole answer read, chunked bodies decoded. Not for load: that is the engine's.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// One response.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    /// Header names lower-cased, in the order received.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// GETs `path` from 127.0.0.1:`port`, with `headers` added to the request.
+pub fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Result<Response, String> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream =
+        TcpStream::connect_timeout(&addr, TIMEOUT).map_err(|e| format!("connect: {e}"))?;
+    stream.set_read_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
+    stream.set_write_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
+    let mut request =
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).map_err(|e| format!("send: {e}"))?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).map_err(|e| format!("read: {e}"))?;
+    parse(&raw)
+}
+
+/// GETs `path` without `Connection: close` and returns as soon as the headers are in (the
+/// body is left unread): what the server says about keeping the connection open.
+pub fn get_head_keepalive(port: u16, path: &str) -> Result<Response, String> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream =
+        TcpStream::connect_timeout(&addr, TIMEOUT).map_err(|e| format!("connect: {e}"))?;
+    stream.set_read_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    stream.write_all(request.as_bytes()).map_err(|e| format!("send: {e}"))?;
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    while find(&raw, b"\r\n\r\n").is_none() {
+        let n = stream.read(&mut buf).map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        raw.extend_from_slice(&buf[..n]);
+    }
+    let end = find(&raw, b"\r\n\r\n").ok_or("no end of headers")?;
+    let (status, headers) = parse_head(&raw[..end])?;
+    Ok(Response { status, headers, body: Vec::new() })
+}
+
+/// Parses a whole response read to the end of the connection.
+pub fn parse(raw: &[u8]) -> Result<Response, String> {
+    let end = find(raw, b"\r\n\r\n").ok_or("no end of headers")?;
+    let (status, headers) = parse_head(&raw[..end])?;
+    let rest = &raw[end + 4..];
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked"));
+    let body = if chunked {
+        dechunk(rest)?
+    } else if let Some(len) = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+    {
+        if rest.len() < len {
+            return Err(format!("short body: {} of {len} bytes", rest.len()));
+        }
+        rest[..len].to_vec()
+    } else {
+        rest.to_vec()
+    };
+    Ok(Response { status, headers, body })
+}
+
+/// The status and headers (names lower-cased) of a head without its final blank line.
+fn parse_head(head: &[u8]) -> Result<(u16, Vec<(String, String)>), String> {
+    let head = std::str::from_utf8(head).map_err(|_| "headers are not UTF-8")?;
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().unwrap_or_default();
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("bad status line {status_line:?}"))?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Ok((status, headers))
+}
+
+/// Decodes a chunked body (RFC 9112 section 7.1); extensions and trailers are skipped.
+fn dechunk(mut data: &[u8]) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    loop {
+        let line_end = find(data, b"\r\n").ok_or("truncated chunk size")?;
+        let line = std::str::from_utf8(&data[..line_end]).map_err(|_| "bad chunk size")?;
+        let size_text = line.split(';').next().unwrap_or_default().trim();
+        let size = usize::from_str_radix(size_text, 16).map_err(|_| "bad chunk size")?;
+        data = &data[line_end + 2..];
+        if size == 0 {
+            return Ok(body);
+        }
+        if data.len() < size + 2 {
+            return Err("truncated chunk".into());
+        }
+        body.extend_from_slice(&data[..size]);
+        data = &data[size + 2..];
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    #[test]
+    fn content_length_and_chunked_bodies() {
+        let r =
+            parse(b"HTTP/1.1 200 OK\r\nServer: nginx\r\nContent-Length: 5\r\n\r\nhello").unwrap();
+        assert_eq!(
+            (r.status, r.header("server"), r.body.as_slice()),
+            (200, Some("nginx"), &b"hello"[..])
+        );
+        let r = parse(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n2\r\n, \r\n0\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!(r.body, b"hello, ");
+        assert!(parse(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nhello").is_err());
+        let r = parse(b"HTTP/1.0 404 Not Found\r\n\r\nall of it").unwrap();
+        assert_eq!((r.status, r.body.as_slice()), (404, &b"all of it"[..]));
+    }
+}

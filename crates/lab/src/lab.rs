@@ -1,0 +1,416 @@
+//! The lab's operations on instances: bring a stack up (plan, write, start backends first,
+//! wait ready, verify), list, verify, capture, sample targets, tear down, and clean what a
+//! crashed loadlab left behind.
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::catalog::{self, Stack, Tier};
+use crate::error::{Error, IoContext, Result};
+use crate::knobs::Knobs;
+use crate::procfs::{self, ProcId};
+use crate::sampler::Target;
+use crate::servers::{self, wordpress, Captured, Plan};
+use crate::state::{is_root, make_dir_all, Record, StateDir, TierRecord};
+use crate::supervise::{self, STOP_GRACE};
+use crate::verify::{self, Report};
+use crate::workloads::{self, write};
+use crate::{http, ports, programs, ready};
+
+/// How long one tier may take to become ready. MariaDB's first start after copying the
+/// template is the slowest.
+const READY_LIMIT: Duration = Duration::from_secs(30);
+/// A start that lost its port to another program is retried this many times in all.
+const PORT_ATTEMPTS: u32 = 3;
+/// A record file claimed but never written is a crashed start's once it is this old.
+const CLAIM_GRACE: Duration = Duration::from_secs(60);
+
+/// The lab, over one state directory.
+#[derive(Clone, Debug)]
+pub struct Lab {
+    state: StateDir,
+}
+
+/// A stack that came up and verified.
+#[derive(Debug)]
+pub struct Up {
+    pub record: Record,
+    pub report: Report,
+    /// From the call to `up` until verified.
+    pub elapsed: Duration,
+}
+
+/// What became of a recorded instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Health {
+    /// Every tier runs.
+    Running,
+    /// Its owner is still starting it.
+    Starting,
+    /// The loadlab that owned it is gone (killed, crashed): the next start removes it.
+    Stale,
+    /// Some tiers run and some do not: `down` it.
+    Broken,
+    /// No tier runs any more: the next start removes the record.
+    Dead,
+}
+
+impl Lab {
+    pub fn new(state: StateDir) -> Lab {
+        Lab { state }
+    }
+
+    /// The lab over the state directory the environment names (see `StateDir::from_env`).
+    pub fn from_env() -> Result<Lab> {
+        Ok(Lab::new(StateDir::from_env()?))
+    }
+
+    pub fn state(&self) -> &StateDir {
+        &self.state
+    }
+
+    /// Brings `stack` up, owned by this process, and verifies it. Everything it started is
+    /// torn down again if any step fails or `cancel()` turns true while it starts.
+    pub fn up(
+        &self,
+        stack: &'static Stack,
+        knobs: &Knobs,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Up> {
+        let started = Instant::now();
+        stack.check_knobs(knobs)?;
+        for need in stack.needs(knobs) {
+            need.find()?;
+        }
+        self.clean_stale()?;
+        let id = self.state.claim_id(stack.name)?;
+        for attempt in 1..=PORT_ATTEMPTS {
+            let plan = self.plan(&id, stack, knobs)?;
+            let mut record = new_record(&plan);
+            self.state.save(&record)?;
+            match self.bring_up(&plan, &mut record, cancel) {
+                Ok(report) => return Ok(Up { record, report, elapsed: started.elapsed() }),
+                Err(e) => {
+                    let torn = teardown(&record);
+                    let lost_port =
+                        matches!(&e, Error::Start { log, .. } if log.contains("in use"));
+                    if lost_port && knobs.port.is_none() && attempt < PORT_ATTEMPTS && torn.is_ok()
+                    {
+                        continue;
+                    }
+                    self.state.forget(&id)?;
+                    return Err(torn.err().unwrap_or(e));
+                }
+            }
+        }
+        unreachable!("the last attempt returns")
+    }
+
+    /// Hands a running instance over to the user: it no longer depends on this process and
+    /// stays up until `down`.
+    pub fn detach(&self, record: &mut Record) -> Result<()> {
+        record.owner = None;
+        self.state.save(record)
+    }
+
+    /// A plan with fresh ports and a fresh run directory.
+    fn plan(&self, id: &str, stack: &'static Stack, knobs: &Knobs) -> Result<Plan> {
+        let tiers = stack.tiers(knobs);
+        let tcp: Vec<&'static str> =
+            tiers.iter().filter(|t| listens_on_tcp(**t)).map(|t| t.name()).collect();
+        let mut free = ports::free(tcp.len())?;
+        if let (Some(port), Some(first)) = (knobs.port, free.first_mut()) {
+            *first = port;
+        }
+        let run = self.state.run_root().join(id);
+        let _ = fs::remove_dir_all(&run);
+        Ok(Plan {
+            id: id.to_string(),
+            stack,
+            knobs: knobs.clone(),
+            run,
+            ports: tcp.into_iter().zip(free).collect(),
+            run_as: is_root().then(|| ("www-data".to_string(), "www-data".to_string())),
+            apache_modules: "/usr/lib/apache2/modules".into(),
+            mod_php: programs::MOD_PHP.find().unwrap_or_default(),
+        })
+    }
+
+    /// The plan an instance was started from, rebuilt from its record.
+    pub fn plan_of(&self, record: &Record) -> Result<Plan> {
+        let stack = catalog::stack(&record.stack)?;
+        Ok(Plan {
+            id: record.id.clone(),
+            stack,
+            knobs: record.knobs.clone(),
+            run: record.run_dir.clone(),
+            ports: record.tiers.iter().filter_map(|t| Some((t.tier.name(), t.port?))).collect(),
+            run_as: is_root().then(|| ("www-data".to_string(), "www-data".to_string())),
+            apache_modules: "/usr/lib/apache2/modules".into(),
+            mod_php: programs::MOD_PHP.find().unwrap_or_default(),
+        })
+    }
+
+    fn bring_up(
+        &self,
+        plan: &Plan,
+        record: &mut Record,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Report> {
+        write_files(plan)?;
+        // Backends first, so that each tier finds the one behind it ready.
+        for tier in plan.tiers().into_iter().rev() {
+            let server = servers::server(tier);
+            server.prepare(plan, &self.state)?;
+            let command = server.command(plan)?;
+            let leader = supervise::spawn(
+                command,
+                &plan.console_log(tier.name()),
+                plan.knobs.cpus.as_ref(),
+            )?;
+            if let Some(t) = record.tiers.iter_mut().find(|t| t.tier == tier) {
+                t.leader = Some(leader);
+            }
+            self.state.save(record)?;
+            let logs = || tier_logs(plan, tier.name());
+            ready::wait(tier.name(), leader, &server.probe(plan), READY_LIMIT, cancel, &logs)?;
+        }
+        let report = verify::verify(plan);
+        match report.error() {
+            Some(e) => Err(e),
+            None => Ok(report),
+        }
+    }
+
+    /// Every recorded instance with its health, oldest first.
+    pub fn instances(&self) -> Result<Vec<(Record, Health)>> {
+        Ok(self
+            .state
+            .all()?
+            .into_iter()
+            .map(|r| {
+                let h = health(&r);
+                (r, h)
+            })
+            .collect())
+    }
+
+    pub fn record(&self, id: &str) -> Result<Record> {
+        self.state.load(id)
+    }
+
+    /// Verifies a running instance again.
+    pub fn verify(&self, id: &str) -> Result<Report> {
+        let record = self.state.load(id)?;
+        Ok(verify::verify(&self.plan_of(&record)?))
+    }
+
+    /// The effective configuration and versions of every tier of an instance.
+    pub fn capture(&self, id: &str) -> Result<Vec<Captured>> {
+        let record = self.state.load(id)?;
+        let plan = self.plan_of(&record)?;
+        let mut out: Vec<Captured> =
+            plan.tiers().into_iter().flat_map(|t| servers::server(t).capture(&plan)).collect();
+        if plan.stack.has_php() {
+            // PHP's version, extensions and OPcache as the serving SAPI sees them.
+            let port = plan.port(plan.front().name());
+            let text = match http::get(port, workloads::STATUS_PATH, &[]) {
+                Ok(r) => String::from_utf8_lossy(&r.body).into_owned(),
+                Err(e) => format!("capture failed: {e}"),
+            };
+            out.push(Captured { tier: "php".into(), what: "status.php".into(), text });
+        }
+        Ok(out)
+    }
+
+    /// What to give the sampler for an instance: each started tier's process group.
+    pub fn targets(&self, id: &str) -> Result<Vec<Target>> {
+        let record = self.state.load(id)?;
+        Ok(record
+            .tiers
+            .iter()
+            .filter_map(|t| Some(Target { tier: t.name.clone(), leader: t.leader? }))
+            .collect())
+    }
+
+    /// Stops every process of the instance, waits until they are gone, and removes its run
+    /// directory and record.
+    pub fn down(&self, id: &str) -> Result<()> {
+        let record = self.state.load(id)?;
+        teardown(&record)?;
+        self.state.forget(id)
+    }
+
+    /// `down` for every recorded instance; the ids that were taken down.
+    pub fn down_all(&self) -> Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for record in self.state.all()? {
+            self.down(&record.id)?;
+            ids.push(record.id);
+        }
+        Ok(ids)
+    }
+
+    /// The instances a start would clean: stale (owner gone) or dead ones, and records a
+    /// crashed start claimed but never wrote.
+    pub fn stale(&self) -> Result<Vec<String>> {
+        let mut ids: Vec<String> = self
+            .instances()?
+            .into_iter()
+            .filter(|(r, h)| cleanable(r, *h))
+            .map(|(r, _)| r.id)
+            .collect();
+        ids.extend(self.abandoned_claims()?);
+        Ok(ids)
+    }
+
+    /// Tears down stale and dead instances (see [`Lab::stale`]); the ids removed.
+    pub fn clean_stale(&self) -> Result<Vec<String>> {
+        let mut cleaned = Vec::new();
+        for (record, health) in self.instances()? {
+            if cleanable(&record, health) {
+                teardown(&record)?;
+                self.state.forget(&record.id)?;
+                cleaned.push(record.id);
+            }
+        }
+        for id in self.abandoned_claims()? {
+            sweep(&self.state.run_root().join(&id))?;
+            let _ = fs::remove_dir_all(self.state.run_root().join(&id));
+            self.state.forget(&id)?;
+            cleaned.push(id);
+        }
+        Ok(cleaned)
+    }
+
+    fn abandoned_claims(&self) -> Result<Vec<String>> {
+        let known: Vec<String> = self.state.all()?.into_iter().map(|r| r.id).collect();
+        Ok(self
+            .state
+            .claims_older_than(CLAIM_GRACE)?
+            .into_iter()
+            .filter(|id| !known.contains(id))
+            .collect())
+    }
+}
+
+fn cleanable(record: &Record, health: Health) -> bool {
+    health == Health::Stale || health == Health::Dead && record.owner.is_none()
+}
+
+fn listens_on_tcp(tier: Tier) -> bool {
+    !matches!(tier, Tier::PhpFpm | Tier::SpawnFcgi)
+}
+
+fn new_record(plan: &Plan) -> Record {
+    Record {
+        id: plan.id.clone(),
+        stack: plan.stack.name.to_string(),
+        url: plan.url(),
+        run_dir: plan.run.clone(),
+        knobs: plan.knobs.clone(),
+        owner: procfs::identify(std::process::id() as i32),
+        created_unix_ms: crate::sampler::unix_ms(),
+        tiers: plan
+            .tiers()
+            .into_iter()
+            .map(|tier| TierRecord {
+                name: tier.name().to_string(),
+                tier,
+                leader: None,
+                port: plan.ports.iter().find(|(n, _)| *n == tier.name()).map(|(_, p)| *p),
+                socket: match tier {
+                    Tier::PhpFpm => Some(plan.run.join("php-fpm.sock")),
+                    Tier::SpawnFcgi => Some(plan.run.join("php-cgi.sock")),
+                    Tier::Mariadb => Some(plan.run.join("mariadb.sock")),
+                    _ => None,
+                },
+            })
+            .collect(),
+    }
+}
+
+/// Writes the run directory: document root, configs, the WordPress site.
+fn write_files(plan: &Plan) -> Result<()> {
+    make_dir_all(&plan.run)?;
+    make_dir_all(&plan.logs())?;
+    // nginx makes its *_temp_path directories itself, but not their parent.
+    make_dir_all(&plan.run.join("nginx/tmp"))?;
+    let db_port = plan.has_db().then(|| plan.port("mariadb"));
+    workloads::write_docroot(&plan.docroot(), plan.stack, db_port)?;
+    if plan.stack.wordpress {
+        wordpress::write_instance_site(plan)?;
+    }
+    for (path, text) in servers::all_configs(plan) {
+        let path = plan.run.join(path);
+        make_dir_all(path.parent().expect("configs are inside the run directory"))?;
+        write(&path, text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The ends of a tier's logs (its console and its own error logs), for error messages.
+fn tier_logs(plan: &Plan, tier: &str) -> String {
+    let mut out = String::new();
+    let Ok(entries) = fs::read_dir(plan.logs()) else { return out };
+    let mut paths: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(tier)))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let tail = supervise::tail(&path);
+        if !tail.trim().is_empty() {
+            out.push_str(&format!("{}:\n{tail}\n", path.display()));
+        }
+    }
+    out
+}
+
+fn health(record: &Record) -> Health {
+    if record.owner.is_some_and(|o| !procfs::alive(o)) {
+        return Health::Stale;
+    }
+    let leaders: Vec<Option<ProcId>> = record.tiers.iter().map(|t| t.leader).collect();
+    let alive = leaders.iter().filter(|l| l.is_some_and(supervise::group_alive)).count();
+    if alive == leaders.len() && !leaders.is_empty() {
+        Health::Running
+    } else if record.owner.is_some() && leaders.iter().any(Option::is_none) {
+        Health::Starting
+    } else if alive == 0 {
+        Health::Dead
+    } else {
+        Health::Broken
+    }
+}
+
+/// Stops every process of an instance and removes its run directory.
+fn teardown(record: &Record) -> Result<()> {
+    supervise::stop_groups(&record.id, &record.leaders(), STOP_GRACE)?;
+    sweep(&record.run_dir)?;
+    match fs::remove_dir_all(&record.run_dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).context(|| format!("removing {}", record.run_dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Kills any process whose command line names `run_dir`: a server started in the instant
+/// between its spawn and its record being written, which no record names.
+fn sweep(run_dir: &std::path::Path) -> Result<()> {
+    let needle = format!("{}/", run_dir.display());
+    let found: Vec<ProcId> = procfs::all()
+        .into_iter()
+        .filter(|p| p.pid == p.pgid && !p.is_zombie())
+        .filter(|p| procfs::cmdline(p.pid).is_some_and(|c| c.contains(&needle)))
+        .map(|p| p.id())
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    supervise::stop_groups(&run_dir.display().to_string(), &found, STOP_GRACE)
+}

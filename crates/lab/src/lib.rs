@@ -1,0 +1,38 @@
+//! loadlab's lab: the classic experiments' server stacks, run from Debian's packages.
+//!
+//! - [`catalog`]: the built-in [`Stack`]s as data, each a list of [`Tier`]s and packages.
+//! - [`servers`]: one module per server behind the [`servers::Server`] trait: config from
+//!   templates, foreground command, readiness probe, captured config and versions.
+//! - [`Lab`]: bringing a stack up into a private run directory on free 127.0.0.1 ports,
+//!   verifying it ([`verify`]), tearing it down, and cleaning what a crashed run left.
+//! - [`state`]: the records of running instances (process ids with start times).
+//! - [`sampler`]: per-tier CPU, memory and process counts from /proc, every second.
+//! - [`workloads`]: the deterministic files and pages the experiments request.
+//!
+//! Nothing here prints; errors are [`Error`]s that say which tier or workload failed.
+
+pub mod catalog;
+mod error;
+mod http;
+pub mod knobs;
+mod lab;
+mod ports;
+pub mod procfs;
+pub mod programs;
+mod ready;
+pub mod sampler;
+pub mod servers;
+pub mod state;
+mod supervise;
+mod template;
+pub mod verify;
+mod wait;
+pub mod workloads;
+
+pub use catalog::{stack, Stack, Tier, STACKS};
+pub use error::{Error, Result};
+pub use knobs::{CpuList, Knobs, OnOff};
+pub use lab::{Health, Lab, Up};
+pub use sampler::{Sample, Sampler};
+pub use servers::Captured;
+pub use state::{Record, StateDir};

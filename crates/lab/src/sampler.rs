@@ -1,0 +1,292 @@
+//! The sampler: a thread that, every interval, reads each tier's process group from /proc
+//! (CPU user and system, RSS, process count) and the machine's CPU use and load average,
+//! and keeps the time series until it is stopped (what seed 003 got from sar, per tier).
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::procfs::{self, CpuTimes, MachineStat, ProcId, ProcStat};
+
+/// A tier to sample: its name and the leader of its process group.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub tier: String,
+    pub leader: ProcId,
+}
+
+/// One tier over one interval.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TierSample {
+    pub tier: String,
+    /// CPU time over the interval as a percentage of one CPU (200 = two CPUs busy), user
+    /// and system, including processes that exited and were reaped within the group.
+    pub cpu_user_pct: f64,
+    pub cpu_sys_pct: f64,
+    /// Sum of the processes' resident sets at the end of the interval (pages shared between
+    /// processes count once per process, as in ps and sar).
+    pub rss_bytes: u64,
+    pub processes: usize,
+}
+
+/// The machine over one interval.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MachineSample {
+    /// Busy share of all CPUs (100 = every CPU busy), from /proc/stat.
+    pub cpu_busy_pct: f64,
+    pub load1: f64,
+    pub load5: f64,
+    pub load15: f64,
+}
+
+/// One interval: its end, as milliseconds since the sampler started and since the epoch (to
+/// align with load windows), and what each tier and the machine did in it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sample {
+    pub t_ms: u64,
+    pub unix_ms: u64,
+    pub interval_ms: u64,
+    pub tiers: Vec<TierSample>,
+    pub machine: Option<MachineSample>,
+}
+
+/// Where the sampler reads processes and machine counters: /proc, or a fake in tests.
+pub trait ProcSource: Send + 'static {
+    fn processes(&mut self) -> Vec<ProcStat>;
+    fn machine(&mut self) -> Option<MachineStat>;
+}
+
+/// The real /proc.
+#[derive(Debug)]
+pub struct Proc;
+
+impl ProcSource for Proc {
+    fn processes(&mut self) -> Vec<ProcStat> {
+        procfs::all()
+    }
+
+    fn machine(&mut self) -> Option<MachineStat> {
+        procfs::machine()
+    }
+}
+
+/// Turns successive readings into samples: counters are cumulative, samples are deltas.
+pub struct Tracker {
+    targets: Vec<Target>,
+    ticks_per_sec: f64,
+    page_size: u64,
+    last: Option<Reading>,
+}
+
+struct Reading {
+    at: Duration,
+    /// Per target: (user, system) clock ticks.
+    cpu: Vec<(u64, u64)>,
+    machine: Option<CpuTimes>,
+}
+
+impl Tracker {
+    pub fn new(targets: Vec<Target>, ticks_per_sec: u64, page_size: u64) -> Tracker {
+        Tracker { targets, ticks_per_sec: ticks_per_sec as f64, page_size, last: None }
+    }
+
+    /// Records a reading taken `at` after the start; a sample from the previous reading to
+    /// this one, or `None` for the first reading.
+    pub fn observe(
+        &mut self,
+        at: Duration,
+        procs: &[ProcStat],
+        machine: Option<MachineStat>,
+    ) -> Option<Sample> {
+        let groups: Vec<Vec<ProcStat>> =
+            self.targets.iter().map(|t| procfs::group(t.leader, procs)).collect();
+        // A group's CPU is its live processes' own time plus what they collected from
+        // children they reaped, so a worker that exits within the interval still counts.
+        let cpu: Vec<(u64, u64)> = groups
+            .iter()
+            .map(|g| {
+                g.iter().fold((0, 0), |(u, s), p| (u + p.utime + p.cutime, s + p.stime + p.cstime))
+            })
+            .collect();
+        let reading = Reading { at, cpu, machine: machine.map(|m| m.cpu) };
+        let last = self.last.replace(reading)?;
+        let now = self.last.as_ref().expect("just stored");
+        let span = now.at.saturating_sub(last.at).as_secs_f64().max(1e-9);
+        let pct = |ticks: u64| ticks as f64 / self.ticks_per_sec / span * 100.0;
+        let tiers = self
+            .targets
+            .iter()
+            .zip(&groups)
+            .zip(now.cpu.iter().zip(&last.cpu))
+            .map(|((target, group), (&(u, s), &(u0, s0)))| TierSample {
+                tier: target.tier.clone(),
+                // A process that exits unreaped takes its time with it: never below zero.
+                cpu_user_pct: pct(u.saturating_sub(u0)),
+                cpu_sys_pct: pct(s.saturating_sub(s0)),
+                rss_bytes: group.iter().map(|p| p.rss_pages * self.page_size).sum(),
+                processes: group.len(),
+            })
+            .collect();
+        let machine = match (machine, now.machine, last.machine) {
+            (Some(m), Some(cpu), Some(cpu0)) => {
+                let total = cpu.total.saturating_sub(cpu0.total).max(1) as f64;
+                Some(MachineSample {
+                    cpu_busy_pct: cpu.busy.saturating_sub(cpu0.busy) as f64 / total * 100.0,
+                    load1: m.load[0],
+                    load5: m.load[1],
+                    load15: m.load[2],
+                })
+            }
+            _ => None,
+        };
+        Some(Sample {
+            t_ms: at.as_millis() as u64,
+            unix_ms: unix_ms(),
+            interval_ms: (span * 1000.0).round() as u64,
+            tiers,
+            machine,
+        })
+    }
+}
+
+pub fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A running sampler; [`Sampler::stop`] ends it and returns the series.
+pub struct Sampler {
+    stop: mpsc::Sender<()>,
+    thread: thread::JoinHandle<Vec<Sample>>,
+}
+
+/// The last, partial interval is kept only if it is at least this long (or is the only
+/// one): shorter, its CPU percentages are mostly rounding of whole clock ticks.
+const MIN_FINAL: Duration = Duration::from_millis(100);
+
+impl Sampler {
+    /// Samples these tiers from /proc every `interval`.
+    pub fn start(targets: Vec<Target>, interval: Duration) -> Sampler {
+        Sampler::start_with(targets, interval, Proc)
+    }
+
+    pub fn start_with(
+        targets: Vec<Target>,
+        interval: Duration,
+        mut source: impl ProcSource,
+    ) -> Sampler {
+        let (stop, stopped) = mpsc::channel();
+        let thread = thread::spawn(move || {
+            let mut tracker = Tracker::new(targets, procfs::clock_ticks(), procfs::page_size());
+            let start = Instant::now();
+            let mut samples = Vec::new();
+            let mut last = Duration::ZERO;
+            tracker.observe(Duration::ZERO, &source.processes(), source.machine());
+            for k in 1u32.. {
+                // Deadlines on a fixed grid, so the series does not drift by the time each
+                // reading takes.
+                let due = interval * k;
+                let wait = due.saturating_sub(start.elapsed());
+                let stopping =
+                    !matches!(stopped.recv_timeout(wait), Err(mpsc::RecvTimeoutError::Timeout));
+                let at = start.elapsed();
+                if stopping && !samples.is_empty() && at.saturating_sub(last) < MIN_FINAL {
+                    break;
+                }
+                samples.extend(tracker.observe(at, &source.processes(), source.machine()));
+                last = at;
+                if stopping {
+                    break;
+                }
+            }
+            samples
+        });
+        Sampler { stop, thread }
+    }
+
+    /// Stops sampling (taking a last sample of the partial interval) and returns the series.
+    pub fn stop(self) -> Vec<Sample> {
+        let _ = self.stop.send(());
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proc(pid: i32, pgid: i32, utime: u64, stime: u64, cutime: u64) -> ProcStat {
+        ProcStat {
+            pid,
+            comm: "w".into(),
+            state: 'S',
+            ppid: pgid,
+            pgid,
+            utime,
+            stime,
+            cutime,
+            cstime: 0,
+            start: 10,
+            rss_pages: 100,
+        }
+    }
+
+    fn machine(busy: u64, total: u64) -> Option<MachineStat> {
+        Some(MachineStat { cpu: CpuTimes { busy, total }, load: [1.0, 0.5, 0.25] })
+    }
+
+    #[test]
+    fn samples_are_deltas_per_tier_and_machine() {
+        let targets = vec![
+            Target { tier: "nginx".into(), leader: ProcId { pid: 100, start: 10 } },
+            Target { tier: "php-fpm".into(), leader: ProcId { pid: 200, start: 10 } },
+        ];
+        let mut tracker = Tracker::new(targets, 100, 4096);
+        let first = [proc(100, 100, 1, 1, 0), proc(101, 100, 10, 5, 0), proc(200, 200, 0, 0, 0)];
+        assert_eq!(tracker.observe(Duration::ZERO, &first, machine(0, 0)), None);
+        // A second later: nginx's worker used 50 ticks user, 20 system; php-fpm's master
+        // reaped a child that had used 30 ticks; an unrelated process is ignored.
+        let second = [
+            proc(100, 100, 1, 1, 0),
+            proc(101, 100, 60, 25, 0),
+            proc(200, 200, 0, 0, 30),
+            proc(300, 300, 999, 999, 0),
+        ];
+        let s = tracker.observe(Duration::from_secs(1), &second, machine(50, 200)).unwrap();
+        assert_eq!(s.t_ms, 1000);
+        assert_eq!(s.interval_ms, 1000);
+        let nginx = &s.tiers[0];
+        assert_eq!((nginx.cpu_user_pct, nginx.cpu_sys_pct), (50.0, 20.0));
+        assert_eq!((nginx.processes, nginx.rss_bytes), (2, 2 * 100 * 4096));
+        assert_eq!(s.tiers[1].cpu_user_pct, 30.0);
+        let m = s.machine.unwrap();
+        assert_eq!((m.cpu_busy_pct, m.load1), (25.0, 1.0));
+        // Half a second later the worker is gone without being reaped: no negative CPU.
+        let third = [proc(100, 100, 1, 1, 0), proc(200, 200, 0, 0, 30)];
+        let s = tracker.observe(Duration::from_millis(1500), &third, None).unwrap();
+        assert_eq!(s.tiers[0].cpu_user_pct, 0.0);
+        assert_eq!(s.tiers[0].processes, 1);
+        assert_eq!(s.interval_ms, 500);
+        assert_eq!(s.machine, None);
+    }
+
+    struct Fake;
+    impl ProcSource for Fake {
+        fn processes(&mut self) -> Vec<ProcStat> {
+            vec![proc(100, 100, 0, 0, 0)]
+        }
+        fn machine(&mut self) -> Option<MachineStat> {
+            machine(0, 0)
+        }
+    }
+
+    #[test]
+    fn stop_returns_the_series_with_the_partial_interval() {
+        let targets = vec![Target { tier: "t".into(), leader: ProcId { pid: 100, start: 10 } }];
+        let sampler = Sampler::start_with(targets, Duration::from_secs(3600), Fake);
+        let samples = sampler.stop();
+        assert_eq!(samples.len(), 1, "{samples:?}");
+        assert_eq!(samples[0].tiers[0].processes, 1);
+    }
+}

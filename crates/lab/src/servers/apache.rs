@@ -1,0 +1,158 @@
+//! Apache httpd from its own generated config (`apache2 -f CONF -DFOREGROUND`): mpm_prefork
+//! with mod_php as seed 000 ran it, or mpm_event handing `.php` to php-fpm over proxy_fcgi.
+
+use std::process::Command;
+
+use crate::catalog::{ApacheMode, Tier};
+use crate::error::Result;
+use crate::programs;
+use crate::servers::{
+    capture_command, capture_file, php, user_line, Captured, Generated, Plan, Probe, Server,
+};
+use crate::template::render;
+
+const CONF: &str = include_str!("../../templates/apache.conf");
+const MIME_TYPES: &str = include_str!("../../templates/apache-mime.types");
+
+pub struct Apache {
+    pub mode: ApacheMode,
+}
+
+impl Apache {
+    fn conf_path(plan: &Plan) -> String {
+        format!("{}/apache/apache2.conf", plan.run.display())
+    }
+
+    /// The MPM's process and thread settings. Prefork's defaults are seed 000's (its
+    /// MaxClients and MaxRequestsPerChild are today's MaxRequestWorkers and
+    /// MaxConnectionsPerChild); event's are Debian's. `--workers N` sets prefork's
+    /// MaxRequestWorkers, or event's process count (25 threads each).
+    fn mpm_settings(&self, plan: &Plan) -> String {
+        let n = plan.knobs.workers;
+        match self.mode {
+            ApacheMode::PreforkModPhp => {
+                let max = n.unwrap_or(150);
+                let limit = if max > 256 { format!("ServerLimit {max}\n") } else { String::new() };
+                format!(
+                    "{limit}StartServers {}\nMinSpareServers {}\nMaxSpareServers {}\n\
+                     MaxRequestWorkers {max}\nMaxConnectionsPerChild 0",
+                    max.min(5),
+                    max.min(5),
+                    max.min(10),
+                )
+            }
+            ApacheMode::EventFpm => {
+                let (start, limit) = n.map_or((2, 16), |n| (n, n));
+                let threads = n.map_or(150, |n| n * 25);
+                format!(
+                    "ServerLimit {limit}\nStartServers {start}\nThreadsPerChild 25\n\
+                     ThreadLimit 64\nMinSpareThreads 25\nMaxSpareThreads {}\n\
+                     MaxRequestWorkers {threads}\nMaxConnectionsPerChild 0",
+                    threads.max(75),
+                )
+            }
+        }
+    }
+}
+
+impl Server for Apache {
+    fn tier(&self) -> Tier {
+        Tier::Apache { mode: self.mode }
+    }
+
+    fn configs(&self, plan: &Plan) -> Vec<Generated> {
+        let modules = plan.apache_modules.display().to_string();
+        let (mpm, php_modules, php_handler) = match self.mode {
+            ApacheMode::PreforkModPhp => (
+                "prefork",
+                format!("LoadModule php_module {}\n", plan.mod_php.display()),
+                "<FilesMatch \"\\.php$\">\n    SetHandler application/x-httpd-php\n</FilesMatch>\n"
+                    .to_string(),
+            ),
+            ApacheMode::EventFpm => (
+                "event",
+                format!(
+                    "LoadModule proxy_module {modules}/mod_proxy.so\n\
+                     LoadModule proxy_fcgi_module {modules}/mod_proxy_fcgi.so\n"
+                ),
+                format!(
+                    "<FilesMatch \"\\.php$\">\n    \
+                     SetHandler \"proxy:unix:{}/php-fpm.sock|fcgi://localhost\"\n</FilesMatch>\n",
+                    plan.run.display()
+                ),
+            ),
+        };
+        let (gzip_modules, gzip) = if plan.knobs.gzip.is_on() {
+            (
+                format!(
+                    "LoadModule filter_module {modules}/mod_filter.so\n\
+                     LoadModule deflate_module {modules}/mod_deflate.so\n"
+                ),
+                "AddOutputFilterByType DEFLATE text/html text/plain text/css application/json \
+                 application/javascript\n"
+                    .to_string(),
+            )
+        } else {
+            (String::new(), String::new())
+        };
+        let mut vars = plan.common_vars();
+        vars.extend([
+            ("port", plan.port("apache").to_string()),
+            ("user", user_line(plan, |u, g| format!("User {u}\nGroup {g}"))),
+            ("mpm", mpm.to_string()),
+            ("modules", modules),
+            ("php_modules", php_modules),
+            ("gzip_modules", gzip_modules),
+            ("mpm_settings", self.mpm_settings(plan)),
+            ("keepalive", if plan.knobs.keepalive.is_on() { "On" } else { "Off" }.into()),
+            (
+                "index",
+                if plan.stack.has_php() { "index.php index.html" } else { "index.html" }.into(),
+            ),
+            ("php_handler", php_handler),
+            ("gzip", gzip),
+        ]);
+        vec![
+            ("apache/apache2.conf".into(), render(CONF, &vars)),
+            ("apache/mime.types".into(), MIME_TYPES.to_string()),
+        ]
+    }
+
+    fn command(&self, plan: &Plan) -> Result<Command> {
+        let mut command = Command::new(programs::APACHE.find()?);
+        command.arg("-f").arg(Self::conf_path(plan)).arg("-DFOREGROUND");
+        // Debian's apache2ctl would set these from /etc/apache2/envvars; our config does not
+        // use them, but modules and scripts that look for them find this instance's paths.
+        let dir = plan.run.join("apache");
+        command
+            .env("APACHE_RUN_DIR", &dir)
+            .env("APACHE_LOCK_DIR", &dir)
+            .env("APACHE_PID_FILE", dir.join("apache2.pid"))
+            .env("APACHE_LOG_DIR", plan.logs())
+            .env("LANG", "C");
+        if let Some((user, group)) = &plan.run_as {
+            command.env("APACHE_RUN_USER", user).env("APACHE_RUN_GROUP", group);
+        }
+        if self.mode == ApacheMode::PreforkModPhp {
+            php::set_env(plan, &mut command);
+        }
+        Ok(command)
+    }
+
+    fn probe(&self, plan: &Plan) -> Probe {
+        Probe::Tcp(plan.port("apache"))
+    }
+
+    fn capture(&self, plan: &Plan) -> Vec<Captured> {
+        let mut out = Vec::new();
+        // Both read our config (without -f, apache2 would read /etc/apache2's).
+        for flag in ["-M", "-V"] {
+            if let Ok(mut command) = self.command(plan) {
+                command.arg(flag);
+                out.push(capture_command("apache", &format!("apache2 {flag}"), command));
+            }
+        }
+        out.push(capture_file("apache", "apache2.conf", &plan.run.join("apache/apache2.conf")));
+        out
+    }
+}

@@ -1,0 +1,98 @@
+//! nginx: static files, and `.php` handed to php-fpm or php-cgi over FastCGI or to Apache
+//! over HTTP; run with `daemon off` so its master is the process loadlab started.
+
+use std::process::Command;
+
+use crate::catalog::{NginxPhp, Tier};
+use crate::error::Result;
+use crate::programs;
+use crate::servers::{capture_command, user_line, Captured, Generated, Plan, Probe, Server};
+use crate::template::render;
+
+const CONF: &str = include_str!("../../templates/nginx.conf");
+const FASTCGI: &str = include_str!("../../templates/nginx-fastcgi.conf");
+const PROXY: &str = include_str!("../../templates/nginx-proxy.conf");
+
+pub struct Nginx {
+    pub php: NginxPhp,
+}
+
+impl Nginx {
+    fn conf_path(plan: &Plan) -> String {
+        format!("{}/nginx/nginx.conf", plan.run.display())
+    }
+}
+
+impl Server for Nginx {
+    fn tier(&self) -> Tier {
+        Tier::Nginx { php: self.php }
+    }
+
+    fn configs(&self, plan: &Plan) -> Vec<Generated> {
+        let run = plan.run.display();
+        let socket = |name: &str| format!("{run}/{name}.sock");
+        let php_location = match self.php {
+            NginxPhp::None => String::new(),
+            NginxPhp::Fpm => render(FASTCGI, &[("socket", socket("php-fpm"))]),
+            NginxPhp::SpawnFcgi => render(FASTCGI, &[("socket", socket("php-cgi"))]),
+            NginxPhp::ProxyApache => PROXY.to_string(),
+        };
+        // WordPress routes every path that is not a file through its index.php.
+        let front_controller = if plan.stack.wordpress {
+            "        location / {\n            try_files $uri $uri/ /index.php?$args;\n        }\n"
+        } else {
+            ""
+        };
+        let upstream = if self.php == NginxPhp::ProxyApache {
+            format!(
+                "    upstream apache {{\n        server 127.0.0.1:{};\n        keepalive 32;\n    }}\n",
+                plan.port("apache")
+            )
+        } else {
+            String::new()
+        };
+        let gzip = if plan.knobs.gzip.is_on() {
+            "gzip on;\n    gzip_types text/plain text/css application/json application/javascript;"
+        } else {
+            "gzip off;"
+        };
+        let mut vars = plan.common_vars();
+        vars.extend([
+            ("workers", plan.knobs.workers.map_or("auto".to_string(), |n| n.to_string())),
+            ("user", user_line(plan, |u, g| format!("user {u} {g};"))),
+            ("keepalive_timeout", if plan.knobs.keepalive.is_on() { "15" } else { "0" }.into()),
+            ("gzip", gzip.to_string()),
+            ("upstream", upstream),
+            ("port", plan.port("nginx").to_string()),
+            (
+                "index",
+                if plan.stack.has_php() { "index.php index.html" } else { "index.html" }.into(),
+            ),
+            ("locations", format!("{front_controller}{php_location}")),
+        ]);
+        vec![("nginx/nginx.conf".into(), render(CONF, &vars))]
+    }
+
+    fn command(&self, plan: &Plan) -> Result<Command> {
+        let mut command = Command::new(programs::NGINX.find()?);
+        // -e: errors from before the config is read go to our log, not /var/log/nginx.
+        command
+            .arg("-p")
+            .arg(plan.run.join("nginx"))
+            .arg("-e")
+            .arg(plan.logs().join("nginx-error.log"))
+            .arg("-c")
+            .arg(Self::conf_path(plan));
+        Ok(command)
+    }
+
+    fn probe(&self, plan: &Plan) -> Probe {
+        Probe::Tcp(plan.port("nginx"))
+    }
+
+    fn capture(&self, plan: &Plan) -> Vec<Captured> {
+        let Ok(mut command) = self.command(plan) else { return Vec::new() };
+        command.arg("-T");
+        vec![capture_command("nginx", "nginx -T", command)]
+    }
+}

@@ -1,0 +1,28 @@
+//! PHP's settings shared by every PHP tier (mod_php, php-fpm, php-cgi): one ini file in the
+//! run directory, read after the distribution's own through `PHP_INI_SCAN_DIR`.
+
+use std::process::Command;
+
+use crate::servers::{Generated, Plan};
+use crate::template::render;
+
+const INI: &str = include_str!("../../templates/php.ini");
+
+pub fn configs(plan: &Plan) -> Vec<Generated> {
+    let mut vars = plan.common_vars();
+    vars.push(("opcache", if plan.knobs.opcache_on() { "1" } else { "0" }.into()));
+    vec![("php/loadlab.ini".into(), render(INI, &vars))]
+}
+
+/// Points PHP at the run directory's ini. The leading `:` keeps the compiled-in scan
+/// directory (Debian's conf.d, which loads the extensions) and adds ours after it, so the
+/// OPcache knob overrides the distribution's default instead of replacing its extension list.
+pub fn set_env(plan: &Plan, command: &mut Command) {
+    command.env("PHP_INI_SCAN_DIR", format!(":{}/php", plan.run.display()));
+}
+
+/// How many PHP workers a tier starts when `--workers` is not given (Debian's php-fpm pool
+/// allows 5 children).
+pub fn workers(plan: &Plan) -> u32 {
+    plan.knobs.workers.unwrap_or(5)
+}

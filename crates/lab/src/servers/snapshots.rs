@@ -1,0 +1,111 @@
+//! Snapshot tests of every stack's generated configs, with the run directory and ports
+//! replaced by placeholders so that the snapshots hold only what loadlab decides.
+//! `LOADLAB_UPDATE_SNAPSHOTS=1 cargo test -p loadlab-lab` rewrites them after a deliberate
+//! change; review the diff before committing it.
+
+use std::path::{Path, PathBuf};
+
+use crate::catalog::STACKS;
+use crate::knobs::{Knobs, OnOff};
+use crate::servers::{all_configs, Plan};
+
+fn plan(stack: &'static crate::Stack, knobs: Knobs, root: bool) -> Plan {
+    let tiers = stack.tiers(&knobs);
+    let tcp: Vec<&'static str> = tiers
+        .iter()
+        .filter(|t| !matches!(t, crate::Tier::PhpFpm | crate::Tier::SpawnFcgi))
+        .map(|t| t.name())
+        .collect();
+    let ports = crate::ports::free(tcp.len()).unwrap();
+    Plan {
+        id: format!("{}-1", stack.name),
+        stack,
+        knobs,
+        run: std::env::temp_dir().join(format!("loadlab-snap-{}", std::process::id())),
+        ports: tcp.into_iter().zip(ports).collect(),
+        run_as: root.then(|| ("www-data".to_string(), "www-data".to_string())),
+        apache_modules: "/usr/lib/apache2/modules".into(),
+        mod_php: "/usr/lib/apache2/modules/libphp8.2.so".into(),
+    }
+}
+
+/// Every generated file of the plan, with paths and ports filtered out.
+fn render(plan: &Plan) -> String {
+    let mut out = String::new();
+    for (path, text) in all_configs(plan) {
+        let mut text = text.replace(&plan.run.display().to_string(), "$RUN");
+        for (tier, port) in &plan.ports {
+            text = text.replace(&port.to_string(), &format!("$PORT_{}", tier.replace('-', "_")));
+        }
+        out.push_str(&format!("=== {path} ===\n{text}\n"));
+    }
+    out
+}
+
+fn snapshot_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("snapshots").join(format!("{name}.snap"))
+}
+
+fn assert_snapshot(name: &str, actual: &str) {
+    let path = snapshot_path(name);
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    if expected == actual {
+        return;
+    }
+    if std::env::var_os("LOADLAB_UPDATE_SNAPSHOTS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let first = expected.lines().zip(actual.lines()).position(|(a, b)| a != b);
+    panic!(
+        "{} differs from the generated configs (first differing line: {:?}); \
+         LOADLAB_UPDATE_SNAPSHOTS=1 rewrites it.\n--- generated ---\n{actual}",
+        path.display(),
+        first.map(|i| i + 1),
+    );
+}
+
+#[test]
+fn every_stack_with_default_knobs() {
+    for stack in STACKS {
+        let knobs = Knobs::default();
+        assert_snapshot(stack.name, &render(&plan(stack, knobs, true)));
+    }
+}
+
+#[test]
+fn knobs_change_the_configs() {
+    let knobs = Knobs {
+        keepalive: OnOff::Off,
+        gzip: OnOff::On,
+        opcache: Some(OnOff::Off),
+        db: Some(OnOff::On),
+        workers: Some(3),
+        ..Knobs::default()
+    };
+    for name in [
+        "nginx-fpm",
+        "apache-prefork-modphp",
+        "apache-event-fpm",
+        "varnish-nginx-fpm",
+        "nginx-proxy-apache",
+    ] {
+        let stack = crate::stack(name).unwrap();
+        assert_snapshot(&format!("{name}-knobs"), &render(&plan(stack, knobs.clone(), true)));
+    }
+}
+
+#[test]
+fn as_an_ordinary_user_no_user_switching() {
+    let stack = crate::stack("nginx-fpm").unwrap();
+    let text = render(&plan(stack, Knobs::default(), false));
+    assert!(!text.contains("www-data"), "{text}");
+}
+
+#[test]
+fn every_placeholder_is_filled() {
+    for stack in STACKS {
+        let text = render(&plan(stack, Knobs::default(), true));
+        assert!(!text.contains("{{"), "{}: {text}", stack.name);
+    }
+}

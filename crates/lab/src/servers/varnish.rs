@@ -1,0 +1,61 @@
+//! Varnish in front of nginx, as seed 004 put it: `varnishd -F` with a VCL that passes only
+//! loadlab's own probe, a malloc store, and no management port.
+
+use std::process::Command;
+
+use crate::catalog::Tier;
+use crate::error::Result;
+use crate::programs;
+use crate::servers::{capture_file, capture_version, Captured, Generated, Plan, Probe, Server};
+use crate::template::render;
+
+const VCL: &str = include_str!("../../templates/varnish.vcl");
+
+pub struct Varnish;
+
+impl Server for Varnish {
+    fn tier(&self) -> Tier {
+        Tier::Varnish
+    }
+
+    fn configs(&self, plan: &Plan) -> Vec<Generated> {
+        // Without keep-alive every response closes its client connection, as nginx and
+        // Apache do with the knob off; Varnish has no setting for it but this header.
+        let deliver = if plan.knobs.keepalive.is_on() {
+            String::new()
+        } else {
+            "    set resp.http.Connection = \"close\";\n".to_string()
+        };
+        let mut vars = plan.common_vars();
+        vars.extend([("backend_port", plan.port("nginx").to_string()), ("deliver", deliver)]);
+        vec![("varnish/default.vcl".into(), render(VCL, &vars))]
+    }
+
+    fn command(&self, plan: &Plan) -> Result<Command> {
+        let dir = plan.run.join("varnish");
+        let mut command = Command::new(programs::VARNISHD.find()?);
+        // -j none: no jail, so it runs the same as root and as an ordinary user; -T none: no
+        // management port, since nothing but loopback HTTP may listen.
+        command
+            .args(["-F", "-j", "none", "-T", "none", "-s", "malloc,64m"])
+            .arg("-a")
+            .arg(format!("127.0.0.1:{}", plan.port("varnish")))
+            .arg("-f")
+            .arg(dir.join("default.vcl"))
+            .arg("-n")
+            .arg(dir.join("work"))
+            .arg("-P")
+            .arg(dir.join("varnishd.pid"));
+        Ok(command)
+    }
+
+    fn probe(&self, plan: &Plan) -> Probe {
+        Probe::Tcp(plan.port("varnish"))
+    }
+
+    fn capture(&self, plan: &Plan) -> Vec<Captured> {
+        let mut out = vec![capture_version("varnish", &programs::VARNISHD, "-V")];
+        out.push(capture_file("varnish", "VCL", &plan.run.join("varnish/default.vcl")));
+        out
+    }
+}

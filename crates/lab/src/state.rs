@@ -1,0 +1,285 @@
+//! The state directory: one JSON record per running instance (its tiers' process ids and
+//! start times, its owner, its run directory), so that `down` from another process, and the
+//! next start after a crash, find every process loadlab started.
+
+use std::fs;
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::Tier;
+use crate::error::{Error, IoContext, Result};
+use crate::knobs::Knobs;
+use crate::procfs::ProcId;
+
+/// A running (or crashed) instance of a stack, as recorded on disk.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub id: String,
+    pub stack: String,
+    /// Where clients go: `http://127.0.0.1:PORT/`, or `mysql://...` for the database alone.
+    pub url: String,
+    pub run_dir: PathBuf,
+    pub knobs: Knobs,
+    /// The process that must stay alive for the instance to be wanted: the loadlab that is
+    /// starting it, or that runs it in the foreground. `None` once `stack up` has handed it
+    /// over to the user, who ends it with `stack down`.
+    pub owner: Option<ProcId>,
+    pub created_unix_ms: u64,
+    pub tiers: Vec<TierRecord>,
+}
+
+/// One tier of a recorded instance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TierRecord {
+    pub name: String,
+    pub tier: Tier,
+    /// The server's first process, leader of its session and process group; `None` until
+    /// it has been started.
+    pub leader: Option<ProcId>,
+    pub port: Option<u16>,
+    pub socket: Option<PathBuf>,
+}
+
+impl Record {
+    /// The leaders of the tiers started so far.
+    pub fn leaders(&self) -> Vec<ProcId> {
+        self.tiers.iter().filter_map(|t| t.leader).collect()
+    }
+
+    pub fn tier(&self, name: &str) -> Option<&TierRecord> {
+        self.tiers.iter().find(|t| t.name == name)
+    }
+}
+
+/// Where loadlab keeps its records and templates.
+#[derive(Clone, Debug)]
+pub struct StateDir {
+    root: PathBuf,
+}
+
+impl StateDir {
+    /// `LOADLAB_STATE_DIR`, else `$XDG_STATE_HOME/loadlab`, else `~/.local/state/loadlab`.
+    pub fn from_env() -> Result<StateDir> {
+        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let root = if let Some(dir) = var("LOADLAB_STATE_DIR") {
+            dir
+        } else if let Some(dir) = var("XDG_STATE_HOME") {
+            dir.join("loadlab")
+        } else if let Some(home) = var("HOME") {
+            home.join(".local/state/loadlab")
+        } else {
+            return Err(Error::Io {
+                context: "finding the state directory".into(),
+                source: std::io::Error::new(
+                    ErrorKind::NotFound,
+                    "neither LOADLAB_STATE_DIR, XDG_STATE_HOME nor HOME is set",
+                ),
+            });
+        };
+        Ok(StateDir::at(root))
+    }
+
+    pub fn at(root: impl Into<PathBuf>) -> StateDir {
+        StateDir { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn records(&self) -> PathBuf {
+        self.root.join("instances")
+    }
+
+    /// Templates kept between instances (an initialised MariaDB datadir).
+    pub fn templates(&self) -> PathBuf {
+        self.root.join("templates")
+    }
+
+    /// Where instances' run directories go. Servers' workers run unprivileged when loadlab
+    /// runs as root (Apache refuses to serve as root), so they must be able to reach the
+    /// document root: under a home directory that others cannot enter (`/root` is 0700),
+    /// run directories go to `/run/loadlab-<uid>-<hash of the state dir>` instead.
+    pub fn run_root(&self) -> PathBuf {
+        let inside = self.root.join("run");
+        if !is_root() || reachable_by_others(&self.root) {
+            return inside;
+        }
+        PathBuf::from(format!("/run/loadlab-{}", short_hash(&self.root.to_string_lossy())))
+    }
+
+    /// Creates the directories the state needs, readable by others (see [`run_root`]).
+    pub fn ensure(&self) -> Result<()> {
+        for dir in [self.records(), self.templates(), self.run_root()] {
+            make_dir_all(&dir)?;
+        }
+        Ok(())
+    }
+
+    /// Claims the first free id `NAME-N` by creating its record file, so that two loadlabs
+    /// starting the same stack at once get different ids.
+    pub fn claim_id(&self, name: &str) -> Result<String> {
+        self.ensure()?;
+        for n in 1.. {
+            let id = format!("{name}-{n}");
+            match fs::OpenOptions::new().write(true).create_new(true).open(self.record_path(&id)) {
+                Ok(_) => return Ok(id),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e).context(|| format!("creating a record for {id}")),
+            }
+        }
+        unreachable!("ids are unbounded")
+    }
+
+    fn record_path(&self, id: &str) -> PathBuf {
+        self.records().join(format!("{id}.json"))
+    }
+
+    /// Writes the record atomically (a reader never sees half of it).
+    pub fn save(&self, record: &Record) -> Result<()> {
+        let path = self.record_path(&record.id);
+        let tmp = path.with_extension("json.tmp");
+        let json = serde_json::to_vec_pretty(record).expect("records serialise");
+        let mut file = fs::File::create(&tmp).context(|| format!("writing {}", tmp.display()))?;
+        file.write_all(&json).context(|| format!("writing {}", tmp.display()))?;
+        fs::rename(&tmp, &path).context(|| format!("renaming {}", tmp.display()))
+    }
+
+    pub fn load(&self, id: &str) -> Result<Record> {
+        let path = self.record_path(id);
+        let text = match fs::read_to_string(&path) {
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return Err(Error::NoSuchInstance(id.to_string()))
+            }
+            other => other.context(|| format!("reading {}", path.display()))?,
+        };
+        serde_json::from_str(&text).map_err(|e| Error::BadRecord { path, reason: e.to_string() })
+    }
+
+    /// Every record, oldest id first. A record claimed but not yet written is skipped.
+    pub fn all(&self) -> Result<Vec<Record>> {
+        let dir = self.records();
+        let entries = match fs::read_dir(&dir) {
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            other => other.context(|| format!("reading {}", dir.display()))?,
+        };
+        let mut records = Vec::new();
+        for entry in entries {
+            let name = entry.context(|| format!("reading {}", dir.display()))?.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+                continue;
+            };
+            match self.load(id) {
+                Ok(record) => records.push(record),
+                Err(Error::BadRecord { .. }) | Err(Error::NoSuchInstance(_)) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        records.sort_by(|a, b| a.created_unix_ms.cmp(&b.created_unix_ms).then(a.id.cmp(&b.id)));
+        Ok(records)
+    }
+
+    /// Ids whose record file was claimed but never written (or is unreadable) and is older
+    /// than `age`: what a start that crashed right after claiming its id leaves.
+    pub fn claims_older_than(&self, age: std::time::Duration) -> Result<Vec<String>> {
+        let dir = self.records();
+        let entries = match fs::read_dir(&dir) {
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            other => other.context(|| format!("reading {}", dir.display()))?,
+        };
+        let mut ids = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+                continue;
+            };
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|e| e >= age));
+            if old && matches!(self.load(id), Err(Error::BadRecord { .. })) {
+                ids.push(id.to_string());
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Removes the record, freeing its id.
+    pub fn forget(&self, id: &str) -> Result<()> {
+        match fs::remove_file(self.record_path(id)) {
+            Err(e) if e.kind() != ErrorKind::NotFound => {
+                Err(e).context(|| format!("removing the record of {id}"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Creates `dir` and its missing parents with mode 0755 (see [`StateDir::run_root`]).
+pub fn make_dir_all(dir: &Path) -> Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)
+        .context(|| format!("creating {}", dir.display()))
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Whether a user other than the owner can reach `path`: every existing ancestor grants
+/// others search (x) permission.
+fn reachable_by_others(path: &Path) -> bool {
+    path.ancestors()
+        .filter_map(|p| fs::metadata(p).ok())
+        .all(|m| m.permissions().mode() & 0o001 != 0)
+}
+
+/// A short stable hash (FNV-1a) to tell apart run roots of different state directories.
+fn short_hash(text: &str) -> String {
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{:08x}", hash as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(state: &StateDir, id: String) -> Record {
+        Record {
+            id,
+            stack: "nginx".into(),
+            url: "http://127.0.0.1:1/".into(),
+            run_dir: state.run_root().join("x"),
+            knobs: Knobs::default(),
+            owner: None,
+            created_unix_ms: 1,
+            tiers: vec![],
+        }
+    }
+
+    #[test]
+    fn ids_are_claimed_once_and_records_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::at(dir.path());
+        let a = state.claim_id("nginx").unwrap();
+        let b = state.claim_id("nginx").unwrap();
+        assert_eq!((a.as_str(), b.as_str()), ("nginx-1", "nginx-2"));
+        // Claimed but not yet written: skipped, not an error.
+        assert!(state.all().unwrap().is_empty());
+        let rec = record(&state, a.clone());
+        state.save(&rec).unwrap();
+        assert_eq!(state.load(&a).unwrap(), rec);
+        assert_eq!(state.all().unwrap(), vec![rec]);
+        state.forget(&a).unwrap();
+        assert!(matches!(state.load(&a), Err(Error::NoSuchInstance(_))));
+        assert_eq!(state.claim_id("nginx").unwrap(), "nginx-1");
+    }
+}

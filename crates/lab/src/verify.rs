@@ -1,0 +1,232 @@
+//! Verify before any load: every workload answers 200 with the right bytes, from the
+//! intended server (Server, Via, X-Varnish), PHP really executed by the intended SAPI with
+//! OPcache as configured, the cache really hit, the database reachable.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::catalog::{ApacheMode, Stack, Tier};
+use crate::error::Error;
+use crate::http::{self, Response};
+use crate::knobs::Knobs;
+use crate::servers::{mariadb::Mariadb, Plan};
+use crate::supervise;
+use crate::workloads::{self, sha256_hex, Expect, Workload, STATUS_PATH};
+
+/// One check and its outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct Check {
+    /// The workload (`hello.txt`) or aspect (`php`, `keepalive`, `database`) checked.
+    pub workload: String,
+    pub ok: bool,
+    /// What was found, or why it is wrong.
+    pub detail: String,
+}
+
+/// Every check of one verify.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    pub fn ok(&self) -> bool {
+        self.checks.iter().all(|c| c.ok)
+    }
+
+    /// The first failed check as an error that names the workload and the reason.
+    pub fn error(&self) -> Option<Error> {
+        self.checks
+            .iter()
+            .find(|c| !c.ok)
+            .map(|c| Error::Verify { workload: c.workload.clone(), reason: c.detail.clone() })
+    }
+}
+
+/// Runs every check that applies to the instance `plan` describes.
+pub fn verify(plan: &Plan) -> Report {
+    let mut checks = Vec::new();
+    let stack = plan.stack;
+    let front = plan.front();
+    if front == Tier::Mariadb {
+        checks.push(check_database(plan));
+        return Report { checks };
+    }
+    let port = plan.port(front.name());
+    for workload in workloads::for_stack(stack, &plan.knobs) {
+        let outcome = check_workload(port, front, &workload);
+        checks.push(Check {
+            workload: workload.name.to_string(),
+            ok: outcome.is_ok(),
+            detail: outcome.unwrap_or_else(|e| e),
+        });
+    }
+    if let Some(sapi) = expected_sapi(stack) {
+        checks.push(to_check("php", check_php(port, sapi, &plan.knobs)));
+    }
+    checks.push(to_check("keepalive", check_keepalive(port, &plan.knobs)));
+    checks.push(to_check("gzip", check_gzip(port, &plan.knobs)));
+    if plan.has_db() {
+        checks.push(check_database(plan));
+    }
+    Report { checks }
+}
+
+fn to_check(name: &str, outcome: Result<String, String>) -> Check {
+    Check { workload: name.into(), ok: outcome.is_ok(), detail: outcome.unwrap_or_else(|e| e) }
+}
+
+/// GETs the workload; through Varnish, twice, the second time expecting a cache hit.
+fn check_workload(port: u16, front: Tier, workload: &Workload) -> Result<String, String> {
+    let response = http::get(port, workload.path, &[])?;
+    check_answer(&response, front, workload)?;
+    let mut detail = format!("200, {} bytes, {}", response.body.len(), describe(&response, front));
+    if front == Tier::Varnish {
+        let again = http::get(port, workload.path, &[])?;
+        check_answer(&again, front, workload)?;
+        // X-Varnish holds this request's id, then, on a hit, the id of the request that
+        // filled the cache.
+        let ids = again.header("x-varnish").unwrap_or_default().split_whitespace().count();
+        if ids != 2 {
+            return Err(format!(
+                "no cache hit after warm-up (X-Varnish: {:?}, Age: {:?})",
+                again.header("x-varnish").unwrap_or_default(),
+                again.header("age").unwrap_or_default()
+            ));
+        }
+        detail.push_str(", cache hit after warm-up");
+    }
+    Ok(detail)
+}
+
+fn check_answer(response: &Response, front: Tier, workload: &Workload) -> Result<(), String> {
+    if response.status != 200 {
+        let start = String::from_utf8_lossy(&response.body[..response.body.len().min(200)]);
+        return Err(format!("status {} (body starts {start:?})", response.status));
+    }
+    check_server(response, front)?;
+    match &workload.expect {
+        Expect::Sha256 { sha256, length } => {
+            let got = sha256_hex(&response.body);
+            if &got != sha256 {
+                return Err(format!(
+                    "body is {} bytes with sha256 {got}, expected {length} bytes with {sha256}",
+                    response.body.len()
+                ));
+            }
+        }
+        Expect::Markers(markers) => {
+            let body = String::from_utf8_lossy(&response.body);
+            if body.contains("<?php") {
+                return Err("PHP source was served instead of being executed".into());
+            }
+            if let Some(missing) = markers.iter().find(|m| !body.contains(m.as_str())) {
+                return Err(format!("body lacks {missing:?} ({} bytes)", response.body.len()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether the answer came from the intended front server.
+fn check_server(response: &Response, front: Tier) -> Result<(), String> {
+    let server = response.header("server").unwrap_or_default();
+    let ok = match front {
+        Tier::Varnish => {
+            response.header("via").is_some_and(|v| v.to_ascii_lowercase().contains("varnish"))
+                && response.header("x-varnish").is_some()
+        }
+        Tier::Nginx { .. } => server.starts_with("nginx"),
+        Tier::Apache { .. } => server.starts_with("Apache"),
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "not from {}: Server {server:?}, Via {:?}",
+            front.name(),
+            response.header("via")
+        ))
+    }
+}
+
+fn describe(response: &Response, front: Tier) -> String {
+    match front {
+        Tier::Varnish => format!("Via {}", response.header("via").unwrap_or_default()),
+        _ => format!("Server {}", response.header("server").unwrap_or_default()),
+    }
+}
+
+/// The SAPI that must answer PHP requests: it proves which tier ran the page.
+fn expected_sapi(stack: &Stack) -> Option<&'static str> {
+    stack.http_tiers.iter().find_map(|tier| match tier {
+        Tier::Apache { mode: ApacheMode::PreforkModPhp } => Some("apache2handler"),
+        Tier::PhpFpm => Some("fpm-fcgi"),
+        Tier::SpawnFcgi => Some("cgi-fcgi"),
+        _ => None,
+    })
+}
+
+fn check_php(port: u16, sapi: &str, knobs: &Knobs) -> Result<String, String> {
+    let response = http::get(port, STATUS_PATH, &[])?;
+    if response.status != 200 {
+        return Err(format!("{STATUS_PATH}: status {}", response.status));
+    }
+    let status: serde_json::Value = serde_json::from_slice(&response.body)
+        .map_err(|e| format!("{STATUS_PATH} did not answer JSON ({e}): PHP did not run it"))?;
+    let got = status["sapi"].as_str().unwrap_or_default();
+    if got != sapi {
+        return Err(format!("PHP ran as {got:?}, not {sapi:?}"));
+    }
+    let opcache = status["opcache_enabled"].as_bool().unwrap_or(false);
+    if opcache != knobs.opcache_on() {
+        let want = if knobs.opcache_on() { "on" } else { "off" };
+        return Err(format!("OPcache is {}, expected {want}", if opcache { "on" } else { "off" }));
+    }
+    Ok(format!(
+        "PHP {} as {got}, OPcache {}",
+        status["version"].as_str().unwrap_or("?"),
+        if opcache { "on" } else { "off" }
+    ))
+}
+
+/// Keep-alive as configured: without the knob every response announces `Connection: close`.
+fn check_keepalive(port: u16, knobs: &Knobs) -> Result<String, String> {
+    let head = http::get_head_keepalive(port, "/hello.txt")?;
+    let closes = head.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
+    match (knobs.keepalive.is_on(), closes) {
+        (true, false) => Ok("connections kept open".into()),
+        (false, true) => Ok("every response closes its connection".into()),
+        (true, true) => Err("keep-alive is on but the server closed the connection".into()),
+        (false, false) => Err("keep-alive is off but the server kept the connection".into()),
+    }
+}
+
+/// gzip as configured, on a text file asked for with `Accept-Encoding: gzip`.
+fn check_gzip(port: u16, knobs: &Knobs) -> Result<String, String> {
+    let response = http::get(port, "/robots.txt", &[("Accept-Encoding", "gzip")])?;
+    let gzipped = response.header("content-encoding").is_some_and(|v| v.contains("gzip"));
+    match (knobs.gzip.is_on(), gzipped) {
+        (true, true) => Ok("text is gzipped".into()),
+        (false, false) => Ok("text is sent as is".into()),
+        (true, false) => Err("gzip is on but robots.txt came uncompressed".into()),
+        (false, true) => Err("gzip is off but robots.txt came gzipped".into()),
+    }
+}
+
+/// The database answers a query over its socket, with the whole Country table.
+fn check_database(plan: &Plan) -> Check {
+    let outcome = Mariadb::client(plan).map_err(|e| e.to_string()).and_then(|mut client| {
+        client.args(["--batch", "--skip-column-names", "-e"]);
+        client.arg("SELECT COUNT(*) FROM loadlab.Country");
+        supervise::run(client, Duration::from_secs(10)).map_err(|e| e.to_string())
+    });
+    let check = match outcome {
+        Ok(out) if out.trim() == "240" => Ok("reachable, Country has 240 rows".to_string()),
+        Ok(out) => Err(format!("Country has {:?} rows, expected 240", out.trim())),
+        Err(e) => Err(format!("not reachable: {e}")),
+    };
+    to_check("database", check)
+}
