@@ -32,7 +32,7 @@ pub struct BenchArgs {
     /// The target, an http:// URL (host name, IPv4 or [IPv6] literal).
     pub url: String,
     /// Closed loop: concurrent connections, each with one request outstanding.
-    #[arg(short = 'c', long = "connections", default_value_t = 10)]
+    #[arg(short = 'c', long = "connections", default_value_t = 10, conflicts_with_all = ["rate", "conn_rate"])]
     pub connections: usize,
     /// Total requests to make after warm-up (sessions with --conn-rate: see --conns).
     #[arg(short = 'n', long = "requests", conflicts_with_all = ["duration", "conns"])]
@@ -74,7 +74,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let address = load::reach(&mut config)?;
     let pool = match config.pacing {
         Pacing::Closed => config.connections,
-        _ => args.max_connections,
+        // At most rate x timeout requests can be outstanding at once, whatever the server.
+        _ => {
+            let rate = config.pacing.offered_rps().unwrap_or(0.0);
+            let outstanding = (rate * config.timeout.as_secs_f64()).ceil() as usize;
+            args.max_connections.min(outstanding.max(1))
+        }
     };
     load::warn_fd_limit(pool, config.threads);
     let (result, _) = load::measure(&config, address, args.request.quiet)?;

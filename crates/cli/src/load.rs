@@ -38,7 +38,8 @@ impl From<ArrivalArg> for Arrival {
 /// Flags for the request, the connections and the client, common to `bench` and `sweep`.
 #[derive(Debug, Args)]
 pub struct RequestArgs {
-    /// Worker threads, each with its own event loop [default: CPUs available, at most -c].
+    /// Worker threads, each with its own event loop [default: CPUs available; in the closed
+    /// loop at most -c].
     #[arg(short = 't', long = "threads")]
     pub threads: Option<usize>,
     /// CPUs to pin the worker threads to, round-robin (e.g. 0 or 0,2-3).

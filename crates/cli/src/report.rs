@@ -70,8 +70,12 @@ pub struct ConfigEcho {
     pub source_ips: Vec<String>,
     pub threads: usize,
     pub pin: Vec<usize>,
-    /// `-n`, or null for a timed run.
+    /// `-n`, or null for a timed run or sessions.
     pub requests: Option<u64>,
+    /// Sessions: `--conns` (connections to make), or null.
+    pub conns: Option<u64>,
+    /// The seed of Poisson arrivals, so a run can be repeated exactly.
+    pub seed: u64,
     /// `-d` in seconds, or null for a counted run.
     pub duration_s: Option<f64>,
     pub keepalive: bool,
@@ -97,7 +101,8 @@ pub struct Rate {
     pub late_p50_us: u64,
     pub late_p99_us: u64,
     pub late_max_us: u64,
-    /// Requests due in the measured window that were never sent.
+    /// Requests due in the measured window that were never sent (sessions: sessions never
+    /// started, times their calls).
     pub not_sent: u64,
     /// Whether the schedule was kept: nothing left unsent, 99% sent within 1 ms of due.
     pub schedule_kept: bool,
@@ -216,7 +221,7 @@ impl Report {
             late_p50_us: t.timings.late.percentile(50.0),
             late_p99_us: t.timings.late.percentile(99.0),
             late_max_us: t.timings.late.max(),
-            not_sent: t.not_sent,
+            not_sent: r.not_sent_requests(),
             schedule_kept: !r.schedule_missed(SCHEDULE_TOLERANCE_US),
         });
         let request_len =
@@ -339,11 +344,21 @@ impl Report {
                  open-file limit {}): those failures say nothing about the server",
                 c.fd_limit
             ));
-        } else if c.fd_limit > 0 && (self.connections.limit as u64 + 16) > c.fd_limit {
-            w.push(format!(
-                "{} connections need more descriptors than the open-file limit ({}) allows",
-                self.connections.limit, c.fd_limit
-            ));
+        } else {
+            // The closed loop opens all its connections; the open loop only as many as the
+            // server's latency requires, so what it reached is what counts.
+            let needed = if cfg.pacing == Pacing::Closed {
+                self.connections.limit
+            } else {
+                self.connections.peak
+            };
+            if c.fd_limit > 0 && (needed as u64 + 16) > c.fd_limit {
+                w.push(format!(
+                    "{needed} connections need more descriptors than the open-file limit ({}) \
+                     allows",
+                    c.fd_limit
+                ));
+            }
         }
         let not_2xx: u64 =
             self.status_class.iter().filter(|(k, _)| **k != "2xx").map(|(_, n)| *n).sum();
@@ -387,13 +402,15 @@ impl Report {
         }
         if let Some(rate) = &self.rate {
             if !rate.schedule_kept {
+                let below = rate.achieved_rps < 0.99 * rate.offered_rps;
                 w.push(format!(
                     "the schedule was not kept: {} requests never sent, 99% sent within {} of \
-                     their due time (max {}); the achieved rate is below the offered one{}",
+                     their due time (max {}){}{}",
                     rate.not_sent,
                     crate::units::us(rate.late_p99_us as f64),
                     crate::units::us(rate.late_max_us as f64),
-                    if c.saturated { " because the client was saturated" } else { "" }
+                    if below { "; the achieved rate is below the offered one" } else { "" },
+                    if c.saturated { ", because the client was saturated" } else { "" }
                 ));
             }
             if self.connections.peak >= self.connections.limit && self.connections.limit > 0 {
@@ -449,10 +466,15 @@ impl ConfigEcho {
             source_ips: cfg.source_ips.iter().map(|ip| ip.to_string()).collect(),
             threads: cfg.threads,
             pin: cfg.pin.clone(),
-            requests: match cfg.stop {
-                Stop::Count(n) => Some(n),
-                Stop::Duration(_) => None,
+            requests: match (cfg.stop, cfg.pacing) {
+                (Stop::Count(_), Pacing::Sessions { .. }) | (Stop::Duration(_), _) => None,
+                (Stop::Count(n), _) => Some(n),
             },
+            conns: match (cfg.stop, cfg.pacing) {
+                (Stop::Count(n), Pacing::Sessions { .. }) => Some(n),
+                _ => None,
+            },
+            seed: cfg.seed,
             duration_s: match cfg.stop {
                 Stop::Duration(d) => Some(d.as_secs_f64()),
                 Stop::Count(_) => None,

@@ -49,6 +49,7 @@ pub struct SweepArgs {
     /// Write autobench's columns (plus p50/p99 from due time) to FILE as CSV.
     #[arg(long = "csv", value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Output format.
     #[arg(long = "format", value_enum, default_value_t = SweepFormat::Text)]
     pub format: SweepFormat,
     /// Largest error ratio a step may have and still count below the knee (0.01 = 1%).
@@ -120,7 +121,7 @@ pub struct Step {
     /// 1 for the URL, 2 for --compare.
     pub host: usize,
     pub offered_rps: f64,
-    /// New connections per second offered (sessions), or opened (open loop).
+    /// New connections opened per second (httperf's connection rate).
     pub conn_rate: f64,
     pub achieved_rps: f64,
     pub reply_rate: Option<Moments>,
@@ -130,6 +131,10 @@ pub struct Step {
     pub net_io_kbs: f64,
     pub completed: u64,
     pub failed: u64,
+    /// Requests still in flight when the step ended (neither completed nor failed).
+    pub unfinished: u64,
+    /// Requests sent per second (httperf's request rate, autobench's req_rate).
+    pub sent_rps: f64,
     pub error_ratio: f64,
     /// Latency from due time.
     pub p50_us: u64,
@@ -137,8 +142,8 @@ pub struct Step {
     pub service_p99_us: u64,
     pub late_p99_us: u64,
     pub not_sent: u64,
-    /// Completed responses whose status was not 2xx (counted as completed unless
-    /// --expect-status says otherwise).
+    /// Responses whose status was not 2xx (completed ones, and validation failures when
+    /// --expect-status is given).
     pub non_2xx: u64,
     pub flags: Flags,
     /// False when the client could not drive the step: it says nothing about the server.
@@ -336,10 +341,7 @@ fn step_of(r: &BenchResult, url: &str, host: usize, bisect: bool, request_len: u
         schedule_missed: r.schedule_missed(SCHEDULE_TOLERANCE_US),
         errors: t.failed > 0,
     };
-    let conn_rate = match r.pacing {
-        Pacing::Sessions { rate, .. } => rate,
-        _ => t.connections_opened as f64 / secs,
-    };
+    let conn_rate = t.connections_opened as f64 / secs;
     Step {
         target: url.to_string(),
         host,
@@ -351,6 +353,8 @@ fn step_of(r: &BenchResult, url: &str, host: usize, bisect: bool, request_len: u
         net_io_kbs: (t.bytes_total + t.sent * request_len) as f64 / 1024.0 / secs,
         completed: t.completed,
         failed: t.failed,
+        unfinished: t.unfinished,
+        sent_rps: t.sent as f64 / secs,
         error_ratio: if done > 0 { t.failed as f64 / done as f64 } else { 0.0 },
         p50_us: t.timings.corrected.percentile(50.0),
         p99_us: t.timings.corrected.percentile(99.0),
@@ -445,7 +449,7 @@ fn write_csv(path: &std::path::Path, steps: &[Step], hosts: usize) -> std::io::R
                     let m = s.reply_rate;
                     let f = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.1}"));
                     row.extend([
-                        format!("{:.1}", s.achieved_rps),
+                        format!("{:.1}", s.sent_rps),
                         format!("{:.1}", s.conn_rate),
                         f(m.map(|m| m.min)),
                         f(m.map(|m| m.mean)),

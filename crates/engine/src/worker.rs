@@ -173,7 +173,7 @@ impl Worker {
                 if now >= end {
                     // Arrivals due before the end go out (and stay unfinished), so that only
                     // what the client truly could not send counts as never sent.
-                    self.dispatch(now, end);
+                    self.dispatch(now, end - Duration::from_nanos(1));
                     break end;
                 }
             }
@@ -273,7 +273,7 @@ impl Worker {
             if let Pacing::Sessions { calls, .. } = self.spec.pacing {
                 self.conns[idx].calls_left = calls;
             }
-            self.start_request(idx, now, this);
+            self.start_scheduled(idx, now, this);
         }
         if let Some(timer) = self.timer.as_mut() {
             // Should arming ever fail, the sweep tick still dispatches, only later; the
@@ -306,8 +306,18 @@ impl Worker {
     }
 
     /// Starts a request on slot `idx`, on its open connection or a new one. `due` is when the
-    /// request was due: `now` in the closed loop, the schedule's time in the open loop.
+    /// request was due: `now` in the closed loop and for a session's later calls, the
+    /// schedule's time for a scheduled arrival.
     fn start_request(&mut self, idx: usize, now: Instant, due: Instant) {
+        self.start(idx, now, due, false)
+    }
+
+    /// Starts a scheduled arrival: its lateness (send time minus due time) is recorded.
+    fn start_scheduled(&mut self, idx: usize, now: Instant, due: Instant) {
+        self.start(idx, now, due, true)
+    }
+
+    fn start(&mut self, idx: usize, now: Instant, due: Instant, scheduled: bool) {
         let measured = due >= self.spec.measure_start;
         if self.spec.pacing == Pacing::Closed && measured && !self.budget.take() {
             self.budget_spent = true;
@@ -325,7 +335,7 @@ impl Worker {
         conn.deadline = now + self.spec.timeout;
         conn.parser.reset(self.spec.head_request);
         conn.check.reset();
-        if measured && self.schedule.is_some() {
+        if measured && scheduled {
             self.tally.timings.late.record(us(now.saturating_duration_since(due)));
         }
         if conn.stream.is_some() {
@@ -505,8 +515,10 @@ impl Worker {
             Pacing::Sessions { .. } => {
                 let conn = &mut self.conns[idx];
                 conn.calls_left = conn.calls_left.saturating_sub(1);
-                if conn.calls_left > 0 && conn.stream.is_some() {
-                    // The session's next call goes out as soon as the last reply is in.
+                if conn.calls_left > 0 {
+                    // The session's next call goes out as soon as the last reply is in; if the
+                    // server closed the connection (HTTP/1.0, Connection: close), on a new one,
+                    // so the offered load stays what was asked for.
                     self.start_request(idx, now, now);
                 } else {
                     self.release(idx);

@@ -32,7 +32,7 @@ impl Render for Httperf {
             _ => String::new(),
         };
         let calls = c.calls_per_connection.map_or(String::new(), |k| format!(" --num-calls={k}"));
-        let conns = c.requests.map_or(String::new(), |n| format!(" --num-conns={n}"));
+        let conns = c.conns.or(c.requests).map_or(String::new(), |n| format!(" --num-conns={n}"));
         writeln!(
             out,
             "loadlab {} (httperf layout) --server={} --port={} --uri={}{rate}{conns}{calls} \

@@ -15,7 +15,8 @@ pub struct Text;
 impl Render for Text {
     fn render(&self, r: &Report, _: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
         let c = &r.config;
-        let stop = match (c.requests, c.duration_s) {
+        let stop = match (c.requests.or(c.conns), c.duration_s) {
+            (Some(n), _) if c.conns.is_some() => format!("{} connections", count(n)),
             (Some(n), _) => format!("{} requests", count(n)),
             (_, Some(d)) => format!("{d}s"),
             _ => String::new(),
