@@ -23,7 +23,10 @@ impl Render for Csv {
             ("unfinished", r.requests.unfinished.to_string()),
             ("rps", format!("{:.2}", r.rps)),
             ("mode", r.mode.to_string()),
-            ("offered_rps", r.rate.as_ref().map_or(String::new(), |x| format!("{:.2}", x.offered_rps))),
+            (
+                "offered_rps",
+                r.rate.as_ref().map_or(String::new(), |x| format!("{:.2}", x.offered_rps)),
+            ),
             ("late_p99_us", r.rate.as_ref().map_or(String::new(), |x| x.late_p99_us.to_string())),
             ("not_sent", r.rate.as_ref().map_or(String::new(), |x| x.not_sent.to_string())),
             ("bytes_total", r.bytes.total.to_string()),
