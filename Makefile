@@ -4,9 +4,12 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
-# Debian packages, by purpose. Later stacks add theirs here (apache2, php-fpm, varnish,
-# mariadb-server, ...), so that CI installs them and their tests run instead of skipping.
-TEST_PACKAGES  := nginx wrk apache2-utils httperf time
+# Debian packages, by purpose. LAB_PACKAGES are what the lab's stacks run (loadlab stack):
+# make test installs them, so that CI runs the lab's tests instead of skipping them.
+LAB_PACKAGES   := nginx apache2 libapache2-mod-php php-fpm php-cgi php-cli php-mysql \
+                  spawn-fcgi varnish mariadb-server mariadb-client wordpress \
+                  wordpress-theme-twentytwentyone
+TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time
 DEMO_PACKAGES  := nginx python3
 BENCH_PACKAGES := nginx wrk apache2-utils time python3
 
@@ -17,7 +20,7 @@ endif
 
 LOCKED := $(if $(wildcard Cargo.lock),--locked)
 
-.PHONY: deps-test deps-demo deps-bench build test demo bench clean
+.PHONY: deps-test deps-demo deps-bench deps-lab build test demo bench lab-cycles clean
 
 # apt_install: install those of the packages in $(1) that are not installed yet; apt-get update
 # runs only if something is missing, so a ready machine needs no network and no root. "dpkg -s"
@@ -46,6 +49,9 @@ deps-demo:
 deps-bench:
 	@$(call apt_install,$(BENCH_PACKAGES))
 
+deps-lab:
+	@$(call apt_install,$(LAB_PACKAGES) python3)
+
 build:
 	cargo build --release $(LOCKED)
 
@@ -63,6 +69,10 @@ demo: deps-demo build
 
 bench: deps-bench build
 	bench/vs-peers.sh
+
+# Every lab stack brought up and down 50 times: up-and-verify times, and no process left.
+lab-cycles: deps-lab build
+	bench/lab-cycles.sh
 
 clean:
 	cargo clean

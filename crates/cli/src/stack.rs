@@ -190,6 +190,12 @@ fn instance_json(record: &Record, health: Health) -> serde_json::Value {
         "url": record.url,
         "health": health,
         "pids": pids(record),
+        "tiers": record.tiers.iter().map(|t| json!({
+            "name": t.name,
+            "pid": t.leader.map(|l| l.pid),
+            "port": t.port,
+            "socket": t.socket,
+        })).collect::<Vec<_>>(),
         "run_dir": record.run_dir,
         "knobs": record.knobs,
     })
@@ -307,7 +313,12 @@ fn sample(
 ) -> anyhow::Result<u8> {
     let targets = lab.targets(id).map_err(lab_failure)?;
     let stop = stop_flag()?;
-    let sampler = Sampler::start(targets, interval);
+    let tiers: Vec<&str> = targets.iter().map(|t| t.tier.as_str()).collect();
+    let sampler = Sampler::start(targets.clone(), interval);
+    eprintln!(
+        "sampling {id} ({}) every {interval:?} for {duration:?}; Ctrl-C stops",
+        tiers.join(", ")
+    );
     let end = Instant::now() + duration;
     while Instant::now() < end && !stop.load(Ordering::Relaxed) {
         std::thread::sleep(

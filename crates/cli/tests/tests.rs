@@ -2,3 +2,5 @@ mod support;
 
 mod it;
 mod schema;
+
+mod lab;

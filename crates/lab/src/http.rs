@@ -24,11 +24,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// GETs `path` from 127.0.0.1:`port`, with `headers` added to the request.
 pub fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Result<Response, String> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream =
-        TcpStream::connect_timeout(&addr, TIMEOUT).map_err(|e| format!("connect: {e}"))?;
-    stream.set_read_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
-    stream.set_write_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
+    let mut stream = connect(port)?;
     let mut request =
         format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
     for (name, value) in headers {
@@ -44,10 +40,7 @@ pub fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Result<Response, 
 /// GETs `path` without `Connection: close` and returns as soon as the headers are in (the
 /// body is left unread): what the server says about keeping the connection open.
 pub fn get_head_keepalive(port: u16, path: &str) -> Result<Response, String> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream =
-        TcpStream::connect_timeout(&addr, TIMEOUT).map_err(|e| format!("connect: {e}"))?;
-    stream.set_read_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
+    let mut stream = connect(port)?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
     stream.write_all(request.as_bytes()).map_err(|e| format!("send: {e}"))?;
     let mut raw = Vec::new();
@@ -62,6 +55,15 @@ pub fn get_head_keepalive(port: u16, path: &str) -> Result<Response, String> {
     let end = find(&raw, b"\r\n\r\n").ok_or("no end of headers")?;
     let (status, headers) = parse_head(&raw[..end])?;
     Ok(Response { status, headers, body: Vec::new() })
+}
+
+/// A connection to 127.0.0.1:`port` whose reads and writes time out.
+fn connect(port: u16) -> Result<TcpStream, String> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let stream = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(|e| format!("connect: {e}"))?;
+    stream.set_read_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
+    stream.set_write_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
+    Ok(stream)
 }
 
 /// Parses a whole response read to the end of the connection.

@@ -127,31 +127,14 @@ impl Lab {
         }
         let run = self.state.run_root().join(id);
         let _ = fs::remove_dir_all(&run);
-        Ok(Plan {
-            id: id.to_string(),
-            stack,
-            knobs: knobs.clone(),
-            run,
-            ports: tcp.into_iter().zip(free).collect(),
-            run_as: is_root().then(|| ("www-data".to_string(), "www-data".to_string())),
-            apache_modules: "/usr/lib/apache2/modules".into(),
-            mod_php: programs::MOD_PHP.find().unwrap_or_default(),
-        })
+        Ok(system_plan(id, stack, knobs, run, tcp.into_iter().zip(free).collect()))
     }
 
     /// The plan an instance was started from, rebuilt from its record.
     pub fn plan_of(&self, record: &Record) -> Result<Plan> {
         let stack = catalog::stack(&record.stack)?;
-        Ok(Plan {
-            id: record.id.clone(),
-            stack,
-            knobs: record.knobs.clone(),
-            run: record.run_dir.clone(),
-            ports: record.tiers.iter().filter_map(|t| Some((t.tier.name(), t.port?))).collect(),
-            run_as: is_root().then(|| ("www-data".to_string(), "www-data".to_string())),
-            apache_modules: "/usr/lib/apache2/modules".into(),
-            mod_php: programs::MOD_PHP.find().unwrap_or_default(),
-        })
+        let ports = record.tiers.iter().filter_map(|t| Some((t.tier.name(), t.port?))).collect();
+        Ok(system_plan(&record.id, stack, &record.knobs, record.run_dir.clone(), ports))
     }
 
     fn bring_up(
@@ -294,6 +277,27 @@ impl Lab {
             .into_iter()
             .filter(|id| !known.contains(id))
             .collect())
+    }
+}
+
+/// A plan for this machine: workers as `www-data` when running as root, Debian's Apache
+/// module directory and the installed mod_php.
+fn system_plan(
+    id: &str,
+    stack: &'static Stack,
+    knobs: &Knobs,
+    run: std::path::PathBuf,
+    ports: Vec<(&'static str, u16)>,
+) -> Plan {
+    Plan {
+        id: id.to_string(),
+        stack,
+        knobs: knobs.clone(),
+        run,
+        ports,
+        run_as: is_root().then(|| ("www-data".to_string(), "www-data".to_string())),
+        apache_modules: "/usr/lib/apache2/modules".into(),
+        mod_php: programs::MOD_PHP.find().unwrap_or_default(),
     }
 }
 

@@ -177,12 +177,14 @@ impl Sampler {
         mut source: impl ProcSource,
     ) -> Sampler {
         let (stop, stopped) = mpsc::channel();
+        // The first reading is taken before returning, so that whatever the caller starts
+        // next is inside the first interval.
+        let mut tracker = Tracker::new(targets, procfs::clock_ticks(), procfs::page_size());
+        let start = Instant::now();
+        tracker.observe(Duration::ZERO, &source.processes(), source.machine());
         let thread = thread::spawn(move || {
-            let mut tracker = Tracker::new(targets, procfs::clock_ticks(), procfs::page_size());
-            let start = Instant::now();
             let mut samples = Vec::new();
             let mut last = Duration::ZERO;
-            tracker.observe(Duration::ZERO, &source.processes(), source.machine());
             for k in 1u32.. {
                 // Deadlines on a fixed grid, so the series does not drift by the time each
                 // reading takes.

@@ -90,14 +90,11 @@ impl Server for Mariadb {
 pub fn ensure_template(state: &StateDir, wordpress: bool) -> Result<PathBuf> {
     let root = state.templates();
     make_dir_all(&root)?;
-    let version = supervise::run(
-        {
-            let mut c = Command::new(programs::MARIADBD.find()?);
-            c.arg("--version");
-            c
-        },
-        Duration::from_secs(10),
-    )?;
+    // "mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu ...": an upgraded
+    // server gets a template of its own.
+    let mut query = Command::new(programs::MARIADBD.find()?);
+    query.arg("--version");
+    let version = supervise::run(query, Duration::from_secs(10))?;
     let version = version.split_whitespace().nth(2).unwrap_or("unknown").to_string();
     let kind = if wordpress { "wordpress" } else { "country" };
     let name = format!("mariadb-{version}-{kind}-v{TEMPLATE_VERSION}");

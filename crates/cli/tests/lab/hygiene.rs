@@ -1,0 +1,111 @@
+//! Nothing is left behind: after Ctrl-C or SIGTERM of a foreground stack, after `kill -9`
+//! of the loadlab that owned one (the next start cleans it), and over repeated up/down.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{assert_success, pids, running, TestLab};
+use crate::support::{skip, wait_until};
+
+/// `stack up nginx-fpm --foreground --json` in the background: the child and its first line
+/// (the JSON answer), or `None` when nginx or php-fpm is missing.
+fn foreground(lab: &TestLab) -> Option<(Child, Value)> {
+    let mut command = lab.command(&["stack", "up", "nginx-fpm", "--foreground", "--json"]);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn stack up --foreground");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).expect("read stdout");
+    if line.is_empty() {
+        let status = child.wait().expect("wait");
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
+        if status.code() == Some(4) {
+            skip::missing("nginx-fpm", "nginx php-fpm").report();
+            return None;
+        }
+        panic!("stack up --foreground: {status}\n{err}");
+    }
+    Some((child, serde_json::from_str(&line).expect("JSON line")))
+}
+
+fn signal(child: &Child, signal: i32) {
+    // SAFETY: our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as i32, signal) };
+}
+
+#[test]
+fn ctrl_c_and_sigterm_take_a_foreground_stack_down() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let lab = TestLab::new();
+        let Some((mut child, up)) = foreground(&lab) else { return };
+        let pids = pids(&up);
+        assert!(running(&pids).len() == pids.len(), "{up:#}");
+        signal(&child, sig);
+        let status = child.wait().expect("wait");
+        assert!(status.success(), "signal {sig}: {status}");
+        assert!(running(&pids).is_empty(), "signal {sig} left {:?}", running(&pids));
+    }
+}
+
+#[test]
+fn a_killed_loadlabs_stack_is_cleaned_by_the_next_start() {
+    let lab = TestLab::new();
+    let Some((mut child, up)) = foreground(&lab) else { return };
+    let pids = pids(&up);
+    signal(&child, libc::SIGKILL);
+    child.wait().expect("wait");
+    // The servers outlive their owner (they lead their own sessions)...
+    assert_eq!(running(&pids).len(), pids.len());
+    let list = lab.json(&["stack", "list", "--json"]);
+    assert_eq!(list["instances"][0]["health"], "stale", "{list:#}");
+    let doctor = lab.json(&["doctor", "--json"]);
+    assert_eq!(doctor["stale"], serde_json::json!([up["id"]]), "{doctor:#}");
+    // ...until the next start of any stack.
+    let next = lab.up("nginx", &[]);
+    assert!(running(&pids).is_empty(), "left: {:?}", running(&pids));
+    let list = lab.json(&["stack", "list", "--json"]);
+    let ids: Vec<&Value> = list["instances"].as_array().unwrap().iter().map(|i| &i["id"]).collect();
+    assert_eq!(ids, vec![&next["id"]], "{list:#}");
+    lab.down(next["id"].as_str().unwrap());
+}
+
+#[test]
+fn repeated_up_and_down_leave_nothing() {
+    let lab = TestLab::new();
+    let mut all = Vec::new();
+    for _ in 0..5 {
+        let output = lab.run(&["stack", "up", "nginx-fpm", "--json"]);
+        if output.status.code() == Some(4) {
+            skip::missing("nginx-fpm", "nginx php-fpm").report();
+            return;
+        }
+        assert_success(&output, &["stack", "up", "nginx-fpm"]);
+        let up: Value = serde_json::from_slice(&output.stdout).unwrap();
+        // The id is free again after each down.
+        assert_eq!(up["id"], "nginx-fpm-1");
+        all.extend(pids(&up));
+        lab.down("nginx-fpm-1");
+        assert!(running(&all).is_empty(), "left: {:?}", running(&all));
+    }
+}
+
+#[test]
+fn down_all_stops_every_instance() {
+    let lab = TestLab::new();
+    let output = lab.run(&["stack", "up", "nginx", "--json"]);
+    if output.status.code() == Some(4) {
+        skip::missing("nginx", "nginx").report();
+        return;
+    }
+    let a: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let b = lab.up("nginx", &["--workers", "1"]);
+    assert_eq!((a["id"].as_str(), b["id"].as_str()), (Some("nginx-1"), Some("nginx-2")));
+    let out = lab.run(&["stack", "down", "--all"]);
+    assert_success(&out, &["stack", "down", "--all"]);
+    let both: Vec<i32> = pids(&a).into_iter().chain(pids(&b)).collect();
+    assert!(wait_until(Duration::from_secs(5), || running(&both).is_empty()));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "nginx-1 down\nnginx-2 down\n");
+}
