@@ -161,7 +161,7 @@ impl Lab {
             let logs = || tier_logs(plan, tier.name());
             ready::wait(tier.name(), leader, &server.probe(plan), READY_LIMIT, cancel, &logs)?;
         }
-        let report = verify::verify(plan);
+        let report = with_loopback_check(verify::verify(plan), record);
         match report.error() {
             Some(e) => Err(e),
             None => Ok(report),
@@ -188,7 +188,7 @@ impl Lab {
     /// Verifies a running instance again.
     pub fn verify(&self, id: &str) -> Result<Report> {
         let record = self.state.load(id)?;
-        Ok(verify::verify(&self.plan_of(&record)?))
+        Ok(with_loopback_check(verify::verify(&self.plan_of(&record)?), &record))
     }
 
     /// The effective configuration and versions of every tier of an instance.
@@ -299,6 +299,21 @@ fn system_plan(
         apache_modules: "/usr/lib/apache2/modules".into(),
         mod_php: programs::MOD_PHP.find().unwrap_or_default(),
     }
+}
+
+/// Adds to a verify the check that every listening socket of the instance is on loopback.
+fn with_loopback_check(mut report: Report, record: &Record) -> Report {
+    let exposed = ready::exposed(&supervise::members(&record.leaders()));
+    report.checks.push(verify::Check {
+        workload: "loopback".into(),
+        ok: exposed.is_empty(),
+        detail: if exposed.is_empty() {
+            "every listening socket is on 127.0.0.1".into()
+        } else {
+            format!("listening beyond loopback (address:port in hex): {}", exposed.join(", "))
+        },
+    });
+    report
 }
 
 fn cleanable(record: &Record, health: Health) -> bool {

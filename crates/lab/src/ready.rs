@@ -57,23 +57,50 @@ pub fn wait(
     }
 }
 
-/// Inodes of the sockets listening on 127.0.0.1:`port` (or any address), from
-/// /proc/net/tcp, where addresses are hex in network byte order read as a host integer.
+/// Inodes of the sockets listening on 127.0.0.1:`port` (or any address).
 fn listening_inodes(port: u16) -> Vec<u64> {
     let text = fs::read_to_string("/proc/net/tcp").unwrap_or_default();
-    parse_listening(&text, port)
+    let wanted = [format!("0100007F:{port:04X}"), format!("00000000:{port:04X}")];
+    listeners(&text)
+        .into_iter()
+        .filter(|(local, _)| wanted.contains(local))
+        .map(|(_, i)| i)
+        .collect()
 }
 
-fn parse_listening(text: &str, port: u16) -> Vec<u64> {
-    let wanted = [format!("0100007F:{port:04X}"), format!("00000000:{port:04X}")];
+/// The listening sockets in a /proc/net/tcp or tcp6 table: local address (hex, as the
+/// kernel prints it: the IPv4 address in host byte order, then the port) and inode.
+fn listeners(text: &str) -> Vec<(String, u64)> {
     text.lines()
         .skip(1)
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
             // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
             let (local, state, inode) = (fields.get(1)?, fields.get(3)?, fields.get(9)?);
-            (*state == "0A" && wanted.iter().any(|w| w == local)).then(|| inode.parse().ok())?
+            (*state == "0A").then(|| Some((local.to_string(), inode.parse().ok()?)))?
         })
+        .collect()
+}
+
+/// Whether a local address from /proc/net/tcp{,6} is on loopback: 127.0.0.0/8 (whose first
+/// octet is the last byte printed) or ::1.
+fn is_loopback(local: &str) -> bool {
+    let addr = local.split(':').next().unwrap_or_default();
+    match addr.len() {
+        8 => addr.ends_with("7F"),
+        _ => addr == "00000000000000000000000001000000",
+    }
+}
+
+/// The listening sockets of these processes that are not on loopback, as `address:port` in
+/// /proc's hex: what must be empty, since nothing of the lab may listen beyond 127.0.0.1.
+pub fn exposed(pids: &[i32]) -> Vec<String> {
+    let ours: Vec<u64> = pids.iter().flat_map(|p| socket_inodes(*p)).collect();
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .flat_map(|path| listeners(&fs::read_to_string(path).unwrap_or_default()))
+        .filter(|(local, inode)| ours.contains(inode) && !is_loopback(local))
+        .map(|(local, _)| local)
         .collect()
 }
 
@@ -94,14 +121,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn listening_sockets_are_found_by_port() {
+    fn listening_sockets_and_their_addresses() {
         let text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
    0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0 100 0 0 10 0\n\
    1: 0100007F:1F90 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 4343 1 0 100 0 0 10 0\n\
-   2: 0100007F:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4444 1 0 100 0 0 10 0\n";
-        assert_eq!(parse_listening(text, 8080), vec![4242]);
-        assert_eq!(parse_listening(text, 8081), vec![4444]);
-        assert!(parse_listening(text, 80).is_empty());
+   2: 00000000:1F91 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4444 1 0 100 0 0 10 0\n";
+        let found = listeners(text);
+        assert_eq!(
+            found,
+            vec![("0100007F:1F90".to_string(), 4242), ("00000000:1F91".to_string(), 4444)]
+        );
+        assert!(is_loopback("0100007F:1F90"));
+        assert!(is_loopback("0200007F:1F90"));
+        assert!(!is_loopback("00000000:1F91"));
+        assert!(is_loopback("00000000000000000000000001000000:1F90"));
+        assert!(!is_loopback("00000000000000000000000000000000:1F90"));
     }
 
     #[test]
@@ -111,5 +145,9 @@ mod tests {
         let inodes = listening_inodes(port);
         assert_eq!(inodes.len(), 1);
         assert!(socket_inodes(std::process::id() as i32).contains(&inodes[0]));
+        assert!(exposed(&[std::process::id() as i32]).is_empty());
+        let everywhere = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        assert_eq!(exposed(&[std::process::id() as i32]).len(), 1);
+        drop(everywhere);
     }
 }

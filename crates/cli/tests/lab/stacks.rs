@@ -14,7 +14,7 @@ const STATIC: &[&str] = &["hello.txt", "robots.txt", "20k.bin", "100k.bin", "1m.
 const PHP: &[&str] = &["hello.php", "phpinfo.php"];
 const DB: &[&str] = &["country.php", "complex.php"];
 /// What every HTTP stack also checks besides its workloads.
-const ASPECTS: &[&str] = &["keepalive", "gzip"];
+const ASPECTS: &[&str] = &["keepalive", "gzip", "loopback"];
 
 /// The load a test applies: a path and what every answer must hold.
 struct Load {
@@ -178,7 +178,7 @@ fn varnish_nginx_fpm_no_keepalive() {
 fn mariadb() {
     let (lab, up) = require_stack!("mariadb", &[]);
     assert!(up["url"].as_str().unwrap().starts_with("mysql://127.0.0.1:"), "{up:#}");
-    exercise(lab, up, &[&["database"]], None);
+    exercise(lab, up, &[&["database", "loopback"]], None);
 }
 
 /// What every WordPress stack checks: all the workloads, PHP and the database.
