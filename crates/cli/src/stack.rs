@@ -148,14 +148,14 @@ fn list(lab: &Lab, json: bool) -> anyhow::Result<u8> {
         return Ok(OK);
     }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{:<28} {:<26} {:<9} PACKAGES", "STACK", "TIERS", "INSTALLED")?;
+    writeln!(out, "{:<28} {:<30} {:<9} PACKAGES", "STACK", "TIERS", "INSTALLED")?;
     for s in loadlab_lab::STACKS {
         let tiers: Vec<&str> = s.tiers(&default).iter().map(|t| t.name()).collect();
         let missing = s.missing_packages(&default);
         let installed = if missing.is_empty() { "yes" } else { "no" };
         writeln!(
             out,
-            "{:<28} {:<26} {installed:<9} {}",
+            "{:<28} {:<30} {installed:<9} {}",
             s.name,
             tiers.join("+"),
             s.packages(&default).join(" ")

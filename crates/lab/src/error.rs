@@ -42,7 +42,7 @@ pub enum Error {
         source: io::Error,
     },
     /// Ctrl-C (or SIGTERM) arrived while a stack was starting; it was torn down.
-    #[error("interrupted")]
+    #[error("interrupted while starting; what had started was stopped")]
     Interrupted,
 }
 

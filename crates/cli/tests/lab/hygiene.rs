@@ -109,3 +109,51 @@ fn down_all_stops_every_instance() {
     assert!(wait_until(Duration::from_secs(5), || running(&both).is_empty()));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "nginx-1 down\nnginx-2 down\n");
 }
+
+#[test]
+fn ctrl_c_while_starting_tears_down_what_had_started() {
+    let lab = TestLab::new();
+    let run_root = lab.json(&["doctor", "--json"])["run_dir"].as_str().unwrap().to_string();
+    // A database stack takes long enough to start that the signal lands midway: after
+    // MariaDB, before the front tier.
+    let mut command = lab.command(&["stack", "up", "wordpress-nginx-fpm", "--json"]);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn stack up");
+    let started = wait_until(Duration::from_secs(60), || {
+        !in_run_root(&run_root).is_empty() || child.try_wait().ok().flatten().is_some()
+    });
+    assert!(started);
+    signal(&child, libc::SIGINT);
+    let status = child.wait().expect("wait");
+    match status.code() {
+        Some(130) => {}
+        // Too late: it had come up and verified before the signal.
+        Some(0) => assert_success(&lab.run(&["stack", "down", "--all"]), &["stack", "down"]),
+        Some(4) => {
+            skip::missing("wordpress-nginx-fpm", "the lab's packages").report();
+            return;
+        }
+        other => panic!("stack up ended with {other:?}"),
+    }
+    assert!(
+        wait_until(Duration::from_secs(5), || in_run_root(&run_root).is_empty()),
+        "left: {:?}",
+        in_run_root(&run_root)
+    );
+    let list = lab.json(&["stack", "list", "--json"]);
+    assert_eq!(list["instances"], serde_json::json!([]), "{list:#}");
+}
+
+/// Live processes whose command line names a directory under `run_root`.
+fn in_run_root(run_root: &str) -> Vec<i32> {
+    let needle = format!("{run_root}/");
+    let pids: Vec<i32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+        })
+        .collect();
+    running(&pids)
+}
