@@ -49,6 +49,7 @@ fn exercise(lab: TestLab, up: Value, checks: &[&[&str]], load: Option<Load>) {
 
     let again = lab.json(&["stack", "verify", &id, "--json"]);
     assert_eq!(again["ok"], true, "{again:#}");
+    check_captured(&lab.json(&["stack", "show", &id, "--json"]), &up);
 
     let sampler = start_sampler(&lab, &id);
     if let Some(load) = &load {
@@ -74,6 +75,21 @@ fn exercise(lab: TestLab, up: Value, checks: &[&[&str]], load: Option<Load>) {
     );
     let run_dir = lab.json(&["stack", "list", "--json"]);
     assert_eq!(run_dir["instances"], serde_json::json!([]), "{run_dir:#}");
+}
+
+/// `stack show` captured every tier's config and versions, and none of it failed.
+fn check_captured(show: &Value, up: &Value) {
+    let captured = show["captured"].as_array().expect("captured");
+    for tier in up["tiers"].as_array().expect("tiers") {
+        assert!(
+            captured.iter().any(|c| c["tier"] == tier["name"]),
+            "no capture of {tier}: {show:#}"
+        );
+    }
+    for c in captured {
+        let text = c["text"].as_str().expect("text");
+        assert!(!text.trim().is_empty() && !text.starts_with("capture failed"), "{c:#}");
+    }
 }
 
 fn sorted(mut v: Vec<&str>) -> Vec<&str> {
