@@ -78,6 +78,9 @@ pub struct SweepArgs {
 #[derive(Debug, Clone)]
 pub struct RateList(pub Vec<f64>);
 
+/// The least warm-up of a step.
+const STEP_WARMUP: Duration = Duration::from_secs(1);
+
 /// At most this many bisection steps per target with --find-knee.
 const BISECT_STEPS: usize = 4;
 
@@ -308,6 +311,10 @@ fn run_step(
     bisect: bool,
 ) -> anyhow::Result<(Step, bool)> {
     let mut config = target.config.clone();
+    // Every step warms up for at least a second: the server's queue reaches its steady state
+    // for this rate, and what the previous (perhaps overloaded) step left behind drains before
+    // anything is counted.
+    config.warmup = config.warmup.max(STEP_WARMUP);
     let sessions = args.calls_per_conn.is_some() || args.conns_per_step.is_some();
     let calls = args.calls_per_conn.unwrap_or(1).max(1);
     config.pacing = if sessions {

@@ -462,11 +462,23 @@ impl Worker {
         self.spec.end.is_some_and(|end| now >= end)
     }
 
+    /// A timed run counts what ends inside its window, whenever it started: requests sent
+    /// during warm-up and answered inside the window balance those still in flight at its end,
+    /// so the measured rate is not biased by the server's latency (a sweep step at 10 s with
+    /// 200 ms latency would otherwise lose 2% and look overloaded). A counted run counts what
+    /// it budgeted, so that completed + failed = N.
+    fn count_by_end(&mut self, idx: usize, now: Instant) {
+        if self.spec.end.is_some() {
+            self.conns[idx].measured = now >= self.spec.measure_start;
+        }
+    }
+
     /// A full response arrived on slot `idx`.
     fn complete(&mut self, idx: usize, now: Instant, must_close: bool) {
         if self.past_end(now) {
             return;
         }
+        self.count_by_end(idx, now);
         let conn = &mut self.conns[idx];
         if self.server.is_none() {
             self.server = conn.parser.take_server();
@@ -533,6 +545,7 @@ impl Worker {
         if self.past_end(now) {
             return;
         }
+        self.count_by_end(idx, now);
         let conn = &mut self.conns[idx];
         if conn.measured {
             let t = &mut self.tally;

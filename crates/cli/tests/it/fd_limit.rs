@@ -1,34 +1,13 @@
 //! A client out of file descriptors: with RLIMIT_NOFILE far below the connection count,
 //! loadlab counts `fd_unavail` failures, blames itself in a warning, and still finishes.
 
-use std::os::unix::process::CommandExt;
-use std::process::Command;
-
 use serde_json::Value;
 
 use super::{assert_accounted, assert_exit, strings, uint};
-use crate::support::{loadlab, output_within, Behaviour, TestServer, RUN_LIMIT};
+use crate::support::{loadlab, output_within, with_fd_limit, Behaviour, TestServer, RUN_LIMIT};
 
 /// Soft and hard limit alike, so that loadlab cannot raise the soft one to escape it.
 const NOFILE: u64 = 24;
-
-/// `command` with RLIMIT_NOFILE set to [`NOFILE`] in the child only.
-fn with_fd_limit(mut command: Command) -> Command {
-    // SAFETY: the closure runs in the child between fork and exec, where only
-    // async-signal-safe functions may be called; setrlimit is a plain system call and the
-    // closure neither allocates nor takes locks.
-    unsafe {
-        command.pre_exec(|| {
-            // rlim_t is u64 on the 64-bit Linux targets loadlab runs on, as sys.rs assumes too.
-            let limit = libc::rlimit { rlim_cur: NOFILE, rlim_max: NOFILE };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    command
-}
 
 #[test]
 fn descriptor_exhaustion_is_fd_unavail_and_the_run_finishes() {
@@ -43,7 +22,7 @@ fn descriptor_exhaustion_is_fd_unavail_and_the_run_finishes() {
         "json",
         "--quiet",
     ]);
-    let output = output_within(with_fd_limit(command), RUN_LIMIT);
+    let output = output_within(with_fd_limit(command, NOFILE), RUN_LIMIT);
     assert_exit(&output, 0);
     let report: Value = serde_json::from_slice(&output.stdout).expect("JSON report");
 

@@ -3,11 +3,15 @@
 
 mod ab_format;
 mod cli_errors;
+mod error_classes;
 mod fd_limit;
 mod hostile_failures;
 mod hostile_framing;
 mod interrupt;
 mod nginx_bench;
+mod open_loop;
+mod sessions;
+mod sweep;
 mod validation;
 
 use std::process::Output;

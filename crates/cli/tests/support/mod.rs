@@ -16,7 +16,9 @@ pub use servers::{closed_port, Behaviour, Request, TestServer};
 pub use skip::Skip;
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -100,4 +102,32 @@ pub fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>
         let _ = pipe.read_to_end(&mut bytes);
         bytes
     })
+}
+
+/// `command` with RLIMIT_NOFILE set to `limit`, soft and hard alike (so that loadlab cannot
+/// raise the soft limit to escape it), in the child only.
+pub fn with_fd_limit(mut command: Command, limit: u64) -> Command {
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe functions may be called; setrlimit is a plain system call and the
+    // closure neither allocates nor takes locks.
+    unsafe {
+        command.pre_exec(move || {
+            // rlim_t is u64 on the 64-bit Linux targets loadlab runs on, as sys.rs assumes too.
+            let rlimit = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command
+}
+
+/// Held by tests whose assertions are rates or latencies (achieved against offered, a knee,
+/// a tail): two of them sharing a small machine's CPUs would measure each other. Tests that
+/// only count run alongside them as usual.
+pub fn timing_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    // A failed timing test must not fail every one after it.
+    LOCK.lock().unwrap_or_else(PoisonError::into_inner)
 }

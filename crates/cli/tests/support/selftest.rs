@@ -204,6 +204,50 @@ fn slow_answers_no_earlier_than_its_delay() {
     assert!(start.elapsed() >= delay);
 }
 
+/// A request made inside a pause window is held until the window ends. (The window of a 1 s
+/// period with a 600 ms pause lies 200-800 ms into each period; the request goes out 300 ms
+/// in, which leaves a slow machine half a second of slack.)
+#[test]
+fn freeze_holds_answers_until_its_pause_window_ends() {
+    let (period, pause) = (Duration::from_secs(1), Duration::from_millis(600));
+    let started = Instant::now();
+    let server = TestServer::start(Behaviour::Freeze { period, pause, body: b"f".to_vec() });
+    let mut client = Client::connect(&server);
+    std::thread::sleep(Duration::from_millis(300).saturating_sub(started.elapsed()));
+    let asked = started.elapsed();
+    client.get("/");
+    assert_eq!(client.response().1, b"f");
+    let answered = started.elapsed();
+    assert!(asked < Duration::from_millis(800), "asked only {asked:?} after the start");
+    assert!(answered >= Duration::from_millis(800), "answered {answered:?} after the start");
+}
+
+/// At 100 responses a second, 3 connections asking 4 times each get their 12 answers no
+/// faster than one every 10 ms, so the last comes at least 110 ms after the first.
+#[test]
+fn capacity_spaces_answers_across_connections() {
+    let server = TestServer::start(Behaviour::Capacity { per_second: 100.0, body: b"c".to_vec() });
+    let started = Instant::now();
+    let clients: Vec<_> = (0..3)
+        .map(|_| {
+            let mut client = Client::connect(&server);
+            std::thread::spawn(move || {
+                for _ in 0..4 {
+                    client.get("/");
+                    assert_eq!(client.response().1, b"c");
+                }
+            })
+        })
+        .collect();
+    for client in clients {
+        client.join().expect("client thread");
+    }
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(110), "12 answers in {took:?}");
+    assert!(took < Duration::from_secs(5), "12 answers in {took:?}");
+    assert_eq!(server.requests(), 12);
+}
+
 #[test]
 fn truncated_sends_exactly_the_bytes_it_says_then_closes() {
     let server = TestServer::start(Behaviour::Truncated { declared: 1000, sent: 300 });

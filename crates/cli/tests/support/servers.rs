@@ -8,11 +8,11 @@ pub use request::Request;
 pub use respond::{NO_BODY_ADVERTISED_LEN, VARYING_LENGTHS};
 
 use std::collections::HashMap;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How a [`TestServer`] answers each request it has read in full.
 #[derive(Debug, Clone)]
@@ -50,6 +50,15 @@ pub enum Behaviour {
     Varying,
     /// Cycles through these status codes, one per request (shared across connections).
     StatusCycle(Vec<u16>),
+    /// A server that stalls: in the middle of every `period` (counted from the server's start)
+    /// lies a window of length `pause` during which no response goes out; a request read
+    /// inside it is answered, like `Fixed` 200, when the window ends. A garbage collector or
+    /// a stalled disk, as coordinated-omission tests need.
+    Freeze { period: Duration, pause: Duration, body: Vec<u8> },
+    /// A server of known capacity: responses (`Fixed` 200) leave at most `per_second` times a
+    /// second across all connections, one every 1/`per_second` s; requests beyond that wait
+    /// their turn. Time the server spends idle is not saved up, so it never bursts.
+    Capacity { per_second: f64, body: Vec<u8> },
 }
 
 impl Behaviour {
@@ -75,6 +84,9 @@ struct Shared {
     requests: AtomicU64,
     connections: AtomicU64,
     last_request: Mutex<Option<Request>>,
+    /// The peer address of every accepted connection, in order.
+    peers: Mutex<Vec<IpAddr>>,
+    clock: respond::Clock,
     live: Mutex<Live>,
 }
 
@@ -103,6 +115,8 @@ impl TestServer {
             requests: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             last_request: Mutex::new(None),
+            peers: Mutex::new(Vec::new()),
+            clock: respond::Clock::new(),
             live: Mutex::new(Live::default()),
         });
         let accept_listener = listener.try_clone().expect("clone listener");
@@ -133,6 +147,11 @@ impl TestServer {
     /// Connections accepted so far.
     pub fn connections(&self) -> u64 {
         self.shared.connections.load(Ordering::SeqCst)
+    }
+
+    /// The source address of each connection accepted so far (the client's bound address).
+    pub fn peers(&self) -> Vec<IpAddr> {
+        lock(&self.shared.peers).clone()
     }
 
     /// The most recent request read in full, to check what the client sent.
@@ -166,8 +185,8 @@ impl Drop for TestServer {
 
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     while !shared.shutdown.load(Ordering::SeqCst) {
-        let stream = match listener.accept() {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match listener.accept() {
+            Ok(accepted) => accepted,
             Err(_) => {
                 // EMFILE and the like: back off instead of spinning, then look at the flag.
                 thread::sleep(Duration::from_millis(10));
@@ -177,6 +196,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         if shared.shutdown.load(Ordering::SeqCst) {
             break;
         }
+        lock(&shared.peers).push(peer.ip());
         shared.connections.fetch_add(1, Ordering::SeqCst);
         // Separate writes then leave as separate segments, so clients meet split responses.
         let _ = stream.set_nodelay(true);
@@ -207,8 +227,14 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream) {
         };
         let index = shared.requests.fetch_add(1, Ordering::SeqCst);
         *lock(&shared.last_request) = Some(request.clone());
-        let answered =
-            respond::answer(&shared.behaviour, &request, index, &mut stream, &shared.shutdown);
+        let answered = respond::answer(
+            &shared.behaviour,
+            &request,
+            index,
+            &mut stream,
+            &shared.shutdown,
+            &shared.clock,
+        );
         match answered {
             Ok(respond::After::Hold) => {}
             Ok(respond::After::KeepAlive) if !request.wants_close() => {}

@@ -4,10 +4,11 @@
 use std::io::{self, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{Behaviour, Request};
+use super::{lock, Behaviour, Request};
 
 /// The Content-Length that `NoBody` advertises without sending: for HEAD, and for 304 (RFC 9110
 /// §8.6 lets both state the size a GET would have returned).
@@ -15,6 +16,46 @@ pub const NO_BODY_ADVERTISED_LEN: usize = 1234;
 
 /// The body lengths `Varying` cycles through, one per request.
 pub const VARYING_LENGTHS: [usize; 2] = [10, 12];
+
+/// The server's own time, shared by its connections: when it started (`Freeze` counts its
+/// periods from then) and when the next response may leave (`Capacity`).
+pub(super) struct Clock {
+    started: Instant,
+    next_slot: Mutex<Instant>,
+}
+
+impl Clock {
+    pub(super) fn new() -> Clock {
+        let now = Instant::now();
+        Clock { started: now, next_slot: Mutex::new(now) }
+    }
+
+    /// If `now` falls in one of `Freeze`'s pause windows, when that window ends.
+    fn thaw(&self, period: Duration, pause: Duration, now: Instant) -> Option<Instant> {
+        let elapsed = now.saturating_duration_since(self.started).as_nanos();
+        let period_ns = period.as_nanos().max(1);
+        let phase = elapsed % period_ns;
+        // The window sits in the middle of each period, so a run that starts with the server
+        // meets whole windows, not one cut short at either end.
+        let from = period_ns.saturating_sub(pause.as_nanos()) / 2;
+        let until = from + pause.as_nanos();
+        (from..until).contains(&phase).then(|| now + nanos(until - phase))
+    }
+
+    /// Takes the next output slot of a server answering `per_second` times a second: now if
+    /// the server has been idle, else one gap after the slot before it.
+    fn slot(&self, per_second: f64) -> Instant {
+        let gap = Duration::from_secs_f64(1.0 / per_second);
+        let mut next = lock(&self.next_slot);
+        let slot = (*next).max(Instant::now());
+        *next = slot + gap;
+        slot
+    }
+}
+
+fn nanos(n: u128) -> Duration {
+    Duration::from_nanos(u64::try_from(n).unwrap_or(u64::MAX))
+}
 
 /// What the connection does after the answer.
 pub(super) enum After {
@@ -36,6 +77,7 @@ pub(super) fn answer(
     index: u64,
     out: &mut TcpStream,
     stop: &AtomicBool,
+    clock: &Clock,
 ) -> io::Result<After> {
     // RFC 9110 §9.3.2: a response to HEAD has the GET response's fields and never a body.
     let head = request.method == "HEAD";
@@ -58,6 +100,22 @@ pub(super) fn answer(
         Behaviour::Http10 { body } => {
             out.write_all(&response("HTTP/1.0", 200, &[], body, head))?;
             Ok(After::Close)
+        }
+        Behaviour::Freeze { period, pause, body } => {
+            if let Some(thaw) = clock.thaw(*period, *pause, Instant::now()) {
+                if !sleep_until_unless_stopped(thaw, stop) {
+                    return Ok(After::Close);
+                }
+            }
+            out.write_all(&response("HTTP/1.1", 200, &[], body, head))?;
+            Ok(After::KeepAlive)
+        }
+        Behaviour::Capacity { per_second, body } => {
+            if !sleep_until_unless_stopped(clock.slot(*per_second), stop) {
+                return Ok(After::Close);
+            }
+            out.write_all(&response("HTTP/1.1", 200, &[], body, head))?;
+            Ok(After::KeepAlive)
         }
         Behaviour::Slow { delay, body } => {
             if !sleep_unless_stopped(*delay, stop) {
@@ -216,7 +274,11 @@ fn endless_chunked(out: &mut TcpStream, stop: &AtomicBool) -> io::Result<()> {
 
 /// Sleeps in short steps so a dropped server does not wait out a long delay; false if stopped.
 fn sleep_unless_stopped(delay: Duration, stop: &AtomicBool) -> bool {
-    let until = Instant::now() + delay;
+    sleep_until_unless_stopped(Instant::now() + delay, stop)
+}
+
+/// Like [`sleep_unless_stopped`], until an instant.
+fn sleep_until_unless_stopped(until: Instant, stop: &AtomicBool) -> bool {
     loop {
         if stop.load(Ordering::SeqCst) {
             return false;

@@ -1,0 +1,135 @@
+//! The open loop (`--rate`): latency counted from each request's due time, so that a server
+//! that stalls cannot hide its stalls by making the client wait (coordinated omission); and
+//! the offered rate kept against a real nginx, with fixed and Poisson arrivals.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{at, bench, float, strings, uint};
+use crate::support::{require_nginx, timing_lock, Behaviour, TestServer};
+
+/// Every error class in a report is zero.
+pub fn assert_no_errors(report: &Value) {
+    let errors = at(report, "errors").as_object().expect("errors is an object");
+    assert!(errors.values().all(|n| n.as_u64() == Some(0)), "{report:#}");
+    assert_eq!(uint(report, "requests.failed"), 0, "{report:#}");
+}
+
+/// A request's latency from its due time includes its service time, so the corrected
+/// distribution lies above the service-time one at every percentile.
+fn assert_corrected_dominates(report: &Value) {
+    for p in ["p50", "p90", "p99", "max"] {
+        let corrected = uint(report, &format!("latency_us.{p}"));
+        let service = uint(report, &format!("service_time_us.{p}"));
+        assert!(corrected >= service, "{p}: corrected {corrected} < service {service}");
+    }
+}
+
+/// The scenario: a server that freezes for 200 ms once a second, offered 1,000 req/s
+/// through at most 10 connections. During a freeze the 10 connections each hold a request the
+/// server sits on, and the ~200 requests due meanwhile wait in the client, unsent. Counted from
+/// their due time they waited up to 200 ms: about 20% of all requests, spread evenly over
+/// 0-200 ms, so the corrected p99 is near 190 ms. Counted from when they were sent (what a
+/// closed-loop tool reports) they look fast: only the 10 caught in the server per freeze, 1%
+/// of the requests, took long.
+///
+/// That 1% sits exactly at the service time's p99, which may land on either side of it; so the
+/// service time is judged at p95 (and its mean), where the stalled requests are far out of
+/// reach, and the corrected figures at p95 and p99, where they must show.
+#[test]
+fn freezing_server_shows_in_corrected_latency_not_in_service_time() {
+    let _timing = timing_lock();
+    let freeze = Behaviour::Freeze {
+        period: Duration::from_secs(1),
+        pause: Duration::from_millis(200),
+        body: b"thawed".to_vec(),
+    };
+    let server = TestServer::start(freeze);
+    let report = bench(
+        &server.url("/"),
+        &["--rate", "1000", "--max-connections", "10", "-d", "3s", "--timeout", "5s"],
+        0,
+    );
+    assert_eq!(at(&report, "mode"), "open", "{report:#}");
+    assert_no_errors(&report);
+    // The run covers three whole freezes (each sits mid-second of the server's clock).
+    assert!(uint(&report, "requests.completed") > 2_500, "{report:#}");
+    assert_eq!(uint(&report, "connections.limit"), 10, "{report:#}");
+    assert!(uint(&report, "connections.peak") <= 10, "{report:#}");
+
+    let corrected_p99 = uint(&report, "latency_us.p99");
+    let corrected_p95 = uint(&report, "latency_us.p95");
+    let service_p95 = uint(&report, "service_time_us.p95");
+    let (corrected_mean, service_mean) =
+        (float(&report, "latency_us.mean"), float(&report, "service_time_us.mean"));
+    assert!(corrected_p99 >= 150_000, "corrected p99 {corrected_p99} us:\n{report:#}");
+    // 20% of requests wait 0-200 ms: the 95th percentile is near 150 ms.
+    assert!(corrected_p95 >= 100_000, "corrected p95 {corrected_p95} us:\n{report:#}");
+    assert!(
+        service_p95 * 10 < corrected_p99,
+        "service p95 {service_p95} us is not far below corrected p99 {corrected_p99} us"
+    );
+    // The means: ~20 ms from due time (20% waiting 100 ms on average), ~2 ms from sending
+    // (1% waiting 100 ms on average, plus loopback time).
+    assert!(
+        service_mean * 4.0 < corrected_mean,
+        "service mean {service_mean} us, corrected mean {corrected_mean} us"
+    );
+    assert_corrected_dominates(&report);
+
+    // The client saw that it could not keep its schedule and says so, beside the figures.
+    assert!(!at(&report, "rate.schedule_kept").as_bool().expect("bool"), "{report:#}");
+    assert!(uint(&report, "rate.late_max_us") >= 150_000, "{report:#}");
+    let warnings = strings(&report, "warnings");
+    assert!(warnings.iter().any(|w| w.contains("schedule was not kept")), "{warnings:?}");
+    assert!(warnings.iter().any(|w| w.contains("allowed connections were busy")), "{warnings:?}");
+}
+
+/// The rate is kept: achieved within 1% of offered and nothing left unsent. How late sends
+/// were is checked at the median, which stays in tens of microseconds. `rate.schedule_kept`
+/// (99% sent within 1 ms of due) is true on a quiet machine, but on one whose two CPUs other
+/// work shares, the scheduler's delays alone pass 1 ms at the 99th percentile while the rate
+/// is still kept exactly (measured here: 5 runs of 5 false at a load average of 2.2, true when
+/// idle); so the test checks that the flag says what the figures say, not its value.
+#[test]
+fn fixed_rate_of_5000_is_kept_against_nginx() {
+    let nginx = require_nginx!(super::nginx_bench::FILES);
+    let _timing = timing_lock();
+    let report = bench(&nginx.url("/hello.txt"), &["--rate", "5000", "-d", "2s"], 0);
+    assert_eq!(at(&report, "mode"), "open", "{report:#}");
+    assert_eq!(float(&report, "rate.offered_rps"), 5000.0, "{report:#}");
+    let achieved = float(&report, "rate.achieved_rps");
+    assert!((achieved - 5000.0).abs() <= 50.0, "achieved {achieved} req/s:\n{report:#}");
+    assert_eq!(uint(&report, "rate.not_sent"), 0, "{report:#}");
+    assert!(uint(&report, "rate.late_p50_us") < 1_000, "{report:#}");
+    let kept = uint(&report, "rate.late_p99_us") <= 1_000;
+    assert_eq!(at(&report, "rate.schedule_kept"), kept, "{report:#}");
+    assert_no_errors(&report);
+    assert_eq!(uint(&report, "status.200"), uint(&report, "requests.completed"), "{report:#}");
+    // Keep-alive connections are reused: a handful suffice for sub-millisecond responses.
+    let opened = uint(&report, "connections.opened");
+    assert!((1..=200).contains(&opened), "{report:#}");
+    assert_corrected_dominates(&report);
+    // Nothing else is wrong: at most the schedule warning above.
+    let warnings = strings(&report, "warnings");
+    assert!(warnings.iter().all(|w| w.contains("schedule was not kept")), "{warnings:?}");
+    assert_eq!(warnings.is_empty(), kept, "{warnings:?}");
+}
+
+/// Poisson arrivals have the offered mean rate; over 2 s (4,000 arrivals, a relative standard
+/// deviation of 1.6%) the achieved rate falls within 5%. The seed is fixed, so this is one
+/// schedule, not a draw per run.
+#[test]
+fn poisson_arrivals_average_the_offered_rate_against_nginx() {
+    let nginx = require_nginx!(super::nginx_bench::FILES);
+    let _timing = timing_lock();
+    let report =
+        bench(&nginx.url("/hello.txt"), &["--rate", "2000", "--arrival", "poisson", "-d", "2s"], 0);
+    assert_eq!(at(&report, "config.arrival"), "poisson", "{report:#}");
+    let achieved = float(&report, "rate.achieved_rps");
+    assert!((achieved - 2000.0).abs() <= 100.0, "achieved {achieved} req/s:\n{report:#}");
+    assert_eq!(uint(&report, "rate.not_sent"), 0, "{report:#}");
+    assert_no_errors(&report);
+    assert_corrected_dominates(&report);
+}
