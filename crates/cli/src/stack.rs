@@ -233,15 +233,27 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
     if args.json {
         let mut value = instance_json(&record, Health::Running);
         value["up_ms"] = json!(up.elapsed.as_millis() as u64);
+        value["phases_ms"] = up
+            .phases
+            .iter()
+            .map(|(name, took)| (name.clone(), json!(took.as_millis() as u64)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
         value["checks"] = json!(up.report.checks);
         println!("{value}");
     } else {
+        let phases: Vec<String> = up
+            .phases
+            .iter()
+            .map(|(name, took)| format!("{name} {:.2}", took.as_secs_f64()))
+            .collect();
         println!(
-            "{}  {}  up and verified in {:.2} s ({} checks)",
+            "{}  {}  up and verified in {:.2} s ({} checks; {})",
             record.id,
             record.url,
             up.elapsed.as_secs_f64(),
-            up.report.checks.len()
+            up.report.checks.len(),
+            phases.join(", ")
         );
         for tier in &record.tiers {
             let pid = tier.leader.map_or(0, |l| l.pid);

@@ -40,6 +40,9 @@ pub struct Up {
     pub report: Report,
     /// From the call to `up` until verified.
     pub elapsed: Duration,
+    /// Where that time went: `write` (run directory), each tier's preparation and start
+    /// until ready (`mariadb`, `php-fpm`, ...), and `verify`.
+    pub phases: Vec<(String, Duration)>,
 }
 
 /// What became of a recorded instance.
@@ -91,8 +94,11 @@ impl Lab {
             let plan = self.plan(&id, stack, knobs)?;
             let mut record = new_record(&plan);
             self.state.save(&record)?;
-            match self.bring_up(&plan, &mut record, cancel) {
-                Ok(report) => return Ok(Up { record, report, elapsed: started.elapsed() }),
+            let mut phases = Vec::new();
+            match self.bring_up(&plan, &mut record, cancel, &mut phases) {
+                Ok(report) => {
+                    return Ok(Up { record, report, elapsed: started.elapsed(), phases });
+                }
                 Err(e) => {
                     let torn = teardown(&record);
                     let lost_port =
@@ -142,8 +148,11 @@ impl Lab {
         plan: &Plan,
         record: &mut Record,
         cancel: &dyn Fn() -> bool,
+        phases: &mut Vec<(String, Duration)>,
     ) -> Result<Report> {
+        let mut phase = Instant::now();
         write_files(plan)?;
+        lap(phases, "write", &mut phase);
         // Backends first, so that each tier finds the one behind it ready.
         for tier in plan.tiers().into_iter().rev() {
             let server = servers::server(tier);
@@ -160,8 +169,10 @@ impl Lab {
             self.state.save(record)?;
             let logs = || tier_logs(plan, tier.name());
             ready::wait(tier.name(), leader, &server.probe(plan), READY_LIMIT, cancel, &logs)?;
+            lap(phases, tier.name(), &mut phase);
         }
         let report = with_loopback_check(verify::verify(plan), record);
+        lap(phases, "verify", &mut phase);
         match report.error() {
             Some(e) => Err(e),
             None => Ok(report),
@@ -299,6 +310,12 @@ fn system_plan(
         apache_modules: "/usr/lib/apache2/modules".into(),
         mod_php: programs::MOD_PHP.find().unwrap_or_default(),
     }
+}
+
+/// Records how long the phase that began at `since` took, and starts the next one.
+fn lap(phases: &mut Vec<(String, Duration)>, name: &str, since: &mut Instant) {
+    phases.push((name.to_string(), since.elapsed()));
+    *since = Instant::now();
 }
 
 /// Adds to a verify the check that every listening socket of the instance is on loopback.
