@@ -1,5 +1,6 @@
 # make demo: see loadlab load a private nginx. make test: everything CI checks.
-# Both install the Debian packages they need first (Debian 12; sudo only when not root).
+# make bench, bench-rate, bench-scale: the benchmarks in BENCHMARKS.md.
+# Each installs the Debian packages it needs first (Debian 12; sudo only when not root).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -9,9 +10,9 @@ SHELL := /bin/bash
 LAB_PACKAGES   := nginx apache2 libapache2-mod-php php-fpm php-cgi php-cli php-mysql \
                   spawn-fcgi varnish mariadb-server mariadb-client wordpress \
                   wordpress-theme-twentytwentyone
-TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time
+TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time chromium
 DEMO_PACKAGES  := nginx python3
-BENCH_PACKAGES := nginx wrk apache2-utils time python3
+BENCH_PACKAGES := nginx wrk apache2-utils httperf time python3 iproute2
 
 # The test harness reads this: in CI a test whose server is missing fails instead of skipping.
 ifneq ($(filter-out 0 false,$(CI)),)
@@ -20,7 +21,7 @@ endif
 
 LOCKED := $(if $(wildcard Cargo.lock),--locked)
 
-.PHONY: deps-test deps-demo deps-bench deps-lab build test demo bench lab-cycles clean
+.PHONY: deps-test deps-demo deps-bench deps-lab build test demo bench lab-cycles bench-rate bench-scale clean
 
 # apt_install: install those of the packages in $(1) that are not installed yet; apt-get update
 # runs only if something is missing, so a ready machine needs no network and no root. "dpkg -s"
@@ -69,6 +70,15 @@ demo: deps-demo build
 
 bench: deps-bench build
 	bench/vs-peers.sh
+
+# Open-loop accuracy at 1k-20k req/s and client CPU per request against httperf.
+bench-rate: deps-bench build
+	bench/rate-accuracy.sh
+
+# 10,000 concurrent connections: really open (ss), errors, peak RSS. Raises the open-file limit
+# to what it needs, which takes root (or a hard limit already high enough).
+bench-scale: deps-bench build
+	bench/scale.sh
 
 # Every lab stack brought up and down 50 times: up-and-verify times, and no process left.
 lab-cycles: deps-lab build

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Shared by bench/demo.sh and bench/vs-peers.sh: a private nginx on loopback, started and
-# stopped the same way every time. Source it; it defines functions and $NGINX only.
+# Shared by the scripts in bench/: a private nginx on loopback, started and stopped the same way
+# every time. Source it; it defines functions and $NGINX only.
 #
 # Everything nginx writes (pid, error log, temp files) lives in the run's own directory, so it
 # needs no root, touches no system config and never collides with a system nginx on port 80.
@@ -20,8 +20,28 @@ free_port() {
 # start_nginx DIR PORT [CPU]: serve DIR/www/hello.txt (13 bytes, "hello, world!", no newline)
 # on 127.0.0.1:PORT with one worker, optionally pinned to CPU; return once it answers correctly.
 # DIR's parents must be searchable by others (as under /tmp): as root the worker runs as nobody.
+#
+# For many connections (bench/scale.sh, bench/rate-accuracy.sh), these variables, read at the
+# call, change the config; unset, it is the one the other scripts always measured:
+#   NGINX_WORKER_CONNECTIONS  the worker's connection limit, listening sockets included (1024)
+#   NGINX_RLIMIT_NOFILE       worker_rlimit_nofile, the worker's open-file limit (unset: inherited)
+#   NGINX_BACKLOG             the listen queue; nginx's own default on Linux is 511, which a
+#                             burst of thousands of connects overflows (the kernel caps it at
+#                             net.core.somaxconn)
+#   NGINX_EXTRA_PORTS         more ports (space-separated) served the same way: a fresh port
+#                             gives a run fresh (address, port) pairs, not the TIME_WAIT ones
+#                             of the run before
+#   NGINX_HTTP_EXTRA          directives added to the http block (e.g. a limit_req_zone)
+#   NGINX_SERVER_EXTRA        directives added to the server block (e.g. a location)
 start_nginx() {
   local dir=$1 port=$2 cpu=${3:-}
+  local worker_connections=${NGINX_WORKER_CONNECTIONS:-1024} main_extra='' listen_opts='' p listens
+  [ -z "${NGINX_RLIMIT_NOFILE:-}" ] || main_extra="worker_rlimit_nofile $NGINX_RLIMIT_NOFILE;"
+  [ -z "${NGINX_BACKLOG:-}" ] || listen_opts=" backlog=$NGINX_BACKLOG"
+  listens="listen 127.0.0.1:$port$listen_opts;"
+  for p in ${NGINX_EXTRA_PORTS:-}; do
+    listens+=$'\n'"        listen 127.0.0.1:$p$listen_opts;"
+  done
   mkdir -p "$dir/www" "$dir/tmp"
   # As root nginx hands requests to an unprivileged worker (nobody), which must be able to
   # traverse the directory that mktemp created as 0700.
@@ -34,7 +54,8 @@ worker_processes 1;
 daemon off;
 pid $dir/nginx.pid;
 error_log $dir/error.log warn;
-events { worker_connections 1024; }
+$main_extra
+events { worker_connections $worker_connections; }
 http {
     access_log off;
     # nginx closes a keep-alive connection after 1000 requests by default; the clients would
@@ -46,9 +67,11 @@ http {
     fastcgi_temp_path $dir/tmp/fastcgi;
     uwsgi_temp_path $dir/tmp/uwsgi;
     scgi_temp_path $dir/tmp/scgi;
+    ${NGINX_HTTP_EXTRA:-}
     server {
-        listen 127.0.0.1:$port;
+        $listens
         root $dir/www;
+        ${NGINX_SERVER_EXTRA:-}
     }
 }
 EOF

@@ -191,7 +191,7 @@ pub fn measure(
 /// The process's one Control, wired to Ctrl-C: the handler can be installed only once, and a
 /// sweep runs many loads. After the first Ctrl-C every run stops at once (a sweep's remaining
 /// steps too); a second Ctrl-C exits without waiting.
-fn ctrl_c_control() -> anyhow::Result<Arc<Control>> {
+pub fn ctrl_c_control() -> anyhow::Result<Arc<Control>> {
     static CONTROL: OnceLock<Arc<Control>> = OnceLock::new();
     if let Some(c) = CONTROL.get() {
         return Ok(c.clone());

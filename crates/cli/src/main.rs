@@ -1,13 +1,34 @@
 //! The `loadlab` command: parse the arguments, run the subcommand, map the outcome to an exit
 //! code. This is the only crate that prints or uses anyhow.
 
+/// `println!` that returns the error instead of panicking when stdout is closed
+/// (`loadlab ... | head`), so that `exit::finish` can end quietly.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($arg)*)
+    }};
+}
+
+/// `print!` likewise.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout(), $($arg)*)
+    }};
+}
+
 mod bench;
+mod compare;
 mod doctor;
 mod exit;
 mod load;
 mod output;
 mod progress;
 mod report;
+mod report_cmd;
+mod run;
+mod runs;
 mod stack;
 mod sweep;
 mod units;
@@ -36,6 +57,14 @@ enum Command {
     /// What is installed, the limits that matter for load (open files, ports), CPUs, and
     /// stale instances.
     Doctor(doctor::DoctorArgs),
+    /// A suite: stacks x workloads x loads x repetitions, into the store, then the report.
+    Run(run::RunArgs),
+    /// The runs a store holds.
+    Runs(runs::RunsArgs),
+    /// A stored run as a self-contained HTML report (or its verdict as JSON or CSV).
+    Report(report_cmd::ReportArgs),
+    /// Two stored runs side by side, benchstat-style: medians, CIs, significance.
+    Compare(compare::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +74,10 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep::run(args),
         Command::Stack(args) => stack::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Runs(args) => runs::run(args),
+        Command::Report(args) => report_cmd::run(args),
+        Command::Compare(args) => compare::run(args),
     };
     exit::finish(outcome)
 }

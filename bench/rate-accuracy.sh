@@ -1,0 +1,308 @@
+#!/usr/bin/env bash
+# Open loop against nginx: does loadlab send what it was asked to (achieved against offered, how
+# late sends were), and what does that cost the client per request, next to httperf at the same
+# rate in the same run. See BENCHMARKS.md for how to read the output.
+#
+# Three runs at each rate, interleaved and rotated:
+#   loadlab      loadlab bench --rate R -d DURATION -t 1: open loop over keep-alive connections
+#   loadlab-new  loadlab bench --conn-rate R --calls-per-conn 1 --conns R*DURATION -t 1:
+#                httperf's session model, one new connection per request
+#   httperf      httperf --rate R --num-conns R*DURATION --num-calls 1: one new connection per
+#                request, as httperf is usually run
+# loadlab-new and httperf do the same work and are the like-for-like pair; loadlab against
+# httperf also shows what keep-alive saves.
+#
+# Env: RATES (req/s, default "1000 5000 10000 20000"), DURATION (s, default 5), ROUNDS (default
+#      3), TOOLS (default "loadlab loadlab-new httperf"),
+#      LOADLAB (binary; default target/release/loadlab, rebuilt if it is the default).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+
+read -r -a rates <<<"${RATES:-1000 5000 10000 20000}"
+DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-3}
+read -r -a tools <<<"${TOOLS:-loadlab loadlab-new httperf}"
+LOADLAB=${LOADLAB:-target/release/loadlab}
+SERVER_CPU=1
+CLIENT_CPU=0
+# Every run is bounded: a run that has not ended this long after its nominal end is a hang.
+GRACE=$((DURATION * 3 + 30))
+
+for v in DURATION ROUNDS; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
+done
+[ ${#rates[@]} -gt 0 ] || die "RATES is empty"
+for r in "${rates[@]}"; do
+  [[ $r =~ ^[1-9][0-9]*$ ]] || die "RATES must hold positive integers, not '$r'"
+done
+[ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
+for t in "${tools[@]}"; do
+  case $t in
+    loadlab | loadlab-new) ;;
+    httperf) command -v httperf >/dev/null || die "httperf not installed (make deps-bench)" ;;
+    *) die "unknown tool '$t' in TOOLS (known: loadlab loadlab-new httperf)" ;;
+  esac
+done
+if [[ " ${tools[*]} " == *" loadlab"* ]]; then
+  if [ "$LOADLAB" = target/release/loadlab ]; then
+    # Always: cargo does nothing when it is up to date, and a stale binary would be measured
+    # silently otherwise. --locked as in make build: a benchmark edits no lock file.
+    locked=()
+    [ ! -f Cargo.lock ] || locked=(--locked)
+    cargo build --release --quiet "${locked[@]}"
+  fi
+  [ -x "$LOADLAB" ] || die "no loadlab binary at $LOADLAB"
+fi
+[ -x /usr/bin/time ] || die "GNU time not installed (make deps-bench)"
+
+# Open files: a new connection per request at 20,000/s can hold thousands of sockets at once when
+# the server falls behind (loadlab allows 10,000 by default). Raise the hard limit if allowed
+# (root with CAP_SYS_RESOURCE), then the soft limit to the hard one; nginx inherits both.
+# httperf limits itself to FD_SETSIZE (1024) whatever the limit: it uses select().
+ulimit -Hn 65536 2>/dev/null || true
+ulimit -Sn "$(ulimit -Hn)"
+nofile=$(ulimit -n)
+
+work=$(mktemp -d -t loadlab-rate.XXXXXX)
+trap 'stop_nginx "$work"; rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The runs, in order: per round, per rate, the tools rotated by one at each step, so that no
+# tool always runs right after the same other one.
+runs=()
+step=0
+for ((round = 1; round <= ROUNDS; round++)); do
+  for rate in "${rates[@]}"; do
+    for ((i = 0; i < ${#tools[@]}; i++)); do
+      runs+=("${tools[(i + step) % ${#tools[@]}]} $rate $round")
+    done
+    step=$((step + 1))
+  done
+done
+
+# One port per run. A new connection per request leaves a TIME_WAIT socket per connection on the
+# client side (about 60 s, up to net.ipv4.tcp_max_tw_buckets): 100,000 of them after a 5 s run at
+# 20,000/s, more than the 28,232 ephemeral ports. Toward a port no earlier run used, every local
+# port is free again, so no run pays for the one before it.
+ports=()
+for _ in "${runs[@]}"; do
+  for _ in $(seq 20); do
+    p=$(free_port)
+    [[ " ${ports[*]} " == *" $p "* ]] || break
+  done
+  ports+=("$p")
+done
+
+# worker_connections counts the client's connections; 20000 leaves room for every connection
+# loadlab may open (--max-connections 10000) while the server falls behind.
+NGINX_WORKER_CONNECTIONS=20000 NGINX_RLIMIT_NOFILE=$nofile NGINX_BACKLOG=4096 \
+  NGINX_EXTRA_PORTS="${ports[*]:1}" start_nginx "$work" "${ports[0]}" "$SERVER_CPU"
+worker=$(pgrep -P "$(cat "$work/master.pid")" | head -n1)
+[ -n "$worker" ] || die "no nginx worker process found"
+ticks=$(getconf CLK_TCK)
+
+# CPU time of the nginx worker so far, in clock ticks (utime + stime).
+server_ticks() { awk '{print $14 + $15}' "/proc/$worker/stat"; }
+# The client's CPU, all processes: "busy idle" ticks so far (steal counts as busy: time the
+# hypervisor gave to someone else). Busy well above the client's own share means other
+# processes competed for its CPU, and its lateness says more about them than about it.
+cpu_ticks() {
+  awk -v c="cpu$CLIENT_CPU" '$1 == c {print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat
+}
+
+# run TOOL RATE ROUND PORT: one measured run; its output, its CPU time and the server's land in
+# $work.
+run() {
+  local tool=$1 rate=$2 round=$3 port=$4 cmd base s0 s1 tw b0 i0 b1 i1
+  local n=$((rate * DURATION))
+  base="$work/$tool.$rate.$round"
+  case $tool in
+    loadlab) cmd=("$LOADLAB" bench -q -t 1 --rate "$rate" -d "${DURATION}s" --format json
+      "http://127.0.0.1:$port/hello.txt") ;;
+    loadlab-new) cmd=("$LOADLAB" bench -q -t 1 --conn-rate "$rate" --calls-per-conn 1
+      --conns "$n" --format json "http://127.0.0.1:$port/hello.txt") ;;
+    httperf) cmd=(httperf --server 127.0.0.1 --port "$port" --uri /hello.txt --rate "$rate"
+      --num-conns "$n" --num-calls 1 --timeout 5) ;;
+  esac
+  # TIME_WAIT sockets on the machine before the run (toward earlier runs' ports): context only.
+  tw=$(ss -Htan state time-wait | wc -l)
+  echo "round $round, $rate req/s: $tool (port $port, $tw TIME_WAIT before)" >&2
+  s0=$(server_ticks)
+  read -r b0 i0 <<<"$(cpu_ticks)"
+  # time's figure includes its child (timeout) and that one's child (the tool): wait4 adds the
+  # usage of reaped descendants. --foreground lets Ctrl-C reach the tool. All on the client CPU.
+  # httperf prints a warning about FD_SETSIZE on stderr: kept with its output, not shown.
+  taskset -c "$CLIENT_CPU" /usr/bin/time -f '%U %S %e %M' -o "$base.cpu" \
+    timeout --foreground -k 5 "$GRACE" "${cmd[@]}" >"$base.out" 2>"$base.err" ||
+    { cat "$base.err" >&2; die "$tool failed: ${cmd[*]}"; }
+  s1=$(server_ticks)
+  read -r b1 i1 <<<"$(cpu_ticks)"
+  [ -s "$base.out" ] || die "$tool printed no result: ${cmd[*]}"
+  echo "$tool $rate $round $((s1 - s0)) $tw $((b1 - b0)) $((i1 - i0))" >>"$work/runs"
+  printf '%s\n' "${cmd[*]}" >"$base.cmd"
+}
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs:" \
+  "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)"
+echo "# $("$NGINX" -v 2>&1), $(httperf --version 2>/dev/null | sed -n 's/.*\(httperf-[0-9.]*\).*/\1/p' | head -n1)," \
+  "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# RATES=\"${rates[*]}\" DURATION=$DURATION ROUNDS=$ROUNDS TOOLS=\"${tools[*]}\"," \
+  "nginx on CPU $SERVER_CPU, clients on CPU $CLIENT_CPU, open files $nofile," \
+  "ephemeral ports $(tr '\t' - </proc/sys/net/ipv4/ip_local_port_range)," \
+  "tcp_tw_reuse=$(cat /proc/sys/net/ipv4/tcp_tw_reuse)"
+
+for ((i = 0; i < ${#runs[@]}; i++)); do
+  read -r tool rate round <<<"${runs[i]}"
+  run "$tool" "$rate" "$round" "${ports[i]}"
+  sleep 1 # let the previous run's connections close before the next one connects
+done
+grep -q 'worker_connections are not enough\|setrlimit' "$work/error.log" 2>/dev/null &&
+  { echo "nginx's error log:"; grep 'worker_connections\|setrlimit' "$work/error.log" | sort -u | head -n5; }
+
+python3 - "$work" "$DURATION" "$ticks" "${tools[@]}" <<'EOF'
+import json, re, statistics, sys
+
+work, duration, ticks, tools = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+
+def find(pattern, text, path):
+    m = re.search(pattern, text)
+    if not m:
+        sys.exit(f"rate-accuracy.sh: no match for {pattern!r} in the output of {path}")
+    return m.groups() if len(m.groups()) > 1 else m.group(1)
+
+rows = []
+for line in open(f"{work}/runs"):
+    tool, rate, rnd, sticks, tw, cbusy, cidle = line.split()
+    base = f"{work}/{tool}.{rate}.{rnd}"
+    text = open(f"{base}.out").read()
+    # GNU time puts a "Command exited with non-zero status" line first when there is one.
+    user, sys_, elapsed, rss_kb = open(f"{base}.cpu").read().splitlines()[-1].split()
+    cpu_s = float(user) + float(sys_)
+    r = {"tool": tool, "rate": int(rate), "round": int(rnd), "elapsed": float(elapsed),
+         "cpu_s": cpu_s, "busy": cpu_s / float(elapsed), "rss_mb": int(rss_kb) / 1024,
+         "server": int(sticks) / ticks / float(elapsed), "time_wait": int(tw),
+         "cpu0": int(cbusy) / max(1, int(cbusy) + int(cidle))}
+    if tool.startswith("loadlab"):
+        try:
+            j = json.loads(text)
+        except ValueError as e:
+            sys.exit(f"rate-accuracy.sh: {base}.out is not loadlab's JSON ({e})")
+        rate_ = j["rate"]
+        r.update(offered=rate_["offered_rps"], achieved=rate_["achieved_rps"],
+                 sent=rate_.get("sent_rps"), late_p99=rate_["late_p99_us"],
+                 late_max=rate_["late_max_us"], not_sent=rate_["not_sent"],
+                 kept=rate_["schedule_kept"], completed=j["requests"]["completed"],
+                 errors=j["requests"]["failed"], own_cpu=j["client"]["cpu_us_per_request"],
+                 saturated=j["client"]["saturated"], peak=j["connections"]["peak"],
+                 warnings=j["warnings"])
+    else:
+        conns, reqs, replies, tdur = find(
+            r"Total: connections (\d+) requests (\d+) replies (\d+) test-duration ([\d.]+) s",
+            text, base)
+        hu, hs, htot = find(r"CPU time \[s\]: user ([\d.]+) system ([\d.]+) "
+                            r"\(user [\d.]+% system [\d.]+% total ([\d.]+)%\)", text, base)
+        completed, tdur = int(replies), float(tdur)
+        r.update(offered=float(rate), sent=float(find(r"Request rate: ([\d.]+) req/s", text, base)),
+                 achieved=completed / tdur, late_p99=None, late_max=None,
+                 # httperf counts a connection it could not open (fd-unavail, ...) as an error,
+                 # not as a request: those requests were never sent.
+                 not_sent=int(rate) * duration - int(reqs), kept=None, completed=completed,
+                 errors=int(find(r"Errors: total (\d+)", text, base)),
+                 own_cpu=(float(hu) + float(hs)) * 1e6 / completed if completed else None,
+                 saturated=float(htot) > 90, peak=int(find(r"<=(\d+) concurrent", text, base)),
+                 warnings=[], httperf_busy=float(htot),
+                 reply_rate=find(r"Reply rate \[replies/s\]: min ([\d.]+) avg ([\d.]+) max ([\d.]+)"
+                                 r" stddev ([\d.]+) \((\d+) samples\)", text, base))
+    r["time_cpu"] = cpu_s * 1e6 / r["completed"] if r["completed"] else None
+    rows.append(r)
+
+def f(v, fmt):
+    return "-" if v is None else format(v, fmt)
+
+print(f"\n{'tool':11} {'rate':>6} {'rnd':>3} {'offered':>8} {'sent':>8} {'achieved':>9} {'ach/off':>8}"
+      f" {'late_p99':>9} {'late_max':>9} {'not_sent':>8} {'errors':>6} {'peak_conn':>9}"
+      f" {'cpu_us/req':>10} {'time_us/req':>11} {'client_cpu':>10} {'server_cpu':>10}"
+      f" {'cpu0_busy':>9} {'saturated':>9} {'TIME_WAIT':>9}")
+for r in rows:
+    print(f"{r['tool']:11} {r['rate']:>6} {r['round']:>3} {r['offered']:>8.0f} {f(r['sent'], '.0f'):>8}"
+          f" {r['achieved']:>9.1f} {r['achieved'] / r['offered'] * 100:>7.2f}%"
+          f" {f(r['late_p99'], 'd'):>9} {f(r['late_max'], 'd'):>9} {r['not_sent']:>8}"
+          f" {r['errors']:>6} {r['peak']:>9} {f(r['own_cpu'], '.2f'):>10} {f(r['time_cpu'], '.2f'):>11}"
+          f" {r['busy'] * 100:>9.0f}% {r['server'] * 100:>9.0f}% {r['cpu0'] * 100:>8.0f}%"
+          f" {str(r['saturated']).lower():>9}"
+          f" {r['time_wait']:>9}")
+print("""
+cpu_us/req: the tool's own figure (loadlab: client.cpu_us_per_request in its JSON, over the
+  measured window; httperf: its 'CPU time' user+system over its replies). time_us/req: user+sys
+  from /usr/bin/time over the whole process, divided by the completed requests (replies).
+  achieved: loadlab's rate.achieved_rps; httperf's replies / test-duration. late_*: microseconds
+  behind schedule (loadlab only). server_cpu: the nginx worker's CPU over the run's wall time.
+  cpu0_busy: the client's CPU busy with anything (all processes, interrupts, steal) during the
+  run: far above client_cpu means other processes competed with the client.""")
+
+def med(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+rates = sorted({r["rate"] for r in rows})
+rounds = sorted({r["round"] for r in rows})
+by = {(r["tool"], r["rate"], r["round"]): r for r in rows}
+print("\nmedians over rounds, and loadlab/httperf CPU µs per request (time_us/req, median of"
+      " per-round ratios; below 1: loadlab is cheaper)")
+print(f"{'rate':>6} " + " ".join(f"{t + ' ach/off':>20} {t + ' us/req':>19}" for t in tools)
+      + ("  loadlab-new/httperf  loadlab/httperf" if "httperf" in tools else ""))
+for rate in rates:
+    line = f"{rate:>6} "
+    for t in tools:
+        rs = [by[t, rate, n] for n in rounds if (t, rate, n) in by]
+        ach = med(r["achieved"] / r["offered"] * 100 for r in rs)
+        cpu = med(r["time_cpu"] for r in rs)
+        line += f" {f(ach, '.2f') + '%':>19} {f(cpu, '.2f'):>19}"
+    if "httperf" in tools:
+        for t in ("loadlab-new", "loadlab"):
+            ratios = [by[t, rate, n]["time_cpu"] / by["httperf", rate, n]["time_cpu"]
+                      for n in rounds if (t, rate, n) in by and by[t, rate, n]["time_cpu"]
+                      and by["httperf", rate, n]["time_cpu"]]
+            line += f" {f(med(ratios), '.2f'):>20}" if t == "loadlab-new" else f" {f(med(ratios), '.2f'):>16}"
+    print(line)
+
+print("\nnotes")
+# httperf and loadlab-new do the same work (a connection per request) at the same rate: CPU use
+# several times loadlab-new's, at a rate low enough for either, is httperf polling, not working.
+if "httperf" in tools and "loadlab-new" in tools:
+    lo = min(rates)
+    h = med(by["httperf", lo, n]["busy"] for n in rounds if ("httperf", lo, n) in by)
+    l = med(by["loadlab-new", lo, n]["busy"] for n in rounds if ("loadlab-new", lo, n) in by)
+    if h and l and h > 5 * l:
+        print(f"- at {lo} req/s httperf used {h * 100:.0f}% of its CPU for the work loadlab-new did"
+              f" with {l * 100:.0f}%: httperf busy-polls (it calls select() with a zero timeout in"
+              " a loop between sends; strace counts about 150 pselect6 calls per request at 1000"
+              " req/s), up to 100% of a CPU whatever the rate, so at low rates its CPU per request"
+              " is about 10^6 / rate µs and measures the polling, not the work.")
+for r in rows:
+    what = f"{r['tool']} at {r['rate']} req/s (round {r['round']})"
+    if r["achieved"] < 0.995 * r["offered"]:
+        print(f"- {what}: achieved {r['achieved']:.0f} of {r['offered']:.0f} req/s"
+              f" ({r['achieved'] / r['offered'] * 100:.1f}%), errors {r['errors']}, not sent"
+              f" {r['not_sent']}, client CPU {r['busy'] * 100:.0f}%, nginx CPU {r['server'] * 100:.0f}%,"
+              f" peak connections {r['peak']}: this rate was not driven.")
+    for w in r["warnings"]:
+        print(f"- {what}: loadlab warns: {w}")
+
+print("\nmust reach (loadlab --rate, keep-alive): achieved within 0.5% of offered")
+for r in rows:
+    if r["tool"] == "loadlab":
+        ok = abs(r["achieved"] - r["offered"]) <= 0.005 * r["offered"]
+        print(f"  {r['rate']:>6} req/s round {r['round']}: {r['achieved'] / r['offered'] * 100:.2f}%"
+              f" {'yes' if ok else 'NO'}")
+if "httperf" in tools:
+    print("must reach: client CPU per request at most httperf's (time_us/req)")
+    for r in rows:
+        if r["tool"].startswith("loadlab") and ("httperf", r["rate"], r["round"]) in by:
+            h = by["httperf", r["rate"], r["round"]]
+            if r["time_cpu"] and h["time_cpu"]:
+                print(f"  {r['tool']:11} {r['rate']:>6} req/s round {r['round']}: {r['time_cpu']:.2f}"
+                      f" against {h['time_cpu']:.2f} µs {'yes' if r['time_cpu'] <= h['time_cpu'] else 'NO'}")
+EOF

@@ -1,0 +1,144 @@
+//! `loadlab report [RUN] -o FILE`: a stored run as one self-contained HTML file, or its verdict
+//! as JSON or CSV.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use loadlab_store::{RunId, Store};
+
+use crate::exit::{Failure, OK};
+use crate::run::{default_db, store_failure};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// The self-contained HTML report.
+    Html,
+    /// The verdict (per workload and load: each stack's medians with CIs, the comparisons).
+    Json,
+    /// Every cell's metrics, one row per cell.
+    Csv,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run's id (see `loadlab runs`); the latest run when omitted.
+    pub run: Option<i64>,
+    /// The SQLite store.
+    #[arg(long = "db")]
+    pub db: Option<PathBuf>,
+    /// Where to write; stdout for JSON and CSV when omitted, report.html for HTML.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    #[arg(long = "format", value_enum, default_value_t = ReportFormat::Html)]
+    pub format: ReportFormat,
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
+    let store = open_existing(args.db.as_deref())?;
+    let id = pick_run(&store, args.run)?;
+    match args.format {
+        ReportFormat::Html => {
+            let out = args.output.unwrap_or_else(|| PathBuf::from("report.html"));
+            write_report(&store, id, &out)?;
+            outln!("{}", out.display())?;
+        }
+        ReportFormat::Json => {
+            let cells = store.cells(id).map_err(store_failure)?;
+            let verdicts = loadlab_report::verdicts(&cells);
+            let text = serde_json::to_string_pretty(&verdicts)? + "\n";
+            emit(args.output.as_deref(), &text)?;
+        }
+        ReportFormat::Csv => {
+            let cells = store.cells(id).map_err(store_failure)?;
+            emit(args.output.as_deref(), &cells_csv(&cells))?;
+        }
+    }
+    Ok(OK)
+}
+
+/// Renders run `id` into `path`.
+pub fn write_report(store: &Store, id: RunId, path: &Path) -> anyhow::Result<()> {
+    let run = store.run(id).map_err(store_failure)?;
+    let cells = store.cells(id).map_err(store_failure)?;
+    let configs = store.configs(id).map_err(store_failure)?;
+    let html = loadlab_report::render_html(&run, &cells, &configs);
+    std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Opens a store that must already exist: reading commands never create one.
+pub fn open_existing(db: Option<&Path>) -> anyhow::Result<Store> {
+    let path = db.map(Path::to_path_buf).unwrap_or_else(default_db);
+    if !path.exists() {
+        return Err(Failure::Usage(format!(
+            "no store at {} (run `loadlab run` first, or pass --db)",
+            path.display()
+        ))
+        .into());
+    }
+    Store::open(&path).map_err(store_failure)
+}
+
+/// The run asked for, or the latest one.
+pub fn pick_run(store: &Store, run: Option<i64>) -> anyhow::Result<RunId> {
+    match run {
+        Some(id) => Ok(RunId(id)),
+        None => store
+            .latest_run()
+            .map_err(store_failure)?
+            .ok_or_else(|| Failure::Usage("the store holds no run yet".into()).into()),
+    }
+}
+
+fn emit(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
+    match path {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display())),
+        None => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            Ok(out.flush()?)
+        }
+    }
+}
+
+/// One row per cell: where, what load, and every metric (the union of names, sorted).
+fn cells_csv(cells: &[loadlab_store::CellRecord]) -> String {
+    let mut names: Vec<&str> =
+        cells.iter().flat_map(|c| c.metrics.keys().map(String::as_str)).collect();
+    names.sort_unstable();
+    names.dedup();
+    let quote = |s: &str| {
+        if s.contains([',', '"', '\n']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_string()
+        }
+    };
+    let mut out = String::from("ordinal,stack,workload,load,repetition,duration_s");
+    for n in &names {
+        out.push(',');
+        out.push_str(n);
+    }
+    out.push('\n');
+    for c in cells {
+        let load = serde_json::to_string(&c.load).unwrap_or_default();
+        out.push_str(&format!(
+            "{},{},{},{},{},{:.3}",
+            c.ordinal,
+            quote(&c.stack),
+            quote(&c.workload),
+            quote(&load),
+            c.repetition,
+            c.duration_s
+        ));
+        for n in &names {
+            out.push(',');
+            if let Some(v) = c.metrics.get(*n).filter(|v| v.is_finite()) {
+                out.push_str(&v.to_string());
+            }
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,132 @@
+//! The page as a whole: escaping of everything that came from outside, no URL, and the parts a
+//! reader looks for.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use loadlab_store::{ConfigRecord, Environment, Flag, Run, RunId, RunStatus, Sample};
+
+use super::*;
+use crate::testcell::{flagged, reps};
+
+const EVIL: &str = "<script>alert('x')</script>";
+
+fn run() -> Run {
+    Run {
+        id: RunId(7),
+        suite: "classic".into(),
+        started_at: UNIX_EPOCH + Duration::from_secs(1_750_000_000),
+        finished_at: Some(UNIX_EPOCH + Duration::from_secs(1_750_000_300)),
+        status: RunStatus::Finished,
+        environment: Environment {
+            hostname: "lab1".into(),
+            cpu_count: 2,
+            loadlab_version: "0.1.0".into(),
+            ..Environment::default()
+        },
+    }
+}
+
+fn samples() -> Vec<Sample> {
+    (0..5)
+        .map(|s| Sample {
+            tier: "nginx".into(),
+            t_ms: s * 1_000,
+            cpu_user_s: s as f64 * 0.3,
+            cpu_sys_s: s as f64 * 0.1,
+            rss_bytes: 20_000_000,
+            processes: 3,
+            loadavg: 0.5,
+            machine_cpu: 0.6,
+        })
+        .collect()
+}
+
+#[test]
+fn text_from_servers_and_configs_is_escaped() {
+    let stack = format!("nginx{EVIL}");
+    let mut cells = reps(&stack, &format!("static{EVIL}"), 10, &[100.0, 101.0, 102.0]);
+    cells.extend(reps(&stack, &format!("static{EVIL}"), 50, &[300.0, 301.0, 302.0]));
+    cells.extend(reps("apache", &format!("static{EVIL}"), 10, &[90.0, 91.0, 92.0]));
+    cells[0].knobs.insert(EVIL.into(), serde_json::json!(EVIL));
+    cells[0].samples = samples();
+    cells[0].samples[2].tier = EVIL.into();
+    cells[1] = flagged(cells[1].clone(), Flag::Other(EVIL.into()), EVIL);
+    let configs = vec![ConfigRecord {
+        stack: stack.clone(),
+        tier: EVIL.into(),
+        kind: "config".into(),
+        name: EVIL.into(),
+        content: format!("server {{ # {EVIL} \"&\" }}"),
+    }];
+    let mut r = run();
+    r.suite = EVIL.into();
+    r.environment.hostname = EVIL.into();
+    r.environment.packages.insert(EVIL.into(), EVIL.into());
+    let html = render_html(&r, &cells, &configs);
+    assert!(!html.to_lowercase().contains("<script"), "raw script tag in the report");
+    assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+    assert!(html.contains("server { # &lt;script&gt;"));
+    assert!(html.contains("&quot;&amp;&quot;"));
+}
+
+#[test]
+fn the_page_fetches_nothing() {
+    let mut cells = reps("nginx", "static", 10, &[100.0, 101.0, 102.0]);
+    cells.extend(reps("nginx", "static", 50, &[300.0, 301.0, 302.0]));
+    cells[0].samples = samples();
+    let html = render_html(&run(), &cells, &[]);
+    for needle in ["http:", "https:", "src=", "url(", "@import", "<link", "<script", "//cdn"] {
+        assert!(!html.contains(needle), "found {needle:?}");
+    }
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<meta charset=\"utf-8\">"));
+}
+
+#[test]
+fn verdict_flags_and_charts_are_on_the_page() {
+    let mut cells = reps("nginx", "static", 10, &[1_000.0; 7]);
+    cells.extend(reps("apache", "static", 10, &[500.0; 7]));
+    cells.extend(reps("nginx", "static", 50, &[1_500.0; 7]));
+    cells.extend(reps("apache", "static", 50, &[700.0; 7]));
+    cells[20] = flagged(cells[20].clone(), Flag::ClientSaturated, "client CPU 99%");
+    cells[3].samples = samples();
+    let html = render_html(&run(), &cells, &[]);
+    assert!(
+        html.contains("<span class=\"winner\">nginx</span> 2.00× the req/s of apache"),
+        "{html}"
+    );
+    assert!(html.contains("nginx rep 6: client_saturated: client CPU 99%"));
+    assert!(html.contains("⚠ nginx: client_saturated in repetition 6: client CPU 99%"));
+    assert!(html.contains("1 of 28 cells carry a trust flag"));
+    // Throughput by concurrency, one spectrum, one resource chart.
+    assert_eq!(html.matches("<figure class=\"chart\" data-chart>").count(), 3);
+    assert_eq!(html.matches("<svg ").count(), 3);
+    assert!(!html.contains("<p class=\"chart-error\">"), "{html}");
+    assert!(html.contains("Requests per second:    1000.00 [#/sec] (mean)"));
+}
+
+#[test]
+fn a_run_without_cells_still_renders() {
+    let html = render_html(&run(), &[], &[]);
+    assert!(html.contains("No cell of this run has finished yet."));
+    assert!(!html.contains("<svg "));
+    assert!(html.trim_end().ends_with("</html>"));
+}
+
+#[test]
+fn zero_latency_on_a_log_axis_draws_no_infinite_point() {
+    // p99 from 1 µs to 100 ms spans five decades: a log axis, where a zero cannot go.
+    let mut cells = reps("nginx", "static", 10, &[100.0, 101.0, 102.0]);
+    cells.extend(reps("nginx", "static", 50, &[300.0, 301.0, 302.0]));
+    for (i, c) in cells.iter_mut().enumerate() {
+        let p99 = if i < 3 { 0.0 } else { 100_000.0 };
+        c.metrics.insert(loadlab_store::metric::P99_US.into(), p99);
+        c.metrics.insert(loadlab_store::metric::P50_US.into(), 1.0 + i as f64);
+    }
+    let html = render_html(&run(), &cells, &[]);
+    assert!(!html.contains("<p class=\"chart-error\">"), "{html}");
+    for svg in html.split("<svg ").skip(1) {
+        let svg = &svg[..svg.find("</svg>").expect("a closed svg")];
+        assert!(!svg.contains("inf") && !svg.contains("NaN"), "{svg}");
+    }
+}

@@ -1,0 +1,32 @@
+//! loadlab's report: from a stored run to a verdict a person can act on.
+//!
+//! - [`verdict`] groups a run's cells by workload and load, gives each stack's medians over
+//!   repetitions with 95% confidence intervals (req/s, p50, p99), names the winner with the
+//!   ratio of medians and its interval, tests significance (Mann-Whitney U, `~` at α = 0.05),
+//!   and carries every warning: underpowered comparisons, outlying repetitions, trust flags.
+//! - [`text`] prints the verdict as a terminal table and compares two runs benchstat-style
+//!   (`loadlab compare RUN_A RUN_B`).
+//! - [`render_html`] writes the whole report as one self-contained HTML file: inline CSS and
+//!   SVG charts, no script and no external URL, so it opens offline and can be mailed.
+//!   `plots.rs` decides what to plot from the cells, `charts.rs` draws it with plotters (SVG
+//!   backend only, no font features, so no fontconfig), `detail.rs` writes each cell's figures
+//!   in ab's and httperf's layouts, `html.rs` puts the page together and escapes all text.
+//!
+//! It reads only the store's data types ([`loadlab_store`]); it knows nothing of the engine
+//! or the lab, and does no I/O.
+
+mod charts;
+mod detail;
+pub mod format;
+pub mod group;
+mod html;
+mod plots;
+pub mod text;
+pub mod verdict;
+
+#[cfg(test)]
+mod testcell;
+
+pub use html::render_html;
+pub use text::{compare_runs, compare_table, verdict_table, RunDelta};
+pub use verdict::{verdicts, Comparison, Figure, GroupVerdict, Measure, StackSummary, Warning};

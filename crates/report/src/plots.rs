@@ -1,0 +1,498 @@
+//! What the report plots, from the cells: throughput and latency by concurrency, latency
+//! percentiles, a rate sweep's offered against achieved rate with latency and errors, and each
+//! stack's server CPU and memory per tier over the run. `charts.rs` draws them.
+//!
+//! A stack has one colour in every chart (its order of first appearance in the run), a tier
+//! one colour in every resource chart. A point that a trust flag touches is ringed in orange,
+//! so the warning sits on the number it concerns, as in the verdict table.
+
+use std::collections::BTreeMap;
+
+use loadlab_stats::knee::{self, Breach, Criteria, StepPoint};
+use loadlab_stats::summary::median;
+use loadlab_stats::Recorder;
+use loadlab_store::{metric, CellRecord, Flag, LoadModel, Run};
+
+use crate::charts::{
+    wants_log, Chart, Color, Line, Panel, Ticks, XAxis, REFERENCE, STACK_COLORS, TIER_COLORS,
+};
+use crate::format;
+use crate::group::{families, groups, stack_labels, Family, Group};
+use crate::verdict::{summarize, Measure, StackSummary};
+
+/// A chart with what the page shows around it.
+#[derive(Debug, Clone)]
+pub struct Plot {
+    pub title: String,
+    /// One or two sentences on how to read it.
+    pub note: String,
+    pub legend: Vec<LegendEntry>,
+    pub chart: Chart,
+}
+
+/// A legend item, drawn in HTML beside the chart (the page wraps it, the SVG never overlaps it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LegendEntry {
+    pub label: String,
+    pub color: Color,
+    pub dashed: bool,
+}
+
+/// Colours by stack and by tier, fixed for the whole report.
+#[derive(Debug, Clone)]
+pub struct Palette {
+    stacks: Vec<String>,
+    tiers: Vec<String>,
+}
+
+impl Palette {
+    pub fn new(cells: &[CellRecord]) -> Palette {
+        let mut stacks: Vec<String> = Vec::new();
+        for label in stack_labels(cells) {
+            if !stacks.contains(&label) {
+                stacks.push(label);
+            }
+        }
+        let mut tiers: Vec<String> =
+            cells.iter().flat_map(|c| c.samples.iter().map(|s| s.tier.clone())).collect();
+        tiers.sort();
+        tiers.dedup();
+        Palette { stacks, tiers }
+    }
+
+    pub fn stack(&self, stack: &str) -> Color {
+        let i = self.stacks.iter().position(|s| s == stack).unwrap_or(0);
+        STACK_COLORS[i % STACK_COLORS.len()]
+    }
+
+    pub fn tier(&self, tier: &str) -> Color {
+        let i = self.tiers.iter().position(|t| t == tier).unwrap_or(0);
+        TIER_COLORS[i % TIER_COLORS.len()]
+    }
+
+    /// Stacks in report order.
+    pub fn stacks(&self) -> &[String] {
+        &self.stacks
+    }
+}
+
+/// Every plot of a run, by section.
+#[derive(Debug, Clone, Default)]
+pub struct Plots {
+    pub throughput: Vec<Plot>,
+    pub latency: Vec<Plot>,
+    pub sweeps: Vec<Plot>,
+    pub resources: Vec<Plot>,
+}
+
+const WIDTH: u32 = 640;
+
+pub fn plots(run: &Run, cells: &[CellRecord], palette: &Palette) -> Plots {
+    let groups = groups(cells);
+    let mut out = Plots::default();
+    for f in families(&groups) {
+        let multi = f.points.len() > 1;
+        match f.model {
+            LoadModel::Closed if multi => {
+                out.throughput.push(by_concurrency(&f, palette));
+                out.latency.push(spectrum(f.points[f.points.len() - 1].1, palette));
+            }
+            LoadModel::Open | LoadModel::Session if multi => out.sweeps.push(sweep(&f, palette)),
+            _ => out.latency.extend(f.points.iter().map(|(_, g)| spectrum(g, palette))),
+        }
+    }
+    let labels = stack_labels(cells);
+    for stack in palette.stacks() {
+        let mine: Vec<&CellRecord> =
+            cells.iter().zip(&labels).filter(|(_, l)| *l == stack).map(|(c, _)| c).collect();
+        out.resources.extend(resources(run, stack, &mine, palette));
+    }
+    out
+}
+
+fn stack_entries(stacks: &[&str], palette: &Palette) -> Vec<LegendEntry> {
+    stacks
+        .iter()
+        .map(|s| LegendEntry { label: (*s).to_owned(), color: palette.stack(s), dashed: false })
+        .collect()
+}
+
+/// Stack labels of a family, in order of first appearance.
+fn family_stacks<'f>(f: &'f Family<'_, '_>) -> Vec<&'f str> {
+    let mut out: Vec<&str> = Vec::new();
+    for (_, g) in &f.points {
+        for s in &g.stacks {
+            if !out.contains(&s.stack.as_str()) {
+                out.push(&s.stack);
+            }
+        }
+    }
+    out
+}
+
+/// Each level's summary of `stack`, where it ran: (x, summary).
+fn level_summaries(
+    f: &Family<'_, '_>,
+    stack: &str,
+    x: impl Fn(usize) -> f64,
+) -> Vec<(f64, StackSummary)> {
+    f.points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, g))| {
+            g.stacks.iter().find(|s| s.stack == stack).map(|s| (x(i), summarize(s)))
+        })
+        .collect()
+}
+
+/// A line of `measure`'s medians, with intervals and flag rings; values scaled by `scale`.
+fn median_line(color: Color, points: &[(f64, StackSummary)], measure: Measure, scale: f64) -> Line {
+    let mut line = Line::new(color, Vec::new());
+    for (x, s) in points {
+        let f = s.figure(measure);
+        let Some(ci) = f.ci else { continue };
+        line.pieces[0].push((*x, ci.median * scale));
+        if ci.lo < ci.hi {
+            line.intervals.push((*x, ci.lo * scale, ci.hi * scale));
+        }
+        if !f.trusted() {
+            line.flagged.push((*x, ci.median * scale));
+        }
+    }
+    line
+}
+
+fn latency_panel(lines: Vec<Line>, desc: &str) -> Panel {
+    let ys = lines.iter().flat_map(|l| l.pieces.iter().flatten().map(|p| p.1));
+    let (lo, hi) = ys.fold((f64::INFINITY, 0.0f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
+    Panel { y_desc: desc.to_owned(), y_log: wants_log(lo, hi), from_zero: true, lines }
+}
+
+fn by_concurrency(f: &Family<'_, '_>, palette: &Palette) -> Plot {
+    let stacks = family_stacks(f);
+    let labels = f.points.iter().map(|(level, _)| format::count(*level)).collect();
+    let (mut rps, mut lat) = (Vec::new(), Vec::new());
+    for stack in &stacks {
+        let color = palette.stack(stack);
+        let points = level_summaries(f, stack, |i| i as f64);
+        rps.push(median_line(color, &points, Measure::Rps, 1.0));
+        lat.push(median_line(color, &points, Measure::P99, 1e-3));
+        let mut p50 = median_line(color, &points, Measure::P50, 1e-3);
+        p50.dashed = true;
+        p50.intervals.clear();
+        lat.push(p50);
+    }
+    let mut legend = stack_entries(&stacks, palette);
+    legend.push(LegendEntry { label: "p50 (dashed)".into(), color: REFERENCE, dashed: true });
+    Plot {
+        title: format!("{} · {}: throughput and latency by concurrency", f.workload, f.label),
+        note: "Medians over repetitions; whiskers are the 95% CI of the median (the range when \
+               fewer than 6 repetitions). Lower panel: p99 solid, p50 dashed."
+            .into(),
+        legend,
+        chart: Chart {
+            title: f.workload.clone(),
+            x_desc: f.level_name().into(),
+            x: XAxis::Categories(labels),
+            panels: vec![
+                Panel { y_desc: "requests/s".into(), y_log: false, from_zero: true, lines: rps },
+                latency_panel(lat, "latency (ms)"),
+            ],
+            width: WIDTH,
+            panel_height: 230,
+        },
+    }
+}
+
+/// The latency distribution of each stack at one load: all repetitions' histograms merged
+/// (HDR histograms merge exactly), plotted against the percentile on a scale of nines.
+fn spectrum(g: &Group<'_>, palette: &Palette) -> Plot {
+    let stacks: Vec<&str> = g.stacks.iter().map(|s| s.stack.as_str()).collect();
+    let mut lines = Vec::new();
+    for s in &g.stacks {
+        let mut merged = Recorder::new();
+        for c in &s.cells {
+            if let Some(r) = c.histograms.get("latency") {
+                merged.merge(r);
+            }
+        }
+        let color = palette.stack(&s.stack);
+        let mut line = if merged.is_empty() {
+            // No histogram stored: the summary percentiles still give a coarse curve.
+            let points = [(50.0, metric::P50_US), (90.0, metric::P90_US), (99.0, metric::P99_US)]
+                .iter()
+                .filter_map(|(p, name)| {
+                    let vs: Vec<f64> =
+                        s.cells.iter().filter_map(|c| c.metrics.get(*name).copied()).collect();
+                    median(&vs).map(|v| (nines(*p), v / 1e3))
+                })
+                .collect();
+            Line::new(color, points)
+        } else {
+            // Up to the percentile the sample can resolve: with n values, 1 - 1/n.
+            let top = (merged.count() as f64).log10().clamp(1.0, 5.0);
+            let steps = (top / 0.05).ceil() as usize;
+            let points = (0..=steps)
+                .map(|i| {
+                    let x = (i as f64 * 0.05).min(top);
+                    let p = 100.0 * (1.0 - 10f64.powf(-x));
+                    (x, merged.percentile(p) as f64 / 1e3)
+                })
+                .collect();
+            let mut line = Line::new(color, points);
+            line.markers = false;
+            line
+        };
+        if s.cells.iter().any(|c| !c.flags.is_empty()) {
+            line.flagged = line.pieces[0].last().copied().into_iter().collect();
+        }
+        lines.push(line);
+    }
+    Plot {
+        title: format!("{} · {}: latency percentiles", g.workload, g.load_label()),
+        note: "All repetitions merged. The x axis stretches the tail: each step is one more nine."
+            .into(),
+        legend: stack_entries(&stacks, palette),
+        chart: Chart {
+            title: g.workload.clone(),
+            x_desc: "percentile".into(),
+            x: XAxis::Numbers { ticks: Ticks::Nines, log: false },
+            panels: vec![latency_panel(lines, "latency (ms)")],
+            width: WIDTH,
+            panel_height: 300,
+        },
+    }
+}
+
+fn nines(percentile: f64) -> f64 {
+    -(1.0 - percentile / 100.0).log10()
+}
+
+/// The median over `cells` of what `f` reads from each.
+fn median_of(cells: &[&CellRecord], f: impl Fn(&CellRecord) -> Option<f64>) -> Option<f64> {
+    let vs: Vec<f64> = cells.iter().filter_map(|c| f(c)).filter(|v| v.is_finite()).collect();
+    median(&vs)
+}
+
+fn error_share(c: &CellRecord) -> Option<f64> {
+    let failed = c.metrics.get(metric::FAILED).or_else(|| c.metrics.get(metric::ERRORS))?;
+    let done = c.metrics.get(metric::COMPLETED).copied().unwrap_or(0.0);
+    let total = done + failed;
+    Some(if total > 0.0 { failed / total } else { 0.0 })
+}
+
+/// autobench's picture: offered rate on x, achieved rate against the diagonal, then p99 latency
+/// and errors; the knee (the last rate sustained, `loadlab_stats::knee`) is ringed.
+fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
+    let stacks = family_stacks(f);
+    // The offered request rate at each level: what the cells measured, else the plan's rate
+    // (times calls per connection for sessions).
+    let offered: Vec<f64> = f
+        .points
+        .iter()
+        .map(|(level, g)| {
+            let cells: Vec<&CellRecord> =
+                g.stacks.iter().flat_map(|s| s.cells.iter().copied()).collect();
+            let planned = level * g.load.calls_per_connection.unwrap_or(1) as f64;
+            median_of(&cells, |c| c.metrics.get(metric::OFFERED_RPS).copied()).unwrap_or(planned)
+        })
+        .collect();
+    let (mut achieved, mut p99, mut errors, mut knees) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let diagonal = Line {
+        markers: false,
+        dashed: true,
+        ..Line::new(
+            REFERENCE,
+            vec![
+                (offered[0], offered[0]),
+                (offered[offered.len() - 1], offered[offered.len() - 1]),
+            ],
+        )
+    };
+    achieved.push(diagonal);
+    for stack in &stacks {
+        let color = palette.stack(stack);
+        let (mut a, mut l, mut e) =
+            (Line::new(color, vec![]), Line::new(color, vec![]), Line::new(color, vec![]));
+        let mut steps = Vec::new();
+        for (i, (_, g)) in f.points.iter().enumerate() {
+            let Some(s) = g.stacks.iter().find(|s| s.stack == *stack) else { continue };
+            let x = offered[i];
+            let got = median_of(&s.cells, |c| {
+                c.metrics.get(metric::ACHIEVED_RPS).or_else(|| c.metrics.get(metric::RPS)).copied()
+            });
+            let lat = median_of(&s.cells, |c| Measure::P99.value(c));
+            let err = median_of(&s.cells, error_share).unwrap_or(0.0);
+            let flagged = s.cells.iter().any(|c| !c.flags.is_empty());
+            if let Some(v) = got {
+                a.pieces[0].push((x, v));
+                if flagged {
+                    a.flagged.push((x, v));
+                }
+            }
+            if let Some(v) = lat {
+                l.pieces[0].push((x, v / 1e3));
+            }
+            e.pieces[0].push((x, err * 100.0));
+            let limited = s
+                .cells
+                .iter()
+                .flat_map(|c| &c.flags)
+                .any(|t| matches!(t.flag, Flag::ClientSaturated | Flag::FdExhausted));
+            steps.push((
+                x,
+                got,
+                StepPoint {
+                    offered_rps: x,
+                    achieved_rps: got.unwrap_or(0.0),
+                    error_ratio: err,
+                    p99_us: lat.unwrap_or(0.0) as u64,
+                    client_limited: limited,
+                },
+            ));
+        }
+        let points: Vec<StepPoint> = steps.iter().map(|s| s.2).collect();
+        let k = knee::find(&points, &Criteria::default());
+        match k.last_good {
+            Some(i) => {
+                if let Some(v) = steps[i].1 {
+                    a.marked.push((steps[i].0, v));
+                }
+                let then = k
+                    .first_bad
+                    .map_or(String::new(), |(_, b)| format!(" (above it, {})", breach_name(b)));
+                knees.push(format!("{stack} sustains {} req/s{then}", format::count(steps[i].0)));
+            }
+            None => knees.push(format!("{stack} sustains none of the rates")),
+        }
+        achieved.push(a);
+        p99.push(l);
+        errors.push(e);
+    }
+    let mut legend = stack_entries(&stacks, palette);
+    legend.push(LegendEntry { label: "achieved = offered".into(), color: REFERENCE, dashed: true });
+    Plot {
+        title: format!("{} · {}: offered against achieved rate", f.workload, f.label),
+        note: format!(
+            "Medians over repetitions; a large ring marks the knee, the highest rate sustained \
+             (achieved ≥ 99% of offered, no errors): {}.",
+            knees.join("; ")
+        ),
+        legend,
+        chart: Chart {
+            title: f.workload.clone(),
+            x_desc: "offered rate (req/s)".into(),
+            x: XAxis::Numbers { ticks: Ticks::Number, log: false },
+            panels: vec![
+                Panel {
+                    y_desc: "achieved (req/s)".into(),
+                    y_log: false,
+                    from_zero: true,
+                    lines: achieved,
+                },
+                latency_panel(p99, "p99 latency (ms)"),
+                Panel { y_desc: "errors (%)".into(), y_log: false, from_zero: true, lines: errors },
+            ],
+            width: WIDTH,
+            panel_height: 190,
+        },
+    }
+}
+
+fn breach_name(b: Breach) -> &'static str {
+    match b {
+        Breach::Throughput => "the achieved rate falls behind",
+        Breach::Errors => "errors appear",
+        Breach::Latency => "p99 exceeds the objective",
+        Breach::ClientLimited => "the client was the limit",
+    }
+}
+
+/// One stack's tiers over the run: CPU (percent of one core, from the change in CPU time
+/// between two samples) and resident memory, with the whole machine's busy CPU for context.
+/// `None` when the stack has no samples.
+fn resources(run: &Run, stack: &str, cells: &[&CellRecord], palette: &Palette) -> Option<Plot> {
+    if cells.iter().all(|c| c.samples.is_empty()) {
+        return None;
+    }
+    let minutes = |c: &CellRecord, t_ms: u64| {
+        let start = c.started_at.duration_since(run.started_at).unwrap_or_default();
+        (start.as_secs_f64() + t_ms as f64 / 1e3) / 60.0
+    };
+    let cores = f64::from(run.environment.cpu_count.max(1));
+    let mut cpu: BTreeMap<&str, Line> = BTreeMap::new();
+    let mut rss: BTreeMap<&str, Line> = BTreeMap::new();
+    let mut machine = Line { dashed: true, markers: false, ..Line::new(REFERENCE, Vec::new()) };
+    machine.pieces.clear();
+    let mut ordered: Vec<&&CellRecord> = cells.iter().collect();
+    ordered.sort_by_key(|c| c.started_at);
+    for c in ordered {
+        let mut by_tier: BTreeMap<&str, Vec<&loadlab_store::Sample>> = BTreeMap::new();
+        for s in &c.samples {
+            by_tier.entry(&s.tier).or_default().push(s);
+        }
+        let mut busy: BTreeMap<u64, f64> = BTreeMap::new();
+        for (tier, samples) in by_tier {
+            let new_line = || Line { markers: false, ..Line::new(palette.tier(tier), Vec::new()) };
+            let mut cpu_piece = Vec::new();
+            for w in samples.windows(2) {
+                let dt = (w[1].t_ms.saturating_sub(w[0].t_ms)) as f64 / 1e3;
+                let used = (w[1].cpu_user_s + w[1].cpu_sys_s) - (w[0].cpu_user_s + w[0].cpu_sys_s);
+                // A tier that restarted has a smaller CPU total: that interval is unknown.
+                if dt > 0.0 && used >= 0.0 {
+                    cpu_piece.push((minutes(c, w[1].t_ms), 100.0 * used / dt));
+                }
+            }
+            let rss_piece = samples
+                .iter()
+                .map(|s| (minutes(c, s.t_ms), s.rss_bytes as f64 / 1_048_576.0))
+                .collect();
+            cpu.entry(tier).or_insert_with(new_line).pieces.push(cpu_piece);
+            rss.entry(tier).or_insert_with(new_line).pieces.push(rss_piece);
+            for s in samples {
+                busy.insert(s.t_ms, s.machine_cpu);
+            }
+        }
+        machine
+            .pieces
+            .push(busy.iter().map(|(t, b)| (minutes(c, *t), b * cores * 100.0)).collect());
+    }
+    let mut legend: Vec<LegendEntry> = cpu
+        .keys()
+        .map(|t| LegendEntry { label: (*t).to_owned(), color: palette.tier(t), dashed: false })
+        .collect();
+    legend.push(LegendEntry { label: "whole machine".into(), color: REFERENCE, dashed: true });
+    let mut cpu_lines: Vec<Line> = cpu.into_values().collect();
+    cpu_lines.push(machine);
+    Some(Plot {
+        title: format!("{stack}: server CPU and memory per tier"),
+        note: format!(
+            "Each cell of the stack in the order it ran; gaps are other stacks' turns. 100% is \
+             one core ({} on this machine).",
+            run.environment.cpu_count
+        ),
+        legend,
+        chart: Chart {
+            title: stack.to_owned(),
+            x_desc: "time since the run started (min)".into(),
+            x: XAxis::Numbers { ticks: Ticks::Number, log: false },
+            panels: vec![
+                Panel {
+                    y_desc: "CPU (% of one core)".into(),
+                    y_log: false,
+                    from_zero: true,
+                    lines: cpu_lines,
+                },
+                Panel {
+                    y_desc: "resident memory (MiB)".into(),
+                    y_log: false,
+                    from_zero: true,
+                    lines: rss.into_values().collect(),
+                },
+            ],
+            width: WIDTH,
+            panel_height: 200,
+        },
+    })
+}

@@ -1,0 +1,68 @@
+//! Hand-made cells for unit tests: only the fields a test names are set, the rest is empty.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, UNIX_EPOCH};
+
+use loadlab_stats::Series;
+use loadlab_store::{metric, CellRecord, Flag, LoadModel, LoadSpec, TrustFlag};
+
+static ORDINAL: AtomicU32 = AtomicU32::new(0);
+
+/// A closed-loop cell of `stack` on `workload` at `connections`, measuring `rps` req/s.
+pub fn cell(
+    stack: &str,
+    workload: &str,
+    connections: u64,
+    repetition: u32,
+    rps: f64,
+) -> CellRecord {
+    let mut load = LoadSpec::new(LoadModel::Closed);
+    load.connections = Some(connections);
+    load.duration_s = Some(10.0);
+    with_load(stack, workload, load, repetition, &[(metric::RPS, rps)])
+}
+
+/// An open-loop cell at `rate` req/s measuring `p99_us`.
+pub fn open_cell(stack: &str, workload: &str, rate: f64, repetition: u32, p99: f64) -> CellRecord {
+    let mut load = LoadSpec::new(LoadModel::Open);
+    load.rate = Some(rate);
+    with_load(stack, workload, load, repetition, &[(metric::RPS, rate), (metric::P99_US, p99)])
+}
+
+/// A cell with `load` and exactly `metrics`.
+pub fn with_load(
+    stack: &str,
+    workload: &str,
+    load: LoadSpec,
+    repetition: u32,
+    metrics: &[(&str, f64)],
+) -> CellRecord {
+    let ordinal = ORDINAL.fetch_add(1, Ordering::Relaxed);
+    CellRecord {
+        ordinal,
+        stack: stack.to_owned(),
+        knobs: BTreeMap::new(),
+        workload: workload.to_owned(),
+        load,
+        repetition,
+        started_at: UNIX_EPOCH + Duration::from_secs(1_750_000_000 + u64::from(ordinal) * 15),
+        duration_s: 10.0,
+        metrics: metrics.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+        histograms: BTreeMap::new(),
+        series: Series::default(),
+        samples: Vec::new(),
+        flags: Vec::new(),
+    }
+}
+
+/// `cells` of `stack` with one repetition per value.
+pub fn reps(stack: &str, workload: &str, connections: u64, rps: &[f64]) -> Vec<CellRecord> {
+    rps.iter().enumerate().map(|(i, &v)| cell(stack, workload, connections, i as u32, v)).collect()
+}
+
+/// Raises `flag` on `c`.
+pub fn flagged(mut c: CellRecord, flag: Flag, detail: &str) -> CellRecord {
+    c.flags.push(TrustFlag { flag, detail: detail.to_owned() });
+    c
+}

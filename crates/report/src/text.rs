@@ -1,0 +1,382 @@
+//! Plain-text tables for the terminal: the verdict at the end of `loadlab run`, and
+//! `loadlab compare RUN_A RUN_B`, which reads like benchstat: per workload, load and stack, the
+//! old and new median ± the CI's half-width in percent, the change, and the p-value, or `~`
+//! when the difference is not significant at α = 0.05.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use loadlab_stats::ci::MedianCi;
+use loadlab_stats::mann_whitney::{mann_whitney_u, min_p_value, MannWhitney};
+use loadlab_store::CellRecord;
+use serde::Serialize;
+
+use crate::format;
+use crate::group::{groups, load_key};
+use crate::verdict::{summarize, CellFlag, GroupVerdict, Measure, StackSummary, Warning, ALPHA};
+
+/// One stack's figure in two runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunDelta {
+    pub workload: String,
+    pub load_label: String,
+    pub stack: String,
+    pub measure: Measure,
+    /// `None` when the run has no such cell or no value of the measure.
+    pub old: Option<MedianCi>,
+    pub new: Option<MedianCi>,
+    /// new / old - 1.
+    pub change: Option<f64>,
+    pub test: Option<MannWhitney>,
+    pub significant: bool,
+    /// No outcome of these repetition counts could be significant.
+    pub underpowered: bool,
+    pub old_flags: Vec<CellFlag>,
+    pub new_flags: Vec<CellFlag>,
+}
+
+/// Every (workload, load, stack, measure) of either run, old against new: the old run's order
+/// first, then what only the new run has.
+pub fn compare_runs(old: &[CellRecord], new: &[CellRecord]) -> Vec<RunDelta> {
+    type Key = (String, String, String);
+    let summaries = |cells: &[CellRecord]| -> Vec<(Key, String, StackSummary)> {
+        groups(cells)
+            .iter()
+            .flat_map(|g| {
+                g.stacks.iter().map(|s| {
+                    let key = (g.workload.clone(), load_key(&g.load), s.stack.clone());
+                    (key, g.load_label(), summarize(s))
+                })
+            })
+            .collect()
+    };
+    let old = summaries(old);
+    let new = summaries(new);
+    let new_at: HashMap<&Key, usize> = new.iter().enumerate().map(|(i, n)| (&n.0, i)).collect();
+    let old_keys: HashMap<&Key, ()> = old.iter().map(|o| (&o.0, ())).collect();
+
+    let mut pairs: Vec<(&Key, &str, Option<&StackSummary>, Option<&StackSummary>)> = old
+        .iter()
+        .map(|(k, label, s)| (k, label.as_str(), Some(s), new_at.get(k).map(|&i| &new[i].2)))
+        .collect();
+    pairs.extend(
+        new.iter()
+            .filter(|(k, ..)| !old_keys.contains_key(k))
+            .map(|(k, label, s)| (k, label.as_str(), None, Some(s))),
+    );
+    let mut out = Vec::new();
+    for (key, label, a, b) in pairs {
+        for measure in Measure::ALL {
+            let values = |s: Option<&StackSummary>| {
+                s.map(|s| s.figure(measure).values.clone()).unwrap_or_default()
+            };
+            let (va, vb) = (values(a), values(b));
+            let ci = |s: Option<&StackSummary>| s.and_then(|s| s.figure(measure).ci);
+            let (old_ci, new_ci) = (ci(a), ci(b));
+            let test = mann_whitney_u(&va, &vb);
+            let change = match (old_ci, new_ci) {
+                (Some(o), Some(n)) if o.median != 0.0 => Some(n.median / o.median - 1.0),
+                _ => None,
+            };
+            let flags = |s: Option<&StackSummary>| s.map(|s| s.flags.clone()).unwrap_or_default();
+            out.push(RunDelta {
+                workload: key.0.clone(),
+                load_label: label.to_owned(),
+                stack: key.2.clone(),
+                measure,
+                old: old_ci,
+                new: new_ci,
+                change,
+                significant: test.is_some_and(|t| t.significant(ALPHA)),
+                underpowered: !va.is_empty()
+                    && !vb.is_empty()
+                    && min_p_value(va.len(), vb.len()) > ALPHA,
+                test,
+                old_flags: flags(a),
+                new_flags: flags(b),
+            });
+        }
+    }
+    out
+}
+
+/// `loadlab compare`'s table: one section per measure, benchstat's columns, a `!` beside a
+/// figure a trust flag touches (the flags are listed below the table) and `*` beside a median
+/// whose ± is the range because there were too few repetitions for an interval.
+pub fn compare_table(
+    old_name: &str,
+    old: &[CellRecord],
+    new_name: &str,
+    new: &[CellRecord],
+) -> String {
+    let deltas = compare_runs(old, new);
+    let mut out = String::new();
+    let mut notes = Notes::default();
+    for measure in Measure::ALL {
+        let mut t = Table::new(vec![
+            measure.name().to_owned(),
+            old_name.to_owned(),
+            new_name.to_owned(),
+            "vs base".to_owned(),
+        ]);
+        for d in deltas.iter().filter(|d| d.measure == measure) {
+            let name = format!("{} · {} · {}", d.workload, d.load_label, d.stack);
+            let old = median_pm(measure, d.old, &d.old_flags, &mut notes);
+            let new = median_pm(measure, d.new, &d.new_flags, &mut notes);
+            let n = |ci: Option<MedianCi>| ci.map_or(0, |c| c.n);
+            let change = match (d.change, d.test) {
+                (Some(c), Some(t)) => {
+                    let p = format!("({} n={}+{})", format::p_value(t.p_value), t.n1, t.n2);
+                    if d.significant {
+                        format!("{} {p}", format::delta(c))
+                    } else {
+                        if d.underpowered {
+                            notes.underpowered = true;
+                        }
+                        format!("~ {p}")
+                    }
+                }
+                _ => format!("(n={}+{})", n(d.old), n(d.new)),
+            };
+            t.row(vec![name, old, new, change]);
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&t.render());
+    }
+    notes.append(&mut out);
+    out
+}
+
+/// The verdict as the terminal summary of `loadlab run`: per workload and load, each stack's
+/// medians, then the winner line and the warnings.
+pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
+    let mut out = String::new();
+    let mut notes = Notes::default();
+    for (i, g) in verdicts.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "{} · {}", g.workload, g.load_label);
+        let mut header = vec!["  stack".to_owned()];
+        header.extend(Measure::ALL.iter().map(|m| m.name().to_owned()));
+        let mut t = Table::new(header);
+        for s in &g.stacks {
+            let mut row = vec![format!("  {}", s.stack)];
+            for m in Measure::ALL {
+                let f = s.figure(m);
+                row.push(median_pm(m, f.ci, &f.flags, &mut notes));
+            }
+            t.row(row);
+        }
+        out.push_str(&t.render());
+        if let Some(line) = headline(g) {
+            let _ = writeln!(out, "  → {line}");
+        }
+        for w in &g.warnings {
+            match w {
+                Warning::Underpowered { .. } => notes.underpowered = true,
+                // Marked `*` beside each figure it concerns.
+                Warning::NoMedianCi { .. } => {}
+                _ => {
+                    let _ = writeln!(out, "  ! {w}");
+                }
+            }
+        }
+    }
+    // The flags were listed under their groups already.
+    notes.flags.clear();
+    notes.append(&mut out);
+    out
+}
+
+/// "nginx: 1.99× the req/s of apache (95% CI 1.90–2.08), p=0.001", or the `~` form.
+pub fn headline(g: &GroupVerdict) -> Option<String> {
+    let c = g.headline()?;
+    let how = comparison_phrase(c.measure);
+    let ratio = c.ratio.map_or("?".to_owned(), |r| {
+        let what = if r.has_ci { "95% CI" } else { "range" };
+        let bounds = format::ratio_bounds(r.lo, r.hi);
+        format!("{} {how} {} ({what} {bounds})", format::ratio(r.ratio), c.worse)
+    });
+    let p = c.test.map_or(String::new(), |t| format!(", {}", format::p_value(t.p_value)));
+    Some(match &g.winner {
+        Some(w) => format!("{w} wins: {ratio}{p}"),
+        None => format!("~ no significant winner: {} has {ratio}{p}", c.better),
+    })
+}
+
+/// How a ratio of `measure` reads between two stack names: "2.0× the req/s of", "3.1× lower
+/// p99 than".
+pub fn comparison_phrase(measure: Measure) -> &'static str {
+    match measure {
+        Measure::Rps => "the req/s of",
+        Measure::P50 => "lower p50 than",
+        Measure::P99 => "lower p99 than",
+    }
+}
+
+/// "1,005 ± 1%", with `*` when ± is a range and `!` when a flag touches the figure.
+fn median_pm(
+    measure: Measure,
+    ci: Option<MedianCi>,
+    flags: &[CellFlag],
+    notes: &mut Notes,
+) -> String {
+    let Some(ci) = ci else { return "—".to_owned() };
+    let value = match measure {
+        Measure::Rps => format::count(ci.median),
+        Measure::P50 | Measure::P99 => format::micros(ci.median),
+    };
+    let spread = (ci.hi / ci.median - 1.0).max(1.0 - ci.lo / ci.median);
+    let mut s = match ci.relative_half_width() {
+        Some(w) => format!("{value} ± {}", format::percent(w)),
+        None if spread.is_finite() => format!("{value} ± {}", format::percent(spread)),
+        None => format!("{value} ± ∞"),
+    };
+    if !ci.has_ci {
+        s.push('*');
+        notes.range = true;
+    }
+    if !flags.is_empty() {
+        s.push('!');
+        notes.flags.extend(flags.iter().cloned());
+    }
+    s
+}
+
+/// Footnotes collected while a table is built.
+#[derive(Default)]
+struct Notes {
+    range: bool,
+    underpowered: bool,
+    flags: Vec<CellFlag>,
+}
+
+impl Notes {
+    fn append(mut self, out: &mut String) {
+        if self.range {
+            out.push_str(
+                "* fewer than 6 repetitions: ± is the range, not a 95% confidence interval\n",
+            );
+        }
+        if self.underpowered {
+            let n = loadlab_stats::mann_whitney::min_samples_for_significance(ALPHA);
+            let _ = writeln!(
+                out,
+                "~ with these repetition counts no difference can reach significance: need >= \
+                 {n} repetitions per side at α = {ALPHA}"
+            );
+        }
+        self.flags.sort_by(|a, b| (a.ordinal, a.flag.as_str()).cmp(&(b.ordinal, b.flag.as_str())));
+        self.flags.dedup();
+        for f in &self.flags {
+            let detail =
+                if f.detail.is_empty() { String::new() } else { format!(" ({})", f.detail) };
+            let _ = writeln!(out, "! {}, repetition {}: {}{detail}", f.stack, f.repetition, f.flag);
+        }
+    }
+}
+
+/// Columns padded to their widest cell (counting characters, not bytes: µ and ± are two bytes).
+struct Table {
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(header: Vec<String>) -> Table {
+        Table { rows: vec![header] }
+    }
+
+    fn row(&mut self, row: Vec<String>) {
+        self.rows.push(row);
+    }
+
+    fn render(&self) -> String {
+        let cols = self.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let widths: Vec<usize> = (0..cols)
+            .map(|i| {
+                self.rows
+                    .iter()
+                    .filter_map(|r| r.get(i))
+                    .map(|c| c.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        for r in &self.rows {
+            let mut line = String::new();
+            for (i, cell) in r.iter().enumerate() {
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                line.push_str(cell);
+                let pad = widths[i] - cell.chars().count();
+                line.push_str(&" ".repeat(pad));
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testcell::{flagged, reps};
+    use crate::verdict::verdicts;
+    use loadlab_store::Flag;
+
+    const OLD: [f64; 7] = [1_010.0, 990.0, 1_005.0, 1_020.0, 1_000.0, 995.0, 1_015.0];
+    const NEW: [f64; 7] = [1_210.0, 1_190.0, 1_205.0, 1_220.0, 1_200.0, 1_195.0, 1_215.0];
+
+    #[test]
+    fn compare_reads_like_benchstat() {
+        let old = reps("nginx", "static", 50, &OLD);
+        let mut new = reps("nginx", "static", 50, &NEW);
+        new.extend(reps("apache", "static", 50, &OLD[..3]));
+        let deltas = compare_runs(&old, &new);
+        let rps = &deltas[0];
+        assert_eq!((rps.stack.as_str(), rps.measure), ("nginx", Measure::Rps));
+        assert!((rps.change.unwrap() - (1_205.0 / 1_005.0 - 1.0)).abs() < 1e-12);
+        assert!(rps.significant);
+        // Only in the new run: listed after, with nothing to compare.
+        let apache = deltas.iter().find(|d| d.stack == "apache").unwrap();
+        assert!(apache.old.is_none() && apache.change.is_none() && !apache.significant);
+
+        let table = compare_table("run 3", &old, "run 5", &new);
+        let first = table.lines().nth(1).unwrap();
+        assert!(first.starts_with("static · closed, 50 conn, 10 s · nginx"), "{table}");
+        assert!(first.contains("1,005 ± 1%"), "{table}");
+        assert!(first.contains("1,205 ± 1%"), "{table}");
+        assert!(first.contains("+19.9% (p=0.001 n=7+7)"), "{table}");
+        assert!(table.contains("—"), "{table}");
+        assert!(table.contains("n=0+3"), "{table}");
+    }
+
+    #[test]
+    fn compare_marks_noise_ranges_and_flags() {
+        let old = reps("nginx", "static", 50, &OLD[..3]);
+        let mut new = reps("nginx", "static", 50, &NEW[..3]);
+        new[1] = flagged(new[1].clone(), Flag::Errors, "12 connreset");
+        let table = compare_table("a", &old, "b", &new);
+        assert!(table.contains("~ (p=0.100 n=3+3)"), "{table}");
+        assert!(table.contains("1,205 ± 1%*!"), "{table}");
+        assert!(table.contains("* fewer than 6 repetitions"), "{table}");
+        assert!(table.contains("need >= 4 repetitions per side"), "{table}");
+        assert!(table.contains("! nginx, repetition 1: errors (12 connreset)"), "{table}");
+    }
+
+    #[test]
+    fn verdict_table_names_the_winner() {
+        let mut cells = reps("nginx", "static", 50, &NEW);
+        cells.extend(reps("apache", "static", 50, &OLD));
+        let text = verdict_table(&verdicts(&cells));
+        assert!(text.starts_with("static · closed, 50 conn, 10 s\n"), "{text}");
+        assert!(text.contains("nginx wins: 1.20× the req/s of apache (95% CI"), "{text}");
+        assert!(text.contains("p=0.001"), "{text}");
+    }
+}

@@ -1,0 +1,464 @@
+//! The verdict: per workload and load, each stack's medians over repetitions with their 95%
+//! confidence intervals, the winner with the ratio of medians and its interval, whether the
+//! difference is significant (Mann-Whitney U, α = 0.05), and every warning a reader needs
+//! before acting on a number: too few repetitions, outlying repetitions, and trust flags.
+//!
+//! Everything here is a pure function of the cells, so it is tested with hand-made ones.
+//!
+//! Which measure crowns the winner depends on the load model. Under a closed load (ab, wrk)
+//! the server sets the pace, so the stack with more requests per second wins. Under an open
+//! load or httperf's sessions the client sets the rate, so every stack that keeps up shows the
+//! same throughput; the one that answers faster at the tail (p99) wins, and one that falls
+//! behind shows it there too, since latency is counted from when each request was due.
+
+use loadlab_stats::ci::{median_ci, median_ratio_ci, MedianCi, RatioCi};
+use loadlab_stats::mann_whitney::{mann_whitney_u, min_p_value, MannWhitney};
+use loadlab_stats::outliers::outlier_indices;
+use loadlab_stats::summary::median;
+use loadlab_store::{metric, CellRecord, Flag, LoadModel, LoadSpec};
+use serde::Serialize;
+
+use crate::format;
+use crate::group::{groups, StackCells};
+
+/// The level of every confidence interval in the report.
+pub const CONFIDENCE: f64 = 0.95;
+/// The significance level of every test in the report.
+pub const ALPHA: f64 = 0.05;
+
+/// How far from the median an outlying repetition must also be to be reported. The modified
+/// Z-score alone flags tiny differences whenever the other repetitions agree closely (a MAD of
+/// almost nothing, or of exactly nothing when HDR-rounded percentiles tie), and a repetition
+/// 2% off its siblings changes no decision; one 10% off is worth a look at what else ran.
+pub const OUTLIER_MIN_DEVIATION: f64 = 0.10;
+
+/// A figure compared across stacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measure {
+    /// Completed requests per second.
+    Rps,
+    /// Median latency, µs.
+    P50,
+    /// 99th percentile latency, µs.
+    P99,
+}
+
+impl Measure {
+    pub const ALL: [Measure; 3] = [Measure::Rps, Measure::P50, Measure::P99];
+
+    /// The metric name the store keeps it under.
+    pub fn metric(self) -> &'static str {
+        match self {
+            Measure::Rps => metric::RPS,
+            Measure::P50 => metric::P50_US,
+            Measure::P99 => metric::P99_US,
+        }
+    }
+
+    /// Its name in table headers.
+    pub fn name(self) -> &'static str {
+        match self {
+            Measure::Rps => "req/s",
+            Measure::P50 => "p50",
+            Measure::P99 => "p99",
+        }
+    }
+
+    pub fn higher_is_better(self) -> bool {
+        self == Measure::Rps
+    }
+
+    /// A value of this measure with its unit (`12,345 req/s`, `45.3 ms`).
+    pub fn show(self, v: f64) -> String {
+        match self {
+            Measure::Rps => format!("{} req/s", format::count(v)),
+            Measure::P50 | Measure::P99 => format::micros(v),
+        }
+    }
+
+    /// The cell's value: the stored metric, or else what the cell's own data gives (the
+    /// "latency" histogram, completed requests over the duration), so a cell stored without
+    /// summary metrics still counts. `None` when neither is there.
+    pub fn value(self, cell: &CellRecord) -> Option<f64> {
+        if let Some(v) = cell.metrics.get(self.metric()).copied().filter(|v| v.is_finite()) {
+            return Some(v);
+        }
+        let latency = cell.histograms.get("latency").filter(|r| !r.is_empty());
+        match self {
+            Measure::Rps => {
+                let done = cell.metrics.get(metric::COMPLETED).copied()?;
+                (cell.duration_s > 0.0).then(|| done / cell.duration_s)
+            }
+            Measure::P50 => latency.map(|r| r.percentile(50.0) as f64),
+            Measure::P99 => latency.map(|r| r.percentile(99.0) as f64),
+        }
+    }
+}
+
+/// The measure that decides the winner under `model` (module docs say why).
+pub fn primary_measure(model: LoadModel) -> Measure {
+    match model {
+        LoadModel::Closed => Measure::Rps,
+        LoadModel::Open | LoadModel::Session => Measure::P99,
+    }
+}
+
+/// A trust flag raised on one cell, with where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellFlag {
+    pub stack: String,
+    pub repetition: u32,
+    /// The cell's position in the plan.
+    pub ordinal: u32,
+    pub flag: Flag,
+    pub detail: String,
+}
+
+/// A repetition unlike the others: modified Z-score beyond 3.5 and at least
+/// [`OUTLIER_MIN_DEVIATION`] from the median.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Outlier {
+    pub repetition: u32,
+    pub value: f64,
+}
+
+/// One measure of one stack in one group: the values of its repetitions and their median.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Figure {
+    pub measure: Measure,
+    /// One value per repetition that has it, in repetition order.
+    pub values: Vec<f64>,
+    /// The median with its 95% interval; `None` when no repetition has the measure. With fewer
+    /// than 6 values `has_ci` is false and the bounds are the range.
+    pub ci: Option<MedianCi>,
+    pub outliers: Vec<Outlier>,
+    /// Every flag of the cells the values come from: each touches this figure.
+    pub flags: Vec<CellFlag>,
+}
+
+impl Figure {
+    pub fn median(&self) -> Option<f64> {
+        self.ci.map(|c| c.median)
+    }
+
+    /// Whether no flag casts doubt on this figure.
+    pub fn trusted(&self) -> bool {
+        self.flags.is_empty()
+    }
+}
+
+/// One stack in one group.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StackSummary {
+    pub stack: String,
+    pub repetitions: usize,
+    /// One per [`Measure::ALL`], in that order.
+    pub figures: Vec<Figure>,
+    pub flags: Vec<CellFlag>,
+}
+
+impl StackSummary {
+    pub fn figure(&self, measure: Measure) -> &Figure {
+        // `figures` is built from Measure::ALL, so every measure is there.
+        self.figures.iter().find(|f| f.measure == measure).expect("every measure has a figure")
+    }
+}
+
+/// One stack against another on one measure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub measure: Measure,
+    /// The stack with the better median.
+    pub better: String,
+    pub worse: String,
+    /// How many times better, always ≥ 1 for the medians: better/worse for req/s, worse/better
+    /// for latency ("2× lower p99"), with its interval.
+    pub ratio: Option<RatioCi>,
+    pub test: Option<MannWhitney>,
+    /// p ≤ α: the difference is not plausibly noise. A report prints `~` otherwise.
+    pub significant: bool,
+    /// The smallest p-value these repetition counts can give is above α: no outcome could have
+    /// been significant, so `~` here says nothing about the stacks.
+    pub underpowered: bool,
+    /// The flags of both sides' cells.
+    pub flags: Vec<CellFlag>,
+}
+
+/// Why a figure of a group needs a second look.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Warning {
+    /// A cell's trust flag, on the figures of its stack and the comparisons it is part of.
+    Trust(CellFlag),
+    /// So few repetitions that the test could never reach significance.
+    Underpowered {
+        better: String,
+        worse: String,
+        n_better: usize,
+        n_worse: usize,
+        min_p: f64,
+    },
+    /// Fewer repetitions than a 95% interval of the median needs: the range is shown instead.
+    NoMedianCi {
+        stack: String,
+        n: usize,
+    },
+    Outlier {
+        stack: String,
+        measure: Measure,
+        repetition: u32,
+        value: f64,
+        median: f64,
+    },
+    /// Some repetitions of a stack lack the measure that the others have.
+    Missing {
+        stack: String,
+        measure: Measure,
+        missing: usize,
+    },
+}
+
+impl Warning {
+    /// Whether the warning is about the method rather than about a figure: too few repetitions
+    /// for an interval or for significance. A table says these once, in a footnote, and marks
+    /// the figures (`*`, `~`); the others belong beside the group they concern.
+    pub fn is_footnote(&self) -> bool {
+        matches!(self, Warning::Underpowered { .. } | Warning::NoMedianCi { .. })
+    }
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::Trust(c) if c.detail.is_empty() => {
+                write!(f, "{}, repetition {}: {}", c.stack, c.repetition, c.flag)
+            }
+            Warning::Trust(c) => {
+                write!(f, "{}, repetition {}: {} ({})", c.stack, c.repetition, c.flag, c.detail)
+            }
+            Warning::Underpowered { better, worse, n_better, n_worse, min_p } => write!(
+                f,
+                "{better} vs {worse}: {n_better}+{n_worse} repetitions can never reach \
+                 significance (smallest possible p = {min_p:.3} > {ALPHA}); run more"
+            ),
+            Warning::NoMedianCi { stack, n } => write!(
+                f,
+                "{stack}: {n} repetition(s) give no 95% interval of the median (6 needed); \
+                 the range is shown"
+            ),
+            Warning::Outlier { stack, measure, repetition, value, median } => write!(
+                f,
+                "{stack}, repetition {repetition}: {} {} is an outlier (median {})",
+                measure.name(),
+                measure.show(*value),
+                measure.show(*median)
+            ),
+            Warning::Missing { stack, measure, missing } => {
+                write!(f, "{stack}: {missing} repetition(s) have no {}", measure.name())
+            }
+        }
+    }
+}
+
+/// The verdict on one workload under one load.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupVerdict {
+    pub workload: String,
+    pub load: LoadSpec,
+    pub load_label: String,
+    /// The measure that decides the winner.
+    pub primary: Measure,
+    pub stacks: Vec<StackSummary>,
+    /// For each measure, the stack best on it against each of the others, measure by measure
+    /// in [`Measure::ALL`] order.
+    pub comparisons: Vec<Comparison>,
+    /// The stack best on the primary measure, if it is significantly better than every other;
+    /// `None` with a single stack or when any difference could be noise.
+    pub winner: Option<String>,
+    pub warnings: Vec<Warning>,
+}
+
+impl GroupVerdict {
+    /// The comparisons on `measure`, best stack first against each other.
+    pub fn comparisons_on(&self, measure: Measure) -> impl Iterator<Item = &Comparison> {
+        self.comparisons.iter().filter(move |c| c.measure == measure)
+    }
+
+    /// The primary measure's comparison of the best stack with the runner-up: the one the
+    /// verdict table shows.
+    pub fn headline(&self) -> Option<&Comparison> {
+        // The runner-up is the worse side with the smallest ratio, i.e. the closest contender.
+        self.comparisons_on(self.primary).min_by(|a, b| {
+            let r = |c: &Comparison| c.ratio.map_or(f64::INFINITY, |r| r.ratio);
+            r(a).total_cmp(&r(b))
+        })
+    }
+
+    /// Whether any flag touches this group's figures.
+    pub fn flagged(&self) -> bool {
+        self.stacks.iter().any(|s| !s.flags.is_empty())
+    }
+}
+
+/// The verdict on every group of `cells`, in plan order.
+pub fn verdicts(cells: &[CellRecord]) -> Vec<GroupVerdict> {
+    groups(cells)
+        .iter()
+        .map(|g| {
+            let stacks: Vec<StackSummary> = g.stacks.iter().map(summarize).collect();
+            let primary = primary_measure(g.load.model);
+            let comparisons = Measure::ALL
+                .iter()
+                .flat_map(|&m| best_against_others(&stacks, m))
+                .collect::<Vec<_>>();
+            let contenders: Vec<&Comparison> =
+                comparisons.iter().filter(|c| c.measure == primary).collect();
+            let winner = match contenders.first() {
+                Some(first) if contenders.iter().all(|c| c.significant) => {
+                    Some(first.better.clone())
+                }
+                _ => None,
+            };
+            let warnings = warnings(&stacks, &contenders);
+            GroupVerdict {
+                workload: g.workload.clone(),
+                load: g.load.clone(),
+                load_label: g.load_label(),
+                primary,
+                stacks,
+                comparisons,
+                winner,
+                warnings,
+            }
+        })
+        .collect()
+}
+
+/// Medians, intervals, outliers and flags of one stack's repetitions.
+pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
+    let flags: Vec<CellFlag> = stack
+        .cells
+        .iter()
+        .flat_map(|c| {
+            c.flags.iter().map(|f| CellFlag {
+                stack: stack.stack.clone(),
+                repetition: c.repetition,
+                ordinal: c.ordinal,
+                flag: f.flag.clone(),
+                detail: f.detail.clone(),
+            })
+        })
+        .collect();
+    let figures = Measure::ALL
+        .iter()
+        .map(|&measure| {
+            let (reps, values): (Vec<u32>, Vec<f64>) = stack
+                .cells
+                .iter()
+                .filter_map(|c| measure.value(c).map(|v| (c.repetition, v)))
+                .unzip();
+            let center = median(&values).unwrap_or(f64::NAN);
+            let outliers = outlier_indices(&values)
+                .into_iter()
+                .filter(|&i| ((values[i] - center) / center).abs() >= OUTLIER_MIN_DEVIATION)
+                .map(|i| Outlier { repetition: reps[i], value: values[i] })
+                .collect();
+            Figure {
+                measure,
+                ci: median_ci(&values, CONFIDENCE),
+                values,
+                outliers,
+                flags: flags.clone(),
+            }
+        })
+        .collect();
+    StackSummary { stack: stack.stack.clone(), repetitions: stack.cells.len(), figures, flags }
+}
+
+/// The stack with the best median on `measure` against each other stack that has the measure.
+fn best_against_others(stacks: &[StackSummary], measure: Measure) -> Vec<Comparison> {
+    let with_values: Vec<&StackSummary> =
+        stacks.iter().filter(|s| s.figure(measure).median().is_some()).collect();
+    let key = |s: &&StackSummary| s.figure(measure).median().unwrap_or(f64::NAN);
+    let best = if measure.higher_is_better() {
+        with_values.iter().max_by(|a, b| key(a).total_cmp(&key(b)))
+    } else {
+        with_values.iter().min_by(|a, b| key(a).total_cmp(&key(b)))
+    };
+    let Some(best) = best else { return Vec::new() };
+    with_values
+        .iter()
+        .filter(|s| s.stack != best.stack)
+        .map(|other| compare(best, other, measure))
+        .collect()
+}
+
+/// `better` against `worse` on `measure` (the caller knows which is better by the medians).
+pub fn compare(better: &StackSummary, worse: &StackSummary, measure: Measure) -> Comparison {
+    let (b, w) = (&better.figure(measure).values, &worse.figure(measure).values);
+    let ratio = if measure.higher_is_better() {
+        median_ratio_ci(b, w, CONFIDENCE)
+    } else {
+        median_ratio_ci(w, b, CONFIDENCE)
+    };
+    let test = mann_whitney_u(b, w);
+    let mut flags = better.flags.clone();
+    flags.extend(worse.flags.iter().cloned());
+    Comparison {
+        measure,
+        better: better.stack.clone(),
+        worse: worse.stack.clone(),
+        ratio,
+        significant: test.is_some_and(|t| t.significant(ALPHA)),
+        underpowered: min_p_value(b.len(), w.len()) > ALPHA,
+        test,
+        flags,
+    }
+}
+
+fn warnings(stacks: &[StackSummary], contenders: &[&Comparison]) -> Vec<Warning> {
+    let mut out: Vec<Warning> = Vec::new();
+    for s in stacks {
+        out.extend(s.flags.iter().cloned().map(Warning::Trust));
+    }
+    for c in contenders.iter().filter(|c| c.underpowered) {
+        let n = |stack: &str| stacks.iter().find(|s| s.stack == stack).map_or(0, |s| s.repetitions);
+        let (n_better, n_worse) = (n(&c.better), n(&c.worse));
+        out.push(Warning::Underpowered {
+            better: c.better.clone(),
+            worse: c.worse.clone(),
+            n_better,
+            n_worse,
+            min_p: min_p_value(n_better, n_worse),
+        });
+    }
+    for s in stacks {
+        // One interval warning per stack: every measure has the same repetitions.
+        if let Some(ci) = s.figures.iter().find_map(|f| f.ci.filter(|c| !c.has_ci)) {
+            out.push(Warning::NoMedianCi { stack: s.stack.clone(), n: ci.n });
+        }
+        for f in &s.figures {
+            // A measure no repetition has was not recorded at all: nothing to warn about. One
+            // that only some lack makes the median rest on fewer values than it seems to.
+            let missing = s.repetitions - f.values.len();
+            if missing > 0 && !f.values.is_empty() {
+                out.push(Warning::Missing { stack: s.stack.clone(), measure: f.measure, missing });
+            }
+            for o in &f.outliers {
+                out.push(Warning::Outlier {
+                    stack: s.stack.clone(),
+                    measure: f.measure,
+                    repetition: o.repetition,
+                    value: o.value,
+                    median: f.median().unwrap_or(f64::NAN),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "verdict_tests.rs"]
+mod tests;

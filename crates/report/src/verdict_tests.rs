@@ -1,0 +1,195 @@
+//! The verdict's arithmetic on hand-made cells, with expected values worked out by hand from
+//! the order statistics and the exact Mann-Whitney distribution.
+
+use loadlab_stats::Recorder;
+use loadlab_store::Flag;
+
+use super::*;
+use crate::testcell::{flagged, open_cell, reps};
+
+const NGINX: [f64; 7] = [1_010.0, 990.0, 1_005.0, 1_020.0, 1_000.0, 995.0, 1_015.0];
+const APACHE: [f64; 7] = [510.0, 490.0, 505.0, 500.0, 520.0, 495.0, 515.0];
+
+fn two_stacks(a: &[f64], b: &[f64]) -> Vec<CellRecord> {
+    let mut cells = reps("nginx", "static", 50, a);
+    cells.extend(reps("apache", "static", 50, b));
+    cells
+}
+
+#[test]
+fn separated_stacks_have_a_significant_winner_with_ratio_interval() {
+    let v = verdicts(&two_stacks(&NGINX, &APACHE));
+    assert_eq!(v.len(), 1);
+    let g = &v[0];
+    assert_eq!(g.primary, Measure::Rps);
+    assert_eq!(g.winner.as_deref(), Some("nginx"));
+
+    let nginx = g.stacks[0].figure(Measure::Rps).ci.unwrap();
+    // 7 values: the median is the 4th smallest; a 95% interval needs 6, so [x(1), x(7)] with
+    // coverage 1 - 2/2^7.
+    assert_eq!((nginx.median, nginx.lo, nginx.hi, nginx.has_ci), (1_005.0, 990.0, 1_020.0, true));
+    assert_eq!(nginx.confidence, 1.0 - 2.0 / 128.0);
+
+    let c = g.headline().unwrap();
+    assert_eq!((c.better.as_str(), c.worse.as_str()), ("nginx", "apache"));
+    let r = c.ratio.unwrap();
+    // Each side at √0.95 ≈ 97.5% still takes the range for n = 7, so the ratio's bounds are
+    // min(nginx)/max(apache) and max(nginx)/min(apache).
+    assert_eq!(r.ratio, 1_005.0 / 505.0);
+    assert_eq!((r.lo, r.hi), (990.0 / 520.0, 1_020.0 / 490.0));
+    assert!(r.has_ci && r.confidence >= CONFIDENCE);
+    // No overlap at 7 vs 7: U = 49, p = 2 / C(14, 7) = 2 / 3432.
+    let t = c.test.unwrap();
+    assert_eq!(t.u, 49.0);
+    assert!((t.p_value - 2.0 / 3432.0).abs() < 1e-12, "{}", t.p_value);
+    assert!(c.significant && !c.underpowered);
+    assert!(g.warnings.is_empty(), "{:?}", g.warnings);
+}
+
+#[test]
+fn overlapping_stacks_have_no_winner() {
+    let a = [1_000.0, 1_010.0, 990.0, 1_005.0, 995.0, 1_020.0, 985.0];
+    let b = [1_002.0, 1_008.0, 992.0, 1_003.0, 997.0, 1_015.0, 988.0];
+    let g = &verdicts(&two_stacks(&a, &b))[0];
+    assert_eq!(g.winner, None);
+    let c = g.headline().unwrap();
+    assert!(!c.significant && !c.underpowered);
+    assert!(c.test.unwrap().p_value > 0.5);
+    assert!(c.ratio.unwrap().lo < 1.0 && c.ratio.unwrap().hi > 1.0);
+}
+
+#[test]
+fn three_repetitions_can_never_be_significant_and_say_so() {
+    let g = &verdicts(&two_stacks(&NGINX[..3], &APACHE[..3]))[0];
+    let c = g.headline().unwrap();
+    // Complete separation of 3 vs 3 is the best case: p = 2 / C(6, 3) = 0.1.
+    assert!((c.test.unwrap().p_value - 0.1).abs() < 1e-12);
+    assert!(!c.significant && c.underpowered);
+    assert_eq!(g.winner, None);
+    assert!(g.warnings.iter().any(|w| matches!(
+        w,
+        Warning::Underpowered { n_better: 3, n_worse: 3, min_p, .. } if (*min_p - 0.1).abs() < 1e-12
+    )));
+    // Below 6 repetitions the "interval" is the range and is said to be.
+    let ci = g.stacks[0].figure(Measure::Rps).ci.unwrap();
+    assert!(!ci.has_ci);
+    assert_eq!((ci.lo, ci.hi), (990.0, 1_010.0));
+    assert!(g.warnings.contains(&Warning::NoMedianCi { stack: "nginx".into(), n: 3 }));
+    assert!(g.warnings.iter().any(|w| w.to_string().contains("can never reach significance")));
+}
+
+#[test]
+fn a_flag_marks_its_stacks_figures_and_every_comparison_with_it() {
+    let mut cells = two_stacks(&NGINX, &APACHE);
+    let last = cells.pop().unwrap();
+    cells.push(flagged(last, Flag::ClientSaturated, "client CPU 99%"));
+    let g = &verdicts(&cells)[0];
+    let apache = &g.stacks[1];
+    assert_eq!(apache.flags.len(), 1);
+    for m in Measure::ALL {
+        assert!(!apache.figure(m).trusted(), "{m:?}");
+        assert!(g.stacks[0].figure(m).trusted(), "nginx's own figures are untouched");
+    }
+    for c in &g.comparisons {
+        assert_eq!(c.flags.len(), 1, "{c:?}");
+        assert_eq!(c.flags[0].flag, Flag::ClientSaturated);
+        assert_eq!(c.flags[0].repetition, 6);
+    }
+    assert!(g.flagged());
+    let w = g.warnings.iter().find(|w| matches!(w, Warning::Trust(_))).unwrap();
+    assert_eq!(w.to_string(), "apache, repetition 6: client_saturated (client CPU 99%)");
+}
+
+#[test]
+fn errors_and_schedule_flags_reach_the_group() {
+    let mut cells = two_stacks(&NGINX, &APACHE);
+    cells[0] = flagged(cells[0].clone(), Flag::Errors, "3 connreset of 10 000");
+    cells[8] = flagged(cells[8].clone(), Flag::FdExhausted, "");
+    cells[9] = flagged(cells[9].clone(), Flag::ScheduleMissed, "behind by 2.1 s");
+    let g = &verdicts(&cells)[0];
+    let kinds: Vec<&Flag> = g.stacks.iter().flat_map(|s| &s.flags).map(|f| &f.flag).collect();
+    assert_eq!(kinds, [&Flag::Errors, &Flag::FdExhausted, &Flag::ScheduleMissed]);
+    assert_eq!(g.headline().unwrap().flags.len(), 3);
+}
+
+#[test]
+fn an_outlying_repetition_is_named() {
+    let mut a = NGINX;
+    a[2] = 400.0;
+    let g = &verdicts(&two_stacks(&a, &APACHE))[0];
+    let o = &g.stacks[0].figure(Measure::Rps).outliers;
+    assert_eq!(o, &[Outlier { repetition: 2, value: 400.0 }]);
+    assert!(g.warnings.iter().any(|w| matches!(
+        w,
+        Warning::Outlier { stack, measure: Measure::Rps, repetition: 2, .. } if stack == "nginx"
+    )));
+}
+
+#[test]
+fn a_small_deviation_among_tight_repetitions_is_not_an_outlier() {
+    // The MAD of the others is 1, so 1_030 scores 0.6745 * 25 ≈ 17: an outlier by the score,
+    // but 2.5% off the median, which no reader should chase.
+    let a = [1_005.0, 1_004.0, 1_006.0, 1_005.0, 1_030.0, 1_005.0, 1_004.0];
+    let g = &verdicts(&two_stacks(&a, &APACHE))[0];
+    assert!(g.stacks[0].figure(Measure::Rps).outliers.is_empty());
+    assert!(!g.warnings.iter().any(|w| matches!(w, Warning::Outlier { .. })));
+}
+
+#[test]
+fn open_loads_are_won_on_tail_latency() {
+    let mut cells = Vec::new();
+    for rep in 0..7 {
+        cells.push(open_cell("varnish", "wp-front", 500.0, rep, 2_000.0 + f64::from(rep)));
+        cells.push(open_cell("apache", "wp-front", 500.0, rep, 90_000.0 + f64::from(rep)));
+    }
+    let g = &verdicts(&cells)[0];
+    assert_eq!(g.primary, Measure::P99);
+    assert_eq!(g.winner.as_deref(), Some("varnish"));
+    let c = g.headline().unwrap();
+    assert_eq!((c.better.as_str(), c.worse.as_str()), ("varnish", "apache"));
+    // Lower is better, so the ratio is the worse over the better: "45× lower p99".
+    assert_eq!(c.ratio.unwrap().ratio, 90_003.0 / 2_003.0);
+    // Equal rates tie on req/s: no significant difference there.
+    let rps = g.comparisons_on(Measure::Rps).next().unwrap();
+    assert!(!rps.significant);
+    assert_eq!(rps.test.unwrap().p_value, 1.0);
+}
+
+#[test]
+fn winner_must_beat_every_other_stack_and_headline_is_the_closest() {
+    let mut cells = two_stacks(&NGINX, &APACHE);
+    let close = [1_000.0, 1_011.0, 994.0, 1_004.0, 999.0, 1_016.0, 989.0];
+    cells.extend(reps("lighttpd", "static", 50, &close));
+    let g = &verdicts(&cells)[0];
+    assert_eq!(g.comparisons_on(Measure::Rps).count(), 2);
+    let h = g.headline().unwrap();
+    assert_eq!((h.better.as_str(), h.worse.as_str()), ("nginx", "lighttpd"));
+    assert!(!h.significant);
+    assert_eq!(g.winner, None, "nginx beats apache but not lighttpd");
+}
+
+#[test]
+fn a_single_stack_gets_figures_but_no_comparison() {
+    let g = &verdicts(&reps("nginx", "static", 50, &NGINX))[0];
+    assert!(g.comparisons.is_empty() && g.headline().is_none() && g.winner.is_none());
+    assert_eq!(g.stacks[0].figure(Measure::Rps).median(), Some(1_005.0));
+}
+
+#[test]
+fn percentiles_fall_back_to_the_latency_histogram() {
+    let mut cells = reps("nginx", "static", 50, &[1_000.0, 1_001.0]);
+    let mut r = Recorder::new();
+    for us in 1..=1_000 {
+        r.record(us);
+    }
+    cells[0].histograms.insert("latency".into(), r);
+    let g = &verdicts(&cells)[0];
+    let p50 = g.stacks[0].figure(Measure::P50);
+    assert_eq!(p50.values, [500.0]);
+    assert_eq!(g.stacks[0].figure(Measure::P99).values, [990.0]);
+    assert!(g.warnings.contains(&Warning::Missing {
+        stack: "nginx".into(),
+        measure: Measure::P50,
+        missing: 1
+    }));
+}

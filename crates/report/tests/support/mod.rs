@@ -1,0 +1,18 @@
+//! What the tests share: the synthetic run, and rendering it from a store file.
+
+pub mod chromium;
+pub mod synthetic;
+
+use std::path::Path;
+
+use loadlab_report::render_html;
+use loadlab_store::Store;
+
+/// The synthetic run stored at `db`, read back and rendered, as `loadlab report` would.
+pub fn report_from_store(db: &Path) -> String {
+    let run = synthetic::store_run(db);
+    let store = Store::open(db).expect("reopen the store");
+    let cells = store.cells(run).expect("read the cells");
+    let configs = store.configs(run).expect("read the configs");
+    render_html(&store.run(run).expect("read the run"), &cells, &configs)
+}

@@ -1,0 +1,576 @@
+//! [`parse`]: a suite file's text checked into a [`Suite`], or a [`SuiteError`] that says,
+//! with line and column, what is wrong. Everything the lab or the engine would refuse later (an
+//! unknown stack, a knob that does not apply, a workload no stack serves) is refused here,
+//! before any stack comes up.
+
+use std::ops::Range;
+use std::path::Path;
+use std::time::Duration;
+
+use loadlab_engine::{Arrival, Stop, Validation};
+use loadlab_lab::catalog::{self, Db};
+use loadlab_lab::knobs::{CpuList, Knobs, OnOff};
+use toml::Spanned;
+
+use crate::error::SuiteError;
+use crate::raw::{ArrivalName, ModelName, RawLoad, RawQuick, RawStack, RawSuite, RawWorkload};
+use crate::suite::{
+    all_workload_names, selected, why_not, Load, Points, Quick, StackSpec, Suite, WorkloadSpec,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_REPETITIONS, DEFAULT_TIMEOUT,
+};
+
+/// A sweep longer than this is surely a typo (a step of 1 instead of 10).
+const MAX_POINTS: usize = 1_000;
+
+/// Parses and checks a suite file's text; `file` names it in errors.
+pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
+    let raw: RawSuite = toml::from_str(text).map_err(|e| SuiteError::Invalid {
+        file: file.to_string(),
+        at: e.span().map(|s| crate::error::locate(text, s.start)),
+        message: e.message().trim_end().to_string(),
+    })?;
+    Checker { file, text }.suite(raw)
+}
+
+/// Reads and parses a suite file.
+pub fn read(path: &Path) -> Result<Suite, SuiteError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| SuiteError::Read { path: path.to_path_buf(), source })?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Turns the raw file into a [`Suite`], failing at the first problem with its position.
+struct Checker<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+type Checked<T> = Result<T, SuiteError>;
+
+impl Checker<'_> {
+    fn fail<T>(&self, span: Range<usize>, message: impl Into<String>) -> Checked<T> {
+        Err(SuiteError::at(self.file, self.text, span, message.into()))
+    }
+
+    fn suite(&self, raw: RawSuite) -> Checked<Suite> {
+        let name = raw.name.get_ref();
+        if !is_label(name) {
+            return self.fail(raw.name.span(), "name: use letters, digits, '-', '_' and '.'");
+        }
+        if let Some(i) = &raw.interleave {
+            if !i.get_ref() {
+                // Running all of A and then all of B confounds the stacks with whatever drifts
+                // over time (thermal throttling, a cron job, a filling page cache).
+                return self.fail(
+                    i.span(),
+                    "interleave = false is not supported: stacks always alternate (A B A B) \
+                     so that drift over time does not masquerade as a difference between them",
+                );
+            }
+        }
+        let repetitions = match &raw.repetitions {
+            Some(r) => self.at_least_one(r, "repetitions")?,
+            None => DEFAULT_REPETITIONS,
+        };
+        let warmup = match &raw.warmup {
+            Some(w) => self.duration(w, true)?,
+            None => Duration::ZERO,
+        };
+        let client_cpus = raw.client_cpus.as_ref().map(|c| self.cpus(c)).transpose()?;
+        let stack_cpus = raw.stack_cpus.as_ref().map(|c| self.cpus(c)).transpose()?;
+
+        let stacks = self.stacks(&raw.stacks, stack_cpus.as_ref())?;
+        let workloads = self.workloads(&raw.workloads, &stacks)?;
+        let loads = self.loads(&raw.loads, &raw.workloads)?;
+        // A stack or workload with nothing to run is a mistake in the file, not a plan to
+        // silently run less than it says.
+        for (w, spec) in raw.workloads.get_ref().iter().zip(&workloads) {
+            if !loads.iter().any(|l| l.applies_to(&spec.name)) {
+                return self.fail(w.name.span(), format!("no load applies to {}", spec.name));
+            }
+        }
+        for (s, spec) in raw.stacks.get_ref().iter().zip(&stacks) {
+            // Every workload has a load by now, so serving one is enough to run something.
+            if !workloads.iter().any(|w| selected(w, spec) && spec.serves(&w.name)) {
+                return self.fail(
+                    s.name.span(),
+                    format!("none of the suite's workloads runs on {}", spec.label),
+                );
+            }
+        }
+        let quick = match &raw.quick {
+            Some(q) => self.quick(q)?,
+            None => Quick::default(),
+        };
+        Ok(Suite {
+            name: name.clone(),
+            description: raw.description.trim().to_string(),
+            origin: self.file.to_string(),
+            stacks,
+            workloads,
+            loads,
+            repetitions,
+            warmup,
+            client_cpus,
+            quick,
+        })
+    }
+
+    fn stacks(
+        &self,
+        raw: &Spanned<Vec<RawStack>>,
+        stack_cpus: Option<&CpuList>,
+    ) -> Checked<Vec<StackSpec>> {
+        if raw.get_ref().is_empty() {
+            return self.fail(raw.span(), "a suite needs at least one stack");
+        }
+        let mut out: Vec<StackSpec> = Vec::new();
+        for s in raw.get_ref() {
+            let spec = self.stack(s, stack_cpus)?;
+            if out.iter().any(|o| o.label == spec.label) {
+                let span = s.label.as_ref().map_or(s.name.span(), Spanned::span);
+                let hint = if s.label.is_some() { "" } else { "; give each a distinct label" };
+                return self.fail(span, format!("stack {:?} appears twice{hint}", spec.label));
+            }
+            out.push(spec);
+        }
+        Ok(out)
+    }
+
+    fn stack(&self, s: &RawStack, stack_cpus: Option<&CpuList>) -> Checked<StackSpec> {
+        let Ok(stack) = catalog::stack(s.name.get_ref()) else {
+            let known: Vec<&str> = catalog::STACKS.iter().map(|s| s.name).collect();
+            return self.fail(
+                s.name.span(),
+                format!(
+                    "unknown stack {:?}; the stacks are: {}",
+                    s.name.get_ref(),
+                    known.join(", ")
+                ),
+            );
+        };
+        let label = match &s.label {
+            Some(l) => {
+                if !is_label(l.get_ref()) {
+                    return self.fail(l.span(), "label: use letters, digits, '-', '_' and '.'");
+                }
+                l.get_ref().clone()
+            }
+            None => stack.name.to_string(),
+        };
+        let on_off = |b: &Spanned<bool>| if *b.get_ref() { OnOff::On } else { OnOff::Off };
+        // The lab's own check (`Stack::check_knobs`) names CLI flags; these say the same
+        // with the file's keys, at the knob's own position.
+        if let Some(o) = &s.opcache {
+            if !stack.has_php() {
+                return self.fail(o.span(), format!("opcache: {} runs no PHP", stack.name));
+            }
+        }
+        if let Some(d) = &s.db {
+            match (stack.db, d.get_ref()) {
+                (Db::No, _) => {
+                    return self.fail(d.span(), format!("db: {} has no database tier", stack.name))
+                }
+                (Db::Always, false) => {
+                    return self.fail(d.span(), format!("db: {} needs its database", stack.name))
+                }
+                _ => {}
+            }
+        }
+        let workers = match &s.workers {
+            Some(w) => Some(self.at_least_one(w, "workers")?),
+            None => None,
+        };
+        let cpus = match &s.cpus {
+            Some(c) => Some(self.cpus(c)?),
+            None => stack_cpus.cloned(),
+        };
+        let knobs = Knobs {
+            port: None,
+            keepalive: s.keepalive.as_ref().map_or(OnOff::On, on_off),
+            gzip: s.gzip.as_ref().map_or(OnOff::Off, on_off),
+            opcache: s.opcache.as_ref().map(on_off),
+            db: s.db.as_ref().map(on_off),
+            workers,
+            cpus,
+        };
+        // Whatever rule the lab adds later still holds for suites.
+        if let Err(e) = stack.check_knobs(&knobs) {
+            return self.fail(s.name.span(), e.to_string());
+        }
+        Ok(StackSpec::new(label, stack, knobs))
+    }
+
+    fn workloads(
+        &self,
+        raw: &Spanned<Vec<RawWorkload>>,
+        stacks: &[StackSpec],
+    ) -> Checked<Vec<WorkloadSpec>> {
+        if raw.get_ref().is_empty() {
+            return self.fail(raw.span(), "a suite needs at least one workload");
+        }
+        let known = all_workload_names();
+        let mut out: Vec<WorkloadSpec> = Vec::new();
+        for w in raw.get_ref() {
+            let name = w.name.get_ref();
+            if !known.contains(&name.as_str()) {
+                return self.fail(
+                    w.name.span(),
+                    format!("unknown workload {name:?}; the workloads are: {}", known.join(", ")),
+                );
+            }
+            if out.iter().any(|o| &o.name == name) {
+                return self.fail(w.name.span(), format!("workload {name:?} appears twice"));
+            }
+            let filter = match &w.stacks {
+                Some(labels) if labels.is_empty() => {
+                    return self.fail(w.name.span(), format!("{name}: stacks = [] runs it nowhere"))
+                }
+                Some(labels) => {
+                    for l in labels {
+                        let Some(stack) = stacks.iter().find(|s| &s.label == l.get_ref()) else {
+                            return self.fail(
+                                l.span(),
+                                format!("no stack labelled {:?} in this suite", l.get_ref()),
+                            );
+                        };
+                        if !stack.serves(name) {
+                            return self.fail(
+                                l.span(),
+                                format!(
+                                    "{name} cannot run on {}: {}",
+                                    l.get_ref(),
+                                    why_not(stack, name)
+                                ),
+                            );
+                        }
+                    }
+                    Some(labels.iter().map(|l| l.get_ref().clone()).collect())
+                }
+                None => {
+                    if !stacks.iter().any(|s| s.serves(name)) {
+                        let why: Vec<String> = stacks.iter().map(|s| why_not(s, name)).collect();
+                        return self.fail(
+                            w.name.span(),
+                            format!("no stack of the suite serves {name} ({})", why.join("; ")),
+                        );
+                    }
+                    None
+                }
+            };
+            out.push(WorkloadSpec { name: name.clone(), stacks: filter, expect: self.expect(w)? });
+        }
+        Ok(out)
+    }
+
+    fn expect(&self, w: &RawWorkload) -> Checked<Option<Validation>> {
+        if w.expect_status.is_none() && w.expect_contains.is_none() && w.expect_sha256.is_none() {
+            return Ok(None);
+        }
+        let status = match &w.expect_status {
+            Some(s) => match Validation::parse_status(&s.get_ref().0) {
+                Ok(list) => list,
+                Err(e) => return self.fail(s.span(), format!("expect_status: {e}")),
+            },
+            // A page that contains the right words in a 500 error is still an error.
+            None => vec![(200, 200)],
+        };
+        let mut v = Validation { status, ..Validation::default() };
+        if let Some(c) = &w.expect_contains {
+            if c.get_ref().is_empty() {
+                return self.fail(c.span(), "expect_contains: the text must not be empty");
+            }
+            v.body_contains = Some(c.get_ref().as_bytes().to_vec());
+        }
+        if let Some(h) = &w.expect_sha256 {
+            match Validation::parse_sha256(h.get_ref()) {
+                Ok(d) => v.body_sha256 = Some(d),
+                Err(e) => return self.fail(h.span(), format!("expect_sha256: {e}")),
+            }
+        }
+        Ok(Some(v))
+    }
+
+    fn loads(
+        &self,
+        raw: &Spanned<Vec<RawLoad>>,
+        workloads: &Spanned<Vec<RawWorkload>>,
+    ) -> Checked<Vec<Load>> {
+        if raw.get_ref().is_empty() {
+            return self.fail(raw.span(), "a suite needs at least one load");
+        }
+        let names: Vec<&str> =
+            workloads.get_ref().iter().map(|w| w.name.get_ref().as_str()).collect();
+        raw.get_ref().iter().map(|l| self.load(l, &names)).collect()
+    }
+
+    fn load(&self, l: &RawLoad, workload_names: &[&str]) -> Checked<Load> {
+        let model = *l.model.get_ref();
+        let model_name = match model {
+            ModelName::Closed => "closed",
+            ModelName::Open => "open",
+            ModelName::Sessions => "sessions",
+        };
+        let present = [
+            ("concurrency", l.concurrency.as_ref().map(Spanned::span)),
+            ("rates", l.rates.as_ref().map(Spanned::span)),
+            ("sweep", l.sweep.as_ref().map(Spanned::span)),
+            ("calls_per_conn", l.calls_per_conn.as_ref().map(Spanned::span)),
+            ("requests", l.requests.as_ref().map(Spanned::span)),
+            ("conns", l.conns.as_ref().map(Spanned::span)),
+            ("arrival", l.arrival.as_ref().map(Spanned::span)),
+            ("max_connections", l.max_connections.as_ref().map(Spanned::span)),
+        ];
+        let allowed: &[&str] = match model {
+            ModelName::Closed => &["concurrency", "requests"],
+            ModelName::Open => &["rates", "sweep", "requests", "arrival", "max_connections"],
+            ModelName::Sessions => {
+                &["rates", "sweep", "calls_per_conn", "conns", "arrival", "max_connections"]
+            }
+        };
+        for (key, span) in present {
+            if let Some(span) = span {
+                if !allowed.contains(&key) {
+                    return self.fail(
+                        span,
+                        format!(
+                            "{key} does not apply to a {model_name} load (it takes {})",
+                            allowed.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+
+        let points = match model {
+            ModelName::Closed => {
+                let Some(c) = &l.concurrency else {
+                    return self.fail(l.model.span(), "a closed load needs concurrency = [...]");
+                };
+                if c.get_ref().is_empty() {
+                    return self.fail(c.span(), "concurrency: give at least one");
+                }
+                let list = c
+                    .get_ref()
+                    .iter()
+                    .map(|n| self.at_least_one(n, "concurrency").map(|n| n as usize))
+                    .collect::<Checked<Vec<usize>>>()?;
+                Points::Closed { concurrency: list }
+            }
+            ModelName::Open => Points::Open { rates: self.rates(l)? },
+            ModelName::Sessions => {
+                let calls = match &l.calls_per_conn {
+                    Some(c) => self.at_least_one(c, "calls_per_conn")?,
+                    // httperf's --num-calls default: one request per connection.
+                    None => 1,
+                };
+                Points::Sessions { rates: self.rates(l)?, calls }
+            }
+        };
+
+        let count_key = if model == ModelName::Sessions { "conns" } else { "requests" };
+        let count = if model == ModelName::Sessions { &l.conns } else { &l.requests };
+        let stop = match (count, &l.duration) {
+            (Some(_), Some(d)) => {
+                return self.fail(d.span(), format!("give {count_key} or duration, not both"))
+            }
+            (Some(n), None) => {
+                if *n.get_ref() == 0 {
+                    return self.fail(n.span(), format!("{count_key} must be at least 1"));
+                }
+                Stop::Count(*n.get_ref())
+            }
+            (None, Some(d)) => Stop::Duration(self.duration(d, false)?),
+            (None, None) => {
+                return self.fail(
+                    l.model.span(),
+                    format!("a {model_name} load needs {count_key} = N or duration = \"10s\""),
+                )
+            }
+        };
+
+        let keepalive = l.keepalive.as_ref().is_none_or(|k| *k.get_ref());
+        if let (ModelName::Sessions, Some(k)) = (model, &l.keepalive) {
+            if !k.get_ref() {
+                return self.fail(
+                    k.span(),
+                    "keepalive = false does not apply to sessions: a session's calls share its \
+                     connection (use calls_per_conn = 1 for a connection per request)",
+                );
+            }
+        }
+        let accept_encoding = match &l.accept_encoding {
+            Some(a) => {
+                let v = a.get_ref();
+                if v.trim().is_empty() || v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+                    return self
+                        .fail(a.span(), "accept_encoding: give a header value, as \"gzip\"");
+                }
+                Some(v.trim().to_string())
+            }
+            None => None,
+        };
+        let timeout = match &l.timeout {
+            Some(t) => self.duration(t, false)?,
+            None => DEFAULT_TIMEOUT,
+        };
+        let arrival = match l.arrival.as_ref().map(|a| *a.get_ref()) {
+            Some(ArrivalName::Poisson) => Arrival::Poisson,
+            Some(ArrivalName::Fixed) | None => Arrival::Fixed,
+        };
+        let max_connections = match &l.max_connections {
+            Some(m) => self.at_least_one(m, "max_connections")? as usize,
+            None => DEFAULT_MAX_CONNECTIONS,
+        };
+        let workloads = match &l.workloads {
+            Some(list) if list.is_empty() => {
+                return self.fail(l.model.span(), "workloads = [] applies this load to nothing")
+            }
+            Some(list) => {
+                for w in list {
+                    if !workload_names.contains(&w.get_ref().as_str()) {
+                        return self.fail(
+                            w.span(),
+                            format!("{:?} is not one of this suite's workloads", w.get_ref()),
+                        );
+                    }
+                }
+                Some(list.iter().map(|w| w.get_ref().clone()).collect())
+            }
+            None => None,
+        };
+        Ok(Load {
+            points,
+            stop,
+            keepalive,
+            accept_encoding,
+            timeout,
+            arrival,
+            max_connections,
+            workloads,
+        })
+    }
+
+    /// `rates = [..]` or `sweep = "LOW..HIGH:STEP"`, exactly one.
+    fn rates(&self, l: &RawLoad) -> Checked<Vec<f64>> {
+        match (&l.rates, &l.sweep) {
+            (Some(_), Some(s)) => self.fail(s.span(), "give rates or sweep, not both"),
+            (Some(r), None) => {
+                if r.get_ref().is_empty() {
+                    return self.fail(r.span(), "rates: give at least one");
+                }
+                r.get_ref()
+                    .iter()
+                    .map(|v| {
+                        let x = *v.get_ref();
+                        if x.is_finite() && x > 0.0 {
+                            Ok(x)
+                        } else {
+                            self.fail(v.span(), "a rate must be a positive number")
+                        }
+                    })
+                    .collect()
+            }
+            (None, Some(s)) => match parse_sweep(s.get_ref()) {
+                Ok(rates) => Ok(rates),
+                Err(e) => self.fail(s.span(), format!("sweep: {e}")),
+            },
+            (None, None) => self.fail(
+                l.model.span(),
+                "this load needs rates = [...] or sweep = \"LOW..HIGH:STEP\"",
+            ),
+        }
+    }
+
+    fn quick(&self, q: &RawQuick) -> Checked<Quick> {
+        let mut quick = Quick::default();
+        if let Some(f) = &q.factor {
+            let f_val = *f.get_ref();
+            if !(f_val > 0.0 && f_val <= 1.0) {
+                return self.fail(f.span(), "quick.factor: a number above 0 and at most 1");
+            }
+            quick.factor = f_val;
+        }
+        if let Some(n) = &q.min_requests {
+            quick.min_requests = *n.get_ref();
+        }
+        if let Some(n) = &q.min_conns {
+            quick.min_conns = *n.get_ref();
+        }
+        if let Some(d) = &q.min_duration {
+            quick.min_duration = self.duration(d, true)?;
+        }
+        if let Some(r) = &q.repetitions {
+            quick.repetitions = Some(self.at_least_one(r, "quick.repetitions")?);
+        }
+        Ok(quick)
+    }
+
+    fn at_least_one(&self, n: &Spanned<u32>, key: &str) -> Checked<u32> {
+        match *n.get_ref() {
+            0 => self.fail(n.span(), format!("{key} must be at least 1")),
+            v => Ok(v),
+        }
+    }
+
+    /// `10s`, `500ms`, `1m 30s`: the spelling `loadlab bench -d` takes.
+    fn duration(&self, s: &Spanned<String>, zero_ok: bool) -> Checked<Duration> {
+        match humantime::parse_duration(s.get_ref().trim()) {
+            Ok(d) if d.is_zero() && !zero_ok => {
+                self.fail(s.span(), "the duration must be above zero")
+            }
+            Ok(d) => Ok(d),
+            Err(e) => self.fail(
+                s.span(),
+                format!("invalid duration {:?} ({e}); use e.g. 10s, 1m, 500ms", s.get_ref()),
+            ),
+        }
+    }
+
+    fn cpus(&self, s: &Spanned<String>) -> Checked<CpuList> {
+        s.get_ref().parse::<CpuList>().or_else(|e| self.fail(s.span(), e))
+    }
+}
+
+/// Names and labels mark stored runs and cells, and may end up in file names: keep them to
+/// what is safe in both.
+fn is_label(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+}
+
+/// Parses `LOW..HIGH:STEP` (`100..580:20`) into the rates LOW, LOW+STEP, ... up to HIGH.
+pub fn parse_sweep(s: &str) -> Result<Vec<f64>, String> {
+    let bad = || format!("{s:?}: expected LOW..HIGH:STEP, as \"100..580:20\"");
+    let (range, step) = s.split_once(':').ok_or_else(bad)?;
+    let (lo, hi) = range.split_once("..").ok_or_else(bad)?;
+    let num = |x: &str| x.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0);
+    let (Some(lo), Some(hi), Some(step)) = (num(lo), num(hi), num(step)) else {
+        return Err(bad());
+    };
+    if lo > hi {
+        return Err(format!("{s:?}: LOW is above HIGH"));
+    }
+    // The small tolerance lets fractional steps (0.1) reach HIGH despite binary rounding.
+    let steps = ((hi - lo) / step + 1e-9).floor();
+    if steps >= MAX_POINTS as f64 {
+        return Err(format!("{s:?}: more than {MAX_POINTS} rates"));
+    }
+    Ok((0..=steps as usize).map(|i| lo + step * i as f64).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweeps_include_both_ends() {
+        assert_eq!(parse_sweep("10..200:10").unwrap().len(), 20);
+        assert_eq!(parse_sweep("100..580:20").unwrap().last(), Some(&580.0));
+        assert_eq!(parse_sweep("50..125:25").unwrap(), vec![50.0, 75.0, 100.0, 125.0]);
+        assert_eq!(parse_sweep("0.1..0.3:0.1").unwrap().len(), 3);
+        assert_eq!(parse_sweep("10..15:10").unwrap(), vec![10.0]);
+        for bad in ["", "10..20", "20..10:1", "0..10:1", "a..b:c", "1..100000:1"] {
+            assert!(parse_sweep(bad).is_err(), "{bad}");
+        }
+    }
+}

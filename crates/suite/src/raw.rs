@@ -1,0 +1,123 @@
+//! The suite file exactly as written: serde types that mirror the TOML, every value kept with
+//! its span so that [`crate::suite`]'s checks can point at the line and column to fix.
+//!
+//! Every table denies unknown keys: a misspelt `repetitons = 5` must fail, not silently run
+//! the default number of times.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The top level of a suite file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSuite {
+    pub name: Spanned<String>,
+    #[serde(default)]
+    pub description: String,
+    pub repetitions: Option<Spanned<u32>>,
+    pub warmup: Option<Spanned<String>>,
+    pub interleave: Option<Spanned<bool>>,
+    pub client_cpus: Option<Spanned<String>>,
+    pub stack_cpus: Option<Spanned<String>>,
+    pub quick: Option<RawQuick>,
+    pub stacks: Spanned<Vec<RawStack>>,
+    pub workloads: Spanned<Vec<RawWorkload>>,
+    pub loads: Spanned<Vec<RawLoad>>,
+}
+
+/// `[[stacks]]`: a built-in stack and its knobs.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStack {
+    pub name: Spanned<String>,
+    pub label: Option<Spanned<String>>,
+    pub keepalive: Option<Spanned<bool>>,
+    pub gzip: Option<Spanned<bool>>,
+    pub opcache: Option<Spanned<bool>>,
+    pub db: Option<Spanned<bool>>,
+    pub workers: Option<Spanned<u32>>,
+    pub cpus: Option<Spanned<String>>,
+}
+
+/// `[[workloads]]`: a built-in workload, where it runs and how its answers are checked.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWorkload {
+    pub name: Spanned<String>,
+    pub stacks: Option<Vec<Spanned<String>>>,
+    pub expect_status: Option<Spanned<StatusValue>>,
+    pub expect_contains: Option<Spanned<String>>,
+    pub expect_sha256: Option<Spanned<String>>,
+}
+
+/// `[[loads]]`: one load model and the points (concurrencies or rates) it is run at.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLoad {
+    pub model: Spanned<ModelName>,
+    pub workloads: Option<Vec<Spanned<String>>>,
+    pub concurrency: Option<Spanned<Vec<Spanned<u32>>>>,
+    pub rates: Option<Spanned<Vec<Spanned<f64>>>>,
+    pub sweep: Option<Spanned<String>>,
+    pub calls_per_conn: Option<Spanned<u32>>,
+    pub requests: Option<Spanned<u64>>,
+    pub conns: Option<Spanned<u64>>,
+    pub duration: Option<Spanned<String>>,
+    pub keepalive: Option<Spanned<bool>>,
+    pub accept_encoding: Option<Spanned<String>>,
+    pub timeout: Option<Spanned<String>>,
+    pub arrival: Option<Spanned<ArrivalName>>,
+    pub max_connections: Option<Spanned<u32>>,
+}
+
+/// `[quick]`: how `--quick` shrinks the suite.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawQuick {
+    pub factor: Option<Spanned<f64>>,
+    pub min_requests: Option<Spanned<u64>>,
+    pub min_conns: Option<Spanned<u64>>,
+    pub min_duration: Option<Spanned<String>>,
+    pub repetitions: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelName {
+    Closed,
+    Open,
+    Sessions,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArrivalName {
+    Fixed,
+    Poisson,
+}
+
+/// `expect_status`: a bare code (`200`) or the `--expect-status` spelling (`"200,304"`,
+/// `"2xx"`), kept as text for [`loadlab_engine::Validation::parse_status`].
+#[derive(Debug)]
+pub struct StatusValue(pub String);
+
+impl<'de> Deserialize<'de> for StatusValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = StatusValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a status code (200) or a string of codes, ranges and classes (\"2xx\")",
+                )
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<StatusValue, E> {
+                Ok(StatusValue(v.to_string()))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<StatusValue, E> {
+                Ok(StatusValue(v.to_string()))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
