@@ -11,7 +11,8 @@ LAB_PACKAGES   := nginx apache2 libapache2-mod-php php-fpm php-cgi php-cli php-m
                   spawn-fcgi varnish mariadb-server mariadb-client wordpress \
                   wordpress-theme-twentytwentyone
 TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time chromium
-DEMO_PACKAGES  := nginx python3
+# The demo runs the classic suite, which uses every stack of the lab.
+DEMO_PACKAGES  := $(LAB_PACKAGES)
 BENCH_PACKAGES := nginx wrk apache2-utils httperf time python3 iproute2
 
 # The test harness reads this: in CI a test whose server is missing fails instead of skipping.
@@ -21,7 +22,7 @@ endif
 
 LOCKED := $(if $(wildcard Cargo.lock),--locked)
 
-.PHONY: deps-test deps-demo deps-bench deps-lab build test demo bench lab-cycles bench-rate bench-scale clean
+.PHONY: deps-test deps-demo deps-bench deps-lab build test demo demo-bench bench lab-cycles bench-rate bench-scale clean
 
 # apt_install: install those of the packages in $(1) that are not installed yet; apt-get update
 # runs only if something is missing, so a ready machine needs no network and no root. "dpkg -s"
@@ -65,7 +66,14 @@ test: deps-test
 	  cargo test --workspace --no-fail-fast; \
 	fi
 
+# The default suite, `classic` (a short tour of the five classic experiments, under 5 minutes
+# on 2 cores): stacks up one at a time, measured, stored in out/loadlab.db, report in
+# out/report.html, the verdict printed at the end.
 demo: deps-demo build
+	target/release/loadlab run --suite classic --out out
+
+# One quick `loadlab bench` against a private nginx, as text and as JSON (out/demo.json).
+demo-bench: deps-bench build
 	bench/demo.sh
 
 bench: deps-bench build

@@ -82,7 +82,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
         }
     };
     load::warn_fd_limit(pool, config.threads);
-    let (result, _) = load::measure(&config, address, args.request.quiet)?;
+    let (result, _) = load::measure(&config, address, args.request.quiet, "")?;
 
     let report = Report::new(&config, address, &result);
     if let Some(path) = &args.latency_csv {

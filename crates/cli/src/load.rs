@@ -178,9 +178,10 @@ pub fn measure(
     config: &BenchConfig,
     addr: SocketAddr,
     quiet: bool,
+    label: &str,
 ) -> anyhow::Result<(BenchResult, Arc<Control>)> {
     let control = ctrl_c_control()?;
-    let progress = (!quiet).then(|| Progress::start(control.clone(), config)).flatten();
+    let progress = (!quiet).then(|| Progress::start(control.clone(), config, label)).flatten();
     let result = loadlab_engine::run(config, addr, control.clone());
     if let Some(p) = progress {
         p.finish();

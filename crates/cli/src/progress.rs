@@ -17,11 +17,13 @@ pub struct Progress {
 
 impl Progress {
     /// Starts the display on stderr, or returns `None` when stderr is not a terminal.
-    pub fn start(control: Arc<Control>, config: &BenchConfig) -> Option<Progress> {
+    /// `label` goes before the figures (`loadlab run` names the cell there).
+    pub fn start(control: Arc<Control>, config: &BenchConfig, label: &str) -> Option<Progress> {
         if !std::io::stderr().is_terminal() {
             return None;
         }
         let warmup = config.warmup;
+        let label = label.to_string();
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let handle = std::thread::spawn(move || {
@@ -41,7 +43,7 @@ impl Progress {
                 let elapsed = now.duration_since(start);
                 let phase = if elapsed < warmup { " (warm-up)" } else { "" };
                 eprint!(
-                    "\r\x1b[2K{:6.1}s{phase}  completed {}  {:.0} req/s  errors {}",
+                    "\r\x1b[2K{label}{:6.1}s{phase}  completed {}  {:.0} req/s  errors {}",
                     elapsed.as_secs_f64(),
                     count(completed),
                     rate,

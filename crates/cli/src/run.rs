@@ -3,7 +3,6 @@
 //! at once (an interrupted run keeps what it measured); at the end the report is written and
 //! the verdict printed.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -216,20 +215,21 @@ fn run_group(
         }
         let url = format!("{}{}", base_url.trim_end_matches('/'), cell.workload.path);
         let (config, addr) = cell_config(cell, &url, client_cpus)?;
-        out!(
+        let prefix = format!(
             "[{:>3}/{total}] {:<24} {:<12} {:<34} ",
             cell.ordinal + 1,
             spec.label,
             cell.workload.name,
             load_label(cell)
-        )?;
-        std::io::stdout().flush()?;
+        );
         let sampler = Sampler::start(targets.clone(), SAMPLE_INTERVAL);
         let started_at = SystemTime::now();
-        let (result, _) = load::measure(&config, addr, true)?;
+        // On a terminal a live progress line (the cell, elapsed, completed, req/s, errors) runs
+        // on stderr during the cell; the cell's line is printed whole when it is done.
+        let (result, _) = load::measure(&config, addr, false, &prefix)?;
         let samples = sampler.stop();
         if result.interrupted {
-            outln!("interrupted")?;
+            outln!("{prefix}interrupted")?;
             break;
         }
         let record = cell_record(cell, &config, &result, started_at, samples);
@@ -238,7 +238,7 @@ fn run_group(
         let store_ms = stored.elapsed().as_secs_f64() * 1e3;
         let flags: Vec<&str> = record.flags.iter().map(|f| f.flag.as_str()).collect();
         outln!(
-            "{:>10.1} req/s  p99 {:>9}  {}{}",
+            "{prefix}{:>10.1} req/s  p99 {:>9}  {}{}",
             result.rps(),
             crate::units::us(record.metrics[metric::P99_US]),
             if flags.is_empty() { "ok".to_string() } else { flags.join(",") },

@@ -330,7 +330,7 @@ fn run_step(
     config.check().map_err(load::engine_failure)?;
     let request_len =
         config.request.encode(&config.target, config.keepalive).map_or(0, |b| b.len());
-    let (result, control) = load::measure(&config, target.addr, true)?;
+    let (result, control) = load::measure(&config, target.addr, true, "")?;
     let step = step_of(&result, &target.url, host, bisect, request_len as u64);
     Ok((step, load::interrupted(&control)))
 }
