@@ -75,7 +75,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<u8> {
             "stale": stale,
             "warnings": warnings,
         });
-        println!("{value:#}");
+        writeln!(std::io::stdout(), "{value:#}")?;
         return Ok(OK);
     }
     let mut out = std::io::stdout().lock();

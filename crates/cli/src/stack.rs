@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use loadlab_lab::{CpuList, Error as LabError, Health, Knobs, Lab, OnOff, Record, Sampler};
+use loadlab_lab::{CpuList, Error as LabError, Health, Knobs, Lab, OnOff, Record, Sampler, Up};
 use serde_json::json;
 
 use crate::exit::{Failure, OK};
@@ -144,7 +144,7 @@ fn list(lab: &Lab, json: bool) -> anyhow::Result<u8> {
             })
             .collect();
         let running: Vec<_> = instances.iter().map(|(r, h)| instance_json(r, *h)).collect();
-        println!("{:#}", json!({ "stacks": stacks, "instances": running }));
+        writeln!(std::io::stdout(), "{:#}", json!({ "stacks": stacks, "instances": running }))?;
         return Ok(OK);
     }
     let mut out = std::io::stdout().lock();
@@ -221,17 +221,30 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
         opcache: args.opcache,
         db: args.db,
         workers: args.workers,
-        cpus: args.cpus,
+        cpus: args.cpus.clone(),
     };
     let stop = stop_flag()?;
     let cancel = || stop.load(Ordering::Relaxed);
     let up = lab.up(stack, &knobs, &cancel).map_err(lab_failure)?;
-    let mut record = up.record;
+    let mut record = up.record.clone();
     if !args.foreground {
         lab.detach(&mut record).map_err(lab_failure)?;
+        print_up(&record, &up, &args)?;
+        return Ok(OK);
     }
+    // In the foreground the stack goes down whatever happens to the output (a closed pipe).
+    let printed = print_up(&record, &up, &args);
+    while printed.is_ok() && !cancel() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    lab.down(&record.id).map_err(lab_failure)?;
+    printed.map(|()| OK)
+}
+
+fn print_up(record: &Record, up: &Up, args: &UpArgs) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
     if args.json {
-        let mut value = instance_json(&record, Health::Running);
+        let mut value = instance_json(record, Health::Running);
         value["up_ms"] = json!(up.elapsed.as_millis() as u64);
         value["phases_ms"] = up
             .phases
@@ -240,21 +253,22 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
             .collect::<serde_json::Map<_, _>>()
             .into();
         value["checks"] = json!(up.report.checks);
-        println!("{value}");
+        writeln!(out, "{value}")?;
     } else {
         let phases: Vec<String> = up
             .phases
             .iter()
             .map(|(name, took)| format!("{name} {:.2}", took.as_secs_f64()))
             .collect();
-        println!(
+        writeln!(
+            out,
             "{}  {}  up and verified in {:.2} s ({} checks; {})",
             record.id,
             record.url,
             up.elapsed.as_secs_f64(),
             up.report.checks.len(),
             phases.join(", ")
-        );
+        )?;
         for tier in &record.tiers {
             let pid = tier.leader.map_or(0, |l| l.pid);
             let at = match (&tier.port, &tier.socket) {
@@ -262,20 +276,14 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
                 (None, Some(socket)) => socket.display().to_string(),
                 _ => String::new(),
             };
-            println!("  {:<11} pid {pid:<8} {at}", tier.name);
+            writeln!(out, "  {:<11} pid {pid:<8} {at}", tier.name)?;
         }
         if !args.foreground {
-            println!("stop it with: loadlab stack down {}", record.id);
+            writeln!(out, "stop it with: loadlab stack down {}", record.id)?;
         }
     }
-    std::io::stdout().flush()?;
-    if args.foreground {
-        while !cancel() {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        lab.down(&record.id).map_err(lab_failure)?;
-    }
-    Ok(OK)
+    out.flush()?;
+    Ok(())
 }
 
 /// Set by SIGINT (Ctrl-C) or SIGTERM: a foreground stack goes down on either, and a stack
@@ -302,11 +310,15 @@ fn stop_flag() -> anyhow::Result<&'static AtomicBool> {
 fn verify(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
     let report = lab.verify(id).map_err(lab_failure)?;
     if json {
-        println!("{:#}", json!({ "id": id, "ok": report.ok(), "checks": report.checks }));
+        writeln!(
+            std::io::stdout(),
+            "{:#}",
+            json!({ "id": id, "ok": report.ok(), "checks": report.checks })
+        )?;
     } else {
         for check in &report.checks {
             let mark = if check.ok { "ok  " } else { "FAIL" };
-            println!("{mark} {:<12} {}", check.workload, check.detail);
+            writeln!(std::io::stdout(), "{mark} {:<12} {}", check.workload, check.detail)?;
         }
     }
     match report.error() {
@@ -327,6 +339,8 @@ fn sample(
     let stop = stop_flag()?;
     let tiers: Vec<&str> = targets.iter().map(|t| t.tier.as_str()).collect();
     let sampler = Sampler::start(targets.clone(), interval);
+    // On stderr, so that --json output stays clean; it also tells a script that the first
+    // reading is taken and its load may start.
     eprintln!(
         "sampling {id} ({}) every {interval:?} for {duration:?}; Ctrl-C stops",
         tiers.join(", ")
@@ -339,7 +353,7 @@ fn sample(
     }
     let samples = sampler.stop();
     if json {
-        println!("{:#}", json!({ "id": id, "samples": samples }));
+        writeln!(std::io::stdout(), "{:#}", json!({ "id": id, "samples": samples }))?;
         return Ok(OK);
     }
     let mut out = std::io::stdout().lock();
@@ -372,7 +386,7 @@ fn show(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
     let record = lab.record(id).map_err(lab_failure)?;
     let captured = lab.capture(id).map_err(lab_failure)?;
     if json {
-        println!("{:#}", json!({ "instance": record, "captured": captured }));
+        writeln!(std::io::stdout(), "{:#}", json!({ "instance": record, "captured": captured }))?;
         return Ok(OK);
     }
     let mut out = std::io::stdout().lock();
@@ -391,7 +405,7 @@ fn down(lab: &Lab, id: Option<String>, all: bool) -> anyhow::Result<u8> {
         vec![id]
     };
     for id in ids {
-        println!("{id} down");
+        writeln!(std::io::stdout(), "{id} down")?;
     }
     Ok(OK)
 }

@@ -40,8 +40,8 @@ pub struct Up {
     pub report: Report,
     /// From the call to `up` until verified.
     pub elapsed: Duration,
-    /// Where that time went: `write` (run directory), each tier's preparation and start
-    /// until ready (`mariadb`, `php-fpm`, ...), and `verify`.
+    /// Where that time went: `write` (the run directory), `prepare` (MariaDB's datadir,
+    /// built the first time), `start` (every tier until ready), `verify`.
     pub phases: Vec<(String, Duration)>,
 }
 
@@ -153,24 +153,32 @@ impl Lab {
         let mut phase = Instant::now();
         write_files(plan)?;
         lap(phases, "write", &mut phase);
-        // Backends first, so that each tier finds the one behind it ready.
-        for tier in plan.tiers().into_iter().rev() {
-            let server = servers::server(tier);
-            server.prepare(plan, &self.state)?;
-            let command = server.command(plan)?;
-            let leader = supervise::spawn(
-                command,
-                &plan.console_log(tier.name()),
-                plan.knobs.cpus.as_ref(),
-            )?;
+        // Backends first, though nothing waits for them: no server here connects to the
+        // tier behind it before its first request, so all start at once and only verify
+        // needs them all ready.
+        let tiers: Vec<Tier> = plan.tiers().into_iter().rev().collect();
+        for tier in &tiers {
+            servers::server(*tier).prepare(plan, &self.state)?;
+        }
+        lap(phases, "prepare", &mut phase);
+        let mut started = Vec::new();
+        for tier in tiers {
+            let command = servers::server(tier).command(plan)?;
+            let log = plan.console_log(tier.name());
+            let leader = supervise::spawn(command, &log, plan.knobs.cpus.as_ref())?;
             if let Some(t) = record.tiers.iter_mut().find(|t| t.tier == tier) {
                 t.leader = Some(leader);
             }
+            // Saved at once: a crash from here on leaves a record that names this process.
             self.state.save(record)?;
-            let logs = || tier_logs(plan, tier.name());
-            ready::wait(tier.name(), leader, &server.probe(plan), READY_LIMIT, cancel, &logs)?;
-            lap(phases, tier.name(), &mut phase);
+            started.push((tier, leader));
         }
+        for (tier, leader) in started {
+            let logs = || tier_logs(plan, tier.name());
+            let probe = servers::server(tier).probe(plan);
+            ready::wait(tier.name(), leader, &probe, READY_LIMIT, cancel, &logs)?;
+        }
+        lap(phases, "start", &mut phase);
         let report = with_loopback_check(verify::verify(plan), record);
         lap(phases, "verify", &mut phase);
         match report.error() {
