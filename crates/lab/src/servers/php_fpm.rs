@@ -64,7 +64,10 @@ impl Server for PhpFpm {
     }
 
     fn capture(&self, plan: &Plan) -> Vec<Captured> {
-        let mut out = vec![capture_version("php-fpm", &programs::PHP_FPM, "-v")];
+        let mut out = vec![
+            capture_version("php-fpm", &programs::PHP_FPM, "-v"),
+            capture_version("php-fpm", &programs::PHP_FPM, "-m"),
+        ];
         // -tt prints the pool's effective settings (as NOTICE lines on stderr).
         if let Ok(mut test) = Self::base_command(plan) {
             test.arg("-tt");

@@ -53,6 +53,7 @@ impl Server for SpawnFcgi {
         vec![
             capture_version("spawn-fcgi", &programs::SPAWN_FCGI, "-v"),
             capture_version("spawn-fcgi", &programs::PHP_CGI, "-v"),
+            capture_version("spawn-fcgi", &programs::PHP_CGI, "-m"),
         ]
     }
 }
