@@ -335,6 +335,9 @@ pub fn verdicts(cells: &[CellRecord]) -> Vec<GroupVerdict> {
         .collect()
 }
 
+/// Repetitions below which outliers are not judged.
+const MIN_FOR_OUTLIERS: usize = 5;
+
 /// Medians, intervals, outliers and flags of one stack's repetitions.
 pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
     let flags: Vec<CellFlag> = stack
@@ -359,7 +362,14 @@ pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
                 .filter_map(|c| measure.value(c).map(|v| (c.repetition, v)))
                 .unzip();
             let center = median(&values).unwrap_or(f64::NAN);
-            let outliers = outlier_indices(&values)
+            // With fewer than five repetitions the median absolute deviation rests on two or
+            // three values, so the score flags ordinary spread: no outlier is named then.
+            let candidates = if values.len() >= MIN_FOR_OUTLIERS {
+                outlier_indices(&values)
+            } else {
+                Vec::new()
+            };
+            let outliers = candidates
                 .into_iter()
                 .filter(|&i| ((values[i] - center) / center).abs() >= OUTLIER_MIN_DEVIATION)
                 .map(|i| Outlier { repetition: reps[i], value: values[i] })

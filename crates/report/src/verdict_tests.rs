@@ -136,6 +136,16 @@ fn a_small_deviation_among_tight_repetitions_is_not_an_outlier() {
 }
 
 #[test]
+fn three_repetitions_are_too_few_to_name_an_outlier() {
+    // With three values the MAD rests on one difference: 1_200 scores 0.6745 * 199 / 1, far
+    // above 3.5, and is 20% off the median, yet three runs cannot say which one is odd.
+    let a = [1_000.0, 1_001.0, 1_200.0];
+    let g = &verdicts(&two_stacks(&a, &APACHE[..3]))[0];
+    assert!(g.stacks[0].figure(Measure::Rps).outliers.is_empty());
+    assert!(!g.warnings.iter().any(|w| matches!(w, Warning::Outlier { .. })));
+}
+
+#[test]
 fn open_loads_are_won_on_tail_latency() {
     let mut cells = Vec::new();
     for rep in 0..7 {
