@@ -80,10 +80,12 @@ fifo=$(mktemp -u "$LOADLAB_STATE_DIR/fifo-XXXX")
 mkfifo "$fifo"
 "$LOADLAB" stack up "$first" --foreground --json >"$fifo" &
 owner=$!
+# Not this shell's job any more: bash would report its death by SIGKILL as an error.
+disown "$owner"
 read -r up <"$fifo"
 pids=$(json_field pids <<<"$up")
 kill -9 "$owner"
-wait "$owner" 2>/dev/null || true
+while kill -0 "$owner" 2>/dev/null; do sleep 0.05; done
 # shellcheck disable=SC2086
 before=$(alive $pids | wc -w)
 next=$("$LOADLAB" stack up "$first" --json)
