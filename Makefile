@@ -1,4 +1,5 @@
-# make demo: see loadlab load a private nginx. make test: everything CI checks.
+# make demo: the classic suite on the lab's stacks, report in out/report.html. make test: everything
+# CI checks. make demo-bench: loadlab bench against a private nginx.
 # make bench, bench-rate, bench-scale: the benchmarks in BENCHMARKS.md.
 # Each installs the Debian packages it needs first (Debian 12; sudo only when not root).
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make demo: start a private nginx on a free loopback port, load it with loadlab for 5 s, show
-# the text report, then save the same run as JSON in out/demo.json. nginx is always stopped.
+# make demo-bench: start a private nginx on a free loopback port, load it with loadlab for 5 s,
+# show the text report, then save the same run as JSON in out/demo.json. nginx is always stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh

@@ -22,7 +22,26 @@ pub fn run(args: RunsArgs) -> anyhow::Result<u8> {
     let store = open_existing(args.db.as_deref())?;
     let runs = store.runs().map_err(store_failure)?;
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&runs)?)?;
+        // Times as Unix seconds and as text, not serde's raw SystemTime structure.
+        let unix = |t: std::time::SystemTime| {
+            t.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+        };
+        let rows: Vec<serde_json::Value> = runs
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.id,
+                    "suite": r.suite,
+                    "started_at": loadlab_report::format::utc(r.started_at),
+                    "started_unix_s": unix(r.started_at),
+                    "finished_at": r.finished_at.map(loadlab_report::format::utc),
+                    "finished_unix_s": r.finished_at.map(unix),
+                    "status": r.status,
+                    "cells": r.cells,
+                })
+            })
+            .collect();
+        outln!("{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(OK);
     }
     outln!(

@@ -4,3 +4,4 @@ mod it;
 mod schema;
 
 mod lab;
+mod run;
