@@ -84,34 +84,22 @@ const STEP_WARMUP: Duration = Duration::from_secs(1);
 /// At most this many bisection steps per target with --find-knee.
 const BISECT_STEPS: usize = 4;
 
-/// Parses `100..2000:100` or `100,200,400` into ascending, distinct rates.
+/// Parses `100..2000:100` (the suite files' sweep syntax, one parser for both) or
+/// `100,200,400` into ascending, distinct rates.
 fn parse_rates(s: &str) -> Result<RateList, String> {
-    let num = |x: &str| -> Result<f64, String> {
-        x.trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && *v > 0.0)
-            .ok_or_else(|| format!("invalid rate {x:?} in {s:?}"))
-    };
-    let mut rates = Vec::new();
-    if let Some((range, step)) = s.split_once(':') {
-        let (lo, hi) = range
-            .split_once("..")
-            .ok_or_else(|| format!("{s:?}: expected LOW..HIGH:STEP or a list"))?;
-        let (lo, hi, step) = (num(lo)?, num(hi)?, num(step)?);
-        if lo > hi {
-            return Err(format!("{s:?}: LOW is above HIGH"));
-        }
-        let n = ((hi - lo) / step).floor() as usize;
-        if n > 10_000 {
-            return Err(format!("{s:?}: more than 10,000 steps"));
-        }
-        rates.extend((0..=n).map(|i| lo + step * i as f64));
+    let mut rates = if s.contains("..") {
+        loadlab_suite::parse_sweep(s)?
     } else {
-        for part in s.split(',') {
-            rates.push(num(part)?);
-        }
-    }
+        s.split(',')
+            .map(|x| {
+                x.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v > 0.0)
+                    .ok_or_else(|| format!("invalid rate {x:?} in {s:?}"))
+            })
+            .collect::<Result<Vec<f64>, String>>()?
+    };
     rates.sort_by(f64::total_cmp);
     rates.dedup();
     Ok(RateList(rates))
