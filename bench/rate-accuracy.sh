@@ -13,7 +13,11 @@
 # httperf also shows what keep-alive saves.
 #
 # Env: RATES (req/s, default "1000 5000 10000 20000"), DURATION (s, default 5), ROUNDS (default
-#      3), TOOLS (default "loadlab loadlab-new httperf"),
+#      3), TOOLS (default "loadlab loadlab-new httperf"), MAX_CONNECTIONS (passed to both
+#      loadlab runs as --max-connections; unset: loadlab's default, 10,000; 1000 matches
+#      httperf, which select() keeps below FD_SETSIZE = 1024 descriptors), SOURCE_IPS (passed
+#      to both loadlab runs as --source-ips, e.g. 127.0.0.1-127.0.0.8: more local addresses,
+#      more ephemeral ports; httperf has no such option, so the runs are no longer like for like),
 #      LOADLAB (binary; default target/release/loadlab, rebuilt if it is the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +27,8 @@ read -r -a rates <<<"${RATES:-1000 5000 10000 20000}"
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}
 read -r -a tools <<<"${TOOLS:-loadlab loadlab-new httperf}"
+MAX_CONNECTIONS=${MAX_CONNECTIONS:-}
+SOURCE_IPS=${SOURCE_IPS:-}
 LOADLAB=${LOADLAB:-target/release/loadlab}
 SERVER_CPU=1
 CLIENT_CPU=0
@@ -36,6 +42,13 @@ done
 for r in "${rates[@]}"; do
   [[ $r =~ ^[1-9][0-9]*$ ]] || die "RATES must hold positive integers, not '$r'"
 done
+loadlab_opts=()
+if [ -n "$MAX_CONNECTIONS" ]; then
+  [[ $MAX_CONNECTIONS =~ ^[1-9][0-9]*$ ]] ||
+    die "MAX_CONNECTIONS must be a positive integer, not '$MAX_CONNECTIONS'"
+  loadlab_opts=(--max-connections "$MAX_CONNECTIONS")
+fi
+[ -z "$SOURCE_IPS" ] || loadlab_opts+=(--source-ips "$SOURCE_IPS")
 [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
 for t in "${tools[@]}"; do
   case $t in
@@ -60,7 +73,8 @@ fi
 # the server falls behind (loadlab allows 10,000 by default). Raise the hard limit if allowed
 # (root with CAP_SYS_RESOURCE), then the soft limit to the hard one; nginx inherits both.
 # httperf limits itself to FD_SETSIZE (1024) whatever the limit: it uses select().
-ulimit -Hn 65536 2>/dev/null || true
+[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 65536 ] ||
+  ulimit -Hn 65536 2>/dev/null || true
 ulimit -Sn "$(ulimit -Hn)"
 nofile=$(ulimit -n)
 
@@ -82,10 +96,11 @@ for ((round = 1; round <= ROUNDS; round++)); do
   done
 done
 
-# One port per run. A new connection per request leaves a TIME_WAIT socket per connection on the
-# client side (about 60 s, up to net.ipv4.tcp_max_tw_buckets): 100,000 of them after a 5 s run at
-# 20,000/s, more than the 28,232 ephemeral ports. Toward a port no earlier run used, every local
-# port is free again, so no run pays for the one before it.
+# One port per run. A new connection per request leaves a TIME_WAIT socket on the client for
+# each (60 s, or until the port is reused a second later: tcp_tw_reuse), up to one per ephemeral
+# port and destination; a 5 s run at 20,000/s goes through the 28,232 ephemeral ports several
+# times. Toward a port no earlier run used, every local port is free again, so no run pays for
+# the TIME_WAIT sockets of the one before it.
 ports=()
 for _ in "${runs[@]}"; do
   for _ in $(seq 20); do
@@ -119,10 +134,10 @@ run() {
   local n=$((rate * DURATION))
   base="$work/$tool.$rate.$round"
   case $tool in
-    loadlab) cmd=("$LOADLAB" bench -q -t 1 --rate "$rate" -d "${DURATION}s" --format json
-      "http://127.0.0.1:$port/hello.txt") ;;
+    loadlab) cmd=("$LOADLAB" bench -q -t 1 --rate "$rate" -d "${DURATION}s" "${loadlab_opts[@]}"
+      --format json "http://127.0.0.1:$port/hello.txt") ;;
     loadlab-new) cmd=("$LOADLAB" bench -q -t 1 --conn-rate "$rate" --calls-per-conn 1
-      --conns "$n" --format json "http://127.0.0.1:$port/hello.txt") ;;
+      --conns "$n" "${loadlab_opts[@]}" --format json "http://127.0.0.1:$port/hello.txt") ;;
     httperf) cmd=(httperf --server 127.0.0.1 --port "$port" --uri /hello.txt --rate "$rate"
       --num-conns "$n" --num-calls 1 --timeout 5) ;;
   esac
@@ -146,9 +161,11 @@ run() {
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs:" \
   "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)"
-echo "# $("$NGINX" -v 2>&1), $(httperf --version 2>/dev/null | sed -n 's/.*\(httperf-[0-9.]*\).*/\1/p' | head -n1)," \
+httperf_version=$(httperf --version 2>/dev/null | sed -n 's/.*\(httperf-[0-9.]*\).*/\1/p' | head -n1)
+echo "# $("$NGINX" -v 2>&1), ${httperf_version:-httperf ?}," \
   "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# RATES=\"${rates[*]}\" DURATION=$DURATION ROUNDS=$ROUNDS TOOLS=\"${tools[*]}\"," \
+echo "# RATES=\"${rates[*]}\" DURATION=$DURATION ROUNDS=$ROUNDS TOOLS=\"${tools[*]}\"" \
+  "MAX_CONNECTIONS=${MAX_CONNECTIONS:-default} SOURCE_IPS=${SOURCE_IPS:-none}," \
   "nginx on CPU $SERVER_CPU, clients on CPU $CLIENT_CPU, open files $nofile," \
   "ephemeral ports $(tr '\t' - </proc/sys/net/ipv4/ip_local_port_range)," \
   "tcp_tw_reuse=$(cat /proc/sys/net/ipv4/tcp_tw_reuse)"
@@ -158,13 +175,16 @@ for ((i = 0; i < ${#runs[@]}; i++)); do
   run "$tool" "$rate" "$round" "${ports[i]}"
   sleep 1 # let the previous run's connections close before the next one connects
 done
-grep -q 'worker_connections are not enough\|setrlimit' "$work/error.log" 2>/dev/null &&
-  { echo "nginx's error log:"; grep 'worker_connections\|setrlimit' "$work/error.log" | sort -u | head -n5; }
+# Server-side limits hit during the runs (a worker out of connections or file descriptors).
+grep -E 'worker_connections|setrlimit' "$work/error.log" 2>/dev/null | sort -u | head -n5 |
+  sed 's/^/nginx error log: /' || true
 
-python3 - "$work" "$DURATION" "$ticks" "${tools[@]}" <<'EOF'
+python3 - "$work" "$DURATION" "$ticks" "$(cat /proc/sys/net/ipv4/tcp_max_tw_buckets)" \
+  "${tools[@]}" <<'EOF'
 import json, re, statistics, sys
 
-work, duration, ticks, tools = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+work, duration, ticks, tw_cap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+tools = sys.argv[5:]
 
 def find(pattern, text, path):
     m = re.search(pattern, text)
@@ -240,7 +260,9 @@ cpu_us/req: the tool's own figure (loadlab: client.cpu_us_per_request in its JSO
   achieved: loadlab's rate.achieved_rps; httperf's replies / test-duration. late_*: microseconds
   behind schedule (loadlab only). server_cpu: the nginx worker's CPU over the run's wall time.
   cpu0_busy: the client's CPU busy with anything (all processes, interrupts, steal) during the
-  run: far above client_cpu means other processes competed with the client.""")
+  run, from /proc/stat: far above client_cpu means other processes competed with the client.
+  It is sampled at the timer tick, so it can read below client_cpu for a client that sleeps
+  between short bursts.""")
 
 def med(vals):
     vals = [v for v in vals if v is not None]
@@ -249,8 +271,12 @@ def med(vals):
 rates = sorted({r["rate"] for r in rows})
 rounds = sorted({r["round"] for r in rows})
 by = {(r["tool"], r["rate"], r["round"]): r for r in rows}
+def driven(r):
+    return r["achieved"] >= 0.995 * r["offered"]
+
 print("\nmedians over rounds, and loadlab/httperf CPU µs per request (time_us/req, median of"
-      " per-round ratios; below 1: loadlab is cheaper)")
+      " per-round ratios; below 1: loadlab is cheaper; * : in some round one of the two did not"
+      " drive the rate, so the two did not do the same work)")
 print(f"{'rate':>6} " + " ".join(f"{t + ' ach/off':>20} {t + ' us/req':>19}" for t in tools)
       + ("  loadlab-new/httperf  loadlab/httperf" if "httperf" in tools else ""))
 for rate in rates:
@@ -261,11 +287,13 @@ for rate in rates:
         cpu = med(r["time_cpu"] for r in rs)
         line += f" {f(ach, '.2f') + '%':>19} {f(cpu, '.2f'):>19}"
     if "httperf" in tools:
-        for t in ("loadlab-new", "loadlab"):
-            ratios = [by[t, rate, n]["time_cpu"] / by["httperf", rate, n]["time_cpu"]
-                      for n in rounds if (t, rate, n) in by and by[t, rate, n]["time_cpu"]
-                      and by["httperf", rate, n]["time_cpu"]]
-            line += f" {f(med(ratios), '.2f'):>20}" if t == "loadlab-new" else f" {f(med(ratios), '.2f'):>16}"
+        for t, width in (("loadlab-new", 20), ("loadlab", 16)):
+            pairs = [(by[t, rate, n], by["httperf", rate, n]) for n in rounds
+                     if (t, rate, n) in by and ("httperf", rate, n) in by]
+            ratios = [a["time_cpu"] / b["time_cpu"] for a, b in pairs
+                      if a["time_cpu"] and b["time_cpu"]]
+            mark = "*" if any(not (driven(a) and driven(b)) for a, b in pairs) else ""
+            line += f" {(f(med(ratios), '.2f') + mark) if ratios else '-':>{width}}"
     print(line)
 
 print("\nnotes")
@@ -281,9 +309,17 @@ if "httperf" in tools and "loadlab-new" in tools:
               " a loop between sends; strace counts about 150 pselect6 calls per request at 1000"
               " req/s), up to 100% of a CPU whatever the rate, so at low rates its CPU per request"
               " is about 10^6 / rate µs and measures the polling, not the work.")
+full = [r for r in rows if r["tool"] != "loadlab" and r["time_wait"] >= 0.8 * tw_cap]
+if full:
+    print(f"- {len(full)} new-connection runs started with the TIME_WAIT table near its cap"
+          f" (net.ipv4.tcp_max_tw_buckets = {tw_cap}; column TIME_WAIT). Once it is full the kernel"
+          " closes sockets without TIME_WAIT, local ports are free again at once, and new"
+          " connections get cheaper: above about 13,000 new connections/s from one address the"
+          " search for a free ephemeral port is what limits both tools otherwise. Compare such"
+          " runs with each other only.")
 for r in rows:
     what = f"{r['tool']} at {r['rate']} req/s (round {r['round']})"
-    if r["achieved"] < 0.995 * r["offered"]:
+    if not driven(r):
         print(f"- {what}: achieved {r['achieved']:.0f} of {r['offered']:.0f} req/s"
               f" ({r['achieved'] / r['offered'] * 100:.1f}%), errors {r['errors']}, not sent"
               f" {r['not_sent']}, client CPU {r['busy'] * 100:.0f}%, nginx CPU {r['server'] * 100:.0f}%,"
@@ -291,14 +327,16 @@ for r in rows:
     for w in r["warnings"]:
         print(f"- {what}: loadlab warns: {w}")
 
-print("\nmust reach (loadlab --rate, keep-alive): achieved within 0.5% of offered")
+if "loadlab" in tools:
+    print("\nmust reach (loadlab --rate, keep-alive): achieved within 0.5% of offered")
 for r in rows:
     if r["tool"] == "loadlab":
         ok = abs(r["achieved"] - r["offered"]) <= 0.005 * r["offered"]
         print(f"  {r['rate']:>6} req/s round {r['round']}: {r['achieved'] / r['offered'] * 100:.2f}%"
               f" {'yes' if ok else 'NO'}")
-if "httperf" in tools:
-    print("must reach: client CPU per request at most httperf's (time_us/req)")
+if "httperf" in tools and len(tools) > 1:
+    print("must reach: client CPU per request at most httperf's (time_us/req; meaningful only"
+          " where both drove the rate)")
     for r in rows:
         if r["tool"].startswith("loadlab") and ("httperf", r["rate"], r["round"]) in by:
             h = by["httperf", r["rate"], r["round"]]

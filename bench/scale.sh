@@ -61,7 +61,8 @@ want=$((CONNECTIONS * 2 + 1000))
 ulimit -Sn "$(ulimit -Hn)"
 nofile=$(ulimit -n)
 [ "$nofile" = unlimited ] || [ "$nofile" -ge "$need" ] ||
-  die "the open-file limit is $nofile and cannot be raised (not root?); $CONNECTIONS connections need $need"
+  die "the open-file limit is $nofile and cannot be raised (that takes root with" \
+    "CAP_SYS_RESOURCE); $CONNECTIONS connections need $need"
 
 work=$(mktemp -d -t loadlab-scale.XXXXXX)
 trap 'stop_nginx "$work"; rm -rf "$work"' EXIT

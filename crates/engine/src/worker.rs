@@ -38,6 +38,13 @@ const BACKOFF: Duration = Duration::from_millis(10);
 /// The timer's token; slots use their index.
 const TIMER: Token = Token(usize::MAX);
 
+/// Connects one worker may have in progress while it catches up on a schedule it fell behind.
+/// Starting every overdue arrival at once would open thousands of sockets in one burst, and the
+/// kernel's search for free local ports then costs more than the requests (measured: 6.9k
+/// new connections/s achieved with the burst, 13.8k without). Late arrivals wait here and keep
+/// their due times, so their latency still counts from when they were due.
+const MAX_CONNECTING: usize = 64;
+
 /// What a worker needs to know, fixed for the run.
 #[derive(Debug, Clone)]
 pub(crate) struct WorkerSpec {
@@ -81,6 +88,8 @@ pub(crate) struct Worker {
     server: Option<String>,
     open: usize,
     peak_open: usize,
+    /// Slots in `State::Connecting`.
+    connecting: usize,
     last_event: Instant,
     control: Arc<Control>,
 }
@@ -122,6 +131,7 @@ impl Worker {
             server: None,
             open: 0,
             peak_open: 0,
+            connecting: 0,
             last_event: spec.measure_start,
             spec,
             control,
@@ -257,6 +267,11 @@ impl Worker {
         }
         let mut due = due;
         while due <= until {
+            if self.idle.is_empty() && self.connecting >= MAX_CONNECTING {
+                // The next arrival needs a new connection and enough are being made: wait for
+                // one of them (its event wakes the loop).
+                return;
+            }
             let Some(idx) = self.take_slot() else {
                 // Every connection is busy and no more may be opened: the arrival waits, and
                 // its latency keeps counting from its due time. A completion wakes us.
@@ -351,6 +366,7 @@ impl Worker {
         let conn = &mut self.conns[idx];
         match conn.connect(self.poll.registry(), Token(idx), self.spec.addr, source) {
             Ok(()) => {
+                self.connecting += 1;
                 conn.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);
                 conn.opened = now;
                 conn.replies_on_socket = 0;
@@ -380,6 +396,7 @@ impl Worker {
         if self.conns[idx].state == State::Connecting {
             match self.conns[idx].finish_connect() {
                 Ok(true) => {
+                    self.connecting -= 1;
                     let conn = &mut self.conns[idx];
                     conn.connected = now;
                     conn.deadline = conn.started + self.spec.timeout;
@@ -546,6 +563,9 @@ impl Worker {
             return;
         }
         self.count_by_end(idx, now);
+        if self.conns[idx].state == State::Connecting {
+            self.connecting -= 1;
+        }
         let conn = &mut self.conns[idx];
         if conn.measured {
             let t = &mut self.tally;
