@@ -51,12 +51,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let plan = loadlab_suite::plan(&suite, args.quick);
     let estimate = plan.estimate();
     outln!(
-        "suite {}{}: {} cells on {} stack instances, about {} min",
+        "suite {}{}: {} cells on {} stack instances, about {:.1} min",
         plan.suite,
         if plan.quick { " (quick)" } else { "" },
         estimate.cells,
         estimate.stack_ups,
-        estimate.total.as_secs().div_ceil(60)
+        estimate.total.as_secs_f64() / 60.0
     )?;
     for s in &plan.skipped {
         outln!("  skipped: {} on {}: {}", s.workload, s.stack, s.reason)?;

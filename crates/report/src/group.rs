@@ -114,14 +114,17 @@ pub fn load_label(load: &LoadSpec) -> String {
         let unit = if load.model == LoadModel::Session { "conn/s" } else { "req/s" };
         parts.push(format!("{} {unit}", crate::format::count(r)));
     }
+    let sessions = load.model == LoadModel::Session;
     if let Some(k) = load.calls_per_connection {
-        parts.push(format!("{k} calls/conn"));
+        parts.push(format!("{k} {}/conn", if k == 1 { "call" } else { "calls" }));
     }
-    if load.keepalive {
+    // One call per connection leaves nothing to keep alive.
+    if load.keepalive && !(sessions && load.calls_per_connection == Some(1)) {
         parts.push("keep-alive".to_owned());
     }
     if let Some(n) = load.requests {
-        parts.push(format!("n={n}"));
+        // A session run counts connections (httperf's --num-conns), not requests.
+        parts.push(if sessions { format!("{n} conns") } else { format!("n={n}") });
     }
     if let Some(d) = load.duration_s {
         parts.push(format!("{} s", crate::format::count(d)));
@@ -248,5 +251,11 @@ mod tests {
         s.rate = Some(150.0);
         s.calls_per_connection = Some(10);
         assert_eq!(load_label(&s), "sessions, 150 conn/s, 10 calls/conn");
+        let mut one = LoadSpec::new(LoadModel::Session);
+        one.rate = Some(100.0);
+        one.calls_per_connection = Some(1);
+        one.keepalive = true;
+        one.requests = Some(5000);
+        assert_eq!(load_label(&one), "sessions, 100 conn/s, 1 call/conn, 5000 conns");
     }
 }
