@@ -7,10 +7,10 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use loadlab_engine::{BenchConfig, Pacing, Stop};
 
+use crate::bench_report::Report;
 use crate::exit::{Failure, OK, UNREACHABLE};
 use crate::load::{self, ArrivalArg, RequestArgs};
 use crate::output;
-use crate::report::Report;
 use crate::units::parse_duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

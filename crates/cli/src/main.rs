@@ -19,13 +19,13 @@ macro_rules! out {
 }
 
 mod bench;
+mod bench_report;
 mod compare;
 mod doctor;
 mod exit;
 mod load;
 mod output;
 mod progress;
-mod report;
 mod report_cmd;
 mod run;
 mod runs;

@@ -18,9 +18,9 @@ use loadlab_store::{
 };
 use loadlab_suite::{Cell, Plan, Point};
 
+use crate::bench_report::SCHEDULE_TOLERANCE_US;
 use crate::exit::{Failure, INTERRUPTED, OK};
 use crate::load;
-use crate::report::SCHEDULE_TOLERANCE_US;
 use crate::stack::lab_failure;
 
 #[derive(Debug, Args)]

@@ -13,9 +13,9 @@ use loadlab_stats::knee::{self, Breach, Criteria, StepPoint};
 use loadlab_stats::Moments;
 use serde::Serialize;
 
+use crate::bench_report::SCHEDULE_TOLERANCE_US;
 use crate::exit::{Failure, OK};
 use crate::load::{self, ArrivalArg, RequestArgs};
-use crate::report::SCHEDULE_TOLERANCE_US;
 use crate::units::parse_duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -7,7 +7,7 @@ use loadlab_engine::BenchResult;
 use loadlab_stats::RecorderSummary;
 
 use super::Render;
-use crate::report::Report;
+use crate::bench_report::Report;
 use crate::units::{bytes, count, us};
 
 pub struct Text;
