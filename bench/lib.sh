@@ -7,6 +7,18 @@
 
 die() { echo "${0##*/}: $*" >&2; exit 1; }
 
+# ensure_loadlab: builds the release binary when $LOADLAB is the default one (always: cargo does
+# nothing when it is up to date, and a stale binary would otherwise be measured silently;
+# --locked as in make build, since a benchmark edits no lock file), then checks it exists.
+ensure_loadlab() {
+  if [ "$LOADLAB" = target/release/loadlab ]; then
+    local locked=()
+    [ ! -f Cargo.lock ] || locked=(--locked)
+    cargo build --release --quiet "${locked[@]}"
+  fi
+  [ -x "$LOADLAB" ] || die "no loadlab binary at $LOADLAB"
+}
+
 # Debian installs nginx in /usr/sbin, which is not on an ordinary user's PATH.
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 

@@ -58,14 +58,7 @@ for t in "${tools[@]}"; do
   esac
 done
 if [[ " ${tools[*]} " == *" loadlab"* ]]; then
-  if [ "$LOADLAB" = target/release/loadlab ]; then
-    # Always: cargo does nothing when it is up to date, and a stale binary would be measured
-    # silently otherwise. --locked as in make build: a benchmark edits no lock file.
-    locked=()
-    [ ! -f Cargo.lock ] || locked=(--locked)
-    cargo build --release --quiet "${locked[@]}"
-  fi
-  [ -x "$LOADLAB" ] || die "no loadlab binary at $LOADLAB"
+  ensure_loadlab
 fi
 [ -x /usr/bin/time ] || die "GNU time not installed (make deps-bench)"
 

@@ -40,14 +40,7 @@ for r in "${runs[@]}"; do
   case $r in closed | open) ;; *) die "unknown run '$r' in RUNS (known: closed open)" ;; esac
 done
 [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
-if [ "$LOADLAB" = target/release/loadlab ]; then
-  # Always: cargo does nothing when it is up to date, and a stale binary would be measured
-  # silently otherwise. --locked as in make build: a benchmark edits no lock file.
-  locked=()
-  [ ! -f Cargo.lock ] || locked=(--locked)
-  cargo build --release --quiet "${locked[@]}"
-fi
-[ -x "$LOADLAB" ] || die "no loadlab binary at $LOADLAB"
+ensure_loadlab
 [ -x /usr/bin/time ] || die "GNU time not installed (make deps-bench)"
 command -v ss >/dev/null || die "ss not installed (iproute2)"
 

@@ -26,15 +26,7 @@ done
 [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
 for t in "${tools[@]}"; do
   case $t in
-    loadlab)
-      if [ "$LOADLAB" = target/release/loadlab ]; then
-        # Always: cargo does nothing when it is up to date, and a stale binary would be
-        # measured silently otherwise. --locked as in make build: a benchmark edits no lock file.
-        locked=()
-        [ ! -f Cargo.lock ] || locked=(--locked)
-        cargo build --release --quiet "${locked[@]}"
-      fi
-      [ -x "$LOADLAB" ] || die "no loadlab binary at $LOADLAB" ;;
+    loadlab) ensure_loadlab ;;
     wrk | ab) command -v "$t" >/dev/null || die "$t not installed (make deps-bench)" ;;
     *) die "unknown tool '$t' in TOOLS (known: loadlab wrk ab)" ;;
   esac
