@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use loadlab_stats::{Recorder, Series};
 
-use crate::ErrorCounts;
+use crate::{ErrorClass, ErrorCounts};
 
 /// The four timings ab reports per request, in microseconds.
 ///
@@ -159,6 +159,14 @@ impl Tally {
         self.lengths.merge(&o.lengths);
         self.timings.merge(&o.timings);
         self.series.merge(&o.series);
+    }
+
+    /// Counts one failed request of `class` in the totals and in its second's bucket.
+    #[inline]
+    pub fn count_failure(&mut self, class: ErrorClass, errno: Option<i32>, second: usize) {
+        self.failed += 1;
+        self.errors.add(class, errno);
+        self.series.at(second).failed += 1;
     }
 
     /// Status codes that occurred, with their counts.

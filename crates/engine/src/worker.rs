@@ -507,12 +507,11 @@ impl Worker {
             t.status[usize::from(status).min(999)] += 1;
             t.bytes_total += conn.resp_bytes;
             t.bytes_body += conn.parser.body_len();
-            let second = now.saturating_duration_since(self.spec.measure_start).as_secs() as usize;
-            let bucket = t.series.at(second);
-            bucket.bytes += conn.resp_bytes;
+            let second = second_of(self.spec.measure_start, now);
+            t.series.at(second).bytes += conn.resp_bytes;
             if conn.check.finish(&self.spec.validation, status).is_none() {
                 t.completed += 1;
-                bucket.completed += 1;
+                t.series.at(second).completed += 1;
                 let total = now.saturating_duration_since(conn.started);
                 let connect = conn.connected.saturating_duration_since(conn.started);
                 let first = conn.first_byte.unwrap_or(now);
@@ -525,9 +524,7 @@ impl Worker {
                 }
                 t.lengths.record(conn.parser.body_len());
             } else {
-                t.failed += 1;
-                bucket.failed += 1;
-                t.errors.add(ErrorClass::Validation, None);
+                t.count_failure(ErrorClass::Validation, None, second);
             }
             self.last_event = now;
         }
@@ -569,11 +566,8 @@ impl Worker {
         let conn = &mut self.conns[idx];
         if conn.measured {
             let t = &mut self.tally;
-            t.failed += 1;
-            t.errors.add(class, errno);
             t.bytes_total += conn.resp_bytes;
-            let second = now.saturating_duration_since(self.spec.measure_start).as_secs() as usize;
-            t.series.at(second).failed += 1;
+            t.count_failure(class, errno, second_of(self.spec.measure_start, now));
             self.last_event = now;
         }
         self.close(idx);
@@ -619,6 +613,12 @@ impl Worker {
             self.open -= 1;
         }
     }
+}
+
+/// The per-second bucket an event at `now` belongs to.
+#[inline]
+fn second_of(measure_start: Instant, now: Instant) -> usize {
+    now.saturating_duration_since(measure_start).as_secs() as usize
 }
 
 #[inline]
