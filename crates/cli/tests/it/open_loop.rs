@@ -107,9 +107,20 @@ fn fixed_rate_of_5000_is_kept_against_nginx() {
     assert_eq!(at(&report, "rate.schedule_kept"), kept, "{report:#}");
     assert_no_errors(&report);
     assert_eq!(uint(&report, "status.200"), uint(&report, "requests.completed"), "{report:#}");
-    // Keep-alive connections are reused: a handful suffice for sub-millisecond responses.
+    // Keep-alive connections are reused, and the pool grows only when none is idle, so it never
+    // holds more connections than requests were outstanding at once. By Little's law those are
+    // at most the requests due within the longest due-to-done latency, plus one per worker.
+    // On a quiet machine that is a handful; after a 70 ms stall (seen in CI) a few hundred,
+    // which is what an open loop must open to send overdue requests at once.
     let opened = uint(&report, "connections.opened");
-    assert!((1..=200).contains(&opened), "{report:#}");
+    let peak = uint(&report, "connections.peak");
+    let threads = uint(&report, "client.threads");
+    let outstanding = 5000.0 * uint(&report, "latency_us.max") as f64 / 1e6;
+    assert!(opened >= 1 && opened == peak, "{report:#}");
+    assert!(peak as f64 <= outstanding + threads as f64 + 1.0, "{report:#}");
+    if kept {
+        assert!(opened <= 200, "{report:#}");
+    }
     assert_corrected_dominates(&report);
     // Nothing else is wrong: at most the schedule warning above.
     let warnings = strings(&report, "warnings");
