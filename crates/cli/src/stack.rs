@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use loadlab_lab::{CpuList, Error as LabError, Health, Knobs, Lab, OnOff, Record, Sampler, Up};
+use loadlab_lab::{
+    CpuList, Error as LabError, Health, Knobs, Lab, OnOff, Record, Sampler, Timeout, Up,
+};
 use serde_json::json;
 
 use crate::exit::{Failure, OK};
@@ -71,9 +73,17 @@ struct UpArgs {
     /// The front tier's port on 127.0.0.1 (default: a free one).
     #[arg(long)]
     port: Option<u16>,
-    /// HTTP keep-alive (timeout 15 s) or a closed connection after each response.
+    /// HTTP keep-alive or a closed connection after each response.
     #[arg(long, default_value = "on", value_name = "on|off")]
     keepalive: OnOff,
+    /// How long an idle kept-alive connection stays open (nginx, Apache; Varnish's
+    /// timeout_idle in front). Default 15s (Varnish: its own 5s).
+    #[arg(long, value_name = "DURATION")]
+    keepalive_timeout: Option<Timeout>,
+    /// Requests on one connection before nginx or Apache closes it (default: nginx 1000,
+    /// Apache 100).
+    #[arg(long, value_name = "N")]
+    keepalive_requests: Option<u32>,
     /// gzip of text responses.
     #[arg(long, default_value = "off", value_name = "on|off")]
     gzip: OnOff,
@@ -83,10 +93,17 @@ struct UpArgs {
     /// A MariaDB tier for country.php and complex.php (PHP stacks; WordPress always has one).
     #[arg(long, value_name = "on|off")]
     db: Option<OnOff>,
-    /// Worker processes: nginx worker_processes, php-fpm and spawn-fcgi children, Apache
-    /// prefork MaxRequestWorkers, Apache event processes.
-    #[arg(long)]
+    /// Web-tier processes: nginx worker_processes, Apache prefork MaxRequestWorkers (which
+    /// run mod_php), Apache event processes.
+    #[arg(long, value_name = "N")]
     workers: Option<u32>,
+    /// PHP processes of a PHP tier of its own: php-fpm pm.max_children, spawn-fcgi's php-cgi
+    /// children (default 5).
+    #[arg(long, value_name = "N")]
+    php_workers: Option<u32>,
+    /// Access logs of nginx and Apache into the run directory's logs/.
+    #[arg(long, default_value = "off", value_name = "on|off")]
+    access_log: OnOff,
     /// Pin every process of the stack to these CPUs (0 or 0,2-3).
     #[arg(long, value_name = "LIST")]
     cpus: Option<CpuList>,
@@ -217,10 +234,14 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
     let knobs = Knobs {
         port: args.port,
         keepalive: args.keepalive,
+        keepalive_timeout: args.keepalive_timeout,
+        keepalive_requests: args.keepalive_requests,
         gzip: args.gzip,
         opcache: args.opcache,
         db: args.db,
         workers: args.workers,
+        php_workers: args.php_workers,
+        access_log: args.access_log,
         cpus: args.cpus.clone(),
     };
     let stop = stop_flag()?;

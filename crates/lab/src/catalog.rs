@@ -267,22 +267,87 @@ impl Stack {
         missing
     }
 
-    /// Refuses knobs that do not apply, so that a typo'd experiment fails before it runs.
-    pub fn check_knobs(&self, knobs: &Knobs) -> Result<()> {
+    /// Whether PHP runs in a tier of its own (php-fpm, spawn-fcgi) rather than inside
+    /// Apache's workers (mod_php).
+    pub fn has_php_pool(&self) -> bool {
+        self.http_tiers.iter().any(|t| matches!(t, Tier::PhpFpm | Tier::SpawnFcgi))
+    }
+
+    /// Whether clients talk to Varnish.
+    fn varnish_in_front(&self) -> bool {
+        self.http_tiers.first() == Some(&Tier::Varnish)
+    }
+
+    /// The first knob that does not apply to this stack, if any, so that a typo'd experiment
+    /// fails before it runs. The CLI names it as a flag, a suite file at the key's position.
+    pub fn knob_problem(&self, knobs: &Knobs) -> Option<KnobProblem> {
+        let problem = |key, reason: String| Some(KnobProblem { key, reason });
+        let name = self.name;
+        let http = !self.http_tiers.is_empty();
+        let keepalive_off = !knobs.keepalive.is_on();
         if knobs.opcache.is_some() && !self.has_php() {
-            return Err(Error::BadKnob(format!("--opcache: {} runs no PHP", self.name)));
+            return problem("opcache", format!("{name} runs no PHP"));
         }
         if knobs.db.is_some() && self.db == Db::No {
-            return Err(Error::BadKnob(format!("--db: {} has no database tier", self.name)));
+            return problem("db", format!("{name} has no database tier"));
         }
         if self.db == Db::Always && knobs.db == Some(OnOff::Off) {
-            return Err(Error::BadKnob(format!("--db off: {} needs its database", self.name)));
+            return problem("db", format!("{name} needs its database"));
         }
-        if self.http_tiers.is_empty() && knobs.port.is_some() {
-            return Err(Error::BadKnob(format!("--port: {} serves no HTTP", self.name)));
+        if !http && knobs.port.is_some() {
+            return problem("port", format!("{name} serves no HTTP"));
         }
-        Ok(())
+        if !http && knobs.access_log.is_on() {
+            return problem("access_log", format!("{name} serves no HTTP"));
+        }
+        if knobs.php_workers.is_some() && !self.has_php_pool() {
+            let reason = if self.has_php() {
+                format!("{name} runs PHP inside Apache's workers (mod_php): set workers")
+            } else {
+                format!("{name} runs no PHP")
+            };
+            return problem("php_workers", reason);
+        }
+        if knobs.php_workers == Some(0) {
+            return problem("php_workers", "must be at least 1".into());
+        }
+        if knobs.keepalive_timeout.is_some() && keepalive_off {
+            return problem("keepalive_timeout", "keep-alive is off".into());
+        }
+        if let Some(n) = knobs.keepalive_requests {
+            if keepalive_off {
+                return problem("keepalive_requests", "keep-alive is off".into());
+            }
+            if n == 0 {
+                return problem("keepalive_requests", "must be at least 1".into());
+            }
+            // Varnish has no limit on a client connection's requests; the one nginx behind
+            // it has would apply to Varnish's backend connections, not to the clients'.
+            if self.varnish_in_front() {
+                return problem(
+                    "keepalive_requests",
+                    format!("Varnish, in front in {name}, has no per-connection request limit"),
+                );
+            }
+        }
+        None
     }
+
+    /// [`Stack::knob_problem`] as the CLI names it (`--db: nginx has no database tier`).
+    pub fn check_knobs(&self, knobs: &Knobs) -> Result<()> {
+        match self.knob_problem(knobs) {
+            Some(p) => Err(Error::BadKnob(format!("--{}: {}", p.key.replace('_', "-"), p.reason))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A knob that does not apply to a stack: its key (as suite files spell it; the CLI flag is
+/// the same with dashes) and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KnobProblem {
+    pub key: &'static str,
+    pub reason: String,
 }
 
 #[cfg(test)]
@@ -313,5 +378,35 @@ mod tests {
         assert!(stack("nginx-fpm").unwrap().check_knobs(&opcache).is_ok());
         let db = Knobs { db: Some(OnOff::On), ..Knobs::default() };
         assert!(stack("nginx").unwrap().check_knobs(&db).is_err());
+    }
+
+    #[test]
+    fn new_knobs_apply_where_their_server_is() {
+        let key =
+            |name: &str, knobs: Knobs| stack(name).unwrap().knob_problem(&knobs).map(|p| p.key);
+        let php = Knobs { php_workers: Some(3), ..Knobs::default() };
+        assert_eq!(key("nginx-fpm", php.clone()), None);
+        assert_eq!(key("nginx-spawn-fcgi", php.clone()), None);
+        assert_eq!(key("apache-event-fpm", php.clone()), None);
+        assert_eq!(key("apache-prefork-modphp", php.clone()), Some("php_workers"));
+        assert_eq!(key("nginx", php), Some("php_workers"));
+        let requests = Knobs { keepalive_requests: Some(2), ..Knobs::default() };
+        assert_eq!(key("apache-prefork-modphp", requests.clone()), None);
+        assert_eq!(key("varnish-nginx-fpm", requests.clone()), Some("keepalive_requests"));
+        let off = Knobs { keepalive: OnOff::Off, ..requests };
+        assert_eq!(key("nginx", off), Some("keepalive_requests"));
+        let timeout = Knobs {
+            keepalive: OnOff::Off,
+            keepalive_timeout: Some("5s".parse().unwrap()),
+            ..Knobs::default()
+        };
+        assert_eq!(key("nginx", timeout), Some("keepalive_timeout"));
+        let log = Knobs { access_log: OnOff::On, ..Knobs::default() };
+        assert_eq!(key("varnish-nginx-fpm", log.clone()), None);
+        assert_eq!(key("mariadb", log), Some("access_log"));
+        let err = stack("nginx")
+            .unwrap()
+            .check_knobs(&Knobs { php_workers: Some(2), ..Knobs::default() });
+        assert_eq!(err.unwrap_err().to_string(), "--php-workers: nginx runs no PHP");
     }
 }

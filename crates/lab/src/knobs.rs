@@ -1,10 +1,11 @@
-//! The settings an experiment varies on a stack (keep-alive, gzip, OPcache, workers, CPUs),
-//! with the defaults that hold when a knob is not given.
+//! The settings an experiment varies on a stack (keep-alive, gzip, OPcache, workers, access
+//! logs, CPUs), with the defaults that hold when a knob is not given.
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A switch given as `on` or `off`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,22 +40,36 @@ impl fmt::Display for OnOff {
 
 /// How one instance of a stack is set up. `Default` is each server's setting as the seeds
 /// ran them: keep-alive on, gzip off, OPcache on, the database only where the stack needs it.
+/// A record written before a knob existed reads it as its default (`serde(default)`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Knobs {
     /// The front tier's port on 127.0.0.1; `None` picks a free one.
     pub port: Option<u16>,
     /// HTTP keep-alive on the front tier (off: each response closes its connection).
     pub keepalive: OnOff,
+    /// How long an idle kept-alive connection stays open; `None` is 15 s (seed 003's), or
+    /// Varnish's own 5 s `timeout_idle` in front.
+    pub keepalive_timeout: Option<Timeout>,
+    /// Requests served on one connection before the server closes it (nginx
+    /// `keepalive_requests`, Apache `MaxKeepAliveRequests`); `None`: each server's default.
+    pub keepalive_requests: Option<u32>,
     /// gzip of text responses by the tier that serves them.
     pub gzip: OnOff,
     /// OPcache in every PHP tier; `None` is on (only PHP stacks accept the knob).
     pub opcache: Option<OnOff>,
     /// A MariaDB tier for the PHP pages that need one; `None` is the stack's default.
     pub db: Option<OnOff>,
-    /// Worker processes of the tiers that take a fixed count: nginx `worker_processes`,
-    /// php-fpm `pm.max_children` (pm = static), spawn-fcgi's php-cgi children, Apache
-    /// prefork `MaxRequestWorkers`, Apache event processes. `None`: each server's default.
+    /// Worker processes of the web tier: nginx `worker_processes`, Apache prefork
+    /// `MaxRequestWorkers` (mod_php runs in those), Apache event processes. `None`: each
+    /// server's default.
     pub workers: Option<u32>,
+    /// PHP processes of a separate PHP tier: php-fpm `pm.max_children` (pm = static),
+    /// spawn-fcgi's php-cgi children. `None`: 5, Debian's pool default.
+    pub php_workers: Option<u32>,
+    /// Access logs (one line per request) into the run directory's `logs/`, by every nginx
+    /// and Apache tier; off, as seed 002 ran, unless an experiment logged as seed 004 did.
+    pub access_log: OnOff,
     /// CPUs every process of the stack is pinned to (`0`, `0,2-3`).
     pub cpus: Option<CpuList>,
 }
@@ -64,18 +79,112 @@ impl Default for Knobs {
         Knobs {
             port: None,
             keepalive: OnOff::On,
+            keepalive_timeout: None,
+            keepalive_requests: None,
             gzip: OnOff::Off,
             opcache: None,
             db: None,
             workers: None,
+            php_workers: None,
+            access_log: OnOff::Off,
             cpus: None,
         }
     }
 }
 
+/// The keep-alive timeout nginx and Apache get without the knob: seed 003's 15 s.
+pub const DEFAULT_KEEPALIVE_TIMEOUT: Timeout = Timeout { ms: 15_000 };
+
+/// PHP processes without `php_workers`: Debian's php-fpm pool allows 5 children.
+pub const DEFAULT_PHP_WORKERS: u32 = 5;
+
 impl Knobs {
     pub fn opcache_on(&self) -> bool {
         self.opcache.is_none_or(OnOff::is_on)
+    }
+
+    /// The keep-alive timeout of nginx and Apache.
+    pub fn keepalive_timeout(&self) -> Timeout {
+        self.keepalive_timeout.unwrap_or(DEFAULT_KEEPALIVE_TIMEOUT)
+    }
+
+    pub fn php_workers(&self) -> u32 {
+        self.php_workers.unwrap_or(DEFAULT_PHP_WORKERS)
+    }
+}
+
+/// A keep-alive timeout: above zero, in whole milliseconds (the finest unit nginx, Apache and
+/// Varnish all take), written `15s` or `500ms` (a bare number is seconds, as nginx reads it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timeout {
+    ms: u64,
+}
+
+impl Timeout {
+    pub fn as_millis(self) -> u64 {
+        self.ms
+    }
+
+    /// Whole seconds, or `None` when the timeout has a fraction of one.
+    pub fn whole_secs(self) -> Option<u64> {
+        self.ms.is_multiple_of(1000).then_some(self.ms / 1000)
+    }
+
+    /// As nginx's `keepalive_timeout` and Apache's `KeepAliveTimeout` both read it: a bare
+    /// number of seconds, or milliseconds with `ms`.
+    pub fn config_value(self) -> String {
+        self.whole_secs().map_or_else(|| format!("{}ms", self.ms), |s| s.to_string())
+    }
+}
+
+impl TryFrom<Duration> for Timeout {
+    type Error = String;
+    fn try_from(d: Duration) -> Result<Self, String> {
+        if d.is_zero() {
+            return Err("a keep-alive timeout must be above zero (keep-alive off closes every \
+                        connection)"
+                .into());
+        }
+        if !d.subsec_nanos().is_multiple_of(1_000_000) {
+            return Err(format!("{d:?}: give whole milliseconds"));
+        }
+        let ms = u64::try_from(d.as_millis()).map_err(|_| format!("{d:?} is too long"))?;
+        Ok(Timeout { ms })
+    }
+}
+
+impl FromStr for Timeout {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        let d = match s.parse::<u64>() {
+            Ok(secs) => Duration::from_secs(secs),
+            Err(_) => humantime::parse_duration(s)
+                .map_err(|e| format!("invalid duration {s:?} ({e}); use e.g. 15s, 500ms"))?,
+        };
+        Timeout::try_from(d)
+    }
+}
+
+impl fmt::Display for Timeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.whole_secs() {
+            Some(secs) => write!(f, "{secs}s"),
+            None => write!(f, "{}ms", self.ms),
+        }
+    }
+}
+
+/// As its text (`"15s"`), so that stored knobs and reports read as the flag was given.
+impl Serialize for Timeout {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timeout {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -121,6 +230,32 @@ mod tests {
         assert!("1-0".parse::<CpuList>().is_err());
         assert!("a".parse::<CpuList>().is_err());
         assert!("".parse::<CpuList>().is_err());
+    }
+
+    #[test]
+    fn timeouts_parse_and_print_as_given() {
+        let t = |s: &str| s.parse::<Timeout>();
+        assert_eq!(t("15s").unwrap().as_millis(), 15_000);
+        assert_eq!(t("15").unwrap().to_string(), "15s");
+        assert_eq!(t("500ms").unwrap().to_string(), "500ms");
+        assert_eq!(t("1m").unwrap().whole_secs(), Some(60));
+        assert_eq!(t("1500ms").unwrap().whole_secs(), None);
+        assert_eq!(t("1500ms").unwrap().config_value(), "1500ms");
+        assert_eq!(t("15s").unwrap().config_value(), "15");
+        for bad in ["0s", "0", "", "fast", "1us", "-1s"] {
+            assert!(t(bad).is_err(), "{bad}");
+        }
+        let json = serde_json::to_string(&t("2s").unwrap()).unwrap();
+        assert_eq!(json, "\"2s\"");
+        assert_eq!(serde_json::from_str::<Timeout>(&json).unwrap(), t("2s").unwrap());
+    }
+
+    #[test]
+    fn a_record_from_before_a_knob_reads_its_default() {
+        let old = r#"{"port":null,"keepalive":"on","gzip":"off","opcache":null,"db":null,
+                      "workers":2,"cpus":null}"#;
+        let knobs: Knobs = serde_json::from_str(old).unwrap();
+        assert_eq!(knobs, Knobs { workers: Some(2), ..Knobs::default() });
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub mod workloads;
 
 pub use catalog::{stack, Stack, Tier, STACKS};
 pub use error::{Error, Result};
-pub use knobs::{CpuList, Knobs, OnOff};
+pub use knobs::{CpuList, Knobs, OnOff, Timeout};
 pub use lab::{Health, Lab, Up};
 pub use sampler::{Sample, Sampler};
 pub use servers::Captured;

@@ -208,14 +208,20 @@ fn check_php(port: u16, sapi: &str, knobs: &Knobs) -> Result<String, String> {
     ))
 }
 
-/// Keep-alive as configured: without the knob every response announces `Connection: close`.
+/// Keep-alive as configured: without the knob every response announces `Connection: close`,
+/// as it does with one request allowed per connection.
 fn check_keepalive(port: u16, knobs: &Knobs) -> Result<String, String> {
     let head = http::get_head_keepalive(port, "/hello.txt")?;
     let closes = head.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
-    match (knobs.keepalive.is_on(), closes) {
+    let one_request = knobs.keepalive_requests == Some(1);
+    match (knobs.keepalive.is_on() && !one_request, closes) {
         (true, false) => Ok("connections kept open".into()),
+        (false, true) if one_request => Ok("one request per connection, then closed".into()),
         (false, true) => Ok("every response closes its connection".into()),
         (true, true) => Err("keep-alive is on but the server closed the connection".into()),
+        (false, false) if one_request => {
+            Err("one request per connection, but the server kept the connection".into())
+        }
         (false, false) => Err("keep-alive is off but the server kept the connection".into()),
     }
 }

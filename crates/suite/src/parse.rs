@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use loadlab_engine::{Arrival, Stop, Validation};
-use loadlab_lab::catalog::{self, Db};
-use loadlab_lab::knobs::{CpuList, Knobs, OnOff};
+use loadlab_lab::catalog;
+use loadlab_lab::knobs::{CpuList, Knobs, OnOff, Timeout};
 use toml::Spanned;
 
 use crate::error::SuiteError;
@@ -159,26 +159,15 @@ impl Checker<'_> {
             None => stack.name.to_string(),
         };
         let on_off = |b: &Spanned<bool>| if *b.get_ref() { OnOff::On } else { OnOff::Off };
-        // The lab's own check (`Stack::check_knobs`) names CLI flags; these say the same
-        // with the file's keys, at the knob's own position.
-        if let Some(o) = &s.opcache {
-            if !stack.has_php() {
-                return self.fail(o.span(), format!("opcache: {} runs no PHP", stack.name));
-            }
-        }
-        if let Some(d) = &s.db {
-            match (stack.db, d.get_ref()) {
-                (Db::No, _) => {
-                    return self.fail(d.span(), format!("db: {} has no database tier", stack.name))
-                }
-                (Db::Always, false) => {
-                    return self.fail(d.span(), format!("db: {} needs its database", stack.name))
-                }
-                _ => {}
-            }
-        }
-        let workers = match &s.workers {
-            Some(w) => Some(self.at_least_one(w, "workers")?),
+        let count = |n: &Option<Spanned<u32>>, key| {
+            n.as_ref().map(|n| self.at_least_one(n, key)).transpose()
+        };
+        let keepalive_timeout = match &s.keepalive_timeout {
+            Some(t) => Some(
+                t.get_ref()
+                    .parse::<Timeout>()
+                    .or_else(|e| self.fail(t.span(), format!("keepalive_timeout: {e}")))?,
+            ),
             None => None,
         };
         let cpus = match &s.cpus {
@@ -188,15 +177,21 @@ impl Checker<'_> {
         let knobs = Knobs {
             port: None,
             keepalive: s.keepalive.as_ref().map_or(OnOff::On, on_off),
+            keepalive_timeout,
+            keepalive_requests: count(&s.keepalive_requests, "keepalive_requests")?,
             gzip: s.gzip.as_ref().map_or(OnOff::Off, on_off),
             opcache: s.opcache.as_ref().map(on_off),
             db: s.db.as_ref().map(on_off),
-            workers,
+            workers: count(&s.workers, "workers")?,
+            php_workers: count(&s.php_workers, "php_workers")?,
+            access_log: s.access_log.as_ref().map_or(OnOff::Off, on_off),
             cpus,
         };
-        // Whatever rule the lab adds later still holds for suites.
-        if let Err(e) = stack.check_knobs(&knobs) {
-            return self.fail(s.name.span(), e.to_string());
+        // The lab's rules, with the file's key at the knob's own position (the stack's name
+        // for a knob the file did not write, as stack_cpus).
+        if let Some(p) = stack.knob_problem(&knobs) {
+            let span = s.knob_span(p.key).unwrap_or(s.name.span());
+            return self.fail(span, format!("{}: {}", p.key, p.reason));
         }
         Ok(StackSpec::new(label, stack, knobs))
     }

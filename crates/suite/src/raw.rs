@@ -32,11 +32,36 @@ pub struct RawStack {
     pub name: Spanned<String>,
     pub label: Option<Spanned<String>>,
     pub keepalive: Option<Spanned<bool>>,
+    pub keepalive_timeout: Option<Spanned<String>>,
+    pub keepalive_requests: Option<Spanned<u32>>,
     pub gzip: Option<Spanned<bool>>,
     pub opcache: Option<Spanned<bool>>,
     pub db: Option<Spanned<bool>>,
     pub workers: Option<Spanned<u32>>,
+    pub php_workers: Option<Spanned<u32>>,
+    pub access_log: Option<Spanned<bool>>,
     pub cpus: Option<Spanned<String>>,
+}
+
+impl RawStack {
+    /// Where the knob `key` (as [`loadlab_lab::catalog::KnobProblem`] names it) is written.
+    pub fn knob_span(&self, key: &str) -> Option<std::ops::Range<usize>> {
+        let flag = |v: &Option<Spanned<bool>>| v.as_ref().map(Spanned::span);
+        let count = |v: &Option<Spanned<u32>>| v.as_ref().map(Spanned::span);
+        match key {
+            "keepalive" => flag(&self.keepalive),
+            "keepalive_timeout" => self.keepalive_timeout.as_ref().map(Spanned::span),
+            "keepalive_requests" => count(&self.keepalive_requests),
+            "gzip" => flag(&self.gzip),
+            "opcache" => flag(&self.opcache),
+            "db" => flag(&self.db),
+            "workers" => count(&self.workers),
+            "php_workers" => count(&self.php_workers),
+            "access_log" => flag(&self.access_log),
+            "cpus" => self.cpus.as_ref().map(Spanned::span),
+            _ => None,
+        }
+    }
 }
 
 /// `[[workloads]]`: a built-in workload, where it runs and how its answers are checked.

@@ -5,6 +5,7 @@
 
 mod errors;
 mod hygiene;
+mod knobs;
 mod stacks;
 
 use std::os::unix::fs::symlink;

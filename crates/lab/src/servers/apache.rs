@@ -13,6 +13,9 @@ use crate::template::render;
 
 const CONF: &str = include_str!("../../templates/apache.conf");
 const MIME_TYPES: &str = include_str!("../../templates/apache-mime.types");
+/// nginx's `combined` access log format, so that both servers' logs read alike.
+const COMBINED: &str =
+    r#"LogFormat "%h %l %u %t \"%r\" %>s %b \"%{Referer}i\" \"%{User-Agent}i\"" combined"#;
 
 pub struct Apache {
     pub mode: ApacheMode,
@@ -26,7 +29,8 @@ impl Apache {
     /// The MPM's process and thread settings. Prefork's defaults are seed 000's (its
     /// MaxClients and MaxRequestsPerChild are today's MaxRequestWorkers and
     /// MaxConnectionsPerChild); event's are Debian's. `--workers N` sets prefork's
-    /// MaxRequestWorkers, or event's process count (25 threads each).
+    /// MaxRequestWorkers (mod_php runs in those, so it is the PHP count too), or event's
+    /// process count (25 threads each).
     fn mpm_settings(&self, plan: &Plan) -> String {
         let n = plan.knobs.workers;
         match self.mode {
@@ -95,6 +99,23 @@ impl Server for Apache {
         } else {
             (String::new(), String::new())
         };
+        let knobs = &plan.knobs;
+        // MaxKeepAliveRequests counts the requests after a connection's first (Apache keeps
+        // the connection while fewer than that many keep-alives have been granted), so N
+        // requests a connection is N - 1, and 1 is no keep-alive at all (0 would be no
+        // limit). Unset, Apache's own default (100, so 101 requests) holds.
+        let one_request = knobs.keepalive_requests == Some(1);
+        let keepalive_requests = match knobs.keepalive_requests {
+            Some(n) if n > 1 => format!("MaxKeepAliveRequests {}\n", n - 1),
+            _ => String::new(),
+        };
+        // mod_log_config is built into Debian's apache2. Without BufferedLogs, CustomLog
+        // writes each line as its request ends.
+        let access_log = if knobs.access_log.is_on() {
+            format!("{COMBINED}\nCustomLog {} combined\n", plan.access_log("apache").display())
+        } else {
+            String::new()
+        };
         let mut vars = plan.common_vars();
         vars.extend([
             ("port", plan.port("apache").to_string()),
@@ -104,7 +125,13 @@ impl Server for Apache {
             ("php_modules", php_modules),
             ("gzip_modules", gzip_modules),
             ("mpm_settings", self.mpm_settings(plan)),
-            ("keepalive", if plan.knobs.keepalive.is_on() { "On" } else { "Off" }.into()),
+            (
+                "keepalive",
+                if knobs.keepalive.is_on() && !one_request { "On" } else { "Off" }.into(),
+            ),
+            ("keepalive_timeout", knobs.keepalive_timeout().config_value()),
+            ("keepalive_requests", keepalive_requests),
+            ("access_log", access_log),
             (
                 "index",
                 if plan.stack.has_php() { "index.php index.html" } else { "index.html" }.into(),

@@ -54,6 +54,11 @@ impl Plan {
         self.run.join("logs")
     }
 
+    /// The access log of an HTTP tier (written only with the `access_log` knob on).
+    pub fn access_log(&self, tier: &str) -> PathBuf {
+        self.logs().join(format!("{tier}-access.log"))
+    }
+
     /// The log a tier's stdout and stderr go to.
     pub fn console_log(&self, tier: &str) -> PathBuf {
         self.logs().join(format!("{tier}.console.log"))

@@ -56,11 +56,31 @@ impl Server for Nginx {
         } else {
             "gzip off;"
         };
+        let knobs = &plan.knobs;
+        // A timeout of 0 is nginx's keep-alive off.
+        let keepalive = match (knobs.keepalive.is_on(), knobs.keepalive_requests) {
+            (false, _) => "keepalive_timeout 0;".to_string(),
+            (true, None) => {
+                format!("keepalive_timeout {};", knobs.keepalive_timeout().config_value())
+            }
+            (true, Some(n)) => format!(
+                "keepalive_timeout {};\n    keepalive_requests {n};",
+                knobs.keepalive_timeout().config_value()
+            ),
+        };
+        // Without `buffer=`, each request's line is written as it ends, so a log holds every
+        // request the moment its response is sent.
+        let access_log = if knobs.access_log.is_on() {
+            format!("access_log {} combined;", plan.access_log("nginx").display())
+        } else {
+            "access_log off;".to_string()
+        };
         let mut vars = plan.common_vars();
         vars.extend([
-            ("workers", plan.knobs.workers.map_or("auto".to_string(), |n| n.to_string())),
+            ("workers", knobs.workers.map_or("auto".to_string(), |n| n.to_string())),
             ("user", user_line(plan, |u, g| format!("user {u} {g};"))),
-            ("keepalive_timeout", if plan.knobs.keepalive.is_on() { "15" } else { "0" }.into()),
+            ("keepalive", keepalive),
+            ("access_log", access_log),
             ("gzip", gzip.to_string()),
             ("upstream", upstream),
             ("port", plan.port("nginx").to_string()),

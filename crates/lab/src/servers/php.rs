@@ -21,8 +21,7 @@ pub fn set_env(plan: &Plan, command: &mut Command) {
     command.env("PHP_INI_SCAN_DIR", format!(":{}/php", plan.run.display()));
 }
 
-/// How many PHP workers a tier starts when `--workers` is not given (Debian's php-fpm pool
-/// allows 5 children).
+/// How many PHP processes a PHP tier of its own (php-fpm, spawn-fcgi) starts.
 pub fn workers(plan: &Plan) -> u32 {
-    plan.knobs.workers.unwrap_or(5)
+    plan.knobs.php_workers()
 }

@@ -109,3 +109,27 @@ fn every_placeholder_is_filled() {
         assert!(!text.contains("{{"), "{}: {text}", stack.name);
     }
 }
+
+/// The knobs the seeds' experiments set beyond the first ones: access logs, keep-alive's
+/// timeout and request limit, and PHP's process count apart from the web tier's.
+#[test]
+fn access_log_keepalive_limits_and_php_workers() {
+    let knobs = Knobs {
+        access_log: OnOff::On,
+        keepalive_timeout: Some("1500ms".parse().unwrap()),
+        keepalive_requests: Some(2),
+        workers: Some(3),
+        php_workers: Some(7),
+        ..Knobs::default()
+    };
+    for name in ["nginx-fpm", "apache-event-fpm", "nginx-proxy-apache"] {
+        let stack = crate::stack(name).unwrap();
+        let knobs = if stack.has_php_pool() {
+            knobs.clone()
+        } else {
+            Knobs { php_workers: None, ..knobs.clone() }
+        };
+        assert_eq!(stack.knob_problem(&knobs), None);
+        assert_snapshot(&format!("{name}-logs-limits"), &render(&plan(stack, knobs, true)));
+    }
+}

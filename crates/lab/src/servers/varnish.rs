@@ -46,6 +46,11 @@ impl Server for Varnish {
             .arg(dir.join("work"))
             .arg("-P")
             .arg(dir.join("varnishd.pid"));
+        // timeout_idle is how long Varnish keeps an idle client connection; unset, Varnish's
+        // own 5 s holds (nginx behind it gets the knob too, for Varnish's backend connections).
+        if let Some(timeout) = plan.knobs.keepalive_timeout {
+            command.arg("-p").arg(format!("timeout_idle={}", timeout.as_millis() as f64 / 1000.0));
+        }
         Ok(command)
     }
 

@@ -1,0 +1,124 @@
+//! A suite's stack knobs beyond the first ones (access_log, php_workers, keepalive_timeout,
+//! keepalive_requests): read into the lab's knobs, and refused at the value's own line and
+//! column when they are wrong or do not apply to the stack.
+
+use loadlab_lab::knobs::{OnOff, Timeout};
+use loadlab_suite::{parse, SuiteError};
+
+/// A suite of one stack whose `[[stacks]]` table holds `knobs` (one `key = value` a line).
+fn suite(stack: &str, knobs: &str) -> String {
+    format!(
+        "name = \"knobs\"\n\n[[stacks]]\nname = \"{stack}\"\n{knobs}\n\n[[workloads]]\n\
+         name = \"hello.txt\"\n\n[[loads]]\nmodel = \"closed\"\nconcurrency = [1]\nrequests = 10\n"
+    )
+}
+
+/// The message and `line:column` of the error `text` gives.
+fn refused(text: &str) -> (String, (usize, usize)) {
+    match parse(text, "k.toml") {
+        Err(e @ SuiteError::Invalid { .. }) => {
+            let at = e.location().expect("a located error");
+            (e.to_string(), (at.line, at.column))
+        }
+        Err(other) => panic!("expected a located error, got {other}"),
+        Ok(_) => panic!("accepted:\n{text}"),
+    }
+}
+
+/// `knobs` on `stack` fail with `needle`, at the first occurrence of `at` in the text.
+#[track_caller]
+fn refused_at(stack: &str, knobs: &str, at: &str, needle: &str) {
+    let text = suite(stack, knobs);
+    let offset = text.find(at).unwrap_or_else(|| panic!("{at:?} is not in the text"));
+    let line = text[..offset].lines().count() + usize::from(text[..offset].ends_with('\n'));
+    let column = offset - text[..offset].rfind('\n').map_or(0, |i| i + 1) + 1;
+    let (message, got) = refused(&text);
+    assert_eq!(got, (line, column), "{message} (expected at {at:?})");
+    assert!(message.contains(needle), "{message:?} lacks {needle:?}");
+}
+
+#[test]
+fn the_new_knobs_are_read() {
+    let knobs = "access_log = true\nworkers = 5\nphp_workers = 200\n\
+                 keepalive_timeout = \"15s\"\nkeepalive_requests = 100";
+    let parsed =
+        parse(&suite("nginx-spawn-fcgi", knobs), "k.toml").unwrap_or_else(|e| panic!("{e}"));
+    let k = &parsed.stacks[0].knobs;
+    assert_eq!(k.access_log, OnOff::On);
+    assert_eq!((k.workers, k.php_workers), (Some(5), Some(200)));
+    assert_eq!(k.keepalive_timeout, Some("15s".parse::<Timeout>().unwrap()));
+    assert_eq!(k.keepalive_requests, Some(100));
+
+    let defaults = parse(&suite("nginx", ""), "k.toml").unwrap_or_else(|e| panic!("{e}"));
+    let k = &defaults.stacks[0].knobs;
+    assert_eq!(k.access_log, OnOff::Off);
+    assert_eq!((k.php_workers, k.keepalive_timeout, k.keepalive_requests), (None, None, None));
+    assert_eq!(k.keepalive_timeout().to_string(), "15s");
+    assert_eq!(k.php_workers(), 5);
+}
+
+#[test]
+fn bad_values_are_refused_where_they_are() {
+    refused_at("nginx", "keepalive_timeout = \"soon\"", "\"soon\"", "keepalive_timeout: invalid");
+    refused_at("nginx", "keepalive_timeout = \"0s\"", "\"0s\"", "above zero");
+    refused_at("nginx", "keepalive_timeout = 15", "15", "expected a string");
+    refused_at("nginx", "keepalive_requests = 0", "0\n", "keepalive_requests must be at least 1");
+    refused_at("nginx-fpm", "php_workers = 0", "0\n", "php_workers must be at least 1");
+    refused_at("nginx", "access_log = \"on\"", "\"on\"", "expected a boolean");
+    refused_at("nginx", "acces_log = true", "acces_log", "unknown field `acces_log`");
+}
+
+#[test]
+fn knobs_that_do_not_apply_are_refused_at_the_knob() {
+    refused_at("nginx", "php_workers = 3", "3\n", "php_workers: nginx runs no PHP");
+    refused_at(
+        "apache-prefork-modphp",
+        "php_workers = 3",
+        "3\n",
+        "php_workers: apache-prefork-modphp runs PHP inside Apache's workers (mod_php): set \
+         workers",
+    );
+    refused_at(
+        "nginx",
+        "keepalive = false\nkeepalive_timeout = \"5s\"",
+        "\"5s\"",
+        "keepalive_timeout: keep-alive is off",
+    );
+    refused_at(
+        "nginx",
+        "keepalive = false\nkeepalive_requests = 2",
+        "2\n",
+        "keepalive_requests: keep-alive is off",
+    );
+    refused_at(
+        "varnish-nginx-fpm",
+        "keepalive_requests = 2",
+        "2\n",
+        "keepalive_requests: Varnish, in front in varnish-nginx-fpm, has no per-connection",
+    );
+    // What the front tier cannot limit, the tier behind may still time out.
+    let text = suite("varnish-nginx-fpm", "keepalive_timeout = \"2s\"\naccess_log = true");
+    parse(&text, "k.toml").unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// The seeds' settings that these knobs made expressible.
+#[test]
+fn the_seed_suites_set_what_the_seeds_ran() {
+    let knobs = |suite: &str, stack: &str| {
+        let suite = loadlab_suite::builtin(suite).unwrap_or_else(|e| panic!("{e}"));
+        suite.stacks.iter().find(|s| s.label == stack).expect(stack).knobs.clone()
+    };
+    // 000: nginx's 5 workers; php-cgi children cut from 2000 to 200 (the suite says why).
+    let fastcgi = knobs("php-modphp-vs-fastcgi", "nginx-spawn-fcgi");
+    assert_eq!((fastcgi.workers, fastcgi.php_workers), (Some(5), Some(200)));
+    // 003: keep-alive on with a 15 s timeout, gzip on, on both servers.
+    for stack in ["nginx", "apache-prefork-modphp"] {
+        let k = knobs("robots-autobench", stack);
+        assert_eq!(k.keepalive_timeout.map(|t| t.as_millis()), Some(15_000), "{stack}");
+        assert!(k.keepalive.is_on() && k.gzip.is_on(), "{stack}");
+    }
+    // 004: access logging on in every layer.
+    for stack in ["wordpress-no-opcache", "wordpress-opcache", "wordpress-varnish-nginx-fpm"] {
+        assert!(knobs("wordpress-cache-layers", stack).access_log.is_on(), "{stack}");
+    }
+}
