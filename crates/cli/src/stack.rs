@@ -81,7 +81,7 @@ struct UpArgs {
     #[arg(long, value_name = "DURATION")]
     keepalive_timeout: Option<Timeout>,
     /// Requests on one connection before nginx or Apache closes it (default: nginx 1000,
-    /// Apache 100).
+    /// Apache 101).
     #[arg(long, value_name = "N")]
     keepalive_requests: Option<u32>,
     /// gzip of text responses.
