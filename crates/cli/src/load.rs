@@ -4,10 +4,9 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
 use loadlab_engine::{
     sys, Arrival, BenchConfig, BenchResult, Control, EngineError, RequestSpec, Target, Validation,
@@ -180,37 +179,13 @@ pub fn measure(
     quiet: bool,
     label: &str,
 ) -> anyhow::Result<(BenchResult, Arc<Control>)> {
-    let control = ctrl_c_control()?;
+    let control = crate::signals::control()?;
     let progress = (!quiet).then(|| Progress::start(control.clone(), config, label)).flatten();
     let result = loadlab_engine::run(config, addr, control.clone());
     if let Some(p) = progress {
         p.finish();
     }
     Ok((result.map_err(engine_failure)?, control))
-}
-
-/// The process's one Control, wired to Ctrl-C: the handler can be installed only once, and a
-/// sweep runs many loads. After the first Ctrl-C every run stops at once (a sweep's remaining
-/// steps too); a second Ctrl-C exits without waiting.
-pub fn ctrl_c_control() -> anyhow::Result<Arc<Control>> {
-    static CONTROL: OnceLock<Arc<Control>> = OnceLock::new();
-    if let Some(c) = CONTROL.get() {
-        return Ok(c.clone());
-    }
-    let control = Arc::new(Control::default());
-    let handler = control.clone();
-    ctrlc::set_handler(move || {
-        if handler.stop.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            std::process::exit(130);
-        }
-    })
-    .context("installing the Ctrl-C handler")?;
-    Ok(CONTROL.get_or_init(|| control).clone())
-}
-
-/// Whether Ctrl-C was pressed during this process's life (a sweep stops its steps then).
-pub fn interrupted(control: &Control) -> bool {
-    control.stop.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Parses a CPU list such as `0`, `0,2` or `0-3,6`.

@@ -29,6 +29,7 @@ mod progress;
 mod report_cmd;
 mod run;
 mod runs;
+mod signals;
 mod stack;
 mod sweep;
 mod units;

@@ -5,7 +5,6 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
@@ -102,7 +101,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     for id in lab.clean_stale().map_err(lab_failure)? {
         eprintln!("loadlab: removed stale stack instance {id} left by an earlier run");
     }
-    let control = load::ctrl_c_control()?;
+    let control = crate::signals::control()?;
     let packages = suite.stacks.iter().flat_map(|s| s.stack.packages(&s.knobs)).collect::<Vec<_>>();
     let info = RunInfo {
         suite: plan.suite.clone(),
@@ -112,6 +111,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let run_id = store.begin_run(&info).map_err(store_failure)?;
     outln!("run {run_id} into {}", db.display())?;
 
+    // Stacks come and go inside, and the run's record is closed and reported after: a second
+    // Ctrl-C waits for both.
+    let _finishing = crate::signals::Finishing::hold();
     let outcome = run_plan(&plan, &lab, &mut store, run_id, &control);
     let status = match &outcome {
         Ok(()) if !stopped(&control) => RunStatus::Finished,
@@ -130,7 +132,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
 }
 
 fn stopped(control: &Control) -> bool {
-    control.stop.load(Ordering::Relaxed)
+    crate::signals::interrupted(control)
 }
 
 /// Runs the cells, one stack instance at a time; stops at Ctrl-C with the finished cells kept.

@@ -1,10 +1,8 @@
 //! `loadlab stack list|up|verify|sample|show|down`: the lab's server stacks by hand.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use loadlab_lab::{
     CpuList, Error as LabError, Health, Knobs, Lab, OnOff, Record, Sampler, Timeout, Up,
@@ -12,6 +10,7 @@ use loadlab_lab::{
 use serde_json::json;
 
 use crate::exit::{Failure, OK};
+use crate::signals;
 use crate::units::parse_duration;
 
 #[derive(Debug, Args)]
@@ -244,8 +243,10 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
         access_log: args.access_log,
         cpus: args.cpus.clone(),
     };
-    let stop = stop_flag()?;
-    let cancel = || stop.load(Ordering::Relaxed);
+    let control = signals::control()?;
+    let cancel = || signals::interrupted(&control);
+    // From here until the stack is down or detached, a second Ctrl-C must not leave it running.
+    let _teardown = signals::Finishing::hold();
     let up = lab.up(stack, &knobs, &cancel).map_err(lab_failure)?;
     let mut record = up.record.clone();
     if !args.foreground {
@@ -307,27 +308,6 @@ fn print_up(record: &Record, up: &Up, args: &UpArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Set by SIGINT (Ctrl-C) or SIGTERM: a foreground stack goes down on either, and a stack
-/// that is still starting is torn down.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop_signal(_: libc::c_int) {
-    // Only an atomic store: the one kind of work that is safe in a signal handler.
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn stop_flag() -> anyhow::Result<&'static AtomicBool> {
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        let previous =
-            unsafe { libc::signal(signal, on_stop_signal as *const () as libc::sighandler_t) };
-        if previous == libc::SIG_ERR {
-            return Err(std::io::Error::last_os_error()).context("installing a signal handler");
-        }
-    }
-    Ok(&STOP)
-}
-
 fn verify(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
     let report = lab.verify(id).map_err(lab_failure)?;
     if json {
@@ -357,7 +337,7 @@ fn sample(
     json: bool,
 ) -> anyhow::Result<u8> {
     let targets = lab.targets(id).map_err(lab_failure)?;
-    let stop = stop_flag()?;
+    let control = signals::control()?;
     let tiers: Vec<&str> = targets.iter().map(|t| t.tier.as_str()).collect();
     let sampler = Sampler::start(targets.clone(), interval);
     // On stderr, so that --json output stays clean; it also tells a script that the first
@@ -367,7 +347,7 @@ fn sample(
         tiers.join(", ")
     );
     let end = Instant::now() + duration;
-    while Instant::now() < end && !stop.load(Ordering::Relaxed) {
+    while Instant::now() < end && !signals::interrupted(&control) {
         std::thread::sleep(
             Duration::from_millis(20).min(end.saturating_duration_since(Instant::now())),
         );

@@ -320,7 +320,7 @@ fn run_step(
         config.request.encode(&config.target, config.keepalive).map_or(0, |b| b.len());
     let (result, control) = load::measure(&config, target.addr, true, "")?;
     let step = step_of(&result, &target.url, host, bisect, request_len as u64);
-    Ok((step, load::interrupted(&control)))
+    Ok((step, crate::signals::interrupted(&control)))
 }
 
 fn step_of(r: &BenchResult, url: &str, host: usize, bisect: bool, request_len: u64) -> Step {
