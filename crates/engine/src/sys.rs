@@ -90,15 +90,31 @@ mod tests {
 
     #[test]
     fn thread_cpu_time_grows_with_work() {
+        // The work is measured in CPU time by a second clock (CLOCK_THREAD_CPUTIME_ID), not
+        // in wall time: a thread spinning 30 ms of wall time on a machine whose CPUs other
+        // processes share may run for only a fraction of it (seen: 8 ms of 30).
+        let thread_clock = || {
+            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: clock_gettime only writes into the timespec we pass.
+            let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            assert_eq!(rc, 0, "clock_gettime: {}", io::Error::last_os_error());
+            Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+        };
         let before = CpuTime::thread();
+        let clock_before = thread_clock();
         let mut x = 0u64;
+        // Bounded in wall time too, so that a thread clock that never advances fails.
         let start = std::time::Instant::now();
-        while start.elapsed() < Duration::from_millis(30) {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        while thread_clock() - clock_before < Duration::from_millis(30) {
+            assert!(start.elapsed() < Duration::from_secs(60), "30 ms of CPU not had in 60 s");
+            for _ in 0..1000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
         }
         std::hint::black_box(x);
         let spent = CpuTime::thread().since(&before).total();
-        assert!(spent >= Duration::from_millis(10), "{spent:?}");
+        // getrusage rounds to microseconds and may lag the thread clock slightly.
+        assert!(spent >= Duration::from_millis(20), "{spent:?} of CPU for 30 ms of work");
     }
 
     #[test]
