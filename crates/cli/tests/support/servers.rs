@@ -269,9 +269,21 @@ fn close_gracefully(stream: &TcpStream) {
 }
 
 /// A port on 127.0.0.1 that nothing listens on: connecting to it is refused.
+///
+/// The port stays bound, by a socket that never listens, until the test process exits: a
+/// port merely bound and released could be handed by the kernel to a test server of another
+/// test running at the same time, and then the connection would not be refused. The socket
+/// does not set SO_REUSEADDR, so no other socket can bind the port while it is held.
 pub fn closed_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local_addr").port()
+    static HELD: Mutex<Vec<socket2::Socket>> = Mutex::new(Vec::new());
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .expect("TCP socket");
+    let any_port = SocketAddr::from(([127, 0, 0, 1], 0));
+    socket.bind(&any_port.into()).expect("bind 127.0.0.1:0");
+    let port =
+        socket.local_addr().expect("local_addr").as_socket().expect("an inet address").port();
+    lock(&HELD).push(socket);
+    port
 }
 
 /// A panicking connection thread must not take every later assertion down with it.
