@@ -106,7 +106,7 @@ fn down_all_stops_every_instance() {
     let out = lab.run(&["stack", "down", "--all"]);
     assert_success(&out, &["stack", "down", "--all"]);
     let both: Vec<i32> = pids(&a).into_iter().chain(pids(&b)).collect();
-    assert!(wait_until(Duration::from_secs(5), || running(&both).is_empty()));
+    assert!(wait_until(Duration::from_secs(30), || running(&both).is_empty()));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "nginx-1 down\nnginx-2 down\n");
 }
 
@@ -136,7 +136,7 @@ fn ctrl_c_while_starting_tears_down_what_had_started() {
         other => panic!("stack up ended with {other:?}"),
     }
     assert!(
-        wait_until(Duration::from_secs(5), || in_run_root(&run_root).is_empty()),
+        wait_until(Duration::from_secs(30), || in_run_root(&run_root).is_empty()),
         "left: {:?}",
         in_run_root(&run_root)
     );

@@ -69,7 +69,7 @@ fn exercise(lab: TestLab, up: Value, checks: &[&[&str]], load: Option<Load>) {
 
     lab.down(&id);
     assert!(
-        wait_until(Duration::from_secs(5), || running(&pids).is_empty()),
+        wait_until(Duration::from_secs(30), || running(&pids).is_empty()),
         "left: {:?}",
         running(&pids)
     );
