@@ -125,6 +125,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     crate::report_cmd::write_report(&store, run_id, &report)?;
     let cells = store.cells(run_id).map_err(store_failure)?;
     outln!()?;
+    if status == RunStatus::Interrupted {
+        // Said before the verdict, which covers only what ran.
+        outln!(
+            "run {run_id} interrupted: {} of {} cells finished and stored",
+            cells.len(),
+            plan.cells.len()
+        )?;
+    }
     out!("{}", loadlab_report::verdict_table(&loadlab_report::verdicts(&cells)))?;
     outln!("\nreport: {}", report.display())?;
     outcome?;

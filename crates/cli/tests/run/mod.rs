@@ -367,3 +367,72 @@ fn an_unknown_suite_name_exits_2_listing_the_built_in_ones() {
     assert!(stderr.contains("classic"), "{stderr}");
     assert!(!scratch.out().join("loadlab.db").exists());
 }
+
+/// Ctrl-C twice during a run, as an impatient user presses it: the first stops the cell
+/// under way, the second must not cut the teardown short. The run ends with 130, its
+/// finished cell is stored, its record says interrupted, the report is written, and no
+/// server of it is left running.
+#[test]
+fn ctrl_c_twice_stops_a_run_keeping_its_finished_cells_and_leaving_no_server() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+
+    let scratch = Scratch::new();
+    if let Err(skip) = require_stacks(&scratch) {
+        skip.report();
+        return;
+    }
+    let suite = scratch.write(
+        "four.toml",
+        "name = \"four\"\nrepetitions = 4\nwarmup = \"0s\"\n[[stacks]]\nname = \"nginx-fpm\"\n\
+         [[workloads]]\nname = \"hello.php\"\n[[loads]]\nmodel = \"closed\"\n\
+         concurrency = [2]\nduration = \"2s\"\n",
+    );
+    let out = scratch.out().display().to_string();
+    let mut command = scratch.command(&["run", "--suite", &suite, "--out", &out]);
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn loadlab run");
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut seen = String::new();
+    // The first cell's line: it is stored; the second cell is then under way.
+    while !seen.lines().any(|l| l.starts_with("[  1/4]")) {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).expect("read stdout") == 0 {
+            panic!("loadlab run ended before its first cell:\n{seen}");
+        }
+        seen.push_str(&line);
+    }
+    for _ in 0..2 {
+        // SAFETY: our own child, not yet reaped.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stdout.read_to_string(&mut seen).expect("read stdout");
+    if !wait_until(LIMIT, || child.try_wait().expect("try_wait").is_some()) {
+        let _ = child.kill();
+        panic!("loadlab run did not end within {LIMIT:?} of Ctrl-C:\n{seen}");
+    }
+    let status = child.wait().expect("wait");
+    let mut stderr = String::new();
+    let _ = child.stderr.take().expect("piped stderr").read_to_string(&mut stderr);
+    assert_eq!(status.code(), Some(130), "{status}\n{seen}\n{stderr}");
+    let said = seen.lines().find(|l| l.starts_with("run 1 interrupted: ")).unwrap_or_else(|| {
+        panic!("no line saying the run was interrupted:\n{seen}");
+    });
+    assert!(scratch.out().join("report.html").is_file(), "no report:\n{seen}\n{stderr}");
+
+    let runs = scratch.json(&["runs", "--db", &scratch.db(), "--json"]);
+    let run = &runs[0];
+    assert_eq!(run["status"], "interrupted", "{runs:#}");
+    let cells = run["cells"].as_u64().expect("cells");
+    assert!((1..4).contains(&cells), "{run:#}");
+    assert_eq!(said, format!("run 1 interrupted: {cells} of 4 cells finished and stored"));
+
+    let list = scratch.json(&["stack", "list", "--json"]);
+    assert_eq!(list["instances"], serde_json::json!([]), "{list:#}");
+    assert!(
+        wait_until(Duration::from_secs(30), || scratch.servers_left().is_empty()),
+        "servers left: {:#?}",
+        scratch.servers_left()
+    );
+}
