@@ -16,6 +16,11 @@ pub fn assert_no_errors(report: &Value) {
     assert_eq!(uint(report, "requests.failed"), 0, "{report:#}");
 }
 
+/// The longest any arrival was sent after its due time, in seconds.
+fn late_max_s(report: &Value) -> f64 {
+    uint(report, "rate.late_max_us") as f64 / 1e6
+}
+
 /// A request's latency from its due time includes its service time, so the corrected
 /// distribution lies above the service-time one at every percentile.
 fn assert_corrected_dominates(report: &Value) {
@@ -99,8 +104,13 @@ fn fixed_rate_of_5000_is_kept_against_nginx() {
     let report = bench(&nginx.url("/hello.txt"), &["--rate", "5000", "-d", "2s"], 0);
     assert_eq!(at(&report, "mode"), "open", "{report:#}");
     assert_eq!(float(&report, "rate.offered_rps"), 5000.0, "{report:#}");
+    // Achieved counts what completes inside the 2 s window: a stall of the machine at its end
+    // leaves the requests due during it in flight, which the run shows as lateness (what is
+    // due before the end is sent at the end). Within 1% of offered, less those.
     let achieved = float(&report, "rate.achieved_rps");
-    assert!((achieved - 5000.0).abs() <= 50.0, "achieved {achieved} req/s:\n{report:#}");
+    let stalled = 5000.0 * late_max_s(&report) / 2.0;
+    assert!(achieved <= 5050.0, "achieved {achieved} req/s:\n{report:#}");
+    assert!(achieved >= 4950.0 - stalled, "achieved {achieved} req/s:\n{report:#}");
     assert_eq!(uint(&report, "rate.not_sent"), 0, "{report:#}");
     assert!(uint(&report, "rate.late_p50_us") < 1_000, "{report:#}");
     let kept = uint(&report, "rate.late_p99_us") <= 1_000;
@@ -138,8 +148,11 @@ fn poisson_arrivals_average_the_offered_rate_against_nginx() {
     let report =
         bench(&nginx.url("/hello.txt"), &["--rate", "2000", "--arrival", "poisson", "-d", "2s"], 0);
     assert_eq!(at(&report, "config.arrival"), "poisson", "{report:#}");
+    // Less what a stall at the window's end left in flight, as above.
     let achieved = float(&report, "rate.achieved_rps");
-    assert!((achieved - 2000.0).abs() <= 100.0, "achieved {achieved} req/s:\n{report:#}");
+    let stalled = 2000.0 * late_max_s(&report) / 2.0;
+    assert!(achieved <= 2100.0, "achieved {achieved} req/s:\n{report:#}");
+    assert!(achieved >= 1900.0 - stalled, "achieved {achieved} req/s:\n{report:#}");
     assert_eq!(uint(&report, "rate.not_sent"), 0, "{report:#}");
     assert_no_errors(&report);
     assert_corrected_dominates(&report);
