@@ -5,11 +5,12 @@
 
 use std::fs;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::Value;
 
 use super::{assert_exit, at, float, uint};
-use crate::support::{run_json, timing_lock, Behaviour, TestServer};
+use crate::support::{run_json, timing_lock, wait_until, Behaviour, TestServer};
 
 /// The in-process server's capacity, in responses per second.
 const CAPACITY: f64 = 600.0;
@@ -156,11 +157,12 @@ fn find_knee_bisects_between_last_good_and_first_bad() {
 /// window, and every sweep step warms up first.
 #[test]
 fn knee_is_not_lowered_by_latency() {
-    let slow =
-        Behaviour::Slow { delay: std::time::Duration::from_millis(50), body: b"slow".to_vec() };
+    let slow = Behaviour::Slow { delay: Duration::from_millis(50), body: b"slow".to_vec() };
     let server = TestServer::start(slow);
     let _timing = timing_lock();
-    let report = sweep(&server.url("/"), &["--rates", "100", "--step-duration", "1s"]);
+    // STEP, not 1 s: a stall at the step's end leaves its requests in flight, and at 100 req/s
+    // over 1 s a 20 ms one would cost the 1% that fails the step.
+    let report = sweep(&server.url("/"), &["--rates", "100", "--step-duration", STEP]);
     assert_eq!(at(&report, "knee.reason"), "none", "{}", table(&report));
     assert_eq!(float(at(&report, "knee"), "offered_rps"), 100.0, "{}", table(&report));
 }
@@ -201,14 +203,24 @@ fn csv_columns_match_the_snapshot_and_compare_runs_both_targets() {
     for step in steps(&report) {
         let url = if uint(step, "host") == 1 { first.url("/") } else { second.url("/") };
         assert_eq!(at(step, "target"), url.as_str(), "{step:#}");
-        // 300 ms at the offered rate, give or take the request in flight at the end.
-        let expected = float(step, "offered_rps") * 0.3;
-        let completed = uint(step, "completed") as f64;
-        assert!((completed - expected).abs() <= 2.0, "{step:#}");
+        // 300 ms at the offered rate: every arrival due in it completed, or was still in
+        // flight at its end (more of them after a stall of the machine there), or was never
+        // sent; give or take the one due at the very end and one from the warm-up answered
+        // inside the step. None failed.
+        let expected = (float(step, "offered_rps") * 0.3) as u64;
+        let completed = uint(step, "completed");
+        let ended =
+            completed + uint(step, "failed") + uint(step, "unfinished") + uint(step, "not_sent");
+        assert!((expected..=expected + 2).contains(&ended), "{step:#}");
+        assert!(completed > 0 && completed <= expected + 2, "{step:#}");
+        assert_eq!(uint(step, "failed"), 0, "{step:#}");
     }
     // 100 and 200 req/s for 0.3 s each, after each step's 1 s warm-up: 390 requests reached
-    // each server.
-    let after = (first.requests() - before.0, second.requests() - before.1);
+    // each server. The last of them may still be on their way to the server's threads when
+    // loadlab exits, so the count is awaited, not read at once.
+    let after = || (first.requests() - before.0, second.requests() - before.1);
+    wait_until(Duration::from_secs(30), || after().0 >= 386 && after().1 >= 386);
+    let after = after();
     assert!((386..=394).contains(&after.0) && (386..=394).contains(&after.1), "{after:?}");
     let knees = at(&report, "knees").as_array().expect("knees is an array");
     assert_eq!(knees.len(), 2, "{report:#}");
