@@ -1,6 +1,7 @@
 //! Verify before any load: every workload answers 200 with the right bytes, from the
 //! intended server (Server, Via, X-Varnish), PHP really executed by the intended SAPI with
-//! OPcache as configured, the cache really hit, the database reachable.
+//! OPcache as configured, the cache really hit, keep-alive, gzip and access logs as configured,
+//! the database reachable.
 
 use std::time::Duration;
 
@@ -73,7 +74,7 @@ pub fn verify(plan: &Plan) -> Report {
     }
     // The checks are independent requests: run at once, a verify takes about as long as
     // its slowest page (the first, uncached WordPress page) rather than the sum of all.
-    let checks = std::thread::scope(|scope| {
+    let mut checks: Vec<Check> = std::thread::scope(|scope| {
         let handles: Vec<_> = jobs.into_iter().map(|job| scope.spawn(job)).collect();
         handles
             .into_iter()
@@ -86,7 +87,42 @@ pub fn verify(plan: &Plan) -> Report {
             })
             .collect()
     });
+    // After the others: their requests are what the logs must hold.
+    checks.push(check_access_logs(plan));
     Report { checks }
+}
+
+/// Access logs as configured. On, every nginx and Apache tier has logged some of the requests
+/// the checks above made (behind Varnish, nginx logs the misses, which every page's first
+/// request is); off, no tier has written one, since a log costs a write per request.
+fn check_access_logs(plan: &Plan) -> Check {
+    let logs: Vec<(&str, std::path::PathBuf)> = plan
+        .tiers()
+        .iter()
+        .filter(|t| matches!(t, Tier::Nginx { .. } | Tier::Apache { .. }))
+        .map(|t| (t.name(), plan.access_log(t.name())))
+        .collect();
+    let outcome = if plan.knobs.access_log.is_on() {
+        logs.iter()
+            .map(|(tier, path)| match std::fs::read(path) {
+                Ok(bytes) if bytes.contains(&b'\n') => {
+                    let n = bytes.iter().filter(|&&b| b == b'\n').count();
+                    Ok(format!("{tier} {n} line{}", if n == 1 { "" } else { "s" }))
+                }
+                Ok(_) => Err(format!("access_log is on but {} is empty", path.display())),
+                Err(e) => Err(format!("access_log is on but {}: {e}", path.display())),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|counts| format!("logged: {}", counts.join(", ")))
+    } else {
+        match logs.iter().find(|(_, path)| path.exists()) {
+            Some((tier, path)) => {
+                Err(format!("access_log is off but {tier} wrote {}", path.display()))
+            }
+            None => Ok("off: no access log written".to_string()),
+        }
+    };
+    to_check("access_log", outcome)
 }
 
 fn to_check(name: &str, outcome: Result<String, String>) -> Check {
@@ -251,4 +287,48 @@ fn check_database(plan: &Plan) -> Check {
         Err(e) => Err(format!("not reachable: {e}")),
     };
     to_check("database", check)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::knobs::OnOff;
+
+    /// A plan for nginx-proxy-apache (an nginx and an Apache tier) in a scratch run directory;
+    /// nothing is started.
+    fn plan(run: &std::path::Path, access_log: OnOff) -> Plan {
+        Plan {
+            id: "nginx-proxy-apache-1".into(),
+            stack: crate::catalog::stack("nginx-proxy-apache").unwrap(),
+            knobs: Knobs { access_log, ..Knobs::default() },
+            run: run.to_path_buf(),
+            ports: vec![("nginx", 1), ("apache", 2)],
+            run_as: None,
+            apache_modules: "/usr/lib/apache2/modules".into(),
+            mod_php: "/usr/lib/apache2/modules/libphp8.2.so".into(),
+        }
+    }
+
+    #[test]
+    fn access_logs_must_match_the_knob() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("logs")).unwrap();
+        let on = plan(dir.path(), OnOff::On);
+        let off = plan(dir.path(), OnOff::Off);
+        assert!(check_access_logs(&off).ok, "no log written, knob off");
+        let missing = check_access_logs(&on);
+        assert!(!missing.ok && missing.detail.contains("nginx-access.log"), "{missing:?}");
+
+        std::fs::write(on.access_log("nginx"), "GET /hello.txt\nGET /robots.txt\n").unwrap();
+        std::fs::write(on.access_log("apache"), "").unwrap();
+        let empty = check_access_logs(&on);
+        assert!(!empty.ok && empty.detail.contains("apache-access.log is empty"), "{empty:?}");
+
+        std::fs::write(on.access_log("apache"), "GET /hello.php\n").unwrap();
+        let both = check_access_logs(&on);
+        assert!(both.ok, "{both:?}");
+        assert_eq!(both.detail, "logged: nginx 2 lines, apache 1 line");
+        let written = check_access_logs(&off);
+        assert!(!written.ok && written.detail.contains("access_log is off"), "{written:?}");
+    }
 }

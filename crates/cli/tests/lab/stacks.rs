@@ -14,7 +14,7 @@ const STATIC: &[&str] = &["hello.txt", "robots.txt", "20k.bin", "100k.bin", "1m.
 const PHP: &[&str] = &["hello.php", "phpinfo.php"];
 const DB: &[&str] = &["country.php", "complex.php"];
 /// What every HTTP stack also checks besides its workloads.
-const ASPECTS: &[&str] = &["keepalive", "gzip", "loopback"];
+const ASPECTS: &[&str] = &["keepalive", "gzip", "access_log", "loopback"];
 
 /// The load a test applies: a path and what every answer must hold.
 struct Load {
