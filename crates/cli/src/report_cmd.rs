@@ -1,5 +1,5 @@
 //! `loadlab report [RUN] -o FILE`: a stored run as one self-contained HTML file, or its verdict
-//! as JSON or CSV.
+//! as the terminal table `run` ends with, as JSON or as CSV.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +14,8 @@ use crate::run::{default_db, store_failure};
 pub enum ReportFormat {
     /// The self-contained HTML report.
     Html,
+    /// The verdict table `loadlab run` prints at its end.
+    Text,
     /// The verdict (per workload and load: each stack's medians with CIs, the comparisons).
     Json,
     /// Every cell's metrics, one row per cell.
@@ -27,7 +29,7 @@ pub struct ReportArgs {
     /// The SQLite store.
     #[arg(long = "db")]
     pub db: Option<PathBuf>,
-    /// Where to write; stdout for JSON and CSV when omitted, report.html for HTML.
+    /// Where to write; stdout for text, JSON and CSV when omitted, report.html for HTML.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
     #[arg(long = "format", value_enum, default_value_t = ReportFormat::Html)]
@@ -42,6 +44,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
             let out = args.output.unwrap_or_else(|| PathBuf::from("report.html"));
             write_report(&store, id, &out)?;
             outln!("{}", out.display())?;
+        }
+        ReportFormat::Text => {
+            let cells = store.cells(id).map_err(store_failure)?;
+            let table = loadlab_report::verdict_table(&loadlab_report::verdicts(&cells));
+            emit(args.output.as_deref(), &table)?;
         }
         ReportFormat::Json => {
             let cells = store.cells(id).map_err(store_failure)?;

@@ -1,6 +1,12 @@
 //! Number formatting shared by the text tables and the HTML report, so a figure reads the same
 //! in the terminal and in the browser.
 
+/// A repetition as people count it: the store numbers them from 0, `loadlab run`'s progress
+/// and every report from 1.
+pub fn repetition(stored: u32) -> u32 {
+    stored + 1
+}
+
 /// A count or rate: thousands separated, whole above 100, three significant digits below
 /// (`12,345`, `2,000`, `37.5`, `0.812`).
 pub fn count(x: f64) -> String {

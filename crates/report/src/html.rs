@@ -14,7 +14,7 @@ use crate::detail;
 use crate::format;
 use crate::group::{knobs_label, load_label, stack_labels};
 use crate::plots::{plots, Palette, Plot};
-use crate::verdict::{verdicts, CellFlag, Figure, GroupVerdict, Measure, Warning};
+use crate::verdict::{verdicts, warning_lines, CellFlag, Figure, GroupVerdict, Measure, Warning};
 
 const CSS: &str = include_str!("../assets/report.css");
 
@@ -192,11 +192,12 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
             }
             let _ = writeln!(o, "</tr>");
         }
-        let lines = merged_warnings(&g.warnings);
+        let lines = warning_lines(&g.warnings);
         if !lines.is_empty() {
             let _ = write!(o, "<tr class=\"warn-row\"><td colspan=\"7\"><ul class=\"warnings\">");
             for w in lines {
-                let _ = write!(o, "<li>{}</li>", Esc(&w));
+                let mark = if w.trust { "⚠ " } else { "" };
+                let _ = write!(o, "<li>{mark}{}</li>", Esc(&w.text));
             }
             let _ = writeln!(o, "</ul></td></tr>");
         }
@@ -219,38 +220,6 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
              repetitions per stack at α = 0.05. Run the suite with more repetitions to decide.</p>"
         );
     }
-}
-
-/// The group's warnings as lines, with one line per (stack, flag) listing its repetitions, so
-/// a flag raised on every repetition reads once.
-fn merged_warnings(warnings: &[Warning]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut flags: Vec<(String, String, Vec<String>)> = Vec::new();
-    for w in warnings {
-        match w {
-            Warning::Trust(c) => {
-                let key = (c.stack.clone(), c.flag.to_string());
-                let item = if c.detail.is_empty() {
-                    format!("{}", c.repetition)
-                } else {
-                    format!("{}: {}", c.repetition, c.detail)
-                };
-                match flags.iter_mut().find(|f| (&f.0, &f.1) == (&key.0, &key.1)) {
-                    Some(f) => f.2.push(item),
-                    None => flags.push((key.0, key.1, vec![item])),
-                }
-            }
-            // Said once under the table and marked on the figures (`*`, `~`).
-            w if w.is_footnote() => {}
-            other => out.push(other.to_string()),
-        }
-    }
-    let mut lines: Vec<String> = flags
-        .into_iter()
-        .map(|(stack, flag, reps)| format!("⚠ {stack}: {flag} in repetition {}", reps.join("; ")))
-        .collect();
-    lines.extend(out);
-    lines
 }
 
 /// "1,005 ± 1%" with the interval in a tooltip, a ⚠ when a flag touches it.
@@ -289,7 +258,7 @@ fn flag_mark(flags: &[CellFlag]) -> String {
         .map(|f| {
             let detail =
                 if f.detail.is_empty() { String::new() } else { format!(": {}", f.detail) };
-            format!("{} rep {}: {}{detail}", f.stack, f.repetition, f.flag)
+            format!("{} rep {}: {}{detail}", f.stack, format::repetition(f.repetition), f.flag)
         })
         .collect();
     format!(" <span class=\"flag\" title=\"{}\">⚠</span>", Esc(&why.join("\n")))
@@ -425,7 +394,7 @@ fn cell_detail(o: &mut String, c: &CellRecord, stack: &str) {
         c.ordinal,
         Esc(stack),
         Esc(&load_label(&c.load)),
-        c.repetition,
+        format::repetition(c.repetition),
         v(Measure::Rps),
         v(Measure::P50),
         v(Measure::P99)

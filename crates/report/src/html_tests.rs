@@ -95,8 +95,8 @@ fn verdict_flags_and_charts_are_on_the_page() {
         html.contains("<span class=\"winner\">nginx</span> 2.00× the req/s of apache"),
         "{html}"
     );
-    assert!(html.contains("nginx rep 6: client_saturated: client CPU 99%"));
-    assert!(html.contains("⚠ nginx: client_saturated in repetition 6: client CPU 99%"));
+    assert!(html.contains("nginx rep 7: client_saturated: client CPU 99%"));
+    assert!(html.contains("⚠ nginx: client_saturated in repetition 7: client CPU 99%"));
     assert!(html.contains("1 of 28 cells carry a trust flag"));
     // Throughput by concurrency, one spectrum, one resource chart.
     assert_eq!(html.matches("<figure class=\"chart\" data-chart>").count(), 3);

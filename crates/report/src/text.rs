@@ -13,7 +13,9 @@ use serde::Serialize;
 
 use crate::format;
 use crate::group::{groups, load_key};
-use crate::verdict::{summarize, CellFlag, GroupVerdict, Measure, StackSummary, Warning, ALPHA};
+use crate::verdict::{
+    summarize, warning_lines, CellFlag, GroupVerdict, Measure, StackSummary, Warning, ALPHA,
+};
 
 /// One stack's figure in two runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -174,15 +176,11 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
         if let Some(line) = headline(g) {
             let _ = writeln!(out, "  → {line}");
         }
-        for w in &g.warnings {
-            match w {
-                Warning::Underpowered { .. } => notes.underpowered = true,
-                // Marked `*` beside each figure it concerns.
-                Warning::NoMedianCi { .. } => {}
-                _ => {
-                    let _ = writeln!(out, "  ! {w}");
-                }
-            }
+        if g.warnings.iter().any(|w| matches!(w, Warning::Underpowered { .. })) {
+            notes.underpowered = true;
+        }
+        for line in warning_lines(&g.warnings) {
+            let _ = writeln!(out, "  ! {}", line.text);
         }
     }
     // The flags were listed under their groups already.
@@ -274,7 +272,8 @@ impl Notes {
         for f in &self.flags {
             let detail =
                 if f.detail.is_empty() { String::new() } else { format!(" ({})", f.detail) };
-            let _ = writeln!(out, "! {}, repetition {}: {}{detail}", f.stack, f.repetition, f.flag);
+            let rep = format::repetition(f.repetition);
+            let _ = writeln!(out, "! {}, repetition {rep}: {}{detail}", f.stack, f.flag);
         }
     }
 }
@@ -367,7 +366,7 @@ mod tests {
         assert!(table.contains("1,205 ± 1%*!"), "{table}");
         assert!(table.contains("* fewer than 6 repetitions"), "{table}");
         assert!(table.contains("need >= 4 repetitions per side"), "{table}");
-        assert!(table.contains("! nginx, repetition 1: errors (12 connreset)"), "{table}");
+        assert!(table.contains("! nginx, repetition 2: errors (12 connreset)"), "{table}");
     }
 
     #[test]

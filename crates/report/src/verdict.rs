@@ -232,10 +232,23 @@ impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Warning::Trust(c) if c.detail.is_empty() => {
-                write!(f, "{}, repetition {}: {}", c.stack, c.repetition, c.flag)
+                write!(
+                    f,
+                    "{}, repetition {}: {}",
+                    c.stack,
+                    format::repetition(c.repetition),
+                    c.flag
+                )
             }
             Warning::Trust(c) => {
-                write!(f, "{}, repetition {}: {} ({})", c.stack, c.repetition, c.flag, c.detail)
+                write!(
+                    f,
+                    "{}, repetition {}: {} ({})",
+                    c.stack,
+                    format::repetition(c.repetition),
+                    c.flag,
+                    c.detail
+                )
             }
             Warning::Underpowered { better, worse, n_better, n_worse, min_p } => write!(
                 f,
@@ -249,7 +262,8 @@ impl std::fmt::Display for Warning {
             ),
             Warning::Outlier { stack, measure, repetition, value, median } => write!(
                 f,
-                "{stack}, repetition {repetition}: {} {} is an outlier (median {})",
+                "{stack}, repetition {}: {} {} is an outlier (median {})",
+                format::repetition(*repetition),
                 measure.name(),
                 measure.show(*value),
                 measure.show(*median)
@@ -259,6 +273,69 @@ impl std::fmt::Display for Warning {
             }
         }
     }
+}
+
+/// One line of a group's warnings, as the terminal and the HTML show them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WarningLine {
+    /// A trust flag (the figures it touches are marked), rather than an observation.
+    pub trust: bool,
+    pub text: String,
+}
+
+/// A group's warnings as lines a person reads once: one per (stack, flag) listing the
+/// repetitions it was raised in, and one per (stack, repetition) listing the measures on which
+/// that repetition is an outlier. Five repetitions each flagged, or one repetition outlying on
+/// all three measures, then read as one line, not five or three. The method's footnotes (too
+/// few repetitions for an interval or for significance) are left to the caller, which says
+/// them once under the table.
+pub fn warning_lines(warnings: &[Warning]) -> Vec<WarningLine> {
+    // (stack, flag) -> repetitions with their details, in order of first appearance.
+    let mut flags: Vec<((&str, String), Vec<String>)> = Vec::new();
+    // (stack, repetition) -> "req/s 3,356 (median 2,960)", ...
+    let mut outliers: Vec<((&str, u32), Vec<String>)> = Vec::new();
+    let mut others = Vec::new();
+    fn add<K: PartialEq>(groups: &mut Vec<(K, Vec<String>)>, key: K, item: String) {
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, items)) => items.push(item),
+            None => groups.push((key, vec![item])),
+        }
+    }
+    for w in warnings {
+        match w {
+            Warning::Trust(c) => {
+                let item = if c.detail.is_empty() {
+                    format::repetition(c.repetition).to_string()
+                } else {
+                    format!("{}: {}", format::repetition(c.repetition), c.detail)
+                };
+                add(&mut flags, (c.stack.as_str(), c.flag.to_string()), item);
+            }
+            Warning::Outlier { stack, measure, repetition, value, median } => {
+                // "req/s 1,000 (median 3,000)", "p99 9.00 ms (median 3.00 ms)": the name
+                // already says req/s.
+                let show = |v: f64| match measure {
+                    Measure::Rps => format::count(v),
+                    _ => measure.show(v),
+                };
+                let item =
+                    format!("{} {} (median {})", measure.name(), show(*value), show(*median));
+                add(&mut outliers, (stack.as_str(), format::repetition(*repetition)), item);
+            }
+            w if w.is_footnote() => {}
+            other => others.push(other.to_string()),
+        }
+    }
+    let flags = flags.into_iter().map(|((stack, flag), reps)| WarningLine {
+        trust: true,
+        text: format!("{stack}: {flag} in repetition {}", reps.join("; ")),
+    });
+    let outliers = outliers.into_iter().map(|((stack, rep), items)| WarningLine {
+        trust: false,
+        text: format!("{stack}, repetition {rep} is an outlier: {}", items.join(", ")),
+    });
+    let others = others.into_iter().map(|text| WarningLine { trust: false, text });
+    flags.chain(outliers).chain(others).collect()
 }
 
 /// The verdict on one workload under one load.

@@ -97,7 +97,8 @@ fn a_flag_marks_its_stacks_figures_and_every_comparison_with_it() {
     }
     assert!(g.flagged());
     let w = g.warnings.iter().find(|w| matches!(w, Warning::Trust(_))).unwrap();
-    assert_eq!(w.to_string(), "apache, repetition 6: client_saturated (client CPU 99%)");
+    // Stored from 0, shown from 1.
+    assert_eq!(w.to_string(), "apache, repetition 7: client_saturated (client CPU 99%)");
 }
 
 #[test]
@@ -202,4 +203,46 @@ fn percentiles_fall_back_to_the_latency_histogram() {
         measure: Measure::P50,
         missing: 1
     }));
+}
+
+/// Flagged repetitions read as one line per flag, and one repetition outlying on several
+/// measures as one line; repetitions are shown counted from 1, as `loadlab run` shows them.
+#[test]
+fn warnings_merge_by_flag_and_by_outlying_repetition() {
+    let trust = |repetition: u32, detail: &str| {
+        Warning::Trust(CellFlag {
+            stack: "nginx".into(),
+            repetition,
+            ordinal: repetition,
+            flag: Flag::ScheduleMissed,
+            detail: detail.into(),
+        })
+    };
+    let outlier = |measure: Measure, value: f64, median: f64| Warning::Outlier {
+        stack: "apache".into(),
+        measure,
+        repetition: 1,
+        value,
+        median,
+    };
+    let warnings = vec![
+        trust(0, "late p99 1.2ms"),
+        outlier(Measure::Rps, 1000.0, 3000.0),
+        trust(2, ""),
+        outlier(Measure::P99, 9000.0, 3000.0),
+        Warning::NoMedianCi { stack: "nginx".into(), n: 5 },
+    ];
+    let lines = warning_lines(&warnings);
+    let texts: Vec<(&str, bool)> = lines.iter().map(|l| (l.text.as_str(), l.trust)).collect();
+    assert_eq!(
+        texts,
+        [
+            ("nginx: schedule_missed in repetition 1: late p99 1.2ms; 3", true),
+            (
+                "apache, repetition 2 is an outlier: req/s 1,000 (median 3,000), \
+                 p99 9.00 ms (median 3.00 ms)",
+                false
+            ),
+        ]
+    );
 }
