@@ -88,6 +88,9 @@ pub(crate) struct Worker {
     server: Option<String>,
     open: usize,
     peak_open: usize,
+    /// Requests sent as the window closed whose socket or bind failed at once: unfinished,
+    /// though never in flight (see `fail`).
+    refused_at_end: u64,
     /// Slots in `State::Connecting`.
     connecting: usize,
     last_event: Instant,
@@ -131,6 +134,7 @@ impl Worker {
             server: None,
             open: 0,
             peak_open: 0,
+            refused_at_end: 0,
             connecting: 0,
             last_event: spec.measure_start,
             spec,
@@ -239,8 +243,8 @@ impl Worker {
             }
         };
         let cpu = CpuTime::thread().since(&cpu_start);
-        self.tally.unfinished =
-            self.conns.iter().filter(|c| c.measured && c.in_flight()).count() as u64;
+        self.tally.unfinished = self.refused_at_end
+            + self.conns.iter().filter(|c| c.measured && c.in_flight()).count() as u64;
         if let (Some(schedule), false) = (self.schedule.as_mut(), self.budget_spent) {
             // Arrivals due in the measured window that never went out: the schedule was not
             // kept, and the report must say by how much.
@@ -557,6 +561,13 @@ impl Worker {
     /// loop turn; otherwise the slot is freed (a failed session ends, as in httperf).
     fn fail(&mut self, idx: usize, class: ErrorClass, errno: Option<i32>, now: Instant) {
         if self.past_end(now) {
+            // Its outcome falls after the window: the request stays unfinished. One refused
+            // at once (no socket, no source address) as the last due arrivals go out never
+            // entered flight, so the final count of slots in flight would miss it.
+            let conn = &self.conns[idx];
+            if conn.measured && !conn.in_flight() {
+                self.refused_at_end += 1;
+            }
             return;
         }
         self.count_by_end(idx, now);

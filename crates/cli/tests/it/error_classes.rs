@@ -215,17 +215,25 @@ fn lowered_fd_limit_is_fd_unavail_with_a_warning_before_the_run() {
     assert!(warnings.iter().any(|w| w.contains("ran out of file descriptors")), "{warnings:?}");
 }
 
+/// With `net.ipv4.ip_nonlocal_bind` set the kernel lets a socket bind 192.0.2.1, so there is
+/// no local cause of addr_unavail to test: the test says so and skips (a kernel setting, not a
+/// missing package; Debian leaves it off).
+fn skipped_for_nonlocal_bind() -> bool {
+    let set = std::fs::read_to_string("/proc/sys/net/ipv4/ip_nonlocal_bind")
+        .is_ok_and(|v| v.trim() != "0");
+    if set {
+        Skip("net.ipv4.ip_nonlocal_bind is set".into()).report();
+    }
+    set
+}
+
 /// 192.0.2.1 (TEST-NET-1, RFC 5737) is on no interface here, so binding a socket to it fails
 /// locally with EADDRNOTAVAIL before any packet is built.
 #[test]
 fn unusable_source_address_is_addr_unavail() {
     // Counts in a timed window: see stall_allowance and .config/nextest.toml.
     let _timing = timing_lock();
-    let nonlocal_bind = std::fs::read_to_string("/proc/sys/net/ipv4/ip_nonlocal_bind")
-        .is_ok_and(|v| v.trim() != "0");
-    if nonlocal_bind {
-        // The kernel would let the bind succeed; there is no local cause to test.
-        Skip("net.ipv4.ip_nonlocal_bind is set".into()).report();
+    if skipped_for_nonlocal_bind() {
         return;
     }
     let server = TestServer::start(Behaviour::ok("unreached"));
@@ -247,12 +255,59 @@ fn unusable_source_address_is_addr_unavail() {
     assert_only_failures_of(&report, "addr_unavail");
     let failed = uint(&report, "requests.failed");
     assert!(failed + stall_allowance(&report, 100.0) >= 30 && failed <= 31, "{report:#}");
+    // Those sent at the end fail there, outside the window, and are unfinished: still each
+    // is counted once (a regression: they used to be counted nowhere).
+    assert_arrivals_accounted(&report, 30, 0);
     assert_eq!(at(&report, "config.source_ips"), &serde_json::json!(["192.0.2.1"]));
     // The server saw only the pre-flight connection.
     assert_eq!(server.connections(), 1);
     assert_eq!(server.requests(), 0);
     let warnings = strings(&report, "warnings");
     assert!(warnings.iter().any(|w| w.contains("local ports")), "{warnings:?}");
+}
+
+/// A client stopped across the end of its window (SIGSTOP, as a machine busy elsewhere stalls
+/// it) sends, when it resumes, every arrival that fell due meanwhile; with an unusable source
+/// address each fails at once, after the window. Those are unfinished, and every arrival of the
+/// window is still counted exactly once. Regression: requests refused at once past the end
+/// were counted nowhere (not failed, not in flight, not unsent).
+#[test]
+fn arrivals_refused_after_a_stall_past_the_window_are_unfinished() {
+    let _timing = timing_lock();
+    if skipped_for_nonlocal_bind() {
+        return;
+    }
+    let server = TestServer::start(Behaviour::ok("unreached"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out_path = dir.path().join("report.json");
+    let mut command = loadlab();
+    command
+        .args(["bench", &server.url("/"), "--rate", "100", "-d", "1s"])
+        .args(["--source-ips", "192.0.2.1", "--format", "json", "--quiet"])
+        .stdout(std::fs::File::create(&out_path).expect("report file"))
+        .stderr(std::process::Stdio::null());
+    let mut child = command.spawn().expect("spawn loadlab");
+    // The pre-flight connection is the run's start; 300 ms into the window, stop the client
+    // for 1.2 s, past the window's end.
+    assert!(crate::support::wait_until(RUN_LIMIT, || server.connections() >= 1));
+    thread::sleep(Duration::from_millis(300));
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: our own child, not yet reaped.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    thread::sleep(Duration::from_millis(1200));
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let ended = crate::support::wait_until(RUN_LIMIT, || child.try_wait().unwrap().is_some());
+    if !ended {
+        let _ = child.kill();
+        panic!("loadlab did not end after SIGCONT");
+    }
+    let text = std::fs::read_to_string(&out_path).expect("read the report");
+    let report: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_only_failures_of(&report, "addr_unavail");
+    // About 70 arrivals fell due during the stop, all sent at the end.
+    assert!(uint(&report, "requests.unfinished") >= 30, "{report:#}");
+    assert_arrivals_accounted(&report, 100, 0);
 }
 
 /// A listener that never accepts, with a backlog of 0, holds one connection in its accept
