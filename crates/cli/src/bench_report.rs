@@ -195,6 +195,42 @@ pub struct Client {
     /// Connections open at once, at most (asked: `config.connections`).
     pub peak_connections: usize,
     pub fd_limit: u64,
+    /// The local interface the traffic crossed, and its speed.
+    pub link: Link,
+    /// True when the busier direction used at least 90% of the link's speed: the network, not
+    /// the server, may have limited throughput. Always false when the speed is unknown.
+    pub network_bound: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Link {
+    /// `lo`, `eth0`...; null when it could not be found.
+    pub interface: Option<String>,
+    /// Mbit/s as the kernel reports it; null when unknown (loopback, virtual devices).
+    pub speed_mbps: Option<u64>,
+    /// The share of the link's capacity the busier direction used (framing included); not
+    /// serialized: the warning carries it.
+    #[serde(skip)]
+    pub utilisation: Option<f64>,
+}
+
+impl Link {
+    pub fn of(r: &BenchResult) -> Link {
+        Link {
+            interface: r.link.interface.clone(),
+            speed_mbps: r.link.speed_mbps,
+            utilisation: r.link_utilisation(),
+        }
+    }
+
+    /// How the text output names the link: `eth0 (100 Mbit/s)`, `lo (speed unknown)`.
+    pub fn describe(&self) -> String {
+        let name = self.interface.as_deref().unwrap_or("(interface not found)");
+        match self.speed_mbps {
+            Some(mbps) => format!("{name} ({mbps} Mbit/s)"),
+            None => format!("{name} (speed unknown)"),
+        }
+    }
 }
 
 impl Report {
@@ -304,6 +340,8 @@ impl Report {
                 cpus_available: r.cpus_available,
                 peak_connections: r.peak_open,
                 fd_limit: r.fd_limit,
+                link: Link::of(r),
+                network_bound: r.network_bound,
             },
             warnings: Vec::new(),
             notes: Vec::new(),
@@ -323,6 +361,9 @@ impl Report {
                 c.cpu_busy * 100.0,
                 c.max_worker_busy * 100.0
             ));
+        }
+        if c.network_bound {
+            w.push(network_bound_warning(&c.link));
         }
         let done = self.requests.completed + self.requests.failed;
         if self.requests.failed > 0 {
@@ -436,6 +477,16 @@ impl Report {
     }
 }
 
+/// The warning of a network-bound run, the same in `bench`'s outputs and `run`'s flags.
+pub fn network_bound_warning(link: &Link) -> String {
+    format!(
+        "the link {} carried {:.0}% of its capacity: the network, not the server, limited \
+         throughput",
+        link.describe(),
+        link.utilisation.unwrap_or(0.0) * 100.0
+    )
+}
+
 impl ConfigEcho {
     fn new(cfg: &BenchConfig, address: std::net::SocketAddr) -> ConfigEcho {
         let v = &cfg.validation;
@@ -498,5 +549,25 @@ impl ConfigEcho {
                 .as_ref()
                 .map(|c| String::from_utf8_lossy(c).into_owned()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_bound_warning_names_the_link_and_its_share() {
+        let eth0 =
+            Link { interface: Some("eth0".into()), speed_mbps: Some(100), utilisation: Some(0.96) };
+        assert_eq!(
+            network_bound_warning(&eth0),
+            "the link eth0 (100 Mbit/s) carried 96% of its capacity: the network, not the server, \
+             limited throughput"
+        );
+        let lo = Link { interface: Some("lo".into()), speed_mbps: None, utilisation: None };
+        assert_eq!(lo.describe(), "lo (speed unknown)");
+        let json = serde_json::to_value(&lo).unwrap();
+        assert_eq!(json, serde_json::json!({"interface": "lo", "speed_mbps": null}));
     }
 }

@@ -147,6 +147,8 @@ pub struct Step {
 pub struct Flags {
     pub client_saturated: bool,
     pub fd_or_port_exhausted: bool,
+    /// The busier direction used at least 90% of the link's known speed.
+    pub network_bound: bool,
     pub schedule_missed: bool,
     pub errors: bool,
 }
@@ -158,8 +160,9 @@ pub struct KneeReport {
     pub offered_rps: Option<f64>,
     pub achieved_rps: Option<f64>,
     pub p99_us: Option<u64>,
-    /// Which criterion the next step broke: throughput, errors, latency, client_limited; or
-    /// `none` when every step passed (the knee lies above the highest rate tried).
+    /// Which criterion the next step broke: throughput, errors, latency, client_limited,
+    /// network_bound; or `none` when every step passed (the knee lies above the highest rate
+    /// tried).
     pub reason: String,
     /// The first failing step's offered rate.
     pub next_offered_rps: Option<f64>,
@@ -333,6 +336,7 @@ fn step_of(r: &BenchResult, url: &str, host: usize, bisect: bool, request_len: u
     let flags = Flags {
         client_saturated: r.saturated(),
         fd_or_port_exhausted: fd > 0,
+        network_bound: r.network_bound,
         schedule_missed: r.schedule_missed(SCHEDULE_TOLERANCE_US),
         errors: t.failed > 0,
     };
@@ -360,7 +364,7 @@ fn step_of(r: &BenchResult, url: &str, host: usize, bisect: bool, request_len: u
             let c = t.status_classes();
             c[0] + c[2] + c[3] + c[4]
         },
-        trusted: !(flags.client_saturated || flags.fd_or_port_exhausted),
+        trusted: !(flags.client_saturated || flags.fd_or_port_exhausted || flags.network_bound),
         flags,
         bisect,
     }
@@ -372,7 +376,8 @@ fn point(s: &Step) -> StepPoint {
         achieved_rps: s.achieved_rps,
         error_ratio: s.error_ratio,
         p99_us: s.p99_us,
-        client_limited: !s.trusted,
+        client_limited: s.flags.client_saturated || s.flags.fd_or_port_exhausted,
+        network_bound: s.flags.network_bound,
     }
 }
 
@@ -406,6 +411,7 @@ fn breach_name(b: Breach) -> &'static str {
         Breach::Errors => "errors",
         Breach::Latency => "latency",
         Breach::ClientLimited => "client_limited",
+        Breach::NetworkBound => "network_bound",
     }
 }
 
@@ -516,6 +522,9 @@ impl Table {
         }
         if s.flags.fd_or_port_exhausted {
             trust.push("FD/PORTS EXHAUSTED");
+        }
+        if s.flags.network_bound {
+            trust.push("NETWORK-BOUND");
         }
         if s.flags.schedule_missed {
             trust.push("schedule missed");

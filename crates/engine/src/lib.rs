@@ -16,6 +16,7 @@ mod config;
 mod conn;
 pub mod error;
 pub mod http;
+pub mod link;
 mod pacing;
 pub mod request;
 pub mod result;
@@ -33,6 +34,7 @@ use std::time::{Duration, Instant};
 pub use check::Validation;
 pub use config::{BenchConfig, Stop};
 pub use error::{EngineError, ErrorClass, ErrorCounts};
+pub use link::Link;
 pub use pacing::Pacing;
 pub use request::RequestSpec;
 pub use result::{BenchResult, Tally, Timings, WorkerSummary};
@@ -85,6 +87,8 @@ pub fn run(
     let request: Arc<[u8]> = config.request.encode(&config.target, config.keepalive)?.into();
     let (fd_limit, _) = sys::raise_fd_limit();
     let cpus_available = sys::allowed_cpus().len();
+    // Which interface the traffic takes and how fast it is: looked up once, before any load.
+    let link = Link::of(addr, config.source_ips.first().copied());
 
     let start = Instant::now();
     let measure_start = start + config.warmup;
@@ -176,8 +180,13 @@ pub fn run(
         Stop::Duration(d) if !interrupted => d,
         _ => reports.iter().map(|r| r.wall).max().unwrap_or_default(),
     };
+    // Every request is the same pre-encoded bytes, so what was sent needs no hot-path counter.
+    let bytes_sent = tally.sent * request.len() as u64;
+    let network_bound =
+        link::network_bound(tally.bytes_total.max(bytes_sent), duration, link.speed_mbps);
     Ok(BenchResult {
         tally,
+        bytes_sent,
         duration,
         interrupted,
         workers: reports.iter().map(|r| WorkerSummary { cpu: r.cpu, wall: r.wall }).collect(),
@@ -187,5 +196,7 @@ pub fn run(
         pool,
         fd_limit,
         pacing: config.pacing,
+        link,
+        network_bound,
     })
 }

@@ -211,6 +211,8 @@ pub struct WorkerReport {
 #[derive(Debug, Clone)]
 pub struct BenchResult {
     pub tally: Tally,
+    /// Request bytes written (requests sent in full times the request's encoded length).
+    pub bytes_sent: u64,
     /// The measured duration: until the last request ended (`-n`), or the planned duration
     /// (`-d`), or until the interruption.
     pub duration: Duration,
@@ -227,6 +229,12 @@ pub struct BenchResult {
     /// The soft open-file limit in force during the run.
     pub fd_limit: u64,
     pub pacing: crate::Pacing,
+    /// The local interface the traffic crossed, and its speed when known.
+    pub link: crate::Link,
+    /// True when the busier direction (received, or sent for large uploads) averaged at least
+    /// 90% of the link's speed over `duration`: the network, not the server, may have limited
+    /// the run. Never true when the speed is unknown. See [`crate::link`].
+    pub network_bound: bool,
 }
 
 /// Per-worker figures kept after the merge, for the client's self-check.
@@ -311,6 +319,13 @@ impl BenchResult {
             crate::Pacing::Sessions { calls, .. } => self.tally.not_sent * u64::from(calls),
             _ => self.tally.not_sent,
         }
+    }
+
+    /// The share of the link's capacity that the busier direction used, framing included;
+    /// `None` when the link's speed is unknown.
+    pub fn link_utilisation(&self) -> Option<f64> {
+        let busier = self.tally.bytes_total.max(self.bytes_sent);
+        crate::link::utilisation(busier, self.duration, self.link.speed_mbps)
     }
 
     /// Completed requests per second over each whole measured second (httperf's reply rate).

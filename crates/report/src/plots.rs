@@ -340,6 +340,8 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
                 .iter()
                 .flat_map(|c| &c.flags)
                 .any(|t| matches!(t.flag, Flag::ClientSaturated | Flag::FdExhausted));
+            let network_bound =
+                s.cells.iter().flat_map(|c| &c.flags).any(|t| t.flag == Flag::NetworkBound);
             steps.push((
                 x,
                 got,
@@ -349,6 +351,7 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
                     error_ratio: err,
                     p99_us: lat.unwrap_or(0.0) as u64,
                     client_limited: limited,
+                    network_bound,
                 },
             ));
         }
@@ -406,6 +409,7 @@ fn breach_name(b: Breach) -> &'static str {
         Breach::Errors => "errors appear",
         Breach::Latency => "p99 exceeds the objective",
         Breach::ClientLimited => "the client was the limit",
+        Breach::NetworkBound => "the network link was full",
     }
 }
 

@@ -102,6 +102,24 @@ fn a_flag_marks_its_stacks_figures_and_every_comparison_with_it() {
 }
 
 #[test]
+fn a_network_bound_cell_is_flagged_with_its_link() {
+    let mut cells = two_stacks(&NGINX, &APACHE);
+    let detail = "the link eth0 (100 Mbit/s) carried 96% of its capacity: the network, not the \
+                  server, limited throughput";
+    cells[0] = flagged(cells[0].clone(), Flag::NetworkBound, detail);
+    let g = &verdicts(&cells)[0];
+    assert_eq!(g.stacks[0].flags[0].flag, Flag::NetworkBound);
+    assert!(!g.stacks[0].figure(Measure::Rps).trusted());
+    assert!(g.headline().unwrap().flags.iter().any(|f| f.flag == Flag::NetworkBound));
+    let lines = warning_lines(&g.warnings);
+    assert!(
+        lines.iter().any(|l| l.trust
+            && l.text.starts_with("nginx: network_bound in repetition 1: the link eth0")),
+        "{lines:?}"
+    );
+}
+
+#[test]
 fn errors_and_schedule_flags_reach_the_group() {
     let mut cells = two_stacks(&NGINX, &APACHE);
     cells[0] = flagged(cells[0].clone(), Flag::Errors, "3 connreset of 10 000");

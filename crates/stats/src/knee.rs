@@ -4,8 +4,9 @@
 //! within the allowance, and (when an objective is given) the 99th percentile latency is within
 //! it. The knee is the last passing step before the first failing one: a step that passes
 //! again above a failure (seed 003's "strange dip") does not move the knee up, because the
-//! curve is no longer telling one story there. A step the client could not drive says nothing
-//! about the server, so it ends the search too, with its own reason.
+//! curve is no longer telling one story there. A step the client could not drive, or one that
+//! filled the network link, says nothing about the server, so it ends the search too, with its
+//! own reason.
 
 use serde::Serialize;
 
@@ -19,6 +20,8 @@ pub struct StepPoint {
     pub p99_us: u64,
     /// The client was saturated or ran out of descriptors or ports.
     pub client_limited: bool,
+    /// The traffic filled at least 90% of the network link's known speed.
+    pub network_bound: bool,
 }
 
 /// The pass criteria.
@@ -48,6 +51,8 @@ pub enum Breach {
     Latency,
     /// The client was the bottleneck: the step says nothing about the server.
     ClientLimited,
+    /// The network link was (nearly) full: the step says nothing about the server.
+    NetworkBound,
 }
 
 impl Criteria {
@@ -55,6 +60,9 @@ impl Criteria {
     pub fn breach(&self, p: &StepPoint) -> Option<Breach> {
         if p.client_limited {
             return Some(Breach::ClientLimited);
+        }
+        if p.network_bound {
+            return Some(Breach::NetworkBound);
         }
         if p.error_ratio > self.max_error_ratio {
             return Some(Breach::Errors);
@@ -100,6 +108,7 @@ mod tests {
             error_ratio: 0.0,
             p99_us: 1_000,
             client_limited: false,
+            network_bound: false,
         }
     }
 
@@ -122,8 +131,21 @@ mod tests {
         s.error_ratio = 0.0;
         s.p99_us = 6_000;
         assert_eq!(c.breach(&s), Some(Breach::Latency));
+        s.network_bound = true;
+        assert_eq!(c.breach(&s), Some(Breach::NetworkBound));
         s.client_limited = true;
         assert_eq!(c.breach(&s), Some(Breach::ClientLimited));
+    }
+
+    #[test]
+    fn a_full_link_ends_the_search_even_when_the_rate_was_met() {
+        // Seeds 000 and 001: a step that met its rate while filling the link already measures
+        // the network; what fails above it says nothing about the server.
+        let mut full = step(300.0, 299.0);
+        full.network_bound = true;
+        let steps = [step(100.0, 100.0), step(200.0, 200.0), full, step(400.0, 300.0)];
+        let k = find(&steps, &Criteria::default());
+        assert_eq!(k, Knee { last_good: Some(1), first_bad: Some((2, Breach::NetworkBound)) });
     }
 
     #[test]

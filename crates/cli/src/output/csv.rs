@@ -52,6 +52,7 @@ impl Render for Csv {
             ("cpu_sys_s", format!("{:.3}", r.client.cpu_sys_s)),
             ("cpu_us_per_request", cpu),
             ("saturated", r.client.saturated.to_string()),
+            ("network_bound", r.client.network_bound.to_string()),
             ("interrupted", r.interrupted.to_string()),
             ("warnings", r.warnings.len().to_string()),
         ]);

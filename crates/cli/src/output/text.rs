@@ -82,13 +82,28 @@ impl Render for Text {
                 m.min, m.mean, m.max, m.stdev, m.samples
             )?;
         }
+        let link = &r.client.link;
+        let full = match link.utilisation {
+            Some(u) if r.client.network_bound => {
+                format!("   << NETWORK-BOUND: {:.0}% of {}", u * 100.0, link.describe())
+            }
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "  Transfer     {}/s received ({} total, {} body)",
+            "  Transfer     {}/s received ({} total, {} body){full}",
             bytes(r.bytes.total_per_s),
             bytes(r.bytes.total as f64),
             bytes(r.bytes.body as f64)
         )?;
+        match link.utilisation {
+            Some(u) => writeln!(out, "  Link         {}, {:.0}% used", link.describe(), u * 100.0)?,
+            None => writeln!(
+                out,
+                "  Link         {}: not checked for a network limit",
+                link.describe()
+            )?,
+        }
         writeln!(
             out,
             "  Duration     {:.3} s{}",

@@ -144,6 +144,9 @@ fn schema_accepts_a_clean_counted_run() {
     assert!(doc["config"]["duration_s"].is_null());
     assert_eq!(n(&doc, "/body_length/first"), 14);
     assert_eq!(n(&doc, "/status/200"), 200);
+    // Loopback: the link is lo, whose speed the kernel does not report, so never network-bound.
+    assert_eq!(doc["client"]["link"], json!({"interface": "lo", "speed_mbps": null}));
+    assert_eq!(doc["client"]["network_bound"], json!(false));
 }
 
 #[test]
@@ -242,7 +245,7 @@ fn schema_rejects_broken_reports() {
     let server = TestServer::start(Behaviour::ok("x"));
     let good = bench(&v, &server, &["-n", "20", "-c", "2"]);
 
-    let broken: [(&str, Breakage); 10] = [
+    let broken: [(&str, Breakage); 12] = [
         ("rps as a string", |d| d["rps"] = json!("1234.5")),
         ("requests missing", |d| {
             d.as_object_mut().unwrap().remove("requests");
@@ -257,6 +260,10 @@ fn schema_rejects_broken_reports() {
         ("null where never null", |d| d["duration_s"] = Value::Null),
         ("a status key that is not a code", |d| d["status"]["ok"] = json!(3)),
         ("both -n and -d echoed", |d| d["config"]["duration_s"] = json!(1.0)),
+        ("a link without its speed", |d| {
+            d["client"]["link"].as_object_mut().unwrap().remove("speed_mbps");
+        }),
+        ("a link speed as a string", |d| d["client"]["link"]["speed_mbps"] = json!("100")),
     ];
     for (what, breaks) in broken {
         let mut doc = good.clone();

@@ -1,0 +1,246 @@
+//! The network link a run's traffic crosses: which local interface carries it, how fast that
+//! interface is, and whether the run filled it (seeds 000 and 001 were capped by a 100 Mbit/s
+//! switch without their authors noticing).
+//!
+//! [`Link::of`] is looked up once, before the run; [`utilisation`] and [`network_bound`] judge
+//! the run's bytes after it. Nothing here touches the hot path.
+
+use std::ffi::CStr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::path::Path;
+use std::time::Duration;
+
+/// At or above this share of the link's capacity, the network (not the server) is taken to
+/// have limited the run. A full link never shows 100%: see [`WIRE_BYTES_PER_SEGMENT`].
+pub const NETWORK_BOUND: f64 = 0.90;
+
+/// HTTP bytes of one full TCP segment, and what that segment costs on an Ethernet wire: a
+/// 1500-byte MTU minus 20 bytes of IPv4 header and 32 of TCP header with timestamps leaves
+/// 1448 bytes of payload; the frame adds 14 bytes of Ethernet header, 4 of FCS, 8 of preamble
+/// and 12 of inter-frame gap, 1538 in all. The payload a run counts is scaled by this ratio
+/// so that a link carrying all it can reads as about 100%, not 94%. Smaller segments cost more
+/// per byte, so the estimate is a lower bound of what the wire carried.
+pub const PAYLOAD_BYTES_PER_SEGMENT: u64 = 1448;
+pub const WIRE_BYTES_PER_SEGMENT: u64 = 1538;
+
+/// The local interface that carries traffic to the target, and its speed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Link {
+    /// The interface name (`lo`, `eth0`, `veth1`); `None` when it could not be found.
+    pub interface: Option<String>,
+    /// The speed the kernel reports for it, in Mbit/s (10^6 bit/s); `None` when unknown:
+    /// loopback, most virtual devices, a link that is down, or an interface not found.
+    pub speed_mbps: Option<u64>,
+}
+
+impl Link {
+    /// The link traffic from `source` (or the address the kernel picks) to `target` takes.
+    ///
+    /// Connecting a UDP socket sends nothing: the kernel only looks up the route and picks the
+    /// local address it would send from, which getsockname then reports. That address is
+    /// mapped to the interface that holds it. A target that is itself one of this machine's
+    /// addresses is reached over loopback whatever interface holds it (the kernel's `local`
+    /// routing table), so its link is `lo`.
+    pub fn of(target: SocketAddr, source: Option<IpAddr>) -> Link {
+        let interfaces = match interface_addresses() {
+            Ok(list) => list,
+            Err(_) => return Link::default(),
+        };
+        let local = |ip: IpAddr| interfaces.iter().find(|(_, a)| *a == ip).map(|(n, _)| n.clone());
+        let interface = if target.ip().is_loopback() || local(target.ip()).is_some() {
+            interfaces
+                .iter()
+                .find(|(_, a)| a.is_loopback())
+                .map(|(n, _)| n.clone())
+                .or_else(|| Some("lo".to_string()))
+        } else {
+            route_source(target, source).and_then(local)
+        };
+        let speed_mbps =
+            interface.as_deref().and_then(|i| read_speed(Path::new("/sys/class/net"), i));
+        Link { interface, speed_mbps }
+    }
+
+    /// The link's capacity in bytes per second, when its speed is known.
+    pub fn bytes_per_second(&self) -> Option<f64> {
+        self.speed_mbps.map(|m| m as f64 * 1e6 / 8.0)
+    }
+}
+
+/// The local address the kernel would send from to reach `target`.
+fn route_source(target: SocketAddr, source: Option<IpAddr>) -> Option<IpAddr> {
+    let bind = match (source, target) {
+        (Some(ip), _) => SocketAddr::new(ip, 0),
+        (None, SocketAddr::V4(_)) => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 0),
+        (None, SocketAddr::V6(_)) => SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), 0),
+    };
+    let socket = UdpSocket::bind(bind).ok()?;
+    socket.connect(target).ok()?;
+    socket.local_addr().ok().map(|a| a.ip())
+}
+
+/// Every (interface name, address) pair of this machine, from getifaddrs(3).
+fn interface_addresses() -> std::io::Result<Vec<(String, IpAddr)>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs allocates a list and stores its head in `head`; it is freed below.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed; ifa_name is
+        // a NUL-terminated string and ifa_addr, when not null, points to a sockaddr whose
+        // family says which sockaddr_* it is.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+        let ip = match family {
+            libc::AF_INET => {
+                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
+            }
+            libc::AF_INET6 => {
+                let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+                IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr))
+            }
+            _ => continue,
+        };
+        let name = unsafe { CStr::from_ptr(ifa.ifa_name) }.to_string_lossy().into_owned();
+        out.push((name, ip));
+    }
+    // SAFETY: `head` came from a successful getifaddrs and is freed exactly once.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}
+
+/// The speed in Mbit/s that `DIR/IFACE/speed` reports. Loopback and most virtual devices make
+/// the read fail (EINVAL); a NIC without link, or one whose driver does not know, reports -1.
+/// Both are unknown, never zero.
+fn read_speed(dir: &Path, interface: &str) -> Option<u64> {
+    if interface.is_empty() || interface.contains('/') || interface.starts_with('.') {
+        return None;
+    }
+    let text = std::fs::read_to_string(dir.join(interface).join("speed")).ok()?;
+    text.trim().parse::<i64>().ok().filter(|&s| s > 0).map(|s| s as u64)
+}
+
+/// The share of a `speed_mbps` link that `payload_bytes` of HTTP over `duration` used, framing
+/// included (see [`WIRE_BYTES_PER_SEGMENT`]); `None` when the speed is unknown or no time
+/// passed.
+pub fn utilisation(payload_bytes: u64, duration: Duration, speed_mbps: Option<u64>) -> Option<f64> {
+    let speed = speed_mbps.filter(|&s| s > 0)?;
+    let secs = duration.as_secs_f64();
+    if secs <= 0.0 {
+        return None;
+    }
+    let wire =
+        payload_bytes as f64 * WIRE_BYTES_PER_SEGMENT as f64 / PAYLOAD_BYTES_PER_SEGMENT as f64;
+    Some(wire * 8.0 / secs / (speed as f64 * 1e6))
+}
+
+/// Whether `payload_bytes` moved in one direction over `duration` filled at least 90% of a
+/// `speed_mbps` link. An unknown speed is never network-bound: there is nothing to compare to.
+pub fn network_bound(payload_bytes: u64, duration: Duration, speed_mbps: Option<u64>) -> bool {
+    utilisation(payload_bytes, duration, speed_mbps).is_some_and(|u| u >= NETWORK_BOUND)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEC: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn a_full_100_mbit_link_is_network_bound() {
+        // 100 Mbit/s is 12.5 MB/s on the wire; TCP over Ethernet delivers about 94% of it.
+        let full = 12_500_000 * PAYLOAD_BYTES_PER_SEGMENT / WIRE_BYTES_PER_SEGMENT;
+        let u = utilisation(full, SEC, Some(100)).unwrap();
+        assert!((u - 1.0).abs() < 1e-3, "{u}");
+        assert!(network_bound(full, SEC, Some(100)));
+        // Seed 000: nginx at 356 req/s of a ~30 KB phpinfo page over 100 Mbit/s.
+        assert!(network_bound(356 * 30 * 1024 * 10, 10 * SEC, Some(100)));
+    }
+
+    #[test]
+    fn the_threshold_is_90_percent_of_the_wire() {
+        // One byte more than the share, so that rounding cannot put it just below.
+        let at = |share: f64| (12_500_000.0 * share * 1448.0 / 1538.0) as u64 + 1;
+        assert!(network_bound(at(0.90), SEC, Some(100)));
+        assert!(!network_bound(at(0.89), SEC, Some(100)));
+        // The same bytes over twice the time, or on a ten times faster link, are not.
+        assert!(!network_bound(at(0.95), 2 * SEC, Some(100)));
+        assert!(!network_bound(at(0.95), SEC, Some(1000)));
+        assert!(network_bound(at(0.95) * 100, SEC, Some(10_000)));
+    }
+
+    #[test]
+    fn unknown_speed_or_no_time_is_never_network_bound() {
+        assert!(!network_bound(u64::MAX, SEC, None));
+        assert!(!network_bound(u64::MAX, SEC, Some(0)));
+        assert!(!network_bound(u64::MAX, Duration::ZERO, Some(100)));
+        assert_eq!(utilisation(1, SEC, None), None);
+        assert_eq!(utilisation(0, SEC, Some(100)), Some(0.0));
+    }
+
+    #[test]
+    fn ipv4_loopback_is_lo_with_unknown_speed() {
+        let link = Link::of("127.0.0.1:80".parse().unwrap(), None);
+        assert_eq!(link, Link { interface: Some("lo".into()), speed_mbps: None });
+        let link = Link::of("127.0.0.1:80".parse().unwrap(), Some("127.0.0.1".parse().unwrap()));
+        assert_eq!(link.interface.as_deref(), Some("lo"));
+    }
+
+    #[test]
+    fn ipv6_loopback_is_lo_with_unknown_speed() {
+        let link = Link::of("[::1]:80".parse().unwrap(), None);
+        assert_eq!(link, Link { interface: Some("lo".into()), speed_mbps: None });
+    }
+
+    #[test]
+    fn a_local_address_of_another_interface_is_reached_over_loopback() {
+        // Traffic to one's own address never leaves the machine, whatever interface holds it.
+        let own = interface_addresses()
+            .unwrap()
+            .into_iter()
+            .find(|(_, ip)| !ip.is_loopback() && ip.is_ipv4());
+        if let Some((name, ip)) = own {
+            let link = Link::of(SocketAddr::new(ip, 80), None);
+            assert_eq!(link.interface.as_deref(), Some("lo"), "{ip} of {name}");
+        }
+    }
+
+    #[test]
+    fn speed_files_are_read_as_the_kernel_writes_them() {
+        let dir = tempdir();
+        let write = |iface: &str, text: &str| {
+            std::fs::create_dir_all(dir.join(iface)).unwrap();
+            std::fs::write(dir.join(iface).join("speed"), text).unwrap();
+        };
+        write("eth0", "100\n");
+        write("eth1", "-1\n");
+        write("veth0", "10000\n");
+        write("bad", "fast\n");
+        assert_eq!(read_speed(&dir, "eth0"), Some(100));
+        assert_eq!(read_speed(&dir, "veth0"), Some(10_000));
+        assert_eq!(read_speed(&dir, "eth1"), None);
+        assert_eq!(read_speed(&dir, "bad"), None);
+        assert_eq!(read_speed(&dir, "missing"), None);
+        assert_eq!(read_speed(&dir, "../eth0"), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A fresh directory of this test's own (the engine has no tempfile dependency).
+    fn tempdir() -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "loadlab-link-{}-{:?}",
+            std::process::id(),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}
