@@ -11,7 +11,8 @@ SHELL := /bin/bash
 LAB_PACKAGES   := nginx apache2 libapache2-mod-php php-fpm php-cgi php-cli php-mysql \
                   spawn-fcgi varnish mariadb-server mariadb-client wordpress \
                   wordpress-theme-twentytwentyone
-TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time chromium
+# iproute2: the link test puts a server in a network namespace behind a veth pair (as root).
+TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time chromium iproute2
 # The demo runs the classic suite, which uses every stack of the lab.
 DEMO_PACKAGES  := $(LAB_PACKAGES)
 BENCH_PACKAGES := nginx wrk apache2-utils httperf time python3 iproute2

@@ -8,6 +8,7 @@ mod fd_limit;
 mod hostile_failures;
 mod hostile_framing;
 mod interrupt;
+mod link;
 mod nginx_bench;
 mod open_loop;
 mod sessions;
