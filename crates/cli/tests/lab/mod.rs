@@ -7,6 +7,7 @@ mod errors;
 mod hygiene;
 mod knobs;
 mod stacks;
+mod user;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
