@@ -279,7 +279,9 @@ where
             } else {
                 cc.draw_series(LineSeries::new(pts.clone(), style))?;
             }
-            if line.markers {
+            // A piece of one point (a short cell sampled once) draws no line: mark it, or it
+            // would not show at all.
+            if line.markers || pts.len() == 1 {
                 cc.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
             }
         }

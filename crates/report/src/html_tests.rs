@@ -1,38 +1,21 @@
 //! The page as a whole: escaping of everything that came from outside, no URL, and the parts a
 //! reader looks for.
 
-use std::time::{Duration, UNIX_EPOCH};
-
-use loadlab_store::{ConfigRecord, Environment, Flag, Run, RunId, RunStatus, Sample};
+use loadlab_store::{ConfigRecord, Flag, Sample};
 
 use super::*;
-use crate::testcell::{flagged, reps};
+use crate::testcell::{flagged, reps, run};
 
 const EVIL: &str = "<script>alert('x')</script>";
 
-fn run() -> Run {
-    Run {
-        id: RunId(7),
-        suite: "classic".into(),
-        started_at: UNIX_EPOCH + Duration::from_secs(1_750_000_000),
-        finished_at: Some(UNIX_EPOCH + Duration::from_secs(1_750_000_300)),
-        status: RunStatus::Finished,
-        environment: Environment {
-            hostname: "lab1".into(),
-            cpu_count: 2,
-            loadlab_version: "0.1.0".into(),
-            ..Environment::default()
-        },
-    }
-}
-
 fn samples() -> Vec<Sample> {
-    (0..5)
+    // Each second: 0.3 s of user and 0.1 s of system CPU, i.e. 40% of one core.
+    (1..6)
         .map(|s| Sample {
             tier: "nginx".into(),
             t_ms: s * 1_000,
-            cpu_user_s: s as f64 * 0.3,
-            cpu_sys_s: s as f64 * 0.1,
+            cpu_user_s: 0.3,
+            cpu_sys_s: 0.1,
             rss_bytes: 20_000_000,
             processes: 3,
             loadavg: 0.5,

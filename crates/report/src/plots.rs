@@ -413,8 +413,8 @@ fn breach_name(b: Breach) -> &'static str {
     }
 }
 
-/// One stack's tiers over the run: CPU (percent of one core, from the change in CPU time
-/// between two samples) and resident memory, with the whole machine's busy CPU for context.
+/// One stack's tiers over the run: CPU (percent of one core: each sample's CPU time over its
+/// interval) and resident memory, with the whole machine's busy CPU for context.
 /// `None` when the stack has no samples.
 fn resources(run: &Run, stack: &str, cells: &[&CellRecord], palette: &Palette) -> Option<Plot> {
     if cells.iter().all(|c| c.samples.is_empty()) {
@@ -438,15 +438,21 @@ fn resources(run: &Run, stack: &str, cells: &[&CellRecord], palette: &Palette) -
         }
         let mut busy: BTreeMap<u64, f64> = BTreeMap::new();
         for (tier, samples) in by_tier {
-            let new_line = || Line { markers: false, ..Line::new(palette.tier(tier), Vec::new()) };
+            let new_line = || Line {
+                markers: false,
+                pieces: Vec::new(),
+                ..Line::new(palette.tier(tier), Vec::new())
+            };
+            // Each sample holds the CPU time used since the one before (the first: since the
+            // cell started), so every sample is a point, even a short cell's only one.
             let mut cpu_piece = Vec::new();
-            for w in samples.windows(2) {
-                let dt = (w[1].t_ms.saturating_sub(w[0].t_ms)) as f64 / 1e3;
-                let used = (w[1].cpu_user_s + w[1].cpu_sys_s) - (w[0].cpu_user_s + w[0].cpu_sys_s);
-                // A tier that restarted has a smaller CPU total: that interval is unknown.
-                if dt > 0.0 && used >= 0.0 {
-                    cpu_piece.push((minutes(c, w[1].t_ms), 100.0 * used / dt));
+            let mut since = 0;
+            for s in &samples {
+                let dt = s.t_ms.saturating_sub(since) as f64 / 1e3;
+                if dt > 0.0 {
+                    cpu_piece.push((minutes(c, s.t_ms), 100.0 * (s.cpu_user_s + s.cpu_sys_s) / dt));
                 }
+                since = s.t_ms;
             }
             let rss_piece = samples
                 .iter()
@@ -499,4 +505,46 @@ fn resources(run: &Run, stack: &str, cells: &[&CellRecord], palette: &Palette) -
             panel_height: 200,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use loadlab_store::Sample;
+
+    use super::*;
+    use crate::testcell::{reps, run};
+
+    fn sample(tier: &str, t_ms: u64, user: f64, sys: f64) -> Sample {
+        Sample {
+            tier: tier.into(),
+            t_ms,
+            cpu_user_s: user,
+            cpu_sys_s: sys,
+            rss_bytes: 50 << 20,
+            processes: 2,
+            loadavg: 0.5,
+            machine_cpu: 0.5,
+        }
+    }
+
+    /// A short cell is sampled once, at its end: its CPU time over its length is one point
+    /// (0.2 + 0.05 s in 0.5 s: 50% of a core), one piece per cell, which the chart marks.
+    /// Regression: the chart took samples for running totals and drew nothing for such cells.
+    #[test]
+    fn a_cell_sampled_once_is_one_cpu_point_per_tier() {
+        let mut cells = reps("nginx-fpm", "hello.php", 10, &[1000.0, 1100.0]);
+        for c in &mut cells {
+            c.samples = vec![sample("nginx", 500, 0.2, 0.05), sample("php-fpm", 500, 0.4, 0.1)];
+        }
+        let refs: Vec<&CellRecord> = cells.iter().collect();
+        let plot = resources(&run(), "nginx-fpm", &refs, &Palette::new(&cells)).expect("a plot");
+        let cpu = &plot.chart.panels[0];
+        let values = |tier: usize| -> Vec<Vec<f64>> {
+            cpu.lines[tier].pieces.iter().map(|p| p.iter().map(|pt| pt.1).collect()).collect()
+        };
+        assert_eq!(values(0), [[50.0], [50.0]], "nginx");
+        assert_eq!(values(1), [[100.0], [100.0]], "php-fpm");
+        let svg = crate::charts::svg(&plot.chart).expect("svg");
+        assert!(svg.matches("<circle").count() >= 4, "no marker for the single points");
+    }
 }

@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
 use loadlab_stats::Series;
-use loadlab_store::{metric, CellRecord, Flag, LoadModel, LoadSpec, TrustFlag};
+use loadlab_store::{
+    metric, CellRecord, Environment, Flag, LoadModel, LoadSpec, Run, RunId, RunStatus, TrustFlag,
+};
 
 static ORDINAL: AtomicU32 = AtomicU32::new(0);
 
@@ -65,4 +67,21 @@ pub fn reps(stack: &str, workload: &str, connections: u64, rps: &[f64]) -> Vec<C
 pub fn flagged(mut c: CellRecord, flag: Flag, detail: &str) -> CellRecord {
     c.flags.push(TrustFlag { flag, detail: detail.to_owned() });
     c
+}
+
+/// A finished run of the `classic` suite on a 2-CPU machine, for the cells above.
+pub fn run() -> Run {
+    Run {
+        id: RunId(7),
+        suite: "classic".into(),
+        started_at: UNIX_EPOCH + Duration::from_secs(1_750_000_000),
+        finished_at: Some(UNIX_EPOCH + Duration::from_secs(1_750_000_300)),
+        status: RunStatus::Finished,
+        environment: Environment {
+            hostname: "lab1".into(),
+            cpu_count: 2,
+            loadlab_version: "0.1.0".into(),
+            ..Environment::default()
+        },
+    }
 }

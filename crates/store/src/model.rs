@@ -182,8 +182,10 @@ pub struct Sample {
     pub tier: String,
     /// Milliseconds since the cell started.
     pub t_ms: u64,
-    /// User CPU time of the tier's processes, in seconds, as the sampler read it.
+    /// User CPU time the tier's processes used in this sample's interval, in seconds: since the
+    /// cell's previous sample, or for the first since the cell started (t_ms = 0).
     pub cpu_user_s: f64,
+    /// System CPU time, likewise.
     pub cpu_sys_s: f64,
     /// Resident memory of the tier's processes, summed.
     pub rss_bytes: u64,
