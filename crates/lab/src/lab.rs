@@ -89,6 +89,9 @@ impl Lab {
             need.find()?;
         }
         self.clean_stale()?;
+        if let Some(port) = knobs.port {
+            self.check_port_free(stack, knobs, port)?;
+        }
         let id = self.state.claim_id(stack.name)?;
         for attempt in 1..=PORT_ATTEMPTS {
             let plan = self.plan(&id, stack, knobs)?;
@@ -120,6 +123,35 @@ impl Lab {
     pub fn detach(&self, record: &mut Record) -> Result<()> {
         record.owner = None;
         self.state.save(record)
+    }
+
+    /// A port the user chose (`--port`) that something already listens on fails the start at
+    /// once, naming the instance that holds it if one does, rather than after the front
+    /// server's own bind retries (nginx tries for about 2.5 s) and a page of its log.
+    fn check_port_free(&self, stack: &'static Stack, knobs: &Knobs, port: u16) -> Result<()> {
+        // std's bind sets SO_REUSEADDR, as the servers do: a port left in TIME_WAIT is free
+        // to them and to this check, a listening one to neither.
+        match std::net::TcpListener::bind(("127.0.0.1", port)) {
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                let holder = self
+                    .state
+                    .all()?
+                    .into_iter()
+                    .find(|r| r.tiers.iter().any(|t| t.port == Some(port)))
+                    .map_or(String::new(), |r| {
+                        format!(" by {} (`loadlab stack down {}` frees it)", r.id, r.id)
+                    });
+                let front = stack.tiers(knobs).into_iter().find(|t| listens_on_tcp(*t));
+                Err(Error::Start {
+                    tier: front.map_or(stack.name, |t| t.name()).to_string(),
+                    reason: format!("127.0.0.1:{port} is already in use{holder}"),
+                    log: String::new(),
+                })
+            }
+            // Free, or a bind the server itself may be allowed (a low port as root): the
+            // server's own start says what is wrong, if anything.
+            _ => Ok(()),
+        }
     }
 
     /// A plan with fresh ports and a fresh run directory.

@@ -57,8 +57,29 @@ fn a_taken_port_fails_the_start_naming_the_tier_and_leaves_nothing() {
     assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
     assert!(stderr(&output).contains("nginx did not start"), "{}", stderr(&output));
     assert!(stderr(&output).contains("in use"), "{}", stderr(&output));
+    assert_eq!(stderr(&output).lines().count(), 1, "{}", stderr(&output));
     let list = lab.json(&["stack", "list", "--json"]);
     assert_eq!(list["instances"], serde_json::json!([]), "{list:#}");
+}
+
+/// `stack up nginx --port P` twice: the second start names the instance that holds the port,
+/// in one line, instead of a page of nginx's bind retries.
+#[test]
+fn a_port_held_by_an_instance_is_refused_naming_it() {
+    let (lab, up) = match super::TestLab::up_or_skip("nginx", &[]) {
+        Ok(up) => up,
+        Err(skip) => return skip.report(),
+    };
+    let id = up["id"].as_str().expect("an id");
+    let port = up["url"].as_str().and_then(|u| u.rsplit(':').next()).expect("a url");
+    let port = port.trim_end_matches('/');
+    let output = lab.run(&["stack", "up", "nginx", "--port", port]);
+    assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert_eq!(message.lines().count(), 1, "{message}");
+    assert!(message.contains(&format!("127.0.0.1:{port} is already in use by {id}")), "{message}");
+    let list = lab.json(&["stack", "list", "--json"]);
+    assert_eq!(list["instances"].as_array().map(Vec::len), Some(1), "{list:#}");
 }
 
 #[test]
