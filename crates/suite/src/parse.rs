@@ -301,10 +301,11 @@ impl Checker<'_> {
 
     fn load(&self, l: &RawLoad, workload_names: &[&str]) -> Checked<Load> {
         let model = *l.model.get_ref();
-        let model_name = match model {
-            ModelName::Closed => "closed",
-            ModelName::Open => "open",
-            ModelName::Sessions => "sessions",
+        // With its article, for messages: "an open load", "a closed load".
+        let a_model = match model {
+            ModelName::Closed => "a closed",
+            ModelName::Open => "an open",
+            ModelName::Sessions => "a sessions",
         };
         let present = [
             ("concurrency", l.concurrency.as_ref().map(Spanned::span)),
@@ -329,7 +330,7 @@ impl Checker<'_> {
                     return self.fail(
                         span,
                         format!(
-                            "{key} does not apply to a {model_name} load (it takes {})",
+                            "{key} does not apply to {a_model} load (it takes {})",
                             allowed.join(", ")
                         ),
                     );
@@ -379,7 +380,7 @@ impl Checker<'_> {
             (None, None) => {
                 return self.fail(
                     l.model.span(),
-                    format!("a {model_name} load needs {count_key} = N or duration = \"10s\""),
+                    format!("{a_model} load needs {count_key} = N or duration = \"10s\""),
                 )
             }
         };

@@ -184,7 +184,7 @@ fn sessions() -> String {
 #[test]
 fn loads_take_only_their_model_s_keys() {
     let text = GOOD.replace("sweep = \"100..300:100\"", "concurrency = [1]");
-    fails_on(&text, "[1]", "concurrency does not apply to a open load");
+    fails_on(&text, "[1]", "concurrency does not apply to an open load");
     parse(&closed(), "closed.toml").unwrap_or_else(|e| panic!("{e}"));
     let text = closed().replace("duration = \"2s\"", "conns = 10");
     fails_on(&text, "10\n", "conns does not apply to a closed load");
