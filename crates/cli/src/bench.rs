@@ -53,10 +53,11 @@ pub struct BenchArgs {
     /// Total connections (sessions) to make with --conn-rate (httperf's --num-conns).
     #[arg(long = "conns", value_name = "N", requires = "conn_rate", conflicts_with = "duration")]
     pub conns: Option<u64>,
-    /// How open-loop arrivals are spaced.
+    /// How arrivals are spaced (open loop and sessions).
     #[arg(long = "arrival", value_enum, default_value_t = ArrivalArg::Fixed)]
     pub arrival: ArrivalArg,
-    /// Open loop: connections may grow up to this many rather than the rate silently dropping.
+    /// Open loop and sessions: connections may grow up to this many rather than the rate
+    /// silently dropping.
     #[arg(long = "max-connections", value_name = "N", default_value_t = 10_000)]
     pub max_connections: usize,
     #[command(flatten)]

@@ -37,7 +37,7 @@ impl From<ArrivalArg> for Arrival {
 /// Flags for the request, the connections and the client, common to `bench` and `sweep`.
 #[derive(Debug, Args)]
 pub struct RequestArgs {
-    /// Worker threads, each with its own event loop [default: CPUs available; in the closed
+    /// Worker threads, each with its own event loop [default: CPUs available; in bench's closed
     /// loop at most -c].
     #[arg(short = 't', long = "threads")]
     pub threads: Option<usize>,
@@ -81,10 +81,10 @@ pub struct RequestArgs {
     /// (127.0.0.1-127.0.0.16, or a comma-separated list).
     #[arg(long = "source-ips", value_name = "IPS")]
     pub source_ips: Option<String>,
-    /// Seed for Poisson arrivals (the same seed repeats the same schedule).
+    /// Seed for Poisson arrivals (the same seed and thread count repeat the same schedule).
     #[arg(long = "seed", default_value_t = 1)]
     pub seed: u64,
-    /// No live progress line.
+    /// No live progress line (sweep, which has none: no table on stderr with --format json).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
 }

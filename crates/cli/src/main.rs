@@ -62,7 +62,8 @@ enum Command {
     Run(run::RunArgs),
     /// The runs a store holds.
     Runs(runs::RunsArgs),
-    /// A stored run as a self-contained HTML report (or its verdict as JSON or CSV).
+    /// A stored run as a self-contained HTML report (or its verdict as text or JSON, its cells
+    /// as CSV).
     Report(report_cmd::ReportArgs),
     /// Two stored runs side by side, benchstat-style: medians, CIs, significance.
     Compare(compare::CompareArgs),
