@@ -33,7 +33,7 @@ pub struct SweepArgs {
     /// Offered request rates: a range `LOW..HIGH:STEP` or a list `100,200,400`.
     #[arg(long = "rates", value_parser = parse_rates)]
     pub rates: RateList,
-    /// How long each step runs [default: 10s].
+    /// How long each step is measured, after its warm-up of at least 1s [default: 10s].
     #[arg(long = "step-duration", value_parser = parse_duration, conflicts_with = "conns_per_step")]
     pub step_duration: Option<Duration>,
     /// Connections per step instead of a duration (httperf's --num-conns; implies sessions).
