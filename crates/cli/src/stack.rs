@@ -181,9 +181,11 @@ fn list(lab: &Lab, json: bool) -> anyhow::Result<u8> {
         }
     }
     if !instances.is_empty() {
-        writeln!(out, "\n{:<28} {:<9} URL", "INSTANCE", "HEALTH")?;
+        // Ids grow past the stacks' names (wordpress-varnish-nginx-fpm-1): the column too.
+        let w = instances.iter().map(|(r, _)| r.id.len()).max().unwrap_or(0).max(28);
+        writeln!(out, "\n{:<w$} {:<9} URL", "INSTANCE", "HEALTH")?;
         for (record, health) in &instances {
-            writeln!(out, "{:<28} {:<9} {}", record.id, health_name(*health), record.url)?;
+            writeln!(out, "{:<w$} {:<9} {}", record.id, health_name(*health), record.url)?;
         }
     }
     Ok(OK)
