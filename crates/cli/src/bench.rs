@@ -34,8 +34,9 @@ pub struct BenchArgs {
     /// Closed loop: concurrent connections, each with one request outstanding.
     #[arg(short = 'c', long = "connections", default_value_t = 10, conflicts_with_all = ["rate", "conn_rate"])]
     pub connections: usize,
-    /// Total requests to make after warm-up (sessions with --conn-rate: see --conns).
-    #[arg(short = 'n', long = "requests", conflicts_with_all = ["duration", "conns"])]
+    /// Total requests to make after warm-up (not with --conn-rate, whose sessions are counted
+    /// in connections: --conns).
+    #[arg(short = 'n', long = "requests", conflicts_with_all = ["duration", "conns", "conn_rate"])]
     pub requests: Option<u64>,
     /// How long to run (10s, 1m, 500ms); the default when no count is given is 10s.
     #[arg(short = 'd', long = "duration", value_parser = parse_duration)]

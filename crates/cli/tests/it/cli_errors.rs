@@ -54,6 +54,15 @@ fn a_source_address_not_of_this_machine_is_a_usage_error() {
     assert!(stderr.contains("192.0.2.1 is not an address of this machine"), "{stderr}");
 }
 
+/// Regression: `-n` with `--conn-rate` counted sessions, not requests, so `--calls-per-conn 3
+/// -n 10` made 30 requests; sessions are counted with `--conns`.
+#[test]
+fn requests_do_not_count_sessions() {
+    let url = closed_url();
+    let stderr = fails(&["bench", "--conn-rate", "10", "-n", "10", &url], 2);
+    assert!(stderr.contains("--conn-rate"), "{stderr}");
+}
+
 #[test]
 fn more_threads_than_connections() {
     let stderr = fails(&["bench", "-t", "5", "-c", "2", "-n", "1", &closed_url()], 2);
