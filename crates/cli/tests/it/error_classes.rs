@@ -289,7 +289,10 @@ fn arrivals_refused_after_a_stall_past_the_window_are_unfinished() {
     let mut child = command.spawn().expect("spawn loadlab");
     // The pre-flight connection is the run's start; 300 ms into the window, stop the client
     // for 1.2 s, past the window's end.
-    assert!(crate::support::wait_until(RUN_LIMIT, || server.connections() >= 1));
+    crate::support::wait_until(RUN_LIMIT, || {
+        server.connections() >= 1 || child.try_wait().unwrap().is_some()
+    });
+    assert!(server.connections() >= 1, "loadlab ended before its pre-flight connection");
     thread::sleep(Duration::from_millis(300));
     let pid = child.id() as libc::pid_t;
     // SAFETY: our own child, not yet reaped.
