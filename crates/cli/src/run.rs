@@ -50,11 +50,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let plan = loadlab_suite::plan(&suite, args.quick);
     let estimate = plan.estimate();
     outln!(
-        "suite {}{}: {} cells on {} stack instances, about {:.1} min",
+        "suite {}{}: {} cell{} on {} stack instance{}, about {:.1} min",
         plan.suite,
         if plan.quick { " (quick)" } else { "" },
         estimate.cells,
+        if estimate.cells == 1 { "" } else { "s" },
         estimate.stack_ups,
+        if estimate.stack_ups == 1 { "" } else { "s" },
         estimate.total.as_secs_f64() / 60.0
     )?;
     for s in &plan.skipped {

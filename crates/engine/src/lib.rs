@@ -67,11 +67,20 @@ pub fn preflight(target: &Target, timeout: Duration) -> Result<SocketAddr, Engin
             Err(e) => last = Some((addr, e)),
         }
     }
+    // The address is named when it says more than the target: a name's resolved address.
+    let at = |addr: &SocketAddr| {
+        let shown = addr.to_string();
+        if shown == target.authority {
+            String::new()
+        } else {
+            format!("{shown}: ")
+        }
+    };
     let reason = match last {
         Some((addr, e)) if e.kind() == std::io::ErrorKind::TimedOut => {
-            format!("{addr}: no answer within {timeout:?}")
+            format!("{}no answer within {timeout:?}", at(addr))
         }
-        Some((addr, e)) => format!("{addr}: {e}"),
+        Some((addr, e)) => format!("{}{e}", at(addr)),
         None => "no address to connect to".to_string(),
     };
     Err(EngineError::Unreachable { target: target.authority.clone(), reason })
