@@ -129,6 +129,8 @@ pub struct Requests {
     pub failed: u64,
     /// Requests in flight when a timed or interrupted run ended: neither completed nor failed.
     pub unfinished: u64,
+    /// Requests whose last byte was written (a connect that failed sent none).
+    pub sent: u64,
     /// Completed responses after which the connection stayed open (ab's Keep-Alive requests).
     pub keepalive: u64,
     pub connections_opened: u64,
@@ -140,7 +142,8 @@ pub struct Bytes {
     pub total: u64,
     /// Body bytes after chunked decoding.
     pub body: u64,
-    /// Request bytes sent, head and body (ab's "Total body sent" when there is a body).
+    /// Request bytes written, head and body: the encoded request's length x `requests.sent`
+    /// (ab's "Total body sent" when there is a body).
     pub sent: u64,
     pub total_per_s: f64,
 }
@@ -242,7 +245,6 @@ impl Report {
             .into_iter()
             .zip(classes)
             .collect::<BTreeMap<_, _>>();
-        let requests_done = t.completed + t.failed;
         let cpu = r.cpu();
         let scheduled = cfg.pacing != Pacing::Closed;
         let (latency, service) = if scheduled {
@@ -260,8 +262,6 @@ impl Report {
             not_sent: r.not_sent_requests(),
             schedule_kept: !r.schedule_missed(SCHEDULE_TOLERANCE_US),
         });
-        let request_len =
-            cfg.request.encode(&cfg.target, cfg.keepalive).map_or(0, |b| b.len() as u64);
         let mut report = Report {
             loadlab_version: env!("CARGO_PKG_VERSION"),
             mode: match cfg.pacing {
@@ -276,6 +276,7 @@ impl Report {
                 completed: t.completed,
                 failed: t.failed,
                 unfinished: t.unfinished,
+                sent: t.sent,
                 keepalive: t.keepalive,
                 connections_opened: t.connections_opened,
             },
@@ -292,7 +293,7 @@ impl Report {
             bytes: Bytes {
                 total: t.bytes_total,
                 body: t.bytes_body,
-                sent: request_len * requests_done,
+                sent: r.bytes_sent,
                 total_per_s: per_second(t.bytes_total as f64, r.duration),
             },
             body_length: BodyLength {
@@ -341,7 +342,7 @@ impl Report {
                 peak_connections: r.peak_open,
                 fd_limit: r.fd_limit,
                 link: Link::of(r),
-                network_bound: r.network_bound,
+                network_bound: r.network_bound(),
             },
             warnings: Vec::new(),
             notes: Vec::new(),

@@ -434,7 +434,7 @@ fn flags(r: &BenchResult) -> Vec<TrustFlag> {
             detail: format!("{fd} requests found no descriptor or local port"),
         });
     }
-    if r.network_bound {
+    if r.network_bound() {
         out.push(TrustFlag {
             flag: Flag::NetworkBound,
             detail: crate::bench_report::network_bound_warning(&crate::bench_report::Link::of(r)),

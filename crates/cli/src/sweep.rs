@@ -336,7 +336,7 @@ fn step_of(r: &BenchResult, url: &str, host: usize, bisect: bool, request_len: u
     let flags = Flags {
         client_saturated: r.saturated(),
         fd_or_port_exhausted: fd > 0,
-        network_bound: r.network_bound,
+        network_bound: r.network_bound(),
         schedule_missed: r.schedule_missed(SCHEDULE_TOLERANCE_US),
         errors: t.failed > 0,
     };

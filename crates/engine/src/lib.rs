@@ -191,8 +191,6 @@ pub fn run(
     };
     // Every request is the same pre-encoded bytes, so what was sent needs no hot-path counter.
     let bytes_sent = tally.sent * request.len() as u64;
-    let network_bound =
-        link::network_bound(tally.bytes_total.max(bytes_sent), duration, link.speed_mbps);
     Ok(BenchResult {
         tally,
         bytes_sent,
@@ -206,6 +204,5 @@ pub fn run(
         fd_limit,
         pacing: config.pacing,
         link,
-        network_bound,
     })
 }

@@ -231,10 +231,6 @@ pub struct BenchResult {
     pub pacing: crate::Pacing,
     /// The local interface the traffic crossed, and its speed when known.
     pub link: crate::Link,
-    /// True when the busier direction (received, or sent for large uploads) averaged at least
-    /// 90% of the link's speed over `duration`: the network, not the server, may have limited
-    /// the run. Never true when the speed is unknown. See [`crate::link`].
-    pub network_bound: bool,
 }
 
 /// Per-worker figures kept after the merge, for the client's self-check.
@@ -324,8 +320,19 @@ impl BenchResult {
     /// The share of the link's capacity that the busier direction used, framing included;
     /// `None` when the link's speed is unknown.
     pub fn link_utilisation(&self) -> Option<f64> {
-        let busier = self.tally.bytes_total.max(self.bytes_sent);
-        crate::link::utilisation(busier, self.duration, self.link.speed_mbps)
+        crate::link::utilisation(self.busier_bytes(), self.duration, self.link.speed_mbps)
+    }
+
+    /// Whether the busier direction averaged at least [`crate::link::NETWORK_BOUND`] of the
+    /// link's speed over the run: the network, not the server, may have limited it. Never
+    /// true when the speed is unknown. See [`crate::link`].
+    pub fn network_bound(&self) -> bool {
+        crate::link::network_bound(self.busier_bytes(), self.duration, self.link.speed_mbps)
+    }
+
+    /// The bytes of the busier direction: received, or sent for large uploads.
+    fn busier_bytes(&self) -> u64 {
+        self.tally.bytes_total.max(self.bytes_sent)
     }
 
     /// Completed requests per second over each whole measured second (httperf's reply rate).

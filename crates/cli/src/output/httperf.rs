@@ -75,7 +75,8 @@ impl Render for Httperf {
         let req_rate = per_s(requests as f64);
         let per_req_ms = if req_rate > 0.0 { 1000.0 / req_rate } else { 0.0 };
         writeln!(out, "Request rate: {req_rate:.1} req/s ({per_req_ms:.1} ms/req)")?;
-        let req_size = if requests > 0 { r.bytes.sent as f64 / requests as f64 } else { 0.0 };
+        let written = r.requests.sent;
+        let req_size = if written > 0 { r.bytes.sent as f64 / written as f64 } else { 0.0 };
         writeln!(out, "Request size [B]: {req_size:.1}")?;
         writeln!(out)?;
         match &r.throughput.per_second {
