@@ -26,7 +26,7 @@ pub mod state;
 mod supervise;
 mod template;
 pub mod verify;
-mod wait;
+pub mod wait;
 pub mod workloads;
 
 pub use catalog::{stack, Stack, Tier, STACKS};

@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tempfile::TempDir;
 
+pub use crate::support::assert_success;
 use crate::support::{loadlab, output_within, skip, Skip};
 
 /// A stack's start, verify and teardown together stay well within this, even on a busy
@@ -105,16 +106,6 @@ impl Drop for TestLab {
 
 fn shared_templates() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("lab-templates")
-}
-
-pub fn assert_success(output: &Output, args: &[&str]) {
-    assert!(
-        output.status.success(),
-        "loadlab {args:?}: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 /// The pids in an `up --json` answer.

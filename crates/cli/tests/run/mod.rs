@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::support::{loadlab, output_within, skip, wait_until};
+use crate::support::{assert_success, loadlab, output_within, skip, wait_until};
 
 /// A run of the tiny suite takes about 3 s; this bounds a hung one (as the lab tests' limit
 /// does, with room for a two-CPU machine starting other tests' stacks at the same time).
@@ -88,13 +88,7 @@ impl Scratch {
     /// `loadlab ARGS`, which must exit 0; its stdout.
     fn ok(&self, args: &[&str]) -> String {
         let output = self.run(args);
-        assert!(
-            output.status.success(),
-            "loadlab {args:?}: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
+        assert_success(&output, args);
         String::from_utf8(output.stdout).expect("UTF-8 stdout")
     }
 

@@ -11,6 +11,9 @@ pub mod skip;
 #[cfg(test)]
 mod selftest;
 
+/// Polls a condition until it holds or a limit passes: for state another thread or process
+/// reaches eventually, so tests wait for it instead of sleeping. The lab's own poller.
+pub use loadlab_lab::wait::until as wait_until;
 pub(crate) use nginx::{require_nginx, Nginx};
 pub use servers::{closed_port, Behaviour, Request, TestServer};
 pub use skip::Skip;
@@ -79,21 +82,6 @@ pub fn output_within(mut command: Command, limit: Duration) -> Output {
     }
 }
 
-/// Polls `condition` until it holds or `limit` passes; whether it held. For state another
-/// thread reaches eventually (a counter, a file), so tests wait for it instead of sleeping.
-pub fn wait_until(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        if condition() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(5));
-    }
-}
-
 /// Reads a child's pipe to its end on a thread of its own, so the child never blocks on a
 /// full pipe while the test waits for it.
 pub fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
@@ -130,4 +118,15 @@ pub fn timing_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     // A failed timing test must not fail every one after it.
     LOCK.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Panics, showing stdout and stderr, unless `loadlab ARGS` exited 0.
+pub fn assert_success(output: &Output, args: &[&str]) {
+    assert!(
+        output.status.success(),
+        "loadlab {args:?}: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
