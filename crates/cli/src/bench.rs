@@ -9,7 +9,7 @@ use loadlab_engine::{BenchConfig, Pacing, Stop};
 
 use crate::bench_report::Report;
 use crate::exit::{Failure, OK, UNREACHABLE};
-use crate::load::{self, ArrivalArg, RequestArgs};
+use crate::load::{self, RequestArgs, ScheduleArgs};
 use crate::output;
 use crate::units::parse_duration;
 
@@ -54,13 +54,8 @@ pub struct BenchArgs {
     /// Total connections (sessions) to make with --conn-rate (httperf's --num-conns).
     #[arg(long = "conns", value_name = "N", requires = "conn_rate", conflicts_with = "duration")]
     pub conns: Option<u64>,
-    /// How arrivals are spaced (open loop and sessions).
-    #[arg(long = "arrival", value_enum, default_value_t = ArrivalArg::Fixed)]
-    pub arrival: ArrivalArg,
-    /// Open loop and sessions: connections may grow up to this many rather than the rate
-    /// silently dropping.
-    #[arg(long = "max-connections", value_name = "N", default_value_t = 10_000)]
-    pub max_connections: usize,
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
     #[command(flatten)]
     pub request: RequestArgs,
     /// Output format.
@@ -80,7 +75,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
         _ => {
             let rate = config.pacing.offered_rps().unwrap_or(0.0);
             let outstanding = (rate * config.timeout.as_secs_f64()).ceil() as usize;
-            args.max_connections.min(outstanding.max(1))
+            args.schedule.max_connections.min(outstanding.max(1))
         }
     };
     load::warn_fd_limit(pool, config.threads);
@@ -110,17 +105,8 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
     let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
     let mut config = args.request.config(&args.url)?;
     config.pacing = match (args.rate, args.conn_rate) {
-        (Some(rate), _) => Pacing::Open {
-            rate,
-            arrival: args.arrival.into(),
-            max_connections: args.max_connections,
-        },
-        (None, Some(rate)) => Pacing::Sessions {
-            rate,
-            arrival: args.arrival.into(),
-            calls: args.calls_per_conn,
-            max_connections: args.max_connections,
-        },
+        (Some(rate), _) => args.schedule.pacing(rate, None),
+        (None, Some(rate)) => args.schedule.pacing(rate, Some(args.calls_per_conn)),
         (None, None) => Pacing::Closed,
     };
     config.connections = args.connections;

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use loadlab_engine::{
-    sys, Arrival, BenchConfig, BenchResult, Control, EngineError, RequestSpec, Target, Validation,
+    sys, Arrival, BenchConfig, BenchResult, Control, EngineError, Pacing, RequestSpec, Target,
+    Validation,
 };
 
 use crate::exit::Failure;
@@ -30,6 +31,29 @@ impl From<ArrivalArg> for Arrival {
         match a {
             ArrivalArg::Fixed => Arrival::Fixed,
             ArrivalArg::Poisson => Arrival::Poisson,
+        }
+    }
+}
+
+/// Flags for scheduled load (open loop and sessions), common to `bench` and `sweep`.
+#[derive(Debug, Args)]
+pub struct ScheduleArgs {
+    /// How arrivals are spaced (open loop and sessions).
+    #[arg(long = "arrival", value_enum, default_value_t = ArrivalArg::Fixed)]
+    pub arrival: ArrivalArg,
+    /// Open loop and sessions: connections may grow up to this many (in a sweep, per step)
+    /// rather than the rate silently dropping.
+    #[arg(long = "max-connections", value_name = "N", default_value_t = 10_000)]
+    pub max_connections: usize,
+}
+
+impl ScheduleArgs {
+    /// Arrivals at `rate` per second: single requests, or sessions of `calls` requests.
+    pub fn pacing(&self, rate: f64, calls: Option<u32>) -> Pacing {
+        let (arrival, max_connections) = (self.arrival.into(), self.max_connections);
+        match calls {
+            Some(calls) => Pacing::Sessions { rate, arrival, calls, max_connections },
+            None => Pacing::Open { rate, arrival, max_connections },
         }
     }
 }

@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use loadlab_engine::{BenchConfig, BenchResult, Pacing, Stop};
+use loadlab_engine::{BenchConfig, BenchResult, Stop};
 use loadlab_stats::knee::{self, Breach, Criteria, StepPoint};
 use loadlab_stats::Moments;
 use serde::Serialize;
 
 use crate::bench_report::SCHEDULE_TOLERANCE_US;
 use crate::exit::{Failure, OK};
-use crate::load::{self, ArrivalArg, RequestArgs};
+use crate::load::{self, RequestArgs, ScheduleArgs};
 use crate::units::parse_duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -64,12 +64,8 @@ pub struct SweepArgs {
     /// Bisect between the last good and the first bad step to place the knee more precisely.
     #[arg(long = "find-knee")]
     pub find_knee: bool,
-    /// How arrivals are spaced.
-    #[arg(long = "arrival", value_enum, default_value_t = ArrivalArg::Fixed)]
-    pub arrival: ArrivalArg,
-    /// Connections may grow up to this many per step.
-    #[arg(long = "max-connections", value_name = "N", default_value_t = 10_000)]
-    pub max_connections: usize,
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
     #[command(flatten)]
     pub request: RequestArgs,
 }
@@ -192,7 +188,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         let addr = load::reach(&mut config)?;
         targets.push(Target { config, addr, url: url.clone() });
     }
-    load::warn_fd_limit(args.max_connections, targets[0].config.threads);
+    load::warn_fd_limit(args.schedule.max_connections, targets[0].config.threads);
     let criteria = Criteria {
         max_error_ratio: args.max_errors,
         slo_p99_us: args.slo.map(|d| d.as_micros() as u64),
@@ -309,14 +305,9 @@ fn run_step(
     let sessions = args.calls_per_conn.is_some() || args.conns_per_step.is_some();
     let calls = args.calls_per_conn.unwrap_or(1).max(1);
     config.pacing = if sessions {
-        Pacing::Sessions {
-            rate: rate / f64::from(calls),
-            arrival: args.arrival.into(),
-            calls,
-            max_connections: args.max_connections,
-        }
+        args.schedule.pacing(rate / f64::from(calls), Some(calls))
     } else {
-        Pacing::Open { rate, arrival: args.arrival.into(), max_connections: args.max_connections }
+        args.schedule.pacing(rate, None)
     };
     config.check().map_err(load::engine_failure)?;
     let request_len =
