@@ -67,7 +67,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             outln!(
                 "  {:>4} rep {} {:<28} {:<14} {}",
                 cell.ordinal,
-                cell.repetition + 1,
+                loadlab_report::format::repetition(cell.repetition),
                 cell.stack.label,
                 cell.workload.name,
                 load_label(cell)
@@ -172,7 +172,7 @@ fn run_plan(
             spec.label,
             up.elapsed.as_secs_f64(),
             up.report.checks.len(),
-            group[0].repetition + 1
+            loadlab_report::format::repetition(group[0].repetition)
         )?;
         // Whatever happens in the cells, the stack goes down.
         let result = run_group(
