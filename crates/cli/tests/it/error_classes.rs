@@ -288,7 +288,7 @@ fn arrivals_refused_after_a_stall_past_the_window_are_unfinished() {
         .stderr(std::process::Stdio::null());
     let mut child = command.spawn().expect("spawn loadlab");
     // The pre-flight connection is the run's start; 300 ms into the window, stop the client
-    // for 1.2 s, past the window's end.
+    // for 2 s: past the window's end even if the workers began a second after the pre-flight.
     crate::support::wait_until(RUN_LIMIT, || {
         server.connections() >= 1 || child.try_wait().unwrap().is_some()
     });
@@ -297,7 +297,7 @@ fn arrivals_refused_after_a_stall_past_the_window_are_unfinished() {
     let pid = child.id() as libc::pid_t;
     // SAFETY: our own child, not yet reaped.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
-    thread::sleep(Duration::from_millis(1200));
+    thread::sleep(Duration::from_secs(2));
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGCONT) };
     let ended = crate::support::wait_until(RUN_LIMIT, || child.try_wait().unwrap().is_some());
