@@ -449,8 +449,8 @@ impl Report {
                     "the schedule was not kept: {} requests never sent, 99% sent within {} of \
                      their due time (max {}){}{}",
                     rate.not_sent,
-                    crate::units::us(rate.late_p99_us as f64),
-                    crate::units::us(rate.late_max_us as f64),
+                    loadlab_stats::format::micros(rate.late_p99_us as f64),
+                    loadlab_stats::format::micros(rate.late_max_us as f64),
                     if below { "; the achieved rate is below the offered one" } else { "" },
                     if c.saturated { ", because the client was saturated" } else { "" }
                 ));

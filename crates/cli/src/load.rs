@@ -122,7 +122,8 @@ impl RequestArgs {
         let cpus = sys::allowed_cpus();
         config.threads = self.threads.unwrap_or(cpus.len()).max(1);
         if let Some(pin) = &self.pin {
-            config.pin = parse_cpu_list(pin).map_err(usage)?;
+            config.pin =
+                pin.parse::<loadlab_lab::CpuList>().map_err(|e| usage(format!("--pin: {e}")))?.0;
             if let Some(bad) = config.pin.iter().find(|c| !cpus.contains(c)) {
                 return Err(usage(format!(
                     "--pin: CPU {bad} is not available (allowed: {cpus:?})"
@@ -212,27 +213,6 @@ pub fn measure(
     Ok((result.map_err(engine_failure)?, control))
 }
 
-/// Parses a CPU list such as `0`, `0,2` or `0-3,6`.
-pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim) {
-        let num = |x: &str| {
-            x.trim().parse::<usize>().map_err(|_| format!("--pin: invalid CPU list {s:?}"))
-        };
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (num(a)?, num(b)?);
-                if a > b {
-                    return Err(format!("--pin: empty CPU range {part:?}"));
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(num(part)?),
-        }
-    }
-    Ok(out)
-}
-
 /// Parses `127.0.0.1-127.0.0.16` (an IPv4 range) or a comma-separated list of addresses.
 pub fn parse_ip_list(s: &str) -> Result<Vec<IpAddr>, String> {
     let bad = |p: &str| format!("--source-ips: invalid address {p:?} in {s:?}");
@@ -265,14 +245,6 @@ pub fn engine_failure(e: EngineError) -> anyhow::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0").unwrap(), vec![0]);
-        assert_eq!(parse_cpu_list("0,2-4").unwrap(), vec![0, 2, 3, 4]);
-        assert!(parse_cpu_list("a").is_err());
-        assert!(parse_cpu_list("3-1").is_err());
-    }
 
     #[test]
     fn ip_lists() {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use loadlab_engine::{BenchConfig, Control};
 
-use crate::units::count;
+use loadlab_stats::format::count;
 
 pub struct Progress {
     done: Arc<AtomicBool>,
@@ -45,9 +45,9 @@ impl Progress {
                 eprint!(
                     "\r\x1b[2K{label}{:6.1}s{phase}  completed {}  {:.0} req/s  errors {}",
                     elapsed.as_secs_f64(),
-                    count(completed),
+                    count(completed as f64),
                     rate,
-                    count(failed)
+                    count(failed as f64)
                 );
                 let _ = std::io::stderr().flush();
             }

@@ -252,7 +252,7 @@ fn run_group(
         outln!(
             "{prefix}{:>10.1} req/s  p99 {:>9}  {}{}",
             result.rps(),
-            crate::units::us(record.metrics[metric::P99_US]),
+            loadlab_stats::format::micros(record.metrics[metric::P99_US]),
             if flags.is_empty() { "ok".to_string() } else { flags.join(",") },
             if store_ms > 50.0 { format!("  (stored in {store_ms:.0} ms)") } else { String::new() }
         )?;
@@ -446,7 +446,7 @@ fn flags(r: &BenchResult) -> Vec<TrustFlag> {
             detail: format!(
                 "{} never sent, late p99 {}",
                 r.not_sent_requests(),
-                crate::units::us(t.timings.late.percentile(99.0) as f64)
+                loadlab_stats::format::micros(t.timings.late.percentile(99.0) as f64)
             ),
         });
     }

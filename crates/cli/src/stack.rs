@@ -375,7 +375,7 @@ fn sample(
                 t.tier,
                 t.cpu_user_pct,
                 t.cpu_sys_pct,
-                crate::units::bytes(t.rss_bytes as f64),
+                loadlab_stats::format::bytes(t.rss_bytes as f64),
                 t.processes,
                 busy,
                 load

@@ -540,10 +540,10 @@ impl Table {
             s.achieved_rps,
             s.conn_rate,
             rr,
-            crate::units::us(s.p50_us as f64),
-            crate::units::us(s.p99_us as f64),
+            loadlab_stats::format::micros(s.p50_us as f64),
+            loadlab_stats::format::micros(s.p99_us as f64),
             s.failed,
-            crate::units::us(s.late_p99_us as f64),
+            loadlab_stats::format::micros(s.late_p99_us as f64),
             if trust.is_empty() { "ok".to_string() } else { trust.join(", ") }
         ))
     }
@@ -561,7 +561,7 @@ impl Table {
                      req/s) broke: {reason}",
                     k.target,
                     k.achieved_rps.unwrap_or(0.0),
-                    crate::units::us(k.p99_us.unwrap_or(0) as f64),
+                    loadlab_stats::format::micros(k.p99_us.unwrap_or(0) as f64),
                     k.next_offered_rps.unwrap_or(0.0)
                 ),
                 (None, reason) => format!(

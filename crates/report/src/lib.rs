@@ -17,7 +17,7 @@
 
 mod charts;
 mod detail;
-pub mod format;
+pub use loadlab_stats::format;
 pub mod group;
 mod html;
 mod plots;

@@ -14,8 +14,10 @@
 //! - [`mann_whitney`] tests whether two stacks differ (two-sided Mann-Whitney U, exact for small
 //!   samples) and says when too few repetitions could never show a difference.
 //! - [`outliers`] flags repetitions unlike the others (modified Z-scores from median and MAD).
+//! - [`format`] prints numbers for people, the same in every output.
 
 pub mod ci;
+pub mod format;
 pub mod knee;
 pub mod mann_whitney;
 pub mod outliers;

@@ -8,7 +8,7 @@ use loadlab_stats::RecorderSummary;
 
 use super::Render;
 use crate::bench_report::Report;
-use crate::units::{bytes, count, us};
+use loadlab_stats::format::{bytes, count, micros as us};
 
 pub struct Text;
 
@@ -16,8 +16,8 @@ impl Render for Text {
     fn render(&self, r: &Report, _: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
         let c = &r.config;
         let stop = match (c.requests.or(c.conns), c.duration_s) {
-            (Some(n), _) if c.conns.is_some() => format!("{} connections", count(n)),
-            (Some(n), _) => format!("{} requests", count(n)),
+            (Some(n), _) if c.conns.is_some() => format!("{} connections", count(n as f64)),
+            (Some(n), _) => format!("{} requests", count(n as f64)),
             (_, Some(d)) => format!("{d}s"),
             _ => String::new(),
         };
@@ -52,10 +52,13 @@ impl Render for Text {
         writeln!(out)?;
 
         let q = &r.requests;
-        let mut line =
-            format!("  Requests     {} completed, {} failed", count(q.completed), count(q.failed));
+        let mut line = format!(
+            "  Requests     {} completed, {} failed",
+            count(q.completed as f64),
+            count(q.failed as f64)
+        );
         if q.unfinished > 0 {
-            line.push_str(&format!(", {} unfinished at the end", count(q.unfinished)));
+            line.push_str(&format!(", {} unfinished at the end", count(q.unfinished as f64)));
         }
         writeln!(out, "{line}")?;
         let flag = if r.client.saturated { "   << CLIENT SATURATED: a lower bound" } else { "" };
@@ -72,7 +75,7 @@ impl Render for Text {
                 us(rate.late_p50_us as f64),
                 us(rate.late_p99_us as f64),
                 us(rate.late_max_us as f64),
-                count(rate.not_sent)
+                count(rate.not_sent as f64)
             )?;
         }
         if let Some(m) = &r.throughput.per_second {
@@ -148,7 +151,7 @@ impl Render for Text {
         }
 
         let statuses: Vec<String> =
-            r.status.iter().map(|(k, n)| format!("{k}: {}", count(*n))).collect();
+            r.status.iter().map(|(k, n)| format!("{k}: {}", count(*n as f64))).collect();
         writeln!(
             out,
             "  Status       {}",
@@ -158,7 +161,7 @@ impl Render for Text {
             .errors
             .iter()
             .filter(|(_, n)| **n > 0)
-            .map(|(k, n)| format!("{k}: {}", count(*n)))
+            .map(|(k, n)| format!("{k}: {}", count(*n as f64)))
             .chain(r.errors_other_errno.iter().map(|(errno, n)| format!("(errno {errno}: {n})")))
             .collect();
         writeln!(

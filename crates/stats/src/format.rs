@@ -1,5 +1,5 @@
-//! Number formatting shared by the text tables and the HTML report, so a figure reads the same
-//! in the terminal and in the browser.
+//! Numbers for people: one formatter for every output (the terminal tables, `bench`'s text, the
+//! HTML report), so a figure reads the same wherever it is printed.
 
 /// A repetition as people count it: the store numbers them from 0, `loadlab run`'s progress
 /// and every report from 1.
