@@ -6,13 +6,9 @@ use std::collections::BTreeMap;
 
 use loadlab_engine::result::per_second;
 use loadlab_engine::{Arrival, BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
+use loadlab_runner::{Flag, Verdict};
 use loadlab_stats::{Moments, RecorderSummary};
 use serde::Serialize;
-
-/// Requests sent later than this after their due time (at the 99th percentile) mean the
-/// schedule was not kept. A millisecond is far beyond the timer's precision and the loop's
-/// turn time on a client that keeps up.
-pub const SCHEDULE_TOLERANCE_US: u64 = 1_000;
 
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -228,11 +224,7 @@ impl Link {
 
     /// How the text output names the link: `eth0 (100 Mbit/s)`, `lo (speed unknown)`.
     pub fn describe(&self) -> String {
-        let name = self.interface.as_deref().unwrap_or("(interface not found)");
-        match self.speed_mbps {
-            Some(mbps) => format!("{name} ({mbps} Mbit/s)"),
-            None => format!("{name} (speed unknown)"),
-        }
+        loadlab_runner::trust::describe_link(self.interface.as_deref(), self.speed_mbps)
     }
 }
 
@@ -246,6 +238,7 @@ impl Report {
             .zip(classes)
             .collect::<BTreeMap<_, _>>();
         let cpu = r.cpu();
+        let verdict = Verdict::judge(cfg, r);
         let scheduled = cfg.pacing != Pacing::Closed;
         let (latency, service) = if scheduled {
             (t.timings.corrected.summary(), Some(t.timings.total.summary()))
@@ -260,9 +253,9 @@ impl Report {
             late_p99_us: t.timings.late.percentile(99.0),
             late_max_us: t.timings.late.max(),
             not_sent: r.not_sent_requests(),
-            schedule_kept: !r.schedule_missed(SCHEDULE_TOLERANCE_US),
+            schedule_kept: !verdict.has(Flag::ScheduleMissed),
         });
-        let mut report = Report {
+        Report {
             loadlab_version: env!("CARGO_PKG_VERSION"),
             mode: match cfg.pacing {
                 Pacing::Closed => "closed",
@@ -336,135 +329,17 @@ impl Report {
                 cpu_us_per_request: r.cpu_us_per_request(),
                 cpu_busy: r.client_busy(),
                 max_worker_busy: r.max_worker_busy(),
-                saturated: r.saturated(),
+                saturated: verdict.has(Flag::ClientSaturated),
                 threads: r.workers.len(),
                 cpus_available: r.cpus_available,
                 peak_connections: r.peak_open,
                 fd_limit: r.fd_limit,
                 link: Link::of(r),
-                network_bound: r.network_bound(),
+                network_bound: verdict.has(Flag::NetworkBound),
             },
-            warnings: Vec::new(),
-            notes: Vec::new(),
-        };
-        report.judge(cfg);
-        report
-    }
-
-    /// Fills `warnings` and `notes`: what limits the trust in the figures.
-    fn judge(&mut self, cfg: &BenchConfig) {
-        let mut w = Vec::new();
-        let c = &self.client;
-        if c.saturated {
-            w.push(format!(
-                "client saturated: it used {:.0}% of its CPU (busiest worker {:.0}%), so the \
-                 request rate may be the client's limit, not the server's",
-                c.cpu_busy * 100.0,
-                c.max_worker_busy * 100.0
-            ));
+            warnings: verdict.warnings(),
+            notes: verdict.notes,
         }
-        if c.network_bound {
-            w.push(network_bound_warning(&c.link));
-        }
-        let done = self.requests.completed + self.requests.failed;
-        if self.requests.failed > 0 {
-            let mut classes: Vec<_> = self.errors.iter().filter(|(_, n)| **n > 0).collect();
-            classes.sort_by(|a, b| b.1.cmp(a.1));
-            let list: Vec<String> = classes.iter().map(|(k, n)| format!("{k} {n}")).collect();
-            w.push(format!(
-                "{} of {} requests failed ({:.2}%: {}); latency covers completed requests only",
-                self.requests.failed,
-                done,
-                100.0 * self.requests.failed as f64 / done.max(1) as f64,
-                list.join(", ")
-            ));
-        }
-        let fd_errors = self.errors["fd_unavail"] + self.errors["addr_unavail"];
-        if fd_errors > 0 {
-            w.push(format!(
-                "the client ran out of file descriptors or local ports ({fd_errors} times; \
-                 open-file limit {}): those failures say nothing about the server",
-                c.fd_limit
-            ));
-        } else {
-            // The closed loop opens all its connections; the open loop only as many as the
-            // server's latency requires, so what it reached is what counts.
-            let needed = if cfg.pacing == Pacing::Closed {
-                self.connections.limit
-            } else {
-                self.connections.peak
-            };
-            if c.fd_limit > 0 && (needed as u64 + 16) > c.fd_limit {
-                w.push(format!(
-                    "{needed} connections need more descriptors than the open-file limit ({}) \
-                     allows",
-                    c.fd_limit
-                ));
-            }
-        }
-        let not_2xx: u64 =
-            self.status_class.iter().filter(|(k, _)| **k != "2xx").map(|(_, n)| *n).sum();
-        if not_2xx > 0 && cfg.validation.status.is_empty() {
-            w.push(format!(
-                "{not_2xx} responses were not 2xx and are counted as completed; use \
-                 --expect-status to count them as failures"
-            ));
-        }
-        if self.interrupted {
-            w.push("the run was interrupted: figures cover the time until the interruption".into());
-        }
-        if self.requests.unfinished > 0 {
-            self.notes.push(format!(
-                "{} requests were still in flight when the run ended; they are neither completed \
-                 nor failed",
-                self.requests.unfinished
-            ));
-        }
-        let asked = match cfg.stop {
-            Stop::Count(n) => cfg.connections.min(n as usize),
-            Stop::Duration(_) => cfg.connections,
-        };
-        let closed = cfg.pacing == Pacing::Closed;
-        if closed && c.peak_connections < asked && self.requests.failed == 0 && !self.interrupted {
-            w.push(format!(
-                "only {} of {} connections were open at once",
-                c.peak_connections, asked
-            ));
-        }
-        if self.requests.completed == 0 {
-            w.push("no request completed: there is no latency or throughput to report".into());
-        }
-        if self.body_length.varied {
-            self.notes.push(format!(
-                "body length varied from {} to {} bytes (normal for dynamic pages; not counted as \
-                 failures)",
-                self.body_length.min.unwrap_or(0),
-                self.body_length.max.unwrap_or(0)
-            ));
-        }
-        if let Some(rate) = &self.rate {
-            if !rate.schedule_kept {
-                let below = rate.achieved_rps < 0.99 * rate.offered_rps;
-                w.push(format!(
-                    "the schedule was not kept: {} requests never sent, 99% sent within {} of \
-                     their due time (max {}){}{}",
-                    rate.not_sent,
-                    loadlab_stats::format::micros(rate.late_p99_us as f64),
-                    loadlab_stats::format::micros(rate.late_max_us as f64),
-                    if below { "; the achieved rate is below the offered one" } else { "" },
-                    if c.saturated { ", because the client was saturated" } else { "" }
-                ));
-            }
-            if self.connections.peak >= self.connections.limit && self.connections.limit > 0 {
-                w.push(format!(
-                    "all {} allowed connections were busy at some point: requests waited for a \
-                     free connection (their latency counts from when they were due); raise \
-                     --max-connections if the server can take more",
-                    self.connections.limit
-                ));
-            }
-        }
-        self.warnings = w;
     }
 
     /// True when nothing reached the server: every request failed before a connection existed.
@@ -476,16 +351,6 @@ impl Report {
                 .filter(|c| !c.is_connect_phase())
                 .all(|c| self.errors[c.name()] == 0)
     }
-}
-
-/// The warning of a network-bound run, the same in `bench`'s outputs and `run`'s flags.
-pub fn network_bound_warning(link: &Link) -> String {
-    format!(
-        "the link {} carried {:.0}% of its capacity: the network, not the server, limited \
-         throughput",
-        link.describe(),
-        link.utilisation.unwrap_or(0.0) * 100.0
-    )
 }
 
 impl ConfigEcho {
@@ -550,25 +415,5 @@ impl ConfigEcho {
                 .as_ref()
                 .map(|c| String::from_utf8_lossy(c).into_owned()),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn network_bound_warning_names_the_link_and_its_share() {
-        let eth0 =
-            Link { interface: Some("eth0".into()), speed_mbps: Some(100), utilisation: Some(0.96) };
-        assert_eq!(
-            network_bound_warning(&eth0),
-            "the link eth0 (100 Mbit/s) carried 96% of its capacity: the network, not the server, \
-             limited throughput"
-        );
-        let lo = Link { interface: Some("lo".into()), speed_mbps: None, utilisation: None };
-        assert_eq!(lo.describe(), "lo (speed unknown)");
-        let json = serde_json::to_value(&lo).unwrap();
-        assert_eq!(json, serde_json::json!({"interface": "lo", "speed_mbps": null}));
     }
 }

@@ -205,12 +205,56 @@ pub fn measure(
     label: &str,
 ) -> anyhow::Result<(BenchResult, Arc<Control>)> {
     let control = crate::signals::control()?;
+    let result = measure_with(config, addr, quiet, label, &control).map_err(engine_failure)?;
+    Ok((result, control))
+}
+
+fn measure_with(
+    config: &BenchConfig,
+    addr: SocketAddr,
+    quiet: bool,
+    label: &str,
+    control: &Arc<Control>,
+) -> Result<BenchResult, EngineError> {
     let progress = (!quiet).then(|| Progress::start(control.clone(), config, label)).flatten();
     let result = loadlab_engine::run(config, addr, control.clone());
     if let Some(p) = progress {
         p.finish();
     }
-    Ok((result.map_err(engine_failure)?, control))
+    result
+}
+
+/// The engine, as the suite executor and the sweep driver measure with it: the live progress
+/// line unless quiet, Ctrl-C through the one signal handler.
+pub struct EngineMeasure {
+    control: Arc<Control>,
+    quiet: bool,
+}
+
+impl EngineMeasure {
+    pub fn new(quiet: bool) -> anyhow::Result<EngineMeasure> {
+        Ok(EngineMeasure { control: crate::signals::control()?, quiet })
+    }
+}
+
+impl loadlab_runner::Measure for EngineMeasure {
+    fn reach(&mut self, config: &mut BenchConfig) -> Result<SocketAddr, EngineError> {
+        config.target.resolve()?;
+        loadlab_engine::preflight(&config.target, config.connect_timeout)
+    }
+
+    fn measure(
+        &mut self,
+        config: &BenchConfig,
+        addr: SocketAddr,
+        label: &str,
+    ) -> Result<BenchResult, EngineError> {
+        measure_with(config, addr, self.quiet, label, &self.control)
+    }
+
+    fn stopped(&self) -> bool {
+        crate::signals::interrupted(&self.control)
+    }
 }
 
 /// Parses `127.0.0.1-127.0.0.16` (an IPv4 range) or a comma-separated list of addresses.

@@ -2,20 +2,19 @@
 //! step (autobench's --host1/--host2), with the knee found and every step's trust flagged.
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use loadlab_engine::{BenchConfig, BenchResult, Stop};
-use loadlab_stats::knee::{self, Breach, Criteria, StepPoint};
-use loadlab_stats::Moments;
+use loadlab_engine::Stop;
+use loadlab_runner::sweep::{run_sweep, KneeReport, Step, SweepOutcome, SweepPlan, SweepTarget};
+use loadlab_stats::knee::Criteria;
 use serde::Serialize;
 
-use crate::bench_report::SCHEDULE_TOLERANCE_US;
 use crate::exit::{Failure, OK};
 use crate::load::{self, RequestArgs, ScheduleArgs};
+use crate::run;
 use crate::units::parse_duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -74,12 +73,6 @@ pub struct SweepArgs {
 #[derive(Debug, Clone)]
 pub struct RateList(pub Vec<f64>);
 
-/// The least warm-up of a step.
-const STEP_WARMUP: Duration = Duration::from_secs(1);
-
-/// At most this many bisection steps per target with --find-knee.
-const BISECT_STEPS: usize = 4;
-
 /// Parses `100..2000:100` (the suite files' sweep syntax, one parser for both) or
 /// `100,200,400` into ascending, distinct rates.
 fn parse_rates(s: &str) -> Result<RateList, String> {
@@ -101,75 +94,6 @@ fn parse_rates(s: &str) -> Result<RateList, String> {
     Ok(RateList(rates))
 }
 
-/// One step of one target, with the figures autobench prints and the trust flags.
-#[derive(Debug, Clone, Serialize)]
-pub struct Step {
-    pub target: String,
-    /// 1 for the URL, 2 for --compare.
-    pub host: usize,
-    pub offered_rps: f64,
-    /// New connections opened per second (httperf's connection rate).
-    pub conn_rate: f64,
-    pub achieved_rps: f64,
-    pub reply_rate: Option<Moments>,
-    /// Mean time to first byte, in ms (autobench's resp_time).
-    pub resp_time_ms: f64,
-    /// Received and sent, KB/s (autobench's net_io, from httperf's Net I/O).
-    pub net_io_kbs: f64,
-    pub completed: u64,
-    pub failed: u64,
-    /// Requests still in flight when the step ended (neither completed nor failed).
-    pub unfinished: u64,
-    /// Requests sent per second (httperf's request rate, autobench's req_rate).
-    pub sent_rps: f64,
-    pub error_ratio: f64,
-    /// Latency from due time.
-    pub p50_us: u64,
-    pub p99_us: u64,
-    pub service_p99_us: u64,
-    pub late_p99_us: u64,
-    pub not_sent: u64,
-    /// Responses whose status was not 2xx (completed ones, and validation failures when
-    /// --expect-status is given).
-    pub non_2xx: u64,
-    pub flags: Flags,
-    /// False when the client could not drive the step: it says nothing about the server.
-    pub trusted: bool,
-    /// Added by --find-knee between two planned steps.
-    pub bisect: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Flags {
-    pub client_saturated: bool,
-    pub fd_or_port_exhausted: bool,
-    /// The busier direction used at least 90% of the link's known speed.
-    pub network_bound: bool,
-    pub schedule_missed: bool,
-    pub errors: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct KneeReport {
-    pub target: String,
-    /// The highest offered rate that passed, null if the first step failed.
-    pub offered_rps: Option<f64>,
-    pub achieved_rps: Option<f64>,
-    pub p99_us: Option<u64>,
-    /// Which criterion the next step broke: throughput, errors, latency, client_limited,
-    /// network_bound; or `none` when every step passed (the knee lies above the highest rate
-    /// tried).
-    pub reason: String,
-    /// The first failing step's offered rate.
-    pub next_offered_rps: Option<f64>,
-}
-
-struct Target {
-    config: BenchConfig,
-    addr: SocketAddr,
-    url: String,
-}
-
 pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
     if args.rates.0.is_empty() {
@@ -186,7 +110,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
             (None, d) => Stop::Duration(d.unwrap_or(Duration::from_secs(10))),
         };
         let addr = load::reach(&mut config)?;
-        targets.push(Target { config, addr, url: url.clone() });
+        targets.push(SweepTarget { config, addr, url: url.clone() });
     }
     load::warn_fd_limit(args.schedule.max_connections, targets[0].config.threads);
     let criteria = Criteria {
@@ -198,70 +122,23 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     let to_stdout = args.format == SweepFormat::Text;
     let table = Table::new(to_stdout, args.request.quiet && !to_stdout);
     table.header()?;
-    let mut steps: Vec<Step> = Vec::new();
-    let mut interrupted = false;
-    'rates: for (i, &rate) in args.rates.0.iter().enumerate() {
-        // Alternate which target goes first, so neither always runs on a machine the other
-        // just warmed (or heated).
-        let order: Vec<usize> = if i % 2 == 0 {
-            (0..targets.len()).collect()
-        } else {
-            (0..targets.len()).rev().collect()
-        };
-        for t in order {
-            let (step, stop) = run_step(&args, &targets[t], t + 1, rate, false)?;
-            table.row(&step)?;
-            steps.push(step);
-            if stop {
-                interrupted = true;
-                break 'rates;
-            }
-        }
-        if let Some(n) = args.stop_after_knee {
-            let past = |host: usize| {
-                let s: Vec<&Step> = steps.iter().filter(|s| s.host == host).collect();
-                let points: Vec<StepPoint> = s.iter().map(|s| point(s)).collect();
-                knee::find(&points, &criteria)
-                    .first_bad
-                    .is_some_and(|(bad, _)| points.len() > bad + n)
-            };
-            if (1..=targets.len()).all(past) {
-                break;
-            }
-        }
-    }
-    if args.find_knee && !interrupted {
-        for (t, target) in targets.iter().enumerate() {
-            let host = t + 1;
-            for _ in 0..BISECT_STEPS {
-                let mine = sorted_steps(&steps, host);
-                let points: Vec<StepPoint> = mine.iter().map(|s| point(s)).collect();
-                let k = knee::find(&points, &criteria);
-                let (Some(good), Some((bad, _))) = (k.last_good, k.first_bad) else { break };
-                let (lo, hi) = (mine[good].offered_rps, mine[bad].offered_rps);
-                // Closer than 1% apart is below what one run of this length can tell apart.
-                if hi - lo <= lo * 0.01 {
-                    break;
-                }
-                let (step, stop) = run_step(&args, target, host, (lo + hi) / 2.0, true)?;
-                table.row(&step)?;
-                steps.push(step);
-                if stop {
-                    interrupted = true;
-                    break;
-                }
-            }
-        }
-    }
-
-    let knees: Vec<KneeReport> = targets
-        .iter()
-        .enumerate()
-        .map(|(t, target)| knee_report(&sorted_steps(&steps, t + 1), &criteria, &target.url))
-        .collect();
+    let plan = SweepPlan {
+        rates: args.rates.0.clone(),
+        targets,
+        calls: (args.calls_per_conn.is_some() || args.conns_per_step.is_some())
+            .then(|| args.calls_per_conn.unwrap_or(1).max(1)),
+        arrival: args.schedule.arrival.into(),
+        max_connections: args.schedule.max_connections,
+        criteria,
+        stop_after_knee: args.stop_after_knee,
+        find_knee: args.find_knee,
+    };
+    let mut measure = load::EngineMeasure::new(true)?;
+    let SweepOutcome { steps, knees, interrupted } =
+        run_sweep(&plan, &mut measure, &mut |step| table.row(step)).map_err(run::run_failure)?;
     table.knees(&knees)?;
     if let Some(path) = &args.csv {
-        write_csv(path, &steps, targets.len())
+        write_csv(path, &steps, plan.targets.len())
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if args.format == SweepFormat::Json {
@@ -287,123 +164,6 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         w.flush()?;
     }
     Ok(OK)
-}
-
-/// Runs one step; returns it and whether Ctrl-C asked the sweep to stop.
-fn run_step(
-    args: &SweepArgs,
-    target: &Target,
-    host: usize,
-    rate: f64,
-    bisect: bool,
-) -> anyhow::Result<(Step, bool)> {
-    let mut config = target.config.clone();
-    // Every step warms up for at least a second: the server's queue reaches its steady state
-    // for this rate, and what the previous (perhaps overloaded) step left behind drains before
-    // anything is counted.
-    config.warmup = config.warmup.max(STEP_WARMUP);
-    let sessions = args.calls_per_conn.is_some() || args.conns_per_step.is_some();
-    let calls = args.calls_per_conn.unwrap_or(1).max(1);
-    config.pacing = if sessions {
-        args.schedule.pacing(rate / f64::from(calls), Some(calls))
-    } else {
-        args.schedule.pacing(rate, None)
-    };
-    config.check().map_err(load::engine_failure)?;
-    let request_len =
-        config.request.encode(&config.target, config.keepalive).map_or(0, |b| b.len());
-    let (result, control) = load::measure(&config, target.addr, true, "")?;
-    let step = step_of(&result, &target.url, host, bisect, request_len as u64);
-    Ok((step, crate::signals::interrupted(&control)))
-}
-
-fn step_of(r: &BenchResult, url: &str, host: usize, bisect: bool, request_len: u64) -> Step {
-    let t = &r.tally;
-    let offered = r.offered_rps().unwrap_or(0.0);
-    let done = t.completed + t.failed;
-    let secs = r.duration.as_secs_f64().max(f64::MIN_POSITIVE);
-    let fd = t.errors.get(loadlab_engine::ErrorClass::FdUnavail)
-        + t.errors.get(loadlab_engine::ErrorClass::AddrUnavail);
-    let flags = Flags {
-        client_saturated: r.saturated(),
-        fd_or_port_exhausted: fd > 0,
-        network_bound: r.network_bound(),
-        schedule_missed: r.schedule_missed(SCHEDULE_TOLERANCE_US),
-        errors: t.failed > 0,
-    };
-    let conn_rate = t.connections_opened as f64 / secs;
-    Step {
-        target: url.to_string(),
-        host,
-        offered_rps: offered,
-        conn_rate,
-        achieved_rps: r.rps(),
-        reply_rate: Moments::of(&r.per_second_completed()),
-        resp_time_ms: t.timings.waiting.mean() / 1000.0,
-        net_io_kbs: (t.bytes_total + t.sent * request_len) as f64 / 1024.0 / secs,
-        completed: t.completed,
-        failed: t.failed,
-        unfinished: t.unfinished,
-        sent_rps: t.sent as f64 / secs,
-        error_ratio: if done > 0 { t.failed as f64 / done as f64 } else { 0.0 },
-        p50_us: t.timings.corrected.percentile(50.0),
-        p99_us: t.timings.corrected.percentile(99.0),
-        service_p99_us: t.timings.total.percentile(99.0),
-        late_p99_us: t.timings.late.percentile(99.0),
-        not_sent: t.not_sent,
-        non_2xx: {
-            let c = t.status_classes();
-            c[0] + c[2] + c[3] + c[4]
-        },
-        trusted: !(flags.client_saturated || flags.fd_or_port_exhausted || flags.network_bound),
-        flags,
-        bisect,
-    }
-}
-
-fn point(s: &Step) -> StepPoint {
-    StepPoint {
-        offered_rps: s.offered_rps,
-        achieved_rps: s.achieved_rps,
-        error_ratio: s.error_ratio,
-        p99_us: s.p99_us,
-        client_limited: s.flags.client_saturated || s.flags.fd_or_port_exhausted,
-        network_bound: s.flags.network_bound,
-    }
-}
-
-/// One target's steps in ascending order of offered rate.
-fn sorted_steps(steps: &[Step], host: usize) -> Vec<&Step> {
-    let mut mine: Vec<&Step> = steps.iter().filter(|s| s.host == host).collect();
-    mine.sort_by(|a, b| a.offered_rps.total_cmp(&b.offered_rps));
-    mine
-}
-
-fn knee_report(steps: &[&Step], criteria: &Criteria, url: &str) -> KneeReport {
-    let points: Vec<StepPoint> = steps.iter().map(|s| point(s)).collect();
-    let k = knee::find(&points, criteria);
-    let good = k.last_good.map(|i| steps[i]);
-    KneeReport {
-        target: url.to_string(),
-        offered_rps: good.map(|s| s.offered_rps),
-        achieved_rps: good.map(|s| s.achieved_rps),
-        p99_us: good.map(|s| s.p99_us),
-        reason: match k.first_bad {
-            None => "none".into(),
-            Some((_, b)) => breach_name(b).into(),
-        },
-        next_offered_rps: k.first_bad.map(|(i, _)| steps[i].offered_rps),
-    }
-}
-
-fn breach_name(b: Breach) -> &'static str {
-    match b {
-        Breach::Throughput => "throughput",
-        Breach::Errors => "errors",
-        Breach::Latency => "latency",
-        Breach::ClientLimited => "client_limited",
-        Breach::NetworkBound => "network_bound",
-    }
 }
 
 /// autobench's CSV columns, per target (suffixed `_host1`, `_host2` when comparing), plus the

@@ -22,3 +22,21 @@ pub const CPU_US_PER_REQUEST: &str = "cpu_us_per_request";
 /// Offered and achieved rates under open-loop load, per second.
 pub const OFFERED_RPS: &str = "offered_rps";
 pub const ACHIEVED_RPS: &str = "achieved_rps";
+/// Body bytes after chunked decoding.
+pub const BYTES_BODY: &str = "bytes_body";
+/// Requests still in flight when the cell's measured time ended.
+pub const UNFINISHED: &str = "unfinished";
+/// The client's CPU use over the CPU it had, 0 to 1.
+pub const CLIENT_CPU_BUSY: &str = "client_cpu_busy";
+pub const CONNECTIONS_OPENED: &str = "connections_opened";
+/// Connections open at once, at most.
+pub const PEAK_CONNECTIONS: &str = "peak_connections";
+/// Open loop: how late the 99th percentile of requests was sent after its due time.
+pub const LATE_P99_US: &str = "late_p99_us";
+/// Open loop: requests due in the measured window that were never sent.
+pub const NOT_SENT: &str = "not_sent";
+
+/// The name of one error class's count: `errors.connreset`.
+pub fn error_class(class: &str) -> String {
+    format!("{ERRORS}.{class}")
+}

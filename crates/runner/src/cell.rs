@@ -1,0 +1,133 @@
+//! What the store keeps of one measured cell: the engine's result turned into named metrics
+//! (the `metric::` names the report reads), histograms, the per-second series, the sampler's
+//! readings and the trust verdict's flags.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
+use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec, Sample};
+use loadlab_suite::{Cell, Point};
+
+use crate::trust::Verdict;
+
+/// The store's record of `cell`, measured with `config` as `r`, started at `started_at`, with
+/// the sampler's readings and the verdict on it.
+pub fn record(
+    cell: &Cell,
+    config: &BenchConfig,
+    r: &BenchResult,
+    started_at: SystemTime,
+    samples: &[loadlab_lab::Sample],
+    verdict: &Verdict,
+) -> CellRecord {
+    let t = &r.tally;
+    let open = config.pacing != Pacing::Closed;
+    let latency = if open { &t.timings.corrected } else { &t.timings.total };
+    let mut metrics = BTreeMap::new();
+    let mut put = |k: &str, v: f64| {
+        metrics.insert(k.to_string(), v);
+    };
+    put(metric::RPS, r.rps());
+    put(metric::COMPLETED, t.completed as f64);
+    put(metric::FAILED, t.failed as f64);
+    put(metric::ERRORS, t.failed as f64);
+    put(metric::BYTES, t.bytes_total as f64);
+    put(metric::BYTES_BODY, t.bytes_body as f64);
+    put(metric::UNFINISHED, t.unfinished as f64);
+    put(metric::P50_US, latency.percentile(50.0) as f64);
+    put(metric::P90_US, latency.percentile(90.0) as f64);
+    put(metric::P99_US, latency.percentile(99.0) as f64);
+    put(metric::MEAN_US, latency.mean());
+    put(metric::CPU_US_PER_REQUEST, r.cpu_us_per_request().unwrap_or(f64::NAN));
+    put(metric::CLIENT_CPU_BUSY, r.client_busy());
+    put(metric::CONNECTIONS_OPENED, t.connections_opened as f64);
+    put(metric::PEAK_CONNECTIONS, r.peak_open as f64);
+    for class in ErrorClass::ALL {
+        put(&metric::error_class(class.name()), t.errors.get(class) as f64);
+    }
+    if let Some(offered) = r.offered_rps() {
+        put(metric::OFFERED_RPS, offered);
+        put(metric::ACHIEVED_RPS, r.rps());
+        put(metric::LATE_P99_US, t.timings.late.percentile(99.0) as f64);
+        put(metric::NOT_SENT, r.not_sent_requests() as f64);
+    }
+    let mut histograms = BTreeMap::new();
+    histograms.insert("latency".to_string(), latency.clone());
+    if open {
+        histograms.insert("latency_uncorrected".to_string(), t.timings.total.clone());
+    }
+    histograms.insert("connect".to_string(), t.timings.connect.clone());
+    histograms.insert("waiting".to_string(), t.timings.waiting.clone());
+
+    CellRecord {
+        ordinal: cell.ordinal,
+        stack: cell.stack.label.clone(),
+        knobs: knobs_map(cell),
+        workload: cell.workload.name.to_string(),
+        load: load_spec(cell),
+        repetition: cell.repetition,
+        started_at,
+        duration_s: r.duration.as_secs_f64(),
+        metrics,
+        histograms,
+        series: t.series.clone(),
+        samples: samples.iter().flat_map(store_samples).collect(),
+        flags: verdict.store_flags(),
+    }
+}
+
+fn knobs_map(cell: &Cell) -> BTreeMap<String, serde_json::Value> {
+    match serde_json::to_value(&cell.stack.knobs) {
+        Ok(serde_json::Value::Object(map)) => {
+            map.into_iter().filter(|(_, v)| !v.is_null()).collect()
+        }
+        _ => Default::default(),
+    }
+}
+
+fn load_spec(cell: &Cell) -> LoadSpec {
+    let l = &cell.load;
+    let mut spec = LoadSpec::new(match l.point {
+        Point::Closed { .. } => LoadModel::Closed,
+        Point::Open { .. } => LoadModel::Open,
+        Point::Sessions { .. } => LoadModel::Session,
+    });
+    match l.point {
+        Point::Closed { concurrency } => spec.connections = Some(concurrency as u64),
+        Point::Open { rate } => spec.rate = Some(rate),
+        Point::Sessions { rate, calls } => {
+            spec.rate = Some(rate);
+            spec.calls_per_connection = Some(u64::from(calls));
+        }
+    }
+    match l.stop {
+        Stop::Count(n) => spec.requests = Some(n),
+        Stop::Duration(d) => spec.duration_s = Some(d.as_secs_f64()),
+    }
+    spec.keepalive = l.keepalive;
+    spec.warmup_s = Some(l.warmup.as_secs_f64());
+    if let Some(enc) = &l.accept_encoding {
+        spec.extra.insert("accept_encoding".into(), enc.clone().into());
+    }
+    spec
+}
+
+/// The sampler's interval readings as the store keeps them: CPU seconds spent in the interval.
+fn store_samples(s: &loadlab_lab::Sample) -> Vec<Sample> {
+    let secs = s.interval_ms as f64 / 1000.0;
+    let machine = s.machine.as_ref();
+    s.tiers
+        .iter()
+        .map(|t| Sample {
+            tier: t.tier.clone(),
+            t_ms: s.t_ms,
+            cpu_user_s: t.cpu_user_pct / 100.0 * secs,
+            cpu_sys_s: t.cpu_sys_pct / 100.0 * secs,
+            rss_bytes: t.rss_bytes,
+            processes: t.processes as u32,
+            loadavg: machine.map_or(0.0, |m| m.load1),
+            machine_cpu: machine.map_or(0.0, |m| m.cpu_busy_pct / 100.0),
+        })
+        .collect()
+}

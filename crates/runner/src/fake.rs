@@ -1,0 +1,168 @@
+//! Fakes for the executor's and the sweep's traits, and results built by hand, so the runner's
+//! decisions are tested in process, without a server, a stack or the clock.
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use loadlab_engine::sys::CpuTime;
+use loadlab_engine::{BenchConfig, BenchResult, EngineError, Link, Pacing, Tally, WorkerSummary};
+use loadlab_lab::{Knobs, Stack};
+
+use crate::executor::{Instance, Measure, Sampling, Stacks};
+
+/// A result of `completed` requests over `secs` seconds with latency `latency_us`, from one
+/// worker that used `cpu_share` of its time, on loopback.
+pub fn result(
+    pacing: Pacing,
+    completed: u64,
+    secs: f64,
+    latency_us: u64,
+    cpu_share: f64,
+) -> BenchResult {
+    let duration = Duration::from_secs_f64(secs);
+    let mut tally =
+        Tally { completed, sent: completed, bytes_total: completed * 200, ..Tally::default() };
+    tally.status[200] = completed;
+    for i in 0..completed {
+        tally.timings.total.record(latency_us);
+        tally.timings.corrected.record(latency_us);
+        tally.timings.waiting.record(latency_us);
+        if pacing != Pacing::Closed {
+            tally.timings.late.record(10);
+        }
+        tally.series.at((i as f64 / completed as f64 * secs) as usize).completed += 1;
+    }
+    let cpu = CpuTime { user: duration.mul_f64(cpu_share), sys: Duration::ZERO };
+    BenchResult {
+        tally,
+        bytes_sent: completed * 40,
+        duration,
+        interrupted: false,
+        workers: vec![WorkerSummary { cpu, wall: duration }],
+        server: Some("fake".into()),
+        cpus_available: 2,
+        peak_open: 10,
+        pool: match pacing {
+            Pacing::Closed => 10,
+            Pacing::Open { max_connections, .. } | Pacing::Sessions { max_connections, .. } => {
+                max_connections
+            }
+        },
+        fd_limit: 1 << 20,
+        pacing,
+        link: Link { interface: Some("lo".into()), speed_mbps: None },
+    }
+}
+
+/// A server that completes up to `capacity` requests per second: below it an open-loop step
+/// achieves what was offered, above it `capacity`, with latency rising.
+pub struct FakeEngine {
+    pub capacity: f64,
+    /// The client's CPU share at each offered rate: rate / this (1.0 = saturated).
+    pub client_rate_limit: f64,
+    /// Configurations measured, in order.
+    pub measured: RefCell<Vec<BenchConfig>>,
+    /// Stop (as Ctrl-C would) after this many measurements.
+    pub stop_after: Option<usize>,
+    /// The interrupted measurement returns an interrupted result.
+    pub interrupt_in_measure: bool,
+}
+
+impl FakeEngine {
+    pub fn new(capacity: f64) -> FakeEngine {
+        FakeEngine {
+            capacity,
+            client_rate_limit: f64::INFINITY,
+            measured: RefCell::new(Vec::new()),
+            stop_after: None,
+            interrupt_in_measure: false,
+        }
+    }
+}
+
+impl Measure for FakeEngine {
+    fn reach(&mut self, _config: &mut BenchConfig) -> Result<SocketAddr, EngineError> {
+        Ok("127.0.0.1:9".parse().expect("an address"))
+    }
+
+    fn measure(
+        &mut self,
+        config: &BenchConfig,
+        _addr: SocketAddr,
+        _label: &str,
+    ) -> Result<BenchResult, EngineError> {
+        self.measured.borrow_mut().push(config.clone());
+        let secs = 2.0;
+        let offered = config.pacing.offered_rps().unwrap_or(self.capacity);
+        let achieved = offered.min(self.capacity);
+        let latency = if offered > self.capacity { 200_000 } else { 1_000 };
+        let cpu = (offered / self.client_rate_limit).min(1.0);
+        let mut r = result(config.pacing, (achieved * secs) as u64, secs, latency, cpu);
+        if offered > self.capacity {
+            // The schedule is kept: the requests were sent, the server queued them.
+            r.tally.unfinished = ((offered - achieved) * secs) as u64;
+        }
+        let stopping = self.stop_after.is_some_and(|n| self.measured.borrow().len() >= n);
+        r.interrupted = stopping && self.interrupt_in_measure;
+        Ok(r)
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop_after.is_some_and(|n| self.measured.borrow().len() >= n)
+    }
+}
+
+/// A lab whose stacks come up at once; it remembers what it was asked.
+#[derive(Default)]
+pub struct FakeLab {
+    pub log: RefCell<Vec<String>>,
+    /// `up` of this stack fails to verify.
+    pub broken: Option<&'static str>,
+}
+
+struct NoSamples;
+
+impl Sampling for NoSamples {
+    fn stop(self: Box<Self>) -> Vec<loadlab_lab::Sample> {
+        Vec::new()
+    }
+}
+
+impl Stacks for FakeLab {
+    fn up(
+        &self,
+        stack: &'static Stack,
+        _knobs: &Knobs,
+        _cancel: &dyn Fn() -> bool,
+    ) -> Result<Instance, loadlab_lab::Error> {
+        if self.broken == Some(stack.name) {
+            return Err(loadlab_lab::Error::Verify {
+                workload: "hello.txt".into(),
+                reason: "a fake failure".into(),
+            });
+        }
+        let n = self.log.borrow().iter().filter(|l| l.starts_with("up")).count();
+        let id = format!("{}-{n}", stack.name);
+        self.log.borrow_mut().push(format!("up {id}"));
+        Ok(Instance {
+            id,
+            url: "http://127.0.0.1:9/".into(),
+            elapsed: Duration::from_millis(5),
+            checks: 3,
+        })
+    }
+
+    fn down(&self, id: &str) -> Result<(), loadlab_lab::Error> {
+        self.log.borrow_mut().push(format!("down {id}"));
+        Ok(())
+    }
+
+    fn capture(&self, _id: &str) -> Result<Vec<loadlab_lab::Captured>, loadlab_lab::Error> {
+        Ok(Vec::new())
+    }
+
+    fn sample(&self, _id: &str) -> Result<Box<dyn Sampling>, loadlab_lab::Error> {
+        Ok(Box::new(NoSamples))
+    }
+}

@@ -1,0 +1,25 @@
+//! loadlab's decisions, between the engine and lab below and the CLI's printing above.
+//!
+//! - [`trust`]: the one trust verdict. [`trust::Verdict::judge`] turns a run's figures into
+//!   flags with their evidence; `bench`, `sweep`, `run` and so the report all show it.
+//! - [`executor`]: a suite's plan, cell by cell, stack instance by stack instance, each cell
+//!   judged and stored as it ends ([`executor::run_plan`]).
+//! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]).
+//! - [`cell`]: what the store keeps of a measured cell.
+//!
+//! What measures, what stands stacks up and who is told are traits
+//! ([`executor::Measure`], [`executor::Stacks`], [`executor::Events`]), so everything here is
+//! tested in process with fakes.
+
+pub mod cell;
+pub mod executor;
+pub mod sweep;
+pub mod trust;
+
+pub use executor::{run_plan, Events, Measure, RunContext, RunError, Stacks};
+pub use trust::{Finding, Flag, Verdict};
+
+#[cfg(test)]
+mod fake;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,320 @@
+//! The sweep driver: one open-loop (or sessions) step per offered rate, from low to high, for
+//! one target or two interleaved step by step (autobench's --host1/--host2); every step judged
+//! by the trust verdict, the knee found over the trusted steps, optionally placed more
+//! precisely by bisection. What measures is a [`Measure`], so the driver is tested with a fake.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use loadlab_engine::{Arrival, BenchConfig, BenchResult, Pacing};
+use loadlab_stats::knee::{self, Breach, Criteria, StepPoint};
+use loadlab_stats::Moments;
+use serde::Serialize;
+
+use crate::executor::Measure;
+use crate::trust::{Flag, Verdict};
+
+/// The least warm-up of a step: the server's queue reaches its steady state for this rate,
+/// and what the previous (perhaps overloaded) step left behind drains before anything counts.
+pub const STEP_WARMUP: Duration = Duration::from_secs(1);
+
+/// At most this many bisection steps per target with `find_knee`.
+pub const BISECT_STEPS: usize = 4;
+
+/// One target of a sweep: its configuration (all but the pacing), its address and URL.
+#[derive(Debug, Clone)]
+pub struct SweepTarget {
+    pub config: BenchConfig,
+    pub addr: SocketAddr,
+    pub url: String,
+}
+
+/// What a sweep runs.
+#[derive(Debug, Clone)]
+pub struct SweepPlan {
+    /// Offered request rates, ascending.
+    pub rates: Vec<f64>,
+    /// One or two targets.
+    pub targets: Vec<SweepTarget>,
+    /// Sessions of this many calls per connection (httperf's --num-calls), or single requests.
+    pub calls: Option<u32>,
+    pub arrival: Arrival,
+    pub max_connections: usize,
+    pub criteria: Criteria,
+    /// Stop this many steps after every target's first failing step.
+    pub stop_after_knee: Option<usize>,
+    /// Bisect between the last good and the first bad step.
+    pub find_knee: bool,
+}
+
+/// One step of one target, with the figures autobench prints and the trust flags.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    pub target: String,
+    /// 1 for the URL, 2 for --compare.
+    pub host: usize,
+    pub offered_rps: f64,
+    /// New connections opened per second (httperf's connection rate).
+    pub conn_rate: f64,
+    pub achieved_rps: f64,
+    pub reply_rate: Option<Moments>,
+    /// Mean time to first byte, in ms (autobench's resp_time).
+    pub resp_time_ms: f64,
+    /// Received and sent, KB/s (autobench's net_io, from httperf's Net I/O).
+    pub net_io_kbs: f64,
+    pub completed: u64,
+    pub failed: u64,
+    /// Requests still in flight when the step ended (neither completed nor failed).
+    pub unfinished: u64,
+    /// Requests sent per second (httperf's request rate, autobench's req_rate).
+    pub sent_rps: f64,
+    pub error_ratio: f64,
+    /// Latency from due time.
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub service_p99_us: u64,
+    pub late_p99_us: u64,
+    pub not_sent: u64,
+    /// Responses whose status was not 2xx (completed ones, and validation failures when
+    /// --expect-status is given).
+    pub non_2xx: u64,
+    pub flags: Flags,
+    /// The verdict's findings, with their evidence.
+    pub findings: Vec<crate::trust::Finding>,
+    /// False when the client or the network limited the step: it says nothing about the
+    /// server.
+    pub trusted: bool,
+    /// Added by bisection between two planned steps.
+    pub bisect: bool,
+}
+
+/// The step's flags as booleans (the JSON keys of docs/sweep.md), read from the verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct Flags {
+    pub client_saturated: bool,
+    pub fd_or_port_exhausted: bool,
+    pub network_bound: bool,
+    pub schedule_missed: bool,
+    pub errors: bool,
+}
+
+impl Flags {
+    fn of(v: &Verdict) -> Flags {
+        Flags {
+            client_saturated: v.has(Flag::ClientSaturated),
+            fd_or_port_exhausted: v.has(Flag::FdExhausted),
+            network_bound: v.has(Flag::NetworkBound),
+            schedule_missed: v.has(Flag::ScheduleMissed),
+            errors: v.has(Flag::Errors),
+        }
+    }
+}
+
+/// Where one target's knee lies.
+#[derive(Debug, Clone, Serialize)]
+pub struct KneeReport {
+    pub target: String,
+    /// The highest offered rate that passed, null if the first step failed.
+    pub offered_rps: Option<f64>,
+    pub achieved_rps: Option<f64>,
+    pub p99_us: Option<u64>,
+    /// Which criterion the next step broke: throughput, errors, latency, client_limited,
+    /// network_bound; or `none` when every step passed (the knee lies above the highest rate
+    /// tried).
+    pub reason: String,
+    /// The first failing step's offered rate.
+    pub next_offered_rps: Option<f64>,
+}
+
+/// What a sweep found.
+#[derive(Debug, Clone)]
+pub struct SweepOutcome {
+    /// In the order they ran.
+    pub steps: Vec<Step>,
+    /// One per target.
+    pub knees: Vec<KneeReport>,
+    pub interrupted: bool,
+}
+
+/// Runs `plan`; `on_step` sees each step as it ends (the CLI prints its row).
+pub fn run_sweep(
+    plan: &SweepPlan,
+    measure: &mut dyn Measure,
+    on_step: &mut dyn FnMut(&Step) -> std::io::Result<()>,
+) -> Result<SweepOutcome, crate::executor::RunError> {
+    let mut steps: Vec<Step> = Vec::new();
+    let mut interrupted = false;
+    'rates: for (i, &rate) in plan.rates.iter().enumerate() {
+        // Alternate which target goes first, so neither always runs on a machine the other
+        // just warmed (or heated).
+        let order: Vec<usize> = if i % 2 == 0 {
+            (0..plan.targets.len()).collect()
+        } else {
+            (0..plan.targets.len()).rev().collect()
+        };
+        for t in order {
+            let (step, stop) = run_step(plan, measure, t, rate, false)?;
+            on_step(&step)?;
+            steps.push(step);
+            if stop {
+                interrupted = true;
+                break 'rates;
+            }
+        }
+        if let Some(n) = plan.stop_after_knee {
+            let past = |host: usize| {
+                let points = points(&sorted_steps(&steps, host));
+                knee::find(&points, &plan.criteria)
+                    .first_bad
+                    .is_some_and(|(bad, _)| points.len() > bad + n)
+            };
+            if (1..=plan.targets.len()).all(past) {
+                break;
+            }
+        }
+    }
+    if plan.find_knee && !interrupted {
+        'targets: for t in 0..plan.targets.len() {
+            let host = t + 1;
+            for _ in 0..BISECT_STEPS {
+                let mine = sorted_steps(&steps, host);
+                let k = knee::find(&points(&mine), &plan.criteria);
+                let (Some(good), Some((bad, _))) = (k.last_good, k.first_bad) else { break };
+                let (lo, hi) = (mine[good].offered_rps, mine[bad].offered_rps);
+                // Closer than 1% apart is below what one run of this length can tell apart.
+                if hi - lo <= lo * 0.01 {
+                    break;
+                }
+                let (step, stop) = run_step(plan, measure, t, (lo + hi) / 2.0, true)?;
+                on_step(&step)?;
+                steps.push(step);
+                if stop {
+                    interrupted = true;
+                    break 'targets;
+                }
+            }
+        }
+    }
+    let knees = plan
+        .targets
+        .iter()
+        .enumerate()
+        .map(|(t, target)| knee_report(&sorted_steps(&steps, t + 1), &plan.criteria, &target.url))
+        .collect();
+    Ok(SweepOutcome { steps, knees, interrupted })
+}
+
+/// Runs one step of target `t`; returns it and whether the user asked the sweep to stop.
+fn run_step(
+    plan: &SweepPlan,
+    measure: &mut dyn Measure,
+    t: usize,
+    rate: f64,
+    bisect: bool,
+) -> Result<(Step, bool), crate::executor::RunError> {
+    let target = &plan.targets[t];
+    let mut config = target.config.clone();
+    config.warmup = config.warmup.max(STEP_WARMUP);
+    let (arrival, max_connections) = (plan.arrival, plan.max_connections);
+    config.pacing = match plan.calls {
+        Some(calls) => {
+            let calls = calls.max(1);
+            Pacing::Sessions { rate: rate / f64::from(calls), arrival, calls, max_connections }
+        }
+        None => Pacing::Open { rate, arrival, max_connections },
+    };
+    config.check()?;
+    let request_len =
+        config.request.encode(&config.target, config.keepalive).map_or(0, |b| b.len());
+    let result = measure.measure(&config, target.addr, "")?;
+    let verdict = Verdict::judge(&config, &result);
+    let step = step_of(&result, &verdict, &target.url, t + 1, bisect, request_len as u64);
+    Ok((step, measure.stopped()))
+}
+
+fn step_of(
+    r: &BenchResult,
+    verdict: &Verdict,
+    url: &str,
+    host: usize,
+    bisect: bool,
+    request_len: u64,
+) -> Step {
+    let t = &r.tally;
+    let done = t.completed + t.failed;
+    let secs = r.duration.as_secs_f64().max(f64::MIN_POSITIVE);
+    let classes = t.status_classes();
+    Step {
+        target: url.to_string(),
+        host,
+        offered_rps: r.offered_rps().unwrap_or(0.0),
+        conn_rate: t.connections_opened as f64 / secs,
+        achieved_rps: r.rps(),
+        reply_rate: Moments::of(&r.per_second_completed()),
+        resp_time_ms: t.timings.waiting.mean() / 1000.0,
+        net_io_kbs: (t.bytes_total + t.sent * request_len) as f64 / 1024.0 / secs,
+        completed: t.completed,
+        failed: t.failed,
+        unfinished: t.unfinished,
+        sent_rps: t.sent as f64 / secs,
+        error_ratio: if done > 0 { t.failed as f64 / done as f64 } else { 0.0 },
+        p50_us: t.timings.corrected.percentile(50.0),
+        p99_us: t.timings.corrected.percentile(99.0),
+        service_p99_us: t.timings.total.percentile(99.0),
+        late_p99_us: t.timings.late.percentile(99.0),
+        not_sent: t.not_sent,
+        non_2xx: classes[0] + classes[2] + classes[3] + classes[4],
+        flags: Flags::of(verdict),
+        findings: verdict.findings.clone(),
+        trusted: verdict.trusted(),
+        bisect,
+    }
+}
+
+fn point(s: &Step) -> StepPoint {
+    StepPoint {
+        offered_rps: s.offered_rps,
+        achieved_rps: s.achieved_rps,
+        error_ratio: s.error_ratio,
+        p99_us: s.p99_us,
+        client_limited: s.findings.iter().any(|f| f.untrusted() && f.flag != Flag::NetworkBound),
+        network_bound: s.flags.network_bound,
+    }
+}
+
+fn points(steps: &[&Step]) -> Vec<StepPoint> {
+    steps.iter().map(|s| point(s)).collect()
+}
+
+/// One target's steps in ascending order of offered rate.
+pub fn sorted_steps(steps: &[Step], host: usize) -> Vec<&Step> {
+    let mut mine: Vec<&Step> = steps.iter().filter(|s| s.host == host).collect();
+    mine.sort_by(|a, b| a.offered_rps.total_cmp(&b.offered_rps));
+    mine
+}
+
+fn knee_report(steps: &[&Step], criteria: &Criteria, url: &str) -> KneeReport {
+    let k = knee::find(&points(steps), criteria);
+    let good = k.last_good.map(|i| steps[i]);
+    KneeReport {
+        target: url.to_string(),
+        offered_rps: good.map(|s| s.offered_rps),
+        achieved_rps: good.map(|s| s.achieved_rps),
+        p99_us: good.map(|s| s.p99_us),
+        reason: match k.first_bad {
+            None => "none".into(),
+            Some((_, b)) => breach_name(b).into(),
+        },
+        next_offered_rps: k.first_bad.map(|(i, _)| steps[i].offered_rps),
+    }
+}
+
+fn breach_name(b: Breach) -> &'static str {
+    match b {
+        Breach::Throughput => "throughput",
+        Breach::Errors => "errors",
+        Breach::Latency => "latency",
+        Breach::ClientLimited => "client_limited",
+        Breach::NetworkBound => "network_bound",
+    }
+}

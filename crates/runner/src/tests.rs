@@ -1,0 +1,289 @@
+//! The executor, the sweep and the verdict, in process: fake engine, fake lab, a real store in
+//! a temporary file.
+
+use std::time::Duration;
+
+use loadlab_engine::{Arrival, BenchConfig, ErrorClass, Pacing, Target};
+use loadlab_stats::knee::Criteria;
+use loadlab_store::{RunInfo, Store};
+use loadlab_suite::Cell;
+
+use crate::executor::{CellDone, Events, Instance, RunContext, RunError};
+use crate::fake::{result, FakeEngine, FakeLab};
+use crate::sweep::{run_sweep, SweepPlan, SweepTarget};
+use crate::trust::{Flag, Verdict};
+
+const TWO_STACKS: &str = r#"name = "two"
+repetitions = 2
+warmup = "0s"
+
+[[stacks]]
+name = "nginx"
+
+[[stacks]]
+name = "nginx-fpm"
+
+[[workloads]]
+name = "hello.txt"
+
+[[loads]]
+model = "closed"
+concurrency = [2, 4]
+duration = "1s"
+"#;
+
+#[derive(Default)]
+struct Told(Vec<String>);
+
+impl Events for Told {
+    fn stack_up(&mut self, cell: &Cell, up: &Instance) -> std::io::Result<()> {
+        self.0.push(format!("up {} rep {}", up.id, cell.repetition));
+        Ok(())
+    }
+
+    fn cell_done(&mut self, d: &CellDone<'_>) -> std::io::Result<()> {
+        self.0.push(format!("cell {} {}", d.cell.ordinal, d.record.stack));
+        Ok(())
+    }
+
+    fn cell_interrupted(&mut self, label: &str) -> std::io::Result<()> {
+        self.0.push(format!("interrupted {}", label.trim()));
+        Ok(())
+    }
+}
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let store = Store::open(dir.path().join("t.db")).expect("a store");
+    (dir, store)
+}
+
+fn plan() -> loadlab_suite::Plan {
+    let suite = loadlab_suite::parse(TWO_STACKS, "two.toml").expect("the suite parses");
+    loadlab_suite::plan(&suite, false)
+}
+
+fn begin(store: &mut Store) -> loadlab_store::RunId {
+    let info = RunInfo {
+        suite: "two".into(),
+        started_at: std::time::SystemTime::now(),
+        environment: Default::default(),
+    };
+    store.begin_run(&info).expect("a run")
+}
+
+#[test]
+fn a_plan_runs_instance_by_instance_each_cell_judged_and_stored() {
+    let (_dir, mut store) = store();
+    let run_id = begin(&mut store);
+    let plan = plan();
+    assert_eq!(plan.cells.len(), 8);
+    let lab = FakeLab::default();
+    let mut engine = FakeEngine::new(5_000.0);
+    let mut told = Told::default();
+    let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 2 };
+    crate::run_plan(&plan, &lab, &mut engine, &mut told, &mut cx).expect("the plan runs");
+
+    // A B A B, each instance down before the next comes up.
+    let log = lab.log.borrow().clone();
+    assert_eq!(
+        log,
+        [
+            "up nginx-0",
+            "down nginx-0",
+            "up nginx-fpm-1",
+            "down nginx-fpm-1",
+            "up nginx-2",
+            "down nginx-2",
+            "up nginx-fpm-3",
+            "down nginx-fpm-3"
+        ]
+    );
+    let cells = store.cells(run_id).expect("the cells");
+    assert_eq!(cells.len(), 8);
+    assert_eq!(told.0.iter().filter(|l| l.starts_with("cell")).count(), 8);
+    // The engine got each cell's load: closed loop at 2 and 4 connections, 2 threads at most.
+    let measured = engine.measured.borrow();
+    let conns: Vec<usize> = measured.iter().map(|c| c.connections).collect();
+    assert_eq!(conns, [2, 4, 2, 4, 2, 4, 2, 4]);
+    assert!(measured.iter().all(|c| c.threads == 2 && c.pacing == Pacing::Closed));
+    // Every stored cell carries the verdict's flags: the fake's 10 connections open at once
+    // fall short of none, so nothing is flagged.
+    assert!(cells.iter().all(|c| c.flags.is_empty()), "{:?}", cells[0].flags);
+}
+
+#[test]
+fn ctrl_c_ends_the_run_with_the_finished_cells_stored_and_the_stack_down() {
+    let (_dir, mut store) = store();
+    let run_id = begin(&mut store);
+    let lab = FakeLab::default();
+    let mut engine = FakeEngine::new(5_000.0);
+    engine.stop_after = Some(3);
+    engine.interrupt_in_measure = true;
+    let mut told = Told::default();
+    let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 1 };
+    crate::run_plan(&plan(), &lab, &mut engine, &mut told, &mut cx).expect("an interrupted run");
+    assert_eq!(store.cells(run_id).expect("cells").len(), 2, "the interrupted cell is not kept");
+    assert_eq!(
+        lab.log.borrow().as_slice(),
+        ["up nginx-0", "down nginx-0", "up nginx-fpm-1", "down nginx-fpm-1"]
+    );
+    assert!(told.0.last().expect("told").starts_with("interrupted [  3/8]"), "{:?}", told.0);
+}
+
+#[test]
+fn a_stack_that_does_not_verify_ends_the_run_after_the_others_went_down() {
+    let (_dir, mut store) = store();
+    let run_id = begin(&mut store);
+    let lab = FakeLab { broken: Some("nginx-fpm"), ..FakeLab::default() };
+    let mut engine = FakeEngine::new(5_000.0);
+    let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 1 };
+    let err = crate::run_plan(&plan(), &lab, &mut engine, &mut Told::default(), &mut cx)
+        .expect_err("the broken stack stops the run");
+    assert!(matches!(err, RunError::Lab(loadlab_lab::Error::Verify { .. })), "{err}");
+    assert_eq!(lab.log.borrow().as_slice(), ["up nginx-0", "down nginx-0"]);
+    assert_eq!(store.cells(run_id).expect("cells").len(), 2);
+}
+
+fn sweep_plan(rates: &[f64]) -> SweepPlan {
+    let config = BenchConfig::new(Target::parse("http://127.0.0.1:9/").expect("a URL"));
+    SweepPlan {
+        rates: rates.to_vec(),
+        targets: vec![SweepTarget {
+            config,
+            addr: "127.0.0.1:9".parse().expect("an address"),
+            url: "http://127.0.0.1:9/".into(),
+        }],
+        calls: None,
+        arrival: Arrival::Fixed,
+        max_connections: 1_000,
+        criteria: Criteria::default(),
+        stop_after_knee: None,
+        find_knee: false,
+    }
+}
+
+#[test]
+fn the_knee_is_the_last_rate_the_server_kept_up_with() {
+    let mut engine = FakeEngine::new(1_000.0);
+    let mut rows = 0;
+    let out =
+        run_sweep(&sweep_plan(&[200.0, 600.0, 1000.0, 1400.0, 1800.0]), &mut engine, &mut |_| {
+            rows += 1;
+            Ok(())
+        })
+        .expect("the sweep runs");
+    assert_eq!(rows, 5);
+    assert!(!out.interrupted);
+    let k = &out.knees[0];
+    assert_eq!((k.offered_rps, k.next_offered_rps), (Some(1000.0), Some(1400.0)));
+    assert_eq!(k.reason, "throughput");
+    assert!(out.steps.iter().all(|s| s.trusted));
+    // Every step warmed up at least a second, on the open loop at its rate.
+    for (c, rate) in engine.measured.borrow().iter().zip([200.0, 600.0, 1000.0, 1400.0, 1800.0]) {
+        assert!(c.warmup >= Duration::from_secs(1));
+        assert_eq!(c.pacing.offered_rps(), Some(rate));
+    }
+}
+
+#[test]
+fn a_step_the_client_could_not_drive_is_never_the_servers_knee() {
+    // The server could take 10,000/s, but the client saturates from 900/s.
+    let mut engine = FakeEngine::new(10_000.0);
+    engine.client_rate_limit = 950.0;
+    let out = run_sweep(&sweep_plan(&[300.0, 600.0, 900.0, 1200.0]), &mut engine, &mut |_| Ok(()))
+        .expect("the sweep runs");
+    let k = &out.knees[0];
+    assert_eq!(k.offered_rps, Some(600.0));
+    assert_eq!(k.reason, "client_limited");
+    let untrusted: Vec<f64> =
+        out.steps.iter().filter(|s| !s.trusted).map(|s| s.offered_rps).collect();
+    assert_eq!(untrusted, [900.0, 1200.0]);
+    assert!(out.steps[2].flags.client_saturated);
+}
+
+#[test]
+fn bisection_places_the_knee_between_the_last_good_and_first_bad_steps() {
+    let mut engine = FakeEngine::new(1_300.0);
+    let mut plan = sweep_plan(&[1000.0, 2000.0]);
+    plan.find_knee = true;
+    let out = run_sweep(&plan, &mut engine, &mut |_| Ok(())).expect("the sweep runs");
+    let bisected: Vec<f64> = out.steps.iter().filter(|s| s.bisect).map(|s| s.offered_rps).collect();
+    assert_eq!(bisected, [1500.0, 1250.0, 1375.0, 1312.5]);
+    // 1,312.5/s offered, 1,300/s achieved: 99.0%, within the knee's rule.
+    assert_eq!(out.knees[0].offered_rps, Some(1312.5));
+}
+
+#[test]
+fn an_interrupted_sweep_reports_the_knee_of_the_steps_it_finished() {
+    let mut engine = FakeEngine::new(1_000.0);
+    engine.stop_after = Some(2);
+    let mut plan = sweep_plan(&[500.0, 800.0, 1200.0, 1600.0]);
+    plan.find_knee = true;
+    let out = run_sweep(&plan, &mut engine, &mut |_| Ok(())).expect("the sweep runs");
+    assert!(out.interrupted);
+    assert_eq!(out.steps.len(), 2);
+    assert_eq!(out.knees[0].offered_rps, Some(800.0));
+    assert_eq!(out.knees[0].reason, "none");
+}
+
+fn closed() -> BenchConfig {
+    let mut c = BenchConfig::new(Target::parse("http://127.0.0.1:9/").expect("a URL"));
+    c.connections = 10;
+    c
+}
+
+#[test]
+fn saturation_is_judged_above_nine_tenths_of_the_cpu() {
+    let at = |share: f64| Verdict::judge(&closed(), &result(Pacing::Closed, 1000, 1.0, 100, share));
+    assert!(!at(0.90).has(Flag::ClientSaturated));
+    let v = at(0.92);
+    assert!(v.has(Flag::ClientSaturated));
+    assert!(!v.trusted());
+    assert_eq!(v.findings[0].evidence, "client CPU 92% (busiest worker 92%)");
+    assert!(at(0.5).findings.is_empty());
+}
+
+#[test]
+fn responses_that_are_not_2xx_mark_the_throughput_unless_they_were_validated() {
+    let mut r = result(Pacing::Closed, 1000, 1.0, 100, 0.3);
+    r.tally.status[200] = 0;
+    r.tally.status[404] = 1000;
+    let v = Verdict::judge(&closed(), &r);
+    assert!(v.has(Flag::Non2xx));
+    assert!(v.trusted(), "a 404 is the server's answer, not the client's limit");
+    let mut validated = closed();
+    validated.validation.status = vec![(200, 200)];
+    assert!(!Verdict::judge(&validated, &r).has(Flag::Non2xx));
+}
+
+#[test]
+fn descriptors_running_out_is_the_clients_limit() {
+    let mut r = result(Pacing::Closed, 1000, 1.0, 100, 0.3);
+    r.tally.failed = 7;
+    r.tally.errors.add(ErrorClass::FdUnavail, Some(24));
+    r.tally.errors.add(ErrorClass::FdUnavail, Some(24));
+    for _ in 0..5 {
+        r.tally.errors.add(ErrorClass::Connrefused, Some(111));
+    }
+    let v = Verdict::judge(&closed(), &r);
+    assert!(v.has(Flag::FdExhausted) && v.has(Flag::Errors));
+    assert!(!v.trusted());
+    let errors = v.findings.iter().find(|f| f.flag == Flag::Errors).expect("errors");
+    assert_eq!(errors.evidence, "connrefused 5, fd_unavail 2 of 1007");
+}
+
+#[test]
+fn an_open_loop_that_fell_behind_says_by_how_much() {
+    let pacing = Pacing::Open { rate: 1000.0, arrival: Arrival::Fixed, max_connections: 100 };
+    let mut r = result(pacing, 1000, 1.0, 100, 0.3);
+    let kept = Verdict::judge(&closed(), &r);
+    assert!(!kept.has(Flag::ScheduleMissed), "{:?}", kept.findings);
+    r.tally.timings.late.clear();
+    for _ in 0..1000 {
+        r.tally.timings.late.record(5_000);
+    }
+    let v = Verdict::judge(&closed(), &r);
+    let f = v.findings.iter().find(|f| f.flag == Flag::ScheduleMissed).expect("missed");
+    assert_eq!(f.evidence, "0 never sent, late p99 5.00 ms");
+}

@@ -1,0 +1,307 @@
+//! The trust verdict: what a run's figures can be taken to say about the server. Made once,
+//! here, from the engine's result and the run's configuration; `bench`'s warnings, a sweep
+//! step's flags, a stored cell's flags and so the report all read the same [`Verdict`].
+//!
+//! Each [`Finding`] names its flag, the evidence in a few words (what the store keeps and the
+//! report shows) and a sentence for a person. A finding [`Finding::untrusted`] means the figure
+//! is someone else's limit (the client's CPU or descriptors, the network), not the server's: a
+//! sweep never takes such a step for the server's knee.
+
+use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
+use loadlab_stats::format;
+use serde::Serialize;
+
+/// Requests sent later than this after their due time (at the 99th percentile) mean the
+/// schedule was not kept. A millisecond is far beyond the timer's precision and the loop's
+/// turn time on a client that keeps up.
+pub const SCHEDULE_TOLERANCE_US: u64 = 1_000;
+
+/// Above this CPU use a worker (or the client as a whole) is taken to be the bottleneck.
+pub const SATURATION: f64 = 0.90;
+
+/// Why a figure should not be taken at face value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flag {
+    /// The client used (nearly) all the CPU it had.
+    ClientSaturated,
+    /// EMFILE/ENFILE or EADDRNOTAVAIL: the client ran out of descriptors or local ports.
+    FdExhausted,
+    /// The open-file limit is below what the connections need.
+    FdLimitLow,
+    /// The link carried (nearly) its capacity.
+    NetworkBound,
+    /// The open-loop schedule fell behind.
+    ScheduleMissed,
+    /// Every allowed connection was busy at some point (open loop and sessions).
+    ConnectionsExhausted,
+    /// Closed loop: fewer connections were open at once than asked.
+    ConnectionsShort,
+    /// Requests failed.
+    Errors,
+    /// Responses that were not 2xx were counted as completed.
+    Non2xx,
+    /// Nothing completed: there is no rate or latency.
+    NothingCompleted,
+    /// The run was stopped before its end.
+    Interrupted,
+}
+
+impl Flag {
+    /// The flag's name in JSON, in the store and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Flag::ClientSaturated => "client_saturated",
+            Flag::FdExhausted => "fd_exhausted",
+            Flag::FdLimitLow => "fd_limit_low",
+            Flag::NetworkBound => "network_bound",
+            Flag::ScheduleMissed => "schedule_missed",
+            Flag::ConnectionsExhausted => "connections_exhausted",
+            Flag::ConnectionsShort => "connections_short",
+            Flag::Errors => "errors",
+            Flag::Non2xx => "non_2xx",
+            Flag::NothingCompleted => "nothing_completed",
+            Flag::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether the flag says the figure is the client's or the network's limit: then it says
+    /// nothing about the server.
+    pub fn untrusted(self) -> bool {
+        matches!(self, Flag::ClientSaturated | Flag::FdExhausted | Flag::NetworkBound)
+    }
+}
+
+/// One reason for doubt: the flag, its evidence in a few words, and a sentence for a person.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub flag: Flag,
+    /// e.g. "client CPU 98% (busiest worker 99%)"; what the store keeps beside the flag.
+    pub evidence: String,
+    /// The whole warning as `bench` prints it.
+    pub warning: String,
+}
+
+impl Finding {
+    pub fn untrusted(&self) -> bool {
+        self.flag.untrusted()
+    }
+}
+
+/// Everything the figures of one run can and cannot be taken to say.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Verdict {
+    pub findings: Vec<Finding>,
+    /// Facts worth knowing that weaken no figure (a varying body length, requests in flight
+    /// at the end).
+    pub notes: Vec<String>,
+}
+
+impl Verdict {
+    /// Judges what `r`, measured with `cfg`, can say.
+    pub fn judge(cfg: &BenchConfig, r: &BenchResult) -> Verdict {
+        let mut v = Verdict::default();
+        let t = &r.tally;
+        let (busy, worker_busy) = (r.client_busy(), r.max_worker_busy());
+        let saturated = worker_busy > SATURATION || busy > SATURATION;
+        if saturated {
+            v.add(
+                Flag::ClientSaturated,
+                format!(
+                    "client CPU {} (busiest worker {})",
+                    format::percent(busy),
+                    format::percent(worker_busy)
+                ),
+                format!(
+                    "client saturated: it used {} of its CPU (busiest worker {}), so the request \
+                     rate may be the client's limit, not the server's",
+                    format::percent(busy),
+                    format::percent(worker_busy)
+                ),
+            );
+        }
+        if let Some(u) = r.link_utilisation().filter(|_| r.network_bound()) {
+            let link = describe_link(r.link.interface.as_deref(), r.link.speed_mbps);
+            v.add(
+                Flag::NetworkBound,
+                format!("{link} at {} of its capacity", format::percent(u)),
+                format!(
+                    "the link {link} carried {} of its capacity: the network, not the server, \
+                     limited throughput",
+                    format::percent(u)
+                ),
+            );
+        }
+        let done = t.completed + t.failed;
+        if t.failed > 0 {
+            let mut classes: Vec<(ErrorClass, u64)> =
+                t.errors.iter().filter(|(_, n)| *n > 0).collect();
+            classes.sort_by_key(|c| std::cmp::Reverse(c.1));
+            let list: Vec<String> =
+                classes.iter().map(|(c, n)| format!("{} {n}", c.name())).collect();
+            v.add(
+                Flag::Errors,
+                format!("{} of {done}", list.join(", ")),
+                format!(
+                    "{} of {done} requests failed ({:.2}%: {}); latency covers completed requests \
+                     only",
+                    t.failed,
+                    100.0 * t.failed as f64 / done.max(1) as f64,
+                    list.join(", ")
+                ),
+            );
+        }
+        let fd_errors = t.errors.get(ErrorClass::FdUnavail) + t.errors.get(ErrorClass::AddrUnavail);
+        if fd_errors > 0 {
+            v.add(
+                Flag::FdExhausted,
+                format!("{fd_errors} requests found no descriptor or local port"),
+                format!(
+                    "the client ran out of file descriptors or local ports ({fd_errors} times; \
+                     open-file limit {}): those failures say nothing about the server",
+                    r.fd_limit
+                ),
+            );
+        } else {
+            // The closed loop opens all its connections; the open loop only as many as the
+            // server's latency requires, so what it reached is what counts.
+            let needed = if cfg.pacing == Pacing::Closed { r.pool } else { r.peak_open };
+            if r.fd_limit > 0 && (needed as u64 + 16) > r.fd_limit {
+                v.add(
+                    Flag::FdLimitLow,
+                    format!("{needed} connections, open-file limit {}", r.fd_limit),
+                    format!(
+                        "{needed} connections need more descriptors than the open-file limit \
+                         ({}) allows",
+                        r.fd_limit
+                    ),
+                );
+            }
+        }
+        let classes = t.status_classes();
+        let not_2xx = classes[0] + classes[2] + classes[3] + classes[4];
+        if not_2xx > 0 && cfg.validation.status.is_empty() {
+            v.add(
+                Flag::Non2xx,
+                format!("{not_2xx} of {} responses", t.completed),
+                format!(
+                    "{not_2xx} responses were not 2xx and are counted as completed; use \
+                     --expect-status to count them as failures"
+                ),
+            );
+        }
+        if r.interrupted {
+            v.add(
+                Flag::Interrupted,
+                "stopped before its end".into(),
+                "the run was interrupted: figures cover the time until the interruption".into(),
+            );
+        }
+        if t.unfinished > 0 {
+            v.notes.push(format!(
+                "{} requests were still in flight when the run ended; they are neither completed \
+                 nor failed",
+                t.unfinished
+            ));
+        }
+        let asked = match cfg.stop {
+            Stop::Count(n) => cfg.connections.min(n as usize),
+            Stop::Duration(_) => cfg.connections,
+        };
+        if cfg.pacing == Pacing::Closed && r.peak_open < asked && t.failed == 0 && !r.interrupted {
+            v.add(
+                Flag::ConnectionsShort,
+                format!("{} of {asked} connections open at once", r.peak_open),
+                format!("only {} of {asked} connections were open at once", r.peak_open),
+            );
+        }
+        if t.completed == 0 {
+            v.add(
+                Flag::NothingCompleted,
+                format!("{} failed, {} still in flight at the end", t.failed, t.unfinished),
+                "no request completed: there is no latency or throughput to report".into(),
+            );
+        }
+        if t.lengths.varied() {
+            v.notes.push(format!(
+                "body length varied from {} to {} bytes (normal for dynamic pages; not counted as \
+                 failures)",
+                t.lengths.min, t.lengths.max
+            ));
+        }
+        if let Some(offered) = r.offered_rps() {
+            if r.schedule_missed(SCHEDULE_TOLERANCE_US) {
+                let late = &t.timings.late;
+                let below = r.rps() < 0.99 * offered;
+                v.add(
+                    Flag::ScheduleMissed,
+                    format!(
+                        "{} never sent, late p99 {}",
+                        r.not_sent_requests(),
+                        format::micros(late.percentile(99.0) as f64)
+                    ),
+                    format!(
+                        "the schedule was not kept: {} requests never sent, 99% sent within {} \
+                         of their due time (max {}){}{}",
+                        r.not_sent_requests(),
+                        format::micros(late.percentile(99.0) as f64),
+                        format::micros(late.max() as f64),
+                        if below { "; the achieved rate is below the offered one" } else { "" },
+                        if saturated { ", because the client was saturated" } else { "" }
+                    ),
+                );
+            }
+            if r.pool > 0 && r.peak_open >= r.pool {
+                v.add(
+                    Flag::ConnectionsExhausted,
+                    format!("all {} allowed connections busy", r.pool),
+                    format!(
+                        "all {} allowed connections were busy at some point: requests waited for \
+                         a free connection (their latency counts from when they were due); raise \
+                         --max-connections if the server can take more",
+                        r.pool
+                    ),
+                );
+            }
+        }
+        v
+    }
+
+    fn add(&mut self, flag: Flag, evidence: String, warning: String) {
+        self.findings.push(Finding { flag, evidence, warning });
+    }
+
+    pub fn has(&self, flag: Flag) -> bool {
+        self.findings.iter().any(|f| f.flag == flag)
+    }
+
+    /// False when a finding says the figures are the client's or the network's limit.
+    pub fn trusted(&self) -> bool {
+        !self.findings.iter().any(Finding::untrusted)
+    }
+
+    /// The warnings as `bench` prints them, in the order found.
+    pub fn warnings(&self) -> Vec<String> {
+        self.findings.iter().map(|f| f.warning.clone()).collect()
+    }
+
+    /// The findings as the store keeps them with a cell.
+    pub fn store_flags(&self) -> Vec<loadlab_store::TrustFlag> {
+        self.findings
+            .iter()
+            .map(|f| loadlab_store::TrustFlag {
+                flag: loadlab_store::Flag::from(f.flag.name()),
+                detail: f.evidence.clone(),
+            })
+            .collect()
+    }
+}
+
+/// How a link is named: `eth0 (100 Mbit/s)`, `lo (speed unknown)`.
+pub fn describe_link(interface: Option<&str>, speed_mbps: Option<u64>) -> String {
+    let name = interface.unwrap_or("(interface not found)");
+    match speed_mbps {
+        Some(mbps) => format!("{name} ({mbps} Mbit/s)"),
+        None => format!("{name} (speed unknown)"),
+    }
+}
