@@ -157,11 +157,12 @@ impl Events for Printer {
         let flags: Vec<&str> = d.verdict.findings.iter().map(|f| f.flag.name()).collect();
         let store_ms = d.stored_in.as_secs_f64() * 1e3;
         outln!(
-            "{}{:>10.1} req/s  p99 {:>9}  {}{}",
+            "{}{:>10.1} req/s  p99 {:>9}  {}  [{}]{}",
             d.label,
             d.result.rps(),
             loadlab_report::format::micros(d.record.metrics[metric::P99_US]),
             if flags.is_empty() { "ok".to_string() } else { flags.join(",") },
+            d.limited_by.limit.name(),
             if store_ms > 50.0 { format!("  (stored in {store_ms:.0} ms)") } else { String::new() }
         )
     }

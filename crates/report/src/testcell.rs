@@ -55,6 +55,7 @@ pub fn with_load(
         series: Series::default(),
         samples: Vec::new(),
         flags: Vec::new(),
+        limited_by: None,
     }
 }
 

@@ -9,10 +9,11 @@ use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
 use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec, Sample};
 use loadlab_suite::{Cell, Point};
 
+use crate::limit::LimitedBy;
 use crate::trust::Verdict;
 
 /// The store's record of `cell`, measured with `config` as `r`, started at `started_at`, with
-/// the sampler's readings and the verdict on it.
+/// the sampler's readings, the verdict on it and what limited it.
 pub fn record(
     cell: &Cell,
     config: &BenchConfig,
@@ -20,6 +21,7 @@ pub fn record(
     started_at: SystemTime,
     samples: &[loadlab_lab::Sample],
     verdict: &Verdict,
+    limited_by: &LimitedBy,
 ) -> CellRecord {
     let t = &r.tally;
     let open = config.pacing != Pacing::Closed;
@@ -74,6 +76,7 @@ pub fn record(
         series: t.series.clone(),
         samples: samples.iter().flat_map(store_samples).collect(),
         flags: verdict.store_flags(),
+        limited_by: Some(limited_by.store()),
     }
 }
 

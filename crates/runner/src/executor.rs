@@ -127,6 +127,7 @@ pub struct CellDone<'a> {
     pub result: &'a BenchResult,
     pub record: &'a CellRecord,
     pub verdict: &'a Verdict,
+    pub limited_by: &'a crate::limit::LimitedBy,
     /// How long storing the cell took.
     pub stored_in: Duration,
 }
@@ -228,7 +229,20 @@ fn run_group(
             break;
         }
         let verdict = Verdict::judge(&config, &result);
-        let record = crate::cell::record(cell, &config, &result, started_at, &samples, &verdict);
+        let tier_cpus = match &cell.stack.knobs.cpus {
+            Some(cpus) => cpus.0.len(),
+            None => loadlab_engine::sys::allowed_cpus().len(),
+        };
+        let limited_by = crate::limit::limited_by(&result, &verdict, &samples, tier_cpus);
+        let record = crate::cell::record(
+            cell,
+            &config,
+            &result,
+            started_at,
+            &samples,
+            &verdict,
+            &limited_by,
+        );
         let stored = Instant::now();
         cx.store.record_cell(cx.run_id, &record)?;
         events.cell_done(&CellDone {
@@ -237,6 +251,7 @@ fn run_group(
             result: &result,
             record: &record,
             verdict: &verdict,
+            limited_by: &limited_by,
             stored_in: stored.elapsed(),
         })?;
     }

@@ -5,6 +5,7 @@
 //! - [`executor`]: a suite's plan, cell by cell, stack instance by stack instance, each cell
 //!   judged and stored as it ends ([`executor::run_plan`]).
 //! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]).
+//! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
 //!
 //! What measures, what stands stacks up and who is told are traits
@@ -13,6 +14,7 @@
 
 pub mod cell;
 pub mod executor;
+pub mod limit;
 pub mod sweep;
 pub mod trust;
 

@@ -287,3 +287,78 @@ fn an_open_loop_that_fell_behind_says_by_how_much() {
     let f = v.findings.iter().find(|f| f.flag == Flag::ScheduleMissed).expect("missed");
     assert_eq!(f.evidence, "0 never sent, late p99 5.00 ms");
 }
+
+fn sample(tiers: &[(&str, f64)], machine_busy_pct: f64) -> loadlab_lab::Sample {
+    loadlab_lab::Sample {
+        t_ms: 1000,
+        unix_ms: 0,
+        interval_ms: 1000,
+        tiers: tiers
+            .iter()
+            .map(|(tier, pct)| loadlab_lab::sampler::TierSample {
+                tier: tier.to_string(),
+                cpu_user_pct: pct * 0.8,
+                cpu_sys_pct: pct * 0.2,
+                rss_bytes: 1 << 20,
+                processes: 3,
+            })
+            .collect(),
+        machine: Some(loadlab_lab::sampler::MachineSample {
+            cpu_busy_pct: machine_busy_pct,
+            load1: 1.0,
+            load5: 1.0,
+            load15: 1.0,
+        }),
+    }
+}
+
+#[test]
+fn a_tier_that_used_its_cpus_limited_the_cell_and_a_busy_database_is_named_so() {
+    use crate::limit::{limited_by, Limit};
+    let r = result(Pacing::Closed, 1000, 1.0, 100, 0.3);
+    let v = Verdict::judge(&closed(), &r);
+    // php-fpm pinned to one CPU, 95% of it busy over two samples.
+    let s = [
+        sample(&[("nginx", 20.0), ("php-fpm", 96.0)], 60.0),
+        sample(&[("nginx", 20.0), ("php-fpm", 94.0)], 60.0),
+    ];
+    let l = limited_by(&r, &v, &s, 1);
+    assert_eq!(l.limit, Limit::TierCpu("php-fpm".into()));
+    assert_eq!(l.evidence, "php-fpm used 0.95 of its 1 CPU");
+    assert_eq!(l.sentence(), "limited by php-fpm CPU: php-fpm used 0.95 of its 1 CPU");
+    // Just under 90% of two CPUs is not full; the machine, 96% busy, is.
+    let s = [sample(&[("nginx", 178.0)], 96.0)];
+    let l = limited_by(&r, &v, &s, 2);
+    assert_eq!(l.limit, Limit::MachineCpu, "{l:?}");
+    assert!(
+        l.evidence.contains("nginx 1.8") && l.evidence.contains("client 0.3"),
+        "{}",
+        l.evidence
+    );
+    let s = [sample(&[("nginx", 10.0), ("mariadb", 195.0)], 99.0)];
+    assert_eq!(limited_by(&r, &v, &s, 2).limit, Limit::Database);
+}
+
+#[test]
+fn the_clients_limit_comes_first_and_an_offer_kept_is_not_a_server_limit() {
+    use crate::limit::{limited_by, Limit};
+    let busy = [sample(&[("nginx", 195.0)], 99.0)];
+    let r = result(Pacing::Closed, 1000, 1.0, 100, 0.97);
+    let l = limited_by(&r, &Verdict::judge(&closed(), &r), &busy, 2);
+    assert_eq!(l.limit, Limit::Client);
+    assert_eq!(l.evidence, "client CPU 97% (busiest worker 97%)");
+
+    let pacing = Pacing::Open { rate: 1000.0, arrival: Arrival::Fixed, max_connections: 100 };
+    let r = result(pacing, 1000, 1.0, 100, 0.2);
+    let quiet = [sample(&[("nginx", 12.0)], 20.0)];
+    let l = limited_by(&r, &Verdict::judge(&closed(), &r), &quiet, 2);
+    assert_eq!(l.limit, Limit::Offered);
+    assert_eq!(l.evidence, "1,000 req/s achieved of 1,000 offered");
+
+    let r = result(Pacing::Closed, 1000, 1.0, 100, 0.2);
+    let v = Verdict::judge(&closed(), &r);
+    let l = limited_by(&r, &v, &quiet, 2);
+    assert_eq!(l.limit, Limit::NotDetermined);
+    assert_eq!(l.evidence, "no tier used 90% of its CPUs (nginx 0.12 CPUs)");
+    assert_eq!(limited_by(&r, &v, &[], 2).limit, Limit::NotDetermined);
+}

@@ -21,7 +21,7 @@ mod store;
 
 pub use error::{Result, StoreError};
 pub use model::{
-    CellId, CellRecord, ConfigRecord, Environment, Flag, LoadModel, LoadSpec, Run, RunId, RunInfo,
-    RunStatus, RunSummary, Sample, TrustFlag,
+    CellId, CellRecord, ConfigRecord, Environment, Flag, LimitedBy, LoadModel, LoadSpec, Run,
+    RunId, RunInfo, RunStatus, RunSummary, Sample, TrustFlag,
 };
 pub use store::Store;

@@ -290,6 +290,24 @@ pub struct CellRecord {
     pub series: Series,
     pub samples: Vec<Sample>,
     pub flags: Vec<TrustFlag>,
+    /// What limited the cell's figures; `None` for cells stored before loadlab judged it.
+    pub limited_by: Option<LimitedBy>,
+}
+
+/// What limited a cell: the client, the network, a tier's CPU or worker pool, the database,
+/// the machine's CPUs, the offered load, or "not determined", with the evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitedBy {
+    /// `client`, `network`, `worker_pool`, `tier_cpu`, `database`, `machine_cpu`, `offered`,
+    /// `not_determined`.
+    pub kind: String,
+    /// The tier, for a pool or a tier's CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
+    /// How it is named in tables: `php-fpm pool`, `client`.
+    pub name: String,
+    /// e.g. "5 of 5 children busy, listen queue 37".
+    pub evidence: String,
 }
 
 /// A captured piece of a stack's configuration: an effective config file, a version string, a

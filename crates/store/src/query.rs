@@ -87,8 +87,8 @@ impl Store {
 
         each_row(
             &tx,
-            "SELECT id, ordinal, stack, knobs, workload, load, repetition, started_at, duration_s \
-             FROM cells WHERE run_id = ?1 ORDER BY ordinal, id",
+            "SELECT id, ordinal, stack, knobs, workload, load, repetition, started_at, duration_s, \
+             limited_by FROM cells WHERE run_id = ?1 ORDER BY ordinal, id",
             run,
             |row| {
                 let id: i64 = row.get(0)?;
@@ -107,6 +107,10 @@ impl Store {
                     series: Series::default(),
                     samples: Vec::new(),
                     flags: Vec::new(),
+                    limited_by: row
+                        .get::<_, Option<String>>(9)?
+                        .map(|j| from_json(&j, &what("limit")))
+                        .transpose()?,
                 };
                 cells.push(id, cell);
                 Ok(())

@@ -113,6 +113,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX flags_by_cell ON flags (cell_id);
     ",
+    // 2: what limited each cell (JSON: kind, tier, evidence), NULL for cells stored before.
+    "
+    ALTER TABLE cells ADD COLUMN limited_by TEXT
+        CHECK (limited_by IS NULL OR json_valid(limited_by));
+    ",
 ];
 
 /// The schema version this build writes.

@@ -114,6 +114,8 @@ impl Store {
         // Encode before the transaction so the write lock is held for inserts only.
         let knobs = to_json(&cell.knobs, "the cell's knobs")?;
         let load = to_json(&cell.load, "the cell's load")?;
+        let limited_by =
+            cell.limited_by.as_ref().map(|l| to_json(l, "what limited the cell")).transpose()?;
         let histograms = cell
             .histograms
             .iter()
@@ -132,7 +134,7 @@ impl Store {
         }
         tx.execute(
             "INSERT INTO cells (run_id, ordinal, stack, knobs, workload, load, repetition, \
-             started_at, duration_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+             started_at, duration_s, limited_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 run.0,
                 cell.ordinal,
@@ -143,6 +145,7 @@ impl Store {
                 cell.repetition,
                 to_ms(cell.started_at),
                 cell.duration_s,
+                limited_by,
             ],
         )?;
         let id = tx.last_insert_rowid();

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use loadlab_stats::{Recorder, Series};
 use loadlab_store::{
-    metric, CellRecord, ConfigRecord, Environment, Flag, LoadModel, LoadSpec, RunInfo, RunStatus,
-    Sample, Store, StoreError, TrustFlag,
+    metric, CellRecord, ConfigRecord, Environment, Flag, LimitedBy, LoadModel, LoadSpec, RunInfo,
+    RunStatus, Sample, Store, StoreError, TrustFlag,
 };
 use serde_json::json;
 use tempfile::TempDir;
@@ -108,6 +108,12 @@ fn cell(ordinal: u32, seconds: usize, tiers: usize) -> CellRecord {
             TrustFlag { flag: Flag::Errors, detail: "3 connreset of 1 192 350".into() },
             TrustFlag { flag: Flag::Other("warm_cache".into()), detail: String::new() },
         ],
+        limited_by: ordinal.is_multiple_of(2).then(|| LimitedBy {
+            kind: "worker_pool".into(),
+            tier: Some("php-fpm".into()),
+            name: "php-fpm pool".into(),
+            evidence: "5 of 5 children busy, listen queue 37".into(),
+        }),
     }
 }
 
@@ -118,6 +124,7 @@ fn assert_same_cell(got: &CellRecord, want: &CellRecord) {
     assert_eq!(got.workload, want.workload);
     assert_eq!(got.load, want.load);
     assert_eq!(got.repetition, want.repetition);
+    assert_eq!(got.limited_by, want.limited_by);
     assert_eq!(got.started_at, want.started_at);
     assert_eq!(got.duration_s, want.duration_s);
     assert_eq!(got.metrics, want.metrics);

@@ -136,6 +136,7 @@ fn record(
         series,
         samples,
         flags: Vec::new(),
+        limited_by: None,
     }
 }
 

@@ -1,0 +1,213 @@
+//! What limited a lab cell's figure: the client, the network, a server tier's CPU, a worker
+//! pool that was full, the database, the machine's CPUs, or the offered load itself; or "not
+//! determined", said as such. Read from the trust verdict (the client's and the network's
+//! limits) and the sampler's readings of the stack's tiers during the cell.
+
+use loadlab_engine::BenchResult;
+use loadlab_stats::format;
+use serde::Serialize;
+
+use crate::trust::{Flag, Verdict};
+
+/// A tier whose processes used this share of the CPUs they could run on limited the cell.
+pub const TIER_CPU_FULL: f64 = 0.90;
+/// The machine's CPUs this busy (client and servers together) limited the cell.
+pub const MACHINE_CPU_FULL: f64 = 0.95;
+/// An open-loop cell that achieved this share of its offered rate was limited by the offer.
+pub const KEPT_UP: f64 = 0.99;
+
+/// The kind of limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "tier")]
+pub enum Limit {
+    /// The load generator: its CPU, a CPU it waited for, its descriptors or ports, its
+    /// connection cap.
+    Client,
+    /// The link between client and server.
+    Network,
+    /// A worker pool (php-fpm children, Apache workers) was full.
+    WorkerPool(String),
+    /// A tier's processes used the CPUs they had.
+    TierCpu(String),
+    /// The database tier.
+    Database,
+    /// Every CPU of the machine was busy, client and servers together.
+    MachineCpu,
+    /// The server kept up with the offered rate: the figure is the offer, not a limit.
+    Offered,
+    /// Nothing measured says.
+    NotDetermined,
+}
+
+impl Limit {
+    /// How the limit is named in tables: `client`, `php-fpm pool`, `nginx CPU`...
+    pub fn name(&self) -> String {
+        match self {
+            Limit::Client => "client".into(),
+            Limit::Network => "network".into(),
+            Limit::WorkerPool(t) => format!("{t} pool"),
+            Limit::TierCpu(t) => format!("{t} CPU"),
+            Limit::Database => "database".into(),
+            Limit::MachineCpu => "machine CPU".into(),
+            Limit::Offered => "offered load".into(),
+            Limit::NotDetermined => "not determined".into(),
+        }
+    }
+}
+
+/// What limited a cell, with the evidence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LimitedBy {
+    pub limit: Limit,
+    /// e.g. "5 of 5 children busy, listen queue 37"; "nginx 1.93 of 2 CPUs".
+    pub evidence: String,
+}
+
+impl LimitedBy {
+    /// As the store keeps it with the cell.
+    pub fn store(&self) -> loadlab_store::LimitedBy {
+        let (kind, tier) = match &self.limit {
+            Limit::Client => ("client", None),
+            Limit::Network => ("network", None),
+            Limit::WorkerPool(t) => ("worker_pool", Some(t.clone())),
+            Limit::TierCpu(t) => ("tier_cpu", Some(t.clone())),
+            Limit::Database => ("database", None),
+            Limit::MachineCpu => ("machine_cpu", None),
+            Limit::Offered => ("offered", None),
+            Limit::NotDetermined => ("not_determined", None),
+        };
+        loadlab_store::LimitedBy {
+            kind: kind.into(),
+            tier,
+            name: self.limit.name(),
+            evidence: self.evidence.clone(),
+        }
+    }
+
+    /// `limited by php-fpm pool: 5 of 5 children busy, listen queue 37`.
+    pub fn sentence(&self) -> String {
+        match self.limit {
+            Limit::NotDetermined => format!("limit not determined: {}", self.evidence),
+            Limit::Offered => format!("kept up with the offered load: {}", self.evidence),
+            _ => format!("limited by {}: {}", self.limit.name(), self.evidence),
+        }
+    }
+}
+
+/// One tier's mean CPU over the cell, in CPUs, and how many CPUs it could use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TierCpu {
+    pub tier: String,
+    pub cpus_used: f64,
+    pub cpus: f64,
+}
+
+/// The tiers' CPU over the cell from the sampler's readings; `cpus` is how many CPUs each
+/// tier could run on (its `cpus` knob, else the machine's).
+pub fn tier_cpu(samples: &[loadlab_lab::Sample], cpus: usize) -> Vec<TierCpu> {
+    let mut out: Vec<TierCpu> = Vec::new();
+    let span: f64 = samples.iter().map(|s| s.interval_ms as f64).sum();
+    if span <= 0.0 {
+        return out;
+    }
+    for s in samples {
+        for t in &s.tiers {
+            // Weighted by the interval, so a short last interval counts for what it lasted.
+            let used = (t.cpu_user_pct + t.cpu_sys_pct) / 100.0 * s.interval_ms as f64 / span;
+            match out.iter_mut().find(|x| x.tier == t.tier) {
+                Some(x) => x.cpus_used += used,
+                None => {
+                    out.push(TierCpu { tier: t.tier.clone(), cpus_used: used, cpus: cpus as f64 })
+                }
+            }
+        }
+    }
+    out
+}
+
+fn machine_busy(samples: &[loadlab_lab::Sample]) -> Option<f64> {
+    let busy: Vec<(f64, f64)> = samples
+        .iter()
+        .filter_map(|s| s.machine.as_ref().map(|m| (m.cpu_busy_pct / 100.0, s.interval_ms as f64)))
+        .collect();
+    let span: f64 = busy.iter().map(|(_, w)| w).sum();
+    (span > 0.0).then(|| busy.iter().map(|(b, w)| b * w).sum::<f64>() / span)
+}
+
+/// Judges what limited a cell measured as `r` with `verdict`, from `samples` of a stack whose
+/// tiers could each use `tier_cpus` CPUs.
+pub fn limited_by(
+    r: &BenchResult,
+    verdict: &Verdict,
+    samples: &[loadlab_lab::Sample],
+    tier_cpus: usize,
+) -> LimitedBy {
+    let client = [Flag::ClientSaturated, Flag::FdExhausted, Flag::ConnectionsExhausted];
+    if let Some(f) = verdict.findings.iter().find(|f| client.contains(&f.flag)) {
+        return LimitedBy { limit: Limit::Client, evidence: f.evidence.clone() };
+    }
+    if let Some(f) = verdict.findings.iter().find(|f| f.flag == Flag::NetworkBound) {
+        return LimitedBy { limit: Limit::Network, evidence: f.evidence.clone() };
+    }
+    let tiers = tier_cpu(samples, tier_cpus);
+    let busiest = tiers
+        .iter()
+        .filter(|t| t.cpus_used >= TIER_CPU_FULL * t.cpus)
+        .max_by(|a, b| (a.cpus_used / a.cpus).total_cmp(&(b.cpus_used / b.cpus)));
+    if let Some(t) = busiest {
+        let evidence = format!(
+            "{} used {} of its {} CPU{}",
+            t.tier,
+            format::significant(t.cpus_used, 2),
+            t.cpus,
+            if t.cpus == 1.0 { "" } else { "s" }
+        );
+        let limit =
+            if t.tier == "mariadb" { Limit::Database } else { Limit::TierCpu(t.tier.clone()) };
+        return LimitedBy { limit, evidence };
+    }
+    if let Some(busy) = machine_busy(samples).filter(|b| *b >= MACHINE_CPU_FULL) {
+        let mut shares: Vec<String> = tiers
+            .iter()
+            .filter(|t| t.cpus_used >= 0.05)
+            .map(|t| format!("{} {}", t.tier, format::significant(t.cpus_used, 2)))
+            .collect();
+        let client_cpus = r.cpu().total().as_secs_f64() / r.duration.as_secs_f64().max(1e-9);
+        shares.push(format!("client {}", format::significant(client_cpus, 2)));
+        return LimitedBy {
+            limit: Limit::MachineCpu,
+            evidence: format!(
+                "the machine's CPUs were {} busy, shared in CPUs by {}",
+                format::percent(busy),
+                shares.join(", ")
+            ),
+        };
+    }
+    if let Some(offered) = r.offered_rps() {
+        if !verdict.has(Flag::ScheduleMissed) && r.rps() >= KEPT_UP * offered {
+            return LimitedBy {
+                limit: Limit::Offered,
+                evidence: format!(
+                    "{} req/s achieved of {} offered",
+                    format::count(r.rps()),
+                    format::count(offered)
+                ),
+            };
+        }
+    }
+    let evidence = if samples.is_empty() {
+        "no sample of the server's tiers in this cell (it lasted under the sampling interval)"
+            .to_string()
+    } else {
+        let list: Vec<String> = tiers
+            .iter()
+            .map(|t| format!("{} {}", t.tier, format::significant(t.cpus_used, 2)))
+            .collect();
+        format!(
+            "no tier used {} of its CPUs ({} CPUs)",
+            format::percent(TIER_CPU_FULL),
+            list.join(", ")
+        )
+    };
+    LimitedBy { limit: Limit::NotDetermined, evidence }
+}
