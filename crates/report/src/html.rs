@@ -159,7 +159,7 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
          its 95% CI and the Mann-Whitney p-value. <span class=\"tilde\">~</span> means the \
          difference could be noise.</p>\n<table class=\"verdict\">\n<thead><tr><th>workload</th>\
          <th>load</th><th>stack</th><th class=\"num\">req/s</th><th class=\"num\">p50</th>\
-         <th class=\"num\">p99</th><th>verdict</th></tr></thead>\n<tbody>"
+         <th class=\"num\">p99</th><th>limited by</th><th>verdict</th></tr></thead>\n<tbody>"
     );
     for g in verdicts {
         let rows = g.stacks.len().max(1);
@@ -186,6 +186,7 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
                     figure_cell(s.figure(m), m == g.primary)
                 );
             }
+            let _ = write!(o, "<td class=\"limit\">{}</td>", limit_cell(s));
             if i == 0 {
                 let _ =
                     write!(o, "<td class=\"verdict\" rowspan=\"{rows}\">{}</td>", verdict_cell(g));
@@ -194,7 +195,7 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
         }
         let lines = warning_lines(&g.warnings);
         if !lines.is_empty() {
-            let _ = write!(o, "<tr class=\"warn-row\"><td colspan=\"7\"><ul class=\"warnings\">");
+            let _ = write!(o, "<tr class=\"warn-row\"><td colspan=\"8\"><ul class=\"warnings\">");
             for w in lines {
                 let mark = if w.trust { "⚠ " } else { "" };
                 let _ = write!(o, "<li>{mark}{}</li>", Esc(&w.text));
@@ -220,6 +221,18 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
              repetitions per stack at α = 0.05. Run the suite with more repetitions to decide.</p>"
         );
     }
+}
+
+/// What limited a stack's cells, the evidence in a tooltip: "php-fpm pool", "client (2/5)".
+fn limit_cell(s: &crate::verdict::StackSummary) -> String {
+    let Some(first) = s.limits.first() else { return "—".to_owned() };
+    let count = if first.repetitions.len() == s.repetitions {
+        String::new()
+    } else {
+        format!(" ({}/{})", first.repetitions.len(), s.repetitions)
+    };
+    let why: Vec<String> = s.limits.iter().map(|l| l.sentence(s.repetitions)).collect();
+    format!("<span title=\"{}\">{}{count}</span>", Esc(&why.join("\n")), Esc(&first.name))
 }
 
 /// "1,005 ± 1%" with the interval in a tooltip, a ⚠ when a flag touches it.

@@ -163,6 +163,7 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
         let _ = writeln!(out, "{} · {}", g.workload, g.load_label);
         let mut header = vec!["  stack".to_owned()];
         header.extend(Measure::ALL.iter().map(|m| m.name().to_owned()));
+        header.push("limited by".to_owned());
         let mut t = Table::new(header);
         for s in &g.stacks {
             let mut row = vec![format!("  {}", s.stack)];
@@ -170,9 +171,19 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
                 let f = s.figure(m);
                 row.push(median_pm(m, f.ci, &f.flags, &mut notes));
             }
+            row.push(match s.limits.first() {
+                Some(l) if l.repetitions.len() == s.repetitions => l.name.clone(),
+                Some(l) => format!("{} ({}/{})", l.name, l.repetitions.len(), s.repetitions),
+                None => "—".to_owned(),
+            });
             t.row(row);
         }
         out.push_str(&t.render());
+        for s in &g.stacks {
+            for l in s.limits.iter().filter(|l| l.kind != "offered") {
+                let _ = writeln!(out, "  · {}: {}", s.stack, l.sentence(s.repetitions));
+            }
+        }
         if let Some(line) = headline(g) {
             let _ = writeln!(out, "  → {line}");
         }

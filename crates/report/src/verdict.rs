@@ -160,6 +160,53 @@ pub struct StackSummary {
     /// One per [`Measure::ALL`], in that order.
     pub figures: Vec<Figure>,
     pub flags: Vec<CellFlag>,
+    /// What limited the stack's cells, most frequent first; empty for cells stored before
+    /// loadlab judged it.
+    pub limits: Vec<LimitShare>,
+}
+
+/// One limit and the repetitions it limited.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LimitShare {
+    /// `php-fpm pool`, `client`, `not determined`...
+    pub name: String,
+    pub kind: String,
+    /// The repetitions (from 0) it limited.
+    pub repetitions: Vec<u32>,
+    /// The evidence of its first repetition.
+    pub evidence: String,
+}
+
+impl LimitShare {
+    /// `limited by php-fpm pool in 5 of 5 repetitions: 2 of 2 children busy`.
+    pub fn sentence(&self, of: usize) -> String {
+        let what = match self.kind.as_str() {
+            "not_determined" => "limit not determined".to_owned(),
+            "offered" => "kept up with the offered load".to_owned(),
+            _ => format!("limited by {}", self.name),
+        };
+        format!("{what} in {} of {of} repetitions: {}", self.repetitions.len(), self.evidence)
+    }
+}
+
+/// The limits of `cells`, most frequent first (ties: first seen).
+fn limits(cells: &[&CellRecord]) -> Vec<LimitShare> {
+    let mut out: Vec<LimitShare> = Vec::new();
+    for c in cells {
+        let Some(l) = &c.limited_by else { continue };
+        match out.iter_mut().find(|s| s.name == l.name) {
+            Some(s) => s.repetitions.push(c.repetition),
+            None => out.push(LimitShare {
+                name: l.name.clone(),
+                kind: l.kind.clone(),
+                repetitions: vec![c.repetition],
+                evidence: l.evidence.clone(),
+            }),
+        }
+    }
+    // Stable: equal counts keep their first-seen order.
+    out.sort_by_key(|s| std::cmp::Reverse(s.repetitions.len()));
+    out
 }
 
 impl StackSummary {
@@ -471,7 +518,13 @@ pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
             }
         })
         .collect();
-    StackSummary { stack: stack.stack.clone(), repetitions: stack.cells.len(), figures, flags }
+    StackSummary {
+        stack: stack.stack.clone(),
+        repetitions: stack.cells.len(),
+        figures,
+        flags,
+        limits: limits(&stack.cells),
+    }
 }
 
 /// The stack with the best median on `measure` against each other stack that has the measure.
