@@ -173,11 +173,11 @@ pub fn limited_by(
             .map(|t| format!("{} {}", t.tier, format::significant(t.cpus_used, 2)))
             .collect();
         let client_cpus = r.cpu().total().as_secs_f64() / r.duration.as_secs_f64().max(1e-9);
-        shares.push(format!("client {}", format::significant(client_cpus, 2)));
+        shares.push(format!("the client {}", format::significant(client_cpus, 2)));
         return LimitedBy {
             limit: Limit::MachineCpu,
             evidence: format!(
-                "the machine's CPUs were {} busy, shared in CPUs by {}",
+                "the machine's CPUs were {} busy; CPUs used: {}",
                 format::percent(busy),
                 shares.join(", ")
             ),

@@ -331,7 +331,7 @@ fn a_tier_that_used_its_cpus_limited_the_cell_and_a_busy_database_is_named_so() 
     let l = limited_by(&r, &v, &s, 2);
     assert_eq!(l.limit, Limit::MachineCpu, "{l:?}");
     assert!(
-        l.evidence.contains("nginx 1.8") && l.evidence.contains("client 0.3"),
+        l.evidence.contains("nginx 1.8") && l.evidence.contains("the client 0.3"),
         "{}",
         l.evidence
     );
