@@ -178,6 +178,35 @@ pub struct Throughput {
     pub series: Vec<loadlab_stats::Bucket>,
 }
 
+/// What the path probe saw: handshake RTTs before and during the load.
+#[derive(Debug, Serialize)]
+pub struct Path {
+    /// The smallest handshake RTT before the load (µs); null when none was answered.
+    pub idle_rtt_us: Option<u32>,
+    /// The median and largest handshake RTT of the probes during the measured window (µs).
+    pub load_rtt_median_us: Option<u32>,
+    pub load_rtt_max_us: Option<u32>,
+    /// Probes made during the window, and those the target did not answer within 1 s.
+    pub probes: usize,
+    pub unanswered: u32,
+    /// What the busier direction carried, in Mbit/s (payload, not framing).
+    pub achieved_mbps: f64,
+}
+
+impl Path {
+    fn of(r: &loadlab_engine::BenchResult) -> Path {
+        let p = &r.path;
+        Path {
+            idle_rtt_us: p.idle_us,
+            load_rtt_median_us: p.median_under_load_us(),
+            load_rtt_max_us: p.under_load_us.iter().copied().max(),
+            probes: p.under_load_us.len() + p.unanswered as usize,
+            unanswered: p.unanswered,
+            achieved_mbps: r.achieved_mbps(),
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct Client {
     pub cpu_user_s: f64,
@@ -189,6 +218,17 @@ pub struct Client {
     pub max_worker_busy: f64,
     /// True when the client used over 90% of the CPU it had: the server may be faster.
     pub saturated: bool,
+    /// Seconds the client's workers were runnable but waited for a CPU (summed over workers).
+    pub cpu_wait_s: f64,
+    /// The share of its window that the worker which waited most spent waiting for a CPU.
+    pub max_worker_waiting: f64,
+    /// Times the workers were preempted.
+    pub involuntary_switches: u64,
+    /// The path's handshake RTT idle and under load (docs/trust.md, network_bound).
+    pub path: Path,
+    /// True when the client waited for a CPU so much that the rate is the client's: other
+    /// work held its CPUs. See docs/trust.md.
+    pub starved: bool,
     pub threads: usize,
     pub cpus_available: usize,
     /// Connections open at once, at most (asked: `config.connections`).
@@ -330,6 +370,11 @@ impl Report {
                 cpu_busy: r.client_busy(),
                 max_worker_busy: r.max_worker_busy(),
                 saturated: verdict.has(Flag::ClientSaturated),
+                cpu_wait_s: r.cpu_wait().as_secs_f64(),
+                max_worker_waiting: r.max_worker_waiting(),
+                involuntary_switches: r.involuntary_switches(),
+                starved: verdict.has(Flag::ClientStarved),
+                path: Path::of(r),
                 threads: r.workers.len(),
                 cpus_available: r.cpus_available,
                 peak_connections: r.peak_open,

@@ -61,8 +61,8 @@ impl ScheduleArgs {
 /// Flags for the request, the connections and the client, common to `bench` and `sweep`.
 #[derive(Debug, Args)]
 pub struct RequestArgs {
-    /// Worker threads, each with its own event loop [default: CPUs available; in bench's closed
-    /// loop at most -c].
+    /// Worker threads, each with its own event loop [default: CPUs available, or one per CPU
+    /// of --pin; in bench's closed loop at most -c].
     #[arg(short = 't', long = "threads")]
     pub threads: Option<usize>,
     /// CPUs to pin the worker threads to, round-robin (e.g. 0 or 0,2-3).
@@ -128,6 +128,11 @@ impl RequestArgs {
                 return Err(usage(format!(
                     "--pin: CPU {bad} is not available (allowed: {cpus:?})"
                 )));
+            }
+            // Pinned, the workers have the listed CPUs only: one worker per CPU unless -t says
+            // otherwise (two workers on one CPU would only take turns on it).
+            if self.threads.is_none() {
+                config.threads = config.pin.len().max(1);
             }
         }
         config.keepalive = !self.no_keepalive;

@@ -271,6 +271,9 @@ impl Table {
         if s.flags.client_saturated {
             trust.push("CLIENT SATURATED");
         }
+        if s.flags.client_starved {
+            trust.push("CLIENT STARVED");
+        }
         if s.flags.fd_or_port_exhausted {
             trust.push("FD/PORTS EXHAUSTED");
         }

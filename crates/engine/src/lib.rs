@@ -18,6 +18,7 @@ pub mod error;
 pub mod http;
 pub mod link;
 mod pacing;
+pub mod probe;
 pub mod request;
 pub mod result;
 mod schedule;
@@ -36,6 +37,7 @@ pub use config::{BenchConfig, Stop};
 pub use error::{EngineError, ErrorClass, ErrorCounts};
 pub use link::Link;
 pub use pacing::Pacing;
+pub use probe::PathRtt;
 pub use request::RequestSpec;
 pub use result::{BenchResult, Tally, Timings, WorkerSummary};
 pub use schedule::Arrival;
@@ -98,6 +100,12 @@ pub fn run(
     let cpus_available = sys::allowed_cpus().len();
     // Which interface the traffic takes and how fast it is: looked up once, before any load.
     let link = Link::of(addr, config.source_ips.first().copied());
+    // The path's RTT with empty queues, before any load (and before `start`, so that a slow
+    // path does not make the schedule late); the probe thread then samples it under load.
+    // Loopback has no link whose queue could pace a run: it is not probed, and the server sees
+    // only the run's own connections.
+    let probing = !link.is_loopback();
+    let idle_rtt = if probing { probe::idle_rtt(addr) } else { None };
 
     let start = Instant::now();
     let measure_start = start + config.warmup;
@@ -151,6 +159,7 @@ pub fn run(
             })?;
         workers.push(worker);
     }
+    let path_probe = probing.then(|| probe::Probe::start(addr, measure_start, idle_rtt));
     let mut handles = Vec::with_capacity(threads);
     for (i, worker) in workers.into_iter().enumerate() {
         match std::thread::Builder::new().name(format!("loadlab-w{i}")).spawn(move || worker.run())
@@ -162,15 +171,20 @@ pub fn run(
                 for h in handles {
                     let _ = h.join();
                 }
+                drop(path_probe.map(probe::Probe::finish));
                 return Err(EngineError::Io { context: "starting a worker thread", source });
             }
         }
     }
 
+    let mut joined = Vec::with_capacity(threads);
+    for h in handles {
+        joined.push(h.join());
+    }
+    let path = path_probe.map(probe::Probe::finish).unwrap_or_default();
     let mut reports = Vec::with_capacity(threads);
-    for (i, h) in handles.into_iter().enumerate() {
-        let report = h
-            .join()
+    for (i, report) in joined.into_iter().enumerate() {
+        let report = report
             .map_err(|_| EngineError::WorkerPanicked(i))?
             .map_err(|source| EngineError::Io { context: "polling for events", source })?;
         reports.push(report);
@@ -196,7 +210,15 @@ pub fn run(
         bytes_sent,
         duration,
         interrupted,
-        workers: reports.iter().map(|r| WorkerSummary { cpu: r.cpu, wall: r.wall }).collect(),
+        workers: reports
+            .iter()
+            .map(|r| WorkerSummary {
+                cpu: r.cpu,
+                cpu_wait: r.cpu_wait,
+                involuntary_switches: r.involuntary_switches,
+                wall: r.wall,
+            })
+            .collect(),
         server,
         cpus_available,
         peak_open: reports.iter().map(|r| r.peak_open).sum(),
@@ -204,5 +226,6 @@ pub fn run(
         fd_limit,
         pacing: config.pacing,
         link,
+        path,
     })
 }

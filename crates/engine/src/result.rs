@@ -197,6 +197,10 @@ pub struct WorkerReport {
     pub tally: Tally,
     /// CPU the thread used during the measured window.
     pub cpu: crate::sys::CpuTime,
+    /// Time the thread was runnable but waited for a CPU during the window.
+    pub cpu_wait: Duration,
+    /// Times the thread was preempted during the window.
+    pub involuntary_switches: u64,
     /// The measured window as this worker saw it.
     pub wall: Duration,
     /// When this worker's last measured request ended, from the start of measuring.
@@ -231,12 +235,17 @@ pub struct BenchResult {
     pub pacing: crate::Pacing,
     /// The local interface the traffic crossed, and its speed when known.
     pub link: crate::Link,
+    /// The path's handshake RTT, idle and under load (see [`crate::probe`]).
+    pub path: crate::PathRtt,
 }
 
 /// Per-worker figures kept after the merge, for the client's self-check.
 #[derive(Debug, Clone, Copy)]
 pub struct WorkerSummary {
     pub cpu: crate::sys::CpuTime,
+    /// Time the worker was runnable but waited for a CPU (its scheduler run delay).
+    pub cpu_wait: Duration,
+    pub involuntary_switches: u64,
     pub wall: Duration,
 }
 
@@ -247,6 +256,14 @@ impl WorkerSummary {
             return 0.0;
         }
         self.cpu.total().as_secs_f64() / self.wall.as_secs_f64()
+    }
+
+    /// Fraction of its wall time the worker wanted a CPU and did not have one.
+    pub fn waiting(&self) -> f64 {
+        if self.wall.is_zero() {
+            return 0.0;
+        }
+        self.cpu_wait.as_secs_f64() / self.wall.as_secs_f64()
     }
 }
 
@@ -271,6 +288,33 @@ impl BenchResult {
     pub fn cpu_us_per_request(&self) -> Option<f64> {
         let n = self.tally.completed + self.tally.failed;
         (n > 0).then(|| self.cpu().total().as_secs_f64() * 1e6 / n as f64)
+    }
+
+    /// Time the workers waited for a CPU while runnable, summed.
+    pub fn cpu_wait(&self) -> Duration {
+        self.workers.iter().map(|w| w.cpu_wait).sum()
+    }
+
+    /// Involuntary context switches of the workers, summed.
+    pub fn involuntary_switches(&self) -> u64 {
+        self.workers.iter().map(|w| w.involuntary_switches).sum()
+    }
+
+    /// The share of its window that the worker which waited most spent waiting for a CPU.
+    pub fn max_worker_waiting(&self) -> f64 {
+        self.workers.iter().map(WorkerSummary::waiting).fold(0.0, f64::max)
+    }
+
+    /// For the worker that waited most: the share of its window it waited for a CPU, and the
+    /// share of the time it wanted a CPU (running or waiting) that it waited.
+    pub fn starvation(&self) -> (f64, f64) {
+        self.workers
+            .iter()
+            .map(|w| {
+                let (wait, busy) = (w.waiting(), w.busy());
+                (wait, if wait + busy > 0.0 { wait / (wait + busy) } else { 0.0 })
+            })
+            .fold((0.0, 0.0), |a, b| if b.0 > a.0 { b } else { a })
     }
 
     /// The busiest worker's share of its CPU.
@@ -328,6 +372,11 @@ impl BenchResult {
     /// true when the speed is unknown. See [`crate::link`].
     pub fn network_bound(&self) -> bool {
         crate::link::network_bound(self.busier_bytes(), self.duration, self.link.speed_mbps)
+    }
+
+    /// What the busier direction carried over the run, in Mbit/s of HTTP bytes.
+    pub fn achieved_mbps(&self) -> f64 {
+        per_second(self.busier_bytes() as f64 * 8.0, self.duration) / 1e6
     }
 
     /// The bytes of the busier direction: received, or sent for large uploads.

@@ -1,5 +1,5 @@
 //! The few operating-system facts the engine needs that std does not give: a thread's own CPU
-//! time, CPU affinity, and the open-file limit.
+//! time and the time it waited for a CPU, CPU affinity, and the open-file limit.
 
 use std::io;
 use std::time::Duration;
@@ -20,6 +20,10 @@ impl CpuTime {
         if rc != 0 {
             return CpuTime::default();
         }
+        CpuTime::from_rusage(&ru)
+    }
+
+    fn from_rusage(ru: &libc::rusage) -> CpuTime {
         let tv = |t: libc::timeval| {
             Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
         };
@@ -36,6 +40,86 @@ impl CpuTime {
             sys: self.sys.saturating_sub(earlier.sys),
         }
     }
+}
+
+/// A thread's account with the scheduler: the CPU it used, how long it waited for a CPU while
+/// it was runnable, and how often it was taken off a CPU it still wanted. Read at the start and
+/// the end of the measured window, never per request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadAccount {
+    pub cpu: CpuTime,
+    /// Time spent runnable but not running (the scheduler's run delay, schedstat's second
+    /// field): other work held the CPUs this thread may use.
+    pub cpu_wait: Duration,
+    /// Involuntary context switches (preemptions): a busy thread taken off its CPU.
+    pub involuntary_switches: u64,
+}
+
+impl ThreadAccount {
+    /// The calling thread's account so far. The run delay comes from
+    /// /proc/thread-self/schedstat (kernel 3.17+, CONFIG_SCHED_INFO); where it cannot be read
+    /// it stays zero and only the switch count remains.
+    pub fn thread() -> ThreadAccount {
+        // SAFETY: getrusage only writes into the zeroed struct we pass.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+        let (cpu, involuntary_switches) = if rc == 0 {
+            (CpuTime::from_rusage(&ru), ru.ru_nivcsw.max(0) as u64)
+        } else {
+            (CpuTime::default(), 0)
+        };
+        let cpu_wait = std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|s| parse_run_delay(&s))
+            .unwrap_or_default();
+        ThreadAccount { cpu, cpu_wait, involuntary_switches }
+    }
+
+    pub fn since(&self, earlier: &ThreadAccount) -> ThreadAccount {
+        ThreadAccount {
+            cpu: self.cpu.since(&earlier.cpu),
+            cpu_wait: self.cpu_wait.saturating_sub(earlier.cpu_wait),
+            involuntary_switches: self
+                .involuntary_switches
+                .saturating_sub(earlier.involuntary_switches),
+        }
+    }
+}
+
+/// The run delay of a schedstat line: "time on CPU (ns) time waiting to run (ns) slices".
+fn parse_run_delay(line: &str) -> Option<Duration> {
+    let ns: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+/// The machine's CPU counters (first line of /proc/stat), in clock ticks: busy and total.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MachineCpu {
+    pub busy: u64,
+    pub total: u64,
+}
+
+impl MachineCpu {
+    /// The counters now; `None` when /proc/stat cannot be read.
+    pub fn now() -> Option<MachineCpu> {
+        parse_machine_cpu(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// The busy share of every CPU of the machine since `earlier` (1.0 = all busy).
+    pub fn busy_since(&self, earlier: &MachineCpu) -> Option<f64> {
+        let total = self.total.checked_sub(earlier.total).filter(|&t| t > 0)?;
+        Some(self.busy.saturating_sub(earlier.busy) as f64 / total as f64)
+    }
+}
+
+/// "cpu user nice system idle iowait irq softirq steal ...": idle and iowait are not busy;
+/// guest time is already inside user.
+fn parse_machine_cpu(text: &str) -> Option<MachineCpu> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let fields: Vec<u64> = line.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    let total: u64 = fields.iter().take(8).sum();
+    let idle = fields.get(3)? + fields.get(4).unwrap_or(&0);
+    Some(MachineCpu { busy: total.saturating_sub(idle), total })
 }
 
 /// The CPUs this process may run on (its affinity mask), in ascending order.
@@ -115,6 +199,55 @@ mod tests {
         let spent = CpuTime::thread().since(&before).total();
         // getrusage rounds to microseconds and may lag the thread clock slightly.
         assert!(spent >= Duration::from_millis(20), "{spent:?} of CPU for 30 ms of work");
+    }
+
+    #[test]
+    fn machine_cpu_counts_idle_and_iowait_as_not_busy() {
+        let a = parse_machine_cpu("cpu  10 1 5 80 4 0 0 0 0 0\ncpu0 1 2 3 4\n").unwrap();
+        assert_eq!(a, MachineCpu { busy: 16, total: 100 });
+        let b = MachineCpu { busy: 66, total: 200 };
+        assert_eq!(b.busy_since(&a), Some(0.5));
+        assert_eq!(a.busy_since(&a), None);
+        assert!(MachineCpu::now().is_some());
+    }
+
+    #[test]
+    fn run_delay_is_schedstats_second_field() {
+        assert_eq!(parse_run_delay("123456 7890000 42\n"), Some(Duration::from_nanos(7_890_000)));
+        assert_eq!(parse_run_delay("123456\n"), None);
+        assert_eq!(parse_run_delay("a b c"), None);
+    }
+
+    #[test]
+    fn a_thread_that_shares_its_cpu_with_a_busy_one_waits() {
+        // Two threads pinned to one CPU, both spinning: each waits for the CPU about as long
+        // as it runs. The schedstat file must exist on the kernels loadlab runs on.
+        assert!(
+            std::fs::read_to_string("/proc/thread-self/schedstat").is_ok(),
+            "no /proc/thread-self/schedstat: starvation cannot be measured here"
+        );
+        let cpu = allowed_cpus()[0];
+        let spin = move |stop: std::sync::Arc<std::sync::atomic::AtomicBool>| {
+            pin_current_thread(cpu).unwrap();
+            let before = ThreadAccount::thread();
+            let start = std::time::Instant::now();
+            let mut x = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                && start.elapsed() < Duration::from_millis(300)
+            {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            ThreadAccount::thread().since(&before)
+        };
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (s1, s2) = (stop.clone(), stop.clone());
+        let a = std::thread::spawn(move || spin(s1));
+        let b = std::thread::spawn(move || spin(s2));
+        let (a, b) = (a.join().unwrap(), b.join().unwrap());
+        let waited = a.cpu_wait + b.cpu_wait;
+        // 600 ms of wanted CPU on one CPU over 300 ms: at least ~300 ms were waited in all.
+        assert!(waited >= Duration::from_millis(150), "waited {waited:?}: {a:?} {b:?}");
+        assert!(a.involuntary_switches + b.involuntary_switches > 0, "{a:?} {b:?}");
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::http::{Limits, Parser, Progress};
 use crate::pacing::{Budget, Pacing};
 use crate::result::{Tally, WorkerReport};
 use crate::schedule::Schedule;
-use crate::sys::CpuTime;
+use crate::sys::ThreadAccount;
 use crate::timer::Timer;
 use crate::{Control, ErrorClass};
 
@@ -165,7 +165,7 @@ impl Worker {
         let mut events = Events::with_capacity(1024);
         let mut draining = Vec::with_capacity(self.conns.len());
         let mut measuring = false;
-        let mut cpu_start = CpuTime::thread();
+        let mut account_start = ThreadAccount::thread();
         let mut published = (0u64, 0u64);
         let mut now = Instant::now();
         if self.spec.pacing == Pacing::Closed {
@@ -178,7 +178,7 @@ impl Worker {
             now = Instant::now();
             if !measuring && now >= self.spec.measure_start {
                 measuring = true;
-                cpu_start = CpuTime::thread();
+                account_start = ThreadAccount::thread();
             }
             if self.control.stop.load(Ordering::Relaxed) {
                 break now;
@@ -242,7 +242,7 @@ impl Worker {
                 published = done;
             }
         };
-        let cpu = CpuTime::thread().since(&cpu_start);
+        let account = ThreadAccount::thread().since(&account_start);
         self.tally.unfinished = self.refused_at_end
             + self.conns.iter().filter(|c| c.measured && c.in_flight()).count() as u64;
         if let (Some(schedule), false) = (self.schedule.as_mut(), self.budget_spent) {
@@ -252,7 +252,9 @@ impl Worker {
         }
         let measure_start = self.spec.measure_start;
         Ok(WorkerReport {
-            cpu,
+            cpu: account.cpu,
+            cpu_wait: account.cpu_wait,
+            involuntary_switches: account.involuntary_switches,
             wall: end_at.saturating_duration_since(measure_start),
             last_event: self.last_event.saturating_duration_since(measure_start),
             peak_open: self.peak_open,

@@ -6,7 +6,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use loadlab_engine::sys::CpuTime;
-use loadlab_engine::{BenchConfig, BenchResult, EngineError, Link, Pacing, Tally, WorkerSummary};
+use loadlab_engine::{
+    BenchConfig, BenchResult, EngineError, Link, Pacing, PathRtt, Tally, WorkerSummary,
+};
 use loadlab_lab::{Knobs, Stack};
 
 use crate::executor::{Instance, Measure, Sampling, Stacks};
@@ -39,7 +41,12 @@ pub fn result(
         bytes_sent: completed * 40,
         duration,
         interrupted: false,
-        workers: vec![WorkerSummary { cpu, wall: duration }],
+        workers: vec![WorkerSummary {
+            cpu,
+            cpu_wait: Duration::ZERO,
+            involuntary_switches: 0,
+            wall: duration,
+        }],
         server: Some("fake".into()),
         cpus_available: 2,
         peak_open: 10,
@@ -52,6 +59,7 @@ pub fn result(
         fd_limit: 1 << 20,
         pacing,
         link: Link { interface: Some("lo".into()), speed_mbps: None },
+        path: PathRtt::default(),
     }
 }
 

@@ -25,3 +25,5 @@ pub use trust::{Finding, Flag, Verdict};
 mod fake;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;

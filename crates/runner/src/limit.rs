@@ -134,6 +134,23 @@ fn machine_busy(samples: &[loadlab_lab::Sample]) -> Option<f64> {
     (span > 0.0).then(|| busy.iter().map(|(b, w)| b * w).sum::<f64>() / span)
 }
 
+/// CPUs of the machine busy with something other than the stack's tiers and the client, below
+/// which a starved client is taken to have waited for the stack itself.
+pub const OTHER_WORK_CPUS: f64 = 0.25;
+
+/// Whether the stack's tiers and the client account for the machine's busy CPUs (within
+/// [`OTHER_WORK_CPUS`]): then the client's wait was for the stack, not for other work.
+fn starved_by_stack(r: &BenchResult, tiers: &[TierCpu], samples: &[loadlab_lab::Sample]) -> bool {
+    let Some(busy) = machine_busy(samples) else {
+        return false;
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let wall = r.duration.as_secs_f64();
+    let client = if wall > 0.0 { r.cpu().total().as_secs_f64() / wall } else { 0.0 };
+    let stack: f64 = tiers.iter().map(|t| t.cpus_used).sum();
+    busy * cpus - stack - client < OTHER_WORK_CPUS
+}
+
 /// Judges what limited a cell measured as `r` with `verdict`, from `samples` of a stack whose
 /// tiers could each use `tier_cpus` CPUs.
 pub fn limited_by(
@@ -142,14 +159,22 @@ pub fn limited_by(
     samples: &[loadlab_lab::Sample],
     tier_cpus: usize,
 ) -> LimitedBy {
-    let client = [Flag::ClientSaturated, Flag::FdExhausted, Flag::ConnectionsExhausted];
-    if let Some(f) = verdict.findings.iter().find(|f| client.contains(&f.flag)) {
+    let tiers = tier_cpu(samples, tier_cpus);
+    // A client that waited for CPUs the stack's own tiers held did not lose them to other
+    // work: on a shared machine that is the machine's limit, judged below.
+    let starved_by_stack = starved_by_stack(r, &tiers, samples);
+    let client =
+        [Flag::ClientSaturated, Flag::ClientStarved, Flag::FdExhausted, Flag::ConnectionsExhausted];
+    if let Some(f) = verdict
+        .findings
+        .iter()
+        .find(|f| client.contains(&f.flag) && !(f.flag == Flag::ClientStarved && starved_by_stack))
+    {
         return LimitedBy { limit: Limit::Client, evidence: f.evidence.clone() };
     }
     if let Some(f) = verdict.findings.iter().find(|f| f.flag == Flag::NetworkBound) {
         return LimitedBy { limit: Limit::Network, evidence: f.evidence.clone() };
     }
-    let tiers = tier_cpu(samples, tier_cpus);
     let busiest = tiers
         .iter()
         .filter(|t| t.cpus_used >= TIER_CPU_FULL * t.cpus)

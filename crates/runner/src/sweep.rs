@@ -92,6 +92,7 @@ pub struct Step {
 #[derive(Debug, Clone, Serialize)]
 pub struct Flags {
     pub client_saturated: bool,
+    pub client_starved: bool,
     pub fd_or_port_exhausted: bool,
     pub network_bound: bool,
     pub schedule_missed: bool,
@@ -102,6 +103,7 @@ impl Flags {
     fn of(v: &Verdict) -> Flags {
         Flags {
             client_saturated: v.has(Flag::ClientSaturated),
+            client_starved: v.has(Flag::ClientStarved),
             fd_or_port_exhausted: v.has(Flag::FdExhausted),
             network_bound: v.has(Flag::NetworkBound),
             schedule_missed: v.has(Flag::ScheduleMissed),

@@ -227,7 +227,7 @@ fn an_interrupted_sweep_reports_the_knee_of_the_steps_it_finished() {
     assert_eq!(out.knees[0].reason, "none");
 }
 
-fn closed() -> BenchConfig {
+pub(crate) fn closed() -> BenchConfig {
     let mut c = BenchConfig::new(Target::parse("http://127.0.0.1:9/").expect("a URL"));
     c.connections = 10;
     c
@@ -288,7 +288,7 @@ fn an_open_loop_that_fell_behind_says_by_how_much() {
     assert_eq!(f.evidence, "0 never sent, late p99 5.00 ms");
 }
 
-fn sample(tiers: &[(&str, f64)], machine_busy_pct: f64) -> loadlab_lab::Sample {
+pub(crate) fn sample(tiers: &[(&str, f64)], machine_busy_pct: f64) -> loadlab_lab::Sample {
     loadlab_lab::Sample {
         t_ms: 1000,
         unix_ms: 0,

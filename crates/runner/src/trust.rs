@@ -19,12 +19,37 @@ pub const SCHEDULE_TOLERANCE_US: u64 = 1_000;
 /// Above this CPU use a worker (or the client as a whole) is taken to be the bottleneck.
 pub const SATURATION: f64 = 0.90;
 
+/// A worker was starved when it waited for a CPU, while runnable, for at least this share of
+/// its window ([`STARVED_WAIT`]) and that wait was at least this share of the time it wanted a
+/// CPU, running or waiting ([`STARVED_DENIED`]): other work held the CPUs it may run on, so the
+/// rate is the client's. Measured on 2 CPUs against nginx (docs/trust.md): unstarved runs
+/// waited at most 13% of the window and were denied at most 26% of what they wanted; with one
+/// busy loop on a CPU the client used they waited 22-46% and were denied 46-62%.
+pub const STARVED_WAIT: f64 = 0.15;
+pub const STARVED_DENIED: f64 = 0.35;
+
+/// The path rule of `network_bound` (docs/trust.md): the median handshake RTT under load at
+/// least this many times the idle one...
+pub const QUEUED_RTT_RATIO: f64 = 3.0;
+/// ...and at least this much above it (µs): a queue formed on the path. Measured through a
+/// veth: unshaped at full speed the median rose from 5-6 µs to 16-19 µs; behind tbf at
+/// 10 Mbit/s-1 Gbit/s it rose to 0.16-40 ms.
+pub const QUEUED_RTT_RISE_US: u32 = 100;
+/// The rule needs this many answered probes in the window (one every 250 ms).
+pub const QUEUED_RTT_PROBES: usize = 3;
+/// ...a client using less than this share of its CPU...
+pub const QUEUED_CLIENT_BUSY: f64 = 0.50;
+/// ...on a machine whose CPUs were less busy than this (a full machine delays handshakes).
+pub const QUEUED_MACHINE_BUSY: f64 = 0.90;
+
 /// Why a figure should not be taken at face value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Flag {
     /// The client used (nearly) all the CPU it had.
     ClientSaturated,
+    /// The client's workers waited for a CPU while runnable for a material share of the run.
+    ClientStarved,
     /// EMFILE/ENFILE or EADDRNOTAVAIL: the client ran out of descriptors or local ports.
     FdExhausted,
     /// The open-file limit is below what the connections need.
@@ -52,6 +77,7 @@ impl Flag {
     pub fn name(self) -> &'static str {
         match self {
             Flag::ClientSaturated => "client_saturated",
+            Flag::ClientStarved => "client_starved",
             Flag::FdExhausted => "fd_exhausted",
             Flag::FdLimitLow => "fd_limit_low",
             Flag::NetworkBound => "network_bound",
@@ -68,8 +94,38 @@ impl Flag {
     /// Whether the flag says the figure is the client's or the network's limit: then it says
     /// nothing about the server.
     pub fn untrusted(self) -> bool {
-        matches!(self, Flag::ClientSaturated | Flag::FdExhausted | Flag::NetworkBound)
+        matches!(
+            self,
+            Flag::ClientSaturated | Flag::ClientStarved | Flag::FdExhausted | Flag::NetworkBound
+        )
     }
+}
+
+/// What the path probe shows when a queue on the link set the pace.
+struct Queued {
+    idle_us: u32,
+    load_us: u32,
+    probes: usize,
+}
+
+/// The path rule: not loopback (it has no queue that paces), enough probes, the median
+/// handshake RTT under load well above the idle one, with the client and the machine not busy
+/// (their own delays are not the link's).
+fn path_queued(r: &BenchResult) -> Option<Queued> {
+    if r.link.is_loopback() {
+        return None;
+    }
+    let p = &r.path;
+    let (idle, load) = (p.idle_us?, p.median_under_load_us()?);
+    let rose = f64::from(load) >= QUEUED_RTT_RATIO * f64::from(idle.max(1))
+        && load.saturating_sub(idle) >= QUEUED_RTT_RISE_US;
+    let quiet = r.client_busy() < QUEUED_CLIENT_BUSY
+        && p.machine_busy.is_none_or(|m| m < QUEUED_MACHINE_BUSY);
+    (p.under_load_us.len() >= QUEUED_RTT_PROBES && rose && quiet).then_some(Queued {
+        idle_us: idle,
+        load_us: load,
+        probes: p.under_load_us.len(),
+    })
 }
 
 /// One reason for doubt: the flag, its evidence in a few words, and a sentence for a person.
@@ -120,7 +176,49 @@ impl Verdict {
                 ),
             );
         }
-        if let Some(u) = r.link_utilisation().filter(|_| r.network_bound()) {
+        let (waiting, denied) = r.starvation();
+        if waiting >= STARVED_WAIT && denied >= STARVED_DENIED {
+            v.add(
+                Flag::ClientStarved,
+                format!(
+                    "a worker waited for a CPU {} of the run, {} of the CPU time it wanted",
+                    format::percent(waiting),
+                    format::percent(denied)
+                ),
+                format!(
+                    "client starved: a worker waited for a CPU {} of the run ({} of the time it \
+                     wanted one; {} in all, {} preemptions) while other work held its CPUs, so \
+                     the request rate is the client's, not the server's",
+                    format::percent(waiting),
+                    format::percent(denied),
+                    format::seconds(r.cpu_wait().as_secs_f64()),
+                    format::count(r.involuntary_switches() as f64)
+                ),
+            );
+        }
+        // Not skipped when the client starved: the kernel times the handshake when the SYN-ACK
+        // arrives, however long the probing thread then waits for a CPU.
+        if let Some(q) = path_queued(r) {
+            v.add(
+                Flag::NetworkBound,
+                format!(
+                    "RTT {} idle, {} under load; {} carried",
+                    format::micros(f64::from(q.idle_us)),
+                    format::micros(f64::from(q.load_us)),
+                    format::mbps(r.achieved_mbps())
+                ),
+                format!(
+                    "network-bound: the path's RTT rose from {} idle to {} under load (median of \
+                     {} probes) while the client was {} busy; the run carried {}: a queue on the \
+                     link, not the server, set the pace",
+                    format::micros(f64::from(q.idle_us)),
+                    format::micros(f64::from(q.load_us)),
+                    q.probes,
+                    format::percent(busy),
+                    format::mbps(r.achieved_mbps())
+                ),
+            );
+        } else if let Some(u) = r.link_utilisation().filter(|_| r.network_bound()) {
             let link = describe_link(r.link.interface.as_deref(), r.link.speed_mbps);
             v.add(
                 Flag::NetworkBound,
@@ -131,6 +229,14 @@ impl Verdict {
                     format::percent(u)
                 ),
             );
+        }
+        if let Some(u) = r.link_utilisation().filter(|&u| u > loadlab_engine::link::NOMINAL) {
+            v.notes.push(format!(
+                "the link {} carried {} of the speed it reports: that speed is nominal, not a \
+                 limit",
+                describe_link(r.link.interface.as_deref(), r.link.speed_mbps),
+                format::percent(u)
+            ));
         }
         let done = t.completed + t.failed;
         if t.failed > 0 {

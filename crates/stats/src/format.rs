@@ -63,6 +63,15 @@ pub fn micros(us: f64) -> String {
     }
 }
 
+/// A bit rate given in Mbit/s (10^6 bit/s), as links are rated: `47.3 Mbit/s`, `9.52 Gbit/s`.
+pub fn mbps(mbit_per_s: f64) -> String {
+    if mbit_per_s.abs() >= 1_000.0 {
+        format!("{} Gbit/s", significant(mbit_per_s / 1_000.0, 3))
+    } else {
+        format!("{} Mbit/s", significant(mbit_per_s, 3))
+    }
+}
+
 /// A size in bytes with a binary unit: `512 B`, `20.0 KiB`, `48.2 MiB`.
 pub fn bytes(n: f64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
@@ -157,6 +166,8 @@ mod tests {
         assert_eq!(count(-1_234_567.0), "-1,234,567");
         assert_eq!(count(123_456.0), "123,456");
         assert_eq!(count(0.0), "0");
+        assert_eq!(mbps(47.31), "47.3 Mbit/s");
+        assert_eq!(mbps(9520.0), "9.52 Gbit/s");
         assert_eq!(count(37.54), "37.5");
         assert_eq!(count(0.8123), "0.812");
         assert_eq!(micros(812.0), "812 µs");

@@ -61,7 +61,17 @@ impl Render for Text {
             line.push_str(&format!(", {} unfinished at the end", count(q.unfinished as f64)));
         }
         writeln!(out, "{line}")?;
-        let flag = if r.client.saturated { "   << CLIENT SATURATED: a lower bound" } else { "" };
+        // The flags that say whose rate this is stand beside it, not only in the warnings.
+        let mut flag = String::new();
+        if r.client.saturated {
+            flag.push_str("   << CLIENT SATURATED: a lower bound");
+        }
+        if r.client.starved {
+            flag.push_str("   << CLIENT STARVED: the client's rate, not the server's");
+        }
+        if r.client.network_bound {
+            flag.push_str("   << NETWORK-BOUND: the link's rate, not the server's");
+        }
         let errs = if q.failed > 0 { "   << with errors (see below)" } else { "" };
         writeln!(out, "  Throughput   {:.2} req/s{flag}{errs}", r.rps)?;
         if let Some(rate) = &r.rate {
@@ -87,7 +97,7 @@ impl Render for Text {
         }
         let link = &r.client.link;
         let full = match link.utilisation {
-            Some(u) if r.client.network_bound => {
+            Some(u) if r.client.network_bound && u >= loadlab_engine::link::NETWORK_BOUND => {
                 format!("   << NETWORK-BOUND: {:.0}% of {}", u * 100.0, link.describe())
             }
             _ => String::new(),
@@ -99,13 +109,22 @@ impl Render for Text {
             bytes(r.bytes.total as f64),
             bytes(r.bytes.body as f64)
         )?;
-        match link.utilisation {
-            Some(u) => writeln!(out, "  Link         {}, {:.0}% used", link.describe(), u * 100.0)?,
-            None => writeln!(
-                out,
-                "  Link         {}: not checked for a network limit",
-                link.describe()
-            )?,
+        let p = &r.client.path;
+        let rtt = match (p.idle_rtt_us, p.load_rtt_median_us) {
+            (Some(idle), Some(load)) => format!(
+                "; path RTT {} idle, {} under load (median of {} probes)",
+                us(f64::from(idle)),
+                us(f64::from(load)),
+                p.probes - p.unanswered as usize
+            ),
+            (Some(idle), None) => format!("; path RTT {} idle", us(f64::from(idle))),
+            _ => String::new(),
+        };
+        let used = link.utilisation.map_or(String::new(), |u| format!(", {:.0}% used", u * 100.0));
+        if link.interface.as_deref() == Some("lo") {
+            writeln!(out, "  Link         lo (loopback: no link in between)")?;
+        } else {
+            writeln!(out, "  Link         {}{used}{rtt}", link.describe())?;
         }
         writeln!(
             out,

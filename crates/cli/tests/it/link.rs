@@ -27,7 +27,7 @@ fn loopback_runs_name_lo_and_its_speed_as_unknown() {
     assert_eq!(at(&report, "client.network_bound"), &json!(false));
 
     let text = text_report(&server.url("/"));
-    assert!(text.contains("  Link         lo (speed unknown): not checked"), "{text}");
+    assert!(text.contains("  Link         lo (loopback: no link in between)\n"), "{text}");
     assert!(!text.contains("NETWORK-BOUND"), "{text}");
 
     match TestServer::start_on("[::1]:0", Behaviour::ok("over IPv6 loopback\n")) {
@@ -80,16 +80,17 @@ fn text_report(url: &str) -> String {
 
 /// A network namespace joined to this one by a veth pair on a private /30: `host_if` here at
 /// `.1`, its peer inside at `.2`. Removed on drop.
-struct Netns {
+pub(super) struct Netns {
     ip: PathBuf,
     name: String,
-    host_if: String,
+    pub(super) host_if: String,
     inside: Ipv4Addr,
+    peer: String,
 }
 
 impl Netns {
     /// Err only when root or `ip` is missing and skipping is allowed; any other failure panics.
-    fn create() -> Result<Netns, Skip> {
+    pub(super) fn create() -> Result<Netns, Skip> {
         let ip = find_program("ip", &["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"])
             .ok_or_else(|| missing("ip", "iproute2"))?;
         // SAFETY: geteuid has no preconditions and cannot fail.
@@ -111,8 +112,9 @@ impl Netns {
             name: format!("loadlab-link-{pid}"),
             host_if: format!("llh{pid}"),
             inside: at(2),
+            peer: format!("lln{pid}"),
         };
-        let peer = format!("lln{pid}");
+        let peer = ns.peer.clone();
         // Leftovers of an earlier process with this pid would make `add` fail.
         ns.quiet(&["link", "del", &ns.host_if]);
         ns.quiet(&["netns", "del", &ns.name]);
@@ -131,7 +133,7 @@ impl Netns {
     /// of the thread that created it, for its whole life: a thread that joins the namespace
     /// (setns affects only the calling thread) binds the listener, and the server's threads
     /// then serve it from anywhere.
-    fn serve(&self, behaviour: Behaviour) -> TestServer {
+    pub(super) fn serve(&self, behaviour: Behaviour) -> TestServer {
         let path = Path::new("/run/netns").join(&self.name);
         let bind = format!("{}:0", self.inside);
         let joined = std::thread::spawn(move || {
@@ -151,6 +153,21 @@ impl Netns {
         });
         assert!(reachable, "the server in {} is not reachable at {}", self.name, server.addr());
         server
+    }
+
+    /// Shapes what the namespace sends (the responses) with a token bucket: `rate` (tc's
+    /// units, e.g. `50mbit`), a 32 KB burst and up to 50 ms of queue, as a slower link or a
+    /// cloud shaper would, while the veth still reports 10000 Mbit/s. `None` removes it.
+    pub(super) fn shape(&self, rate: Option<&str>) {
+        match rate {
+            Some(rate) => self.ip(&[
+                "netns", "exec", &self.name, "tc", "qdisc", "replace", "dev", &self.peer, "root",
+                "tbf", "rate", rate, "burst", "32kb", "latency", "50ms",
+            ]),
+            None => self.quiet(&[
+                "netns", "exec", &self.name, "tc", "qdisc", "del", "dev", &self.peer, "root",
+            ]),
+        }
     }
 
     /// Runs `ip ARGS`, panicking with its stderr when it fails.

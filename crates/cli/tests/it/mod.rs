@@ -13,6 +13,7 @@ mod nginx_bench;
 mod open_loop;
 mod sessions;
 mod sweep;
+mod trust;
 mod validation;
 
 use std::process::Output;

@@ -1,0 +1,209 @@
+//! The path probe: the round-trip time of the path to the target, idle and under load, from the
+//! TCP handshakes of probe connections made beside the load (a few before it, then a few each
+//! second). A link whose queue sets the pace shows as a handshake that takes far longer under
+//! load than idle, whatever speed the interface reports (seeds 000 and 001; a cloud NIC that
+//! reports 10 Gbit/s behind a 50 Mbit/s shaper).
+//!
+//! Why the handshake: the kernel measures it from the SYN to the SYN-ACK, both answered by the
+//! server's kernel, not its application, so a slow server (a PHP page, a full worker pool) does
+//! not inflate it as it inflates the RTT of the load connections (their ACKs wait for the
+//! response or the delayed-ACK timer). What it crosses is the path: the links and their queues
+//! in both directions. A probe that gets no SYN-ACK within its bound is counted apart
+//! (`unanswered`): a full listen queue drops SYNs too, so it is no evidence about the link.
+//!
+//! The probe runs on its own thread and costs the server a handful of accepts per second; it
+//! touches nothing on the workers' hot path.
+
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::sys::MachineCpu;
+
+/// Handshakes measured before the load starts; the idle RTT is their minimum.
+pub const IDLE_PROBES: usize = 5;
+/// Time between two probes under load.
+pub const PROBE_INTERVAL: Duration = Duration::from_millis(250);
+/// A probe without a SYN-ACK after this long is unanswered.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The path's round-trip times, in microseconds, as the probes saw them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PathRtt {
+    /// The smallest handshake RTT before the load: the path with empty queues. `None` when no
+    /// idle probe was answered (or TCP_INFO could not be read).
+    pub idle_us: Option<u32>,
+    /// Handshake RTTs of the probes made during the measured window, in order.
+    pub under_load_us: Vec<u32>,
+    /// Probes during the measured window that got no answer within [`PROBE_TIMEOUT`].
+    pub unanswered: u32,
+    /// The busy share of all the machine's CPUs over the window (client, servers on this
+    /// machine and anything else): a full machine delays handshakes too, so a rise is then no
+    /// evidence about the link.
+    pub machine_busy: Option<f64>,
+}
+
+impl PathRtt {
+    /// The median handshake RTT under load.
+    pub fn median_under_load_us(&self) -> Option<u32> {
+        let mut v = self.under_load_us.clone();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().filter(|_| !v.is_empty())
+    }
+}
+
+/// A running probe: idle RTT taken, probing under load until [`Probe::finish`].
+pub struct Probe {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Window>>,
+    idle_us: Option<u32>,
+}
+
+/// The idle RTT: the smallest of [`IDLE_PROBES`] handshakes made before any load, stopping at
+/// the first that fails (a target that does not answer must not hold the run up for long).
+pub fn idle_rtt(addr: SocketAddr) -> Option<u32> {
+    let mut best: Option<u32> = None;
+    for _ in 0..IDLE_PROBES {
+        let rtt = handshake_rtt(addr, PROBE_TIMEOUT)?;
+        best = Some(best.map_or(rtt, |b| b.min(rtt)));
+    }
+    best
+}
+
+impl Probe {
+    /// Probes on a thread of its own, keeping what falls after `measure_start` (warm-up probes
+    /// only warm); `idle_us` is what [`idle_rtt`] found before the load.
+    pub fn start(addr: SocketAddr, measure_start: Instant, idle_us: Option<u32>) -> Probe {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("loadlab-probe".into())
+            .spawn(move || probe_loop(addr, measure_start, &flag))
+            .ok();
+        Probe { stop, handle, idle_us }
+    }
+
+    /// Stops probing and returns what was seen.
+    pub fn finish(mut self) -> PathRtt {
+        self.stop.store(true, Ordering::Relaxed);
+        let w = self.handle.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        let machine_busy = match (w.machine_start, MachineCpu::now()) {
+            (Some(a), Some(b)) => b.busy_since(&a),
+            _ => None,
+        };
+        PathRtt {
+            idle_us: self.idle_us,
+            under_load_us: w.seen,
+            unanswered: w.unanswered,
+            machine_busy,
+        }
+    }
+}
+
+/// What the probe thread saw in the window.
+#[derive(Default)]
+struct Window {
+    seen: Vec<u32>,
+    unanswered: u32,
+    machine_start: Option<MachineCpu>,
+}
+
+fn probe_loop(addr: SocketAddr, measure_start: Instant, stop: &AtomicBool) -> Window {
+    let mut w = Window::default();
+    let mut next = Instant::now() + PROBE_INTERVAL;
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if w.machine_start.is_none() && now >= measure_start {
+            w.machine_start = MachineCpu::now();
+        }
+        if now < next {
+            // Short naps, so that the end of the run is not held up by a whole interval.
+            std::thread::sleep((next - now).min(Duration::from_millis(20)));
+            continue;
+        }
+        next += PROBE_INTERVAL;
+        let rtt = handshake_rtt(addr, PROBE_TIMEOUT);
+        // A probe started before the window, or still waiting when the run ended, says
+        // nothing about the window.
+        if now < measure_start || stop.load(Ordering::Relaxed) {
+            continue;
+        }
+        match rtt {
+            Some(us) => w.seen.push(us),
+            None => w.unanswered += 1,
+        }
+    }
+    w
+}
+
+/// Connects to `addr` and returns the kernel's RTT estimate right after the handshake (one
+/// sample: SYN to SYN-ACK), in microseconds; `None` when the connection failed or timed out.
+/// The connection is closed at once.
+pub fn handshake_rtt(addr: SocketAddr, timeout: Duration) -> Option<u32> {
+    let stream = TcpStream::connect_timeout(&addr, timeout).ok()?;
+    let rtt = tcp_info(&stream).map(|i| i.tcpi_rtt);
+    drop(stream);
+    rtt
+}
+
+/// TCP_INFO of a connected socket.
+pub fn tcp_info(stream: &TcpStream) -> Option<libc::tcp_info> {
+    // SAFETY: getsockopt writes at most `len` bytes into the zeroed struct we own.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    #[test]
+    fn a_handshake_on_loopback_has_a_small_nonzero_rtt() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let rtt = handshake_rtt(listener.local_addr().unwrap(), PROBE_TIMEOUT).unwrap();
+        assert!(rtt > 0 && rtt < 100_000, "{rtt} µs on loopback");
+    }
+
+    #[test]
+    fn a_closed_port_is_no_rtt() {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        // The listener is dropped: the port refuses.
+        assert_eq!(handshake_rtt(port, PROBE_TIMEOUT), None);
+    }
+
+    #[test]
+    fn probes_under_load_fall_in_the_window_only() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let idle = idle_rtt(addr);
+        let probe = Probe::start(addr, Instant::now() + Duration::from_millis(600), idle);
+        std::thread::sleep(Duration::from_millis(1400));
+        let path = probe.finish();
+        assert!(path.idle_us.is_some());
+        // Probes at 250, 500 (before the window), 750, 1000, 1250 ms: three in the window.
+        assert!((2..=4).contains(&path.under_load_us.len()), "{path:?}");
+        assert_eq!(path.unanswered, 0);
+        assert!(path.median_under_load_us().is_some());
+    }
+
+    #[test]
+    fn median_of_nothing_is_none() {
+        assert_eq!(PathRtt::default().median_under_load_us(), None);
+        let p = PathRtt { under_load_us: vec![5, 1, 9], ..PathRtt::default() };
+        assert_eq!(p.median_under_load_us(), Some(5));
+    }
+}

@@ -1,0 +1,134 @@
+//! The verdict's client-starvation and path rules at their boundaries, and what they make of a
+//! lab cell's limit.
+
+use std::time::Duration;
+
+use loadlab_engine::{Link, Pacing, PathRtt};
+
+use crate::fake::result;
+use crate::limit::{limited_by, Limit};
+use crate::tests::{closed, sample};
+use crate::trust::{Flag, Verdict, STARVED_DENIED, STARVED_WAIT};
+
+/// A closed-loop result whose one worker was busy `busy` and waited `wait` of its 1 s window.
+fn waited(busy: f64, wait: f64) -> loadlab_engine::BenchResult {
+    let mut r = result(Pacing::Closed, 1000, 1.0, 100, busy);
+    r.workers[0].cpu_wait = Duration::from_secs_f64(wait);
+    r.workers[0].involuntary_switches = 4_000;
+    r
+}
+
+#[test]
+fn a_client_that_waited_for_its_cpu_is_starved_only_past_both_shares() {
+    // Waited 30% while busy 30%: denied half of what it wanted.
+    let v = Verdict::judge(&closed(), &waited(0.30, 0.30));
+    assert!(v.has(Flag::ClientStarved));
+    assert!(!v.has(Flag::ClientSaturated), "saturated keeps its meaning");
+    assert!(!v.trusted());
+    let f = v.findings.iter().find(|f| f.flag == Flag::ClientStarved).unwrap();
+    assert_eq!(
+        f.evidence,
+        "a worker waited for a CPU 30% of the run, 50% of the CPU time it wanted"
+    );
+    assert!(f.warning.contains("4,000 preemptions"), "{}", f.warning);
+    // Just under the wait share: a material part of the run is needed.
+    assert!(!Verdict::judge(&closed(), &waited(0.10, STARVED_WAIT - 0.01)).has(Flag::ClientStarved));
+    // Waited a fifth of the run but got most of what it wanted: a busy client on a busy
+    // machine, not a starved one.
+    let denied = |busy: f64, wait: f64| wait / (busy + wait);
+    assert!(denied(0.5, 0.2) < STARVED_DENIED);
+    assert!(!Verdict::judge(&closed(), &waited(0.5, 0.2)).has(Flag::ClientStarved));
+    assert!(Verdict::judge(&closed(), &waited(0.3, 0.17)).has(Flag::ClientStarved));
+    // Nothing waited: nothing said.
+    assert!(Verdict::judge(&closed(), &waited(0.3, 0.0)).findings.is_empty());
+}
+
+/// A result on a veth whose probes saw `idle` µs before the load and `load` µs during it.
+fn probed(idle: u32, load: &[u32], busy: f64) -> loadlab_engine::BenchResult {
+    let mut r = result(Pacing::Closed, 60, 1.0, 100_000, busy);
+    r.tally.bytes_total = 6_000_000;
+    r.link = Link { interface: Some("veth0".into()), speed_mbps: Some(10_000) };
+    r.path = PathRtt {
+        idle_us: Some(idle),
+        under_load_us: load.to_vec(),
+        unanswered: 0,
+        machine_busy: Some(0.2),
+    };
+    r
+}
+
+#[test]
+fn a_queue_on_the_path_is_network_bound_whatever_speed_the_nic_reports() {
+    let r = probed(60, &[30_000, 35_000, 41_000, 33_000], 0.02);
+    let v = Verdict::judge(&closed(), &r);
+    assert!(v.has(Flag::NetworkBound), "{:?}", v.findings);
+    assert!(!v.trusted());
+    let f = v.findings.iter().find(|f| f.flag == Flag::NetworkBound).unwrap();
+    assert_eq!(f.evidence, "RTT 60.0 µs idle, 35.0 ms under load; 48.0 Mbit/s carried");
+    assert!(
+        f.warning.contains(
+            "rose from 60.0 µs idle to 35.0 ms under load (median of 4 probes) \
+             while the client was 2% busy"
+        ),
+        "{}",
+        f.warning
+    );
+    // The same bytes on a lab cell: the network, before any tier.
+    let busy = [sample(&[("nginx", 5.0)], 10.0)];
+    assert_eq!(limited_by(&r, &v, &busy, 2).limit, Limit::Network);
+}
+
+#[test]
+fn the_path_rule_needs_a_real_rise_a_quiet_client_and_machine_and_a_link() {
+    let net =
+        |r: &loadlab_engine::BenchResult| Verdict::judge(&closed(), r).has(Flag::NetworkBound);
+    // An unshaped veth at full speed: 6 µs idle, 19 µs under load (3x, but 13 µs).
+    assert!(!net(&probed(6, &[17, 19, 21], 0.3)));
+    // 100 µs above idle and three times it: the boundary.
+    assert!(net(&probed(50, &[150, 150, 150], 0.1)));
+    assert!(!net(&probed(50, &[149, 149, 149], 0.1)));
+    // A slow path (20 ms idle) is not a queue until it triples.
+    assert!(!net(&probed(20_000, &[50_000, 55_000, 59_000], 0.1)));
+    assert!(net(&probed(20_000, &[60_000, 61_000, 62_000], 0.1)));
+    // Too few probes; a busy client; a full machine; loopback: no verdict from the path.
+    assert!(!net(&probed(50, &[5_000, 5_000], 0.1)));
+    assert!(!net(&probed(50, &[5_000, 5_000, 5_000], 0.6)));
+    let mut full = probed(50, &[5_000, 5_000, 5_000], 0.1);
+    full.path.machine_busy = Some(0.95);
+    assert!(!net(&full));
+    let mut lo = probed(50, &[5_000, 5_000, 5_000], 0.1);
+    lo.link = Link { interface: Some("lo".into()), speed_mbps: None };
+    assert!(!net(&lo));
+    // No idle RTT (no probe answered before the load): nothing to compare to.
+    let mut blind = probed(50, &[5_000, 5_000, 5_000], 0.1);
+    blind.path.idle_us = None;
+    assert!(!net(&blind));
+}
+
+#[test]
+fn a_link_that_carried_more_than_its_reported_speed_is_not_a_limit() {
+    // 14 Gbit/s over a veth that reports 10000 Mbit/s (seen on this kind of machine).
+    let mut r = probed(6, &[16, 18, 19], 0.3);
+    r.tally.bytes_total = 14_000_000_000 / 8;
+    let v = Verdict::judge(&closed(), &r);
+    assert!(!v.has(Flag::NetworkBound), "{:?}", v.findings);
+    assert!(v.notes.iter().any(|n| n.contains("that speed is nominal")), "{:?}", v.notes);
+}
+
+#[test]
+fn a_client_starved_by_the_stacks_own_tiers_is_the_machines_limit_not_the_clients() {
+    let r = waited(0.30, 0.30);
+    let v = Verdict::judge(&closed(), &r);
+    assert!(v.has(Flag::ClientStarved));
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    // The tiers and the client (0.3 CPU) account for every busy CPU: the wait was for them.
+    let stack_pct = (cpus - 0.3) * 100.0;
+    let own = [sample(&[("nginx", stack_pct)], 100.0)];
+    let l = limited_by(&r, &v, &own, cpus as usize);
+    assert_ne!(l.limit, Limit::Client, "{l:?}");
+    // A CPU's worth of other work (a busy loop beside the client): the client starved.
+    let other = [sample(&[("nginx", (cpus - 1.3) * 100.0)], 100.0)];
+    let l = limited_by(&r, &v, &other, cpus as usize);
+    assert_eq!(l.limit, Limit::Client, "{l:?}");
+    assert!(l.evidence.contains("waited for a CPU 30%"), "{}", l.evidence);
+}
