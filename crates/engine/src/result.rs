@@ -267,9 +267,6 @@ impl WorkerSummary {
     }
 }
 
-/// Above this CPU use a worker (or the client as a whole) is taken to be the bottleneck.
-pub const SATURATION: f64 = 0.90;
-
 impl BenchResult {
     pub fn cpu(&self) -> crate::sys::CpuTime {
         let mut t = crate::sys::CpuTime::default();
@@ -330,11 +327,6 @@ impl BenchResult {
             return 0.0;
         }
         self.cpu().total().as_secs_f64() / (wall * cpus)
-    }
-
-    /// True when the client, not the server, may have limited the run.
-    pub fn saturated(&self) -> bool {
-        self.max_worker_busy() > SATURATION || self.client_busy() > SATURATION
     }
 
     /// Open loop: requests per second offered by the schedule.

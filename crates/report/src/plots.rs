@@ -335,11 +335,9 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
                 l.pieces[0].push((x, v / 1e3));
             }
             e.pieces[0].push((x, err * 100.0));
-            let limited = s
-                .cells
-                .iter()
-                .flat_map(|c| &c.flags)
-                .any(|t| matches!(t.flag, Flag::ClientSaturated | Flag::FdExhausted));
+            let limited = s.cells.iter().flat_map(|c| &c.flags).any(|t| {
+                matches!(t.flag, Flag::ClientSaturated | Flag::ClientStarved | Flag::FdExhausted)
+            });
             let network_bound =
                 s.cells.iter().flat_map(|c| &c.flags).any(|t| t.flag == Flag::NetworkBound);
             steps.push((

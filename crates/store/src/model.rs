@@ -202,6 +202,8 @@ pub struct Sample {
 pub enum Flag {
     /// The load generator ran out of CPU: the figure measures the client, not the server.
     ClientSaturated,
+    /// The load generator waited for CPUs other work held: the figure is the client's.
+    ClientStarved,
     /// EMFILE/ENFILE: fewer connections were open than asked.
     FdExhausted,
     /// The open-loop schedule fell behind: the offered rate was not the planned one.
@@ -219,6 +221,7 @@ impl Flag {
     pub fn as_str(&self) -> &str {
         match self {
             Flag::ClientSaturated => "client_saturated",
+            Flag::ClientStarved => "client_starved",
             Flag::FdExhausted => "fd_exhausted",
             Flag::ScheduleMissed => "schedule_missed",
             Flag::Errors => "errors",
@@ -232,6 +235,7 @@ impl From<&str> for Flag {
     fn from(s: &str) -> Flag {
         match s {
             "client_saturated" => Flag::ClientSaturated,
+            "client_starved" => Flag::ClientStarved,
             "fd_exhausted" => Flag::FdExhausted,
             "schedule_missed" => Flag::ScheduleMissed,
             "errors" => Flag::Errors,
