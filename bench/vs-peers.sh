@@ -5,7 +5,9 @@
 #
 # Env: DURATION (s, default 5), ROUNDS (default 3), AB_REQUESTS (default 1000000),
 #      TOOLS (default "loadlab wrk ab"; ratios are the first tool over each other one),
-#      LOADLAB (binary; default target/release/loadlab, rebuilt if it is the default).
+#      LOADLAB (binary; default target/release/loadlab, rebuilt if it is the default),
+#      BASELINE (another loadlab binary, e.g. an earlier commit's: the tool `baseline` in TOOLS
+#      runs it exactly as `loadlab`, so TOOLS="loadlab baseline wrk" shows what a change cost).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -27,8 +29,9 @@ done
 for t in "${tools[@]}"; do
   case $t in
     loadlab) ensure_loadlab ;;
+    baseline) [ -x "${BASELINE:-}" ] || die "TOOLS has baseline: set BASELINE to a loadlab binary" ;;
     wrk | ab) command -v "$t" >/dev/null || die "$t not installed (make deps-bench)" ;;
-    *) die "unknown tool '$t' in TOOLS (known: loadlab wrk ab)" ;;
+    *) die "unknown tool '$t' in TOOLS (known: loadlab baseline wrk ab)" ;;
   esac
 done
 [ -x /usr/bin/time ] || die "GNU time not installed (make deps-bench)"
@@ -49,6 +52,7 @@ run() {
   local tool=$1 round=$2 cmd
   case $tool in
     loadlab) cmd=("$LOADLAB" bench -c "$CONNECTIONS" -t 1 -d "${DURATION}s" --format json "$url") ;;
+    baseline) cmd=("$BASELINE" bench -c "$CONNECTIONS" -t 1 -d "${DURATION}s" --format json "$url") ;;
     wrk) cmd=(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$url") ;;
     # ab has no duration: it stops at -n requests or after -t seconds, whichever comes first.
     # -t alone would also set -n to 50000, so -n must come after it to win.
@@ -92,7 +96,7 @@ def find(pattern, text, path):
 
 def parse(tool, text, path):
     """(req/s, completed requests, errors or None) from one tool's own output."""
-    if tool == "loadlab":
+    if tool in ("loadlab", "baseline"):
         try:
             j = json.loads(text)
         except ValueError as e:
