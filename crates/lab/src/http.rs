@@ -1,5 +1,6 @@
-//! A small blocking HTTP/1.1 GET for verify: one request per connection (`Connection:
-//! close`), the whole answer read, chunked bodies decoded. Not for load: that is the engine's.
+//! A small blocking HTTP/1.1 GET for verify and the pool status pages: one request per
+//! connection (`Connection: close`), the whole answer read (bounded), the head parsed by
+//! httparse, chunked bodies decoded. Not for load: that is the engine's.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -21,10 +22,28 @@ impl Response {
 }
 
 const TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest answer read (the biggest workload verify fetches whole is a few MB).
+const MAX_RESPONSE: usize = 64 << 20;
+/// Headers beyond this count make the answer unreadable to verify.
+const MAX_HEADERS: usize = 64;
 
 /// GETs `path` from 127.0.0.1:`port`, with `headers` added to the request.
 pub fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Result<Response, String> {
-    let mut stream = connect(port)?;
+    get_bounded(port, path, headers, TIMEOUT)
+}
+
+/// GETs `path` with every step (connect, each write and read) bounded by `timeout`.
+pub fn get_within(port: u16, path: &str, timeout: Duration) -> Result<Response, String> {
+    get_bounded(port, path, &[], timeout)
+}
+
+fn get_bounded(
+    port: u16,
+    path: &str,
+    headers: &[(&str, &str)],
+    timeout: Duration,
+) -> Result<Response, String> {
+    let mut stream = connect(port, timeout)?;
     let mut request =
         format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
     for (name, value) in headers {
@@ -33,44 +52,50 @@ pub fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Result<Response, 
     request.push_str("\r\n");
     stream.write_all(request.as_bytes()).map_err(|e| format!("send: {e}"))?;
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).map_err(|e| format!("read: {e}"))?;
+    // What verify fetches is bounded; a server that sends more is not answering verify.
+    (&mut stream)
+        .take(MAX_RESPONSE as u64 + 1)
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("read: {e}"))?;
+    if raw.len() > MAX_RESPONSE {
+        return Err(format!("answer longer than {MAX_RESPONSE} bytes"));
+    }
     parse(&raw)
 }
 
 /// GETs `path` without `Connection: close` and returns as soon as the headers are in (the
 /// body is left unread): what the server says about keeping the connection open.
 pub fn get_head_keepalive(port: u16, path: &str) -> Result<Response, String> {
-    let mut stream = connect(port)?;
+    let mut stream = connect(port, TIMEOUT)?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
     stream.write_all(request.as_bytes()).map_err(|e| format!("send: {e}"))?;
     let mut raw = Vec::new();
     let mut buf = [0u8; 4096];
-    while find(&raw, b"\r\n\r\n").is_none() {
+    loop {
+        if let Some((status, headers, _)) = parse_head(&raw)? {
+            return Ok(Response { status, headers, body: Vec::new() });
+        }
         let n = stream.read(&mut buf).map_err(|e| format!("read: {e}"))?;
-        if n == 0 {
-            break;
+        if n == 0 || raw.len() > MAX_RESPONSE {
+            return Err("no end of headers".into());
         }
         raw.extend_from_slice(&buf[..n]);
     }
-    let end = find(&raw, b"\r\n\r\n").ok_or("no end of headers")?;
-    let (status, headers) = parse_head(&raw[..end])?;
-    Ok(Response { status, headers, body: Vec::new() })
 }
 
-/// A connection to 127.0.0.1:`port` whose reads and writes time out.
-fn connect(port: u16) -> Result<TcpStream, String> {
+/// A connection to 127.0.0.1:`port` whose connect, reads and writes time out.
+fn connect(port: u16, timeout: Duration) -> Result<TcpStream, String> {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let stream = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(|e| format!("connect: {e}"))?;
-    stream.set_read_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
-    stream.set_write_timeout(Some(TIMEOUT)).map_err(|e| e.to_string())?;
+    let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
+    stream.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+    stream.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;
     Ok(stream)
 }
 
 /// Parses a whole response read to the end of the connection.
 pub fn parse(raw: &[u8]) -> Result<Response, String> {
-    let end = find(raw, b"\r\n\r\n").ok_or("no end of headers")?;
-    let (status, headers) = parse_head(&raw[..end])?;
-    let rest = &raw[end + 4..];
+    let (status, headers, end) = parse_head(raw)?.ok_or("no end of headers")?;
+    let rest = &raw[end..];
     let chunked = headers
         .iter()
         .any(|(n, v)| n == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked"));
@@ -91,21 +116,28 @@ pub fn parse(raw: &[u8]) -> Result<Response, String> {
     Ok(Response { status, headers, body })
 }
 
-/// The status and headers (names lower-cased) of a head without its final blank line.
-fn parse_head(head: &[u8]) -> Result<(u16, Vec<(String, String)>), String> {
-    let head = std::str::from_utf8(head).map_err(|_| "headers are not UTF-8")?;
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let status = status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("bad status line {status_line:?}"))?;
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+/// The status, the headers (names lower-cased) and the head's length in bytes.
+type Head = (u16, Vec<(String, String)>, usize);
+
+/// The head of `raw` once it is complete; `None` while it is not.
+fn parse_head(raw: &[u8]) -> Result<Option<Head>, String> {
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut slots);
+    let end = match response.parse(raw) {
+        Ok(httparse::Status::Complete(end)) => end,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(format!("bad response head: {e}")),
+    };
+    let status = response.code.ok_or("no status code")?;
+    let headers = response
+        .headers
+        .iter()
+        .map(|h| {
+            let value = String::from_utf8_lossy(h.value).trim().to_string();
+            (h.name.to_ascii_lowercase(), value)
+        })
         .collect();
-    Ok((status, headers))
+    Ok(Some((status, headers, end)))
 }
 
 /// Decodes a chunked body (RFC 9112 section 7.1); extensions and trailers are skipped.
@@ -152,5 +184,7 @@ mod tests {
         assert!(parse(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nhello").is_err());
         let r = parse(b"HTTP/1.0 404 Not Found\r\n\r\nall of it").unwrap();
         assert_eq!((r.status, r.body.as_slice()), (404, &b"all of it"[..]));
+        assert!(parse(b"HTTP/1.1 200 OK\r\nServer: nginx\r\n").is_err(), "no end of head");
+        assert!(parse(b"garbage\r\n\r\n").is_err());
     }
 }

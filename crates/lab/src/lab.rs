@@ -266,13 +266,23 @@ impl Lab {
         Ok(out)
     }
 
-    /// What to give the sampler for an instance: each started tier's process group.
+    /// What to give the sampler for an instance: each started tier's process group, and where
+    /// its worker pool reports, for the tiers that have one.
     pub fn targets(&self, id: &str) -> Result<Vec<Target>> {
         let record = self.state.load(id)?;
         Ok(record
             .tiers
             .iter()
-            .filter_map(|t| Some(Target { tier: t.name.clone(), leader: t.leader? }))
+            .filter_map(|t| {
+                let pool = match t.tier {
+                    Tier::PhpFpm => Some(crate::pools::PoolStatus::PhpFpm {
+                        status: crate::servers::php_fpm::status_socket(&record.run_dir),
+                        listen: crate::servers::php_fpm::listen_socket(&record.run_dir),
+                    }),
+                    _ => None,
+                };
+                Some(Target { tier: t.name.clone(), leader: t.leader?, pool })
+            })
             .collect())
     }
 

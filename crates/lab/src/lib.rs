@@ -6,16 +6,19 @@
 //! - [`Lab`]: bringing a stack up into a private run directory on free 127.0.0.1 ports,
 //!   verifying it ([`verify`]), tearing it down, and cleaning what a crashed run left.
 //! - [`state`]: the records of running instances (process ids with start times).
-//! - [`sampler`]: per-tier CPU, memory and process counts from /proc, every second.
+//! - [`sampler`]: per-tier CPU, memory and process counts from /proc, every second, and
+//!   how full each worker pool was ([`pools`]).
 //! - [`workloads`]: the deterministic files and pages the experiments request.
 //!
 //! Nothing here prints; errors are [`Error`]s that say which tier or workload failed.
 
 pub mod catalog;
 mod error;
+mod fcgi;
 mod http;
 pub mod knobs;
 mod lab;
+pub mod pools;
 mod ports;
 pub mod procfs;
 pub mod programs;

@@ -37,6 +37,8 @@ pub const PHP_MYSQL: Need = Need {
     what: What::File { dir: "/usr/lib/php", prefix: "", suffix: "/mysqli.so" },
 };
 pub const SPAWN_FCGI: Need = Need { package: "spawn-fcgi", what: What::Program("spawn-fcgi") };
+/// `ss`, to read a unix listener's accept queue (the php-fpm pool's, see `pools`).
+pub const SS: Need = Need { package: "iproute2", what: What::Program("ss") };
 pub const VARNISHD: Need = Need { package: "varnish", what: What::Program("varnishd") };
 pub const MARIADBD: Need = Need { package: "mariadb-server", what: What::Program("mariadbd") };
 pub const MARIADB_INSTALL_DB: Need =

@@ -10,11 +10,13 @@ use serde::Serialize;
 
 use crate::procfs::{self, CpuTimes, MachineStat, ProcId, ProcStat};
 
-/// A tier to sample: its name and the leader of its process group.
+/// A tier to sample: its name, the leader of its process group, and where its worker pool
+/// reports, if it has one.
 #[derive(Clone, Debug)]
 pub struct Target {
     pub tier: String,
     pub leader: ProcId,
+    pub pool: Option<crate::pools::PoolStatus>,
 }
 
 /// One tier over one interval.
@@ -29,6 +31,9 @@ pub struct TierSample {
     /// processes count once per process, as in ps and sar).
     pub rss_bytes: u64,
     pub processes: usize,
+    /// The tier's worker pool at the end of the interval, for tiers that report one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<crate::pools::PoolReading>,
 }
 
 /// The machine over one interval.
@@ -127,6 +132,7 @@ impl Tracker {
                 cpu_sys_pct: pct(s.saturating_sub(s0)),
                 rss_bytes: group.iter().map(|p| p.rss_pages * self.page_size).sum(),
                 processes: group.len(),
+                pool: target.pool.as_ref().map(crate::pools::PoolStatus::read),
             })
             .collect();
         let machine = match (machine, now.machine, last.machine) {
@@ -241,8 +247,8 @@ mod tests {
     #[test]
     fn samples_are_deltas_per_tier_and_machine() {
         let targets = vec![
-            Target { tier: "nginx".into(), leader: ProcId { pid: 100, start: 10 } },
-            Target { tier: "php-fpm".into(), leader: ProcId { pid: 200, start: 10 } },
+            Target { tier: "nginx".into(), leader: ProcId { pid: 100, start: 10 }, pool: None },
+            Target { tier: "php-fpm".into(), leader: ProcId { pid: 200, start: 10 }, pool: None },
         ];
         let mut tracker = Tracker::new(targets, 100, 4096);
         let first = [proc(100, 100, 1, 1, 0), proc(101, 100, 10, 5, 0), proc(200, 200, 0, 0, 0)];
@@ -285,7 +291,8 @@ mod tests {
 
     #[test]
     fn stop_returns_the_series_with_the_partial_interval() {
-        let targets = vec![Target { tier: "t".into(), leader: ProcId { pid: 100, start: 10 } }];
+        let targets =
+            vec![Target { tier: "t".into(), leader: ProcId { pid: 100, start: 10 }, pool: None }];
         let sampler = Sampler::start_with(targets, Duration::from_secs(3600), Fake);
         let samples = sampler.stop();
         assert_eq!(samples.len(), 1, "{samples:?}");

@@ -134,6 +134,75 @@ fn machine_busy(samples: &[loadlab_lab::Sample]) -> Option<f64> {
     (span > 0.0).then(|| busy.iter().map(|(b, w)| b * w).sum::<f64>() / span)
 }
 
+/// A pool full in at least this share of the cell's samples that read it limited the cell.
+pub const POOL_FULL_SHARE: f64 = 0.5;
+
+/// What the samples say of one tier's pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolSeen {
+    pub tier: String,
+    /// Samples whose status page answered, and those of them that found the pool full.
+    pub answered: usize,
+    pub full: usize,
+    /// The largest pool size and busy count seen, and the longest listen queue.
+    pub max: u32,
+    pub busy: u32,
+    pub queue: Option<u64>,
+}
+
+impl PoolSeen {
+    /// "2 of 2 children busy in 3 of 3 samples, listen queue up to 18".
+    pub fn evidence(&self) -> String {
+        let who = if self.tier == "php-fpm" { "children" } else { "workers" };
+        let queue = match self.queue {
+            Some(q) if q > 0 => format!(", listen queue up to {q}"),
+            Some(_) => ", listen queue empty".to_string(),
+            None => String::new(),
+        };
+        format!(
+            "{} of {} {who} busy in {} of {} samples{queue}",
+            self.busy, self.max, self.full, self.answered
+        )
+    }
+}
+
+/// Each sampled pool over the cell.
+pub fn pools(samples: &[loadlab_lab::Sample]) -> Vec<PoolSeen> {
+    let mut seen: Vec<PoolSeen> = Vec::new();
+    for t in samples.iter().flat_map(|s| &s.tiers) {
+        let Some(r) = t.pool.as_ref().filter(|r| r.answered) else { continue };
+        let i = match seen.iter().position(|p| p.tier == t.tier) {
+            Some(i) => i,
+            None => {
+                seen.push(PoolSeen {
+                    tier: t.tier.clone(),
+                    answered: 0,
+                    full: 0,
+                    max: 0,
+                    busy: 0,
+                    queue: None,
+                });
+                seen.len() - 1
+            }
+        };
+        let p = &mut seen[i];
+        p.answered += 1;
+        p.full += usize::from(r.full());
+        p.max = p.max.max(r.max);
+        p.busy = p.busy.max(r.busy);
+        p.queue = p.queue.max(r.listen_queue);
+    }
+    seen
+}
+
+/// The pool that was full most of the cell, if one was.
+fn full_pool(samples: &[loadlab_lab::Sample]) -> Option<PoolSeen> {
+    pools(samples)
+        .into_iter()
+        .filter(|p| p.answered > 0 && p.full as f64 >= POOL_FULL_SHARE * p.answered as f64)
+        .max_by_key(|p| p.full)
+}
+
 /// CPUs of the machine busy with something other than the stack's tiers and the client, below
 /// which a starved client is taken to have waited for the stack itself.
 pub const OTHER_WORK_CPUS: f64 = 0.25;
@@ -191,6 +260,11 @@ pub fn limited_by(
             if t.tier == "mariadb" { Limit::Database } else { Limit::TierCpu(t.tier.clone()) };
         return LimitedBy { limit, evidence };
     }
+    // After the tiers' CPU: a pool whose busy children used every CPU they had would not go
+    // faster with more children; a full pool with CPU to spare is the limit itself.
+    if let Some(p) = full_pool(samples) {
+        return LimitedBy { limit: Limit::WorkerPool(p.tier.clone()), evidence: p.evidence() };
+    }
     if let Some(busy) = machine_busy(samples).filter(|b| *b >= MACHINE_CPU_FULL) {
         let mut shares: Vec<String> = tiers
             .iter()
@@ -228,8 +302,15 @@ pub fn limited_by(
             .iter()
             .map(|t| format!("{} {}", t.tier, format::significant(t.cpus_used, 2)))
             .collect();
+        let pools: Vec<String> =
+            pools(samples).iter().map(|p| format!("{}: {}", p.tier, p.evidence())).collect();
+        let pools = if pools.is_empty() {
+            String::new()
+        } else {
+            format!("; no pool was full most of the time ({})", pools.join("; "))
+        };
         format!(
-            "no tier used {} of its CPUs ({} CPUs)",
+            "no tier used {} of its CPUs ({} CPUs){pools}",
             format::percent(TIER_CPU_FULL),
             list.join(", ")
         )

@@ -301,6 +301,7 @@ pub(crate) fn sample(tiers: &[(&str, f64)], machine_busy_pct: f64) -> loadlab_la
                 cpu_sys_pct: pct * 0.2,
                 rss_bytes: 1 << 20,
                 processes: 3,
+                pool: None,
             })
             .collect(),
         machine: Some(loadlab_lab::sampler::MachineSample {

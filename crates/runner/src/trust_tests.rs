@@ -132,3 +132,47 @@ fn a_client_starved_by_the_stacks_own_tiers_is_the_machines_limit_not_the_client
     assert_eq!(l.limit, Limit::Client, "{l:?}");
     assert!(l.evidence.contains("waited for a CPU 30%"), "{}", l.evidence);
 }
+
+/// A sample in which php-fpm used `pct` of a CPU and its pool had `busy` of `max` children
+/// busy with `queue` waiting.
+fn pool_sample(pct: f64, busy: u32, max: u32, queue: u64) -> loadlab_lab::Sample {
+    let mut s = sample(&[("nginx", 30.0), ("php-fpm", pct)], 70.0);
+    s.tiers[1].pool = Some(loadlab_lab::pools::PoolReading {
+        busy,
+        max,
+        listen_queue: Some(queue),
+        answered: true,
+    });
+    s
+}
+
+#[test]
+fn a_pool_full_most_of_the_cell_limited_it_unless_its_cpu_did() {
+    let r = result(Pacing::Closed, 1000, 1.0, 100, 0.2);
+    let v = Verdict::judge(&closed(), &r);
+    let full =
+        [pool_sample(99.0, 2, 2, 17), pool_sample(98.0, 2, 2, 18), pool_sample(97.0, 1, 2, 0)];
+    let l = limited_by(&r, &v, &full, 2);
+    assert_eq!(l.limit, Limit::WorkerPool("php-fpm".into()), "{l:?}");
+    assert_eq!(l.evidence, "2 of 2 children busy in 2 of 3 samples, listen queue up to 18");
+    assert_eq!(
+        l.sentence(),
+        "limited by php-fpm pool: 2 of 2 children busy in 2 of 3 samples, listen queue up to 18"
+    );
+    // Full in only one of three samples: not the limit, and said so.
+    let once =
+        [pool_sample(40.0, 2, 2, 0), pool_sample(40.0, 1, 50, 0), pool_sample(40.0, 1, 2, 0)];
+    let l = limited_by(&r, &v, &once, 2);
+    assert_eq!(l.limit, Limit::NotDetermined);
+    assert!(l.evidence.contains("no pool was full most of the time"), "{}", l.evidence);
+    // A pool of 50 with 20 busy: never full.
+    let big = [pool_sample(150.0, 20, 50, 0), pool_sample(150.0, 20, 50, 0)];
+    assert_ne!(limited_by(&r, &v, &big, 2).limit, Limit::WorkerPool("php-fpm".into()));
+    // Full, but its children used both CPUs they had: the CPU is the limit.
+    let cpu = [pool_sample(190.0, 5, 5, 30), pool_sample(195.0, 5, 5, 31)];
+    assert_eq!(limited_by(&r, &v, &cpu, 2).limit, Limit::TierCpu("php-fpm".into()));
+    // A status that did not answer is no reading.
+    let mut silent = pool_sample(50.0, 0, 0, 0);
+    silent.tiers[1].pool = Some(loadlab_lab::pools::PoolReading::default());
+    assert_eq!(limited_by(&r, &v, &[silent], 2).limit, Limit::NotDetermined);
+}

@@ -13,6 +13,8 @@ use tempfile::TempDir;
 
 use crate::support::{assert_success, loadlab, output_within, skip, wait_until};
 
+mod pools;
+
 /// A run of the tiny suite takes about 3 s; this bounds a hung one (as the lab tests' limit
 /// does, with room for a two-CPU machine starting other tests' stacks at the same time).
 const LIMIT: Duration = Duration::from_secs(120);

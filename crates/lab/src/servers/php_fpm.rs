@@ -16,9 +16,20 @@ const CONF: &str = include_str!("../../templates/php-fpm.conf");
 
 pub struct PhpFpm;
 
+/// The socket the pool listens on, in an instance's run directory.
+pub fn listen_socket(run: &std::path::Path) -> std::path::PathBuf {
+    run.join("php-fpm.sock")
+}
+
+/// The pool's status socket (`pm.status_listen`): served by php-fpm's own process, so the
+/// status answers while every child is busy (see `pools`).
+pub fn status_socket(run: &std::path::Path) -> std::path::PathBuf {
+    run.join("php-fpm-status.sock")
+}
+
 impl PhpFpm {
     fn socket(plan: &Plan) -> std::path::PathBuf {
-        plan.run.join("php-fpm.sock")
+        listen_socket(&plan.run)
     }
 
     fn base_command(plan: &Plan) -> Result<Command> {
@@ -43,6 +54,7 @@ impl Server for PhpFpm {
         let mut vars = plan.common_vars();
         vars.extend([
             ("socket", Self::socket(plan).to_string_lossy().into_owned()),
+            ("status_socket", status_socket(&plan.run).to_string_lossy().into_owned()),
             (
                 "listen_owner",
                 user_line(plan, |u, g| format!("listen.owner = {u}\nlisten.group = {g}\n")),

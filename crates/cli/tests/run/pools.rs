@@ -1,0 +1,80 @@
+//! A worker pool that was full is named as the limit, with its figures: nginx + php-fpm with a
+//! pool of 2 children under 20 connections of phpinfo.php, against the control, a pool of 50
+//! under the same load, which must not be called full. Real stacks, a real store, and what
+//! `report --format json` says of each.
+
+use serde_json::Value;
+
+use super::{require_stacks, Scratch};
+
+const POOLS: &str = r#"name = "pools-e2e"
+description = "a php-fpm pool of 2 against one of 50, under 20 connections"
+repetitions = 1
+warmup = "500ms"
+
+[[stacks]]
+name = "nginx-fpm"
+label = "pool-2"
+php_workers = 2
+
+[[stacks]]
+name = "nginx-fpm"
+label = "pool-50"
+php_workers = 50
+
+[[workloads]]
+name = "phpinfo.php"
+
+[[loads]]
+model = "closed"
+concurrency = [20]
+duration = "3s"
+"#;
+
+#[test]
+fn a_full_php_fpm_pool_limits_its_cell_and_a_pool_of_50_does_not() {
+    let scratch = Scratch::new();
+    if let Err(skip) = require_stacks(&scratch) {
+        skip.report();
+        return;
+    }
+    let suite = scratch.write("pools.toml", POOLS);
+    let out = scratch.out().display().to_string();
+    let stdout = scratch.ok(&["run", "--suite", &suite, "--out", &out]);
+    let report = scratch.json(&["report", "1", "--db", &scratch.db(), "--format", "json"]);
+
+    let limits = |stack: &str| -> Vec<Value> {
+        let text = report.to_string();
+        let found = find_stack(&report, stack)
+            .unwrap_or_else(|| panic!("no stack {stack} in the report: {text}"));
+        found["limits"].as_array().cloned().unwrap_or_default()
+    };
+    let small = limits("pool-2");
+    assert_eq!(small.len(), 1, "{small:#?}\n{stdout}");
+    assert_eq!(small[0]["name"], "php-fpm pool", "{small:#?}\n{stdout}");
+    let evidence = small[0]["evidence"].as_str().expect("evidence");
+    assert!(evidence.starts_with("2 of 2 children busy in "), "{evidence}");
+    assert!(evidence.contains("listen queue up to "), "the 18 waiting connections: {evidence}");
+    assert!(stdout.contains("[php-fpm pool]"), "the progress line names the limit:\n{stdout}");
+
+    let big = limits("pool-50");
+    assert!(
+        big.iter().all(|l| l["name"] != "php-fpm pool"),
+        "a pool of 50 under 20 connections is never full: {big:#?}"
+    );
+}
+
+/// The stack's summary, wherever the report keeps it.
+fn find_stack<'a>(v: &'a Value, stack: &str) -> Option<&'a Value> {
+    match v {
+        Value::Object(map) => {
+            if map.get("stack").and_then(Value::as_str) == Some(stack) && map.contains_key("limits")
+            {
+                return Some(v);
+            }
+            map.values().find_map(|x| find_stack(x, stack))
+        }
+        Value::Array(items) => items.iter().find_map(|x| find_stack(x, stack)),
+        _ => None,
+    }
+}

@@ -1,0 +1,178 @@
+//! Worker pools seen from their own status pages: how many of a tier's workers were busy, how
+//! many it may have, and how many requests waited in its listen queue. Read by the sampler once
+//! per interval with a short timeout, so that "every child busy" is measured, not guessed from
+//! CPU (a pool of PHP children waiting on I/O is full while its CPU is idle).
+//!
+//! - php-fpm: the pool's status page (`pm.status_path`) on a status socket of its own
+//!   (`pm.status_listen`), served by php-fpm's own process, so it answers when every child is
+//!   busy. Its `listen queue` counts only for TCP listeners on Linux: the lab's pools listen on
+//!   a unix socket, so the queue is read from the kernel's socket table instead ([`unix_queue`]).
+//! - Apache: `mod_status`'s `server-status?auto` (BusyWorkers, IdleWorkers) on a loopback-only
+//!   port that the load never uses; the maximum is the MPM's MaxRequestWorkers from the
+//!   generated config.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// How long a status read may take before the pool counts as not answering.
+pub const STATUS_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// Where a tier's pool reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PoolStatus {
+    /// php-fpm's status socket, and the socket its pool listens on (for the queue).
+    PhpFpm { status: PathBuf, listen: PathBuf },
+    /// Apache's status port on 127.0.0.1, and MaxRequestWorkers.
+    Apache { port: u16, max: u32 },
+}
+
+/// One reading of a pool.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PoolReading {
+    /// Workers busy with a request (the status request itself is not counted).
+    pub busy: u32,
+    /// Workers the pool may have.
+    pub max: u32,
+    /// Connections waiting to be accepted by the pool, when known.
+    pub listen_queue: Option<u64>,
+    /// False when the status page did not answer within [`STATUS_TIMEOUT`]: then the other
+    /// fields are zero and say nothing.
+    pub answered: bool,
+}
+
+impl PoolReading {
+    /// Every worker busy. A listen queue alone is not enough: children that are free but
+    /// waiting for a CPU leave connections queued too (seen: 36 of 50 children busy with a
+    /// queue of 7 under 20 connections on 2 CPUs). The queue is the evidence of what a full
+    /// pool costs, not the test of fullness.
+    pub fn full(&self) -> bool {
+        self.answered && self.max > 0 && self.busy >= self.max
+    }
+}
+
+impl PoolStatus {
+    /// Reads the pool now.
+    pub fn read(&self) -> PoolReading {
+        let read = match self {
+            PoolStatus::PhpFpm { status, listen } => {
+                crate::fcgi::get(status, "/loadlab-fpm-status", "", STATUS_TIMEOUT)
+                    .ok()
+                    .and_then(|out| parse_php_fpm(&String::from_utf8_lossy(&out)))
+                    .map(|mut r| {
+                        // php-fpm's own figure is 0 for a unix socket; the kernel knows.
+                        r.listen_queue = unix_queue(listen).or(r.listen_queue);
+                        r
+                    })
+            }
+            PoolStatus::Apache { port, max } => {
+                crate::http::get_within(*port, "/loadlab-server-status?auto", STATUS_TIMEOUT)
+                    .ok()
+                    .filter(|r| r.status == 200)
+                    .and_then(|r| parse_apache(&String::from_utf8_lossy(&r.body), *max))
+            }
+        };
+        read.unwrap_or_default()
+    }
+}
+
+/// php-fpm's plain status page: `active processes`, `total processes`, `listen queue`.
+/// `active` includes the child answering the status request when the page is served by the
+/// pool itself; on the status socket it is not.
+pub fn parse_php_fpm(text: &str) -> Option<PoolReading> {
+    let field = |name: &str| -> Option<u64> {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().parse().ok()).flatten()
+        })
+    };
+    Some(PoolReading {
+        busy: field("active processes")? as u32,
+        max: field("total processes")? as u32,
+        listen_queue: field("listen queue"),
+        answered: true,
+    })
+}
+
+/// Apache's `server-status?auto`: BusyWorkers and IdleWorkers; `max` from the config.
+pub fn parse_apache(text: &str, max: u32) -> Option<PoolReading> {
+    let field = |name: &str| -> Option<u32> {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().parse().ok()).flatten()
+        })
+    };
+    // The request for the status page is itself one busy worker.
+    let busy = field("BusyWorkers")?.saturating_sub(1);
+    field("IdleWorkers")?;
+    Some(PoolReading { busy, max, listen_queue: None, answered: true })
+}
+
+/// The accept queue of the listening unix socket at `path`: the receive-queue column of
+/// /proc/net/unix is not it, so the kernel's socket diagnostics are asked through `ss`, which
+/// reports a listener's queue as Recv-Q. `None` when `ss` is missing or the socket not found.
+pub fn unix_queue(path: &Path) -> Option<u64> {
+    let out = std::process::Command::new(crate::programs::SS.find().ok()?)
+        .args(["-xlnH"])
+        .output()
+        .ok()?;
+    parse_ss_unix(&String::from_utf8_lossy(&out.stdout), path)
+}
+
+/// `ss -xlnH` lines: `u_str LISTEN 0 4096 /run/x.sock 12345 * 0`: Recv-Q is the third field.
+fn parse_ss_unix(text: &str, path: &Path) -> Option<u64> {
+    let want = path.to_str()?;
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() >= 5 && f[4] == want).then(|| f[2].parse().ok()).flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FPM: &str = "pool:                 loadlab\nprocess manager:      static\n\
+        start time:           24/Nov/2026:15:00:00 +0000\nstart since:          12\n\
+        accepted conn:        5080\nlisten queue:         0\nmax listen queue:     0\n\
+        listen queue len:     0\nidle processes:       0\nactive processes:     2\n\
+        total processes:      2\nmax active processes: 2\nmax children reached: 0\n\
+        slow requests:        0\n";
+
+    #[test]
+    fn php_fpm_status_gives_busy_of_total() {
+        let r = parse_php_fpm(FPM).unwrap();
+        assert_eq!(r, PoolReading { busy: 2, max: 2, listen_queue: Some(0), answered: true });
+        assert!(r.full());
+        let half =
+            parse_php_fpm(&FPM.replace("active processes:     2", "active processes:     1"))
+                .unwrap();
+        assert!(!half.full());
+        assert_eq!(parse_php_fpm("pool: x\n"), None);
+    }
+
+    #[test]
+    fn a_queue_with_a_free_worker_is_not_full_and_silence_is_not_a_reading() {
+        let r = PoolReading { busy: 36, max: 50, listen_queue: Some(7), answered: true };
+        assert!(!r.full());
+        assert!(!PoolReading::default().full());
+    }
+
+    #[test]
+    fn apache_status_counts_busy_workers_less_its_own_request() {
+        let text = "Total Accesses: 10\nBusyWorkers: 6\nIdleWorkers: 0\nScoreboard: WWWWWW\n";
+        let r = parse_apache(text, 5).unwrap();
+        assert_eq!((r.busy, r.max, r.answered), (5, 5, true));
+        assert!(r.full());
+        assert_eq!(parse_apache("BusyWorkers: 3\n", 5), None);
+    }
+
+    #[test]
+    fn ss_lines_give_the_listeners_queue() {
+        let text = "u_str LISTEN 37   4096 /tmp/run/php-fpm.sock 123 * 0\n\
+                    u_str LISTEN 0    128  /run/other.sock 124 * 0\n";
+        assert_eq!(parse_ss_unix(text, Path::new("/tmp/run/php-fpm.sock")), Some(37));
+        assert_eq!(parse_ss_unix(text, Path::new("/tmp/nope.sock")), None);
+    }
+}
