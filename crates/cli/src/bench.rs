@@ -68,20 +68,15 @@ pub struct BenchArgs {
 
 pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let mut config = build_config(&args)?;
+    let capacity = load::fit_connections(&mut config, args.request.over_capacity)?;
     let address = load::reach(&mut config)?;
-    let pool = match config.pacing {
-        Pacing::Closed => config.connections,
-        // At most rate x timeout requests can be outstanding at once, whatever the server.
-        _ => {
-            let rate = config.pacing.offered_rps().unwrap_or(0.0);
-            let outstanding = (rate * config.timeout.as_secs_f64()).ceil() as usize;
-            args.schedule.max_connections.min(outstanding.max(1))
-        }
-    };
-    load::warn_fd_limit(pool, config.threads);
+    if let Some(w) = &capacity {
+        eprintln!("loadlab: warning: {w}");
+    }
     let (result, _) = load::measure(&config, address, args.request.quiet, "")?;
 
-    let report = Report::new(&config, address, &result);
+    let mut report = Report::new(&config, address, &result);
+    report.warnings.extend(capacity);
     if let Some(path) = &args.latency_csv {
         let latency = if config.pacing == Pacing::Closed {
             &result.tally.timings.total

@@ -387,10 +387,12 @@ impl Report {
         }
     }
 
-    /// True when nothing reached the server: every request failed before a connection existed.
+    /// True when nothing reached the server: every request failed before a connection existed,
+    /// and not because the client ran out of descriptors (its own limit, flagged as such).
     pub fn target_unreachable(&self) -> bool {
         self.requests.completed == 0
             && self.requests.failed > 0
+            && self.errors[ErrorClass::FdUnavail.name()] == 0
             && ErrorClass::ALL
                 .iter()
                 .filter(|c| !c.is_connect_phase())

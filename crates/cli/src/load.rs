@@ -105,6 +105,11 @@ pub struct RequestArgs {
     /// (127.0.0.1-127.0.0.16, or a comma-separated list).
     #[arg(long = "source-ips", value_name = "IPS")]
     pub source_ips: Option<String>,
+    /// When the connections do not fit what the client has (open-file limit, local ports toward
+    /// the target, memory): refuse with exit 2 naming the limit, cap them to what fits with a
+    /// warning, or run anyway (the excess fails as fd_unavail or addr_unavail).
+    #[arg(long = "over-capacity", value_enum, default_value_t = OverCapacity::Refuse)]
+    pub over_capacity: OverCapacity,
     /// Seed for Poisson arrivals (the same seed and thread count repeat the same schedule).
     #[arg(long = "seed", default_value_t = 1)]
     pub seed: u64,
@@ -184,20 +189,81 @@ pub fn reach(config: &mut BenchConfig) -> anyhow::Result<SocketAddr> {
     loadlab_engine::preflight(&config.target, config.connect_timeout).map_err(engine_failure)
 }
 
-/// The descriptors a run may need beyond its connections: epoll instances, timers, stdio.
-const FD_MARGIN: u64 = 32;
+/// What to do when the connections asked for do not fit what the client has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OverCapacity {
+    /// Refuse before any load (exit 2).
+    Refuse,
+    /// Run with the connections that fit, and say so.
+    Cap,
+    /// Run as asked: the connections that do not fit fail as fd_unavail or addr_unavail.
+    Run,
+}
 
-/// Says before the run, not as a wall of errors after it, when the open-file limit is below
-/// what the run may need.
-pub fn warn_fd_limit(connections: usize, threads: usize) {
-    let (soft, hard) = sys::raise_fd_limit();
-    let need = connections as u64 + 2 * threads as u64 + FD_MARGIN;
-    if soft > 0 && need > soft {
-        eprintln!(
-            "loadlab: warning: this run may need {need} file descriptors but the open-file limit \
-             is {soft} (hard limit {hard}); connections beyond it will fail as fd_unavail. \
-             Raise it with `ulimit -n` (as root: also /etc/security/limits.conf)."
-        );
+/// Checks the run's connections against what the client has, before any load (see
+/// [`loadlab_runner::capacity`]): refuses (exit 2), or lowers them to what fits and returns
+/// the warning to show. An open loop's `--max-connections` is a ceiling, so it is lowered to
+/// what fits whatever the policy, with a warning.
+pub fn fit_connections(
+    config: &mut BenchConfig,
+    policy: OverCapacity,
+) -> anyhow::Result<Option<String>> {
+    use loadlab_runner::capacity;
+    let has = capacity::Has::here(config.source_ips.len());
+    let fmt = |n: usize| loadlab_stats::format::count(n as f64);
+    match &mut config.pacing {
+        Pacing::Closed => match capacity::check(&has, config.connections, config.threads) {
+            Ok(()) => Ok(None),
+            Err(short) => match policy {
+                OverCapacity::Refuse => Err(Failure::Usage(short.to_string()).into()),
+                OverCapacity::Run => Ok(Some(format!(
+                    "{} connections were asked for where {} allows {}: those beyond it fail as \
+                     the client's own errors (--over-capacity run)",
+                    fmt(short.asked),
+                    short.figure,
+                    fmt(short.fits)
+                ))),
+                OverCapacity::Cap if short.fits == 0 => {
+                    Err(Failure::Usage(format!("no connection fits: {}", short.figure)).into())
+                }
+                OverCapacity::Cap => {
+                    config.connections = short.fits;
+                    config.threads = config.threads.min(short.fits);
+                    Ok(Some(format!(
+                        "ran with {} connections, not the {} asked for: {} allows no more \
+                         (--over-capacity cap)",
+                        fmt(short.fits),
+                        fmt(short.asked),
+                        short.figure
+                    )))
+                }
+            },
+        },
+        Pacing::Open { max_connections, .. } | Pacing::Sessions { max_connections, .. } => {
+            let (fits, limit, figure) = capacity::fits(&has, config.threads);
+            let asked = *max_connections;
+            if asked <= fits {
+                return Ok(None);
+            }
+            if policy == OverCapacity::Run {
+                return Ok(Some(format!(
+                    "--max-connections {} is more than {figure} allows ({}): connections \
+                     beyond it fail as the client's own errors (--over-capacity run)",
+                    fmt(asked),
+                    fmt(fits)
+                )));
+            }
+            if fits < config.threads {
+                let short = capacity::Shortfall { limit, asked, fits, figure };
+                return Err(Failure::Usage(short.to_string()).into());
+            }
+            *max_connections = fits;
+            Ok(Some(format!(
+                "--max-connections lowered from {} to {}: {figure} allows no more",
+                fmt(asked),
+                fmt(fits)
+            )))
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use loadlab_engine::Stop;
+use loadlab_engine::{Pacing, Stop};
 use loadlab_runner::sweep::{run_sweep, KneeReport, Step, SweepOutcome, SweepPlan, SweepTarget};
 use loadlab_stats::knee::Criteria;
 use serde::Serialize;
@@ -109,10 +109,20 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
             (Some(n), _) => Stop::Count(n),
             (None, d) => Stop::Duration(d.unwrap_or(Duration::from_secs(10))),
         };
+        config.pacing = args.schedule.pacing(1.0, None);
+        if let Some(w) = load::fit_connections(&mut config, args.request.over_capacity)? {
+            eprintln!("loadlab: warning: {w}");
+        }
         let addr = load::reach(&mut config)?;
         targets.push(SweepTarget { config, addr, url: url.clone() });
     }
-    load::warn_fd_limit(args.schedule.max_connections, targets[0].config.threads);
+    // As fitted to what the client has (the same machine for every target).
+    let max_connections = match targets[0].config.pacing {
+        Pacing::Open { max_connections, .. } | Pacing::Sessions { max_connections, .. } => {
+            max_connections
+        }
+        Pacing::Closed => args.schedule.max_connections,
+    };
     let criteria = Criteria {
         max_error_ratio: args.max_errors,
         slo_p99_us: args.slo.map(|d| d.as_micros() as u64),
@@ -128,7 +138,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         calls: (args.calls_per_conn.is_some() || args.conns_per_step.is_some())
             .then(|| args.calls_per_conn.unwrap_or(1).max(1)),
         arrival: args.schedule.arrival.into(),
-        max_connections: args.schedule.max_connections,
+        max_connections,
         criteria,
         stop_after_knee: args.stop_after_knee,
         find_knee: args.find_knee,

@@ -7,11 +7,13 @@
 //! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]).
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
+//! - [`capacity`]: whether a run's connections fit the client's descriptors, ports, memory.
 //!
 //! What measures, what stands stacks up and who is told are traits
 //! ([`executor::Measure`], [`executor::Stacks`], [`executor::Events`]), so everything here is
 //! tested in process with fakes.
 
+pub mod capacity;
 pub mod cell;
 pub mod executor;
 pub mod limit;

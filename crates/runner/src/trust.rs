@@ -187,12 +187,19 @@ impl Verdict {
                 ),
                 format!(
                     "client starved: a worker waited for a CPU {} of the run ({} of the time it \
-                     wanted one; {} in all, {} preemptions) while other work held its CPUs, so \
-                     the request rate is the client's, not the server's",
+                     wanted one; {} in all, {} preemptions) while other work held its CPUs{}, \
+                     so the request rate is the client's, not the server's",
                     format::percent(waiting),
                     format::percent(denied),
                     format::seconds(r.cpu_wait().as_secs_f64()),
-                    format::count(r.involuntary_switches() as f64)
+                    format::count(r.involuntary_switches() as f64),
+                    // Who held them is not known; over loopback the server is a candidate.
+                    if r.link.is_loopback() {
+                        " (over loopback the server itself may be that work: pin client and \
+                         server to different CPUs to tell)"
+                    } else {
+                        ""
+                    }
                 ),
             );
         }

@@ -1,0 +1,208 @@
+//! Asking for more than the client has: what a run's connections need (descriptors, local
+//! ports toward the target, memory) against what this machine gives, checked before any load.
+//! A closed loop opens all its connections: one that cannot fit is refused, or run with what
+//! fits when the user asks. An open loop's `--max-connections` is a ceiling, not a need: it is
+//! lowered to what fits, with a note.
+
+use std::fmt;
+
+/// Descriptors a run needs beyond its connections and what is already open (stdio among
+/// them): the path probe's connection, and room for the store and the signal handler.
+pub const FD_RESERVE: u64 = 8;
+/// Descriptors per worker thread beyond its connections (epoll instance, timerfd).
+pub const FD_PER_THREAD: u64 = 2;
+/// Memory one open connection costs: the engine's slot (about 0.8 KB, measured as peak RSS
+/// growing 7.6 MB from 10,000 to 20,000 connections) and the kernel's socket, file and buffers
+/// at rest (a few KB), rounded up.
+pub const BYTES_PER_CONNECTION: u64 = 8 * 1024;
+/// The share of the available memory connections may take.
+pub const MEMORY_SHARE: f64 = 0.5;
+
+/// What the machine gives a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Has {
+    /// The open-file limit the run will have: the hard limit, to which the engine raises the
+    /// soft one.
+    pub fd_limit: u64,
+    /// Descriptors already open in this process.
+    pub fds_open: u64,
+    /// Local ports per source address toward one target (net.ipv4.ip_local_port_range).
+    pub ports: u64,
+    /// Source addresses the run spreads its connections over (1 without --source-ips).
+    pub source_ips: u64,
+    /// MemAvailable, in bytes; `None` when /proc/meminfo cannot be read.
+    pub memory: Option<u64>,
+}
+
+impl Has {
+    /// This machine, now.
+    pub fn here(source_ips: usize) -> Has {
+        let (_, hard) = loadlab_engine::sys::raise_fd_limit();
+        let fds_open =
+            std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64).saturating_sub(1);
+        let ports = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|s| parse_port_range(&s))
+            .unwrap_or(28_232);
+        let memory = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| mem_available(&s));
+        Has { fd_limit: hard, fds_open, ports, source_ips: source_ips.max(1) as u64, memory }
+    }
+}
+
+/// Which limit a run ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    Descriptors,
+    Ports,
+    Memory,
+}
+
+/// A run that does not fit: what limits it, to how many connections, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shortfall {
+    pub limit: Limit,
+    pub asked: usize,
+    /// Connections that fit.
+    pub fits: usize,
+    /// The limit's figure in words: "open-file limit 20,000".
+    pub figure: String,
+}
+
+impl fmt::Display for Shortfall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let how = match self.limit {
+            Limit::Descriptors => {
+                "raise it with `ulimit -Hn` and `ulimit -n` (as root; for \
+                                   services LimitNOFILE=, for logins /etc/security/limits.conf)"
+            }
+            Limit::Ports => {
+                "widen it with `sysctl net.ipv4.ip_local_port_range=\"1024 65535\"`, \
+                             or spread connections over more --source-ips"
+            }
+            Limit::Memory => "free memory, or use fewer connections",
+        };
+        write!(
+            f,
+            "{} connections do not fit: {} allows {}; {how}, or pass --over-capacity cap to run \
+             with {}",
+            loadlab_stats::format::count(self.asked as f64),
+            self.figure,
+            loadlab_stats::format::count(self.fits as f64),
+            loadlab_stats::format::count(self.fits as f64),
+        )
+    }
+}
+
+/// How many connections `threads` workers can hold open at once on a machine that `has`, and
+/// the tightest limit.
+pub fn fits(has: &Has, threads: usize) -> (usize, Limit, String) {
+    let reserve = FD_RESERVE + FD_PER_THREAD * threads as u64 + has.fds_open;
+    let by_fd = has.fd_limit.saturating_sub(reserve);
+    let by_ports = has.ports * has.source_ips;
+    let by_memory =
+        has.memory.map_or(u64::MAX, |m| (m as f64 * MEMORY_SHARE) as u64 / BYTES_PER_CONNECTION);
+    let count = loadlab_stats::format::count;
+    let mut best = (
+        by_fd,
+        Limit::Descriptors,
+        format!("the open-file limit of {} (hard)", count(has.fd_limit as f64)),
+    );
+    if by_ports < best.0 {
+        best = (
+            by_ports,
+            Limit::Ports,
+            format!(
+                "{} local ports toward one address{}",
+                count(has.ports as f64),
+                if has.source_ips > 1 {
+                    format!(" from each of {} source addresses", has.source_ips)
+                } else {
+                    String::new()
+                }
+            ),
+        );
+    }
+    if by_memory < best.0 {
+        best = (
+            by_memory,
+            Limit::Memory,
+            format!(
+                "half the available memory ({}) at {} per connection",
+                loadlab_stats::format::bytes(has.memory.unwrap_or(0) as f64),
+                loadlab_stats::format::bytes(BYTES_PER_CONNECTION as f64)
+            ),
+        );
+    }
+    (best.0.min(usize::MAX as u64) as usize, best.1, best.2)
+}
+
+/// Whether `connections` fit; the shortfall when they do not.
+pub fn check(has: &Has, connections: usize, threads: usize) -> Result<(), Shortfall> {
+    let (fits, limit, figure) = fits(has, threads);
+    if connections <= fits {
+        Ok(())
+    } else {
+        Err(Shortfall { limit, asked: connections, fits, figure })
+    }
+}
+
+fn parse_port_range(text: &str) -> Option<u64> {
+    let mut it = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    let (lo, hi) = (it.next()??, it.next()??);
+    (hi >= lo).then(|| hi - lo + 1)
+}
+
+fn mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn has(fd_limit: u64) -> Has {
+        Has { fd_limit, fds_open: 4, ports: 28_232, source_ips: 1, memory: Some(24 << 30) }
+    }
+
+    #[test]
+    fn descriptors_are_the_limit_with_the_reserve_counted() {
+        // 20,000 - 8 - 2 x 2 - 4 open = 19,984.
+        assert_eq!(check(&has(20_000), 19_984, 2), Ok(()));
+        let short = check(&has(20_000), 19_985, 2).unwrap_err();
+        assert_eq!((short.limit, short.fits), (Limit::Descriptors, 19_984));
+        let line = check(&has(20_000), 1_000_000, 2).unwrap_err().to_string();
+        assert!(line.starts_with("1,000,000 connections do not fit: the open-file limit of 20,000 (hard) allows 19,984; raise it with `ulimit -Hn`"), "{line}");
+        assert!(line.ends_with("--over-capacity cap to run with 19,984"), "{line}");
+    }
+
+    #[test]
+    fn ports_limit_when_descriptors_do_not_and_source_addresses_multiply_them() {
+        let h = has(1 << 20);
+        let short = check(&h, 100_000, 2).unwrap_err();
+        assert_eq!((short.limit, short.fits), (Limit::Ports, 28_232));
+        assert!(short.to_string().contains("ip_local_port_range"), "{short}");
+        let four = Has { source_ips: 4, ..h };
+        assert_eq!(check(&four, 100_000, 2), Ok(()));
+    }
+
+    #[test]
+    fn memory_limits_last_and_unknown_memory_does_not() {
+        let small = Has { memory: Some(64 << 20), ..has(1 << 20) };
+        let short = check(&small, 10_000, 1).unwrap_err();
+        // Half of 64 MiB at 8 KiB each.
+        assert_eq!((short.limit, short.fits), (Limit::Memory, 4_096));
+        assert_eq!(check(&Has { memory: None, ..small }, 10_000, 1), Ok(()));
+    }
+
+    #[test]
+    fn proc_files_are_read_as_the_kernel_writes_them() {
+        assert_eq!(parse_port_range("32768\t60999\n"), Some(28_232));
+        assert_eq!(parse_port_range("bad"), None);
+        assert_eq!(mem_available("MemTotal: 10 kB\nMemAvailable:   2048 kB\n"), Some(2 << 20));
+        assert_eq!(mem_available("MemTotal: 10 kB\n"), None);
+        let here = Has::here(1);
+        assert!(here.fd_limit > 0 && here.ports > 0, "{here:?}");
+    }
+}
