@@ -22,6 +22,9 @@ pub struct CompareArgs {
 
 pub fn run(args: CompareArgs) -> anyhow::Result<u8> {
     let store = open_existing(args.db.as_deref())?;
+    for id in [args.run_a, args.run_b] {
+        crate::report_cmd::say_unfinished(&store, RunId(id))?;
+    }
     let a = store.cells(RunId(args.run_a)).map_err(store_failure)?;
     let b = store.cells(RunId(args.run_b)).map_err(store_failure)?;
     let table = loadlab_report::compare_table(

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use loadlab_store::{RunId, Store};
+use loadlab_store::{RunId, RunStatus, Store};
 
 use crate::exit::{Failure, OK};
 use crate::run::{default_db, store_failure};
@@ -39,6 +39,7 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
     let store = open_existing(args.db.as_deref())?;
     let id = pick_run(&store, args.run)?;
+    say_unfinished(&store, id)?;
     match args.format {
         ReportFormat::Html => {
             let out = args.output.unwrap_or_else(|| PathBuf::from("report.html"));
@@ -65,6 +66,24 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
 }
 
 /// Renders run `id` into `path`.
+/// A run that did not finish is said before its figures, on stderr so that every format's
+/// output keeps its shape: which cells the report covers, and why there are no more.
+pub fn say_unfinished(store: &Store, id: RunId) -> anyhow::Result<()> {
+    let run = store.run(id).map_err(store_failure)?;
+    let why = match run.status {
+        RunStatus::Finished => return Ok(()),
+        RunStatus::Crashed => {
+            "crashed: the process that ran it is gone (killed, or the machine \
+                               restarted)"
+        }
+        RunStatus::Interrupted => "was interrupted",
+        RunStatus::Running => "is still running",
+    };
+    let cells = store.cells(id).map_err(store_failure)?.len();
+    eprintln!("loadlab: run {id} {why}; its {cells} finished cells are shown");
+    Ok(())
+}
+
 pub fn write_report(store: &Store, id: RunId, path: &Path) -> anyhow::Result<()> {
     let run = store.run(id).map_err(store_failure)?;
     let cells = store.cells(id).map_err(store_failure)?;

@@ -101,6 +101,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         started_at: SystemTime::now(),
         environment: environment(&packages),
     };
+    // Said once: a run whose process died is noticed by the next run into its store.
+    for crashed in store.unnoticed_crashes().map_err(store_failure)? {
+        eprintln!(
+            "loadlab: run {} ({}) did not finish: the process that ran it is gone (killed, or the \
+             machine restarted); its {} finished cells are kept (loadlab report {} --db {})",
+            crashed.id,
+            crashed.suite,
+            crashed.cells,
+            crashed.id,
+            db.display()
+        );
+        store.notice_crash(crashed.id, SystemTime::now()).map_err(store_failure)?;
+    }
     let run_id = store.begin_run(&info).map_err(store_failure)?;
     outln!("run {run_id} into {}", db.display())?;
 

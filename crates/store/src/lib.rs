@@ -22,6 +22,6 @@ mod store;
 pub use error::{Result, StoreError};
 pub use model::{
     CellId, CellRecord, ConfigRecord, Environment, Flag, LimitedBy, LoadModel, LoadSpec, Run,
-    RunId, RunInfo, RunStatus, RunSummary, Sample, TrustFlag,
+    RunId, RunInfo, RunProcess, RunStatus, RunSummary, Sample, TrustFlag,
 };
 pub use store::Store;

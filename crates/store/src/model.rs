@@ -42,6 +42,9 @@ pub enum RunStatus {
     Running,
     Finished,
     Interrupted,
+    /// Left `running` by a process that is gone (killed, crashed, the machine rebooted): its
+    /// committed cells are kept. Never written: read from the run's process.
+    Crashed,
 }
 
 impl RunStatus {
@@ -51,6 +54,7 @@ impl RunStatus {
             RunStatus::Running => "running",
             RunStatus::Finished => "finished",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Crashed => "crashed",
         }
     }
 
@@ -59,6 +63,7 @@ impl RunStatus {
             "running" => Some(RunStatus::Running),
             "finished" => Some(RunStatus::Finished),
             "interrupted" => Some(RunStatus::Interrupted),
+            "crashed" => Some(RunStatus::Crashed),
             _ => None,
         }
     }
@@ -68,6 +73,48 @@ impl fmt::Display for RunStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// What identifies the process that runs a run: its pid, and so that a reused pid or a reboot
+/// is not taken for it, the boot it ran in and its start time (clock ticks after boot).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunProcess {
+    pub pid: i32,
+    pub boot_id: String,
+    pub start_ticks: u64,
+}
+
+impl RunProcess {
+    /// The calling process; `None` where /proc does not say.
+    pub fn current() -> Option<RunProcess> {
+        RunProcess::of(std::process::id() as i32)
+    }
+
+    /// Process `pid` as it is now.
+    pub fn of(pid: i32) -> Option<RunProcess> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        Some(RunProcess { pid, boot_id: boot_id()?, start_ticks: start_ticks(&stat)? })
+    }
+
+    /// Whether this very process still exists: same boot, same pid, same start time. A zombie
+    /// counts as gone: it will never commit another cell.
+    pub fn alive(&self) -> bool {
+        RunProcess::of(self.pid).is_some_and(|now| now == *self)
+            && !std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).is_ok_and(|s| {
+                s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+    }
+}
+
+fn boot_id() -> Option<String> {
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    Some(id.trim().to_string())
+}
+
+/// Field 22 of /proc/PID/stat, counted after the command name (which may hold spaces and
+/// parentheses, so the fields start after the last ')').
+fn start_ticks(stat: &str) -> Option<u64> {
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// The machine and software a run measured on, so two runs can be told apart later.

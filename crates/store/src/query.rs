@@ -22,8 +22,8 @@ impl Store {
     pub fn runs(&self) -> Result<Vec<RunSummary>> {
         let mut stmt = self.conn.prepare(
             "SELECT r.id, r.suite, r.started_at, r.finished_at, r.status, \
-             (SELECT count(*) FROM cells c WHERE c.run_id = r.id) \
-             FROM runs r ORDER BY r.id",
+             (SELECT count(*) FROM cells c WHERE c.run_id = r.id), r.process, \
+             r.crash_noticed_at FROM runs r ORDER BY r.id",
         )?;
         let mut rows = stmt.query([])?;
         let mut runs = Vec::new();
@@ -34,7 +34,7 @@ impl Store {
                 suite: row.get(1)?,
                 started_at: from_ms(row.get(2)?),
                 finished_at: row.get::<_, Option<i64>>(3)?.map(from_ms),
-                status: status(&row.get::<_, String>(4)?, id)?,
+                status: effective(status(&row.get::<_, String>(4)?, id)?, row.get(6)?, row.get(7)?),
                 cells: uint(row.get(5)?, "cell count")?,
             });
         }
@@ -52,8 +52,8 @@ impl Store {
         let row = self
             .conn
             .query_row(
-                "SELECT suite, started_at, finished_at, status, environment FROM runs \
-                 WHERE id = ?1",
+                "SELECT suite, started_at, finished_at, status, environment, process, \
+                 crash_noticed_at FROM runs WHERE id = ?1",
                 [id.0],
                 |row| {
                     Ok((
@@ -62,18 +62,20 @@ impl Store {
                         row.get::<_, Option<i64>>(2)?,
                         row.get::<_, String>(3)?,
                         row.get::<_, String>(4)?,
+                        row.get::<_, Option<String>>(5)?,
+                        row.get::<_, Option<i64>>(6)?,
                     ))
                 },
             )
             .optional()?;
-        let (suite, started_at, finished_at, st, environment) =
+        let (suite, started_at, finished_at, st, environment, process, noticed) =
             row.ok_or(StoreError::UnknownRun(id))?;
         Ok(Run {
             id,
             suite,
             started_at: from_ms(started_at),
             finished_at: finished_at.map(from_ms),
-            status: status(&st, id)?,
+            status: effective(status(&st, id)?, process, noticed),
             environment: from_json(&environment, &format!("environment of run {id}"))?,
         })
     }
@@ -274,6 +276,22 @@ fn ensure_run(conn: &Connection, run: RunId) -> Result<()> {
     conn.query_row("SELECT 1 FROM runs WHERE id = ?1", [run.0], |_| Ok(()))
         .optional()?
         .ok_or(StoreError::UnknownRun(run))
+}
+
+/// A run stored as `running` whose process is gone (or whose crash a later run noticed) has
+/// crashed. Runs stored before the process was recorded stay as stored.
+fn effective(stored: RunStatus, process: Option<String>, noticed: Option<i64>) -> RunStatus {
+    if stored != RunStatus::Running {
+        return stored;
+    }
+    let gone = process
+        .and_then(|p| serde_json::from_str::<crate::model::RunProcess>(&p).ok())
+        .is_some_and(|p| !p.alive());
+    if gone || noticed.is_some() {
+        RunStatus::Crashed
+    } else {
+        stored
+    }
 }
 
 fn status(text: &str, run: RunId) -> Result<RunStatus> {

@@ -118,6 +118,13 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE cells ADD COLUMN limited_by TEXT
         CHECK (limited_by IS NULL OR json_valid(limited_by));
     ",
+    // 3: the process that runs a run (JSON: pid, boot id, start time), to tell a run still
+    // going from one whose process is gone; and when a later run said it had crashed. A
+    // crashed run keeps status 'running' in the table: 'crashed' is what the process tells.
+    "
+    ALTER TABLE runs ADD COLUMN process TEXT CHECK (process IS NULL OR json_valid(process));
+    ALTER TABLE runs ADD COLUMN crash_noticed_at INTEGER;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -79,14 +79,54 @@ impl Store {
         Ok(schema::version(&self.conn)?)
     }
 
-    /// Records a new run as `running` and returns its id.
+    /// Records a new run as `running`, run by this process, and returns its id.
     pub fn begin_run(&mut self, info: &RunInfo) -> Result<RunId> {
         let environment = to_json(&info.environment, "the environment")?;
+        let process = crate::model::RunProcess::current()
+            .map(|p| to_json(&p, "the run's process"))
+            .transpose()?;
         self.conn.execute(
-            "INSERT INTO runs (suite, started_at, status, environment) VALUES (?1, ?2, ?3, ?4)",
-            params![info.suite, to_ms(info.started_at), RunStatus::Running.as_str(), environment],
+            "INSERT INTO runs (suite, started_at, status, environment, process) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                info.suite,
+                to_ms(info.started_at),
+                RunStatus::Running.as_str(),
+                environment,
+                process
+            ],
         )?;
         Ok(RunId(self.conn.last_insert_rowid()))
+    }
+
+    /// Runs that crashed (their process is gone, see [`RunStatus::Crashed`]) and that no later
+    /// run has said so of yet, oldest first.
+    pub fn unnoticed_crashes(&self) -> Result<Vec<crate::model::RunSummary>> {
+        let noticed = self.crash_noticed()?;
+        Ok(self
+            .runs()?
+            .into_iter()
+            .filter(|r| r.status == RunStatus::Crashed && !noticed.contains(&r.id))
+            .collect())
+    }
+
+    /// Records that a run's crash was said, so it is said once.
+    pub fn notice_crash(&mut self, run: RunId, at: std::time::SystemTime) -> Result<()> {
+        let changed = self.conn.execute(
+            "UPDATE runs SET crash_noticed_at = ?2 WHERE id = ?1",
+            params![run.0, to_ms(at)],
+        )?;
+        if changed == 0 {
+            return Err(StoreError::UnknownRun(run));
+        }
+        Ok(())
+    }
+
+    fn crash_noticed(&self) -> Result<Vec<RunId>> {
+        let mut stmt =
+            self.conn.prepare("SELECT id FROM runs WHERE crash_noticed_at IS NOT NULL")?;
+        let ids = stmt.query_map([], |row| row.get(0))?;
+        Ok(ids.collect::<rusqlite::Result<Vec<i64>>>()?.into_iter().map(RunId).collect())
     }
 
     /// Sets a run's final status. `finished_at` is kept unless the status is `Running`.

@@ -406,11 +406,44 @@ fn a_killed_run_keeps_its_committed_cells() {
         .status;
     assert!(!status.success(), "the child should have aborted");
 
-    let store = Store::open(&path).unwrap();
+    // Its process is gone: the run crashed, and its committed cells are kept.
+    let mut store = Store::open(&path).unwrap();
     let runs = store.runs().unwrap();
-    assert_eq!((runs.len(), runs[0].status, runs[0].cells), (1, RunStatus::Running, 2));
+    assert_eq!((runs.len(), runs[0].status, runs[0].cells), (1, RunStatus::Crashed, 2));
+    assert_eq!(store.run(runs[0].id).unwrap().status, RunStatus::Crashed);
     let got = store.cells(runs[0].id).unwrap();
     assert_same_cell(&got[1], &cell(1, 10, 2));
+
+    // The next run is told once: noticed, it is no longer new, and still crashed.
+    let crashed = store.unnoticed_crashes().unwrap();
+    assert_eq!(crashed.iter().map(|r| (r.id, r.cells)).collect::<Vec<_>>(), [(runs[0].id, 2)]);
+    store.notice_crash(runs[0].id, at(1_750_000_500_000)).unwrap();
+    assert!(store.unnoticed_crashes().unwrap().is_empty());
+    assert_eq!(store.runs().unwrap()[0].status, RunStatus::Crashed);
+    // A run of this live process is running, not crashed, and not among the crashes.
+    let live = store.begin_run(&run_info("classic")).unwrap();
+    assert_eq!(store.run(live).unwrap().status, RunStatus::Running);
+    assert!(store.unnoticed_crashes().unwrap().is_empty());
+}
+
+#[test]
+fn a_runs_process_is_itself_and_not_a_reused_pid_or_another_boot() {
+    use loadlab_store::RunProcess;
+    let me = RunProcess::current().expect("this process in /proc");
+    assert_eq!(me.pid, std::process::id() as i32);
+    assert!(me.alive());
+    // The same pid started at another time (a reused pid), or in another boot: gone.
+    assert!(!RunProcess { start_ticks: me.start_ticks + 1, ..me.clone() }.alive());
+    assert!(!RunProcess { boot_id: "another-boot".into(), ..me.clone() }.alive());
+    // A pid that no process has (above the kernel's pid_max).
+    assert!(!RunProcess { pid: i32::MAX, ..me.clone() }.alive());
+    // A child that exited and was reaped is gone.
+    let mut child = Command::new("true").spawn().unwrap();
+    let proc = RunProcess::of(child.id() as i32);
+    child.wait().unwrap();
+    if let Some(p) = proc {
+        assert!(!p.alive(), "{p:?}");
+    }
 }
 
 #[test]

@@ -13,6 +13,7 @@ use tempfile::TempDir;
 
 use crate::support::{assert_success, loadlab, output_within, skip, wait_until};
 
+mod crash;
 mod pools;
 
 /// A run of the tiny suite takes about 3 s; this bounds a hung one (as the lab tests' limit
