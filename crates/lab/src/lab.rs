@@ -274,10 +274,19 @@ impl Lab {
             .tiers
             .iter()
             .filter_map(|t| {
+                use crate::pools::PoolStatus;
                 let pool = match t.tier {
-                    Tier::PhpFpm => Some(crate::pools::PoolStatus::PhpFpm {
+                    Tier::PhpFpm => Some(PoolStatus::PhpFpm {
                         status: crate::servers::php_fpm::status_socket(&record.run_dir),
                         listen: crate::servers::php_fpm::listen_socket(&record.run_dir),
+                    }),
+                    Tier::Apache { mode } => t.port.map(|port| PoolStatus::Apache {
+                        port,
+                        max: crate::servers::apache::Apache::max_workers(mode, &record.knobs),
+                    }),
+                    Tier::Nginx { .. } => t.port.map(|port| PoolStatus::Nginx {
+                        port,
+                        max: crate::servers::nginx::max_connections(&record.knobs),
                     }),
                     _ => None,
                 };

@@ -7,9 +7,13 @@
 //!   (`pm.status_listen`), served by php-fpm's own process, so it answers when every child is
 //!   busy. Its `listen queue` counts only for TCP listeners on Linux: the lab's pools listen on
 //!   a unix socket, so the queue is read from the kernel's socket table instead ([`unix_queue`]).
-//! - Apache: `mod_status`'s `server-status?auto` (BusyWorkers, IdleWorkers) on a loopback-only
-//!   port that the load never uses; the maximum is the MPM's MaxRequestWorkers from the
-//!   generated config.
+//! - Apache: `mod_status`'s `server-status?auto` (BusyWorkers, IdleWorkers) at a location the
+//!   load never asks for; the maximum is the MPM's MaxRequestWorkers from the generated config.
+//!   The status is served by a worker like any request: when every worker is busy it waits
+//!   in the listen queue, so a status that does not answer within [`STATUS_TIMEOUT`] is read as
+//!   a full pool (`waited`), and the queue is read from the kernel's socket table.
+//! - nginx: `stub_status` (active connections) against `worker_processes` times its 4096
+//!   `worker_connections`: nginx's pool is connections, and its event loop always answers.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,8 +28,10 @@ pub const STATUS_TIMEOUT: Duration = Duration::from_millis(300);
 pub enum PoolStatus {
     /// php-fpm's status socket, and the socket its pool listens on (for the queue).
     PhpFpm { status: PathBuf, listen: PathBuf },
-    /// Apache's status port on 127.0.0.1, and MaxRequestWorkers.
+    /// Apache's port on 127.0.0.1, and MaxRequestWorkers.
     Apache { port: u16, max: u32 },
+    /// nginx's port on 127.0.0.1, and the connections its workers may hold.
+    Nginx { port: u16, max: u32 },
 }
 
 /// One reading of a pool.
@@ -40,6 +46,10 @@ pub struct PoolReading {
     /// False when the status page did not answer within [`STATUS_TIMEOUT`]: then the other
     /// fields are zero and say nothing.
     pub answered: bool,
+    /// Apache: the status page waited behind the load past [`STATUS_TIMEOUT`], which only a
+    /// pool with no free worker makes it do: `busy` is then `max`, inferred, not read.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub waited: bool,
 }
 
 impl PoolReading {
@@ -67,10 +77,34 @@ impl PoolStatus {
                     })
             }
             PoolStatus::Apache { port, max } => {
-                crate::http::get_within(*port, "/loadlab-server-status?auto", STATUS_TIMEOUT)
+                match crate::http::get_within(*port, "/loadlab-server-status?auto", STATUS_TIMEOUT)
+                {
+                    Ok(r) if r.status == 200 => {
+                        parse_apache(&String::from_utf8_lossy(&r.body), *max).map(|mut r| {
+                            r.listen_queue = tcp_queue(*port);
+                            r
+                        })
+                    }
+                    Ok(_) => None,
+                    Err(e) if timed_out(&e) => Some(PoolReading {
+                        busy: *max,
+                        max: *max,
+                        listen_queue: tcp_queue(*port),
+                        answered: true,
+                        waited: true,
+                    }),
+                    Err(_) => None,
+                }
+            }
+            PoolStatus::Nginx { port, max } => {
+                crate::http::get_within(*port, "/loadlab-nginx-status", STATUS_TIMEOUT)
                     .ok()
                     .filter(|r| r.status == 200)
-                    .and_then(|r| parse_apache(&String::from_utf8_lossy(&r.body), *max))
+                    .and_then(|r| parse_nginx(&String::from_utf8_lossy(&r.body), *max))
+                    .map(|mut r| {
+                        r.listen_queue = tcp_queue(*port);
+                        r
+                    })
             }
         };
         read.unwrap_or_default()
@@ -92,6 +126,7 @@ pub fn parse_php_fpm(text: &str) -> Option<PoolReading> {
         max: field("total processes")? as u32,
         listen_queue: field("listen queue"),
         answered: true,
+        waited: false,
     })
 }
 
@@ -103,10 +138,48 @@ pub fn parse_apache(text: &str, max: u32) -> Option<PoolReading> {
             (k.trim() == name).then(|| v.trim().parse().ok()).flatten()
         })
     };
-    // The request for the status page is itself one busy worker.
-    let busy = field("BusyWorkers")?.saturating_sub(1);
+    // The worker serving the status page counts as busy: at that instant it is one the load
+    // could not have, and when the page was served the pool had at most this many free.
+    let busy = field("BusyWorkers")?;
     field("IdleWorkers")?;
-    Some(PoolReading { busy, max, listen_queue: None, answered: true })
+    Some(PoolReading { busy, max, listen_queue: None, answered: true, waited: false })
+}
+
+/// Whether a status read failed by timing out (the kernel's EAGAIN on a timed read, or the
+/// connect's own timeout), not by being refused.
+fn timed_out(error: &str) -> bool {
+    error.contains("timed out") || error.contains("temporarily unavailable")
+}
+
+/// nginx's `stub_status`: "Active connections: N" (the status request's own included).
+pub fn parse_nginx(text: &str, max: u32) -> Option<PoolReading> {
+    let line = text.lines().find(|l| l.starts_with("Active connections:"))?;
+    let active: u32 = line.split(':').nth(1)?.trim().parse().ok()?;
+    Some(PoolReading {
+        busy: active.saturating_sub(1),
+        max,
+        listen_queue: None,
+        answered: true,
+        waited: false,
+    })
+}
+
+/// The accept queue of the TCP listener on 127.0.0.1:`port` (Recv-Q of a listener in `ss`).
+pub fn tcp_queue(port: u16) -> Option<u64> {
+    let out = std::process::Command::new(crate::programs::SS.find().ok()?)
+        .args(["-ltnH"])
+        .output()
+        .ok()?;
+    parse_ss_tcp(&String::from_utf8_lossy(&out.stdout), port)
+}
+
+/// `ss -ltnH` lines: `LISTEN 0 511 127.0.0.1:8080 0.0.0.0:*`: Recv-Q is the second field.
+fn parse_ss_tcp(text: &str, port: u16) -> Option<u64> {
+    let want = format!("127.0.0.1:{port}");
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() >= 4 && f[3] == want).then(|| f[1].parse().ok()).flatten()
+    })
 }
 
 /// The accept queue of the listening unix socket at `path`: the receive-queue column of
@@ -143,7 +216,10 @@ mod tests {
     #[test]
     fn php_fpm_status_gives_busy_of_total() {
         let r = parse_php_fpm(FPM).unwrap();
-        assert_eq!(r, PoolReading { busy: 2, max: 2, listen_queue: Some(0), answered: true });
+        assert_eq!(
+            r,
+            PoolReading { busy: 2, max: 2, listen_queue: Some(0), answered: true, waited: false }
+        );
         assert!(r.full());
         let half =
             parse_php_fpm(&FPM.replace("active processes:     2", "active processes:     1"))
@@ -154,18 +230,35 @@ mod tests {
 
     #[test]
     fn a_queue_with_a_free_worker_is_not_full_and_silence_is_not_a_reading() {
-        let r = PoolReading { busy: 36, max: 50, listen_queue: Some(7), answered: true };
+        let r =
+            PoolReading { busy: 36, max: 50, listen_queue: Some(7), answered: true, waited: false };
         assert!(!r.full());
         assert!(!PoolReading::default().full());
     }
 
     #[test]
-    fn apache_status_counts_busy_workers_less_its_own_request() {
-        let text = "Total Accesses: 10\nBusyWorkers: 6\nIdleWorkers: 0\nScoreboard: WWWWWW\n";
+    fn apache_status_counts_busy_workers_its_own_included() {
+        let text = "Total Accesses: 10\nBusyWorkers: 5\nIdleWorkers: 0\nScoreboard: WWWWW\n";
         let r = parse_apache(text, 5).unwrap();
         assert_eq!((r.busy, r.max, r.answered), (5, 5, true));
         assert!(r.full());
+        let free = "BusyWorkers: 4\nIdleWorkers: 1\n";
+        assert!(!parse_apache(free, 5).unwrap().full());
         assert_eq!(parse_apache("BusyWorkers: 3\n", 5), None);
+    }
+
+    #[test]
+    fn nginx_counts_active_connections_less_its_own() {
+        let text = "Active connections: 21 \nserver accepts handled requests\n 5 5 9 \n\
+                    Reading: 0 Writing: 20 Waiting: 1 \n";
+        let r = parse_nginx(text, 8192).unwrap();
+        assert_eq!((r.busy, r.max, r.full()), (20, 8192, false));
+        assert!(parse_nginx("Active connections: 9\n", 8).unwrap().full());
+        assert_eq!(parse_nginx("nothing", 8), None);
+        let tcp =
+            "LISTEN 12  511  127.0.0.1:8080  0.0.0.0:*\nLISTEN 0 511 127.0.0.1:80 0.0.0.0:*\n";
+        assert_eq!(parse_ss_tcp(tcp, 8080), Some(12));
+        assert_eq!(parse_ss_tcp(tcp, 81), None);
     }
 
     #[test]

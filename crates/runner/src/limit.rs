@@ -148,19 +148,29 @@ pub struct PoolSeen {
     pub max: u32,
     pub busy: u32,
     pub queue: Option<u64>,
+    /// Samples whose status page waited behind the load (Apache: every worker busy).
+    pub waited: usize,
 }
 
 impl PoolSeen {
     /// "2 of 2 children busy in 3 of 3 samples, listen queue up to 18".
     pub fn evidence(&self) -> String {
-        let who = if self.tier == "php-fpm" { "children" } else { "workers" };
+        let who = match self.tier.as_str() {
+            "php-fpm" => "children",
+            "nginx" => "connections",
+            _ => "workers",
+        };
         let queue = match self.queue {
             Some(q) if q > 0 => format!(", listen queue up to {q}"),
             Some(_) => ", listen queue empty".to_string(),
             None => String::new(),
         };
+        let waited = match self.waited {
+            0 => String::new(),
+            n => format!(" (in {n}, its status page waited over 300 ms behind the load)"),
+        };
         format!(
-            "{} of {} {who} busy in {} of {} samples{queue}",
+            "{} of {} {who} busy in {} of {} samples{waited}{queue}",
             self.busy, self.max, self.full, self.answered
         )
     }
@@ -181,6 +191,7 @@ pub fn pools(samples: &[loadlab_lab::Sample]) -> Vec<PoolSeen> {
                     max: 0,
                     busy: 0,
                     queue: None,
+                    waited: 0,
                 });
                 seen.len() - 1
             }
@@ -191,6 +202,7 @@ pub fn pools(samples: &[loadlab_lab::Sample]) -> Vec<PoolSeen> {
         p.max = p.max.max(r.max);
         p.busy = p.busy.max(r.busy);
         p.queue = p.queue.max(r.listen_queue);
+        p.waited += usize::from(r.waited);
     }
     seen
 }

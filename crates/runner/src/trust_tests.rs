@@ -142,6 +142,7 @@ fn pool_sample(pct: f64, busy: u32, max: u32, queue: u64) -> loadlab_lab::Sample
         max,
         listen_queue: Some(queue),
         answered: true,
+        waited: false,
     });
     s
 }
@@ -175,4 +176,28 @@ fn a_pool_full_most_of_the_cell_limited_it_unless_its_cpu_did() {
     let mut silent = pool_sample(50.0, 0, 0, 0);
     silent.tiers[1].pool = Some(loadlab_lab::pools::PoolReading::default());
     assert_eq!(limited_by(&r, &v, &[silent], 2).limit, Limit::NotDetermined);
+}
+
+#[test]
+fn an_apache_pool_whose_status_waited_is_full_and_says_it_was_inferred() {
+    let r = result(Pacing::Closed, 1000, 1.0, 100, 0.2);
+    let v = Verdict::judge(&closed(), &r);
+    let waited = |queue| {
+        let mut s = sample(&[("apache", 60.0)], 70.0);
+        s.tiers[0].pool = Some(loadlab_lab::pools::PoolReading {
+            busy: 5,
+            max: 5,
+            listen_queue: Some(queue),
+            answered: true,
+            waited: true,
+        });
+        s
+    };
+    let l = limited_by(&r, &v, &[waited(16), waited(15)], 2);
+    assert_eq!(l.limit, Limit::WorkerPool("apache".into()), "{l:?}");
+    assert_eq!(
+        l.evidence,
+        "5 of 5 workers busy in 2 of 2 samples (in 2, its status page waited over 300 ms behind \
+         the load), listen queue up to 16"
+    );
 }

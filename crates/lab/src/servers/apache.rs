@@ -31,6 +31,16 @@ impl Apache {
     /// MaxConnectionsPerChild); event's are Debian's. `--workers N` sets prefork's
     /// MaxRequestWorkers (mod_php runs in those, so it is the PHP count too), or event's
     /// process count (25 threads each).
+    /// Workers the MPM may run at once: prefork's MaxRequestWorkers, or event's processes
+    /// times 25 threads (see [`Apache::mpm_settings`]).
+    pub fn max_workers(mode: ApacheMode, knobs: &crate::knobs::Knobs) -> u32 {
+        let n = knobs.workers;
+        match mode {
+            ApacheMode::PreforkModPhp => n.unwrap_or(150),
+            ApacheMode::EventFpm => n.map_or(150, |n| n * 25),
+        }
+    }
+
     fn mpm_settings(&self, plan: &Plan) -> String {
         let n = plan.knobs.workers;
         match self.mode {

@@ -13,6 +13,20 @@ const CONF: &str = include_str!("../../templates/nginx.conf");
 const FASTCGI: &str = include_str!("../../templates/nginx-fastcgi.conf");
 const PROXY: &str = include_str!("../../templates/nginx-proxy.conf");
 
+/// Each worker's `worker_connections` (the template's).
+pub const WORKER_CONNECTIONS: u32 = 4096;
+
+/// The connections nginx's workers may hold at once: `worker_processes` (auto: one per CPU the
+/// stack may use) times [`WORKER_CONNECTIONS`].
+pub fn max_connections(knobs: &crate::knobs::Knobs) -> u32 {
+    let cpus = knobs
+        .cpus
+        .as_ref()
+        .map(|c| c.0.len())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    knobs.workers.unwrap_or(cpus as u32) * WORKER_CONNECTIONS
+}
+
 pub struct Nginx {
     pub php: NginxPhp,
 }
@@ -78,6 +92,7 @@ impl Server for Nginx {
         let mut vars = plan.common_vars();
         vars.extend([
             ("workers", knobs.workers.map_or("auto".to_string(), |n| n.to_string())),
+            ("worker_connections", WORKER_CONNECTIONS.to_string()),
             ("user", user_line(plan, |u, g| format!("user {u} {g};"))),
             ("keepalive", keepalive),
             ("access_log", access_log),
