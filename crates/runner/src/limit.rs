@@ -243,7 +243,9 @@ pub fn limited_by(
     let tiers = tier_cpu(samples, tier_cpus);
     // A client that waited for CPUs the stack's own tiers held did not lose them to other
     // work: on a shared machine that is the machine's limit, judged below.
-    let starved_by_stack = starved_by_stack(r, &tiers, samples);
+    // Nor did a client that waited while the link carried what it could (seen at 475 of a
+    // 500 Mbit/s shaper: the kernel's packet work held the CPUs): the link set the pace.
+    let starved_by_stack = starved_by_stack(r, &tiers, samples) || verdict.has(Flag::NetworkBound);
     let client =
         [Flag::ClientSaturated, Flag::ClientStarved, Flag::FdExhausted, Flag::ConnectionsExhausted];
     if let Some(f) = verdict

@@ -201,3 +201,13 @@ fn an_apache_pool_whose_status_waited_is_full_and_says_it_was_inferred() {
          the load), listen queue up to 16"
     );
 }
+
+#[test]
+fn a_starved_client_that_filled_a_queued_link_is_the_networks_limit() {
+    let mut r = probed(6, &[14_000, 15_000, 16_000], 0.18);
+    r.workers[0].cpu_wait = Duration::from_secs_f64(0.3);
+    let v = Verdict::judge(&closed(), &r);
+    assert!(v.has(Flag::ClientStarved) && v.has(Flag::NetworkBound), "{:?}", v.findings);
+    let quiet = [sample(&[("nginx", 20.0)], 40.0)];
+    assert_eq!(limited_by(&r, &v, &quiet, 2).limit, Limit::Network);
+}
