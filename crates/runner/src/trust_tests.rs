@@ -41,6 +41,10 @@ fn a_client_that_waited_for_its_cpu_is_starved_only_past_both_shares() {
     assert!(Verdict::judge(&closed(), &waited(0.3, 0.17)).has(Flag::ClientStarved));
     // Nothing waited: nothing said.
     assert!(Verdict::judge(&closed(), &waited(0.3, 0.0)).findings.is_empty());
+    // A run of 20 ms that waited 4 ms: a share, but too little time to mean anything.
+    let mut short = result(Pacing::Closed, 200, 0.02, 100, 0.2);
+    short.workers[0].cpu_wait = Duration::from_millis(4);
+    assert!(!Verdict::judge(&closed(), &short).has(Flag::ClientStarved));
 }
 
 /// A result on a veth whose probes saw `idle` µs before the load and `load` µs during it.

@@ -132,10 +132,17 @@ fn fixed_rate_of_5000_is_kept_against_nginx() {
         assert!(opened <= 200, "{report:#}");
     }
     assert_corrected_dominates(&report);
-    // Nothing else is wrong: at most the schedule warning above.
+    // Nothing else is wrong: at most the schedule warning above, and, when a loaded machine
+    // kept the client off its CPU (what makes a schedule slip), the starvation that explains it.
     let warnings = strings(&report, "warnings");
-    assert!(warnings.iter().all(|w| w.contains("schedule was not kept")), "{warnings:?}");
-    assert_eq!(warnings.is_empty(), kept, "{warnings:?}");
+    assert!(
+        warnings
+            .iter()
+            .all(|w| w.contains("schedule was not kept") || w.starts_with("client starved")),
+        "{warnings:?}"
+    );
+    let missed = warnings.iter().any(|w| w.contains("schedule was not kept"));
+    assert_eq!(missed, !kept, "{warnings:?}");
 }
 
 /// Poisson arrivals have the offered mean rate; over 2 s (4,000 arrivals, a relative standard
