@@ -95,6 +95,9 @@ fn parse_rates(s: &str) -> Result<RateList, String> {
 }
 
 pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
+    // Ctrl-C is ours from the start: one that comes during the pre-flight checks ends the
+    // sweep with its (empty) knee, as one during a step does, not by the default signal.
+    crate::signals::control()?;
     let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
     if args.rates.0.is_empty() {
         return Err(usage("--rates: no rate given".into()));
@@ -200,6 +203,9 @@ fn write_csv(path: &std::path::Path, steps: &[Step], hosts: usize) -> std::io::R
         header.extend(CSV_COLUMNS.iter().map(|c| format!("{c}{}", suffix(h))));
     }
     writeln!(out, "{}", header.join(","))?;
+    // autobench's columns have no place to say a step was cut short: interrupted steps are
+    // left out (the table and the JSON show them).
+    let steps: Vec<&Step> = steps.iter().filter(|s| !s.interrupted).collect();
     let mut rates: Vec<f64> = steps.iter().map(|s| s.offered_rps).collect();
     rates.sort_by(f64::total_cmp);
     rates.dedup();
@@ -300,7 +306,11 @@ impl Table {
         if s.non_2xx > 0 {
             trust.push(&non_2xx);
         }
-        if !s.trusted {
+        if s.interrupted {
+            // What a step stopped part-way shows is no finding about anyone.
+            trust.clear();
+            trust.push("INTERRUPTED: not judged");
+        } else if !s.trusted {
             trust.push("-> says nothing about the server");
         }
         if s.bisect {
@@ -325,6 +335,15 @@ impl Table {
         self.line("")?;
         for k in knees {
             let text = match (k.offered_rps, k.reason.as_str()) {
+                _ if k.interrupted && k.steps_judged == 0 => format!(
+                    "knee of {}: not found: the sweep was interrupted before any step finished",
+                    k.target
+                ),
+                (Some(rate), "none") if k.interrupted => format!(
+                    "knee of {}: above {rate} req/s, the highest of the {} steps that finished \
+                     (the sweep was interrupted; none of them failed)",
+                    k.target, k.steps_judged
+                ),
                 (Some(rate), "none") => format!(
                     "knee of {}: above {rate} req/s, the highest rate tried (every step passed)",
                     k.target
@@ -342,6 +361,11 @@ impl Table {
                     k.target,
                     k.next_offered_rps.unwrap_or(0.0)
                 ),
+            };
+            let text = if k.interrupted && k.steps_judged > 0 && k.reason != "none" {
+                format!("{text} (interrupted: of the {} steps that finished)", k.steps_judged)
+            } else {
+                text
             };
             self.line(&text)?;
         }

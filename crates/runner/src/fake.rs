@@ -112,7 +112,11 @@ impl Measure for FakeEngine {
             r.tally.unfinished = ((offered - achieved) * secs) as u64;
         }
         let stopping = self.stop_after.is_some_and(|n| self.measured.borrow().len() >= n);
-        r.interrupted = stopping && self.interrupt_in_measure;
+        if stopping && self.interrupt_in_measure {
+            // Stopped in its warm-up, as Ctrl-C early in a step does: nothing measured.
+            r = result(config.pacing, 0, 0.01, latency, cpu);
+            r.interrupted = true;
+        }
         Ok(r)
     }
 

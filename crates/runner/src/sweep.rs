@@ -86,6 +86,9 @@ pub struct Step {
     pub trusted: bool,
     /// Added by bisection between two planned steps.
     pub bisect: bool,
+    /// Ctrl-C stopped the step before its end: its figures cover part of a step (or only its
+    /// warm-up), so it is shown but never judged: no knee comes from it.
+    pub interrupted: bool,
 }
 
 /// The step's flags as booleans (the JSON keys of docs/sweep.md), read from the verdict.
@@ -126,6 +129,11 @@ pub struct KneeReport {
     pub reason: String,
     /// The first failing step's offered rate.
     pub next_offered_rps: Option<f64>,
+    /// Steps of this target that finished and were judged (interrupted ones are not).
+    pub steps_judged: usize,
+    /// The sweep was interrupted: the knee is that of the steps that finished, and `none`
+    /// means only that none of them failed.
+    pub interrupted: bool,
 }
 
 /// What a sweep found.
@@ -201,7 +209,11 @@ pub fn run_sweep(
         .targets
         .iter()
         .enumerate()
-        .map(|(t, target)| knee_report(&sorted_steps(&steps, t + 1), &plan.criteria, &target.url))
+        .map(|(t, target)| {
+            let mut k = knee_report(&sorted_steps(&steps, t + 1), &plan.criteria, &target.url);
+            k.interrupted = interrupted;
+            k
+        })
         .collect();
     Ok(SweepOutcome { steps, knees, interrupted })
 }
@@ -270,6 +282,7 @@ fn step_of(
         findings: verdict.findings.clone(),
         trusted: verdict.trusted(),
         bisect,
+        interrupted: r.interrupted,
     }
 }
 
@@ -288,9 +301,10 @@ fn points(steps: &[&Step]) -> Vec<StepPoint> {
     steps.iter().map(|s| point(s)).collect()
 }
 
-/// One target's steps in ascending order of offered rate.
+/// One target's finished steps in ascending order of offered rate: an interrupted step is
+/// never judged (it would read as a server that broke).
 pub fn sorted_steps(steps: &[Step], host: usize) -> Vec<&Step> {
-    let mut mine: Vec<&Step> = steps.iter().filter(|s| s.host == host).collect();
+    let mut mine: Vec<&Step> = steps.iter().filter(|s| s.host == host && !s.interrupted).collect();
     mine.sort_by(|a, b| a.offered_rps.total_cmp(&b.offered_rps));
     mine
 }
@@ -308,6 +322,8 @@ fn knee_report(steps: &[&Step], criteria: &Criteria, url: &str) -> KneeReport {
             Some((_, b)) => breach_name(b).into(),
         },
         next_offered_rps: k.first_bad.map(|(i, _)| steps[i].offered_rps),
+        steps_judged: steps.len(),
+        interrupted: false,
     }
 }
 

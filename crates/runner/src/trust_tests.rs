@@ -215,3 +215,38 @@ fn a_starved_client_that_filled_a_queued_link_is_the_networks_limit() {
     let quiet = [sample(&[("nginx", 20.0)], 40.0)];
     assert_eq!(limited_by(&r, &v, &quiet, 2).limit, Limit::Network);
 }
+
+/// A step that Ctrl-C cut short (in its warm-up: nothing completed) is shown but not judged:
+/// the knee is that of the steps that finished, never "the next step broke: throughput".
+#[test]
+fn an_interrupted_step_is_never_a_failed_step() {
+    use crate::fake::FakeEngine;
+    use crate::sweep::{run_sweep, SweepPlan, SweepTarget};
+    use loadlab_stats::knee::Criteria;
+    let mut engine = FakeEngine::new(10_000.0);
+    engine.stop_after = Some(3);
+    engine.interrupt_in_measure = true;
+    let plan = SweepPlan {
+        rates: vec![500.0, 800.0, 1200.0, 1600.0],
+        targets: vec![SweepTarget {
+            config: closed(),
+            addr: "127.0.0.1:9".parse().unwrap(),
+            url: "http://127.0.0.1:9/".into(),
+        }],
+        calls: None,
+        arrival: loadlab_engine::Arrival::Fixed,
+        max_connections: 100,
+        criteria: Criteria::default(),
+        stop_after_knee: None,
+        find_knee: true,
+    };
+    let out = run_sweep(&plan, &mut engine, &mut |_| Ok(())).expect("the sweep runs");
+    assert!(out.interrupted);
+    assert_eq!(out.steps.len(), 3);
+    let last = &out.steps[2];
+    assert!(last.interrupted && last.offered_rps == 1200.0, "{last:?}");
+    let k = &out.knees[0];
+    assert_eq!((k.offered_rps, k.reason.as_str()), (Some(800.0), "none"), "{k:?}");
+    assert_eq!((k.steps_judged, k.interrupted), (2, true));
+    assert_eq!(k.next_offered_rps, None, "no step broke");
+}

@@ -13,6 +13,7 @@ mod nginx_bench;
 mod open_loop;
 mod sessions;
 mod sweep;
+mod sweep_interrupt;
 mod trust;
 mod validation;
 
