@@ -27,16 +27,31 @@ impl Render for Httperf {
         let replies = r.requests.completed + e["validation"];
         let requests = r.requests.completed + r.requests.failed;
         let per_s = |x: f64| if t > 0.0 { x / t } else { 0.0 };
-        let rate = match (c.rate, c.calls_per_connection) {
-            (Some(rate), _) => format!(" --rate={rate}"),
+        // httperf's own flags only for its own model (sessions); the closed and open loops are
+        // said as what they were, so the header never claims connections that were not made.
+        let stop = match (c.requests, c.duration_s) {
+            (Some(n), _) => format!(", {n} requests"),
+            (None, Some(d)) => format!(", {d} s"),
             _ => String::new(),
         };
-        let calls = c.calls_per_connection.map_or(String::new(), |k| format!(" --num-calls={k}"));
-        let conns = c.conns.or(c.requests).map_or(String::new(), |n| format!(" --num-conns={n}"));
+        let model = match (c.rate, c.calls_per_connection) {
+            (Some(rate), Some(k)) => {
+                let conns = c.conns.map_or(String::new(), |n| format!(" --num-conns={n}"));
+                format!(" --rate={rate}{conns} --num-calls={k}")
+            }
+            (Some(rate), None) => format!(
+                " (open loop, not httperf's sessions: {rate} requests/s over up to {} keep-alive \
+                 connections{stop})",
+                c.connections
+            ),
+            (None, _) => format!(
+                " (closed loop, not httperf's sessions: {} connections{stop})",
+                c.connections
+            ),
+        };
         writeln!(
             out,
-            "loadlab {} (httperf layout) --server={} --port={} --uri={}{rate}{conns}{calls} \
-             --timeout={}",
+            "loadlab {} (httperf layout) --server={} --port={} --uri={}{model} --timeout={}",
             r.loadlab_version, r.server.host, r.server.port, r.server.path, c.timeout_s
         )?;
         writeln!(out, "Maximum connect burst length: 1")?;

@@ -153,6 +153,7 @@ fn csv_format_is_a_header_and_one_matching_row() {
     };
     assert_eq!(field("completed"), "100", "{stdout}");
     assert_eq!(field("failed"), "0", "{stdout}");
+    assert_eq!(field("non_2xx"), "0", "{stdout}");
     assert_eq!(field("bytes_body"), "1300", "{stdout}");
     assert_eq!(field("url"), nginx.url("/hello.txt"), "{stdout}");
     assert!(field("rps").parse::<f64>().expect("rps is a number") > 0.0, "{stdout}");

@@ -92,3 +92,35 @@ fn expectations_apply_to_the_decoded_chunked_body() {
     );
     assert_all_valid(&report);
 }
+
+/// A run of 404s is not a rate of the page asked for: without --expect-status the responses
+/// count as completed, and every format says, beside the throughput, that they were not 2xx;
+/// with --expect-status they are failures and nothing else needs saying.
+#[test]
+fn an_all_404_run_is_marked_beside_its_throughput() {
+    let server = TestServer::start(Behaviour::StatusCycle(vec![404]));
+    let text = |extra: &[&str]| {
+        let mut command = crate::support::loadlab();
+        command.args(["bench", &server.url("/"), "-n", "200", "-c", "2", "--quiet"]).args(extra);
+        let output = crate::support::output_within(command, crate::support::RUN_LIMIT);
+        super::assert_exit(&output, 0);
+        String::from_utf8(output.stdout).expect("UTF-8")
+    };
+    let plain = text(&[]);
+    let line = plain.lines().find(|l| l.starts_with("  Throughput")).expect("throughput line");
+    assert!(
+        line.contains("<< 100% OF RESPONSES NOT 2xx (200 of 200, counted as completed)"),
+        "{plain}"
+    );
+    let csv = text(&["--format", "csv"]);
+    let (header, row) = csv.split_once('\n').expect("two lines");
+    let i = header.split(',').position(|h| h == "non_2xx").expect("a non_2xx column");
+    assert_eq!(row.trim().split(',').nth(i), Some("200"), "{csv}");
+    let report = bench(&server.url("/"), &["-n", "50", "-c", "2"], 0);
+    assert!(
+        super::strings(&report, "warnings").iter().any(|w| w.contains("were not 2xx")),
+        "{report:#}"
+    );
+    let validated = text(&["--expect-status", "200"]);
+    assert!(!validated.contains("NOT 2xx"), "{validated}");
+}
