@@ -334,17 +334,6 @@ impl BenchResult {
         self.pacing.offered_rps()
     }
 
-    /// Whether the open-loop schedule could not be kept: arrivals never sent, half of them
-    /// late by more than `tolerance_us`, or 1% of them when there are enough for a 99th
-    /// percentile to mean more than the single worst wake-up.
-    pub fn schedule_missed(&self, tolerance_us: u64) -> bool {
-        let late = &self.tally.timings.late;
-        self.pacing.rate().is_some()
-            && (self.tally.not_sent > 0
-                || late.percentile(50.0) > tolerance_us
-                || (late.count() >= 100 && late.percentile(99.0) > tolerance_us))
-    }
-
     /// Requests due but never sent: arrivals, times the calls of each for sessions.
     pub fn not_sent_requests(&self) -> u64 {
         match self.pacing {

@@ -280,12 +280,26 @@ fn an_open_loop_that_fell_behind_says_by_how_much() {
     let kept = Verdict::judge(&closed(), &r);
     assert!(!kept.has(Flag::ScheduleMissed), "{:?}", kept.findings);
     r.tally.timings.late.clear();
+    r.tally.timings.corrected.clear();
     for _ in 0..1000 {
         r.tally.timings.late.record(5_000);
+        r.tally.timings.corrected.record(6_000);
     }
     let v = Verdict::judge(&closed(), &r);
     let f = v.findings.iter().find(|f| f.flag == Flag::ScheduleMissed).expect("missed");
-    assert_eq!(f.evidence, "0 never sent, late p99 5.00 ms");
+    assert_eq!(f.evidence, "late p99 5.00 ms, 83% of the p99 latency");
+    assert!(f.warning.contains("1% of requests went out 5.00 ms or more after their due time"));
+    // The same lateness under a latency of 60 ms is under a tenth of it: not said.
+    r.tally.timings.corrected.clear();
+    for _ in 0..1000 {
+        r.tally.timings.corrected.record(60_000);
+    }
+    assert!(!Verdict::judge(&closed(), &r).has(Flag::ScheduleMissed));
+    // Arrivals never sent are always said, with their share.
+    r.tally.not_sent = 10;
+    let v = Verdict::judge(&closed(), &r);
+    let f = v.findings.iter().find(|f| f.flag == Flag::ScheduleMissed).expect("missed");
+    assert_eq!(f.evidence, "10 never sent (1.0% of the schedule)");
 }
 
 pub(crate) fn sample(tiers: &[(&str, f64)], machine_busy_pct: f64) -> loadlab_lab::Sample {

@@ -105,6 +105,78 @@ impl Flag {
     }
 }
 
+/// The share of the latency a percentile of lateness must reach to be said: below it, the
+/// client's delay in sending is too small a part of the latency it is counted in to matter.
+pub const LATE_SHARE: f64 = 0.10;
+
+/// Why an open loop's schedule counts as missed, with its figures.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Missed {
+    /// Arrivals due in the window were never sent: the offered rate was not offered.
+    NotSent { requests: u64, share: f64 },
+    /// Requests went out late by a material part of the latency they are counted in (latency
+    /// counts from the due time, so the client's lateness is inside it).
+    Late { percentile: f64, late_us: u64, latency_us: u64 },
+}
+
+impl Missed {
+    fn evidence(&self) -> String {
+        match self {
+            Missed::NotSent { requests, share } => {
+                format!("{requests} never sent ({} of the schedule)", format::percent(*share))
+            }
+            Missed::Late { percentile, late_us, latency_us } => format!(
+                "late p{percentile} {}, {} of the p{percentile} latency",
+                format::micros(*late_us as f64),
+                format::percent(*late_us as f64 / (*latency_us).max(1) as f64)
+            ),
+        }
+    }
+
+    fn sentence(&self) -> String {
+        match self {
+            Missed::NotSent { requests, share } => format!(
+                "{requests} requests due in the window were never sent ({} of the schedule)",
+                format::percent(*share)
+            ),
+            Missed::Late { percentile, late_us, latency_us } => format!(
+                "{}% of requests went out {} or more after their due time, {} of the p{percentile} \
+                 latency of {} that includes it: that much of the latency is the client's",
+                100.0 - percentile,
+                format::micros(*late_us as f64),
+                format::percent(*late_us as f64 / (*latency_us).max(1) as f64),
+                format::micros(*latency_us as f64)
+            ),
+        }
+    }
+}
+
+/// The schedule rule (docs/load-models.md): arrivals never sent; or, at the median or (with
+/// 100 arrivals or more, so that it is not the single worst wake-up) the 99th percentile,
+/// lateness above [`SCHEDULE_TOLERANCE_US`] that is at least [`LATE_SHARE`] of the latency at
+/// the same percentile.
+pub fn schedule_missed(r: &BenchResult) -> Option<Missed> {
+    r.pacing.rate()?;
+    let t = &r.tally;
+    if t.not_sent > 0 {
+        let due = t.sent + t.not_sent;
+        return Some(Missed::NotSent {
+            requests: r.not_sent_requests(),
+            share: t.not_sent as f64 / due.max(1) as f64,
+        });
+    }
+    let late = &t.timings.late;
+    let mut percentiles = vec![50.0];
+    if late.count() >= 100 {
+        percentiles.push(99.0);
+    }
+    percentiles.into_iter().rev().find_map(|p| {
+        let (late_us, latency_us) = (late.percentile(p), t.timings.corrected.percentile(p));
+        (late_us > SCHEDULE_TOLERANCE_US && late_us as f64 >= LATE_SHARE * latency_us as f64)
+            .then_some(Missed::Late { percentile: p, late_us, latency_us })
+    })
+}
+
 /// What the path probe shows when a queue on the link set the pace.
 struct Queued {
     idle_us: u32,
@@ -348,22 +420,14 @@ impl Verdict {
             ));
         }
         if let Some(offered) = r.offered_rps() {
-            if r.schedule_missed(SCHEDULE_TOLERANCE_US) {
-                let late = &t.timings.late;
+            if let Some(missed) = schedule_missed(r) {
                 let below = r.rps() < 0.99 * offered;
                 v.add(
                     Flag::ScheduleMissed,
+                    missed.evidence(),
                     format!(
-                        "{} never sent, late p99 {}",
-                        r.not_sent_requests(),
-                        format::micros(late.percentile(99.0) as f64)
-                    ),
-                    format!(
-                        "the schedule was not kept: {} requests never sent, 99% sent within {} \
-                         of their due time (max {}){}{}",
-                        r.not_sent_requests(),
-                        format::micros(late.percentile(99.0) as f64),
-                        format::micros(late.max() as f64),
+                        "the schedule was not kept: {}{}{}",
+                        missed.sentence(),
                         if below { "; the achieved rate is below the offered one" } else { "" },
                         if saturated { ", because the client was saturated" } else { "" }
                     ),

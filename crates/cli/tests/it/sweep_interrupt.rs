@@ -76,16 +76,27 @@ fn an_interrupted_sweep_gives_the_knee_of_its_finished_steps_every_time() {
             let knee = &report["knee"];
             assert_eq!(knee["interrupted"], true, "{context}");
             assert_eq!(knee["steps_judged"], finished, "{context}");
-            // 100-300 req/s against a server that keeps up: no finished step failed, and
-            // the cut one is not taken for a failure.
-            assert_eq!(knee["reason"], "none", "{context}");
-            assert_eq!(knee["next_offered_rps"], Value::Null, "{context}");
+            // The cut step is never the one that broke: a finished step may (a loaded machine
+            // can stall one), and then it lies below the cut one, which ran last.
+            let cut = last["offered_rps"].as_f64().unwrap();
+            if let Some(next) = knee["next_offered_rps"].as_f64() {
+                assert!(next < cut, "the knee blamed the interrupted step: {context}");
+            } else {
+                assert_eq!(knee["reason"], "none", "{context}");
+            }
         } else {
             let cut = stdout.lines().filter(|l| l.contains("INTERRUPTED: not judged")).count();
             assert_eq!(cut, 1, "one cut step, shown as such: {context}");
             let knee = stdout.lines().find(|l| l.starts_with("knee of ")).expect(&context);
             assert!(knee.contains("interrupted"), "{context}");
-            assert!(!knee.contains("broke"), "{context}");
+            // The row of the cut step gives its offered rate (the second column); a knee line
+            // that says a step broke never names that one.
+            let row = stdout.lines().find(|l| l.contains("INTERRUPTED")).unwrap();
+            let cut: f64 = row.split_whitespace().nth(1).unwrap().parse().expect(&context);
+            if let Some((_, after)) = knee.split_once("the next step (") {
+                let next: f64 = after.split_whitespace().next().unwrap().parse().unwrap();
+                assert!(next < cut, "the knee blamed the interrupted step: {context}");
+            }
         }
     }
 }
