@@ -34,11 +34,22 @@ pub struct RunArgs {
     /// Print the plan and its estimated duration, and run nothing.
     #[arg(long = "dry-run")]
     pub dry_run: bool,
+    /// Repetitions of every cell, instead of the suite's (or its [quick] section's).
+    #[arg(long = "repetitions", value_name = "N")]
+    pub repetitions: Option<u32>,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let suite = loadlab_suite::load(&args.suite)
         .map_err(|e| anyhow::Error::new(Failure::Usage(e.to_string())))?;
+    let mut suite = suite;
+    if let Some(n) = args.repetitions {
+        if n == 0 {
+            return Err(Failure::Usage("--repetitions: at least 1".into()).into());
+        }
+        suite.repetitions = n;
+        suite.quick.repetitions = Some(n);
+    }
     let plan = loadlab_suite::plan(&suite, args.quick);
     let estimate = plan.estimate();
     outln!(
@@ -53,6 +64,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     )?;
     for s in &plan.skipped {
         outln!("  skipped: {} on {}: {}", s.workload, s.stack, s.reason)?;
+    }
+    // Said before anything runs: a plan that cannot answer its question is no surprise later.
+    if let Some(line) = loadlab_runner::power::underpowered(&plan) {
+        outln!("  note: {line}")?;
     }
     if args.dry_run {
         for cell in &plan.cells {

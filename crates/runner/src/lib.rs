@@ -17,6 +17,7 @@ pub mod capacity;
 pub mod cell;
 pub mod executor;
 pub mod limit;
+pub mod power;
 pub mod sweep;
 pub mod trust;
 

@@ -82,11 +82,12 @@ mod tests {
     }
 
     #[test]
-    fn comparisons_keep_three_repetitions_even_when_quick() {
+    fn comparisons_keep_four_repetitions_even_when_quick() {
         for name in names() {
             for quick in [false, true] {
                 let p = planned(name, quick);
-                assert!(p.repetitions >= 3, "{name} quick={quick}: {}", p.repetitions);
+                // 3 against 3 cannot reach significance; see runner::power.
+                assert!(p.repetitions >= 4, "{name} quick={quick}: {}", p.repetitions);
             }
         }
     }

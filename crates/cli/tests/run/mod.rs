@@ -433,3 +433,39 @@ fn ctrl_c_twice_stops_a_run_keeping_its_finished_cells_and_leaving_no_server() {
         scratch.servers_left()
     );
 }
+
+/// A plan that cannot answer its question says so before it runs: 3 repetitions of a
+/// comparison; the built-in suites, full and quick, can.
+#[test]
+fn a_plan_that_cannot_reach_significance_says_so_before_it_runs() {
+    let scratch = Scratch::new();
+    let note = "note: with 3 repetitions per stack no difference between stacks can reach \
+                significance";
+    let three = scratch.ok(&[
+        "run",
+        "--suite",
+        "php-modphp-vs-fastcgi",
+        "--quick",
+        "--repetitions",
+        "3",
+        "--dry-run",
+    ]);
+    assert!(three.contains(note), "{three}");
+    for suite in [
+        "classic",
+        "php-modphp-vs-fastcgi",
+        "static-dynamic-rate-sweep",
+        "modphp-vs-fpm-keepalive",
+        "robots-autobench",
+        "wordpress-cache-layers",
+    ] {
+        for quick in [false, true] {
+            let mut args = vec!["run", "--suite", suite, "--dry-run"];
+            if quick {
+                args.push("--quick");
+            }
+            let plan = scratch.ok(&args);
+            assert!(!plan.contains("note: with"), "{suite} quick={quick}:\n{plan}");
+        }
+    }
+}
