@@ -5,3 +5,5 @@ mod schema;
 
 mod lab;
 mod run;
+
+mod docs;
