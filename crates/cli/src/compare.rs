@@ -1,12 +1,9 @@
 //! `loadlab compare RUN_A RUN_B`: a benchstat-style A/B table of two stored runs.
 
-use std::path::PathBuf;
-
 use clap::Args;
-use loadlab_store::RunId;
 
 use crate::exit::OK;
-use crate::report_cmd::open_existing;
+use crate::report_cmd::{open_existing, pick_run};
 use crate::run::store_failure;
 
 #[derive(Debug, Args)]
@@ -15,18 +12,18 @@ pub struct CompareArgs {
     pub run_a: i64,
     /// The run compared with it.
     pub run_b: i64,
-    /// The SQLite store.
-    #[arg(long = "db")]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: crate::report_cmd::StoreArgs,
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<u8> {
-    let store = open_existing(args.db.as_deref())?;
-    for id in [args.run_a, args.run_b] {
-        crate::report_cmd::say_unfinished(&store, RunId(id))?;
+    let store = open_existing(&args.store)?;
+    let (run_a, run_b) = (pick_run(&store, Some(args.run_a))?, pick_run(&store, Some(args.run_b))?);
+    for id in [run_a, run_b] {
+        crate::report_cmd::say_unfinished(&store, id)?;
     }
-    let a = store.cells(RunId(args.run_a)).map_err(store_failure)?;
-    let b = store.cells(RunId(args.run_b)).map_err(store_failure)?;
+    let a = store.cells(run_a).map_err(store_failure)?;
+    let b = store.cells(run_b).map_err(store_failure)?;
     let table = loadlab_report::compare_table(
         &format!("run {}", args.run_a),
         &a,

@@ -22,13 +22,33 @@ pub enum ReportFormat {
     Csv,
 }
 
+/// Which store `runs`, `report` and `compare` read.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// The SQLite store [default: loadlab-out/loadlab.db, where `loadlab run` writes].
+    #[arg(long = "db", conflicts_with = "out")]
+    pub db: Option<PathBuf>,
+    /// The directory a `loadlab run --out DIR` wrote: its DIR/loadlab.db.
+    #[arg(long = "out", value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+impl StoreArgs {
+    pub fn path(&self) -> PathBuf {
+        match (&self.db, &self.out) {
+            (Some(db), _) => db.clone(),
+            (None, Some(dir)) => dir.join("loadlab.db"),
+            (None, None) => default_db(),
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// The run's id (see `loadlab runs`); the latest run when omitted.
     pub run: Option<i64>,
-    /// The SQLite store.
-    #[arg(long = "db")]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// Where to write; stdout for text, JSON and CSV when omitted, report.html for HTML.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
@@ -37,7 +57,7 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
-    let store = open_existing(args.db.as_deref())?;
+    let store = open_existing(&args.store)?;
     let id = pick_run(&store, args.run)?;
     say_unfinished(&store, id)?;
     match args.format {
@@ -93,11 +113,11 @@ pub fn write_report(store: &Store, id: RunId, path: &Path) -> anyhow::Result<()>
 }
 
 /// Opens a store that must already exist: reading commands never create one.
-pub fn open_existing(db: Option<&Path>) -> anyhow::Result<Store> {
-    let path = db.map(Path::to_path_buf).unwrap_or_else(default_db);
+pub fn open_existing(which: &StoreArgs) -> anyhow::Result<Store> {
+    let path = which.path();
     if !path.exists() {
         return Err(Failure::Usage(format!(
-            "no store at {} (run `loadlab run` first, or pass --db)",
+            "no store at {} (run `loadlab run` first, or pass --db FILE or --out DIR)",
             path.display()
         ))
         .into());
@@ -105,14 +125,24 @@ pub fn open_existing(db: Option<&Path>) -> anyhow::Result<Store> {
     Store::open(&path).map_err(store_failure)
 }
 
-/// The run asked for, or the latest one.
+/// The run asked for, or the latest one; a run the store does not hold is named with the
+/// store's file and the runs it does hold.
 pub fn pick_run(store: &Store, run: Option<i64>) -> anyhow::Result<RunId> {
+    let held: Vec<i64> = store.runs().map_err(store_failure)?.iter().map(|r| r.id.0).collect();
+    let path = store.path().display();
     match run {
-        Some(id) => Ok(RunId(id)),
+        Some(id) if held.contains(&id) => Ok(RunId(id)),
+        Some(id) => Err(Failure::Usage(match (held.first(), held.last()) {
+            (Some(a), Some(b)) => {
+                format!("run {id} is not in {path}, which holds runs {a} to {b}")
+            }
+            _ => format!("run {id} is not in {path}, which holds no run yet"),
+        })
+        .into()),
         None => store
             .latest_run()
             .map_err(store_failure)?
-            .ok_or_else(|| Failure::Usage("the store holds no run yet".into()).into()),
+            .ok_or_else(|| Failure::Usage(format!("{path} holds no run yet")).into()),
     }
 }
 

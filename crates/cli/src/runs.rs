@@ -1,7 +1,5 @@
 //! `loadlab runs`: the runs a store holds.
 
-use std::path::PathBuf;
-
 use clap::Args;
 
 use crate::exit::OK;
@@ -10,16 +8,15 @@ use crate::run::store_failure;
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {
-    /// The SQLite store.
-    #[arg(long = "db")]
-    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: crate::report_cmd::StoreArgs,
     /// One JSON array instead of the table.
     #[arg(long = "json")]
     pub json: bool,
 }
 
 pub fn run(args: RunsArgs) -> anyhow::Result<u8> {
-    let store = open_existing(args.db.as_deref())?;
+    let store = open_existing(&args.store)?;
     let runs = store.runs().map_err(store_failure)?;
     if args.json {
         // Times as Unix seconds and as text, not serde's raw SystemTime structure.

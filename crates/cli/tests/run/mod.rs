@@ -172,6 +172,21 @@ fn a_tiny_suite_runs_end_to_end_into_the_store_and_the_report() {
     check_verdicts(&scratch);
     check_csv(&scratch);
 
+    // The store `run --out DIR` wrote is found with --out DIR; a run it does not hold is named
+    // with the store's file and what it holds.
+    let by_dir = scratch.json(&["runs", "--out", &out, "--json"]);
+    assert_eq!(by_dir.as_array().map(Vec::len), Some(1), "{by_dir:#}");
+    let missing = scratch.run(&["report", "9", "--out", &out, "--format", "text"]);
+    assert_eq!(missing.status.code(), Some(2), "{missing:?}");
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        said.contains(&format!("run 9 is not in {}, which holds runs 1 to 1", scratch.db())),
+        "{said}"
+    );
+    let nowhere = scratch.run(&["runs", "--out", &scratch.state().display().to_string()]);
+    assert_eq!(nowhere.status.code(), Some(2), "{nowhere:?}");
+    assert!(String::from_utf8_lossy(&nowhere.stderr).contains("no store at "), "{nowhere:?}");
+
     let compare = scratch.ok(&["compare", "1", "1", "--db", &scratch.db()]);
     assert!(compare.lines().next().is_some_and(|l| l.starts_with("req/s")), "{compare}");
     for (stack, workload) in
