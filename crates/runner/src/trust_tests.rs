@@ -250,3 +250,58 @@ fn an_interrupted_step_is_never_a_failed_step() {
     assert_eq!((k.steps_judged, k.interrupted), (2, true));
     assert_eq!(k.next_offered_rps, None, "no step broke");
 }
+
+/// The remaining flags, each at its boundary (docs/trust.md states the rules).
+#[test]
+fn every_flag_fires_on_its_stated_rule_and_not_below_it() {
+    let judge =
+        |cfg: &loadlab_engine::BenchConfig, r: &loadlab_engine::BenchResult| Verdict::judge(cfg, r);
+    // connections_short: closed loop, fewer open at once than asked, without failures.
+    let mut r = result(Pacing::Closed, 1000, 1.0, 100, 0.2);
+    r.peak_open = 9;
+    assert!(judge(&closed(), &r).has(Flag::ConnectionsShort));
+    r.peak_open = 10;
+    assert!(!judge(&closed(), &r).has(Flag::ConnectionsShort));
+    // A count below -c cannot open -c connections: 5 requests, 5 connections is not short.
+    let mut five = closed();
+    five.stop = loadlab_engine::Stop::Count(5);
+    r.peak_open = 5;
+    assert!(!judge(&five, &r).has(Flag::ConnectionsShort));
+
+    // connections_exhausted: open loop, the peak reached --max-connections.
+    let open =
+        Pacing::Open { rate: 1000.0, arrival: loadlab_engine::Arrival::Fixed, max_connections: 10 };
+    let mut r = result(open, 1000, 1.0, 100, 0.2);
+    r.peak_open = 10;
+    let v = judge(&closed(), &r);
+    let f = v.findings.iter().find(|f| f.flag == Flag::ConnectionsExhausted).expect("exhausted");
+    assert_eq!(f.evidence, "all 10 allowed connections busy");
+    r.peak_open = 9;
+    assert!(!judge(&closed(), &r).has(Flag::ConnectionsExhausted));
+
+    // fd_limit_low: the connections and 16 more descriptors do not fit the open-file limit.
+    let mut r = result(Pacing::Closed, 1000, 1.0, 100, 0.2);
+    r.fd_limit = 25;
+    assert!(judge(&closed(), &r).has(Flag::FdLimitLow), "10 + 16 = 26 does not fit 25");
+    r.fd_limit = 26;
+    assert!(!judge(&closed(), &r).has(Flag::FdLimitLow));
+
+    // errors: one failure is enough, and says which class.
+    let mut r = result(Pacing::Closed, 1000, 1.0, 100, 0.2);
+    assert!(!judge(&closed(), &r).has(Flag::Errors));
+    r.tally.failed = 1;
+    r.tally.errors.add(loadlab_engine::ErrorClass::ClientTimeout, None);
+    let v = judge(&closed(), &r);
+    let f = v.findings.iter().find(|f| f.flag == Flag::Errors).expect("errors");
+    assert_eq!(f.evidence, "client_timeout 1 of 1001");
+
+    // nothing_completed, and interrupted.
+    let mut r = result(Pacing::Closed, 0, 1.0, 100, 0.2);
+    r.tally.failed = 3;
+    assert!(judge(&closed(), &r).has(Flag::NothingCompleted));
+    let mut r = result(Pacing::Closed, 10, 1.0, 100, 0.2);
+    assert!(!judge(&closed(), &r).has(Flag::Interrupted));
+    r.interrupted = true;
+    let v = judge(&closed(), &r);
+    assert!(v.has(Flag::Interrupted) && v.trusted(), "interrupted is no one's limit: {v:?}");
+}
