@@ -65,6 +65,22 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     for s in &plan.skipped {
         outln!("  skipped: {} on {}: {}", s.workload, s.stack, s.reason)?;
     }
+    // Every cell's connections against what the client has, before any stack starts.
+    let has = loadlab_runner::capacity::Has::here(1);
+    let threads = plan
+        .client_cpus
+        .as_ref()
+        .map_or_else(|| loadlab_engine::sys::allowed_cpus().len(), |c| c.0.len());
+    if let Err((cell, short)) = loadlab_runner::capacity::check_plan(&plan, &has, threads) {
+        return Err(Failure::Usage(format!(
+            "cell {cell}: {} connections do not fit: {} allows {}; lower the suite's \
+             concurrency or raise the limit",
+            loadlab_stats::format::count(short.asked as f64),
+            short.figure,
+            loadlab_stats::format::count(short.fits as f64)
+        ))
+        .into());
+    }
     // Said before anything runs: a plan that cannot answer its question is no surprise later.
     if let Some(line) = loadlab_runner::power::underpowered(&plan) {
         outln!("  note: {line}")?;

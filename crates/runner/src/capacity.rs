@@ -146,6 +146,24 @@ pub fn check(has: &Has, connections: usize, threads: usize) -> Result<(), Shortf
     }
 }
 
+/// The first closed-loop cell of `plan` whose connections do not fit, with its shortfall: a
+/// suite is checked whole before any stack starts. (An open-loop cell's `max_connections` is a
+/// ceiling: the engine's connection cap holds it, and its cells are not refused.)
+pub fn check_plan(
+    plan: &loadlab_suite::Plan,
+    has: &Has,
+    threads: usize,
+) -> Result<(), (String, Shortfall)> {
+    for cell in &plan.cells {
+        if let loadlab_suite::Point::Closed { concurrency } = cell.load.point {
+            if let Err(short) = check(has, concurrency, threads.min(concurrency.max(1))) {
+                return Err((format!("{} {}", cell.stack.label, cell.workload.name), short));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn parse_port_range(text: &str) -> Option<u64> {
     let mut it = text.split_whitespace().map(|f| f.parse::<u64>().ok());
     let (lo, hi) = (it.next()??, it.next()??);
@@ -194,6 +212,19 @@ mod tests {
         // Half of 64 MiB at 8 KiB each.
         assert_eq!((short.limit, short.fits), (Limit::Memory, 4_096));
         assert_eq!(check(&Has { memory: None, ..small }, 10_000, 1), Ok(()));
+    }
+
+    #[test]
+    fn a_suite_is_checked_whole_before_it_starts() {
+        let text = "name = \"big\"\n[[stacks]]\nname = \"nginx\"\n[[workloads]]\n\
+            name = \"hello.txt\"\n[[loads]]\nmodel = \"closed\"\n\
+            concurrency = [10, 50000]\nduration = \"1s\"\n";
+        let suite = loadlab_suite::parse(text, "big.toml").expect("a valid suite");
+        let plan = loadlab_suite::plan(&suite, false);
+        let (cell, short) = check_plan(&plan, &has(20_000), 2).unwrap_err();
+        assert_eq!((cell.as_str(), short.asked), ("nginx hello.txt", 50_000));
+        // Four source addresses give 4 x 28,232 ports: 50,000 connections fit.
+        assert_eq!(check_plan(&plan, &Has { source_ips: 4, ..has(1 << 20) }, 2), Ok(()));
     }
 
     #[test]

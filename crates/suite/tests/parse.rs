@@ -93,7 +93,7 @@ fn the_documented_example_parses() {
     let suite = parse(&doc[start..end], "docs/suites.md").unwrap_or_else(|e| panic!("{e}"));
     // As the text under the example counts them.
     assert_eq!(plan(&suite, false).cells.len(), 42 * 4);
-    assert_eq!(plan(&suite, true).cells.len(), 42 * 3);
+    assert_eq!(plan(&suite, true).cells.len(), 42 * 4);
 }
 
 #[test]

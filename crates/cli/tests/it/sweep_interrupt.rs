@@ -70,32 +70,39 @@ fn an_interrupted_sweep_gives_the_knee_of_its_finished_steps_every_time() {
             assert_eq!(report["interrupted"], true, "{context}");
             let steps = report["steps"].as_array().expect("steps");
             assert!(!steps.is_empty(), "{context}");
+            // The step Ctrl-C cut says so; a Ctrl-C that falls between two steps cuts none.
+            let cut: Vec<&Value> = steps.iter().filter(|s| s["interrupted"] == true).collect();
+            assert!(cut.len() <= 1, "{context}");
             let last = steps.last().unwrap();
-            assert_eq!(last["interrupted"], true, "the cut step says so: {context}");
+            if let Some(c) = cut.first() {
+                assert_eq!(*c, last, "only the last step can be cut: {context}");
+            }
             let finished = steps.iter().filter(|s| s["interrupted"] == false).count();
             let knee = &report["knee"];
             assert_eq!(knee["interrupted"], true, "{context}");
             assert_eq!(knee["steps_judged"], finished, "{context}");
             // The cut step is never the one that broke: a finished step may (a loaded machine
             // can stall one), and then it lies below the cut one, which ran last.
-            let cut = last["offered_rps"].as_f64().unwrap();
-            if let Some(next) = knee["next_offered_rps"].as_f64() {
-                assert!(next < cut, "the knee blamed the interrupted step: {context}");
-            } else {
+            if let (Some(c), Some(next)) = (cut.first(), knee["next_offered_rps"].as_f64()) {
+                let cut_rate = c["offered_rps"].as_f64().unwrap();
+                assert!(next < cut_rate, "the knee blamed the interrupted step: {context}");
+            }
+            if knee["next_offered_rps"].is_null() {
                 assert_eq!(knee["reason"], "none", "{context}");
             }
         } else {
             let cut = stdout.lines().filter(|l| l.contains("INTERRUPTED: not judged")).count();
-            assert_eq!(cut, 1, "one cut step, shown as such: {context}");
+            assert!(cut <= 1, "at most one cut step, shown as such: {context}");
             let knee = stdout.lines().find(|l| l.starts_with("knee of ")).expect(&context);
             assert!(knee.contains("interrupted"), "{context}");
             // The row of the cut step gives its offered rate (the second column); a knee line
             // that says a step broke never names that one.
-            let row = stdout.lines().find(|l| l.contains("INTERRUPTED")).unwrap();
-            let cut: f64 = row.split_whitespace().nth(1).unwrap().parse().expect(&context);
-            if let Some((_, after)) = knee.split_once("the next step (") {
-                let next: f64 = after.split_whitespace().next().unwrap().parse().unwrap();
-                assert!(next < cut, "the knee blamed the interrupted step: {context}");
+            if let Some(row) = stdout.lines().find(|l| l.contains("INTERRUPTED")) {
+                let cut: f64 = row.split_whitespace().nth(1).unwrap().parse().expect(&context);
+                if let Some((_, after)) = knee.split_once("the next step (") {
+                    let next: f64 = after.split_whitespace().next().unwrap().parse().unwrap();
+                    assert!(next < cut, "the knee blamed the interrupted step: {context}");
+                }
             }
         }
     }
