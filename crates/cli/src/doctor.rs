@@ -43,7 +43,16 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<u8> {
     let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     let instances = lab.instances().map_err(lab_failure)?;
     let stale = lab.stale().map_err(lab_failure)?;
+    // Network profiles: what the kernel takes, tried in a throwaway namespace (as root).
+    let net = loadlab_lab::net::capability();
+    let net_left = loadlab_lab::net::namespaces();
     let mut warnings = Vec::new();
+    if !net_left.is_empty() {
+        warnings.push(format!(
+            "network namespaces left by loadlab: {} (remove with `ip netns del NAME`)",
+            net_left.join(" ")
+        ));
+    }
     if soft < FEW_FILES {
         warnings.push(format!(
             "open files limit {soft}: load tests need one per connection; raise it with \
@@ -73,6 +82,10 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<u8> {
                 "id": r.id, "url": r.url, "health": h,
             })).collect::<Vec<_>>(),
             "stale": stale,
+            "network_profiles": {
+                "shaping": net.shaping(), "netem": net.netem, "tbf": net.tbf, "root": net.root,
+                "ip": net.ip, "tc": net.tc, "namespaces_left": net_left,
+            },
             "warnings": warnings,
         });
         writeln!(std::io::stdout(), "{value:#}")?;
@@ -96,6 +109,21 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<u8> {
     for id in &stale {
         writeln!(out, "  {id}: stale (the next `loadlab stack up` removes it)")?;
     }
+    let why = if net.shaping() {
+        String::new()
+    } else if !net.root {
+        " (needs root)".to_string()
+    } else if net.ip.is_none() || net.tc.is_none() {
+        " (needs iproute2: ip and tc)".to_string()
+    } else {
+        " (the kernel took no tbf qdisc)".to_string()
+    };
+    writeln!(
+        out,
+        "network shaping: bandwidth {}{why}; delay and loss (netem) {}",
+        if net.shaping() { "yes" } else { "no" },
+        if net.netem { "yes" } else { "no: this kernel has no netem" }
+    )?;
     for warning in &warnings {
         writeln!(out, "warning: {warning}")?;
     }

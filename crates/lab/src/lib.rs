@@ -9,6 +9,7 @@
 //! - [`sampler`]: per-tier CPU, memory and process counts from /proc, every second, and
 //!   how full each worker pool was ([`pools`]).
 //! - [`workloads`]: the deterministic files and pages the experiments request.
+//! - [`net`]: network profiles, and the shaped namespace link a stack will run behind.
 //!
 //! Nothing here prints; errors are [`Error`]s that say which tier or workload failed.
 
@@ -18,6 +19,7 @@ mod fcgi;
 mod http;
 pub mod knobs;
 mod lab;
+pub mod net;
 pub mod pools;
 mod ports;
 pub mod procfs;
