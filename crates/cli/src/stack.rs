@@ -106,6 +106,11 @@ struct UpArgs {
     /// Pin every process of the stack to these CPUs (0 or 0,2-3).
     #[arg(long, value_name = "LIST")]
     cpus: Option<CpuList>,
+    /// Run the stack behind a network profile: loopback (the default), lan-100mbit,
+    /// lan-1gbit, or rate=RATE (e.g. rate=50mbit): a namespace of its own joined by a veth
+    /// pair shaped with tc (root; bandwidth only for now: delay and loss are refused).
+    #[arg(long, value_name = "PROFILE")]
+    net: Option<String>,
     /// Print JSON: {"id", "name", "url", "pids", ...}.
     #[arg(long)]
     json: bool,
@@ -244,6 +249,7 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
         php_workers: args.php_workers,
         access_log: args.access_log,
         cpus: args.cpus.clone(),
+        net: args.net.clone(),
     };
     let control = signals::control()?;
     let cancel = || signals::interrupted(&control);
@@ -293,10 +299,21 @@ fn print_up(record: &Record, up: &Up, args: &UpArgs) -> anyhow::Result<()> {
             up.report.checks.len(),
             phases.join(", ")
         )?;
+        if let Some(link) = &record.net {
+            writeln!(
+                out,
+                "  behind --net {}: namespace {}, link {} ({}) to {}",
+                record.knobs.net.as_deref().unwrap_or_default(),
+                link.namespace,
+                link.host_if,
+                link.host_ip,
+                link.ns_ip
+            )?;
+        }
         for tier in &record.tiers {
             let pid = tier.leader.map_or(0, |l| l.pid);
             let at = match (&tier.port, &tier.socket) {
-                (Some(port), _) => format!("127.0.0.1:{port}"),
+                (Some(port), _) => format!("{}:{port}", record.host()),
                 (None, Some(socket)) => socket.display().to_string(),
                 _ => String::new(),
             };

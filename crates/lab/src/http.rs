@@ -27,25 +27,25 @@ const MAX_RESPONSE: usize = 64 << 20;
 /// Headers beyond this count make the answer unreadable to verify.
 const MAX_HEADERS: usize = 64;
 
-/// GETs `path` from 127.0.0.1:`port`, with `headers` added to the request.
-pub fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Result<Response, String> {
-    get_bounded(port, path, headers, TIMEOUT)
+/// GETs `path` from `addr` (a lab server: 127.0.0.1, or a network profile's namespace), with
+/// `headers` added to the request.
+pub fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Result<Response, String> {
+    get_bounded(addr, path, headers, TIMEOUT)
 }
 
 /// GETs `path` with every step (connect, each write and read) bounded by `timeout`.
-pub fn get_within(port: u16, path: &str, timeout: Duration) -> Result<Response, String> {
-    get_bounded(port, path, &[], timeout)
+pub fn get_within(addr: SocketAddr, path: &str, timeout: Duration) -> Result<Response, String> {
+    get_bounded(addr, path, &[], timeout)
 }
 
 fn get_bounded(
-    port: u16,
+    addr: SocketAddr,
     path: &str,
     headers: &[(&str, &str)],
     timeout: Duration,
 ) -> Result<Response, String> {
-    let mut stream = connect(port, timeout)?;
-    let mut request =
-        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
+    let mut stream = connect(addr, timeout)?;
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -65,9 +65,9 @@ fn get_bounded(
 
 /// GETs `path` without `Connection: close` and returns as soon as the headers are in (the
 /// body is left unread): what the server says about keeping the connection open.
-pub fn get_head_keepalive(port: u16, path: &str) -> Result<Response, String> {
-    let mut stream = connect(port, TIMEOUT)?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+pub fn get_head_keepalive(addr: SocketAddr, path: &str) -> Result<Response, String> {
+    let mut stream = connect(addr, TIMEOUT)?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
     stream.write_all(request.as_bytes()).map_err(|e| format!("send: {e}"))?;
     let mut raw = Vec::new();
     let mut buf = [0u8; 4096];
@@ -83,9 +83,8 @@ pub fn get_head_keepalive(port: u16, path: &str) -> Result<Response, String> {
     }
 }
 
-/// A connection to 127.0.0.1:`port` whose connect, reads and writes time out.
-fn connect(port: u16, timeout: Duration) -> Result<TcpStream, String> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+/// A connection to `addr` whose connect, reads and writes time out.
+fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, String> {
     let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
     stream.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
     stream.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;

@@ -72,6 +72,9 @@ pub struct Knobs {
     pub access_log: OnOff,
     /// CPUs every process of the stack is pinned to (`0`, `0,2-3`).
     pub cpus: Option<CpuList>,
+    /// The network profile the stack runs behind (see [`crate::net`]): `None` or `loopback`
+    /// is 127.0.0.1; another puts the stack in a namespace of its own behind a shaped link.
+    pub net: Option<String>,
 }
 
 impl Default for Knobs {
@@ -88,6 +91,7 @@ impl Default for Knobs {
             php_workers: None,
             access_log: OnOff::Off,
             cpus: None,
+            net: None,
         }
     }
 }

@@ -92,10 +92,28 @@ impl Lab {
         if let Some(port) = knobs.port {
             self.check_port_free(stack, knobs, port)?;
         }
+        // A network profile other than loopback: the stack runs in a namespace of its own
+        // behind a shaped link, made for each attempt and removed with the instance.
+        let profile = match knobs.net.as_deref() {
+            None | Some("loopback") => None,
+            Some(p) => Some(p.parse::<crate::net::Profile>().map_err(Error::BadKnob)?),
+        };
         let id = self.state.claim_id(stack.name)?;
         for attempt in 1..=PORT_ATTEMPTS {
-            let plan = self.plan(&id, stack, knobs)?;
+            let mut plan = self.plan(&id, stack, knobs)?;
+            let link = match &profile {
+                Some(p) => match crate::net::Link::create(&net_tag(&id, &plan.run), p) {
+                    Ok(link) => Some(link),
+                    Err(e) => {
+                        self.state.forget(&id)?;
+                        return Err(Error::BadKnob(format!("--net {}: {e}", p.name)));
+                    }
+                },
+                None => None,
+            };
+            plan.net = link.as_ref().map(net_plan);
             let mut record = new_record(&plan);
+            record.net = link;
             self.state.save(&record)?;
             let mut phases = Vec::new();
             match self.bring_up(&plan, &mut record, cancel, &mut phases) {
@@ -172,7 +190,9 @@ impl Lab {
     pub fn plan_of(&self, record: &Record) -> Result<Plan> {
         let stack = catalog::stack(&record.stack)?;
         let ports = record.tiers.iter().filter_map(|t| Some((t.tier.name(), t.port?))).collect();
-        Ok(system_plan(&record.id, stack, &record.knobs, record.run_dir.clone(), ports))
+        let mut plan = system_plan(&record.id, stack, &record.knobs, record.run_dir.clone(), ports);
+        plan.net = record.net.as_ref().map(net_plan);
+        Ok(plan)
     }
 
     fn bring_up(
@@ -197,7 +217,8 @@ impl Lab {
         for tier in tiers {
             let command = servers::server(tier).command(plan)?;
             let log = plan.console_log(tier.name());
-            let leader = supervise::spawn(command, &log, plan.knobs.cpus.as_ref())?;
+            let netns = plan.net.as_ref().map(|n| n.netns.as_path());
+            let leader = supervise::spawn(command, &log, plan.knobs.cpus.as_ref(), netns)?;
             if let Some(t) = record.tiers.iter_mut().find(|t| t.tier == tier) {
                 t.leader = Some(leader);
             }
@@ -256,8 +277,8 @@ impl Lab {
             plan.tiers().into_iter().flat_map(|t| servers::server(t).capture(&plan)).collect();
         if plan.stack.has_php() {
             // PHP's version, extensions and OPcache as the serving SAPI sees them.
-            let port = plan.port(plan.front().name());
-            let text = match http::get(port, workloads::STATUS_PATH, &[]) {
+            let addr = plan.addr(plan.front().name());
+            let text = match http::get(addr, workloads::STATUS_PATH, &[]) {
                 Ok(r) => String::from_utf8_lossy(&r.body).into_owned(),
                 Err(e) => format!("capture failed: {e}"),
             };
@@ -281,11 +302,11 @@ impl Lab {
                         listen: crate::servers::php_fpm::listen_socket(&record.run_dir),
                     }),
                     Tier::Apache { mode } => t.port.map(|port| PoolStatus::Apache {
-                        port,
+                        addr: (record.host(), port).into(),
                         max: crate::servers::apache::Apache::max_workers(mode, &record.knobs),
                     }),
                     Tier::Nginx { .. } => t.port.map(|port| PoolStatus::Nginx {
-                        port,
+                        addr: (record.host(), port).into(),
                         max: crate::servers::nginx::max_connections(&record.knobs),
                     }),
                     _ => None,
@@ -374,6 +395,26 @@ fn system_plan(
         run_as: is_root().then(|| ("www-data".to_string(), "www-data".to_string())),
         apache_modules: "/usr/lib/apache2/modules".into(),
         mod_php: programs::MOD_PHP.find().unwrap_or_default(),
+        net: None,
+    }
+}
+
+/// The namespace's name: the instance's id, made unique on the machine by its run directory
+/// (two state directories both have an `nginx-1`).
+fn net_tag(id: &str, run: &std::path::Path) -> String {
+    let mut h: u32 = 2_166_136_261;
+    for b in run.as_os_str().as_encoded_bytes() {
+        h = (h ^ u32::from(*b)).wrapping_mul(16_777_619);
+    }
+    format!("{id}-{h:08x}")
+}
+
+/// Where the servers of a stack behind `link` run, and whom their status pages answer.
+fn net_plan(link: &crate::net::Link) -> servers::NetPlan {
+    servers::NetPlan {
+        netns: std::path::Path::new("/run/netns").join(&link.namespace),
+        stack_ip: link.ns_ip,
+        client_ip: link.host_ip,
     }
 }
 
@@ -385,6 +426,19 @@ fn lap(phases: &mut Vec<(String, Duration)>, name: &str, since: &mut Instant) {
 
 /// Adds to a verify the check that every listening socket of the instance is on loopback.
 fn with_loopback_check(mut report: Report, record: &Record) -> Report {
+    if let Some(link) = &record.net {
+        // In its own namespace the stack listens on every address there: its loopback and
+        // its end of the link, which only this machine's side of the veth reaches.
+        report.checks.push(verify::Check {
+            workload: "loopback".into(),
+            ok: true,
+            detail: format!(
+                "listening in namespace {} only, reached at {} from {}",
+                link.namespace, link.ns_ip, link.host_ip
+            ),
+        });
+        return report;
+    }
     let exposed = ready::exposed(&supervise::members(&record.leaders()));
     report.checks.push(verify::Check {
         workload: "loopback".into(),
@@ -415,6 +469,7 @@ fn new_record(plan: &Plan) -> Record {
         knobs: plan.knobs.clone(),
         owner: procfs::identify(std::process::id() as i32),
         created_unix_ms: crate::sampler::unix_ms(),
+        net: None,
         tiers: plan
             .tiers()
             .into_iter()
@@ -492,6 +547,10 @@ fn health(record: &Record) -> Health {
 fn teardown(record: &Record) -> Result<()> {
     supervise::stop_groups(&record.id, &record.leaders(), STOP_GRACE)?;
     sweep(&record.run_dir)?;
+    // The namespace and its link go with the servers that ran in it.
+    if let Some(link) = &record.net {
+        link.remove();
+    }
     match fs::remove_dir_all(&record.run_dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(e).context(|| format!("removing {}", record.run_dir.display()))

@@ -28,10 +28,10 @@ pub const STATUS_TIMEOUT: Duration = Duration::from_millis(300);
 pub enum PoolStatus {
     /// php-fpm's status socket, and the socket its pool listens on (for the queue).
     PhpFpm { status: PathBuf, listen: PathBuf },
-    /// Apache's port on 127.0.0.1, and MaxRequestWorkers.
-    Apache { port: u16, max: u32 },
-    /// nginx's port on 127.0.0.1, and the connections its workers may hold.
-    Nginx { port: u16, max: u32 },
+    /// Apache's address (127.0.0.1, or a network profile's namespace), and MaxRequestWorkers.
+    Apache { addr: std::net::SocketAddr, max: u32 },
+    /// nginx's address, and the connections its workers may hold.
+    Nginx { addr: std::net::SocketAddr, max: u32 },
 }
 
 /// One reading of a pool.
@@ -76,12 +76,12 @@ impl PoolStatus {
                         r
                     })
             }
-            PoolStatus::Apache { port, max } => {
-                match crate::http::get_within(*port, "/loadlab-server-status?auto", STATUS_TIMEOUT)
+            PoolStatus::Apache { addr, max } => {
+                match crate::http::get_within(*addr, "/loadlab-server-status?auto", STATUS_TIMEOUT)
                 {
                     Ok(r) if r.status == 200 => {
                         parse_apache(&String::from_utf8_lossy(&r.body), *max).map(|mut r| {
-                            r.listen_queue = tcp_queue(*port);
+                            r.listen_queue = tcp_queue(*addr);
                             r
                         })
                     }
@@ -89,20 +89,20 @@ impl PoolStatus {
                     Err(e) if timed_out(&e) => Some(PoolReading {
                         busy: *max,
                         max: *max,
-                        listen_queue: tcp_queue(*port),
+                        listen_queue: tcp_queue(*addr),
                         answered: true,
                         waited: true,
                     }),
                     Err(_) => None,
                 }
             }
-            PoolStatus::Nginx { port, max } => {
-                crate::http::get_within(*port, "/loadlab-nginx-status", STATUS_TIMEOUT)
+            PoolStatus::Nginx { addr, max } => {
+                crate::http::get_within(*addr, "/loadlab-nginx-status", STATUS_TIMEOUT)
                     .ok()
                     .filter(|r| r.status == 200)
                     .and_then(|r| parse_nginx(&String::from_utf8_lossy(&r.body), *max))
                     .map(|mut r| {
-                        r.listen_queue = tcp_queue(*port);
+                        r.listen_queue = tcp_queue(*addr);
                         r
                     })
             }
@@ -164,13 +164,14 @@ pub fn parse_nginx(text: &str, max: u32) -> Option<PoolReading> {
     })
 }
 
-/// The accept queue of the TCP listener on 127.0.0.1:`port` (Recv-Q of a listener in `ss`).
-pub fn tcp_queue(port: u16) -> Option<u64> {
+/// The accept queue of the TCP listener at `addr` (Recv-Q of a listener in `ss`). `ss` reads
+/// this namespace's table: a stack behind a network profile listens in its own, not read.
+pub fn tcp_queue(addr: std::net::SocketAddr) -> Option<u64> {
     let out = std::process::Command::new(crate::programs::SS.find().ok()?)
         .args(["-ltnH"])
         .output()
         .ok()?;
-    parse_ss_tcp(&String::from_utf8_lossy(&out.stdout), port)
+    parse_ss_tcp(&String::from_utf8_lossy(&out.stdout), addr.port())
 }
 
 /// `ss -ltnH` lines: `LISTEN 0 511 127.0.0.1:8080 0.0.0.0:*`: Recv-Q is the second field.

@@ -36,7 +36,7 @@ pub fn wait(
         }
         let ready = match probe {
             Probe::Tcp(port) => {
-                let listening = listening_inodes(*port);
+                let listening = listening_inodes(leader.pid, *port);
                 !listening.is_empty()
                     && group
                         .iter()
@@ -58,8 +58,10 @@ pub fn wait(
 }
 
 /// Inodes of the sockets listening on 127.0.0.1:`port` (or any address).
-fn listening_inodes(port: u16) -> Vec<u64> {
-    let text = fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+fn listening_inodes(pid: i32, port: u16) -> Vec<u64> {
+    // The process's own view: the table of the network namespace it runs in (the lab's, or a
+    // network profile's).
+    let text = fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
     let wanted = [format!("0100007F:{port:04X}"), format!("00000000:{port:04X}")];
     listeners(&text)
         .into_iter()
@@ -142,7 +144,7 @@ mod tests {
     fn our_own_listener_is_ours() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let inodes = listening_inodes(port);
+        let inodes = listening_inodes(std::process::id() as i32, port);
         assert_eq!(inodes.len(), 1);
         assert!(socket_inodes(std::process::id() as i32).contains(&inodes[0]));
         assert!(exposed(&[std::process::id() as i32]).is_empty());

@@ -29,6 +29,9 @@ pub struct Record {
     pub owner: Option<ProcId>,
     pub created_unix_ms: u64,
     pub tiers: Vec<TierRecord>,
+    /// The namespace and link of a stack behind a network profile; `None` on loopback.
+    #[serde(default)]
+    pub net: Option<crate::net::Link>,
 }
 
 /// One tier of a recorded instance.
@@ -44,6 +47,11 @@ pub struct TierRecord {
 }
 
 impl Record {
+    /// Where clients reach the instance: 127.0.0.1, or its namespace's end of the link.
+    pub fn host(&self) -> std::net::Ipv4Addr {
+        self.net.as_ref().map_or(std::net::Ipv4Addr::LOCALHOST, |l| l.ns_ip)
+    }
+
     /// The leaders of the tiers started so far.
     pub fn leaders(&self) -> Vec<ProcId> {
         self.tiers.iter().filter_map(|t| t.leader).collect()
@@ -262,6 +270,7 @@ mod tests {
             owner: None,
             created_unix_ms: 1,
             tiers: vec![],
+            net: None,
         }
     }
 

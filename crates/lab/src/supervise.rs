@@ -25,17 +25,32 @@ const POLL: Duration = Duration::from_millis(10);
 /// holds every process it forks), pinned to `cpus` if given (inherited by its children).
 /// Returns its identity at once; the child is reaped by [`stop_groups`] or, once loadlab has
 /// exited, by init.
-pub fn spawn(mut command: Command, log: &Path, cpus: Option<&CpuList>) -> Result<ProcId> {
+pub fn spawn(
+    mut command: Command,
+    log: &Path,
+    cpus: Option<&CpuList>,
+    netns: Option<&Path>,
+) -> Result<ProcId> {
     let out = open_log(log)?;
     let err = out.try_clone().context(|| format!("duplicating {}", log.display()))?;
     command.stdin(Stdio::null()).stdout(out).stderr(err);
     let mask = cpus.map(cpu_set);
-    // SAFETY: the closure runs in the child between fork and exec and only makes two system
-    // calls, both async-signal-safe; `mask` was built before the fork.
+    // A network profile's namespace, opened before the fork: the child joins it with one call.
+    let ns = netns
+        .map(|p| std::fs::File::open(p).context(|| format!("opening {}", p.display())))
+        .transpose()?;
+    let ns_fd = ns.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
+    // SAFETY: the closure runs in the child between fork and exec and only makes system calls
+    // that are async-signal-safe; `mask` and the namespace's descriptor exist before the fork.
     unsafe {
         command.pre_exec(move || {
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if let Some(fd) = ns_fd {
+                if libc::setns(fd, libc::CLONE_NEWNET) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             if let Some(mask) = &mask {
                 if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), mask) < 0 {
@@ -200,7 +215,7 @@ mod tests {
         let mut command = Command::new("sh");
         // A parent that ignores SIGTERM and two children: only SIGKILL ends them all.
         command.args(["-c", "trap '' TERM; sleep 60 & sleep 60 & wait"]);
-        let leader = spawn(command, &dir.path().join("log"), None).unwrap();
+        let leader = spawn(command, &dir.path().join("log"), None, None).unwrap();
         assert!(crate::wait::until(Duration::from_secs(5), || members(&[leader]).len() == 3));
         let started = Instant::now();
         stop_groups("test", &[leader], Duration::from_millis(200)).unwrap();

@@ -52,7 +52,7 @@ pub fn verify(plan: &Plan) -> Report {
     if front == Tier::Mariadb {
         return Report { checks: vec![check_database(plan)] };
     }
-    let port = plan.port(front.name());
+    let port = plan.addr(front.name());
     let knobs = &plan.knobs;
     let mut jobs: Vec<Box<dyn FnOnce() -> Check + Send + '_>> = Vec::new();
     for workload in workloads::for_stack(stack, knobs) {
@@ -130,7 +130,11 @@ fn to_check(name: &str, outcome: Result<String, String>) -> Check {
 }
 
 /// GETs the workload; through Varnish, twice, the second time expecting a cache hit.
-fn check_workload(port: u16, front: Tier, workload: &Workload) -> Result<String, String> {
+fn check_workload(
+    port: std::net::SocketAddr,
+    front: Tier,
+    workload: &Workload,
+) -> Result<String, String> {
     let response = http::get(port, workload.path, &[])?;
     check_answer(&response, front, workload)?;
     let mut detail = format!("200, {} bytes, {}", response.body.len(), describe(&response, front));
@@ -221,7 +225,7 @@ fn expected_sapi(stack: &Stack) -> Option<&'static str> {
     })
 }
 
-fn check_php(port: u16, sapi: &str, knobs: &Knobs) -> Result<String, String> {
+fn check_php(port: std::net::SocketAddr, sapi: &str, knobs: &Knobs) -> Result<String, String> {
     let response = http::get(port, STATUS_PATH, &[])?;
     if response.status != 200 {
         return Err(format!("{STATUS_PATH}: status {}", response.status));
@@ -246,7 +250,7 @@ fn check_php(port: u16, sapi: &str, knobs: &Knobs) -> Result<String, String> {
 
 /// Keep-alive as configured: without the knob every response announces `Connection: close`,
 /// as it does with one request allowed per connection.
-fn check_keepalive(port: u16, knobs: &Knobs) -> Result<String, String> {
+fn check_keepalive(port: std::net::SocketAddr, knobs: &Knobs) -> Result<String, String> {
     let head = http::get_head_keepalive(port, "/hello.txt")?;
     let closes = head.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
     let one_request = knobs.keepalive_requests == Some(1);
@@ -263,7 +267,7 @@ fn check_keepalive(port: u16, knobs: &Knobs) -> Result<String, String> {
 }
 
 /// gzip as configured, on a text page asked for with `Accept-Encoding: gzip`.
-fn check_gzip(port: u16, path: &str, knobs: &Knobs) -> Result<String, String> {
+fn check_gzip(port: std::net::SocketAddr, path: &str, knobs: &Knobs) -> Result<String, String> {
     let response = http::get(port, path, &[("Accept-Encoding", "gzip")])?;
     let gzipped = response.header("content-encoding").is_some_and(|v| v.contains("gzip"));
     match (knobs.gzip.is_on(), gzipped) {
@@ -306,6 +310,7 @@ mod tests {
             run_as: None,
             apache_modules: "/usr/lib/apache2/modules".into(),
             mod_php: "/usr/lib/apache2/modules/libphp8.2.so".into(),
+            net: None,
         }
     }
 

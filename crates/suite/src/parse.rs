@@ -186,6 +186,8 @@ impl Checker<'_> {
             php_workers: count(&s.php_workers, "php_workers")?,
             access_log: s.access_log.as_ref().map_or(OnOff::Off, on_off),
             cpus,
+            // Suites do not name network profiles yet (`stack up --net` does).
+            net: None,
         };
         // The lab's rules, with the file's key at the knob's own position (the stack's name
         // for a knob the file did not write, as stack_cpus).

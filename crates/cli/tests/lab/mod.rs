@@ -6,6 +6,7 @@
 mod errors;
 mod hygiene;
 mod knobs;
+mod net;
 mod stacks;
 mod user;
 

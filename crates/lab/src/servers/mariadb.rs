@@ -156,7 +156,7 @@ fn build_template(dir: &Path, wordpress: bool) -> Result<()> {
     fs::write(&cnf, text).context(|| format!("writing {}", cnf.display()))?;
     let mut server = Command::new(programs::MARIADBD.find()?);
     server.arg(format!("--defaults-file={}", cnf.display()));
-    let leader = supervise::spawn(server, &log, None)?;
+    let leader = supervise::spawn(server, &log, None, None)?;
     let outcome = (|| {
         let ready = wait::until(START_LIMIT, || {
             std::os::unix::net::UnixStream::connect(&socket).is_ok()

@@ -43,6 +43,17 @@ pub struct Plan {
     /// Apache's module directory and mod_php's path.
     pub apache_modules: PathBuf,
     pub mod_php: PathBuf,
+    /// Behind a network profile: the namespace the servers run in (/run/netns/NAME), the
+    /// stack's address there, and the client's on the other end of the link. `None`: loopback.
+    pub net: Option<NetPlan>,
+}
+
+/// Where a stack behind a network profile lives.
+#[derive(Clone, Debug)]
+pub struct NetPlan {
+    pub netns: PathBuf,
+    pub stack_ip: std::net::Ipv4Addr,
+    pub client_ip: std::net::Ipv4Addr,
 }
 
 impl Plan {
@@ -82,12 +93,23 @@ impl Plan {
         self.tiers()[0]
     }
 
+    /// The address clients reach the stack at: 127.0.0.1, or its namespace's end of the link.
+    pub fn host(&self) -> std::net::Ipv4Addr {
+        self.net.as_ref().map_or(std::net::Ipv4Addr::LOCALHOST, |n| n.stack_ip)
+    }
+
+    /// `tier`'s listening address as the client reaches it.
+    pub fn addr(&self, tier: &str) -> std::net::SocketAddr {
+        std::net::SocketAddr::from((self.host(), self.port(tier)))
+    }
+
     pub fn url(&self) -> String {
         let front = self.front();
         let port = self.port(front.name());
+        let host = self.host();
         match front {
-            Tier::Mariadb => format!("mysql://127.0.0.1:{port}/loadlab"),
-            _ => format!("http://127.0.0.1:{port}/"),
+            Tier::Mariadb => format!("mysql://{host}:{port}/loadlab"),
+            _ => format!("http://{host}:{port}/"),
         }
     }
 
@@ -102,6 +124,22 @@ impl Plan {
             ("stack", self.stack.name.to_string()),
             ("run", self.run.to_string_lossy().into_owned()),
             ("docroot", self.docroot().to_string_lossy().into_owned()),
+            // Servers listen on loopback, or in their own namespace on every address (its
+            // loopback and its end of the link: nothing else is there).
+            ("bind", if self.net.is_some() { "0.0.0.0" } else { "127.0.0.1" }.to_string()),
+            // The status pages answer loopback, and behind a profile the client's address.
+            (
+                "status_allow",
+                self.net
+                    .as_ref()
+                    .map_or(String::new(), |n| format!("            allow {};\n", n.client_ip)),
+            ),
+            (
+                "status_require",
+                self.net
+                    .as_ref()
+                    .map_or(String::new(), |n| format!("    Require ip {}\n", n.client_ip)),
+            ),
         ]
     }
 }

@@ -26,6 +26,7 @@ fn plan(stack: &'static crate::Stack, knobs: Knobs, root: bool) -> Plan {
         run_as: root.then(|| ("www-data".to_string(), "www-data".to_string())),
         apache_modules: "/usr/lib/apache2/modules".into(),
         mod_php: "/usr/lib/apache2/modules/libphp8.2.so".into(),
+        net: None,
     }
 }
 

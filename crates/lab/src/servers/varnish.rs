@@ -39,7 +39,11 @@ impl Server for Varnish {
         command
             .args(["-F", "-j", "none", "-T", "none", "-s", "malloc,64m"])
             .arg("-a")
-            .arg(format!("127.0.0.1:{}", plan.port("varnish")))
+            .arg(format!(
+                "{}:{}",
+                if plan.net.is_some() { "0.0.0.0" } else { "127.0.0.1" },
+                plan.port("varnish")
+            ))
             .arg("-f")
             .arg(dir.join("default.vcl"))
             .arg("-n")
