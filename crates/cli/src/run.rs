@@ -37,12 +37,23 @@ pub struct RunArgs {
     /// Repetitions of every cell, instead of the suite's (or its [quick] section's).
     #[arg(long = "repetitions", value_name = "N")]
     pub repetitions: Option<u32>,
+    /// Run every stack behind this network profile (lan-100mbit, lan-1gbit, rate=RATE),
+    /// whatever the suite says: seeds 000 and 001 measured across a 100 Mbit/s switch.
+    #[arg(long = "net", value_name = "PROFILE")]
+    pub net: Option<String>,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let suite = loadlab_suite::load(&args.suite)
         .map_err(|e| anyhow::Error::new(Failure::Usage(e.to_string())))?;
     let mut suite = suite;
+    if let Some(net) = &args.net {
+        net.parse::<loadlab_lab::net::Profile>()
+            .map_err(|e| anyhow::Error::new(Failure::Usage(format!("--net: {e}"))))?;
+        for s in &mut suite.stacks {
+            s.knobs.net = Some(net.clone()).filter(|n| n != "loopback");
+        }
+    }
     if let Some(n) = args.repetitions {
         if n == 0 {
             return Err(Failure::Usage("--repetitions: at least 1".into()).into());

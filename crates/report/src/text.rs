@@ -210,9 +210,12 @@ pub fn headline(g: &GroupVerdict) -> Option<String> {
         format!("{} {how} {} ({what} {bounds})", format::ratio(r.ratio), c.worse)
     });
     let p = c.test.map_or(String::new(), |t| format!(", {}", format::p_value(t.p_value)));
-    Some(match &g.winner {
-        Some(w) => format!("{w} wins: {ratio}{p}"),
-        None => format!("~ no significant winner: {} has {ratio}{p}", c.better),
+    Some(match (&g.winner, &g.not_the_servers) {
+        (Some(w), _) => format!("{w} wins: {ratio}{p}"),
+        (None, Some(why)) => {
+            format!("~ no verdict on the servers: {why} ({} has {ratio}{p})", c.better)
+        }
+        (None, None) => format!("~ no significant winner: {} has {ratio}{p}", c.better),
     })
 }
 

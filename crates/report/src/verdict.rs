@@ -402,8 +402,13 @@ pub struct GroupVerdict {
     /// in [`Measure::ALL`] order.
     pub comparisons: Vec<Comparison>,
     /// The stack best on the primary measure, if it is significantly better than every other;
-    /// `None` with a single stack or when any difference could be noise.
+    /// `None` with a single stack, when any difference could be noise, or when the figures are
+    /// not the servers' (see `not_the_servers`).
     pub winner: Option<String>,
+    /// Why no winner is named although the figures differ: a repetition of some stack was
+    /// limited by the network or the client (its flags say which), so the comparison would
+    /// credit a server with the link's or the load generator's limit.
+    pub not_the_servers: Option<String>,
     pub warnings: Vec<Warning>,
 }
 
@@ -442,8 +447,11 @@ pub fn verdicts(cells: &[CellRecord]) -> Vec<GroupVerdict> {
                 .collect::<Vec<_>>();
             let contenders: Vec<&Comparison> =
                 comparisons.iter().filter(|c| c.measure == primary).collect();
+            let not_the_servers = not_the_servers(&stacks);
             let winner = match contenders.first() {
-                Some(first) if contenders.iter().all(|c| c.significant) => {
+                Some(first)
+                    if contenders.iter().all(|c| c.significant) && not_the_servers.is_none() =>
+                {
                     Some(first.better.clone())
                 }
                 _ => None,
@@ -457,10 +465,27 @@ pub fn verdicts(cells: &[CellRecord]) -> Vec<GroupVerdict> {
                 stacks,
                 comparisons,
                 winner,
+                not_the_servers,
                 warnings,
             }
         })
         .collect()
+}
+
+/// The limit that was not a server's, when a repetition of any stack had one: the network
+/// (`network_bound`) or the client (saturated, starved, out of descriptors).
+fn not_the_servers(stacks: &[StackSummary]) -> Option<String> {
+    let flags: Vec<&str> = stacks.iter().flat_map(|s| &s.flags).map(|f| f.flag.as_str()).collect();
+    if flags.contains(&"network_bound") {
+        Some("the network limited these figures, not the servers".into())
+    } else if flags
+        .iter()
+        .any(|f| ["client_saturated", "client_starved", "fd_exhausted"].contains(f))
+    {
+        Some("the load generator limited these figures, not the servers".into())
+    } else {
+        None
+    }
 }
 
 /// Repetitions below which outliers are not judged.

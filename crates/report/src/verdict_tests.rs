@@ -282,3 +282,25 @@ fn a_few_microseconds_off_a_tiny_latency_is_not_an_outlier() {
     let outliers = &g.stacks[0].figure(Measure::P99).outliers;
     assert_eq!(outliers.iter().map(|o| o.repetition).collect::<Vec<_>>(), [2], "{g:#?}");
 }
+
+/// Seed 000 behind a 100 Mbit/s link: both stacks' figures are the link's, and no server is
+/// named the winner however clearly the figures differ; a client limit likewise.
+#[test]
+fn figures_limited_by_the_network_or_the_client_name_no_winner() {
+    let mut cells = two_stacks(&NGINX, &APACHE);
+    assert_eq!(verdicts(&cells)[0].winner.as_deref(), Some("nginx"));
+    cells[0] = flagged(cells[0].clone(), Flag::NetworkBound, "RTT 6 µs idle, 40 ms under load");
+    let g = &verdicts(&cells)[0];
+    assert_eq!(g.winner, None);
+    assert_eq!(
+        g.not_the_servers.as_deref(),
+        Some("the network limited these figures, not the servers")
+    );
+    let line = crate::text::headline(g).unwrap();
+    assert!(line.starts_with("~ no verdict on the servers: the network limited"), "{line}");
+    let mut cells = two_stacks(&NGINX, &APACHE);
+    cells[3] = flagged(cells[3].clone(), Flag::ClientStarved, "waited 30%");
+    let g = &verdicts(&cells)[0];
+    assert_eq!(g.winner, None);
+    assert!(g.not_the_servers.as_deref().is_some_and(|w| w.contains("load generator")));
+}

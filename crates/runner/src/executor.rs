@@ -233,7 +233,20 @@ fn run_group(
             Some(cpus) => cpus.0.len(),
             None => loadlab_engine::sys::allowed_cpus().len(),
         };
-        let limited_by = crate::limit::limited_by(&result, &verdict, &samples, tier_cpus);
+        let mut limited_by = crate::limit::limited_by(&result, &verdict, &samples, tier_cpus);
+        // Behind a network profile the link's capacity is known: say it beside the evidence.
+        if let (crate::limit::Limit::Network, Some(net)) =
+            (&limited_by.limit, cell.stack.knobs.net.as_deref())
+        {
+            if let Ok(profile) = net.parse::<loadlab_lab::net::Profile>() {
+                if let Some(bps) = profile.rate_bps {
+                    limited_by.evidence.push_str(&format!(
+                        "; the link is --net {net}, {}",
+                        loadlab_stats::format::mbps(bps as f64 / 1e6)
+                    ));
+                }
+            }
+        }
         let record = crate::cell::record(
             cell,
             &config,

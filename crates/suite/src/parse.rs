@@ -79,7 +79,8 @@ impl Checker<'_> {
         let client_cpus = raw.client_cpus.as_ref().map(|c| self.cpus(c)).transpose()?;
         let stack_cpus = raw.stack_cpus.as_ref().map(|c| self.cpus(c)).transpose()?;
 
-        let stacks = self.stacks(&raw.stacks, stack_cpus.as_ref())?;
+        let suite_net = raw.net.as_ref().map(|n| self.net(n)).transpose()?;
+        let stacks = self.stacks(&raw.stacks, stack_cpus.as_ref(), suite_net.as_deref())?;
         let workloads = self.workloads(&raw.workloads, &stacks)?;
         let loads = self.loads(&raw.loads, &raw.workloads)?;
         // A stack or workload with nothing to run is a mistake in the file, not a plan to
@@ -120,13 +121,14 @@ impl Checker<'_> {
         &self,
         raw: &Spanned<Vec<RawStack>>,
         stack_cpus: Option<&CpuList>,
+        suite_net: Option<&str>,
     ) -> Checked<Vec<StackSpec>> {
         if raw.get_ref().is_empty() {
             return self.fail(raw.span(), "a suite needs at least one stack");
         }
         let mut out: Vec<StackSpec> = Vec::new();
         for s in raw.get_ref() {
-            let spec = self.stack(s, stack_cpus)?;
+            let spec = self.stack(s, stack_cpus, suite_net)?;
             if out.iter().any(|o| o.label == spec.label) {
                 let span = s.label.as_ref().map_or(s.name.span(), Spanned::span);
                 let hint = if s.label.is_some() { "" } else { "; give each a distinct label" };
@@ -137,7 +139,12 @@ impl Checker<'_> {
         Ok(out)
     }
 
-    fn stack(&self, s: &RawStack, stack_cpus: Option<&CpuList>) -> Checked<StackSpec> {
+    fn stack(
+        &self,
+        s: &RawStack,
+        stack_cpus: Option<&CpuList>,
+        suite_net: Option<&str>,
+    ) -> Checked<StackSpec> {
         let Ok(stack) = catalog::stack(s.name.get_ref()) else {
             let known: Vec<&str> = catalog::STACKS.iter().map(|s| s.name).collect();
             return self.fail(
@@ -186,8 +193,11 @@ impl Checker<'_> {
             php_workers: count(&s.php_workers, "php_workers")?,
             access_log: s.access_log.as_ref().map_or(OnOff::Off, on_off),
             cpus,
-            // Suites do not name network profiles yet (`stack up --net` does).
-            net: None,
+            net: match &s.net {
+                Some(n) => Some(self.net(n)?),
+                None => suite_net.map(str::to_string),
+            }
+            .filter(|n| n != "loopback"),
         };
         // The lab's rules, with the file's key at the knob's own position (the stack's name
         // for a knob the file did not write, as stack_cpus).
@@ -522,6 +532,14 @@ impl Checker<'_> {
                 s.span(),
                 format!("invalid duration {:?} ({e}); use e.g. 10s, 1m, 500ms", s.get_ref()),
             ),
+        }
+    }
+
+    /// A network profile (`net = "lan-100mbit"`), checked as `stack up --net` checks it.
+    fn net(&self, s: &Spanned<String>) -> Checked<String> {
+        match s.get_ref().parse::<loadlab_lab::net::Profile>() {
+            Ok(_) => Ok(s.get_ref().clone()),
+            Err(e) => self.fail(s.span(), format!("net: {e}")),
         }
     }
 

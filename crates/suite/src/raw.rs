@@ -19,6 +19,8 @@ pub struct RawSuite {
     pub interleave: Option<Spanned<bool>>,
     pub client_cpus: Option<Spanned<String>>,
     pub stack_cpus: Option<Spanned<String>>,
+    /// The network profile of every stack that names none (`loopback`, `lan-100mbit`, ...).
+    pub net: Option<Spanned<String>>,
     pub quick: Option<RawQuick>,
     pub stacks: Spanned<Vec<RawStack>>,
     pub workloads: Spanned<Vec<RawWorkload>>,
@@ -41,6 +43,7 @@ pub struct RawStack {
     pub php_workers: Option<Spanned<u32>>,
     pub access_log: Option<Spanned<bool>>,
     pub cpus: Option<Spanned<String>>,
+    pub net: Option<Spanned<String>>,
 }
 
 impl RawStack {
@@ -59,6 +62,7 @@ impl RawStack {
             "php_workers" => count(&self.php_workers),
             "access_log" => flag(&self.access_log),
             "cpus" => self.cpus.as_ref().map(Spanned::span),
+            "net" => self.net.as_ref().map(Spanned::span),
             _ => None,
         }
     }

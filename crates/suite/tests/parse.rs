@@ -269,3 +269,17 @@ fn columns_count_characters_not_bytes() {
         .replace("label = \"fpm-2\"", "label = \"é\"");
     fails_on(&text, "\"é\"", "label: use letters");
 }
+
+/// `net`: a network profile for every stack (top level) or one (in `[[stacks]]`), checked as
+/// `stack up --net` checks it; `loopback` is no profile.
+#[test]
+fn network_profiles_for_the_suite_and_per_stack() {
+    let text = "name = \"n\"\nnet = \"lan-100mbit\"\n[[stacks]]\nname = \"nginx\"\n\
+        [[stacks]]\nname = \"nginx-fpm\"\nnet = \"loopback\"\n[[workloads]]\nname = \"hello.txt\"\n\
+        [[loads]]\nmodel = \"closed\"\nconcurrency = [2]\nduration = \"1s\"\n";
+    let suite = parse(text, "n.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(suite.stacks[0].knobs.net.as_deref(), Some("lan-100mbit"));
+    assert_eq!(suite.stacks[1].knobs.net, None);
+    let bad = text.replace("net = \"loopback\"", "net = \"fast\"");
+    fails_on(&bad, "\"fast\"", "unknown network profile");
+}
