@@ -2,7 +2,8 @@
 //!
 //! 0: the run finished (request failures are in the report); 1: internal error; 2: bad usage
 //! or input; 3: the target could not be reached at all; 4: a package the command needs is not
-//! installed; 5: a stack did not start or did not verify; 130: interrupted (Ctrl-C).
+//! installed; 5: a stack did not start or did not verify; 6: this machine cannot do what was
+//! asked (a network profile without root or iproute2); 130: interrupted (Ctrl-C).
 
 use std::io;
 use std::process::ExitCode;
@@ -25,6 +26,9 @@ pub enum Failure {
     /// Ctrl-C or SIGTERM ended the command before it finished.
     #[error("{0}")]
     Interrupted(String),
+    /// This machine cannot do what was asked: a network profile without root or iproute2.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 pub const OK: u8 = 0;
@@ -33,6 +37,7 @@ pub const USAGE: u8 = 2;
 pub const UNREACHABLE: u8 = 3;
 pub const MISSING_PACKAGE: u8 = 4;
 pub const STACK_FAILED: u8 = 5;
+pub const UNSUPPORTED: u8 = 6;
 pub const INTERRUPTED: u8 = 130;
 
 impl Failure {
@@ -43,6 +48,7 @@ impl Failure {
             Failure::MissingPackage(_) => MISSING_PACKAGE,
             Failure::StackFailed(_) => STACK_FAILED,
             Failure::Interrupted(_) => INTERRUPTED,
+            Failure::Unsupported(_) => UNSUPPORTED,
         }
     }
 }

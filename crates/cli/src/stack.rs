@@ -143,6 +143,7 @@ pub fn lab_failure(err: LabError) -> anyhow::Error {
         }
         LabError::Start { .. } | LabError::Verify { .. } => Failure::StackFailed(message).into(),
         LabError::Interrupted => Failure::Interrupted(message).into(),
+        LabError::NetUnavailable(_) => Failure::Unsupported(message).into(),
         other => anyhow::Error::new(other),
     }
 }

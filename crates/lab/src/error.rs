@@ -41,6 +41,9 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// A network profile was asked for where none can run (not root, no iproute2).
+    #[error("{0}")]
+    NetUnavailable(String),
     /// Ctrl-C (or SIGTERM) arrived while a stack was starting; it was torn down.
     #[error("interrupted while starting; what had started was stopped")]
     Interrupted,

@@ -98,6 +98,9 @@ impl Lab {
             None | Some("loopback") => None,
             Some(p) => Some(p.parse::<crate::net::Profile>().map_err(Error::BadKnob)?),
         };
+        if let (Some(p), Some(why)) = (&profile, crate::net::unavailable()) {
+            return Err(Error::NetUnavailable(format!("--net {}: {why}", p.name)));
+        }
         let id = self.state.claim_id(stack.name)?;
         for attempt in 1..=PORT_ATTEMPTS {
             let mut plan = self.plan(&id, stack, knobs)?;

@@ -194,6 +194,18 @@ pub fn capability() -> Capability {
     cap
 }
 
+/// Why no profile can run here (not root, no `ip` or `tc`), checked without changing
+/// anything; `None` when one may.
+pub fn unavailable() -> Option<String> {
+    if !is_root() {
+        return Some("network profiles need root (a namespace, a veth pair, tc qdiscs)".into());
+    }
+    if program("ip").is_none() || program("tc").is_none() {
+        return Some("network profiles need iproute2 (ip and tc): apt-get install iproute2".into());
+    }
+    None
+}
+
 /// A namespace joined to this one by a shaped veth pair.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Link {

@@ -120,3 +120,21 @@ fn an_ordinary_user_runs_a_php_stack_with_its_database() {
         running(&all)
     );
 }
+
+/// A network profile needs root: as nobody, `stack up --net` fails at once with exit 6 and
+/// says why, and leaves no namespace.
+#[test]
+fn a_network_profile_without_root_fails_at_once_with_exit_6() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("lab::user: not root; run as root to test the refusal as nobody");
+        return;
+    }
+    let lab = NobodyLab::new();
+    let out = output_within(lab.command(&["stack", "up", "nginx", "--net", "lan-100mbit"]), LIMIT);
+    assert_eq!(out.status.code(), Some(6), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--net lan-100mbit: network profiles need root"), "{stderr}");
+    let list = output_within(lab.command(&["stack", "list"]), LIMIT);
+    assert!(!String::from_utf8_lossy(&list.stdout).contains("nginx-1"), "{list:?}");
+}
