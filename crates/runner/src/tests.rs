@@ -377,3 +377,35 @@ fn the_clients_limit_comes_first_and_an_offer_kept_is_not_a_server_limit() {
     assert_eq!(l.evidence, "no tier used 90% of its CPUs (nginx 0.12 CPUs)");
     assert_eq!(limited_by(&r, &v, &[], 2).limit, Limit::NotDetermined);
 }
+
+/// Behind a network profile the lab knows the link's speed (the veth reports 10000 Mbit/s):
+/// a cell that carried the profile's rate is judged network-bound by the link rule.
+#[test]
+fn a_cell_behind_a_profile_is_judged_against_the_profiles_rate() {
+    let run = |net: &str| {
+        let text = TWO_STACKS.replacen("warmup = \"0s\"", &format!("warmup = \"0s\"\n{net}"), 1);
+        let suite = loadlab_suite::parse(&text, "two.toml").expect("the suite parses");
+        let plan = loadlab_suite::plan(&suite, false);
+        let (_dir, mut store) = store();
+        let run_id = begin(&mut store);
+        let lab = FakeLab::default();
+        // 60,000 responses of 200 bytes a second: 96 Mbit/s of HTTP, 102% of 100 Mbit/s on
+        // the wire.
+        let mut engine = FakeEngine::new(60_000.0);
+        let mut told = Told::default();
+        let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 2 };
+        crate::run_plan(&plan, &lab, &mut engine, &mut told, &mut cx).expect("the plan runs");
+        store.cells(run_id).expect("the cells")
+    };
+    let behind = run("net = \"lan-100mbit\"");
+    assert!(
+        behind.iter().all(|c| c.flags.iter().any(|f| f.flag.as_str() == "network_bound")),
+        "{:?}",
+        behind[0].flags
+    );
+    let limit = behind[0].limited_by.as_ref().expect("a limit");
+    assert_eq!(limit.kind, "network");
+    assert!(limit.evidence.ends_with("the link is --net lan-100mbit, 100 Mbit/s"), "{limit:?}");
+    let loopback = run("");
+    assert!(loopback.iter().all(|c| c.flags.iter().all(|f| f.flag.as_str() != "network_bound")));
+}
