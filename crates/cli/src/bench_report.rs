@@ -47,6 +47,10 @@ pub struct Report {
     pub client: Client,
     /// Reasons a figure above should not be taken at face value; empty when none.
     pub warnings: Vec<String>,
+    /// Responses that were not 2xx, and whether the verdict marks the throughput for them
+    /// (`non_2xx`: counted as completed, no --expect-status); for the text and CSV layouts.
+    #[serde(skip)]
+    pub not_2xx: (u64, bool),
     /// Facts worth knowing that do not weaken any figure (such as a varying body length).
     pub notes: Vec<String>,
 }
@@ -383,6 +387,7 @@ impl Report {
                 network_bound: verdict.has(Flag::NetworkBound),
             },
             warnings: verdict.warnings(),
+            not_2xx: (loadlab_runner::trust::not_2xx(t), verdict.has(Flag::Non2xx)),
             notes: verdict.notes,
         }
     }

@@ -200,71 +200,27 @@ pub enum OverCapacity {
     Run,
 }
 
-/// Checks the run's connections against what the client has, before any load (see
-/// [`loadlab_runner::capacity`]): refuses (exit 2), or lowers them to what fits and returns
-/// the warning to show. An open loop's `--max-connections` is a ceiling, so it is lowered to
-/// what fits whatever the policy, with a warning.
+impl From<OverCapacity> for loadlab_runner::capacity::Policy {
+    fn from(p: OverCapacity) -> Self {
+        use loadlab_runner::capacity::Policy;
+        match p {
+            OverCapacity::Refuse => Policy::Refuse,
+            OverCapacity::Cap => Policy::Cap,
+            OverCapacity::Run => Policy::Run,
+        }
+    }
+}
+
+/// Checks the run's connections against what this machine has, before any load
+/// ([`loadlab_runner::capacity::fit`]): a refusal is a usage error (exit 2); otherwise the
+/// warning to show, if any.
 pub fn fit_connections(
     config: &mut BenchConfig,
     policy: OverCapacity,
 ) -> anyhow::Result<Option<String>> {
     use loadlab_runner::capacity;
     let has = capacity::Has::here(config.source_ips.len());
-    let fmt = |n: usize| loadlab_stats::format::count(n as f64);
-    match &mut config.pacing {
-        Pacing::Closed => match capacity::check(&has, config.connections, config.threads) {
-            Ok(()) => Ok(None),
-            Err(short) => match policy {
-                OverCapacity::Refuse => Err(Failure::Usage(short.to_string()).into()),
-                OverCapacity::Run => Ok(Some(format!(
-                    "{} connections were asked for where {} allows {}: those beyond it fail as \
-                     the client's own errors (--over-capacity run)",
-                    fmt(short.asked),
-                    short.figure,
-                    fmt(short.fits)
-                ))),
-                OverCapacity::Cap if short.fits == 0 => {
-                    Err(Failure::Usage(format!("no connection fits: {}", short.figure)).into())
-                }
-                OverCapacity::Cap => {
-                    config.connections = short.fits;
-                    config.threads = config.threads.min(short.fits);
-                    Ok(Some(format!(
-                        "ran with {} connections, not the {} asked for: {} allows no more \
-                         (--over-capacity cap)",
-                        fmt(short.fits),
-                        fmt(short.asked),
-                        short.figure
-                    )))
-                }
-            },
-        },
-        Pacing::Open { max_connections, .. } | Pacing::Sessions { max_connections, .. } => {
-            let (fits, limit, figure) = capacity::fits(&has, config.threads);
-            let asked = *max_connections;
-            if asked <= fits {
-                return Ok(None);
-            }
-            if policy == OverCapacity::Run {
-                return Ok(Some(format!(
-                    "--max-connections {} is more than {figure} allows ({}): connections \
-                     beyond it fail as the client's own errors (--over-capacity run)",
-                    fmt(asked),
-                    fmt(fits)
-                )));
-            }
-            if fits < config.threads {
-                let short = capacity::Shortfall { limit, asked, fits, figure };
-                return Err(Failure::Usage(short.to_string()).into());
-            }
-            *max_connections = fits;
-            Ok(Some(format!(
-                "--max-connections lowered from {} to {}: {figure} allows no more",
-                fmt(asked),
-                fmt(fits)
-            )))
-        }
-    }
+    capacity::fit(config, policy.into(), &has).map_err(|m| Failure::Usage(m).into())
 }
 
 /// Runs one measured load, with the live progress line unless `quiet`. The first Ctrl-C stops

@@ -146,6 +146,84 @@ pub fn check(has: &Has, connections: usize, threads: usize) -> Result<(), Shortf
     }
 }
 
+/// What to do when a run's connections do not fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Refuse before any load.
+    Refuse,
+    /// Run with the connections that fit, and say so.
+    Cap,
+    /// Run as asked: the connections that do not fit fail as the client's own errors.
+    Run,
+}
+
+/// Fits `config`'s connections to what the machine `has`: `Err` (the line to print) when the
+/// run is refused; otherwise the warning to show with the run, if any. A closed loop opens
+/// every `-c` connection, so one that does not fit is refused, capped or run as `policy` says;
+/// an open loop's `max_connections` is a ceiling, lowered to what fits unless `Run`.
+pub fn fit(
+    config: &mut loadlab_engine::BenchConfig,
+    policy: Policy,
+    has: &Has,
+) -> Result<Option<String>, String> {
+    use loadlab_engine::Pacing;
+    let fmt = |n: usize| loadlab_stats::format::count(n as f64);
+    let threads = config.threads;
+    match &mut config.pacing {
+        Pacing::Closed => {
+            let Err(short) = check(has, config.connections, threads) else { return Ok(None) };
+            match policy {
+                Policy::Refuse => Err(short.to_string()),
+                Policy::Run => Ok(Some(format!(
+                    "{} connections were asked for where {} allows {}: those beyond it fail as \
+                     the client's own errors (--over-capacity run)",
+                    fmt(short.asked),
+                    short.figure,
+                    fmt(short.fits)
+                ))),
+                Policy::Cap if short.fits == 0 => {
+                    Err(format!("no connection fits: {}", short.figure))
+                }
+                Policy::Cap => {
+                    config.connections = short.fits;
+                    config.threads = threads.min(short.fits);
+                    Ok(Some(format!(
+                        "ran with {} connections, not the {} asked for: {} allows no more \
+                         (--over-capacity cap)",
+                        fmt(short.fits),
+                        fmt(short.asked),
+                        short.figure
+                    )))
+                }
+            }
+        }
+        Pacing::Open { max_connections, .. } | Pacing::Sessions { max_connections, .. } => {
+            let (fits, limit, figure) = fits(has, threads);
+            let asked = *max_connections;
+            if asked <= fits {
+                return Ok(None);
+            }
+            if policy == Policy::Run {
+                return Ok(Some(format!(
+                    "--max-connections {} is more than {figure} allows ({}): connections \
+                     beyond it fail as the client's own errors (--over-capacity run)",
+                    fmt(asked),
+                    fmt(fits)
+                )));
+            }
+            if fits < threads {
+                return Err(Shortfall { limit, asked, fits, figure }.to_string());
+            }
+            *max_connections = fits;
+            Ok(Some(format!(
+                "--max-connections lowered from {} to {}: {figure} allows no more",
+                fmt(asked),
+                fmt(fits)
+            )))
+        }
+    }
+}
+
 /// The first closed-loop cell of `plan` whose connections do not fit, with its shortfall: a
 /// suite is checked whole before any stack starts. (An open-loop cell's `max_connections` is a
 /// ceiling: the engine's connection cap holds it, and its cells are not refused.)
@@ -212,6 +290,53 @@ mod tests {
         // Half of 64 MiB at 8 KiB each.
         assert_eq!((short.limit, short.fits), (Limit::Memory, 4_096));
         assert_eq!(check(&Has { memory: None, ..small }, 10_000, 1), Ok(()));
+    }
+
+    fn config(pacing: loadlab_engine::Pacing, connections: usize) -> loadlab_engine::BenchConfig {
+        let target = loadlab_engine::Target::parse("http://127.0.0.1:9/").unwrap();
+        let mut c = loadlab_engine::BenchConfig::new(target);
+        (c.pacing, c.connections, c.threads) = (pacing, connections, 2);
+        c
+    }
+
+    #[test]
+    fn a_closed_loop_past_the_limit_is_refused_capped_or_run_as_asked() {
+        let h = has(20_000);
+        let mut c = config(loadlab_engine::Pacing::Closed, 1_000_000);
+        let refused = fit(&mut c, Policy::Refuse, &h).unwrap_err();
+        assert!(refused.starts_with("1,000,000 connections do not fit"), "{refused}");
+        assert_eq!(c.connections, 1_000_000, "a refusal changes nothing");
+        let warned = fit(&mut c, Policy::Run, &h).unwrap().expect("a warning");
+        assert!(warned.contains("--over-capacity run") && c.connections == 1_000_000, "{warned}");
+        let capped = fit(&mut c, Policy::Cap, &h).unwrap().expect("a warning");
+        assert_eq!(c.connections, 19_984);
+        assert!(capped.starts_with("ran with 19,984 connections, not the 1,000,000"), "{capped}");
+        // What fits needs no word.
+        assert_eq!(
+            fit(&mut config(loadlab_engine::Pacing::Closed, 100), Policy::Refuse, &h),
+            Ok(None)
+        );
+        let mut none = config(loadlab_engine::Pacing::Closed, 10);
+        assert!(fit(&mut none, Policy::Cap, &has(12))
+            .unwrap_err()
+            .starts_with("no connection fits"));
+    }
+
+    #[test]
+    fn an_open_loops_ceiling_is_lowered_to_what_fits_unless_run_as_asked() {
+        let open = |max| loadlab_engine::Pacing::Open {
+            rate: 1000.0,
+            arrival: loadlab_engine::Arrival::Fixed,
+            max_connections: max,
+        };
+        let mut c = config(open(100_000), 10);
+        let w = fit(&mut c, Policy::Refuse, &has(20_000)).unwrap().expect("a warning");
+        assert_eq!(c.pacing, open(19_984));
+        assert!(w.starts_with("--max-connections lowered from 100,000 to 19,984"), "{w}");
+        let mut asked = config(open(100_000), 10);
+        assert!(fit(&mut asked, Policy::Run, &has(20_000)).unwrap().is_some());
+        assert_eq!(asked.pacing, open(100_000));
+        assert_eq!(fit(&mut config(open(500), 10), Policy::Refuse, &has(20_000)), Ok(None));
     }
 
     #[test]

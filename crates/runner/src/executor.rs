@@ -226,14 +226,10 @@ fn run_group(
         let mut result = result?;
         // Behind a network profile the lab knows the link's speed, which the veth does not
         // report (it says 10000 Mbit/s): the verdict's link rule then judges against it.
-        if let Some(bps) = cell
-            .stack
-            .knobs
-            .net
-            .as_deref()
-            .and_then(|n| n.parse::<loadlab_lab::net::Profile>().ok())
-            .and_then(|p| p.rate_bps)
-        {
+        let net = cell.stack.knobs.net.as_deref();
+        let link_bps =
+            net.and_then(|n| n.parse::<loadlab_lab::net::Profile>().ok()).and_then(|p| p.rate_bps);
+        if let Some(bps) = link_bps {
             result.link.speed_mbps = Some((bps / 1_000_000).max(1));
         }
         if result.interrupted {
@@ -247,17 +243,13 @@ fn run_group(
         };
         let mut limited_by = crate::limit::limited_by(&result, &verdict, &samples, tier_cpus);
         // Behind a network profile the link's capacity is known: say it beside the evidence.
-        if let (crate::limit::Limit::Network, Some(net)) =
-            (&limited_by.limit, cell.stack.knobs.net.as_deref())
+        if let (crate::limit::Limit::Network, Some(net), Some(bps)) =
+            (&limited_by.limit, net, link_bps)
         {
-            if let Ok(profile) = net.parse::<loadlab_lab::net::Profile>() {
-                if let Some(bps) = profile.rate_bps {
-                    limited_by.evidence.push_str(&format!(
-                        "; the link is --net {net}, {}",
-                        loadlab_stats::format::mbps(bps as f64 / 1e6)
-                    ));
-                }
-            }
+            limited_by.evidence.push_str(&format!(
+                "; the link is --net {net}, {}",
+                loadlab_stats::format::mbps(bps as f64 / 1e6)
+            ));
         }
         let record = crate::cell::record(
             cell,

@@ -245,13 +245,13 @@ pub fn limited_by(
     // work: on a shared machine that is the machine's limit, judged below.
     // Nor did a client that waited while the link carried what it could (seen at 475 of a
     // 500 Mbit/s shaper: the kernel's packet work held the CPUs): the link set the pace.
-    let starved_by_stack = starved_by_stack(r, &tiers, samples) || verdict.has(Flag::NetworkBound);
+    let wait_explained = starved_by_stack(r, &tiers, samples) || verdict.has(Flag::NetworkBound);
     let client =
         [Flag::ClientSaturated, Flag::ClientStarved, Flag::FdExhausted, Flag::ConnectionsExhausted];
     if let Some(f) = verdict
         .findings
         .iter()
-        .find(|f| client.contains(&f.flag) && !(f.flag == Flag::ClientStarved && starved_by_stack))
+        .find(|f| client.contains(&f.flag) && !(f.flag == Flag::ClientStarved && wait_explained))
     {
         return LimitedBy { limit: Limit::Client, evidence: f.evidence.clone() };
     }

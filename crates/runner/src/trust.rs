@@ -105,6 +105,12 @@ impl Flag {
     }
 }
 
+/// Responses whose status was not 2xx (1xx, 3xx, 4xx, 5xx).
+pub fn not_2xx(t: &loadlab_engine::Tally) -> u64 {
+    let classes = t.status_classes();
+    classes[0] + classes[2] + classes[3] + classes[4]
+}
+
 /// The share of the latency a percentile of lateness must reach to be said: below it, the
 /// client's delay in sending is too small a part of the latency it is counted in to matter.
 pub const LATE_SHARE: f64 = 0.10;
@@ -368,8 +374,7 @@ impl Verdict {
                 );
             }
         }
-        let classes = t.status_classes();
-        let not_2xx = classes[0] + classes[2] + classes[3] + classes[4];
+        let not_2xx = not_2xx(t);
         if not_2xx > 0 && cfg.validation.status.is_empty() {
             v.add(
                 Flag::Non2xx,

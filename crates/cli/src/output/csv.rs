@@ -51,10 +51,7 @@ impl Render for Csv {
             ("cpu_user_s", format!("{:.3}", r.client.cpu_user_s)),
             ("cpu_sys_s", format!("{:.3}", r.client.cpu_sys_s)),
             ("cpu_us_per_request", cpu),
-            ("non_2xx", {
-                let ok = r.status_class.get("2xx").copied().unwrap_or(0);
-                r.requests.completed.saturating_sub(ok).to_string()
-            }),
+            ("non_2xx", r.not_2xx.0.to_string()),
             ("saturated", r.client.saturated.to_string()),
             ("starved", r.client.starved.to_string()),
             ("network_bound", r.client.network_bound.to_string()),

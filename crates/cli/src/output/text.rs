@@ -72,11 +72,10 @@ impl Render for Text {
         if r.client.network_bound {
             flag.push_str("   << NETWORK-BOUND: the link's rate, not the server's");
         }
-        // Responses that were not 2xx count as completed unless --expect-status says otherwise:
-        // a rate of 404s is not the rate of the page asked for.
-        let ok_2xx = r.status_class.get("2xx").copied().unwrap_or(0);
-        let not_2xx = q.completed.saturating_sub(ok_2xx);
-        if not_2xx > 0 && r.config.expect_status.is_empty() {
+        // Responses that were not 2xx count as completed unless --expect-status says otherwise
+        // (the verdict's non_2xx): a rate of 404s is not the rate of the page asked for.
+        let (not_2xx, marked) = r.not_2xx;
+        if marked {
             flag.push_str(&format!(
                 "   << {} OF RESPONSES NOT 2xx ({} of {}, counted as completed)",
                 loadlab_stats::format::percent(not_2xx as f64 / q.completed.max(1) as f64),

@@ -43,12 +43,7 @@ fn a_full_php_fpm_pool_limits_its_cell_and_a_pool_of_50_does_not() {
     let stdout = scratch.ok(&["run", "--suite", &suite, "--out", &out]);
     let report = scratch.json(&["report", "1", "--db", &scratch.db(), "--format", "json"]);
 
-    let limits = |stack: &str| -> Vec<Value> {
-        let text = report.to_string();
-        let found = find_stack(&report, stack)
-            .unwrap_or_else(|| panic!("no stack {stack} in the report: {text}"));
-        found["limits"].as_array().cloned().unwrap_or_default()
-    };
+    let limits = |stack: &str| limits_of(&report, stack);
     let small = limits("pool-2");
     assert_eq!(small.len(), 1, "{small:#?}\n{stdout}");
     assert_eq!(small[0]["name"], "php-fpm pool", "{small:#?}\n{stdout}");
@@ -62,6 +57,13 @@ fn a_full_php_fpm_pool_limits_its_cell_and_a_pool_of_50_does_not() {
         big.iter().all(|l| l["name"] != "php-fpm pool"),
         "a pool of 50 under 20 connections is never full: {big:#?}"
     );
+}
+
+/// What `report --format json` says limited `stack`'s cells.
+fn limits_of(report: &Value, stack: &str) -> Vec<Value> {
+    let found = find_stack(report, stack)
+        .unwrap_or_else(|| panic!("no stack {stack} in the report: {report}"));
+    found["limits"].as_array().cloned().unwrap_or_default()
 }
 
 /// The stack's summary, wherever the report keeps it.
@@ -126,13 +128,7 @@ fn a_full_apache_prefork_pool_limits_its_cell_and_one_of_50_does_not() {
     let out = scratch.out().display().to_string();
     let stdout = scratch.ok(&["run", "--suite", &suite, "--out", &out]);
     let report = scratch.json(&["report", "1", "--db", &scratch.db(), "--format", "json"]);
-    let limits = |stack: &str| -> Vec<Value> {
-        find_stack(&report, stack)
-            .unwrap_or_else(|| panic!("no stack {stack} in the report: {report}"))["limits"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    };
+    let limits = |stack: &str| limits_of(&report, stack);
     let small = limits("workers-5");
     assert_eq!(small.len(), 1, "{small:#?}\n{stdout}");
     assert_eq!(small[0]["name"], "apache pool", "{small:#?}\n{stdout}");
