@@ -83,7 +83,8 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<u8> {
             })).collect::<Vec<_>>(),
             "stale": stale,
             "network_profiles": {
-                "shaping": net.shaping(), "netem": net.netem, "tbf": net.tbf, "root": net.root,
+                "shaping": net.shaping(), "delay": net.delay(), "netem": net.netem,
+                "tun": net.tun, "tbf": net.tbf, "root": net.root,
                 "ip": net.ip, "tc": net.tc, "namespaces_left": net_left,
             },
             "warnings": warnings,
@@ -120,9 +121,14 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<u8> {
     };
     writeln!(
         out,
-        "network shaping: bandwidth {}{why}; delay and loss (netem) {}",
+        "network shaping: bandwidth {}{why}; delay and loss {} (netem {})",
         if net.shaping() { "yes" } else { "no" },
-        if net.netem { "yes" } else { "no: this kernel has no netem" }
+        match (net.delay(), net.tun) {
+            (true, _) => "yes, by loadlab's delay stage",
+            (false, false) => "no: no /dev/net/tun for the delay stage",
+            (false, true) => "no",
+        },
+        if net.netem { "yes, not used" } else { "no: this kernel has none" }
     )?;
     for warning in &warnings {
         writeln!(out, "warning: {warning}")?;

@@ -67,10 +67,20 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Two stored runs side by side, benchstat-style: medians, CIs, significance.
     Compare(compare::CompareArgs),
+    /// The delay-and-loss stage of a network profile's link, started by `stack up --net`.
+    #[command(hide = true)]
+    NetStage {
+        #[arg(allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Links with delay or loss run their stage from this program (`net-stage`).
+    if let Ok(me) = std::env::current_exe() {
+        loadlab_lab::net::stage::set_program(me);
+    }
     let outcome = match cli.command {
         Command::Bench(args) => bench::run(args),
         Command::Sweep(args) => sweep::run(args),
@@ -80,6 +90,9 @@ fn main() -> ExitCode {
         Command::Runs(args) => runs::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::NetStage { args } => {
+            return ExitCode::from(loadlab_lab::net::stage::main(&args) as u8);
+        }
     };
     exit::finish(outcome)
 }

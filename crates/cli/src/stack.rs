@@ -222,6 +222,8 @@ fn instance_json(record: &Record, health: Health) -> serde_json::Value {
         })).collect::<Vec<_>>(),
         "run_dir": record.run_dir,
         "knobs": record.knobs,
+        // The link of a network profile: its namespace, devices, addresses, delay stage.
+        "net": record.net,
     })
 }
 

@@ -1,19 +1,25 @@
-//! Network profiles: the link between the client and a stack. `loopback` is today's lab (the
-//! stack on 127.0.0.1); the others put the stack in a network namespace of its own, joined to
-//! the client's by a veth pair whose two ends are shaped with `tc` as the profile says
-//! (seeds 000 and 001 measured across a 100 Mbit/s switch). This module owns the profiles, the
-//! namespace and its link, and what `doctor` says about them; running a stack's servers inside
-//! the namespace is not wired yet (see issue "Lab network profiles").
+//! Network profiles: the link between the client and a stack. `loopback` is the lab's default
+//! (the stack on 127.0.0.1); the others put the stack in a network namespace of its own, joined
+//! to the client's by a link whose two ends are shaped with `tc` as the profile says (seeds 000
+//! and 001 measured across a 100 Mbit/s switch): a veth pair for bandwidth alone, a TUN pair
+//! with loadlab's delay stage ([`stage`]) between them for delay, jitter and loss, on any
+//! kernel, netem or not. This module owns the profiles, the namespace and its link, and what
+//! `doctor` says about them.
 //!
-//! Everything created is named `loadlab-net-*` (namespace) and `llv*` (veth), on a private
-//! 10.214.0.0/16 /30 per link, so that leftovers are recognised and nothing is reachable from
-//! outside the machine.
+//! Everything created is named `loadlab-net-*` (namespace), `llv*` (veth) and `llt*` (TUN), on
+//! a private 10.214.0.0/16 /30 per link, so that leftovers are recognised and nothing is
+//! reachable from outside the machine.
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::Command;
 use std::str::FromStr;
 use std::time::Duration;
+
+use crate::programs::{IP, TC};
+use crate::state::is_root;
+
+pub mod stage;
 
 /// Namespaces loadlab creates start with this.
 pub const NS_PREFIX: &str = "loadlab-net-";
@@ -149,6 +155,8 @@ pub struct Capability {
     pub netem: bool,
     /// The kernel took a tbf qdisc (bandwidth).
     pub tbf: bool,
+    /// `/dev/net/tun` is there, for the delay stage's devices.
+    pub tun: bool,
 }
 
 impl Capability {
@@ -156,25 +164,24 @@ impl Capability {
     pub fn shaping(&self) -> bool {
         self.root && self.ip.is_some() && self.tc.is_some() && self.tbf
     }
-}
 
-fn program(name: &str) -> Option<PathBuf> {
-    ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
-        .iter()
-        .map(|d| PathBuf::from(d).join(name))
-        .find(|p| p.is_file())
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    /// Delay, jitter and loss can run here (by loadlab's own stage, netem or not).
+    pub fn delay(&self) -> bool {
+        self.shaping() && self.tun
+    }
 }
 
 /// Tries what the kernel can do in a namespace of its own, removed before returning.
 pub fn capability() -> Capability {
-    let (ip, tc) = (program("ip"), program("tc"));
-    let mut cap =
-        Capability { root: is_root(), ip: ip.clone(), tc: tc.clone(), netem: false, tbf: false };
+    let (ip, tc) = (IP.path(), TC.path());
+    let mut cap = Capability {
+        root: is_root(),
+        ip: ip.clone(),
+        tc: tc.clone(),
+        netem: false,
+        tbf: false,
+        tun: std::path::Path::new("/dev/net/tun").exists(),
+    };
     let (Some(ip), Some(tc), true) = (ip, tc, cap.root) else { return cap };
     let ns = format!("{NS_PREFIX}probe-{}", std::process::id());
     if !run(&ip, &["netns", "add", &ns]) {
@@ -200,13 +207,15 @@ pub fn unavailable() -> Option<String> {
     if !is_root() {
         return Some("network profiles need root (a namespace, a veth pair, tc qdiscs)".into());
     }
-    if program("ip").is_none() || program("tc").is_none() {
+    if IP.path().is_none() || TC.path().is_none() {
         return Some("network profiles need iproute2 (ip and tc): apt-get install iproute2".into());
     }
     None
 }
 
-/// A namespace joined to this one by a shaped veth pair.
+/// A namespace joined to this one by a shaped link: a veth pair for bandwidth-only profiles,
+/// a pair of TUN devices with loadlab's delay stage between them for profiles with delay,
+/// jitter or loss.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Link {
     pub namespace: String,
@@ -214,80 +223,79 @@ pub struct Link {
     pub ns_if: String,
     pub host_ip: Ipv4Addr,
     pub ns_ip: Ipv4Addr,
+    /// The delay stage's process, when the link has one.
+    #[serde(default)]
+    pub stage: Option<u32>,
 }
 
 impl Link {
-    /// Creates the namespace `loadlab-net-TAG`, the veth pair on a free /30 and the shaping of
-    /// both ends. Bandwidth only: a profile with delay or loss is refused until the delay stage
-    /// exists. Whatever was created is removed again when a step fails.
+    /// Creates the namespace `loadlab-net-TAG`, the devices on a free /30, the shaping of both
+    /// ends and, for delay or loss, the stage that carries packets between them. Whatever was
+    /// created is removed again when a step fails.
     pub fn create(tag: &str, profile: &Profile) -> Result<Link, String> {
-        let cap_ip = program("ip").ok_or("the ip program (iproute2) is missing")?;
-        let cap_tc = program("tc").ok_or("the tc program (iproute2) is missing")?;
+        if IP.path().is_none() || TC.path().is_none() {
+            return Err("the ip and tc programs (iproute2) are missing".into());
+        }
         if !is_root() {
             return Err("network profiles need root (a namespace, a veth pair, tc)".into());
         }
-        if profile.needs_delay_stage() {
-            return Err(format!(
-                "profile {}: delay, jitter and loss are not supported yet (bandwidth only)",
-                profile.name
-            ));
-        }
+        let staged = profile.needs_delay_stage();
+        let program = match (staged, stage::program()) {
+            (true, None) => {
+                return Err("delay and loss need the loadlab program's delay stage".into());
+            }
+            (_, program) => program,
+        };
+        // Two `stack up`s at once would pick the same free /30: the pick and the address it
+        // claims happen under one machine-wide lock, released when `create` returns.
+        let _picking = pick_lock()?;
         let index = free_block().ok_or("no free /30 left in 10.214.0.0/16")?;
         let base = u32::from(Ipv4Addr::new(10, 214, 0, 0)) + index * 4;
-        let link = Link {
+        // TUN devices for a staged link (llt*), a veth pair otherwise (llv*).
+        let kind = if staged { "llt" } else { "llv" };
+        let mut link = Link {
             namespace: format!("{NS_PREFIX}{tag}"),
-            host_if: format!("llvh{index}"),
-            ns_if: format!("llvn{index}"),
+            host_if: format!("{kind}h{index}"),
+            ns_if: format!("{kind}n{index}"),
             host_ip: Ipv4Addr::from(base + 1),
             ns_ip: Ipv4Addr::from(base + 2),
+            stage: None,
         };
-        let step = |args: &[&str]| -> Result<(), String> {
-            let out = Command::new(&cap_ip).args(args).output().map_err(|e| e.to_string())?;
-            if out.status.success() {
-                Ok(())
+        let shape = stage::Shape::from(profile);
+        let mut build = || -> Result<(), String> {
+            let (ns, h, n) = (link.namespace.clone(), link.host_if.clone(), link.ns_if.clone());
+            let (ns, h, n) = (ns.as_str(), h.as_str(), n.as_str());
+            step(IP, &["netns", "add", ns])?;
+            if staged {
+                step(IP, &["tuntap", "add", "dev", h, "mode", "tun"])?;
+                step(IP, &["-n", ns, "tuntap", "add", "dev", n, "mode", "tun"])?;
             } else {
-                Err(format!(
-                    "ip {}: {}",
-                    args.join(" "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ))
+                step(IP, &["link", "add", h, "type", "veth", "peer", "name", n])?;
+                step(IP, &["link", "set", n, "netns", ns])?;
             }
-        };
-        let build = || -> Result<(), String> {
-            let (ns, h, n) = (link.namespace.as_str(), link.host_if.as_str(), link.ns_if.as_str());
-            step(&["netns", "add", ns])?;
-            step(&["link", "add", h, "type", "veth", "peer", "name", n])?;
-            step(&["link", "set", n, "netns", ns])?;
-            step(&["addr", "add", &format!("{}/30", link.host_ip), "dev", h])?;
-            step(&["link", "set", h, "up"])?;
-            step(&["-n", ns, "addr", "add", &format!("{}/30", link.ns_ip), "dev", n])?;
-            step(&["-n", ns, "link", "set", n, "up"])?;
-            step(&["-n", ns, "link", "set", "lo", "up"])?;
+            step(IP, &["addr", "add", &format!("{}/30", link.host_ip), "dev", h])?;
+            step(IP, &["link", "set", h, "up"])?;
+            step(IP, &["-n", ns, "addr", "add", &format!("{}/30", link.ns_ip), "dev", n])?;
+            step(IP, &["-n", ns, "link", "set", n, "up"])?;
+            step(IP, &["-n", ns, "link", "set", "lo", "up"])?;
             if let Some(rate) = profile.rate_bps {
                 // Both directions: what the stack sends leaves by its end, what the client
-                // sends by the host's. The bucket holds at least 32 KB or 4 ms of the rate.
-                let burst = (rate / 8 / 250).max(32 * 1024).to_string();
+                // sends by the host's. The bucket holds at least 32 KB or 4 ms of the rate,
+                // and a whole 64 KB GSO packet where the stage takes offloads (tbf would
+                // split larger packets into wire-sized ones for the stage to carry one by one).
+                let floor = if staged && stage::offloads(&shape) { 96 } else { 32 } * 1024;
+                let burst = (rate / 8 / 250).max(floor).to_string();
                 let rate = format!("{rate}bit");
                 let tbf = ["root", "tbf", "rate", &rate, "burst", &burst, "latency", "50ms"];
-                let tc = |args: &[&str]| -> Result<(), String> {
-                    let out =
-                        Command::new(&cap_tc).args(args).output().map_err(|e| e.to_string())?;
-                    if out.status.success() {
-                        Ok(())
-                    } else {
-                        Err(format!(
-                            "tc {}: {}",
-                            args.join(" "),
-                            String::from_utf8_lossy(&out.stderr).trim()
-                        ))
-                    }
-                };
                 let mut a = vec!["-n", ns, "qdisc", "add", "dev", n];
                 a.extend_from_slice(&tbf);
-                tc(&a)?;
+                step(TC, &a)?;
                 let mut b = vec!["qdisc", "add", "dev", h];
                 b.extend_from_slice(&tbf);
-                tc(&b)?;
+                step(TC, &b)?;
+            }
+            if let (true, Some(program)) = (staged, program) {
+                link.stage = Some(stage::spawn(program, &link, &shape)?);
             }
             Ok(())
         };
@@ -300,19 +308,56 @@ impl Link {
         }
     }
 
-    /// Removes the veth pair and the namespace (deleting one end of a veth deletes both; the
-    /// qdiscs go with their devices). Safe to call on what is half there or already gone.
+    /// Removes the devices and the namespace (deleting one end of a veth deletes both; the
+    /// qdiscs go with their devices; the delay stage ends when its devices go, and is stopped
+    /// if it has not). Safe to call on what is half there or already gone.
     pub fn remove(&self) {
-        if let Some(ip) = program("ip") {
+        if let Some(ip) = IP.path() {
             run(&ip, &["link", "del", &self.host_if]);
+            if let Some(pid) = self.stage {
+                stage::stop(pid);
+            }
             run(&ip, &["netns", "del", &self.namespace]);
         }
     }
 }
 
+/// Runs one `ip` or `tc` command, its stderr as the error.
+fn step(program: crate::programs::Need, args: &[&str]) -> Result<(), String> {
+    let path = program.path().ok_or_else(|| format!("{} is missing", program.name()))?;
+    let out = Command::new(&path).args(args).output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} {}: {}",
+            program.name(),
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// An exclusive lock on `/run/loadlab-net.lock`, held while the returned file is open.
+fn pick_lock() -> Result<std::fs::File, String> {
+    use std::os::fd::AsRawFd as _;
+    let path = std::path::Path::new("/run/loadlab-net.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    // SAFETY: flock on a descriptor we own; it blocks until the other holder closes its file.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(format!("{}: {}", path.display(), std::io::Error::last_os_error()));
+    }
+    Ok(file)
+}
+
 /// The /30s already given to veths of loadlab's, read from the host's addresses.
 fn free_block() -> Option<u32> {
-    let ip = program("ip")?;
+    let ip = IP.path()?;
     let out = Command::new(ip).args(["-4", "-o", "addr", "show"]).output().ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
     (0..16_384u32).find(|i| {
@@ -323,7 +368,7 @@ fn free_block() -> Option<u32> {
 
 /// Namespaces of loadlab's that exist now (`ip netns list`), for `doctor` and cleanup.
 pub fn namespaces() -> Vec<String> {
-    let Some(ip) = program("ip") else { return Vec::new() };
+    let Some(ip) = IP.path() else { return Vec::new() };
     let Ok(out) = Command::new(ip).args(["netns", "list"]).output() else { return Vec::new() };
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -375,7 +420,7 @@ mod tests {
         assert!(!namespaces().iter().any(|n| n.contains("probe")), "the probe left its namespace");
         let tag = format!("test-{}", std::process::id());
         let link = Link::create(&tag, &"lan-100mbit".parse().unwrap()).expect("a link");
-        let tc = program("tc").unwrap();
+        let tc = TC.path().unwrap();
         let shown = |args: &[&str]| {
             String::from_utf8_lossy(&Command::new(&tc).args(args).output().unwrap().stdout)
                 .into_owned()
@@ -387,7 +432,8 @@ mod tests {
         assert!(outside.contains("tbf") && outside.contains("rate 100Mbit"), "{outside}");
         assert!(!namespaces().contains(&link.namespace), "the namespace is left");
         assert!(!std::path::Path::new("/sys/class/net").join(&link.host_if).exists());
-        assert!(Link::create(&tag, &"wan".parse().unwrap()).is_err(), "delay is not supported yet");
+        // A test binary carries no delay stage (the loadlab program does): refused, nothing made.
+        assert!(Link::create(&tag, &"wan".parse().unwrap()).is_err(), "no stage here");
         assert!(!namespaces().contains(&link.namespace), "a refused profile creates nothing");
     }
 }

@@ -39,6 +39,9 @@ pub const PHP_MYSQL: Need = Need {
 pub const SPAWN_FCGI: Need = Need { package: "spawn-fcgi", what: What::Program("spawn-fcgi") };
 /// `ss`, to read a unix listener's accept queue (the php-fpm pool's, see `pools`).
 pub const SS: Need = Need { package: "iproute2", what: What::Program("ss") };
+/// `ip` and `tc`, for network profiles' namespaces, veths and qdiscs (see `net`).
+pub const IP: Need = Need { package: "iproute2", what: What::Program("ip") };
+pub const TC: Need = Need { package: "iproute2", what: What::Program("tc") };
 pub const VARNISHD: Need = Need { package: "varnish", what: What::Program("varnishd") };
 pub const MARIADBD: Need = Need { package: "mariadb-server", what: What::Program("mariadbd") };
 pub const MARIADB_INSTALL_DB: Need =

@@ -46,6 +46,17 @@ pub const QUEUED_CLIENT_BUSY: f64 = 0.50;
 /// ...on a machine whose CPUs were less busy than this (a full machine delays handshakes).
 pub const QUEUED_MACHINE_BUSY: f64 = 0.90;
 
+/// The round-trip rule of `network_bound` (docs/trust.md): in a closed loop each connection
+/// has one request outstanding, so N connections across a path of round trip R carry at most
+/// N / R requests a second whatever the server. When the idle round trip(s) a request needs
+/// make up at least this share of its median latency, that bound, not the server, set the
+/// rate (behind a 40 ms profile a 13-byte file took 40.7-41 ms at the median; on a LAN with
+/// no delay the idle RTT was 7-8 µs of a 85-91 µs median)...
+pub const ROUND_TRIP_SHARE: f64 = 0.5;
+/// ...and the round trip is at least this long (µs): below it the handshake probe's own
+/// granularity and the kernel's timestamps are too coarse to split a latency by.
+pub const ROUND_TRIP_MIN_US: u32 = 1_000;
+
 /// Why a figure should not be taken at face value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -210,6 +221,34 @@ fn path_queued(r: &BenchResult) -> Option<Queued> {
     })
 }
 
+/// What the round-trip rule found: a closed loop paced by the path's round trip.
+struct RoundTrips {
+    /// Round trips per request: 1 with keep-alive, 2 with a handshake per request.
+    trips: u32,
+    rtt_us: u32,
+    p50_us: u64,
+    /// connections / (trips x RTT)
+    bound_rps: f64,
+}
+
+/// The round-trip rule: a closed loop, not over loopback, whose idle round trip (x2 when each
+/// request opens its connection) is at least [`ROUND_TRIP_SHARE`] of its median latency.
+fn round_trip_bound(cfg: &BenchConfig, r: &BenchResult) -> Option<RoundTrips> {
+    if r.link.is_loopback() || cfg.pacing != Pacing::Closed || r.tally.completed == 0 {
+        return None;
+    }
+    let rtt_us = r.path.idle_us.filter(|&u| u >= ROUND_TRIP_MIN_US)?;
+    let trips = if cfg.keepalive { 1 } else { 2 };
+    let p50_us = r.tally.timings.total.percentile(50.0);
+    let per_request = f64::from(trips) * f64::from(rtt_us);
+    (per_request >= ROUND_TRIP_SHARE * p50_us as f64).then(|| RoundTrips {
+        trips,
+        rtt_us,
+        p50_us,
+        bound_rps: cfg.connections as f64 / (per_request / 1e6),
+    })
+}
+
 /// One reason for doubt: the flag, its evidence in a few words, and a sentence for a person.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
@@ -317,6 +356,37 @@ impl Verdict {
                     "the link {link} carried {} of its capacity: the network, not the server, \
                      limited throughput",
                     format::percent(u)
+                ),
+            );
+        } else if let Some(rt) = round_trip_bound(cfg, r) {
+            let each = if rt.trips == 1 {
+                format!("one round trip of {}", format::micros(f64::from(rt.rtt_us)))
+            } else {
+                format!(
+                    "two round trips of {} (a handshake, then the request)",
+                    format::micros(f64::from(rt.rtt_us))
+                )
+            };
+            v.add(
+                Flag::NetworkBound,
+                format!(
+                    "{} conn / {} RTT{} = at most {} req/s; {} achieved",
+                    cfg.connections,
+                    format::micros(f64::from(rt.rtt_us)),
+                    if rt.trips == 2 { " x 2" } else { "" },
+                    format::count(rt.bound_rps),
+                    format::count(r.rps())
+                ),
+                format!(
+                    "network-bound: each request needed {each} of its {} median, so {} \
+                     connection{} can carry at most {} req/s whatever the server; {} req/s were \
+                     achieved: the round trip, not the server, set this rate (more connections, \
+                     or an open loop with --rate, load the server instead)",
+                    format::micros(rt.p50_us as f64),
+                    cfg.connections,
+                    if cfg.connections == 1 { "" } else { "s" },
+                    format::count(rt.bound_rps),
+                    format::count(r.rps())
                 ),
             );
         }

@@ -305,3 +305,42 @@ fn every_flag_fires_on_its_stated_rule_and_not_below_it() {
     let v = judge(&closed(), &r);
     assert!(v.has(Flag::Interrupted) && v.trusted(), "interrupted is no one's limit: {v:?}");
 }
+
+#[test]
+fn a_closed_loop_paced_by_the_round_trip_is_network_bound_with_the_arithmetic() {
+    // 8 connections across a 30 ms round trip: 266 req/s, each request 30.1 ms.
+    let mut cfg = closed();
+    cfg.connections = 8;
+    let mut r = probed(30_000, &[30_200, 30_100, 30_300], 0.01);
+    r.tally = result(Pacing::Closed, 266, 1.0, 30_100, 0.01).tally;
+    let v = Verdict::judge(&cfg, &r);
+    let f = v.findings.iter().find(|f| f.flag == Flag::NetworkBound).expect("network-bound");
+    assert_eq!(f.evidence, "8 conn / 30.0 ms RTT = at most 267 req/s; 266 achieved");
+    assert!(
+        f.warning.contains("one round trip of 30.0 ms of its 30.1 ms median, so 8 connections"),
+        "{}",
+        f.warning
+    );
+    assert!(!v.trusted());
+    // Its control, the same loop without the delay: 30 µs of a 200 µs median.
+    let mut control = probed(30, &[35, 40, 38], 0.3);
+    control.tally = result(Pacing::Closed, 40_000, 1.0, 200, 0.3).tally;
+    assert!(!Verdict::judge(&cfg, &control).has(Flag::NetworkBound));
+    // A server that takes as long as the path: the round trip is half the median, the bound.
+    let mut slow = r.clone();
+    slow.tally = result(Pacing::Closed, 133, 1.0, 60_000, 0.01).tally;
+    assert!(Verdict::judge(&cfg, &slow).has(Flag::NetworkBound));
+    slow.tally = result(Pacing::Closed, 120, 1.0, 62_000, 0.01).tally;
+    assert!(!Verdict::judge(&cfg, &slow).has(Flag::NetworkBound), "the server's time dominates");
+    // A handshake per request: two round trips.
+    cfg.keepalive = false;
+    r.tally = result(Pacing::Closed, 133, 1.0, 60_200, 0.01).tally;
+    let v = Verdict::judge(&cfg, &r);
+    let f = v.findings.iter().find(|f| f.flag == Flag::NetworkBound).expect("two round trips");
+    assert_eq!(f.evidence, "8 conn / 30.0 ms RTT x 2 = at most 133 req/s; 133 achieved");
+    // An open loop's rate is its schedule's, not the round trip's.
+    let mut open = closed();
+    open.pacing =
+        Pacing::Open { rate: 133.0, arrival: loadlab_engine::Arrival::Fixed, max_connections: 8 };
+    assert!(!Verdict::judge(&open, &r).findings.iter().any(|f| f.evidence.contains("conn /")));
+}

@@ -70,7 +70,7 @@ impl Render for Text {
             flag.push_str("   << CLIENT STARVED: the client's rate, not the server's");
         }
         if r.client.network_bound {
-            flag.push_str("   << NETWORK-BOUND: the link's rate, not the server's");
+            flag.push_str("   << NETWORK-BOUND: the network's rate, not the server's");
         }
         // Responses that were not 2xx count as completed unless --expect-status says otherwise
         // (the verdict's non_2xx): a rate of 404s is not the rate of the page asked for.
