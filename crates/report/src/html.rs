@@ -101,7 +101,7 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
         let _ = writeln!(o, "</div>\n</section>");
     }
     cells_section(o, cells);
-    environment(o, run, configs);
+    environment(o, run, cells, configs);
     let _ = writeln!(
         o,
         "<footer>Written by loadlab {}. Medians over repetitions with 95% confidence intervals \
@@ -430,7 +430,21 @@ fn cell_detail(o: &mut String, c: &CellRecord, stack: &str) {
         );
 }
 
-fn environment(o: &mut String, run: &Run, configs: &[ConfigRecord]) {
+/// Which link each stack was measured across: its `net` knob, or loopback. One line per
+/// profile, naming the stacks behind it.
+fn networks(cells: &[CellRecord]) -> Vec<(String, Vec<String>)> {
+    let mut by_profile: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for c in cells {
+        let profile = c.knobs.get("net").and_then(|v| v.as_str()).unwrap_or("loopback");
+        let stacks = by_profile.entry(profile.to_string()).or_default();
+        if !stacks.contains(&c.stack) {
+            stacks.push(c.stack.clone());
+        }
+    }
+    by_profile.into_iter().collect()
+}
+
+fn environment(o: &mut String, run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) {
     let e = &run.environment;
     let _ = writeln!(
         o,
@@ -446,6 +460,15 @@ fn environment(o: &mut String, run: &Run, configs: &[ConfigRecord]) {
     );
     if let Some(f) = run.finished_at {
         let _ = write!(o, "<dt>finished</dt><dd>{} ({})</dd>", format::utc(f), run.status);
+    }
+    for (profile, stacks) in networks(cells) {
+        // Over loopback client and servers share the machine and no link is in between.
+        let what = if profile == "loopback" {
+            "loopback (no link in between)".to_string()
+        } else {
+            format!("--net {profile}")
+        };
+        let _ = write!(o, "<dt>network</dt><dd>{}: {}</dd>", Esc(&what), Esc(&stacks.join(", ")));
     }
     let _ = writeln!(o, "</dl>");
     if !e.packages.is_empty() {

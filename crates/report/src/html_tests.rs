@@ -113,3 +113,15 @@ fn zero_latency_on_a_log_axis_draws_no_infinite_point() {
         assert!(!svg.contains("inf") && !svg.contains("NaN"), "{svg}");
     }
 }
+
+#[test]
+fn the_environment_names_the_link_each_stack_was_measured_across() {
+    let mut cells = reps("nginx", "static", 10, &[100.0, 101.0]);
+    cells.extend(reps("apache", "static", 10, &[90.0, 91.0]));
+    for c in cells.iter_mut().filter(|c| c.stack == "nginx") {
+        c.knobs.insert("net".into(), serde_json::json!("lan-100mbit"));
+    }
+    let html = render_html(&run(), &cells, &[]);
+    assert!(html.contains("<dt>network</dt><dd>--net lan-100mbit: nginx</dd>"), "{html}");
+    assert!(html.contains("<dt>network</dt><dd>loopback (no link in between): apache</dd>"));
+}

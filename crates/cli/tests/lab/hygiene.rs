@@ -10,10 +10,12 @@ use serde_json::Value;
 use super::{assert_success, pids, running, TestLab};
 use crate::support::{skip, wait_until};
 
-/// `stack up nginx-fpm --foreground --json` in the background: the child and its first line
-/// (the JSON answer), or `None` when nginx or php-fpm is missing.
-fn foreground(lab: &TestLab) -> Option<(Child, Value)> {
-    let mut command = lab.command(&["stack", "up", "nginx-fpm", "--foreground", "--json"]);
+/// `stack up nginx-fpm --foreground --json KNOBS` in the background: the child and its first
+/// line (the JSON answer), or `None` when nginx or php-fpm is missing.
+fn foreground(lab: &TestLab, knobs: &[&str]) -> Option<(Child, Value)> {
+    let mut args = vec!["stack", "up", "nginx-fpm", "--foreground", "--json"];
+    args.extend_from_slice(knobs);
+    let mut command = lab.command(&args);
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = command.spawn().expect("spawn stack up --foreground");
     let mut line = String::new();
@@ -40,7 +42,7 @@ fn signal(child: &Child, signal: i32) {
 fn ctrl_c_and_sigterm_take_a_foreground_stack_down() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let lab = TestLab::new();
-        let Some((mut child, up)) = foreground(&lab) else { return };
+        let Some((mut child, up)) = foreground(&lab, &[]) else { return };
         let pids = pids(&up);
         assert!(running(&pids).len() == pids.len(), "{up:#}");
         signal(&child, sig);
@@ -50,11 +52,19 @@ fn ctrl_c_and_sigterm_take_a_foreground_stack_down() {
     }
 }
 
+/// Behind the `wan` profile (as root; the link and its delay stage are part of what a killed
+/// loadlab leaves and the next start removes), on loopback otherwise.
 #[test]
 fn a_killed_loadlabs_stack_is_cleaned_by_the_next_start() {
     let lab = TestLab::new();
-    let Some((mut child, up)) = foreground(&lab) else { return };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let knobs: &[&str] = if root { &["--net", "wan"] } else { &[] };
+    let Some((mut child, up)) = foreground(&lab, knobs) else { return };
     let pids = pids(&up);
+    let link = up["net"].clone();
+    assert_eq!(link.is_object(), root, "{up:#}");
+    let stage = link["stage"].as_i64().map(|p| p as i32);
     signal(&child, libc::SIGKILL);
     child.wait().expect("wait");
     // The servers outlive their owner (they lead their own sessions)...
@@ -64,8 +74,22 @@ fn a_killed_loadlabs_stack_is_cleaned_by_the_next_start() {
     let doctor = lab.json(&["doctor", "--json"]);
     assert_eq!(doctor["stale"], serde_json::json!([up["id"]]), "{doctor:#}");
     // ...until the next start of any stack.
+    if let Some(stage) = stage {
+        assert_eq!(running(&[stage]), [stage], "the delay stage outlives its owner too");
+    }
     let next = lab.up("nginx", &[]);
     assert!(running(&pids).is_empty(), "left: {:?}", running(&pids));
+    if let Some(link) = link.as_object() {
+        let device = link["host_if"].as_str().unwrap();
+        assert!(!std::path::Path::new("/sys/class/net").join(device).exists(), "{device} left");
+        let ns = link["namespace"].as_str().unwrap();
+        assert!(!std::path::Path::new("/run/netns").join(ns).exists(), "{ns} left");
+        let stage = stage.expect("wan has a delay stage");
+        assert!(
+            wait_until(Duration::from_secs(5), || running(&[stage]).is_empty()),
+            "the delay stage outlived the cleanup"
+        );
+    }
     let list = lab.json(&["stack", "list", "--json"]);
     let ids: Vec<&Value> = list["instances"].as_array().unwrap().iter().map(|i| &i["id"]).collect();
     assert_eq!(ids, vec![&next["id"]], "{list:#}");

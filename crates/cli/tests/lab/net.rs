@@ -6,7 +6,11 @@
 //! without, a failure in CI).
 
 use super::TestLab;
-use crate::support::{assert_success, loadlab, output_within, skip::servers_required, Skip};
+use std::time::Duration;
+
+use crate::support::{
+    assert_success, loadlab, output_within, skip::servers_required, wait_until, Skip,
+};
 
 /// loadlab's devices on this machine whose names start with `prefix` (`llvh`: veths, `llth`:
 /// the delay stage's TUNs).
@@ -126,4 +130,34 @@ fn a_stack_behind_wan_answers_after_the_profiles_round_trip_and_leaves_nothing()
     assert!(!namespaces().contains(&ns), "{}", namespaces());
     assert!(!devices("llth").contains(&tun), "the link's TUN is left");
     assert!(!stages().contains(&stage), "the delay stage outlived its link");
+}
+
+/// 50 ups and downs behind a bandwidth profile (a veth) and a delay profile (TUNs and a
+/// stage), alternately: after each `down` the link's namespace and stage are gone. Device
+/// names are shared with the tests running beside this one (the lowest free index is reused at
+/// once), so the devices are checked through what owns them: a veth whose namespace end went
+/// with its namespace is deleted whole, and a stage ends only when its TUN is deleted.
+#[test]
+fn fifty_cycles_behind_profiles_leave_no_namespace_device_or_stage() {
+    if !as_root() {
+        return;
+    }
+    let lab = TestLab::new();
+    let mut stages_seen = 0;
+    for i in 0..50 {
+        let profile = if i % 2 == 0 { "lan-100mbit" } else { "wan" };
+        let up = lab.up("nginx", &["--net", profile]);
+        assert!(up["checks"].as_array().unwrap().iter().all(|c| c["ok"] == true), "{up:#}");
+        let ns = up["net"]["namespace"].as_str().unwrap().to_string();
+        let stage = up["net"]["stage"].as_u64().map(|p| p as u32);
+        assert_eq!(stage.is_some(), profile == "wan", "{up:#}");
+        lab.down(up["id"].as_str().unwrap());
+        assert!(!namespaces().lines().any(|l| l.split_whitespace().next() == Some(&ns)), "{ns}");
+        if let Some(stage) = stage {
+            stages_seen += 1;
+            let gone = || !stages().contains(&stage);
+            assert!(wait_until(Duration::from_secs(5), gone), "cycle {i}: stage {stage} left");
+        }
+    }
+    assert_eq!(stages_seen, 25);
 }

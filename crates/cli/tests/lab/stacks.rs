@@ -1,6 +1,8 @@
 //! Every built-in stack, started once: up and verified (every workload that applies, named
 //! here independently of the lab's own list), a short `loadlab bench -n 200` through it
-//! while `loadlab stack sample` watches its tiers, and down with no process left.
+//! while `loadlab stack sample` watches its tiers, and down with no process left. Some run
+//! behind a network profile (each profile at least once: a veth, the delay stage with and
+//! without loss), where the same must hold through the link and nothing of it may be left.
 
 use std::process::{Child, Stdio};
 use std::time::Duration;
@@ -73,6 +75,18 @@ fn exercise(lab: TestLab, up: Value, checks: &[&[&str]], load: Option<Load>) {
         "left: {:?}",
         running(&pids)
     );
+    if let Some(link) = up["net"].as_object() {
+        let device = link["host_if"].as_str().unwrap();
+        assert!(!std::path::Path::new("/sys/class/net").join(device).exists(), "{device} left");
+        let ns = link["namespace"].as_str().unwrap();
+        assert!(!std::path::Path::new("/run/netns").join(ns).exists(), "{ns} left");
+        if let Some(stage) = link["stage"].as_u64() {
+            assert!(
+                wait_until(Duration::from_secs(5), || running(&[stage as i32]).is_empty()),
+                "the delay stage {stage} outlived its link"
+            );
+        }
+    }
     let run_dir = lab.json(&["stack", "list", "--json"]);
     assert_eq!(run_dir["instances"], serde_json::json!([]), "{run_dir:#}");
 }
@@ -153,7 +167,7 @@ fn nginx() {
 
 #[test]
 fn apache_prefork_modphp_with_db() {
-    let (lab, up) = require_stack!("apache-prefork-modphp", &["--db", "on"]);
+    let (lab, up) = require_stack!("apache-prefork-modphp", &["--db", "on", "--net", "lan-1gbit"]);
     // Seed 000's StartServers 5: the parent and at least five children.
     assert!(pids(&up).len() >= 6, "{up:#}");
     exercise(lab, up, &[STATIC, PHP, DB, ASPECTS, &["php", "database"]], Some(PHPINFO));
@@ -180,7 +194,7 @@ fn nginx_spawn_fcgi() {
 
 #[test]
 fn nginx_proxy_apache_with_db() {
-    let (lab, up) = require_stack!("nginx-proxy-apache", &["--db", "on"]);
+    let (lab, up) = require_stack!("nginx-proxy-apache", &["--db", "on", "--net", "wan"]);
     exercise(lab, up, &[STATIC, PHP, DB, ASPECTS, &["php", "database"]], Some(PHPINFO));
 }
 
@@ -192,8 +206,8 @@ fn varnish_nginx_fpm_no_keepalive() {
 
 #[test]
 fn mariadb() {
-    let (lab, up) = require_stack!("mariadb", &[]);
-    assert!(up["url"].as_str().unwrap().starts_with("mysql://127.0.0.1:"), "{up:#}");
+    let (lab, up) = require_stack!("mariadb", &["--net", "rate=1gbit,delay=1ms"]);
+    assert!(up["url"].as_str().unwrap().starts_with("mysql://10.214."), "{up:#}");
     exercise(lab, up, &[&["database", "loopback"]], None);
 }
 
@@ -202,7 +216,7 @@ const WORDPRESS: &[&[&str]] = &[STATIC, PHP, DB, &["wordpress"], ASPECTS, &["php
 
 #[test]
 fn wordpress_nginx_fpm() {
-    let (lab, up) = require_stack!("wordpress-nginx-fpm", &[]);
+    let (lab, up) = require_stack!("wordpress-nginx-fpm", &["--net", "lan-100mbit"]);
     exercise(lab, up, WORDPRESS, Some(FRONT_PAGE));
 }
 
@@ -215,6 +229,6 @@ fn wordpress_apache_modphp() {
 /// Through Varnish the front page is a cache hit costing no CPU; the big file still does.
 #[test]
 fn wordpress_varnish_nginx_fpm() {
-    let (lab, up) = require_stack!("wordpress-varnish-nginx-fpm", &[]);
+    let (lab, up) = require_stack!("wordpress-varnish-nginx-fpm", &["--net", "wan"]);
     exercise(lab, up, WORDPRESS, Some(BIG_FILE));
 }
