@@ -63,8 +63,9 @@ impl PoolReading {
 }
 
 impl PoolStatus {
-    /// Reads the pool now.
-    pub fn read(&self) -> PoolReading {
+    /// Reads the pool now. `ns_of`: a process of the stack, whose network namespace holds the
+    /// pool's listening sockets (a stack behind a network profile has its own).
+    pub fn read(&self, ns_of: Option<i32>) -> PoolReading {
         let read = match self {
             PoolStatus::PhpFpm { status, listen } => {
                 crate::fcgi::get(status, "/loadlab-fpm-status", "", STATUS_TIMEOUT)
@@ -72,7 +73,7 @@ impl PoolStatus {
                     .and_then(|out| parse_php_fpm(&String::from_utf8_lossy(&out)))
                     .map(|mut r| {
                         // php-fpm's own figure is 0 for a unix socket; the kernel knows.
-                        r.listen_queue = unix_queue(listen).or(r.listen_queue);
+                        r.listen_queue = unix_queue(listen, ns_of).or(r.listen_queue);
                         r
                     })
             }
@@ -81,7 +82,7 @@ impl PoolStatus {
                 {
                     Ok(r) if r.status == 200 => {
                         parse_apache(&String::from_utf8_lossy(&r.body), *max).map(|mut r| {
-                            r.listen_queue = tcp_queue(*addr);
+                            r.listen_queue = tcp_queue(*addr, ns_of);
                             r
                         })
                     }
@@ -89,7 +90,7 @@ impl PoolStatus {
                     Err(e) if timed_out(&e) => Some(PoolReading {
                         busy: *max,
                         max: *max,
-                        listen_queue: tcp_queue(*addr),
+                        listen_queue: tcp_queue(*addr, ns_of),
                         answered: true,
                         waited: true,
                     }),
@@ -102,7 +103,7 @@ impl PoolStatus {
                     .filter(|r| r.status == 200)
                     .and_then(|r| parse_nginx(&String::from_utf8_lossy(&r.body), *max))
                     .map(|mut r| {
-                        r.listen_queue = tcp_queue(*addr);
+                        r.listen_queue = tcp_queue(*addr, ns_of);
                         r
                     })
             }
@@ -164,34 +165,56 @@ pub fn parse_nginx(text: &str, max: u32) -> Option<PoolReading> {
     })
 }
 
-/// The accept queue of the TCP listener at `addr` (Recv-Q of a listener in `ss`). `ss` reads
-/// this namespace's table: a stack behind a network profile listens in its own, not read.
-pub fn tcp_queue(addr: std::net::SocketAddr) -> Option<u64> {
-    let out = std::process::Command::new(crate::programs::SS.find().ok()?)
-        .args(["-ltnH"])
-        .output()
-        .ok()?;
-    parse_ss_tcp(&String::from_utf8_lossy(&out.stdout), addr.port())
+/// `ss ARGS`, in the network namespace of process `ns_of` when that is not this one (a stack
+/// behind a network profile: `ss` lists only its own namespace's sockets).
+fn ss(args: &[&str], ns_of: Option<i32>) -> Option<String> {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::process::CommandExt as _;
+    let mut command = std::process::Command::new(crate::programs::SS.find().ok()?);
+    command.args(args);
+    let ours = std::fs::read_link("/proc/self/ns/net").ok();
+    let theirs = ns_of.map(|pid| PathBuf::from(format!("/proc/{pid}/ns/net")));
+    let ns = match theirs {
+        Some(path) if std::fs::read_link(&path).ok() != ours => {
+            Some(std::fs::File::open(path).ok()?)
+        }
+        _ => None,
+    };
+    if let Some(fd) = ns.as_ref().map(|f| f.as_raw_fd()) {
+        // SAFETY: setns is async-signal-safe, and the descriptor is open across the fork.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setns(fd, libc::CLONE_NEWNET) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let out = command.output().ok()?;
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// `ss -ltnH` lines: `LISTEN 0 511 127.0.0.1:8080 0.0.0.0:*`: Recv-Q is the second field.
+/// The accept queue of the TCP listener at `addr` (Recv-Q of a listener in `ss`).
+pub fn tcp_queue(addr: std::net::SocketAddr, ns_of: Option<i32>) -> Option<u64> {
+    parse_ss_tcp(&ss(&["-ltnH"], ns_of)?, addr.port())
+}
+
+/// `ss -ltnH` lines: `LISTEN 0 511 127.0.0.1:8080 0.0.0.0:*`: Recv-Q is the second field. The
+/// listener is on 127.0.0.1, or on every address in a network profile's namespace.
 fn parse_ss_tcp(text: &str, port: u16) -> Option<u64> {
-    let want = format!("127.0.0.1:{port}");
+    let wants = [format!("127.0.0.1:{port}"), format!("0.0.0.0:{port}"), format!("*:{port}")];
     text.lines().find_map(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() >= 4 && f[3] == want).then(|| f[1].parse().ok()).flatten()
+        (f.len() >= 4 && wants.iter().any(|w| f[3] == w)).then(|| f[1].parse().ok()).flatten()
     })
 }
 
 /// The accept queue of the listening unix socket at `path`: the receive-queue column of
 /// /proc/net/unix is not it, so the kernel's socket diagnostics are asked through `ss`, which
 /// reports a listener's queue as Recv-Q. `None` when `ss` is missing or the socket not found.
-pub fn unix_queue(path: &Path) -> Option<u64> {
-    let out = std::process::Command::new(crate::programs::SS.find().ok()?)
-        .args(["-xlnH"])
-        .output()
-        .ok()?;
-    parse_ss_unix(&String::from_utf8_lossy(&out.stdout), path)
+pub fn unix_queue(path: &Path, ns_of: Option<i32>) -> Option<u64> {
+    parse_ss_unix(&ss(&["-xlnH"], ns_of)?, path)
 }
 
 /// `ss -xlnH` lines: `u_str LISTEN 0 4096 /run/x.sock 12345 * 0`: Recv-Q is the third field.
@@ -260,6 +283,8 @@ mod tests {
             "LISTEN 12  511  127.0.0.1:8080  0.0.0.0:*\nLISTEN 0 511 127.0.0.1:80 0.0.0.0:*\n";
         assert_eq!(parse_ss_tcp(tcp, 8080), Some(12));
         assert_eq!(parse_ss_tcp(tcp, 81), None);
+        let everywhere = "LISTEN 3     511          0.0.0.0:8081      0.0.0.0:*\n";
+        assert_eq!(parse_ss_tcp(everywhere, 8081), Some(3));
     }
 
     #[test]

@@ -132,7 +132,7 @@ impl Tracker {
                 cpu_sys_pct: pct(s.saturating_sub(s0)),
                 rss_bytes: group.iter().map(|p| p.rss_pages * self.page_size).sum(),
                 processes: group.len(),
-                pool: target.pool.as_ref().map(crate::pools::PoolStatus::read),
+                pool: target.pool.as_ref().map(|p| p.read(Some(target.leader.pid))),
             })
             .collect();
         let machine = match (machine, now.machine, last.machine) {
