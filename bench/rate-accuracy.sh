@@ -9,6 +9,11 @@
 #                httperf's session model, one new connection per request
 #   httperf      httperf --rate R --num-conns R*DURATION --num-calls 1: one new connection per
 #                request, as httperf is usually run
+#   wrk2         (when WRK2 names its binary) wrk2 -t1 -c50 -R R -d DURATION: wrk2's open loop
+#                over 50 keep-alive connections, the like-for-like peer of loadlab --rate.
+#                Debian has no wrk2; build it from ../shared/peers: tar xzf
+#                ../shared/peers/wrk2-src.tar.gz -C /tmp && make -C /tmp/wrk2, then
+#                WRK2=/tmp/wrk2/wrk TOOLS="loadlab wrk2" bench/rate-accuracy.sh
 # loadlab-new and httperf do the same work and are the like-for-like pair; loadlab against
 # httperf also shows what keep-alive saves.
 #
@@ -18,7 +23,8 @@
 #      httperf, which select() keeps below FD_SETSIZE = 1024 descriptors), SOURCE_IPS (passed
 #      to both loadlab runs as --source-ips, e.g. 127.0.0.1-127.0.0.8: more local addresses,
 #      more ephemeral ports; httperf has no such option, so the runs are no longer like for like),
-#      LOADLAB (binary; default target/release/loadlab, rebuilt if it is the default).
+#      LOADLAB (binary; default target/release/loadlab, rebuilt if it is the default), WRK2
+#      (wrk2's binary: adds wrk2 to the default TOOLS), WRK2_CONNECTIONS (default 50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -26,7 +32,10 @@ cd "$(dirname "$0")/.."
 read -r -a rates <<<"${RATES:-1000 5000 10000 20000}"
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}
-read -r -a tools <<<"${TOOLS:-loadlab loadlab-new httperf}"
+WRK2=${WRK2:-}
+WRK2_CONNECTIONS=${WRK2_CONNECTIONS:-50}
+default_tools="loadlab loadlab-new httperf${WRK2:+ wrk2}"
+read -r -a tools <<<"${TOOLS:-$default_tools}"
 MAX_CONNECTIONS=${MAX_CONNECTIONS:-}
 SOURCE_IPS=${SOURCE_IPS:-}
 LOADLAB=${LOADLAB:-target/release/loadlab}
@@ -54,7 +63,8 @@ for t in "${tools[@]}"; do
   case $t in
     loadlab | loadlab-new) ;;
     httperf) command -v httperf >/dev/null || die "httperf not installed (make deps-bench)" ;;
-    *) die "unknown tool '$t' in TOOLS (known: loadlab loadlab-new httperf)" ;;
+    wrk2) [ -x "$WRK2" ] || die "wrk2 needs WRK2=path/to/wrk2's wrk (see the top of this script)" ;;
+    *) die "unknown tool '$t' in TOOLS (known: loadlab loadlab-new httperf wrk2)" ;;
   esac
 done
 if [[ " ${tools[*]} " == *" loadlab"* ]]; then
@@ -133,6 +143,8 @@ run() {
       --conns "$n" "${loadlab_opts[@]}" --format json "http://127.0.0.1:$port/hello.txt") ;;
     httperf) cmd=(httperf --server 127.0.0.1 --port "$port" --uri /hello.txt --rate "$rate"
       --num-conns "$n" --num-calls 1 --timeout 5) ;;
+    wrk2) cmd=("$WRK2" -t1 -c"$WRK2_CONNECTIONS" -R"$rate" -d"${DURATION}s" --latency
+      "http://127.0.0.1:$port/hello.txt") ;;
   esac
   # TIME_WAIT sockets on the machine before the run (toward earlier runs' ports): context only.
   tw=$(ss -Htan state time-wait | wc -l)
@@ -158,6 +170,7 @@ httperf_version=$(httperf --version 2>/dev/null | sed -n 's/.*\(httperf-[0-9.]*\
 echo "# $("$NGINX" -v 2>&1), ${httperf_version:-httperf ?}," \
   "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# RATES=\"${rates[*]}\" DURATION=$DURATION ROUNDS=$ROUNDS TOOLS=\"${tools[*]}\"" \
+  "WRK2=${WRK2:-none} WRK2_CONNECTIONS=$WRK2_CONNECTIONS" \
   "MAX_CONNECTIONS=${MAX_CONNECTIONS:-default} SOURCE_IPS=${SOURCE_IPS:-none}," \
   "nginx on CPU $SERVER_CPU, clients on CPU $CLIENT_CPU, open files $nofile," \
   "ephemeral ports $(tr '\t' - </proc/sys/net/ipv4/ip_local_port_range)," \
@@ -173,11 +186,12 @@ grep -E 'worker_connections|setrlimit' "$work/error.log" 2>/dev/null | sort -u |
   sed 's/^/nginx error log: /' || true
 
 python3 - "$work" "$DURATION" "$ticks" "$(cat /proc/sys/net/ipv4/tcp_max_tw_buckets)" \
-  "${tools[@]}" <<'EOF'
+  "$WRK2_CONNECTIONS" "${tools[@]}" <<'EOF'
 import json, re, statistics, sys
 
 work, duration, ticks, tw_cap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-tools = sys.argv[5:]
+WRK2_CONNECTIONS = int(sys.argv[5])
+tools = sys.argv[6:]
 
 def find(pattern, text, path):
     m = re.search(pattern, text)
@@ -210,6 +224,20 @@ for line in open(f"{work}/runs"):
                  errors=j["requests"]["failed"], own_cpu=j["client"]["cpu_us_per_request"],
                  saturated=j["client"]["saturated"], peak=j["connections"]["peak"],
                  warnings=j["warnings"])
+    elif tool == "wrk2":
+        completed, tdur = find(r"(\d+) requests in ([\d.]+)s", text, base)
+        completed, tdur = int(completed), float(tdur)
+        socket = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)",
+                           text)
+        non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+        errors = (sum(int(g) for g in socket.groups()) if socket else 0) + \
+            (int(non2xx.group(1)) if non2xx else 0)
+        # wrk2 reports neither lateness nor what it did not send: its latency is measured from
+        # the schedule, and its rate is what completed over its duration.
+        r.update(offered=float(rate), sent=None,
+                 achieved=float(find(r"Requests/sec:\s+([\d.]+)", text, base)), late_p99=None,
+                 late_max=None, not_sent=0, kept=None, completed=completed, errors=errors,
+                 own_cpu=None, saturated=False, peak=WRK2_CONNECTIONS, warnings=[])
     else:
         conns, reqs, replies, tdur = find(
             r"Total: connections (\d+) requests (\d+) replies (\d+) test-duration ([\d.]+) s",
@@ -271,7 +299,8 @@ print("\nmedians over rounds, and loadlab/httperf CPU µs per request (time_us/r
       " per-round ratios; below 1: loadlab is cheaper; * : in some round one of the two did not"
       " drive the rate, so the two did not do the same work)")
 print(f"{'rate':>6} " + " ".join(f"{t + ' ach/off':>20} {t + ' us/req':>19}" for t in tools)
-      + ("  loadlab-new/httperf  loadlab/httperf" if "httperf" in tools else ""))
+      + ("  loadlab-new/httperf  loadlab/httperf" if "httperf" in tools else "")
+      + ("  loadlab/wrk2" if "wrk2" in tools and "loadlab" in tools else ""))
 for rate in rates:
     line = f"{rate:>6} "
     for t in tools:
@@ -287,6 +316,12 @@ for rate in rates:
                       if a["time_cpu"] and b["time_cpu"]]
             mark = "*" if any(not (driven(a) and driven(b)) for a, b in pairs) else ""
             line += f" {(f(med(ratios), '.2f') + mark) if ratios else '-':>{width}}"
+    if "wrk2" in tools and "loadlab" in tools:
+        pairs = [(by["loadlab", rate, n], by["wrk2", rate, n]) for n in rounds
+                 if ("loadlab", rate, n) in by and ("wrk2", rate, n) in by]
+        ratios = [a["time_cpu"] / b["time_cpu"] for a, b in pairs if a["time_cpu"] and b["time_cpu"]]
+        mark = "*" if any(not (driven(a) and driven(b)) for a, b in pairs) else ""
+        line += f" {(f(med(ratios), '.2f') + mark) if ratios else '-':>13}"
     print(line)
 
 print("\nnotes")
@@ -327,6 +362,14 @@ for r in rows:
         ok = abs(r["achieved"] - r["offered"]) <= 0.005 * r["offered"]
         print(f"  {r['rate']:>6} req/s round {r['round']}: {r['achieved'] / r['offered'] * 100:.2f}%"
               f" {'yes' if ok else 'NO'}")
+if "wrk2" in tools and "loadlab" in tools:
+    print("must reach: loadlab --rate CPU per request at most wrk2's (time_us/req)")
+    for r in rows:
+        if r["tool"] == "loadlab" and ("wrk2", r["rate"], r["round"]) in by:
+            w = by["wrk2", r["rate"], r["round"]]
+            if r["time_cpu"] and w["time_cpu"]:
+                print(f"  loadlab     {r['rate']:>6} req/s round {r['round']}: {r['time_cpu']:.2f}"
+                      f" against {w['time_cpu']:.2f} µs {'yes' if r['time_cpu'] <= w['time_cpu'] else 'NO'}")
 if "httperf" in tools and len(tools) > 1:
     print("must reach: client CPU per request at most httperf's (time_us/req; meaningful only"
           " where both drove the rate)")

@@ -179,6 +179,9 @@ impl Worker {
             if !measuring && now >= self.spec.measure_start {
                 measuring = true;
                 account_start = ThreadAccount::thread();
+                if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
+                    self.adopt_warm_up();
+                }
             }
             if self.control.stop.load(Ordering::Relaxed) {
                 break now;
@@ -262,6 +265,24 @@ impl Worker {
             server: self.server.take(),
             tally: self.tally,
         })
+    }
+
+    /// A counted closed loop, as its window opens: the requests the warm-up left in flight
+    /// finish inside the window, using the server and the link there, so they count (from the
+    /// budget) as what ends inside the window counts in a timed run. Left uncounted, they made
+    /// the rate low by their share of the budget: 100 connections of 80 KB pages behind
+    /// 100 Mbit/s gave 139 req/s over 1,000 requests with a 1 s warm-up, 147 without one.
+    fn adopt_warm_up(&mut self) {
+        for conn in self.conns.iter_mut().filter(|c| c.in_flight() && !c.measured) {
+            if !self.budget.take() {
+                self.budget_spent = true;
+                return;
+            }
+            conn.measured = true;
+            if conn.state == State::Reading {
+                self.tally.sent += 1;
+            }
+        }
     }
 
     /// Sends the scheduled arrivals due by `until`, as far as connections allow, and arms the

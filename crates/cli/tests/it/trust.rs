@@ -140,3 +140,21 @@ fn a_shaped_veth_is_network_bound_by_its_rtt_and_the_same_veth_unshaped_is_not()
     let again = bench(&url, &args, 0);
     assert_eq!(at(&again, "client.network_bound"), &serde_json::json!(false), "{again:#}");
 }
+
+/// A counted closed loop with a warm-up: the requests the warm-up left in flight end inside
+/// the window and count, as in a timed run what ends inside the window counts, so the window
+/// holds no stretch of uncounted work. 20 connections to a server that answers each request
+/// after 100 ms, a 250 ms warm-up: the rounds that began at 200 ms end at 300 ms, inside the
+/// window. Counted, the 40 requests are those 20 and the round from 300 to 400 ms: 40 in
+/// 150 ms, 267 req/s. Uncounted, the window paid 50 ms for nothing and needed the rounds to
+/// 400 and 500 ms: 40 in 250 ms, 160 req/s.
+#[test]
+fn a_counted_runs_warm_up_does_not_lower_its_rate() {
+    let slow = Behaviour::Slow { delay: Duration::from_millis(100), body: b"slow".to_vec() };
+    let server = crate::support::TestServer::start(slow);
+    let report = bench(&server.url("/"), &["-c", "20", "-n", "40", "--warmup", "250ms"], 0);
+    assert_eq!(uint(&report, "requests.completed"), 40, "{report:#}");
+    assert_eq!(uint(&report, "requests.failed"), 0, "{report:#}");
+    let rps = float(&report, "rps");
+    assert!(rps > 213.0, "{rps} req/s: the warm-up's requests cost the window its rate");
+}
