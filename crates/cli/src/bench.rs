@@ -104,6 +104,7 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         (None, Some(rate)) => args.schedule.pacing(rate, Some(args.calls_per_conn)),
         (None, None) => Pacing::Closed,
     };
+    config.coalesce = args.schedule.coalesce;
     config.connections = args.connections;
     if config.pacing == Pacing::Closed {
         match args.request.threads {

@@ -82,6 +82,8 @@ pub struct ConfigEcho {
     pub timeout_s: f64,
     pub connect_timeout_s: f64,
     pub warmup_s: f64,
+    /// `--coalesce`: the grid send wake-ups fall on, in microseconds (0: none).
+    pub coalesce_us: u64,
     pub headers: Vec<String>,
     pub body_bytes: usize,
     pub expect_status: Vec<String>,
@@ -452,6 +454,7 @@ impl ConfigEcho {
             timeout_s: cfg.timeout.as_secs_f64(),
             connect_timeout_s: cfg.connect_timeout.as_secs_f64(),
             warmup_s: cfg.warmup.as_secs_f64(),
+            coalesce_us: cfg.coalesce.as_micros() as u64,
             headers: cfg.request.headers.iter().map(|(n, v)| format!("{n}: {v}")).collect(),
             body_bytes: cfg.request.body.len(),
             expect_status: v

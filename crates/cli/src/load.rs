@@ -45,6 +45,12 @@ pub struct ScheduleArgs {
     /// rather than the rate silently dropping.
     #[arg(long = "max-connections", value_name = "N", default_value_t = 10_000)]
     pub max_connections: usize,
+    /// Open loop and sessions: send wake-ups on a grid of this step, each sending every
+    /// arrival due by then (wrk2's timer has 1ms), for less client CPU; each arrival's
+    /// lateness, up to a step, is measured and counted in its latency [default: 0s, each
+    /// arrival at its own due time].
+    #[arg(long = "coalesce", value_name = "DUR", default_value = "0s", value_parser = parse_duration)]
+    pub coalesce: Duration,
 }
 
 impl ScheduleArgs {

@@ -113,6 +113,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
             (None, d) => Stop::Duration(d.unwrap_or(Duration::from_secs(10))),
         };
         config.pacing = args.schedule.pacing(1.0, None);
+        config.coalesce = args.schedule.coalesce;
         if let Some(w) = load::fit_connections(&mut config, args.request.over_capacity)? {
             eprintln!("loadlab: warning: {w}");
         }

@@ -94,6 +94,7 @@ impl Conn {
         token: Token,
         addr: SocketAddr,
         source: Option<SocketAddr>,
+        stamped: bool,
     ) -> io::Result<()> {
         let socket = Socket::new(
             Domain::for_address(addr),
@@ -102,6 +103,9 @@ impl Conn {
         )?;
         // Requests are written whole; Nagle's algorithm could only delay them.
         socket.set_nodelay(true)?;
+        if stamped {
+            crate::sys::stamp_arrivals(std::os::fd::AsRawFd::as_raw_fd(&socket))?;
+        }
         if let Some(src) = source {
             // With the port left to connect(), many connections can share one source port
             // toward different destinations (IP_BIND_ADDRESS_NO_PORT, Linux 4.2); without it,

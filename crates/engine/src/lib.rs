@@ -150,6 +150,7 @@ pub fn run(
             limits: config.limits,
             pin: (!config.pin.is_empty()).then(|| config.pin[i % config.pin.len()]),
             source_ips: config.source_ips.clone(),
+            coalesce: config.coalesce,
             measure_start,
             end,
         };

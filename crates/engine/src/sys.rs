@@ -168,6 +168,63 @@ pub fn raise_fd_limit() -> (u64, u64) {
     (lim.rlim_cur, lim.rlim_max)
 }
 
+/// Asks the kernel to stamp what `fd` (a TCP socket) receives with the time it arrived
+/// (SO_TIMESTAMPNS), read back by [`recv_stamped`].
+pub fn stamp_arrivals(fd: std::os::fd::RawFd) -> io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: a plain integer option on a socket the caller owns.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            &one as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `recv` that also returns when the last segment read arrived (CLOCK_REALTIME), when the
+/// socket stamps arrivals ([`stamp_arrivals`]).
+pub fn recv_stamped(
+    fd: std::os::fd::RawFd,
+    buf: &mut [u8],
+) -> io::Result<(usize, Option<std::time::SystemTime>)> {
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    // Room for one cmsghdr and a timespec, aligned as cmsg wants.
+    let mut control = [0u64; 8];
+    // SAFETY: msghdr is plain data; every pointer in it refers to a live local buffer.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: recvmsg writes at most iov_len bytes into buf and msg_controllen into control.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut stamp = None;
+    // SAFETY: the CMSG walk stays inside the control buffer the kernel filled in.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                stamp = Some(
+                    std::time::UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32),
+                );
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok((n as usize, stamp))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

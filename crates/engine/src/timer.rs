@@ -69,6 +69,30 @@ impl Timer {
         Ok(())
     }
 
+    /// When the timer will fire, if it is armed.
+    pub fn armed(&self) -> Option<Instant> {
+        self.armed
+    }
+
+    /// Sleeps until `at` without a wake-up for anything else (what became ready meanwhile is
+    /// found by the next poll).
+    pub fn sleep_until(&self, at: Instant) {
+        let ns = self.base_ns + at.saturating_duration_since(self.base).as_nanos();
+        let ts = libc::timespec {
+            tv_sec: (ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: the timespec lives for the call; an interrupted sleep just ends early.
+        unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+
     /// Called when the timer's event arrives: it is no longer armed.
     pub fn fired(&mut self) {
         self.armed = None;

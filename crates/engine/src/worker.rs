@@ -31,6 +31,11 @@ use crate::{Control, ErrorClass};
 /// with the connection count; a head that spans reads is kept by the connection's parser.
 const READ_BUFFER: usize = 64 * 1024;
 
+/// Open loop: with the next send at most this far off, the loop sleeps until it rather than
+/// wake for each response, which then waits at most this long to be read. Below 1,000
+/// arrivals a second responses wake the loop as they come.
+const HARVEST: Duration = Duration::from_millis(1);
+
 /// How long a closed-loop slot rests after the client itself ran out of descriptors or ports,
 /// so that an exhausted client does not spin.
 const BACKOFF: Duration = Duration::from_millis(10);
@@ -61,6 +66,8 @@ pub(crate) struct WorkerSpec {
     pub limits: Limits,
     pub pin: Option<usize>,
     pub source_ips: Vec<IpAddr>,
+    /// The grid that send wake-ups fall on (zero: none), see `BenchConfig::coalesce`.
+    pub coalesce: Duration,
     /// When measuring starts (after warm-up); common to all workers.
     pub measure_start: Instant,
     /// When a timed run ends; `None` for a counted run.
@@ -95,6 +102,9 @@ pub(crate) struct Worker {
     connecting: usize,
     last_event: Instant,
     control: Arc<Control>,
+    /// Open loop: responses carry the kernel's arrival stamp, so the loop may read them late
+    /// (see [`HARVEST`]) without moving their completion time.
+    stamped: bool,
 }
 
 impl Worker {
@@ -137,6 +147,7 @@ impl Worker {
             refused_at_end: 0,
             connecting: 0,
             last_event: spec.measure_start,
+            stamped: matches!(spec.pacing, Pacing::Open { .. }),
             spec,
             control,
         };
@@ -218,11 +229,21 @@ impl Worker {
             if !measuring {
                 wake = wake.min(self.spec.measure_start);
             }
-            let timeout = if self.restart.is_empty() {
+            let mut timeout = if self.restart.is_empty() {
                 wake.saturating_duration_since(now)
             } else {
                 Duration::ZERO
             };
+            // The open loop's next send is near: sleep until it whatever becomes ready, then
+            // take everything that did (responses keep the kernel's arrival stamps). One
+            // wake-up per send rather than one per send and one per response.
+            if let (true, false, Some(timer)) = (self.stamped, timeout.is_zero(), &self.timer) {
+                let near = |at: &Instant| at.saturating_duration_since(now) <= HARVEST;
+                if let Some(send_at) = timer.armed().filter(near) {
+                    timer.sleep_until(send_at.min(wake));
+                    timeout = Duration::ZERO;
+                }
+            }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -320,7 +341,7 @@ impl Worker {
         if let Some(timer) = self.timer.as_mut() {
             // Should arming ever fail, the sweep tick still dispatches, only later; the
             // lateness is then measured and reported like any other.
-            let _ = timer.arm(due);
+            let _ = timer.arm(on_grid(due, self.spec.measure_start, self.spec.coalesce));
         }
     }
 
@@ -391,7 +412,7 @@ impl Worker {
             SocketAddr::new(ip, 0)
         });
         let conn = &mut self.conns[idx];
-        match conn.connect(self.poll.registry(), Token(idx), self.spec.addr, source) {
+        match conn.connect(self.poll.registry(), Token(idx), self.spec.addr, source, self.stamped) {
             Ok(()) => {
                 self.connecting += 1;
                 conn.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);
@@ -465,19 +486,27 @@ impl Worker {
         loop {
             let conn = &mut self.conns[idx];
             let Some(stream) = conn.stream.as_mut() else { return };
-            let n = match stream.read(&mut self.buf) {
-                Ok(n) => n,
+            let got = if self.stamped {
+                crate::sys::recv_stamped(std::os::fd::AsRawFd::as_raw_fd(stream), &mut self.buf)
+            } else {
+                stream.read(&mut self.buf).map(|n| (n, None))
+            };
+            let (n, stamp) = match got {
+                Ok(got) => got,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
             };
+            // When these bytes arrived: the kernel's stamp where the loop may have read them
+            // late, never before the request went out.
+            let at = stamp.map_or(now, |s| arrived(s, now, conn.written));
             if n == 0 {
                 return match conn.parser.on_eof() {
-                    Ok(()) => self.complete(idx, now, true),
+                    Ok(()) => self.complete(idx, at, true),
                     Err(e) => self.fail(idx, e.class(), None, now),
                 };
             }
-            conn.first_byte.get_or_insert(now);
+            conn.first_byte.get_or_insert(at);
             let check = &mut conn.check;
             match conn.parser.feed(&self.buf[..n], &mut |b| check.update(b)) {
                 Ok(Progress::Partial) => {
@@ -490,7 +519,7 @@ impl Worker {
                     conn.resp_bytes += consumed as u64;
                     // Bytes after the response were never asked for (no pipelining): the
                     // connection's framing can no longer be trusted, so it is not reused.
-                    return self.complete(idx, now, consumed < n);
+                    return self.complete(idx, at, consumed < n);
                 }
                 Err(e) => {
                     conn.resp_bytes += n as u64;
@@ -658,4 +687,51 @@ fn second_of(measure_start: Instant, now: Instant) -> usize {
 #[inline]
 fn us(d: Duration) -> u64 {
     d.as_micros() as u64
+}
+
+/// The instant a received segment arrived, from its kernel stamp (wall clock): `now` less
+/// its age, and not before `written` (a clock step cannot move a response before its request).
+fn arrived(stamp: std::time::SystemTime, now: Instant, written: Instant) -> Instant {
+    let age = std::time::SystemTime::now().duration_since(stamp).unwrap_or(Duration::ZERO);
+    now.checked_sub(age).unwrap_or(now).clamp(written.min(now), now)
+}
+
+/// The first point at or after `due` of the grid of `step` through `origin` (`due` itself
+/// when `step` is zero): when a wake-up that coalesces sends may come.
+fn on_grid(due: Instant, origin: Instant, step: Duration) -> Instant {
+    if step.is_zero() {
+        return due;
+    }
+    let step_ns = step.as_nanos();
+    let past = match due.checked_duration_since(origin) {
+        Some(d) => d.as_nanos(),
+        // Before the grid's origin (the warm-up): on the same grid, counted backwards.
+        None => {
+            let before = origin.duration_since(due).as_nanos();
+            return origin - Duration::from_nanos(((before / step_ns) * step_ns) as u64);
+        }
+    };
+    let steps = past.div_ceil(step_ns);
+    origin + Duration::from_nanos((steps * step_ns) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_grid;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn send_wake_ups_fall_on_the_grid_and_never_before_the_due_time() {
+        let origin = Instant::now() + Duration::from_secs(1);
+        let ms = Duration::from_millis(1);
+        let at = |us: u64| origin + Duration::from_micros(us);
+        assert_eq!(on_grid(at(1), origin, ms), at(1_000));
+        assert_eq!(on_grid(at(1_000), origin, ms), at(1_000), "a due time on the grid stays");
+        assert_eq!(on_grid(at(2_001), origin, ms), at(3_000));
+        assert_eq!(on_grid(at(2_001), origin, Duration::ZERO), at(2_001), "no grid");
+        // In the warm-up, before the grid's origin: the grid extends backwards.
+        let before = origin - Duration::from_micros(1_500);
+        assert_eq!(on_grid(before, origin, ms), origin - ms);
+        assert!(on_grid(before, origin, ms) >= before);
+    }
 }
