@@ -9,6 +9,9 @@
 #                httperf's session model, one new connection per request
 #   httperf      httperf --rate R --num-conns R*DURATION --num-calls 1: one new connection per
 #                request, as httperf is usually run
+#   loadlab-coalesce
+#                loadlab bench --rate R --coalesce COALESCE (default 1ms): sends on a grid, as
+#                wrk2's 1 ms timer sends, with the lateness that costs measured
 #   wrk2         (when WRK2 names its binary) wrk2 -t1 -c50 -R R -d DURATION: wrk2's open loop
 #                over 50 keep-alive connections, the like-for-like peer of loadlab --rate.
 #                Debian has no wrk2; build it from ../shared/peers: tar xzf
@@ -34,6 +37,7 @@ DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}
 WRK2=${WRK2:-}
 WRK2_CONNECTIONS=${WRK2_CONNECTIONS:-50}
+COALESCE=${COALESCE:-1ms}
 default_tools="loadlab loadlab-new httperf${WRK2:+ wrk2}"
 read -r -a tools <<<"${TOOLS:-$default_tools}"
 MAX_CONNECTIONS=${MAX_CONNECTIONS:-}
@@ -61,10 +65,10 @@ fi
 [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
 for t in "${tools[@]}"; do
   case $t in
-    loadlab | loadlab-new) ;;
+    loadlab | loadlab-new | loadlab-coalesce) ;;
     httperf) command -v httperf >/dev/null || die "httperf not installed (make deps-bench)" ;;
     wrk2) [ -x "$WRK2" ] || die "wrk2 needs WRK2=path/to/wrk2's wrk (see the top of this script)" ;;
-    *) die "unknown tool '$t' in TOOLS (known: loadlab loadlab-new httperf wrk2)" ;;
+    *) die "unknown tool '$t' in TOOLS (known: loadlab loadlab-coalesce loadlab-new httperf wrk2)" ;;
   esac
 done
 if [[ " ${tools[*]} " == *" loadlab"* ]]; then
@@ -139,6 +143,8 @@ run() {
   case $tool in
     loadlab) cmd=("$LOADLAB" bench -q -t 1 --rate "$rate" -d "${DURATION}s" "${loadlab_opts[@]}"
       --format json "http://127.0.0.1:$port/hello.txt") ;;
+    loadlab-coalesce) cmd=("$LOADLAB" bench -q -t 1 --rate "$rate" -d "${DURATION}s"
+      --coalesce "$COALESCE" "${loadlab_opts[@]}" --format json "http://127.0.0.1:$port/hello.txt") ;;
     loadlab-new) cmd=("$LOADLAB" bench -q -t 1 --conn-rate "$rate" --calls-per-conn 1
       --conns "$n" "${loadlab_opts[@]}" --format json "http://127.0.0.1:$port/hello.txt") ;;
     httperf) cmd=(httperf --server 127.0.0.1 --port "$port" --uri /hello.txt --rate "$rate"
@@ -170,7 +176,7 @@ httperf_version=$(httperf --version 2>/dev/null | sed -n 's/.*\(httperf-[0-9.]*\
 echo "# $("$NGINX" -v 2>&1), ${httperf_version:-httperf ?}," \
   "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# RATES=\"${rates[*]}\" DURATION=$DURATION ROUNDS=$ROUNDS TOOLS=\"${tools[*]}\"" \
-  "WRK2=${WRK2:-none} WRK2_CONNECTIONS=$WRK2_CONNECTIONS" \
+  "WRK2=${WRK2:-none} WRK2_CONNECTIONS=$WRK2_CONNECTIONS COALESCE=$COALESCE" \
   "MAX_CONNECTIONS=${MAX_CONNECTIONS:-default} SOURCE_IPS=${SOURCE_IPS:-none}," \
   "nginx on CPU $SERVER_CPU, clients on CPU $CLIENT_CPU, open files $nofile," \
   "ephemeral ports $(tr '\t' - </proc/sys/net/ipv4/ip_local_port_range)," \
@@ -300,7 +306,8 @@ print("\nmedians over rounds, and loadlab/httperf CPU µs per request (time_us/r
       " drive the rate, so the two did not do the same work)")
 print(f"{'rate':>6} " + " ".join(f"{t + ' ach/off':>20} {t + ' us/req':>19}" for t in tools)
       + ("  loadlab-new/httperf  loadlab/httperf" if "httperf" in tools else "")
-      + ("  loadlab/wrk2" if "wrk2" in tools and "loadlab" in tools else ""))
+      + ("  loadlab/wrk2" if "wrk2" in tools and "loadlab" in tools else "")
+      + ("  coalesce/wrk2" if "wrk2" in tools and "loadlab-coalesce" in tools else ""))
 for rate in rates:
     line = f"{rate:>6} "
     for t in tools:
@@ -322,7 +329,20 @@ for rate in rates:
         ratios = [a["time_cpu"] / b["time_cpu"] for a, b in pairs if a["time_cpu"] and b["time_cpu"]]
         mark = "*" if any(not (driven(a) and driven(b)) for a, b in pairs) else ""
         line += f" {(f(med(ratios), '.2f') + mark) if ratios else '-':>13}"
+    if "wrk2" in tools and "loadlab-coalesce" in tools:
+        pairs = [(by["loadlab-coalesce", rate, n], by["wrk2", rate, n]) for n in rounds
+                 if ("loadlab-coalesce", rate, n) in by and ("wrk2", rate, n) in by]
+        ratios = [a["time_cpu"] / b["time_cpu"] for a, b in pairs if a["time_cpu"] and b["time_cpu"]]
+        mark = "*" if any(not (driven(a) and driven(b)) for a, b in pairs) else ""
+        line += f" {(f(med(ratios), '.2f') + mark) if ratios else '-':>14}"
     print(line)
+# Lateness, the price of each tool's sending: median over rounds of late p99 (loadlab only;
+# wrk2 does not report it).
+late_tools = [t for t in tools if t in ("loadlab", "loadlab-coalesce")]
+if late_tools:
+    print("\nlate p99 (µs, median over rounds): " + ", ".join(
+        f"{t} " + " ".join(f"{rate}: {f(med(by[t, rate, n]['late_p99'] for n in rounds if (t, rate, n) in by), '.0f')}"
+                           for rate in rates) for t in late_tools))
 
 print("\nnotes")
 # httperf and loadlab-new do the same work (a connection per request) at the same rate: CPU use

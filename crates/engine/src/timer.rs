@@ -69,6 +69,12 @@ impl Timer {
         Ok(())
     }
 
+    /// Records `at` as the next wake-up without setting the timerfd: for a caller that will
+    /// sleep until it itself ([`Timer::sleep_until`]).
+    pub fn expect(&mut self, at: Instant) {
+        self.armed = Some(at);
+    }
+
     /// When the timer will fire, if it is armed.
     pub fn armed(&self) -> Option<Instant> {
         self.armed

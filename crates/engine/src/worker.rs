@@ -238,7 +238,9 @@ impl Worker {
             // take everything that did (responses keep the kernel's arrival stamps). One
             // wake-up per send rather than one per send and one per response.
             if let (true, false, Some(timer)) = (self.stamped, timeout.is_zero(), &self.timer) {
-                let near = |at: &Instant| at.saturating_duration_since(now) <= HARVEST;
+                // A send time already past means dispatch found no connection for it: then
+                // only an event (a response, a connect) can let it go, so wait for one.
+                let near = |at: &Instant| *at > now && *at - now <= HARVEST;
                 if let Some(send_at) = timer.armed().filter(near) {
                     timer.sleep_until(send_at.min(wake));
                     timeout = Duration::ZERO;
@@ -341,7 +343,13 @@ impl Worker {
         if let Some(timer) = self.timer.as_mut() {
             // Should arming ever fail, the sweep tick still dispatches, only later; the
             // lateness is then measured and reported like any other.
-            let _ = timer.arm(on_grid(due, self.spec.measure_start, self.spec.coalesce));
+            let at = on_grid(due, self.spec.measure_start, self.spec.coalesce);
+            if self.stamped && at.saturating_duration_since(now) <= HARVEST {
+                // The loop will sleep until it (see `run`): no timerfd to set.
+                timer.expect(at);
+            } else {
+                let _ = timer.arm(at);
+            }
         }
     }
 
