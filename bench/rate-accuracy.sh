@@ -315,26 +315,20 @@ for rate in rates:
         ach = med(r["achieved"] / r["offered"] * 100 for r in rs)
         cpu = med(r["time_cpu"] for r in rs)
         line += f" {f(ach, '.2f') + '%':>19} {f(cpu, '.2f'):>19}"
+    # Each pair's CPU ratio: the median of per-round ratios, * when a run fell short.
+    pairs_shown = []
     if "httperf" in tools:
-        for t, width in (("loadlab-new", 20), ("loadlab", 16)):
-            pairs = [(by[t, rate, n], by["httperf", rate, n]) for n in rounds
-                     if (t, rate, n) in by and ("httperf", rate, n) in by]
-            ratios = [a["time_cpu"] / b["time_cpu"] for a, b in pairs
-                      if a["time_cpu"] and b["time_cpu"]]
-            mark = "*" if any(not (driven(a) and driven(b)) for a, b in pairs) else ""
-            line += f" {(f(med(ratios), '.2f') + mark) if ratios else '-':>{width}}"
-    if "wrk2" in tools and "loadlab" in tools:
-        pairs = [(by["loadlab", rate, n], by["wrk2", rate, n]) for n in rounds
-                 if ("loadlab", rate, n) in by and ("wrk2", rate, n) in by]
-        ratios = [a["time_cpu"] / b["time_cpu"] for a, b in pairs if a["time_cpu"] and b["time_cpu"]]
+        pairs_shown += [("loadlab-new", "httperf", 20), ("loadlab", "httperf", 16)]
+    if "wrk2" in tools:
+        pairs_shown += [(t, "wrk2", w) for t, w in (("loadlab", 13), ("loadlab-coalesce", 14))
+                        if t in tools]
+    for t, peer, width in pairs_shown:
+        pairs = [(by[t, rate, n], by[peer, rate, n]) for n in rounds
+                 if (t, rate, n) in by and (peer, rate, n) in by]
+        ratios = [a["time_cpu"] / b["time_cpu"] for a, b in pairs
+                  if a["time_cpu"] and b["time_cpu"]]
         mark = "*" if any(not (driven(a) and driven(b)) for a, b in pairs) else ""
-        line += f" {(f(med(ratios), '.2f') + mark) if ratios else '-':>13}"
-    if "wrk2" in tools and "loadlab-coalesce" in tools:
-        pairs = [(by["loadlab-coalesce", rate, n], by["wrk2", rate, n]) for n in rounds
-                 if ("loadlab-coalesce", rate, n) in by and ("wrk2", rate, n) in by]
-        ratios = [a["time_cpu"] / b["time_cpu"] for a, b in pairs if a["time_cpu"] and b["time_cpu"]]
-        mark = "*" if any(not (driven(a) and driven(b)) for a, b in pairs) else ""
-        line += f" {(f(med(ratios), '.2f') + mark) if ratios else '-':>14}"
+        line += f" {(f(med(ratios), '.2f') + mark) if ratios else '-':>{width}}"
     print(line)
 # Lateness, the price of each tool's sending: median over rounds of late p99 (loadlab only;
 # wrk2 does not report it).
