@@ -412,7 +412,10 @@ impl ConfigEcho {
         let v = &cfg.validation;
         ConfigEcho {
             url: cfg.target.url.clone(),
-            address: address.to_string(),
+            address: match &cfg.unix_socket {
+                Some(path) => format!("unix:{}", path.display()),
+                None => address.to_string(),
+            },
             method: cfg.request.method.clone(),
             connections: match cfg.pacing {
                 Pacing::Closed => cfg.connections,

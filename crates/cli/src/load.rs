@@ -109,8 +109,12 @@ pub struct RequestArgs {
     pub expect_contains: Option<String>,
     /// Local addresses to connect from, round-robin, so ephemeral ports last longer
     /// (127.0.0.1-127.0.0.16, or a comma-separated list).
-    #[arg(long = "source-ips", value_name = "IPS")]
+    #[arg(long = "source-ips", value_name = "IPS", conflicts_with = "unix_socket")]
     pub source_ips: Option<String>,
+    /// Connect to this unix-domain socket instead of the URL's host and port (as curl's
+    /// --unix-socket): the URL still gives the Host header and the path.
+    #[arg(long = "unix-socket", value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
     /// When the connections do not fit what the client has (open-file limit, local ports toward
     /// the target, memory): refuse with exit 2 naming the limit, cap them to what fits with a
     /// warning, or run anyway (the excess fails as fd_unavail or addr_unavail).
@@ -154,6 +158,7 @@ impl RequestArgs {
         if let Some(s) = &self.source_ips {
             config.source_ips = parse_ip_list(s).map_err(usage)?;
         }
+        config.unix_socket.clone_from(&self.unix_socket);
 
         let mut request = RequestSpec { method: self.method.clone(), ..RequestSpec::default() };
         for h in &self.headers {
@@ -191,6 +196,11 @@ impl RequestArgs {
 
 /// Resolves the target and checks that it accepts connections, once, before any load.
 pub fn reach(config: &mut BenchConfig) -> anyhow::Result<SocketAddr> {
+    if let Some(path) = &config.unix_socket {
+        // No name to resolve and no port: the address only stands in for the socket.
+        loadlab_engine::preflight_unix(path).map_err(engine_failure)?;
+        return Ok(SocketAddr::from(([127, 0, 0, 1], config.target.port)));
+    }
     config.target.resolve().map_err(engine_failure)?;
     loadlab_engine::preflight(&config.target, config.connect_timeout).map_err(engine_failure)
 }
@@ -225,7 +235,11 @@ pub fn fit_connections(
     policy: OverCapacity,
 ) -> anyhow::Result<Option<String>> {
     use loadlab_runner::capacity;
-    let has = capacity::Has::here(config.source_ips.len());
+    let mut has = capacity::Has::here(config.source_ips.len());
+    if config.unix_socket.is_some() {
+        // A unix socket takes no local port.
+        has.ports = u64::MAX / 2;
+    }
     capacity::fit(config, policy.into(), &has).map_err(|m| Failure::Usage(m).into())
 }
 

@@ -45,6 +45,9 @@ pub struct BenchConfig {
     pub source_ips: Vec<IpAddr>,
     /// Seed for Poisson arrivals, so a run can be repeated exactly.
     pub seed: u64,
+    /// Connect to this unix-domain socket instead of the URL's host and port (curl's
+    /// `--unix-socket`); the URL still gives the Host header and the path.
+    pub unix_socket: Option<std::path::PathBuf>,
     /// Open loop and sessions: wake-ups to send fall on a grid of this step, each sending every
     /// arrival due by then, so that a step spanning several arrivals sends them together (as
     /// wrk2's 1 ms timer does) for fewer wake-ups and less CPU. Due times do not move: each
@@ -73,6 +76,7 @@ impl BenchConfig {
             source_ips: Vec::new(),
             seed: 1,
             coalesce: Duration::ZERO,
+            unix_socket: None,
         }
     }
 
@@ -84,6 +88,9 @@ impl BenchConfig {
         }
         if self.threads == 0 {
             return err("the number of threads must be at least 1");
+        }
+        if self.unix_socket.is_some() && !self.source_ips.is_empty() {
+            return err("--source-ips has no meaning over a unix socket");
         }
         match self.pacing {
             Pacing::Closed if self.threads > self.connections => {

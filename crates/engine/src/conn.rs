@@ -32,7 +32,7 @@ pub(crate) enum State {
 
 #[derive(Debug)]
 pub(crate) struct Conn {
-    pub stream: Option<TcpStream>,
+    pub stream: Option<Stream>,
     pub state: State,
     /// When the request was due: its start in the closed loop, its scheduled time in the open
     /// loop (latency measured from here is corrected for coordinated omission).
@@ -95,7 +95,11 @@ impl Conn {
         addr: SocketAddr,
         source: Option<SocketAddr>,
         stamped: bool,
+        unix: Option<&std::path::Path>,
     ) -> io::Result<()> {
+        if let Some(path) = unix {
+            return self.connect_unix(registry, token, path);
+        }
         let socket = Socket::new(
             Domain::for_address(addr),
             Type::STREAM.nonblocking().cloexec(),
@@ -128,7 +132,32 @@ impl Conn {
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
             Err(e) => return Err(e),
         }
-        let mut stream = TcpStream::from_std(socket.into());
+        let mut stream = Stream::Tcp(TcpStream::from_std(socket.into()));
+        registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
+        self.stream = Some(stream);
+        self.state = State::Connecting;
+        Ok(())
+    }
+
+    /// The same toward a unix-domain socket. A listener whose backlog is full refuses at once
+    /// (EAGAIN) where TCP would wait: that is a failed connect, as ECONNREFUSED.
+    fn connect_unix(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        path: &std::path::Path,
+    ) -> io::Result<()> {
+        let socket = Socket::new(Domain::UNIX, Type::STREAM.nonblocking().cloexec(), None)?;
+        match socket.connect(&socket2::SockAddr::unix(path)?) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                return Err(io::Error::from_raw_os_error(libc::ECONNREFUSED))
+            }
+            Err(e) => return Err(e),
+        }
+        let std: std::os::unix::net::UnixStream = socket.into();
+        let mut stream = Stream::Unix(mio::net::UnixStream::from_std(std));
         registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
         self.stream = Some(stream);
         self.state = State::Connecting;
@@ -143,8 +172,8 @@ impl Conn {
         if let Some(err) = stream.take_error()? {
             return Err(err);
         }
-        match stream.peer_addr() {
-            Ok(_) => Ok(true),
+        match stream.peer() {
+            Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(false),
             Err(e) => Err(e),
@@ -177,5 +206,83 @@ impl Conn {
     /// deregistration call is needed.
     pub fn close(&mut self) {
         self.stream = None;
+    }
+}
+
+/// A connection's socket: TCP, or a unix-domain stream (`--unix-socket`).
+#[derive(Debug)]
+pub(crate) enum Stream {
+    Tcp(TcpStream),
+    Unix(mio::net::UnixStream),
+}
+
+impl Stream {
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        match self {
+            Stream::Tcp(s) => s.take_error(),
+            Stream::Unix(s) => s.take_error(),
+        }
+    }
+
+    /// `Ok` once connected (the peer's address can be read).
+    pub fn peer(&self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.peer_addr().map(drop),
+            Stream::Unix(s) => s.peer_addr().map(drop),
+        }
+    }
+}
+
+impl io::Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl io::Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl std::os::fd::AsRawFd for Stream {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+impl mio::event::Source for Stream {
+    fn register(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.register(r, t, i),
+            Stream::Unix(s) => s.register(r, t, i),
+        }
+    }
+
+    fn reregister(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.reregister(r, t, i),
+            Stream::Unix(s) => s.reregister(r, t, i),
+        }
+    }
+
+    fn deregister(&mut self, r: &Registry) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.deregister(r),
+            Stream::Unix(s) => s.deregister(r),
+        }
     }
 }

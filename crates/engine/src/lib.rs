@@ -88,6 +88,14 @@ pub fn preflight(target: &Target, timeout: Duration) -> Result<SocketAddr, Engin
     Err(EngineError::Unreachable { target: target.authority.clone(), reason })
 }
 
+/// [`preflight`] for a unix-domain socket: it exists and accepts a connection.
+pub fn preflight_unix(path: &std::path::Path) -> Result<(), EngineError> {
+    std::os::unix::net::UnixStream::connect(path).map(drop).map_err(|e| EngineError::Unreachable {
+        target: format!("unix:{}", path.display()),
+        reason: e.to_string(),
+    })
+}
+
 /// Runs the load described by `config` against `addr` and returns the merged result.
 pub fn run(
     config: &BenchConfig,
@@ -99,7 +107,10 @@ pub fn run(
     let (fd_limit, _) = sys::raise_fd_limit();
     let cpus_available = sys::allowed_cpus().len();
     // Which interface the traffic takes and how fast it is: looked up once, before any load.
-    let link = Link::of(addr, config.source_ips.first().copied());
+    let link = match &config.unix_socket {
+        Some(_) => Link::unix(),
+        None => Link::of(addr, config.source_ips.first().copied()),
+    };
     // The path's RTT with empty queues, before any load (and before `start`, so that a slow
     // path does not make the schedule late); the probe thread then samples it under load.
     // Loopback has no link whose queue could pace a run: it is not probed, and the server sees
@@ -151,6 +162,7 @@ pub fn run(
             pin: (!config.pin.is_empty()).then(|| config.pin[i % config.pin.len()]),
             source_ips: config.source_ips.clone(),
             coalesce: config.coalesce,
+            unix: config.unix_socket.clone(),
             measure_start,
             end,
         };

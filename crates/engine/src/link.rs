@@ -19,6 +19,9 @@ pub const NETWORK_BOUND: f64 = 0.90;
 /// this kind of machine; a cloud NIC may report a speed it is not shaped to).
 pub const NOMINAL: f64 = 1.10;
 
+/// What [`Link::unix`] names as its interface.
+const UNIX: &str = "unix socket";
+
 /// HTTP bytes of one full TCP segment, and what that segment costs on an Ethernet wire: a
 /// 1500-byte MTU minus 20 bytes of IPv4 header and 32 of TCP header with timestamps leaves
 /// 1448 bytes of payload; the frame adds 14 bytes of Ethernet header, 4 of FCS, 8 of preamble
@@ -67,8 +70,18 @@ impl Link {
     }
 
     /// Whether the traffic stays on this machine (the loopback interface).
+    /// Loopback, or a unix socket: client and server on one machine, no link in between.
     pub fn is_loopback(&self) -> bool {
-        self.interface.as_deref() == Some("lo")
+        matches!(self.interface.as_deref(), Some("lo" | UNIX))
+    }
+
+    /// A unix-domain socket: no network at all.
+    pub fn unix() -> Link {
+        Link { interface: Some(UNIX.to_string()), speed_mbps: None }
+    }
+
+    pub fn is_unix(&self) -> bool {
+        self.interface.as_deref() == Some(UNIX)
     }
 
     /// The link's capacity in bytes per second, when its speed is known.

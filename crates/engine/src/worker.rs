@@ -68,6 +68,8 @@ pub(crate) struct WorkerSpec {
     pub source_ips: Vec<IpAddr>,
     /// The grid that send wake-ups fall on (zero: none), see `BenchConfig::coalesce`.
     pub coalesce: Duration,
+    /// Connect here instead of `addr` (`BenchConfig::unix_socket`).
+    pub unix: Option<std::path::PathBuf>,
     /// When measuring starts (after warm-up); common to all workers.
     pub measure_start: Instant,
     /// When a timed run ends; `None` for a counted run.
@@ -147,7 +149,8 @@ impl Worker {
             refused_at_end: 0,
             connecting: 0,
             last_event: spec.measure_start,
-            stamped: matches!(spec.pacing, Pacing::Open { .. }),
+            // Unix sockets carry no arrival stamps: their responses wake the loop as they come.
+            stamped: matches!(spec.pacing, Pacing::Open { .. }) && spec.unix.is_none(),
             spec,
             control,
         };
@@ -420,7 +423,8 @@ impl Worker {
             SocketAddr::new(ip, 0)
         });
         let conn = &mut self.conns[idx];
-        match conn.connect(self.poll.registry(), Token(idx), self.spec.addr, source, self.stamped) {
+        let (addr, unix) = (self.spec.addr, self.spec.unix.as_deref());
+        match conn.connect(self.poll.registry(), Token(idx), addr, source, self.stamped, unix) {
             Ok(()) => {
                 self.connecting += 1;
                 conn.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);

@@ -15,6 +15,7 @@ mod sessions;
 mod sweep;
 mod sweep_interrupt;
 mod trust;
+mod unix_socket;
 mod validation;
 
 use std::process::Output;
