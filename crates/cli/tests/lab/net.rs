@@ -92,7 +92,7 @@ fn a_stack_behind_lan_100mbit_is_network_bound_and_leaves_nothing() {
 
     lab.down(id);
     assert!(!namespaces().contains(&ns), "the namespace is left: {}", namespaces());
-    assert!(!devices("llvh").contains(&veth), "the stack's veth is left");
+    // The veth went with its namespace end (its name may already be another test's link).
 }
 
 #[test]
@@ -128,7 +128,8 @@ fn a_stack_behind_wan_answers_after_the_profiles_round_trip_and_leaves_nothing()
 
     lab.down(id);
     assert!(!namespaces().contains(&ns), "{}", namespaces());
-    assert!(!devices("llth").contains(&tun), "the link's TUN is left");
+    // The TUN is gone when its stage is (the stage ends only then; the name may already be
+    // another test's link).
     assert!(!stages().contains(&stage), "the delay stage outlived its link");
 }
 
