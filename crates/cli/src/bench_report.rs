@@ -25,6 +25,9 @@ pub struct Report {
     pub errors: BTreeMap<&'static str, u64>,
     /// errno -> count for failures of class `other`.
     pub errors_other_errno: BTreeMap<String, u64>,
+    /// For `tls` failures: each reason (the alert, or why the certificate was refused) and its
+    /// count.
+    pub errors_tls: BTreeMap<String, u64>,
     /// Responses by exact status code.
     pub status: BTreeMap<String, u64>,
     /// Responses by status class (`1xx` .. `5xx`).
@@ -170,6 +173,9 @@ pub struct Server {
 #[derive(Debug, Serialize)]
 pub struct TimingsUs {
     pub connect: RecorderSummary,
+    /// https://: TLS handshakes, from the TCP connection to the handshake's end, one per new
+    /// connection; null for http://.
+    pub tls: Option<RecorderSummary>,
     pub waiting: RecorderSummary,
     pub processing: RecorderSummary,
     pub total: RecorderSummary,
@@ -327,6 +333,7 @@ impl Report {
                 .iter()
                 .map(|(errno, n)| (errno.to_string(), *n))
                 .collect(),
+            errors_tls: t.errors.tls_reasons.clone(),
             status: t.status_counts().into_iter().map(|(c, n)| (c.to_string(), n)).collect(),
             status_class,
             bytes: Bytes {
@@ -361,6 +368,7 @@ impl Report {
             },
             timings_us: TimingsUs {
                 connect: t.timings.connect.summary(),
+                tls: cfg.target.tls.then(|| t.timings.tls.summary()),
                 waiting: t.timings.waiting.summary(),
                 processing: t.timings.processing.summary(),
                 total: t.timings.total.summary(),

@@ -111,6 +111,16 @@ pub struct RequestArgs {
     /// (127.0.0.1-127.0.0.16, or a comma-separated list).
     #[arg(long = "source-ips", value_name = "IPS", conflicts_with = "unix_socket")]
     pub source_ips: Option<String>,
+    /// https://: accept any certificate (a self-signed test server); the connection is still
+    /// encrypted.
+    #[arg(long = "insecure")]
+    pub insecure: bool,
+    /// https://: trust the certificates in this PEM file instead of the system's.
+    #[arg(long = "cacert", value_name = "FILE", conflicts_with = "insecure")]
+    pub cacert: Option<PathBuf>,
+    /// https://: a full handshake for every new connection, no session resumption.
+    #[arg(long = "no-tls-resume")]
+    pub no_tls_resume: bool,
     /// Connect to this unix-domain socket instead of the URL's host and port (as curl's
     /// --unix-socket): the URL still gives the Host header and the path.
     #[arg(long = "unix-socket", value_name = "PATH")]
@@ -159,6 +169,14 @@ impl RequestArgs {
             config.source_ips = parse_ip_list(s).map_err(usage)?;
         }
         config.unix_socket.clone_from(&self.unix_socket);
+        config.tls = loadlab_engine::TlsOptions {
+            insecure: self.insecure,
+            cacert: self.cacert.clone(),
+            resume: !self.no_tls_resume,
+        };
+        if config.target.tls && config.unix_socket.is_some() {
+            return Err(usage("https:// over --unix-socket is not supported".into()));
+        }
 
         let mut request = RequestSpec { method: self.method.clone(), ..RequestSpec::default() };
         for h in &self.headers {
@@ -202,7 +220,10 @@ pub fn reach(config: &mut BenchConfig) -> anyhow::Result<SocketAddr> {
         return Ok(SocketAddr::from(([127, 0, 0, 1], config.target.port)));
     }
     config.target.resolve().map_err(engine_failure)?;
-    loadlab_engine::preflight(&config.target, config.connect_timeout).map_err(engine_failure)
+    let addr = loadlab_engine::preflight(&config.target, config.connect_timeout)
+        .map_err(engine_failure)?;
+    loadlab_engine::preflight_tls(config, addr).map_err(engine_failure)?;
+    Ok(addr)
 }
 
 /// What to do when the connections asked for do not fit what the client has.

@@ -45,6 +45,8 @@ pub struct BenchConfig {
     pub source_ips: Vec<IpAddr>,
     /// Seed for Poisson arrivals, so a run can be repeated exactly.
     pub seed: u64,
+    /// `https://` targets: trust, resumption.
+    pub tls: crate::tls::TlsOptions,
     /// Connect to this unix-domain socket instead of the URL's host and port (curl's
     /// `--unix-socket`); the URL still gives the Host header and the path.
     pub unix_socket: Option<std::path::PathBuf>,
@@ -77,6 +79,7 @@ impl BenchConfig {
             seed: 1,
             coalesce: Duration::ZERO,
             unix_socket: None,
+            tls: crate::tls::TlsOptions { resume: true, ..Default::default() },
         }
     }
 

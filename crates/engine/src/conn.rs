@@ -44,6 +44,8 @@ pub(crate) struct Conn {
     /// When the last request byte was written.
     pub written: Instant,
     pub first_byte: Option<Instant>,
+    /// When this connection's TLS handshake ended, until the first request on it records it.
+    pub tls_done: Option<Instant>,
     /// When the request (or its connect) times out.
     pub deadline: Instant,
     /// Whether the current request counts (it started after warm-up and was budgeted).
@@ -68,6 +70,7 @@ impl Conn {
             connected: now,
             written: now,
             first_byte: None,
+            tls_done: None,
             deadline: now,
             measured: false,
             resp_bytes: 0,
@@ -92,14 +95,15 @@ impl Conn {
         &mut self,
         registry: &Registry,
         token: Token,
-        addr: SocketAddr,
+        to: To<'_>,
         source: Option<SocketAddr>,
         stamped: bool,
-        unix: Option<&std::path::Path>,
     ) -> io::Result<()> {
-        if let Some(path) = unix {
+        self.tls_done = None;
+        if let Some(path) = to.unix {
             return self.connect_unix(registry, token, path);
         }
+        let addr = to.addr;
         let socket = Socket::new(
             Domain::for_address(addr),
             Type::STREAM.nonblocking().cloexec(),
@@ -132,7 +136,15 @@ impl Conn {
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
             Err(e) => return Err(e),
         }
-        let mut stream = Stream::Tcp(TcpStream::from_std(socket.into()));
+        let tcp = TcpStream::from_std(socket.into());
+        let mut stream = match to.tls {
+            Some((config, name)) => Stream::Tls(Box::new(crate::tls::TlsStream::new(
+                tcp,
+                config.clone(),
+                name.clone(),
+            )?)),
+            None => Stream::Tcp(tcp),
+        };
         registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
         self.stream = Some(stream);
         self.state = State::Connecting;
@@ -214,6 +226,18 @@ impl Conn {
 pub(crate) enum Stream {
     Tcp(TcpStream),
     Unix(mio::net::UnixStream),
+    Tls(Box<crate::tls::TlsStream>),
+}
+
+/// Where a connection goes.
+#[derive(Clone, Copy)]
+pub(crate) struct To<'a> {
+    pub addr: SocketAddr,
+    /// A unix-domain socket instead of `addr`.
+    pub unix: Option<&'a std::path::Path>,
+    /// TLS over the TCP connection: the run's configuration and the server's name.
+    pub tls:
+        Option<&'a (std::sync::Arc<rustls::ClientConfig>, rustls::pki_types::ServerName<'static>)>,
 }
 
 impl Stream {
@@ -221,6 +245,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.take_error(),
             Stream::Unix(s) => s.take_error(),
+            Stream::Tls(s) => s.tcp.take_error(),
         }
     }
 
@@ -229,6 +254,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.peer_addr().map(drop),
             Stream::Unix(s) => s.peer_addr().map(drop),
+            Stream::Tls(s) => s.tcp.peer_addr().map(drop),
         }
     }
 }
@@ -238,6 +264,7 @@ impl io::Read for Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
         }
     }
 }
@@ -247,6 +274,7 @@ impl io::Write for Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
         }
     }
 
@@ -260,6 +288,7 @@ impl std::os::fd::AsRawFd for Stream {
         match self {
             Stream::Tcp(s) => s.as_raw_fd(),
             Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tls(s) => s.tcp.as_raw_fd(),
         }
     }
 }
@@ -269,6 +298,7 @@ impl mio::event::Source for Stream {
         match self {
             Stream::Tcp(s) => s.register(r, t, i),
             Stream::Unix(s) => s.register(r, t, i),
+            Stream::Tls(s) => s.tcp.register(r, t, i),
         }
     }
 
@@ -276,6 +306,7 @@ impl mio::event::Source for Stream {
         match self {
             Stream::Tcp(s) => s.reregister(r, t, i),
             Stream::Unix(s) => s.reregister(r, t, i),
+            Stream::Tls(s) => s.tcp.reregister(r, t, i),
         }
     }
 
@@ -283,6 +314,7 @@ impl mio::event::Source for Stream {
         match self {
             Stream::Tcp(s) => s.deregister(r),
             Stream::Unix(s) => s.deregister(r),
+            Stream::Tls(s) => s.tcp.deregister(r),
         }
     }
 }

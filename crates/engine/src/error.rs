@@ -33,12 +33,15 @@ pub enum ErrorClass {
     ShortBody,
     /// The response was well formed but failed `--expect-*` validation.
     Validation,
+    /// The TLS handshake or a record failed: a certificate not trusted, an alert, a broken
+    /// record; the reasons are kept in [`ErrorCounts::tls_reasons`].
+    Tls,
     /// Any other error; the errno is kept in [`ErrorCounts::other_errno`].
     Other,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 10] = [
+    pub const ALL: [ErrorClass; 11] = [
         ErrorClass::Connrefused,
         ErrorClass::Connreset,
         ErrorClass::ClientTimeout,
@@ -48,6 +51,7 @@ impl ErrorClass {
         ErrorClass::Parse,
         ErrorClass::ShortBody,
         ErrorClass::Validation,
+        ErrorClass::Tls,
         ErrorClass::Other,
     ];
 
@@ -63,6 +67,7 @@ impl ErrorClass {
             ErrorClass::Parse => "parse",
             ErrorClass::ShortBody => "short_body",
             ErrorClass::Validation => "validation",
+            ErrorClass::Tls => "tls",
             ErrorClass::Other => "other",
         }
     }
@@ -82,6 +87,9 @@ impl ErrorClass {
     /// Classifies an I/O error by errno. Connect-time errors that are not refusals (such as
     /// EHOSTUNREACH) fall into `Other` with their errno kept.
     pub fn from_io(err: &io::Error) -> ErrorClass {
+        if crate::tls::reason(err).is_some() {
+            return ErrorClass::Tls;
+        }
         match err.raw_os_error() {
             Some(libc::ECONNREFUSED) => ErrorClass::Connrefused,
             Some(libc::ECONNRESET) | Some(libc::EPIPE) | Some(libc::ECONNABORTED) => {
@@ -101,6 +109,9 @@ pub struct ErrorCounts {
     counts: [u64; ErrorClass::ALL.len()],
     /// errno -> count, for failures of class `other` (errno 0 when there was none).
     pub other_errno: BTreeMap<i32, u64>,
+    /// reason -> count, for failures of class `tls` (the alert, or why a certificate was
+    /// refused).
+    pub tls_reasons: BTreeMap<String, u64>,
 }
 
 impl ErrorCounts {
@@ -126,6 +137,9 @@ impl ErrorCounts {
         }
         for (errno, n) in &other.other_errno {
             *self.other_errno.entry(*errno).or_insert(0) += n;
+        }
+        for (reason, n) in &other.tls_reasons {
+            *self.tls_reasons.entry(reason.clone()).or_insert(0) += n;
         }
     }
 

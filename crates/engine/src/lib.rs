@@ -25,6 +25,7 @@ mod schedule;
 pub mod sys;
 pub mod target;
 mod timer;
+pub mod tls;
 mod worker;
 
 use std::net::{SocketAddr, TcpStream};
@@ -42,6 +43,7 @@ pub use request::RequestSpec;
 pub use result::{BenchResult, Tally, Timings, WorkerSummary};
 pub use schedule::Arrival;
 pub use target::Target;
+pub use tls::TlsOptions;
 
 /// Shared between the caller and the workers while a run is going: a stop request (Ctrl-C) and
 /// progress counters for a live display. Workers publish progress once per loop turn.
@@ -88,6 +90,21 @@ pub fn preflight(target: &Target, timeout: Duration) -> Result<SocketAddr, Engin
     Err(EngineError::Unreachable { target: target.authority.clone(), reason })
 }
 
+/// For an `https://` target, after [`preflight`]: one TLS handshake with the run's
+/// configuration, so that a certificate the run cannot trust is one clear error.
+pub fn preflight_tls(config: &BenchConfig, addr: SocketAddr) -> Result<(), EngineError> {
+    if !config.target.tls {
+        return Ok(());
+    }
+    let unreachable = |reason: String| EngineError::Unreachable {
+        target: config.target.authority.clone(),
+        reason,
+    };
+    let tls_config = tls::client_config(&config.tls).map_err(EngineError::Config)?;
+    let name = tls::server_name(&config.target.host).map_err(EngineError::Config)?;
+    tls::preflight(addr, name, tls_config, config.connect_timeout).map_err(unreachable)
+}
+
 /// [`preflight`] for a unix-domain socket: it exists and accepts a connection.
 pub fn preflight_unix(path: &std::path::Path) -> Result<(), EngineError> {
     std::os::unix::net::UnixStream::connect(path).map(drop).map_err(|e| EngineError::Unreachable {
@@ -105,6 +122,14 @@ pub fn run(
     config.check()?;
     let request: Arc<[u8]> = config.request.encode(&config.target, config.keepalive)?.into();
     let (fd_limit, _) = sys::raise_fd_limit();
+    // One TLS configuration for the run: its connections share the session cache.
+    let tls = match config.target.tls {
+        true => Some((
+            tls::client_config(&config.tls).map_err(EngineError::Config)?,
+            tls::server_name(&config.target.host).map_err(EngineError::Config)?,
+        )),
+        false => None,
+    };
     let cpus_available = sys::allowed_cpus().len();
     // Which interface the traffic takes and how fast it is: looked up once, before any load.
     let link = match &config.unix_socket {
@@ -163,6 +188,7 @@ pub fn run(
             source_ips: config.source_ips.clone(),
             coalesce: config.coalesce,
             unix: config.unix_socket.clone(),
+            tls: tls.clone(),
             measure_start,
             end,
         };

@@ -26,6 +26,9 @@ pub struct Timings {
     pub total: Recorder,
     pub corrected: Recorder,
     pub late: Recorder,
+    /// TLS handshakes, from the TCP connection to the handshake's end (https:// only; one per
+    /// new connection).
+    pub tls: Recorder,
 }
 
 impl Timings {
@@ -36,6 +39,7 @@ impl Timings {
         self.total.merge(&other.total);
         self.corrected.merge(&other.corrected);
         self.late.merge(&other.late);
+        self.tls.merge(&other.tls);
     }
 
     pub fn clear(&mut self) {
@@ -45,6 +49,7 @@ impl Timings {
         self.total.clear();
         self.corrected.clear();
         self.late.clear();
+        self.tls.clear();
     }
 }
 

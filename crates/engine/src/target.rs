@@ -14,6 +14,8 @@ pub struct Target {
     pub port: u16,
     /// Path and query, as sent in the request line.
     pub path: String,
+    /// `https://`: the connection speaks TLS.
+    pub tls: bool,
     /// The value of the Host header: the host, plus the port when it is not 80.
     pub authority: String,
     /// Addresses the host resolved to; empty until [`Target::resolve`].
@@ -30,20 +32,16 @@ impl Target {
         }
         let url = url::Url::parse(input)
             .map_err(|e| EngineError::Config(format!("invalid URL {input:?}: {e}")))?;
-        match url.scheme() {
-            "http" => {}
-            "https" => {
-                return Err(EngineError::Config(format!(
-                    "{input}: https:// is not supported yet (TLS comes in a later version); \
-                     use an http:// URL"
-                )))
-            }
+        let tls = match url.scheme() {
+            "http" => false,
+            "https" => true,
             other => {
                 return Err(EngineError::Config(format!(
-                    "{input}: unsupported scheme {other}://, only http:// is supported"
+                    "{input}: unsupported scheme {other}://, only http:// and https:// are \
+                     supported"
                 )))
             }
-        }
+        };
         let host = match url.host_str() {
             Some(h) if !h.is_empty() => h.to_string(),
             _ => return Err(EngineError::Config(format!("invalid URL {input:?}: no host"))),
@@ -54,14 +52,15 @@ impl Target {
                  with -H"
             )));
         }
-        let port = url.port_or_known_default().unwrap_or(80);
+        let default_port = if tls { 443 } else { 80 };
+        let port = url.port_or_known_default().unwrap_or(default_port);
         let mut path = url.path().to_string();
         if let Some(q) = url.query() {
             path.push('?');
             path.push_str(q);
         }
-        let authority = if port == 80 { host.clone() } else { format!("{host}:{port}") };
-        Ok(Target { url: input.to_string(), host, port, path, authority, addrs: Vec::new() })
+        let authority = if port == default_port { host.clone() } else { format!("{host}:{port}") };
+        Ok(Target { url: input.to_string(), host, port, path, tls, authority, addrs: Vec::new() })
     }
 
     /// Resolves the host once; the run then connects to the first address.
@@ -102,12 +101,21 @@ mod tests {
 
     #[test]
     fn rejects_what_it_cannot_serve() {
-        for bad in ["https://127.0.0.1/", "ftp://x/", "127.0.0.1:80/", "http://", "http://:80/"] {
+        for bad in ["ftp://x/", "127.0.0.1:80/", "http://", "http://:80/"] {
             let e = Target::parse(bad).unwrap_err();
             assert!(matches!(e, EngineError::Config(_)), "{bad}: {e:?}");
         }
-        let e = Target::parse("https://example.com/").unwrap_err().to_string();
-        assert!(e.contains("not supported yet"), "{e}");
+        let e = Target::parse("ftp://example.com/").unwrap_err().to_string();
+        assert!(e.contains("only http:// and https://"), "{e}");
+    }
+
+    #[test]
+    fn https_defaults_to_443_and_says_so_in_no_host_header() {
+        let t = Target::parse("https://example.com/x").unwrap();
+        assert_eq!((t.tls, t.port, t.authority.as_str()), (true, 443, "example.com"));
+        let t = Target::parse("https://example.com:8443/").unwrap();
+        assert_eq!((t.tls, t.authority.as_str()), (true, "example.com:8443"));
+        assert!(!Target::parse("http://example.com/").unwrap().tls);
     }
 
     #[test]

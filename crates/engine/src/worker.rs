@@ -18,6 +18,7 @@ use mio::event::Event;
 use mio::{Events, Poll, Token};
 
 use crate::check::{BodyCheck, Validation};
+use crate::conn::Stream;
 use crate::conn::{Conn, State};
 use crate::http::{Limits, Parser, Progress};
 use crate::pacing::{Budget, Pacing};
@@ -70,6 +71,8 @@ pub(crate) struct WorkerSpec {
     pub coalesce: Duration,
     /// Connect here instead of `addr` (`BenchConfig::unix_socket`).
     pub unix: Option<std::path::PathBuf>,
+    /// `https://`: the run's TLS configuration and the server's name.
+    pub tls: Option<(std::sync::Arc<rustls::ClientConfig>, rustls::pki_types::ServerName<'static>)>,
     /// When measuring starts (after warm-up); common to all workers.
     pub measure_start: Instant,
     /// When a timed run ends; `None` for a counted run.
@@ -149,8 +152,11 @@ impl Worker {
             refused_at_end: 0,
             connecting: 0,
             last_event: spec.measure_start,
-            // Unix sockets carry no arrival stamps: their responses wake the loop as they come.
-            stamped: matches!(spec.pacing, Pacing::Open { .. }) && spec.unix.is_none(),
+            // Unix sockets carry no arrival stamps, and TLS reads records, not the segments
+            // the stamps belong to: their responses wake the loop as they come.
+            stamped: matches!(spec.pacing, Pacing::Open { .. })
+                && spec.unix.is_none()
+                && spec.tls.is_none(),
             spec,
             control,
         };
@@ -424,7 +430,8 @@ impl Worker {
         });
         let conn = &mut self.conns[idx];
         let (addr, unix) = (self.spec.addr, self.spec.unix.as_deref());
-        match conn.connect(self.poll.registry(), Token(idx), addr, source, self.stamped, unix) {
+        let to = crate::conn::To { addr, unix, tls: self.spec.tls.as_ref() };
+        match conn.connect(self.poll.registry(), Token(idx), to, source, self.stamped) {
             Ok(()) => {
                 self.connecting += 1;
                 conn.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);
@@ -449,7 +456,14 @@ impl Worker {
             // the next request; close it now rather than fail that request later. The slot
             // stays in the idle pool and reconnects when it is next taken.
             if event.is_readable() || event.is_read_closed() || event.is_error() {
-                self.close(idx);
+                // Over TLS, what came may be session tickets, which leave it usable.
+                let usable = match self.conns[idx].stream.as_mut() {
+                    Some(Stream::Tls(t)) => !event.is_error() && t.idle_ok(),
+                    _ => false,
+                };
+                if !usable {
+                    self.close(idx);
+                }
             }
             return;
         }
@@ -470,12 +484,34 @@ impl Worker {
             self.write(idx, now);
         }
         let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+        if let (true, Some(Stream::Tls(t))) = (event.is_writable(), self.conns[idx].stream.as_mut())
+        {
+            // What rustls could not send when it had it (handshake, the request): now.
+            if let Err(e) = t.flush_tls() {
+                return self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now);
+            }
+        }
         if self.conns[idx].state == State::Reading && readable {
             // A short read drains the socket unless the peer also closed or failed: the
             // edge-triggered event for a FIN or RST that came with the data is already
             // consumed, so keep reading until EOF or the error shows.
             let must_drain = event.is_read_closed() || event.is_error();
             self.read(idx, now, must_drain);
+        }
+        self.note_handshake(idx, now);
+    }
+
+    /// The first time a TLS connection's handshake is seen over: its end is the handshake's
+    /// time, and the request (held in rustls until then) went out with it.
+    fn note_handshake(&mut self, idx: usize, now: Instant) {
+        let conn = &mut self.conns[idx];
+        if let (None, Some(Stream::Tls(t))) = (conn.tls_done, conn.stream.as_ref()) {
+            if t.handshaken() {
+                conn.tls_done = Some(now);
+                if conn.state == State::Reading && conn.written < now {
+                    conn.written = now;
+                }
+            }
         }
     }
 
@@ -490,8 +526,16 @@ impl Worker {
                 }
             }
             Ok(false) => {}
-            Err(e) => self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
+            Err(e) => self.fail_io(idx, &e, now),
         }
+    }
+
+    /// A failed read or write: its class, and for TLS its reason, kept with the counts.
+    fn fail_io(&mut self, idx: usize, e: &io::Error, now: Instant) {
+        if let (Some(reason), true) = (crate::tls::reason(e), self.conns[idx].measured) {
+            *self.tally.errors.tls_reasons.entry(reason.to_string()).or_insert(0) += 1;
+        }
+        self.fail(idx, ErrorClass::from_io(e), e.raw_os_error(), now)
     }
 
     fn read(&mut self, idx: usize, now: Instant, must_drain: bool) {
@@ -507,7 +551,7 @@ impl Worker {
                 Ok(got) => got,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
+                Err(e) => return self.fail_io(idx, &e, now),
             };
             // When these bytes arrived: the kernel's stamp where the loop may have read them
             // late, never before the request went out.
@@ -587,6 +631,9 @@ impl Worker {
                 t.timings.connect.record(us(connect));
                 t.timings.waiting.record(us(first.saturating_duration_since(conn.written)));
                 t.timings.processing.record(us(total.saturating_sub(connect)));
+                if let Some(done) = conn.tls_done.filter(|_| conn.replies_on_socket == 1) {
+                    t.timings.tls.record(us(done.saturating_duration_since(conn.connected)));
+                }
                 if self.schedule.is_some() {
                     t.timings.corrected.record(us(now.saturating_duration_since(conn.due)));
                 }

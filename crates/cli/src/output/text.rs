@@ -176,6 +176,9 @@ impl Render for Text {
             )?;
             let t = &r.timings_us;
             timing(out, "Connect", &t.connect)?;
+            if let Some(tls) = &t.tls {
+                timing(out, "TLS", tls)?;
+            }
             timing(out, "Waiting", &t.waiting)?;
             timing(out, "Processing", &t.processing)?;
             timing(out, "Total", &t.total)?;
@@ -195,6 +198,7 @@ impl Render for Text {
             .filter(|(_, n)| **n > 0)
             .map(|(k, n)| format!("{k}: {}", count(*n as f64)))
             .chain(r.errors_other_errno.iter().map(|(errno, n)| format!("(errno {errno}: {n})")))
+            .chain(r.errors_tls.iter().map(|(why, n)| format!("(tls {why}: {n})")))
             .collect();
         writeln!(
             out,

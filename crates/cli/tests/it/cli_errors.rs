@@ -32,9 +32,12 @@ fn closed_url() -> String {
 }
 
 #[test]
-fn https_is_not_supported_yet() {
-    let stderr = fails(&["bench", "-n", "1", "https://127.0.0.1:1/"], 2);
-    assert!(stderr.contains("not supported yet"), "{stderr}");
+fn tls_flags_that_contradict_are_usage_errors() {
+    let stderr = fails(&["bench", "-n", "1", "--insecure", "--cacert", "x.pem", "https://x/"], 2);
+    assert!(stderr.contains("--cacert"), "{stderr}");
+    let url = "https://127.0.0.1/";
+    let stderr = fails(&["bench", "-n", "1", "--unix-socket", "/nonexistent.sock", url], 2);
+    assert!(stderr.contains("https:// over --unix-socket"), "{stderr}");
 }
 
 #[test]

@@ -14,6 +14,7 @@ mod open_loop;
 mod sessions;
 mod sweep;
 mod sweep_interrupt;
+mod tls;
 mod trust;
 mod unix_socket;
 mod validation;

@@ -1,0 +1,139 @@
+//! `https://`: a server in this process speaks TLS with a certificate signed by a CA made for
+//! the test. Trusted through `--cacert` (or `--insecure`) the load runs and each new
+//! connection's handshake is timed; untrusted, or a server that never answers the handshake,
+//! is one clear error before any load.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::thread;
+
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+use super::{bench, uint};
+use crate::support::{loadlab, output_within, RUN_LIMIT};
+
+/// A CA, and a certificate for localhost and 127.0.0.1 that it signed.
+struct Certs {
+    ca_pem: String,
+    leaf: CertificateDer<'static>,
+    key: PrivateKeyDer<'static>,
+}
+
+fn certs() -> Certs {
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let leaf = rcgen::CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let leaf_cert = leaf.signed_by(&leaf_key, &ca_cert, &ca_key).unwrap();
+    Certs {
+        ca_pem: ca_cert.pem(),
+        leaf: leaf_cert.der().clone(),
+        key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
+    }
+}
+
+/// An HTTP/1.1 keep-alive server over TLS, a thread per connection, each request answered
+/// with `hello tls`. Runs until the test process ends.
+fn serve(certs: &Certs) -> SocketAddr {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![certs.leaf.clone()], certs.key.clone_key())
+        .unwrap();
+    let config = Arc::new(config);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for tcp in listener.incoming() {
+            let Ok(tcp) = tcp else { return };
+            let config = config.clone();
+            thread::spawn(move || {
+                let conn = rustls::ServerConnection::new(config).unwrap();
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                loop {
+                    match tls.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => return,
+                    }
+                    if head.ends_with(b"\r\n\r\n") {
+                        head.clear();
+                        let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello tls\n";
+                        if tls.write_all(reply).and_then(|()| tls.flush()).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn https_runs_with_its_ca_and_times_each_new_connections_handshake() {
+    let certs = certs();
+    let addr = serve(&certs);
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &certs.ca_pem).unwrap();
+    let (ca, url) = (ca.display().to_string(), format!("https://localhost:{}/", addr.port()));
+    let expect = ["--expect-contains", "hello tls", "--cacert", &ca];
+
+    // Keep-alive: one handshake per connection.
+    let args = [&["-c", "4", "-n", "400", "-t", "1"][..], &expect].concat();
+    let kept = bench(&url, &args, 0);
+    assert_eq!(uint(&kept, "requests.completed"), 400, "{kept:#}");
+    assert_eq!(uint(&kept, "errors.tls"), 0, "{kept:#}");
+    assert_eq!(uint(&kept, "timings_us.tls.count"), 4, "{kept:#}");
+    assert!(uint(&kept, "timings_us.tls.p50") > 0, "{kept:#}");
+
+    // A connection per request: a handshake per request, in the open loop too.
+    let args = [&["--no-keepalive", "--rate", "200", "-d", "1s", "-t", "1"][..], &expect].concat();
+    let each = bench(&url, &args, 0);
+    let completed = uint(&each, "requests.completed");
+    assert!(completed >= 190, "{each:#}");
+    assert_eq!(uint(&each, "timings_us.tls.count"), completed, "{each:#}");
+    assert_eq!(uint(&each, "requests.failed"), 0, "{each:#}");
+
+    // --insecure needs no CA, and an IP address as the name.
+    let url_ip = format!("https://127.0.0.1:{}/", addr.port());
+    let insecure = bench(&url_ip, &["-n", "50", "-c", "2", "--insecure"], 0);
+    assert_eq!(uint(&insecure, "requests.completed"), 50, "{insecure:#}");
+}
+
+#[test]
+fn an_untrusted_certificate_or_a_silent_handshake_is_one_clear_error() {
+    let certs = certs();
+    let addr = serve(&certs);
+    let mut cmd = loadlab();
+    cmd.args(["bench", "-n", "10", &format!("https://localhost:{}/", addr.port())]);
+    let out = output_within(cmd, RUN_LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("TLS: invalid peer certificate"), "{stderr}");
+
+    // A listener that accepts and never says a word: the handshake times out. It holds every
+    // connection it takes (the TCP preflight's and the handshake's) until the process ends.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    thread::spawn(move || {
+        let mut held = Vec::new();
+        for tcp in silent.incoming() {
+            held.push(tcp);
+        }
+    });
+    let mut cmd = loadlab();
+    cmd.args(["bench", "-n", "1", "--connect-timeout", "500ms", "--insecure"]);
+    cmd.arg(format!("https://127.0.0.1:{port}/"));
+    let out = output_within(cmd, RUN_LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("no handshake within"), "{stderr}");
+}

@@ -1,0 +1,285 @@
+//! TLS for `https://` targets: the rustls client configuration a run shares (trust roots,
+//! ALPN, session resumption), the stream that carries HTTP/1.1 through it on the event loop,
+//! and the one blocking handshake of the preflight. rustls is sans-I/O: it is fed what the
+//! socket gives and asked what to send, so it sits on the same edge-triggered loop as plain
+//! TCP.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mio::net::TcpStream;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme};
+
+/// How a run speaks TLS.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// Accept any certificate (`--insecure`): for self-signed test servers only.
+    pub insecure: bool,
+    /// Trust this PEM file's certificates instead of the system's (`--cacert`).
+    pub cacert: Option<PathBuf>,
+    /// Resume sessions across a run's connections (off: `--no-tls-resume`, a full handshake
+    /// for every connection).
+    pub resume: bool,
+}
+
+/// A TLS failure, kept as the reason of the `tls` error class (the alert, or why the
+/// certificate was refused).
+#[derive(Debug)]
+pub struct TlsFailure(pub String);
+
+impl std::fmt::Display for TlsFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TlsFailure {}
+
+fn failure(e: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, TlsFailure(e.to_string()))
+}
+
+/// The reason of a TLS failure, when `err` is one.
+pub fn reason(err: &io::Error) -> Option<&str> {
+    err.get_ref().and_then(|e| e.downcast_ref::<TlsFailure>()).map(|f| f.0.as_str())
+}
+
+/// The client configuration every connection of a run shares, so that sessions resume across
+/// them. Trust: `cacert`'s certificates, else the system's (`/etc/ssl/certs`).
+pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let mut config = if opts.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+            .with_no_client_auth()
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        match &opts.cacert {
+            Some(path) => {
+                let certs = CertificateDer::pem_file_iter(path)
+                    .map_err(|e| format!("--cacert {}: {e}", path.display()))?;
+                for cert in certs {
+                    let cert = cert.map_err(|e| format!("--cacert {}: {e}", path.display()))?;
+                    roots.add(cert).map_err(|e| format!("--cacert {}: {e}", path.display()))?;
+                }
+                if roots.is_empty() {
+                    return Err(format!("--cacert {}: no certificate in it", path.display()));
+                }
+            }
+            None => {
+                // Certificates the system store holds but webpki cannot use are skipped.
+                let found = rustls_native_certs::load_native_certs();
+                roots.add_parsable_certificates(found.certs);
+            }
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    if !opts.resume {
+        config.resumption = rustls::client::Resumption::disabled();
+    }
+    Ok(Arc::new(config))
+}
+
+/// The server name to send (SNI) and to verify: the URL's host.
+pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(bare.to_string())
+        .map_err(|e| format!("{host}: not a TLS server name: {e}"))
+}
+
+/// One handshake, blocking, before any load: a certificate the run cannot trust is said once,
+/// with its reason, instead of failing every request.
+pub fn preflight(
+    addr: SocketAddr,
+    name: ServerName<'static>,
+    config: Arc<ClientConfig>,
+    timeout: Duration,
+) -> Result<(), String> {
+    let mut tcp =
+        std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| e.to_string())?;
+    tcp.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+    tcp.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+    let mut conn = ClientConnection::new(config, name).map_err(|e| e.to_string())?;
+    while conn.is_handshaking() {
+        conn.complete_io(&mut tcp).map_err(|e| match reason(&e) {
+            Some(r) => format!("TLS: {r}"),
+            None if e.kind() == io::ErrorKind::WouldBlock
+                || e.kind() == io::ErrorKind::TimedOut =>
+            {
+                format!("TLS: no handshake within {timeout:?}")
+            }
+            None => format!("TLS: {e}"),
+        })?;
+    }
+    conn.send_close_notify();
+    let _ = conn.complete_io(&mut tcp);
+    Ok(())
+}
+
+/// HTTP/1.1 over TLS on a non-blocking socket.
+#[derive(Debug)]
+pub(crate) struct TlsStream {
+    pub tcp: TcpStream,
+    tls: ClientConnection,
+}
+
+impl TlsStream {
+    pub fn new(
+        tcp: TcpStream,
+        config: Arc<ClientConfig>,
+        name: ServerName<'static>,
+    ) -> io::Result<TlsStream> {
+        let tls = ClientConnection::new(config, name).map_err(failure)?;
+        Ok(TlsStream { tcp, tls })
+    }
+
+    /// The handshake is over: application data flows.
+    pub fn handshaken(&self) -> bool {
+        !self.tls.is_handshaking()
+    }
+
+    /// Sends what rustls holds for the peer, as far as the socket takes it; the rest waits for
+    /// the next writable event.
+    pub fn flush_tls(&mut self) -> io::Result<()> {
+        while self.tls.wants_write() {
+            match self.tls.write_tls(&mut self.tcp) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl TlsStream {
+    /// An idle keep-alive connection became readable: takes what came. Session tickets
+    /// (TLS 1.3 sends them after the handshake) leave it usable; data, the end, an alert or a
+    /// broken record do not.
+    pub fn idle_ok(&mut self) -> bool {
+        loop {
+            match self.tls.read_tls(&mut self.tcp) {
+                Ok(0) => return false,
+                Ok(_) => {
+                    if self.tls.process_new_packets().is_err() {
+                        return false;
+                    }
+                    let mut probe = [0u8; 1];
+                    match self.tls.reader().read(&mut probe) {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        _ => return false,
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+impl Read for TlsStream {
+    /// Plaintext, reading and decrypting records as needed; `WouldBlock` when the socket has
+    /// nothing more. The end of the TCP stream reads as the end of the data whether or not a
+    /// close_notify came first (many servers close without one): the HTTP parser then says
+    /// whether the response was whole.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.tls.reader().read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) => return Err(e),
+            }
+            let got = self.tls.read_tls(&mut self.tcp)?;
+            if let Err(e) = self.tls.process_new_packets() {
+                // The alert rustls queued for the peer goes out if it can.
+                let _ = self.flush_tls();
+                return Err(failure(e));
+            }
+            // Handshake replies, and the request held back until the handshake ended.
+            self.flush_tls()?;
+            if got == 0 {
+                // EOF: the reader now answers Ok(0) or UnexpectedEof, both the end.
+                continue;
+            }
+        }
+    }
+}
+
+impl Write for TlsStream {
+    /// Takes plaintext into rustls (held until the handshake ends) and sends what it can.
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.tls.writer().write(buf)?;
+        self.flush_tls()?;
+        if n == 0 && !buf.is_empty() {
+            // rustls's buffer is full until the socket takes more.
+            return Err(io::Error::from(io::ErrorKind::WouldBlock));
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.flush_tls()
+    }
+}
+
+/// `--insecure`: any certificate is accepted; the handshake's signatures are still checked,
+/// so the connection is encrypted to whoever holds the certificate's key.
+#[derive(Debug)]
+struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
