@@ -50,6 +50,7 @@ start_nginx() {
   local worker_connections=${NGINX_WORKER_CONNECTIONS:-1024} main_extra='' listen_opts='' p listens
   [ -z "${NGINX_RLIMIT_NOFILE:-}" ] || main_extra="worker_rlimit_nofile $NGINX_RLIMIT_NOFILE;"
   [ -z "${NGINX_BACKLOG:-}" ] || listen_opts=" backlog=$NGINX_BACKLOG"
+  [ -z "${NGINX_LISTEN_EXTRA:-}" ] || listen_opts+=" $NGINX_LISTEN_EXTRA"
   listens="listen 127.0.0.1:$port$listen_opts;"
   for p in ${NGINX_EXTRA_PORTS:-}; do
     listens+=$'\n'"        listen 127.0.0.1:$p$listen_opts;"
@@ -106,11 +107,16 @@ EOF
       die "nginx exited during startup (its stderr above)"
     fi
     status=0
-    python3 - "$port" <<'EOF' || status=$?
-import http.client, sys
+    python3 - "$port" "${NGINX_LISTEN_EXTRA:-}" <<'EOF' || status=$?
+import http.client, ssl, sys
 # http.client, not urllib: urllib would send loopback traffic to an http_proxy if one is set.
 try:
-    c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=1)
+    if "ssl" in sys.argv[2].split():
+        # The run's own self-signed certificate: only that nginx answers here is checked.
+        c = http.client.HTTPSConnection("127.0.0.1", int(sys.argv[1]), timeout=1,
+                                        context=ssl._create_unverified_context())
+    else:
+        c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=1)
     c.request("GET", "/hello.txt")
     r = c.getresponse()
     body = r.read()

@@ -7,7 +7,9 @@
 #      TOOLS (default "loadlab wrk ab"; ratios are the first tool over each other one),
 #      LOADLAB (binary; default target/release/loadlab, rebuilt if it is the default),
 #      BASELINE (another loadlab binary, e.g. an earlier commit's: the tool `baseline` in TOOLS
-#      runs it exactly as `loadlab`, so TOOLS="loadlab baseline wrk" shows what a change cost).
+#      runs it exactly as `loadlab`, so TOOLS="loadlab baseline wrk" shows what a change cost),
+#      TLS=1 (nginx serves https:// with a self-signed certificate made for the run, TLS 1.3;
+#      loadlab runs with --insecure, wrk and ab take any certificate: keep-alive HTTPS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -41,18 +43,33 @@ trap 'stop_nginx "$work"; rm -rf "$work"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+TLS=${TLS:-0}
+scheme=http
+insecure=()
+if [ "$TLS" = 1 ]; then
+  command -v openssl >/dev/null || die "TLS=1 needs the openssl program (make deps-bench)"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+    -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null || die "openssl could not make a certificate"
+  chmod 644 "$work/key.pem" "$work/cert.pem"
+  export NGINX_LISTEN_EXTRA=ssl
+  export NGINX_SERVER_EXTRA="ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;"
+  scheme=https
+  insecure=(--insecure)
+fi
 port=$(free_port)
 # nginx lives in $work itself: as root its worker must traverse every parent of its files,
 # and start_nginx opens up only the directory it is given.
 start_nginx "$work" "$port" "$SERVER_CPU"
-url=http://127.0.0.1:$port/hello.txt
+url=$scheme://127.0.0.1:$port/hello.txt
 
 # run TOOL ROUND: one measured run; its output and its CPU time land in $work.
 run() {
   local tool=$1 round=$2 cmd
   case $tool in
-    loadlab) cmd=("$LOADLAB" bench -c "$CONNECTIONS" -t 1 -d "${DURATION}s" --format json "$url") ;;
-    baseline) cmd=("$BASELINE" bench -c "$CONNECTIONS" -t 1 -d "${DURATION}s" --format json "$url") ;;
+    loadlab) cmd=("$LOADLAB" bench -c "$CONNECTIONS" -t 1 -d "${DURATION}s" "${insecure[@]}"
+      --format json "$url") ;;
+    baseline) cmd=("$BASELINE" bench -c "$CONNECTIONS" -t 1 -d "${DURATION}s" "${insecure[@]}"
+      --format json "$url") ;;
     wrk) cmd=(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$url") ;;
     # ab has no duration: it stops at -n requests or after -t seconds, whichever comes first.
     # -t alone would also set -n to 50000, so -n must come after it to win.
@@ -71,7 +88,7 @@ run() {
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs:" \
   "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)"
 echo "# $("$NGINX" -v 2>&1), load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# DURATION=$DURATION ROUNDS=$ROUNDS AB_REQUESTS=$AB_REQUESTS TOOLS=\"${tools[*]}\"" \
+echo "# DURATION=$DURATION ROUNDS=$ROUNDS AB_REQUESTS=$AB_REQUESTS TOOLS=\"${tools[*]}\" TLS=$TLS" \
   "connections=$CONNECTIONS, nginx on CPU $SERVER_CPU, clients on CPU $CLIENT_CPU"
 
 # Interleaved and rotated (round 2 starts with the second tool, ...), so drift in the machine's

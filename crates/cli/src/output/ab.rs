@@ -100,6 +100,10 @@ impl Render for Ab {
             writeln!(out, "\nConnection Times (ms)")?;
             writeln!(out, "              min  mean[+/-sd] median   max")?;
             row(out, "Connect:    ", &tm.connect)?;
+            if let Some(tls) = &tm.tls {
+                // Not in ab: https:// handshakes, one per new connection.
+                row(out, "TLS:        ", tls)?;
+            }
             row(out, "Processing: ", &tm.processing)?;
             row(out, "Waiting:    ", &tm.waiting)?;
             row(out, "Total:      ", &tm.total)?;
