@@ -126,6 +126,9 @@ pub struct Connections {
     pub replies_per_connection: Option<f64>,
     /// Connections opened per second.
     pub rate_per_s: f64,
+    /// https://: new connections whose TLS handshake resumed a session (of
+    /// `timings_us.tls.count`); null for http://.
+    pub tls_resumed: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -365,6 +368,7 @@ impl Report {
                 replies_per_connection: (t.conn_life.count() > 0)
                     .then(|| t.conn_replies as f64 / t.conn_life.count() as f64),
                 rate_per_s: per_second(t.connections_opened as f64, r.duration),
+                tls_resumed: cfg.target.tls.then_some(t.tls_resumed),
             },
             timings_us: TimingsUs {
                 connect: t.timings.connect.summary(),

@@ -46,6 +46,8 @@ pub(crate) struct Conn {
     pub first_byte: Option<Instant>,
     /// When this connection's TLS handshake ended, until the first request on it records it.
     pub tls_done: Option<Instant>,
+    /// That handshake resumed a session.
+    pub tls_resumed: bool,
     /// When the request (or its connect) times out.
     pub deadline: Instant,
     /// Whether the current request counts (it started after warm-up and was budgeted).
@@ -71,6 +73,7 @@ impl Conn {
             written: now,
             first_byte: None,
             tls_done: None,
+            tls_resumed: false,
             deadline: now,
             measured: false,
             resp_bytes: 0,

@@ -108,6 +108,8 @@ pub struct Tally {
     pub conn_life: Recorder,
     /// Replies carried by those connections.
     pub conn_replies: u64,
+    /// https://: handshakes (timed in `timings.tls`) that resumed an earlier session.
+    pub tls_resumed: u64,
     pub errors: ErrorCounts,
     /// Responses by status code, index = code (100..=999), validation failures included.
     pub status: Box<[u64; 1000]>,
@@ -133,6 +135,7 @@ impl Default for Tally {
             not_sent: 0,
             conn_life: Recorder::new(),
             conn_replies: 0,
+            tls_resumed: 0,
             errors: ErrorCounts::default(),
             status: Box::new([0; 1000]),
             bytes_total: 0,
@@ -155,6 +158,7 @@ impl Tally {
         self.not_sent += o.not_sent;
         self.conn_life.merge(&o.conn_life);
         self.conn_replies += o.conn_replies;
+        self.tls_resumed += o.tls_resumed;
         self.errors.merge(&o.errors);
         for (a, b) in self.status.iter_mut().zip(o.status.iter()) {
             *a += b;

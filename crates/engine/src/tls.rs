@@ -149,6 +149,11 @@ impl TlsStream {
         !self.tls.is_handshaking()
     }
 
+    /// The handshake resumed an earlier session.
+    pub fn resumed(&self) -> bool {
+        self.tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+    }
+
     /// Sends what rustls holds for the peer, as far as the socket takes it; the rest waits for
     /// the next writable event.
     pub fn flush_tls(&mut self) -> io::Result<()> {

@@ -508,6 +508,7 @@ impl Worker {
         if let (None, Some(Stream::Tls(t))) = (conn.tls_done, conn.stream.as_ref()) {
             if t.handshaken() {
                 conn.tls_done = Some(now);
+                conn.tls_resumed = t.resumed();
                 if conn.state == State::Reading && conn.written < now {
                     conn.written = now;
                 }
@@ -633,6 +634,7 @@ impl Worker {
                 t.timings.processing.record(us(total.saturating_sub(connect)));
                 if let Some(done) = conn.tls_done.filter(|_| conn.replies_on_socket == 1) {
                     t.timings.tls.record(us(done.saturating_duration_since(conn.connected)));
+                    t.tls_resumed += u64::from(conn.tls_resumed);
                 }
                 if self.schedule.is_some() {
                     t.timings.corrected.record(us(now.saturating_duration_since(conn.due)));

@@ -77,7 +77,7 @@ fn serve(certs: &Certs) -> SocketAddr {
 }
 
 #[test]
-fn https_runs_with_its_ca_and_times_each_new_connections_handshake() {
+fn https_runs_with_its_ca_times_each_new_connections_handshake_and_resumes() {
     let certs = certs();
     let addr = serve(&certs);
     let dir = tempfile::tempdir().unwrap();
@@ -101,6 +101,16 @@ fn https_runs_with_its_ca_and_times_each_new_connections_handshake() {
     assert!(completed >= 190, "{each:#}");
     assert_eq!(uint(&each, "timings_us.tls.count"), completed, "{each:#}");
     assert_eq!(uint(&each, "requests.failed"), 0, "{each:#}");
+    // Sessions resume across the run's connections: all but the first few handshakes.
+    let resumed = uint(&each, "connections.tls_resumed");
+    assert!(resumed >= completed / 2, "{resumed} of {completed} resumed\n{each:#}");
+
+    // --no-tls-resume: a full handshake every time.
+    let args =
+        [&["--no-keepalive", "-n", "50", "-c", "2", "--no-tls-resume"][..], &expect].concat();
+    let full = bench(&url, &args, 0);
+    assert_eq!(uint(&full, "timings_us.tls.count"), 50, "{full:#}");
+    assert_eq!(uint(&full, "connections.tls_resumed"), 0, "{full:#}");
 
     // --insecure needs no CA, and an IP address as the name.
     let url_ip = format!("https://127.0.0.1:{}/", addr.port());
