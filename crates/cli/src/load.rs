@@ -121,6 +121,9 @@ pub struct RequestArgs {
     /// https://: a full handshake for every new connection, no session resumption.
     #[arg(long = "no-tls-resume")]
     pub no_tls_resume: bool,
+    /// https://: offer only this TLS version (1.2 or 1.3) [default: both].
+    #[arg(long = "tls-version", value_name = "VERSION", value_parser = ["1.2", "1.3"])]
+    pub tls_version: Option<String>,
     /// Connect to this unix-domain socket instead of the URL's host and port (as curl's
     /// --unix-socket): the URL still gives the Host header and the path.
     #[arg(long = "unix-socket", value_name = "PATH")]
@@ -173,6 +176,10 @@ impl RequestArgs {
             insecure: self.insecure,
             cacert: self.cacert.clone(),
             resume: !self.no_tls_resume,
+            version: self.tls_version.as_deref().map(|v| match v {
+                "1.2" => loadlab_engine::TlsVersion::Tls12,
+                _ => loadlab_engine::TlsVersion::Tls13,
+            }),
         };
         if config.target.tls && config.unix_socket.is_some() {
             return Err(usage("https:// over --unix-socket is not supported".into()));

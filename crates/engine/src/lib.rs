@@ -43,7 +43,7 @@ pub use request::RequestSpec;
 pub use result::{BenchResult, Tally, Timings, WorkerSummary};
 pub use schedule::Arrival;
 pub use target::Target;
-pub use tls::TlsOptions;
+pub use tls::{TlsOptions, TlsVersion};
 
 /// Shared between the caller and the workers while a run is going: a stop request (Ctrl-C) and
 /// progress counters for a live display. Workers publish progress once per loop turn.

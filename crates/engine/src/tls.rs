@@ -26,6 +26,15 @@ pub struct TlsOptions {
     /// Resume sessions across a run's connections (off: `--no-tls-resume`, a full handshake
     /// for every connection).
     pub resume: bool,
+    /// Offer only this version (`--tls-version 1.2` or `1.3`); both when `None`.
+    pub version: Option<TlsVersion>,
+}
+
+/// A TLS protocol version a run may be held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsVersion {
+    Tls12,
+    Tls13,
 }
 
 /// A TLS failure, kept as the reason of the `tls` error class (the alert, or why the
@@ -54,8 +63,13 @@ pub fn reason(err: &io::Error) -> Option<&str> {
 /// them. Trust: `cacert`'s certificates, else the system's (`/etc/ssl/certs`).
 pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let versions: &[&rustls::SupportedProtocolVersion] = match opts.version {
+        None => rustls::DEFAULT_VERSIONS,
+        Some(TlsVersion::Tls12) => &[&rustls::version::TLS12],
+        Some(TlsVersion::Tls13) => &[&rustls::version::TLS13],
+    };
     let builder = ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(versions)
         .map_err(|e| e.to_string())?;
     let mut config = if opts.insecure {
         builder

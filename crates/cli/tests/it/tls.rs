@@ -35,12 +35,19 @@ fn certs() -> Certs {
     }
 }
 
-/// An HTTP/1.1 keep-alive server over TLS, a thread per connection, each request answered
-/// with `hello tls`. Runs until the test process ends.
+/// An HTTP/1.1 keep-alive server over TLS 1.2 and 1.3, a thread per connection, each request
+/// answered with `hello tls`. Runs until the test process ends.
 fn serve(certs: &Certs) -> SocketAddr {
+    serve_versions(certs, rustls::DEFAULT_VERSIONS)
+}
+
+fn serve_versions(
+    certs: &Certs,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> SocketAddr {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(versions)
         .unwrap()
         .with_no_client_auth()
         .with_single_cert(vec![certs.leaf.clone()], certs.key.clone_key())
@@ -146,4 +153,21 @@ fn an_untrusted_certificate_or_a_silent_handshake_is_one_clear_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("no handshake within"), "{stderr}");
+}
+
+/// `--tls-version` holds the client to one version: 1.2 against a server of 1.3 only fails
+/// the handshake, with the reason; 1.3 runs.
+#[test]
+fn tls_version_offers_only_the_version_asked_for() {
+    let certs = certs();
+    let addr = serve_versions(&certs, &[&rustls::version::TLS13]);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let ok = bench(&url, &["-n", "20", "-c", "1", "--insecure", "--tls-version", "1.3"], 0);
+    assert_eq!(uint(&ok, "requests.completed"), 20, "{ok:#}");
+    let mut cmd = loadlab();
+    cmd.args(["bench", "-n", "1", "--insecure", "--tls-version", "1.2", &url]);
+    let out = output_within(cmd, RUN_LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("TLS: "), "{stderr}");
 }
