@@ -171,3 +171,50 @@ fn tls_version_offers_only_the_version_asked_for() {
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("TLS: "), "{stderr}");
 }
+
+/// A server that finishes the handshake, reads the request and answers with a record that is
+/// not one it could have sealed (a broken record mid-stream): every request fails as `tls`,
+/// with rustls's reason kept in `errors_tls`, and nothing hangs.
+#[test]
+fn a_broken_record_mid_stream_fails_as_tls_with_its_reason() {
+    let certs = certs();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![certs.leaf.clone()], certs.key.clone_key())
+        .unwrap();
+    let config = Arc::new(config);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    thread::spawn(move || {
+        for tcp in listener.incoming() {
+            let Ok(tcp) = tcp else { return };
+            let config = config.clone();
+            thread::spawn(move || {
+                let conn = rustls::ServerConnection::new(config).unwrap();
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut byte = [0u8; 1];
+                let mut head = Vec::new();
+                while !head.ends_with(b"\r\n\r\n") {
+                    match tls.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => return,
+                    }
+                }
+                // An application-data record whose "ciphertext" was never sealed.
+                let _ =
+                    tls.sock.write_all(b"\x17\x03\x03\x00\x20broken-record-broken-record-xxxxx");
+                let _ = tls.sock.flush();
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            });
+        }
+    });
+    let url = format!("https://127.0.0.1:{port}/");
+    let report = bench(&url, &["-n", "10", "-c", "2", "--insecure", "--timeout", "5s"], 0);
+    assert_eq!(uint(&report, "errors.tls"), 10, "{report:#}");
+    let reasons = report["errors_tls"].as_object().expect("errors_tls");
+    assert!(!reasons.is_empty(), "{report:#}");
+    assert_eq!(reasons.values().map(|n| n.as_u64().unwrap()).sum::<u64>(), 10, "{report:#}");
+}
