@@ -110,6 +110,10 @@ pub(crate) struct Worker {
     /// Open loop: responses carry the kernel's arrival stamp, so the loop may read them late
     /// (see [`HARVEST`]) without moving their completion time.
     stamped: bool,
+    /// The events being handled were taken after a sleep that ignored them: what is read now
+    /// arrived earlier, and its stamp says when. Otherwise a read's time is its own, as in
+    /// every other model (the client's copy of a large body included).
+    harvesting: bool,
 }
 
 impl Worker {
@@ -157,6 +161,7 @@ impl Worker {
             stamped: matches!(spec.pacing, Pacing::Open { .. })
                 && spec.unix.is_none()
                 && spec.tls.is_none(),
+            harvesting: false,
             spec,
             control,
         };
@@ -246,13 +251,18 @@ impl Worker {
             // The open loop's next send is near: sleep until it whatever becomes ready, then
             // take everything that did (responses keep the kernel's arrival stamps). One
             // wake-up per send rather than one per send and one per response.
+            // Not while a response is arriving in pieces: one larger than the socket's buffer
+            // would stall the server until it is read, and the stamps would time that stall.
+            let receiving =
+                || self.conns.iter().any(|c| c.state == State::Reading && c.first_byte.is_some());
             if let (true, false, Some(timer)) = (self.stamped, timeout.is_zero(), &self.timer) {
                 // A send time already past means dispatch found no connection for it: then
                 // only an event (a response, a connect) can let it go, so wait for one.
                 let near = |at: &Instant| *at > now && *at - now <= HARVEST;
-                if let Some(send_at) = timer.armed().filter(near) {
+                if let Some(send_at) = timer.armed().filter(near).filter(|_| !receiving()) {
                     timer.sleep_until(send_at.min(wake));
                     timeout = Duration::ZERO;
+                    self.harvesting = true;
                 }
             }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
@@ -270,6 +280,7 @@ impl Worker {
                     self.on_event(event);
                 }
             }
+            self.harvesting = false;
             let done = (self.tally.completed, self.tally.failed);
             if done != published {
                 self.control.completed.fetch_add(done.0 - published.0, Ordering::Relaxed);
@@ -556,7 +567,10 @@ impl Worker {
             };
             // When these bytes arrived: the kernel's stamp where the loop may have read them
             // late, never before the request went out.
-            let at = stamp.map_or(now, |s| arrived(s, now, conn.written));
+            let at = match (self.harvesting, stamp) {
+                (true, Some(s)) => arrived(s, now, conn.written),
+                _ => now,
+            };
             if n == 0 {
                 return match conn.parser.on_eof() {
                     Ok(()) => self.complete(idx, at, true),
