@@ -64,8 +64,17 @@ impl Link {
         } else {
             route_source(target, source).and_then(local)
         };
-        let speed_mbps =
-            interface.as_deref().and_then(|i| read_speed(Path::new("/sys/class/net"), i));
+        let nic = interface.as_deref().and_then(|i| read_speed(Path::new("/sys/class/net"), i));
+        // A shaper on the way out (tc's root tbf or htb, as loadlab's network profiles and
+        // many test links set) is the link's real speed when it is the lower.
+        let shaped = match interface.as_deref() {
+            Some(i) if i != "lo" => shaped_rate_mbps(i),
+            _ => None,
+        };
+        let speed_mbps = match (nic, shaped) {
+            (Some(n), Some(s)) => Some(n.min(s)),
+            (n, s) => n.or(s),
+        };
         Link { interface, speed_mbps }
     }
 
@@ -138,6 +147,34 @@ fn interface_addresses() -> std::io::Result<Vec<(String, IpAddr)>> {
     // SAFETY: `head` came from a successful getifaddrs and is freed exactly once.
     unsafe { libc::freeifaddrs(head) };
     Ok(out)
+}
+
+/// The rate of `interface`'s root qdisc when it is a tbf (an htb's classes are not read), in
+/// Mbit/s, from `tc -j qdisc show dev IFACE`; `None` without `tc`, without a tbf, or when the
+/// output is not understood.
+fn shaped_rate_mbps(interface: &str) -> Option<u64> {
+    if interface.is_empty() || interface.starts_with('-') {
+        return None;
+    }
+    let tc = ["tc", "/usr/sbin/tc", "/sbin/tc"].into_iter().find_map(|tc| {
+        std::process::Command::new(tc)
+            .args(["-j", "qdisc", "show", "dev", interface])
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+    })?;
+    parse_tbf_rate(&String::from_utf8_lossy(&tc.stdout))
+}
+
+/// The root tbf's rate in `tc -j qdisc show` output (bytes per second there), in Mbit/s.
+fn parse_tbf_rate(json: &str) -> Option<u64> {
+    let qdiscs: serde_json::Value = serde_json::from_str(json).ok()?;
+    qdiscs.as_array()?.iter().find_map(|q| {
+        let root = q["root"].as_bool() == Some(true) && q["kind"] == "tbf";
+        let bytes = q["options"]["rate"].as_u64().filter(|_| root)?;
+        Some((bytes * 8).div_ceil(1_000_000)).filter(|&m| m > 0)
+    })
 }
 
 /// The speed in Mbit/s that `DIR/IFACE/speed` reports. Loopback and most virtual devices make
@@ -240,6 +277,16 @@ mod tests {
             let link = Link::of(SocketAddr::new(ip, 80), None);
             assert_eq!(link.interface.as_deref(), Some("lo"), "{ip} of {name}");
         }
+    }
+
+    #[test]
+    fn a_root_tbf_is_read_as_the_links_rate() {
+        let shaped = r#"[{"kind":"tbf","handle":"842d:","root":true,"refcnt":3,
+            "options":{"rate":12500000,"burst":50000,"lat":50000}}]"#;
+        assert_eq!(parse_tbf_rate(shaped), Some(100));
+        assert_eq!(parse_tbf_rate(r#"[{"kind":"fq_codel","root":true,"options":{}}]"#), None);
+        assert_eq!(parse_tbf_rate(r#"[{"kind":"tbf","root":false,"options":{"rate":1}}]"#), None);
+        assert_eq!(parse_tbf_rate("not json"), None);
     }
 
     #[test]
