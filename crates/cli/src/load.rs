@@ -263,11 +263,7 @@ pub fn fit_connections(
     policy: OverCapacity,
 ) -> anyhow::Result<Option<String>> {
     use loadlab_runner::capacity;
-    let mut has = capacity::Has::here(config.source_ips.len());
-    if config.unix_socket.is_some() {
-        // A unix socket takes no local port.
-        has.ports = u64::MAX / 2;
-    }
+    let has = capacity::Has::for_config(config);
     capacity::fit(config, policy.into(), &has).map_err(|m| Failure::Usage(m).into())
 }
 

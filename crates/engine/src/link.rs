@@ -20,7 +20,7 @@ pub const NETWORK_BOUND: f64 = 0.90;
 pub const NOMINAL: f64 = 1.10;
 
 /// What [`Link::unix`] names as its interface.
-const UNIX: &str = "unix socket";
+pub const UNIX: &str = "unix socket";
 
 /// HTTP bytes of one full TCP segment, and what that segment costs on an Ethernet wire: a
 /// 1500-byte MTU minus 20 bytes of IPv4 header and 32 of TCP header with timestamps leaves

@@ -499,7 +499,7 @@ impl Worker {
         {
             // What rustls could not send when it had it (handshake, the request): now.
             if let Err(e) = t.flush_tls() {
-                return self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now);
+                return self.fail_io(idx, &e, now);
             }
         }
         if self.conns[idx].state == State::Reading && readable {

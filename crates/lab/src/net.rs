@@ -182,22 +182,24 @@ pub fn capability() -> Capability {
         tbf: false,
         tun: std::path::Path::new("/dev/net/tun").exists(),
     };
-    let (Some(ip), Some(tc), true) = (ip, tc, cap.root) else { return cap };
-    let ns = format!("{NS_PREFIX}probe-{}", std::process::id());
-    if !run(&ip, &["netns", "add", &ns]) {
+    if !(cap.root && ip.is_some() && tc.is_some()) {
         return cap;
     }
-    run(&ip, &["-n", &ns, "link", "set", "lo", "up"]);
+    let ns = format!("{NS_PREFIX}probe-{}", std::process::id());
+    if step(IP, &["netns", "add", &ns]).is_err() {
+        return cap;
+    }
+    let _ = step(IP, &["-n", &ns, "link", "set", "lo", "up"]);
     let qdisc = |kind: &[&str]| {
         let mut args = vec!["-n", ns.as_str(), "qdisc", "add", "dev", "lo", "root"];
         args.extend_from_slice(kind);
-        let ok = run(&tc, &args);
-        run(&tc, &["-n", &ns, "qdisc", "del", "dev", "lo", "root"]);
+        let ok = step(TC, &args).is_ok();
+        let _ = step(TC, &["-n", &ns, "qdisc", "del", "dev", "lo", "root"]);
         ok
     };
     cap.tbf = qdisc(&["tbf", "rate", "100mbit", "burst", "32kb", "latency", "50ms"]);
     cap.netem = qdisc(&["netem", "delay", "1ms"]);
-    run(&ip, &["netns", "del", &ns]);
+    let _ = step(IP, &["netns", "del", &ns]);
     cap
 }
 
@@ -312,13 +314,11 @@ impl Link {
     /// qdiscs go with their devices; the delay stage ends when its devices go, and is stopped
     /// if it has not). Safe to call on what is half there or already gone.
     pub fn remove(&self) {
-        if let Some(ip) = IP.path() {
-            run(&ip, &["link", "del", &self.host_if]);
-            if let Some(pid) = self.stage {
-                stage::stop(pid);
-            }
-            run(&ip, &["netns", "del", &self.namespace]);
+        let _ = step(IP, &["link", "del", &self.host_if]);
+        if let Some(pid) = self.stage {
+            stage::stop(pid);
         }
+        let _ = step(IP, &["netns", "del", &self.namespace]);
     }
 }
 
@@ -376,10 +376,6 @@ pub fn namespaces() -> Vec<String> {
         .filter(|n| n.starts_with(NS_PREFIX))
         .map(str::to_string)
         .collect()
-}
-
-fn run(program: &PathBuf, args: &[&str]) -> bool {
-    Command::new(program).args(args).output().is_ok_and(|o| o.status.success())
 }
 
 #[cfg(test)]

@@ -36,6 +36,15 @@ pub struct Has {
 
 impl Has {
     /// This machine, now.
+    /// What this machine has for `config`'s connections: a unix socket takes no local port.
+    pub fn for_config(config: &loadlab_engine::BenchConfig) -> Has {
+        let mut has = Has::here(config.source_ips.len());
+        if config.unix_socket.is_some() {
+            has.ports = u64::MAX / 2;
+        }
+        has
+    }
+
     pub fn here(source_ips: usize) -> Has {
         let (_, hard) = loadlab_engine::sys::raise_fd_limit();
         let fds_open =
@@ -360,5 +369,20 @@ mod tests {
         assert_eq!(mem_available("MemTotal: 10 kB\n"), None);
         let here = Has::here(1);
         assert!(here.fd_limit > 0 && here.ports > 0, "{here:?}");
+    }
+
+    #[test]
+    fn a_unix_socket_needs_no_local_port() {
+        let target = loadlab_engine::Target::parse("http://localhost/").unwrap();
+        let mut config = loadlab_engine::BenchConfig::new(target);
+        let tcp = Has::for_config(&config);
+        config.unix_socket = Some("/run/app.sock".into());
+        let unix = Has::for_config(&config);
+        assert!(unix.ports > 1 << 40, "{unix:?}");
+        // 100,000 connections: more than the ports toward one address, not more than a socket
+        // path allows when descriptors and memory are there.
+        let plenty = |h: Has| Has { fd_limit: 1 << 20, memory: Some(1 << 40), ..h };
+        assert!(check(&plenty(tcp), 100_000, 1).is_err());
+        assert_eq!(check(&plenty(unix), 100_000, 1), Ok(()));
     }
 }

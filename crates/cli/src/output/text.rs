@@ -134,7 +134,7 @@ impl Render for Text {
         let used = link.utilisation.map_or(String::new(), |u| format!(", {:.0}% used", u * 100.0));
         if link.interface.as_deref() == Some("lo") {
             writeln!(out, "  Link         lo (loopback: no link in between)")?;
-        } else if link.interface.as_deref() == Some("unix socket") {
+        } else if link.interface.as_deref() == Some(loadlab_engine::link::UNIX) {
             writeln!(out, "  Link         unix socket (no network in between)")?;
         } else {
             writeln!(out, "  Link         {}{used}{rtt}", link.describe())?;

@@ -35,15 +35,27 @@ fn certs() -> Certs {
     }
 }
 
-/// An HTTP/1.1 keep-alive server over TLS 1.2 and 1.3, a thread per connection, each request
-/// answered with `hello tls`. Runs until the test process ends.
-fn serve(certs: &Certs) -> SocketAddr {
-    serve_versions(certs, rustls::DEFAULT_VERSIONS)
+/// What a test server does with each request head it read: answer on the TLS stream, or
+/// break it; `false` ends the connection.
+type Answer = fn(&mut rustls::StreamOwned<rustls::ServerConnection, std::net::TcpStream>) -> bool;
+
+/// `hello tls`, keep-alive.
+fn hello(tls: &mut rustls::StreamOwned<rustls::ServerConnection, std::net::TcpStream>) -> bool {
+    let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello tls\n";
+    tls.write_all(reply).and_then(|()| tls.flush()).is_ok()
 }
 
-fn serve_versions(
+/// An HTTP/1.1 keep-alive server over TLS 1.2 and 1.3 answering `hello tls`.
+fn serve(certs: &Certs) -> SocketAddr {
+    serve_with(certs, rustls::DEFAULT_VERSIONS, hello)
+}
+
+/// A server over TLS of `versions`, a thread per connection, that reads request heads and
+/// gives each to `answer`. Runs until the test process ends.
+fn serve_with(
     certs: &Certs,
     versions: &[&'static rustls::SupportedProtocolVersion],
+    answer: Answer,
 ) -> SocketAddr {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
@@ -71,8 +83,7 @@ fn serve_versions(
                     }
                     if head.ends_with(b"\r\n\r\n") {
                         head.clear();
-                        let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello tls\n";
-                        if tls.write_all(reply).and_then(|()| tls.flush()).is_err() {
+                        if !answer(&mut tls) {
                             return;
                         }
                     }
@@ -81,6 +92,16 @@ fn serve_versions(
         }
     });
     addr
+}
+
+/// `loadlab bench ARGS`, which must be refused before any load (exit 3): its stderr.
+fn refused(args: &[&str]) -> String {
+    let mut cmd = loadlab();
+    cmd.arg("bench").args(args);
+    let out = output_within(cmd, RUN_LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    stderr
 }
 
 #[test]
@@ -129,11 +150,7 @@ fn https_runs_with_its_ca_times_each_new_connections_handshake_and_resumes() {
 fn an_untrusted_certificate_or_a_silent_handshake_is_one_clear_error() {
     let certs = certs();
     let addr = serve(&certs);
-    let mut cmd = loadlab();
-    cmd.args(["bench", "-n", "10", &format!("https://localhost:{}/", addr.port())]);
-    let out = output_within(cmd, RUN_LIMIT);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let stderr = refused(&["-n", "10", &format!("https://localhost:{}/", addr.port())]);
     assert!(stderr.contains("TLS: invalid peer certificate"), "{stderr}");
 
     // A listener that accepts and never says a word: the handshake times out. It holds every
@@ -146,12 +163,8 @@ fn an_untrusted_certificate_or_a_silent_handshake_is_one_clear_error() {
             held.push(tcp);
         }
     });
-    let mut cmd = loadlab();
-    cmd.args(["bench", "-n", "1", "--connect-timeout", "500ms", "--insecure"]);
-    cmd.arg(format!("https://127.0.0.1:{port}/"));
-    let out = output_within(cmd, RUN_LIMIT);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let url = format!("https://127.0.0.1:{port}/");
+    let stderr = refused(&["-n", "1", "--connect-timeout", "500ms", "--insecure", &url]);
     assert!(stderr.contains("no handshake within"), "{stderr}");
 }
 
@@ -160,15 +173,11 @@ fn an_untrusted_certificate_or_a_silent_handshake_is_one_clear_error() {
 #[test]
 fn tls_version_offers_only_the_version_asked_for() {
     let certs = certs();
-    let addr = serve_versions(&certs, &[&rustls::version::TLS13]);
+    let addr = serve_with(&certs, &[&rustls::version::TLS13], hello);
     let url = format!("https://127.0.0.1:{}/", addr.port());
     let ok = bench(&url, &["-n", "20", "-c", "1", "--insecure", "--tls-version", "1.3"], 0);
     assert_eq!(uint(&ok, "requests.completed"), 20, "{ok:#}");
-    let mut cmd = loadlab();
-    cmd.args(["bench", "-n", "1", "--insecure", "--tls-version", "1.2", &url]);
-    let out = output_within(cmd, RUN_LIMIT);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let stderr = refused(&["-n", "1", "--insecure", "--tls-version", "1.2", &url]);
     assert!(stderr.contains("TLS: "), "{stderr}");
 }
 
@@ -177,40 +186,16 @@ fn tls_version_offers_only_the_version_asked_for() {
 /// with rustls's reason kept in `errors_tls`, and nothing hangs.
 #[test]
 fn a_broken_record_mid_stream_fails_as_tls_with_its_reason() {
-    let certs = certs();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![certs.leaf.clone()], certs.key.clone_key())
-        .unwrap();
-    let config = Arc::new(config);
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    thread::spawn(move || {
-        for tcp in listener.incoming() {
-            let Ok(tcp) = tcp else { return };
-            let config = config.clone();
-            thread::spawn(move || {
-                let conn = rustls::ServerConnection::new(config).unwrap();
-                let mut tls = rustls::StreamOwned::new(conn, tcp);
-                let mut byte = [0u8; 1];
-                let mut head = Vec::new();
-                while !head.ends_with(b"\r\n\r\n") {
-                    match tls.read(&mut byte) {
-                        Ok(1) => head.push(byte[0]),
-                        _ => return,
-                    }
-                }
-                // An application-data record whose "ciphertext" was never sealed.
-                let _ =
-                    tls.sock.write_all(b"\x17\x03\x03\x00\x20broken-record-broken-record-xxxxx");
-                let _ = tls.sock.flush();
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            });
-        }
-    });
+    /// An application-data record whose "ciphertext" was never sealed.
+    fn broken(
+        tls: &mut rustls::StreamOwned<rustls::ServerConnection, std::net::TcpStream>,
+    ) -> bool {
+        let _ = tls.sock.write_all(b"\x17\x03\x03\x00\x20broken-record-broken-record-xxxxx");
+        let _ = tls.sock.flush();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        false
+    }
+    let port = serve_with(&certs(), rustls::DEFAULT_VERSIONS, broken).port();
     let url = format!("https://127.0.0.1:{port}/");
     let report = bench(&url, &["-n", "10", "-c", "2", "--insecure", "--timeout", "5s"], 0);
     assert_eq!(uint(&report, "errors.tls"), 10, "{report:#}");

@@ -417,10 +417,11 @@ mod tests {
             order.push(p[0]);
         }
         let (first, last) = (first.unwrap(), sent.elapsed());
-        // No packet leaves before delay - jitter (25 ms); the last within delay + jitter plus
-        // what a loaded 2-CPU machine adds to a wake-up.
+        // No packet leaves before delay - jitter (25 ms). The last comes after delay + jitter
+        // plus what a loaded machine adds to a wake-up: bounded loosely, as held and let go,
+        // not as a measure of precision (docs/lab.md has the measured one).
         assert!(first >= Duration::from_millis(25), "{first:?}");
-        assert!(last < Duration::from_millis(200), "{last:?}");
+        assert!(last < Duration::from_secs(1), "{last:?}");
         assert_eq!(order, (0..20).collect::<Vec<_>>(), "jitter reordered packets");
         // And back.
         let back = Instant::now();
