@@ -6,9 +6,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use loadlab_engine::{BenchConfig, Pacing, Stop};
+use loadlab_runner::slo::{Figures, Slo, SloVerdict};
 
 use crate::bench_report::Report;
-use crate::exit::{Failure, OK, UNREACHABLE};
+use crate::exit::{Failure, OK, SLO_FAILED, UNREACHABLE};
 use crate::load::{self, RequestArgs, ScheduleArgs};
 use crate::output;
 use crate::units::parse_duration;
@@ -42,31 +43,90 @@ pub struct BenchArgs {
     #[arg(short = 'd', long = "duration", value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// Open loop: requests per second, due on a schedule whatever the server's speed; latency
-    /// is measured from when each request was due.
-    #[arg(long = "rate", value_name = "R", conflicts_with = "conn_rate")]
+    /// is measured from when each request was due (-R as wrk2).
+    #[arg(short = 'R', long = "rate", value_name = "R", conflicts_with = "conn_rate")]
     pub rate: Option<f64>,
     /// httperf's sessions: new connections per second, each carrying --calls-per-conn requests.
     #[arg(long = "conn-rate", value_name = "R")]
     pub conn_rate: Option<f64>,
     /// Requests on each new connection with --conn-rate (httperf's --num-calls).
-    #[arg(long = "calls-per-conn", value_name = "K", default_value_t = 1, requires = "conn_rate")]
+    #[arg(
+        long = "calls-per-conn",
+        visible_alias = "num-calls",
+        value_name = "K",
+        default_value_t = 1,
+        requires = "conn_rate"
+    )]
     pub calls_per_conn: u32,
     /// Total connections (sessions) to make with --conn-rate (httperf's --num-conns).
-    #[arg(long = "conns", value_name = "N", requires = "conn_rate", conflicts_with = "duration")]
+    #[arg(
+        long = "conns",
+        visible_alias = "num-conns",
+        value_name = "N",
+        requires = "conn_rate",
+        conflicts_with = "duration"
+    )]
     pub conns: Option<u64>,
     #[command(flatten)]
     pub schedule: ScheduleArgs,
     #[command(flatten)]
     pub request: RequestArgs,
+    #[command(flatten)]
+    pub habits: HabitArgs,
     /// Output format.
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Also write the latency percentile spectrum (HdrHistogram style) to FILE as CSV.
-    #[arg(long = "latency-csv", value_name = "FILE")]
+    /// Also write the latency percentile spectrum (HdrHistogram style) to FILE as CSV (ab's
+    /// -e).
+    #[arg(short = 'e', long = "latency-csv", value_name = "FILE")]
     pub latency_csv: Option<PathBuf>,
+    /// A pass/fail gate: thresholds that must all hold, e.g. 'p99<50ms,errors<0.1%,rps>1000'
+    /// (pNN, mean, max against a duration; errors as a share; rps); exit 99 when one fails.
+    #[arg(long = "slo", value_name = "THRESHOLDS", value_parser = load::parse_slo)]
+    pub slo: Option<Slo>,
+}
+
+/// Flags that ab's and wrk's users type out of habit and that loadlab does anyway: accepted,
+/// with a note on what loadlab does instead, rather than refused.
+#[derive(Debug, Args)]
+pub struct HabitArgs {
+    /// ab's -k: keep-alive, which is already the default (--no-keepalive turns it off).
+    #[arg(short = 'k', conflicts_with = "no_keepalive")]
+    pub keepalive: bool,
+    /// ab's -l: accept a varying response length, which loadlab always does (it reports the
+    /// range as a note, never as a failure).
+    #[arg(short = 'l')]
+    pub variable_length: bool,
+    /// ab's -r: go on after socket errors, which loadlab always does (each is counted by class).
+    #[arg(short = 'r')]
+    pub keep_going: bool,
+    /// wrk's --latency: the latency distribution, which every output already has.
+    #[arg(long = "latency")]
+    pub latency: bool,
+}
+
+impl HabitArgs {
+    /// What each habit flag given does here.
+    pub fn notes(&self) -> Vec<&'static str> {
+        [
+            (self.keepalive, "-k: keep-alive is already on (--no-keepalive turns it off)"),
+            (
+                self.variable_length,
+                "-l: a varying response length is never a failure here (it is a note)",
+            ),
+            (self.keep_going, "-r: socket errors never stop a run here (they are counted)"),
+            (self.latency, "--latency: the latency percentiles are always printed"),
+        ]
+        .into_iter()
+        .filter_map(|(given, note)| given.then_some(note))
+        .collect()
+    }
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
+    for note in args.habits.notes() {
+        eprintln!("loadlab: note: {note}");
+    }
     let mut config = build_config(&args)?;
     let capacity = load::fit_connections(&mut config, args.request.over_capacity)?;
     let address = load::reach(&mut config)?;
@@ -78,20 +138,32 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let mut report = Report::new(&config, address, &result);
     report.warnings.extend(capacity);
     if let Some(path) = &args.latency_csv {
-        let latency = if config.pacing == Pacing::Closed {
-            &result.tally.timings.total
-        } else {
-            &result.tally.timings.corrected
-        };
-        output::write_latency_csv(path, latency)
+        output::write_latency_csv(path, result.latency())
             .with_context(|| format!("writing {}", path.display()))?;
     }
+    report.slo = args.slo.as_ref().map(|slo| slo.judge(&Figures::of(&result)));
     output::render(args.format, &report, &result)?;
     if report.target_unreachable() {
         eprintln!("loadlab: error: no request reached {}", config.target.authority);
         return Ok(UNREACHABLE);
     }
-    Ok(OK)
+    Ok(slo_exit(report.slo.as_ref(), args.format != Format::Text && args.format != Format::Json))
+}
+
+/// The gate's exit code; formats that have no place for the verdict get its line on stderr.
+fn slo_exit(slo: Option<&SloVerdict>, to_stderr: bool) -> u8 {
+    match slo {
+        Some(v) if to_stderr => {
+            eprintln!("loadlab: {}", v.line());
+            if v.passed {
+                OK
+            } else {
+                SLO_FAILED
+            }
+        }
+        Some(v) if !v.passed => SLO_FAILED,
+        _ => OK,
+    }
 }
 
 /// Turns the flags into the engine's configuration, checking everything that can be checked

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use loadlab_engine::result::per_second;
 use loadlab_engine::{Arrival, BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
+use loadlab_runner::slo::SloVerdict;
 use loadlab_runner::{Flag, Verdict};
 use loadlab_stats::{Moments, RecorderSummary};
 use serde::Serialize;
@@ -56,6 +57,8 @@ pub struct Report {
     pub not_2xx: (u64, bool),
     /// Facts worth knowing that do not weaken any figure (such as a varying body length).
     pub notes: Vec<String>,
+    /// `--slo`: each threshold's figure and outcome, and the gate's verdict; null without it.
+    pub slo: Option<SloVerdict>,
 }
 
 #[derive(Debug, Serialize)]
@@ -403,6 +406,7 @@ impl Report {
             warnings: verdict.warnings(),
             not_2xx: (loadlab_runner::trust::not_2xx(t), verdict.has(Flag::Non2xx)),
             notes: verdict.notes,
+            slo: None,
         }
     }
 

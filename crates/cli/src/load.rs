@@ -17,6 +17,11 @@ use crate::exit::Failure;
 use crate::progress::Progress;
 use crate::units::parse_duration;
 
+/// `--slo THRESHOLDS`, checked before anything runs.
+pub fn parse_slo(s: &str) -> Result<loadlab_runner::slo::Slo, String> {
+    s.parse().map_err(|e: loadlab_runner::slo::SloError| e.to_string())
+}
+
 /// How open-loop arrivals are spaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ArrivalArg {
@@ -93,8 +98,17 @@ pub struct RequestArgs {
     #[arg(long = "body", value_name = "FILE", conflicts_with = "body_string")]
     pub body: Option<PathBuf>,
     /// Send S as the request body.
-    #[arg(long = "body-string", value_name = "S")]
+    #[arg(long = "body-string", value_name = "S", conflicts_with_all = ["post_file", "put_file"])]
     pub body_string: Option<String>,
+    /// ab's -p: POST the contents of FILE (the method becomes POST unless -m names another).
+    #[arg(short = 'p', long = "post-file", value_name = "FILE", conflicts_with_all = ["body", "put_file"])]
+    pub post_file: Option<PathBuf>,
+    /// ab's -u: PUT the contents of FILE.
+    #[arg(short = 'u', long = "put-file", value_name = "FILE", conflicts_with = "body")]
+    pub put_file: Option<PathBuf>,
+    /// ab's -T: the request's Content-Type header (with -p, -u or --body).
+    #[arg(short = 'T', long = "content-type", value_name = "TYPE")]
+    pub content_type: Option<String>,
     /// Load applied before measuring, excluded from the results.
     #[arg(long = "warmup", default_value = "0s", value_parser = parse_duration)]
     pub warmup: Duration,
@@ -189,7 +203,21 @@ impl RequestArgs {
         for h in &self.headers {
             request.headers.push(RequestSpec::parse_header(h).map_err(engine_failure)?);
         }
-        if let Some(path) = &self.body {
+        if let Some(t) = &self.content_type {
+            let header = format!("Content-Type: {t}");
+            request.headers.push(RequestSpec::parse_header(&header).map_err(engine_failure)?);
+        }
+        // ab's -p and -u say the method as well as the body; an explicit -m still wins.
+        let ab_body = [("-p", &self.post_file, "POST"), ("-u", &self.put_file, "PUT")];
+        let body_file =
+            ab_body.into_iter().find_map(|(flag, f, m)| f.as_ref().map(|f| (flag, f, m)));
+        if let Some((flag, path, method)) = body_file {
+            if self.method == "GET" {
+                request.method = method.to_string();
+            }
+            request.body = std::fs::read(path)
+                .map_err(|e| usage(format!("{flag} {}: {e}", path.display())))?;
+        } else if let Some(path) = &self.body {
             request.body = std::fs::read(path)
                 .map_err(|e| usage(format!("--body {}: {e}", path.display())))?;
         } else if let Some(s) = &self.body_string {

@@ -76,7 +76,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return exit::bad_arguments(e),
+    };
     // Links with delay or loss run their stage from this program (`net-stage`).
     if let Ok(me) = std::env::current_exe() {
         loadlab_lab::net::stage::set_program(me);

@@ -290,6 +290,16 @@ impl BenchResult {
         per_second(self.tally.completed as f64, self.duration)
     }
 
+    /// The latency every output shows: from when each request was due under a schedule (open
+    /// loop and sessions: coordinated omission corrected), from its start in the closed loop.
+    pub fn latency(&self) -> &Recorder {
+        if self.pacing == crate::Pacing::Closed {
+            &self.tally.timings.total
+        } else {
+            &self.tally.timings.corrected
+        }
+    }
+
     /// Client CPU per completed or failed request, in microseconds.
     pub fn cpu_us_per_request(&self) -> Option<f64> {
         let n = self.tally.completed + self.tally.failed;

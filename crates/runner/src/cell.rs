@@ -25,7 +25,7 @@ pub fn record(
 ) -> CellRecord {
     let t = &r.tally;
     let open = config.pacing != Pacing::Closed;
-    let latency = if open { &t.timings.corrected } else { &t.timings.total };
+    let latency = r.latency();
     let mut metrics = BTreeMap::new();
     let mut put = |k: &str, v: f64| {
         metrics.insert(k.to_string(), v);
@@ -33,6 +33,7 @@ pub fn record(
     put(metric::RPS, r.rps());
     put(metric::COMPLETED, t.completed as f64);
     put(metric::FAILED, t.failed as f64);
+    put(metric::NON_2XX, crate::trust::not_2xx(t) as f64);
     put(metric::ERRORS, t.failed as f64);
     put(metric::BYTES, t.bytes_total as f64);
     put(metric::BYTES_BODY, t.bytes_body as f64);

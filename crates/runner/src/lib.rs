@@ -8,6 +8,7 @@
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
 //! - [`capacity`]: whether a run's connections fit the client's descriptors, ports, memory.
+//! - [`slo`]: thresholds (`p99<50ms,errors<0.1%`) and their pass/fail verdict, the CI gate.
 //!
 //! What measures, what stands stacks up and who is told are traits
 //! ([`executor::Measure`], [`executor::Stacks`], [`executor::Events`]), so everything here is
@@ -18,6 +19,7 @@ pub mod cell;
 pub mod executor;
 pub mod limit;
 pub mod power;
+pub mod slo;
 pub mod sweep;
 pub mod trust;
 

@@ -11,6 +11,8 @@ pub const P99_US: &str = "p99_us";
 pub const MEAN_US: &str = "mean_us";
 /// Requests answered with a response that passed validation.
 pub const COMPLETED: &str = "completed";
+/// Completed requests whose answer was not 2xx (absent from cells stored before it was kept).
+pub const NON_2XX: &str = "non_2xx";
 /// Requests that failed, all error classes together.
 pub const FAILED: &str = "failed";
 /// Error count; the per-class counts use `errors.<class>` (e.g. `errors.connreset`).

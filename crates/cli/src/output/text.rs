@@ -240,6 +240,10 @@ impl Render for Text {
                 writeln!(out, "  note: {n}")?;
             }
         }
+        if let Some(slo) = &r.slo {
+            writeln!(out)?;
+            writeln!(out, "  {}", slo.line())?;
+        }
         Ok(())
     }
 }

@@ -187,6 +187,17 @@ fn schema_accepts_a_timed_run() {
 }
 
 #[test]
+fn schema_accepts_a_gated_run() {
+    let v = validator();
+    let server = TestServer::start(Behaviour::ok("hello, schema\n"));
+    let doc = bench(&v, &server, &["-n", "50", "--slo", "p99<10s,errors<=0%,rps>0"]);
+    assert_eq!(doc["slo"]["passed"], json!(true), "{doc}");
+    assert_eq!(doc["slo"]["terms"].as_array().map(Vec::len), Some(3), "{doc}");
+    let doc = bench(&v, &server, &["-n", "5"]);
+    assert!(doc["slo"].is_null(), "{doc}");
+}
+
+#[test]
 fn schema_accepts_an_open_loop_run() {
     let v = validator();
     let server = TestServer::start(Behaviour::ok("hello, schema\n"));

@@ -1,0 +1,98 @@
+//! What ab's, wrk's, wrk2's and httperf's users type out of habit: accepted where the meaning
+//! is clear (ab's -k -l -r -p -u -T -e, wrk's --latency, wrk2's -R, httperf's --num-conns and
+//! --num-calls), and every refused command line said in one line.
+
+use super::{assert_exit, at, uint};
+use crate::support::{loadlab, output_within, run_json, Behaviour, TestServer};
+
+#[test]
+fn abs_post_file_and_content_type_send_the_file_as_a_post() {
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("body.json");
+    std::fs::write(&file, br#"{"a":1}"#).unwrap();
+    let url = server.url("/form");
+    let file = file.to_str().unwrap();
+    let args =
+        ["bench", "-k", "-l", "-r", "-n", "3", "-c", "1", "-p", file, "-T", "application/json"];
+    let (report, output) = run_json(&[&args[..], &[url.as_str()]].concat());
+    assert_exit(&output, 0);
+    assert_eq!(uint(&report, "requests.completed"), 3);
+    assert_eq!(at(&report, "config.method"), "POST");
+    let request = server.last_request().expect("a request");
+    assert_eq!(request.method, "POST");
+    assert_eq!(request.body, br#"{"a":1}"#);
+    assert_eq!(request.header("content-type"), Some("application/json"));
+    // Each flag that changes nothing here says what loadlab does instead.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for flag in ["-k: keep-alive is already on", "-l: ", "-r: "] {
+        assert!(stderr.contains(&format!("loadlab: note: {flag}")), "{flag}: {stderr}");
+    }
+}
+
+#[test]
+fn abs_put_file_puts_and_an_explicit_method_wins() {
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("b.txt");
+    std::fs::write(&file, b"put me").unwrap();
+    let (url, file) = (server.url("/x"), file.to_str().unwrap().to_string());
+    let (_, output) = run_json(&["bench", "-n", "1", "-c", "1", "-u", &file, &url]);
+    assert_exit(&output, 0);
+    let request = server.last_request().expect("a request");
+    assert_eq!((request.method.as_str(), request.body.as_slice()), ("PUT", &b"put me"[..]));
+    let (_, output) = run_json(&["bench", "-n", "1", "-c", "1", "-m", "PATCH", "-p", &file, &url]);
+    assert_exit(&output, 0);
+    assert_eq!(server.last_request().expect("a request").method, "PATCH");
+}
+
+#[test]
+fn wrk2s_capital_r_is_the_open_loops_rate_and_httperfs_names_count_sessions() {
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let url = server.url("/");
+    let (report, output) = run_json(&["bench", "-R", "200", "-d", "500ms", &url]);
+    assert_exit(&output, 0);
+    assert_eq!(at(&report, "mode"), "open");
+    assert_eq!(at(&report, "config.rate").as_f64(), Some(200.0));
+    let args = ["bench", "--conn-rate", "100", "--num-conns", "20", "--num-calls", "2", &url];
+    let (report, output) = run_json(&args);
+    assert_exit(&output, 0);
+    assert_eq!(uint(&report, "requests.completed"), 40);
+}
+
+#[test]
+fn abs_e_writes_the_percentile_csv() {
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("p.csv");
+    let (_, output) =
+        run_json(&["bench", "-n", "20", "-c", "2", "-e", csv.to_str().unwrap(), &server.url("/")]);
+    assert_exit(&output, 0);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("value_us,percentile,"), "{text}");
+    assert!(text.lines().count() > 2, "{text}");
+}
+
+/// Regression: clap answered an unknown `-k` with a paragraph whose tip (`use '-- -k'`) led
+/// nowhere. Every refused command line is now one `loadlab: error:` line and exit 2.
+#[test]
+fn a_refused_command_line_is_one_line_with_where_to_look() {
+    for (args, says) in [
+        (vec!["bench", "--bogus", "http://127.0.0.1:1/"], "unexpected argument '--bogus'"),
+        (vec!["bench", "--rat", "5", "http://127.0.0.1:1/"], "a similar argument exists: '--rate'"),
+        (vec!["bench"], "<URL>"),
+        (vec!["bench", "-k", "--no-keepalive", "http://127.0.0.1:1/"], "cannot be used with"),
+        (vec!["frobnicate"], "unrecognized subcommand"),
+    ] {
+        let mut command = loadlab();
+        command.args(&args);
+        let output = output_within(command, std::time::Duration::from_secs(20));
+        assert_exit(&output, 2);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("loadlab: error: "), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(stderr.contains("--help'"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("use '--"), "{args:?}: {stderr}");
+    }
+}
