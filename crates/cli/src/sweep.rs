@@ -8,11 +8,14 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use loadlab_engine::{Pacing, Stop};
-use loadlab_runner::sweep::{run_sweep, KneeReport, Step, SweepOutcome, SweepPlan, SweepTarget};
+use loadlab_runner::slo::Slo;
+use loadlab_runner::sweep::{
+    run_sweep, Gate, KneeReport, Step, SweepOutcome, SweepPlan, SweepTarget,
+};
 use loadlab_stats::knee::Criteria;
 use serde::Serialize;
 
-use crate::exit::{Failure, OK};
+use crate::exit::{Failure, OK, SLO_FAILED};
 use crate::load::{self, RequestArgs, ScheduleArgs};
 use crate::run;
 use crate::units::parse_duration;
@@ -54,9 +57,11 @@ pub struct SweepArgs {
     /// Largest error ratio a step may have and still count below the knee (0.01 = 1%).
     #[arg(long = "max-errors", default_value_t = 0.0)]
     pub max_errors: f64,
-    /// Largest p99 latency (from due time) a step may have and still count below the knee.
-    #[arg(long = "slo", value_parser = parse_duration)]
-    pub slo: Option<Duration>,
+    /// Thresholds each step must hold to count below the knee ('p99<10ms,errors<0.1%'; a bare
+    /// duration is a p99 bound); rps terms are a gate on the knee's achieved rate ('...,rps>=3000'),
+    /// exit 99 when it is lower.
+    #[arg(long = "slo", value_name = "THRESHOLDS", value_parser = parse_sweep_slo)]
+    pub slo: Option<Slo>,
     /// Stop N steps after every target's first failing step.
     #[arg(long = "stop-after-knee", value_name = "N")]
     pub stop_after_knee: Option<usize>,
@@ -127,11 +132,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         }
         Pacing::Closed => args.schedule.max_connections,
     };
-    let criteria = Criteria {
-        max_error_ratio: args.max_errors,
-        slo_p99_us: args.slo.map(|d| d.as_micros() as u64),
-        ..Criteria::default()
-    };
+    let criteria = Criteria { max_error_ratio: args.max_errors, ..Criteria::default() };
 
     let to_stdout = args.format == SweepFormat::Text;
     let table = Table::new(to_stdout, args.request.quiet && !to_stdout);
@@ -146,13 +147,19 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         criteria,
         stop_after_knee: args.stop_after_knee,
         find_knee: args.find_knee,
+        slo: args.slo.clone(),
     };
     let mut measure = load::EngineMeasure::new(true)?;
-    let SweepOutcome { steps, knees, interrupted } =
+    let outcome =
         run_sweep(&plan, &mut measure, &mut |step| table.row(step)).map_err(run::run_failure)?;
-    table.knees(&knees)?;
+    let SweepOutcome { steps, knees, interrupted, gates } = &outcome;
+    table.knees(knees)?;
+    for g in gates {
+        let verdict = if g.passed { "pass" } else { "FAIL" };
+        table.line(&format!("SLO gate of {}: {verdict}: {}", g.target, g.detail))?;
+    }
     if let Some(path) = &args.csv {
-        write_csv(path, &steps, plan.targets.len())
+        write_csv(path, steps, plan.targets.len())
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if args.format == SweepFormat::Json {
@@ -163,13 +170,15 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
             steps: &'a [Step],
             knee: &'a KneeReport,
             knees: &'a [KneeReport],
+            gates: &'a [Gate],
         }
         let out = Out {
             loadlab_version: env!("CARGO_PKG_VERSION"),
-            interrupted,
-            steps: &steps,
+            interrupted: *interrupted,
+            steps,
             knee: &knees[0],
-            knees: &knees,
+            knees,
+            gates,
         };
         let stdout = std::io::stdout();
         let mut w = std::io::BufWriter::new(stdout.lock());
@@ -177,7 +186,16 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         writeln!(w)?;
         w.flush()?;
     }
-    Ok(OK)
+    Ok(if outcome.gates_passed() { OK } else { SLO_FAILED })
+}
+
+/// `--slo`: thresholds, or a bare duration as a p99 bound (what the flag took before it took
+/// thresholds).
+fn parse_sweep_slo(s: &str) -> Result<Slo, String> {
+    match crate::units::parse_duration(s) {
+        Ok(d) => load::parse_slo(&format!("p99<={}us", d.as_micros())),
+        Err(_) => load::parse_slo(s),
+    }
 }
 
 /// autobench's CSV columns, per target (suffixed `_host1`, `_host2` when comparing), plus the
@@ -313,6 +331,9 @@ impl Table {
             trust.push("INTERRUPTED: not judged");
         } else if !s.trusted {
             trust.push("-> says nothing about the server");
+        }
+        if s.slo.as_ref().is_some_and(|v| !v.passed) {
+            trust.push("SLO broken");
         }
         if s.bisect {
             trust.push("(bisect)");

@@ -350,6 +350,7 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
                     p99_us: lat.unwrap_or(0.0) as u64,
                     client_limited: limited,
                     network_bound,
+                    slo_breach: None,
                 },
             ));
         }

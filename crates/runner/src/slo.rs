@@ -272,6 +272,19 @@ pub struct SloVerdict {
 }
 
 impl Slo {
+    /// For a sweep: the thresholds each step must hold (latency and errors), and the `rps`
+    /// ones, which judge the capacity the sweep found rather than any one step (a low step's
+    /// rate is low by design).
+    pub fn split_rate(&self) -> (Option<Slo>, Option<Slo>) {
+        let part = |rate: bool| {
+            let terms: Vec<Term> =
+                self.terms.iter().filter(|t| (t.figure == Figure::Rps) == rate).copied().collect();
+            let text = terms.iter().map(Term::to_string).collect::<Vec<_>>().join(",");
+            (!terms.is_empty()).then_some(Slo { terms, text })
+        };
+        (part(false), part(true))
+    }
+
     /// Judges one measurement.
     pub fn judge(&self, figures: &Figures<'_>) -> SloVerdict {
         self.judge_repetitions(std::slice::from_ref(figures))
@@ -306,6 +319,13 @@ impl Slo {
 }
 
 impl SloVerdict {
+    /// For a sweep's knee: the kind of the first threshold broken (`Latency` or `Errors`).
+    pub fn breach(&self) -> Option<loadlab_stats::knee::Breach> {
+        use loadlab_stats::knee::Breach;
+        let first = self.terms.iter().find(|o| !o.passed)?;
+        Some(if first.term.starts_with("errors") { Breach::Errors } else { Breach::Latency })
+    }
+
     /// One line: `SLO p99<50ms,errors<0.1%: FAIL (p99 73.2ms >= 50ms)`, or `pass` with every
     /// figure.
     pub fn line(&self) -> String {

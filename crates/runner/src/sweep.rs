@@ -12,6 +12,7 @@ use loadlab_stats::Moments;
 use serde::Serialize;
 
 use crate::executor::Measure;
+use crate::slo::{Figures, Slo, SloVerdict};
 use crate::trust::{Flag, Verdict};
 
 /// The least warm-up of a step: the server's queue reaches its steady state for this rate,
@@ -45,6 +46,9 @@ pub struct SweepPlan {
     pub stop_after_knee: Option<usize>,
     /// Bisect between the last good and the first bad step.
     pub find_knee: bool,
+    /// `--slo`: its latency and error thresholds judge each step (a step that breaks one is
+    /// past the knee); its `rps` thresholds judge the capacity found: the knee's achieved rate.
+    pub slo: Option<Slo>,
 }
 
 /// One step of one target, with the figures autobench prints and the trust flags.
@@ -89,6 +93,8 @@ pub struct Step {
     /// Ctrl-C stopped the step before its end: its figures cover part of a step (or only its
     /// warm-up), so it is shown but never judged: no knee comes from it.
     pub interrupted: bool,
+    /// `--slo`: the step's latency and error thresholds; null without them.
+    pub slo: Option<SloVerdict>,
 }
 
 /// The step's flags as booleans (the JSON keys of docs/sweep.md), read from the verdict.
@@ -144,6 +150,27 @@ pub struct SweepOutcome {
     /// One per target.
     pub knees: Vec<KneeReport>,
     pub interrupted: bool,
+    /// `--slo` with `rps` thresholds: one gate per target; empty otherwise.
+    pub gates: Vec<Gate>,
+}
+
+/// A target's `--slo` gate over a sweep, when the SLO has `rps` thresholds: did the service
+/// hold the other thresholds (and the knee's criteria) up to that rate? The knee's achieved
+/// rate is judged against them. Without `rps` thresholds the SLO only places the knee: steps
+/// past the knee break it by design, so they fail no gate.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gate {
+    pub target: String,
+    pub passed: bool,
+    /// e.g. `held p99<10ms up to 2970 req/s, rps>=3000 wanted`.
+    pub detail: String,
+}
+
+impl SweepOutcome {
+    /// Every target's gate held (true without `--slo`).
+    pub fn gates_passed(&self) -> bool {
+        self.gates.iter().all(|g| g.passed)
+    }
 }
 
 /// Runs `plan`; `on_step` sees each step as it ends (the CLI prints its row).
@@ -214,8 +241,31 @@ pub fn run_sweep(
             k.interrupted = interrupted;
             k
         })
-        .collect();
-    Ok(SweepOutcome { steps, knees, interrupted })
+        .collect::<Vec<_>>();
+    let gates = match plan.slo.as_ref().map(Slo::split_rate) {
+        Some((per_step, Some(rate))) => {
+            knees.iter().map(|k| gate(&rate, per_step.as_ref(), k)).collect()
+        }
+        _ => Vec::new(),
+    };
+    Ok(SweepOutcome { steps, knees, interrupted, gates })
+}
+
+/// One target's gate: the knee's achieved rate against the `rps` thresholds (see [`Gate`]).
+fn gate(rate: &Slo, per_step: Option<&Slo>, knee: &KneeReport) -> Gate {
+    let capacity = knee.achieved_rps.unwrap_or(0.0);
+    let latency = loadlab_stats::Recorder::new();
+    let figures = Figures { rps: capacity, completed: 0, failed: 0, non_2xx: 0, latency: &latency };
+    let verdict = rate.judge(&figures);
+    let held = per_step.map_or("the knee's criteria", |s| s.text.as_str());
+    let detail = match knee.offered_rps {
+        Some(offered) => format!(
+            "held {held} up to {offered} req/s offered ({capacity:.1} achieved): {}",
+            verdict.terms.iter().map(|o| o.detail.as_str()).collect::<Vec<_>>().join(", ")
+        ),
+        None => format!("{held} broke at the lowest rate swept: {} wanted", rate.text),
+    };
+    Gate { target: knee.target.clone(), passed: verdict.passed, detail }
 }
 
 /// Runs one step of target `t`; returns it and whether the user asked the sweep to stop.
@@ -242,7 +292,9 @@ fn run_step(
         config.request.encode(&config.target, config.keepalive).map_or(0, |b| b.len());
     let result = measure.measure(&config, target.addr, "")?;
     let verdict = Verdict::judge(&config, &result);
-    let step = step_of(&result, &verdict, &target.url, t + 1, bisect, request_len as u64);
+    let mut step = step_of(&result, &verdict, &target.url, t + 1, bisect, request_len as u64);
+    step.slo =
+        plan.slo.as_ref().and_then(|s| s.split_rate().0).map(|s| s.judge(&Figures::of(&result)));
     Ok((step, measure.stopped()))
 }
 
@@ -283,6 +335,7 @@ fn step_of(
         trusted: verdict.trusted(),
         bisect,
         interrupted: r.interrupted,
+        slo: None,
     }
 }
 
@@ -294,6 +347,7 @@ fn point(s: &Step) -> StepPoint {
         p99_us: s.p99_us,
         client_limited: s.findings.iter().any(|f| f.untrusted() && f.flag != Flag::NetworkBound),
         network_bound: s.flags.network_bound,
+        slo_breach: s.slo.as_ref().and_then(SloVerdict::breach),
     }
 }
 

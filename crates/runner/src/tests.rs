@@ -160,7 +160,44 @@ fn sweep_plan(rates: &[f64]) -> SweepPlan {
         criteria: Criteria::default(),
         stop_after_knee: None,
         find_knee: false,
+        slo: None,
     }
+}
+
+fn gated_sweep(capacity: f64, rates: &[f64], slo: &str) -> crate::sweep::SweepOutcome {
+    let mut plan = sweep_plan(rates);
+    plan.slo = Some(slo.parse().expect("an SLO"));
+    run_sweep(&plan, &mut FakeEngine::new(capacity), &mut |_| Ok(())).expect("the sweep runs")
+}
+
+#[test]
+fn a_sweeps_rps_threshold_judges_the_capacity_its_other_thresholds_held_to() {
+    // The fake answers in 1 ms up to 1,000/s, in 200 ms above.
+    let rates = [200.0, 600.0, 1000.0, 1400.0];
+    let out = gated_sweep(1_000.0, &rates, "p99<50ms,rps>=900");
+    assert!(out.gates_passed(), "{:?}", out.gates);
+    assert!(out.gates[0].detail.contains("held p99<50ms up to 1000 req/s"), "{:?}", out.gates);
+    // Each step was judged on the latency alone: a low step's low rate breaks nothing.
+    let broken: Vec<f64> = out
+        .steps
+        .iter()
+        .filter(|s| !s.slo.as_ref().expect("judged").passed)
+        .map(|s| s.offered_rps)
+        .collect();
+    assert_eq!(broken, [1400.0]);
+    let out = gated_sweep(1_000.0, &rates, "p99<50ms,rps>=1200");
+    assert!(!out.gates_passed());
+    assert!(out.gates[0].detail.contains("rps 1000 < 1200"), "{:?}", out.gates);
+}
+
+#[test]
+fn without_an_rps_threshold_the_slo_places_the_knee_and_gates_nothing() {
+    let out = gated_sweep(1_000.0, &[200.0, 600.0, 1400.0], "p99<50ms,errors<1%");
+    assert!(out.gates.is_empty() && out.gates_passed());
+    assert_eq!(out.knees[0].offered_rps, Some(600.0));
+    // A latency the server never meets breaks the first step, for the latency's reason.
+    let out = gated_sweep(1_000.0, &[200.0, 600.0], "p99<500us");
+    assert_eq!((out.knees[0].offered_rps, out.knees[0].reason.as_str()), (None, "latency"));
 }
 
 #[test]

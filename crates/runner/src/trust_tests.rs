@@ -239,6 +239,7 @@ fn an_interrupted_step_is_never_a_failed_step() {
         criteria: Criteria::default(),
         stop_after_knee: None,
         find_knee: true,
+        slo: None,
     };
     let out = run_sweep(&plan, &mut engine, &mut |_| Ok(())).expect("the sweep runs");
     assert!(out.interrupted);

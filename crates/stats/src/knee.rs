@@ -22,6 +22,9 @@ pub struct StepPoint {
     pub client_limited: bool,
     /// The traffic filled at least 90% of the network link's known speed.
     pub network_bound: bool,
+    /// The sweep's `--slo` thresholds (judged by the caller) that the step broke: `Latency` or
+    /// `Errors`, by the first failing term's kind.
+    pub slo_breach: Option<Breach>,
 }
 
 /// The pass criteria.
@@ -47,7 +50,7 @@ pub enum Breach {
     Throughput,
     /// More errors than allowed.
     Errors,
-    /// p99 latency above the objective.
+    /// p99 latency above the objective, or a latency threshold of the sweep's SLO broken.
     Latency,
     /// The client was the bottleneck: the step says nothing about the server.
     ClientLimited,
@@ -72,6 +75,9 @@ impl Criteria {
         }
         if self.slo_p99_us.is_some_and(|slo| p.p99_us > slo) {
             return Some(Breach::Latency);
+        }
+        if let Some(b) = p.slo_breach {
+            return Some(b);
         }
         None
     }
@@ -109,6 +115,7 @@ mod tests {
             p99_us: 1_000,
             client_limited: false,
             network_bound: false,
+            slo_breach: None,
         }
     }
 

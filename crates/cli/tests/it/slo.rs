@@ -74,3 +74,30 @@ fn a_malformed_slo_is_refused_before_any_load() {
     }
     assert_eq!(server.requests(), 0);
 }
+
+/// A sweep gates on capacity: its rps threshold judges the knee's achieved rate, the highest
+/// rate at which the other thresholds held; latency thresholds alone place the knee.
+#[test]
+fn a_sweep_gates_on_the_capacity_its_thresholds_held_to() {
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let url = server.url("/");
+    let sweep = |slo: &str| {
+        let args = ["sweep", "--rates", "50,100", "--step-duration", "500ms", "--slo", slo, &url];
+        run_json(&args)
+    };
+    let (out, output) = sweep("p99<2s,rps>=40");
+    assert_exit(&output, 0);
+    let gate = &at(&out, "gates")[0];
+    assert_eq!(gate["passed"], true, "{out:#}");
+    assert!(gate["detail"].as_str().unwrap().contains("held p99<2s up to 100 req/s"), "{gate}");
+    assert_eq!(at(&out, "steps")[0]["slo"]["passed"], true);
+
+    let (out, output) = sweep("p99<2s,rps>=5000");
+    assert_exit(&output, 99);
+    assert_eq!(at(&out, "gates")[0]["passed"], false, "{out:#}");
+
+    // Without an rps threshold the SLO places the knee and fails no gate.
+    let (out, output) = sweep("p99<2s");
+    assert_exit(&output, 0);
+    assert_eq!(at(&out, "gates").as_array().map(Vec::len), Some(0));
+}
