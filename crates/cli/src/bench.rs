@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use loadlab_engine::{BenchConfig, Pacing, Stop};
-use loadlab_runner::slo::{Figures, Slo, SloVerdict};
+use loadlab_runner::slo::{self, Slo, SloVerdict};
 
 use crate::bench_report::Report;
 use crate::exit::{Failure, OK, SLO_FAILED, UNREACHABLE};
@@ -141,7 +141,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
         output::write_latency_csv(path, result.latency())
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    report.slo = args.slo.as_ref().map(|slo| slo.judge(&Figures::of(&result)));
+    report.slo = args.slo.as_ref().map(|slo| slo.judge(&slo::figures(&result)));
     output::render(args.format, &report, &result)?;
     if report.target_unreachable() {
         eprintln!("loadlab: error: no request reached {}", config.target.authority);

@@ -293,8 +293,11 @@ fn run_step(
     let result = measure.measure(&config, target.addr, "")?;
     let verdict = Verdict::judge(&config, &result);
     let mut step = step_of(&result, &verdict, &target.url, t + 1, bisect, request_len as u64);
-    step.slo =
-        plan.slo.as_ref().and_then(|s| s.split_rate().0).map(|s| s.judge(&Figures::of(&result)));
+    step.slo = plan
+        .slo
+        .as_ref()
+        .and_then(|s| s.split_rate().0)
+        .map(|s| s.judge(&crate::slo::figures(&result)));
     Ok((step, measure.stopped()))
 }
 

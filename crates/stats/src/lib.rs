@@ -15,6 +15,8 @@
 //!   samples) and says when too few repetitions could never show a difference.
 //! - [`outliers`] flags repetitions unlike the others (modified Z-scores from median and MAD).
 //! - [`format`] prints numbers for people, the same in every output.
+//! - [`slo`]: thresholds (`p99<50ms,errors<0.1%,rps>1000`) and their pass/fail verdict, the CI
+//!   gate of `bench`, `sweep` and `run`.
 
 pub mod ci;
 pub mod format;
@@ -23,6 +25,7 @@ pub mod mann_whitney;
 pub mod outliers;
 pub mod recorder;
 pub mod series;
+pub mod slo;
 pub mod summary;
 
 pub use recorder::{Recorder, RecorderSummary};
