@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::exit::{Failure, INTERRUPTED, OK};
+use crate::exit::{Failure, INTERRUPTED, OK, SLO_FAILED};
 use crate::load;
 use crate::stack::lab_failure;
 use anyhow::Context;
@@ -41,6 +41,10 @@ pub struct RunArgs {
     /// whatever the suite says: seeds 000 and 001 measured across a 100 Mbit/s switch.
     #[arg(long = "net", value_name = "PROFILE")]
     pub net: Option<String>,
+    /// Thresholds every workload's cells must hold over their repetitions ('p99<50ms,
+    /// errors<0.1%,rps>1000'), instead of the suite's `slo`; exit 99 when one fails.
+    #[arg(long = "slo", value_name = "THRESHOLDS", value_parser = load::parse_slo)]
+    pub slo: Option<loadlab_runner::slo::Slo>,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
@@ -52,6 +56,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             .map_err(|e| anyhow::Error::new(Failure::Usage(format!("--net: {e}"))))?;
         for s in &mut suite.stacks {
             s.knobs.net = Some(net.clone()).filter(|n| n != "loopback");
+        }
+    }
+    if let Some(slo) = &args.slo {
+        for w in &mut suite.workloads {
+            w.slo = Some(slo.clone());
         }
     }
     if let Some(n) = args.repetitions {
@@ -189,9 +198,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         )?;
     }
     out!("{}", loadlab_report::verdict_table(&loadlab_report::verdicts(&cells)))?;
+    let slo_of = |w: &str| suite.workloads.iter().find(|s| s.name == w).and_then(|s| s.slo.clone());
+    let gates = loadlab_report::gate::gates(&cells, &slo_of);
+    if !gates.is_empty() {
+        outln!()?;
+    }
+    for g in &gates {
+        outln!("{:<28} {:<14} {}: {}", g.stack, g.workload, g.load_label, g.verdict.line())?;
+    }
     outln!("\nreport: {}", report.display())?;
     outcome?;
-    Ok(if status == RunStatus::Interrupted { INTERRUPTED } else { OK })
+    Ok(if status == RunStatus::Interrupted {
+        INTERRUPTED
+    } else if gates.iter().any(|g| !g.verdict.passed) {
+        SLO_FAILED
+    } else {
+        OK
+    })
 }
 
 /// `run`'s progress lines.

@@ -4,6 +4,7 @@
 //!   repetitions with 95% confidence intervals (req/s, p50, p99), names the winner with the
 //!   ratio of medians and its interval, tests significance (Mann-Whitney U, `~` at α = 0.05),
 //!   and carries every warning: underpowered comparisons, outlying repetitions, trust flags.
+//! - [`gate`] judges a run's stacks against an SLO over their repetitions (`run --slo`).
 //! - [`text`] prints the verdict as a terminal table and compares two runs benchstat-style
 //!   (`loadlab compare RUN_A RUN_B`).
 //! - [`render_html`] writes the whole report as one self-contained HTML file: inline CSS and
@@ -18,6 +19,7 @@
 mod charts;
 mod detail;
 pub use loadlab_stats::format;
+pub mod gate;
 pub mod group;
 mod html;
 mod plots;

@@ -8,7 +8,7 @@
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
 //! - [`capacity`]: whether a run's connections fit the client's descriptors, ports, memory.
-//! - [`slo`]: the SLO gate's figures from a result or a stored cell.
+//! - [`slo`]: the SLO gate's figures from a run's result.
 //!
 //! What measures, what stands stacks up and who is told are traits
 //! ([`executor::Measure`], [`executor::Stacks`], [`executor::Events`]), so everything here is

@@ -10,6 +10,7 @@ use std::time::Duration;
 use loadlab_engine::{Arrival, Stop, Validation};
 use loadlab_lab::catalog;
 use loadlab_lab::knobs::{CpuList, Knobs, OnOff, Timeout};
+use loadlab_stats::slo::Slo;
 use toml::Spanned;
 
 use crate::error::SuiteError;
@@ -81,7 +82,8 @@ impl Checker<'_> {
 
         let suite_net = raw.net.as_ref().map(|n| self.net(n)).transpose()?;
         let stacks = self.stacks(&raw.stacks, stack_cpus.as_ref(), suite_net.as_deref())?;
-        let workloads = self.workloads(&raw.workloads, &stacks)?;
+        let suite_slo = raw.slo.as_ref().map(|s| self.slo(s)).transpose()?;
+        let workloads = self.workloads(&raw.workloads, &stacks, suite_slo.as_ref())?;
         let loads = self.loads(&raw.loads, &raw.workloads)?;
         // A stack or workload with nothing to run is a mistake in the file, not a plan to
         // silently run less than it says.
@@ -212,6 +214,7 @@ impl Checker<'_> {
         &self,
         raw: &Spanned<Vec<RawWorkload>>,
         stacks: &[StackSpec],
+        suite_slo: Option<&Slo>,
     ) -> Checked<Vec<WorkloadSpec>> {
         if raw.get_ref().is_empty() {
             return self.fail(raw.span(), "a suite needs at least one workload");
@@ -265,9 +268,25 @@ impl Checker<'_> {
                     None
                 }
             };
-            out.push(WorkloadSpec { name: name.clone(), stacks: filter, expect: self.expect(w)? });
+            let slo = match &w.slo {
+                Some(s) => Some(self.slo(s)?),
+                None => suite_slo.cloned(),
+            };
+            out.push(WorkloadSpec {
+                name: name.clone(),
+                stacks: filter,
+                expect: self.expect(w)?,
+                slo,
+            });
         }
         Ok(out)
+    }
+
+    fn slo(&self, s: &Spanned<String>) -> Checked<Slo> {
+        match s.get_ref().parse::<Slo>() {
+            Ok(slo) => Ok(slo),
+            Err(e) => self.fail(s.span(), format!("slo: {e}")),
+        }
     }
 
     fn expect(&self, w: &RawWorkload) -> Checked<Option<Validation>> {

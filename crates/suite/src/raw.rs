@@ -21,6 +21,8 @@ pub struct RawSuite {
     pub stack_cpus: Option<Spanned<String>>,
     /// The network profile of every stack that names none (`loopback`, `lan-100mbit`, ...).
     pub net: Option<Spanned<String>>,
+    /// Thresholds every workload's cells must hold unless the workload names its own.
+    pub slo: Option<Spanned<String>>,
     pub quick: Option<RawQuick>,
     pub stacks: Spanned<Vec<RawStack>>,
     pub workloads: Spanned<Vec<RawWorkload>>,
@@ -77,6 +79,8 @@ pub struct RawWorkload {
     pub expect_status: Option<Spanned<StatusValue>>,
     pub expect_contains: Option<Spanned<String>>,
     pub expect_sha256: Option<Spanned<String>>,
+    /// Thresholds this workload's cells must hold (`p99<50ms,errors<0.1%`), over the suite's.
+    pub slo: Option<Spanned<String>>,
 }
 
 /// `[[loads]]`: one load model and the points (concurrencies or rates) it is run at.

@@ -67,6 +67,9 @@ pub struct WorkloadSpec {
     pub stacks: Option<Vec<String>>,
     /// The suite's own check of every response; `None` inherits the lab's (verify's).
     pub expect: Option<Validation>,
+    /// Thresholds its cells must hold, over their repetitions (the workload's `slo`, or the
+    /// suite's); `loadlab run` exits 99 when one fails.
+    pub slo: Option<loadlab_stats::slo::Slo>,
 }
 
 /// The points of one load: the x-axis of its chart.

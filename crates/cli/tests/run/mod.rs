@@ -484,3 +484,48 @@ fn a_plan_that_cannot_reach_significance_says_so_before_it_runs() {
         }
     }
 }
+
+/// A suite's `slo` gates the run: each stack's cells judged over their repetitions, a line
+/// per (stack, workload, load) after the verdict, exit 99 when one fails; `run --slo` stands
+/// in for the suite's.
+#[test]
+fn a_suites_slo_gates_the_run_and_run_slo_replaces_it() {
+    let scratch = Scratch::new();
+    if let Err(skip) = require_stacks(&scratch) {
+        skip.report();
+        return;
+    }
+    let text = "name = \"gated\"\nrepetitions = 2\nwarmup = \"0s\"\nslo = \"p99<10s,errors<1%\"\n\
+                [[stacks]]\nname = \"nginx\"\n[[workloads]]\nname = \"hello.txt\"\n\
+                [[loads]]\nmodel = \"closed\"\nconcurrency = [2]\nduration = \"300ms\"\n";
+    let suite = scratch.write("gated.toml", text);
+    let out = scratch.out().display().to_string();
+    let stdout = scratch.ok(&["run", "--suite", &suite, "--out", &out]);
+    let line = stdout.lines().find(|l| l.contains("SLO ")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.starts_with("nginx") && line.contains("hello.txt"), "{line}");
+    assert!(line.contains("SLO p99<10s,errors<1%: pass (p99 "), "{line}");
+
+    let output = scratch.run(&["run", "--suite", &suite, "--out", &out, "--slo", "rps>1000000000"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(99),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("SLO rps>1000000000: FAIL (rps "), "{stdout}");
+}
+
+#[test]
+fn a_malformed_slo_in_a_suite_names_its_line_and_column() {
+    let scratch = Scratch::new();
+    let text = TINY.replace("name = \"hello.php\"\n", "name = \"hello.php\"\nslo = \"p99<50\"\n");
+    let suite = scratch.write("bad-slo.toml", &text);
+    let out = scratch.out().display().to_string();
+    let output = scratch.run(&["run", "--suite", &suite, "--out", &out]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let line = text.lines().position(|l| l.starts_with("slo =")).unwrap() + 1;
+    assert!(stderr.contains(&format!("{suite}:{line}:7: slo: ")), "{stderr}");
+    assert!(stderr.contains("needs a unit"), "{stderr}");
+}
