@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use crate::exit::OK;
+use crate::exit::{OK, SLO_FAILED};
 use crate::report_cmd::{open_existing, pick_run};
 use crate::run::store_failure;
 
@@ -12,6 +12,10 @@ pub struct CompareArgs {
     pub run_a: i64,
     /// The run compared with it.
     pub run_b: i64,
+    /// Exit 99 when RUN_B is significantly worse than RUN_A anywhere (fewer req/s, higher
+    /// p50 or p99; Mann-Whitney at 0.05): a CI gate against the last good run.
+    #[arg(long = "fail-on-regression")]
+    pub fail_on_regression: bool,
     #[command(flatten)]
     pub store: crate::report_cmd::StoreArgs,
 }
@@ -31,5 +35,29 @@ pub fn run(args: CompareArgs) -> anyhow::Result<u8> {
         &b,
     );
     out!("{table}")?;
-    Ok(OK)
+    if !args.fail_on_regression {
+        return Ok(OK);
+    }
+    let regressions: Vec<_> =
+        loadlab_report::compare_runs(&a, &b).into_iter().filter(|d| d.regressed()).collect();
+    for d in &regressions {
+        eprintln!(
+            "loadlab: regression: {} {} {} {}: {:+.1}% (p={:.3})",
+            d.stack,
+            d.workload,
+            d.load_label,
+            d.measure.name(),
+            d.change.unwrap_or(0.0) * 100.0,
+            d.test.map_or(f64::NAN, |t| t.p_value)
+        );
+    }
+    if regressions.is_empty() {
+        eprintln!(
+            "loadlab: no significant regression from run {} to run {}",
+            args.run_a, args.run_b
+        );
+        Ok(OK)
+    } else {
+        Ok(SLO_FAILED)
+    }
 }

@@ -37,6 +37,21 @@ pub struct RunDelta {
     pub new_flags: Vec<CellFlag>,
 }
 
+impl RunDelta {
+    /// A significant change for the worse (Mann-Whitney at α = 0.05): fewer req/s, or a
+    /// higher p50 or p99. Not significant (`~`) is never a regression, whatever the medians.
+    pub fn regressed(&self) -> bool {
+        let worse = self.change.is_some_and(|c| {
+            if self.measure.higher_is_better() {
+                c < 0.0
+            } else {
+                c > 0.0
+            }
+        });
+        self.significant && worse
+    }
+}
+
 /// Every (workload, load, stack, measure) of either run, old against new: the old run's order
 /// first, then what only the new run has.
 pub fn compare_runs(old: &[CellRecord], new: &[CellRecord]) -> Vec<RunDelta> {
@@ -368,6 +383,36 @@ mod tests {
         assert!(first.contains("+19.9% (p=0.001 n=7+7)"), "{table}");
         assert!(table.contains("—"), "{table}");
         assert!(table.contains("n=0+3"), "{table}");
+    }
+
+    #[test]
+    fn a_regression_is_a_significant_change_for_the_worse() {
+        let (slow, fast) = (reps("nginx", "static", 50, &OLD), reps("nginx", "static", 50, &NEW));
+        let rps = |old: &[CellRecord], new: &[CellRecord]| {
+            compare_runs(old, new).into_iter().find(|d| d.measure == Measure::Rps).unwrap()
+        };
+        // Fewer req/s, significantly: a regression; more: not one.
+        assert!(rps(&fast, &slow).regressed());
+        assert!(!rps(&slow, &fast).regressed());
+        // Fewer req/s that three repetitions cannot tell from noise: not one either.
+        let d = rps(&fast[..3], &slow[..3]);
+        assert!(d.change.unwrap() < 0.0 && !d.significant && !d.regressed());
+        // For latency, higher is worse.
+        let p99 = |rep: u32, v: f64| {
+            let mut load = loadlab_store::LoadSpec::new(loadlab_store::LoadModel::Closed);
+            load.connections = Some(50);
+            crate::testcell::with_load(
+                "nginx",
+                "static",
+                load,
+                rep,
+                &[(loadlab_store::metric::P99_US, v)],
+            )
+        };
+        let low: Vec<_> = OLD.iter().enumerate().map(|(i, v)| p99(i as u32, *v)).collect();
+        let high: Vec<_> = NEW.iter().enumerate().map(|(i, v)| p99(i as u32, *v)).collect();
+        let d = compare_runs(&low, &high).into_iter().find(|d| d.measure == Measure::P99).unwrap();
+        assert!(d.regressed(), "{:?}", d.change);
     }
 
     #[test]

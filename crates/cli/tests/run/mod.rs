@@ -15,6 +15,7 @@ use crate::support::{assert_success, loadlab, output_within, skip, wait_until};
 
 mod crash;
 mod pools;
+mod regression;
 
 /// A run of the tiny suite takes about 3 s; this bounds a hung one (as the lab tests' limit
 /// does, with room for a two-CPU machine starting other tests' stacks at the same time).
