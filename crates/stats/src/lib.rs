@@ -7,6 +7,7 @@
 //!   worker owns its recorders; they merge exactly after the workers join.
 //! - [`Series`] is a per-second time series of counters, one bucket per elapsed second, so its
 //!   memory grows with the run's duration in seconds, never with the number of requests.
+//! - [`interval_log`] writes a histogram per second in HdrHistogram's interval-log format.
 //! - [`summary`] has the small helpers (mean, standard deviation, median) used on series.
 //! - [`knee`] finds the highest rate a target sustained in a sweep.
 //! - [`ci`] gives the median of repetitions with a distribution-free 95% confidence interval
@@ -20,6 +21,7 @@
 
 pub mod ci;
 pub mod format;
+pub mod interval_log;
 pub mod knee;
 pub mod mann_whitney;
 pub mod outliers;

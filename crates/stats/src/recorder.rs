@@ -10,7 +10,7 @@ pub const MAX_TRACKABLE_US: u64 = 3_600 * 1_000_000;
 
 /// Significant decimal digits kept by the histogram: 3 means a recorded value is within 0.1% of
 /// the true one, which is far below the noise of any latency measurement.
-const SIGNIFICANT_DIGITS: u8 = 3;
+pub(crate) const SIGNIFICANT_DIGITS: u8 = 3;
 
 /// A latency distribution in microseconds.
 ///
