@@ -61,7 +61,7 @@ pub fn reason(err: &io::Error) -> Option<&str> {
 
 /// The client configuration every connection of a run shares, so that sessions resume across
 /// them. Trust: `cacert`'s certificates, else the system's (`/etc/ssl/certs`).
-pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
+pub fn client_config(opts: &TlsOptions, h2: bool) -> Result<Arc<ClientConfig>, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let versions: &[&rustls::SupportedProtocolVersion] = match opts.version {
         None => rustls::DEFAULT_VERSIONS,
@@ -98,7 +98,9 @@ pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // ALPN (RFC 7301) offers only what the run speaks: `--http2` needs h2 (RFC 9113 section
+    // 3.2), and a server that does not choose it cannot carry the run.
+    config.alpn_protocols = vec![if h2 { b"h2".to_vec() } else { b"http/1.1".to_vec() }];
     if !opts.resume {
         config.resumption = rustls::client::Resumption::disabled();
     }
@@ -119,6 +121,7 @@ pub fn preflight(
     name: ServerName<'static>,
     config: Arc<ClientConfig>,
     timeout: Duration,
+    h2: bool,
 ) -> Result<(), String> {
     let mut tcp =
         std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| e.to_string())?;
@@ -136,9 +139,14 @@ pub fn preflight(
             None => format!("TLS: {e}"),
         })?;
     }
+    let chosen = conn.alpn_protocol().map(|p| String::from_utf8_lossy(p).into_owned());
     conn.send_close_notify();
     let _ = conn.complete_io(&mut tcp);
-    Ok(())
+    match chosen {
+        Some(p) if h2 && p != "h2" => Err(format!("TLS: the server chose {p} by ALPN, not h2")),
+        None if h2 => Err("TLS: the server did not select h2 by ALPN (no HTTP/2)".into()),
+        _ => Ok(()),
+    }
 }
 
 /// HTTP/1.1 over TLS on a non-blocking socket.
@@ -161,6 +169,11 @@ impl TlsStream {
     /// The handshake is over: application data flows.
     pub fn handshaken(&self) -> bool {
         !self.tls.is_handshaking()
+    }
+
+    /// The server chose h2 by ALPN.
+    pub fn alpn_h2(&self) -> bool {
+        self.tls.alpn_protocol() == Some(b"h2")
     }
 
     /// The handshake resumed an earlier session.
