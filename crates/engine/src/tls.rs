@@ -131,6 +131,11 @@ pub fn preflight(
     while conn.is_handshaking() {
         conn.complete_io(&mut tcp).map_err(|e| match reason(&e) {
             Some(r) => format!("TLS: {r}"),
+            // RFC 7301 section 3.2: the alert a server sends when it has none of the protocols
+            // offered.
+            None if h2 && e.to_string().contains("NoApplicationProtocol") => {
+                format!("TLS: the server does not speak h2 (no ALPN protocol in common: {e})")
+            }
             None if e.kind() == io::ErrorKind::WouldBlock
                 || e.kind() == io::ErrorKind::TimedOut =>
             {
