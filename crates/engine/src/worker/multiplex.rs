@@ -209,8 +209,7 @@ impl Worker {
                 self.close(idx);
                 self.conns[idx].state = State::Idle;
                 self.settle(idx, None, now);
-                // Requests a GOAWAY sent back wait for a new connection.
-                return self.pump(idx, now);
+                return self.reopen(idx, now);
             }
             if conn.tls_done.is_none() && matches!(stream, Stream::Tls(_)) {
                 // Plaintext came, so the handshake is over: its time is noted before any
@@ -238,9 +237,29 @@ impl Worker {
             // answered: the connection is done; its refused requests go on a new one.
             self.close(idx);
             self.conns[idx].state = State::Idle;
-            self.pump(idx, now);
-            if matches!(self.spec.pacing, Pacing::Open { .. }) {
-                self.offer(idx);
+            self.reopen(idx, now);
+        }
+    }
+
+    /// Slot `idx`'s connection ended in good order (a GOAWAY, the server's close) with no
+    /// request failed by it: the requests a GOAWAY sent back go on a new connection, and the
+    /// load model goes on as if a stream had freed (a closed loop whose streams all ended
+    /// would otherwise wait for nothing).
+    fn reopen(&mut self, idx: usize, now: Instant) {
+        self.pump(idx, now);
+        match self.spec.pacing {
+            Pacing::Closed => {
+                if self.conns[idx].state == State::Idle && !self.restart.contains(&idx) {
+                    self.restart.push(idx);
+                }
+            }
+            Pacing::Open { .. } => self.offer(idx),
+            Pacing::Sessions { .. } => {
+                if self.conns[idx].calls_unstarted > 0 {
+                    self.start_streams(idx, now, now, false);
+                } else if self.conns[idx].h2.as_ref().is_some_and(|h| h.in_flight() == 0) {
+                    self.release_connection(idx);
+                }
             }
         }
     }
