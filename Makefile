@@ -15,7 +15,7 @@ LAB_PACKAGES   := nginx apache2 libapache2-mod-php php-fpm php-cgi php-cli php-m
 TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time chromium iproute2
 # The demo runs the classic suite, which uses every stack of the lab.
 DEMO_PACKAGES  := $(LAB_PACKAGES)
-BENCH_PACKAGES := nginx wrk apache2-utils httperf time python3 iproute2 openssl
+BENCH_PACKAGES := nginx wrk apache2-utils httperf time python3 iproute2 openssl nghttp2-client
 
 # The test harness reads this: in CI a test whose server is missing fails instead of skipping.
 ifneq ($(filter-out 0 false,$(CI)),)

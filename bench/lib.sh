@@ -110,8 +110,38 @@ EOF
     python3 - "$port" "${NGINX_LISTEN_EXTRA:-}" <<'EOF' || status=$?
 import http.client, ssl, sys
 # http.client, not urllib: urllib would send loopback traffic to an http_proxy if one is set.
+def h2c(port):
+    """GET /hello.txt over HTTP/2 by prior knowledge (RFC 9113 section 3.4): nginx's
+    `listen ... http2` without ssl speaks nothing else. (status, body)."""
+    import socket, struct
+    def frame(kind, flags, stream, payload):
+        return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+    # HPACK (RFC 7541): :method GET and :scheme http indexed, :path and :authority literal.
+    block = b"\x82\x86" + b"\x04\x0a/hello.txt" + b"\x01\x09127.0.0.1"
+    s = socket.create_connection(("127.0.0.1", port), timeout=1)
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"") + frame(1, 5, 1, block))
+    buf, status, body = b"", 0, b""
+    while True:
+        while len(buf) < 9 or len(buf) < 9 + int.from_bytes(buf[:3], "big"):
+            more = s.recv(65536)
+            if not more:
+                return status, body
+            buf += more
+        n = int.from_bytes(buf[:3], "big")
+        kind, flags, stream, payload, buf = buf[3], buf[4], int.from_bytes(buf[5:9], "big"), buf[9:9 + n], buf[9 + n:]
+        if stream == 1 and kind == 1:
+            status = 200 if payload[:1] == b"\x88" else -1  # :status 200 is static index 8
+        if stream == 1 and kind == 0:
+            body += payload
+        if stream == 1 and kind in (0, 1) and flags & 1:
+            return status, body
+
 try:
-    if "ssl" in sys.argv[2].split():
+    options = sys.argv[2].split()
+    if "http2" in options and "ssl" not in options:
+        status, body = h2c(int(sys.argv[1]))
+        sys.exit(0 if (status, body) == (200, b"hello, world!") else 2)
+    if "ssl" in options:
         # The run's own self-signed certificate: only that nginx answers here is checked.
         c = http.client.HTTPSConnection("127.0.0.1", int(sys.argv[1]), timeout=1,
                                         context=ssl._create_unverified_context())

@@ -9,7 +9,10 @@
 #      BASELINE (another loadlab binary, e.g. an earlier commit's: the tool `baseline` in TOOLS
 #      runs it exactly as `loadlab`, so TOOLS="loadlab baseline wrk" shows what a change cost),
 #      TLS=1 (nginx serves https:// with a self-signed certificate made for the run, TLS 1.3;
-#      loadlab runs with --insecure, wrk and ab take any certificate: keep-alive HTTPS).
+#      loadlab runs with --insecure, wrk and ab take any certificate: keep-alive HTTPS),
+#      H2=1 (HTTP/2: nginx listens with http2, h2c by prior knowledge, or h2 by ALPN with TLS=1;
+#      10 connections x STREAMS streams each, default 10; TOOLS defaults to "loadlab h2load",
+#      h2load being nghttp2's: h2load -c10 -m10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -17,14 +20,21 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}
 AB_REQUESTS=${AB_REQUESTS:-1000000}
-read -r -a tools <<<"${TOOLS:-loadlab wrk ab}"
+H2=${H2:-0}
+STREAMS=${STREAMS:-10}
+if [ "$H2" = 1 ]; then
+  read -r -a tools <<<"${TOOLS:-loadlab h2load}"
+  CONNECTIONS=10
+else
+  read -r -a tools <<<"${TOOLS:-loadlab wrk ab}"
+  CONNECTIONS=50
+fi
 LOADLAB=${LOADLAB:-target/release/loadlab}
-CONNECTIONS=50
 # Server and client on separate cores, so neither steals the other's CPU time.
 SERVER_CPU=1
 CLIENT_CPU=0
 
-for v in DURATION ROUNDS AB_REQUESTS; do
+for v in DURATION ROUNDS AB_REQUESTS STREAMS; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
 done
 [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
@@ -32,8 +42,8 @@ for t in "${tools[@]}"; do
   case $t in
     loadlab) ensure_loadlab ;;
     baseline) [ -x "${BASELINE:-}" ] || die "TOOLS has baseline: set BASELINE to a loadlab binary" ;;
-    wrk | ab) command -v "$t" >/dev/null || die "$t not installed (make deps-bench)" ;;
-    *) die "unknown tool '$t' in TOOLS (known: loadlab baseline wrk ab)" ;;
+    wrk | ab | h2load) command -v "$t" >/dev/null || die "$t not installed (make deps-bench)" ;;
+    *) die "unknown tool '$t' in TOOLS (known: loadlab baseline wrk ab h2load)" ;;
   esac
 done
 [ -x /usr/bin/time ] || die "GNU time not installed (make deps-bench)"
@@ -56,6 +66,12 @@ if [ "$TLS" = 1 ]; then
   scheme=https
   insecure=(--insecure)
 fi
+http2=()
+if [ "$H2" = 1 ]; then
+  # One listener option turns HTTP/2 on in nginx 1.22: with ssl, h2 by ALPN; without, h2c.
+  export NGINX_LISTEN_EXTRA="${NGINX_LISTEN_EXTRA:-} http2"
+  http2=(--http2 --streams "$STREAMS")
+fi
 port=$(free_port)
 # nginx lives in $work itself: as root its worker must traverse every parent of its files,
 # and start_nginx opens up only the directory it is given.
@@ -67,9 +83,11 @@ run() {
   local tool=$1 round=$2 cmd
   case $tool in
     loadlab) cmd=("$LOADLAB" bench -c "$CONNECTIONS" -t 1 -d "${DURATION}s" "${insecure[@]}"
-      --format json "$url") ;;
+      "${http2[@]}" --format json "$url") ;;
     baseline) cmd=("$BASELINE" bench -c "$CONNECTIONS" -t 1 -d "${DURATION}s" "${insecure[@]}"
-      --format json "$url") ;;
+      "${http2[@]}" --format json "$url") ;;
+    # h2load: -D is a duration in seconds; it takes any certificate.
+    h2load) cmd=(h2load -c "$CONNECTIONS" -m "$STREAMS" -t 1 -D "$DURATION" "$url") ;;
     wrk) cmd=(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$url") ;;
     # ab has no duration: it stops at -n requests or after -t seconds, whichever comes first.
     # -t alone would also set -n to 50000, so -n must come after it to win.
@@ -89,7 +107,8 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs:" \
   "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)"
 echo "# $("$NGINX" -v 2>&1), load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# DURATION=$DURATION ROUNDS=$ROUNDS AB_REQUESTS=$AB_REQUESTS TOOLS=\"${tools[*]}\" TLS=$TLS" \
-  "connections=$CONNECTIONS, nginx on CPU $SERVER_CPU, clients on CPU $CLIENT_CPU"
+  "H2=$H2 connections=$CONNECTIONS${http2:+ x $STREAMS streams}, nginx on CPU $SERVER_CPU," \
+  "clients on CPU $CLIENT_CPU"
 
 # Interleaved and rotated (round 2 starts with the second tool, ...), so drift in the machine's
 # state over the minutes of the run spreads over all tools instead of favouring one.
@@ -126,6 +145,14 @@ def parse(tool, text, path):
         errors += int(m.group(1)) if m else 0
         return (find(r"Requests/sec:\s+([\d.]+)", text, path),
                 int(find(r"(\d+) requests in", text, path)), errors)
+    if tool == "h2load":
+        m = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout", text)
+        if not m:
+            sys.exit(f"vs-peers.sh: no request counts in the output of {path}")
+        m2 = re.search(r"status codes: \d+ 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", text)
+        non_2xx = sum(map(int, m2.groups())) if m2 else 0
+        return (find(r"finished in [\d.]+s, ([\d.]+) req/s", text, path), int(m.group(1)),
+                int(m.group(2)) + int(m.group(3)) + int(m.group(4)) + non_2xx)
     if tool == "ab":
         errors = int(find(r"Failed requests:\s+(\d+)", text, path))
         m = re.search(r"Non-2xx responses:\s+(\d+)", text)

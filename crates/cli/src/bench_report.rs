@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use loadlab_engine::result::per_second;
-use loadlab_engine::{Arrival, BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
+use loadlab_engine::{Arrival, BenchConfig, BenchResult, ErrorClass, Pacing, Protocol, Stop};
 use loadlab_runner::slo::SloVerdict;
 use loadlab_runner::{Flag, Verdict};
 use loadlab_stats::{Moments, RecorderSummary};
@@ -17,6 +17,9 @@ pub struct Report {
     /// The load model: `closed` (ab, wrk), `open` (wrk2: --rate) or `sessions` (httperf:
     /// --conn-rate).
     pub mode: &'static str,
+    /// The HTTP version spoken: `http/1.1`, or `h2` (`--http2`: chosen by ALPN over TLS, by
+    /// prior knowledge over TCP; every connection checks it).
+    pub protocol: &'static str,
     pub config: ConfigEcho,
     pub interrupted: bool,
     pub duration_s: f64,
@@ -29,6 +32,9 @@ pub struct Report {
     /// For `tls` failures: each reason (the alert, or why the certificate was refused) and its
     /// count.
     pub errors_tls: BTreeMap<String, u64>,
+    /// For `h2_stream` and `h2_conn` failures: each reason (what happened, with the error code
+    /// the server sent) and its count.
+    pub errors_h2: BTreeMap<String, u64>,
     /// Responses by exact status code.
     pub status: BTreeMap<String, u64>,
     /// Responses by status class (`1xx` .. `5xx`).
@@ -68,6 +74,10 @@ pub struct ConfigEcho {
     pub method: String,
     /// Closed loop: the connections; otherwise the most that may be opened.
     pub connections: usize,
+    /// `--http2`.
+    pub http2: bool,
+    /// `--streams`: requests in flight on each connection at most (1 for HTTP/1.1).
+    pub streams: usize,
     /// Open loop: requests per second; sessions: connections per second.
     pub rate: Option<f64>,
     pub calls_per_connection: Option<u32>,
@@ -320,6 +330,10 @@ impl Report {
                 Pacing::Open { .. } => "open",
                 Pacing::Sessions { .. } => "sessions",
             },
+            protocol: match r.protocol {
+                Protocol::Http1 => "http/1.1",
+                Protocol::Http2 { .. } => "h2",
+            },
             config: ConfigEcho::new(cfg, address),
             interrupted: r.interrupted,
             duration_s: r.duration.as_secs_f64(),
@@ -340,6 +354,7 @@ impl Report {
                 .map(|(errno, n)| (errno.to_string(), *n))
                 .collect(),
             errors_tls: t.errors.tls_reasons.clone(),
+            errors_h2: t.errors.h2_reasons.clone(),
             status: t.status_counts().into_iter().map(|(c, n)| (c.to_string(), n)).collect(),
             status_class,
             bytes: Bytes {
@@ -439,6 +454,8 @@ impl ConfigEcho {
                     max_connections
                 }
             },
+            http2: cfg.protocol.is_h2(),
+            streams: cfg.protocol.streams(),
             rate: cfg.pacing.rate(),
             calls_per_connection: match cfg.pacing {
                 Pacing::Sessions { calls, .. } => Some(calls),

@@ -138,6 +138,14 @@ pub struct RequestArgs {
     /// https://: offer only this TLS version (1.2 or 1.3) [default: both].
     #[arg(long = "tls-version", value_name = "VERSION", value_parser = ["1.2", "1.3"])]
     pub tls_version: Option<String>,
+    /// Speak HTTP/2: h2 chosen by ALPN over https:// (a server that does not choose it is
+    /// refused, exit 3), prior knowledge (h2c) over http://.
+    #[arg(long = "http2")]
+    pub http2: bool,
+    /// With --http2: requests in flight on each connection (h2load's -m): the closed loop
+    /// keeps connections x streams outstanding.
+    #[arg(long = "streams", value_name = "N", default_value_t = 1, requires = "http2")]
+    pub streams: usize,
     /// Connect to this unix-domain socket instead of the URL's host and port (as curl's
     /// --unix-socket): the URL still gives the Host header and the path.
     #[arg(long = "unix-socket", value_name = "PATH")]
@@ -186,6 +194,9 @@ impl RequestArgs {
             config.source_ips = parse_ip_list(s).map_err(usage)?;
         }
         config.unix_socket.clone_from(&self.unix_socket);
+        if self.http2 {
+            config.protocol = loadlab_engine::Protocol::Http2 { streams: self.streams };
+        }
         config.tls = loadlab_engine::TlsOptions {
             insecure: self.insecure,
             cacert: self.cacert.clone(),
@@ -258,6 +269,7 @@ pub fn reach(config: &mut BenchConfig) -> anyhow::Result<SocketAddr> {
     let addr = loadlab_engine::preflight(&config.target, config.connect_timeout)
         .map_err(engine_failure)?;
     loadlab_engine::preflight_tls(config, addr).map_err(engine_failure)?;
+    loadlab_engine::preflight_h2c(config, addr).map_err(engine_failure)?;
     Ok(addr)
 }
 
@@ -339,7 +351,10 @@ impl EngineMeasure {
 impl loadlab_runner::Measure for EngineMeasure {
     fn reach(&mut self, config: &mut BenchConfig) -> Result<SocketAddr, EngineError> {
         config.target.resolve()?;
-        loadlab_engine::preflight(&config.target, config.connect_timeout)
+        let addr = loadlab_engine::preflight(&config.target, config.connect_timeout)?;
+        loadlab_engine::preflight_tls(config, addr)?;
+        loadlab_engine::preflight_h2c(config, addr)?;
+        Ok(addr)
     }
 
     fn measure(

@@ -17,14 +17,40 @@ pub enum Stop {
     Duration(Duration),
 }
 
+/// The HTTP version a run speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1, one request at a time on each connection.
+    Http1,
+    /// HTTP/2 (`--http2`): ALPN h2 over TLS, prior knowledge (h2c) over TCP, with up to
+    /// `streams` requests in flight on each connection (h2load's `-m`).
+    Http2 { streams: usize },
+}
+
+impl Protocol {
+    /// Requests one connection carries at once.
+    pub fn streams(self) -> usize {
+        match self {
+            Protocol::Http1 => 1,
+            Protocol::Http2 { streams } => streams,
+        }
+    }
+
+    pub fn is_h2(self) -> bool {
+        matches!(self, Protocol::Http2 { .. })
+    }
+}
+
 /// Everything a run needs. Built by the CLI (or a suite), checked by [`BenchConfig::check`].
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
     pub target: Target,
     pub request: RequestSpec,
     pub pacing: Pacing,
-    /// Concurrent connections in the closed loop (each has one request outstanding at a time).
+    /// Concurrent connections in the closed loop (each has one request outstanding at a time,
+    /// or `protocol.streams()` over HTTP/2).
     pub connections: usize,
+    pub protocol: Protocol,
     /// Worker threads, each with its own event loop; never more than `connections`.
     pub threads: usize,
     /// CPUs to pin workers to, round-robin; empty for no pinning.
@@ -66,6 +92,7 @@ impl BenchConfig {
             request: RequestSpec::default(),
             pacing: Pacing::Closed,
             connections: 10,
+            protocol: Protocol::Http1,
             threads: 1,
             pin: Vec::new(),
             stop: Stop::Duration(Duration::from_secs(10)),
@@ -91,6 +118,15 @@ impl BenchConfig {
         }
         if self.threads == 0 {
             return err("the number of threads must be at least 1");
+        }
+        if let Protocol::Http2 { streams } = self.protocol {
+            if streams == 0 {
+                return err("--streams must be at least 1");
+            }
+            if !self.keepalive {
+                return err("--no-keepalive has no meaning with --http2: use --conn-rate R \
+                     --calls-per-conn 1 for a new connection per request");
+            }
         }
         if self.unix_socket.is_some() && !self.source_ips.is_empty() {
             return err("--source-ips has no meaning over a unix socket");
@@ -132,7 +168,10 @@ impl BenchConfig {
         }
         // Encoding checks the method and headers, so bad ones are reported before any
         // connection is tried.
-        self.request.encode(&self.target, self.keepalive)?;
+        match self.protocol {
+            Protocol::Http1 => drop(self.request.encode(&self.target, self.keepalive)?),
+            Protocol::Http2 { .. } => drop(self.request.encode_h2(&self.target)?),
+        }
         Ok(())
     }
 }

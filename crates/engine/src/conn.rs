@@ -12,7 +12,8 @@ use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::check::BodyCheck;
+use crate::exchange::Exchange;
+use crate::h2::Session;
 use crate::http::Parser;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,61 +34,73 @@ pub(crate) enum State {
 #[derive(Debug)]
 pub(crate) struct Conn {
     pub stream: Option<Stream>,
+    /// HTTP/1.1: where the one request stands. HTTP/2: where the connection stands
+    /// (`Connecting`, then `Reading` while it is open; `Idle` without one).
     pub state: State,
-    /// When the request was due: its start in the closed loop, its scheduled time in the open
-    /// loop (latency measured from here is corrected for coordinated omission).
-    pub due: Instant,
-    /// The request's start (its connect included, if it needed one).
-    pub started: Instant,
-    /// When the connection was established; equals `started` on a reused connection.
-    pub connected: Instant,
-    /// When the last request byte was written.
-    pub written: Instant,
-    pub first_byte: Option<Instant>,
+    /// HTTP/1.1: the current request. HTTP/2: the connection's own timeline (its connect
+    /// deadline, whether it counts); its requests are the session's streams.
+    pub ex: Exchange,
     /// When this connection's TLS handshake ended, until the first request on it records it.
     pub tls_done: Option<Instant>,
     /// That handshake resumed a session.
     pub tls_resumed: bool,
-    /// When the request (or its connect) times out.
-    pub deadline: Instant,
-    /// Whether the current request counts (it started after warm-up and was budgeted).
-    pub measured: bool,
-    /// Bytes received for the current response.
-    pub resp_bytes: u64,
     /// Calls left in the current session (session model).
     pub calls_left: u32,
+    /// HTTP/2 sessions: calls not yet placed on a stream.
+    pub calls_unstarted: u32,
+    /// HTTP/2 open loop: the slot is in the worker's idle pool (it may hold more streams).
+    pub in_idle: bool,
     /// When the current socket was opened, and the replies it has carried.
     pub opened: Instant,
     pub replies_on_socket: u64,
     pub parser: Parser,
-    pub check: BodyCheck,
+    /// HTTP/2: the connection's framing, its streams and their requests.
+    pub h2: Option<Box<Session>>,
 }
 
 impl Conn {
-    pub fn new(parser: Parser, check: BodyCheck, now: Instant) -> Conn {
+    pub fn new(parser: Parser, ex: Exchange, h2: Option<Box<Session>>, now: Instant) -> Conn {
         Conn {
             stream: None,
             state: State::Idle,
-            started: now,
-            connected: now,
-            written: now,
-            first_byte: None,
+            ex,
             tls_done: None,
             tls_resumed: false,
-            deadline: now,
-            measured: false,
-            resp_bytes: 0,
             calls_left: 0,
+            calls_unstarted: 0,
+            in_idle: false,
             opened: now,
             replies_on_socket: 0,
-            due: now,
             parser,
-            check,
+            h2,
         }
+    }
+
+    /// Measured requests in flight: the one of an HTTP/1.1 connection, or an HTTP/2
+    /// connection's streams.
+    pub fn measured_in_flight(&self) -> u64 {
+        match &self.h2 {
+            Some(h2) => h2.measured_in_flight(),
+            None => u64::from(self.ex.measured && self.in_flight()),
+        }
+    }
+
+    /// Counts a reply on the current socket; for its first one, the connection's TLS
+    /// handshake (its time from the TCP connection, and whether it resumed), which that reply
+    /// records.
+    pub fn count_reply(&mut self) -> Option<(std::time::Duration, bool)> {
+        self.replies_on_socket += 1;
+        let connected = self.ex.connected;
+        self.tls_done
+            .filter(|_| self.replies_on_socket == 1)
+            .map(|done| (done.saturating_duration_since(connected), self.tls_resumed))
     }
 
     /// Whether a request is between its start and its end.
     pub fn in_flight(&self) -> bool {
+        if let Some(h2) = &self.h2 {
+            return h2.in_flight() > 0;
+        }
         matches!(self.state, State::Connecting | State::Writing { .. } | State::Reading)
     }
 

@@ -36,12 +36,19 @@ pub enum ErrorClass {
     /// The TLS handshake or a record failed: a certificate not trusted, an alert, a broken
     /// record; the reasons are kept in [`ErrorCounts::tls_reasons`].
     Tls,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM, with its error code); the
+    /// reasons are kept in [`ErrorCounts::h2_reasons`].
+    H2Stream,
+    /// HTTP/2: the request's connection failed at the protocol level (a GOAWAY that let it
+    /// go unanswered, a frame or header block that broke the protocol or a limit); the
+    /// reasons are kept in [`ErrorCounts::h2_reasons`].
+    H2Conn,
     /// Any other error; the errno is kept in [`ErrorCounts::other_errno`].
     Other,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 11] = [
+    pub const ALL: [ErrorClass; 13] = [
         ErrorClass::Connrefused,
         ErrorClass::Connreset,
         ErrorClass::ClientTimeout,
@@ -52,6 +59,8 @@ impl ErrorClass {
         ErrorClass::ShortBody,
         ErrorClass::Validation,
         ErrorClass::Tls,
+        ErrorClass::H2Stream,
+        ErrorClass::H2Conn,
         ErrorClass::Other,
     ];
 
@@ -68,6 +77,8 @@ impl ErrorClass {
             ErrorClass::ShortBody => "short_body",
             ErrorClass::Validation => "validation",
             ErrorClass::Tls => "tls",
+            ErrorClass::H2Stream => "h2_stream",
+            ErrorClass::H2Conn => "h2_conn",
             ErrorClass::Other => "other",
         }
     }
@@ -112,6 +123,9 @@ pub struct ErrorCounts {
     /// reason -> count, for failures of class `tls` (the alert, or why a certificate was
     /// refused).
     pub tls_reasons: BTreeMap<String, u64>,
+    /// reason -> count, for failures of classes `h2_stream` and `h2_conn` (what happened,
+    /// with the error code the server sent).
+    pub h2_reasons: BTreeMap<String, u64>,
 }
 
 impl ErrorCounts {
@@ -140,6 +154,9 @@ impl ErrorCounts {
         }
         for (reason, n) in &other.tls_reasons {
             *self.tls_reasons.entry(reason.clone()).or_insert(0) += n;
+        }
+        for (reason, n) in &other.h2_reasons {
+            *self.h2_reasons.entry(reason.clone()).or_insert(0) += n;
         }
     }
 

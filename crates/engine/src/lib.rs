@@ -15,6 +15,8 @@ pub mod check;
 mod config;
 mod conn;
 pub mod error;
+mod exchange;
+pub mod h2;
 pub mod http;
 pub mod link;
 mod pacing;
@@ -34,7 +36,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use check::Validation;
-pub use config::{BenchConfig, Stop};
+pub use config::{BenchConfig, Protocol, Stop};
 pub use error::{EngineError, ErrorClass, ErrorCounts};
 pub use link::Link;
 pub use pacing::Pacing;
@@ -100,9 +102,22 @@ pub fn preflight_tls(config: &BenchConfig, addr: SocketAddr) -> Result<(), Engin
         target: config.target.authority.clone(),
         reason,
     };
-    let tls_config = tls::client_config(&config.tls).map_err(EngineError::Config)?;
+    let h2 = config.protocol.is_h2();
+    let tls_config = tls::client_config(&config.tls, h2).map_err(EngineError::Config)?;
     let name = tls::server_name(&config.target.host).map_err(EngineError::Config)?;
-    tls::preflight(addr, name, tls_config, config.connect_timeout).map_err(unreachable)
+    tls::preflight(addr, name, tls_config, config.connect_timeout, h2).map_err(unreachable)
+}
+
+/// For `--http2` over TCP (h2c with prior knowledge), after [`preflight`]: the server answers
+/// the HTTP/2 preface with its SETTINGS, so that a server without h2c is one clear error.
+pub fn preflight_h2c(config: &BenchConfig, addr: SocketAddr) -> Result<(), EngineError> {
+    if config.target.tls || !config.protocol.is_h2() || config.unix_socket.is_some() {
+        return Ok(());
+    }
+    h2::preflight(addr, config.connect_timeout).map_err(|reason| EngineError::Unreachable {
+        target: config.target.authority.clone(),
+        reason,
+    })
 }
 
 /// [`preflight`] for a unix-domain socket: it exists and accepts a connection.
@@ -121,11 +136,18 @@ pub fn run(
 ) -> Result<BenchResult, EngineError> {
     config.check()?;
     let request: Arc<[u8]> = config.request.encode(&config.target, config.keepalive)?.into();
+    let h2_request = match config.protocol {
+        Protocol::Http2 { .. } => Some(Arc::new(config.request.encode_h2(&config.target)?)),
+        Protocol::Http1 => None,
+    };
+    // What one request puts on the wire, for the bytes-sent figure.
+    let request_len = h2_request.as_ref().map_or(request.len(), |r| r.wire_len());
     let (fd_limit, _) = sys::raise_fd_limit();
     // One TLS configuration for the run: its connections share the session cache.
     let tls = match config.target.tls {
         true => Some((
-            tls::client_config(&config.tls).map_err(EngineError::Config)?,
+            tls::client_config(&config.tls, config.protocol.is_h2())
+                .map_err(EngineError::Config)?,
             tls::server_name(&config.target.host).map_err(EngineError::Config)?,
         )),
         false => None,
@@ -156,7 +178,7 @@ pub fn run(
             max_connections
         }
     };
-    let budgets = pacing::Budget::split(config.stop, threads, pool);
+    let budgets = pacing::Budget::split(config.stop, threads, pool * config.protocol.streams());
     // Every worker's event loop is created before any worker starts: a running worker opens
     // its connections at once, and under a tight open-file limit they would take the
     // descriptors that the next worker's epoll instance needs.
@@ -179,6 +201,8 @@ pub fn run(
             head_request: config.request.is_head(),
             keepalive: config.keepalive,
             pacing: config.pacing,
+            protocol: config.protocol,
+            h2_request: h2_request.clone(),
             connections,
             timeout: config.timeout,
             connect_timeout: config.connect_timeout,
@@ -243,7 +267,7 @@ pub fn run(
         _ => reports.iter().map(|r| r.wall).max().unwrap_or_default(),
     };
     // Every request is the same pre-encoded bytes, so what was sent needs no hot-path counter.
-    let bytes_sent = tally.sent * request.len() as u64;
+    let bytes_sent = tally.sent * request_len as u64;
     Ok(BenchResult {
         tally,
         bytes_sent,
@@ -264,6 +288,7 @@ pub fn run(
         pool,
         fd_limit,
         pacing: config.pacing,
+        protocol: config.protocol,
         link,
         path,
     })

@@ -73,6 +73,56 @@ impl RequestSpec {
     }
 }
 
+impl RequestSpec {
+    /// The request for HTTP/2: its HEADERS block (RFC 9113 section 8.3: the pseudo-header
+    /// fields first, names in lower case, `Host` carried as `:authority`) encoded once with
+    /// HPACK literals that index nothing, and its body.
+    pub fn encode_h2(&self, target: &Target) -> Result<crate::h2::Request, EngineError> {
+        use crate::h2::hpack::put_field;
+        if self.method.is_empty() || !self.method.bytes().all(is_token_byte) {
+            return Err(EngineError::Config(format!("invalid method {:?}", self.method)));
+        }
+        let user = |name: &str| {
+            self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v)
+        };
+        let mut block = Vec::with_capacity(128);
+        let scheme = if target.tls { "https" } else { "http" };
+        let authority = user("host").map_or(target.authority.as_str(), String::as_str);
+        put_field(&mut block, b":method", self.method.as_bytes());
+        put_field(&mut block, b":scheme", scheme.as_bytes());
+        put_field(&mut block, b":authority", authority.as_bytes());
+        put_field(&mut block, b":path", target.path.as_bytes());
+        let agent = concat!("loadlab/", env!("CARGO_PKG_VERSION"));
+        for (name, value) in [("user-agent", agent), ("accept", "*/*")] {
+            if user(name).is_none() {
+                put_field(&mut block, name.as_bytes(), value.as_bytes());
+            }
+        }
+        for (name, value) in &self.headers {
+            let name = name.to_ascii_lowercase();
+            // Connection-specific fields have no place in HTTP/2 (RFC 9113 section 8.2.2).
+            let banned = ["connection", "keep-alive", "proxy-connection", "transfer-encoding"];
+            if banned.contains(&name.as_str()) || name == "upgrade" {
+                return Err(EngineError::Config(format!(
+                    "header {name} is not allowed in HTTP/2 (RFC 9113 section 8.2.2)"
+                )));
+            }
+            if name == "te" && !value.eq_ignore_ascii_case("trailers") {
+                return Err(EngineError::Config(
+                    "header te may only be \"trailers\" in HTTP/2 (RFC 9113 section 8.2.2)".into(),
+                ));
+            }
+            if name != "host" {
+                put_field(&mut block, name.as_bytes(), value.as_bytes());
+            }
+        }
+        if !self.body.is_empty() && user("content-length").is_none() {
+            put_field(&mut block, b"content-length", self.body.len().to_string().as_bytes());
+        }
+        Ok(crate::h2::Request { block: block.into(), body: self.body.clone().into() })
+    }
+}
+
 fn push_header(out: &mut Vec<u8>, name: &str, value: &str) {
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b": ");

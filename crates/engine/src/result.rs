@@ -242,6 +242,8 @@ pub struct BenchResult {
     /// The soft open-file limit in force during the run.
     pub fd_limit: u64,
     pub pacing: crate::Pacing,
+    /// The HTTP version spoken (over TLS, the one ALPN chose: every connection checks it).
+    pub protocol: crate::Protocol,
     /// The local interface the traffic crossed, and its speed when known.
     pub link: crate::Link,
     /// The path's handshake RTT, idle and under load (see [`crate::probe`]).

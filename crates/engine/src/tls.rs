@@ -61,7 +61,7 @@ pub fn reason(err: &io::Error) -> Option<&str> {
 
 /// The client configuration every connection of a run shares, so that sessions resume across
 /// them. Trust: `cacert`'s certificates, else the system's (`/etc/ssl/certs`).
-pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
+pub fn client_config(opts: &TlsOptions, h2: bool) -> Result<Arc<ClientConfig>, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let versions: &[&rustls::SupportedProtocolVersion] = match opts.version {
         None => rustls::DEFAULT_VERSIONS,
@@ -98,7 +98,9 @@ pub fn client_config(opts: &TlsOptions) -> Result<Arc<ClientConfig>, String> {
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // ALPN (RFC 7301) offers only what the run speaks: `--http2` needs h2 (RFC 9113 section
+    // 3.2), and a server that does not choose it cannot carry the run.
+    config.alpn_protocols = vec![if h2 { b"h2".to_vec() } else { b"http/1.1".to_vec() }];
     if !opts.resume {
         config.resumption = rustls::client::Resumption::disabled();
     }
@@ -119,6 +121,7 @@ pub fn preflight(
     name: ServerName<'static>,
     config: Arc<ClientConfig>,
     timeout: Duration,
+    h2: bool,
 ) -> Result<(), String> {
     let mut tcp =
         std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| e.to_string())?;
@@ -128,6 +131,11 @@ pub fn preflight(
     while conn.is_handshaking() {
         conn.complete_io(&mut tcp).map_err(|e| match reason(&e) {
             Some(r) => format!("TLS: {r}"),
+            // RFC 7301 section 3.2: the alert a server sends when it has none of the protocols
+            // offered.
+            None if h2 && e.to_string().contains("NoApplicationProtocol") => {
+                format!("TLS: the server does not speak h2 (no ALPN protocol in common: {e})")
+            }
             None if e.kind() == io::ErrorKind::WouldBlock
                 || e.kind() == io::ErrorKind::TimedOut =>
             {
@@ -136,9 +144,14 @@ pub fn preflight(
             None => format!("TLS: {e}"),
         })?;
     }
+    let chosen = conn.alpn_protocol().map(|p| String::from_utf8_lossy(p).into_owned());
     conn.send_close_notify();
     let _ = conn.complete_io(&mut tcp);
-    Ok(())
+    match chosen {
+        Some(p) if h2 && p != "h2" => Err(format!("TLS: the server chose {p} by ALPN, not h2")),
+        None if h2 => Err("TLS: the server did not select h2 by ALPN (no HTTP/2)".into()),
+        _ => Ok(()),
+    }
 }
 
 /// HTTP/1.1 over TLS on a non-blocking socket.
@@ -161,6 +174,11 @@ impl TlsStream {
     /// The handshake is over: application data flows.
     pub fn handshaken(&self) -> bool {
         !self.tls.is_handshaking()
+    }
+
+    /// The server chose h2 by ALPN.
+    pub fn alpn_h2(&self) -> bool {
+        self.tls.alpn_protocol() == Some(b"h2")
     }
 
     /// The handshake resumed an earlier session.

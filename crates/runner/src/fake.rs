@@ -58,6 +58,7 @@ pub fn result(
         },
         fd_limit: 1 << 20,
         pacing,
+        protocol: loadlab_engine::Protocol::Http1,
         link: Link { interface: Some("lo".into()), speed_mbps: None },
         path: PathRtt::default(),
     }

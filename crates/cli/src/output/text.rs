@@ -42,6 +42,11 @@ impl Render for Text {
             ),
             _ => format!("{} connections", c.connections),
         };
+        let model = match (r.protocol, c.url.starts_with("https://")) {
+            ("h2", true) => format!("{model} x {} streams, h2 (ALPN)", c.streams),
+            ("h2", false) => format!("{model} x {} streams, h2c (prior knowledge)", c.streams),
+            _ => model,
+        };
         writeln!(out, "  {model}, {} threads, {keepalive}, {stop}{warm}", c.threads)?;
         writeln!(
             out,
@@ -199,6 +204,7 @@ impl Render for Text {
             .map(|(k, n)| format!("{k}: {}", count(*n as f64)))
             .chain(r.errors_other_errno.iter().map(|(errno, n)| format!("(errno {errno}: {n})")))
             .chain(r.errors_tls.iter().map(|(why, n)| format!("(tls {why}: {n})")))
+            .chain(r.errors_h2.iter().map(|(why, n)| format!("(h2 {why}: {n})")))
             .collect();
         writeln!(
             out,

@@ -8,6 +8,7 @@ mod fd_limit;
 mod habits;
 mod hostile_failures;
 mod hostile_framing;
+mod http2;
 mod interrupt;
 mod link;
 mod nginx_bench;
@@ -63,6 +64,16 @@ pub fn bench(url: &str, args: &[&str], code: i32) -> Value {
     let (report, output) = run_json(&all);
     assert_exit(&output, code);
     report
+}
+
+/// `loadlab bench ARGS`, which must be refused before any load (exit 3): its stderr.
+pub fn refused(args: &[&str]) -> String {
+    let mut cmd = crate::support::loadlab();
+    cmd.arg("bench").args(args);
+    let out = crate::support::output_within(cmd, crate::support::RUN_LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    stderr
 }
 
 /// Asserts the exit code, and that no panic message reached stderr whatever the code.

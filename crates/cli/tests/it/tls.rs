@@ -10,8 +10,7 @@ use std::thread;
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use super::{bench, uint};
-use crate::support::{loadlab, output_within, RUN_LIMIT};
+use super::{bench, refused, uint};
 
 /// A CA, and a certificate for localhost and 127.0.0.1 that it signed.
 struct Certs {
@@ -92,16 +91,6 @@ fn serve_with(
         }
     });
     addr
-}
-
-/// `loadlab bench ARGS`, which must be refused before any load (exit 3): its stderr.
-fn refused(args: &[&str]) -> String {
-    let mut cmd = loadlab();
-    cmd.arg("bench").args(args);
-    let out = output_within(cmd, RUN_LIMIT);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
-    stderr
 }
 
 #[test]

@@ -4,6 +4,7 @@
 // Each test module uses a different part of this; what one build leaves unused is not dead.
 #![allow(dead_code, unused_imports, unused_macros)]
 
+pub mod h2peer;
 pub mod nginx;
 pub mod servers;
 pub mod skip;
@@ -11,10 +12,11 @@ pub mod skip;
 #[cfg(test)]
 mod selftest;
 
+pub use h2peer::{H2Behaviour, H2Peer};
 /// Polls a condition until it holds or a limit passes: for state another thread or process
 /// reaches eventually, so tests wait for it instead of sleeping. The lab's own poller.
 pub use loadlab_lab::wait::until as wait_until;
-pub(crate) use nginx::{require_nginx, Nginx};
+pub(crate) use nginx::{require_nginx, Listen, Nginx};
 pub use servers::{closed_port, Behaviour, Request, TestServer};
 pub use skip::Skip;
 

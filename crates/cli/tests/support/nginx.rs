@@ -24,7 +24,10 @@ const PORT_ATTEMPTS: usize = 5;
 /// `let nginx = require_nginx!(&[("hello.txt", b"hello")]);`
 macro_rules! require_nginx {
     ($files:expr) => {
-        match $crate::support::nginx::Nginx::start($files) {
+        $crate::support::nginx::require_nginx!($files, Default::default())
+    };
+    ($files:expr, $listen:expr) => {
+        match $crate::support::nginx::Nginx::start_with($files, $listen) {
             Ok(nginx) => nginx,
             Err(skip) => {
                 skip.report();
@@ -39,12 +42,36 @@ pub struct Nginx {
     child: Child,
     port: u16,
     dir: TempDir,
+    tls: bool,
+}
+
+/// How the private nginx listens.
+#[derive(Debug, Clone, Copy)]
+pub struct Listen {
+    /// HTTP/2 (`http2` on the listener): h2c by prior knowledge, or h2 by ALPN with `tls`.
+    pub http2: bool,
+    /// TLS with a self-signed certificate for 127.0.0.1 made for this instance.
+    pub tls: bool,
+    /// nginx's `keepalive_requests`: after that many requests a connection ends (over HTTP/2
+    /// with a GOAWAY).
+    pub keepalive_requests: u32,
+}
+
+impl Default for Listen {
+    fn default() -> Self {
+        Listen { http2: false, tls: false, keepalive_requests: 1_000_000 }
+    }
 }
 
 impl Nginx {
     /// nginx serving `files` (paths relative to the docroot) on 127.0.0.1. Err only when
     /// nginx is missing and skipping is allowed; any failure to start panics with its logs.
     pub fn start(docroot_files: &[(&str, &[u8])]) -> Result<Nginx, Skip> {
+        Nginx::start_with(docroot_files, Listen::default())
+    }
+
+    /// The same, listening as `listen` says.
+    pub fn start_with(docroot_files: &[(&str, &[u8])], listen: Listen) -> Result<Nginx, Skip> {
         let binary = skip::find_program("nginx", &["/usr/sbin/nginx"])
             .ok_or_else(|| skip::missing("nginx", "nginx"))?;
         let dir = tempfile::Builder::new().prefix("loadlab-nginx-").tempdir().expect("temp dir");
@@ -58,9 +85,15 @@ impl Nginx {
                 .expect("create docroot subdirectory");
             fs::write(&path, contents).expect("write docroot file");
         }
+        if listen.tls {
+            let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).expect("cert");
+            fs::write(dir.path().join("cert.pem"), cert.cert.pem()).expect("cert.pem");
+            fs::write(dir.path().join("key.pem"), cert.key_pair.serialize_pem()).expect("key");
+        }
         for attempt in 1..=PORT_ATTEMPTS {
             let port = free_port();
-            fs::write(dir.path().join("nginx.conf"), config(dir.path(), port)).expect("conf");
+            let conf = config(dir.path(), port, listen);
+            fs::write(dir.path().join("nginx.conf"), conf).expect("conf");
             // A stale pid file would read as "started" before this attempt has bound.
             let _ = fs::remove_file(pid_file(dir.path()));
             let mut child = Command::new(&binary)
@@ -74,7 +107,7 @@ impl Nginx {
                 .spawn()
                 .expect("spawn nginx");
             match wait_until_serving(&mut child, dir.path(), port) {
-                Ok(()) => return Ok(Nginx { child, port, dir }),
+                Ok(()) => return Ok(Nginx { child, port, dir, tls: listen.tls }),
                 Err(Some(_)) if attempt < PORT_ATTEMPTS && lost_port_race(dir.path()) => continue,
                 Err(status) => {
                     let status = status.map_or_else(|| stop(&mut child), Some);
@@ -88,7 +121,8 @@ impl Nginx {
     /// `http://127.0.0.1:PORT` followed by `path` (a leading `/` is added if missing).
     pub fn url(&self, path: &str) -> String {
         let slash = if path.starts_with('/') { "" } else { "/" };
-        format!("http://127.0.0.1:{}{slash}{path}", self.port)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}{slash}{path}", self.port)
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -132,8 +166,18 @@ pub fn process_exists(pid: i32) -> bool {
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-fn config(dir: &Path, port: u16) -> String {
+fn config(dir: &Path, port: u16, listen: Listen) -> String {
     let d = dir.display();
+    let mut options = String::new();
+    let mut tls = String::new();
+    if listen.tls {
+        options.push_str(" ssl");
+        tls = format!("ssl_certificate \"{d}/cert.pem\"; ssl_certificate_key \"{d}/key.pem\";");
+    }
+    if listen.http2 {
+        options.push_str(" http2");
+    }
+    let keepalive_requests = listen.keepalive_requests;
     // Run as root, the master would switch workers to `nobody`, which cannot enter the 0700
     // temp dir; as anyone else the directive is ignored with a warning, so add it only then.
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -151,7 +195,7 @@ events {{
 }}
 http {{
     access_log off;
-    keepalive_requests 1000000;
+    keepalive_requests {keepalive_requests};
     default_type application/octet-stream;
     client_body_temp_path "{d}/tmp/client_body";
     proxy_temp_path "{d}/tmp/proxy";
@@ -159,8 +203,9 @@ http {{
     uwsgi_temp_path "{d}/tmp/uwsgi";
     scgi_temp_path "{d}/tmp/scgi";
     server {{
-        listen 127.0.0.1:{port};
+        listen 127.0.0.1:{port}{options};
         root "{d}/www";
+        {tls}
     }}
 }}
 "#

@@ -2,11 +2,15 @@
 //! read buffer and its recorders. Nothing here is shared with other workers except the request
 //! budget, taken in chunks, and relaxed progress counters, published once per loop turn.
 //!
-//! The loop is the same for every load model; [`Pacing`] decides only what a slot does when
-//! it becomes free (send again at once, go back to the idle pool, or close), and whether
-//! scheduled arrivals are dispatched. All socket system calls live in `Conn::{connect,
-//! finish_connect, write_request}` and [`Worker::read`], so another I/O backend (io_uring) can
-//! replace them without touching the accounting.
+//! The loop is the same for every load model and protocol; [`Pacing`] decides only what a
+//! slot does when it becomes free (send again at once, go back to the idle pool, or close),
+//! and whether scheduled arrivals are dispatched. Over HTTP/2 a slot is a connection whose
+//! requests are streams (`multiplex`); a request's outcome enters the tallies the same way
+//! whatever carried it (`Exchange`). All socket system calls live in `Conn::{connect,
+//! finish_connect, write_request}`, [`Worker::read`] and the multiplexed connection's read and
+//! flush, so another I/O backend (io_uring) can replace them without touching the accounting.
+
+mod multiplex;
 
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
@@ -20,13 +24,15 @@ use mio::{Events, Poll, Token};
 use crate::check::{BodyCheck, Validation};
 use crate::conn::Stream;
 use crate::conn::{Conn, State};
+use crate::exchange::{us, Exchange, Recording};
+use crate::h2::Session;
 use crate::http::{Limits, Parser, Progress};
 use crate::pacing::{Budget, Pacing};
 use crate::result::{Tally, WorkerReport};
 use crate::schedule::Schedule;
 use crate::sys::ThreadAccount;
 use crate::timer::Timer;
-use crate::{Control, ErrorClass};
+use crate::{Control, ErrorClass, Protocol};
 
 /// Size of the worker's single read buffer. Connections share it, so memory does not grow
 /// with the connection count; a head that spans reads is kept by the connection's parser.
@@ -59,6 +65,9 @@ pub(crate) struct WorkerSpec {
     pub head_request: bool,
     pub keepalive: bool,
     pub pacing: Pacing,
+    pub protocol: Protocol,
+    /// HTTP/2: the request's HEADERS block and body, encoded once for the run.
+    pub h2_request: Option<Arc<crate::h2::Request>>,
     /// Closed loop: this worker's connections. Open loop and sessions: the most it may open.
     pub connections: usize,
     pub timeout: Duration,
@@ -105,6 +114,8 @@ pub(crate) struct Worker {
     refused_at_end: u64,
     /// Slots in `State::Connecting`.
     connecting: usize,
+    /// HTTP/2 slots with frames queued in this loop turn, written together at its end.
+    dirty: Vec<usize>,
     last_event: Instant,
     control: Arc<Control>,
     /// Open loop: responses carry the kernel's arrival stamp, so the loop may read them late
@@ -155,12 +166,15 @@ impl Worker {
             peak_open: 0,
             refused_at_end: 0,
             connecting: 0,
+            dirty: Vec::new(),
             last_event: spec.measure_start,
             // Unix sockets carry no arrival stamps, and TLS reads records, not the segments
             // the stamps belong to: their responses wake the loop as they come.
+            // HTTP/2 reads carry many streams' frames at once: they are timed when read.
             stamped: matches!(spec.pacing, Pacing::Open { .. })
                 && spec.unix.is_none()
-                && spec.tls.is_none(),
+                && spec.tls.is_none()
+                && spec.protocol == Protocol::Http1,
             harvesting: false,
             spec,
             control,
@@ -172,9 +186,20 @@ impl Worker {
     }
 
     fn add_slot(&mut self) -> usize {
+        let now = Instant::now();
         let mut parser = Parser::new(self.spec.limits);
         parser.capture_server();
-        let conn = Conn::new(parser, BodyCheck::new(&self.spec.validation), Instant::now());
+        let exchange = || Exchange::new(BodyCheck::new(&self.spec.validation), now);
+        let h2 = match self.spec.protocol {
+            Protocol::Http1 => None,
+            Protocol::Http2 { streams } => Some(Box::new(Session::new(
+                streams,
+                &self.spec.limits,
+                self.spec.head_request,
+                exchange,
+            ))),
+        };
+        let conn = Conn::new(parser, exchange(), h2, now);
         self.conns.push(conn);
         self.conns.len() - 1
     }
@@ -235,6 +260,7 @@ impl Worker {
                 self.start_request(idx, now, now);
             }
             self.dispatch(now, now);
+            self.flush_dirty(now);
 
             let mut wake = next_sweep;
             if let Some(end) = self.spec.end {
@@ -253,8 +279,9 @@ impl Worker {
             // wake-up per send rather than one per send and one per response.
             // Not while a response is arriving in pieces: one larger than the socket's buffer
             // would stall the server until it is read, and the stamps would time that stall.
-            let receiving =
-                || self.conns.iter().any(|c| c.state == State::Reading && c.first_byte.is_some());
+            let receiving = || {
+                self.conns.iter().any(|c| c.state == State::Reading && c.ex.first_byte.is_some())
+            };
             if let (true, false, Some(timer)) = (self.stamped, timeout.is_zero(), &self.timer) {
                 // A send time already past means dispatch found no connection for it: then
                 // only an event (a response, a connect) can let it go, so wait for one.
@@ -281,6 +308,7 @@ impl Worker {
                 }
             }
             self.harvesting = false;
+            self.flush_dirty(now);
             let done = (self.tally.completed, self.tally.failed);
             if done != published {
                 self.control.completed.fetch_add(done.0 - published.0, Ordering::Relaxed);
@@ -289,8 +317,8 @@ impl Worker {
             }
         };
         let account = ThreadAccount::thread().since(&account_start);
-        self.tally.unfinished = self.refused_at_end
-            + self.conns.iter().filter(|c| c.measured && c.in_flight()).count() as u64;
+        self.tally.unfinished =
+            self.refused_at_end + self.conns.iter().map(Conn::measured_in_flight).sum::<u64>();
         if let (Some(schedule), false) = (self.schedule.as_mut(), self.budget_spent) {
             // Arrivals due in the measured window that never went out: the schedule was not
             // kept, and the report must say by how much.
@@ -316,12 +344,15 @@ impl Worker {
     /// the rate low by their share of the budget: 100 connections of 80 KB pages behind
     /// 100 Mbit/s gave 139 req/s over 1,000 requests with a 1 s warm-up, 147 without one.
     fn adopt_warm_up(&mut self) {
-        for conn in self.conns.iter_mut().filter(|c| c.in_flight() && !c.measured) {
+        if self.spec.protocol.is_h2() {
+            return self.adopt_warm_up_streams();
+        }
+        for conn in self.conns.iter_mut().filter(|c| c.in_flight() && !c.ex.measured) {
             if !self.budget.take() {
                 self.budget_spent = true;
                 return;
             }
-            conn.measured = true;
+            conn.ex.measured = true;
             if conn.state == State::Reading {
                 self.tally.sent += 1;
             }
@@ -357,6 +388,7 @@ impl Worker {
             due = schedule.peek();
             if let Pacing::Sessions { calls, .. } = self.spec.pacing {
                 self.conns[idx].calls_left = calls;
+                self.conns[idx].calls_unstarted = calls;
             }
             self.start_scheduled(idx, now, this);
         }
@@ -375,6 +407,9 @@ impl Worker {
 
     /// A slot for the next arrival: an idle keep-alive connection, a free slot, or a new one.
     fn take_slot(&mut self) -> Option<usize> {
+        if self.spec.protocol.is_h2() {
+            return self.take_stream_slot();
+        }
         if let Some(idx) = self.idle.pop() {
             return Some(idx);
         }
@@ -386,6 +421,9 @@ impl Worker {
 
     /// Gives a slot back after its request or session ended (open loop and sessions).
     fn release(&mut self, idx: usize) {
+        if self.conns[idx].h2.is_some() {
+            return self.release_connection(idx);
+        }
         let conn = &mut self.conns[idx];
         conn.state = State::Idle;
         if conn.stream.is_some() && matches!(self.spec.pacing, Pacing::Open { .. }) {
@@ -409,6 +447,9 @@ impl Worker {
     }
 
     fn start(&mut self, idx: usize, now: Instant, due: Instant, scheduled: bool) {
+        if self.conns[idx].h2.is_some() {
+            return self.start_streams(idx, now, due, scheduled);
+        }
         let measured = due >= self.spec.measure_start;
         if self.spec.pacing == Pacing::Closed && measured && !self.budget.take() {
             self.budget_spent = true;
@@ -417,15 +458,8 @@ impl Worker {
             return;
         }
         let conn = &mut self.conns[idx];
-        conn.measured = measured;
-        conn.due = due;
-        conn.started = now;
-        conn.connected = now;
-        conn.first_byte = None;
-        conn.resp_bytes = 0;
-        conn.deadline = now + self.spec.timeout;
+        conn.ex.begin(now, due, self.spec.timeout, measured);
         conn.parser.reset(self.spec.head_request);
-        conn.check.reset();
         if measured && scheduled {
             self.tally.timings.late.record(us(now.saturating_duration_since(due)));
         }
@@ -434,6 +468,13 @@ impl Worker {
             self.write(idx, now);
             return;
         }
+        if let Err(e) = self.open_connection(idx, now) {
+            self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now);
+        }
+    }
+
+    /// Starts connecting slot `idx` (its deadline the connect timeout from `now`).
+    fn open_connection(&mut self, idx: usize, now: Instant) -> io::Result<()> {
         let source = (!self.spec.source_ips.is_empty()).then(|| {
             let ip = self.spec.source_ips[self.source_next % self.spec.source_ips.len()];
             self.source_next += 1;
@@ -442,25 +483,25 @@ impl Worker {
         let conn = &mut self.conns[idx];
         let (addr, unix) = (self.spec.addr, self.spec.unix.as_deref());
         let to = crate::conn::To { addr, unix, tls: self.spec.tls.as_ref() };
-        match conn.connect(self.poll.registry(), Token(idx), to, source, self.stamped) {
-            Ok(()) => {
-                self.connecting += 1;
-                conn.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);
-                conn.opened = now;
-                conn.replies_on_socket = 0;
-                self.open += 1;
-                self.peak_open = self.peak_open.max(self.open);
-                if measured {
-                    self.tally.connections_opened += 1;
-                }
-            }
-            Err(e) => self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
+        conn.connect(self.poll.registry(), Token(idx), to, source, self.stamped)?;
+        self.connecting += 1;
+        conn.ex.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);
+        conn.opened = now;
+        conn.replies_on_socket = 0;
+        self.open += 1;
+        self.peak_open = self.peak_open.max(self.open);
+        if conn.ex.measured {
+            self.tally.connections_opened += 1;
         }
+        Ok(())
     }
 
     fn on_event(&mut self, event: &Event) {
         let idx = event.token().0;
         let now = Instant::now();
+        if self.conns[idx].h2.is_some() {
+            return self.on_multiplexed_event(idx, event, now);
+        }
         if self.conns[idx].state == State::Idle {
             // An idle keep-alive connection became readable: the server closed it (its
             // keep-alive timeout) or sent what nobody asked for. Either way it cannot carry
@@ -483,8 +524,8 @@ impl Worker {
                 Ok(true) => {
                     self.connecting -= 1;
                     let conn = &mut self.conns[idx];
-                    conn.connected = now;
-                    conn.deadline = conn.started + self.spec.timeout;
+                    conn.ex.connected = now;
+                    conn.ex.deadline = conn.ex.started + self.spec.timeout;
                     conn.state = State::Writing { sent: 0 };
                 }
                 Ok(false) => return,
@@ -520,8 +561,8 @@ impl Worker {
             if t.handshaken() {
                 conn.tls_done = Some(now);
                 conn.tls_resumed = t.resumed();
-                if conn.state == State::Reading && conn.written < now {
-                    conn.written = now;
+                if conn.state == State::Reading && conn.ex.written < now {
+                    conn.ex.written = now;
                 }
             }
         }
@@ -531,9 +572,9 @@ impl Worker {
         let conn = &mut self.conns[idx];
         match conn.write_request(&self.spec.request) {
             Ok(true) => {
-                conn.written = now;
+                conn.ex.written = now;
                 conn.state = State::Reading;
-                if conn.measured {
+                if conn.ex.measured {
                     self.tally.sent += 1;
                 }
             }
@@ -544,7 +585,7 @@ impl Worker {
 
     /// A failed read or write: its class, and for TLS its reason, kept with the counts.
     fn fail_io(&mut self, idx: usize, e: &io::Error, now: Instant) {
-        if let (Some(reason), true) = (crate::tls::reason(e), self.conns[idx].measured) {
+        if let (Some(reason), true) = (crate::tls::reason(e), self.conns[idx].ex.measured) {
             *self.tally.errors.tls_reasons.entry(reason.to_string()).or_insert(0) += 1;
         }
         self.fail(idx, ErrorClass::from_io(e), e.raw_os_error(), now)
@@ -568,7 +609,7 @@ impl Worker {
             // When these bytes arrived: the kernel's stamp where the loop may have read them
             // late, never before the request went out.
             let at = match (self.harvesting, stamp) {
-                (true, Some(s)) => arrived(s, now, conn.written),
+                (true, Some(s)) => arrived(s, now, conn.ex.written),
                 _ => now,
             };
             if n == 0 {
@@ -577,23 +618,23 @@ impl Worker {
                     Err(e) => self.fail(idx, e.class(), None, now),
                 };
             }
-            conn.first_byte.get_or_insert(at);
-            let check = &mut conn.check;
+            conn.ex.first_byte.get_or_insert(at);
+            let check = &mut conn.ex.check;
             match conn.parser.feed(&self.buf[..n], &mut |b| check.update(b)) {
                 Ok(Progress::Partial) => {
-                    conn.resp_bytes += n as u64;
+                    conn.ex.resp_bytes += n as u64;
                     if n < self.buf.len() && !must_drain {
                         return;
                     }
                 }
                 Ok(Progress::Complete { consumed }) => {
-                    conn.resp_bytes += consumed as u64;
+                    conn.ex.resp_bytes += consumed as u64;
                     // Bytes after the response were never asked for (no pipelining): the
                     // connection's framing can no longer be trusted, so it is not reused.
                     return self.complete(idx, at, consumed < n);
                 }
                 Err(e) => {
-                    conn.resp_bytes += n as u64;
+                    conn.ex.resp_bytes += n as u64;
                     return self.fail(idx, e.class(), None, now);
                 }
             }
@@ -613,7 +654,7 @@ impl Worker {
     /// it budgeted, so that completed + failed = N.
     fn count_by_end(&mut self, idx: usize, now: Instant) {
         if self.spec.end.is_some() {
-            self.conns[idx].measured = now >= self.spec.measure_start;
+            self.conns[idx].ex.measured = now >= self.spec.measure_start;
         }
     }
 
@@ -627,43 +668,22 @@ impl Worker {
         if self.server.is_none() {
             self.server = conn.parser.take_server();
         }
-        conn.replies_on_socket += 1;
-        if conn.measured {
-            let t = &mut self.tally;
-            let status = conn.parser.status();
-            t.status[usize::from(status).min(999)] += 1;
-            t.bytes_total += conn.resp_bytes;
-            t.bytes_body += conn.parser.body_len();
-            let second = second_of(self.spec.measure_start, now);
-            t.series.at(second).bytes += conn.resp_bytes;
-            if conn.check.finish(&self.spec.validation, status).is_none() {
-                t.completed += 1;
-                t.series.at(second).completed += 1;
-                let total = now.saturating_duration_since(conn.started);
-                let connect = conn.connected.saturating_duration_since(conn.started);
-                let first = conn.first_byte.unwrap_or(now);
-                t.timings.total.record(us(total));
-                t.timings.connect.record(us(connect));
-                t.timings.waiting.record(us(first.saturating_duration_since(conn.written)));
-                t.timings.processing.record(us(total.saturating_sub(connect)));
-                if let Some(done) = conn.tls_done.filter(|_| conn.replies_on_socket == 1) {
-                    t.timings.tls.record(us(done.saturating_duration_since(conn.connected)));
-                    t.tls_resumed += u64::from(conn.tls_resumed);
-                }
-                if self.schedule.is_some() {
-                    t.timings.corrected.record(us(now.saturating_duration_since(conn.due)));
-                }
-                t.lengths.record(conn.parser.body_len());
-            } else {
-                t.count_failure(ErrorClass::Validation, None, second);
-            }
+        let tls = conn.count_reply();
+        if conn.ex.measured {
+            let (status, body_len) = (conn.parser.status(), conn.parser.body_len());
+            let recording = Recording {
+                measure_start: self.spec.measure_start,
+                validation: &self.spec.validation,
+                scheduled: self.schedule.is_some(),
+            };
+            conn.ex.record_completion(&mut self.tally, &recording, status, body_len, tls, now);
             self.last_event = now;
         }
         conn.state = State::Idle;
         let reusable = !must_close && self.spec.keepalive && conn.parser.keep_alive();
         if !reusable {
             self.close(idx);
-        } else if self.conns[idx].measured {
+        } else if self.conns[idx].ex.measured {
             self.tally.keepalive += 1;
         }
         match self.spec.pacing {
@@ -692,7 +712,7 @@ impl Worker {
             // at once (no socket, no source address) as the last due arrivals go out never
             // entered flight, so the final count of slots in flight would miss it.
             let conn = &self.conns[idx];
-            if conn.measured && !conn.in_flight() {
+            if conn.ex.measured && !conn.in_flight() {
                 self.refused_at_end += 1;
             }
             return;
@@ -702,10 +722,8 @@ impl Worker {
             self.connecting -= 1;
         }
         let conn = &mut self.conns[idx];
-        if conn.measured {
-            let t = &mut self.tally;
-            t.bytes_total += conn.resp_bytes;
-            t.count_failure(class, errno, second_of(self.spec.measure_start, now));
+        if conn.ex.measured {
+            conn.ex.record_failure(&mut self.tally, self.spec.measure_start, class, errno, now);
             self.last_event = now;
         }
         self.close(idx);
@@ -722,11 +740,15 @@ impl Worker {
     /// Fails requests past their deadline and wakes slots whose backoff is over.
     fn sweep(&mut self, now: Instant) {
         for idx in 0..self.conns.len() {
+            if self.conns[idx].h2.is_some() {
+                self.sweep_streams(idx, now);
+                continue;
+            }
             match self.conns[idx].state {
-                State::Connecting if now >= self.conns[idx].deadline => {
+                State::Connecting if now >= self.conns[idx].ex.deadline => {
                     self.fail(idx, ErrorClass::ConnectTimeout, None, now)
                 }
-                State::Writing { .. } | State::Reading if now >= self.conns[idx].deadline => {
+                State::Writing { .. } | State::Reading if now >= self.conns[idx].ex.deadline => {
                     self.fail(idx, ErrorClass::ClientTimeout, None, now)
                 }
                 State::Backoff(at) if now >= at => {
@@ -741,9 +763,12 @@ impl Worker {
     /// Closes slot `idx`'s connection, if it has one, and records how long it lived.
     fn close(&mut self, idx: usize) {
         let conn = &mut self.conns[idx];
+        if let Some(h2) = conn.h2.as_mut() {
+            h2.disconnected();
+        }
         if conn.stream.is_some() {
             let life = Instant::now().saturating_duration_since(conn.opened);
-            if conn.measured {
+            if conn.ex.measured {
                 self.tally.conn_life.record(us(life));
                 self.tally.conn_replies += conn.replies_on_socket;
             }
@@ -751,17 +776,6 @@ impl Worker {
             self.open -= 1;
         }
     }
-}
-
-/// The per-second bucket an event at `now` belongs to.
-#[inline]
-fn second_of(measure_start: Instant, now: Instant) -> usize {
-    now.saturating_duration_since(measure_start).as_secs() as usize
-}
-
-#[inline]
-fn us(d: Duration) -> u64 {
-    d.as_micros() as u64
 }
 
 /// The instant a received segment arrived, from its kernel stamp (wall clock): `now` less

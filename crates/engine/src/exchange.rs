@@ -1,0 +1,130 @@
+//! One request's exchange, whatever carries it (an HTTP/1.1 connection or an HTTP/2 stream):
+//! its timeline, its validation, and the one place where its outcome enters the tallies.
+
+use std::time::{Duration, Instant};
+
+use crate::check::{BodyCheck, Validation};
+use crate::result::Tally;
+use crate::ErrorClass;
+
+#[derive(Debug)]
+pub(crate) struct Exchange {
+    /// When the request was due: its start in the closed loop, its scheduled time in the open
+    /// loop (latency measured from here is corrected for coordinated omission).
+    pub due: Instant,
+    /// The request's start (its connect included, if it needed one).
+    pub started: Instant,
+    /// When the connection was established; equals `started` on a reused connection.
+    pub connected: Instant,
+    /// When the last request byte was written.
+    pub written: Instant,
+    pub first_byte: Option<Instant>,
+    /// When the request (or its connect) times out.
+    pub deadline: Instant,
+    /// Whether the request counts (it started after warm-up and was budgeted).
+    pub measured: bool,
+    /// Bytes received for the response.
+    pub resp_bytes: u64,
+    pub check: BodyCheck,
+}
+
+/// What recording needs to know of the run.
+pub(crate) struct Recording<'a> {
+    pub measure_start: Instant,
+    pub validation: &'a Validation,
+    /// The run follows a schedule: latency from the due time is recorded too.
+    pub scheduled: bool,
+}
+
+impl Exchange {
+    pub fn new(check: BodyCheck, now: Instant) -> Exchange {
+        Exchange {
+            due: now,
+            started: now,
+            connected: now,
+            written: now,
+            first_byte: None,
+            deadline: now,
+            measured: false,
+            resp_bytes: 0,
+            check,
+        }
+    }
+
+    /// Starts a new request at `now`, due at `due`.
+    pub fn begin(&mut self, now: Instant, due: Instant, timeout: Duration, measured: bool) {
+        self.measured = measured;
+        self.due = due;
+        self.started = now;
+        self.connected = now;
+        self.written = now;
+        self.first_byte = None;
+        self.resp_bytes = 0;
+        self.deadline = now + timeout;
+        self.check.reset();
+    }
+
+    /// A complete response with `status` and a body of `body_len` bytes arrived at `now`:
+    /// counted as completed, or as a validation failure. `tls` is the connection's handshake
+    /// (its time and whether it resumed), given with the first response it carried.
+    pub fn record_completion(
+        &mut self,
+        t: &mut Tally,
+        r: &Recording<'_>,
+        status: u16,
+        body_len: u64,
+        tls: Option<(Duration, bool)>,
+        now: Instant,
+    ) {
+        t.status[usize::from(status).min(999)] += 1;
+        t.bytes_total += self.resp_bytes;
+        t.bytes_body += body_len;
+        let second = second_of(r.measure_start, now);
+        t.series.at(second).bytes += self.resp_bytes;
+        if self.check.finish(r.validation, status).is_some() {
+            t.count_failure(ErrorClass::Validation, None, second);
+            return;
+        }
+        t.completed += 1;
+        t.series.at(second).completed += 1;
+        let total = now.saturating_duration_since(self.started);
+        let connect = self.connected.saturating_duration_since(self.started);
+        let first = self.first_byte.unwrap_or(now);
+        t.timings.total.record(us(total));
+        t.timings.connect.record(us(connect));
+        t.timings.waiting.record(us(first.saturating_duration_since(self.written)));
+        t.timings.processing.record(us(total.saturating_sub(connect)));
+        if let Some((handshake, resumed)) = tls {
+            t.timings.tls.record(us(handshake));
+            t.tls_resumed += u64::from(resumed);
+        }
+        if r.scheduled {
+            t.timings.corrected.record(us(now.saturating_duration_since(self.due)));
+        }
+        t.lengths.record(body_len);
+    }
+
+    /// The request failed at `now` in `class`.
+    pub fn record_failure(
+        &self,
+        t: &mut Tally,
+        measure_start: Instant,
+        class: ErrorClass,
+        errno: Option<i32>,
+        now: Instant,
+    ) {
+        t.bytes_total += self.resp_bytes;
+        t.count_failure(class, errno, second_of(measure_start, now));
+    }
+}
+
+/// The per-second bucket an event at `now` belongs to.
+#[inline]
+pub(crate) fn second_of(measure_start: Instant, now: Instant) -> usize {
+    now.saturating_duration_since(measure_start).as_secs() as usize
+}
+
+#[inline]
+pub(crate) fn us(d: Duration) -> u64 {
+    d.as_micros() as u64
+}
