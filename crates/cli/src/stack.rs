@@ -111,6 +111,14 @@ struct UpArgs {
     /// pair shaped with tc (root; bandwidth only for now: delay and loss are refused).
     #[arg(long, value_name = "PROFILE")]
     net: Option<String>,
+    /// HTTPS on the front tier (nginx ssl, Apache mod_ssl, hitch in front of Varnish), with a
+    /// certificate from a CA made for the instance (`stack show` names the CA file).
+    #[arg(long, default_value = "off", value_name = "on|off")]
+    tls: OnOff,
+    /// HTTP/2 on the front tier: h2 by ALPN with --tls on, h2c (prior knowledge) without.
+    /// Not with Apache prefork + mod_php (mod_http2 needs the event MPM).
+    #[arg(long, default_value = "off", value_name = "on|off")]
+    http2: OnOff,
     /// Print JSON: {"id", "name", "url", "pids", ...}.
     #[arg(long)]
     json: bool,
@@ -253,6 +261,8 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
         access_log: args.access_log,
         cpus: args.cpus.clone(),
         net: args.net.clone(),
+        tls: args.tls,
+        http2: args.http2,
     };
     let control = signals::control()?;
     let cancel = || signals::interrupted(&control);
@@ -409,7 +419,9 @@ fn show(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
     let record = lab.record(id).map_err(lab_failure)?;
     let captured = lab.capture(id).map_err(lab_failure)?;
     if json {
-        writeln!(std::io::stdout(), "{:#}", json!({ "instance": record, "captured": captured }))?;
+        let tls = lab.tls_settings(id).map_err(lab_failure)?;
+        let value = json!({ "instance": record, "tls": tls, "captured": captured });
+        writeln!(std::io::stdout(), "{value:#}")?;
         return Ok(OK);
     }
     let mut out = std::io::stdout().lock();

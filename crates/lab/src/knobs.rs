@@ -1,5 +1,6 @@
 //! The settings an experiment varies on a stack (keep-alive, gzip, OPcache, workers, access
-//! logs, CPUs), with the defaults that hold when a knob is not given.
+//! logs, CPUs, TLS and HTTP/2 on the front tier), with the defaults that hold when a knob is
+//! not given.
 
 use std::fmt;
 use std::str::FromStr;
@@ -75,6 +76,12 @@ pub struct Knobs {
     /// The network profile the stack runs behind (see [`crate::net`]): `None` or `loopback`
     /// is 127.0.0.1; another puts the stack in a namespace of its own behind a shaped link.
     pub net: Option<String>,
+    /// HTTPS on the front tier (nginx, Apache mod_ssl, or hitch in front of Varnish), with a
+    /// certificate made for the instance by its own CA (see [`crate::cert`]).
+    pub tls: OnOff,
+    /// HTTP/2 on the front tier: offered by ALPN beside HTTP/1.1 with `tls` on, and as h2c
+    /// with prior knowledge (RFC 9113 section 3.3) without it.
+    pub http2: OnOff,
 }
 
 impl Default for Knobs {
@@ -92,6 +99,8 @@ impl Default for Knobs {
             access_log: OnOff::Off,
             cpus: None,
             net: None,
+            tls: OnOff::Off,
+            http2: OnOff::Off,
         }
     }
 }
