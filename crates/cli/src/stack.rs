@@ -323,6 +323,17 @@ fn print_up(record: &Record, up: &Up, args: &UpArgs) -> anyhow::Result<()> {
                 link.ns_ip
             )?;
         }
+        if let Some(ca) = record.cacert() {
+            writeln!(
+                out,
+                "  TLS: the instance's CA is {} (loadlab bench --cacert it)",
+                ca.display()
+            )?;
+        }
+        if record.knobs.http2.is_on() {
+            let how = if record.knobs.tls.is_on() { "h2 by ALPN" } else { "h2c, prior knowledge" };
+            writeln!(out, "  HTTP/2: {how}, HTTP/1.1 beside it")?;
+        }
         for tier in &record.tiers {
             let pid = tier.leader.map_or(0, |l| l.pid);
             let at = match (&tier.port, &tier.socket) {
