@@ -229,6 +229,8 @@ fn instance_json(record: &Record, health: Health) -> serde_json::Value {
             "socket": t.socket,
         })).collect::<Vec<_>>(),
         "run_dir": record.run_dir,
+        // The instance's CA when its front speaks TLS: `loadlab bench --cacert` takes it.
+        "cacert": record.cacert(),
         "knobs": record.knobs,
         // The link of a network profile: its namespace, devices, addresses, delay stage.
         "net": record.net,
