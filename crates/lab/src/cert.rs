@@ -104,7 +104,7 @@ pub fn settings(plan: &Plan) -> Settings {
         };
     };
     let resumption = match terminator {
-        Tier::Hitch => "session cache and tickets (hitch, one process)",
+        Tier::Hitch => "tickets, their key shared by hitch's workers (forked from its master)",
         _ => "shared session cache and tickets",
     };
     Settings {
@@ -246,6 +246,21 @@ mod tests {
         let ca = std::fs::read_to_string(&files.ca).unwrap();
         assert!(chain.ends_with(&ca), "the CA closes the chain");
         assert_eq!(names(&plan), ["127.0.0.1", "localhost", "::1"]);
+    }
+
+    /// Behind a network profile the client reaches the namespace's end of the link: that
+    /// address comes first (verify and the runner check it), loopback's names after.
+    #[test]
+    fn behind_a_profile_the_namespace_address_is_named_first() {
+        let mut plan =
+            plan(Path::new("/nonexistent"), Knobs { tls: OnOff::On, ..Knobs::default() });
+        plan.net = Some(crate::servers::NetPlan {
+            netns: "/run/netns/x".into(),
+            stack_ip: "10.214.0.2".parse().unwrap(),
+            client_ip: "10.214.0.1".parse().unwrap(),
+        });
+        assert_eq!(names(&plan), ["10.214.0.2", "127.0.0.1", "localhost", "::1"]);
+        assert_eq!(settings(&plan).names[0], "10.214.0.2");
     }
 
     #[test]
