@@ -391,4 +391,92 @@ mod tests {
         let written = check_access_logs(&off);
         assert!(!written.ok && written.detail.contains("access_log is off"), "{written:?}");
     }
+
+    /// An instance's certificates, written by the lab into `dir` (as for nginx-1 with tls on).
+    fn certs(dir: &std::path::Path) -> crate::cert::Files {
+        let mut plan = plan(dir, OnOff::Off);
+        plan.stack = crate::catalog::stack("nginx").unwrap();
+        plan.knobs.tls = OnOff::On;
+        crate::cert::write(&plan).unwrap()
+    }
+
+    /// A TLS server in this process with the lab's certificate for 127.0.0.1, offering
+    /// `alpn`, resuming sessions or not, answering each request `hello, world!` and closing.
+    fn serve(files: &crate::cert::Files, alpn: &[&str], resume: bool) -> std::net::SocketAddr {
+        use rustls::pki_types::pem::PemObject;
+        use std::io::{Read, Write};
+        let chain: Vec<_> = rustls::pki_types::CertificateDer::pem_file_iter(&files.cert)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_file(&files.key).unwrap();
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap();
+        config.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
+        if !resume {
+            config.session_storage = std::sync::Arc::new(rustls::server::NoServerSessionStorage {});
+            config.send_tls13_tickets = 0;
+        }
+        let config = std::sync::Arc::new(config);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for tcp in listener.incoming().take(4) {
+                let Ok(tcp) = tcp else { return };
+                let conn = rustls::ServerConnection::new(config.clone()).unwrap();
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match tls.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => break,
+                    }
+                }
+                if head.ends_with(b"\r\n\r\n") {
+                    let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nhello, world!";
+                    let _ = tls.write_all(answer);
+                    tls.conn.send_close_notify();
+                    let _ = tls.flush();
+                }
+            }
+        });
+        addr
+    }
+
+    fn endpoint(addr: std::net::SocketAddr, ca: &std::path::Path) -> Endpoint {
+        Endpoint { addr, tls: Some(http::Tls::new(ca, "127.0.0.1").unwrap()) }
+    }
+
+    #[test]
+    fn tls_is_checked_for_the_instances_ca_the_alpn_choice_and_resumption() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = certs(dir.path());
+        let good = check_tls(&endpoint(serve(&files, &["http/1.1"], true), &files.ca), false);
+        let good = good.unwrap();
+        assert!(good.contains("ALPN http/1.1, certificate for 127.0.0.1 verified"), "{good}");
+        assert!(good.ends_with("session resumed"), "{good}");
+
+        // Another instance's CA does not vouch for this one's certificate.
+        let other = tempfile::tempdir().unwrap();
+        let stranger = certs(other.path()).ca;
+        let addr = serve(&files, &["http/1.1"], true);
+        let err = check_tls(&endpoint(addr, &stranger), false).unwrap_err();
+        assert!(err.contains("invalid peer certificate"), "{err}");
+
+        // http2 on, but the server selects http/1.1.
+        let addr = serve(&files, &["http/1.1"], true);
+        let err = check_tls(&endpoint(addr, &files.ca), true).unwrap_err();
+        assert!(err.contains("ALPN selected Some(\"http/1.1\")") && err.contains("expected h2"));
+
+        // No session cache and no tickets: every handshake is a full one.
+        let addr = serve(&files, &["http/1.1"], false);
+        let err = check_tls(&endpoint(addr, &files.ca), false).unwrap_err();
+        assert!(err.contains("did not resume the session"), "{err}");
+    }
 }

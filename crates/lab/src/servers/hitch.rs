@@ -9,8 +9,9 @@ use std::process::Command;
 use crate::catalog::Tier;
 use crate::error::Result;
 use crate::programs;
-use crate::servers::Server;
-use crate::servers::{capture_file, capture_version, user_line, Captured, Generated, Plan, Probe};
+use crate::servers::{
+    capture_file, capture_version, user_line, Captured, Generated, Plan, Probe, Server,
+};
 use crate::template::render;
 
 const CONF: &str = include_str!("../../templates/hitch.conf");
