@@ -58,7 +58,8 @@ pub struct Tls {
     name: ServerName<'static>,
     /// The name as given: what the certificate was checked for.
     pub host: String,
-    /// HTTP/1.1 only (ALPN `http/1.1`), shared by the plain GETs.
+    /// HTTP/1.1 only (ALPN `http/1.1`), shared by the plain GETs, which so resume one
+    /// another's sessions (the sampler reads a status page every second).
     http1: Arc<ClientConfig>,
 }
 
