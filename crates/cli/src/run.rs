@@ -101,6 +101,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         ))
         .into());
     }
+    if let Some(why) = plan.cells.iter().find_map(loadlab_runner::executor::unsupported) {
+        return Err(Failure::Unsupported(why).into());
+    }
     // Said before anything runs: a plan that cannot answer its question is no surprise later.
     if let Some(line) = loadlab_runner::power::underpowered(&plan) {
         outln!("  note: {line}")?;
@@ -257,6 +260,7 @@ pub fn run_failure(e: RunError) -> anyhow::Error {
         RunError::Store(e) => store_failure(e),
         RunError::Engine(e) => load::engine_failure(e),
         RunError::Events(e) => e.into(),
+        RunError::Unsupported(why) => Failure::Unsupported(why).into(),
     }
 }
 

@@ -111,6 +111,14 @@ struct UpArgs {
     /// pair shaped with tc (root; bandwidth only for now: delay and loss are refused).
     #[arg(long, value_name = "PROFILE")]
     net: Option<String>,
+    /// HTTPS on the front tier (nginx ssl, Apache mod_ssl, hitch in front of Varnish), with a
+    /// certificate from a CA made for the instance (`stack show` names the CA file).
+    #[arg(long, default_value = "off", value_name = "on|off")]
+    tls: OnOff,
+    /// HTTP/2 on the front tier: h2 by ALPN with --tls on, h2c (prior knowledge) without.
+    /// Not with Apache prefork + mod_php (mod_http2 needs the event MPM).
+    #[arg(long, default_value = "off", value_name = "on|off")]
+    http2: OnOff,
     /// Print JSON: {"id", "name", "url", "pids", ...}.
     #[arg(long)]
     json: bool,
@@ -221,6 +229,8 @@ fn instance_json(record: &Record, health: Health) -> serde_json::Value {
             "socket": t.socket,
         })).collect::<Vec<_>>(),
         "run_dir": record.run_dir,
+        // The instance's CA when its front speaks TLS: `loadlab bench --cacert` takes it.
+        "cacert": record.cacert(),
         "knobs": record.knobs,
         // The link of a network profile: its namespace, devices, addresses, delay stage.
         "net": record.net,
@@ -253,6 +263,8 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
         access_log: args.access_log,
         cpus: args.cpus.clone(),
         net: args.net.clone(),
+        tls: args.tls,
+        http2: args.http2,
     };
     let control = signals::control()?;
     let cancel = || signals::interrupted(&control);
@@ -312,6 +324,17 @@ fn print_up(record: &Record, up: &Up, args: &UpArgs) -> anyhow::Result<()> {
                 link.host_ip,
                 link.ns_ip
             )?;
+        }
+        if let Some(ca) = record.cacert() {
+            writeln!(
+                out,
+                "  TLS: the instance's CA is {} (loadlab bench --cacert it)",
+                ca.display()
+            )?;
+        }
+        if record.knobs.http2.is_on() {
+            let how = if record.knobs.tls.is_on() { "h2 by ALPN" } else { "h2c, prior knowledge" };
+            writeln!(out, "  HTTP/2: {how}, HTTP/1.1 beside it")?;
         }
         for tier in &record.tiers {
             let pid = tier.leader.map_or(0, |l| l.pid);
@@ -409,7 +432,9 @@ fn show(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
     let record = lab.record(id).map_err(lab_failure)?;
     let captured = lab.capture(id).map_err(lab_failure)?;
     if json {
-        writeln!(std::io::stdout(), "{:#}", json!({ "instance": record, "captured": captured }))?;
+        let tls = lab.tls_settings(id).map_err(lab_failure)?;
+        let value = json!({ "instance": record, "tls": tls, "captured": captured });
+        writeln!(std::io::stdout(), "{value:#}")?;
         return Ok(OK);
     }
     let mut out = std::io::stdout().lock();

@@ -159,6 +159,8 @@ pub fn preflight(
 pub(crate) struct TlsStream {
     pub tcp: TcpStream,
     tls: ClientConnection,
+    /// An error met after some plaintext was already read: given by the next read.
+    pending: Option<io::Error>,
 }
 
 impl TlsStream {
@@ -168,7 +170,7 @@ impl TlsStream {
         name: ServerName<'static>,
     ) -> io::Result<TlsStream> {
         let tls = ClientConnection::new(config, name).map_err(failure)?;
-        Ok(TlsStream { tcp, tls })
+        Ok(TlsStream { tcp, tls, pending: None })
     }
 
     /// The handshake is over: application data flows.
@@ -226,11 +228,40 @@ impl TlsStream {
 }
 
 impl Read for TlsStream {
+    /// Plaintext, as much as `buf` takes: a read shorter than `buf` means the socket and
+    /// rustls are both empty, as a short read of a TCP socket does, which is what the worker's
+    /// edge-triggered loop relies on to stop reading (no new event comes for bytes already in
+    /// the socket). One record's plaintext (16 KB at most, RFC 8446 section 5.1) is not that:
+    /// stopping after it stalled every response longer than a record until its timeout.
+    /// `WouldBlock` when nothing came at all.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(e) = self.pending.take() {
+            return Err(e);
+        }
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self.read_record(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if filled == 0 => return Err(e),
+                Err(e) => {
+                    if e.kind() != io::ErrorKind::WouldBlock {
+                        self.pending = Some(e);
+                    }
+                    break;
+                }
+            }
+        }
+        Ok(filled)
+    }
+}
+
+impl TlsStream {
     /// Plaintext, reading and decrypting records as needed; `WouldBlock` when the socket has
     /// nothing more. The end of the TCP stream reads as the end of the data whether or not a
     /// close_notify came first (many servers close without one): the HTTP parser then says
     /// whether the response was whole.
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    fn read_record(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             match self.tls.reader().read(buf) {
                 Ok(n) => return Ok(n),

@@ -11,6 +11,9 @@ use crate::programs::{self, Need};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Tier {
+    /// hitch terminating TLS in front of Varnish, which has no TLS of its own; it hands each
+    /// connection on with a PROXY protocol header (v2, carrying the ALPN it negotiated).
+    Hitch,
     /// Varnish caching in front of the next tier (nginx).
     Varnish,
     /// nginx serving static files, handing `.php` to `php`.
@@ -53,6 +56,7 @@ impl Tier {
     /// The tier's name in records, samples and captures.
     pub fn name(&self) -> &'static str {
         match self {
+            Tier::Hitch => "hitch",
             Tier::Varnish => "varnish",
             Tier::Nginx { .. } => "nginx",
             Tier::Apache { .. } => "apache",
@@ -65,6 +69,7 @@ impl Tier {
     /// What this tier needs installed.
     pub fn needs(&self) -> Vec<Need> {
         match self {
+            Tier::Hitch => vec![programs::HITCH],
             Tier::Varnish => vec![programs::VARNISHD],
             Tier::Nginx { .. } => vec![programs::NGINX],
             Tier::Apache { mode: ApacheMode::PreforkModPhp } => {
@@ -217,9 +222,14 @@ impl Stack {
         }
     }
 
-    /// The tiers that run with these knobs, front first.
+    /// The tiers that run with these knobs, front first: hitch before Varnish with TLS on,
+    /// the database last.
     pub fn tiers(&self, knobs: &Knobs) -> Vec<Tier> {
-        let mut tiers = self.http_tiers.to_vec();
+        let mut tiers = Vec::new();
+        if knobs.tls.is_on() && self.varnish_in_front() {
+            tiers.push(Tier::Hitch);
+        }
+        tiers.extend_from_slice(self.http_tiers);
         if self.has_db(knobs) {
             tiers.push(Tier::Mariadb);
         }
@@ -278,6 +288,36 @@ impl Stack {
         self.http_tiers.first() == Some(&Tier::Varnish)
     }
 
+    /// The tier that speaks TLS to clients with the `tls` knob on: the front web server, or
+    /// hitch in front of Varnish. `None` with `tls` off (or for the database alone).
+    pub fn tls_tier(&self, knobs: &Knobs) -> Option<Tier> {
+        knobs.tls.is_on().then(|| self.tiers(knobs).first().copied()).flatten()
+    }
+
+    /// Why the front tier cannot serve HTTP/2 with these knobs, if it cannot.
+    fn http2_problem(&self, knobs: &Knobs) -> Option<String> {
+        match self.http_tiers.first()? {
+            // nginx 1.22's `listen PORT http2` without `ssl` speaks h2c with prior knowledge
+            // only: an HTTP/1.1 request on that port gets no answer (nginx tells the two apart
+            // by the preface only from 1.25.1), so verify could not check a workload there.
+            // Apache and Varnish take both on one port.
+            Tier::Nginx { .. } if !knobs.tls.is_on() => Some(format!(
+                "{} would serve h2c only (nginx 1.22 answers no HTTP/1.1 on an http2 port \
+                 without ssl): add --tls on for h2 by ALPN",
+                self.name
+            )),
+            // mod_http2 runs each stream on a worker thread of its own; prefork has one
+            // process per connection and no threads, and Apache refuses h2 under it
+            // ("mod_http2 ... not supported with mpm_prefork"). mod_php needs prefork.
+            Tier::Apache { mode: ApacheMode::PreforkModPhp } => Some(format!(
+                "{} runs Apache mpm_prefork (mod_php is not thread-safe), and mod_http2 needs \
+                 a threaded MPM (event): use apache-event-fpm for HTTP/2",
+                self.name
+            )),
+            _ => None,
+        }
+    }
+
     /// The first knob that does not apply to this stack, if any, so that a typo'd experiment
     /// fails before it runs. The CLI names it as a flag, a suite file at the key's position.
     pub fn knob_problem(&self, knobs: &Knobs) -> Option<KnobProblem> {
@@ -299,6 +339,17 @@ impl Stack {
         }
         if !http && knobs.access_log.is_on() {
             return problem("access_log", format!("{name} serves no HTTP"));
+        }
+        if !http && knobs.tls.is_on() {
+            return problem("tls", format!("{name} serves no HTTP"));
+        }
+        if !http && knobs.http2.is_on() {
+            return problem("http2", format!("{name} serves no HTTP"));
+        }
+        if knobs.http2.is_on() {
+            if let Some(reason) = self.http2_problem(knobs) {
+                return problem("http2", reason);
+            }
         }
         if knobs.php_workers.is_some() && !self.has_php_pool() {
             let reason = if self.has_php() {
@@ -408,5 +459,39 @@ mod tests {
             .unwrap()
             .check_knobs(&Knobs { php_workers: Some(2), ..Knobs::default() });
         assert_eq!(err.unwrap_err().to_string(), "--php-workers: nginx runs no PHP");
+    }
+
+    #[test]
+    fn tls_and_http2_apply_where_the_front_can_serve_them() {
+        let key =
+            |name: &str, knobs: &Knobs| stack(name).unwrap().knob_problem(knobs).map(|p| p.key);
+        let tls = Knobs { tls: OnOff::On, ..Knobs::default() };
+        let h2 = Knobs { tls: OnOff::On, http2: OnOff::On, ..Knobs::default() };
+        let h2c = Knobs { http2: OnOff::On, ..Knobs::default() };
+        for s in STACKS.iter().filter(|s| !s.http_tiers.is_empty()) {
+            assert_eq!(key(s.name, &tls), None, "{}", s.name);
+        }
+        assert_eq!(key("mariadb", &tls), Some("tls"));
+        assert_eq!(key("mariadb", &h2c), Some("http2"));
+        for name in ["nginx", "apache-event-fpm", "nginx-proxy-apache", "varnish-nginx-fpm"] {
+            assert_eq!(key(name, &h2), None, "{name}");
+        }
+        // mod_http2 refuses prefork, which mod_php needs.
+        for name in ["apache-prefork-modphp", "wordpress-apache-modphp"] {
+            let p = stack(name).unwrap().knob_problem(&h2).unwrap();
+            assert_eq!(p.key, "http2");
+            assert!(p.reason.contains("mod_http2 needs a threaded MPM (event)"), "{}", p.reason);
+        }
+        // h2c: Apache and Varnish take it beside HTTP/1.1 on one port, nginx 1.22 does not.
+        assert_eq!(key("apache-event-fpm", &h2c), None);
+        assert_eq!(key("varnish-nginx-fpm", &h2c), None);
+        assert_eq!(key("nginx-fpm", &h2c), Some("http2"));
+        // hitch goes in front of Varnish only with TLS.
+        let varnish = stack("varnish-nginx-fpm").unwrap();
+        assert_eq!(varnish.tiers(&tls)[0], Tier::Hitch);
+        assert_eq!(varnish.tls_tier(&tls), Some(Tier::Hitch));
+        assert_eq!(varnish.tiers(&h2c)[0], Tier::Varnish);
+        assert!(varnish.needs(&tls).contains(&programs::HITCH));
+        assert_eq!(stack("nginx").unwrap().tls_tier(&h2c), None);
     }
 }

@@ -1,5 +1,6 @@
 //! The settings an experiment varies on a stack (keep-alive, gzip, OPcache, workers, access
-//! logs, CPUs), with the defaults that hold when a knob is not given.
+//! logs, CPUs, TLS and HTTP/2 on the front tier), with the defaults that hold when a knob is
+//! not given.
 
 use std::fmt;
 use std::str::FromStr;
@@ -75,6 +76,15 @@ pub struct Knobs {
     /// The network profile the stack runs behind (see [`crate::net`]): `None` or `loopback`
     /// is 127.0.0.1; another puts the stack in a namespace of its own behind a shaped link.
     pub net: Option<String>,
+    /// HTTPS on the front tier (nginx, Apache mod_ssl, or hitch in front of Varnish), with a
+    /// certificate made for the instance by its own CA (see [`crate::cert`]). Not written
+    /// when off, so that runs stored before the knob existed read the same.
+    #[serde(skip_serializing_if = "is_off")]
+    pub tls: OnOff,
+    /// HTTP/2 on the front tier: offered by ALPN beside HTTP/1.1 with `tls` on, and as h2c
+    /// with prior knowledge (RFC 9113 section 3.3) without it. Not written when off.
+    #[serde(skip_serializing_if = "is_off")]
+    pub http2: OnOff,
 }
 
 impl Default for Knobs {
@@ -92,8 +102,14 @@ impl Default for Knobs {
             access_log: OnOff::Off,
             cpus: None,
             net: None,
+            tls: OnOff::Off,
+            http2: OnOff::Off,
         }
     }
+}
+
+fn is_off(v: &OnOff) -> bool {
+    !v.is_on()
 }
 
 /// The keep-alive timeout nginx and Apache get without the knob: seed 003's 15 s.
@@ -260,6 +276,16 @@ mod tests {
                       "workers":2,"cpus":null}"#;
         let knobs: Knobs = serde_json::from_str(old).unwrap();
         assert_eq!(knobs, Knobs { workers: Some(2), ..Knobs::default() });
+    }
+
+    #[test]
+    fn tls_and_http2_are_stored_only_when_on() {
+        let json = serde_json::to_value(Knobs::default()).unwrap();
+        assert!(json.get("tls").is_none() && json.get("http2").is_none(), "{json}");
+        let on = Knobs { tls: OnOff::On, http2: OnOff::On, ..Knobs::default() };
+        let json = serde_json::to_value(&on).unwrap();
+        assert_eq!((&json["tls"], &json["http2"]), (&"on".into(), &"on".into()));
+        assert_eq!(serde_json::from_value::<Knobs>(json).unwrap(), on);
     }
 
     #[test]

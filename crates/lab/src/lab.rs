@@ -280,43 +280,66 @@ impl Lab {
             plan.tiers().into_iter().flat_map(|t| servers::server(t).capture(&plan)).collect();
         if plan.stack.has_php() {
             // PHP's version, extensions and OPcache as the serving SAPI sees them.
-            let addr = plan.addr(plan.front().name());
-            let text = match http::get(addr, workloads::STATUS_PATH, &[]) {
+            let answer = plan
+                .endpoint(plan.front())
+                .and_then(|endpoint| http::get(&endpoint, workloads::STATUS_PATH, &[]));
+            let text = match answer {
                 Ok(r) => String::from_utf8_lossy(&r.body).into_owned(),
                 Err(e) => format!("capture failed: {e}"),
             };
             out.push(Captured { tier: "php".into(), what: "status.php".into(), text });
         }
+        if !plan.stack.http_tiers.is_empty() {
+            out.push(Captured {
+                tier: "tls".into(),
+                what: "TLS and HTTP/2".into(),
+                text: crate::cert::describe(&crate::cert::settings(&plan)),
+            });
+        }
         Ok(out)
+    }
+
+    /// An instance's TLS and HTTP/2 settings (`None` for the database alone).
+    pub fn tls_settings(&self, id: &str) -> Result<Option<crate::cert::Settings>> {
+        let plan = self.plan_of(&self.state.load(id)?)?;
+        Ok((!plan.stack.http_tiers.is_empty()).then(|| crate::cert::settings(&plan)))
     }
 
     /// What to give the sampler for an instance: each started tier's process group, and where
     /// its worker pool reports, for the tiers that have one.
     pub fn targets(&self, id: &str) -> Result<Vec<Target>> {
         let record = self.state.load(id)?;
-        Ok(record
-            .tiers
-            .iter()
-            .filter_map(|t| {
-                use crate::pools::PoolStatus;
-                let pool = match t.tier {
-                    Tier::PhpFpm => Some(PoolStatus::PhpFpm {
-                        status: crate::servers::php_fpm::status_socket(&record.run_dir),
-                        listen: crate::servers::php_fpm::listen_socket(&record.run_dir),
-                    }),
-                    Tier::Apache { mode } => t.port.map(|port| PoolStatus::Apache {
-                        addr: (record.host(), port).into(),
-                        max: crate::servers::apache::Apache::max_workers(mode, &record.knobs),
-                    }),
-                    Tier::Nginx { .. } => t.port.map(|port| PoolStatus::Nginx {
-                        addr: (record.host(), port).into(),
-                        max: crate::servers::nginx::max_connections(&record.knobs),
-                    }),
-                    _ => None,
-                };
-                Some(Target { tier: t.name.clone(), leader: t.leader?, pool })
+        let plan = self.plan_of(&record)?;
+        // The status pages are read where the load goes: over TLS when the tier speaks it.
+        let endpoint = |tier: Tier| {
+            plan.endpoint(tier).map_err(|reason| Error::Command {
+                command: format!("reading {}'s CA", record.id),
+                reason,
             })
-            .collect())
+        };
+        let mut targets = Vec::new();
+        for t in &record.tiers {
+            use crate::pools::PoolStatus;
+            let pool = match t.tier {
+                Tier::PhpFpm => Some(PoolStatus::PhpFpm {
+                    status: crate::servers::php_fpm::status_socket(&record.run_dir),
+                    listen: crate::servers::php_fpm::listen_socket(&record.run_dir),
+                }),
+                Tier::Apache { mode } if t.port.is_some() => Some(PoolStatus::Apache {
+                    endpoint: endpoint(t.tier)?,
+                    max: crate::servers::apache::Apache::max_workers(mode, &record.knobs),
+                }),
+                Tier::Nginx { .. } if t.port.is_some() => Some(PoolStatus::Nginx {
+                    endpoint: endpoint(t.tier)?,
+                    max: crate::servers::nginx::max_connections(&record.knobs),
+                }),
+                _ => None,
+            };
+            if let Some(leader) = t.leader {
+                targets.push(Target { tier: t.name.clone(), leader, pool });
+            }
+        }
+        Ok(targets)
     }
 
     /// Stops every process of the instance, waits until they are gone, and removes its run
@@ -502,6 +525,9 @@ fn write_files(plan: &Plan) -> Result<()> {
     workloads::write_docroot(&plan.docroot(), plan.stack, db_port)?;
     if plan.stack.wordpress {
         wordpress::write_instance_site(plan)?;
+    }
+    if plan.knobs.tls.is_on() {
+        crate::cert::write(plan)?;
     }
     for (path, text) in servers::all_configs(plan) {
         let path = plan.run.join(path);

@@ -10,10 +10,12 @@
 //!   how full each worker pool was ([`pools`]).
 //! - [`workloads`]: the deterministic files and pages the experiments request.
 //! - [`net`]: network profiles, and the shaped namespace link a stack will run behind.
+//! - [`cert`]: the per-instance CA and server certificate of a stack with `tls` on.
 //!
 //! Nothing here prints; errors are [`Error`]s that say which tier or workload failed.
 
 pub mod catalog;
+pub mod cert;
 mod error;
 mod fcgi;
 mod http;

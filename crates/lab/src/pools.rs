@@ -24,14 +24,15 @@ use serde::Serialize;
 pub const STATUS_TIMEOUT: Duration = Duration::from_millis(300);
 
 /// Where a tier's pool reports.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum PoolStatus {
     /// php-fpm's status socket, and the socket its pool listens on (for the queue).
     PhpFpm { status: PathBuf, listen: PathBuf },
-    /// Apache's address (127.0.0.1, or a network profile's namespace), and MaxRequestWorkers.
-    Apache { addr: std::net::SocketAddr, max: u32 },
-    /// nginx's address, and the connections its workers may hold.
-    Nginx { addr: std::net::SocketAddr, max: u32 },
+    /// Where Apache is reached (127.0.0.1, or a network profile's namespace; over TLS when
+    /// it speaks TLS), and MaxRequestWorkers.
+    Apache { endpoint: crate::http::Endpoint, max: u32 },
+    /// Where nginx is reached, and the connections its workers may hold.
+    Nginx { endpoint: crate::http::Endpoint, max: u32 },
 }
 
 /// One reading of a pool.
@@ -77,9 +78,13 @@ impl PoolStatus {
                         r
                     })
             }
-            PoolStatus::Apache { addr, max } => {
-                match crate::http::get_within(*addr, "/loadlab-server-status?auto", STATUS_TIMEOUT)
-                {
+            PoolStatus::Apache { endpoint, max } => {
+                let addr = &endpoint.addr;
+                match crate::http::get_within(
+                    endpoint,
+                    "/loadlab-server-status?auto",
+                    STATUS_TIMEOUT,
+                ) {
                     Ok(r) if r.status == 200 => {
                         parse_apache(&String::from_utf8_lossy(&r.body), *max).map(|mut r| {
                             r.listen_queue = tcp_queue(*addr, ns_of);
@@ -97,8 +102,9 @@ impl PoolStatus {
                     Err(_) => None,
                 }
             }
-            PoolStatus::Nginx { addr, max } => {
-                crate::http::get_within(*addr, "/loadlab-nginx-status", STATUS_TIMEOUT)
+            PoolStatus::Nginx { endpoint, max } => {
+                let addr = &endpoint.addr;
+                crate::http::get_within(endpoint, "/loadlab-nginx-status", STATUS_TIMEOUT)
                     .ok()
                     .filter(|r| r.status == 200)
                     .and_then(|r| parse_nginx(&String::from_utf8_lossy(&r.body), *max))

@@ -43,6 +43,8 @@ pub const SS: Need = Need { package: "iproute2", what: What::Program("ss") };
 pub const IP: Need = Need { package: "iproute2", what: What::Program("ip") };
 pub const TC: Need = Need { package: "iproute2", what: What::Program("tc") };
 pub const VARNISHD: Need = Need { package: "varnish", what: What::Program("varnishd") };
+/// The TLS terminator in front of Varnish with `--tls on`.
+pub const HITCH: Need = Need { package: "hitch", what: What::Program("hitch") };
 pub const MARIADBD: Need = Need { package: "mariadb-server", what: What::Program("mariadbd") };
 pub const MARIADB_INSTALL_DB: Need =
     Need { package: "mariadb-server", what: What::Program("mariadb-install-db") };
@@ -71,6 +73,7 @@ pub const ALL: &[Need] = &[
     PHP_MYSQL,
     SPAWN_FCGI,
     VARNISHD,
+    HITCH,
     MARIADBD,
     MARIADB_INSTALL_DB,
     MARIADB_CLIENT,

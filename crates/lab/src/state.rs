@@ -52,6 +52,11 @@ impl Record {
         self.net.as_ref().map_or(std::net::Ipv4Addr::LOCALHOST, |l| l.ns_ip)
     }
 
+    /// The CA a client trusts the instance by, when its front speaks TLS.
+    pub fn cacert(&self) -> Option<PathBuf> {
+        self.knobs.tls.is_on().then(|| crate::cert::Files::in_run(&self.run_dir).ca)
+    }
+
     /// The leaders of the tiers started so far.
     pub fn leaders(&self) -> Vec<ProcId> {
         self.tiers.iter().filter_map(|t| t.leader).collect()

@@ -1,7 +1,8 @@
 //! Verify before any load: every workload answers 200 with the right bytes, from the
 //! intended server (Server, Via, X-Varnish), PHP really executed by the intended SAPI with
 //! OPcache as configured, the cache really hit, keep-alive, gzip and access logs as configured,
-//! the database reachable.
+//! the database reachable; with TLS, the certificate verified against the instance's CA, the
+//! protocol ALPN selects and session resumption; with HTTP/2, the server speaking it.
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use serde::Serialize;
 
 use crate::catalog::{ApacheMode, Stack, Tier};
 use crate::error::Error;
-use crate::http::{self, Response};
+use crate::http::{self, Endpoint, Response};
 use crate::knobs::Knobs;
 use crate::servers::{mariadb::Mariadb, Plan};
 use crate::supervise;
@@ -52,7 +53,13 @@ pub fn verify(plan: &Plan) -> Report {
     if front == Tier::Mariadb {
         return Report { checks: vec![check_database(plan)] };
     }
-    let port = plan.addr(front.name());
+    let port = match plan.endpoint(front) {
+        Ok(endpoint) => endpoint,
+        Err(e) => return Report { checks: vec![to_check("tls", Err(e))] },
+    };
+    let port = &port;
+    // Hitch relays Varnish's answers: those are what the checks judge.
+    let front = plan.answering();
     let knobs = &plan.knobs;
     let mut jobs: Vec<Box<dyn FnOnce() -> Check + Send + '_>> = Vec::new();
     for workload in workloads::for_stack(stack, knobs) {
@@ -60,6 +67,12 @@ pub fn verify(plan: &Plan) -> Report {
             let outcome = check_workload(port, front, &workload);
             to_check(workload.name, outcome)
         }));
+    }
+    if knobs.tls.is_on() {
+        jobs.push(Box::new(move || to_check("tls", check_tls(port, knobs.http2.is_on()))));
+    }
+    if knobs.http2.is_on() {
+        jobs.push(Box::new(move || to_check("http2", check_http2(port))));
     }
     if let Some(sapi) = expected_sapi(stack) {
         jobs.push(Box::new(move || to_check("php", check_php(port, sapi, knobs))));
@@ -130,11 +143,7 @@ fn to_check(name: &str, outcome: Result<String, String>) -> Check {
 }
 
 /// GETs the workload; through Varnish, twice, the second time expecting a cache hit.
-fn check_workload(
-    port: std::net::SocketAddr,
-    front: Tier,
-    workload: &Workload,
-) -> Result<String, String> {
+fn check_workload(port: &Endpoint, front: Tier, workload: &Workload) -> Result<String, String> {
     let response = http::get(port, workload.path, &[])?;
     check_answer(&response, front, workload)?;
     let mut detail = format!("200, {} bytes, {}", response.body.len(), describe(&response, front));
@@ -225,7 +234,7 @@ fn expected_sapi(stack: &Stack) -> Option<&'static str> {
     })
 }
 
-fn check_php(port: std::net::SocketAddr, sapi: &str, knobs: &Knobs) -> Result<String, String> {
+fn check_php(port: &Endpoint, sapi: &str, knobs: &Knobs) -> Result<String, String> {
     let response = http::get(port, STATUS_PATH, &[])?;
     if response.status != 200 {
         return Err(format!("{STATUS_PATH}: status {}", response.status));
@@ -250,7 +259,7 @@ fn check_php(port: std::net::SocketAddr, sapi: &str, knobs: &Knobs) -> Result<St
 
 /// Keep-alive as configured: without the knob every response announces `Connection: close`,
 /// as it does with one request allowed per connection.
-fn check_keepalive(port: std::net::SocketAddr, knobs: &Knobs) -> Result<String, String> {
+fn check_keepalive(port: &Endpoint, knobs: &Knobs) -> Result<String, String> {
     let head = http::get_head_keepalive(port, "/hello.txt")?;
     let closes = head.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
     let one_request = knobs.keepalive_requests == Some(1);
@@ -267,7 +276,7 @@ fn check_keepalive(port: std::net::SocketAddr, knobs: &Knobs) -> Result<String, 
 }
 
 /// gzip as configured, on a text page asked for with `Accept-Encoding: gzip`.
-fn check_gzip(port: std::net::SocketAddr, path: &str, knobs: &Knobs) -> Result<String, String> {
+fn check_gzip(port: &Endpoint, path: &str, knobs: &Knobs) -> Result<String, String> {
     let response = http::get(port, path, &[("Accept-Encoding", "gzip")])?;
     let gzipped = response.header("content-encoding").is_some_and(|v| v.contains("gzip"));
     match (knobs.gzip.is_on(), gzipped) {
@@ -276,6 +285,52 @@ fn check_gzip(port: std::net::SocketAddr, path: &str, knobs: &Knobs) -> Result<S
         (true, false) => Err(format!("gzip is on but {path} came uncompressed")),
         (false, true) => Err(format!("gzip is off but {path} came gzipped")),
     }
+}
+
+/// TLS as the instance's clients will meet it. Both `h2` and `http/1.1` are offered by ALPN,
+/// as a browser offers them, so the server's choice is what is judged: `h2` with http2 on,
+/// `http/1.1` otherwise. The certificate must verify against the instance's CA alone for the
+/// address the client uses (rustls checks the chain and the name, RFC 6125). A second
+/// connection must resume the first one's session, as the engine's do by default: TLS 1.3
+/// tickets arrive after the handshake (RFC 8446 section 4.6.1), so the first connection
+/// reads an answer before it closes.
+fn check_tls(port: &Endpoint, http2: bool) -> Result<String, String> {
+    let tls = port.tls.as_ref().ok_or("tls is on but the front speaks plain HTTP")?;
+    let config = tls.config(&["h2", "http/1.1"]);
+    let (mut stream, first) = http::handshake(port.addr, tls, &config, http::STEP_TIMEOUT)?;
+    let want = if http2 { "h2" } else { "http/1.1" };
+    if first.alpn.as_deref() != Some(want) {
+        return Err(format!("ALPN selected {:?} of h2 and http/1.1, expected {want}", first.alpn));
+    }
+    if http2 {
+        http::h2_settings(&mut stream)?;
+    } else {
+        let answer = http::exchange(&mut stream, port.addr, "/hello.txt", &[])?;
+        if answer.status != 200 {
+            return Err(format!("/hello.txt over TLS: status {}", answer.status));
+        }
+    }
+    drop(stream);
+    let (_, again) = http::handshake(port.addr, tls, &config, http::STEP_TIMEOUT)?;
+    if !again.resumed {
+        return Err(format!(
+            "a second connection did not resume the session ({}): no session cache or tickets",
+            again.version
+        ));
+    }
+    Ok(format!(
+        "{} {}, ALPN {want}, certificate for {} verified by the instance's CA, session resumed",
+        first.version, first.cipher, tls.host
+    ))
+}
+
+/// The front speaks HTTP/2: after the connection preface its first frame is SETTINGS. Over
+/// TLS only `h2` is offered by ALPN; in the clear it is h2c with prior knowledge.
+fn check_http2(port: &Endpoint) -> Result<String, String> {
+    let mut stream = http::connect_h2(port)?;
+    let settings = http::h2_settings(&mut stream)?;
+    let how = if port.tls.is_some() { "h2 by ALPN" } else { "h2c with prior knowledge" };
+    Ok(format!("{how}: {settings}"))
 }
 
 /// The database answers a query over its socket, with the whole Country table.
@@ -335,5 +390,93 @@ mod tests {
         assert_eq!(both.detail, "logged: nginx 2 lines, apache 1 line");
         let written = check_access_logs(&off);
         assert!(!written.ok && written.detail.contains("access_log is off"), "{written:?}");
+    }
+
+    /// An instance's certificates, written by the lab into `dir` (as for nginx-1 with tls on).
+    fn certs(dir: &std::path::Path) -> crate::cert::Files {
+        let mut plan = plan(dir, OnOff::Off);
+        plan.stack = crate::catalog::stack("nginx").unwrap();
+        plan.knobs.tls = OnOff::On;
+        crate::cert::write(&plan).unwrap()
+    }
+
+    /// A TLS server in this process with the lab's certificate for 127.0.0.1, offering
+    /// `alpn`, resuming sessions or not, answering each request `hello, world!` and closing.
+    fn serve(files: &crate::cert::Files, alpn: &[&str], resume: bool) -> std::net::SocketAddr {
+        use rustls::pki_types::pem::PemObject;
+        use std::io::{Read, Write};
+        let chain: Vec<_> = rustls::pki_types::CertificateDer::pem_file_iter(&files.cert)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_file(&files.key).unwrap();
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap();
+        config.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
+        if !resume {
+            config.session_storage = std::sync::Arc::new(rustls::server::NoServerSessionStorage {});
+            config.send_tls13_tickets = 0;
+        }
+        let config = std::sync::Arc::new(config);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for tcp in listener.incoming().take(4) {
+                let Ok(tcp) = tcp else { return };
+                let conn = rustls::ServerConnection::new(config.clone()).unwrap();
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match tls.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => break,
+                    }
+                }
+                if head.ends_with(b"\r\n\r\n") {
+                    let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nhello, world!";
+                    let _ = tls.write_all(answer);
+                    tls.conn.send_close_notify();
+                    let _ = tls.flush();
+                }
+            }
+        });
+        addr
+    }
+
+    fn endpoint(addr: std::net::SocketAddr, ca: &std::path::Path) -> Endpoint {
+        Endpoint { addr, tls: Some(http::Tls::new(ca, "127.0.0.1").unwrap()) }
+    }
+
+    #[test]
+    fn tls_is_checked_for_the_instances_ca_the_alpn_choice_and_resumption() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = certs(dir.path());
+        let good = check_tls(&endpoint(serve(&files, &["http/1.1"], true), &files.ca), false);
+        let good = good.unwrap();
+        assert!(good.contains("ALPN http/1.1, certificate for 127.0.0.1 verified"), "{good}");
+        assert!(good.ends_with("session resumed"), "{good}");
+
+        // Another instance's CA does not vouch for this one's certificate.
+        let other = tempfile::tempdir().unwrap();
+        let stranger = certs(other.path()).ca;
+        let addr = serve(&files, &["http/1.1"], true);
+        let err = check_tls(&endpoint(addr, &stranger), false).unwrap_err();
+        assert!(err.contains("invalid peer certificate"), "{err}");
+
+        // http2 on, but the server selects http/1.1.
+        let addr = serve(&files, &["http/1.1"], true);
+        let err = check_tls(&endpoint(addr, &files.ca), true).unwrap_err();
+        assert!(err.contains("ALPN selected Some(\"http/1.1\")") && err.contains("expected h2"));
+
+        // No session cache and no tickets: every handshake is a full one.
+        let addr = serve(&files, &["http/1.1"], false);
+        let err = check_tls(&endpoint(addr, &files.ca), false).unwrap_err();
+        assert!(err.contains("did not resume the session"), "{err}");
     }
 }

@@ -33,6 +33,9 @@ pub enum RunError {
     /// Telling the user failed (stdout closed).
     #[error("writing the progress: {0}")]
     Events(#[from] std::io::Error),
+    /// A cell this build cannot load (see [`unsupported`]).
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// Runs one load: the engine, or a fake.
@@ -60,6 +63,8 @@ pub struct Instance {
     pub elapsed: Duration,
     /// How many checks verify made.
     pub checks: usize,
+    /// The instance's CA when its front speaks TLS: the engine trusts it alone.
+    pub cacert: Option<std::path::PathBuf>,
 }
 
 /// The readings of a sampler that is running; `stop` ends it.
@@ -102,6 +107,7 @@ impl Stacks for loadlab_lab::Lab {
             url: up.record.url.clone(),
             elapsed: up.elapsed,
             checks: up.report.checks.len(),
+            cacert: up.record.cacert(),
         })
     }
 
@@ -161,6 +167,9 @@ pub fn run_plan(
     events: &mut dyn Events,
     cx: &mut RunContext<'_>,
 ) -> Result<(), RunError> {
+    if let Some(why) = plan.cells.iter().find_map(unsupported) {
+        return Err(RunError::Unsupported(why));
+    }
     let total = plan.cells.len();
     let mut captured = BTreeSet::new();
     for group in plan.instances() {
@@ -216,7 +225,7 @@ fn run_group(
             break;
         }
         let url = format!("{}{}", instance.url.trim_end_matches('/'), cell.workload.path);
-        let mut config = cell_config(cell, &url, cx)?;
+        let mut config = cell_config(cell, &url, instance, cx)?;
         let addr = measure.reach(&mut config)?;
         let label = cell_label(cell, total);
         let sampler = stacks.sample(&instance.id)?;
@@ -275,10 +284,32 @@ fn run_group(
     Ok(())
 }
 
-/// The engine's configuration for one cell.
-fn cell_config(cell: &Cell, url: &str, cx: &RunContext<'_>) -> Result<BenchConfig, EngineError> {
+/// Why this build cannot load `cell`, if it cannot. A stack with `http2` on is loaded over
+/// HTTP/2, and this build's engine has none yet: the cell is refused before any stack starts
+/// rather than measured over HTTP/1.1 under an HTTP/2 label. When the engine has it, this
+/// returns `None` for it and [`cell_config`] asks the engine for HTTP/2.
+pub fn unsupported(cell: &Cell) -> Option<String> {
+    cell.http2().then(|| {
+        format!(
+            "cell {} ({}): http2 is on, and this build's engine has no HTTP/2 to load it with \
+             (`loadlab stack up {} --http2 on` serves it by hand)",
+            cell.ordinal, cell.stack.label, cell.stack.stack.name
+        )
+    })
+}
+
+/// The engine's configuration for one cell: at the instance's URL, over TLS trusting the
+/// instance's own CA when its front speaks TLS (no `--insecure`: the certificate is checked
+/// for the address loaded, as verify checked it).
+fn cell_config(
+    cell: &Cell,
+    url: &str,
+    instance: &Instance,
+    cx: &RunContext<'_>,
+) -> Result<BenchConfig, EngineError> {
     let target = Target::parse(url)?;
     let mut config = BenchConfig::new(target);
+    config.tls.cacert = instance.cacert.clone();
     config.threads = cx.threads.max(1);
     if let Some(cpus) = cx.client_cpus {
         config.pin = cpus.0.clone();

@@ -146,7 +146,7 @@ impl Stacks for FakeLab {
     fn up(
         &self,
         stack: &'static Stack,
-        _knobs: &Knobs,
+        knobs: &Knobs,
         _cancel: &dyn Fn() -> bool,
     ) -> Result<Instance, loadlab_lab::Error> {
         if self.broken == Some(stack.name) {
@@ -158,9 +158,12 @@ impl Stacks for FakeLab {
         let n = self.log.borrow().iter().filter(|l| l.starts_with("up")).count();
         let id = format!("{}-{n}", stack.name);
         self.log.borrow_mut().push(format!("up {id}"));
+        // As the lab answers: https:// and the instance's CA with TLS on.
+        let tls = knobs.tls.is_on();
         Ok(Instance {
+            url: format!("{}://127.0.0.1:9/", if tls { "https" } else { "http" }),
+            cacert: tls.then(|| format!("/fake/{id}/tls/ca.pem").into()),
             id,
-            url: "http://127.0.0.1:9/".into(),
             elapsed: Duration::from_millis(5),
             checks: 3,
         })

@@ -145,6 +145,65 @@ fn a_stack_that_does_not_verify_ends_the_run_after_the_others_went_down() {
     assert_eq!(store.cells(run_id).expect("cells").len(), 2);
 }
 
+/// `TWO_STACKS` with `key = true` on its nginx stack.
+fn plan_with(key: &str) -> loadlab_suite::Plan {
+    let text =
+        TWO_STACKS.replacen("name = \"nginx\"\n", &format!("name = \"nginx\"\n{key} = true\n"), 1);
+    let suite = loadlab_suite::parse(&text, "two.toml").expect("the suite parses");
+    loadlab_suite::plan(&suite, false)
+}
+
+#[test]
+fn a_stack_with_tls_is_loaded_at_https_trusting_its_own_ca() {
+    let (_dir, mut store) = store();
+    let run_id = begin(&mut store);
+    let lab = FakeLab::default();
+    let mut engine = FakeEngine::new(5_000.0);
+    let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 1 };
+    crate::run_plan(&plan_with("tls"), &lab, &mut engine, &mut Told::default(), &mut cx)
+        .expect("the plan runs");
+    let measured = engine.measured.borrow();
+    let tls: Vec<(bool, Option<String>)> = measured
+        .iter()
+        .map(|c| (c.target.tls, c.tls.cacert.as_ref().map(|p| p.display().to_string())))
+        .collect();
+    let ca = |id: &str| Some(format!("/fake/{id}/tls/ca.pem"));
+    // nginx (tls) and nginx-fpm (plain), A B A B, two loads each; never --insecure.
+    assert_eq!(
+        tls,
+        [
+            (true, ca("nginx-0")),
+            (true, ca("nginx-0")),
+            (false, None),
+            (false, None),
+            (true, ca("nginx-2")),
+            (true, ca("nginx-2")),
+            (false, None),
+            (false, None)
+        ]
+    );
+    assert!(measured.iter().all(|c| !c.tls.insecure));
+}
+
+/// The seam HTTP/2 will use: until this build's engine speaks it, a cell whose stack serves
+/// HTTP/2 is refused before any stack starts, naming the cell and the reason.
+#[test]
+fn a_stack_with_http2_is_refused_until_the_engine_has_it() {
+    let (_dir, mut store) = store();
+    let run_id = begin(&mut store);
+    let lab = FakeLab::default();
+    let mut engine = FakeEngine::new(5_000.0);
+    let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 1 };
+    let plan = plan_with("tls = true\nhttp2");
+    let err = crate::run_plan(&plan, &lab, &mut engine, &mut Told::default(), &mut cx)
+        .expect_err("refused");
+    let RunError::Unsupported(why) = &err else { panic!("{err}") };
+    assert!(why.contains("cell 0 (nginx): http2 is on"), "{why}");
+    assert!(why.contains("this build's engine has no HTTP/2"), "{why}");
+    assert!(lab.log.borrow().is_empty(), "no stack started");
+    assert!(engine.measured.borrow().is_empty());
+}
+
 fn sweep_plan(rates: &[f64]) -> SweepPlan {
     let config = BenchConfig::new(Target::parse("http://127.0.0.1:9/").expect("a URL"));
     SweepPlan {

@@ -200,6 +200,8 @@ impl Checker<'_> {
                 None => suite_net.map(str::to_string),
             }
             .filter(|n| n != "loopback"),
+            tls: s.tls.as_ref().map_or(OnOff::Off, on_off),
+            http2: s.http2.as_ref().map_or(OnOff::Off, on_off),
         };
         // The lab's rules, with the file's key at the knob's own position (the stack's name
         // for a knob the file did not write, as stack_cpus).

@@ -139,6 +139,11 @@ impl LoadPoint {
 }
 
 impl Cell {
+    /// Whether the cell loads its stack over HTTP/2: the stack serves it (`http2` on).
+    pub fn http2(&self) -> bool {
+        self.stack.knobs.http2.is_on()
+    }
+
     /// `apply`s the load point and sets the workload's validation.
     pub fn apply(&self, config: &mut BenchConfig) {
         self.load.apply(config);

@@ -46,6 +46,10 @@ pub struct RawStack {
     pub access_log: Option<Spanned<bool>>,
     pub cpus: Option<Spanned<String>>,
     pub net: Option<Spanned<String>>,
+    /// HTTPS on the front tier; the runner loads it at https:// trusting the instance's CA.
+    pub tls: Option<Spanned<bool>>,
+    /// HTTP/2 on the front tier (h2 by ALPN with `tls`, h2c without).
+    pub http2: Option<Spanned<bool>>,
 }
 
 impl RawStack {
@@ -65,6 +69,8 @@ impl RawStack {
             "access_log" => flag(&self.access_log),
             "cpus" => self.cpus.as_ref().map(Spanned::span),
             "net" => self.net.as_ref().map(Spanned::span),
+            "tls" => flag(&self.tls),
+            "http2" => flag(&self.http2),
             _ => None,
         }
     }

@@ -122,3 +122,25 @@ fn the_seed_suites_set_what_the_seeds_ran() {
         assert!(knobs("wordpress-cache-layers", stack).access_log.is_on(), "{stack}");
     }
 }
+
+/// `tls` and `http2` are read as `stack up --tls/--http2`, and refused at the key where the
+/// front cannot serve them, with the lab's reason.
+#[test]
+fn tls_and_http2_are_read_and_refused_where_the_front_cannot() {
+    let parsed = parse(&suite("apache-event-fpm", "tls = true\nhttp2 = true"), "k.toml")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = &parsed.stacks[0].knobs;
+    assert_eq!((k.tls, k.http2), (OnOff::On, OnOff::On));
+    let plain = parse(&suite("nginx", ""), "k.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((plain.stacks[0].knobs.tls, plain.stacks[0].knobs.http2), (OnOff::Off, OnOff::Off));
+
+    // At the value, as every knob is refused.
+    refused_at(
+        "apache-prefork-modphp",
+        "http2 = true",
+        "true",
+        "http2: apache-prefork-modphp runs Apache mpm_prefork",
+    );
+    refused_at("mariadb", "tls = true", "true", "tls: mariadb serves no HTTP");
+    refused_at("nginx", "http2 = true", "true", "h2c only");
+}

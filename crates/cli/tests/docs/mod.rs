@@ -5,8 +5,9 @@
 //! What is run as written: the subcommand, every flag, the URL's path, the stack behind each
 //! port, the file a command writes. What is changed, and only so that the whole set fits in CI:
 //! - ports: the docs' 8080, 18731 and 18732 are the lab's nginx, 8081 the lab's Apache with
-//!   mod_php, `PORT` the nginx-fpm that `stack up nginx-fpm` printed; the test starts them on
-//!   free ports and rewrites the URLs (a fixed port could be taken on the machine);
+//!   mod_php, `PORT` the port the last `stack up NAME` printed (and `CA_FILE` the CA it named
+//!   with `--tls on`); the test starts them on free ports and rewrites the URLs (a fixed port
+//!   could be taken on the machine);
 //! - time: durations (`-d`, `--step-duration`) become 1 s, `-n` at most 500, `--conns` and
 //!   `--conns-per-step` at most 20, a sweep's rates its first two and its steps 1 s (its
 //!   default is 10 s); `loadlab run --suite`
@@ -87,6 +88,8 @@ struct Lab {
     dir: TempDir,
     /// Documented port to the port the stack got.
     ports: BTreeMap<String, u16>,
+    /// The CA the last `stack up --tls on` named, for the docs' `CA_FILE`.
+    cacert: Option<String>,
 }
 
 impl Lab {
@@ -184,7 +187,7 @@ fn every_documented_command_runs_against_the_stacks_it_names() {
     for sub in ["state", "cwd"] {
         std::fs::create_dir(dir.path().join(sub)).unwrap();
     }
-    let mut lab = Lab { dir, ports: BTreeMap::new() };
+    let mut lab = Lab { dir, ports: BTreeMap::new(), cacert: None };
     let list = output_within(lab.command(&["stack".into(), "list".into(), "--json".into()]), LIMIT);
     let list: serde_json::Value = serde_json::from_slice(&list.stdout).expect("stack list --json");
     let missing: Vec<String> = list["stacks"]
@@ -248,6 +251,12 @@ fn every_documented_command_runs_against_the_stacks_it_names() {
                 *x = x.replace("127.0.0.1:PORT/", &format!("127.0.0.1:{port}/"));
             }
         }
+        if words.iter().any(|x| x == "CA_FILE") {
+            let ca = lab.cacert.clone().unwrap_or_else(|| panic!("{at}: no stack up named a CA"));
+            for x in words.iter_mut().filter(|x| *x == "CA_FILE") {
+                *x = ca.clone();
+            }
+        }
         let started = std::time::Instant::now();
         let out = output_within(lab.command(&words), LIMIT);
         eprintln!("{:6.1} s  {at}", started.elapsed().as_secs_f64());
@@ -267,13 +276,19 @@ fn every_documented_command_runs_against_the_stacks_it_names() {
         );
         // `stack up` without a port prints the URL the later `PORT` examples load.
         if w.len() >= 3 && w[0] == "stack" && w[1] == "up" {
-            let url = stdout.split_whitespace().find(|x| x.starts_with("http://127.0.0.1:"));
-            let port = url
-                .and_then(|u| {
-                    u.trim_start_matches("http://127.0.0.1:").trim_end_matches('/').parse().ok()
+            let port = stdout
+                .split_whitespace()
+                .find_map(|x| {
+                    let rest = x.strip_prefix("http://").or_else(|| x.strip_prefix("https://"))?;
+                    rest.strip_prefix("127.0.0.1:")?.trim_end_matches('/').parse().ok()
                 })
                 .unwrap_or_else(|| panic!("{at}: no URL in {stdout}"));
             lab.ports.insert("PORT".into(), port);
+            // "TLS: the instance's CA is PATH (loadlab bench --cacert it)"
+            lab.cacert = stdout
+                .split_once("the instance's CA is ")
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .map(str::to_string);
         }
         ran += 1;
     }

@@ -192,3 +192,26 @@ fn a_broken_record_mid_stream_fails_as_tls_with_its_reason() {
     assert!(!reasons.is_empty(), "{report:#}");
     assert_eq!(reasons.values().map(|n| n.as_u64().unwrap()).sum::<u64>(), 10, "{report:#}");
 }
+
+/// 100 KB of `x`, keep-alive: a response of seven TLS records.
+fn large(tls: &mut rustls::StreamOwned<rustls::ServerConnection, std::net::TcpStream>) -> bool {
+    let mut reply = b"HTTP/1.1 200 OK\r\nContent-Length: 102400\r\n\r\n".to_vec();
+    reply.resize(reply.len() + 102_400, b'x');
+    tls.write_all(&reply).and_then(|()| tls.flush()).is_ok()
+}
+
+/// Regression: a read of one record's plaintext (16 KB at most) was taken for a drained
+/// socket, and the edge-triggered loop waited for an event that never came with the rest of
+/// the response in the socket: every response longer than a record ended as a client timeout
+/// (seen against the lab's nginx over TLS: 20k.bin, 1m.bin).
+#[test]
+fn a_response_longer_than_one_tls_record_is_read_whole() {
+    let certs = certs();
+    let addr = serve_with(&certs, rustls::DEFAULT_VERSIONS, large);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let args = ["-c", "2", "-n", "200", "-t", "1", "--timeout", "5s", "--insecure"];
+    let report = bench(&url, &args, 0);
+    assert_eq!(uint(&report, "requests.completed"), 200, "{report:#}");
+    assert_eq!(uint(&report, "requests.failed"), 0, "{report:#}");
+    assert_eq!(uint(&report, "bytes.body"), 200 * 102_400, "{report:#}");
+}

@@ -8,6 +8,7 @@ mod hygiene;
 mod knobs;
 mod net;
 mod stacks;
+mod tls;
 mod user;
 
 use std::os::unix::fs::symlink;

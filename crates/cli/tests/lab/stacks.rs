@@ -12,27 +12,28 @@ use serde_json::Value;
 use super::{pids, require_stack, running, TestLab};
 use crate::support::{drain, run_json, wait_until};
 
-const STATIC: &[&str] = &["hello.txt", "robots.txt", "20k.bin", "100k.bin", "1m.bin"];
-const PHP: &[&str] = &["hello.php", "phpinfo.php"];
+pub(super) const STATIC: &[&str] = &["hello.txt", "robots.txt", "20k.bin", "100k.bin", "1m.bin"];
+pub(super) const PHP: &[&str] = &["hello.php", "phpinfo.php"];
 const DB: &[&str] = &["country.php", "complex.php"];
 /// What every HTTP stack also checks besides its workloads.
-const ASPECTS: &[&str] = &["keepalive", "gzip", "access_log", "loopback"];
+pub(super) const ASPECTS: &[&str] = &["keepalive", "gzip", "access_log", "loopback"];
 
 /// The load a test applies: a path and what every answer must hold.
-struct Load {
+pub(super) struct Load {
     path: &'static str,
     expect: &'static [&'static str],
 }
 
 /// A megabyte file: enough bytes that even a cache in front burns measurable CPU.
-const BIG_FILE: Load = Load { path: "/1m.bin", expect: &[] };
+pub(super) const BIG_FILE: Load = Load { path: "/1m.bin", expect: &[] };
 /// phpinfo(): seed 000's page, heavy enough (80 KB) that PHP's CPU shows in the samples.
-const PHPINFO: Load = Load { path: "/phpinfo.php", expect: &["--expect-contains", "PHP Version"] };
+pub(super) const PHPINFO: Load =
+    Load { path: "/phpinfo.php", expect: &["--expect-contains", "PHP Version"] };
 const FRONT_PAGE: Load = Load { path: "/", expect: &["--expect-contains", "loadlab post 5"] };
 
 /// Checks `up`'s verify, loads the stack while sampling it, takes it down, and checks that
 /// nothing of it is left.
-fn exercise(lab: TestLab, up: Value, checks: &[&[&str]], load: Option<Load>) {
+pub(super) fn exercise(lab: TestLab, up: Value, checks: &[&[&str]], load: Option<Load>) {
     let id = up["id"].as_str().expect("id").to_string();
     let names: Vec<&str> = up["checks"]
         .as_array()
@@ -59,6 +60,10 @@ fn exercise(lab: TestLab, up: Value, checks: &[&[&str]], load: Option<Load>) {
         let mut args =
             vec!["bench", url.as_str(), "-n", "200", "-c", "4", "--expect-status", "200"];
         args.extend_from_slice(load.expect);
+        // Over TLS the engine trusts the instance's own CA, as a suite's run does.
+        if let Some(ca) = up["cacert"].as_str() {
+            args.extend_from_slice(&["--cacert", ca]);
+        }
         let (report, output) = run_json(&args);
         assert_eq!(output.status.code(), Some(0), "{report:#}");
         assert_eq!(report["requests"]["completed"], 200, "{report:#}");

@@ -346,6 +346,39 @@ fn fields(line: &str) -> Vec<String> {
     out
 }
 
+/// A suite with `tls = true`: each cell loads its stack at https://, the engine trusting the
+/// instance's own CA (never --insecure), and every answer is 2xx; 100k.bin takes several TLS
+/// records per response.
+#[test]
+fn a_suite_over_tls_loads_each_stack_at_https_with_its_own_ca() {
+    let scratch = Scratch::new();
+    if let Err(skip) = require_stacks(&scratch) {
+        skip.report();
+        return;
+    }
+    let text = TINY
+        .replace("name = \"nginx\"\n", "name = \"nginx\"\ntls = true\n")
+        .replace("name = \"nginx-fpm\"\n", "name = \"nginx-fpm\"\ntls = true\n")
+        .replace("name = \"hello.php\"", "name = \"100k.bin\"");
+    let suite = scratch.write("tls.toml", &text);
+    let out = scratch.out().display().to_string();
+    scratch.ok(&["run", "--suite", &suite, "--out", &out]);
+    let csv = scratch.ok(&["report", "--db", &scratch.db(), "--format", "csv"]);
+    let mut lines = csv.lines();
+    let header = fields(lines.next().expect("a header"));
+    let rows: Vec<Vec<String>> = lines.map(fields).collect();
+    assert_eq!(rows.len(), 8, "2 stacks x 2 workloads x 2 repetitions:\n{csv}");
+    let column = |name: &str| header.iter().position(|h| h == name).expect(name);
+    // The lab's workloads are validated (status 200 and their bytes): a response that was
+    // not is an error.
+    let (completed, errors) = (column("completed"), column("errors"));
+    for row in &rows {
+        assert!(row[completed].parse::<f64>().expect("completed") > 0.0, "{row:?}");
+        assert_eq!(row[errors].parse::<f64>().expect("errors"), 0.0, "{row:?}");
+    }
+    assert!(scratch.servers_left().is_empty(), "{:?}", scratch.servers_left());
+}
+
 #[test]
 fn a_bad_suite_file_exits_2_naming_its_line_and_column() {
     let scratch = Scratch::new();

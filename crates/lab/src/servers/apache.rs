@@ -69,6 +69,46 @@ impl Apache {
     }
 }
 
+impl Apache {
+    /// mod_ssl and mod_http2 as the knobs ask: the modules to load, and their directives.
+    fn tls_and_http2(&self, plan: &Plan) -> (String, String) {
+        let tier = self.tier();
+        let (tls, http2) = (plan.serves_tls(tier), plan.serves_http2(tier));
+        let modules = plan.apache_modules.display().to_string();
+        let mut load = String::new();
+        let mut directives = String::new();
+        if tls {
+            let files = plan.tls_files();
+            let run = plan.run.display();
+            // The session cache in shared memory (shmcb) is what lets any child or thread
+            // resume a session another made; its mutex is the `Mutex file:` default above.
+            // Tickets are on by default: the key is made in the parent before it forks.
+            load.push_str(&format!(
+                "LoadModule socache_shmcb_module {modules}/mod_socache_shmcb.so\n\
+                 LoadModule ssl_module {modules}/mod_ssl.so\n"
+            ));
+            directives.push_str(&format!(
+                "SSLEngine on\nSSLCertificateFile {}\nSSLCertificateKeyFile {}\n\
+                 SSLProtocol -all {}\nSSLSessionCache shmcb:{run}/apache/ssl_scache(512000)\n\
+                 SSLSessionCacheTimeout 3600\nSSLSessionTickets on\n",
+                files.cert.display(),
+                files.key.display(),
+                crate::cert::VERSIONS.iter().map(|v| format!("+{v}")).collect::<Vec<_>>().join(" "),
+            ));
+        }
+        if http2 {
+            load.push_str(&format!("LoadModule http2_module {modules}/mod_http2.so\n"));
+            // h2 is HTTP/2 by ALPN over TLS; h2c in the clear, where mod_http2 takes both
+            // prior knowledge (H2Direct, on by default for h2c) and the Upgrade header.
+            let h2 = if tls { "h2" } else { "h2c" };
+            directives.push_str(&format!("Protocols {h2} http/1.1\n"));
+        } else if tls {
+            directives.push_str("Protocols http/1.1\n");
+        }
+        (load, directives)
+    }
+}
+
 impl Server for Apache {
     fn tier(&self) -> Tier {
         Tier::Apache { mode: self.mode }
@@ -126,8 +166,11 @@ impl Server for Apache {
         } else {
             String::new()
         };
+        let (tls_modules, tls) = self.tls_and_http2(plan);
         let mut vars = plan.common_vars();
         vars.extend([
+            ("tls_modules", tls_modules),
+            ("tls", tls),
             ("port", plan.port("apache").to_string()),
             ("user", user_line(plan, |u, g| format!("User {u}\nGroup {g}"))),
             ("mpm", mpm.to_string()),

@@ -4,6 +4,7 @@
 
 pub mod apache;
 pub mod country;
+pub mod hitch;
 pub mod mariadb;
 pub mod nginx;
 pub mod php;
@@ -88,9 +89,43 @@ impl Plan {
         self.stack.tiers(&self.knobs)
     }
 
-    /// The tier clients talk to: the first HTTP tier, or the database alone.
+    /// The tier clients talk to: the first HTTP tier (hitch, with TLS in front of Varnish), or
+    /// the database alone.
     pub fn front(&self) -> Tier {
         self.tiers()[0]
+    }
+
+    /// The tier whose HTTP answers clients read: the front, or the Varnish behind hitch
+    /// (hitch relays bytes and adds no header of its own).
+    pub fn answering(&self) -> Tier {
+        self.tiers().into_iter().find(|t| *t != Tier::Hitch).expect("a stack has a tier")
+    }
+
+    /// Whether `tier` speaks TLS to clients (the `tls` knob on, and `tier` in front).
+    pub fn serves_tls(&self, tier: Tier) -> bool {
+        self.stack.tls_tier(&self.knobs) == Some(tier)
+    }
+
+    /// Whether `tier` serves HTTP/2 to clients: the `http2` knob on, and `tier` the first web
+    /// server (behind hitch, Varnish speaks h2 itself; hitch only offers it by ALPN).
+    pub fn serves_http2(&self, tier: Tier) -> bool {
+        self.knobs.http2.is_on() && self.answering() == tier
+    }
+
+    /// The instance's certificate files (written only with `tls` on).
+    pub fn tls_files(&self) -> crate::cert::Files {
+        crate::cert::Files::in_run(&self.run)
+    }
+
+    /// How the lab's own client reaches `tier`: its address, over TLS trusting only the
+    /// instance's CA when `tier` is the one that speaks TLS. Fails when the CA cannot be read.
+    pub(crate) fn endpoint(&self, tier: Tier) -> Result<crate::http::Endpoint, String> {
+        let addr = self.addr(tier.name());
+        let tls = match self.serves_tls(tier) {
+            true => Some(crate::http::Tls::new(&self.tls_files().ca, &self.host().to_string())?),
+            false => None,
+        };
+        Ok(crate::http::Endpoint { addr, tls })
     }
 
     /// The address clients reach the stack at: 127.0.0.1, or its namespace's end of the link.
@@ -109,6 +144,7 @@ impl Plan {
         let host = self.host();
         match front {
             Tier::Mariadb => format!("mysql://{host}:{port}/loadlab"),
+            _ if self.knobs.tls.is_on() => format!("https://{host}:{port}/"),
             _ => format!("http://{host}:{port}/"),
         }
     }
@@ -189,6 +225,7 @@ pub trait Server {
 /// The server that runs `tier`.
 pub fn server(tier: Tier) -> Box<dyn Server> {
     match tier {
+        Tier::Hitch => Box::new(hitch::Hitch),
         Tier::Varnish => Box::new(varnish::Varnish),
         Tier::Nginx { php } => Box::new(nginx::Nginx { php }),
         Tier::Apache { mode } => Box::new(apache::Apache { mode }),

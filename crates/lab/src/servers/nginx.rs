@@ -89,8 +89,32 @@ impl Server for Nginx {
         } else {
             "access_log off;".to_string()
         };
+        let tier = self.tier();
+        let (tls, http2) = (plan.serves_tls(tier), plan.serves_http2(tier));
+        // nginx 1.22 takes both as flags of `listen`: `ssl` for TLS, `http2` for h2 by ALPN
+        // over TLS, or for h2c with prior knowledge without it (nginx has no h2c Upgrade).
+        let listen_flags =
+            format!("{}{}", if tls { " ssl" } else { "" }, if http2 { " http2" } else { "" });
+        let tls_block = if tls {
+            let files = plan.tls_files();
+            // One session cache shared by the workers, and tickets (whose key the master makes
+            // before forking, so any worker decrypts any ticket): a returning client resumes
+            // whichever worker accepts it, as the engine's connections do by default.
+            format!(
+                "        ssl_certificate {};\n        ssl_certificate_key {};\n        \
+                 ssl_protocols {};\n        ssl_session_cache shared:loadlab:10m;\n        \
+                 ssl_session_timeout 1h;\n        ssl_session_tickets on;\n",
+                files.cert.display(),
+                files.key.display(),
+                crate::cert::VERSIONS.join(" "),
+            )
+        } else {
+            String::new()
+        };
         let mut vars = plan.common_vars();
         vars.extend([
+            ("listen_flags", listen_flags),
+            ("tls", tls_block),
             ("workers", knobs.workers.map_or("auto".to_string(), |n| n.to_string())),
             ("worker_connections", WORKER_CONNECTIONS.to_string()),
             ("user", user_line(plan, |u, g| format!("user {u} {g};"))),

@@ -134,3 +134,30 @@ fn access_log_keepalive_limits_and_php_workers() {
         assert_snapshot(&format!("{name}-logs-limits"), &render(&plan(stack, knobs, true)));
     }
 }
+
+/// TLS and HTTP/2 on every kind of front: nginx (`listen ... ssl http2`), Apache event with
+/// mod_ssl and mod_http2 (and h2c), Apache prefork with mod_ssl alone, and hitch in front of
+/// Varnish (whose listener then takes the PROXY protocol, with HTTP/2 on).
+#[test]
+fn tls_and_http2() {
+    let knobs = |tls, http2| Knobs {
+        tls,
+        http2,
+        // hitch's workers follow the stack's CPUs: pinned, the snapshot does not depend on
+        // the machine's count.
+        cpus: Some("0-1".parse().unwrap()),
+        ..Knobs::default()
+    };
+    for (name, tls, http2, snap) in [
+        ("nginx-fpm", OnOff::On, OnOff::On, "nginx-fpm-tls-http2"),
+        ("apache-event-fpm", OnOff::On, OnOff::On, "apache-event-fpm-tls-http2"),
+        ("apache-event-fpm", OnOff::Off, OnOff::On, "apache-event-fpm-h2c"),
+        ("apache-prefork-modphp", OnOff::On, OnOff::Off, "apache-prefork-modphp-tls"),
+        ("varnish-nginx-fpm", OnOff::On, OnOff::On, "varnish-nginx-fpm-tls-http2"),
+    ] {
+        let stack = crate::stack(name).unwrap();
+        let knobs = knobs(tls, http2);
+        assert_eq!(stack.knob_problem(&knobs), None, "{snap}");
+        assert_snapshot(snap, &render(&plan(stack, knobs, true)));
+    }
+}

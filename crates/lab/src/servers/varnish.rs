@@ -36,14 +36,18 @@ impl Server for Varnish {
         let mut command = Command::new(programs::VARNISHD.find()?);
         // -j none: no jail, so it runs the same as root and as an ordinary user; -T none: no
         // management port, since nothing but loopback HTTP may listen.
+        // Behind hitch, Varnish's listener takes the PROXY protocol only: hitch is its one
+        // client (from 127.0.0.1, also in a profile's namespace).
+        let listen = if plan.knobs.tls.is_on() {
+            format!("127.0.0.1:{},PROXY", plan.port("varnish"))
+        } else {
+            let bind = if plan.net.is_some() { "0.0.0.0" } else { "127.0.0.1" };
+            format!("{bind}:{}", plan.port("varnish"))
+        };
         command
             .args(["-F", "-j", "none", "-T", "none", "-s", "malloc,64m"])
             .arg("-a")
-            .arg(format!(
-                "{}:{}",
-                if plan.net.is_some() { "0.0.0.0" } else { "127.0.0.1" },
-                plan.port("varnish")
-            ))
+            .arg(listen)
             .arg("-f")
             .arg(dir.join("default.vcl"))
             .arg("-n")
@@ -52,6 +56,11 @@ impl Server for Varnish {
             .arg(dir.join("varnishd.pid"));
         // timeout_idle is how long Varnish keeps an idle client connection; unset, Varnish's
         // own 5 s holds (nginx behind it gets the knob too, for Varnish's backend connections).
+        // HTTP/2: h2c (prior knowledge or Upgrade) in the clear, or h2 when hitch's PROXY
+        // header says ALPN chose it.
+        if plan.serves_http2(Tier::Varnish) {
+            command.args(["-p", "feature=+http2"]);
+        }
         if let Some(timeout) = plan.knobs.keepalive_timeout {
             command.arg("-p").arg(format!("timeout_idle={}", timeout.as_millis() as f64 / 1000.0));
         }
