@@ -102,7 +102,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         .into());
     }
     if let Some(why) = plan.cells.iter().find_map(loadlab_runner::executor::unsupported) {
-        return Err(Failure::Unsupported(why).into());
+        return Err(Failure::Usage(why).into());
     }
     // Said before anything runs: a plan that cannot answer its question is no surprise later.
     if let Some(line) = loadlab_runner::power::underpowered(&plan) {

@@ -114,6 +114,10 @@ fn load_spec(cell: &Cell) -> LoadSpec {
     if let Some(enc) = &l.accept_encoding {
         spec.extra.insert("accept_encoding".into(), enc.clone().into());
     }
+    if cell.http2() {
+        spec.extra.insert("protocol".into(), "h2".into());
+        spec.extra.insert("streams".into(), (l.streams as u64).into());
+    }
     spec
 }
 

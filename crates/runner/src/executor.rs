@@ -284,16 +284,15 @@ fn run_group(
     Ok(())
 }
 
-/// Why this build cannot load `cell`, if it cannot. A stack with `http2` on is loaded over
-/// HTTP/2, and this build's engine has none yet: the cell is refused before any stack starts
-/// rather than measured over HTTP/1.1 under an HTTP/2 label. When the engine has it, this
-/// returns `None` for it and [`cell_config`] asks the engine for HTTP/2.
+/// Why `cell` cannot be loaded as the suite asks, if it cannot: a load without keep-alive on a
+/// stack with `http2` on (HTTP/2 has no connection per request; a session of one call is one).
+/// Said before any stack starts.
 pub fn unsupported(cell: &Cell) -> Option<String> {
-    cell.http2().then(|| {
+    (cell.http2() && !cell.load.keepalive).then(|| {
         format!(
-            "cell {} ({}): http2 is on, and this build's engine has no HTTP/2 to load it with \
-             (`loadlab stack up {} --http2 on` serves it by hand)",
-            cell.ordinal, cell.stack.label, cell.stack.stack.name
+            "cell {} ({}): keepalive = false has no meaning over HTTP/2 (http2 is on): use a \
+             sessions load with calls_per_conn = 1 for a connection per request",
+            cell.ordinal, cell.stack.label
         )
     })
 }
@@ -339,6 +338,9 @@ pub fn load_label(cell: &Cell) -> String {
     };
     let ka = if cell.load.keepalive { "" } else { " no-ka" };
     match cell.load.point {
+        Point::Closed { concurrency } if cell.http2() => {
+            format!("closed c={concurrency} m={} {stop}", cell.load.streams)
+        }
         Point::Closed { concurrency } => format!("closed c={concurrency} {stop}{ka}"),
         Point::Open { rate } => format!("open {rate}/s {stop}{ka}"),
         Point::Sessions { rate, calls } => format!("sessions {rate}/s x{calls} {stop}"),

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use loadlab_engine::{Arrival, BenchConfig, ErrorClass, Pacing, Target};
+use loadlab_engine::{Arrival, BenchConfig, ErrorClass, Pacing, Protocol, Target};
 use loadlab_stats::knee::Criteria;
 use loadlab_store::{RunInfo, Store};
 use loadlab_suite::Cell;
@@ -185,21 +185,52 @@ fn a_stack_with_tls_is_loaded_at_https_trusting_its_own_ca() {
     assert!(measured.iter().all(|c| !c.tls.insecure));
 }
 
-/// The seam HTTP/2 will use: until this build's engine speaks it, a cell whose stack serves
-/// HTTP/2 is refused before any stack starts, naming the cell and the reason.
+/// A stack with http2 on is loaded over HTTP/2 with the load's streams; the other stack of
+/// the suite stays on HTTP/1.1, and the stored load says which.
 #[test]
-fn a_stack_with_http2_is_refused_until_the_engine_has_it() {
+fn a_stack_with_http2_is_loaded_over_http2_with_the_loads_streams() {
     let (_dir, mut store) = store();
     let run_id = begin(&mut store);
     let lab = FakeLab::default();
     let mut engine = FakeEngine::new(5_000.0);
     let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 1 };
-    let plan = plan_with("tls = true\nhttp2");
+    let mut plan_text = TWO_STACKS.replacen(
+        "name = \"nginx\"\n",
+        "name = \"nginx\"\ntls = true\nhttp2 = true\n",
+        1,
+    );
+    plan_text.push_str("streams = 10\n");
+    let suite = loadlab_suite::parse(&plan_text, "two.toml").expect("the suite parses");
+    let plan = loadlab_suite::plan(&suite, false);
+    crate::run_plan(&plan, &lab, &mut engine, &mut Told::default(), &mut cx)
+        .expect("the plan runs");
+    let protocols: Vec<Protocol> = engine.measured.borrow().iter().map(|c| c.protocol).collect();
+    let h2 = Protocol::Http2 { streams: 10 };
+    assert_eq!(protocols[..4], [h2, h2, Protocol::Http1, Protocol::Http1]);
+    let cells = store.cells(run_id).expect("cells");
+    assert_eq!(cells[0].load.extra.get("protocol"), Some(&serde_json::json!("h2")));
+    assert_eq!(cells[0].load.extra.get("streams"), Some(&serde_json::json!(10)));
+    assert!(!cells[2].load.extra.contains_key("protocol"));
+}
+
+/// HTTP/2 has no connection per request: a load without keep-alive on an http2 stack is
+/// refused before any stack starts, with what to use instead.
+#[test]
+fn a_load_without_keepalive_on_an_http2_stack_is_refused_before_anything_starts() {
+    let (_dir, mut store) = store();
+    let run_id = begin(&mut store);
+    let lab = FakeLab::default();
+    let mut engine = FakeEngine::new(5_000.0);
+    let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 1 };
+    let text = TWO_STACKS
+        .replacen("name = \"nginx\"\n", "name = \"nginx\"\ntls = true\nhttp2 = true\n", 1)
+        .replace("duration = \"1s\"", "duration = \"1s\"\nkeepalive = false");
+    let suite = loadlab_suite::parse(&text, "two.toml").expect("the suite parses");
+    let plan = loadlab_suite::plan(&suite, false);
     let err = crate::run_plan(&plan, &lab, &mut engine, &mut Told::default(), &mut cx)
         .expect_err("refused");
     let RunError::Unsupported(why) = &err else { panic!("{err}") };
-    assert!(why.contains("cell 0 (nginx): http2 is on"), "{why}");
-    assert!(why.contains("this build's engine has no HTTP/2"), "{why}");
+    assert!(why.contains("cell 0 (nginx): keepalive = false has no meaning over HTTP/2"), "{why}");
     assert!(lab.log.borrow().is_empty(), "no stack started");
     assert!(engine.measured.borrow().is_empty());
 }

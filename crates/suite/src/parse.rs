@@ -468,6 +468,10 @@ impl Checker<'_> {
             }
             None => None,
         };
+        let streams = match &l.streams {
+            Some(m) => self.at_least_one(m, "streams")? as usize,
+            None => 1,
+        };
         Ok(Load {
             points,
             stop,
@@ -476,6 +480,7 @@ impl Checker<'_> {
             timeout,
             arrival,
             max_connections,
+            streams,
             workloads,
         })
     }

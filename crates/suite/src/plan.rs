@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use loadlab_engine::{Arrival, BenchConfig, Pacing, Stop, Validation};
+use loadlab_engine::{Arrival, BenchConfig, Pacing, Protocol, Stop, Validation};
 use loadlab_lab::knobs::CpuList;
 use loadlab_lab::workloads::Expect;
 
@@ -96,6 +96,8 @@ pub struct LoadPoint {
     pub arrival: Arrival,
     pub max_connections: usize,
     pub accept_encoding: Option<String>,
+    /// HTTP/2 streams per connection, for a stack with `http2` on.
+    pub streams: usize,
 }
 
 /// The x of a cell: one concurrency or one rate.
@@ -144,9 +146,13 @@ impl Cell {
         self.stack.knobs.http2.is_on()
     }
 
-    /// `apply`s the load point and sets the workload's validation.
+    /// `apply`s the load point, the protocol (HTTP/2 with the load's streams on a stack with
+    /// `http2` on) and the workload's validation.
     pub fn apply(&self, config: &mut BenchConfig) {
         self.load.apply(config);
+        if self.http2() {
+            config.protocol = Protocol::Http2 { streams: self.load.streams };
+        }
         config.validation = self.workload.check.validation();
     }
 }
@@ -207,6 +213,7 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
                         arrival: l.arrival,
                         max_connections: l.max_connections,
                         accept_encoding: l.accept_encoding.clone(),
+                        streams: l.streams,
                     })
                 })
                 .collect();

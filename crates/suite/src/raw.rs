@@ -107,6 +107,7 @@ pub struct RawLoad {
     pub timeout: Option<Spanned<String>>,
     pub arrival: Option<Spanned<ArrivalName>>,
     pub max_connections: Option<Spanned<u32>>,
+    pub streams: Option<Spanned<u32>>,
 }
 
 /// `[quick]`: how `--quick` shrinks the suite.

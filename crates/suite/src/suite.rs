@@ -110,6 +110,9 @@ pub struct Load {
     pub arrival: Arrival,
     /// Open loop and sessions: the most connections open at once.
     pub max_connections: usize,
+    /// On a stack with `http2` on: requests in flight on each connection (h2load's `-m`);
+    /// 1 otherwise.
+    pub streams: usize,
     /// Names of the workloads it applies to; `None`: all of the suite's.
     pub workloads: Option<Vec<String>>,
 }

@@ -328,7 +328,7 @@ fn check_csv(scratch: &Scratch) {
 }
 
 /// The fields of one CSV line (RFC 4180 quoting; no field here spans lines).
-fn fields(line: &str) -> Vec<String> {
+pub(crate) fn fields(line: &str) -> Vec<String> {
     let mut out = vec![String::new()];
     let mut quoted = false;
     let mut chars = line.chars().peekable();
