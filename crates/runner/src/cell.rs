@@ -114,8 +114,12 @@ fn load_spec(cell: &Cell) -> LoadSpec {
     if let Some(enc) = &l.accept_encoding {
         spec.extra.insert("accept_encoding".into(), enc.clone().into());
     }
-    if cell.http2() {
-        spec.extra.insert("protocol".into(), "h2".into());
+    if !l.tls_resume && cell.stack.knobs.tls.is_on() {
+        spec.extra.insert("tls_resume".into(), false.into());
+    }
+    // The protocol is the stack's (its http2 knob), so that HTTP/1.1 and HTTP/2 at the same
+    // load are one group, compared; several streams per connection make another load.
+    if cell.http2() && l.streams > 1 {
         spec.extra.insert("streams".into(), (l.streams as u64).into());
     }
     spec

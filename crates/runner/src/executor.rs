@@ -336,13 +336,16 @@ pub fn load_label(cell: &Cell) -> String {
         Stop::Count(n) => format!("n={n}"),
         Stop::Duration(d) => format!("{}s", d.as_secs_f64()),
     };
-    let ka = if cell.load.keepalive { "" } else { " no-ka" };
+    let no_ka = !cell.load.keepalive && !matches!(cell.load.point, Point::Sessions { .. });
+    let full = !cell.load.tls_resume && cell.stack.knobs.tls.is_on();
+    let ka =
+        format!("{}{}", if no_ka { " no-ka" } else { "" }, if full { " no-resume" } else { "" });
     match cell.load.point {
         Point::Closed { concurrency } if cell.http2() => {
             format!("closed c={concurrency} m={} {stop}", cell.load.streams)
         }
         Point::Closed { concurrency } => format!("closed c={concurrency} {stop}{ka}"),
         Point::Open { rate } => format!("open {rate}/s {stop}{ka}"),
-        Point::Sessions { rate, calls } => format!("sessions {rate}/s x{calls} {stop}"),
+        Point::Sessions { rate, calls } => format!("sessions {rate}/s x{calls} {stop}{ka}"),
     }
 }

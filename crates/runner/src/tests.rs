@@ -208,9 +208,9 @@ fn a_stack_with_http2_is_loaded_over_http2_with_the_loads_streams() {
     let h2 = Protocol::Http2 { streams: 10 };
     assert_eq!(protocols[..4], [h2, h2, Protocol::Http1, Protocol::Http1]);
     let cells = store.cells(run_id).expect("cells");
-    assert_eq!(cells[0].load.extra.get("protocol"), Some(&serde_json::json!("h2")));
     assert_eq!(cells[0].load.extra.get("streams"), Some(&serde_json::json!(10)));
-    assert!(!cells[2].load.extra.contains_key("protocol"));
+    assert!(!cells[2].load.extra.contains_key("streams"));
+    assert_eq!(cells[0].knobs.get("http2"), Some(&serde_json::json!("on")));
 }
 
 /// HTTP/2 has no connection per request: a load without keep-alive on an http2 stack is

@@ -18,6 +18,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("modphp-vs-fpm-keepalive", include_str!("../suites/modphp-vs-fpm-keepalive.toml")),
     ("robots-autobench", include_str!("../suites/robots-autobench.toml")),
     ("wordpress-cache-layers", include_str!("../suites/wordpress-cache-layers.toml")),
+    ("modern", include_str!("../suites/modern.toml")),
 ];
 
 /// The names of the built-in suites.

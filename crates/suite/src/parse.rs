@@ -481,6 +481,7 @@ impl Checker<'_> {
             arrival,
             max_connections,
             streams,
+            tls_resume: l.tls_resume.as_ref().is_none_or(|r| *r.get_ref()),
             workloads,
         })
     }

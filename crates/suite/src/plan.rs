@@ -98,6 +98,8 @@ pub struct LoadPoint {
     pub accept_encoding: Option<String>,
     /// HTTP/2 streams per connection, for a stack with `http2` on.
     pub streams: usize,
+    /// TLS session resumption, for a stack with `tls` on.
+    pub tls_resume: bool,
 }
 
 /// The x of a cell: one concurrency or one rate.
@@ -131,6 +133,7 @@ impl LoadPoint {
         }
         config.stop = self.stop;
         config.keepalive = self.keepalive;
+        config.tls.resume = self.tls_resume;
         config.timeout = self.timeout;
         config.warmup = self.warmup;
         if let Some(enc) = &self.accept_encoding {
@@ -214,6 +217,7 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
                         max_connections: l.max_connections,
                         accept_encoding: l.accept_encoding.clone(),
                         streams: l.streams,
+                        tls_resume: l.tls_resume,
                     })
                 })
                 .collect();

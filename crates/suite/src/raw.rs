@@ -108,6 +108,7 @@ pub struct RawLoad {
     pub arrival: Option<Spanned<ArrivalName>>,
     pub max_connections: Option<Spanned<u32>>,
     pub streams: Option<Spanned<u32>>,
+    pub tls_resume: Option<Spanned<bool>>,
 }
 
 /// `[quick]`: how `--quick` shrinks the suite.

@@ -113,6 +113,9 @@ pub struct Load {
     /// On a stack with `http2` on: requests in flight on each connection (h2load's `-m`);
     /// 1 otherwise.
     pub streams: usize,
+    /// On a stack with `tls` on: resume TLS sessions across the cell's connections (the
+    /// default), or a full handshake for every new connection.
+    pub tls_resume: bool,
     /// Names of the workloads it applies to; `None`: all of the suite's.
     pub workloads: Option<Vec<String>>,
 }

