@@ -77,6 +77,7 @@ fn nginx_with_tls_verifies_its_certificate_and_serves_bench_with_its_ca() {
 #[test]
 fn nginx_fpm_with_tls_and_http2_negotiates_h2() {
     let (lab, up) = require_stack!("nginx-fpm", &["--tls", "on", "--http2", "on"]);
+    bench_over_h2(&up);
     assert!(passed(&up, "tls").contains("ALPN h2,"), "{up:#}");
     let h2 = passed(&up, "http2");
     assert!(h2.starts_with("h2 by ALPN: SETTINGS"), "{h2}");
@@ -94,7 +95,23 @@ fn apache_event_fpm_with_tls_and_http2() {
     let conf = show["captured"].as_array().unwrap().iter().find(|c| c["what"] == "apache2.conf");
     let conf = conf.and_then(|c| c["text"].as_str()).expect("apache2.conf captured");
     assert!(conf.contains("SSLEngine on") && conf.contains("Protocols h2 http/1.1"), "{conf}");
+    bench_over_h2(&up);
     exercise(lab, up, &[STATIC, PHP, ASPECTS, &["php", "tls", "http2"]], Some(PHPINFO));
+}
+
+/// The engine over HTTP/2 against a lab stack: PHP and a 100 KB file (several DATA frames and
+/// window updates), 4 streams on each of 2 connections, all 50 answers 200.
+fn bench_over_h2(up: &Value) {
+    let url = up["url"].as_str().expect("url");
+    let ca = up["cacert"].as_str().expect("the instance's CA");
+    for path in ["hello.php", "100k.bin"] {
+        let args = ["--cacert", ca, "--http2", "--streams", "4"];
+        let (report, code) = bench(&format!("{url}{path}"), &args);
+        assert_eq!(code, Some(0), "{report:#}");
+        assert_eq!(report["protocol"], "h2", "{report:#}");
+        assert_eq!(report["requests"]["completed"], 50, "{path}: {report:#}");
+        assert_eq!(report["requests"]["failed"], 0, "{path}: {report:#}");
+    }
 }
 
 /// h2c: Apache serves HTTP/2 with prior knowledge beside HTTP/1.1 on one plain port.
