@@ -38,6 +38,10 @@ impl Render for Ab {
         writeln!(out, "Server Software:        {}", r.server.software.as_deref().unwrap_or(""))?;
         writeln!(out, "Server Hostname:        {}", r.server.host)?;
         writeln!(out, "Server Port:            {}", r.server.port)?;
+        if r.protocol == "h2" {
+            // ab has no HTTP/2; h2load's wording.
+            writeln!(out, "Application protocol:   h2")?;
+        }
         writeln!(out)?;
         writeln!(out, "Document Path:          {}", r.server.path)?;
         if r.body_length.varied {

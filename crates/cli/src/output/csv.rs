@@ -23,6 +23,7 @@ impl Render for Csv {
             ("unfinished", r.requests.unfinished.to_string()),
             ("rps", format!("{:.2}", r.rps)),
             ("mode", r.mode.to_string()),
+            ("protocol", r.protocol.to_string()),
             (
                 "offered_rps",
                 r.rate.as_ref().map_or(String::new(), |x| format!("{:.2}", x.offered_rps)),
