@@ -4,33 +4,37 @@
 //! before any stack comes up.
 
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use loadlab_engine::{Arrival, Stop, Validation};
+use loadlab_engine::{Arrival, RequestSpec, Stop, Target, TlsOptions, Validation};
 use loadlab_lab::catalog;
 use loadlab_lab::knobs::{CpuList, Knobs, OnOff, Timeout};
+use loadlab_lab::named::Processes;
 use loadlab_stats::slo::Slo;
 use toml::Spanned;
 
 use crate::error::SuiteError;
 use crate::raw::{ArrivalName, ModelName, RawLoad, RawQuick, RawStack, RawSuite, RawWorkload};
 use crate::suite::{
-    all_workload_names, selected, why_not, Load, Points, Quick, StackSpec, Suite, WorkloadSpec,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_REPETITIONS, DEFAULT_TIMEOUT,
+    all_workload_names, builtin_workload, selected, why_not, CustomRequest, External, Load, Points,
+    Quick, StackSpec, Suite, WorkloadSpec, DEFAULT_MAX_CONNECTIONS, DEFAULT_REPETITIONS,
+    DEFAULT_TIMEOUT,
 };
 
 /// A sweep longer than this is surely a typo (a step of 1 instead of 10).
 const MAX_POINTS: usize = 1_000;
 
-/// Parses and checks a suite file's text; `file` names it in errors.
+/// Parses and checks a suite file's text; `file` names it in errors, and the files it names
+/// (`body_file`, `cacert`, `pidfile`) are relative to its directory.
 pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
     let raw: RawSuite = toml::from_str(text).map_err(|e| SuiteError::Invalid {
         file: file.to_string(),
         at: e.span().map(|s| crate::error::locate(text, s.start)),
         message: e.message().trim_end().to_string(),
     })?;
-    Checker { file, text }.suite(raw)
+    let dir = Path::new(file).parent().unwrap_or(Path::new(""));
+    Checker { file, text, dir }.suite(raw)
 }
 
 /// Reads and parses a suite file.
@@ -44,6 +48,8 @@ pub fn read(path: &Path) -> Result<Suite, SuiteError> {
 struct Checker<'a> {
     file: &'a str,
     text: &'a str,
+    /// The suite file's directory, which the paths it holds are relative to.
+    dir: &'a Path,
 }
 
 type Checked<T> = Result<T, SuiteError>;
@@ -94,9 +100,9 @@ impl Checker<'_> {
         }
         for (s, spec) in raw.stacks.get_ref().iter().zip(&stacks) {
             // Every workload has a load by now, so serving one is enough to run something.
-            if !workloads.iter().any(|w| selected(w, spec) && spec.serves(&w.name)) {
+            if !workloads.iter().any(|w| selected(w, spec) && spec.runs(w)) {
                 return self.fail(
-                    s.name.span(),
+                    stack_span(s),
                     format!("none of the suite's workloads runs on {}", spec.label),
                 );
             }
@@ -121,7 +127,7 @@ impl Checker<'_> {
 
     fn stacks(
         &self,
-        raw: &Spanned<Vec<RawStack>>,
+        raw: &Spanned<Vec<Spanned<RawStack>>>,
         stack_cpus: Option<&CpuList>,
         suite_net: Option<&str>,
     ) -> Checked<Vec<StackSpec>> {
@@ -129,10 +135,26 @@ impl Checker<'_> {
             return self.fail(raw.span(), "a suite needs at least one stack");
         }
         let mut out: Vec<StackSpec> = Vec::new();
-        for s in raw.get_ref() {
-            let spec = self.stack(s, stack_cpus, suite_net)?;
+        for entry in raw.get_ref() {
+            let s = entry.get_ref();
+            let spec =
+                match (&s.name, &s.url) {
+                    (Some(name), None) => self.stack(s, name, stack_cpus, suite_net)?,
+                    (None, Some(url)) => self.external(s, url)?,
+                    (Some(_), Some(url)) => {
+                        return self.fail(
+                            url.span(),
+                            "give name (a built-in stack) or url (a server of yours), not both",
+                        )
+                    }
+                    (None, None) => return self.fail(
+                        entry.span(),
+                        "a stack needs name = \"...\" (a built-in stack: `loadlab stack list`) \
+                         or url = \"http://...\" (a server of yours)",
+                    ),
+                };
             if out.iter().any(|o| o.label == spec.label) {
-                let span = s.label.as_ref().map_or(s.name.span(), Spanned::span);
+                let span = s.label.as_ref().map_or(stack_span(entry), Spanned::span);
                 let hint = if s.label.is_some() { "" } else { "; give each a distinct label" };
                 return self.fail(span, format!("stack {:?} appears twice{hint}", spec.label));
             }
@@ -144,29 +166,30 @@ impl Checker<'_> {
     fn stack(
         &self,
         s: &RawStack,
+        name: &Spanned<String>,
         stack_cpus: Option<&CpuList>,
         suite_net: Option<&str>,
     ) -> Checked<StackSpec> {
-        let Ok(stack) = catalog::stack(s.name.get_ref()) else {
+        let Ok(stack) = catalog::stack(name.get_ref()) else {
             let known: Vec<&str> = catalog::STACKS.iter().map(|s| s.name).collect();
             return self.fail(
-                s.name.span(),
-                format!(
-                    "unknown stack {:?}; the stacks are: {}",
-                    s.name.get_ref(),
-                    known.join(", ")
-                ),
+                name.span(),
+                format!("unknown stack {:?}; the stacks are: {}", name.get_ref(), known.join(", ")),
             );
         };
-        let label = match &s.label {
-            Some(l) => {
-                if !is_label(l.get_ref()) {
-                    return self.fail(l.span(), "label: use letters, digits, '-', '_' and '.'");
-                }
-                l.get_ref().clone()
-            }
-            None => stack.name.to_string(),
-        };
+        // The keys of an external target, said as such rather than as unknown.
+        if let Some((key, span)) =
+            s.external_keys().into_iter().find_map(|(k, span)| Some((k, span?)))
+        {
+            return self.fail(
+                span,
+                format!(
+                    "{key} applies to an external target (url = \"...\"), not to the lab's {}",
+                    stack.name
+                ),
+            );
+        }
+        let label = self.label(s)?.unwrap_or_else(|| stack.name.to_string());
         let on_off = |b: &Spanned<bool>| if *b.get_ref() { OnOff::On } else { OnOff::Off };
         let count = |n: &Option<Spanned<u32>>, key| {
             n.as_ref().map(|n| self.at_least_one(n, key)).transpose()
@@ -206,10 +229,118 @@ impl Checker<'_> {
         // The lab's rules, with the file's key at the knob's own position (the stack's name
         // for a knob the file did not write, as stack_cpus).
         if let Some(p) = stack.knob_problem(&knobs) {
-            let span = s.knob_span(p.key).unwrap_or(s.name.span());
+            let span = s.knob_span(p.key).unwrap_or(name.span());
             return self.fail(span, format!("{}: {}", p.key, p.reason));
         }
-        Ok(StackSpec::new(label, stack, knobs))
+        Ok(StackSpec::lab(label, stack, knobs))
+    }
+
+    /// `label = "..."`, checked.
+    fn label(&self, s: &RawStack) -> Checked<Option<String>> {
+        match &s.label {
+            Some(l) if !is_label(l.get_ref()) => {
+                self.fail(l.span(), "label: use letters, digits, '-', '_' and '.'")
+            }
+            Some(l) => Ok(Some(l.get_ref().clone())),
+            None => Ok(None),
+        }
+    }
+
+    /// A server of the user's at `url`: no knob of the lab applies, a label is needed, and
+    /// what to trust (https) and what to sample are checked here, before anything runs.
+    fn external(&self, s: &RawStack, url: &Spanned<String>) -> Checked<StackSpec> {
+        for key in RawStack::KNOBS {
+            if let Some(span) = s.knob_span(key) {
+                return self.fail(
+                    span,
+                    format!(
+                        "{key} is a knob of the lab's stacks: an external target (url) runs as \
+                         you configured it, and loadlab neither starts nor changes it"
+                    ),
+                );
+            }
+        }
+        let Some(label) = self.label(s)? else {
+            return self.fail(
+                url.span(),
+                "an external target needs a label (label = \"my-nginx\"): it names the stack \
+                 in the cells and the report",
+            );
+        };
+        let target = match Target::parse(url.get_ref()) {
+            Ok(t) => t,
+            Err(e) => return self.fail(url.span(), format!("url: {e}")),
+        };
+        if target.path.contains('?') {
+            return self.fail(
+                url.span(),
+                "url: a query cannot be combined with the workloads' paths; put it in a \
+                 workload's path",
+            );
+        }
+        let mut tls = TlsOptions { resume: true, ..TlsOptions::default() };
+        if let Some(i) = &s.insecure {
+            if !target.tls {
+                return self.fail(i.span(), "insecure applies to an https:// url");
+            }
+            tls.insecure = *i.get_ref();
+        }
+        if let Some(c) = &s.cacert {
+            if !target.tls {
+                return self.fail(c.span(), "cacert applies to an https:// url");
+            }
+            if tls.insecure {
+                return self.fail(c.span(), "give cacert or insecure = true, not both");
+            }
+            tls.cacert = Some(self.path(c));
+            // The engine's own reading of the file, so a bad one is refused here with its line.
+            if let Err(e) = loadlab_engine::tls::client_config(&tls, false) {
+                let e = e.strip_prefix("--cacert ").unwrap_or(&e);
+                return self.fail(c.span(), format!("cacert: {e}"));
+            }
+        }
+        let named: Vec<(&str, Range<usize>)> = s
+            .external_keys()
+            .into_iter()
+            .filter(|(k, _)| ["pids", "pidfile", "unit"].contains(k))
+            .filter_map(|(k, span)| Some((k, span?)))
+            .collect();
+        if let [_, (second, span), ..] = named.as_slice() {
+            return self.fail(
+                span.clone(),
+                format!("{second}: name the processes to sample once: pids, pidfile or unit"),
+            );
+        }
+        let processes = if let Some(pids) = &s.pids {
+            if pids.get_ref().is_empty() {
+                return self.fail(pids.span(), "pids: give at least one, or leave pids out");
+            }
+            let mut list = Vec::new();
+            for p in pids.get_ref() {
+                match i32::try_from(*p.get_ref()) {
+                    Ok(pid) if pid > 0 => list.push(pid),
+                    _ => return self.fail(p.span(), "pids: a process id is a positive number"),
+                }
+            }
+            Some(Processes::Pids(list))
+        } else if let Some(f) = &s.pidfile {
+            Some(Processes::Pidfile(self.path(f)))
+        } else if let Some(u) = &s.unit {
+            let unit = u.get_ref().trim();
+            if unit.is_empty() || unit.contains(char::is_whitespace) || unit.contains('/') {
+                return self.fail(u.span(), "unit: a systemd unit's name, as \"nginx.service\"");
+            }
+            Some(Processes::Unit(unit.to_string()))
+        } else {
+            None
+        };
+        let base = url.get_ref().trim_end_matches('/').to_string();
+        Ok(StackSpec::external(label, External { url: base, tls, processes }))
+    }
+
+    /// A path the file gives, relative to the file's directory.
+    fn path(&self, s: &Spanned<String>) -> PathBuf {
+        self.dir.join(s.get_ref())
     }
 
     fn workloads(
@@ -221,67 +352,180 @@ impl Checker<'_> {
         if raw.get_ref().is_empty() {
             return self.fail(raw.span(), "a suite needs at least one workload");
         }
-        let known = all_workload_names();
         let mut out: Vec<WorkloadSpec> = Vec::new();
         for w in raw.get_ref() {
             let name = w.name.get_ref();
-            if !known.contains(&name.as_str()) {
-                return self.fail(
-                    w.name.span(),
-                    format!("unknown workload {name:?}; the workloads are: {}", known.join(", ")),
-                );
-            }
+            let request = self.request(w)?;
             if out.iter().any(|o| &o.name == name) {
                 return self.fail(w.name.span(), format!("workload {name:?} appears twice"));
             }
-            let filter = match &w.stacks {
-                Some(labels) if labels.is_empty() => {
-                    return self.fail(w.name.span(), format!("{name}: stacks = [] runs it nowhere"))
-                }
-                Some(labels) => {
-                    for l in labels {
-                        let Some(stack) = stacks.iter().find(|s| &s.label == l.get_ref()) else {
-                            return self.fail(
-                                l.span(),
-                                format!("no stack labelled {:?} in this suite", l.get_ref()),
-                            );
-                        };
-                        if !stack.serves(name) {
-                            return self.fail(
-                                l.span(),
-                                format!(
-                                    "{name} cannot run on {}: {}",
-                                    l.get_ref(),
-                                    why_not(stack, name)
-                                ),
-                            );
-                        }
-                    }
-                    Some(labels.iter().map(|l| l.get_ref().clone()).collect())
-                }
-                None => {
-                    if !stacks.iter().any(|s| s.serves(name)) {
-                        let why: Vec<String> = stacks.iter().map(|s| why_not(s, name)).collect();
-                        return self.fail(
-                            w.name.span(),
-                            format!("no stack of the suite serves {name} ({})", why.join("; ")),
-                        );
-                    }
-                    None
-                }
-            };
             let slo = match &w.slo {
                 Some(s) => Some(self.slo(s)?),
                 None => suite_slo.cloned(),
             };
-            out.push(WorkloadSpec {
+            let mut spec = WorkloadSpec {
                 name: name.clone(),
-                stacks: filter,
+                request,
+                stacks: None,
                 expect: self.expect(w)?,
                 slo,
-            });
+            };
+            spec.stacks = self.filter(w, &spec, stacks)?;
+            out.push(spec);
         }
         Ok(out)
+    }
+
+    /// A workload's `stacks = [...]`, each label known and able to run it; without one, some
+    /// stack of the suite must run it.
+    fn filter(
+        &self,
+        w: &RawWorkload,
+        spec: &WorkloadSpec,
+        stacks: &[StackSpec],
+    ) -> Checked<Option<Vec<String>>> {
+        let name = &spec.name;
+        match &w.stacks {
+            Some(labels) if labels.is_empty() => {
+                self.fail(w.name.span(), format!("{name}: stacks = [] runs it nowhere"))
+            }
+            Some(labels) => {
+                for l in labels {
+                    let Some(stack) = stacks.iter().find(|s| &s.label == l.get_ref()) else {
+                        return self.fail(
+                            l.span(),
+                            format!("no stack labelled {:?} in this suite", l.get_ref()),
+                        );
+                    };
+                    if !stack.runs(spec) {
+                        return self.fail(
+                            l.span(),
+                            format!(
+                                "{name} cannot run on {}: {}",
+                                l.get_ref(),
+                                why_not(stack, name)
+                            ),
+                        );
+                    }
+                }
+                Ok(Some(labels.iter().map(|l| l.get_ref().clone()).collect()))
+            }
+            None => {
+                if !stacks.iter().any(|s| s.runs(spec)) {
+                    let why: Vec<String> = stacks.iter().map(|s| why_not(s, name)).collect();
+                    return self.fail(
+                        w.name.span(),
+                        format!("no stack of the suite serves {name} ({})", why.join("; ")),
+                    );
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// A custom request (`path`, `method`, `headers`, `body` or `body_file`), or `None` for a
+    /// built-in workload, whose name must then be the lab's.
+    fn request(&self, w: &RawWorkload) -> Checked<Option<CustomRequest>> {
+        let name = w.name.get_ref();
+        let Some(path) = &w.path else {
+            let custom = [
+                ("method", w.method.as_ref().map(Spanned::span)),
+                ("body", w.body.as_ref().map(Spanned::span)),
+                ("body_file", w.body_file.as_ref().map(Spanned::span)),
+                ("headers", w.headers.as_ref().and_then(|h| h.first()).map(Spanned::span)),
+            ];
+            if let Some((key, span)) = custom.into_iter().find_map(|(k, s)| Some((k, s?))) {
+                let path = builtin_workload(name).map_or("/...", |b| b.path);
+                return self.fail(
+                    span,
+                    format!(
+                        "{key} is part of a custom request, which needs its path (path = \
+                         \"{path}\"; name is then its label)"
+                    ),
+                );
+            }
+            if builtin_workload(name).is_none() {
+                let known = all_workload_names();
+                return self.fail(
+                    w.name.span(),
+                    format!(
+                        "unknown workload {name:?}; the workloads are: {}, or give a path for a \
+                         request of your own",
+                        known.join(", ")
+                    ),
+                );
+            }
+            return Ok(None);
+        };
+        if name.trim().is_empty() || name.chars().any(char::is_control) {
+            return self.fail(w.name.span(), "name: a label of printable characters");
+        }
+        let p = path.get_ref();
+        if !p.starts_with('/') || p.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return self.fail(
+                path.span(),
+                "path: starts with / and holds no spaces or control characters (encode them \
+                 as %20)",
+            );
+        }
+        if let Some(builtin) = builtin_workload(name) {
+            if builtin.path != p.as_str() {
+                return self.fail(
+                    w.name.span(),
+                    format!(
+                        "{name:?} is the built-in workload at {}: name this request otherwise \
+                         (or give path = \"{}\")",
+                        builtin.path, builtin.path
+                    ),
+                );
+            }
+        }
+        let mut spec = RequestSpec::default();
+        if let Some(m) = &w.method {
+            spec.method = m.get_ref().clone();
+        }
+        for h in w.headers.iter().flatten() {
+            let header = match RequestSpec::parse_header(h.get_ref()) {
+                Ok(header) => header,
+                Err(e) => return self.fail(h.span(), format!("headers: {e}")),
+            };
+            // The body's framing is loadlab's to write: a length of the user's could not
+            // match the body it sends.
+            if ["content-length", "transfer-encoding"]
+                .iter()
+                .any(|n| header.0.eq_ignore_ascii_case(n))
+            {
+                return self.fail(
+                    h.span(),
+                    format!("headers: {} is set from the body; leave it out", header.0),
+                );
+            }
+            spec.headers.push(header);
+        }
+        spec.body = match (&w.body, &w.body_file) {
+            (Some(_), Some(f)) => return self.fail(f.span(), "give body or body_file, not both"),
+            (Some(b), None) => b.get_ref().as_bytes().to_vec(),
+            (None, Some(f)) => {
+                let file = self.path(f);
+                match std::fs::read(&file) {
+                    Ok(bytes) => bytes,
+                    Err(e) => {
+                        return self.fail(
+                            f.span(),
+                            format!("body_file: cannot read {}: {e}", file.display()),
+                        )
+                    }
+                }
+            }
+            (None, None) => Vec::new(),
+        };
+        // The engine's own check of the method, as it will encode the request.
+        let probe = Target::parse("http://localhost/").expect("a valid URL");
+        if let Err(e) = spec.encode(&probe, true) {
+            let span = w.method.as_ref().map_or(path.span(), Spanned::span);
+            return self.fail(span, format!("method: {e}; a method is one word, as GET or POST"));
+        }
+        Ok(Some(CustomRequest { path: p.clone(), spec }))
     }
 
     fn slo(&self, s: &Spanned<String>) -> Checked<Slo> {
@@ -572,6 +816,12 @@ impl Checker<'_> {
     fn cpus(&self, s: &Spanned<String>) -> Checked<CpuList> {
         s.get_ref().parse::<CpuList>().or_else(|e| self.fail(s.span(), e))
     }
+}
+
+/// Where a stack entry is best pointed at: its name or url, else its `[[stacks]]` header.
+fn stack_span(entry: &Spanned<RawStack>) -> Range<usize> {
+    let s = entry.get_ref();
+    s.name.as_ref().or(s.url.as_ref()).map_or(entry.span(), Spanned::span)
 }
 
 /// Names and labels mark stored runs and cells, and may end up in file names: keep them to
