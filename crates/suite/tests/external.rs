@@ -313,3 +313,17 @@ fn a_body_file_is_read_relative_to_the_suite_file() {
     let post = suite.workloads[2].request.as_ref().unwrap();
     assert_eq!(post.spec.body, b"{\"a\": 1}");
 }
+
+#[test]
+fn the_documented_external_example_parses_into_the_cells_it_counts() {
+    let doc = include_str!("../../../docs/suites.md");
+    let start = doc.find("```toml\nname = \"mine-vs-lab\"").expect("the external example") + 8;
+    let end = start + doc[start..].find("```").unwrap();
+    let suite = parse(&doc[start..end], "docs/suites.md").unwrap_or_else(|e| panic!("{e}"));
+    let mine = suite.stacks[0].external_target().expect("an external target");
+    assert_eq!(mine.processes, Some(Processes::Pidfile("/run/nginx.pid".into())));
+    // As the text under the example counts them: 10 cells a repetition, 50 in all.
+    let p = plan(&suite, false);
+    assert_eq!(p.cells.iter().filter(|c| c.repetition == 0).count(), 10);
+    assert_eq!(p.cells.len(), 50);
+}
