@@ -248,6 +248,62 @@ requests = 300
     assert!(scratch.servers_left().is_empty(), "{:?}", scratch.servers_left());
 }
 
+/// A `systemd` unit: systemd does not run on every test machine (not in a container), so the
+/// child's PATH holds a stand-in `systemctl` that answers `show` as systemd does, naming the
+/// test's nginx master as the unit's main process; any other unit is stopped (`MainPID=0`).
+/// What runs for real is everything of loadlab's: the command, reading its answer, sampling
+/// the master with its worker.
+#[test]
+fn a_systemd_unit_is_sampled_through_what_systemctl_show_says() {
+    use std::os::unix::fs::PermissionsExt;
+    let nginx = require_nginx!(&files());
+    let scratch = Scratch::new();
+    let bin = scratch.dir.path().join("bin");
+    std::fs::create_dir(&bin).expect("a bin directory");
+    let script = format!(
+        "#!/bin/sh\ncase \"$*\" in\n  *e2e-nginx.service*) printf 'MainPID=%s\\nControlGroup=\\n' {};;\n  \
+         *) printf 'MainPID=0\\nControlGroup=\\n';;\nesac\n",
+        nginx.master_pid()
+    );
+    let systemctl = bin.join("systemctl");
+    std::fs::write(&systemctl, script).expect("the stand-in systemctl");
+    std::fs::set_permissions(&systemctl, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let run = |unit: &str| {
+        let text = suite(&external(&nginx, &format!("unit = \"{unit}\"")), "")
+            .replace("repetitions = 2", "repetitions = 1");
+        let file = scratch.write("unit.toml", &text);
+        let out = scratch.out().display().to_string();
+        let mut command = scratch.command(&["run", "--suite", &file, "--out", &out]);
+        command.env("PATH", &path);
+        crate::support::output_within(command, super::LIMIT)
+    };
+    let output = run("e2e-nginx.service");
+    crate::support::assert_success(&output, &["run", "unit"]);
+    let (cells, configs) = stored(&scratch);
+    assert_eq!(cells.len(), 2);
+    for c in &cells {
+        assert!(!c.samples.is_empty(), "{}: no samples", c.workload);
+        assert!(
+            c.samples.iter().all(|s| s.tier == "external" && s.processes == 2),
+            "{:?}",
+            c.samples
+        );
+    }
+    let identity = configs.iter().find(|c| c.kind == ConfigRecord::IDENTITY).expect("identity");
+    let line = "sampling: unit e2e-nginx.service (1 process now, with their descendants)\n";
+    assert!(identity.content.contains(line), "{}", identity.content);
+
+    let output = run("stopped.service");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(5), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        "loadlab: error: unit stopped.service has no running process (systemctl show: MainPID=0 \
+         ControlGroup=)"
+    );
+}
+
 /// `LINE:COLUMN` of the first `snippet` in `text`, counted from 1 as editors do.
 fn position(text: &str, snippet: &str) -> String {
     let before = &text[..text.find(snippet).unwrap_or_else(|| panic!("{snippet:?} not in text"))];
