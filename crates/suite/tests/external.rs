@@ -327,3 +327,17 @@ fn the_documented_external_example_parses_into_the_cells_it_counts() {
     assert_eq!(p.cells.iter().filter(|c| c.repetition == 0).count(), 10);
     assert_eq!(p.cells.len(), 50);
 }
+
+#[test]
+fn an_external_target_costs_a_verify_not_a_stack_start_in_the_estimate() {
+    use loadlab_suite::estimate::{CELL_OVERHEAD, EXTERNAL_VERIFY, STACK_UP};
+    let p = plan(&parse(MIXED, "mixed.toml").unwrap_or_else(|e| panic!("{e}")), false);
+    let e = p.estimate();
+    // 10 cells of 1 s; nginx comes up twice, mine is verified twice.
+    assert_eq!((e.cells, e.stack_ups), (10, 4));
+    let expected = std::time::Duration::from_secs(10)
+        + CELL_OVERHEAD * 10
+        + STACK_UP * 2
+        + EXTERNAL_VERIFY * 2;
+    assert_eq!(e.total, expected);
+}
