@@ -193,3 +193,38 @@ fn an_external_target_without_named_processes_is_not_sampled_and_says_so() {
         identity.content
     );
 }
+
+#[test]
+fn a_custom_request_on_a_tls_http2_lab_stack_is_verified_as_its_cells_are_loaded() {
+    let text = r#"name = "h2"
+repetitions = 1
+[[stacks]]
+name = "nginx"
+tls = true
+http2 = true
+[[workloads]]
+name = "robots range"
+path = "/robots.txt"
+headers = ["Range: bytes=0-3"]
+expect_status = 206
+[[loads]]
+model = "closed"
+concurrency = [4]
+streams = 8
+duration = "1s"
+"#;
+    let mut engine = FakeEngine::new(5_000.0);
+    let ran = run_on_fakes(&plan(text), &FakeLab::default(), &mut engine, 1);
+    ran.outcome.as_ref().expect("the plan runs");
+    let configs = engine.measured.borrow();
+    assert_eq!(configs.len(), 2, "the verify request, then the cell");
+    for c in configs.iter() {
+        // The instance's own CA, over HTTP/2 with the load's streams, the header sent.
+        assert_eq!(c.tls.cacert.as_deref(), Some(std::path::Path::new("/fake/nginx-0/tls/ca.pem")));
+        assert!(c.target.tls);
+        assert_eq!(c.protocol, loadlab_engine::Protocol::Http2 { streams: 8 });
+        assert_eq!(c.request.headers, vec![("Range".to_string(), "bytes=0-3".to_string())]);
+        assert_eq!(c.validation.status, vec![(206, 206)]);
+    }
+    assert_eq!((configs[0].stop, configs[0].connections), (Stop::Count(1), 1));
+}

@@ -77,7 +77,8 @@ pub fn verify_answers(
     Ok(answered)
 }
 
-/// `config` as one request on one connection, nothing before it.
+/// `config` as one request on one connection, nothing before it. Keep-alive and the protocol
+/// stay the cell's (HTTP/2 has no connection per request): the run ends after its request.
 fn one_request(mut config: BenchConfig) -> BenchConfig {
     config.pacing = Pacing::Closed;
     config.connections = 1;
@@ -85,7 +86,6 @@ fn one_request(mut config: BenchConfig) -> BenchConfig {
     config.pin.clear();
     config.stop = Stop::Count(1);
     config.warmup = std::time::Duration::ZERO;
-    config.keepalive = false;
     config
 }
 

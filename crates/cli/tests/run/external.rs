@@ -1,9 +1,10 @@
 //! External targets and custom workloads through `loadlab run`: a private nginx the test
 //! starts itself (not the lab's) run through a suite with two requests of the user's, sampled
 //! by its pids, stored and reported; a wrong answer stops the run with exit 5 before any
-//! cell; an https:// target trusted through the suite's `cacert`; a custom request with a
-//! header on the lab's nginx; suite mistakes refused at their line and column. The nginx
-//! tests skip visibly without nginx (a failure in CI).
+//! cell; an https:// target trusted through the suite's `cacert`; a systemd unit sampled
+//! through `systemctl show`; a custom request with a header on the lab's nginx, plain and over
+//! its TLS; suite mistakes refused at their line and column. The nginx tests skip visibly
+//! without nginx (a failure in CI).
 
 use loadlab_store::{ConfigRecord, RunId, Store};
 
@@ -210,6 +211,10 @@ fn a_custom_request_with_a_header_runs_on_the_lab_s_nginx() {
 repetitions = 1
 [[stacks]]
 name = "nginx"
+[[stacks]]
+name = "nginx"
+label = "nginx-tls"
+tls = true
 [[workloads]]
 name = "robots range"
 path = "/robots.txt"
@@ -233,15 +238,22 @@ requests = 300
     }
     crate::support::assert_success(&output, &["run"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    // The lab's own checks and the two requests of the suite.
+    // The lab's own checks and the two requests of the suite, over TLS too (trusting the
+    // instance's CA).
     assert!(stdout.contains("nginx up and verified in "), "{stdout}");
+    assert!(stdout.contains("nginx-tls up and verified in "), "{stdout}");
     let (cells, _) = stored(&scratch);
-    let range = cells.iter().find(|c| c.workload == "robots range").expect("the range cell");
-    assert_eq!(range.metrics[loadlab_store::metric::COMPLETED], 300.0);
-    assert_eq!(range.metrics[loadlab_store::metric::BYTES_BODY], 300.0 * 4.0);
-    let head = cells.iter().find(|c| c.workload == "hello head").expect("the head cell");
-    assert_eq!(head.metrics[loadlab_store::metric::COMPLETED], 300.0);
-    assert_eq!(head.metrics[loadlab_store::metric::BYTES_BODY], 0.0);
+    assert_eq!(cells.len(), 4);
+    for stack in ["nginx", "nginx-tls"] {
+        let cell =
+            |w: &str| cells.iter().find(|c| c.stack == stack && c.workload == w).expect("the cell");
+        let range = cell("robots range");
+        assert_eq!(range.metrics[loadlab_store::metric::COMPLETED], 300.0, "{stack}");
+        assert_eq!(range.metrics[loadlab_store::metric::BYTES_BODY], 300.0 * 4.0, "{stack}");
+        let head = cell("hello head");
+        assert_eq!(head.metrics[loadlab_store::metric::COMPLETED], 300.0, "{stack}");
+        assert_eq!(head.metrics[loadlab_store::metric::BYTES_BODY], 0.0, "{stack}");
+    }
     // The report and the dry run name them by their labels.
     let dry = scratch.ok(&["run", "--suite", &file, "--dry-run"]);
     assert!(dry.contains("robots range") && dry.contains("hello head"), "{dry}");
