@@ -352,6 +352,8 @@ impl loadlab_runner::Measure for EngineMeasure {
     fn reach(&mut self, config: &mut BenchConfig) -> Result<SocketAddr, EngineError> {
         config.target.resolve()?;
         let addr = loadlab_engine::preflight(&config.target, config.connect_timeout)?;
+        // An https:// target (a TLS lab stack, a suite's external one): a certificate the run
+        // cannot trust is one clear error, as in `bench`.
         loadlab_engine::preflight_tls(config, addr)?;
         loadlab_engine::preflight_h2c(config, addr)?;
         Ok(addr)

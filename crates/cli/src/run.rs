@@ -15,7 +15,7 @@ use loadlab_lab::Lab;
 use loadlab_runner::executor::{CellDone, Instance};
 use loadlab_runner::{run_plan, Events, Measure, RunContext, RunError};
 use loadlab_store::{metric, Environment, RunInfo, RunStatus, Store};
-use loadlab_suite::Cell;
+use loadlab_suite::{Cell, StackSource};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -55,7 +55,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         net.parse::<loadlab_lab::net::Profile>()
             .map_err(|e| anyhow::Error::new(Failure::Usage(format!("--net: {e}"))))?;
         for s in &mut suite.stacks {
-            s.knobs.net = Some(net.clone()).filter(|n| n != "loopback");
+            match &mut s.source {
+                StackSource::Lab(lab) => {
+                    lab.knobs.net = Some(net.clone()).filter(|n| n != "loopback")
+                }
+                // The profile shapes the lab's own link; a server of the user's is reached as
+                // it is.
+                StackSource::External(e) => {
+                    eprintln!(
+                        "loadlab: --net {net} does not apply to {} ({}): loadlab does not run it",
+                        s.label, e.url
+                    )
+                }
+            }
         }
     }
     if let Some(slo) = &args.slo {
@@ -123,7 +135,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     }
     // Every package the suite needs is checked before anything starts.
     let mut missing: Vec<&str> = Vec::new();
-    for spec in &suite.stacks {
+    for spec in suite.stacks.iter().filter_map(|s| s.lab_stack()) {
         for p in spec.stack.missing_packages(&spec.knobs) {
             if !missing.contains(&p) {
                 missing.push(p);
@@ -149,7 +161,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     for id in lab.clean_stale().map_err(lab_failure)? {
         eprintln!("loadlab: removed stale stack instance {id} left by an earlier run");
     }
-    let packages = suite.stacks.iter().flat_map(|s| s.stack.packages(&s.knobs)).collect::<Vec<_>>();
+    let packages = suite
+        .stacks
+        .iter()
+        .filter_map(|s| s.lab_stack())
+        .flat_map(|s| s.stack.packages(&s.knobs))
+        .collect::<Vec<_>>();
     let info = RunInfo {
         suite: plan.suite.clone(),
         started_at: SystemTime::now(),
@@ -225,9 +242,13 @@ struct Printer;
 
 impl Events for Printer {
     fn stack_up(&mut self, cell: &Cell, up: &Instance) -> std::io::Result<()> {
+        // An external target is not started: only its answers are checked.
+        let what = match cell.stack.external_target() {
+            Some(e) => format!("{} (external, {}) verified", cell.stack.label, e.url),
+            None => format!("{} up and verified", cell.stack.label),
+        };
         outln!(
-            "{} up and verified in {:.2} s ({} checks), repetition {}",
-            cell.stack.label,
+            "{what} in {:.2} s ({} checks), repetition {}",
             up.elapsed.as_secs_f64(),
             up.checks,
             loadlab_report::format::repetition(cell.repetition)
@@ -261,6 +282,8 @@ pub fn run_failure(e: RunError) -> anyhow::Error {
         RunError::Engine(e) => load::engine_failure(e),
         RunError::Events(e) => e.into(),
         RunError::Unsupported(why) => Failure::Unsupported(why).into(),
+        // As a lab stack that does not verify: the stack is not what the suite measures.
+        e @ RunError::Verify { .. } => Failure::StackFailed(e.to_string()).into(),
     }
 }
 

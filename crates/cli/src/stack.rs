@@ -149,7 +149,9 @@ pub fn lab_failure(err: LabError) -> anyhow::Error {
         LabError::UnknownStack(_) | LabError::BadKnob(_) | LabError::NoSuchInstance(_) => {
             Failure::Usage(message).into()
         }
-        LabError::Start { .. } | LabError::Verify { .. } => Failure::StackFailed(message).into(),
+        LabError::Start { .. } | LabError::Verify { .. } | LabError::Processes(_) => {
+            Failure::StackFailed(message).into()
+        }
         LabError::Interrupted => Failure::Interrupted(message).into(),
         LabError::NetUnavailable(_) => Failure::Unsupported(message).into(),
         other => anyhow::Error::new(other),

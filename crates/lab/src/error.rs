@@ -44,6 +44,10 @@ pub enum Error {
     /// A network profile was asked for where none can run (not root, no iproute2).
     #[error("{0}")]
     NetUnavailable(String),
+    /// Processes named for sampling a server loadlab did not start are not running (a pid
+    /// gone, an empty pidfile, a unit stopped).
+    #[error("{0}")]
+    Processes(String),
     /// Ctrl-C (or SIGTERM) arrived while a stack was starting; it was torn down.
     #[error("interrupted while starting; what had started was stopped")]
     Interrupted,

@@ -7,7 +7,8 @@
 //!   verifying it ([`verify`]), tearing it down, and cleaning what a crashed run left.
 //! - [`state`]: the records of running instances (process ids with start times).
 //! - [`sampler`]: per-tier CPU, memory and process counts from /proc, every second, and
-//!   how full each worker pool was ([`pools`]).
+//!   how full each worker pool was ([`pools`]); [`named`]: the processes of a server the lab
+//!   did not start (pids, a pidfile, a systemd unit), sampled as one tier.
 //! - [`workloads`]: the deterministic files and pages the experiments request.
 //! - [`net`]: network profiles, and the shaped namespace link a stack will run behind.
 //! - [`cert`]: the per-instance CA and server certificate of a stack with `tls` on.
@@ -21,6 +22,7 @@ mod fcgi;
 mod http;
 pub mod knobs;
 mod lab;
+pub mod named;
 pub mod net;
 pub mod pools;
 mod ports;

@@ -101,6 +101,35 @@ pub fn group(leader: ProcId, procs: &[ProcStat]) -> Vec<ProcStat> {
         .collect()
 }
 
+/// The processes `roots` name and every descendant of theirs (by parent pid), whatever their
+/// process group. A root is matched by pid and start time, so a reused pid is not taken for
+/// it; zombies are left out.
+pub fn trees(roots: &[ProcId], procs: &[ProcStat]) -> Vec<ProcStat> {
+    let by_pid: std::collections::HashMap<i32, &ProcStat> =
+        procs.iter().map(|p| (p.pid, p)).collect();
+    let is_root = |p: &ProcStat| roots.iter().any(|r| r.pid == p.pid && r.start == p.start);
+    procs
+        .iter()
+        .filter(|p| !p.is_zombie())
+        .filter(|p| {
+            let mut at = *p;
+            // A parent is never younger than its child; the bound stops a cycle of reused
+            // pids read at different moments.
+            for _ in 0..64 {
+                if is_root(at) {
+                    return true;
+                }
+                match by_pid.get(&at.ppid) {
+                    Some(parent) if parent.start <= at.start && parent.pid != at.pid => at = parent,
+                    _ => return false,
+                }
+            }
+            false
+        })
+        .cloned()
+        .collect()
+}
+
 /// The command line of a process, arguments joined by spaces.
 pub fn cmdline(pid: i32) -> Option<String> {
     let bytes = fs::read(format!("/proc/{pid}/cmdline")).ok()?;

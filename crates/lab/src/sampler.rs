@@ -1,6 +1,8 @@
-//! The sampler: a thread that, every interval, reads each tier's process group from /proc
-//! (CPU user and system, RSS, process count) and the machine's CPU use and load average,
-//! and keeps the time series until it is stopped (what seed 003 got from sar, per tier).
+//! The sampler: a thread that, every interval, reads each tier's processes from /proc (CPU
+//! user and system, RSS, process count) and the machine's CPU use and load average, and keeps
+//! the time series until it is stopped (what seed 003 got from sar, per tier). A lab tier is
+//! its leader's process group; a server the lab did not start is the processes the user named
+//! and their descendants ([`Members`]).
 
 use std::sync::mpsc;
 use std::thread;
@@ -17,6 +19,47 @@ pub struct Target {
     pub tier: String,
     pub leader: ProcId,
     pub pool: Option<crate::pools::PoolStatus>,
+}
+
+/// Which processes make up a tier.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Members {
+    /// A lab tier: the process group its leader leads ([`procfs::group`]).
+    Group(ProcId),
+    /// Processes the user named (an external target's), each with its descendants
+    /// ([`procfs::trees`]): their process group may well be a shell's or a test runner's.
+    Trees(Vec<ProcId>),
+}
+
+/// A tier to sample, however its processes are found.
+#[derive(Clone, Debug)]
+pub struct Watched {
+    pub tier: String,
+    pub members: Members,
+    pub pool: Option<crate::pools::PoolStatus>,
+}
+
+impl From<Target> for Watched {
+    fn from(t: Target) -> Watched {
+        Watched { tier: t.tier, members: Members::Group(t.leader), pool: t.pool }
+    }
+}
+
+impl Members {
+    fn of(&self, procs: &[ProcStat]) -> Vec<ProcStat> {
+        match self {
+            Members::Group(leader) => procfs::group(*leader, procs),
+            Members::Trees(roots) => procfs::trees(roots, procs),
+        }
+    }
+
+    /// The pid a worker pool's status is read for.
+    fn leader_pid(&self) -> Option<i32> {
+        match self {
+            Members::Group(leader) => Some(leader.pid),
+            Members::Trees(_) => None,
+        }
+    }
 }
 
 /// One tier over one interval.
@@ -79,7 +122,7 @@ impl ProcSource for Proc {
 
 /// Turns successive readings into samples: counters are cumulative, samples are deltas.
 pub struct Tracker {
-    targets: Vec<Target>,
+    targets: Vec<Watched>,
     ticks_per_sec: f64,
     page_size: u64,
     last: Option<Reading>,
@@ -94,6 +137,14 @@ struct Reading {
 
 impl Tracker {
     pub fn new(targets: Vec<Target>, ticks_per_sec: u64, page_size: u64) -> Tracker {
+        Tracker::watching(
+            targets.into_iter().map(Watched::from).collect(),
+            ticks_per_sec,
+            page_size,
+        )
+    }
+
+    pub fn watching(targets: Vec<Watched>, ticks_per_sec: u64, page_size: u64) -> Tracker {
         Tracker { targets, ticks_per_sec: ticks_per_sec as f64, page_size, last: None }
     }
 
@@ -105,8 +156,7 @@ impl Tracker {
         procs: &[ProcStat],
         machine: Option<MachineStat>,
     ) -> Option<Sample> {
-        let groups: Vec<Vec<ProcStat>> =
-            self.targets.iter().map(|t| procfs::group(t.leader, procs)).collect();
+        let groups: Vec<Vec<ProcStat>> = self.targets.iter().map(|t| t.members.of(procs)).collect();
         // A group's CPU is its live processes' own time plus what they collected from
         // children they reaped, so a worker that exits within the interval still counts.
         let cpu: Vec<(u64, u64)> = groups
@@ -132,7 +182,7 @@ impl Tracker {
                 cpu_sys_pct: pct(s.saturating_sub(s0)),
                 rss_bytes: group.iter().map(|p| p.rss_pages * self.page_size).sum(),
                 processes: group.len(),
-                pool: target.pool.as_ref().map(|p| p.read(Some(target.leader.pid))),
+                pool: target.pool.as_ref().map(|p| p.read(target.members.leader_pid())),
             })
             .collect();
         let machine = match (machine, now.machine, last.machine) {
@@ -177,15 +227,28 @@ impl Sampler {
         Sampler::start_with(targets, interval, Proc)
     }
 
+    /// Samples these tiers, however their processes are found, from /proc every `interval`.
+    pub fn watch(targets: Vec<Watched>, interval: Duration) -> Sampler {
+        Sampler::watch_with(targets, interval, Proc)
+    }
+
     pub fn start_with(
         targets: Vec<Target>,
+        interval: Duration,
+        source: impl ProcSource,
+    ) -> Sampler {
+        Sampler::watch_with(targets.into_iter().map(Watched::from).collect(), interval, source)
+    }
+
+    pub fn watch_with(
+        targets: Vec<Watched>,
         interval: Duration,
         mut source: impl ProcSource,
     ) -> Sampler {
         let (stop, stopped) = mpsc::channel();
         // The first reading is taken before returning, so that whatever the caller starts
         // next is inside the first interval.
-        let mut tracker = Tracker::new(targets, procfs::clock_ticks(), procfs::page_size());
+        let mut tracker = Tracker::watching(targets, procfs::clock_ticks(), procfs::page_size());
         let start = Instant::now();
         tracker.observe(Duration::ZERO, &source.processes(), source.machine());
         let thread = thread::spawn(move || {
@@ -277,6 +340,25 @@ mod tests {
         assert_eq!(s.tiers[0].processes, 1);
         assert_eq!(s.interval_ms, 500);
         assert_eq!(s.machine, None);
+    }
+
+    #[test]
+    fn named_processes_are_sampled_with_their_descendants() {
+        // A server started from a shell: its master (500) shares the shell's process group
+        // (400) and has a worker (501), which has a helper (502).
+        let at = |pid, ppid, utime| ProcStat { ppid, ..proc(pid, 400, utime, 0, 0) };
+        let tier = Watched {
+            tier: "external".into(),
+            members: Members::Trees(vec![ProcId { pid: 500, start: 10 }]),
+            pool: None,
+        };
+        let mut tracker = Tracker::watching(vec![tier], 100, 4096);
+        let before = [at(400, 1, 0), at(500, 400, 0), at(501, 500, 0), at(502, 501, 0)];
+        assert_eq!(tracker.observe(Duration::ZERO, &before, None), None);
+        let after = [at(400, 1, 90), at(500, 400, 5), at(501, 500, 40), at(502, 501, 5)];
+        let s = tracker.observe(Duration::from_secs(1), &after, None).unwrap();
+        let t = &s.tiers[0];
+        assert_eq!((t.tier.as_str(), t.processes, t.cpu_user_pct), ("external", 3, 50.0));
     }
 
     struct Fake;

@@ -86,8 +86,10 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
             plots.resources.iter().collect(),
         ),
     ];
+    let unsampled = unsampled_externals(cells);
     for (id, title, lead, section) in sections {
-        if section.is_empty() {
+        let notes: &[String] = if id == "resources" { &unsampled } else { &[] };
+        if section.is_empty() && notes.is_empty() {
             continue;
         }
         let _ = writeln!(
@@ -98,7 +100,17 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
         for p in section {
             chart(o, p);
         }
-        let _ = writeln!(o, "</div>\n</section>");
+        let _ = writeln!(o, "</div>");
+        for stack in notes {
+            let _ = writeln!(
+                o,
+                "<p class=\"note\">{}: not sampled: external target (loadlab samples a server \
+                 it did not start only when the suite names its processes: pids, pidfile or \
+                 unit).</p>",
+                Esc(stack)
+            );
+        }
+        let _ = writeln!(o, "</section>");
     }
     cells_section(o, cells);
     environment(o, run, cells, configs);
@@ -430,11 +442,30 @@ fn cell_detail(o: &mut String, c: &CellRecord, stack: &str) {
         );
 }
 
-/// Which link each stack was measured across: its `net` knob, or loopback. One line per
-/// profile, naming the stacks behind it.
+/// The external targets (stacks stored with a `url`, not the lab's) none of whose cells has
+/// a sample, in the order they first appear.
+fn unsampled_externals(cells: &[CellRecord]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in cells.iter().filter(|c| is_external(c)) {
+        let sampled = cells.iter().any(|o| o.stack == c.stack && !o.samples.is_empty());
+        if !sampled && !out.contains(&c.stack) {
+            out.push(c.stack.clone());
+        }
+    }
+    out
+}
+
+/// Whether the cell measured a server of the user's (an external target): its stored
+/// settings are its URL, not the lab's knobs.
+fn is_external(c: &CellRecord) -> bool {
+    c.knobs.contains_key("url")
+}
+
+/// Which link each lab stack was measured across: its `net` knob, or loopback. One line per
+/// profile, naming the stacks behind it. External targets are described by their identity.
 fn networks(cells: &[CellRecord]) -> Vec<(String, Vec<String>)> {
     let mut by_profile: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    for c in cells {
+    for c in cells.iter().filter(|c| !is_external(c)) {
         let profile = c.knobs.get("net").and_then(|v| v.as_str()).unwrap_or("loopback");
         let stacks = by_profile.entry(profile.to_string()).or_default();
         if !stacks.contains(&c.stack) {
@@ -469,6 +500,22 @@ fn environment(o: &mut String, run: &Run, cells: &[CellRecord], configs: &[Confi
             format!("--net {profile}")
         };
         let _ = write!(o, "<dt>network</dt><dd>{}: {}</dd>", Esc(&what), Esc(&stacks.join(", ")));
+    }
+    // A server of the user's: who answered at its URL, as verified before its cells.
+    for c in configs.iter().filter(|c| c.kind == ConfigRecord::IDENTITY) {
+        let fields = c.fields();
+        let get = |k: &str| fields.iter().find(|(key, _)| *key == k).map_or("?", |(_, v)| *v);
+        let _ = write!(
+            o,
+            "<dt>external</dt><dd>{}: {} at {}, Server {}, TLS {}; {} (not started by \
+             loadlab)</dd>",
+            Esc(&c.stack),
+            Esc(get("url")),
+            Esc(get("address")),
+            Esc(get("server")),
+            Esc(get("tls")),
+            Esc(get("sampling"))
+        );
     }
     let _ = writeln!(o, "</dl>");
     if !e.packages.is_empty() {

@@ -125,3 +125,40 @@ fn the_environment_names_the_link_each_stack_was_measured_across() {
     assert!(html.contains("<dt>network</dt><dd>--net lan-100mbit: nginx</dd>"), "{html}");
     assert!(html.contains("<dt>network</dt><dd>loopback (no link in between): apache</dd>"));
 }
+
+#[test]
+fn an_external_target_is_named_by_who_answered_and_said_to_be_unsampled() {
+    let mut cells = reps("mine", "robots gzip", 10, &[100.0, 101.0]);
+    cells.extend(reps("nginx", "robots gzip", 10, &[90.0, 91.0]));
+    for c in cells.iter_mut().filter(|c| c.stack == "mine") {
+        c.knobs = [("url".to_string(), serde_json::json!("http://127.0.0.1:8080"))].into();
+    }
+    cells[2].samples = samples();
+    let identity = ConfigRecord {
+        stack: "mine".into(),
+        tier: "external".into(),
+        kind: ConfigRecord::IDENTITY.into(),
+        name: String::new(),
+        content: "url: http://127.0.0.1:8080\naddress: 127.0.0.1:8080\ntls: no\n\
+                  server: nginx/1.22.1\nsampling: not sampled: external target\nverified:\n  \
+                  robots gzip: status 200, 24 body bytes\n"
+            .into(),
+    };
+    let html = render_html(&run(), &cells, &[identity]);
+    assert!(
+        html.contains(
+            "<dt>external</dt><dd>mine: http://127.0.0.1:8080 at 127.0.0.1:8080, Server \
+             nginx/1.22.1, TLS no; not sampled: external target (not started by loadlab)</dd>"
+        ),
+        "{html}"
+    );
+    // Not a lab stack on loopback.
+    assert!(html.contains("<dt>network</dt><dd>loopback (no link in between): nginx</dd>"));
+    assert!(html.contains("<p class=\"note\">mine: not sampled: external target"), "{html}");
+    // Sampled by its pids, it is charted as the lab's stacks are and needs no note.
+    for c in cells.iter_mut().filter(|c| c.stack == "mine") {
+        c.samples = samples();
+    }
+    let html = render_html(&run(), &cells, &[]);
+    assert!(!html.contains("not sampled"));
+}

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
 use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec, Sample};
-use loadlab_suite::{Cell, Point};
+use loadlab_suite::{Cell, Point, StackSource};
 
 use crate::limit::LimitedBy;
 use crate::trust::Verdict;
@@ -81,8 +81,14 @@ pub fn record(
     }
 }
 
+/// The stack's settings as stored with the cell: a lab stack's knobs; an external target's
+/// URL (the `url` key tells the report the stack was not the lab's).
 fn knobs_map(cell: &Cell) -> BTreeMap<String, serde_json::Value> {
-    match serde_json::to_value(&cell.stack.knobs) {
+    let knobs = match &cell.stack.source {
+        StackSource::Lab(lab) => serde_json::to_value(&lab.knobs),
+        StackSource::External(e) => Ok(serde_json::json!({ "url": e.url })),
+    };
+    match knobs {
         Ok(serde_json::Value::Object(map)) => {
             map.into_iter().filter(|(_, v)| !v.is_null()).collect()
         }

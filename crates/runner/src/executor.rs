@@ -1,22 +1,28 @@
-//! The suite executor: a plan's cells, one stack instance at a time. Each instance comes up
-//! and is verified, runs its cells while the sampler watches its tiers, and goes down whatever
-//! happened; each finished cell is judged and stored at once, so an interrupted run keeps what
-//! it measured.
+//! The suite executor: a plan's cells, one stack instance at a time. Each lab instance comes
+//! up and is verified, runs its cells while the sampler watches its tiers, and goes down
+//! whatever happened; an external target (a server of the user's) is verified by its answers
+//! before anything runs and again before each of its instances, and sampled only when the
+//! suite names its processes. Each finished cell is judged and stored at once, so an
+//! interrupted run keeps what it measured.
 //!
 //! What measures ([`Measure`]), what stands stacks up ([`Stacks`]) and who is told ([`Events`])
 //! are traits: the CLI passes the engine, the lab and its printer; tests pass fakes and a store
 //! in a temporary file, and run whole plans in milliseconds.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
 use loadlab_engine::{BenchConfig, BenchResult, EngineError, Stop, Target};
+use loadlab_lab::named::Processes;
+use loadlab_lab::procfs::ProcId;
+use loadlab_lab::sampler::{Members, Watched};
 use loadlab_lab::{CpuList, Knobs, Sampler, Stack};
 use loadlab_store::{CellRecord, ConfigRecord, RunId, Store, StoreError};
-use loadlab_suite::{Cell, Plan, Point};
+use loadlab_suite::{Cell, External, LabStack, Plan, Point, StackSource};
 
 use crate::trust::Verdict;
+use crate::verify::{verify_answers, Answered};
 
 /// How often the sampler reads the stack's tiers.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
@@ -36,6 +42,10 @@ pub enum RunError {
     /// A cell this build cannot load (see [`unsupported`]).
     #[error("{0}")]
     Unsupported(String),
+    /// A workload's answer was wrong before any of its cells ran: an external target's, or a
+    /// custom workload's on a lab stack.
+    #[error("verify failed for {workload} on {stack} ({url}): {reason}")]
+    Verify { stack: String, workload: String, url: String, reason: String },
 }
 
 /// Runs one load: the engine, or a fake.
@@ -86,6 +96,22 @@ pub trait Stacks {
     fn capture(&self, id: &str) -> Result<Vec<loadlab_lab::Captured>, loadlab_lab::Error>;
     /// Starts sampling the instance's tiers.
     fn sample(&self, id: &str) -> Result<Box<dyn Sampling>, loadlab_lab::Error>;
+    /// The processes the suite named for an external target, as they are now.
+    fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, loadlab_lab::Error>;
+    /// Starts sampling those processes and their descendants as the tier [`EXTERNAL_TIER`].
+    fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, loadlab_lab::Error>;
+}
+
+/// The tier an external target's named processes are sampled as.
+pub const EXTERNAL_TIER: &str = "external";
+
+/// No sampler: an external target whose processes the suite did not name.
+pub(crate) struct NoSamples;
+
+impl Sampling for NoSamples {
+    fn stop(self: Box<Self>) -> Vec<loadlab_lab::Sample> {
+        Vec::new()
+    }
 }
 
 impl Sampling for Sampler {
@@ -122,6 +148,19 @@ impl Stacks for loadlab_lab::Lab {
     fn sample(&self, id: &str) -> Result<Box<dyn Sampling>, loadlab_lab::Error> {
         Ok(Box::new(Sampler::start(self.targets(id)?, SAMPLE_INTERVAL)))
     }
+
+    fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, loadlab_lab::Error> {
+        processes.resolve()
+    }
+
+    fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, loadlab_lab::Error> {
+        let tier = Watched {
+            tier: EXTERNAL_TIER.to_string(),
+            members: Members::Trees(roots.to_vec()),
+            pool: None,
+        };
+        Ok(Box::new(Sampler::watch(vec![tier], SAMPLE_INTERVAL)))
+    }
 }
 
 /// A finished cell as the user is told of it.
@@ -157,9 +196,20 @@ pub struct RunContext<'a> {
     pub threads: usize,
 }
 
+/// What samples an instance's cells.
+enum Watch {
+    /// A lab instance: its tiers.
+    Lab(String),
+    /// An external target's named processes.
+    Processes(Vec<ProcId>),
+    /// An external target the suite named no processes of.
+    Nothing,
+}
+
 /// Runs `plan`'s cells, one stack instance at a time, until the end or until
-/// [`Measure::stopped`]; every finished cell is stored before the next starts, and every
-/// instance goes down before the next comes up or an error is returned.
+/// [`Measure::stopped`]; every finished cell is stored before the next starts, and every lab
+/// instance goes down before the next comes up or an error is returned. Every external target
+/// is verified before anything runs, so a wrong one stops the run before any cell.
 pub fn run_plan(
     plan: &Plan,
     stacks: &dyn Stacks,
@@ -170,118 +220,274 @@ pub fn run_plan(
     if let Some(why) = plan.cells.iter().find_map(unsupported) {
         return Err(RunError::Unsupported(why));
     }
-    let total = plan.cells.len();
-    let mut captured = BTreeSet::new();
+    let mut run = Execution {
+        total: plan.cells.len(),
+        stacks,
+        measure,
+        events,
+        cx,
+        captured: BTreeSet::new(),
+    };
+    // The first instance of each external target, verified up front and used as it comes.
+    let mut verified: BTreeMap<String, Instance> = BTreeMap::new();
+    for group in plan.instances().filter(|g| g[0].repetition == 0) {
+        let Some(external) = group[0].stack.external_target() else { continue };
+        let Some((instance, answered)) = run.verify_external(group, external)? else {
+            return Ok(());
+        };
+        run.record_identity(group, external, &answered)?;
+        verified.insert(group[0].stack.label.clone(), instance);
+    }
     for group in plan.instances() {
-        if measure.stopped() {
+        if run.measure.stopped() {
             break;
         }
         let spec = &group[0].stack;
-        let instance = {
-            let stop = &*measure;
-            match stacks.up(spec.stack, &spec.knobs, &|| stop.stopped()) {
-                Ok(up) => up,
-                Err(loadlab_lab::Error::Interrupted) => break,
-                Err(e) => return Err(e.into()),
+        let carry_on = match &spec.source {
+            StackSource::Lab(lab) => run.lab_instance(group, lab)?,
+            StackSource::External(external) => {
+                let instance = match verified.remove(&spec.label) {
+                    Some(instance) => Some(instance),
+                    None => run.verify_external(group, external)?.map(|(instance, _)| instance),
+                };
+                match instance {
+                    Some(instance) => run.external_instance(group, external, &instance)?,
+                    None => false,
+                }
             }
         };
-        // Whatever happens in the cells, the stack goes down.
-        let result = events.stack_up(&group[0], &instance).map_err(RunError::from).and_then(|()| {
-            run_group(group, total, &instance, stacks, measure, events, cx, &mut captured)
-        });
-        let down = stacks.down(&instance.id);
-        result?;
-        down?;
+        if !carry_on {
+            break;
+        }
     }
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_group(
-    group: &[Cell],
+/// One run of a plan: where its cells go, what measures and samples them, who is told.
+struct Execution<'r, 'c> {
     total: usize,
-    instance: &Instance,
-    stacks: &dyn Stacks,
-    measure: &mut dyn Measure,
-    events: &mut dyn Events,
-    cx: &mut RunContext<'_>,
-    captured: &mut BTreeSet<String>,
-) -> Result<(), RunError> {
-    let spec = &group[0].stack;
-    if captured.insert(spec.label.clone()) {
-        for c in stacks.capture(&instance.id)? {
-            let record = ConfigRecord {
-                stack: spec.label.clone(),
-                tier: c.tier,
-                kind: "capture".into(),
-                name: c.what,
-                content: c.text,
-            };
-            cx.store.record_config(cx.run_id, &record)?;
-        }
-    }
-    for cell in group {
-        if measure.stopped() {
-            break;
-        }
-        let url = format!("{}{}", instance.url.trim_end_matches('/'), cell.workload.path);
-        let mut config = cell_config(cell, &url, instance, cx)?;
-        let addr = measure.reach(&mut config)?;
-        let label = cell_label(cell, total);
-        let sampler = stacks.sample(&instance.id)?;
-        let started_at = SystemTime::now();
-        let result = measure.measure(&config, addr, &label);
-        let samples = sampler.stop();
-        let mut result = result?;
-        // Behind a network profile the lab knows the link's speed, which the veth does not
-        // report (it says 10000 Mbit/s): the verdict's link rule then judges against it.
-        let net = cell.stack.knobs.net.as_deref();
-        let link_bps =
-            net.and_then(|n| n.parse::<loadlab_lab::net::Profile>().ok()).and_then(|p| p.rate_bps);
-        if let Some(bps) = link_bps {
-            result.link.speed_mbps = Some((bps / 1_000_000).max(1));
-        }
-        if result.interrupted {
-            events.cell_interrupted(&label)?;
-            break;
-        }
-        let verdict = Verdict::judge(&config, &result);
-        let tier_cpus = match &cell.stack.knobs.cpus {
-            Some(cpus) => cpus.0.len(),
-            None => loadlab_engine::sys::allowed_cpus().len(),
+    stacks: &'r dyn Stacks,
+    measure: &'r mut dyn Measure,
+    events: &'r mut dyn Events,
+    cx: &'r mut RunContext<'c>,
+    /// Stacks whose configuration (or identity) is stored already: once per run.
+    captured: BTreeSet<String>,
+}
+
+impl Execution<'_, '_> {
+    /// Brings a lab instance up, verifies the custom workloads it runs, runs its cells and
+    /// takes it down whatever happened; `false` when a Ctrl-C interrupted its start.
+    fn lab_instance(&mut self, group: &[Cell], lab: &LabStack) -> Result<bool, RunError> {
+        let mut instance = {
+            let stop = &*self.measure;
+            match self.stacks.up(lab.stack, &lab.knobs, &|| stop.stopped()) {
+                Ok(up) => up,
+                Err(loadlab_lab::Error::Interrupted) => return Ok(false),
+                Err(e) => return Err(e.into()),
+            }
         };
-        let mut limited_by = crate::limit::limited_by(&result, &verdict, &samples, tier_cpus);
-        // Behind a network profile the link's capacity is known: say it beside the evidence.
-        if let (crate::limit::Limit::Network, Some(net), Some(bps)) =
-            (&limited_by.limit, net, link_bps)
-        {
-            limited_by.evidence.push_str(&format!(
-                "; the link is --net {net}, {}",
-                loadlab_stats::format::mbps(bps as f64 / 1e6)
-            ));
-        }
-        let record = crate::cell::record(
-            cell,
-            &config,
-            &result,
-            started_at,
-            &samples,
-            &verdict,
-            &limited_by,
-        );
-        let stored = Instant::now();
-        cx.store.record_cell(cx.run_id, &record)?;
-        events.cell_done(&CellDone {
-            cell,
-            label: &label,
-            result: &result,
-            record: &record,
-            verdict: &verdict,
-            limited_by: &limited_by,
-            stored_in: stored.elapsed(),
-        })?;
+        // Whatever happens in the cells, the stack goes down.
+        let result = self.verify_custom(group, &mut instance).and_then(|()| {
+            let label = &group[0].stack.label;
+            if self.captured.insert(label.clone()) {
+                for c in self.stacks.capture(&instance.id)? {
+                    let record = ConfigRecord {
+                        stack: label.clone(),
+                        tier: c.tier,
+                        kind: "capture".into(),
+                        name: c.what,
+                        content: c.text,
+                    };
+                    self.cx.store.record_config(self.cx.run_id, &record)?;
+                }
+            }
+            self.cells(group, &instance, &Watch::Lab(instance.id.clone()))
+        });
+        let down = self.stacks.down(&instance.id);
+        result?;
+        down?;
+        Ok(true)
     }
-    Ok(())
+
+    /// Runs an external target's cells, sampling the processes the suite named (resolved for
+    /// each instance: a restarted server has other pids).
+    fn external_instance(
+        &mut self,
+        group: &[Cell],
+        external: &External,
+        instance: &Instance,
+    ) -> Result<bool, RunError> {
+        let watch = match &external.processes {
+            Some(p) => Watch::Processes(self.stacks.resolve(p)?),
+            None => Watch::Nothing,
+        };
+        self.cells(group, instance, &watch)?;
+        Ok(true)
+    }
+
+    /// An external target's verify: every workload of `group` answered as its cells will
+    /// check. `None` when a Ctrl-C came while it ran.
+    fn verify_external(
+        &mut self,
+        group: &[Cell],
+        external: &External,
+    ) -> Result<Option<(Instance, Answered)>, RunError> {
+        let started = Instant::now();
+        let mut instance = Instance {
+            id: group[0].stack.label.clone(),
+            url: external.url.clone(),
+            elapsed: Duration::ZERO,
+            checks: 0,
+            // Its TLS options are the suite's, set for every cell of it (`cell_config`).
+            cacert: None,
+        };
+        let answered = verify_answers(group, &instance, |_| true, self.measure, self.cx)?;
+        if answered.interrupted {
+            return Ok(None);
+        }
+        instance.elapsed = started.elapsed();
+        instance.checks = answered.checks;
+        Ok(Some((instance, answered)))
+    }
+
+    /// The custom workloads of a lab instance's cells, which the lab's verify does not know:
+    /// each answered as its cells will check (counted with the instance's checks), or the
+    /// instance goes down and the run stops.
+    fn verify_custom(&mut self, group: &[Cell], instance: &mut Instance) -> Result<(), RunError> {
+        let answered =
+            verify_answers(group, instance, |c| c.workload.custom, self.measure, self.cx)?;
+        instance.checks += answered.checks;
+        Ok(())
+    }
+
+    /// Who answered at an external target's URL, stored with the run as a lab stack's configs
+    /// are: the URL, the address it resolved to, TLS, the Server header, what is sampled.
+    fn record_identity(
+        &mut self,
+        group: &[Cell],
+        external: &External,
+        answered: &Answered,
+    ) -> Result<(), RunError> {
+        let tls = match (&external.tls.cacert, external.tls.insecure) {
+            _ if !external.url.starts_with("https://") => "no".to_string(),
+            (Some(ca), _) => format!("yes, trusting {}", ca.display()),
+            (None, true) => "yes, any certificate accepted (insecure)".to_string(),
+            (None, false) => "yes, trusting the system's certificates".to_string(),
+        };
+        let sampled = match &external.processes {
+            Some(p) => {
+                let n = self.stacks.resolve(p)?.len();
+                format!("{} ({n} process{} now, with their descendants)", p.describe(), plural(n))
+            }
+            None => "not sampled: external target (name its processes with pids, pidfile or unit)"
+                .to_string(),
+        };
+        let mut content = format!(
+            "url: {}\naddress: {}\ntls: {tls}\nserver: {}\nsampling: {sampled}\nverified:\n",
+            external.url,
+            answered.addr.map_or("?".to_string(), |a| a.to_string()),
+            answered.server.as_deref().unwrap_or("(no Server header)"),
+        );
+        for d in &answered.details {
+            content.push_str(&format!("  {d}\n"));
+        }
+        let record = ConfigRecord {
+            stack: group[0].stack.label.clone(),
+            tier: EXTERNAL_TIER.into(),
+            kind: ConfigRecord::IDENTITY.into(),
+            name: String::new(),
+            content,
+        };
+        self.cx.store.record_config(self.cx.run_id, &record)?;
+        self.captured.insert(group[0].stack.label.clone());
+        Ok(())
+    }
+
+    /// An instance's cells, each measured while `watch` samples, judged and stored at once;
+    /// the first Ctrl-C ends them.
+    fn cells(
+        &mut self,
+        group: &[Cell],
+        instance: &Instance,
+        watch: &Watch,
+    ) -> Result<(), RunError> {
+        self.events.stack_up(&group[0], instance)?;
+        for cell in group {
+            if self.measure.stopped() {
+                break;
+            }
+            let url = format!("{}{}", instance.url.trim_end_matches('/'), cell.workload.path);
+            let mut config = cell_config(cell, &url, instance, self.cx)?;
+            let addr = self.measure.reach(&mut config)?;
+            let label = cell_label(cell, self.total);
+            let sampler = match watch {
+                Watch::Lab(id) => self.stacks.sample(id)?,
+                Watch::Processes(roots) => self.stacks.sample_processes(roots)?,
+                Watch::Nothing => Box::new(NoSamples),
+            };
+            let started_at = SystemTime::now();
+            let result = self.measure.measure(&config, addr, &label);
+            let samples = sampler.stop();
+            let mut result = result?;
+            // Behind a network profile the lab knows the link's speed, which the veth does not
+            // report (it says 10000 Mbit/s): the verdict's link rule then judges against it.
+            let net = cell.stack.knobs().and_then(|k| k.net.as_deref());
+            let link_bps = net
+                .and_then(|n| n.parse::<loadlab_lab::net::Profile>().ok())
+                .and_then(|p| p.rate_bps);
+            if let Some(bps) = link_bps {
+                result.link.speed_mbps = Some((bps / 1_000_000).max(1));
+            }
+            if result.interrupted {
+                self.events.cell_interrupted(&label)?;
+                break;
+            }
+            let verdict = Verdict::judge(&config, &result);
+            let tier_cpus = match cell.stack.knobs().and_then(|k| k.cpus.as_ref()) {
+                Some(cpus) => cpus.0.len(),
+                None => loadlab_engine::sys::allowed_cpus().len(),
+            };
+            let mut limited_by = crate::limit::limited_by(&result, &verdict, &samples, tier_cpus);
+            // Behind a network profile the link's capacity is known: say it beside the evidence.
+            if let (crate::limit::Limit::Network, Some(net), Some(bps)) =
+                (&limited_by.limit, net, link_bps)
+            {
+                limited_by.evidence.push_str(&format!(
+                    "; the link is --net {net}, {}",
+                    loadlab_stats::format::mbps(bps as f64 / 1e6)
+                ));
+            }
+            let record = crate::cell::record(
+                cell,
+                &config,
+                &result,
+                started_at,
+                &samples,
+                &verdict,
+                &limited_by,
+            );
+            let stored = Instant::now();
+            self.cx.store.record_cell(self.cx.run_id, &record)?;
+            self.events.cell_done(&CellDone {
+                cell,
+                label: &label,
+                result: &result,
+                record: &record,
+                verdict: &verdict,
+                limited_by: &limited_by,
+                stored_in: stored.elapsed(),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "es"
+    }
 }
 
 /// Why `cell` cannot be loaded as the suite asks, if it cannot: a load without keep-alive on a
@@ -297,10 +503,11 @@ pub fn unsupported(cell: &Cell) -> Option<String> {
     })
 }
 
-/// The engine's configuration for one cell: at the instance's URL, over TLS trusting the
+/// The engine's configuration for one cell at `url` on `instance`: over TLS trusting a lab
 /// instance's own CA when its front speaks TLS (no `--insecure`: the certificate is checked
-/// for the address loaded, as verify checked it).
-fn cell_config(
+/// for the address loaded, as verify checked it), or as an external target's `cacert` or
+/// `insecure` say; the client's threads and pinning; the cell's request, load and checks.
+pub(crate) fn cell_config(
     cell: &Cell,
     url: &str,
     instance: &Instance,
@@ -309,6 +516,9 @@ fn cell_config(
     let target = Target::parse(url)?;
     let mut config = BenchConfig::new(target);
     config.tls.cacert = instance.cacert.clone();
+    if let Some(external) = cell.stack.external_target() {
+        config.tls = external.tls.clone();
+    }
     config.threads = cx.threads.max(1);
     if let Some(cpus) = cx.client_cpus {
         config.pin = cpus.0.clone();

@@ -11,7 +11,9 @@ use loadlab_engine::{
 };
 use loadlab_lab::{Knobs, Stack};
 
-use crate::executor::{Instance, Measure, Sampling, Stacks};
+use crate::executor::{Instance, Measure, NoSamples, Sampling, Stacks};
+use loadlab_lab::named::Processes;
+use loadlab_lab::procfs::ProcId;
 
 /// A result of `completed` requests over `secs` seconds with latency `latency_us`, from one
 /// worker that used `cpu_share` of its time, on loopback.
@@ -76,6 +78,8 @@ pub struct FakeEngine {
     pub stop_after: Option<usize>,
     /// The interrupted measurement returns an interrupted result.
     pub interrupt_in_measure: bool,
+    /// Requests for this path are answered 200 with a body that fails their check.
+    pub wrong_body_at: Option<&'static str>,
 }
 
 impl FakeEngine {
@@ -86,6 +90,7 @@ impl FakeEngine {
             measured: RefCell::new(Vec::new()),
             stop_after: None,
             interrupt_in_measure: false,
+            wrong_body_at: None,
         }
     }
 }
@@ -112,6 +117,13 @@ impl Measure for FakeEngine {
             // The schedule is kept: the requests were sent, the server queued them.
             r.tally.unfinished = ((offered - achieved) * secs) as u64;
         }
+        if self.wrong_body_at == Some(config.target.path.as_str()) {
+            let n = r.tally.completed;
+            r.tally.completed = 0;
+            r.tally.failed = n;
+            r.tally.bytes_body = 13;
+            r.tally.errors.add(loadlab_engine::ErrorClass::Validation, None);
+        }
         let stopping = self.stop_after.is_some_and(|n| self.measured.borrow().len() >= n);
         if stopping && self.interrupt_in_measure {
             // Stopped in its warm-up, as Ctrl-C early in a step does: nothing measured.
@@ -132,13 +144,30 @@ pub struct FakeLab {
     pub log: RefCell<Vec<String>>,
     /// `up` of this stack fails to verify.
     pub broken: Option<&'static str>,
+    /// The processes named for an external target are not running.
+    pub gone: bool,
 }
 
-struct NoSamples;
+/// A sampler that read one interval of the tier `external` at half a CPU.
+struct ExternalSamples;
 
-impl Sampling for NoSamples {
+impl Sampling for ExternalSamples {
     fn stop(self: Box<Self>) -> Vec<loadlab_lab::Sample> {
-        Vec::new()
+        let tier = loadlab_lab::sampler::TierSample {
+            tier: crate::executor::EXTERNAL_TIER.into(),
+            cpu_user_pct: 40.0,
+            cpu_sys_pct: 10.0,
+            rss_bytes: 1 << 20,
+            processes: 2,
+            pool: None,
+        };
+        vec![loadlab_lab::Sample {
+            t_ms: 1000,
+            unix_ms: 0,
+            interval_ms: 1000,
+            tiers: vec![tier],
+            machine: None,
+        }]
     }
 }
 
@@ -180,5 +209,18 @@ impl Stacks for FakeLab {
 
     fn sample(&self, _id: &str) -> Result<Box<dyn Sampling>, loadlab_lab::Error> {
         Ok(Box::new(NoSamples))
+    }
+
+    fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, loadlab_lab::Error> {
+        self.log.borrow_mut().push(format!("resolve {}", processes.describe()));
+        if self.gone {
+            return Err(loadlab_lab::Error::Processes("pid 4242 is not running".into()));
+        }
+        Ok(vec![ProcId { pid: 4242, start: 1 }])
+    }
+
+    fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, loadlab_lab::Error> {
+        self.log.borrow_mut().push(format!("sample {} processes", roots.len()));
+        Ok(Box::new(ExternalSamples))
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! - [`trust`]: the one trust verdict. [`trust::Verdict::judge`] turns a run's figures into
 //!   flags with their evidence; `bench`, `sweep`, `run` and so the report all show it.
-//! - [`executor`]: a suite's plan, cell by cell, stack instance by stack instance, each cell
-//!   judged and stored as it ends ([`executor::run_plan`]).
+//! - [`executor`]: a suite's plan, cell by cell, stack instance by stack instance (the lab's,
+//!   or external targets), each cell judged and stored as it ends ([`executor::run_plan`]).
+//! - [`verify`]: a workload's answer checked through the engine before its cells: an external
+//!   target's verify, and a custom workload's on a lab stack.
 //! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]).
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
@@ -22,10 +24,13 @@ pub mod power;
 pub mod slo;
 pub mod sweep;
 pub mod trust;
+pub mod verify;
 
 pub use executor::{run_plan, Events, Measure, RunContext, RunError, Stacks};
 pub use trust::{Finding, Flag, Verdict};
 
+#[cfg(test)]
+mod external_tests;
 #[cfg(test)]
 mod fake;
 #[cfg(test)]

@@ -33,7 +33,7 @@ duration = "1s"
 "#;
 
 #[derive(Default)]
-struct Told(Vec<String>);
+pub(crate) struct Told(pub Vec<String>);
 
 impl Events for Told {
     fn stack_up(&mut self, cell: &Cell, up: &Instance) -> std::io::Result<()> {
@@ -50,6 +50,37 @@ impl Events for Told {
         self.0.push(format!("interrupted {}", label.trim()));
         Ok(())
     }
+}
+
+/// A plan run on the fakes into a fresh store: the store, what the events said, and how it
+/// ended.
+pub(crate) struct Ran {
+    _dir: tempfile::TempDir,
+    pub store: Store,
+    pub run_id: loadlab_store::RunId,
+    pub told: Told,
+    pub outcome: Result<(), RunError>,
+}
+
+impl Ran {
+    pub fn cells(&self) -> Vec<loadlab_store::CellRecord> {
+        self.store.cells(self.run_id).expect("the cells")
+    }
+}
+
+/// Runs `plan` with `lab` and `engine`, the client on `threads` threads.
+pub(crate) fn run_on_fakes(
+    plan: &loadlab_suite::Plan,
+    lab: &FakeLab,
+    engine: &mut FakeEngine,
+    threads: usize,
+) -> Ran {
+    let (_dir, mut store) = store();
+    let run_id = begin(&mut store);
+    let mut told = Told::default();
+    let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads };
+    let outcome = crate::run_plan(plan, lab, engine, &mut told, &mut cx);
+    Ran { _dir, store, run_id, told, outcome }
 }
 
 fn store() -> (tempfile::TempDir, Store) {
@@ -74,15 +105,12 @@ fn begin(store: &mut Store) -> loadlab_store::RunId {
 
 #[test]
 fn a_plan_runs_instance_by_instance_each_cell_judged_and_stored() {
-    let (_dir, mut store) = store();
-    let run_id = begin(&mut store);
     let plan = plan();
     assert_eq!(plan.cells.len(), 8);
     let lab = FakeLab::default();
     let mut engine = FakeEngine::new(5_000.0);
-    let mut told = Told::default();
-    let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 2 };
-    crate::run_plan(&plan, &lab, &mut engine, &mut told, &mut cx).expect("the plan runs");
+    let ran = run_on_fakes(&plan, &lab, &mut engine, 2);
+    ran.outcome.as_ref().expect("the plan runs");
 
     // A B A B, each instance down before the next comes up.
     let log = lab.log.borrow().clone();
@@ -99,9 +127,9 @@ fn a_plan_runs_instance_by_instance_each_cell_judged_and_stored() {
             "down nginx-fpm-3"
         ]
     );
-    let cells = store.cells(run_id).expect("the cells");
+    let cells = ran.cells();
     assert_eq!(cells.len(), 8);
-    assert_eq!(told.0.iter().filter(|l| l.starts_with("cell")).count(), 8);
+    assert_eq!(ran.told.0.iter().filter(|l| l.starts_with("cell")).count(), 8);
     // The engine got each cell's load: closed loop at 2 and 4 connections, 2 threads at most.
     let measured = engine.measured.borrow();
     let conns: Vec<usize> = measured.iter().map(|c| c.connections).collect();
@@ -114,35 +142,29 @@ fn a_plan_runs_instance_by_instance_each_cell_judged_and_stored() {
 
 #[test]
 fn ctrl_c_ends_the_run_with_the_finished_cells_stored_and_the_stack_down() {
-    let (_dir, mut store) = store();
-    let run_id = begin(&mut store);
     let lab = FakeLab::default();
     let mut engine = FakeEngine::new(5_000.0);
     engine.stop_after = Some(3);
     engine.interrupt_in_measure = true;
-    let mut told = Told::default();
-    let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 1 };
-    crate::run_plan(&plan(), &lab, &mut engine, &mut told, &mut cx).expect("an interrupted run");
-    assert_eq!(store.cells(run_id).expect("cells").len(), 2, "the interrupted cell is not kept");
+    let ran = run_on_fakes(&plan(), &lab, &mut engine, 1);
+    ran.outcome.as_ref().expect("an interrupted run");
+    assert_eq!(ran.cells().len(), 2, "the interrupted cell is not kept");
     assert_eq!(
         lab.log.borrow().as_slice(),
         ["up nginx-0", "down nginx-0", "up nginx-fpm-1", "down nginx-fpm-1"]
     );
-    assert!(told.0.last().expect("told").starts_with("interrupted [  3/8]"), "{:?}", told.0);
+    let told = &ran.told.0;
+    assert!(told.last().expect("told").starts_with("interrupted [  3/8]"), "{told:?}");
 }
 
 #[test]
 fn a_stack_that_does_not_verify_ends_the_run_after_the_others_went_down() {
-    let (_dir, mut store) = store();
-    let run_id = begin(&mut store);
     let lab = FakeLab { broken: Some("nginx-fpm"), ..FakeLab::default() };
-    let mut engine = FakeEngine::new(5_000.0);
-    let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 1 };
-    let err = crate::run_plan(&plan(), &lab, &mut engine, &mut Told::default(), &mut cx)
-        .expect_err("the broken stack stops the run");
+    let ran = run_on_fakes(&plan(), &lab, &mut FakeEngine::new(5_000.0), 1);
+    let err = ran.outcome.as_ref().expect_err("the broken stack stops the run");
     assert!(matches!(err, RunError::Lab(loadlab_lab::Error::Verify { .. })), "{err}");
     assert_eq!(lab.log.borrow().as_slice(), ["up nginx-0", "down nginx-0"]);
-    assert_eq!(store.cells(run_id).expect("cells").len(), 2);
+    assert_eq!(ran.cells().len(), 2);
 }
 
 /// `TWO_STACKS` with `key = true` on its nginx stack.
@@ -513,16 +535,11 @@ fn a_cell_behind_a_profile_is_judged_against_the_profiles_rate() {
         let text = TWO_STACKS.replacen("warmup = \"0s\"", &format!("warmup = \"0s\"\n{net}"), 1);
         let suite = loadlab_suite::parse(&text, "two.toml").expect("the suite parses");
         let plan = loadlab_suite::plan(&suite, false);
-        let (_dir, mut store) = store();
-        let run_id = begin(&mut store);
-        let lab = FakeLab::default();
         // 60,000 responses of 200 bytes a second: 96 Mbit/s of HTTP, 102% of 100 Mbit/s on
         // the wire.
-        let mut engine = FakeEngine::new(60_000.0);
-        let mut told = Told::default();
-        let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 2 };
-        crate::run_plan(&plan, &lab, &mut engine, &mut told, &mut cx).expect("the plan runs");
-        store.cells(run_id).expect("the cells")
+        let ran = run_on_fakes(&plan, &FakeLab::default(), &mut FakeEngine::new(60_000.0), 2);
+        ran.outcome.as_ref().expect("the plan runs");
+        ran.cells()
     };
     let behind = run("net = \"lan-100mbit\"");
     assert!(

@@ -362,14 +362,30 @@ pub struct LimitedBy {
 }
 
 /// A captured piece of a stack's configuration: an effective config file, a version string, a
-/// module list. Stored per run, since the same stack comes up for many cells.
+/// module list; for an external target, who answered at its URL. Stored per run, since the
+/// same stack comes up for many cells.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigRecord {
     pub stack: String,
     pub tier: String,
-    /// What the content is: "config", "version", "modules"...
+    /// What the content is: "capture", or [`ConfigRecord::IDENTITY`].
     pub kind: String,
     /// Which one among several of a kind, e.g. the config file's name; may be empty.
     pub name: String,
     pub content: String,
+}
+
+impl ConfigRecord {
+    /// The kind of an external target's record: who answered at its URL, as `key: value`
+    /// lines (`url`, `address`, `tls`, `server`, `sampling`), then what each workload answered.
+    pub const IDENTITY: &'static str = "identity";
+
+    /// The `key: value` lines of an [`ConfigRecord::IDENTITY`] record, in order.
+    pub fn fields(&self) -> Vec<(&str, &str)> {
+        self.content
+            .lines()
+            .filter(|l| !l.starts_with(' '))
+            .filter_map(|l| l.split_once(": "))
+            .collect()
+    }
 }

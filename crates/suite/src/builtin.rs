@@ -122,7 +122,7 @@ mod tests {
     #[test]
     fn classic_visits_every_seed() {
         let p = planned("classic", false);
-        let workloads: BTreeSet<&str> = p.cells.iter().map(|c| c.workload.name).collect();
+        let workloads: BTreeSet<&str> = p.cells.iter().map(|c| c.workload.name.as_str()).collect();
         // 000, 001, 002, 003 and 004 in turn.
         for w in ["phpinfo.php", "20k.bin", "country.php", "hello.php", "complex.php"] {
             assert!(workloads.contains(w), "{w}");
@@ -135,7 +135,8 @@ mod tests {
     #[test]
     fn seed_000_closed_loop_at_1_10_100_with_10000_requests() {
         let suite = builtin("php-modphp-vs-fastcgi").unwrap();
-        let stacks: Vec<&str> = suite.stacks.iter().map(|s| s.stack.name).collect();
+        let stacks: Vec<&str> =
+            suite.stacks.iter().map(|s| s.lab_stack().unwrap().stack.name).collect();
         assert_eq!(stacks, ["apache-prefork-modphp", "nginx-spawn-fcgi"]);
         assert_eq!(suite.workloads[0].name, "phpinfo.php");
         let load = &suite.loads[0];
@@ -182,14 +183,19 @@ mod tests {
         assert_eq!(rates, &expected);
         assert_eq!(load.stop, Stop::Count(5_000));
         assert_eq!(load.timeout, Duration::from_secs(5));
-        assert!(suite.stacks.iter().all(|s| s.knobs.gzip.is_on() && s.knobs.keepalive.is_on()));
+        let knobs = suite.stacks.iter().map(|s| s.knobs().unwrap());
+        assert!(knobs.into_iter().all(|k| k.gzip.is_on() && k.keepalive.is_on()));
     }
 
     #[test]
     fn seed_004_three_cache_layers_at_c25_n5000() {
         let suite = builtin("wordpress-cache-layers").unwrap();
-        let layers: Vec<(&str, bool)> =
-            suite.stacks.iter().map(|s| (s.stack.name, s.knobs.opcache_on())).collect();
+        let layers: Vec<(&str, bool)> = suite
+            .stacks
+            .iter()
+            .map(|s| s.lab_stack().unwrap())
+            .map(|l| (l.stack.name, l.knobs.opcache_on()))
+            .collect();
         assert_eq!(
             layers,
             [

@@ -12,6 +12,8 @@ use crate::plan::{Cell, Plan, Point};
 /// Bringing a stack instance up, verifying it and tearing it down. Measured on a 2-core
 /// machine: 0.1 s (nginx) to 3.5 s (Apache with MariaDB, cold); WordPress stacks 0.7-2 s.
 pub const STACK_UP: Duration = Duration::from_secs(3);
+/// Verifying an external target: a request per workload.
+pub const EXTERNAL_VERIFY: Duration = Duration::from_millis(200);
 /// Per cell beyond its load: starting the workers, merging results, committing to the store
 /// (at most 50 ms by requirement), the sampler's last reading.
 pub const CELL_OVERHEAD: Duration = Duration::from_millis(250);
@@ -31,7 +33,12 @@ impl Plan {
     pub fn estimate(&self) -> Estimate {
         let load: Duration = self.cells.iter().map(|c| c.load.warmup + run_time(c)).sum();
         let stack_ups = self.instances().count();
-        let total = load + CELL_OVERHEAD * self.cells.len() as u32 + STACK_UP * stack_ups as u32;
+        // An external target is only verified: a few requests, no start.
+        let lab_ups = self.instances().filter(|g| g[0].stack.lab_stack().is_some()).count();
+        let total = load
+            + CELL_OVERHEAD * self.cells.len() as u32
+            + STACK_UP * lab_ups as u32
+            + EXTERNAL_VERIFY * (stack_ups - lab_ups) as u32;
         Estimate { total, load, stack_ups, cells: self.cells.len() }
     }
 }
@@ -55,8 +62,10 @@ fn run_time(cell: &Cell) -> Duration {
 /// from runs of the lab's stacks there (about a third of what they measured, so estimates err
 /// long): a static file's rate falls with its size, a PHP page's with its work.
 pub fn expected_rps(cell: &Cell) -> f64 {
-    let cached = cell.stack.stack.http_tiers.first() == Some(&Tier::Varnish);
-    let base = match cell.workload.name {
+    let lab = cell.stack.lab_stack();
+    let cached = lab.is_some_and(|l| l.stack.http_tiers.first() == Some(&Tier::Varnish));
+    let opcache = lab.is_some_and(|l| l.knobs.opcache_on());
+    let base = match cell.workload.name.as_str() {
         "hello.txt" | "robots.txt" | "20k.bin" => 10_000.0,
         "100k.bin" => 5_000.0,
         "1m.bin" => 800.0,
@@ -65,7 +74,7 @@ pub fn expected_rps(cell: &Cell) -> f64 {
         "country.php" => 400.0,
         "wordpress" if cached => 5_000.0,
         // Measured 18 req/s without OPcache and 99 with it at -c 25.
-        "wordpress" if cell.stack.knobs.opcache_on() => 40.0,
+        "wordpress" if opcache => 40.0,
         "wordpress" => 8.0,
         _ => 200.0,
     };

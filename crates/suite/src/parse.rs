@@ -1,7 +1,7 @@
 //! [`parse`]: a suite file's text checked into a [`Suite`], or a [`SuiteError`] that says,
 //! with line and column, what is wrong. Everything the lab or the engine would refuse later (an
 //! unknown stack, a knob that does not apply, a workload no stack serves) is refused here,
-//! before any stack comes up.
+//! before any stack comes up; the user's own servers and requests are checked in `own`.
 
 use std::ops::Range;
 use std::path::Path;
@@ -16,21 +16,25 @@ use toml::Spanned;
 use crate::error::SuiteError;
 use crate::raw::{ArrivalName, ModelName, RawLoad, RawQuick, RawStack, RawSuite, RawWorkload};
 use crate::suite::{
-    all_workload_names, selected, why_not, Load, Points, Quick, StackSpec, Suite, WorkloadSpec,
+    selected, why_not, Load, Points, Quick, StackSpec, Suite, WorkloadSpec,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_REPETITIONS, DEFAULT_TIMEOUT,
 };
+
+mod own;
 
 /// A sweep longer than this is surely a typo (a step of 1 instead of 10).
 const MAX_POINTS: usize = 1_000;
 
-/// Parses and checks a suite file's text; `file` names it in errors.
+/// Parses and checks a suite file's text; `file` names it in errors, and the files it names
+/// (`body_file`, `cacert`, `pidfile`) are relative to its directory.
 pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
     let raw: RawSuite = toml::from_str(text).map_err(|e| SuiteError::Invalid {
         file: file.to_string(),
         at: e.span().map(|s| crate::error::locate(text, s.start)),
         message: e.message().trim_end().to_string(),
     })?;
-    Checker { file, text }.suite(raw)
+    let dir = Path::new(file).parent().unwrap_or(Path::new(""));
+    Checker { file, text, dir }.suite(raw)
 }
 
 /// Reads and parses a suite file.
@@ -44,6 +48,8 @@ pub fn read(path: &Path) -> Result<Suite, SuiteError> {
 struct Checker<'a> {
     file: &'a str,
     text: &'a str,
+    /// The suite file's directory, which the paths it holds are relative to.
+    dir: &'a Path,
 }
 
 type Checked<T> = Result<T, SuiteError>;
@@ -94,9 +100,9 @@ impl Checker<'_> {
         }
         for (s, spec) in raw.stacks.get_ref().iter().zip(&stacks) {
             // Every workload has a load by now, so serving one is enough to run something.
-            if !workloads.iter().any(|w| selected(w, spec) && spec.serves(&w.name)) {
+            if !workloads.iter().any(|w| selected(w, spec) && spec.runs(w)) {
                 return self.fail(
-                    s.name.span(),
+                    stack_span(s),
                     format!("none of the suite's workloads runs on {}", spec.label),
                 );
             }
@@ -121,7 +127,7 @@ impl Checker<'_> {
 
     fn stacks(
         &self,
-        raw: &Spanned<Vec<RawStack>>,
+        raw: &Spanned<Vec<Spanned<RawStack>>>,
         stack_cpus: Option<&CpuList>,
         suite_net: Option<&str>,
     ) -> Checked<Vec<StackSpec>> {
@@ -129,10 +135,26 @@ impl Checker<'_> {
             return self.fail(raw.span(), "a suite needs at least one stack");
         }
         let mut out: Vec<StackSpec> = Vec::new();
-        for s in raw.get_ref() {
-            let spec = self.stack(s, stack_cpus, suite_net)?;
+        for entry in raw.get_ref() {
+            let s = entry.get_ref();
+            let spec =
+                match (&s.name, &s.url) {
+                    (Some(name), None) => self.stack(s, name, stack_cpus, suite_net)?,
+                    (None, Some(url)) => self.external(s, url)?,
+                    (Some(_), Some(url)) => {
+                        return self.fail(
+                            url.span(),
+                            "give name (a built-in stack) or url (a server of yours), not both",
+                        )
+                    }
+                    (None, None) => return self.fail(
+                        entry.span(),
+                        "a stack needs name = \"...\" (a built-in stack: `loadlab stack list`) \
+                         or url = \"http://...\" (a server of yours)",
+                    ),
+                };
             if out.iter().any(|o| o.label == spec.label) {
-                let span = s.label.as_ref().map_or(s.name.span(), Spanned::span);
+                let span = s.label.as_ref().map_or(stack_span(entry), Spanned::span);
                 let hint = if s.label.is_some() { "" } else { "; give each a distinct label" };
                 return self.fail(span, format!("stack {:?} appears twice{hint}", spec.label));
             }
@@ -144,29 +166,30 @@ impl Checker<'_> {
     fn stack(
         &self,
         s: &RawStack,
+        name: &Spanned<String>,
         stack_cpus: Option<&CpuList>,
         suite_net: Option<&str>,
     ) -> Checked<StackSpec> {
-        let Ok(stack) = catalog::stack(s.name.get_ref()) else {
+        let Ok(stack) = catalog::stack(name.get_ref()) else {
             let known: Vec<&str> = catalog::STACKS.iter().map(|s| s.name).collect();
             return self.fail(
-                s.name.span(),
-                format!(
-                    "unknown stack {:?}; the stacks are: {}",
-                    s.name.get_ref(),
-                    known.join(", ")
-                ),
+                name.span(),
+                format!("unknown stack {:?}; the stacks are: {}", name.get_ref(), known.join(", ")),
             );
         };
-        let label = match &s.label {
-            Some(l) => {
-                if !is_label(l.get_ref()) {
-                    return self.fail(l.span(), "label: use letters, digits, '-', '_' and '.'");
-                }
-                l.get_ref().clone()
-            }
-            None => stack.name.to_string(),
-        };
+        // The keys of an external target, said as such rather than as unknown.
+        if let Some((key, span)) =
+            s.external_keys().into_iter().find_map(|(k, span)| Some((k, span?)))
+        {
+            return self.fail(
+                span,
+                format!(
+                    "{key} applies to an external target (url = \"...\"), not to the lab's {}",
+                    stack.name
+                ),
+            );
+        }
+        let label = self.label(s)?.unwrap_or_else(|| stack.name.to_string());
         let on_off = |b: &Spanned<bool>| if *b.get_ref() { OnOff::On } else { OnOff::Off };
         let count = |n: &Option<Spanned<u32>>, key| {
             n.as_ref().map(|n| self.at_least_one(n, key)).transpose()
@@ -206,10 +229,21 @@ impl Checker<'_> {
         // The lab's rules, with the file's key at the knob's own position (the stack's name
         // for a knob the file did not write, as stack_cpus).
         if let Some(p) = stack.knob_problem(&knobs) {
-            let span = s.knob_span(p.key).unwrap_or(s.name.span());
+            let span = s.knob_span(p.key).unwrap_or(name.span());
             return self.fail(span, format!("{}: {}", p.key, p.reason));
         }
-        Ok(StackSpec::new(label, stack, knobs))
+        Ok(StackSpec::lab(label, stack, knobs))
+    }
+
+    /// `label = "..."`, checked.
+    fn label(&self, s: &RawStack) -> Checked<Option<String>> {
+        match &s.label {
+            Some(l) if !is_label(l.get_ref()) => {
+                self.fail(l.span(), "label: use letters, digits, '-', '_' and '.'")
+            }
+            Some(l) => Ok(Some(l.get_ref().clone())),
+            None => Ok(None),
+        }
     }
 
     fn workloads(
@@ -221,67 +255,75 @@ impl Checker<'_> {
         if raw.get_ref().is_empty() {
             return self.fail(raw.span(), "a suite needs at least one workload");
         }
-        let known = all_workload_names();
         let mut out: Vec<WorkloadSpec> = Vec::new();
         for w in raw.get_ref() {
             let name = w.name.get_ref();
-            if !known.contains(&name.as_str()) {
-                return self.fail(
-                    w.name.span(),
-                    format!("unknown workload {name:?}; the workloads are: {}", known.join(", ")),
-                );
-            }
+            let request = self.request(w)?;
             if out.iter().any(|o| &o.name == name) {
                 return self.fail(w.name.span(), format!("workload {name:?} appears twice"));
             }
-            let filter = match &w.stacks {
-                Some(labels) if labels.is_empty() => {
-                    return self.fail(w.name.span(), format!("{name}: stacks = [] runs it nowhere"))
-                }
-                Some(labels) => {
-                    for l in labels {
-                        let Some(stack) = stacks.iter().find(|s| &s.label == l.get_ref()) else {
-                            return self.fail(
-                                l.span(),
-                                format!("no stack labelled {:?} in this suite", l.get_ref()),
-                            );
-                        };
-                        if !stack.serves(name) {
-                            return self.fail(
-                                l.span(),
-                                format!(
-                                    "{name} cannot run on {}: {}",
-                                    l.get_ref(),
-                                    why_not(stack, name)
-                                ),
-                            );
-                        }
-                    }
-                    Some(labels.iter().map(|l| l.get_ref().clone()).collect())
-                }
-                None => {
-                    if !stacks.iter().any(|s| s.serves(name)) {
-                        let why: Vec<String> = stacks.iter().map(|s| why_not(s, name)).collect();
-                        return self.fail(
-                            w.name.span(),
-                            format!("no stack of the suite serves {name} ({})", why.join("; ")),
-                        );
-                    }
-                    None
-                }
-            };
             let slo = match &w.slo {
                 Some(s) => Some(self.slo(s)?),
                 None => suite_slo.cloned(),
             };
-            out.push(WorkloadSpec {
+            let mut spec = WorkloadSpec {
                 name: name.clone(),
-                stacks: filter,
+                request,
+                stacks: None,
                 expect: self.expect(w)?,
                 slo,
-            });
+            };
+            spec.stacks = self.filter(w, &spec, stacks)?;
+            out.push(spec);
         }
         Ok(out)
+    }
+
+    /// A workload's `stacks = [...]`, each label known and able to run it; without one, some
+    /// stack of the suite must run it.
+    fn filter(
+        &self,
+        w: &RawWorkload,
+        spec: &WorkloadSpec,
+        stacks: &[StackSpec],
+    ) -> Checked<Option<Vec<String>>> {
+        let name = &spec.name;
+        match &w.stacks {
+            Some(labels) if labels.is_empty() => {
+                self.fail(w.name.span(), format!("{name}: stacks = [] runs it nowhere"))
+            }
+            Some(labels) => {
+                for l in labels {
+                    let Some(stack) = stacks.iter().find(|s| &s.label == l.get_ref()) else {
+                        return self.fail(
+                            l.span(),
+                            format!("no stack labelled {:?} in this suite", l.get_ref()),
+                        );
+                    };
+                    if !stack.runs(spec) {
+                        return self.fail(
+                            l.span(),
+                            format!(
+                                "{name} cannot run on {}: {}",
+                                l.get_ref(),
+                                why_not(stack, name)
+                            ),
+                        );
+                    }
+                }
+                Ok(Some(labels.iter().map(|l| l.get_ref().clone()).collect()))
+            }
+            None => {
+                if !stacks.iter().any(|s| s.runs(spec)) {
+                    let why: Vec<String> = stacks.iter().map(|s| why_not(s, name)).collect();
+                    return self.fail(
+                        w.name.span(),
+                        format!("no stack of the suite serves {name} ({})", why.join("; ")),
+                    );
+                }
+                Ok(None)
+            }
+        }
     }
 
     fn slo(&self, s: &Spanned<String>) -> Checked<Slo> {
@@ -573,6 +615,12 @@ impl Checker<'_> {
     fn cpus(&self, s: &Spanned<String>) -> Checked<CpuList> {
         s.get_ref().parse::<CpuList>().or_else(|e| self.fail(s.span(), e))
     }
+}
+
+/// Where a stack entry is best pointed at: its name or url, else its `[[stacks]]` header.
+fn stack_span(entry: &Spanned<RawStack>) -> Range<usize> {
+    let s = entry.get_ref();
+    s.name.as_ref().or(s.url.as_ref()).map_or(entry.span(), Spanned::span)
 }
 
 /// Names and labels mark stored runs and cells, and may end up in file names: keep them to

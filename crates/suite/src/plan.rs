@@ -6,13 +6,14 @@
 //! alternate A B A B, so slow drift of the machine (heat, background jobs, a filling page
 //! cache) spreads over all of them instead of landing on whichever ran last.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use loadlab_engine::{Arrival, BenchConfig, Pacing, Protocol, Stop, Validation};
+use loadlab_engine::{Arrival, BenchConfig, Pacing, Protocol, RequestSpec, Stop, Validation};
 use loadlab_lab::knobs::CpuList;
-use loadlab_lab::workloads::Expect;
+use loadlab_lab::workloads::{Expect, Workload};
 
-use crate::suite::{selected, why_not, Points, StackSpec, Suite};
+use crate::suite::{builtin_workload, selected, why_not, Points, StackSpec, Suite, WorkloadSpec};
 
 /// A suite's cells in execution order, and what was left out.
 #[derive(Debug, Clone)]
@@ -43,10 +44,16 @@ pub struct Cell {
 /// What a cell requests and how its answers are checked.
 #[derive(Debug, Clone)]
 pub struct CellWorkload {
-    pub name: &'static str,
-    /// URL path on the stack's front tier.
-    pub path: &'static str,
+    /// The lab's name of a built-in workload, or a custom request's label.
+    pub name: String,
+    /// URL path on the stack's front tier (or after an external target's URL).
+    pub path: String,
+    /// Method, headers and body: GET and nothing more for a built-in workload. Shared by the
+    /// cells of every repetition (a body may be a large file).
+    pub request: Arc<RequestSpec>,
     pub check: Check,
+    /// A request of the user's (`path = ...`), which the lab's verify does not know.
+    pub custom: bool,
 }
 
 /// How each response of a cell is checked.
@@ -57,6 +64,8 @@ pub enum Check {
     Lab(Expect),
     /// The suite file's `expect_*`.
     Suite(Validation),
+    /// A custom request without `expect_*`: any 2xx status.
+    Custom(Validation),
 }
 
 impl Check {
@@ -65,7 +74,7 @@ impl Check {
     /// all once, and under load the question is whether the same page keeps coming back.
     pub fn validation(&self) -> Validation {
         match self {
-            Check::Suite(v) => v.clone(),
+            Check::Suite(v) | Check::Custom(v) => v.clone(),
             Check::Lab(expect) => {
                 let mut v = Validation { status: vec![(200, 200)], ..Validation::default() };
                 match expect {
@@ -144,14 +153,17 @@ impl LoadPoint {
 }
 
 impl Cell {
-    /// Whether the cell loads its stack over HTTP/2: the stack serves it (`http2` on).
+    /// Whether the cell loads its stack over HTTP/2: a lab stack with `http2` on (an external
+    /// target is loaded over HTTP/1.1).
     pub fn http2(&self) -> bool {
-        self.stack.knobs.http2.is_on()
+        self.stack.knobs().is_some_and(|k| k.http2.is_on())
     }
 
-    /// `apply`s the load point, the protocol (HTTP/2 with the load's streams on a stack with
-    /// `http2` on) and the workload's validation.
+    /// Sets the workload's request, `apply`s the load point (whose `accept_encoding` is a
+    /// header over the request's own), the protocol (HTTP/2 with the load's streams on a stack
+    /// with `http2` on) and the workload's validation.
     pub fn apply(&self, config: &mut BenchConfig) {
+        config.request = (*self.workload.request).clone();
         self.load.apply(config);
         if self.http2() {
             config.protocol = Protocol::Http2 { streams: self.load.streams };
@@ -181,10 +193,12 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
     let mut skipped = Vec::new();
     let mut per_stack: Vec<Vec<(CellWorkload, Vec<LoadPoint>)>> = Vec::new();
     for stack in &suite.stacks {
-        let served = stack.workloads();
+        // The lab computes every file's digest each time it is asked: once per stack.
+        let served =
+            stack.lab_stack().map(|l| loadlab_lab::workloads::for_stack(l.stack, &l.knobs));
         let mut runs = Vec::new();
         for w in suite.workloads.iter().filter(|w| selected(w, stack)) {
-            let Some(lab) = served.iter().find(|l| l.name == w.name) else {
+            let Some(workload) = cell_workload(stack, served.as_deref(), w) else {
                 // Only an unfiltered workload gets here: the parser refuses a filter naming
                 // a stack that cannot serve it.
                 skipped.push(Skipped {
@@ -193,10 +207,6 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
                     reason: why_not(stack, &w.name),
                 });
                 continue;
-            };
-            let check = match &w.expect {
-                Some(v) => Check::Suite(v.clone()),
-                None => Check::Lab(lab.expect.clone()),
             };
             let points: Vec<LoadPoint> = suite
                 .loads
@@ -221,7 +231,7 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
                     })
                 })
                 .collect();
-            runs.push((CellWorkload { name: lab.name, path: lab.path, check }, points));
+            runs.push((workload, points));
         }
         per_stack.push(runs);
     }
@@ -251,6 +261,45 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
         cells,
         skipped,
     }
+}
+
+/// What `w` requests on `stack` and how its answers are checked; `None` when the stack cannot
+/// run it. A built-in workload is the lab's path with the lab's expectation (on a lab stack,
+/// the instance's own from `served`: a file's digest, a page's markers); a custom one is the
+/// user's request with its `expect_*`, or any 2xx.
+fn cell_workload(
+    stack: &StackSpec,
+    served: Option<&[Workload]>,
+    w: &WorkloadSpec,
+) -> Option<CellWorkload> {
+    if !stack.runs(w) {
+        return None;
+    }
+    let (path, request, default_check) = match &w.request {
+        Some(custom) => (
+            custom.path.clone(),
+            custom.spec.clone(),
+            Check::Custom(Validation { status: vec![(200, 299)], ..Validation::default() }),
+        ),
+        None => {
+            let lab = match served {
+                Some(served) => served.iter().find(|l| l.name == w.name)?,
+                None => builtin_workload(&w.name)?,
+            };
+            (lab.path.to_string(), RequestSpec::default(), Check::Lab(lab.expect.clone()))
+        }
+    };
+    let check = match &w.expect {
+        Some(v) => Check::Suite(v.clone()),
+        None => default_check,
+    };
+    Some(CellWorkload {
+        name: w.name.clone(),
+        path,
+        request: Arc::new(request),
+        check,
+        custom: w.request.is_some(),
+    })
 }
 
 fn points_of(points: &Points) -> Vec<Point> {
@@ -340,8 +389,13 @@ repetitions = 1
     #[test]
     fn a_stack_runs_workloads_then_points_in_file_order() {
         let p = plan(&two(), false);
-        let fpm: Vec<(&str, Point)> =
-            p.instances().nth(1).unwrap().iter().map(|c| (c.workload.name, c.load.point)).collect();
+        let fpm: Vec<(&str, Point)> = p
+            .instances()
+            .nth(1)
+            .unwrap()
+            .iter()
+            .map(|c| (c.workload.name.as_str(), c.load.point))
+            .collect();
         let closed = |c| Point::Closed { concurrency: c };
         assert_eq!(
             fpm,

@@ -24,16 +24,22 @@ pub struct RawSuite {
     /// Thresholds every workload's cells must hold unless the workload names its own.
     pub slo: Option<Spanned<String>>,
     pub quick: Option<RawQuick>,
-    pub stacks: Spanned<Vec<RawStack>>,
+    /// Each entry with its span: the `[[stacks]]` header, for a stack that names neither a
+    /// built-in stack nor a URL.
+    pub stacks: Spanned<Vec<Spanned<RawStack>>>,
     pub workloads: Spanned<Vec<RawWorkload>>,
     pub loads: Spanned<Vec<RawLoad>>,
 }
 
-/// `[[stacks]]`: a built-in stack and its knobs.
+/// `[[stacks]]`: a built-in stack and its knobs, or (`url`) a server of the user's that
+/// loadlab neither starts nor stops.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawStack {
-    pub name: Spanned<String>,
+    /// A built-in stack; exactly one of `name` and `url`.
+    pub name: Option<Spanned<String>>,
+    /// An external target's base URL (`http://` or `https://`).
+    pub url: Option<Spanned<String>>,
     pub label: Option<Spanned<String>>,
     pub keepalive: Option<Spanned<bool>>,
     pub keepalive_timeout: Option<Spanned<String>>,
@@ -50,9 +56,48 @@ pub struct RawStack {
     pub tls: Option<Spanned<bool>>,
     /// HTTP/2 on the front tier (h2 by ALPN with `tls`, h2c without).
     pub http2: Option<Spanned<bool>>,
+    /// External `https://`: trust this PEM file's certificates (relative to the suite file).
+    pub cacert: Option<Spanned<String>>,
+    /// External `https://`: accept any certificate.
+    pub insecure: Option<Spanned<bool>>,
+    /// External: sample these processes (and their descendants) as the tier `external`.
+    pub pids: Option<Spanned<Vec<Spanned<u32>>>>,
+    /// External: sample the process whose pid this file holds, and its descendants.
+    pub pidfile: Option<Spanned<String>>,
+    /// External: sample this systemd unit's processes.
+    pub unit: Option<Spanned<String>>,
 }
 
 impl RawStack {
+    /// The lab's knobs, by the key [`RawStack::knob_span`] knows them by: refused on an
+    /// external target, which runs as its owner configured it.
+    pub const KNOBS: &'static [&'static str] = &[
+        "keepalive",
+        "keepalive_timeout",
+        "keepalive_requests",
+        "gzip",
+        "opcache",
+        "db",
+        "workers",
+        "php_workers",
+        "access_log",
+        "cpus",
+        "net",
+        "tls",
+        "http2",
+    ];
+
+    /// The keys only an external target takes, with where each is written.
+    pub fn external_keys(&self) -> [(&'static str, Option<std::ops::Range<usize>>); 5] {
+        [
+            ("cacert", self.cacert.as_ref().map(Spanned::span)),
+            ("insecure", self.insecure.as_ref().map(Spanned::span)),
+            ("pids", self.pids.as_ref().map(Spanned::span)),
+            ("pidfile", self.pidfile.as_ref().map(Spanned::span)),
+            ("unit", self.unit.as_ref().map(Spanned::span)),
+        ]
+    }
+
     /// Where the knob `key` (as [`loadlab_lab::catalog::KnobProblem`] names it) is written.
     pub fn knob_span(&self, key: &str) -> Option<std::ops::Range<usize>> {
         let flag = |v: &Option<Spanned<bool>>| v.as_ref().map(Spanned::span);
@@ -76,11 +121,20 @@ impl RawStack {
     }
 }
 
-/// `[[workloads]]`: a built-in workload, where it runs and how its answers are checked.
+/// `[[workloads]]`: a built-in workload, or (`path`) a request of the user's, where it runs
+/// and how its answers are checked.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawWorkload {
     pub name: Spanned<String>,
+    /// A custom request's path (and query); `name` is then its label.
+    pub path: Option<Spanned<String>>,
+    pub method: Option<Spanned<String>>,
+    /// `"Name: value"`, as `bench -H` takes them.
+    pub headers: Option<Vec<Spanned<String>>>,
+    pub body: Option<Spanned<String>>,
+    /// The body's file, relative to the suite file.
+    pub body_file: Option<Spanned<String>>,
     pub stacks: Option<Vec<Spanned<String>>>,
     pub expect_status: Option<Spanned<StatusValue>>,
     pub expect_contains: Option<Spanned<String>>,

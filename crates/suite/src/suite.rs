@@ -4,9 +4,10 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use loadlab_engine::{Arrival, Stop, Validation};
+use loadlab_engine::{Arrival, RequestSpec, Stop, TlsOptions, Validation};
 use loadlab_lab::catalog::{self, Db, Stack};
 use loadlab_lab::knobs::{CpuList, Knobs, OnOff};
+use loadlab_lab::named::Processes;
 use loadlab_lab::workloads::{self, Workload};
 
 /// A suite: which stacks, workloads and loads, how often, and how `--quick` shrinks it.
@@ -28,48 +29,132 @@ pub struct Suite {
     pub quick: Quick,
 }
 
-/// One stack instance of a suite.
+/// One stack instance of a suite: a built-in stack the lab brings up, or a server of the
+/// user's that is already running.
 #[derive(Debug, Clone)]
 pub struct StackSpec {
-    /// Unique in the suite: the stack's name unless the file gave a `label`.
+    /// Unique in the suite: the stack's name unless the file gave a `label` (an external
+    /// target always has one).
     pub label: String,
-    pub stack: &'static Stack,
-    /// With the suite's `stack_cpus` already filled in where the stack gave no `cpus`.
-    pub knobs: Knobs,
-    /// Names of the workloads it serves with these knobs, worked out once: the lab computes
-    /// every static file's digest each time it is asked.
+    pub source: StackSource,
+    /// Names of the built-in workloads it serves, worked out once: the lab computes every
+    /// static file's digest each time it is asked.
     served: Vec<&'static str>,
 }
 
+/// Where a stack instance comes from.
+#[derive(Debug, Clone)]
+pub enum StackSource {
+    /// A built-in stack, brought up, verified and torn down by the lab.
+    Lab(LabStack),
+    /// A server at a URL, neither started nor stopped by loadlab: verified by its answers.
+    External(External),
+}
+
+/// A built-in stack and its knobs.
+#[derive(Debug, Clone)]
+pub struct LabStack {
+    pub stack: &'static Stack,
+    /// With the suite's `stack_cpus` already filled in where the stack gave no `cpus`.
+    pub knobs: Knobs,
+}
+
+/// A server of the user's (`url = "http://..."`): loadlab loads it, verifies its answers
+/// before its cells, records who answered, and samples its processes only when named.
+#[derive(Debug, Clone, PartialEq)]
+pub struct External {
+    /// The base URL as written, without a trailing `/`: a workload's path is appended.
+    pub url: String,
+    /// `https://`: the file's `cacert` or `insecure`; sessions resume as in `bench`.
+    pub tls: TlsOptions,
+    /// The processes to sample as the tier `external`; `None`: not sampled.
+    pub processes: Option<Processes>,
+}
+
+impl External {
+    /// The URL of `path` (which starts with `/`) on this target.
+    pub fn url_of(&self, path: &str) -> String {
+        format!("{}{path}", self.url)
+    }
+}
+
 impl StackSpec {
-    pub(crate) fn new(label: String, stack: &'static Stack, knobs: Knobs) -> StackSpec {
+    pub(crate) fn lab(label: String, stack: &'static Stack, knobs: Knobs) -> StackSpec {
         let served = workloads::for_stack(stack, &knobs).iter().map(|w| w.name).collect();
-        StackSpec { label, stack, knobs, served }
+        StackSpec { label, source: StackSource::Lab(LabStack { stack, knobs }), served }
     }
 
-    /// The lab's workloads that this instance serves.
-    pub fn workloads(&self) -> Vec<Workload> {
-        workloads::for_stack(self.stack, &self.knobs)
+    pub(crate) fn external(label: String, external: External) -> StackSpec {
+        // Any built-in path may be served by the user's server (a copy of the lab's files):
+        // verify, not the plan, finds out.
+        let served = all_workload_names().to_vec();
+        StackSpec { label, source: StackSource::External(external), served }
     }
 
-    /// Whether this instance serves the workload `name`.
+    /// The built-in stack and knobs, unless this is an external target.
+    pub fn lab_stack(&self) -> Option<&LabStack> {
+        match &self.source {
+            StackSource::Lab(lab) => Some(lab),
+            StackSource::External(_) => None,
+        }
+    }
+
+    pub fn external_target(&self) -> Option<&External> {
+        match &self.source {
+            StackSource::External(e) => Some(e),
+            StackSource::Lab(_) => None,
+        }
+    }
+
+    /// The lab's knobs; `None` on an external target.
+    pub fn knobs(&self) -> Option<&Knobs> {
+        self.lab_stack().map(|l| &l.knobs)
+    }
+
+    /// Whether this instance serves the built-in workload `name`.
     pub fn serves(&self, name: &str) -> bool {
         self.served.contains(&name)
+    }
+
+    /// Whether `workload` can run here: a built-in one where the stack serves it, a custom
+    /// request on every stack that speaks HTTP (named like a built-in one, where that one is
+    /// served, since the path is the same).
+    pub fn runs(&self, workload: &WorkloadSpec) -> bool {
+        match &self.source {
+            StackSource::External(_) => true,
+            StackSource::Lab(lab) if workload.request.is_some() => {
+                !lab.stack.http_tiers.is_empty()
+                    && (!is_builtin(&workload.name) || self.serves(&workload.name))
+            }
+            StackSource::Lab(_) => self.serves(&workload.name),
+        }
     }
 }
 
 /// One workload of a suite.
 #[derive(Debug, Clone)]
 pub struct WorkloadSpec {
-    /// The lab's name for it (`hello.txt`, `wordpress`...).
+    /// The lab's name for a built-in workload (`hello.txt`, `wordpress`...), or a custom
+    /// request's label.
     pub name: String,
+    /// A custom request (`path = ...`); `None` for a built-in workload, requested with GET.
+    pub request: Option<CustomRequest>,
     /// Labels of the stacks it runs on; `None`: every stack that serves it.
     pub stacks: Option<Vec<String>>,
-    /// The suite's own check of every response; `None` inherits the lab's (verify's).
+    /// The suite's own check of every response; `None` inherits the lab's (verify's) for a
+    /// built-in workload, any 2xx status for a custom one.
     pub expect: Option<Validation>,
     /// Thresholds its cells must hold, over their repetitions (the workload's `slo`, or the
     /// suite's); `loadlab run` exits 99 when one fails.
     pub slo: Option<loadlab_stats::slo::Slo>,
+}
+
+/// A custom workload's request: its path on the stack, method, headers and body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomRequest {
+    /// Starts with `/`; may hold a query.
+    pub path: String,
+    pub spec: RequestSpec,
 }
 
 /// The points of one load: the x-axis of its chart.
@@ -183,36 +268,53 @@ pub(crate) fn selected(workload: &WorkloadSpec, stack: &StackSpec) -> bool {
     workload.stacks.as_ref().is_none_or(|labels| labels.contains(&stack.label))
 }
 
+/// Every built-in workload, as the lab defines it, in the lab's order (each once, whichever
+/// stack serves it).
+pub fn builtin_workloads() -> &'static [Workload] {
+    static ALL: OnceLock<Vec<Workload>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all: Vec<Workload> = Vec::new();
+        for stack in catalog::STACKS {
+            // With the database where it is optional, so that country.php and complex.php count.
+            let db = (stack.db == Db::Optional).then_some(OnOff::On);
+            for w in workloads::for_stack(stack, &Knobs { db, ..Knobs::default() }) {
+                if !all.iter().any(|a| a.name == w.name) {
+                    all.push(w);
+                }
+            }
+        }
+        all
+    })
+}
+
+/// The built-in workload `name`.
+pub fn builtin_workload(name: &str) -> Option<&'static Workload> {
+    builtin_workloads().iter().find(|w| w.name == name)
+}
+
+pub(crate) fn is_builtin(name: &str) -> bool {
+    builtin_workload(name).is_some()
+}
+
 /// Every workload name some built-in stack serves, in the lab's order.
 pub fn all_workload_names() -> &'static [&'static str] {
     static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
-    NAMES.get_or_init(names_served_anywhere)
+    NAMES.get_or_init(|| builtin_workloads().iter().map(|w| w.name).collect())
 }
 
-fn names_served_anywhere() -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = Vec::new();
-    for stack in catalog::STACKS {
-        // With the database where it is optional, so that country.php and complex.php count.
-        let db = (stack.db == Db::Optional).then_some(OnOff::On);
-        for w in workloads::for_stack(stack, &Knobs { db, ..Knobs::default() }) {
-            if !names.contains(&w.name) {
-                names.push(w.name);
-            }
-        }
-    }
-    names
-}
-
-/// Why `stack` does not serve `workload`, in words the report can show beside the skip.
+/// Why `stack` does not run `workload`, in words the report can show beside the skip.
 pub(crate) fn why_not(stack: &StackSpec, workload: &str) -> String {
-    let s = stack.stack;
+    let Some(LabStack { stack: s, knobs }) = stack.lab_stack() else {
+        // An external target runs every workload; nothing to explain.
+        return format!("{} does not serve {workload}", stack.label);
+    };
     if s.http_tiers.is_empty() {
         return format!("{} serves no HTTP", s.name);
     }
     if !s.has_php() {
         return format!("{} runs no PHP", s.name);
     }
-    let with_db = Knobs { db: Some(OnOff::On), ..stack.knobs.clone() };
+    let with_db = Knobs { db: Some(OnOff::On), ..knobs.clone() };
     if s.db == Db::Optional && workloads::for_stack(s, &with_db).iter().any(|w| w.name == workload)
     {
         return format!("{workload} needs a database: add db = true to {}", stack.label);

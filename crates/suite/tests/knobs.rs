@@ -43,14 +43,14 @@ fn the_new_knobs_are_read() {
                  keepalive_timeout = \"15s\"\nkeepalive_requests = 100";
     let parsed =
         parse(&suite("nginx-spawn-fcgi", knobs), "k.toml").unwrap_or_else(|e| panic!("{e}"));
-    let k = &parsed.stacks[0].knobs;
+    let k = parsed.stacks[0].knobs().unwrap();
     assert_eq!(k.access_log, OnOff::On);
     assert_eq!((k.workers, k.php_workers), (Some(5), Some(200)));
     assert_eq!(k.keepalive_timeout, Some("15s".parse::<Timeout>().unwrap()));
     assert_eq!(k.keepalive_requests, Some(100));
 
     let defaults = parse(&suite("nginx", ""), "k.toml").unwrap_or_else(|e| panic!("{e}"));
-    let k = &defaults.stacks[0].knobs;
+    let k = defaults.stacks[0].knobs().unwrap();
     assert_eq!(k.access_log, OnOff::Off);
     assert_eq!((k.php_workers, k.keepalive_timeout, k.keepalive_requests), (None, None, None));
     assert_eq!(k.keepalive_timeout().to_string(), "15s");
@@ -106,7 +106,7 @@ fn knobs_that_do_not_apply_are_refused_at_the_knob() {
 fn the_seed_suites_set_what_the_seeds_ran() {
     let knobs = |suite: &str, stack: &str| {
         let suite = loadlab_suite::builtin(suite).unwrap_or_else(|e| panic!("{e}"));
-        suite.stacks.iter().find(|s| s.label == stack).expect(stack).knobs.clone()
+        suite.stacks.iter().find(|s| s.label == stack).expect(stack).knobs().unwrap().clone()
     };
     // 000: nginx's 5 workers; php-cgi children cut from 2000 to 200 (the suite says why).
     let fastcgi = knobs("php-modphp-vs-fastcgi", "nginx-spawn-fcgi");
@@ -129,10 +129,11 @@ fn the_seed_suites_set_what_the_seeds_ran() {
 fn tls_and_http2_are_read_and_refused_where_the_front_cannot() {
     let parsed = parse(&suite("apache-event-fpm", "tls = true\nhttp2 = true"), "k.toml")
         .unwrap_or_else(|e| panic!("{e}"));
-    let k = &parsed.stacks[0].knobs;
+    let k = parsed.stacks[0].knobs().unwrap();
     assert_eq!((k.tls, k.http2), (OnOff::On, OnOff::On));
     let plain = parse(&suite("nginx", ""), "k.toml").unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!((plain.stacks[0].knobs.tls, plain.stacks[0].knobs.http2), (OnOff::Off, OnOff::Off));
+    let k = plain.stacks[0].knobs().unwrap();
+    assert_eq!((k.tls, k.http2), (OnOff::Off, OnOff::Off));
 
     // At the value, as every knob is refused.
     refused_at(

@@ -71,10 +71,18 @@ fn a_good_file_parses_into_what_it_says() {
     assert_eq!(suite.repetitions, 4);
     assert_eq!(suite.warmup, Duration::from_millis(500));
     assert_eq!(suite.client_cpus.as_ref().unwrap().0, vec![1]);
-    assert_eq!(suite.stacks[0].knobs.cpus.as_ref().unwrap().0, vec![0], "stack_cpus fills in");
-    assert_eq!(suite.stacks[1].knobs.cpus.as_ref().unwrap().0, vec![0, 1], "cpus overrides");
+    assert_eq!(
+        suite.stacks[0].knobs().unwrap().cpus.as_ref().unwrap().0,
+        vec![0],
+        "stack_cpus fills in"
+    );
+    assert_eq!(
+        suite.stacks[1].knobs().unwrap().cpus.as_ref().unwrap().0,
+        vec![0, 1],
+        "cpus overrides"
+    );
     assert_eq!(suite.stacks[1].label, "fpm-2");
-    assert_eq!(suite.stacks[1].knobs.workers, Some(2));
+    assert_eq!(suite.stacks[1].knobs().unwrap().workers, Some(2));
     let v = suite.workloads[0].expect.as_ref().unwrap();
     assert_eq!(v.status, vec![(200, 200)]);
     let load = &suite.loads[0];
@@ -278,8 +286,8 @@ fn network_profiles_for_the_suite_and_per_stack() {
         [[stacks]]\nname = \"nginx-fpm\"\nnet = \"loopback\"\n[[workloads]]\nname = \"hello.txt\"\n\
         [[loads]]\nmodel = \"closed\"\nconcurrency = [2]\nduration = \"1s\"\n";
     let suite = parse(text, "n.toml").unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(suite.stacks[0].knobs.net.as_deref(), Some("lan-100mbit"));
-    assert_eq!(suite.stacks[1].knobs.net, None);
+    assert_eq!(suite.stacks[0].knobs().unwrap().net.as_deref(), Some("lan-100mbit"));
+    assert_eq!(suite.stacks[1].knobs().unwrap().net, None);
     let bad = text.replace("net = \"loopback\"", "net = \"fast\"");
     fails_on(&bad, "\"fast\"", "unknown network profile");
 }

@@ -17,7 +17,7 @@ mod sessions;
 mod slo;
 mod sweep;
 mod sweep_interrupt;
-mod tls;
+pub(crate) mod tls;
 mod trust;
 mod unix_socket;
 mod validation;

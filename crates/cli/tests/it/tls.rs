@@ -13,13 +13,13 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use super::{bench, refused, uint};
 
 /// A CA, and a certificate for localhost and 127.0.0.1 that it signed.
-struct Certs {
-    ca_pem: String,
+pub(crate) struct Certs {
+    pub ca_pem: String,
     leaf: CertificateDer<'static>,
     key: PrivateKeyDer<'static>,
 }
 
-fn certs() -> Certs {
+pub(crate) fn certs() -> Certs {
     let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     let ca_key = rcgen::KeyPair::generate().unwrap();
@@ -45,7 +45,7 @@ fn hello(tls: &mut rustls::StreamOwned<rustls::ServerConnection, std::net::TcpSt
 }
 
 /// An HTTP/1.1 keep-alive server over TLS 1.2 and 1.3 answering `hello tls`.
-fn serve(certs: &Certs) -> SocketAddr {
+pub(crate) fn serve(certs: &Certs) -> SocketAddr {
     serve_with(certs, rustls::DEFAULT_VERSIONS, hello)
 }
 

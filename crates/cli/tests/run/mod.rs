@@ -14,6 +14,7 @@ use tempfile::TempDir;
 use crate::support::{assert_success, loadlab, output_within, skip, wait_until};
 
 mod crash;
+mod external;
 mod pools;
 mod regression;
 

@@ -1,0 +1,217 @@
+//! Verify by answers: one request of each workload of a stack instance, sent by the engine
+//! exactly as its cells will send it (method, headers, body, TLS) and checked by the same
+//! validation. It is an external target's whole verify (there is no lab to ask), and a custom
+//! workload's on a lab stack (the lab's verify knows only its own workloads). Ready means
+//! verified: a wrong answer stops the run before the instance's cells.
+
+use std::net::SocketAddr;
+
+use loadlab_engine::{BenchConfig, BenchResult, EngineError, ErrorClass, Pacing, Stop, Validation};
+use loadlab_suite::Cell;
+
+use crate::executor::{cell_config, Instance, Measure, RunContext, RunError};
+
+/// What the instance answered, for the run's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    /// Workloads checked, one request each.
+    pub checks: usize,
+    /// The address the first request connected to (the URL's host resolved).
+    pub addr: Option<SocketAddr>,
+    /// The first answer's Server header.
+    pub server: Option<String>,
+    /// `workload: status, bytes` for each check, in order.
+    pub details: Vec<String>,
+    /// A Ctrl-C came while checking: nothing more was checked.
+    pub interrupted: bool,
+}
+
+/// Sends one request of each distinct workload of `group` (those `wanted`) to `instance` and
+/// checks its answer; the first wrong one is a [`RunError::Verify`] naming the stack, the URL
+/// and what was wrong. A target that cannot be reached is a failed verify too: the stack is
+/// there to be measured.
+pub fn verify_answers(
+    group: &[Cell],
+    instance: &Instance,
+    wanted: impl Fn(&Cell) -> bool,
+    measure: &mut dyn Measure,
+    cx: &RunContext<'_>,
+) -> Result<Answered, RunError> {
+    let mut answered =
+        Answered { checks: 0, addr: None, server: None, details: Vec::new(), interrupted: false };
+    let mut seen: Vec<&str> = Vec::new();
+    for cell in group.iter().filter(|c| wanted(c)) {
+        if seen.contains(&cell.workload.name.as_str()) {
+            continue;
+        }
+        seen.push(&cell.workload.name);
+        let url = format!("{}{}", instance.url.trim_end_matches('/'), cell.workload.path);
+        let failed = |reason: String| RunError::Verify {
+            stack: cell.stack.label.clone(),
+            workload: cell.workload.name.clone(),
+            url: url.clone(),
+            reason,
+        };
+        let mut config = one_request(cell_config(cell, &url, instance, cx)?);
+        let addr = match measure.reach(&mut config) {
+            Ok(addr) => addr,
+            Err(EngineError::Unreachable { reason, .. }) => {
+                return Err(failed(format!("not reachable: {reason}")))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let label = format!("verify {} {} ", cell.stack.label, cell.workload.name);
+        let result = measure.measure(&config, addr, &label)?;
+        if result.interrupted {
+            answered.interrupted = true;
+            return Ok(answered);
+        }
+        let detail = judge(&result, &config).map_err(failed)?;
+        answered.checks += 1;
+        answered.addr.get_or_insert(addr);
+        if answered.server.is_none() {
+            answered.server.clone_from(&result.server);
+        }
+        answered.details.push(format!("{}: {detail}", cell.workload.name));
+    }
+    Ok(answered)
+}
+
+/// `config` as one request on one connection, nothing before it. Keep-alive and the protocol
+/// stay the cell's (HTTP/2 has no connection per request): the run ends after its request.
+fn one_request(mut config: BenchConfig) -> BenchConfig {
+    config.pacing = Pacing::Closed;
+    config.connections = 1;
+    config.threads = 1;
+    config.pin.clear();
+    config.stop = Stop::Count(1);
+    config.warmup = std::time::Duration::ZERO;
+    config
+}
+
+/// Whether the one answer of `r`, sent as `config` says, passed its validation: what it was,
+/// or what was wrong with it.
+pub fn judge(r: &BenchResult, config: &BenchConfig) -> Result<String, String> {
+    let (t, v) = (&r.tally, &config.validation);
+    let status = t.status_counts().into_keys().next();
+    if t.completed >= 1 {
+        let server = r.server.as_deref().map_or(String::new(), |s| format!(", Server {s}"));
+        return Ok(format!(
+            "status {}, {} body bytes{server}",
+            status.map_or("?".into(), |s| s.to_string()),
+            t.bytes_body
+        ));
+    }
+    let Some((class, _)) = t.errors.iter().find(|(_, n)| *n > 0) else {
+        return Err(format!("no answer within {:?}", config.timeout));
+    };
+    Err(match class {
+        ErrorClass::Validation => {
+            let code = status.unwrap_or(0);
+            let expected = expected_status(v);
+            if !v.status.is_empty() && !v.status.iter().any(|(a, b)| (*a..=*b).contains(&code)) {
+                format!("status {code}, expected {expected}")
+            } else {
+                let body = format!("the body ({} bytes, status {code})", t.bytes_body);
+                match (&v.body_contains, v.body_sha256.is_some()) {
+                    (Some(text), false) => {
+                        format!("{body} lacks {:?}", String::from_utf8_lossy(text))
+                    }
+                    (None, true) => format!("{body} has another SHA-256 than expected"),
+                    (Some(text), true) => format!(
+                        "{body} lacks {:?} or has another SHA-256 than expected",
+                        String::from_utf8_lossy(text)
+                    ),
+                    (None, false) => format!("{body} failed its check"),
+                }
+            }
+        }
+        ErrorClass::Tls => {
+            let reasons: Vec<&str> = t.errors.tls_reasons.keys().map(String::as_str).collect();
+            format!("TLS failed: {}", reasons.join("; "))
+        }
+        ErrorClass::Other => {
+            let errnos: Vec<String> = t.errors.other_errno.keys().map(i32::to_string).collect();
+            format!("failed (errno {})", errnos.join(", "))
+        }
+        other => format!("failed: {}", describe(other)),
+    })
+}
+
+/// The accepted statuses as `--expect-status` spells them: `200`, `2xx`, `200-204`.
+fn expected_status(v: &Validation) -> String {
+    let parts: Vec<String> = v
+        .status
+        .iter()
+        .map(|&(a, b)| match (a, b) {
+            (a, b) if a == b => a.to_string(),
+            (a, b) if a % 100 == 0 && b == a + 99 => format!("{}xx", a / 100),
+            (a, b) => format!("{a}-{b}"),
+        })
+        .collect();
+    parts.join(",")
+}
+
+fn describe(class: ErrorClass) -> &'static str {
+    match class {
+        ErrorClass::Connrefused => "connection refused",
+        ErrorClass::Connreset => "the connection was reset or closed before any answer",
+        ErrorClass::ClientTimeout => "no complete answer within the load's timeout",
+        ErrorClass::ConnectTimeout => "no connection within the connect timeout",
+        ErrorClass::Parse => "the answer is not valid HTTP/1.1",
+        ErrorClass::ShortBody => "the connection closed before the body's end",
+        other => other.name(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::result;
+
+    fn failed(class: ErrorClass, status: u16, body: u64) -> BenchResult {
+        let mut r = result(Pacing::Closed, 0, 0.01, 100, 0.1);
+        r.tally.status = Box::new([0; 1000]);
+        if status > 0 {
+            r.tally.status[usize::from(status)] = 1;
+        }
+        r.tally.bytes_body = body;
+        r.tally.failed = 1;
+        r.tally.errors.add(class, None);
+        r
+    }
+
+    fn checked(v: Validation) -> BenchConfig {
+        let target = loadlab_engine::Target::parse("http://127.0.0.1:9/").expect("a URL");
+        BenchConfig { validation: v, ..BenchConfig::new(target) }
+    }
+
+    #[test]
+    fn a_wrong_answer_says_what_was_wrong() {
+        let two_xx = checked(Validation { status: vec![(200, 299)], ..Validation::default() });
+        let e = judge(&failed(ErrorClass::Validation, 404, 153), &two_xx).unwrap_err();
+        assert_eq!(e, "status 404, expected 2xx");
+        let contains = checked(Validation {
+            status: vec![(200, 200), (304, 304)],
+            body_contains: Some(b"welcome".to_vec()),
+            ..Validation::default()
+        });
+        let e = judge(&failed(ErrorClass::Validation, 200, 13), &contains).unwrap_err();
+        assert_eq!(e, "the body (13 bytes, status 200) lacks \"welcome\"");
+        let e = judge(&failed(ErrorClass::Validation, 500, 13), &contains).unwrap_err();
+        assert_eq!(e, "status 500, expected 200,304");
+        let e = judge(&failed(ErrorClass::Connreset, 0, 0), &two_xx).unwrap_err();
+        assert!(e.contains("reset"), "{e}");
+        let mut tls = failed(ErrorClass::Tls, 0, 0);
+        tls.tally.errors.tls_reasons.insert("invalid peer certificate: UnknownIssuer".into(), 1);
+        let e = judge(&tls, &two_xx).unwrap_err();
+        assert_eq!(e, "TLS failed: invalid peer certificate: UnknownIssuer");
+    }
+
+    #[test]
+    fn a_good_answer_says_its_status_size_and_server() {
+        let r = result(Pacing::Closed, 1, 0.01, 100, 0.1);
+        let ok = judge(&r, &checked(Validation::default())).unwrap();
+        assert_eq!(ok, "status 200, 0 body bytes, Server fake");
+    }
+}

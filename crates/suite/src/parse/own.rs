@@ -1,0 +1,218 @@
+//! The parts of a suite that are the user's own: a server at a URL (`[[stacks]]` with `url`)
+//! and a request (`[[workloads]]` with `path`), checked before anything runs: a file the suite
+//! names must be readable, a certificate parse, a header be one.
+
+use std::ops::Range;
+use std::path::PathBuf;
+
+use loadlab_engine::{RequestSpec, Target, TlsOptions};
+use loadlab_lab::named::Processes;
+use toml::Spanned;
+
+use super::{Checked, Checker};
+use crate::raw::{RawStack, RawWorkload};
+use crate::suite::{all_workload_names, builtin_workload, CustomRequest, External, StackSpec};
+
+impl Checker<'_> {
+    /// A server of the user's at `url`: no knob of the lab applies, a label is needed, and
+    /// what to trust (https) and what to sample are checked here, before anything runs.
+    pub(super) fn external(&self, s: &RawStack, url: &Spanned<String>) -> Checked<StackSpec> {
+        for key in RawStack::KNOBS {
+            if let Some(span) = s.knob_span(key) {
+                return self.fail(
+                    span,
+                    format!(
+                        "{key} is a knob of the lab's stacks: an external target (url) runs as \
+                         you configured it, and loadlab neither starts nor changes it"
+                    ),
+                );
+            }
+        }
+        let Some(label) = self.label(s)? else {
+            return self.fail(
+                url.span(),
+                "an external target needs a label (label = \"my-nginx\"): it names the stack \
+                 in the cells and the report",
+            );
+        };
+        let target = match Target::parse(url.get_ref()) {
+            Ok(t) => t,
+            Err(e) => return self.fail(url.span(), format!("url: {e}")),
+        };
+        if target.path.contains('?') {
+            return self.fail(
+                url.span(),
+                "url: a query cannot be combined with the workloads' paths; put it in a \
+                 workload's path",
+            );
+        }
+        let mut tls = TlsOptions { resume: true, ..TlsOptions::default() };
+        if let Some(i) = &s.insecure {
+            if !target.tls {
+                return self.fail(i.span(), "insecure applies to an https:// url");
+            }
+            tls.insecure = *i.get_ref();
+        }
+        if let Some(c) = &s.cacert {
+            if !target.tls {
+                return self.fail(c.span(), "cacert applies to an https:// url");
+            }
+            if tls.insecure {
+                return self.fail(c.span(), "give cacert or insecure = true, not both");
+            }
+            tls.cacert = Some(self.path(c));
+            // The engine's own reading of the file, so a bad one is refused here with its line.
+            if let Err(e) = loadlab_engine::tls::client_config(&tls, false) {
+                let e = e.strip_prefix("--cacert ").unwrap_or(&e);
+                return self.fail(c.span(), format!("cacert: {e}"));
+            }
+        }
+        let named: Vec<(&str, Range<usize>)> = s
+            .external_keys()
+            .into_iter()
+            .filter(|(k, _)| ["pids", "pidfile", "unit"].contains(k))
+            .filter_map(|(k, span)| Some((k, span?)))
+            .collect();
+        if let [_, (second, span), ..] = named.as_slice() {
+            return self.fail(
+                span.clone(),
+                format!("{second}: name the processes to sample once: pids, pidfile or unit"),
+            );
+        }
+        let processes = if let Some(pids) = &s.pids {
+            if pids.get_ref().is_empty() {
+                return self.fail(pids.span(), "pids: give at least one, or leave pids out");
+            }
+            let mut list = Vec::new();
+            for p in pids.get_ref() {
+                match i32::try_from(*p.get_ref()) {
+                    Ok(pid) if pid > 0 => list.push(pid),
+                    _ => return self.fail(p.span(), "pids: a process id is a positive number"),
+                }
+            }
+            Some(Processes::Pids(list))
+        } else if let Some(f) = &s.pidfile {
+            Some(Processes::Pidfile(self.path(f)))
+        } else if let Some(u) = &s.unit {
+            let unit = u.get_ref().trim();
+            if unit.is_empty() || unit.contains(char::is_whitespace) || unit.contains('/') {
+                return self.fail(u.span(), "unit: a systemd unit's name, as \"nginx.service\"");
+            }
+            Some(Processes::Unit(unit.to_string()))
+        } else {
+            None
+        };
+        let base = url.get_ref().trim_end_matches('/').to_string();
+        Ok(StackSpec::external(label, External { url: base, tls, processes }))
+    }
+
+    /// A path the file gives, relative to the file's directory.
+    fn path(&self, s: &Spanned<String>) -> PathBuf {
+        self.dir.join(s.get_ref())
+    }
+
+    /// A custom request (`path`, `method`, `headers`, `body` or `body_file`), or `None` for a
+    /// built-in workload, whose name must then be the lab's.
+    pub(super) fn request(&self, w: &RawWorkload) -> Checked<Option<CustomRequest>> {
+        let name = w.name.get_ref();
+        let Some(path) = &w.path else {
+            let custom = [
+                ("method", w.method.as_ref().map(Spanned::span)),
+                ("body", w.body.as_ref().map(Spanned::span)),
+                ("body_file", w.body_file.as_ref().map(Spanned::span)),
+                ("headers", w.headers.as_ref().and_then(|h| h.first()).map(Spanned::span)),
+            ];
+            if let Some((key, span)) = custom.into_iter().find_map(|(k, s)| Some((k, s?))) {
+                let path = builtin_workload(name).map_or("/...", |b| b.path);
+                return self.fail(
+                    span,
+                    format!(
+                        "{key} is part of a custom request, which needs its path (path = \
+                         \"{path}\"; name is then its label)"
+                    ),
+                );
+            }
+            if builtin_workload(name).is_none() {
+                let known = all_workload_names();
+                return self.fail(
+                    w.name.span(),
+                    format!(
+                        "unknown workload {name:?}; the workloads are: {}, or give a path for a \
+                         request of your own",
+                        known.join(", ")
+                    ),
+                );
+            }
+            return Ok(None);
+        };
+        if name.trim().is_empty() || name.chars().any(char::is_control) {
+            return self.fail(w.name.span(), "name: a label of printable characters");
+        }
+        let p = path.get_ref();
+        if !p.starts_with('/') || p.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return self.fail(
+                path.span(),
+                "path: starts with / and holds no spaces or control characters (encode them \
+                 as %20)",
+            );
+        }
+        if let Some(builtin) = builtin_workload(name) {
+            if builtin.path != p.as_str() {
+                return self.fail(
+                    w.name.span(),
+                    format!(
+                        "{name:?} is the built-in workload at {}: name this request otherwise \
+                         (or give path = \"{}\")",
+                        builtin.path, builtin.path
+                    ),
+                );
+            }
+        }
+        let mut spec = RequestSpec::default();
+        if let Some(m) = &w.method {
+            spec.method = m.get_ref().clone();
+        }
+        for h in w.headers.iter().flatten() {
+            let header = match RequestSpec::parse_header(h.get_ref()) {
+                Ok(header) => header,
+                Err(e) => return self.fail(h.span(), format!("headers: {e}")),
+            };
+            // The body's framing is loadlab's to write: a length of the user's could not
+            // match the body it sends.
+            if ["content-length", "transfer-encoding"]
+                .iter()
+                .any(|n| header.0.eq_ignore_ascii_case(n))
+            {
+                return self.fail(
+                    h.span(),
+                    format!("headers: {} is set from the body; leave it out", header.0),
+                );
+            }
+            spec.headers.push(header);
+        }
+        spec.body = match (&w.body, &w.body_file) {
+            (Some(_), Some(f)) => return self.fail(f.span(), "give body or body_file, not both"),
+            (Some(b), None) => b.get_ref().as_bytes().to_vec(),
+            (None, Some(f)) => {
+                let file = self.path(f);
+                match std::fs::read(&file) {
+                    Ok(bytes) => bytes,
+                    Err(e) => {
+                        return self.fail(
+                            f.span(),
+                            format!("body_file: cannot read {}: {e}", file.display()),
+                        )
+                    }
+                }
+            }
+            (None, None) => Vec::new(),
+        };
+        // The engine's own check of the method, as it will encode the request.
+        let probe = Target::parse("http://localhost/").expect("a valid URL");
+        if let Err(e) = spec.encode(&probe, true) {
+            let span = w.method.as_ref().map_or(path.span(), Spanned::span);
+            return self.fail(span, format!("method: {e}; a method is one word, as GET or POST"));
+        }
+        Ok(Some(CustomRequest { path: p.clone(), spec }))
+    }
+}
