@@ -120,7 +120,7 @@ fn load_spec(cell: &Cell) -> LoadSpec {
     if let Some(enc) = &l.accept_encoding {
         spec.extra.insert("accept_encoding".into(), enc.clone().into());
     }
-    if !l.tls_resume && cell.stack.knobs.tls.is_on() {
+    if !l.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on()) {
         spec.extra.insert("tls_resume".into(), false.into());
     }
     // The protocol is the stack's (its http2 knob), so that HTTP/1.1 and HTTP/2 at the same

@@ -547,7 +547,7 @@ pub fn load_label(cell: &Cell) -> String {
         Stop::Duration(d) => format!("{}s", d.as_secs_f64()),
     };
     let no_ka = !cell.load.keepalive && !matches!(cell.load.point, Point::Sessions { .. });
-    let full = !cell.load.tls_resume && cell.stack.knobs.tls.is_on();
+    let full = !cell.load.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on());
     let ka =
         format!("{}{}", if no_ka { " no-ka" } else { "" }, if full { " no-resume" } else { "" });
     match cell.load.point {
