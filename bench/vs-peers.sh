@@ -12,7 +12,14 @@
 #      loadlab runs with --insecure, wrk and ab take any certificate: keep-alive HTTPS),
 #      H2=1 (HTTP/2: nginx listens with http2, h2c by prior knowledge, or h2 by ALPN with TLS=1;
 #      10 connections x STREAMS streams each, default 10; TOOLS defaults to "loadlab h2load",
-#      h2load being nghttp2's: h2load -c10 -m10).
+#      h2load being nghttp2's: h2load -c10 -m10),
+#      NEWCONN=resumed|full (with TLS=1: a new connection, so a TLS handshake, per request, 10
+#      connections at a time; loadlab --no-keepalive, with its session resumed or, `full`,
+#      with --no-tls-resume; h2load --h1 with Connection: close, which it answers by
+#      reconnecting; wrk likewise. nginx offers TLS 1.3 with one cipher suite,
+#      TLS_AES_128_GCM_SHA256, so every tool handshakes alike. Every tool makes
+#      NEWCONN_REQUESTS requests (default 10000) instead of running DURATION: h2load's -D does
+#      not end when its server closes connections).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -22,7 +29,12 @@ ROUNDS=${ROUNDS:-3}
 AB_REQUESTS=${AB_REQUESTS:-1000000}
 H2=${H2:-0}
 STREAMS=${STREAMS:-10}
-if [ "$H2" = 1 ]; then
+NEWCONN=${NEWCONN:-}
+NEWCONN_REQUESTS=${NEWCONN_REQUESTS:-10000}
+if [ -n "$NEWCONN" ]; then
+  read -r -a tools <<<"${TOOLS:-loadlab h2load}"
+  CONNECTIONS=10
+elif [ "$H2" = 1 ]; then
   read -r -a tools <<<"${TOOLS:-loadlab h2load}"
   CONNECTIONS=10
 else
@@ -34,7 +46,7 @@ LOADLAB=${LOADLAB:-target/release/loadlab}
 SERVER_CPU=1
 CLIENT_CPU=0
 
-for v in DURATION ROUNDS AB_REQUESTS STREAMS; do
+for v in DURATION ROUNDS AB_REQUESTS STREAMS NEWCONN_REQUESTS; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
 done
 [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
@@ -66,6 +78,26 @@ if [ "$TLS" = 1 ]; then
   scheme=https
   insecure=(--insecure)
 fi
+newconn=()
+close=()
+stop=(-d "${DURATION}s")
+case $NEWCONN in
+  "") ;;
+  resumed | full)
+    [ "$TLS" = 1 ] || die "NEWCONN=$NEWCONN measures TLS handshakes: set TLS=1"
+    [ "$H2" = 1 ] && die "NEWCONN and H2 do not go together: HTTP/2 has no connection per request"
+    # One suite for everyone: the handshakes compared are the same handshake.
+    NGINX_SERVER_EXTRA="$NGINX_SERVER_EXTRA ssl_protocols TLSv1.3;"
+    NGINX_SERVER_EXTRA="$NGINX_SERVER_EXTRA ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;"
+    export NGINX_SERVER_EXTRA
+    newconn=(--no-keepalive)
+    [ "$NEWCONN" = full ] && newconn+=(--no-tls-resume)
+    # A count, not a duration, for everyone: see NEWCONN above.
+    stop=(-n "$NEWCONN_REQUESTS")
+    close=(-H "Connection: close")
+    ;;
+  *) die "NEWCONN is resumed or full, not '$NEWCONN'" ;;
+esac
 http2=()
 if [ "$H2" = 1 ]; then
   # One listener option turns HTTP/2 on in nginx 1.22: with ssl, h2 by ALPN; without, h2c.
@@ -82,16 +114,23 @@ url=$scheme://127.0.0.1:$port/hello.txt
 run() {
   local tool=$1 round=$2 cmd
   case $tool in
-    loadlab) cmd=("$LOADLAB" bench -c "$CONNECTIONS" -t 1 -d "${DURATION}s" "${insecure[@]}"
-      "${http2[@]}" --format json "$url") ;;
-    baseline) cmd=("$BASELINE" bench -c "$CONNECTIONS" -t 1 -d "${DURATION}s" "${insecure[@]}"
-      "${http2[@]}" --format json "$url") ;;
-    # h2load: -D is a duration in seconds; it takes any certificate.
-    h2load) cmd=(h2load -c "$CONNECTIONS" -m "$STREAMS" -t 1 -D "$DURATION" "$url") ;;
-    wrk) cmd=(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$url") ;;
+    loadlab) cmd=("$LOADLAB" bench -c "$CONNECTIONS" -t 1 "${stop[@]}" "${insecure[@]}"
+      "${http2[@]}" "${newconn[@]}" --format json "$url") ;;
+    baseline) cmd=("$BASELINE" bench -c "$CONNECTIONS" -t 1 "${stop[@]}" "${insecure[@]}"
+      "${http2[@]}" "${newconn[@]}" --format json "$url") ;;
+    # h2load: -D is a duration in seconds; it takes any certificate. A new connection per
+    # request is HTTP/1.1 with Connection: close, after which it connects again.
+    h2load) if [ -n "$NEWCONN" ]; then
+        cmd=(h2load --h1 "${close[@]}" -c "$CONNECTIONS" -t 1 -n "$NEWCONN_REQUESTS" "$url")
+      else
+        cmd=(h2load -c "$CONNECTIONS" -m "$STREAMS" -t 1 -D "$DURATION" "$url")
+      fi ;;
+    wrk) cmd=(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" "${close[@]}" --latency "$url") ;;
     # ab has no duration: it stops at -n requests or after -t seconds, whichever comes first.
     # -t alone would also set -n to 50000, so -n must come after it to win.
-    ab) cmd=(ab -q -k -c "$CONNECTIONS" -t "$DURATION" -n "$AB_REQUESTS" "$url") ;;
+    # ab without -k opens a connection per request (and resumes no TLS session).
+    ab) if [ -n "$NEWCONN" ]; then keep=(); else keep=(-k); fi
+      cmd=(ab -q "${keep[@]}" -c "$CONNECTIONS" -t "$DURATION" -n "$AB_REQUESTS" "$url") ;;
   esac
   echo "round $round: $tool" >&2
   # time's figure includes its child (timeout) and that one's child (the tool): wait4 adds the
@@ -107,7 +146,7 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs:" \
   "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)"
 echo "# $("$NGINX" -v 2>&1), load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# DURATION=$DURATION ROUNDS=$ROUNDS AB_REQUESTS=$AB_REQUESTS TOOLS=\"${tools[*]}\" TLS=$TLS" \
-  "H2=$H2 connections=$CONNECTIONS${http2:+ x $STREAMS streams}, nginx on CPU $SERVER_CPU," \
+  "NEWCONN=${NEWCONN:-no} H2=$H2 connections=$CONNECTIONS${http2:+ x $STREAMS streams}, nginx on CPU $SERVER_CPU," \
   "clients on CPU $CLIENT_CPU"
 
 # Interleaved and rotated (round 2 starts with the second tool, ...), so drift in the machine's
