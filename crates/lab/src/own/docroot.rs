@@ -153,7 +153,8 @@ pub fn copy(root: &Path, into: &Path, manifest: &Path) -> Result<()> {
     lines.sort();
     let lines: Vec<String> = lines.into_iter().map(|(_, line)| line).collect();
     let text = format!(
-        "# {files} files, {bytes} bytes, copied from {} beside the lab's files\n{}\n",
+        "# {files} {}, {bytes} bytes, copied from {} beside the lab's files\n{}\n",
+        if files == 1 { "file" } else { "files" },
         root.display(),
         lines.join("\n")
     );
@@ -225,5 +226,19 @@ mod tests {
         assert!(reason.contains("replace the lab's _loadlab/status.php"), "{reason}");
         // Without PHP, the lab writes no PHP pages: a hello.php of the user's is served.
         assert_eq!(clash(tree(&["hello.php"]).path(), stack("nginx").unwrap(), &db), None);
+    }
+
+    #[test]
+    fn a_wordpress_plugin_joins_the_sites_own_but_its_config_and_themes_are_the_labs() {
+        let wordpress = stack("wordpress-nginx-fpm").unwrap();
+        let none = Knobs::default();
+        assert_eq!(
+            clash(tree(&["wp-content/plugins/mine/mine.php"]).path(), wordpress, &none),
+            None
+        );
+        for taken in ["wp-config.php", "wp-content/themes/mine/style.css"] {
+            let reason = clash(tree(&[taken]).path(), wordpress, &none).unwrap();
+            assert!(reason.contains("would replace the lab's wp-"), "{reason}");
+        }
     }
 }
