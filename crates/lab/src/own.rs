@@ -211,7 +211,12 @@ pub fn problem(stack: &Stack, knobs: &Knobs) -> Option<KnobProblem> {
 /// Where the user's file for `point` is in the run directory, when there is one.
 pub fn path(plan: &Plan, point: Point) -> Option<PathBuf> {
     let config = plan.knobs.config.as_ref()?;
-    config.has(point).then(|| own_dir(&plan.run).join(point.file_name()))
+    config.has(point).then(|| copy_of(&plan.run, point))
+}
+
+/// Where the run directory keeps its copy of the user's file for `point`.
+fn copy_of(run: &Path, point: Point) -> PathBuf {
+    own_dir(run).join(point.file_name())
 }
 
 /// The lines that include the user's file for `point` into a generated config, or nothing
@@ -240,7 +245,7 @@ pub(crate) fn write(plan: &Plan) -> Result<()> {
         for point in &config.files {
             let from = config.dir.join(point.file_name());
             let bytes = fs::read(&from).context(|| format!("reading {}", from.display()))?;
-            crate::workloads::write(&own_dir(&plan.run).join(point.file_name()), &bytes)?;
+            crate::workloads::write(&copy_of(&plan.run, *point), &bytes)?;
         }
     }
     if let Some(root) = &plan.knobs.docroot {
@@ -262,7 +267,7 @@ pub fn capture(plan: &Plan) -> Vec<Captured> {
         for point in &config.files {
             let tier = plan.tiers().into_iter().find(|t| point.applies(*t));
             let what = format!("{point} (yours, from {})", config.dir.display());
-            let path = own_dir(&plan.run).join(point.file_name());
+            let path = copy_of(&plan.run, *point);
             out.push(capture_file(tier.map_or("own", |t| t.name()), &what, &path));
         }
     }
