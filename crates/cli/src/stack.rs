@@ -1,11 +1,12 @@
 //! `loadlab stack list|up|verify|sample|show|down`: the lab's server stacks by hand.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use loadlab_lab::{
-    CpuList, Error as LabError, Health, Knobs, Lab, OnOff, Record, Sampler, Timeout, Up,
+    own, CpuList, Error as LabError, Health, Knobs, Lab, OnOff, Record, Sampler, Timeout, Up,
 };
 use serde_json::json;
 
@@ -119,6 +120,15 @@ struct UpArgs {
     /// Not with Apache prefork + mod_php (mod_http2 needs the event MPM).
     #[arg(long, default_value = "off", value_name = "on|off")]
     http2: OnOff,
+    /// Your own config snippets, merged into the generated configs at the include points
+    /// their names say: nginx-http.conf, nginx-server.conf, apache.conf, apache-vhost.conf,
+    /// php-fpm-pool.conf, php.ini, varnish.vcl (docs/lab.md). Each server tests the result
+    /// (nginx -t, ...) before it starts.
+    #[arg(long, value_name = "DIR")]
+    config: Option<PathBuf>,
+    /// Your own files (a site, a PHP application), served beside the lab's workload files.
+    #[arg(long, value_name = "DIR")]
+    docroot: Option<PathBuf>,
     /// Print JSON: {"id", "name", "url", "pids", ...}.
     #[arg(long)]
     json: bool,
@@ -149,9 +159,10 @@ pub fn lab_failure(err: LabError) -> anyhow::Error {
         LabError::UnknownStack(_) | LabError::BadKnob(_) | LabError::NoSuchInstance(_) => {
             Failure::Usage(message).into()
         }
-        LabError::Start { .. } | LabError::Verify { .. } | LabError::Processes(_) => {
-            Failure::StackFailed(message).into()
-        }
+        LabError::Start { .. }
+        | LabError::Config { .. }
+        | LabError::Verify { .. }
+        | LabError::Processes(_) => Failure::StackFailed(message).into(),
         LabError::Interrupted => Failure::Interrupted(message).into(),
         LabError::NetUnavailable(_) => Failure::Unsupported(message).into(),
         other => anyhow::Error::new(other),
@@ -267,6 +278,18 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
         net: args.net.clone(),
         tls: args.tls,
         http2: args.http2,
+        config: args
+            .config
+            .as_deref()
+            .map(own::Config::read)
+            .transpose()
+            .map_err(|e| Failure::Usage(format!("--config: {e}")))?,
+        docroot: args
+            .docroot
+            .as_deref()
+            .map(own::read_docroot)
+            .transpose()
+            .map_err(|e| Failure::Usage(format!("--docroot: {e}")))?,
     };
     let control = signals::control()?;
     let cancel = || signals::interrupted(&control);

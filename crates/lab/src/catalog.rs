@@ -242,6 +242,11 @@ impl Stack {
         if self.has_php() && self.has_db(knobs) {
             needs.push(programs::PHP_MYSQL);
         }
+        let mod_php = self.tiers(knobs).contains(&Tier::Apache { mode: ApacheMode::PreforkModPhp });
+        if mod_php && knobs.has_own(crate::own::Point::PhpIni) {
+            // mod_php has no test of its own: php -v reads the user's php.ini as it will.
+            needs.push(programs::PHP_CLI);
+        }
         if self.wordpress {
             // php-cli runs WordPress's installer once, into the database template.
             needs.extend([programs::WORDPRESS, programs::WORDPRESS_THEME, programs::PHP_CLI]);
@@ -320,6 +325,7 @@ impl Stack {
 
     /// The first knob that does not apply to this stack, if any, so that a typo'd experiment
     /// fails before it runs. The CLI names it as a flag, a suite file at the key's position.
+    /// The user's docroot is listed to find a file that would replace one of the lab's.
     pub fn knob_problem(&self, knobs: &Knobs) -> Option<KnobProblem> {
         let problem = |key, reason: String| Some(KnobProblem { key, reason });
         let name = self.name;
@@ -381,7 +387,7 @@ impl Stack {
                 );
             }
         }
-        None
+        crate::own::problem(self, knobs)
     }
 
     /// [`Stack::knob_problem`] as the CLI names it (`--db: nginx has no database tier`).

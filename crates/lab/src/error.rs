@@ -22,6 +22,13 @@ pub enum Error {
     /// A tier exited or never became ready; `log` holds the end of its logs.
     #[error("{tier} did not start: {reason}{}", log_tail(.log))]
     Start { tier: String, reason: String, log: String },
+    /// A server's own test refused its configuration with the user's files in it (`nginx -t`,
+    /// `apache2 -t`, `php-fpm -t`, `varnishd -C`, PHP's reading of php.ini): `summary` is its
+    /// line naming the user's file, `output` all it said, with the user's paths.
+    #[error(
+        "{tier} refused your configuration ({test}): {summary}\n--- {test} said ---\n{output}"
+    )]
+    Config { tier: String, test: String, summary: String, output: String },
     /// A workload did not answer as it must before any load is applied.
     #[error("verify failed for {workload}: {reason}")]
     Verify { workload: String, reason: String },

@@ -1,6 +1,6 @@
 //! The settings an experiment varies on a stack (keep-alive, gzip, OPcache, workers, access
-//! logs, CPUs, TLS and HTTP/2 on the front tier), with the defaults that hold when a knob is
-//! not given.
+//! logs, CPUs, TLS and HTTP/2 on the front tier, the user's own config and docroot), with the
+//! defaults that hold when a knob is not given.
 
 use std::fmt;
 use std::str::FromStr;
@@ -85,6 +85,14 @@ pub struct Knobs {
     /// with prior knowledge (RFC 9113 section 3.3) without it. Not written when off.
     #[serde(skip_serializing_if = "is_off")]
     pub http2: OnOff,
+    /// The user's own config snippets, merged at the include points their names say (see
+    /// [`crate::own`]). Not written when absent, as the two below.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<crate::own::Config>,
+    /// A directory of the user's files (a site, a PHP application), absolute, served beside
+    /// the lab's workload files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub docroot: Option<std::path::PathBuf>,
 }
 
 impl Default for Knobs {
@@ -104,6 +112,8 @@ impl Default for Knobs {
             net: None,
             tls: OnOff::Off,
             http2: OnOff::Off,
+            config: None,
+            docroot: None,
         }
     }
 }
@@ -130,6 +140,11 @@ impl Knobs {
 
     pub fn php_workers(&self) -> u32 {
         self.php_workers.unwrap_or(DEFAULT_PHP_WORKERS)
+    }
+
+    /// Whether the user gave a file for the include point `point`.
+    pub fn has_own(&self, point: crate::own::Point) -> bool {
+        self.config.as_ref().is_some_and(|c| c.has(point))
     }
 }
 

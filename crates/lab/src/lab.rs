@@ -40,7 +40,8 @@ pub struct Up {
     pub report: Report,
     /// From the call to `up` until verified.
     pub elapsed: Duration,
-    /// Where that time went: `write` (the run directory), `prepare` (MariaDB's datadir,
+    /// Where that time went: `write` (the run directory), `check` (the servers' own tests of
+    /// a config with the user's files, only then), `prepare` (MariaDB's datadir,
     /// built the first time), `start` (every tier until ready), `verify`.
     pub phases: Vec<(String, Duration)>,
 }
@@ -208,6 +209,11 @@ impl Lab {
         let mut phase = Instant::now();
         write_files(plan)?;
         lap(phases, "write", &mut phase);
+        // The servers' own tests of a config with the user's files in it, before anything
+        // starts: their refusal names the user's file and line.
+        if crate::own::check::run(plan)? {
+            lap(phases, "check", &mut phase);
+        }
         // Backends first, though nothing waits for them: no server here connects to the
         // tier behind it before its first request, so all start at once and only verify
         // needs them all ready.
@@ -278,6 +284,7 @@ impl Lab {
         let plan = self.plan_of(&record)?;
         let mut out: Vec<Captured> =
             plan.tiers().into_iter().flat_map(|t| servers::server(t).capture(&plan)).collect();
+        out.extend(crate::own::capture(&plan));
         if plan.stack.has_php() {
             // PHP's version, extensions and OPcache as the serving SAPI sees them.
             let answer = plan
@@ -327,7 +334,9 @@ impl Lab {
                 }),
                 Tier::Apache { mode } if t.port.is_some() => Some(PoolStatus::Apache {
                     endpoint: endpoint(t.tier)?,
-                    max: crate::servers::apache::Apache::max_workers(mode, &record.knobs),
+                    max: crate::own::apache_max_workers(&plan).unwrap_or_else(|| {
+                        crate::servers::apache::Apache::max_workers(mode, &record.knobs)
+                    }),
                 }),
                 Tier::Nginx { .. } if t.port.is_some() => Some(PoolStatus::Nginx {
                     endpoint: endpoint(t.tier)?,
@@ -526,6 +535,8 @@ fn write_files(plan: &Plan) -> Result<()> {
     if plan.stack.wordpress {
         wordpress::write_instance_site(plan)?;
     }
+    // The user's files after the lab's, beside them (a clash is refused, not overwritten).
+    crate::own::write(plan)?;
     if plan.knobs.tls.is_on() {
         crate::cert::write(plan)?;
     }

@@ -12,6 +12,8 @@
 //! - [`workloads`]: the deterministic files and pages the experiments request.
 //! - [`net`]: network profiles, and the shaped namespace link a stack will run behind.
 //! - [`cert`]: the per-instance CA and server certificate of a stack with `tls` on.
+//! - [`own`]: the user's own config snippets, merged at documented include points and tested
+//!   by each server's own check, and a docroot of the user's served beside the lab's files.
 //!
 //! Nothing here prints; errors are [`Error`]s that say which tier or workload failed.
 
@@ -24,6 +26,7 @@ pub mod knobs;
 mod lab;
 pub mod named;
 pub mod net;
+pub mod own;
 pub mod pools;
 mod ports;
 pub mod procfs;

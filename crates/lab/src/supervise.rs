@@ -5,7 +5,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -175,7 +175,23 @@ pub fn run(command: Command, limit: Duration) -> Result<String> {
 }
 
 /// As [`run`], but both stdout and stderr of a successful run.
-pub fn run_output(mut command: Command, limit: Duration) -> Result<(String, String)> {
+pub fn run_output(command: Command, limit: Duration) -> Result<(String, String)> {
+    let shown = format!("{command:?}").replace('"', "");
+    let (status, stdout, stderr) = run_status(command, limit)?;
+    if status.success() {
+        Ok((stdout, stderr))
+    } else {
+        Err(Error::Command {
+            command: shown,
+            reason: format!("{status}: {}{}", stderr.trim(), stdout.trim()),
+        })
+    }
+}
+
+/// Runs a command to completion, with a time limit: its exit status, stdout and stderr,
+/// whatever the status. For a server's own test of its configuration (`nginx -t`), whose
+/// failure is an answer to show, not an error of loadlab's.
+pub fn run_status(mut command: Command, limit: Duration) -> Result<(ExitStatus, String, String)> {
     let shown = format!("{command:?}").replace('"', "");
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = command.spawn().context(|| format!("starting {shown}"))?;
@@ -195,14 +211,7 @@ pub fn run_output(mut command: Command, limit: Duration) -> Result<(String, Stri
     };
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    if output.status.success() {
-        Ok((stdout, stderr))
-    } else {
-        Err(Error::Command {
-            command: shown,
-            reason: format!("{}: {}{}", output.status, stderr.trim(), stdout.trim()),
-        })
-    }
+    Ok((output.status, stdout, stderr))
 }
 
 #[cfg(test)]

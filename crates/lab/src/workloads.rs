@@ -137,27 +137,39 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// others, since workers may run as another user (see `StateDir::run_root`).
 pub fn write_docroot(docroot: &Path, stack: &Stack, db_port: Option<u16>) -> Result<()> {
     make_dir_all(docroot)?;
-    for (name, bytes) in static_files() {
-        write(&docroot.join(name), &bytes)?;
-    }
-    if !stack.has_php() {
-        return Ok(());
-    }
-    write(&docroot.join("hello.php"), HELLO_PHP.as_bytes())?;
-    write(&docroot.join("phpinfo.php"), PHPINFO_PHP.as_bytes())?;
-    make_dir_all(&docroot.join("_loadlab"))?;
-    write(&docroot.join("_loadlab/status.php"), STATUS_PHP.as_bytes())?;
-    if let Some(port) = db_port {
-        let db = crate::template::render(DB_PHP, &[("port", port.to_string())]);
-        write(&docroot.join("_loadlab/db.php"), db.as_bytes())?;
-        write(&docroot.join("country.php"), COUNTRY_PHP.as_bytes())?;
-        write(&docroot.join("complex.php"), COMPLEX_PHP.as_bytes())?;
-        make_dir_all(&docroot.join("cache"))?;
-        write(&docroot.join("cache/menu.json"), menu_json().as_bytes())?;
-        make_dir_all(&docroot.join("templates"))?;
-        write(&docroot.join("templates/complex.tpl"), COMPLEX_TPL.as_bytes())?;
+    for (path, bytes) in docroot_files(stack, db_port) {
+        let path = docroot.join(path);
+        make_dir_all(path.parent().expect("inside the document root"))?;
+        write(&path, &bytes)?;
     }
     Ok(())
+}
+
+/// The files [`write_docroot`] writes, by path relative to the document root.
+pub fn docroot_files(stack: &Stack, db_port: Option<u16>) -> Vec<(&'static str, Vec<u8>)> {
+    let mut files = static_files();
+    if !stack.has_php() {
+        return files;
+    }
+    files.push(("hello.php", HELLO_PHP.into()));
+    files.push(("phpinfo.php", PHPINFO_PHP.into()));
+    files.push(("_loadlab/status.php", STATUS_PHP.into()));
+    if let Some(port) = db_port {
+        let db = crate::template::render(DB_PHP, &[("port", port.to_string())]);
+        files.push(("_loadlab/db.php", db.into_bytes()));
+        files.push(("country.php", COUNTRY_PHP.into()));
+        files.push(("complex.php", COMPLEX_PHP.into()));
+        files.push(("cache/menu.json", menu_json().into_bytes()));
+        files.push(("templates/complex.tpl", COMPLEX_TPL.into()));
+    }
+    files
+}
+
+/// The paths the lab writes into an instance's document root with these knobs, which a
+/// docroot of the user's, served beside them, must leave alone.
+pub fn lab_paths(stack: &Stack, knobs: &Knobs) -> Vec<&'static str> {
+    let db_port = stack.has_db(knobs).then_some(0);
+    docroot_files(stack, db_port).into_iter().map(|(path, _)| path).collect()
 }
 
 /// Writes a file readable by everyone.

@@ -15,3 +15,4 @@ sub vcl_recv {
 
 sub vcl_deliver {
 {{deliver}}}
+{{own_vcl}}

@@ -225,6 +225,8 @@ impl Checker<'_> {
             .filter(|n| n != "loopback"),
             tls: s.tls.as_ref().map_or(OnOff::Off, on_off),
             http2: s.http2.as_ref().map_or(OnOff::Off, on_off),
+            config: s.config.as_ref().map(|c| self.own_config(c)).transpose()?,
+            docroot: s.docroot.as_ref().map(|d| self.own_docroot(d)).transpose()?,
         };
         // The lab's rules, with the file's key at the knob's own position (the stack's name
         // for a knob the file did not write, as stack_cpus).

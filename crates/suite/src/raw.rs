@@ -56,6 +56,10 @@ pub struct RawStack {
     pub tls: Option<Spanned<bool>>,
     /// HTTP/2 on the front tier (h2 by ALPN with `tls`, h2c without).
     pub http2: Option<Spanned<bool>>,
+    /// A directory of the user's config snippets (relative to the suite file).
+    pub config: Option<Spanned<String>>,
+    /// A directory of the user's files served beside the lab's (relative to the suite file).
+    pub docroot: Option<Spanned<String>>,
     /// External `https://`: trust this PEM file's certificates (relative to the suite file).
     pub cacert: Option<Spanned<String>>,
     /// External `https://`: accept any certificate.
@@ -85,6 +89,8 @@ impl RawStack {
         "net",
         "tls",
         "http2",
+        "config",
+        "docroot",
     ];
 
     /// The keys only an external target takes, with where each is written.
@@ -116,6 +122,8 @@ impl RawStack {
             "net" => self.net.as_ref().map(Spanned::span),
             "tls" => flag(&self.tls),
             "http2" => flag(&self.http2),
+            "config" => self.config.as_ref().map(Spanned::span),
+            "docroot" => self.docroot.as_ref().map(Spanned::span),
             _ => None,
         }
     }

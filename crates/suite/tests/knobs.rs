@@ -145,3 +145,77 @@ fn tls_and_http2_are_read_and_refused_where_the_front_cannot() {
     refused_at("mariadb", "tls = true", "true", "tls: mariadb serves no HTTP");
     refused_at("nginx", "http2 = true", "true", "h2c only");
 }
+
+/// A suite file in a directory of its own, beside a config directory `conf` holding `files`
+/// and a docroot `site` holding `site`: its path, for `parse`'s file name.
+fn beside(files: &[&str], site: &[&str]) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    for (sub, names) in [("conf", files), ("site", site)] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+        for name in names {
+            std::fs::write(dir.path().join(sub).join(name), "# mine\n").unwrap();
+        }
+    }
+    let file = dir.path().join("s.toml").display().to_string();
+    (dir, file)
+}
+
+/// `config` and `docroot` name directories relative to the suite file; the lab's knobs get
+/// them absolute, with the include points the directory fills.
+#[test]
+fn config_and_docroot_are_read_relative_to_the_suite_file() {
+    let (dir, file) = beside(&["nginx-server.conf", "php.ini"], &["app.php"]);
+    let text = suite("nginx-fpm", "config = \"conf\"\ndocroot = \"site\"");
+    let parsed = parse(&text, &file).unwrap_or_else(|e| panic!("{e}"));
+    let k = parsed.stacks[0].knobs().unwrap();
+    let config = k.config.as_ref().expect("config");
+    assert_eq!(config.dir, dir.path().canonicalize().unwrap().join("conf"));
+    let names: Vec<&str> = config.files.iter().map(|p| p.file_name()).collect();
+    assert_eq!(names, ["nginx-server.conf", "php.ini"]);
+    assert_eq!(k.docroot.as_deref(), Some(&*dir.path().canonicalize().unwrap().join("site")));
+}
+
+/// Each mistake at its own key: a file that is no include point (named), a point the stack
+/// has no tier for, a docroot file that would replace the lab's, a missing directory, and
+/// either key on a server of the user's, which loadlab does not configure.
+#[test]
+fn config_and_docroot_mistakes_are_refused_at_their_key() {
+    let at = |text: &str, file: &str, needle: &str, key: &str| {
+        let e = parse(text, file).err().unwrap_or_else(|| panic!("accepted:\n{text}"));
+        let offset = text.find(key).unwrap();
+        let line = text[..offset].matches('\n').count() + 1;
+        assert_eq!(e.location().map(|l| l.line), Some(line), "{e}");
+        assert!(e.to_string().contains(needle), "{e} lacks {needle:?}");
+    };
+    let (_d, file) = beside(&["nginx-server.conf", "nginx.conf"], &[]);
+    at(
+        &suite("nginx", "config = \"conf\""),
+        &file,
+        "\"nginx.conf\" is not an include point",
+        "config =",
+    );
+    let (_d, file) = beside(&["apache-vhost.conf"], &["robots.txt"]);
+    at(
+        &suite("nginx-fpm", "config = \"conf\""),
+        &file,
+        "config: apache-vhost.conf needs an Apache tier, and nginx-fpm has none",
+        "config =",
+    );
+    at(
+        &suite("nginx", "docroot = \"site\""),
+        &file,
+        "would replace the lab's robots.txt",
+        "docroot =",
+    );
+    at(&suite("nginx", "docroot = \"nowhere\""), &file, "docroot: ", "docroot =");
+    at(
+        &suite("mariadb", "docroot = \"site\""),
+        &file,
+        "docroot: mariadb serves no HTTP",
+        "docroot =",
+    );
+    let external = "name = \"x\"\n[[stacks]]\nurl = \"http://127.0.0.1:1\"\nlabel = \"mine\"\n\
+                    config = \"conf\"\n[[workloads]]\nname = \"hello.txt\"\n[[loads]]\n\
+                    model = \"closed\"\nconcurrency = [1]\nrequests = 10\n";
+    at(external, &file, "config is a knob of the lab's stacks", "config =");
+}

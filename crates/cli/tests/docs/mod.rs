@@ -14,6 +14,11 @@
 //!   of a built-in suite runs `--dry-run` (its full form takes minutes to hours);
 //! - `stack up NAME --port P` is checked against the stack the test put on P, not started again.
 //!
+//! The files the docs show whole, in a fenced block whose info string names them
+//! (`` ```nginx file=mine/tuned/nginx-http.conf ``), are written where they say, relative to
+//! the directory the commands run in, before any command runs: a walk-through's suite, config
+//! snippets and site are then used by its commands as a reader would use them.
+//!
 //! Every command must exit 0, and a run that sent requests must not have been answered with
 //! anything but 2xx unless it asked for a missing page: the mistake this test was written for
 //! was `http://127.0.0.1:8080/`, which the lab's nginx answers with 403.
@@ -71,6 +76,31 @@ fn examples(path: &Path) -> Vec<Example> {
         };
         let words = command.split_whitespace().skip(1).map(str::to_string).collect();
         out.push(Example { file: name.clone(), line: start, words, stdout_to });
+    }
+    out
+}
+
+/// The files shown whole in `path`: each fenced block whose info string holds `file=PATH`,
+/// with its text.
+fn shown_files(path: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(path).expect("read a doc");
+    let mut out = Vec::new();
+    let mut current: Option<(String, String)> = None;
+    for line in text.lines() {
+        let fence = line.trim_start().starts_with("```");
+        match current.take() {
+            Some(file) if fence => out.push(file),
+            Some((name, mut body)) => {
+                body.push_str(line);
+                body.push('\n');
+                current = Some((name, body));
+            }
+            None if fence => {
+                let name = line.split_whitespace().find_map(|w| w.strip_prefix("file="));
+                current = name.map(|n| (n.to_string(), String::new()));
+            }
+            None => {}
+        }
     }
     out
 }
@@ -181,11 +211,18 @@ fn every_documented_command_runs_against_the_stacks_it_names() {
     more.sort();
     docs.extend(more);
     let all: Vec<Example> = docs.iter().flat_map(|d| examples(d)).collect();
+    let files: Vec<(String, String)> = docs.iter().flat_map(|d| shown_files(d)).collect();
+    assert!(files.len() >= 4, "the docs' walk-through files were not found: {files:?}");
     assert!(all.len() >= 30, "the docs' commands were not found: {all:?}");
 
     let dir = tempfile::Builder::new().prefix("loadlab-docs-").tempdir().unwrap();
     for sub in ["state", "cwd"] {
         std::fs::create_dir(dir.path().join(sub)).unwrap();
+    }
+    for (name, text) in &files {
+        let path = dir.path().join("cwd").join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
     }
     let mut lab = Lab { dir, ports: BTreeMap::new(), cacert: None };
     let list = output_within(lab.command(&["stack".into(), "list".into(), "--json".into()]), LIMIT);

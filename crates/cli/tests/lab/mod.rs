@@ -1,12 +1,14 @@
 //! The lab end to end through the `loadlab` binary: every stack comes up and verifies, serves
 //! `loadlab bench -n 200`, is sampled, and goes down leaving no process; a killed loadlab's
-//! stack is cleaned by the next start; errors get their exit codes. These need the lab's
+//! stack is cleaned by the next start; errors get their exit codes; the user's own config and
+//! docroot are served and tested by each server. These need the lab's
 //! Debian packages: skipped with a visible line locally when one is missing, failures in CI.
 
 mod errors;
 mod hygiene;
 mod knobs;
 mod net;
+mod own;
 mod stacks;
 mod tls;
 mod user;

@@ -5,6 +5,7 @@ use std::process::Command;
 
 use crate::catalog::{ApacheMode, Tier};
 use crate::error::Result;
+use crate::own::{self, Point};
 use crate::programs;
 use crate::servers::{
     capture_command, capture_file, php, user_line, Captured, Generated, Plan, Probe, Server,
@@ -109,6 +110,23 @@ impl Apache {
     }
 }
 
+impl Apache {
+    /// The user's server-level file, and `${LOADLAB_DOCROOT}` for either of the user's files
+    /// to name the instance's document root by (its `<Directory>`, say), which lies in a run
+    /// directory the user cannot know in advance. `Include`, not `IncludeOptional`: the line
+    /// is written only when the file was copied, so a missing one is loadlab's bug to show.
+    fn own_server(&self, plan: &Plan) -> String {
+        if !(plan.knobs.has_own(Point::Apache) || plan.knobs.has_own(Point::ApacheVhost)) {
+            return String::new();
+        }
+        let define = format!("Define LOADLAB_DOCROOT {}\n", plan.docroot().display());
+        let include = own::include(plan, Point::Apache, |copy, original| {
+            format!("# Yours: {original}, copied.\nInclude {copy}\n")
+        });
+        format!("{define}{include}")
+    }
+}
+
 impl Server for Apache {
     fn tier(&self) -> Tier {
         Tier::Apache { mode: self.mode }
@@ -191,6 +209,13 @@ impl Server for Apache {
             ),
             ("php_handler", php_handler),
             ("gzip", gzip),
+            ("own_server", self.own_server(plan)),
+            (
+                "own_vhost",
+                own::include(plan, Point::ApacheVhost, |copy, original| {
+                    format!("# Yours: {original}, copied.\nInclude {copy}\n")
+                }),
+            ),
         ]);
         vec![
             ("apache/apache2.conf".into(), render(CONF, &vars)),
@@ -217,6 +242,21 @@ impl Server for Apache {
             php::set_env(plan, &mut command);
         }
         Ok(command)
+    }
+
+    fn config_tests(&self, plan: &Plan) -> Result<Vec<(String, Command)>> {
+        let mut tests = Vec::new();
+        if plan.knobs.has_own(Point::Apache) || plan.knobs.has_own(Point::ApacheVhost) {
+            let mut command = self.command(plan)?;
+            command.arg("-t");
+            tests.push(("apache2 -t".into(), command));
+        }
+        if self.mode == ApacheMode::PreforkModPhp && plan.knobs.has_own(Point::PhpIni) {
+            // mod_php reads php.ini as Apache starts and has no test of its own: the PHP
+            // command line of the same package reads it as it will.
+            tests.push(("php -v".into(), php::ini_test(plan, &programs::PHP_CLI)?));
+        }
+        Ok(tests)
     }
 
     fn probe(&self, plan: &Plan) -> Probe {

@@ -14,7 +14,7 @@ pub mod varnish;
 pub mod wordpress;
 
 #[cfg(test)]
-mod snapshots;
+pub(crate) mod snapshots;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -217,6 +217,13 @@ pub trait Server {
     fn command(&self, plan: &Plan) -> Result<Command>;
 
     fn probe(&self, plan: &Plan) -> Probe;
+
+    /// The server's own tests of its configuration with the user's files in it (see
+    /// [`crate::own::check`]), each with how it is named: none unless the user gave a file
+    /// for this tier.
+    fn config_tests(&self, _plan: &Plan) -> Result<Vec<(String, Command)>> {
+        Ok(Vec::new())
+    }
 
     /// The tier's effective configuration and versions.
     fn capture(&self, plan: &Plan) -> Vec<Captured>;

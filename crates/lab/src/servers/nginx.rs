@@ -5,6 +5,7 @@ use std::process::Command;
 
 use crate::catalog::{NginxPhp, Tier};
 use crate::error::Result;
+use crate::own::{self, Point};
 use crate::programs;
 use crate::servers::{capture_command, user_line, Captured, Generated, Plan, Probe, Server};
 use crate::template::render;
@@ -128,6 +129,18 @@ impl Server for Nginx {
                 if plan.stack.has_php() { "index.php index.html" } else { "index.html" }.into(),
             ),
             ("locations", format!("{front_controller}{php_location}")),
+            (
+                "own_http",
+                own::include(plan, Point::NginxHttp, |copy, original| {
+                    format!("    # Yours: {original}, copied.\n    include {copy};\n")
+                }),
+            ),
+            (
+                "own_server",
+                own::include(plan, Point::NginxServer, |copy, original| {
+                    format!("        # Yours: {original}, copied.\n        include {copy};\n")
+                }),
+            ),
         ]);
         vec![("nginx/nginx.conf".into(), render(CONF, &vars))]
     }
@@ -143,6 +156,15 @@ impl Server for Nginx {
             .arg("-c")
             .arg(Self::conf_path(plan));
         Ok(command)
+    }
+
+    fn config_tests(&self, plan: &Plan) -> Result<Vec<(String, Command)>> {
+        if !(plan.knobs.has_own(Point::NginxHttp) || plan.knobs.has_own(Point::NginxServer)) {
+            return Ok(Vec::new());
+        }
+        let mut command = self.command(plan)?;
+        command.arg("-t");
+        Ok(vec![("nginx -t".into(), command)])
     }
 
     fn probe(&self, plan: &Plan) -> Probe {

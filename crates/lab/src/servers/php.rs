@@ -3,6 +3,9 @@
 
 use std::process::Command;
 
+use crate::error::Result;
+use crate::own::{self, Point};
+use crate::programs::Need;
 use crate::servers::{Generated, Plan};
 use crate::template::render;
 
@@ -17,8 +20,22 @@ pub fn configs(plan: &Plan) -> Vec<Generated> {
 /// Points PHP at the run directory's ini. The leading `:` keeps the compiled-in scan
 /// directory (Debian's conf.d, which loads the extensions) and adds ours after it, so the
 /// OPcache knob overrides the distribution's default instead of replacing its extension list.
+/// The user's php.ini, when given, is in a directory of its own listed last: PHP reads the
+/// directories in order, and a setting read later wins.
 pub fn set_env(plan: &Plan, command: &mut Command) {
-    command.env("PHP_INI_SCAN_DIR", format!(":{}/php", plan.run.display()));
+    let own = own::path(plan, Point::PhpIni)
+        .and_then(|ini| ini.parent().map(|dir| format!(":{}", dir.display())))
+        .unwrap_or_default();
+    command.env("PHP_INI_SCAN_DIR", format!(":{}/php{own}", plan.run.display()));
+}
+
+/// `program -v` (php-cgi, php) reading PHP's ini files as the tier's PHP will: a test of the
+/// user's php.ini for a tier that has none of its own (see [`crate::own::check`]).
+pub fn ini_test(plan: &Plan, program: &Need) -> Result<Command> {
+    let mut command = Command::new(program.find()?);
+    command.arg("-v");
+    set_env(plan, &mut command);
+    Ok(command)
 }
 
 /// How many PHP processes a PHP tier of its own (php-fpm, spawn-fcgi) starts.

@@ -5,6 +5,7 @@ use std::process::Command;
 
 use crate::catalog::Tier;
 use crate::error::Result;
+use crate::own::{self, Point};
 use crate::programs;
 use crate::servers::{
     capture_command, capture_version, php, user_line, Captured, Generated, Plan, Probe, Server,
@@ -61,6 +62,12 @@ impl Server for PhpFpm {
             ),
             ("user", user_line(plan, |u, g| format!("user = {u}\ngroup = {g}\n"))),
             ("workers", php::workers(plan).to_string()),
+            (
+                "own_pool",
+                own::include(plan, Point::PhpFpmPool, |copy, original| {
+                    format!("; Yours: {original}, copied.\ninclude = {copy}\n")
+                }),
+            ),
         ]);
         vec![("php-fpm/php-fpm.conf".into(), render(CONF, &vars))]
     }
@@ -69,6 +76,16 @@ impl Server for PhpFpm {
         let mut command = Self::base_command(plan)?;
         command.arg("-F");
         Ok(command)
+    }
+
+    /// `php-fpm -t` reads the pool and PHP's ini files alike.
+    fn config_tests(&self, plan: &Plan) -> Result<Vec<(String, Command)>> {
+        if !(plan.knobs.has_own(Point::PhpFpmPool) || plan.knobs.has_own(Point::PhpIni)) {
+            return Ok(Vec::new());
+        }
+        let mut command = Self::base_command(plan)?;
+        command.arg("-t");
+        Ok(vec![("php-fpm -t".into(), command)])
     }
 
     fn probe(&self, plan: &Plan) -> Probe {

@@ -9,7 +9,7 @@ use crate::catalog::STACKS;
 use crate::knobs::{Knobs, OnOff};
 use crate::servers::{all_configs, Plan};
 
-fn plan(stack: &'static crate::Stack, knobs: Knobs, root: bool) -> Plan {
+pub(crate) fn plan(stack: &'static crate::Stack, knobs: Knobs, root: bool) -> Plan {
     let tiers = stack.tiers(&knobs);
     let tcp: Vec<&'static str> = tiers
         .iter()
@@ -159,5 +159,35 @@ fn tls_and_http2() {
         let knobs = knobs(tls, http2);
         assert_eq!(stack.knob_problem(&knobs), None, "{snap}");
         assert_snapshot(snap, &render(&plan(stack, knobs, true)));
+    }
+}
+
+/// The user's files at their include points (see `own`): every point of each kind of tier,
+/// from a directory whose path is fixed so that the comments naming it are stable. The
+/// user's php.ini is no line of a config but a directory PHP scans last: shown as the
+/// environment every PHP tier gets.
+#[test]
+fn the_users_files_at_their_include_points() {
+    use crate::own::{Config, Point};
+    for (name, files) in [
+        ("nginx-fpm", vec![Point::NginxHttp, Point::NginxServer, Point::PhpFpmPool, Point::PhpIni]),
+        ("apache-event-fpm", vec![Point::Apache, Point::ApacheVhost, Point::PhpFpmPool]),
+        ("apache-prefork-modphp", vec![Point::ApacheVhost, Point::PhpIni]),
+        ("varnish-nginx-fpm", vec![Point::VarnishVcl, Point::NginxServer]),
+    ] {
+        let stack = crate::stack(name).unwrap();
+        let config = Config { dir: "/home/you/conf".into(), files };
+        let knobs = Knobs { config: Some(config), ..Knobs::default() };
+        assert_eq!(stack.knob_problem(&knobs), None, "{name}");
+        let plan = plan(stack, knobs, true);
+        let mut text = render(&plan);
+        let mut command = std::process::Command::new("php");
+        crate::servers::php::set_env(&plan, &mut command);
+        for (key, value) in command.get_envs() {
+            let value = value.unwrap_or_default().to_string_lossy();
+            let value = value.replace(&plan.run.display().to_string(), "$RUN");
+            text.push_str(&format!("=== env {} ===\n{value}\n", key.to_string_lossy()));
+        }
+        assert_snapshot(&format!("{name}-own"), &text);
     }
 }

@@ -45,6 +45,13 @@ impl Server for SpawnFcgi {
         Ok(command)
     }
 
+    fn config_tests(&self, plan: &Plan) -> Result<Vec<(String, Command)>> {
+        if !plan.knobs.has_own(crate::own::Point::PhpIni) {
+            return Ok(Vec::new());
+        }
+        Ok(vec![("php-cgi -v".into(), php::ini_test(plan, &programs::PHP_CGI)?)])
+    }
+
     fn probe(&self, plan: &Plan) -> Probe {
         Probe::Unix(Self::socket(plan))
     }

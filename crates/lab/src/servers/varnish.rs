@@ -1,10 +1,18 @@
 //! Varnish in front of nginx, as seed 004 put it: `varnishd -F` with a VCL that passes only
 //! loadlab's own probe, a malloc store, and no management port.
+//!
+//! The user's VCL (see [`crate::own`]) is included at the end of the lab's, not put in its
+//! place: the lab's holds the backend (nginx on a port chosen per instance, which the user
+//! cannot know), the pass of the lab's probe that verify needs, and the keep-alive knob's
+//! header. Varnish runs a subroutine defined twice as one, the bodies in the order written, so
+//! the user's `vcl_recv` or `vcl_deliver` runs after the lab's, which returns only for the
+//! probe.
 
 use std::process::Command;
 
 use crate::catalog::Tier;
 use crate::error::Result;
+use crate::own::{self, Point};
 use crate::programs;
 use crate::servers::{capture_file, capture_version, Captured, Generated, Plan, Probe, Server};
 use crate::template::render;
@@ -27,7 +35,16 @@ impl Server for Varnish {
             "    set resp.http.Connection = \"close\";\n".to_string()
         };
         let mut vars = plan.common_vars();
-        vars.extend([("backend_port", plan.port("nginx").to_string()), ("deliver", deliver)]);
+        vars.extend([
+            ("backend_port", plan.port("nginx").to_string()),
+            ("deliver", deliver),
+            (
+                "own_vcl",
+                own::include(plan, Point::VarnishVcl, |copy, original| {
+                    format!("\n# Yours: {original}, copied.\ninclude \"{copy}\";\n")
+                }),
+            ),
+        ]);
         vec![("varnish/default.vcl".into(), render(VCL, &vars))]
     }
 
@@ -65,6 +82,18 @@ impl Server for Varnish {
             command.arg("-p").arg(format!("timeout_idle={}", timeout.as_millis() as f64 / 1000.0));
         }
         Ok(command)
+    }
+
+    /// `varnishd -C` compiles the VCL, the user's included, as the start would, in a work
+    /// directory of its own (the server's is made when it starts).
+    fn config_tests(&self, plan: &Plan) -> Result<Vec<(String, Command)>> {
+        if !plan.knobs.has_own(Point::VarnishVcl) {
+            return Ok(Vec::new());
+        }
+        let dir = plan.run.join("varnish");
+        let mut command = Command::new(programs::VARNISHD.find()?);
+        command.arg("-C").arg("-f").arg(dir.join("default.vcl")).arg("-n").arg(dir.join("check"));
+        Ok(vec![("varnishd -C".into(), command)])
     }
 
     fn probe(&self, plan: &Plan) -> Probe {

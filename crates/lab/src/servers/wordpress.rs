@@ -53,6 +53,24 @@ pub fn write_site(docroot: &Path, id: &str, db_host: &str) -> Result<()> {
     write(&docroot.join("wp-config.php"), config.as_bytes())
 }
 
+/// What [`write_site`] makes in a docroot that a file of the user's must not replace: the
+/// package's top-level entries, this site's wp-config.php, and the themes link in wp-content
+/// (whose `plugins` and `uploads` are directories of the site's own, which the user's files
+/// may join). Only what is installed is listed: without the package the stack does not
+/// start anyway, and says which package to install.
+pub fn site_entries() -> Vec<String> {
+    let mut names = vec!["wp-config.php".to_string(), "wp-content/themes".to_string()];
+    let package = programs::WORDPRESS.path();
+    let listing = package.as_deref().and_then(Path::parent).and_then(|p| fs::read_dir(p).ok());
+    for entry in listing.into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != "wp-content" && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
 /// The site of an instance, on the instance's MariaDB port.
 pub fn write_instance_site(plan: &Plan) -> Result<()> {
     write_site(&plan.docroot(), &plan.id, &format!("127.0.0.1:{}", plan.port("mariadb")))

@@ -1,12 +1,14 @@
-//! The parts of a suite that are the user's own: a server at a URL (`[[stacks]]` with `url`)
-//! and a request (`[[workloads]]` with `path`), checked before anything runs: a file the suite
-//! names must be readable, a certificate parse, a header be one.
+//! The parts of a suite that are the user's own: a server at a URL (`[[stacks]]` with `url`),
+//! config snippets and a docroot on a lab stack (`config`, `docroot`), and a request
+//! (`[[workloads]]` with `path`), checked before anything runs: a file the suite names must be
+//! readable, a certificate parse, a header be one, a config directory hold only include points.
 
 use std::ops::Range;
 use std::path::PathBuf;
 
 use loadlab_engine::{RequestSpec, Target, TlsOptions};
 use loadlab_lab::named::Processes;
+use loadlab_lab::own;
 use toml::Spanned;
 
 use super::{Checked, Checker};
@@ -104,6 +106,16 @@ impl Checker<'_> {
         };
         let base = url.get_ref().trim_end_matches('/').to_string();
         Ok(StackSpec::external(label, External { url: base, tls, processes }))
+    }
+
+    /// `config = "DIR"`: the user's config snippets, by the include points' names.
+    pub(super) fn own_config(&self, s: &Spanned<String>) -> Checked<own::Config> {
+        own::Config::read(&self.path(s)).or_else(|e| self.fail(s.span(), format!("config: {e}")))
+    }
+
+    /// `docroot = "DIR"`: the user's files, served beside the lab's.
+    pub(super) fn own_docroot(&self, s: &Spanned<String>) -> Checked<PathBuf> {
+        own::read_docroot(&self.path(s)).or_else(|e| self.fail(s.span(), format!("docroot: {e}")))
     }
 
     /// A path the file gives, relative to the file's directory.
