@@ -3,7 +3,8 @@
 //! 0: the run finished (request failures are in the report); 1: internal error; 2: bad usage
 //! or input; 3: the target could not be reached at all; 4: a package the command needs is not
 //! installed; 5: a stack did not start or did not verify; 6: this machine cannot do what was
-//! asked (a network profile without root or iproute2); 130: interrupted (Ctrl-C).
+//! asked (a network profile without root or iproute2, or through netem on a kernel without it);
+//! 130: interrupted (Ctrl-C).
 
 use std::io;
 use std::process::ExitCode;
@@ -26,7 +27,8 @@ pub enum Failure {
     /// Ctrl-C or SIGTERM ended the command before it finished.
     #[error("{0}")]
     Interrupted(String),
-    /// This machine cannot do what was asked: a network profile without root or iproute2.
+    /// This machine cannot do what was asked: a network profile without root or iproute2, or
+    /// through netem on a kernel without it.
     #[error("{0}")]
     Unsupported(String),
 }

@@ -41,7 +41,8 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
-    /// A network profile was asked for where none can run (not root, no iproute2).
+    /// A network profile was asked for where it cannot run: not root, no iproute2, or
+    /// `via=netem` on a kernel without netem.
     #[error("{0}")]
     NetUnavailable(String),
     /// Ctrl-C (or SIGTERM) arrived while a stack was starting; it was torn down.

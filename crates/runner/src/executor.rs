@@ -60,6 +60,8 @@ pub struct Instance {
     pub elapsed: Duration,
     /// How many checks verify made.
     pub checks: usize,
+    /// Behind a network profile with delay, jitter or loss: what carried them.
+    pub net_delay: Option<loadlab_lab::net::DelayPath>,
 }
 
 /// The readings of a sampler that is running; `stop` ends it.
@@ -102,6 +104,7 @@ impl Stacks for loadlab_lab::Lab {
             url: up.record.url.clone(),
             elapsed: up.elapsed,
             checks: up.report.checks.len(),
+            net_delay: up.record.net.as_ref().and_then(|l| l.delay),
         })
     }
 
@@ -251,7 +254,7 @@ fn run_group(
                 loadlab_stats::format::mbps(bps as f64 / 1e6)
             ));
         }
-        let record = crate::cell::record(
+        let mut record = crate::cell::record(
             cell,
             &config,
             &result,
@@ -260,6 +263,11 @@ fn run_group(
             &verdict,
             &limited_by,
         );
+        // The profile says what the link was asked to be; the machine decided what carried
+        // its delay (netem where the kernel has it, unless `via=` said): stored beside it.
+        if let Some(path) = instance.net_delay {
+            record.knobs.insert("net_delay".into(), serde_json::json!(path));
+        }
         let stored = Instant::now();
         cx.store.record_cell(cx.run_id, &record)?;
         events.cell_done(&CellDone {

@@ -145,7 +145,7 @@ impl Stacks for FakeLab {
     fn up(
         &self,
         stack: &'static Stack,
-        _knobs: &Knobs,
+        knobs: &Knobs,
         _cancel: &dyn Fn() -> bool,
     ) -> Result<Instance, loadlab_lab::Error> {
         if self.broken == Some(stack.name) {
@@ -162,6 +162,12 @@ impl Stacks for FakeLab {
             url: "http://127.0.0.1:9/".into(),
             elapsed: Duration::from_millis(5),
             checks: 3,
+            // A kernel without netem, as this machine's: delay by the stage.
+            net_delay: knobs
+                .net
+                .as_deref()
+                .and_then(|n| n.parse::<loadlab_lab::net::Profile>().ok())
+                .and_then(|p| p.delay_path(|| false).ok().flatten()),
         })
     }
 
