@@ -294,7 +294,7 @@ wait "$qemu_pid" || true
 qemu_pid=
 [ -f "$work/out/status" ] || {
   tail -n 40 "$work/console.log" >&2
-  die "the guest did not finish (console above)"
+  die "the guest did not finish (console above; ACCEL=tcg where KVM cannot run it)"
 }
 echo
 cat "$work/out/results.txt"
