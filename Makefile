@@ -1,6 +1,7 @@
 # make demo: the classic suite on the lab's stacks, report in out/report.html. make test: everything
 # CI checks. make demo-bench: loadlab bench against a private nginx.
-# make bench, bench-rate, bench-scale: the benchmarks in BENCHMARKS.md.
+# make bench, bench-rate, bench-scale: the benchmarks in BENCHMARKS.md. make bench-netem: netem
+# beside loadlab's delay stage under Debian's stock kernel, in a VM (docs/lab.md).
 # Each installs the Debian packages it needs first (Debian 12; sudo only when not root).
 
 SHELL := /bin/bash
@@ -16,6 +17,8 @@ TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time chromium iprout
 # The demo runs the classic suite, which uses every stack of the lab.
 DEMO_PACKAGES  := $(LAB_PACKAGES)
 BENCH_PACKAGES := nginx wrk apache2-utils httperf time python3 iproute2 openssl nghttp2-client
+# bench/netem-guest.sh boots Debian's kernel (which has netem) under qemu with this root shared.
+NETEM_PACKAGES := $(LAB_PACKAGES) qemu-system-x86 busybox-static jq iproute2
 
 # The test harness reads this: in CI a test whose server is missing fails instead of skipping.
 ifneq ($(filter-out 0 false,$(CI)),)
@@ -24,7 +27,7 @@ endif
 
 LOCKED := $(if $(wildcard Cargo.lock),--locked)
 
-.PHONY: deps-test deps-demo deps-bench deps-lab build test demo demo-bench bench lab-cycles bench-rate bench-scale clean
+.PHONY: deps-test deps-demo deps-bench deps-lab deps-netem build test demo demo-bench bench lab-cycles bench-rate bench-scale bench-netem clean
 
 # apt_install: install those of the packages in $(1) that are not installed yet; apt-get update
 # runs only if something is missing, so a ready machine needs no network and no root. "dpkg -s"
@@ -55,6 +58,9 @@ deps-bench:
 
 deps-lab:
 	@$(call apt_install,$(LAB_PACKAGES) python3)
+
+deps-netem:
+	@$(call apt_install,$(NETEM_PACKAGES))
 
 build:
 	cargo build --release $(LOCKED)
@@ -93,6 +99,10 @@ bench-scale: deps-bench build
 # Every lab stack brought up and down 50 times: up-and-verify times, and no process left.
 lab-cycles: deps-lab build
 	bench/lab-cycles.sh
+
+# Root, and KVM unless ACCEL=tcg (see docs/lab.md for a machine whose KVM cannot boot it).
+bench-netem: deps-netem build
+	bench/netem-guest.sh
 
 clean:
 	cargo clean

@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use clap::Args;
+use loadlab_lab::net::DelayPath;
 use loadlab_lab::{programs, Health, Knobs, Lab};
 use serde_json::json;
 
@@ -83,7 +84,8 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<u8> {
             })).collect::<Vec<_>>(),
             "stale": stale,
             "network_profiles": {
-                "shaping": net.shaping(), "delay": net.delay(), "netem": net.netem,
+                "shaping": net.shaping(), "delay": net.delay(), "delay_path": net.delay_path(),
+                "netem": net.netem,
                 "tun": net.tun, "tbf": net.tbf, "root": net.root,
                 "ip": net.ip, "tc": net.tc, "namespaces_left": net_left,
             },
@@ -121,14 +123,22 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<u8> {
     };
     writeln!(
         out,
-        "network shaping: bandwidth {}{why}; delay and loss {} (netem {})",
+        "network shaping: bandwidth {}{why}; delay and loss {}",
         if net.shaping() { "yes" } else { "no" },
-        match (net.delay(), net.tun) {
-            (true, _) => "yes, by loadlab's delay stage",
-            (false, false) => "no: no /dev/net/tun for the delay stage",
-            (false, true) => "no",
-        },
-        if net.netem { "yes, not used" } else { "no: this kernel has none" }
+        match (net.delay_path(), net.tun) {
+            (Some(DelayPath::Netem), true) => {
+                "yes, by netem (via=stage: loadlab's delay stage instead)"
+            }
+            (Some(DelayPath::Netem), false) => {
+                "yes, by netem (no /dev/net/tun for loadlab's delay stage)"
+            }
+            (Some(DelayPath::Stage), _) => {
+                "yes, by loadlab's delay stage (netem no: the kernel has no \
+                 CONFIG_NET_SCH_NETEM)"
+            }
+            (None, false) => "no: no netem in the kernel, no /dev/net/tun for the delay stage",
+            (None, true) => "no",
+        }
     )?;
     for warning in &warnings {
         writeln!(out, "warning: {warning}")?;

@@ -3,9 +3,10 @@
 //! 0: the run finished (request failures are in the report); 1: internal error; 2: bad usage
 //! or input; 3: the target could not be reached at all; 4: a package the command needs is not
 //! installed; 5: a stack did not start or did not verify; 6: this machine cannot do what was
-//! asked (a network profile without root or iproute2); 99: the run finished but a `--slo`
-//! threshold failed, or `compare --fail-on-regression` found one (k6's code for a failed
-//! threshold, so a CI job can tell a regression from a broken run); 130: interrupted (Ctrl-C).
+//! asked (a network profile without root or iproute2, or through netem on a kernel without it);
+//! 99: the run finished but a `--slo` threshold failed, or `compare --fail-on-regression` found
+//! one (k6's code for a failed threshold, so a CI job can tell a regression from a broken run);
+//! 130: interrupted (Ctrl-C).
 
 use std::io;
 use std::process::ExitCode;
@@ -28,7 +29,8 @@ pub enum Failure {
     /// Ctrl-C or SIGTERM ended the command before it finished.
     #[error("{0}")]
     Interrupted(String),
-    /// This machine cannot do what was asked: a network profile without root or iproute2.
+    /// This machine cannot do what was asked: a network profile without root or iproute2, or
+    /// through netem on a kernel without it.
     #[error("{0}")]
     Unsupported(String),
 }

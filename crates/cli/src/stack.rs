@@ -340,9 +340,13 @@ fn print_up(record: &Record, up: &Up, args: &UpArgs) -> anyhow::Result<()> {
             phases.join(", ")
         )?;
         if let Some(link) = &record.net {
+            let delay = match link.delay {
+                Some(path) => format!(", delay by {path}"),
+                None => String::new(),
+            };
             writeln!(
                 out,
-                "  behind --net {}: namespace {}, link {} ({}) to {}",
+                "  behind --net {}: namespace {}, link {} ({}) to {}{delay}",
                 record.knobs.net.as_deref().unwrap_or_default(),
                 link.namespace,
                 link.host_if,

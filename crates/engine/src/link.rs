@@ -65,8 +65,8 @@ impl Link {
             route_source(target, source).and_then(local)
         };
         let nic = interface.as_deref().and_then(|i| read_speed(Path::new("/sys/class/net"), i));
-        // A shaper on the way out (tc's root tbf or htb, as loadlab's network profiles and
-        // many test links set) is the link's real speed when it is the lower.
+        // A shaper on the way out (tc's root tbf, or a netem with a rate, as loadlab's network
+        // profiles and many test links set) is the link's real speed when it is the lower.
         let shaped = match interface.as_deref() {
             Some(i) if i != "lo" => shaped_rate_mbps(i),
             _ => None,
@@ -149,9 +149,9 @@ fn interface_addresses() -> std::io::Result<Vec<(String, IpAddr)>> {
     Ok(out)
 }
 
-/// The rate of `interface`'s root qdisc when it is a tbf (an htb's classes are not read), in
-/// Mbit/s, from `tc -j qdisc show dev IFACE`; `None` without `tc`, without a tbf, or when the
-/// output is not understood.
+/// The rate of `interface`'s root qdisc when it is a tbf or a netem with a rate (an htb's
+/// classes are not read), in Mbit/s, from `tc -j qdisc show dev IFACE`; `None` without `tc`,
+/// without such a qdisc, or when the output is not understood.
 fn shaped_rate_mbps(interface: &str) -> Option<u64> {
     if interface.is_empty() || interface.starts_with('-') {
         return None;
@@ -164,24 +164,35 @@ fn shaped_rate_mbps(interface: &str) -> Option<u64> {
             .ok()
             .filter(|o| o.status.success())
     })?;
-    parse_tbf_rate(&String::from_utf8_lossy(&tc.stdout))
+    parse_root_rate(&String::from_utf8_lossy(&tc.stdout))
 }
 
-/// The root tbf's rate in `tc -j qdisc show` output (bytes per second there), in Mbit/s.
-fn parse_tbf_rate(json: &str) -> Option<u64> {
+/// The root qdisc's rate in `tc -j qdisc show` output, in Mbit/s: a tbf's `options.rate`, or a
+/// netem's `options.rate.rate` (bytes per second in both).
+fn parse_root_rate(json: &str) -> Option<u64> {
     let qdiscs: serde_json::Value = serde_json::from_str(json).ok()?;
     qdiscs.as_array()?.iter().find_map(|q| {
-        let root = q["root"].as_bool() == Some(true) && q["kind"] == "tbf";
-        let bytes = q["options"]["rate"].as_u64().filter(|_| root)?;
+        let options = &q["options"];
+        let bytes = match q["kind"].as_str() {
+            Some("tbf") => options["rate"].as_u64(),
+            Some("netem") => options["rate"]["rate"].as_u64(),
+            _ => None,
+        };
+        let bytes = bytes.filter(|_| q["root"].as_bool() == Some(true))?;
         Some((bytes * 8).div_ceil(1_000_000)).filter(|&m| m > 0)
     })
 }
 
 /// The speed in Mbit/s that `DIR/IFACE/speed` reports. Loopback and most virtual devices make
 /// the read fail (EINVAL); a NIC without link, or one whose driver does not know, reports -1.
-/// Both are unknown, never zero.
+/// Both are unknown, never zero. A TUN device (it has `tun_flags`) reports a speed its driver
+/// makes up, which has changed between kernels (10 Mbit/s in Debian 12's 6.1, 10000 in 6.18):
+/// unknown too, so that only a shaper on it says how fast it is.
 fn read_speed(dir: &Path, interface: &str) -> Option<u64> {
     if interface.is_empty() || interface.contains('/') || interface.starts_with('.') {
+        return None;
+    }
+    if dir.join(interface).join("tun_flags").exists() {
         return None;
     }
     let text = std::fs::read_to_string(dir.join(interface).join("speed")).ok()?;
@@ -280,13 +291,21 @@ mod tests {
     }
 
     #[test]
-    fn a_root_tbf_is_read_as_the_links_rate() {
+    fn a_root_tbf_or_netem_is_read_as_the_links_rate() {
         let shaped = r#"[{"kind":"tbf","handle":"842d:","root":true,"refcnt":3,
             "options":{"rate":12500000,"burst":50000,"lat":50000}}]"#;
-        assert_eq!(parse_tbf_rate(shaped), Some(100));
-        assert_eq!(parse_tbf_rate(r#"[{"kind":"fq_codel","root":true,"options":{}}]"#), None);
-        assert_eq!(parse_tbf_rate(r#"[{"kind":"tbf","root":false,"options":{"rate":1}}]"#), None);
-        assert_eq!(parse_tbf_rate("not json"), None);
+        assert_eq!(parse_root_rate(shaped), Some(100));
+        // As tc 6.1 prints a netem with a rate (Debian 12's kernel, docs/lab.md).
+        let netem = r#"[{"kind":"netem","handle":"8007:","root":true,"refcnt":3,"options":{
+            "limit":1000,"delay":{"delay":0.02,"jitter":0.002,"correlation":0},
+            "loss-random":{"loss":0.001,"correlation":0},"rate":{"rate":12500000,
+            "packetoverhead":0,"cellsize":0,"celloverhead":0},"ecn":false,"gap":0}}]"#;
+        assert_eq!(parse_root_rate(netem), Some(100));
+        let unshaped = r#"[{"kind":"netem","root":true,"options":{"limit":1000,"gap":0}}]"#;
+        assert_eq!(parse_root_rate(unshaped), None);
+        assert_eq!(parse_root_rate(r#"[{"kind":"fq_codel","root":true,"options":{}}]"#), None);
+        assert_eq!(parse_root_rate(r#"[{"kind":"tbf","root":false,"options":{"rate":1}}]"#), None);
+        assert_eq!(parse_root_rate("not json"), None);
     }
 
     #[test]
@@ -300,6 +319,9 @@ mod tests {
         write("eth1", "-1\n");
         write("veth0", "10000\n");
         write("bad", "fast\n");
+        write("tun0", "10\n");
+        std::fs::write(dir.join("tun0").join("tun_flags"), "0x1001\n").unwrap();
+        assert_eq!(read_speed(&dir, "tun0"), None);
         assert_eq!(read_speed(&dir, "eth0"), Some(100));
         assert_eq!(read_speed(&dir, "veth0"), Some(10_000));
         assert_eq!(read_speed(&dir, "eth1"), None);

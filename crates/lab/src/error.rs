@@ -48,7 +48,8 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
-    /// A network profile was asked for where none can run (not root, no iproute2).
+    /// A network profile was asked for where it cannot run: not root, no iproute2, or
+    /// `via=netem` on a kernel without netem.
     #[error("{0}")]
     NetUnavailable(String),
     /// Processes named for sampling a server loadlab did not start are not running (a pid

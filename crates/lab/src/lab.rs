@@ -99,18 +99,26 @@ impl Lab {
             None | Some("loopback") => None,
             Some(p) => Some(p.parse::<crate::net::Profile>().map_err(Error::BadKnob)?),
         };
-        if let (Some(p), Some(why)) = (&profile, crate::net::unavailable()) {
-            return Err(Error::NetUnavailable(format!("--net {}: {why}", p.name)));
+        let named = knobs.net.as_deref().unwrap_or_default();
+        if let (Some(_), Some(why)) = (&profile, crate::net::unavailable()) {
+            return Err(Error::NetUnavailable(format!("--net {named}: {why}")));
         }
+        // What carries delay, jitter and loss: decided once, before anything is made.
+        let delay = match &profile {
+            Some(p) => p
+                .delay_path(crate::net::netem)
+                .map_err(|why| Error::NetUnavailable(format!("--net {named}: {why}")))?,
+            None => None,
+        };
         let id = self.state.claim_id(stack.name)?;
         for attempt in 1..=PORT_ATTEMPTS {
             let mut plan = self.plan(&id, stack, knobs)?;
             let link = match &profile {
-                Some(p) => match crate::net::Link::create(&net_tag(&id, &plan.run), p) {
+                Some(p) => match crate::net::Link::create(&net_tag(&id, &plan.run), p, delay) {
                     Ok(link) => Some(link),
                     Err(e) => {
                         self.state.forget(&id)?;
-                        return Err(Error::BadKnob(format!("--net {}: {e}", p.name)));
+                        return Err(Error::BadKnob(format!("--net {named}: {e}")));
                     }
                 },
                 None => None,
@@ -302,6 +310,11 @@ impl Lab {
                 what: "TLS and HTTP/2".into(),
                 text: crate::cert::describe(&crate::cert::settings(&plan)),
             });
+        }
+        if let Some(link) = &record.net {
+            let profile = record.knobs.net.as_deref().unwrap_or_default();
+            let text = format!("--net {profile}\n{}", link.show());
+            out.push(Captured { tier: "net".into(), what: "link".into(), text });
         }
         Ok(out)
     }

@@ -461,13 +461,19 @@ fn is_external(c: &CellRecord) -> bool {
     c.knobs.contains_key("url")
 }
 
-/// Which link each lab stack was measured across: its `net` knob, or loopback. One line per
-/// profile, naming the stacks behind it. External targets are described by their identity.
+/// Which link each lab stack was measured across: its `net` knob (with what carried its delay,
+/// `net_delay`, when the lab recorded it), or loopback. One line per profile, naming the stacks
+/// behind it. External targets are described by their identity.
 fn networks(cells: &[CellRecord]) -> Vec<(String, Vec<String>)> {
     let mut by_profile: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for c in cells.iter().filter(|c| !is_external(c)) {
-        let profile = c.knobs.get("net").and_then(|v| v.as_str()).unwrap_or("loopback");
-        let stacks = by_profile.entry(profile.to_string()).or_default();
+        let knob = |k: &str| c.knobs.get(k).and_then(|v| v.as_str());
+        let profile = match (knob("net"), knob("net_delay")) {
+            (None, _) => "loopback (no link in between)".to_string(),
+            (Some(net), None) => format!("--net {net}"),
+            (Some(net), Some(path)) => format!("--net {net} (delay by {path})"),
+        };
+        let stacks = by_profile.entry(profile).or_default();
         if !stacks.contains(&c.stack) {
             stacks.push(c.stack.clone());
         }
@@ -492,13 +498,7 @@ fn environment(o: &mut String, run: &Run, cells: &[CellRecord], configs: &[Confi
     if let Some(f) = run.finished_at {
         let _ = write!(o, "<dt>finished</dt><dd>{} ({})</dd>", format::utc(f), run.status);
     }
-    for (profile, stacks) in networks(cells) {
-        // Over loopback client and servers share the machine and no link is in between.
-        let what = if profile == "loopback" {
-            "loopback (no link in between)".to_string()
-        } else {
-            format!("--net {profile}")
-        };
+    for (what, stacks) in networks(cells) {
         let _ = write!(o, "<dt>network</dt><dd>{}: {}</dd>", Esc(&what), Esc(&stacks.join(", ")));
     }
     // A server of the user's: who answered at its URL, as verified before its cells.

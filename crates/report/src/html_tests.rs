@@ -118,11 +118,17 @@ fn zero_latency_on_a_log_axis_draws_no_infinite_point() {
 fn the_environment_names_the_link_each_stack_was_measured_across() {
     let mut cells = reps("nginx", "static", 10, &[100.0, 101.0]);
     cells.extend(reps("apache", "static", 10, &[90.0, 91.0]));
+    cells.extend(reps("varnish", "static", 10, &[95.0, 96.0]));
     for c in cells.iter_mut().filter(|c| c.stack == "nginx") {
         c.knobs.insert("net".into(), serde_json::json!("lan-100mbit"));
     }
+    for c in cells.iter_mut().filter(|c| c.stack == "varnish") {
+        c.knobs.insert("net".into(), serde_json::json!("wan"));
+        c.knobs.insert("net_delay".into(), serde_json::json!("netem"));
+    }
     let html = render_html(&run(), &cells, &[]);
     assert!(html.contains("<dt>network</dt><dd>--net lan-100mbit: nginx</dd>"), "{html}");
+    assert!(html.contains("<dt>network</dt><dd>--net wan (delay by netem): varnish</dd>"));
     assert!(html.contains("<dt>network</dt><dd>loopback (no link in between): apache</dd>"));
 }
 

@@ -75,6 +75,8 @@ pub struct Instance {
     pub checks: usize,
     /// The instance's CA when its front speaks TLS: the engine trusts it alone.
     pub cacert: Option<std::path::PathBuf>,
+    /// Behind a network profile with delay, jitter or loss: what carried them.
+    pub net_delay: Option<loadlab_lab::net::DelayPath>,
 }
 
 /// The readings of a sampler that is running; `stop` ends it.
@@ -134,6 +136,7 @@ impl Stacks for loadlab_lab::Lab {
             elapsed: up.elapsed,
             checks: up.report.checks.len(),
             cacert: up.record.cacert(),
+            net_delay: up.record.net.as_ref().and_then(|l| l.delay),
         })
     }
 
@@ -340,6 +343,7 @@ impl Execution<'_, '_> {
             checks: 0,
             // Its TLS options are the suite's, set for every cell of it (`cell_config`).
             cacert: None,
+            net_delay: None,
         };
         let answered = verify_answers(group, &instance, |_| true, self.measure, self.cx)?;
         if answered.interrupted {
@@ -457,7 +461,7 @@ impl Execution<'_, '_> {
                     loadlab_stats::format::mbps(bps as f64 / 1e6)
                 ));
             }
-            let record = crate::cell::record(
+            let mut record = crate::cell::record(
                 cell,
                 &config,
                 &result,
@@ -466,6 +470,11 @@ impl Execution<'_, '_> {
                 &verdict,
                 &limited_by,
             );
+            // The profile says what the link was asked to be; the machine decided what carried
+            // its delay (netem where the kernel has it, unless `via=` said): stored beside it.
+            if let Some(path) = instance.net_delay {
+                record.knobs.insert("net_delay".into(), serde_json::json!(path));
+            }
             let stored = Instant::now();
             self.cx.store.record_cell(self.cx.run_id, &record)?;
             self.events.cell_done(&CellDone {

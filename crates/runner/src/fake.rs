@@ -195,6 +195,12 @@ impl Stacks for FakeLab {
             id,
             elapsed: Duration::from_millis(5),
             checks: 3,
+            // A kernel without netem, as this machine's: delay by the stage.
+            net_delay: knobs
+                .net
+                .as_deref()
+                .and_then(|n| n.parse::<loadlab_lab::net::Profile>().ok())
+                .and_then(|p| p.delay_path(|| false).ok().flatten()),
         })
     }
 

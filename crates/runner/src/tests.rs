@@ -552,4 +552,8 @@ fn a_cell_behind_a_profile_is_judged_against_the_profiles_rate() {
     assert!(limit.evidence.ends_with("the link is --net lan-100mbit, 100 Mbit/s"), "{limit:?}");
     let loopback = run("");
     assert!(loopback.iter().all(|c| c.flags.iter().all(|f| f.flag.as_str() != "network_bound")));
+    // What carried a profile's delay is stored beside the profile; bandwidth alone has none.
+    assert!(behind.iter().all(|c| !c.knobs.contains_key("net_delay")), "{:?}", behind[0].knobs);
+    let wan = run("net = \"wan\"");
+    assert!(wan.iter().all(|c| c.knobs["net_delay"] == "stage"), "{:?}", wan[0].knobs);
 }

@@ -52,14 +52,14 @@ fn ctrl_c_and_sigterm_take_a_foreground_stack_down() {
     }
 }
 
-/// Behind the `wan` profile (as root; the link and its delay stage are part of what a killed
-/// loadlab leaves and the next start removes), on loopback otherwise.
+/// Behind the `wan` profile through loadlab's delay stage (as root; the link and its stage are
+/// part of what a killed loadlab leaves and the next start removes), on loopback otherwise.
 #[test]
 fn a_killed_loadlabs_stack_is_cleaned_by_the_next_start() {
     let lab = TestLab::new();
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    let knobs: &[&str] = if root { &["--net", "wan"] } else { &[] };
+    let knobs: &[&str] = if root { &["--net", "wan,via=stage"] } else { &[] };
     let Some((mut child, up)) = foreground(&lab, knobs) else { return };
     let pids = pids(&up);
     let link = up["net"].clone();

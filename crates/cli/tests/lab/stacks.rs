@@ -1,8 +1,9 @@
 //! Every built-in stack, started once: up and verified (every workload that applies, named
 //! here independently of the lab's own list), a short `loadlab bench -n 200` through it
 //! while `loadlab stack sample` watches its tiers, and down with no process left. Some run
-//! behind a network profile (each profile at least once: a veth, the delay stage with and
-//! without loss), where the same must hold through the link and nothing of it may be left.
+//! behind a network profile (each profile at least once: a veth, and the delay path this
+//! machine takes by default, with and without loss: the stage here and in CI, netem where the
+//! kernel has it), where the same must hold through the link and nothing of it may be left.
 
 use std::process::{Child, Stdio};
 use std::time::Duration;
