@@ -1,6 +1,6 @@
 # make demo: the classic suite on the lab's stacks, report in out/report.html. make test: everything
 # CI checks. make demo-bench: loadlab bench against a private nginx.
-# make bench, bench-rate, bench-scale: the benchmarks in BENCHMARKS.md.
+# make bench, bench-mix, bench-replay, bench-rate, bench-scale: the benchmarks in BENCHMARKS.md.
 # Each installs the Debian packages it needs first (Debian 12; sudo only when not root).
 
 SHELL := /bin/bash
@@ -15,7 +15,7 @@ LAB_PACKAGES   := nginx apache2 libapache2-mod-php php-fpm php-cgi php-cli php-m
 TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time chromium iproute2
 # The demo runs the classic suite, which uses every stack of the lab.
 DEMO_PACKAGES  := $(LAB_PACKAGES)
-BENCH_PACKAGES := nginx wrk apache2-utils httperf time python3 iproute2 openssl nghttp2-client
+BENCH_PACKAGES := nginx wrk apache2-utils httperf time python3 iproute2 openssl nghttp2-client valgrind
 
 # The test harness reads this: in CI a test whose server is missing fails instead of skipping.
 ifneq ($(filter-out 0 false,$(CI)),)
@@ -24,7 +24,7 @@ endif
 
 LOCKED := $(if $(wildcard Cargo.lock),--locked)
 
-.PHONY: deps-test deps-demo deps-bench deps-lab build test demo demo-bench bench lab-cycles bench-rate bench-scale clean
+.PHONY: deps-test deps-demo deps-bench deps-lab build test demo demo-bench bench bench-mix bench-replay lab-cycles bench-rate bench-scale clean
 
 # apt_install: install those of the packages in $(1) that are not installed yet; apt-get update
 # runs only if something is missing, so a ready machine needs no network and no root. "dpkg -s"
@@ -80,6 +80,14 @@ demo-bench: deps-bench build
 
 bench: deps-bench build
 	bench/vs-peers.sh
+
+# What a URL mix costs the client against one URL (the 10% bound of issue 13).
+bench-mix: deps-bench build
+	bench/mix.sh
+
+# A 100,000-line access log replayed at its own timing: lateness and memory (issue 13).
+bench-replay: deps-bench build
+	bench/replay.sh
 
 # Open-loop accuracy at 1k-20k req/s and client CPU per request against httperf.
 bench-rate: deps-bench build

@@ -97,7 +97,7 @@ pub fn replay(cfg: &BenchConfig) -> Option<ReplayEcho> {
         format: replay.format.clone(),
         lines: replay.read,
         replayed,
-        distinct_requests: replay.entries.len(),
+        distinct_requests: replay.distinct.len(),
         timing,
         speed: replay.speed,
         span_s: last.filter(|_| timing == "log").map(|k| replay.offset(k).as_secs_f64()),

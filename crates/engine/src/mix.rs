@@ -103,15 +103,6 @@ pub enum Traffic {
 }
 
 impl Traffic {
-    /// The distinct requests, with the file they came from; `None` for a single request.
-    pub fn entries(&self) -> Option<(&str, &[Entry])> {
-        match self {
-            Traffic::Single => None,
-            Traffic::Mix(m) => Some((&m.file, &m.entries)),
-            Traffic::Replay(r) => Some((&r.file, &r.entries)),
-        }
-    }
-
     /// Entries that get figures of their own (a URL list's); 0 otherwise.
     pub fn tallied(&self) -> usize {
         match self {
@@ -129,11 +120,14 @@ impl Traffic {
 }
 
 /// Every request of a run, encoded once for the protocol it speaks; entry `i` of the traffic
-/// is request `i` here (a single request is entry 0).
-#[derive(Debug)]
+/// (a list's line, a log's distinct request) is request `i` here (a single request is 0).
+#[derive(Debug, Default)]
 pub(crate) struct Table {
-    /// HTTP/1.1: each request's bytes; empty over HTTP/2.
-    h1: Vec<Box<[u8]>>,
+    /// HTTP/1.1: the requests' bytes end to end (one allocation for a log's 100,000 distinct
+    /// requests, not one each); empty over HTTP/2.
+    h1: Vec<u8>,
+    /// Where each request ends in `h1` (it starts where the one before ends).
+    h1_ends: Vec<usize>,
     /// HTTP/2: each request's HEADERS block and body; empty over HTTP/1.1.
     h2: Vec<crate::h2::Request>,
     /// HEAD requests, whose responses have no body whatever their headers say.
@@ -146,48 +140,65 @@ impl Table {
     /// Encodes every request of `config`. A request that cannot be encoded (a header HTTP/2
     /// forbids) is an error naming its file and line.
     pub fn build(config: &BenchConfig) -> Result<Table, EngineError> {
-        let single = [Entry::new(config.target.path.clone(), 0)];
-        let (file, entries) = config.traffic.entries().unwrap_or(("", &single));
-        let mut table = Table {
-            h1: Vec::new(),
-            h2: Vec::new(),
-            head: Vec::with_capacity(entries.len()),
-            wire: Vec::with_capacity(entries.len()),
-        };
-        for entry in entries {
-            let spec = entry.spec(&config.request);
-            let in_file = |e: EngineError| match (e, file.is_empty()) {
-                (EngineError::Config(what), false) => {
-                    EngineError::Input { file: file.to_string(), line: Some(entry.line), what }
+        let mut table = Table::default();
+        match &config.traffic {
+            Traffic::Single => table.push(config, &config.request, &config.target.path)?,
+            Traffic::Mix(mix) => {
+                for entry in &mix.entries {
+                    let spec = entry.spec(&config.request);
+                    table.push(config, &spec, &entry.path).map_err(|e| match e {
+                        EngineError::Config(what) => EngineError::Input {
+                            file: mix.file.clone(),
+                            line: Some(entry.line),
+                            what,
+                        },
+                        e => e,
+                    })?;
                 }
-                (e, _) => e,
-            };
-            let wire = match config.protocol {
-                Protocol::Http1 => {
-                    let bytes = spec
-                        .encode_to(&config.target, &entry.path, config.keepalive)
-                        .map_err(in_file)?;
-                    let len = bytes.len();
-                    table.h1.push(bytes.into_boxed_slice());
-                    len
+            }
+            Traffic::Replay(replay) => {
+                let mut spec = config.request.clone();
+                for i in 0..replay.distinct.len() {
+                    let (method, path) = replay.distinct.get(i);
+                    method.unwrap_or(&config.request.method).clone_into(&mut spec.method);
+                    table.push(config, &spec, path)?;
                 }
-                Protocol::Http2 { .. } => {
-                    let request =
-                        spec.encode_h2_to(&config.target, &entry.path).map_err(in_file)?;
-                    let len = request.wire_len();
-                    table.h2.push(request);
-                    len
-                }
-            };
-            table.head.push(spec.is_head());
-            table.wire.push(u32::try_from(wire).unwrap_or(u32::MAX));
+            }
         }
         Ok(table)
     }
 
+    /// Encodes `spec` to `path` as the next request.
+    fn push(
+        &mut self,
+        config: &BenchConfig,
+        spec: &RequestSpec,
+        path: &str,
+    ) -> Result<(), EngineError> {
+        let wire = match config.protocol {
+            Protocol::Http1 => {
+                let bytes = spec.encode_to(&config.target, path, config.keepalive)?;
+                self.h1.extend_from_slice(&bytes);
+                self.h1_ends.push(self.h1.len());
+                bytes.len()
+            }
+            Protocol::Http2 { .. } => {
+                let request = spec.encode_h2_to(&config.target, path)?;
+                let len = request.wire_len();
+                self.h2.push(request);
+                len
+            }
+        };
+        self.head.push(spec.is_head());
+        self.wire.push(u32::try_from(wire).unwrap_or(u32::MAX));
+        Ok(())
+    }
+
     #[inline]
     pub fn h1(&self, entry: u32) -> &[u8] {
-        &self.h1[entry as usize]
+        let i = entry as usize;
+        let start = if i == 0 { 0 } else { self.h1_ends[i - 1] };
+        &self.h1[start..self.h1_ends[i]]
     }
 
     /// HTTP/2: every request, indexed by entry.

@@ -1,14 +1,20 @@
 //! Replayed traffic (`--replay`, `--timing-script`): the requests of a log and when each is
 //! due, built once before the run. A log repeats few requests many times, so its distinct
-//! requests are kept once ([`Replay::entries`], encoded once into the run's table) and each
-//! line is two numbers: its offset from the first line and its request's index.
+//! requests are kept once ([`Distinct`], encoded once into the run's table) and each line is
+//! two numbers: its offset from the first line and its request's index.
+//!
+//! Memory is the reason for the shapes: a log whose 100,000 lines are all different requests
+//! keeps their paths end to end in one string and finds duplicates through a table of indices
+//! into it, so that each request costs its path's bytes and a few words, not several
+//! allocations (measured in BENCHMARKS.md: 50 MB in all before, as owned strings).
 //!
 //! Lines that cannot be replayed are counted by reason ([`Skip`]), never dropped unsaid.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::hash::BuildHasher;
 use std::time::Duration;
 
-use crate::mix::Entry;
+use hashbrown::HashTable;
 
 /// Why a line of a log was not replayed. The names are the JSON keys under `replay.skipped`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -68,6 +74,40 @@ impl Skip {
     }
 }
 
+/// The distinct requests of a log: each a method (or the run's) and a path, the paths end to
+/// end in one string.
+#[derive(Debug, Clone, Default)]
+pub struct Distinct {
+    /// The methods seen, each once.
+    methods: Vec<String>,
+    /// Per request: an index into `methods`, or `RUNS_METHOD`.
+    method: Vec<u16>,
+    paths: String,
+    /// Per request: where its path ends in `paths` (it starts where the one before ends).
+    ends: Vec<u32>,
+}
+
+/// A request with no method of its own (a timing script's): the run's (`-m`).
+const RUNS_METHOD: u16 = u16::MAX;
+
+impl Distinct {
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Request `i`: its method (`None`: the run's) and its path.
+    pub fn get(&self, i: usize) -> (Option<&str>, &str) {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        let path = &self.paths[start..self.ends[i] as usize];
+        let method = self.methods.get(usize::from(self.method[i])).map(String::as_str);
+        (method, path)
+    }
+}
+
 /// The requests of a log, in due order.
 #[derive(Debug, Clone)]
 pub struct Replay {
@@ -76,10 +116,10 @@ pub struct Replay {
     /// What the lines were: `combined`, `json` (or both), `timing-script`.
     pub format: String,
     /// The distinct requests.
-    pub entries: Vec<Entry>,
+    pub distinct: Distinct,
     /// Per replayed line, in due order: nanoseconds after the first line (at speed 1).
     pub offsets_ns: Box<[u64]>,
-    /// Per replayed line: its request, an index into `entries`.
+    /// Per replayed line: its request, an index into `distinct`.
     pub requests: Box<[u32]>,
     /// `--speed`: 2 replays twice as fast (offsets halved).
     pub speed: f64,
@@ -126,10 +166,13 @@ impl Replay {
 }
 
 /// Collects a log's lines while it is read, then orders them into a [`Replay`].
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Builder {
-    distinct: HashMap<(String, String), u32>,
-    entries: Vec<Entry>,
+    /// Indices into `distinct`, hashed by their request, to find a line's request if it was
+    /// seen before without a second copy of its path.
+    seen: HashTable<u32>,
+    hasher: std::hash::RandomState,
+    distinct: Distinct,
     /// (time in ns since the epoch or since the script's start, request, whole seconds only)
     lines: Vec<(i64, u32, bool)>,
     read: u64,
@@ -148,7 +191,7 @@ impl Builder {
         self.skipped.entry(why).or_insert((0, line)).0 += 1;
     }
 
-    /// Line `line`, of `format`, asks `method path` (no method: the run's) at `at_ns`;
+    /// A line of `format` asks `method path` (no method: the run's) at `at_ns`;
     /// `coarse` when its time has whole seconds only (the Common Log Format's), so the lines
     /// of one second are spread over it.
     pub fn line(
@@ -158,18 +201,36 @@ impl Builder {
         path: &str,
         at_ns: i64,
         coarse: bool,
-        line: usize,
     ) {
         if !self.formats.contains(&format) {
             self.formats.push(format);
         }
-        let key = (method.unwrap_or_default().to_string(), path.to_string());
-        let next = self.entries.len() as u32;
-        let entry = *self.distinct.entry(key).or_insert(next);
-        if entry == next {
-            let method = method.map(str::to_string);
-            self.entries.push(Entry { method, ..Entry::new(path, line) });
-        }
+        let hash = self.hasher.hash_one((method, path));
+        let distinct = &self.distinct;
+        let found = self.seen.find(hash, |&i| distinct.get(i as usize) == (method, path)).copied();
+        let entry = match found {
+            Some(i) => i,
+            None => {
+                let d = &mut self.distinct;
+                let i = d.len() as u32;
+                let m = match method {
+                    None => RUNS_METHOD,
+                    Some(m) => match d.methods.iter().position(|x| x == m) {
+                        Some(k) => k as u16,
+                        None => {
+                            d.methods.push(m.to_string());
+                            (d.methods.len() - 1) as u16
+                        }
+                    },
+                };
+                d.method.push(m);
+                d.paths.push_str(path);
+                d.ends.push(d.paths.len() as u32);
+                let (hasher, distinct) = (&self.hasher, &self.distinct);
+                self.seen.insert_unique(hash, i, |&j| hasher.hash_one(distinct.get(j as usize)));
+                i
+            }
+        };
         self.lines.push((at_ns, entry, coarse));
     }
 
@@ -203,7 +264,7 @@ impl Builder {
         Replay {
             file: file.to_string(),
             format: self.formats.join("+"),
-            entries: self.entries,
+            distinct: self.distinct,
             offsets_ns: due.iter().map(|d| d.0).collect(),
             requests: due.iter().map(|d| d.1).collect(),
             speed: 1.0,
@@ -221,31 +282,30 @@ mod tests {
     fn lines_are_ordered_by_time_requests_kept_once_and_coarse_seconds_spread() {
         let mut b = Builder::default();
         let s = 1_000_000_000i64;
-        b.line("combined", Some("GET"), "/b", 10 * s, true, 1);
-        b.line("combined", Some("GET"), "/a", 10 * s, true, 2);
-        b.line("combined", Some("GET"), "/a", 9 * s, true, 3);
-        b.line("combined", Some("POST"), "/a", 10 * s, true, 4);
-        b.line("combined", Some("GET"), "/c", 12 * s, true, 5);
+        b.line("combined", Some("GET"), "/b", 10 * s, true);
+        b.line("combined", Some("GET"), "/a", 10 * s, true);
+        b.line("combined", Some("GET"), "/a", 9 * s, true);
+        b.line("combined", Some("POST"), "/a", 10 * s, true);
+        b.line("combined", Some("GET"), "/c", 12 * s, true);
         b.skip(Skip::Connect, 6);
         b.skip(Skip::Connect, 7);
         let r = b.finish("log");
-        assert_eq!(r.entries.len(), 4, "GET /a once, POST /a apart");
-        let paths: Vec<&str> =
-            r.requests.iter().map(|&e| r.entries[e as usize].path.as_str()).collect();
+        assert_eq!(r.distinct.len(), 4, "GET /a once, POST /a apart");
+        let paths: Vec<&str> = r.requests.iter().map(|&e| r.distinct.get(e as usize).1).collect();
         assert_eq!(paths, ["/a", "/b", "/a", "/a", "/c"]);
         let ms: Vec<u64> = r.offsets_ns.iter().map(|ns| ns / 1_000_000).collect();
         // Second 10 held three lines: at 1 s, 1.333 s and 1.667 s after second 9.
         assert_eq!(ms, [0, 1_000, 1_333, 1_666, 3_000]);
         assert_eq!(r.skipped[&Skip::Connect], (2, 6));
         assert_eq!(r.skipped_total(), 2);
-        assert_eq!(r.entries[2].method.as_deref(), Some("POST"));
+        assert_eq!(r.distinct.get(2), (Some("POST"), "/a"));
     }
 
     #[test]
     fn speed_scales_the_offsets_and_the_rate() {
         let mut b = Builder::default();
         for k in 0..11 {
-            b.line("json", None, "/", k * 100_000_000, false, 1);
+            b.line("json", None, "/", k * 100_000_000, false);
         }
         let mut r = b.finish("log");
         assert_eq!(r.span(), Duration::from_secs(1));

@@ -212,7 +212,7 @@ mod tests {
     fn replay(offsets_ms: &[u64]) -> Arc<Replay> {
         let mut b = crate::replay::Builder::default();
         for (i, ms) in offsets_ms.iter().enumerate() {
-            b.line("json", None, &format!("/{i}"), *ms as i64 * 1_000_000, false, i + 1);
+            b.line("json", None, &format!("/{i}"), *ms as i64 * 1_000_000, false);
         }
         Arc::new(b.finish("log"))
     }

@@ -59,7 +59,7 @@ pub fn read(path: &Path, target: &Target) -> Result<Replay, EngineError> {
         log.read();
         let parsed = if bytes[0] == b'{' { json_line(bytes) } else { clf_line(bytes) };
         match parsed.and_then(|line| line.resolve(target)) {
-            Ok(l) => log.line(l.format, Some(&l.method), &l.path, l.at_ns, l.coarse, n),
+            Ok(l) => log.line(l.format, Some(&l.method), &l.path, l.at_ns, l.coarse),
             Err(why) => log.skip(why, n),
         }
         Ok(())
@@ -277,13 +277,11 @@ mod tests {
     use super::*;
 
     fn paths(r: &Replay) -> Vec<String> {
-        r.requests
-            .iter()
-            .map(|&e| {
-                let e = &r.entries[e as usize];
-                format!("{} {}", e.method.as_deref().unwrap_or("GET"), e.path)
-            })
-            .collect()
+        let request = |e: &u32| {
+            let (method, path) = r.distinct.get(*e as usize);
+            format!("{} {path}", method.unwrap_or("GET"))
+        };
+        r.requests.iter().map(request).collect()
     }
 
     #[test]

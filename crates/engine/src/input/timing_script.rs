@@ -51,7 +51,7 @@ pub fn read(path: &Path, target: &Target) -> Result<Replay, EngineError> {
                 _ => bad(format!("{uri:?} is not a URI (http://host/path) or a path; {SHAPE}")),
             })?;
         let at_ns = (ms * 1e6).round() as i64;
-        script.line("timing-script", None, &path, at_ns, false, n);
+        script.line("timing-script", None, &path, at_ns, false);
         Ok(())
     })?;
     let replay = script.finish(&file);
@@ -77,8 +77,8 @@ mod tests {
         assert_eq!(r.format, "timing-script");
         assert_eq!(&r.offsets_ns[..], [0, 12_345_000, 12_345_000]);
         assert_eq!(&r.requests[..], [0, 1, 0]);
-        assert_eq!(r.entries[1].path, "/b?x=1");
-        assert!(r.entries.iter().all(|e| e.method.is_none()), "the run's method");
+        assert_eq!(r.distinct.get(1), (None, "/b?x=1"), "the run's method");
+        assert_eq!(r.distinct.get(0), (None, "/a"));
     }
 
     #[test]
