@@ -187,6 +187,12 @@ impl BenchConfig {
             if !(replay.speed.is_finite() && replay.speed > 0.0) {
                 return err("--speed must be a positive number");
             }
+            if !self.warmup.is_zero() {
+                // The lines due in a warm-up would be sent and not counted, so `-n` could not
+                // say how many are: the log's start is the replay's start.
+                return err("a replay has no warm-up: its log starts it (leave the first lines \
+                     out of the file to replay without them)");
+            }
         }
         // Encoding checks the method and headers, so bad ones are reported before any
         // connection is tried; a URL list's entries too, each named by its line.

@@ -243,6 +243,7 @@ fn wrong_replays_are_refused_in_one_line() {
         (vec!["--replay", &good, "-m", "POST"], "-m has no meaning with --replay"),
         (vec!["--replay", &good, "--body-string", "x"], "sends no body"),
         (vec!["--replay", &good, "--arrival", "poisson"], "--arrival poisson needs --rate"),
+        (vec!["--replay", &good, "--warmup", "1s"], "a replay has no warm-up"),
         (vec!["--speed", "2", "-n", "1"], "--speed scales a replay's timing"),
     ] {
         let all: Vec<&str> =
