@@ -183,7 +183,8 @@ fn an_h2load_timing_script_sends_its_uris_to_the_target_at_their_offsets() {
 /// every line a distinct request, the worst case for the request table) against nginx keeps
 /// the open loop's lateness bounds: every line sent and answered, none left unsent, sent
 /// within a millisecond of due at the median, and `schedule_kept` saying what the tail did
-/// (a loaded machine's scheduler alone passes 1 ms at p99: see open_loop.rs).
+/// (a loaded machine's scheduler alone passes 1 ms at p99: see open_loop.rs), its warning
+/// beside it.
 #[test]
 fn a_100000_line_log_against_nginx_keeps_the_open_loops_lateness_bounds() {
     let nginx = require_nginx!(super::nginx_bench::FILES);
@@ -207,8 +208,14 @@ fn a_100000_line_log_against_nginx_keeps_the_open_loops_lateness_bounds() {
     assert_eq!(uint(&report, "rate.not_sent"), 0, "{report:#}");
     assert!((float(&report, "rate.offered_rps") - 10_000.0).abs() < 1.0, "{report:#}");
     assert!(uint(&report, "rate.late_p50_us") < 1_000, "{report:#}");
-    let kept = uint(&report, "rate.late_p99_us") <= 1_000;
-    assert_eq!(at(&report, "rate.schedule_kept"), kept, "{report:#}");
+    // Within a millisecond at p99 the schedule is kept; beyond it, the trust rule decides
+    // (lateness that is a material share of the latency), and the warning says what it found.
+    let kept = at(&report, "rate.schedule_kept").as_bool().expect("a bool");
+    if uint(&report, "rate.late_p99_us") <= 1_000 {
+        assert!(kept, "{report:#}");
+    }
+    let warned = strings(&report, "warnings").iter().any(|w| w.contains("schedule was not kept"));
+    assert_eq!(warned, !kept, "{report:#}");
     assert!(float(&report, "duration_s") >= 9.9999, "{report:#}");
 }
 
