@@ -109,8 +109,9 @@ fn speed_replays_the_log_faster() {
 fn a_rate_replays_the_log_in_order_and_n_replays_its_first_lines() {
     let server = TestServer::start(Behaviour::ok("replayed"));
     let (_dir, log) = file("access.log", &timed_log());
-    let report =
-        bench(&server.url("/"), &["--replay", &log, "--rate", "200", "-n", "5", "-t", "1"], 0);
+    // One connection, so that the server reads the requests in the order they were sent.
+    let args = ["--replay", &log, "--rate", "200", "-n", "5", "-t", "1", "--max-connections", "1"];
+    let report = bench(&server.url("/"), &args, 0);
     assert_accounted(&report, 5);
     assert_eq!(at(&report, "replay.timing"), "fixed");
     assert_eq!(at(&report, "replay.span_s"), &Value::Null);
