@@ -185,3 +185,28 @@ stop_nginx() {
   fi
   wait "$pid" 2>/dev/null || true # reap it if it is our child
 }
+
+# positive_ints VAR...: each named variable holds a positive integer, or the script stops.
+positive_ints() {
+  local v
+  for v in "$@"; do
+    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
+  done
+}
+
+# private_nginx_dir NAME: a temporary directory for a run's nginx and files in $work, removed
+# (nginx stopped first) on exit, error or Ctrl-C.
+private_nginx_dir() {
+  work=$(mktemp -d -t "loadlab-$1.XXXXXX")
+  trap 'stop_nginx "$work"; rm -rf "$work"' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
+
+# machine_context: the lines a figure needs before it can be quoted (a busy machine gives noisy
+# rounds): date, kernel, CPUs, nginx, load average.
+machine_context() {
+  echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -sr), $(nproc) CPUs:" \
+    "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | sed -n 1p)"
+  echo "# $("$NGINX" -v 2>&1), load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+}

@@ -12,6 +12,7 @@ use crate::bench_report::Report;
 use crate::exit::{Failure, OK, SLO_FAILED, UNREACHABLE};
 use crate::load::{self, RequestArgs, ScheduleArgs};
 use crate::output;
+use crate::traffic::TrafficArgs;
 use crate::units::parse_duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -72,6 +73,8 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub request: RequestArgs,
     #[command(flatten)]
+    pub traffic: TrafficArgs,
+    #[command(flatten)]
     pub habits: HabitArgs,
     /// Output format.
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
@@ -129,6 +132,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     }
     let mut config = build_config(&args)?;
     let capacity = load::fit_connections(&mut config, args.request.over_capacity)?;
+    // The interval log's file is made before the load, so that a path that cannot be
+    // written is refused before the run, not after it.
+    let hdr_log = match &args.traffic.hdr_log {
+        Some(path) => Some((path, output::create(path, "--hdr-log")?)),
+        None => None,
+    };
     let address = load::reach(&mut config)?;
     if let Some(w) = &capacity {
         eprintln!("loadlab: warning: {w}");
@@ -141,8 +150,25 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
         output::write_latency_csv(path, result.latency())
             .with_context(|| format!("writing {}", path.display()))?;
     }
+    if let (Some((path, file)), Some(log)) = (hdr_log, &result.hdr_log) {
+        let comment = format!("loadlab {} bench {}", env!("CARGO_PKG_VERSION"), config.target.url);
+        output::write_hdr_log(file, log, &comment)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     report.slo = args.slo.as_ref().map(|slo| slo.judge(&slo::figures(&result)));
     output::render(args.format, &report, &result)?;
+    if matches!(args.format, Format::Ab | Format::Httperf) {
+        // Those layouts have no place for these; stdout stays the tool's layout.
+        if report.urls.is_some() {
+            eprintln!(
+                "loadlab: note: the per-URL figures of --urls have no place in this layout; \
+                 --format text, json or csv shows them"
+            );
+        }
+        if let Some(note) = report.replay.as_ref().and_then(|r| r.skipped_sentence()) {
+            eprintln!("loadlab: note: {note}");
+        }
+    }
     if report.target_unreachable() {
         eprintln!("loadlab: error: no request reached {}", config.target.authority);
         return Ok(UNREACHABLE);
@@ -174,6 +200,8 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
     config.pacing = match (args.rate, args.conn_rate) {
         (Some(rate), _) => args.schedule.pacing(rate, None),
         (None, Some(rate)) => args.schedule.pacing(rate, Some(args.calls_per_conn)),
+        // A replay is an open loop; its rate, the log's, is set once the log is read.
+        (None, None) if args.traffic.replaying() => args.schedule.pacing(1.0, None),
         (None, None) => Pacing::Closed,
     };
     config.coalesce = args.schedule.coalesce;
@@ -195,6 +223,7 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         (None, None, Some(d)) => Stop::Duration(d),
         (None, None, None) => Stop::Duration(Duration::from_secs(10)),
     };
+    args.traffic.apply(&mut config, args.rate, args.requests)?;
     config.check().map_err(load::engine_failure)?;
     Ok(config)
 }

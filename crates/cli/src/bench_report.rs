@@ -65,6 +65,11 @@ pub struct Report {
     pub notes: Vec<String>,
     /// `--slo`: each threshold's figure and outcome, and the gate's verdict; null without it.
     pub slo: Option<SloVerdict>,
+    /// `--urls`: each request of the list with its own figures, in the file's order; null
+    /// without a list.
+    pub urls: Option<Vec<crate::traffic_report::UrlFigures>>,
+    /// `--replay`, `--timing-script`: what was read, replayed and skipped; null otherwise.
+    pub replay: Option<crate::traffic_report::ReplayEcho>,
 }
 
 #[derive(Debug, Serialize)]
@@ -105,6 +110,12 @@ pub struct ConfigEcho {
     pub expect_status: Vec<String>,
     pub expect_body_sha256: Option<String>,
     pub expect_contains: Option<String>,
+    /// `--urls`: the list's file, or null.
+    pub urls: Option<String>,
+    /// `--urls-order`: `weighted` or `sequential`; null without a list.
+    pub urls_order: Option<&'static str>,
+    /// `--hdr-log`: whether per-second histograms were kept for the interval log.
+    pub hdr_log: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -323,7 +334,7 @@ impl Report {
             not_sent: r.not_sent_requests(),
             schedule_kept: !verdict.has(Flag::ScheduleMissed),
         });
-        Report {
+        let mut report = Report {
             loadlab_version: env!("CARGO_PKG_VERSION"),
             mode: match cfg.pacing {
                 Pacing::Closed => "closed",
@@ -422,7 +433,13 @@ impl Report {
             not_2xx: (loadlab_runner::trust::not_2xx(t), verdict.has(Flag::Non2xx)),
             notes: verdict.notes,
             slo: None,
-        }
+            urls: crate::traffic_report::urls(cfg, r),
+            replay: crate::traffic_report::replay(cfg),
+        };
+        // Lines of a log that were not replayed are said beside the figures, never dropped.
+        let skipped = report.replay.as_ref().and_then(|r| r.skipped_sentence());
+        report.notes.extend(skipped);
+        report
     }
 
     /// True when nothing reached the server: every request failed before a connection existed,
@@ -466,6 +483,7 @@ impl ConfigEcho {
                     Some(match arrival {
                         Arrival::Fixed => "fixed",
                         Arrival::Poisson => "poisson",
+                        Arrival::Log => "log",
                     })
                 }
                 Pacing::Closed => None,
@@ -505,6 +523,18 @@ impl ConfigEcho {
                 .body_contains
                 .as_ref()
                 .map(|c| String::from_utf8_lossy(c).into_owned()),
+            urls: match &cfg.traffic {
+                loadlab_engine::Traffic::Mix(m) => Some(m.file.clone()),
+                _ => None,
+            },
+            urls_order: match &cfg.traffic {
+                loadlab_engine::Traffic::Mix(m) => Some(match m.order {
+                    loadlab_engine::Order::Weighted => "weighted",
+                    loadlab_engine::Order::Sequential => "sequential",
+                }),
+                _ => None,
+            },
+            hdr_log: cfg.hdr_log,
         }
     }
 }

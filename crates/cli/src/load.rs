@@ -397,6 +397,7 @@ pub fn parse_ip_list(s: &str) -> Result<Vec<IpAddr>, String> {
 pub fn engine_failure(e: EngineError) -> anyhow::Error {
     match e {
         EngineError::Config(m) => Failure::Usage(m).into(),
+        e @ EngineError::Input { .. } => Failure::Usage(e.to_string()).into(),
         EngineError::Unreachable { .. } => Failure::Unreachable(e.to_string()).into(),
         other => anyhow::Error::new(other),
     }

@@ -32,6 +32,8 @@ mod runs;
 mod signals;
 mod stack;
 mod sweep;
+mod traffic;
+mod traffic_report;
 mod units;
 
 use std::process::ExitCode;

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use std::net::IpAddr;
 
+use crate::mix::Traffic;
 use crate::{check::Validation, http::Limits, Pacing, RequestSpec, Target};
 
 /// When a run stops.
@@ -45,7 +46,13 @@ impl Protocol {
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
     pub target: Target,
+    /// The request; with a mix or a replay, what every entry carries unless it says otherwise
+    /// (the method, headers and body).
     pub request: RequestSpec,
+    /// One request, a URL list's, or a replayed log's.
+    pub traffic: Traffic,
+    /// Keep a latency histogram per second for HdrHistogram's interval log (`--hdr-log`).
+    pub hdr_log: bool,
     pub pacing: Pacing,
     /// Concurrent connections in the closed loop (each has one request outstanding at a time,
     /// or `protocol.streams()` over HTTP/2).
@@ -90,6 +97,8 @@ impl BenchConfig {
         BenchConfig {
             target,
             request: RequestSpec::default(),
+            traffic: Traffic::Single,
+            hdr_log: false,
             pacing: Pacing::Closed,
             connections: 10,
             protocol: Protocol::Http1,
@@ -166,11 +175,33 @@ impl BenchConfig {
         if self.timeout.is_zero() || self.connect_timeout.is_zero() {
             return err("timeouts must be above zero");
         }
+        if let Some(replay) = self.traffic.replay() {
+            if !matches!(self.pacing, Pacing::Open { .. }) {
+                return err("a replay is an open loop: each line is due at its time (or at \
+                     --rate); -c and --conn-rate have no meaning with it");
+            }
+            if let Stop::Duration(_) = self.stop {
+                return err("a replay ends with its log: -d has no meaning with it (-n N \
+                     replays its first N lines)");
+            }
+            if !(replay.speed.is_finite() && replay.speed > 0.0) {
+                return err("--speed must be a positive number");
+            }
+            if !self.warmup.is_zero() {
+                // The lines due in a warm-up would be sent and not counted, so `-n` could not
+                // say how many are: the log's start is the replay's start.
+                return err("a replay has no warm-up: its log starts it (leave the first lines \
+                     out of the file to replay without them)");
+            }
+        }
         // Encoding checks the method and headers, so bad ones are reported before any
-        // connection is tried.
+        // connection is tried; a URL list's entries too, each named by its line.
         match self.protocol {
             Protocol::Http1 => drop(self.request.encode(&self.target, self.keepalive)?),
             Protocol::Http2 { .. } => drop(self.request.encode_h2(&self.target)?),
+        }
+        if let Traffic::Mix(_) = self.traffic {
+            crate::mix::Table::build(self)?;
         }
         Ok(())
     }

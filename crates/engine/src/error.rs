@@ -173,6 +173,11 @@ pub enum EngineError {
     /// The configuration cannot be run (bad URL, zero connections, ...): the user's mistake.
     #[error("{0}")]
     Config(String),
+    /// A file of requests (a URL list, an access log, a timing script) cannot be used: which
+    /// file, which line (when one is to blame), and what to fix. The user's mistake, as
+    /// `Config`.
+    #[error("{}", input_message(file, *line, what))]
+    Input { file: String, line: Option<usize>, what: String },
     /// The target could not be resolved or reached before the run.
     #[error("cannot reach {target}: {reason}")]
     Unreachable { target: String, reason: String },
@@ -189,9 +194,25 @@ pub enum EngineError {
     WorkerPanicked(usize),
 }
 
+/// `FILE:LINE: what` (as compilers and grep name a line, so an editor can jump to it), or
+/// `FILE: what` when no line is to blame.
+fn input_message(file: &str, line: Option<usize>, what: &str) -> String {
+    match line {
+        Some(n) => format!("{file}:{n}: {what}"),
+        None => format!("{file}: {what}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn input_errors_name_the_file_and_the_line() {
+        let e = |line| EngineError::Input { file: "urls.txt".into(), line, what: "bad".into() };
+        assert_eq!(e(Some(3)).to_string(), "urls.txt:3: bad");
+        assert_eq!(e(None).to_string(), "urls.txt: bad");
+    }
 
     #[test]
     fn errno_classes() {

@@ -26,6 +26,8 @@ pub(crate) struct Exchange {
     /// Bytes received for the response.
     pub resp_bytes: u64,
     pub check: BodyCheck,
+    /// Which request of the run's table it carries (0 when there is one).
+    pub entry: u32,
 }
 
 /// What recording needs to know of the run.
@@ -48,12 +50,21 @@ impl Exchange {
             measured: false,
             resp_bytes: 0,
             check,
+            entry: 0,
         }
     }
 
-    /// Starts a new request at `now`, due at `due`.
-    pub fn begin(&mut self, now: Instant, due: Instant, timeout: Duration, measured: bool) {
+    /// Starts a new request, the table's `entry`, at `now`, due at `due`.
+    pub fn begin(
+        &mut self,
+        now: Instant,
+        due: Instant,
+        timeout: Duration,
+        measured: bool,
+        entry: u32,
+    ) {
         self.measured = measured;
+        self.entry = entry;
         self.due = due;
         self.started = now;
         self.connected = now;
@@ -81,7 +92,14 @@ impl Exchange {
         t.bytes_body += body_len;
         let second = second_of(r.measure_start, now);
         t.series.at(second).bytes += self.resp_bytes;
+        let mut entry = t.entries.get_mut(self.entry as usize);
+        if let (Some(e), 1..=5) = (entry.as_deref_mut(), status / 100) {
+            e.status_classes[usize::from(status / 100) - 1] += 1;
+        }
         if self.check.finish(r.validation, status).is_some() {
+            if let Some(e) = entry {
+                e.failed += 1;
+            }
             t.count_failure(ErrorClass::Validation, None, second);
             return;
         }
@@ -98,10 +116,26 @@ impl Exchange {
             t.timings.tls.record(us(handshake));
             t.tls_resumed += u64::from(resumed);
         }
-        if r.scheduled {
-            t.timings.corrected.record(us(now.saturating_duration_since(self.due)));
-        }
+        // The latency every output shows: from the due time under a schedule.
+        let shown = if r.scheduled {
+            let corrected = us(now.saturating_duration_since(self.due));
+            t.timings.corrected.record(corrected);
+            corrected
+        } else {
+            us(total)
+        };
         t.lengths.record(body_len);
+        if let Some(e) = t.entries.get_mut(self.entry as usize) {
+            e.completed += 1;
+            e.latency.record(shown);
+        }
+        if let Some(i) = t.intervals.as_deref_mut() {
+            let second = second as u32;
+            i.latency.record(second, shown);
+            if let Some(service) = i.service.as_mut() {
+                service.record(second, us(total));
+            }
+        }
     }
 
     /// The request failed at `now` in `class`.
@@ -115,6 +149,9 @@ impl Exchange {
     ) {
         t.bytes_total += self.resp_bytes;
         t.count_failure(class, errno, second_of(measure_start, now));
+        if let Some(e) = t.entries.get_mut(self.entry as usize) {
+            e.failed += 1;
+        }
     }
 }
 

@@ -1,7 +1,9 @@
-//! loadlab's load generator: HTTP/1.1 load from one event loop per core.
+//! loadlab's load generator: HTTP/1.1 and HTTP/2 load from one event loop per core.
 //!
 //! - [`BenchConfig`] holds a run's effective parameters; [`Target`] and [`RequestSpec`] say
-//!   where requests go and what they carry; [`Validation`] what a good response looks like.
+//!   where requests go and what they carry, [`Traffic`] whether that is one request, a URL
+//!   list's ([`mix`]) or a replayed log's ([`replay`], read by [`input`]); [`Validation`] what
+//!   a good response looks like.
 //! - [`run`] starts one worker thread per requested thread. Each worker (`worker`) owns an
 //!   epoll loop, its connection slots (`conn`), one read buffer and its own recorders; the
 //!   response parser (`http`) is incremental and bounded. Workers share nothing on the hot path
@@ -18,9 +20,12 @@ pub mod error;
 mod exchange;
 pub mod h2;
 pub mod http;
+pub mod input;
 pub mod link;
+pub mod mix;
 mod pacing;
 pub mod probe;
+pub mod replay;
 pub mod request;
 pub mod result;
 mod schedule;
@@ -39,10 +44,12 @@ pub use check::Validation;
 pub use config::{BenchConfig, Protocol, Stop};
 pub use error::{EngineError, ErrorClass, ErrorCounts};
 pub use link::Link;
+pub use mix::{Entry, Mix, Order, Traffic};
 pub use pacing::Pacing;
 pub use probe::PathRtt;
+pub use replay::{Replay, Skip};
 pub use request::RequestSpec;
-pub use result::{BenchResult, Tally, Timings, WorkerSummary};
+pub use result::{BenchResult, EntryTally, HdrLog, Tally, Timings, WorkerSummary};
 pub use schedule::Arrival;
 pub use target::Target;
 pub use tls::{TlsOptions, TlsVersion};
@@ -135,13 +142,8 @@ pub fn run(
     control: Arc<Control>,
 ) -> Result<BenchResult, EngineError> {
     config.check()?;
-    let request: Arc<[u8]> = config.request.encode(&config.target, config.keepalive)?.into();
-    let h2_request = match config.protocol {
-        Protocol::Http2 { .. } => Some(Arc::new(config.request.encode_h2(&config.target)?)),
-        Protocol::Http1 => None,
-    };
-    // What one request puts on the wire, for the bytes-sent figure.
-    let request_len = h2_request.as_ref().map_or(request.len(), |r| r.wire_len());
+    // Every request the run sends, encoded once.
+    let table = Arc::new(mix::Table::build(config)?);
     let (fd_limit, _) = sys::raise_fd_limit();
     // One TLS configuration for the run: its connections share the session cache.
     let tls = match config.target.tls {
@@ -166,6 +168,7 @@ pub fn run(
     let idle_rtt = if probing { probe::idle_rtt(addr) } else { None };
 
     let start = Instant::now();
+    let wall_start = std::time::SystemTime::now();
     let measure_start = start + config.warmup;
     let end = match config.stop {
         Stop::Duration(d) => Some(measure_start + d),
@@ -178,7 +181,21 @@ pub fn run(
             max_connections
         }
     };
-    let budgets = pacing::Budget::split(config.stop, threads, pool * config.protocol.streams());
+    // A replay's lines are its budget: each worker sends its own share of them (`-n` cuts the
+    // log), so no worker can run short while another holds what it needs.
+    let replay = match &config.traffic {
+        Traffic::Replay(r) => Some(r.clone()),
+        _ => None,
+    };
+    let budget_stop = match (&replay, config.stop) {
+        (Some(_), _) => Stop::Duration(Duration::ZERO),
+        (None, stop) => stop,
+    };
+    let replayed = match config.stop {
+        Stop::Count(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        Stop::Duration(_) => usize::MAX,
+    };
+    let budgets = pacing::Budget::split(budget_stop, threads, pool * config.protocol.streams());
     // Every worker's event loop is created before any worker starts: a running worker opens
     // its connections at once, and under a tight open-file limit they would take the
     // descriptors that the next worker's epoll instance needs.
@@ -193,16 +210,21 @@ pub fn run(
                 Pacing::Open { arrival, .. } | Pacing::Sessions { arrival, .. } => arrival,
                 Pacing::Closed => Arrival::Fixed,
             };
-            schedule::Schedule::new(rate, arrival, start, i, threads, config.seed)
+            let s = schedule::Schedule::new(rate, arrival, start, i, threads, config.seed);
+            match &replay {
+                Some(r) => s.replaying(r.clone(), i, threads, replayed),
+                None => s,
+            }
         });
         let spec = worker::WorkerSpec {
             addr,
-            request: request.clone(),
-            head_request: config.request.is_head(),
+            table: table.clone(),
+            picker: mix::Picker::new(&config.traffic, i, threads, config.seed)?,
+            tallied: config.traffic.tallied(),
+            hdr_log: config.hdr_log,
             keepalive: config.keepalive,
             pacing: config.pacing,
             protocol: config.protocol,
-            h2_request: h2_request.clone(),
             connections,
             timeout: config.timeout,
             connect_timeout: config.connect_timeout,
@@ -254,6 +276,7 @@ pub fn run(
     }
 
     let interrupted = control.stop.load(Ordering::Relaxed);
+    let hdr_log = config.hdr_log.then(|| hdr_log(&mut reports, config, wall_start));
     let mut tally = Tally::default();
     let mut server = None;
     for r in &reports {
@@ -266,8 +289,7 @@ pub fn run(
         Stop::Duration(d) if !interrupted => d,
         _ => reports.iter().map(|r| r.wall).max().unwrap_or_default(),
     };
-    // Every request is the same pre-encoded bytes, so what was sent needs no hot-path counter.
-    let bytes_sent = tally.sent * request_len as u64;
+    let bytes_sent = tally.bytes_sent;
     Ok(BenchResult {
         tally,
         bytes_sent,
@@ -291,5 +313,33 @@ pub fn run(
         protocol: config.protocol,
         link,
         path,
+        hdr_log,
     })
+}
+
+/// The workers' per-second histograms, taken out of their reports for the interval log; its
+/// start is when measuring began, by the wall clock.
+fn hdr_log(
+    reports: &mut [result::WorkerReport],
+    config: &BenchConfig,
+    wall_start: std::time::SystemTime,
+) -> HdrLog {
+    use loadlab_stats::interval_log::Tagged;
+    let scheduled = config.pacing != Pacing::Closed;
+    let mut latency = Tagged { tag: scheduled.then_some("corrected"), workers: Vec::new() };
+    let mut service = Tagged { tag: Some("uncorrected"), workers: Vec::new() };
+    for r in reports.iter_mut() {
+        if let Some(i) = r.tally.intervals.take() {
+            let i = *i;
+            latency.workers.push(i.latency.finish());
+            if let Some(s) = i.service {
+                service.workers.push(s.finish());
+            }
+        }
+    }
+    let mut latencies = vec![latency];
+    if scheduled {
+        latencies.push(service);
+    }
+    HdrLog { start: wall_start + config.warmup, latencies }
 }

@@ -42,12 +42,21 @@ impl RequestSpec {
     /// Encodes the request line, headers and body. `keepalive: false` asks the server to close
     /// after the response, so each request uses a new connection (ab without -k).
     pub fn encode(&self, target: &Target, keepalive: bool) -> Result<Vec<u8>, EngineError> {
-        if self.method.is_empty() || !self.method.bytes().all(is_token_byte) {
-            return Err(EngineError::Config(format!("invalid method {:?}", self.method)));
-        }
+        self.encode_to(target, &target.path, keepalive)
+    }
+
+    /// [`RequestSpec::encode`] for another path (and query) of the target: one request of a
+    /// mix or of a replayed log.
+    pub fn encode_to(
+        &self,
+        target: &Target,
+        path: &str,
+        keepalive: bool,
+    ) -> Result<Vec<u8>, EngineError> {
+        self.check_method()?;
         let user_has = |name: &str| self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-        let mut out = Vec::with_capacity(128 + self.body.len());
-        out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", self.method, target.path).as_bytes());
+        let mut out = Vec::with_capacity(128 + path.len() + self.body.len());
+        out.extend_from_slice(format!("{} {path} HTTP/1.1\r\n", self.method).as_bytes());
         let defaults = [
             ("Host", target.authority.as_str()),
             ("User-Agent", concat!("loadlab/", env!("CARGO_PKG_VERSION"))),
@@ -78,10 +87,17 @@ impl RequestSpec {
     /// fields first, names in lower case, `Host` carried as `:authority`) encoded once with
     /// HPACK literals that index nothing, and its body.
     pub fn encode_h2(&self, target: &Target) -> Result<crate::h2::Request, EngineError> {
+        self.encode_h2_to(target, &target.path)
+    }
+
+    /// [`RequestSpec::encode_h2`] for another path (and query) of the target.
+    pub fn encode_h2_to(
+        &self,
+        target: &Target,
+        path: &str,
+    ) -> Result<crate::h2::Request, EngineError> {
         use crate::h2::hpack::put_field;
-        if self.method.is_empty() || !self.method.bytes().all(is_token_byte) {
-            return Err(EngineError::Config(format!("invalid method {:?}", self.method)));
-        }
+        self.check_method()?;
         let user = |name: &str| {
             self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v)
         };
@@ -91,7 +107,7 @@ impl RequestSpec {
         put_field(&mut block, b":method", self.method.as_bytes());
         put_field(&mut block, b":scheme", scheme.as_bytes());
         put_field(&mut block, b":authority", authority.as_bytes());
-        put_field(&mut block, b":path", target.path.as_bytes());
+        put_field(&mut block, b":path", path.as_bytes());
         let agent = concat!("loadlab/", env!("CARGO_PKG_VERSION"));
         for (name, value) in [("user-agent", agent), ("accept", "*/*")] {
             if user(name).is_none() {
@@ -120,6 +136,20 @@ impl RequestSpec {
             put_field(&mut block, b"content-length", self.body.len().to_string().as_bytes());
         }
         Ok(crate::h2::Request { block: block.into(), body: self.body.clone().into() })
+    }
+}
+
+impl RequestSpec {
+    fn check_method(&self) -> Result<(), EngineError> {
+        if self.method.is_empty() || !self.method.bytes().all(is_token_byte) {
+            return Err(EngineError::Config(format!("invalid method {:?}", self.method)));
+        }
+        Ok(())
+    }
+
+    /// Whether `method` is a method name (an RFC 9110 token).
+    pub fn is_method(method: &str) -> bool {
+        !method.is_empty() && method.bytes().all(is_token_byte)
     }
 }
 

@@ -1,8 +1,9 @@
 //! What a run measured: each worker's tallies, and their exact merge.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use loadlab_stats::interval_log::{Intervals, Tagged};
 use loadlab_stats::{Recorder, Series};
 
 use crate::{ErrorClass, ErrorCounts};
@@ -89,6 +90,50 @@ impl BodyLengths {
     }
 }
 
+/// One request of a mix on its own: how often it ended and how, and its latency (the one
+/// every output shows: from the due time under a schedule), to two significant digits.
+#[derive(Debug, Clone)]
+pub struct EntryTally {
+    pub completed: u64,
+    pub failed: u64,
+    /// Responses by status class, 1xx at index 0 to 5xx at 4 (validation failures included).
+    pub status_classes: [u64; 5],
+    pub latency: Recorder,
+}
+
+impl Default for EntryTally {
+    fn default() -> Self {
+        EntryTally {
+            completed: 0,
+            failed: 0,
+            status_classes: [0; 5],
+            latency: Recorder::with_digits(2),
+        }
+    }
+}
+
+impl EntryTally {
+    fn merge(&mut self, o: &EntryTally) {
+        self.completed += o.completed;
+        self.failed += o.failed;
+        for (a, b) in self.status_classes.iter_mut().zip(o.status_classes) {
+            *a += b;
+        }
+        self.latency.merge(&o.latency);
+    }
+}
+
+/// `--hdr-log`: one worker's latency histograms, one a second.
+#[derive(Debug, Clone, Default)]
+pub struct IntervalTally {
+    /// The latency every output shows: from the due time under a schedule (corrected), from
+    /// the start in the closed loop.
+    pub latency: Intervals,
+    /// Under a schedule, from when each request started (uncorrected); `None` in the closed
+    /// loop, where it is `latency`.
+    pub service: Option<Intervals>,
+}
+
 /// One worker's tallies over the measured window; also the merged result's core.
 #[derive(Debug, Clone)]
 pub struct Tally {
@@ -121,6 +166,13 @@ pub struct Tally {
     pub timings: Timings,
     /// Per-second counts, second 0 starting when measuring starts.
     pub series: Series,
+    /// Request bytes written (each request's encoded length, once it was sent in full).
+    pub bytes_sent: u64,
+    /// A URL list's requests, each on its own (index = entry); empty otherwise.
+    pub entries: Vec<EntryTally>,
+    /// `--hdr-log`: per-second histograms; `None` unless asked for (and in a merged tally,
+    /// whose workers' seconds go to [`BenchResult::hdr_log`]).
+    pub intervals: Option<Box<IntervalTally>>,
 }
 
 impl Default for Tally {
@@ -143,6 +195,9 @@ impl Default for Tally {
             lengths: BodyLengths::default(),
             timings: Timings::default(),
             series: Series::default(),
+            bytes_sent: 0,
+            entries: Vec::new(),
+            intervals: None,
         }
     }
 }
@@ -168,6 +223,13 @@ impl Tally {
         self.lengths.merge(&o.lengths);
         self.timings.merge(&o.timings);
         self.series.merge(&o.series);
+        self.bytes_sent += o.bytes_sent;
+        if self.entries.len() < o.entries.len() {
+            self.entries.resize_with(o.entries.len(), EntryTally::default);
+        }
+        for (a, b) in self.entries.iter_mut().zip(&o.entries) {
+            a.merge(b);
+        }
     }
 
     /// Counts one failed request of `class` in the totals and in its second's bucket.
@@ -248,6 +310,19 @@ pub struct BenchResult {
     pub link: crate::Link,
     /// The path's handshake RTT, idle and under load (see [`crate::probe`]).
     pub path: crate::PathRtt,
+    /// `--hdr-log`: each worker's per-second histograms, to be merged second by second into
+    /// HdrHistogram's interval log ([`loadlab_stats::interval_log::write_log`]).
+    pub hdr_log: Option<HdrLog>,
+}
+
+/// The per-second histograms of a run, as the interval log needs them.
+#[derive(Debug, Clone)]
+pub struct HdrLog {
+    /// When measuring started, by the wall clock: the log's start and base time.
+    pub start: SystemTime,
+    /// Closed loop: the latency, untagged. Open loop and sessions: `corrected` (from the due
+    /// time) and `uncorrected` (from the send).
+    pub latencies: Vec<Tagged>,
 }
 
 /// Per-worker figures kept after the merge, for the client's self-check.

@@ -1,14 +1,18 @@
-//! Open-loop arrival schedules: when each request (or session) is due.
+//! Open-loop arrival schedules: when each request (or session) is due, and for a replay which
+//! of the log's requests it is.
 //!
 //! A schedule is a generator, not a queue: requests that are due but could not be sent yet
 //! (every connection busy) are simply the generator not advanced yet. So a server that falls
 //! behind costs no memory, and each late request keeps its own due time, from which its
 //! latency is measured (the correction for coordinated omission that wrk2 introduced).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+
+use crate::replay::Replay;
 
 /// How arrivals are spaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +22,9 @@ pub enum Arrival {
     /// A Poisson process: exponentially distributed gaps with mean 1/rate, as independent users
     /// arrive.
     Poisson,
+    /// As a replayed log says: each line due at its time after the first line's, scaled by the
+    /// replay's speed (the rate is then the log's mean rate, for the report).
+    Log,
 }
 
 /// The due times of one worker's share of the load.
@@ -34,6 +41,17 @@ pub(crate) struct Schedule {
     first_ns: f64,
     /// The next due time, in nanoseconds after `origin`.
     next_ns: f64,
+    /// A replay: the lines this worker sends.
+    lines: Option<Lines>,
+}
+
+/// One worker's lines of a replay: every `stride`-th line from its index, up to `limit`.
+#[derive(Debug)]
+struct Lines {
+    replay: Arc<Replay>,
+    next: usize,
+    stride: usize,
+    limit: usize,
 }
 
 impl Schedule {
@@ -53,38 +71,82 @@ impl Schedule {
         let mut rng =
             SmallRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let first_ns = match arrival {
-            Arrival::Fixed => total_gap_ns * index as f64,
+            Arrival::Fixed | Arrival::Log => total_gap_ns * index as f64,
             Arrival::Poisson => exponential(&mut rng, gap_ns),
         };
-        Schedule { origin, gap_ns, arrival, rng, popped: 0, first_ns, next_ns: first_ns }
+        Schedule {
+            origin,
+            gap_ns,
+            arrival,
+            rng,
+            popped: 0,
+            first_ns,
+            next_ns: first_ns,
+            lines: None,
+        }
     }
 
-    /// When the next arrival is due.
-    #[inline]
-    pub fn peek(&self) -> Instant {
-        self.origin + Duration::from_nanos(self.next_ns as u64)
+    /// The same worker's share of a replay's first `limit` lines: lines index, index+W, ...,
+    /// each due at its log time (`Arrival::Log`) or on the rate's schedule, in the log's order.
+    /// Interleaved, the workers' lines make the log's sequence again.
+    pub fn replaying(
+        mut self,
+        replay: Arc<Replay>,
+        index: usize,
+        workers: usize,
+        limit: usize,
+    ) -> Self {
+        let limit = limit.min(replay.len());
+        if self.arrival == Arrival::Log && index < limit {
+            self.next_ns = replay.offset(index).as_nanos() as f64;
+        }
+        self.lines = Some(Lines { replay, next: index, stride: workers.max(1), limit });
+        self
     }
 
-    /// Takes the next arrival and returns its due time.
+    /// When the next arrival is due; `None` when a replay has no line left.
     #[inline]
-    pub fn pop(&mut self) -> Instant {
-        let due = self.peek();
+    pub fn peek(&self) -> Option<Instant> {
+        if let Some(l) = &self.lines {
+            if l.next >= l.limit {
+                return None;
+            }
+        }
+        Some(self.origin + Duration::from_nanos(self.next_ns as u64))
+    }
+
+    /// Takes the next arrival: its due time, and for a replay its request. Call only after
+    /// [`Schedule::peek`] gave a time.
+    #[inline]
+    pub fn pop(&mut self) -> (Instant, Option<u32>) {
+        let due = self.origin + Duration::from_nanos(self.next_ns as u64);
         self.popped += 1;
+        let mut entry = None;
+        if let Some(l) = self.lines.as_mut() {
+            entry = Some(l.replay.requests[l.next]);
+            l.next += l.stride;
+        }
         match self.arrival {
             // From the count, not by adding gaps, so rounding never accumulates.
             Arrival::Fixed => self.next_ns = self.first_ns + self.gap_ns * self.popped as f64,
             Arrival::Poisson => self.next_ns += exponential(&mut self.rng, self.gap_ns),
+            Arrival::Log => {
+                if let Some(l) = self.lines.as_ref().filter(|l| l.next < l.limit) {
+                    self.next_ns = l.replay.offset(l.next).as_nanos() as f64;
+                }
+            }
         }
-        due
+        (due, entry)
     }
 
     /// Counts (and takes) the arrivals due in `[from, end)`: at the end of a run these are the
     /// requests that were due but never sent.
     pub fn drain_before(&mut self, from: Instant, end: Instant) -> u64 {
         let mut n = 0;
-        // Bounded: a schedule has at most rate x duration arrivals before its end.
-        while self.peek() < end {
-            n += u64::from(self.pop() >= from);
+        // Bounded: a schedule has at most rate x duration arrivals before its end, a replay
+        // its lines.
+        while self.peek().is_some_and(|at| at < end) {
+            n += u64::from(self.pop().0 >= from);
         }
         n
     }
@@ -108,8 +170,8 @@ mod tests {
         let mut b = Schedule::new(1000.0, Arrival::Fixed, t0, 1, 2, 1);
         let mut all: Vec<Duration> = Vec::new();
         for _ in 0..500 {
-            all.push(a.pop() - t0);
-            all.push(b.pop() - t0);
+            all.push(a.pop().0 - t0);
+            all.push(b.pop().0 - t0);
         }
         all.sort();
         for (k, d) in all.iter().enumerate() {
@@ -124,7 +186,7 @@ mod tests {
         let n = 100_000;
         let mut last = t0;
         for _ in 0..n {
-            last = s.pop();
+            last = s.pop().0;
         }
         // 100,000 arrivals at 10,000/s take 10 s; the sum of exponentials has a relative
         // standard deviation of 1/sqrt(n) = 0.3%, so 2% is far outside chance.
@@ -145,5 +207,55 @@ mod tests {
         let mut s = Schedule::new(100.0, Arrival::Fixed, t0, 0, 1, 0);
         let from = t0 + Duration::from_millis(500);
         assert_eq!(s.drain_before(from, t0 + Duration::from_secs(1)), 50);
+    }
+
+    fn replay(offsets_ms: &[u64]) -> Arc<Replay> {
+        let mut b = crate::replay::Builder::default();
+        for (i, ms) in offsets_ms.iter().enumerate() {
+            b.line("json", None, &format!("/{i}"), *ms as i64 * 1_000_000, false);
+        }
+        Arc::new(b.finish("log"))
+    }
+
+    #[test]
+    fn a_replay_is_due_at_its_log_times_split_between_workers_and_ends() {
+        let t0 = Instant::now();
+        let log = replay(&[0, 10, 10, 40, 100]);
+        let worker =
+            |i| Schedule::new(50.0, Arrival::Log, t0, i, 2, 1).replaying(log.clone(), i, 2, 5);
+        let (mut a, mut b) = (worker(0), worker(1));
+        let mut seen = Vec::new();
+        while let Some(at) = a.peek() {
+            let (due, entry) = a.pop();
+            assert_eq!(due, at);
+            seen.push(((due - t0).as_millis(), entry.unwrap()));
+        }
+        while b.peek().is_some() {
+            let (due, entry) = b.pop();
+            seen.push(((due - t0).as_millis(), entry.unwrap()));
+        }
+        seen.sort();
+        assert_eq!(seen, [(0, 0), (10, 1), (10, 2), (40, 3), (100, 4)]);
+        assert_eq!(a.drain_before(t0, t0 + Duration::from_secs(9)), 0, "nothing left");
+    }
+
+    #[test]
+    fn a_replay_at_a_rate_keeps_the_log_order_and_its_limit() {
+        let t0 = Instant::now();
+        let log = replay(&[0, 500, 900]);
+        let mut s = Schedule::new(1000.0, Arrival::Fixed, t0, 0, 1, 1).replaying(log, 0, 1, 2);
+        assert_eq!(s.pop(), (t0, Some(0)));
+        assert_eq!(s.pop(), (t0 + Duration::from_millis(1), Some(1)));
+        assert_eq!(s.peek(), None, "-n 2 replays two lines");
+    }
+
+    #[test]
+    fn speed_divides_the_log_times() {
+        let t0 = Instant::now();
+        let mut log = (*replay(&[0, 100, 300])).clone();
+        log.speed = 2.0;
+        let mut s = Schedule::new(1.0, Arrival::Log, t0, 0, 1, 1).replaying(Arc::new(log), 0, 1, 3);
+        let dues: Vec<u128> = (0..3).map(|_| (s.pop().0 - t0).as_millis()).collect();
+        assert_eq!(dues, [0, 50, 150]);
     }
 }

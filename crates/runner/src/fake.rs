@@ -63,6 +63,7 @@ pub fn result(
         protocol: loadlab_engine::Protocol::Http1,
         link: Link { interface: Some("lo".into()), speed_mbps: None },
         path: PathRtt::default(),
+        hdr_log: None,
     }
 }
 

@@ -91,7 +91,7 @@ impl Intervals {
 }
 
 /// One latency's seconds from every worker, and the tag it gets in the log (`None`: untagged).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Tagged {
     pub tag: Option<&'static str>,
     pub workers: Vec<Vec<(u32, Vec<u8>)>>,

@@ -43,8 +43,15 @@ impl Default for Recorder {
 
 impl Recorder {
     pub fn new() -> Self {
+        Recorder::with_digits(SIGNIFICANT_DIGITS)
+    }
+
+    /// A recorder that keeps values to `digits` significant digits (1 to 5) rather than 3:
+    /// two keep 1% (a p99 of 12.3 ms is known to 0.1 ms) in ~26 KB instead of ~180 KB, for
+    /// figures kept many times over, such as each request of a mix. The moments stay exact.
+    pub fn with_digits(digits: u8) -> Self {
         // Bounds are constants that hdrhistogram accepts; failure here is a programming error.
-        let hist = Histogram::new_with_bounds(1, MAX_TRACKABLE_US, SIGNIFICANT_DIGITS)
+        let hist = Histogram::new_with_bounds(1, MAX_TRACKABLE_US, digits.clamp(1, 5))
             .expect("valid histogram bounds");
         Recorder { hist, count: 0, sum: 0, sum_sq: 0, min: u64::MAX, max: 0 }
     }
@@ -291,6 +298,24 @@ mod tests {
         assert_eq!(back.summary(), r.summary());
         let empty = Recorder::from_histogram(Recorder::new().histogram(), Recorder::new().totals());
         assert_eq!(empty.unwrap().summary(), Recorder::new().summary());
+    }
+
+    #[test]
+    fn two_digits_keep_one_percent_in_a_seventh_of_the_memory() {
+        let (mut small, mut full) = (Recorder::with_digits(2), Recorder::new());
+        for v in 1..=100_000u64 {
+            small.record(v);
+            full.record(v);
+        }
+        for p in [50.0, 99.0, 99.9] {
+            let (a, b) = (small.percentile(p) as f64, full.percentile(p) as f64);
+            assert!((a - b).abs() / b < 0.01, "p{p}: {a} against {b}");
+        }
+        assert_eq!(small.mean(), full.mean(), "the moments are exact");
+        let len = |r: &Recorder| r.histogram().distinct_values();
+        assert!(len(&small) * 6 < len(&full), "{} against {}", len(&small), len(&full));
+        full.merge(&small);
+        assert_eq!(full.count(), 200_000, "a coarse recorder merges into a full one");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `--format csv`: one header line and one row, for spreadsheets and shell loops.
+//! `--format csv`: one header line and one row, for spreadsheets and shell loops; a URL list's
+//! requests add columns (`url1`, `url1_completed`, ...), never rows.
 
 use std::io::{self, Write};
 
@@ -59,6 +60,30 @@ impl Render for Csv {
             ("interrupted", r.interrupted.to_string()),
             ("warnings", r.warnings.len().to_string()),
         ]);
+        // A replay: what was replayed and skipped. A URL list: each request's figures, as
+        // columns urlK_* (K its place in the list), so the run stays one row.
+        if let Some(replay) = &r.replay {
+            cols.push(("replayed", replay.replayed.to_string()));
+            cols.push(("skipped", replay.skipped.values().sum::<u64>().to_string()));
+        }
+        let mut url_cols = Vec::new();
+        for (k, u) in r.urls.iter().flatten().enumerate() {
+            let k = k + 1;
+            let timed = |v: u64| if u.completed > 0 { v.to_string() } else { String::new() };
+            url_cols.extend([
+                (format!("url{k}"), quote(&format!("{} {}", u.method, u.path))),
+                (format!("url{k}_line"), u.line.to_string()),
+                (format!("url{k}_weight"), u.weight.to_string()),
+                (format!("url{k}_completed"), u.completed.to_string()),
+                (format!("url{k}_failed"), u.failed.to_string()),
+                (format!("url{k}_p50_us"), timed(u.latency_us.p50)),
+                (format!("url{k}_p99_us"), timed(u.latency_us.p99)),
+            ]);
+            for (class, n) in &u.status_class {
+                url_cols.push((format!("url{k}_{class}"), n.to_string()));
+            }
+        }
+        cols.extend(url_cols.iter().map(|(k, v)| (k.as_str(), v.clone())));
         let header: Vec<&str> = cols.iter().map(|(k, _)| *k).collect();
         let row: Vec<&str> = cols.iter().map(|(_, v)| v.as_str()).collect();
         writeln!(out, "{}", header.join(","))?;

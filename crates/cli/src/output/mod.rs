@@ -36,6 +36,27 @@ pub fn render(format: Format, report: &Report, result: &BenchResult) -> io::Resu
     out.flush()
 }
 
+/// Creates the file an output flag names, before the run: a path that cannot be written is
+/// the user's to fix (exit 2), found before any load.
+pub fn create(path: &Path, flag: &str) -> anyhow::Result<std::fs::File> {
+    std::fs::File::create(path).map_err(|e| {
+        crate::exit::Failure::Usage(format!("{flag} {}: cannot create it: {e}", path.display()))
+            .into()
+    })
+}
+
+/// `--hdr-log`: the run's per-second histograms in HdrHistogram's interval-log format, merged
+/// over the workers second by second.
+pub fn write_hdr_log(
+    file: std::fs::File,
+    log: &loadlab_engine::HdrLog,
+    comment: &str,
+) -> io::Result<()> {
+    let mut out = io::BufWriter::new(file);
+    loadlab_stats::interval_log::write_log(&mut out, log.start, comment, &log.latencies)?;
+    out.flush()
+}
+
 /// The latency percentile spectrum as CSV, HdrHistogram's `outputPercentileDistribution`
 /// columns: value, percentile, total count, 1/(1-percentile).
 pub fn write_latency_csv(path: &Path, rec: &Recorder) -> io::Result<()> {

@@ -26,10 +26,35 @@ impl Render for Text {
         } else {
             String::new()
         };
-        writeln!(out, "loadlab bench {} {}", c.method, c.url)?;
+        match (&r.urls, &r.replay) {
+            (Some(urls), _) => writeln!(
+                out,
+                "loadlab bench {}: the {} requests of {} ({}, seed {})",
+                c.url,
+                urls.len(),
+                c.urls.as_deref().unwrap_or(""),
+                c.urls_order.unwrap_or("weighted"),
+                c.seed
+            )?,
+            (None, Some(replay)) => writeln!(
+                out,
+                "loadlab bench {}: replaying {} ({})",
+                c.url, replay.file, replay.format
+            )?,
+            (None, None) => writeln!(out, "loadlab bench {} {}", c.method, c.url)?,
+        }
         let keepalive = if c.keepalive { "keep-alive" } else { "new connection per request" };
         let arrival = c.arrival.unwrap_or("fixed");
         let model = match (r.mode, c.rate, c.calls_per_connection) {
+            ("open", Some(rate), _) if c.arrival == Some("log") => {
+                let speed = r.replay.as_ref().map_or(1.0, |x| x.speed);
+                let speed = if speed == 1.0 { String::new() } else { format!(" x {speed}") };
+                format!(
+                    "open loop at the log's timing{speed} (mean {rate:.1} req/s), up to {} \
+                     connections",
+                    c.connections
+                )
+            }
             ("open", Some(rate), _) => {
                 format!(
                     "open loop at {rate} req/s ({arrival}), up to {} connections",
@@ -221,6 +246,20 @@ impl Render for Text {
             (Some(n), false) => writeln!(out, "  Body         {n} bytes per response")?,
             (None, _) => {}
         }
+        if let Some(replay) = &r.replay {
+            let span = replay.span_s.map_or(String::new(), |s| format!(", spanning {s:.3} s"));
+            writeln!(
+                out,
+                "  Replay       {} of {} lines replayed ({} distinct requests{span}), {} skipped",
+                count(replay.replayed as f64),
+                count(replay.lines as f64),
+                count(replay.distinct_requests as f64),
+                count(replay.skipped.values().sum::<u64>() as f64),
+            )?;
+        }
+        if let Some(urls) = &r.urls {
+            url_table(out, urls)?;
+        }
         let cl = &r.client;
         let per_req = cl.cpu_us_per_request.map_or("-".into(), |v| format!("{v:.2} µs/request"));
         writeln!(
@@ -252,6 +291,57 @@ impl Render for Text {
         }
         Ok(())
     }
+}
+
+/// `--urls`: one row per request of the list, in the file's order.
+fn url_table(out: &mut dyn Write, urls: &[crate::traffic_report::UrlFigures]) -> io::Result<()> {
+    // Long paths are cut in the middle of the table, never in JSON or CSV.
+    let shown = |u: &crate::traffic_report::UrlFigures| {
+        let request = format!("{} {}", u.method, u.path);
+        match request.char_indices().nth(40) {
+            Some((at, _)) => format!("{}…", &request[..at]),
+            None => request,
+        }
+    };
+    let width = urls.iter().map(|u| shown(u).chars().count()).max().unwrap_or(0).max(7);
+    writeln!(
+        out,
+        "  URLs    {:>5} {:>6}  {:<width$} {:>9} {:>7} {:>6} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7}",
+        "line",
+        "weight",
+        "request",
+        "completed",
+        "failed",
+        "share",
+        "p50",
+        "p99",
+        "2xx",
+        "3xx",
+        "4xx",
+        "5xx"
+    )?;
+    for u in urls {
+        let class = |k: &str| count(u.status_class[k] as f64);
+        let timed = u.completed > 0;
+        let p = |v: u64| if timed { us(v as f64) } else { "-".into() };
+        writeln!(
+            out,
+            "          {:>5} {:>6}  {:<width$} {:>9} {:>7} {:>6} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7}",
+            u.line,
+            u.weight,
+            shown(u),
+            count(u.completed as f64),
+            count(u.failed as f64),
+            loadlab_stats::format::percent(u.share),
+            p(u.latency_us.p50),
+            p(u.latency_us.p99),
+            class("2xx"),
+            class("3xx"),
+            class("4xx"),
+            class("5xx"),
+        )?;
+    }
+    Ok(())
 }
 
 fn percentiles(out: &mut dyn Write, name: &str, l: &RecorderSummary) -> io::Result<()> {

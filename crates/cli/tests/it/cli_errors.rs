@@ -12,7 +12,7 @@ const QUICK: Duration = Duration::from_secs(5);
 
 /// `loadlab ARGS`, checking the exit code, that it was quick, and that stdout stayed empty:
 /// a run that did not happen has no report.
-fn fails(args: &[&str], code: i32) -> String {
+pub(super) fn fails(args: &[&str], code: i32) -> String {
     let mut command = loadlab();
     command.args(args);
     let started = Instant::now();

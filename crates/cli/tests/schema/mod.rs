@@ -117,6 +117,18 @@ fn assert_invariants(doc: &Value) {
         }
         other => panic!("unknown mode {other:?}: {doc}"),
     }
+    if let Some(urls) = doc["urls"].as_array() {
+        // Each request of a URL list counts its own: together they are the run's.
+        let total = |key: &str| urls.iter().map(|u| u[key].as_u64().unwrap()).sum::<u64>();
+        assert_eq!(total("completed"), completed, "urls vs completed: {doc}");
+        assert_eq!(total("failed"), failed, "urls vs failed: {doc}");
+    }
+    if let Some(replay) = doc["replay"].as_object() {
+        let skipped: u64 =
+            replay["skipped"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum();
+        let usable = replay["lines"].as_u64().unwrap() - skipped;
+        assert!(replay["replayed"].as_u64().unwrap() <= usable, "{doc}");
+    }
     if let Some(asked) = counted {
         match calls {
             // Sessions count connections; a session ends early when one of its calls fails.
@@ -250,6 +262,28 @@ fn schema_accepts_a_sessions_run() {
 type Breakage = fn(&mut Value);
 
 /// The check can fail: documents that break the schema in typical ways are rejected.
+#[test]
+fn schema_accepts_a_url_list_and_a_replay() {
+    let v = validator();
+    let server = TestServer::start(Behaviour::StatusCycle(vec![200, 404]));
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("urls.txt");
+    std::fs::write(&list, "/a\nweight=2 HEAD /b X-A: 1\n").unwrap();
+    let list = list.to_str().unwrap();
+    let doc = bench(&v, &server, &["--urls", list, "-n", "100", "--expect-status", "200"]);
+    assert_eq!(doc["urls"].as_array().map(Vec::len), Some(2), "{doc}");
+    assert_eq!(doc["config"]["urls_order"], json!("weighted"));
+    assert!(doc["replay"].is_null(), "{doc}");
+    let log = dir.path().join("access.log");
+    let lines = "1.2.3.4 - - [01/May/2024:10:00:00 +0000] \"GET /x HTTP/1.1\" 200 1\n\
+                 1.2.3.4 - - [01/May/2024:10:00:00 +0000] \"CONNECT x:443 HTTP/1.1\" 200 1\n";
+    std::fs::write(&log, lines.repeat(20)).unwrap();
+    let doc = bench(&v, &server, &["--replay", log.to_str().unwrap(), "--speed", "10"]);
+    assert_eq!(doc["replay"]["replayed"], json!(20), "{doc}");
+    assert_eq!(doc["replay"]["skipped"]["connect"], json!(20), "{doc}");
+    assert!(doc["urls"].is_null(), "{doc}");
+}
+
 #[test]
 fn schema_rejects_broken_reports() {
     let v = validator();

@@ -14,6 +14,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+/// Requests a [`TestServer`] keeps for [`TestServer::received`]: enough for any test here,
+/// bounded so that a long run cannot grow the test's memory without end.
+pub const MAX_LOGGED: usize = 200_000;
+
 /// How a [`TestServer`] answers each request it has read in full.
 #[derive(Debug, Clone)]
 pub enum Behaviour {
@@ -84,6 +88,8 @@ struct Shared {
     requests: AtomicU64,
     connections: AtomicU64,
     last_request: Mutex<Option<Request>>,
+    /// Every request read in full, with when its last byte arrived, up to [`MAX_LOGGED`].
+    log: Mutex<Vec<(Instant, Request)>>,
     /// The peer address of every accepted connection, in order.
     peers: Mutex<Vec<IpAddr>>,
     clock: respond::Clock,
@@ -115,6 +121,7 @@ impl TestServer {
             requests: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             last_request: Mutex::new(None),
+            log: Mutex::new(Vec::new()),
             peers: Mutex::new(Vec::new()),
             clock: respond::Clock::new(),
             live: Mutex::new(Live::default()),
@@ -157,6 +164,21 @@ impl TestServer {
     /// The most recent request read in full, to check what the client sent.
     pub fn last_request(&self) -> Option<Request> {
         lock(&self.shared.last_request).clone()
+    }
+
+    /// Every request read in full so far (up to [`MAX_LOGGED`]), in the order they arrived,
+    /// with when each arrived: which paths a mix asked for and when a replay sent them.
+    pub fn received(&self) -> Vec<(Instant, Request)> {
+        lock(&self.shared.log).clone()
+    }
+
+    /// How many requests asked for each target (path and query) so far.
+    pub fn targets(&self) -> HashMap<String, u64> {
+        let mut counts = HashMap::new();
+        for (_, r) in lock(&self.shared.log).iter() {
+            *counts.entry(r.target.clone()).or_insert(0) += 1;
+        }
+        counts
     }
 }
 
@@ -225,8 +247,15 @@ fn serve_connection(shared: &Shared, mut stream: TcpStream) {
             Ok(Some(request)) => request,
             Ok(None) | Err(_) => return,
         };
+        let arrived = Instant::now();
         let index = shared.requests.fetch_add(1, Ordering::SeqCst);
         *lock(&shared.last_request) = Some(request.clone());
+        {
+            let mut log = lock(&shared.log);
+            if log.len() < MAX_LOGGED {
+                log.push((arrived, request.clone()));
+            }
+        }
         let answered = respond::answer(
             &shared.behaviour,
             &request,

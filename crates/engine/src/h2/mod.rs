@@ -150,6 +150,8 @@ pub(crate) struct Slot {
     body_sent: usize,
     /// Refused once by a GOAWAY and sent again: a second refusal fails it.
     retried: bool,
+    /// Its request is a HEAD: the response has no body whatever its headers say.
+    head: bool,
 }
 
 /// What became of a stream, for the worker to record.
@@ -212,19 +214,13 @@ pub(crate) struct Session {
     pub slots: Vec<Slot>,
     /// Streams that ended since the worker last looked, with how.
     pub done: VecDeque<(usize, Outcome)>,
-    head_request: bool,
     /// The first Server header seen, when asked for.
     pub server: Option<String>,
     capture_server: bool,
 }
 
 impl Session {
-    pub fn new(
-        streams: usize,
-        limits: &Limits,
-        head_request: bool,
-        mut exchange: impl FnMut() -> Exchange,
-    ) -> Session {
+    pub fn new(streams: usize, limits: &Limits, mut exchange: impl FnMut() -> Exchange) -> Session {
         let slot = |ex| Slot {
             ex,
             state: StreamState::Free,
@@ -237,6 +233,7 @@ impl Session {
             send_window: 0,
             body_sent: 0,
             retried: false,
+            head: false,
         };
         Session {
             reader: frame::Reader::default(),
@@ -257,7 +254,6 @@ impl Session {
             goaway: None,
             slots: (0..streams).map(|_| slot(exchange())).collect(),
             done: VecDeque::with_capacity(streams),
-            head_request,
             server: None,
             capture_server: true,
         }
@@ -327,12 +323,13 @@ impl Session {
         self.open = 0;
     }
 
-    /// Places a request on slot `s` (its exchange begun by the caller); it is sent by the next
-    /// [`Session::send`].
-    pub fn place(&mut self, s: usize) {
+    /// Places a request on slot `s` (its exchange begun by the caller, which says which
+    /// request it is; `head` when that is a HEAD); it is sent by the next [`Session::send`].
+    pub fn place(&mut self, s: usize, head: bool) {
         let slot = &mut self.slots[s];
         slot.state = StreamState::Pending;
         slot.retried = false;
+        slot.head = head;
     }
 
     /// Frees slot `s` once its outcome is recorded.
@@ -372,14 +369,17 @@ impl Session {
     }
 
     /// Sends what waits and may go: new streams as the server's stream limit allows, and
-    /// request bodies as its windows allow. Returns the measured requests whose last byte
-    /// was queued.
-    pub fn send(&mut self, request: &Request, now: Instant) -> u64 {
+    /// request bodies as its windows allow; each slot's request is `requests[entry]`, its
+    /// exchange's entry. Returns the measured requests whose last byte was queued, and what
+    /// they put on the wire.
+    pub fn send(&mut self, requests: &[Request], now: Instant) -> (u64, u64) {
         if !self.ready || self.goaway.is_some() {
-            return 0;
+            return (0, 0);
         }
-        let mut sent = 0;
+        let (mut sent, mut bytes) = (0, 0);
         for i in 0..self.slots.len() {
+            let request = &requests[self.slots[i].ex.entry as usize];
+            let before = sent;
             if self.slots[i].state == StreamState::Pending && self.open < self.peer.max_streams {
                 if self.next_id > 0x7fff_ffff {
                     // Stream ids are spent (section 5.1.1): the connection ends as if the
@@ -399,8 +399,11 @@ impl Session {
                     sent += u64::from(self.slots[i].ex.measured);
                 }
             }
+            if sent > before {
+                bytes += request.wire_len() as u64;
+            }
         }
-        sent
+        (sent, bytes)
     }
 
     fn open_stream(&mut self, i: usize, request: &Request) {
@@ -753,7 +756,7 @@ impl Session {
     /// content-length (section 8.1.1: a malformed response).
     fn finish(&mut self, s: usize) {
         let slot = &self.slots[s];
-        let bodiless = self.head_request || slot.status == 204 || slot.status == 304;
+        let bodiless = slot.head || slot.status == 204 || slot.status == 304;
         if let (Some(n), false) = (slot.content_length, bodiless) {
             if n != slot.body_len {
                 let reason =

@@ -10,9 +10,7 @@ use crate::check::{BodyCheck, Validation};
 fn session(streams: usize) -> Session {
     let now = Instant::now();
     let limits = Limits::default();
-    Session::new(streams, &limits, false, || {
-        Exchange::new(BodyCheck::new(&Validation::default()), now)
-    })
+    Session::new(streams, &limits, || Exchange::new(BodyCheck::new(&Validation::default()), now))
 }
 
 fn get() -> Request {
@@ -26,9 +24,9 @@ fn with_requests(streams: usize, n: usize, request: &Request) -> Session {
     let mut s = session(streams);
     s.connected();
     for i in 0..n {
-        s.place(i);
+        s.place(i, false);
     }
-    s.send(request, Instant::now());
+    s.send(std::slice::from_ref(request), Instant::now());
     let out = s.output().len();
     s.wrote(out);
     s
@@ -145,7 +143,7 @@ fn goaway_sends_the_streams_it_refused_again_once() {
     // A new connection sends them again; a second refusal fails them.
     s.release(0);
     s.connected();
-    assert_eq!(s.send(&request, Instant::now()), 0, "unmeasured requests");
+    assert_eq!(s.send(std::slice::from_ref(&request), Instant::now()).0, 0, "unmeasured requests");
     let mut wire = settings(&[]);
     frame::put_goaway(&mut wire, 0, ErrorCode::NoError);
     s.feed(&wire, Instant::now()).unwrap();
@@ -160,19 +158,23 @@ fn a_body_waits_for_the_servers_window() {
     let mut s = session(1);
     s.connected();
     s.feed(&settings(&[(4, 0)]), Instant::now()).unwrap();
-    s.place(0);
-    assert_eq!(s.send(&request, Instant::now()), 0, "HEADERS went, the body did not");
+    s.place(0, false);
+    assert_eq!(
+        s.send(std::slice::from_ref(&request), Instant::now()).0,
+        0,
+        "HEADERS went, the body did not"
+    );
     let sent = s.output().len();
     s.wrote(sent);
     let mut wire = Vec::new();
     frame::put_window_update(&mut wire, 1, 60);
     s.feed(&wire, Instant::now()).unwrap();
-    s.send(&request, Instant::now());
+    s.send(std::slice::from_ref(&request), Instant::now());
     assert_eq!(s.output().len(), 9 + 60, "as much as the window allows");
     s.wrote(9 + 60);
     frame::put_window_update(&mut wire, 1, 40);
     s.feed(&wire[13..], Instant::now()).unwrap();
-    s.send(&request, Instant::now());
+    s.send(std::slice::from_ref(&request), Instant::now());
     let out = s.output();
     assert_eq!(out.len(), 9 + 40);
     assert_eq!(out[4], frame::END_STREAM, "the last DATA frame ends the stream");

@@ -27,8 +27,9 @@ use crate::conn::{Conn, State};
 use crate::exchange::{us, Exchange, Recording};
 use crate::h2::Session;
 use crate::http::{Limits, Parser, Progress};
+use crate::mix::{Picker, Table};
 use crate::pacing::{Budget, Pacing};
-use crate::result::{Tally, WorkerReport};
+use crate::result::{EntryTally, IntervalTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
 use crate::sys::ThreadAccount;
 use crate::timer::Timer;
@@ -61,13 +62,17 @@ const MAX_CONNECTING: usize = 64;
 #[derive(Debug, Clone)]
 pub(crate) struct WorkerSpec {
     pub addr: SocketAddr,
-    pub request: Arc<[u8]>,
-    pub head_request: bool,
+    /// Every request of the run, encoded once (HTTP/1.1 bytes, or HTTP/2 HEADERS and body).
+    pub table: Arc<Table>,
+    /// Which of them each new exchange carries (a replay's schedule says it instead).
+    pub picker: Picker,
+    /// Entries with figures of their own (a URL list's); 0 for none.
+    pub tallied: usize,
+    /// Keep per-second histograms for the interval log (`--hdr-log`).
+    pub hdr_log: bool,
     pub keepalive: bool,
     pub pacing: Pacing,
     pub protocol: Protocol,
-    /// HTTP/2: the request's HEADERS block and body, encoded once for the run.
-    pub h2_request: Option<Arc<crate::h2::Request>>,
     /// Closed loop: this worker's connections. Open loop and sessions: the most it may open.
     pub connections: usize,
     pub timeout: Duration,
@@ -140,6 +145,11 @@ impl Worker {
             None => None,
         };
         let mut tally = Tally::default();
+        tally.entries.resize_with(spec.tallied, EntryTally::default);
+        if spec.hdr_log {
+            let service = schedule.is_some().then(loadlab_stats::interval_log::Intervals::new);
+            tally.intervals = Some(Box::new(IntervalTally { service, ..IntervalTally::default() }));
+        }
         if let Some(end) = spec.end {
             tally.series = loadlab_stats::Series::with_capacity(
                 end.saturating_duration_since(spec.measure_start).as_secs() as usize + 2,
@@ -192,12 +202,9 @@ impl Worker {
         let exchange = || Exchange::new(BodyCheck::new(&self.spec.validation), now);
         let h2 = match self.spec.protocol {
             Protocol::Http1 => None,
-            Protocol::Http2 { streams } => Some(Box::new(Session::new(
-                streams,
-                &self.spec.limits,
-                self.spec.head_request,
-                exchange,
-            ))),
+            Protocol::Http2 { streams } => {
+                Some(Box::new(Session::new(streams, &self.spec.limits, exchange)))
+            }
         };
         let conn = Conn::new(parser, exchange(), h2, now);
         self.conns.push(conn);
@@ -362,11 +369,15 @@ impl Worker {
     /// Sends the scheduled arrivals due by `until`, as far as connections allow, and arms the
     /// timer for the next one.
     fn dispatch(&mut self, now: Instant, until: Instant) {
-        let Some(due) = self.schedule.as_ref().map(Schedule::peek) else { return };
+        let Some(schedule) = self.schedule.as_ref() else { return };
         if self.budget_spent {
             return;
         }
-        let mut due = due;
+        let Some(mut due) = schedule.peek() else {
+            // A replay sent its last line: the run ends when what is in flight does.
+            self.budget_spent = true;
+            return;
+        };
         while due <= until {
             if self.idle.is_empty() && self.connecting >= MAX_CONNECTING {
                 // The next arrival needs a new connection and enough are being made: wait for
@@ -384,13 +395,20 @@ impl Worker {
                 return;
             }
             let schedule = self.schedule.as_mut().expect("dispatch has a schedule");
-            let this = schedule.pop();
-            due = schedule.peek();
+            let (this, entry) = schedule.pop();
+            let next = schedule.peek();
             if let Pacing::Sessions { calls, .. } = self.spec.pacing {
                 self.conns[idx].calls_left = calls;
                 self.conns[idx].calls_unstarted = calls;
             }
-            self.start_scheduled(idx, now, this);
+            self.start_scheduled(idx, now, this, entry);
+            match next {
+                Some(next) => due = next,
+                None => {
+                    self.budget_spent = true;
+                    return;
+                }
+            }
         }
         if let Some(timer) = self.timer.as_mut() {
             // Should arming ever fail, the sweep tick still dispatches, only later; the
@@ -438,17 +456,25 @@ impl Worker {
     /// request was due: `now` in the closed loop and for a session's later calls, the
     /// schedule's time for a scheduled arrival.
     fn start_request(&mut self, idx: usize, now: Instant, due: Instant) {
-        self.start(idx, now, due, false)
+        self.start(idx, now, due, false, None)
     }
 
-    /// Starts a scheduled arrival: its lateness (send time minus due time) is recorded.
-    fn start_scheduled(&mut self, idx: usize, now: Instant, due: Instant) {
-        self.start(idx, now, due, true)
+    /// Starts a scheduled arrival: its lateness (send time minus due time) is recorded. A
+    /// replay's schedule says which request it is (`entry`); otherwise the picker does.
+    fn start_scheduled(&mut self, idx: usize, now: Instant, due: Instant, entry: Option<u32>) {
+        self.start(idx, now, due, true, entry)
     }
 
-    fn start(&mut self, idx: usize, now: Instant, due: Instant, scheduled: bool) {
+    fn start(
+        &mut self,
+        idx: usize,
+        now: Instant,
+        due: Instant,
+        scheduled: bool,
+        entry: Option<u32>,
+    ) {
         if self.conns[idx].h2.is_some() {
-            return self.start_streams(idx, now, due, scheduled);
+            return self.start_streams(idx, now, due, scheduled, entry);
         }
         let measured = due >= self.spec.measure_start;
         if self.spec.pacing == Pacing::Closed && measured && !self.budget.take() {
@@ -457,9 +483,10 @@ impl Worker {
             self.conns[idx].state = State::Idle;
             return;
         }
+        let entry = entry.unwrap_or_else(|| self.spec.picker.next());
         let conn = &mut self.conns[idx];
-        conn.ex.begin(now, due, self.spec.timeout, measured);
-        conn.parser.reset(self.spec.head_request);
+        conn.ex.begin(now, due, self.spec.timeout, measured, entry);
+        conn.parser.reset(self.spec.table.is_head(entry));
         if measured && scheduled {
             self.tally.timings.late.record(us(now.saturating_duration_since(due)));
         }
@@ -570,12 +597,14 @@ impl Worker {
 
     fn write(&mut self, idx: usize, now: Instant) {
         let conn = &mut self.conns[idx];
-        match conn.write_request(&self.spec.request) {
+        let entry = conn.ex.entry;
+        match conn.write_request(self.spec.table.h1(entry)) {
             Ok(true) => {
                 conn.ex.written = now;
                 conn.state = State::Reading;
                 if conn.ex.measured {
                     self.tally.sent += 1;
+                    self.tally.bytes_sent += self.spec.table.wire_len(entry);
                 }
             }
             Ok(false) => {}

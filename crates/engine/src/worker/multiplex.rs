@@ -21,14 +21,16 @@ use crate::ErrorClass;
 
 impl Worker {
     /// Places requests on slot `idx`'s free streams: every free one in the closed loop (each
-    /// taking from the budget), one for an open-loop arrival, and for a session its calls not
-    /// yet started; then sends what the connection allows, or connects.
+    /// taking from the budget), one for an open-loop arrival (`entry` when a replay's schedule
+    /// names its request), and for a session its calls not yet started; then sends what the
+    /// connection allows, or connects.
     pub(super) fn start_streams(
         &mut self,
         idx: usize,
         now: Instant,
         due: Instant,
         scheduled: bool,
+        mut entry: Option<u32>,
     ) {
         let measured = due >= self.spec.measure_start;
         loop {
@@ -45,8 +47,9 @@ impl Worker {
                 _ => {}
             }
             let slot = &mut session.slots[s];
-            slot.ex.begin(now, due, self.spec.timeout, measured);
-            session.place(s);
+            let request = entry.take().unwrap_or_else(|| self.spec.picker.next());
+            slot.ex.begin(now, due, self.spec.timeout, measured, request);
+            session.place(s, self.spec.table.is_head(request));
             if measured && scheduled {
                 self.tally.timings.late.record(us(now.saturating_duration_since(due)));
             }
@@ -83,8 +86,9 @@ impl Worker {
         if conn.state != State::Reading {
             return;
         }
-        let request = self.spec.h2_request.as_deref().expect("an HTTP/2 run has its request");
-        self.tally.sent += session.send(request, now);
+        let (sent, bytes) = session.send(self.spec.table.h2s(), now);
+        self.tally.sent += sent;
+        self.tally.bytes_sent += bytes;
         if !session.output().is_empty() && !self.dirty.contains(&idx) {
             self.dirty.push(idx);
         }
@@ -256,7 +260,7 @@ impl Worker {
             Pacing::Open { .. } => self.offer(idx),
             Pacing::Sessions { .. } => {
                 if self.conns[idx].calls_unstarted > 0 {
-                    self.start_streams(idx, now, now, false);
+                    self.start_streams(idx, now, now, false, None);
                 } else if self.conns[idx].h2.as_ref().is_some_and(|h| h.in_flight() == 0) {
                     self.release_connection(idx);
                 }
@@ -277,8 +281,11 @@ impl Worker {
                 }
                 Outcome::Refused => {
                     // It never reached the server's processing: its sending did not count.
-                    if session.slots[s].ex.measured {
+                    let ex = &session.slots[s].ex;
+                    if ex.measured {
                         self.tally.sent = self.tally.sent.saturating_sub(1);
+                        let bytes = self.spec.table.wire_len(ex.entry);
+                        self.tally.bytes_sent = self.tally.bytes_sent.saturating_sub(bytes);
                     }
                 }
             }
@@ -362,13 +369,13 @@ impl Worker {
                     self.restart.push(idx);
                 }
             }
-            Pacing::Closed => self.start_streams(idx, now, now, false),
+            Pacing::Closed => self.start_streams(idx, now, now, false, None),
             Pacing::Open { .. } => self.offer(idx),
             Pacing::Sessions { .. } => {
                 let conn = &mut self.conns[idx];
                 conn.calls_left = conn.calls_left.saturating_sub(1);
                 if conn.calls_unstarted > 0 {
-                    self.start_streams(idx, now, now, false);
+                    self.start_streams(idx, now, now, false, None);
                 } else if conn.h2.as_ref().is_some_and(|h| h.in_flight() == 0) {
                     self.release_connection(idx);
                 }
