@@ -49,6 +49,20 @@ pub fn record(
     for class in ErrorClass::ALL {
         put(&metric::error_class(class.name()), t.errors.get(class) as f64);
     }
+    // A URL list: each request's own figures, named by its method and path
+    // (`url.GET /cart.p99_us`), as `bench --urls` reports them.
+    if let loadlab_engine::Traffic::Mix(mix) = &config.traffic {
+        for (e, t) in mix.entries.iter().zip(&t.entries) {
+            let key = |what: &str| format!("url.{} {}.{what}", e.method(&config.request), e.path);
+            put(&key("completed"), t.completed as f64);
+            put(&key("failed"), t.failed as f64);
+            let non_2xx: u64 =
+                t.status_classes.iter().enumerate().filter(|(i, _)| *i != 1).map(|(_, n)| n).sum();
+            put(&key("non_2xx"), non_2xx as f64);
+            put(&key("p50_us"), t.latency.percentile(50.0) as f64);
+            put(&key("p99_us"), t.latency.percentile(99.0) as f64);
+        }
+    }
     if let Some(offered) = r.offered_rps() {
         put(metric::OFFERED_RPS, offered);
         put(metric::ACHIEVED_RPS, r.rps());

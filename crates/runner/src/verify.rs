@@ -6,7 +6,9 @@
 
 use std::net::SocketAddr;
 
-use loadlab_engine::{BenchConfig, BenchResult, EngineError, ErrorClass, Pacing, Stop, Validation};
+use loadlab_engine::{
+    BenchConfig, BenchResult, EngineError, ErrorClass, Order, Pacing, Stop, Traffic, Validation,
+};
 use loadlab_suite::Cell;
 
 use crate::executor::{cell_config, Instance, Measure, RunContext, RunError};
@@ -67,6 +69,9 @@ pub fn verify_answers(
             return Ok(answered);
         }
         let detail = judge(&result, &config).map_err(failed)?;
+        if let Some(why) = judge_entries(&result, &config) {
+            return Err(failed(why));
+        }
         answered.checks += 1;
         answered.addr.get_or_insert(addr);
         if answered.server.is_none() {
@@ -78,7 +83,8 @@ pub fn verify_answers(
 }
 
 /// `config` as one request on one connection, nothing before it. Keep-alive and the protocol
-/// stay the cell's (HTTP/2 has no connection per request): the run ends after its request.
+/// stay the cell's (HTTP/2 has no connection per request): the run ends after its request. A
+/// URL list's cells are verified by each of its requests once, in the file's order.
 fn one_request(mut config: BenchConfig) -> BenchConfig {
     config.pacing = Pacing::Closed;
     config.connections = 1;
@@ -86,7 +92,37 @@ fn one_request(mut config: BenchConfig) -> BenchConfig {
     config.pin.clear();
     config.stop = Stop::Count(1);
     config.warmup = std::time::Duration::ZERO;
+    if let Traffic::Mix(mix) = &config.traffic {
+        let mut each = (**mix).clone();
+        each.order = Order::Sequential;
+        for e in &mut each.entries {
+            e.weight = 1;
+        }
+        config.stop = Stop::Count(each.entries.len() as u64);
+        config.traffic = Traffic::Mix(std::sync::Arc::new(each));
+    }
     config
+}
+
+/// For a URL list: the first of its requests that did not answer as checked, named by its
+/// line and path; `None` when each did (or the run sent no list).
+fn judge_entries(r: &BenchResult, config: &BenchConfig) -> Option<String> {
+    let Traffic::Mix(mix) = &config.traffic else { return None };
+    let (e, t) = mix.entries.iter().zip(&r.tally.entries).find(|(_, t)| t.completed == 0)?;
+    let statuses: Vec<String> = ["1xx", "2xx", "3xx", "4xx", "5xx"]
+        .iter()
+        .zip(t.status_classes)
+        .filter(|(_, n)| *n > 0)
+        .map(|(c, n)| format!("{n} {c}"))
+        .collect();
+    Some(format!(
+        "{} line {} ({} {}): no answer passed its check ({})",
+        mix.file,
+        e.line,
+        e.method(&config.request),
+        e.path,
+        if statuses.is_empty() { "no answer".into() } else { statuses.join(", ") }
+    ))
 }
 
 /// Whether the one answer of `r`, sent as `config` says, passed its validation: what it was,

@@ -54,6 +54,8 @@ pub struct CellWorkload {
     pub check: Check,
     /// A request of the user's (`path = ...`), which the lab's verify does not know.
     pub custom: bool,
+    /// A URL list's requests (`urls = ...`), sent instead of `request` alone.
+    pub urls: Option<Arc<loadlab_engine::Mix>>,
 }
 
 /// How each response of a cell is checked.
@@ -164,6 +166,9 @@ impl Cell {
     /// with `http2` on) and the workload's validation.
     pub fn apply(&self, config: &mut BenchConfig) {
         config.request = (*self.workload.request).clone();
+        if let Some(mix) = &self.workload.urls {
+            config.traffic = loadlab_engine::Traffic::Mix(mix.clone());
+        }
         self.load.apply(config);
         if self.http2() {
             config.protocol = Protocol::Http2 { streams: self.load.streams };
@@ -299,6 +304,7 @@ fn cell_workload(
         request: Arc::new(request),
         check,
         custom: w.request.is_some(),
+        urls: w.request.as_ref().and_then(|r| r.urls.clone()),
     })
 }
 

@@ -143,6 +143,11 @@ pub struct RawWorkload {
     pub body: Option<Spanned<String>>,
     /// The body's file, relative to the suite file.
     pub body_file: Option<Spanned<String>>,
+    /// A URL list (`bench --urls`'s format), relative to the suite file: the workload's
+    /// requests, instead of one `path`.
+    pub urls: Option<Spanned<String>>,
+    /// How the list's entries are picked: `weighted` (the default) or `sequential`.
+    pub urls_order: Option<Spanned<String>>,
     pub stacks: Option<Vec<Spanned<String>>>,
     pub expect_status: Option<Spanned<StatusValue>>,
     pub expect_contains: Option<Spanned<String>>,

@@ -152,9 +152,12 @@ pub struct WorkloadSpec {
 /// A custom workload's request: its path on the stack, method, headers and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CustomRequest {
-    /// Starts with `/`; may hold a query.
+    /// Starts with `/`; may hold a query. With `urls`, the list's first path.
     pub path: String,
     pub spec: RequestSpec,
+    /// A URL list (`urls = FILE`): the requests its cells send, picked as it says, each with
+    /// figures of its own; `spec` is then the base its lines leave out parts of.
+    pub urls: Option<std::sync::Arc<loadlab_engine::Mix>>,
 }
 
 /// The points of one load: the x-axis of its chart.

@@ -18,6 +18,7 @@ mod external;
 mod own;
 mod pools;
 mod regression;
+mod urls;
 
 /// A run of the tiny suite takes about 3 s; this bounds a hung one (as the lab tests' limit
 /// does, with room for a two-CPU machine starting other tests' stacks at the same time).

@@ -127,6 +127,12 @@ impl Checker<'_> {
     /// built-in workload, whose name must then be the lab's.
     pub(super) fn request(&self, w: &RawWorkload) -> Checked<Option<CustomRequest>> {
         let name = w.name.get_ref();
+        if let Some(urls) = &w.urls {
+            return self.url_list(w, urls).map(Some);
+        }
+        if let Some(order) = &w.urls_order {
+            return self.fail(order.span(), "urls_order orders a URL list: give urls = \"FILE\"");
+        }
         let Some(path) = &w.path else {
             let custom = [
                 ("method", w.method.as_ref().map(Spanned::span)),
@@ -225,6 +231,57 @@ impl Checker<'_> {
             let span = w.method.as_ref().map_or(path.span(), Spanned::span);
             return self.fail(span, format!("method: {e}; a method is one word, as GET or POST"));
         }
-        Ok(Some(CustomRequest { path: p.clone(), spec }))
+        Ok(Some(CustomRequest { path: p.clone(), spec, urls: None }))
+    }
+
+    /// A workload whose requests are a URL list (`urls = FILE`, bench --urls's format, with
+    /// paths: the suite's stacks each have their own host), read and checked now so that a
+    /// wrong line stops the suite before anything starts.
+    fn url_list(&self, w: &RawWorkload, urls: &Spanned<String>) -> Checked<CustomRequest> {
+        let name = w.name.get_ref();
+        let mut custom = [
+            ("path", w.path.as_ref().map(Spanned::span)),
+            ("body", w.body.as_ref().map(Spanned::span)),
+            ("body_file", w.body_file.as_ref().map(Spanned::span)),
+        ];
+        if let Some((key, span)) = custom.iter_mut().find_map(|(k, s)| Some((*k, s.take()?))) {
+            return self.fail(
+                span,
+                format!("{key} does not go with urls: each line of the list gives its own"),
+            );
+        }
+        if builtin_workload(name).is_some() {
+            return self.fail(
+                w.name.span(),
+                format!("{name:?} is a built-in workload: name the URL list otherwise"),
+            );
+        }
+        let order = match w.urls_order.as_ref().map(|o| (o, o.get_ref().as_str())) {
+            None | Some((_, "weighted")) => loadlab_engine::Order::Weighted,
+            Some((_, "sequential")) => loadlab_engine::Order::Sequential,
+            Some((o, other)) => {
+                return self
+                    .fail(o.span(), format!("urls_order: weighted or sequential, not {other:?}"))
+            }
+        };
+        let file = self.path(urls);
+        // Any host: a line's absolute URL would name one stack's, and each stack has its own.
+        let probe = Target::parse("http://localhost/").expect("a valid URL");
+        let mix = match loadlab_engine::input::url_list::read(&file, &probe, order) {
+            Ok(mix) => mix,
+            Err(e) => return self.fail(urls.span(), format!("urls: {e}")),
+        };
+        let mut spec = RequestSpec::default();
+        if let Some(m) = &w.method {
+            spec.method = m.get_ref().clone();
+        }
+        for h in w.headers.iter().flatten() {
+            match RequestSpec::parse_header(h.get_ref()) {
+                Ok(header) => spec.headers.push(header),
+                Err(e) => return self.fail(h.span(), format!("headers: {e}")),
+            }
+        }
+        let path = mix.entries.first().map_or_else(|| "/".to_string(), |e| e.path.clone());
+        Ok(CustomRequest { path, spec, urls: Some(std::sync::Arc::new(mix)) })
     }
 }

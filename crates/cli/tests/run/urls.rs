@@ -1,0 +1,87 @@
+//! A URL list as a suite's workload (`urls = FILE`): its requests verified one by one before
+//! any cell, sent by weight in the cells, each stored with figures of its own; a list whose
+//! request answers wrongly stops the run at verify (exit 5) naming its line; a wrong line in
+//! the list is refused at the suite's `urls` key (exit 2).
+
+use loadlab_store::{RunId, Store};
+
+use super::Scratch;
+use crate::support::{Behaviour, TestServer};
+
+/// A suite loading `url` with the list `urls.txt` in 2 repetitions of 300 requests.
+fn suite(url: &str, extra: &str) -> String {
+    format!(
+        "name = \"urls\"\nrepetitions = 2\nwarmup = \"0s\"\n[[stacks]]\nurl = \"{url}\"\n\
+         label = \"mine\"\n[[workloads]]\nname = \"shop\"\nurls = \"urls.txt\"\n{extra}\n\
+         [[loads]]\nmodel = \"closed\"\nconcurrency = [2]\nrequests = 300\n"
+    )
+}
+
+#[test]
+fn a_url_list_workload_is_verified_sent_by_weight_and_stored_per_request() {
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let scratch = Scratch::new();
+    scratch.write("urls.txt", "# the shop\n/a\nweight=3 /b\nPOST /c X-Order: 1\n");
+    let file = scratch.write("urls.toml", &suite(&server.url("/"), ""));
+    let out = scratch.out().display().to_string();
+    scratch.ok(&["run", "--suite", &file, "--out", &out]);
+
+    // Verify sent each request once before each repetition; the cells 600 by weight 1:3:1
+    // (expected 120, 360, 120).
+    let targets = server.targets();
+    let (a, b, c) = (targets["/a"], targets["/b"], targets["/c"]);
+    assert_eq!(a + b + c, 2 * 3 + 600, "{targets:?}");
+    assert!((300..=420).contains(&b) && a >= 60 && c >= 60, "{targets:?}");
+
+    let store = Store::open(scratch.db()).expect("the run's store");
+    let cells = store.cells(RunId(1)).expect("cells");
+    assert_eq!(cells.len(), 2);
+    for cell in &cells {
+        let m = |k: &str| cell.metrics.get(k).copied().unwrap_or_else(|| panic!("{k}: {cell:?}"));
+        let per: f64 = ["url.GET /a", "url.GET /b", "url.POST /c"]
+            .iter()
+            .map(|u| m(&format!("{u}.completed")))
+            .sum();
+        assert_eq!(per, m("completed"), "{:?}", cell.metrics);
+        assert_eq!(m("url.POST /c.failed"), 0.0);
+        assert!(m("url.GET /b.p99_us") > 0.0);
+    }
+}
+
+#[test]
+fn a_request_of_the_list_that_answers_wrongly_stops_the_run_at_verify() {
+    // Every other answer is a 500: one of the three requests of the list gets one.
+    let server = TestServer::start(Behaviour::StatusCycle(vec![200, 500]));
+    let scratch = Scratch::new();
+    scratch.write("urls.txt", "/a\n/b\n/c\n");
+    let file = scratch.write("bad.toml", &suite(&server.url("/"), ""));
+    let out = scratch.out().display().to_string();
+    let output = scratch.run(&["run", "--suite", &file, "--out", &out]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains("line 2 (GET /b): no answer passed its check (1 5xx)"), "{stderr}");
+}
+
+#[test]
+fn a_wrong_line_in_the_list_is_refused_at_the_suites_urls_key() {
+    let scratch = Scratch::new();
+    scratch.write("urls.txt", "/a\nweight=zero /b\n");
+    let text = suite("http://127.0.0.1:9/", "urls_order = \"sequential\"");
+    let file = scratch.write("wrong.toml", &text);
+    let out = scratch.out().display().to_string();
+    let output = scratch.run(&["run", "--suite", &file, "--out", &out]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let line = text.lines().position(|l| l.starts_with("urls =")).unwrap() + 1;
+    assert!(stderr.contains(&format!("{file}:{line}:8: urls: ")), "{stderr}");
+    assert!(stderr.contains("urls.txt:2: weight=zero"), "{stderr}");
+    let output = scratch.run(&[
+        "run",
+        "--suite",
+        &scratch.write("o.toml", &suite("http://127.0.0.1:9/", "urls_order = \"random\"")),
+        "--out",
+        &out,
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("urls_order: weighted or sequential"));
+}
