@@ -56,9 +56,7 @@ pub fn record(
             let key = |what: &str| format!("url.{} {}.{what}", e.method(&config.request), e.path);
             put(&key("completed"), t.completed as f64);
             put(&key("failed"), t.failed as f64);
-            let non_2xx: u64 =
-                t.status_classes.iter().enumerate().filter(|(i, _)| *i != 1).map(|(_, n)| n).sum();
-            put(&key("non_2xx"), non_2xx as f64);
+            put(&key("non_2xx"), crate::trust::not_2xx_of(&t.status_classes) as f64);
             put(&key("p50_us"), t.latency.percentile(50.0) as f64);
             put(&key("p99_us"), t.latency.percentile(99.0) as f64);
         }

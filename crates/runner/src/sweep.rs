@@ -332,7 +332,7 @@ fn step_of(
         service_p99_us: t.timings.total.percentile(99.0),
         late_p99_us: t.timings.late.percentile(99.0),
         not_sent: t.not_sent,
-        non_2xx: classes[0] + classes[2] + classes[3] + classes[4],
+        non_2xx: crate::trust::not_2xx_of(&classes),
         flags: Flags::of(verdict),
         findings: verdict.findings.clone(),
         trusted: verdict.trusted(),

@@ -118,7 +118,12 @@ impl Flag {
 
 /// Responses whose status was not 2xx (1xx, 3xx, 4xx, 5xx).
 pub fn not_2xx(t: &loadlab_engine::Tally) -> u64 {
-    let classes = t.status_classes();
+    not_2xx_of(&t.status_classes())
+}
+
+/// The same from counts by status class, 1xx at index 0 to 5xx at 4 (a whole run's, or one
+/// URL list entry's).
+pub fn not_2xx_of(classes: &[u64; 5]) -> u64 {
     classes[0] + classes[2] + classes[3] + classes[4]
 }
 

@@ -208,6 +208,7 @@ impl Decoder {
     ) -> Result<(), HpackError> {
         let mut pos = 0;
         let mut list = 0usize;
+        let max_list = self.max_list;
         let mut fields = false;
         while pos < block.len() {
             let b = block[pos];
@@ -216,10 +217,7 @@ impl Decoder {
                 let (index, n) = integer(&block[pos..], 7)?;
                 pos += n;
                 let (name, value) = entry(&self.table, index)?;
-                list += name.len() + value.len() + ENTRY_OVERHEAD;
-                if list > self.max_list {
-                    return Err(HpackError::ListTooLarge);
-                }
+                add_to_list(&mut list, name.len() + value.len(), max_list)?;
                 if wanted(name) {
                     field(name, value);
                 }
@@ -261,20 +259,14 @@ impl Decoder {
             if (!indexing || self.table.max == 0) && !wanted(name) {
                 let (len, n) = skip_string(block, pos)?;
                 pos += n;
-                list += name.len() + len + ENTRY_OVERHEAD;
-                if list > self.max_list {
-                    return Err(HpackError::ListTooLarge);
-                }
+                add_to_list(&mut list, name.len() + len, max_list)?;
                 fields = true;
                 continue;
             }
             let (value, n) = string(block, pos, &mut self.value)?;
             pos += n;
             let value: &[u8] = value.map_or(&self.value, |(a, b)| &block[a..b]);
-            list += name.len() + value.len() + ENTRY_OVERHEAD;
-            if list > self.max_list {
-                return Err(HpackError::ListTooLarge);
-            }
+            add_to_list(&mut list, name.len() + value.len(), max_list)?;
             if wanted(name) {
                 field(name, value);
             }
@@ -285,6 +277,16 @@ impl Decoder {
         }
         Ok(())
     }
+}
+
+/// Counts a field of `len` bytes (name and value) in the header list, with its 32 bytes of
+/// overhead (RFC 9113 section 6.5.2), refusing a list longer than `max`.
+fn add_to_list(list: &mut usize, len: usize, max: usize) -> Result<(), HpackError> {
+    *list += len + ENTRY_OVERHEAD;
+    if *list > max {
+        return Err(HpackError::ListTooLarge);
+    }
+    Ok(())
 }
 
 /// Field `index` of the static table (1 to 61) or the dynamic one (62 on).
