@@ -76,6 +76,12 @@ impl Lab {
         &self.state
     }
 
+    /// The network namespace instance `id` of this lab runs in behind a profile: unique on the
+    /// machine, so a test beside others can tell its own from theirs.
+    pub fn namespace_of(&self, id: &str) -> String {
+        format!("{}{}", crate::net::NS_PREFIX, net_tag(id, &self.state.run_root().join(id)))
+    }
+
     /// Brings `stack` up, owned by this process, and verifies it. Everything it started is
     /// torn down again if any step fails or `cancel()` turns true while it starts.
     pub fn up(

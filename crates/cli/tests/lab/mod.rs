@@ -78,6 +78,11 @@ impl TestLab {
         command
     }
 
+    /// The library's view of this lab's state directory, as `loadlab` itself opens it.
+    pub fn lab(&self) -> loadlab_lab::Lab {
+        loadlab_lab::Lab::new(loadlab_lab::StateDir::at(self.dir.path()))
+    }
+
     pub fn run(&self, args: &[&str]) -> Output {
         output_within(self.command(args), LIMIT)
     }
