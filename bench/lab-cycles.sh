@@ -7,6 +7,10 @@
 #
 #   bench/lab-cycles.sh                      # every stack whose packages are installed
 #   STACKS="nginx nginx-fpm" CYCLES=10 bench/lab-cycles.sh
+#   NET=lan-100mbit bench/lab-cycles.sh     # each stack behind a network profile (root)
+#
+# With NET, a cycle also fails if the instance's namespace, its host-side link device or its
+# delay stage (loadlab's TUN forwarder) outlives its down: all three are the lab's to remove.
 #
 # State goes to a temporary LOADLAB_STATE_DIR (removed at the end, with a down --all first,
 # also on error or Ctrl-C); MariaDB's datadir template is built there on the first cycle of
@@ -15,6 +19,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CYCLES=${CYCLES:-50}
+NET=${NET:-}
+net=()
+[ -z "$NET" ] || net=(--net "$NET")
 LOADLAB=${LOADLAB:-target/release/loadlab}
 [ -x "$LOADLAB" ] || { echo "${0##*/}: build first (make build) or set LOADLAB" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "${0##*/}: needs python3" >&2; exit 1; }
@@ -48,19 +55,48 @@ alive() {
 
 json_field() { python3 -c "import json,sys; v=json.load(sys.stdin)[sys.argv[1]]; print(' '.join(map(str,v)) if isinstance(v,list) else v)" "$1"; }
 
+# net_left UP_JSON: what of a profile's link is still there (namespace, host device, stage
+# process), one word each; nothing for a stack on loopback.
+net_left() {
+  python3 -c '
+import json, os, subprocess, sys
+net = json.load(sys.stdin).get("net")
+if not net:
+    sys.exit(0)
+left = []
+if net["namespace"] in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split():
+    left.append("namespace:" + net["namespace"])
+if os.path.exists("/sys/class/net/" + net["host_if"]):
+    left.append("device:" + net["host_if"])
+stage = net.get("stage")
+try:
+    # A zombie has exited; it only waits for init to collect it.
+    state = open("/proc/%d/stat" % stage).read().rsplit(") ", 1)[1][0] if stage else "X"
+except OSError:
+    state = "X"
+if state not in "ZX":
+    left.append("stage:%d" % stage)
+print(" ".join(left))' <<<"$1"
+}
+
 leftovers=0
+[ -z "$NET" ] || echo "every stack behind --net $NET"
 printf '%-28s %6s %9s %9s %9s %9s\n' stack cycles first_ms median_ms max_ms leftover
 for stack in $STACKS; do
   times=()
   left=0
   for ((i = 1; i <= CYCLES; i++)); do
-    up=$("$LOADLAB" stack up "$stack" --json)
+    up=$("$LOADLAB" stack up "$stack" "${net[@]}" --json)
     id=$(json_field id <<<"$up")
     pids=$(json_field pids <<<"$up")
     times+=("$(json_field up_ms <<<"$up")")
     "$LOADLAB" stack down "$id" >/dev/null
     # shellcheck disable=SC2086 # one word per pid
     survivors=$(alive $pids)
+    # The stage exits when its devices go; give it the moment that takes.
+    link=$(net_left "$up")
+    [ -z "$link" ] || { sleep 0.5; link=$(net_left "$up"); }
+    survivors+=${link:+ $link}
     if [ -n "$survivors" ]; then
       left=$((left + $(wc -w <<<"$survivors")))
       echo "  $stack cycle $i: left running: $survivors" >&2
@@ -78,7 +114,7 @@ done
 first=${STACKS%% *}
 fifo=$(mktemp -u "$LOADLAB_STATE_DIR/fifo-XXXX")
 mkfifo "$fifo"
-"$LOADLAB" stack up "$first" --foreground --json >"$fifo" &
+"$LOADLAB" stack up "$first" "${net[@]}" --foreground --json >"$fifo" &
 owner=$!
 # Not this shell's job any more: bash would report its death by SIGKILL as an error.
 disown "$owner"
@@ -88,10 +124,13 @@ kill -9 "$owner"
 while kill -0 "$owner" 2>/dev/null; do sleep 0.05; done
 # shellcheck disable=SC2086
 before=$(alive $pids | wc -w)
-next=$("$LOADLAB" stack up "$first" --json)
+next=$("$LOADLAB" stack up "$first" "${net[@]}" --json)
 # shellcheck disable=SC2086
 after=$(alive $pids | wc -w)
 "$LOADLAB" stack down "$(json_field id <<<"$next")" >/dev/null
+# The next instance may reuse the id, hence the namespace and device names: the killed one's
+# link is looked for once both are down.
+after=$((after + $(net_left "$up" | wc -w)))
 echo "kill -9 of the owner of $first: $before processes ran on after it, $after after the next start"
 leftovers=$((leftovers + after))
 
