@@ -198,7 +198,9 @@ impl BenchConfig {
         // connection is tried; a URL list's entries too, each named by its line.
         match self.protocol {
             Protocol::Http1 => drop(self.request.encode(&self.target, self.keepalive)?),
-            Protocol::Http2 { .. } => drop(self.request.encode_h2(&self.target)?),
+            Protocol::Http2 { .. } => {
+                drop(self.request.h2_fields(&self.target, &self.target.path)?)
+            }
         }
         if let Traffic::Mix(_) = self.traffic {
             crate::mix::Table::build(self)?;

@@ -6,6 +6,7 @@
 //! cumulative weights) or a step along the list, and the bytes it sends were encoded before the
 //! first connection opened, HTTP/1.1 and HTTP/2 alike.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use rand::distr::weighted::WeightedIndex;
@@ -128,70 +129,66 @@ pub(crate) struct Table {
     h1: Vec<u8>,
     /// Where each request ends in `h1` (it starts where the one before ends).
     h1_ends: Vec<usize>,
-    /// HTTP/2: each request's HEADERS block and body; empty over HTTP/1.1.
-    h2: Vec<crate::h2::Request>,
+    /// HTTP/2: the requests' HEADERS blocks and bodies; empty over HTTP/1.1.
+    h2: crate::h2::Requests,
     /// HEAD requests, whose responses have no body whatever their headers say.
     head: Vec<bool>,
-    /// What each request puts on the wire, for the bytes-sent figure.
-    wire: Vec<u32>,
 }
 
 impl Table {
     /// Encodes every request of `config`. A request that cannot be encoded (a header HTTP/2
     /// forbids) is an error naming its file and line.
     pub fn build(config: &BenchConfig) -> Result<Table, EngineError> {
-        let mut table = Table::default();
-        match &config.traffic {
-            Traffic::Single => table.push(config, &config.request, &config.target.path)?,
-            Traffic::Mix(mix) => {
-                for entry in &mix.entries {
-                    let spec = entry.spec(&config.request);
-                    table.push(config, &spec, &entry.path).map_err(|e| match e {
-                        EngineError::Config(what) => EngineError::Input {
-                            file: mix.file.clone(),
-                            line: Some(entry.line),
-                            what,
-                        },
-                        e => e,
-                    })?;
-                }
-            }
-            Traffic::Replay(replay) => {
-                let mut spec = config.request.clone();
-                for i in 0..replay.distinct.len() {
-                    let (method, path) = replay.distinct.get(i);
-                    method.unwrap_or(&config.request.method).clone_into(&mut spec.method);
-                    table.push(config, &spec, path)?;
-                }
-            }
-        }
-        Ok(table)
-    }
-
-    /// Encodes `spec` to `path` as the next request.
-    fn push(
-        &mut self,
-        config: &BenchConfig,
-        spec: &RequestSpec,
-        path: &str,
-    ) -> Result<(), EngineError> {
-        let wire = match config.protocol {
-            Protocol::Http1 => {
-                let bytes = spec.encode_to(&config.target, path, config.keepalive)?;
-                self.h1.extend_from_slice(&bytes);
-                self.h1_ends.push(self.h1.len());
-                bytes.len()
-            }
-            Protocol::Http2 { .. } => {
-                let request = spec.encode_h2_to(&config.target, path)?;
-                let len = request.wire_len();
-                self.h2.push(request);
-                len
+        let base = &config.request;
+        let n = match &config.traffic {
+            Traffic::Single => 1,
+            Traffic::Mix(mix) => mix.entries.len(),
+            Traffic::Replay(replay) => replay.distinct.len(),
+        };
+        // Request `i` of the traffic: what it sends, and to which path.
+        let request = |i: usize| -> (Cow<'_, RequestSpec>, &str) {
+            match &config.traffic {
+                Traffic::Single => (Cow::Borrowed(base), &config.target.path),
+                Traffic::Mix(mix) => (Cow::Owned(mix.entries[i].spec(base)), &mix.entries[i].path),
+                Traffic::Replay(replay) => match replay.distinct.get(i) {
+                    (Some(method), path) if method != base.method => {
+                        let spec = RequestSpec { method: method.to_string(), ..base.clone() };
+                        (Cow::Owned(spec), path)
+                    }
+                    (_, path) => (Cow::Borrowed(base), path),
+                },
             }
         };
-        self.head.push(spec.is_head());
-        self.wire.push(u32::try_from(wire).unwrap_or(u32::MAX));
-        Ok(())
+        // A list's line that cannot be encoded is named by its file and line.
+        let located = |i: usize, e: EngineError| match (&config.traffic, e) {
+            (Traffic::Mix(mix), EngineError::Config(what)) => {
+                EngineError::Input { file: mix.file.clone(), line: Some(mix.entries[i].line), what }
+            }
+            (_, e) => e,
+        };
+        let mut table = Table::default();
+        for i in 0..n {
+            let (spec, path) = request(i);
+            table.head.push(spec.is_head());
+            if config.protocol == Protocol::Http1 {
+                let bytes = spec
+                    .encode_to(&config.target, path, config.keepalive)
+                    .map_err(|e| located(i, e))?;
+                table.h1.extend_from_slice(&bytes);
+                table.h1_ends.push(table.h1.len());
+            }
+        }
+        if let Protocol::Http2 { .. } = config.protocol {
+            table.h2 = crate::h2::Requests::build(
+                n,
+                |i| {
+                    let (spec, path) = request(i);
+                    spec.h2_fields(&config.target, path).map_err(|e| located(i, e))
+                },
+                |i| request(i).0.body.clone().into(),
+            )?;
+        }
+        Ok(table)
     }
 
     #[inline]
@@ -203,7 +200,7 @@ impl Table {
 
     /// HTTP/2: every request, indexed by entry.
     #[inline]
-    pub fn h2s(&self) -> &[crate::h2::Request] {
+    pub fn h2s(&self) -> &crate::h2::Requests {
         &self.h2
     }
 
@@ -212,9 +209,10 @@ impl Table {
         self.head[entry as usize]
     }
 
+    /// What HTTP/1.1 request `entry` puts on the wire.
     #[inline]
     pub fn wire_len(&self, entry: u32) -> u64 {
-        u64::from(self.wire[entry as usize])
+        self.h1(entry).len() as u64
     }
 }
 

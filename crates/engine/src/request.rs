@@ -83,35 +83,30 @@ impl RequestSpec {
 }
 
 impl RequestSpec {
-    /// The request for HTTP/2: its HEADERS block (RFC 9113 section 8.3: the pseudo-header
-    /// fields first, names in lower case, `Host` carried as `:authority`) encoded once with
-    /// HPACK literals that index nothing, and its body.
-    pub fn encode_h2(&self, target: &Target) -> Result<crate::h2::Request, EngineError> {
-        self.encode_h2_to(target, &target.path)
-    }
-
-    /// [`RequestSpec::encode_h2`] for another path (and query) of the target.
-    pub fn encode_h2_to(
+    /// The request's HTTP/2 header fields to `path` (and query) of the target, in order (RFC
+    /// 9113 section 8.3: the pseudo-header fields first, names in lower case, `Host` carried as
+    /// `:authority`), checked against what HTTP/2 forbids; [`crate::h2::Requests`] encodes them.
+    pub fn h2_fields(
         &self,
         target: &Target,
         path: &str,
-    ) -> Result<crate::h2::Request, EngineError> {
-        use crate::h2::hpack::put_field;
+    ) -> Result<Vec<crate::h2::request::Field>, EngineError> {
         self.check_method()?;
         let user = |name: &str| {
             self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v)
         };
-        let mut block = Vec::with_capacity(128);
         let scheme = if target.tls { "https" } else { "http" };
         let authority = user("host").map_or(target.authority.as_str(), String::as_str);
-        put_field(&mut block, b":method", self.method.as_bytes());
-        put_field(&mut block, b":scheme", scheme.as_bytes());
-        put_field(&mut block, b":authority", authority.as_bytes());
-        put_field(&mut block, b":path", path.as_bytes());
+        let mut fields = Vec::with_capacity(6 + self.headers.len());
+        let mut put = |name: &str, value: &str| fields.push((name.to_string(), value.to_string()));
+        put(":method", &self.method);
+        put(":scheme", scheme);
+        put(":authority", authority);
+        put(":path", path);
         let agent = concat!("loadlab/", env!("CARGO_PKG_VERSION"));
         for (name, value) in [("user-agent", agent), ("accept", "*/*")] {
             if user(name).is_none() {
-                put_field(&mut block, name.as_bytes(), value.as_bytes());
+                put(name, value);
             }
         }
         for (name, value) in &self.headers {
@@ -129,13 +124,13 @@ impl RequestSpec {
                 ));
             }
             if name != "host" {
-                put_field(&mut block, name.as_bytes(), value.as_bytes());
+                put(&name, value);
             }
         }
         if !self.body.is_empty() && user("content-length").is_none() {
-            put_field(&mut block, b"content-length", self.body.len().to_string().as_bytes());
+            put("content-length", &self.body.len().to_string());
         }
-        Ok(crate::h2::Request { block: block.into(), body: self.body.clone().into() })
+        Ok(fields)
     }
 }
 

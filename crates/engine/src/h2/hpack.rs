@@ -9,8 +9,9 @@
 //! it may ask for (at most our SETTINGS_HEADER_TABLE_SIZE, section 4.2) and the decoded size of
 //! one header list (SETTINGS_MAX_HEADER_LIST_SIZE, counted as section 4.1 counts entries).
 //!
-//! The request block indexes nothing (section 6.2.2, literals without indexing), so every
-//! request's block is the same bytes and the server's table never changes.
+//! The encoder writes the three representations a request needs (`h2::request` decides which
+//! field takes which): a static table index, a literal that indexes nothing (section 6.2.2),
+//! and a literal entered in the table (section 6.2.1) with the index that names it later.
 
 use std::collections::VecDeque;
 
@@ -103,7 +104,7 @@ const STATIC: [(&[u8], &[u8]); 61] = [
 ];
 
 /// Each entry's size is its name and value plus this (section 4.1).
-const ENTRY_OVERHEAD: usize = 32;
+pub const ENTRY_OVERHEAD: usize = 32;
 
 /// The dynamic table: entries' bytes back to back in one buffer, oldest first. Eviction moves
 /// the start; the buffer is compacted when an insertion would pass its end, so it never grows
@@ -382,18 +383,39 @@ fn put_string(out: &mut Vec<u8>, s: &[u8]) {
     }
 }
 
+/// The static table's index of this name with this value, if it has both (`:method GET`).
+pub fn static_index(name: &[u8], value: &[u8]) -> Option<usize> {
+    let i = STATIC.iter().position(|e| e.0 == name && e.1 == value && !value.is_empty())?;
+    Some(i + 1)
+}
+
 /// Appends one field as a literal without indexing (section 6.2.2), naming it by its static
 /// table index when it has one; a name and value both in the static table are indexed
 /// (section 6.1), which uses no dynamic state either.
 pub fn put_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    if let Some(i) = STATIC.iter().position(|e| e.0 == name && e.1 == value && !value.is_empty()) {
-        put_integer(out, i + 1, 7, 0x80);
-        return;
+    if let Some(i) = static_index(name, value) {
+        return put_indexed(out, i);
     }
+    put_literal(out, name, value, 4, 0);
+}
+
+/// Appends one field as a literal entered in the dynamic table (section 6.2.1).
+pub fn put_indexing(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    put_literal(out, name, value, 6, 0x40);
+}
+
+/// Appends a field named by its index in the static or dynamic table (section 6.1).
+pub fn put_indexed(out: &mut Vec<u8>, index: usize) {
+    put_integer(out, index, 7, 0x80);
+}
+
+/// A literal whose representation has a `prefix`-bit name index and these `flags`: the name
+/// by its static table index when it has one, else as a string.
+fn put_literal(out: &mut Vec<u8>, name: &[u8], value: &[u8], prefix: u8, flags: u8) {
     match STATIC.iter().position(|e| e.0 == name) {
-        Some(i) => put_integer(out, i + 1, 4, 0),
+        Some(i) => put_integer(out, i + 1, prefix, flags),
         None => {
-            out.push(0);
+            out.push(flags);
             put_string(out, name);
         }
     }

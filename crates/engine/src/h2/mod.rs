@@ -3,8 +3,9 @@
 //!
 //! A session owns a fixed set of stream slots (`--streams`, h2load's `-m`), each carrying one
 //! request at a time with its own [`Exchange`]; a request is placed on a free slot and sent as
-//! soon as the connection and the server's SETTINGS_MAX_CONCURRENT_STREAMS allow. The request's
-//! HEADERS block is encoded once for the run ([`Request`]); only the stream id changes.
+//! soon as the connection and the server's SETTINGS_MAX_CONCURRENT_STREAMS allow. The requests'
+//! HEADERS blocks are encoded once for the run ([`Requests`]): a connection's first request
+//! enters the fields all requests share in HPACK's table, later ones name them by index.
 //!
 //! What a server can make this code do is bounded as the HTTP/1.1 parser's is: frames by
 //! SETTINGS_MAX_FRAME_SIZE, header blocks by `Limits::max_head_bytes`, HPACK by its table size
@@ -15,9 +16,13 @@
 
 pub(crate) mod frame;
 pub(crate) mod hpack;
+pub(crate) mod request;
 
 use std::collections::VecDeque;
 use std::time::Instant;
+
+use request::Indexing;
+pub use request::Requests;
 
 use crate::exchange::Exchange;
 use crate::http::Limits;
@@ -105,22 +110,6 @@ impl ConnError {
     }
 }
 
-/// The request every stream of a run sends: its HEADERS block, encoded once, and its body.
-#[derive(Debug)]
-pub struct Request {
-    pub block: Box<[u8]>,
-    pub body: Box<[u8]>,
-}
-
-impl Request {
-    /// The bytes one request puts on the wire: HEADERS (and CONTINUATION) frames and DATA
-    /// frames, their headers included, at the smallest frame size a server may ask for.
-    pub fn wire_len(&self) -> usize {
-        let frames = |n: usize| n.div_ceil(frame::MAX_FRAME).max(1) * frame::HEAD_LEN + n;
-        frames(self.block.len()) + if self.body.is_empty() { 0 } else { frames(self.body.len()) }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum StreamState {
     Free,
@@ -152,6 +141,8 @@ pub(crate) struct Slot {
     retried: bool,
     /// Its request is a HEAD: the response has no body whatever its headers say.
     head: bool,
+    /// What its request put on the wire (frame headers included), once sent whole.
+    pub wire: u64,
 }
 
 /// What became of a stream, for the worker to record.
@@ -171,8 +162,11 @@ struct Peer {
     initial_window: i64,
     max_frame: usize,
     /// SETTINGS_HEADER_TABLE_SIZE went below the initial 4096: our next block must say so
-    /// (RFC 7541 section 4.2), though our blocks never use the table.
+    /// (RFC 7541 section 4.2).
     table_update: Option<u32>,
+    /// The smallest table size it has announced on this connection: below what the shared
+    /// fields take, some of them may have been evicted, and the connection stops indexing.
+    table_floor: usize,
 }
 
 impl Default for Peer {
@@ -182,6 +176,7 @@ impl Default for Peer {
             initial_window: INITIAL_WINDOW,
             max_frame: frame::MAX_FRAME,
             table_update: None,
+            table_floor: hpack::TABLE_SIZE,
         }
     }
 }
@@ -207,6 +202,8 @@ pub(crate) struct Session {
     recv_unacked: u32,
     /// The server's first frame, which must be SETTINGS, has arrived.
     settings_seen: bool,
+    /// Whether the fields all requests share are in the server's table.
+    indexing: Indexing,
     /// The connection is established and our preface is queued: requests may go.
     ready: bool,
     /// The server's GOAWAY: the last stream it will process, and its code.
@@ -234,6 +231,7 @@ impl Session {
             body_sent: 0,
             retried: false,
             head: false,
+            wire: 0,
         };
         Session {
             reader: frame::Reader::default(),
@@ -250,6 +248,7 @@ impl Session {
             send_window: INITIAL_WINDOW,
             recv_unacked: 0,
             settings_seen: false,
+            indexing: Indexing::Unseeded,
             ready: false,
             goaway: None,
             slots: (0..streams).map(|_| slot(exchange())).collect(),
@@ -300,6 +299,7 @@ impl Session {
         self.send_window = INITIAL_WINDOW;
         self.recv_unacked = 0;
         self.settings_seen = false;
+        self.indexing = Indexing::Unseeded;
         self.goaway = None;
         self.ready = true;
         self.out.extend_from_slice(PREFACE);
@@ -369,17 +369,22 @@ impl Session {
     }
 
     /// Sends what waits and may go: new streams as the server's stream limit allows, and
-    /// request bodies as its windows allow; each slot's request is `requests[entry]`, its
-    /// exchange's entry. Returns the measured requests whose last byte was queued, and what
-    /// they put on the wire.
-    pub fn send(&mut self, requests: &[Request], now: Instant) -> (u64, u64) {
+    /// request bodies as its windows allow; each slot's request is its exchange's entry of
+    /// `requests`. Returns the measured requests whose last byte was queued, and what they put
+    /// on the wire.
+    pub fn send(&mut self, requests: &Requests, now: Instant) -> (u64, u64) {
         if !self.ready || self.goaway.is_some() {
             return (0, 0);
         }
+        if self.peer.table_floor < requests.shared_size() {
+            self.indexing = Indexing::Off;
+        }
         let (mut sent, mut bytes) = (0, 0);
         for i in 0..self.slots.len() {
-            let request = &requests[self.slots[i].ex.entry as usize];
-            let before = sent;
+            let entry = self.slots[i].ex.entry as usize;
+            let body = &requests.get(entry).body;
+            let before = self.out.len();
+            let mut finished = false;
             if self.slots[i].state == StreamState::Pending && self.open < self.peer.max_streams {
                 if self.next_id > 0x7fff_ffff {
                     // Stream ids are spent (section 5.1.1): the connection ends as if the
@@ -387,26 +392,29 @@ impl Session {
                     self.goaway = Some((self.next_id - 2, 0));
                     break;
                 }
-                self.open_stream(i, request);
-                sent += u64::from(request.body.is_empty() && self.slots[i].ex.measured);
+                self.open_stream(i, requests, entry);
+                self.slots[i].wire = 0;
                 self.slots[i].ex.written = now;
+                finished = body.is_empty();
             }
             let slot = &self.slots[i];
-            if slot.state == StreamState::Open && slot.body_sent < request.body.len() {
-                let finished = self.send_body(i, &request.body);
-                if finished {
-                    self.slots[i].ex.written = now;
-                    sent += u64::from(self.slots[i].ex.measured);
-                }
+            if slot.state == StreamState::Open && slot.body_sent < body.len() {
+                finished = self.send_body(i, body);
             }
-            if sent > before {
-                bytes += request.wire_len() as u64;
+            let slot = &mut self.slots[i];
+            slot.wire += (self.out.len() - before) as u64;
+            if finished {
+                slot.ex.written = now;
+                if slot.ex.measured {
+                    sent += 1;
+                    bytes += slot.wire;
+                }
             }
         }
         (sent, bytes)
     }
 
-    fn open_stream(&mut self, i: usize, request: &Request) {
+    fn open_stream(&mut self, i: usize, requests: &Requests, entry: usize) {
         let id = self.next_id;
         self.next_id += 2;
         self.open += 1;
@@ -421,6 +429,7 @@ impl Session {
         slot.recv_unacked = 0;
         slot.send_window = window;
         slot.body_sent = 0;
+        let request = requests.get(entry);
         let end_stream = if request.body.is_empty() { frame::END_STREAM } else { 0 };
         // After the server lowered its table size, our next block starts with a dynamic table
         // size update (RFC 7541 section 4.2); that happens once, so it may allocate.
@@ -429,7 +438,11 @@ impl Session {
             hpack::put_size_update(&mut prefix, size as usize);
         }
         let prefix = &prefix[..];
-        let block_len = prefix.len() + request.block.len();
+        let indexing = self.indexing;
+        if indexing == Indexing::Unseeded {
+            self.indexing = Indexing::Seeded;
+        }
+        let block_len = prefix.len() + requests.block_len(entry, indexing);
         let max = self.peer.max_frame;
         if block_len <= max {
             frame::put_head(
@@ -440,13 +453,13 @@ impl Session {
                 id,
             );
             self.out.extend_from_slice(prefix);
-            self.out.extend_from_slice(&request.block);
+            requests.put_block(&mut self.out, entry, indexing);
             return;
         }
         // A block larger than a frame: HEADERS, then CONTINUATION frames (section 6.10).
         let mut whole = Vec::with_capacity(block_len);
         whole.extend_from_slice(prefix);
-        whole.extend_from_slice(&request.block);
+        requests.put_block(&mut whole, entry, indexing);
         for (n, chunk) in whole.chunks(max).enumerate() {
             let last = (n + 1) * max >= whole.len();
             let flags = if last { frame::END_HEADERS } else { 0 };
@@ -787,7 +800,10 @@ impl Session {
             let id = u16::from_be_bytes([p[0], p[1]]);
             let value = u32::from_be_bytes([p[2], p[3], p[4], p[5]]);
             match id {
-                0x1 if (value as usize) < hpack::TABLE_SIZE => self.peer.table_update = Some(value),
+                0x1 if (value as usize) < hpack::TABLE_SIZE => {
+                    self.peer.table_update = Some(value);
+                    self.peer.table_floor = self.peer.table_floor.min(value as usize);
+                }
                 0x3 => self.peer.max_streams = value,
                 0x4 => {
                     if i64::from(value) > MAX_WINDOW {

@@ -13,22 +13,33 @@ fn session(streams: usize) -> Session {
     Session::new(streams, &limits, || Exchange::new(BodyCheck::new(&Validation::default()), now))
 }
 
-fn get() -> Request {
-    let mut block = Vec::new();
-    put_field(&mut block, b":method", b"GET");
-    Request { block: block.into(), body: Box::new([]) }
+/// One request of `fields`, with `body`.
+fn request(fields: &[(&str, &str)], body: &[u8]) -> Requests {
+    let fields: Vec<request::Field> =
+        fields.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+    Requests::build(1, |_| Ok::<_, ()>(fields.clone()), |_| body.into()).unwrap()
+}
+
+fn get() -> Requests {
+    request(&[(":method", "GET")], b"")
 }
 
 /// A session whose connection is up, with `n` requests sent on streams 1, 3, ...
-fn with_requests(streams: usize, n: usize, request: &Request) -> Session {
+fn with_requests(streams: usize, n: usize, request: &Requests) -> Session {
+    let mut s = queued(streams, n, request);
+    let out = s.output().len();
+    s.wrote(out);
+    s
+}
+
+/// A session whose connection is up, with `n` requests queued (not yet written).
+fn queued(streams: usize, n: usize, request: &Requests) -> Session {
     let mut s = session(streams);
     s.connected();
     for i in 0..n {
         s.place(i, false);
     }
-    s.send(std::slice::from_ref(request), Instant::now());
-    let out = s.output().len();
-    s.wrote(out);
+    s.send(request, Instant::now());
     s
 }
 
@@ -143,7 +154,7 @@ fn goaway_sends_the_streams_it_refused_again_once() {
     // A new connection sends them again; a second refusal fails them.
     s.release(0);
     s.connected();
-    assert_eq!(s.send(std::slice::from_ref(&request), Instant::now()).0, 0, "unmeasured requests");
+    assert_eq!(s.send(&request, Instant::now()).0, 0, "unmeasured requests");
     let mut wire = settings(&[]);
     frame::put_goaway(&mut wire, 0, ErrorCode::NoError);
     s.feed(&wire, Instant::now()).unwrap();
@@ -154,27 +165,23 @@ fn goaway_sends_the_streams_it_refused_again_once() {
 
 #[test]
 fn a_body_waits_for_the_servers_window() {
-    let request = Request { block: get().block, body: vec![b'x'; 100].into() };
+    let request = request(&[(":method", "GET")], &[b'x'; 100]);
     let mut s = session(1);
     s.connected();
     s.feed(&settings(&[(4, 0)]), Instant::now()).unwrap();
     s.place(0, false);
-    assert_eq!(
-        s.send(std::slice::from_ref(&request), Instant::now()).0,
-        0,
-        "HEADERS went, the body did not"
-    );
+    assert_eq!(s.send(&request, Instant::now()).0, 0, "HEADERS went, the body did not");
     let sent = s.output().len();
     s.wrote(sent);
     let mut wire = Vec::new();
     frame::put_window_update(&mut wire, 1, 60);
     s.feed(&wire, Instant::now()).unwrap();
-    s.send(std::slice::from_ref(&request), Instant::now());
+    s.send(&request, Instant::now());
     assert_eq!(s.output().len(), 9 + 60, "as much as the window allows");
     s.wrote(9 + 60);
     frame::put_window_update(&mut wire, 1, 40);
     s.feed(&wire[13..], Instant::now()).unwrap();
-    s.send(std::slice::from_ref(&request), Instant::now());
+    s.send(&request, Instant::now());
     let out = s.output();
     assert_eq!(out.len(), 9 + 40);
     assert_eq!(out[4], frame::END_STREAM, "the last DATA frame ends the stream");
@@ -214,4 +221,114 @@ fn frames_on_streams_never_opened_are_protocol_errors() {
     put_head(&mut wire, 4, frame::PUSH_PROMISE, frame::END_HEADERS, 1);
     wire.extend_from_slice(&2u32.to_be_bytes());
     assert_eq!(s.feed(&wire, Instant::now()).unwrap_err().what, "PUSH_PROMISE with push disabled");
+}
+
+/// The header blocks of the HEADERS frames in `out` (after the preface, if there).
+fn header_blocks(out: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = out.strip_prefix(PREFACE).unwrap_or(out);
+    let mut blocks = Vec::new();
+    while out.len() >= frame::HEAD_LEN {
+        let len = u32::from_be_bytes([0, out[0], out[1], out[2]]) as usize;
+        if out[3] == frame::HEADERS {
+            blocks.push(out[frame::HEAD_LEN..frame::HEAD_LEN + len].to_vec());
+        }
+        out = &out[frame::HEAD_LEN + len..];
+    }
+    blocks
+}
+
+fn decoded(d: &mut hpack::Decoder, block: &[u8]) -> Vec<(String, String)> {
+    let mut got = Vec::new();
+    d.decode(block, |_| true, &mut |n, v| {
+        got.push((String::from_utf8_lossy(n).into(), String::from_utf8_lossy(v).into()))
+    })
+    .unwrap();
+    got
+}
+
+fn typical() -> Requests {
+    let fields = [
+        (":method", "GET"),
+        (":scheme", "http"),
+        (":authority", "127.0.0.1:8080"),
+        (":path", "/hello.txt"),
+        ("user-agent", "loadlab/0"),
+        ("accept", "*/*"),
+    ];
+    request(&fields, b"")
+}
+
+#[test]
+fn a_connections_first_request_enters_its_fields_and_the_next_ones_name_them() {
+    let requests = typical();
+    let mut s = queued(3, 3, &requests);
+    let blocks = header_blocks(s.output());
+    let out = s.output().len();
+    s.wrote(out);
+    assert_eq!(blocks.len(), 3);
+    // GET and http from the static table, then the four other fields by dynamic index.
+    assert_eq!(blocks[1], [0x82, 0x86, 0xc1, 0xc0, 0xbf, 0xbe]);
+    assert_eq!(blocks[2], blocks[1]);
+    assert!(blocks[0].len() > 30, "the first one carries the values");
+    // What the server's decoder makes of them: the same request three times.
+    let mut d = hpack::Decoder::new(64 << 10);
+    let first = decoded(&mut d, &blocks[0]);
+    assert_eq!(first.len(), 6);
+    assert_eq!(decoded(&mut d, &blocks[1]), first);
+    assert_eq!(decoded(&mut d, &blocks[2]), first);
+
+    // A new connection starts with an empty table: it enters them again.
+    s.disconnected();
+    s.fail_all(ErrorClass::H2Conn, None, false);
+    s.done.clear();
+    for i in 0..3 {
+        s.release(i);
+    }
+    s.connected();
+    s.place(0, false);
+    s.send(&requests, Instant::now());
+    assert_eq!(header_blocks(s.output()), [blocks[0].clone()]);
+}
+
+#[test]
+fn a_server_table_too_small_for_the_fields_stops_the_indexing() {
+    let requests = typical();
+    let mut s = queued(2, 1, &requests);
+    let mut d = hpack::Decoder::new(64 << 10);
+    let first = decoded(&mut d, &header_blocks(s.output())[0]);
+    s.wrote(s.output().len());
+    // 100 bytes hold none of the four entered fields (56 + 43 + 51 + 41 bytes).
+    s.feed(&settings(&[(1, 100)]), Instant::now()).unwrap();
+    s.place(1, false);
+    s.send(&requests, Instant::now());
+    let block = header_blocks(s.output()).pop().unwrap();
+    assert_eq!(block[0], 0x3f, "a table size update (100 = 31 + 69) comes first");
+    assert_eq!(decoded(&mut d, &block), first, "the fields sent as literals");
+
+    // A smaller table that still holds them changes nothing.
+    let mut s = queued(2, 1, &requests);
+    s.wrote(s.output().len());
+    s.feed(&settings(&[(1, 1000)]), Instant::now()).unwrap();
+    s.place(1, false);
+    s.send(&requests, Instant::now());
+    let block = header_blocks(s.output()).pop().unwrap();
+    assert_eq!(block[..3], [0x3f, 0xc9, 0x07], "the size update (1000)");
+    assert_eq!(block[3..], [0x82, 0x86, 0xc1, 0xc0, 0xbf, 0xbe]);
+}
+
+#[test]
+fn a_requests_bytes_on_the_wire_are_what_it_wrote() {
+    let requests = typical();
+    let mut s = session(2);
+    s.connected();
+    let preface = s.output().len();
+    s.place(0, false);
+    s.place(1, false);
+    // Exchanges begun by a worker are measured; these stand for such.
+    s.slots[0].ex.measured = true;
+    s.slots[1].ex.measured = true;
+    let (sent, bytes) = s.send(&requests, Instant::now());
+    assert_eq!(sent, 2);
+    assert_eq!(bytes as usize, s.output().len() - preface);
+    assert_eq!(s.slots[1].wire, 9 + 6, "a frame head and six indices");
 }

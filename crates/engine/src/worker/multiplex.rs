@@ -281,11 +281,10 @@ impl Worker {
                 }
                 Outcome::Refused => {
                     // It never reached the server's processing: its sending did not count.
-                    let ex = &session.slots[s].ex;
-                    if ex.measured {
+                    let slot = &session.slots[s];
+                    if slot.ex.measured {
                         self.tally.sent = self.tally.sent.saturating_sub(1);
-                        let bytes = self.spec.table.wire_len(ex.entry);
-                        self.tally.bytes_sent = self.tally.bytes_sent.saturating_sub(bytes);
+                        self.tally.bytes_sent = self.tally.bytes_sent.saturating_sub(slot.wire);
                     }
                 }
             }
