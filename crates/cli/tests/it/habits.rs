@@ -1,6 +1,6 @@
 //! What ab's, wrk's, wrk2's and httperf's users type out of habit: accepted where the meaning
 //! is clear (ab's -k -l -r -p -u -T -e, wrk's --latency, wrk2's -R, httperf's --num-conns and
-//! --num-calls), and every refused command line said in one line.
+//! --num-calls), and every refused command line said in one line pointing at the right help.
 
 use super::{assert_exit, at, uint};
 use crate::support::{loadlab, output_within, run_json, Behaviour, TestServer};
@@ -74,15 +74,36 @@ fn abs_e_writes_the_percentile_csv() {
 }
 
 /// Regression: clap answered an unknown `-k` with a paragraph whose tip (`use '-- -k'`) led
-/// nowhere. Every refused command line is now one `loadlab: error:` line and exit 2.
+/// nowhere, `loadlab stack` with its whole help, and an error under `stack up` pointed at
+/// `stack`'s help. Every refused command line is now one `loadlab: error:` line naming the
+/// help of the innermost subcommand typed, and exit 2. (`run` is given a wrong flag only:
+/// without arguments it would start the default suite.)
 #[test]
 fn a_refused_command_line_is_one_line_with_where_to_look() {
-    for (args, says) in [
-        (vec!["bench", "--bogus", "http://127.0.0.1:1/"], "unexpected argument '--bogus'"),
-        (vec!["bench", "--rat", "5", "http://127.0.0.1:1/"], "a similar argument exists: '--rate'"),
-        (vec!["bench"], "<URL>"),
-        (vec!["bench", "-k", "--no-keepalive", "http://127.0.0.1:1/"], "cannot be used with"),
-        (vec!["frobnicate"], "unrecognized subcommand"),
+    let bogus = "unexpected argument '--bogus'";
+    for (args, says, help) in [
+        (vec!["bench", "--bogus", "http://127.0.0.1:1/"], bogus, "bench"),
+        (
+            vec!["bench", "--rat", "5", "http://127.0.0.1:1/"],
+            "a similar argument exists: '--rate'",
+            "bench",
+        ),
+        (vec!["bench"], "<URL>", "bench"),
+        (
+            vec!["bench", "-k", "--no-keepalive", "http://127.0.0.1:1/"],
+            "cannot be used with",
+            "bench",
+        ),
+        (vec!["frobnicate"], "unrecognized subcommand", ""),
+        (vec!["sweep", "--bogus", "http://127.0.0.1:1/"], bogus, "sweep"),
+        (vec!["run", "--bogus", "--dry-run"], bogus, "run"),
+        (vec!["stack", "up", "--bogus", "nginx"], bogus, "stack up"),
+        (vec!["stack", "up"], "<NAME>", "stack up"),
+        (vec!["stack"], "'loadlab stack' needs a subcommand: list, up, verify", "stack"),
+        (vec!["stack", "frob"], "unrecognized subcommand 'frob'", "stack"),
+        (vec!["compare", "--bogus", "1", "2"], bogus, "compare"),
+        (vec!["report", "--bogus"], bogus, "report"),
+        (vec!["doctor", "--bogus"], bogus, "doctor"),
     ] {
         let mut command = loadlab();
         command.args(&args);
@@ -92,7 +113,8 @@ fn a_refused_command_line_is_one_line_with_where_to_look() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.starts_with("loadlab: error: "), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
-        assert!(stderr.contains("--help'"), "{args:?}: {stderr}");
+        let help = if help.is_empty() { String::new() } else { format!("{help} ") };
+        assert!(stderr.trim_end().ends_with(&format!("; see 'loadlab {help}--help'")), "{stderr}");
         assert!(!stderr.contains("use '--"), "{args:?}: {stderr}");
     }
 }
