@@ -205,6 +205,20 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
             }
             let _ = writeln!(o, "</tr>");
         }
+        let judged: Vec<_> = g.stacks.iter().filter_map(|s| Some((s, s.slo.as_ref()?))).collect();
+        if !judged.is_empty() {
+            let _ = write!(o, "<tr class=\"slo-row\"><td colspan=\"8\"><ul class=\"slo\">");
+            for (s, v) in judged {
+                let (class, mark) = if v.passed { ("pass", "✓") } else { ("fail", "✗") };
+                let _ = write!(
+                    o,
+                    "<li class=\"{class}\">{mark} {}: {}</li>",
+                    Esc(&s.stack),
+                    Esc(&v.line())
+                );
+            }
+            let _ = writeln!(o, "</ul></td></tr>");
+        }
         let lines = warning_lines(&g.warnings);
         if !lines.is_empty() {
             let _ = write!(o, "<tr class=\"warn-row\"><td colspan=\"8\"><ul class=\"warnings\">");
@@ -216,6 +230,11 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
         }
     }
     let _ = writeln!(o, "</tbody>\n</table>");
+    let gates = crate::gate::gates(verdicts);
+    if let Some(line) = crate::gate::summary(&gates) {
+        let class = if gates.iter().all(|g| g.verdict.passed) { "pass" } else { "fail" };
+        let _ = writeln!(o, "<p class=\"gate {class}\">{}</p>", Esc(&line));
+    }
     let warnings = || verdicts.iter().flat_map(|g| &g.warnings);
     if warnings().any(|w| matches!(w, Warning::NoMedianCi { .. })) {
         let _ = writeln!(

@@ -199,6 +199,10 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
                 let _ = writeln!(out, "  · {}: {}", s.stack, l.sentence(s.repetitions));
             }
         }
+        for (s, v) in g.stacks.iter().filter_map(|s| Some((s, s.slo.as_ref()?))) {
+            let _ =
+                writeln!(out, "  {} {}: {}", if v.passed { "✓" } else { "✗" }, s.stack, v.line());
+        }
         if let Some(line) = headline(g) {
             let _ = writeln!(out, "  → {line}");
         }
@@ -212,6 +216,10 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
     // The flags were listed under their groups already.
     notes.flags.clear();
     notes.append(&mut out);
+    // Last, as the line a CI log is read for.
+    if let Some(line) = crate::gate::summary(&crate::gate::gates(verdicts)) {
+        let _ = writeln!(out, "\n{line}");
+    }
     out
 }
 

@@ -14,6 +14,7 @@
 use loadlab_stats::ci::{median_ci, median_ratio_ci, MedianCi, RatioCi};
 use loadlab_stats::mann_whitney::{mann_whitney_u, min_p_value, MannWhitney};
 use loadlab_stats::outliers::outlier_indices;
+use loadlab_stats::slo::SloVerdict;
 use loadlab_stats::summary::median;
 use loadlab_store::{metric, CellRecord, Flag, LoadModel, LoadSpec};
 use serde::Serialize;
@@ -163,6 +164,9 @@ pub struct StackSummary {
     /// What limited the stack's cells, most frequent first; empty for cells stored before
     /// loadlab judged it.
     pub limits: Vec<LimitShare>,
+    /// The verdict of the SLO its cells were stored with, over its repetitions
+    /// ([`crate::gate::judge`]); `None` without one.
+    pub slo: Option<SloVerdict>,
 }
 
 /// One limit and the repetitions it limited.
@@ -549,6 +553,7 @@ pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
         figures,
         flags,
         limits: limits(&stack.cells),
+        slo: crate::gate::judge(&stack.cells),
     }
 }
 

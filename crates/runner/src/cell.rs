@@ -90,6 +90,9 @@ pub fn record(
         samples: samples.iter().flat_map(store_samples).collect(),
         flags: verdict.store_flags(),
         limited_by: Some(limited_by.store()),
+        // As judged by the report: the workload's own, the suite's, or `run --slo`'s, which
+        // replaces them in the suite before the plan is made.
+        slo: cell.workload.slo.as_ref().map(|s| s.text.clone()),
     }
 }
 

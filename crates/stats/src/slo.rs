@@ -245,7 +245,7 @@ impl Figures<'_> {
 }
 
 /// One term's outcome.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Outcome {
     /// The term as written back (`p99<50ms`).
     pub term: String,
@@ -258,7 +258,7 @@ pub struct Outcome {
 }
 
 /// The verdict of an SLO on a measurement.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SloVerdict {
     pub slo: String,
     pub passed: bool,
