@@ -228,6 +228,7 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
             }
             let _ = writeln!(o, "</ul></td></tr>");
         }
+        requests_table(o, g);
     }
     let _ = writeln!(o, "</tbody>\n</table>");
     let gates = crate::gate::gates(verdicts);
@@ -252,6 +253,39 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
              repetitions per stack at α = 0.05. Run the suite with more repetitions to decide.</p>"
         );
     }
+}
+
+/// A URL list workload's requests, each with its figures on each stack, in a row of the
+/// verdict table under its group; nothing for other workloads.
+fn requests_table(o: &mut String, g: &GroupVerdict) {
+    let rows = crate::requests::rows(&g.stacks);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = write!(
+        o,
+        "<tr class=\"requests-row\"><td colspan=\"8\"><table class=\"requests\"><thead><tr>\
+         <th>request</th><th>stack</th>"
+    );
+    for c in crate::requests::COLUMNS {
+        let _ = write!(o, "<th class=\"num\">{c}</th>");
+    }
+    let _ = write!(o, "</tr></thead><tbody>");
+    for (stack, r) in rows {
+        let full = format!("{} {}", r.method, r.path);
+        let _ = write!(
+            o,
+            "<tr><td title=\"{}\">{}</td><td>{}</td>",
+            Esc(&full),
+            Esc(&r.request()),
+            Esc(stack)
+        );
+        for v in r.shown() {
+            let _ = write!(o, "<td class=\"num\">{}</td>", Esc(&v));
+        }
+        let _ = write!(o, "</tr>");
+    }
+    let _ = writeln!(o, "</tbody></table></td></tr>");
 }
 
 /// What limited a stack's cells, the evidence in a tooltip: "php-fpm pool", "client (2/5)".

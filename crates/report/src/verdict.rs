@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use crate::format;
 use crate::group::{groups, StackCells};
+use crate::requests::RequestFigures;
 
 /// The level of every confidence interval in the report.
 pub const CONFIDENCE: f64 = 0.95;
@@ -167,6 +168,9 @@ pub struct StackSummary {
     /// The verdict of the SLO its cells were stored with, over its repetitions
     /// ([`crate::gate::judge`]); `None` without one.
     pub slo: Option<SloVerdict>,
+    /// Each request of a URL list workload (`urls = FILE`) with its figures, medians over the
+    /// repetitions ([`crate::requests::requests`]); empty for other workloads.
+    pub requests: Vec<RequestFigures>,
 }
 
 /// One limit and the repetitions it limited.
@@ -554,6 +558,7 @@ pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
         flags,
         limits: limits(&stack.cells),
         slo: crate::gate::judge(&stack.cells),
+        requests: crate::requests::requests(&stack.cells),
     }
 }
 
