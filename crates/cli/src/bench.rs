@@ -106,6 +106,10 @@ pub struct HabitArgs {
     /// wrk's --latency: the latency distribution, which every output already has.
     #[arg(long = "latency")]
     pub latency: bool,
+    /// httperf's --hog: use as many local ports as it takes, which loadlab always does (the
+    /// kernel's whole ephemeral range).
+    #[arg(long = "hog")]
+    pub hog: bool,
 }
 
 impl HabitArgs {
@@ -119,6 +123,11 @@ impl HabitArgs {
             ),
             (self.keep_going, "-r: socket errors never stop a run here (they are counted)"),
             (self.latency, "--latency: the latency percentiles are always printed"),
+            (
+                self.hog,
+                "--hog: connections take any local port of net.ipv4.ip_local_port_range \
+                 (--source-ips gives more)",
+            ),
         ]
         .into_iter()
         .filter_map(|(given, note)| given.then_some(note))

@@ -79,27 +79,66 @@ pub fn finish(outcome: anyhow::Result<u8>) -> ExitCode {
 /// A command line clap refused, said in loadlab's one-line style (`loadlab: error: ...`, exit
 /// 2) instead of clap's paragraph, keeping a useful tip (a similar flag's name) and dropping
 /// the one that misleads (clap suggests `-- -k` to pass an unknown flag as a value). Help and
-/// version requests print as clap prints them.
-pub fn bad_arguments(e: clap::Error) -> ExitCode {
+/// version requests print as clap prints them, and so does `loadlab` alone; a subcommand
+/// that needs one of its own (`loadlab stack`) names them in one line. `cli` is the command
+/// tree, to tell which (sub)subcommand the user typed and point at its help.
+pub fn bad_arguments(e: clap::Error, cli: &clap::Command) -> ExitCode {
     use clap::error::ErrorKind;
-    if matches!(
-        e.kind(),
-        ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-    ) {
+    let path = subcommand_path(cli, std::env::args().skip(1));
+    let missing_subcommand = e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        || (missing_subcommand && path.is_empty())
+    {
         e.exit();
     }
-    // The subcommand the user typed, to point at its help (an unknown one points at loadlab's).
-    let sub = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
-    let sub = sub.filter(|_| e.kind() != ErrorKind::InvalidSubcommand);
-    eprintln!("loadlab: error: {}", one_line(&e.render().to_string(), sub.as_deref()));
+    let line = if missing_subcommand {
+        let (typed, names) = (path.join(" "), subcommands(cli, &path));
+        if names.is_empty() {
+            format!("'loadlab {typed}' needs arguments; see 'loadlab {typed} --help'")
+        } else {
+            let names = names.join(", ");
+            format!("'loadlab {typed}' needs a subcommand: {names}; see 'loadlab {typed} --help'")
+        }
+    } else {
+        one_line(&e.render().to_string(), &path)
+    };
+    eprintln!("loadlab: error: {line}");
     ExitCode::from(USAGE)
+}
+
+/// The subcommands the user typed, outermost first (`["stack", "up"]`): each argument that
+/// names a subcommand of the one before, flags passed over, up to the first that does not (an
+/// unknown one stops there, so its error points at the help that lists the right ones).
+fn subcommand_path(cli: &clap::Command, args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut at = cli;
+    let mut path = Vec::new();
+    for arg in args {
+        if arg.starts_with('-') {
+            continue;
+        }
+        match at.find_subcommand(&arg) {
+            Some(sub) if sub.get_name() != "help" => {
+                path.push(sub.get_name().to_string());
+                at = sub;
+            }
+            _ => break,
+        }
+    }
+    path
+}
+
+/// The visible subcommands of the one at `path`, by name.
+fn subcommands(cli: &clap::Command, path: &[String]) -> Vec<String> {
+    let at = path.iter().fold(cli, |c, name| c.find_subcommand(name).unwrap_or(c));
+    at.get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        .map(|s| s.get_name().to_string())
+        .collect()
 }
 
 /// clap's rendered error as one line: the message with its details (the missing arguments),
 /// its useful tips, and the help to read.
-fn one_line(rendered: &str, sub: Option<&str>) -> String {
+fn one_line(rendered: &str, path: &[String]) -> String {
     let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
     let message = lines.next().unwrap_or("bad arguments");
     let mut out = message.strip_prefix("error: ").unwrap_or(message).to_string();
@@ -113,15 +152,13 @@ fn one_line(rendered: &str, sub: Option<&str>) -> String {
             out.push_str(line);
         }
     }
-    match sub {
-        Some(sub) => format!("{out}; see 'loadlab {sub} --help'"),
-        None => format!("{out}; see 'loadlab --help'"),
-    }
+    let help: String = path.iter().map(|p| format!("{p} ")).collect();
+    format!("{out}; see 'loadlab {help}--help'")
 }
 
 #[cfg(test)]
 mod tests {
-    use super::one_line;
+    use super::{one_line, subcommand_path};
 
     #[test]
     fn a_clap_error_becomes_one_line_without_the_misleading_tip() {
@@ -130,21 +167,42 @@ mod tests {
                         value, use '-- --bogus'\n\nUsage: loadlab bench [OPTIONS] <URL>\n\nFor \
                         more information, try '--help'.\n";
         assert_eq!(
-            one_line(rendered, Some("bench")),
+            one_line(rendered, &["bench".into()]),
             "unexpected argument '--bogus' found; see 'loadlab bench --help'"
         );
         let similar = "error: unexpected argument '--rat' found\n\n  tip: a similar argument \
                        exists: '--rate'\n\nUsage: loadlab bench [OPTIONS] <URL>\n";
         assert_eq!(
-            one_line(similar, Some("bench")),
+            one_line(similar, &["bench".into()]),
             "unexpected argument '--rat' found (a similar argument exists: '--rate'); see \
              'loadlab bench --help'"
         );
         let missing = "error: the following required arguments were not provided:\n  \
                        <URL>\n\nUsage: loadlab bench <URL>\n";
         assert_eq!(
-            one_line(missing, None),
+            one_line(missing, &[]),
             "the following required arguments were not provided: <URL>; see 'loadlab --help'"
         );
+        let nested = "error: unexpected argument '--bogus' found\n\nUsage: loadlab stack up\n";
+        assert_eq!(
+            one_line(nested, &["stack".into(), "up".into()]),
+            "unexpected argument '--bogus' found; see 'loadlab stack up --help'"
+        );
+    }
+
+    /// Regression: errors under `stack up` pointed at `loadlab stack --help`, which does not
+    /// list up's flags.
+    #[test]
+    fn the_help_pointed_at_is_the_innermost_subcommand_typed() {
+        use clap::{Arg, Command};
+        let cli = Command::new("loadlab")
+            .subcommand(Command::new("bench").arg(Arg::new("method").short('m')))
+            .subcommand(Command::new("stack").subcommand(Command::new("up")));
+        let path = |args: &[&str]| subcommand_path(&cli, args.iter().map(|a| a.to_string()));
+        assert_eq!(path(&["stack", "up", "--bogus", "nginx"]), ["stack", "up"]);
+        assert_eq!(path(&["stack", "frob"]), ["stack"]);
+        assert_eq!(path(&["bench", "-m", "stack", "http://x/"]), ["bench"]);
+        assert!(path(&["frobnicate"]).is_empty());
+        assert!(path(&["--bogus"]).is_empty());
     }
 }

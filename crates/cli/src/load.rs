@@ -82,8 +82,8 @@ pub struct RequestArgs {
     /// Open a new connection for every request (as ab without -k).
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
-    /// Bound on each request, from its start to its last byte.
-    #[arg(long = "timeout", default_value = "30s", value_parser = parse_duration)]
+    /// Bound on each request, from its start to its last byte (-s as ab's, in seconds).
+    #[arg(short = 's', long = "timeout", default_value = "30s", value_parser = parse_duration)]
     pub timeout: Duration,
     /// Bound on establishing each TCP connection.
     #[arg(long = "connect-timeout", default_value = "10s", value_parser = parse_duration)]
@@ -94,6 +94,20 @@ pub struct RequestArgs {
     /// An extra request header, "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
+    /// ab's -i: HEAD requests.
+    #[arg(
+        short = 'i',
+        long = "head",
+        conflicts_with_all = ["method", "body", "body_string", "post_file", "put_file"]
+    )]
+    pub head: bool,
+    /// ab's -C: a cookie, NAME=VALUE, sent in the Cookie header (repeatable: one header, the
+    /// cookies joined with "; ").
+    #[arg(short = 'C', long = "cookie", value_name = "NAME=VALUE")]
+    pub cookies: Vec<String>,
+    /// ab's -A: HTTP Basic authentication, USER:PASSWORD (the Authorization header).
+    #[arg(short = 'A', long = "basic-auth", value_name = "USER:PASSWORD")]
+    pub basic_auth: Option<String>,
     /// Send the contents of FILE as the request body.
     #[arg(long = "body", value_name = "FILE", conflicts_with = "body_string")]
     pub body: Option<PathBuf>,
@@ -210,9 +224,19 @@ impl RequestArgs {
             return Err(usage("https:// over --unix-socket is not supported".into()));
         }
 
-        let mut request = RequestSpec { method: self.method.clone(), ..RequestSpec::default() };
+        let method = if self.head { "HEAD".to_string() } else { self.method.clone() };
+        let mut request = RequestSpec { method, ..RequestSpec::default() };
         for h in &self.headers {
             request.headers.push(RequestSpec::parse_header(h).map_err(engine_failure)?);
+        }
+        for (flag, header) in self.ab_headers().map_err(usage)? {
+            if request.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(&header.0)) {
+                return Err(usage(format!(
+                    "{flag} and -H '{}: ...' both set the {} header: give it one way",
+                    header.0, header.0
+                )));
+            }
+            request.headers.push(header);
         }
         if let Some(t) = &self.content_type {
             let header = format!("Content-Type: {t}");
@@ -255,6 +279,38 @@ impl RequestArgs {
         }
         config.validation = v;
         Ok(config)
+    }
+}
+
+/// A header one of ab's flags sets, with the flag (for messages).
+type FlagHeader = (&'static str, (String, String));
+
+impl RequestArgs {
+    /// The headers of ab's -C (one Cookie header: RFC 6265 section 5.4 lets a client send
+    /// only one, its pairs joined with "; "; ab itself keeps only the last -C) and -A (Basic
+    /// authentication, RFC 7617: "user:password" in Base64), each with its flag.
+    fn ab_headers(&self) -> Result<Vec<FlagHeader>, String> {
+        use base64::Engine as _;
+        let mut out = Vec::new();
+        if !self.cookies.is_empty() {
+            for c in &self.cookies {
+                let name = c.split_once('=').map_or("", |(n, _)| n.trim());
+                if name.is_empty() || c.contains([';', '\r', '\n']) {
+                    return Err(format!("-C {c:?}: a cookie is NAME=VALUE (e.g. -C session=abc)"));
+                }
+            }
+            out.push(("-C", ("Cookie".to_string(), self.cookies.join("; "))));
+        }
+        if let Some(auth) = &self.basic_auth {
+            // As ab, leading blanks are not part of the user name.
+            let auth = auth.trim_start();
+            if !auth.contains(':') || auth.contains(['\r', '\n']) {
+                return Err(format!("-A {auth:?}: write USER:PASSWORD (e.g. -A admin:secret)"));
+            }
+            let encoded = base64::engine::general_purpose::STANDARD.encode(auth);
+            out.push(("-A", ("Authorization".to_string(), format!("Basic {encoded}"))));
+        }
+        Ok(out)
     }
 }
 

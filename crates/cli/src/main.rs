@@ -80,7 +80,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return exit::bad_arguments(e),
+        Err(e) => return exit::bad_arguments(e, &<Cli as clap::CommandFactory>::command()),
     };
     // Links with delay or loss run their stage from this program (`net-stage`).
     if let Ok(me) = std::env::current_exe() {

@@ -217,15 +217,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             plan.cells.len()
         )?;
     }
-    out!("{}", loadlab_report::verdict_table(&loadlab_report::verdicts(&cells)))?;
-    let slo_of = |w: &str| suite.workloads.iter().find(|s| s.name == w).and_then(|s| s.slo.clone());
-    let gates = loadlab_report::gate::gates(&cells, &slo_of);
-    if !gates.is_empty() {
-        outln!()?;
-    }
-    for g in &gates {
-        outln!("{:<28} {:<14} {}: {}", g.stack, g.workload, g.load_label, g.verdict.line())?;
-    }
+    // The SLO verdict is the stored cells' (each keeps the SLO its workload was judged by), so
+    // this table, the exit code and every `loadlab report` of the run say the same.
+    let verdicts = loadlab_report::verdicts(&cells);
+    out!("{}", loadlab_report::verdict_table(&verdicts))?;
+    let gates = loadlab_report::gate::gates(&verdicts);
     outln!("\nreport: {}", report.display())?;
     outcome?;
     Ok(if status == RunStatus::Interrupted {

@@ -110,7 +110,7 @@ pub fn replay(cfg: &BenchConfig) -> Option<ReplayEcho> {
 }
 
 impl ReplayEcho {
-    /// Skipped lines in a sentence: `3 of 1,000 lines not replayed: unparsable 2 (first at
+    /// Skipped lines in a sentence: `3 of 1,000 lines not replayed: no_request 2 (first at
     /// line 17), connect 1 (line 90)`; `None` when every line was replayed.
     pub fn skipped_sentence(&self) -> Option<String> {
         let total: u64 = self.skipped.values().sum();

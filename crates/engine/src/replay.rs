@@ -8,7 +8,8 @@
 //! into it, so that each request costs its path's bytes and a few words, not several
 //! allocations (measured in BENCHMARKS.md: 50 MB in all before, as owned strings).
 //!
-//! Lines that cannot be replayed are counted by reason ([`Skip`]), never dropped unsaid.
+//! Well-formed lines that cannot be replayed are counted by reason ([`Skip`]), never dropped
+//! unsaid.
 
 use std::collections::BTreeMap;
 use std::hash::BuildHasher;
@@ -16,60 +17,59 @@ use std::time::Duration;
 
 use hashbrown::HashTable;
 
-/// Why a line of a log was not replayed. The names are the JSON keys under `replay.skipped`.
+/// Why a well-formed line of a log was not replayed: its request is not one to replay here.
+/// The names are the JSON keys under `replay.skipped`. A line that is not in the log's format
+/// at all is no skip but an error naming it (`crate::input::access_log`): the file is not
+/// what it claims to be there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Skip {
-    /// Neither the Common/Combined Log Format nor a JSON object.
-    Unparsable,
     /// No request: `"-"` or an empty request line (nginx logs a connection closed before its
     /// request, a 400 or 408, this way), or a JSON line without one.
     NoRequest,
     /// A request line that is not `METHOD target [HTTP/x]`, or whose method or target is not
-    /// one HTTP allows.
+    /// one HTTP allows: what a server logs, as a 400, for a TLS handshake or a scanner's bytes
+    /// sent to its plain-HTTP port.
     BadRequestLine,
-    /// No time, or one that is not a date this reader knows.
-    BadTime,
     /// CONNECT asks for a tunnel (RFC 9110 section 9.3.6), not a resource of this site.
     Connect,
     /// `OPTIONS *` asks about the server, not a resource (RFC 9112 section 3.2.4).
     Asterisk,
     /// An absolute URL naming another host: a forward proxy's request, not this site's.
     OtherHost,
+    /// The last line, without its end of line, does not parse: a log still being written.
+    Truncated,
 }
 
 impl Skip {
-    pub const ALL: [Skip; 7] = [
-        Skip::Unparsable,
+    pub const ALL: [Skip; 6] = [
         Skip::NoRequest,
         Skip::BadRequestLine,
-        Skip::BadTime,
         Skip::Connect,
         Skip::Asterisk,
         Skip::OtherHost,
+        Skip::Truncated,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
-            Skip::Unparsable => "unparsable",
             Skip::NoRequest => "no_request",
             Skip::BadRequestLine => "bad_request_line",
-            Skip::BadTime => "bad_time",
             Skip::Connect => "connect",
             Skip::Asterisk => "asterisk",
             Skip::OtherHost => "other_host",
+            Skip::Truncated => "truncated",
         }
     }
 
     /// What the reason means, for messages.
     pub fn describe(self) -> &'static str {
         match self {
-            Skip::Unparsable => "neither Common/Combined Log Format nor a JSON object",
             Skip::NoRequest => "no request (\"-\")",
             Skip::BadRequestLine => "not a request line METHOD /path HTTP/x",
-            Skip::BadTime => "no time, or one that is not a date",
             Skip::Connect => "CONNECT (a tunnel, not a resource)",
             Skip::Asterisk => "OPTIONS * (about the server, not a resource)",
             Skip::OtherHost => "an absolute URL to another host (a proxy's request)",
+            Skip::Truncated => "a last line cut short (a log still being written)",
         }
     }
 }

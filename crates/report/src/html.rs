@@ -205,6 +205,20 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
             }
             let _ = writeln!(o, "</tr>");
         }
+        let judged: Vec<_> = g.stacks.iter().filter_map(|s| Some((s, s.slo.as_ref()?))).collect();
+        if !judged.is_empty() {
+            let _ = write!(o, "<tr class=\"slo-row\"><td colspan=\"8\"><ul class=\"slo\">");
+            for (s, v) in judged {
+                let (class, mark) = if v.passed { ("pass", "✓") } else { ("fail", "✗") };
+                let _ = write!(
+                    o,
+                    "<li class=\"{class}\">{mark} {}: {}</li>",
+                    Esc(&s.stack),
+                    Esc(&v.line())
+                );
+            }
+            let _ = writeln!(o, "</ul></td></tr>");
+        }
         let lines = warning_lines(&g.warnings);
         if !lines.is_empty() {
             let _ = write!(o, "<tr class=\"warn-row\"><td colspan=\"8\"><ul class=\"warnings\">");
@@ -214,8 +228,14 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
             }
             let _ = writeln!(o, "</ul></td></tr>");
         }
+        requests_table(o, g);
     }
     let _ = writeln!(o, "</tbody>\n</table>");
+    let gates = crate::gate::gates(verdicts);
+    if let Some(line) = crate::gate::summary(&gates) {
+        let class = if gates.iter().all(|g| g.verdict.passed) { "pass" } else { "fail" };
+        let _ = writeln!(o, "<p class=\"gate {class}\">{}</p>", Esc(&line));
+    }
     let warnings = || verdicts.iter().flat_map(|g| &g.warnings);
     if warnings().any(|w| matches!(w, Warning::NoMedianCi { .. })) {
         let _ = writeln!(
@@ -233,6 +253,39 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
              repetitions per stack at α = 0.05. Run the suite with more repetitions to decide.</p>"
         );
     }
+}
+
+/// A URL list workload's requests, each with its figures on each stack, in a row of the
+/// verdict table under its group; nothing for other workloads.
+fn requests_table(o: &mut String, g: &GroupVerdict) {
+    let rows = crate::requests::rows(&g.stacks);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = write!(
+        o,
+        "<tr class=\"requests-row\"><td colspan=\"8\"><table class=\"requests\"><thead><tr>\
+         <th>request</th><th>stack</th>"
+    );
+    for c in crate::requests::COLUMNS {
+        let _ = write!(o, "<th class=\"num\">{c}</th>");
+    }
+    let _ = write!(o, "</tr></thead><tbody>");
+    for (stack, r) in rows {
+        let full = format!("{} {}", r.method, r.path);
+        let _ = write!(
+            o,
+            "<tr><td title=\"{}\">{}</td><td>{}</td>",
+            Esc(&full),
+            Esc(&r.request()),
+            Esc(stack)
+        );
+        for v in r.shown() {
+            let _ = write!(o, "<td class=\"num\">{}</td>", Esc(&v));
+        }
+        let _ = write!(o, "</tr>");
+    }
+    let _ = writeln!(o, "</tbody></table></td></tr>");
 }
 
 /// What limited a stack's cells, the evidence in a tooltip: "php-fpm pool", "client (2/5)".

@@ -168,3 +168,27 @@ fn an_external_target_is_named_by_who_answered_and_said_to_be_unsampled() {
     let html = render_html(&run(), &cells, &[]);
     assert!(!html.contains("not sampled"));
 }
+
+#[test]
+fn each_stacks_slo_verdict_is_a_line_under_its_group() {
+    let mut cells = reps("nginx", "static", 50, &[1_000.0, 1_010.0]);
+    cells.extend(reps("apache", "static", 50, &[500.0, 505.0]));
+    for c in &mut cells {
+        c.slo = Some("rps>800".into());
+    }
+    let html = render_html(&run(), &cells, &[]);
+    assert!(
+        html.contains(
+            "<tr class=\"slo-row\"><td colspan=\"8\"><ul class=\"slo\"><li class=\"pass\">✓ \
+             nginx: SLO rps&gt;800: pass (rps 1005 &gt; 800)</li><li class=\"fail\">✗ apache: \
+             SLO rps&gt;800: FAIL (rps 502.5 &lt;= 800)</li></ul></td></tr>"
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains("<p class=\"gate fail\">SLO gate: FAIL (1 of 2 failed: apache"),
+        "{html}"
+    );
+    let plain = render_html(&run(), &reps("nginx", "static", 50, &[1_000.0]), &[]);
+    assert!(!plain.contains("slo-row") && !plain.contains("SLO gate"));
+}

@@ -5,6 +5,7 @@
 //!   ratio of medians and its interval, tests significance (Mann-Whitney U, `~` at α = 0.05),
 //!   and carries every warning: underpowered comparisons, outlying repetitions, trust flags.
 //! - [`gate`] judges a run's stacks against an SLO over their repetitions (`run --slo`).
+//! - [`requests`] gives each request of a URL list workload its figures over repetitions.
 //! - [`text`] prints the verdict as a terminal table and compares two runs benchstat-style
 //!   (`loadlab compare RUN_A RUN_B`).
 //! - [`render_html`] writes the whole report as one self-contained HTML file: inline CSS and
@@ -23,6 +24,7 @@ pub mod gate;
 pub mod group;
 mod html;
 mod plots;
+pub mod requests;
 pub mod text;
 pub mod verdict;
 

@@ -56,6 +56,7 @@ pub fn with_load(
         samples: Vec::new(),
         flags: Vec::new(),
         limited_by: None,
+        slo: None,
     }
 }
 

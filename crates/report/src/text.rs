@@ -199,6 +199,10 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
                 let _ = writeln!(out, "  · {}: {}", s.stack, l.sentence(s.repetitions));
             }
         }
+        for (s, v) in g.stacks.iter().filter_map(|s| Some((s, s.slo.as_ref()?))) {
+            let _ =
+                writeln!(out, "  {} {}: {}", if v.passed { "✓" } else { "✗" }, s.stack, v.line());
+        }
         if let Some(line) = headline(g) {
             let _ = writeln!(out, "  → {line}");
         }
@@ -208,10 +212,26 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
         for line in warning_lines(&g.warnings) {
             let _ = writeln!(out, "  ! {}", line.text);
         }
+        let requests = crate::requests::rows(&g.stacks);
+        if !requests.is_empty() {
+            let mut header = vec!["  request".to_owned(), "stack".to_owned()];
+            header.extend(crate::requests::COLUMNS.map(str::to_owned));
+            let mut t = Table::new(header);
+            for (stack, r) in requests {
+                let mut row = vec![format!("  {}", r.request()), stack.to_owned()];
+                row.extend(r.shown());
+                t.row(row);
+            }
+            out.push_str(&t.render());
+        }
     }
     // The flags were listed under their groups already.
     notes.flags.clear();
     notes.append(&mut out);
+    // Last, as the line a CI log is read for.
+    if let Some(line) = crate::gate::summary(&crate::gate::gates(verdicts)) {
+        let _ = writeln!(out, "\n{line}");
+    }
     out
 }
 
@@ -426,6 +446,37 @@ mod tests {
         assert!(table.contains("* fewer than 6 repetitions"), "{table}");
         assert!(table.contains("need >= 4 repetitions per side"), "{table}");
         assert!(table.contains("! nginx, repetition 2: errors (12 connreset)"), "{table}");
+    }
+
+    /// A URL list workload's requests: a table under the group, request by request, each
+    /// stack's medians under it, worded as `bench --urls`'s table.
+    #[test]
+    fn a_url_lists_requests_are_a_table_under_their_group() {
+        use loadlab_store::metric;
+        let mut cells = reps("nginx", "shop", 2, &[1_000.0]);
+        cells.extend(reps("apache", "shop", 2, &[900.0]));
+        for (c, (done, p99)) in cells.iter_mut().zip([(700.0, 2_500.0), (650.0, 3_100.0)]) {
+            for (path, share) in [("/b", 0.75), ("/a", 0.25)] {
+                let figures = [done * share, 0.0, 1.0, 800.0, p99];
+                for (what, v) in metric::URL_FIGURES.iter().zip(figures) {
+                    c.metrics.insert(metric::url("GET", path, what), v);
+                }
+            }
+        }
+        let text = verdict_table(&verdicts(&cells));
+        let table: Vec<&str> =
+            text.lines().skip_while(|l| !l.starts_with("  request")).take(5).collect();
+        assert_eq!(
+            table,
+            [
+                "  request  stack   completed  failed  non-2xx  p50     p99",
+                "  GET /a   nginx   175        0       1        800 µs  2.50 ms",
+                "  GET /a   apache  163        0       1        800 µs  3.10 ms",
+                "  GET /b   nginx   525        0       1        800 µs  2.50 ms",
+                "  GET /b   apache  488        0       1        800 µs  3.10 ms",
+            ],
+            "{text}"
+        );
     }
 
     #[test]

@@ -14,12 +14,14 @@
 use loadlab_stats::ci::{median_ci, median_ratio_ci, MedianCi, RatioCi};
 use loadlab_stats::mann_whitney::{mann_whitney_u, min_p_value, MannWhitney};
 use loadlab_stats::outliers::outlier_indices;
+use loadlab_stats::slo::SloVerdict;
 use loadlab_stats::summary::median;
 use loadlab_store::{metric, CellRecord, Flag, LoadModel, LoadSpec};
 use serde::Serialize;
 
 use crate::format;
 use crate::group::{groups, StackCells};
+use crate::requests::RequestFigures;
 
 /// The level of every confidence interval in the report.
 pub const CONFIDENCE: f64 = 0.95;
@@ -163,6 +165,12 @@ pub struct StackSummary {
     /// What limited the stack's cells, most frequent first; empty for cells stored before
     /// loadlab judged it.
     pub limits: Vec<LimitShare>,
+    /// The verdict of the SLO its cells were stored with, over its repetitions
+    /// ([`crate::gate::judge`]); `None` without one.
+    pub slo: Option<SloVerdict>,
+    /// Each request of a URL list workload (`urls = FILE`) with its figures, medians over the
+    /// repetitions ([`crate::requests::requests`]); empty for other workloads.
+    pub requests: Vec<RequestFigures>,
 }
 
 /// One limit and the repetitions it limited.
@@ -549,6 +557,8 @@ pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
         figures,
         flags,
         limits: limits(&stack.cells),
+        slo: crate::gate::judge(&stack.cells),
+        requests: crate::requests::requests(&stack.cells),
     }
 }
 

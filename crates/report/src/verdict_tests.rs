@@ -304,3 +304,51 @@ fn figures_limited_by_the_network_or_the_client_name_no_winner() {
     assert_eq!(g.winner, None);
     assert!(g.not_the_servers.as_deref().is_some_and(|w| w.contains("load generator")));
 }
+
+/// The gate is judged once, from the SLO stored with the cells, over a stack's repetitions
+/// (medians): one of three slow repetitions does not fail it; cells stored without an SLO (an
+/// old store) are not judged at all.
+#[test]
+fn each_stack_is_judged_by_the_slo_stored_with_its_cells() {
+    let mut cells = two_stacks(&[1_010.0, 990.0, 400.0], &[510.0, 490.0, 505.0]);
+    for c in &mut cells {
+        c.slo = Some("rps>=600".into());
+    }
+    let v = verdicts(&cells);
+    let (nginx, apache) = (&v[0].stacks[0], &v[0].stacks[1]);
+    let judged = nginx.slo.as_ref().unwrap();
+    assert!(judged.passed, "{judged:?}");
+    assert_eq!(judged.terms[0].observed, Some(990.0));
+    assert_eq!(apache.slo.as_ref().unwrap().line(), "SLO rps>=600: FAIL (rps 505 < 600)");
+    let gates = crate::gate::gates(&v);
+    assert_eq!(gates.len(), 2);
+    assert_eq!(
+        crate::gate::summary(&gates).unwrap(),
+        "SLO gate: FAIL (1 of 2 failed: apache · static · closed, 50 conn, 10 s)"
+    );
+    let text = crate::text::verdict_table(&v);
+    assert!(text.contains("\n  ✓ nginx: SLO rps>=600: pass (rps 990 >= 600)\n"), "{text}");
+    assert!(text.contains("\n  ✗ apache: SLO rps>=600: FAIL (rps 505 < 600)\n"), "{text}");
+    assert!(
+        text.ends_with(
+            "\nSLO gate: FAIL (1 of 2 failed: apache · static · closed, 50 conn, 10 s)\n"
+        ),
+        "{text}"
+    );
+
+    let old = verdicts(&two_stacks(&NGINX, &APACHE));
+    assert!(old[0].stacks.iter().all(|s| s.slo.is_none()));
+    assert!(crate::gate::gates(&old).is_empty());
+    assert!(!crate::text::verdict_table(&old).contains("SLO"));
+}
+
+/// An SLO stored by another version that this one cannot read fails, saying why: a gate no
+/// one can judge must not pass.
+#[test]
+fn a_stored_slo_this_build_cannot_read_fails_saying_why() {
+    let mut cells = reps("nginx", "static", 50, &[1_000.0]);
+    cells[0].slo = Some("p99>50ms".into());
+    let judged = verdicts(&cells)[0].stacks[0].slo.clone().unwrap();
+    assert!(!judged.passed);
+    assert!(judged.line().starts_with("SLO p99>50ms: FAIL (not an SLO this loadlab reads: "));
+}

@@ -53,12 +53,16 @@ pub fn record(
     // (`url.GET /cart.p99_us`), as `bench --urls` reports them.
     if let loadlab_engine::Traffic::Mix(mix) = &config.traffic {
         for (e, t) in mix.entries.iter().zip(&t.entries) {
-            let key = |what: &str| format!("url.{} {}.{what}", e.method(&config.request), e.path);
-            put(&key("completed"), t.completed as f64);
-            put(&key("failed"), t.failed as f64);
-            put(&key("non_2xx"), crate::trust::not_2xx_of(&t.status_classes) as f64);
-            put(&key("p50_us"), t.latency.percentile(50.0) as f64);
-            put(&key("p99_us"), t.latency.percentile(99.0) as f64);
+            let figures = [
+                t.completed as f64,
+                t.failed as f64,
+                crate::trust::not_2xx_of(&t.status_classes) as f64,
+                t.latency.percentile(50.0) as f64,
+                t.latency.percentile(99.0) as f64,
+            ];
+            for (what, v) in metric::URL_FIGURES.iter().zip(figures) {
+                put(&metric::url(e.method(&config.request), &e.path, what), v);
+            }
         }
     }
     if let Some(offered) = r.offered_rps() {
@@ -90,6 +94,9 @@ pub fn record(
         samples: samples.iter().flat_map(store_samples).collect(),
         flags: verdict.store_flags(),
         limited_by: Some(limited_by.store()),
+        // As judged by the report: the workload's own, the suite's, or `run --slo`'s, which
+        // replaces them in the suite before the plan is made.
+        slo: cell.workload.slo.as_ref().map(|s| s.text.clone()),
     }
 }
 

@@ -48,6 +48,16 @@ fn thousands(n: i64) -> String {
     out
 }
 
+/// One request of a URL list as tables name it, `GET /cart?id=3`, cut after 40 characters
+/// with `…` so a long query does not push every column aside (JSON and CSV keep it whole).
+pub fn request(method: &str, path: &str) -> String {
+    let request = format!("{method} {path}");
+    match request.char_indices().nth(40) {
+        Some((at, _)) => format!("{}…", &request[..at]),
+        None => request,
+    }
+}
+
 /// A duration given in microseconds, in the unit that keeps three significant digits readable:
 /// `812 µs`, `45.3 ms`, `1.23 s`.
 pub fn micros(us: f64) -> String {

@@ -9,6 +9,10 @@
 //!   ended, against a percentage (`0.1%`);
 //! - `rps`: completed requests per second, against a number.
 //!
+//! A latency or an error share is gated from above only (`<`, `<=`): `p99>50ms` would pass a
+//! server the slower it is, so it is refused with what to write instead; a share above 100%
+//! is refused as a slip for something else.
+//!
 //! Over repetitions each figure is the median of the repetitions' figures, as everywhere else
 //! in loadlab's statistics. A figure that does not exist (a latency when nothing completed)
 //! fails its term: a gate that nothing could measure must not pass.
@@ -146,6 +150,14 @@ impl FromStr for Slo {
             };
             let figure = figure(name).map_err(|why| err(&why))?;
             let threshold = threshold(figure, value.trim()).map_err(|why| err(&why))?;
+            if matches!(op, Op::Gt | Op::Ge) && figure != Figure::Rps {
+                // A floor on a latency or an error share passes the worse a server does.
+                let what = if figure == Figure::Errors { "an error share" } else { "a latency" };
+                return Err(err(&format!(
+                    "{what} gate is an upper bound: write {figure}<{} (or <=)",
+                    value.trim()
+                )));
+            }
             terms.push(Term { figure, op, threshold });
         }
         Ok(Slo { terms, text: s.trim().to_string() })
@@ -189,7 +201,13 @@ fn threshold(figure: Figure, value: &str) -> Result<f64, String> {
     }
     match figure {
         Figure::Errors => match value.strip_suffix('%') {
-            Some(v) => number(v).map_err(|_| format!("{value:?} is not a percentage (0.1%)")),
+            Some(v) => match number(v) {
+                Ok(p) if p > 100.0 => Err(format!(
+                    "{value:?} is more than every request: errors is a share, 0% to 100%"
+                )),
+                Ok(p) => Ok(p),
+                Err(_) => Err(format!("{value:?} is not a percentage (0.1%)")),
+            },
             None => Err(format!("{value:?} needs a % sign: errors is a share (errors<0.1%)")),
         },
         _ => number(value).map_err(|_| format!("{value:?} is not a number of requests/s")),
@@ -227,7 +245,7 @@ impl Figures<'_> {
 }
 
 /// One term's outcome.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Outcome {
     /// The term as written back (`p99<50ms`).
     pub term: String,
@@ -240,7 +258,7 @@ pub struct Outcome {
 }
 
 /// The verdict of an SLO on a measurement.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SloVerdict {
     pub slo: String,
     pub passed: bool,
@@ -378,11 +396,24 @@ mod tests {
             ("rps>many", "not a number"),
             ("p99<50ms,", "an empty term"),
             ("p99<-5ms", "not a duration"),
+            ("errors<200%", "errors is a share, 0% to 100%"),
+            ("p99>50ms", "a latency gate is an upper bound: write p99<50ms (or <=)"),
+            ("mean>=2s", "a latency gate is an upper bound: write mean<2s"),
+            ("errors>1%", "an error share gate is an upper bound: write errors<1%"),
         ];
         for (text, why) in cases {
             let e = text.parse::<Slo>().unwrap_err();
             assert!(e.to_string().contains(why), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn an_error_share_of_every_request_is_the_highest_there_is() {
+        let slo: Slo = "errors<=100%,rps>0".parse().unwrap();
+        assert_eq!(slo.terms[0].threshold, 100.0);
+        let e = "errors<100.5%".parse::<Slo>().unwrap_err();
+        assert_eq!(e.term, "errors<100.5%");
+        assert_eq!(e.to_string().lines().count(), 1, "{e}");
     }
 
     #[test]

@@ -42,3 +42,33 @@ pub const NOT_SENT: &str = "not_sent";
 pub fn error_class(class: &str) -> String {
     format!("{ERRORS}.{class}")
 }
+
+/// What is kept of each request of a URL list (`urls = FILE`), under [`url`]'s names.
+pub const URL_FIGURES: [&str; 5] = ["completed", "failed", "non_2xx", "p50_us", "p99_us"];
+
+/// The name of one figure of one request of a URL list: `url.GET /cart.p99_us`.
+pub fn url(method: &str, path: &str, figure: &str) -> String {
+    format!("url.{method} {path}.{figure}")
+}
+
+/// A [`url`] name read back: its method, path and figure; `None` for any other name. The
+/// figure is what follows the last dot, so a path may hold dots (`/a.php`).
+pub fn parse_url(name: &str) -> Option<(&str, &str, &str)> {
+    let (request, figure) = name.strip_prefix("url.")?.rsplit_once('.')?;
+    let (method, path) = request.split_once(' ')?;
+    Some((method, path, figure))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_names_read_back_with_dots_in_the_path() {
+        let name = url("GET", "/v1.2/a.php?x=1.5", "p99_us");
+        assert_eq!(name, "url.GET /v1.2/a.php?x=1.5.p99_us");
+        assert_eq!(parse_url(&name), Some(("GET", "/v1.2/a.php?x=1.5", "p99_us")));
+        assert_eq!(parse_url("errors.connreset"), None);
+        assert_eq!(parse_url("url.nospace.completed"), None);
+    }
+}

@@ -343,6 +343,10 @@ pub struct CellRecord {
     pub flags: Vec<TrustFlag>,
     /// What limited the cell's figures; `None` for cells stored before loadlab judged it.
     pub limited_by: Option<LimitedBy>,
+    /// The SLO its workload was to hold, as written (`p99<50ms,errors<0.1%`): the report
+    /// judges the cell's stack by it. `None` without one, and for cells stored before it was
+    /// kept.
+    pub slo: Option<String>,
 }
 
 /// What limited a cell: the client, the network, a tier's CPU or worker pool, the database,

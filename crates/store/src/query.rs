@@ -90,7 +90,7 @@ impl Store {
         each_row(
             &tx,
             "SELECT id, ordinal, stack, knobs, workload, load, repetition, started_at, duration_s, \
-             limited_by FROM cells WHERE run_id = ?1 ORDER BY ordinal, id",
+             limited_by, slo FROM cells WHERE run_id = ?1 ORDER BY ordinal, id",
             run,
             |row| {
                 let id: i64 = row.get(0)?;
@@ -113,6 +113,7 @@ impl Store {
                         .get::<_, Option<String>>(9)?
                         .map(|j| from_json(&j, &what("limit")))
                         .transpose()?,
+                    slo: row.get(10)?,
                 };
                 cells.push(id, cell);
                 Ok(())

@@ -125,6 +125,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN process TEXT CHECK (process IS NULL OR json_valid(process));
     ALTER TABLE runs ADD COLUMN crash_noticed_at INTEGER;
     ",
+    // 4: the SLO the cell's workload was judged by (`run --slo`, a suite's `slo`), as written
+    // (`p99<50ms,errors<0.1%`); NULL when it had none, and for cells stored before.
+    "
+    ALTER TABLE cells ADD COLUMN slo TEXT;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -174,7 +174,8 @@ impl Store {
         }
         tx.execute(
             "INSERT INTO cells (run_id, ordinal, stack, knobs, workload, load, repetition, \
-             started_at, duration_s, limited_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+             started_at, duration_s, limited_by, slo) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, \
+             ?10, ?11)",
             params![
                 run.0,
                 cell.ordinal,
@@ -186,6 +187,7 @@ impl Store {
                 to_ms(cell.started_at),
                 cell.duration_s,
                 limited_by,
+                cell.slo,
             ],
         )?;
         let id = tx.last_insert_rowid();

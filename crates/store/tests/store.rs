@@ -114,6 +114,7 @@ fn cell(ordinal: u32, seconds: usize, tiers: usize) -> CellRecord {
             name: "php-fpm pool".into(),
             evidence: "5 of 5 children busy, listen queue 37".into(),
         }),
+        slo: ordinal.is_multiple_of(2).then(|| "p99<50ms,errors<0.1%".into()),
     }
 }
 
@@ -125,6 +126,7 @@ fn assert_same_cell(got: &CellRecord, want: &CellRecord) {
     assert_eq!(got.load, want.load);
     assert_eq!(got.repetition, want.repetition);
     assert_eq!(got.limited_by, want.limited_by);
+    assert_eq!(got.slo, want.slo);
     assert_eq!(got.started_at, want.started_at);
     assert_eq!(got.duration_s, want.duration_s);
     assert_eq!(got.metrics, want.metrics);
@@ -215,6 +217,30 @@ fn empty_recorders_series_and_nan_metrics_survive() {
     assert_eq!(got.metrics["inf"], f64::INFINITY);
     assert!(got.samples[0].cpu_user_s.is_nan());
     assert!(got.flags.is_empty());
+}
+
+/// A store written before cells kept their SLO (schema 3) opens, is brought up to date, and
+/// its cells read back with none: their report shows no gate rather than failing.
+#[test]
+fn a_store_from_before_cells_kept_their_slo_opens_with_none() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("results.db");
+    let mut store = Store::open(&path).unwrap();
+    let latest = store.schema_version().unwrap();
+    let run = store.begin_run(&run_info("classic")).unwrap();
+    store.record_cell(run, &cell(0, 2, 1)).unwrap();
+    drop(store);
+    // Back to schema 3 as an older loadlab left it: no slo column.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("ALTER TABLE cells DROP COLUMN slo; PRAGMA user_version = 3;").unwrap();
+    drop(conn);
+
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), latest);
+    let cells = store.cells(run).unwrap();
+    assert_eq!(cells.len(), 1);
+    assert_eq!(cells[0].slo, None);
+    assert_eq!(cells[0].metrics, cell(0, 2, 1).metrics);
 }
 
 #[test]

@@ -56,6 +56,9 @@ pub struct CellWorkload {
     pub custom: bool,
     /// A URL list's requests (`urls = ...`), sent instead of `request` alone.
     pub urls: Option<Arc<loadlab_engine::Mix>>,
+    /// The thresholds its cells must hold over their repetitions (the workload's `slo`, the
+    /// suite's, or `run --slo`'s), stored with each cell for the report to judge.
+    pub slo: Option<loadlab_stats::slo::Slo>,
 }
 
 /// How each response of a cell is checked.
@@ -305,6 +308,7 @@ fn cell_workload(
         check,
         custom: w.request.is_some(),
         urls: w.request.as_ref().and_then(|r| r.urls.clone()),
+        slo: w.slo.clone(),
     })
 }
 

@@ -295,14 +295,8 @@ impl Render for Text {
 
 /// `--urls`: one row per request of the list, in the file's order.
 fn url_table(out: &mut dyn Write, urls: &[crate::traffic_report::UrlFigures]) -> io::Result<()> {
-    // Long paths are cut in the middle of the table, never in JSON or CSV.
-    let shown = |u: &crate::traffic_report::UrlFigures| {
-        let request = format!("{} {}", u.method, u.path);
-        match request.char_indices().nth(40) {
-            Some((at, _)) => format!("{}…", &request[..at]),
-            None => request,
-        }
-    };
+    let shown =
+        |u: &crate::traffic_report::UrlFigures| loadlab_stats::format::request(&u.method, &u.path);
     let width = urls.iter().map(|u| shown(u).chars().count()).max().unwrap_or(0).max(7);
     writeln!(
         out,

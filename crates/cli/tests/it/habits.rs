@@ -1,6 +1,6 @@
 //! What ab's, wrk's, wrk2's and httperf's users type out of habit: accepted where the meaning
-//! is clear (ab's -k -l -r -p -u -T -e, wrk's --latency, wrk2's -R, httperf's --num-conns and
-//! --num-calls), and every refused command line said in one line.
+//! is clear (ab's -k -l -r -p -u -T -e -i -C -A -s, wrk's --latency, wrk2's -R, httperf's
+//! --num-conns, --num-calls and --hog), and every refused command line said in one line pointing at the right help.
 
 use super::{assert_exit, at, uint};
 use crate::support::{loadlab, output_within, run_json, Behaviour, TestServer};
@@ -47,6 +47,58 @@ fn abs_put_file_puts_and_an_explicit_method_wins() {
 }
 
 #[test]
+fn abs_i_sends_head_requests_and_c_and_a_set_cookie_and_basic_auth() {
+    let server = TestServer::start(Behaviour::NoBody { status: 204 });
+    let url = server.url("/h");
+    let (report, output) = run_json(&["bench", "-i", "-n", "3", "-c", "1", &url]);
+    assert_exit(&output, 0);
+    assert_eq!((uint(&report, "requests.completed"), uint(&report, "requests.failed")), (3, 0));
+    assert_eq!(at(&report, "config.method"), "HEAD");
+    assert_eq!(server.last_request().expect("a request").method, "HEAD");
+
+    let args = ["bench", "-n", "1", "-c", "1", "-C", "a=1", "-C", "b=x y", "-A", "user:pa:ss"];
+    let (_, output) = run_json(&[&args[..], &[url.as_str()]].concat());
+    assert_exit(&output, 0);
+    let request = server.last_request().expect("a request");
+    assert_eq!(request.header("cookie"), Some("a=1; b=x y"));
+    // "user:pa:ss" in Base64: the password may hold colons (RFC 7617 section 2).
+    assert_eq!(request.header("authorization"), Some("Basic dXNlcjpwYTpzcw=="));
+}
+
+#[test]
+fn abs_i_c_and_a_refuse_what_they_cannot_mean() {
+    let url = "http://127.0.0.1:1/";
+    for (args, says) in [
+        (vec!["-i", "-m", "POST"], "cannot be used with"),
+        (vec!["-C", "novalue;x"], "a cookie is NAME=VALUE"),
+        (vec!["-A", "nocolon"], "write USER:PASSWORD"),
+        (vec!["-C", "a=1", "-H", "Cookie: b=2"], "-C and -H 'Cookie: ...' both set"),
+    ] {
+        let mut command = loadlab();
+        command.args(["bench", "-n", "1"]).args(&args).arg(url);
+        let output = output_within(command, std::time::Duration::from_secs(20));
+        assert_exit(&output, 2);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
+
+/// ab's -s is its timeout in seconds: loadlab's --timeout, which takes a bare number as
+/// seconds; httperf's --hog changes nothing here and says so.
+#[test]
+fn abs_s_bounds_each_request_and_httperfs_hog_is_a_note() {
+    let server = TestServer::start(Behaviour::Silent);
+    let args = ["bench", "-s", "0.3", "-n", "1", "-c", "1", "--hog", &server.url("/")];
+    let (report, output) = run_json(&args);
+    assert_exit(&output, 0);
+    assert_eq!(at(&report, "config.timeout_s").as_f64(), Some(0.3));
+    assert_eq!(uint(&report, "errors.client_timeout"), 1);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("loadlab: note: --hog: "), "{stderr}");
+}
+
+#[test]
 fn wrk2s_capital_r_is_the_open_loops_rate_and_httperfs_names_count_sessions() {
     let server = TestServer::start(Behaviour::ok("ok"));
     let url = server.url("/");
@@ -74,15 +126,36 @@ fn abs_e_writes_the_percentile_csv() {
 }
 
 /// Regression: clap answered an unknown `-k` with a paragraph whose tip (`use '-- -k'`) led
-/// nowhere. Every refused command line is now one `loadlab: error:` line and exit 2.
+/// nowhere, `loadlab stack` with its whole help, and an error under `stack up` pointed at
+/// `stack`'s help. Every refused command line is now one `loadlab: error:` line naming the
+/// help of the innermost subcommand typed, and exit 2. (`run` is given a wrong flag only:
+/// without arguments it would start the default suite.)
 #[test]
 fn a_refused_command_line_is_one_line_with_where_to_look() {
-    for (args, says) in [
-        (vec!["bench", "--bogus", "http://127.0.0.1:1/"], "unexpected argument '--bogus'"),
-        (vec!["bench", "--rat", "5", "http://127.0.0.1:1/"], "a similar argument exists: '--rate'"),
-        (vec!["bench"], "<URL>"),
-        (vec!["bench", "-k", "--no-keepalive", "http://127.0.0.1:1/"], "cannot be used with"),
-        (vec!["frobnicate"], "unrecognized subcommand"),
+    let bogus = "unexpected argument '--bogus'";
+    for (args, says, help) in [
+        (vec!["bench", "--bogus", "http://127.0.0.1:1/"], bogus, "bench"),
+        (
+            vec!["bench", "--rat", "5", "http://127.0.0.1:1/"],
+            "a similar argument exists: '--rate'",
+            "bench",
+        ),
+        (vec!["bench"], "<URL>", "bench"),
+        (
+            vec!["bench", "-k", "--no-keepalive", "http://127.0.0.1:1/"],
+            "cannot be used with",
+            "bench",
+        ),
+        (vec!["frobnicate"], "unrecognized subcommand", ""),
+        (vec!["sweep", "--bogus", "http://127.0.0.1:1/"], bogus, "sweep"),
+        (vec!["run", "--bogus", "--dry-run"], bogus, "run"),
+        (vec!["stack", "up", "--bogus", "nginx"], bogus, "stack up"),
+        (vec!["stack", "up"], "<NAME>", "stack up"),
+        (vec!["stack"], "'loadlab stack' needs a subcommand: list, up, verify", "stack"),
+        (vec!["stack", "frob"], "unrecognized subcommand 'frob'", "stack"),
+        (vec!["compare", "--bogus", "1", "2"], bogus, "compare"),
+        (vec!["report", "--bogus"], bogus, "report"),
+        (vec!["doctor", "--bogus"], bogus, "doctor"),
     ] {
         let mut command = loadlab();
         command.args(&args);
@@ -92,7 +165,8 @@ fn a_refused_command_line_is_one_line_with_where_to_look() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.starts_with("loadlab: error: "), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
-        assert!(stderr.contains("--help'"), "{args:?}: {stderr}");
+        let help = if help.is_empty() { String::new() } else { format!("{help} ") };
+        assert!(stderr.trim_end().ends_with(&format!("; see 'loadlab {help}--help'")), "{stderr}");
         assert!(!stderr.contains("use '--"), "{args:?}: {stderr}");
     }
 }

@@ -1,6 +1,6 @@
 //! `--replay` and `--timing-script`: each line due at its time after the first (scaled by
-//! `--speed`), seen by the server that received it; lines that cannot be replayed counted by
-//! reason; a 100,000-line log against nginx kept within the open loop's lateness bounds; and
+//! `--speed`), seen by the server that received it; well-formed lines that cannot be replayed
+//! counted by reason, and a line not in the format refused naming it; a 100,000-line log against nginx kept within the open loop's lateness bounds; and
 //! every wrong file or flag refused in one line.
 
 use std::collections::HashMap;
@@ -128,9 +128,9 @@ fn lines_that_cannot_be_replayed_are_counted_by_reason_and_said() {
 10.0.0.1 - - [01/May/2024:10:00:00 +0000] "CONNECT example.com:443 HTTP/1.1" 200 0 "-" "-"
 10.0.0.1 - - [01/May/2024:10:00:00 +0000] "OPTIONS * HTTP/1.1" 200 0 "-" "-"
 10.0.0.1 - - [01/May/2024:10:00:00 +0000] "GET http://elsewhere.example/x HTTP/1.1" 200 0 "-" "-"
-a line no server wrote
+10.0.0.1 - - [01/May/2024:10:00:00 +0000] "\x16\x03\x01\x00\xF4\x01\x00\x00" 400 157 "-" "-"
 10.0.0.1 - - [01/May/2024:10:00:01 +0000] "HEAD /two?x=%20y HTTP/1.0" 200 0 "-" "-"
-"#;
+10.0.0.1 - - [01/May/2024:10:00:01 +0000] "GET /thr"#;
     let (_dir, path) = file("access.log", log);
     let report = bench(&server.url("/"), &["--replay", &path], 0);
     assert_accounted(&report, 2);
@@ -142,17 +142,15 @@ a line no server wrote
         [skipped("no_request"), skipped("connect"), skipped("asterisk"), skipped("other_host")],
         [1, 1, 1, 1]
     );
-    assert_eq!(
-        (skipped("unparsable"), skipped("bad_time"), skipped("bad_request_line")),
-        (1, 0, 0)
-    );
-    assert_eq!(uint(&report, "replay.skipped_first_line.unparsable"), 6, "{report:#}");
-    assert_eq!(uint(&report, "replay.lines"), 7);
+    // Line 6, a TLS handshake nginx logged as a 400; line 8, a log still being written.
+    assert_eq!((skipped("bad_request_line"), skipped("truncated")), (1, 1));
+    assert_eq!(uint(&report, "replay.skipped_first_line.truncated"), 8, "{report:#}");
+    assert_eq!(uint(&report, "replay.lines"), 8);
     let notes = strings(&report, "notes");
     assert!(
-        notes
-            .iter()
-            .any(|n| n.starts_with("5 of 7 lines of") && n.contains("connect 1 (first at line 3)")),
+        notes.iter().any(|n| n.starts_with("6 of 8 lines of")
+            && n.contains("connect 1 (first at line 3)")
+            && n.contains("truncated 1 (first at line 8)")),
         "{notes:?}"
     );
     let head = server.received().into_iter().find(|(_, r)| r.method == "HEAD");
@@ -224,16 +222,33 @@ fn a_100000_line_log_against_nginx_keeps_the_open_loops_lateness_bounds() {
 fn wrong_replays_are_refused_in_one_line() {
     let server = TestServer::start(Behaviour::ok("never asked"));
     let url = server.url("/");
-    let (_dir, bad) =
-        file("access.log", "\nnothing here\n{\"time\":\"soon\",\"request\":\"GET / HTTP/1.1\"}\n");
+    // A line not in the format, among good ones: the file is not the log it claims to be.
+    let good = "10.0.0.1 - - [01/May/2024:10:00:00 +0000] \"GET / HTTP/1.1\" 200 5\n";
+    let (_dir, bad) = file("access.log", &format!("{good}\nnothing here\n{good}"));
     let stderr = fails(&["bench", &url, "--replay", &bad], 2);
     assert!(
         stderr.starts_with(&format!(
-            "loadlab: error: {bad}:2: no line can be replayed (2 lines read; line 2: neither"
+            "loadlab: error: {bad}:3: not a log line (no [time]): the Common or Combined Log \
+             Format"
         )),
         "{stderr}"
     );
+    assert!(stderr.trim_end().ends_with("fix or remove the line"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let (_dir, bad) = file("access.log", "{\"time\":\"soon\",\"request\":\"GET / HTTP/1.1\"}\n");
+    let stderr = fails(&["bench", &url, "--replay", &bad], 2);
+    assert!(
+        stderr.starts_with(&format!("loadlab: error: {bad}:1: the time time: \"soon\" is not")),
+        "{stderr}"
+    );
+    let (_dir, bad) = file("access.log", "10.0.0.1 - - [01/May/2024:10:00:00 +0000] \"-\" 408 0\n");
+    let stderr = fails(&["bench", &url, "--replay", &bad], 2);
+    assert!(
+        stderr.starts_with(&format!(
+            "loadlab: error: {bad}:1: no line can be replayed (1 lines read; line 1: no request"
+        )),
+        "{stderr}"
+    );
     let stderr = fails(&["bench", &url, "--replay", "/nonexistent/access.log"], 2);
     assert!(
         stderr.starts_with("loadlab: error: /nonexistent/access.log: cannot read:"),

@@ -18,6 +18,7 @@ mod external;
 mod own;
 mod pools;
 mod regression;
+mod slo;
 mod urls;
 
 /// A run of the tiny suite takes about 3 s; this bounds a hung one (as the lab tests' limit
@@ -523,8 +524,8 @@ fn a_plan_that_cannot_reach_significance_says_so_before_it_runs() {
 }
 
 /// A suite's `slo` gates the run: each stack's cells judged over their repetitions, a line
-/// per (stack, workload, load) after the verdict, exit 99 when one fails; `run --slo` stands
-/// in for the suite's.
+/// per stack under its group in the verdict and the run's gate last, exit 99 when one fails;
+/// `run --slo` stands in for the suite's.
 #[test]
 fn a_suites_slo_gates_the_run_and_run_slo_replaces_it() {
     let scratch = Scratch::new();
@@ -539,8 +540,8 @@ fn a_suites_slo_gates_the_run_and_run_slo_replaces_it() {
     let out = scratch.out().display().to_string();
     let stdout = scratch.ok(&["run", "--suite", &suite, "--out", &out]);
     let line = stdout.lines().find(|l| l.contains("SLO ")).unwrap_or_else(|| panic!("{stdout}"));
-    assert!(line.starts_with("nginx") && line.contains("hello.txt"), "{line}");
-    assert!(line.contains("SLO p99<10s,errors<1%: pass (p99 "), "{line}");
+    assert!(line.starts_with("  ✓ nginx: SLO p99<10s,errors<1%: pass (p99 "), "{line}");
+    assert!(stdout.contains("\nSLO gate: pass (1 of 1)\n"), "{stdout}");
 
     let output = scratch.run(&["run", "--suite", &suite, "--out", &out, "--slo", "rps>1000000000"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -550,7 +551,11 @@ fn a_suites_slo_gates_the_run_and_run_slo_replaces_it() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(stdout.contains("SLO rps>1000000000: FAIL (rps "), "{stdout}");
+    assert!(stdout.contains("✗ nginx: SLO rps>1000000000: FAIL (rps "), "{stdout}");
+    assert!(
+        stdout.contains("SLO gate: FAIL (1 of 1 failed: nginx · hello.txt · closed"),
+        "{stdout}"
+    );
 }
 
 #[test]

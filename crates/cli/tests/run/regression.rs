@@ -29,6 +29,7 @@ fn cell(ordinal: u32, repetition: u32, rps: f64) -> CellRecord {
         samples: Vec::new(),
         flags: Vec::new(),
         limited_by: None,
+        slo: None,
     }
 }
 

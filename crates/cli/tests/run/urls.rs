@@ -24,7 +24,7 @@ fn a_url_list_workload_is_verified_sent_by_weight_and_stored_per_request() {
     scratch.write("urls.txt", "# the shop\n/a\nweight=3 /b\nPOST /c X-Order: 1\n");
     let file = scratch.write("urls.toml", &suite(&server.url("/"), ""));
     let out = scratch.out().display().to_string();
-    scratch.ok(&["run", "--suite", &file, "--out", &out]);
+    let stdout = scratch.ok(&["run", "--suite", &file, "--out", &out]);
 
     // Verify sent each request once before each repetition; the cells 600 by weight 1:3:1
     // (expected 120, 360, 120).
@@ -46,6 +46,33 @@ fn a_url_list_workload_is_verified_sent_by_weight_and_stored_per_request() {
         assert_eq!(m("url.POST /c.failed"), 0.0);
         assert!(m("url.GET /b.p99_us") > 0.0);
     }
+
+    // Each request's medians over the repetitions in every report, not only the CSV.
+    let db = scratch.db();
+    let json = scratch.json(&["report", "--db", &db, "--format", "json"]);
+    let requests = json[0]["stacks"][0]["requests"].as_array().expect("requests").clone();
+    let names: Vec<String> = requests
+        .iter()
+        .map(|r| format!("{} {}", r["method"], r["path"]).replace('"', ""))
+        .collect();
+    assert_eq!(names, ["GET /a", "GET /b", "POST /c"], "{json:#}");
+    let completed: f64 = requests.iter().map(|r| r["completed"].as_f64().unwrap()).sum();
+    // Two repetitions of 300: each median is the mean of two, so they add up to 300.
+    assert_eq!(completed, 300.0, "{json:#}");
+    assert!(requests.iter().all(|r| r["failed"] == 0.0 && r["p99_us"].as_f64() > Some(0.0)));
+    let text = scratch.ok(&["report", "--db", &db, "--format", "text"]);
+    let header =
+        text.lines().find(|l| l.starts_with("  request")).unwrap_or_else(|| panic!("{text}"));
+    for column in ["stack", "completed", "failed", "non-2xx", "p50", "p99"] {
+        assert!(header.contains(column), "{header}");
+    }
+    let b = text.lines().find(|l| l.starts_with("  GET /b ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(b.contains(" mine ") && b.contains(" µs"), "{b}");
+    assert!(stdout.contains(&text), "run prints the same verdict:\n{stdout}\n---\n{text}");
+    let html = scratch.out().join("report.html");
+    let page = std::fs::read_to_string(&html).expect("the run's report");
+    assert!(page.contains("<table class=\"requests\">"), "{page}");
+    assert!(page.contains("<td title=\"POST /c\">POST /c</td><td>mine</td>"), "{page}");
 }
 
 #[test]

@@ -14,8 +14,15 @@
 //!   as Apache's `%{msec}t` and `%{usec}t` write them). Other keys (status, bytes, host) are
 //!   not needed: requests go to the run's target, bodies are not in logs.
 //!
-//! A line that cannot be replayed is counted by its [`Skip`] reason; a file with no line that
-//! can is an error naming the first bad line.
+//! A line that is not in either format (no `[time]` and quoted request, a time that is not a
+//! date, a JSON line that does not parse or has no time) is an error naming the file, the line
+//! and what is expected: the file is not the log it claims to be there, and a replay of what
+//! remains would not be the traffic it recorded. The one exception is a last line without its
+//! end of line, as a server still writing the log leaves it: counted as `truncated`. A line in
+//! the format whose request cannot be replayed (CONNECT, `*`, another host, a request line that
+//! is not one, such as a TLS handshake a server logged as a 400, or none at all) is counted by
+//! its [`Skip`] reason and said; a file with no line that can be replayed is an error naming
+//! the first.
 
 use std::path::Path;
 
@@ -25,7 +32,7 @@ use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 use time::{OffsetDateTime, PrimitiveDateTime};
 
-use super::{error, for_each_line, origin_form, OtherHosts, Refused};
+use super::{error, for_each_line_ended, origin_form, OtherHosts, Refused};
 use crate::replay::{Builder, Replay, Skip};
 use crate::{EngineError, RequestSpec, Target};
 
@@ -47,32 +54,55 @@ const METHOD_KEYS: [&str; 2] = ["method", "request_method"];
 const PATH_KEYS: [&str; 4] = ["request_uri", "uri", "path", "url"];
 const QUERY_KEYS: [&str; 3] = ["args", "query_string", "query"];
 
+/// What a line of either format looks like, for the errors of one that is not.
+const EXPECTED: &str = "the Common or Combined Log Format (host ident user [10/Oct/2000:13:55:36 \
+                        -0700] \"GET /path HTTP/1.1\" status bytes ...) or a JSON object a line \
+                        is expected; fix or remove the line";
+
+/// Why a line is not replayed.
+enum Unusable {
+    /// A line in the format whose request is not one to replay: counted.
+    Skip(Skip),
+    /// A line not in the format at all: an error, with what is wrong and what to do.
+    Malformed(String),
+}
+
+impl From<Skip> for Unusable {
+    fn from(why: Skip) -> Unusable {
+        Unusable::Skip(why)
+    }
+}
+
 /// Reads the log at `path` for replay against `target`.
 pub fn read(path: &Path, target: &Target) -> Result<Replay, EngineError> {
     let file = path.display().to_string();
     let mut log = Builder::default();
-    for_each_line(path, |n, bytes| {
+    for_each_line_ended(path, |n, bytes, ended| {
         let bytes = bytes.trim_ascii();
         if bytes.is_empty() {
             return Ok(());
         }
         log.read();
         let parsed = if bytes[0] == b'{' { json_line(bytes) } else { clf_line(bytes) };
-        match parsed.and_then(|line| line.resolve(target)) {
+        match parsed.and_then(|line| Ok(line.resolve(target)?)) {
             Ok(l) => log.line(l.format, Some(&l.method), &l.path, l.at_ns, l.coarse),
-            Err(why) => log.skip(why, n),
+            Err(Unusable::Skip(why)) => log.skip(why, n),
+            // A server writes a line and its end of line together: a last line without one is
+            // still being written, not wrong.
+            Err(Unusable::Malformed(_)) if !ended => log.skip(Skip::Truncated, n),
+            Err(Unusable::Malformed(what)) => return Err(error(&file, Some(n), what)),
         }
         Ok(())
     })?;
     let replay = log.finish(&file);
     if replay.is_empty() {
-        // The earliest bad line is the one to look at first.
+        // The earliest line not replayed is the one to look at first.
         let first = replay.skipped.iter().min_by_key(|(_, (_, line))| *line);
         let what = match first {
             None => "no line at all: an access log is one request a line".to_string(),
             Some((why, (_, line))) => format!(
-                "no line can be replayed ({} lines read; line {line}: {}); the Common or \
-                 Combined Log Format or JSON lines with a time and a request are expected",
+                "no line can be replayed ({} lines read; line {line}: {}): a log of requests \
+                 to this site's paths is expected",
                 replay.read,
                 why.describe()
             ),
@@ -118,13 +148,22 @@ impl Line {
 
 /// `host ident user [time] "request" ...`: the time between the first brackets, the request
 /// in the quotes that follow.
-fn clf_line(line: &[u8]) -> Result<Line, Skip> {
-    let text = std::str::from_utf8(line).map_err(|_| Skip::Unparsable)?;
-    let open = text.find(" [").ok_or(Skip::Unparsable)?;
-    let close = open + text[open..].find("] \"").ok_or(Skip::Unparsable)?;
-    let (at_ns, coarse) = clf_time(&text[open + 2..close]).ok_or(Skip::BadTime)?;
+fn clf_line(line: &[u8]) -> Result<Line, Unusable> {
+    let malformed =
+        |what: &str| Unusable::Malformed(format!("not a log line ({what}): {EXPECTED}"));
+    let text = std::str::from_utf8(line).map_err(|_| malformed("not UTF-8 text"))?;
+    let open = text.find(" [").ok_or_else(|| malformed("no [time]"))?;
+    let close = open
+        + text[open..].find("] \"").ok_or_else(|| malformed("no [time] and quoted request"))?;
+    let time = &text[open + 2..close];
+    let (at_ns, coarse) = clf_time(time).ok_or_else(|| {
+        Unusable::Malformed(format!(
+            "the time [{time}] is not the Common Log Format's (10/Oct/2000:13:55:36 -0700); fix \
+             or remove the line"
+        ))
+    })?;
     let quoted = &line[close + 3..];
-    let request = unquote(quoted).ok_or(Skip::Unparsable)?;
+    let request = unquote(quoted).ok_or_else(|| malformed("the request has no closing quote"))?;
     let (method, target) = request_line(&request)?;
     Ok(Line { format: "combined", method, target, at_ns, coarse })
 }
@@ -182,8 +221,14 @@ fn request_line(request: &[u8]) -> Result<(String, Vec<u8>), Skip> {
 }
 
 /// A JSON line: the request and the time under the keys the module's overview lists.
-fn json_line(line: &[u8]) -> Result<Line, Skip> {
-    let object: Map<String, Value> = serde_json::from_slice(line).map_err(|_| Skip::Unparsable)?;
+fn json_line(line: &[u8]) -> Result<Line, Unusable> {
+    let object: Map<String, Value> = serde_json::from_slice(line).map_err(|e| {
+        Unusable::Malformed(format!(
+            "not a JSON object (wrong at column {}): JSON lines are one object a line, with a \
+             request and a time; fix or remove the line",
+            e.column()
+        ))
+    })?;
     let text = |keys: &[&str]| {
         keys.iter()
             .find_map(|k| object.get(*k))
@@ -195,7 +240,7 @@ fn json_line(line: &[u8]) -> Result<Line, Skip> {
         (Some(request), _) => request_line(request.as_bytes())?,
         (None, Some(method)) => {
             if !RequestSpec::is_method(method) {
-                return Err(Skip::BadRequestLine);
+                return Err(Skip::BadRequestLine.into());
             }
             let mut target = text(&PATH_KEYS).ok_or(Skip::NoRequest)?.to_string();
             if let Some(query) = text(&QUERY_KEYS).filter(|_| !target.contains('?')) {
@@ -206,14 +251,26 @@ fn json_line(line: &[u8]) -> Result<Line, Skip> {
             }
             (method.to_string(), target.into_bytes())
         }
-        (None, None) => return Err(Skip::NoRequest),
+        (None, None) => return Err(Skip::NoRequest.into()),
     };
-    let time = TIME_KEYS.iter().find_map(|k| object.get(*k)).ok_or(Skip::BadTime)?;
-    let (at_ns, coarse) = match time {
-        Value::Number(n) => decimal_seconds(&n.to_string()).ok_or(Skip::BadTime)?,
-        Value::String(s) => json_time(s).ok_or(Skip::BadTime)?,
-        _ => return Err(Skip::BadTime),
+    let Some((key, time)) = TIME_KEYS.iter().find_map(|k| object.get(*k).map(|v| (*k, v))) else {
+        return Err(Unusable::Malformed(format!(
+            "no time: a JSON line needs one of {} (nginx: \"msec\":\"$msec\"); add it to the \
+             log's format",
+            TIME_KEYS.join(", ")
+        )));
     };
+    let at = match time {
+        Value::Number(n) => decimal_seconds(&n.to_string()),
+        Value::String(s) => json_time(s),
+        _ => None,
+    };
+    let (at_ns, coarse) = at.ok_or_else(|| {
+        Unusable::Malformed(format!(
+            "the time {key}: {time} is not a date (RFC 3339, ISO 8601 or the Common Log \
+             Format's) nor seconds since the epoch; fix or remove the line"
+        ))
+    })?;
     Ok(Line { format: "json", method, target, at_ns, coarse })
 }
 
@@ -293,11 +350,10 @@ mod tests {
 10.0.0.1 - - [10/Oct/2000:13:55:38 -0700] "OPTIONS * HTTP/1.1" 200 0
 10.0.0.1 - - [10/Oct/2000:13:55:38 -0700] "GET http://other.example/x HTTP/1.1" 200 0
 10.0.0.1 - - [10/Oct/2000:13:55:38 -0700] "GET /a b c HTTP/1.1" 400 0
-10.0.0.1 - - [99/Foo/2000:13:55:38 -0700] "GET /t HTTP/1.1" 200 0
-this is not a log line
+10.0.0.1 - - [10/Oct/2000:13:55:38 -0700] "\x16\x03\x01\x02\x00\x01\x00\x01\xFC\x03\x03" 400 157
 
 10.0.0.1 - - [10/Oct/2000:13:55:39 -0700] "HEAD /caf\xc3\xa9 HTTP/1.1" 200 0
-"#;
+10.0.0.1 - - [10/Oct/2000:13:55:40 -0700] "GET /still-being-wr"#;
         let (_dir, path) = file("access.log", text);
         let r = read(&path, &target()).unwrap();
         assert_eq!(r.format, "combined");
@@ -308,16 +364,16 @@ this is not a log line
         );
         let skipped: Vec<(&str, u64, usize)> =
             r.skipped.iter().map(|(k, (n, first))| (k.name(), *n, *first)).collect();
+        // Line 8 is a TLS handshake nginx logged as a 400: a request line that is not one.
         assert_eq!(
             skipped,
             [
-                ("unparsable", 1, 9),
                 ("no_request", 1, 3),
-                ("bad_request_line", 1, 7),
-                ("bad_time", 1, 8),
+                ("bad_request_line", 2, 7),
                 ("connect", 1, 4),
                 ("asterisk", 1, 5),
                 ("other_host", 1, 6),
+                ("truncated", 1, 11),
             ]
         );
         assert_eq!(r.skipped_total() + r.len() as u64, r.read);
@@ -333,10 +389,8 @@ this is not a log line
 {"time":1714557601,"method":"DELETE","url":"/d"}
 {"time":"01/May/2024:10:00:02 +0000","request":"GET /e HTTP/2.0"}
 {"time":1714557602000,"request":"GET /f HTTP/1.1"}
-{"time":"yesterday","request":"GET /g HTTP/1.1"}
 {"time":1714557602,"status":200}
-{"broken json
-"#;
+{"time":1714557602,"request":"GET /half"#;
         let (_dir, path) = file("access.log", text);
         let r = read(&path, &target()).unwrap();
         assert_eq!(r.format, "json");
@@ -347,7 +401,34 @@ this is not a log line
         let ms: Vec<u64> = r.offsets_ns.iter().map(|ns| ns / 1_000_000).collect();
         assert_eq!(ms, [0, 250, 500, 1_000, 2_000, 2_000]);
         let skipped: Vec<&str> = r.skipped.keys().map(|k| k.name()).collect();
-        assert_eq!(skipped, ["unparsable", "no_request", "bad_time"]);
+        assert_eq!(skipped, ["no_request", "truncated"]);
+    }
+
+    /// A line that is not in the format is an error naming the file, the line and what is
+    /// expected, even when other lines could be replayed; a last line that lacks its end of
+    /// line as well is a log still being written (counted as truncated, above).
+    #[test]
+    fn a_line_not_in_the_format_is_an_error_naming_it_and_what_to_do() {
+        let good = "10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET /a HTTP/1.1\" 200 5\n";
+        for (bad, says) in [
+            ("this is not a log line", "not a log line (no [time]): the Common or Combined"),
+            ("1.2.3.4 - - [x] \"GET / HTTP/1.1\" 200 0", "the time [x] is not the Common Log"),
+            ("1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] \"GET /a", "has no closing quote"),
+            ("{\"broken json", "not a JSON object (wrong at column 13)"),
+            ("{\"request\":\"GET /g HTTP/1.1\"}", "no time: a JSON line needs one of time,"),
+            (
+                "{\"time\":\"yesterday\",\"request\":\"GET /g HTTP/1.1\"}",
+                "the time time: \"yesterday\" is not a date",
+            ),
+        ] {
+            let (_dir, path) = file("access.log", &format!("{good}\n{bad}\n{good}"));
+            let e = read(&path, &target()).unwrap_err().to_string();
+            let name = path.display().to_string();
+            assert!(e.starts_with(&format!("{name}:3: ")), "{bad}: {e}");
+            assert!(e.contains(says), "{bad}: {e}");
+            assert!(e.ends_with("the line") || e.ends_with("format"), "{bad}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
     }
 
     #[test]
@@ -361,14 +442,15 @@ this is not a log line
     }
 
     #[test]
-    fn a_log_with_nothing_to_replay_is_an_error_naming_its_first_bad_line() {
-        let (_dir, path) =
-            file("access.log", "\n\nnot a log\n1.2.3.4 - - [x] \"GET / HTTP/1.1\" 200 0\n");
+    fn a_log_with_nothing_to_replay_is_an_error_naming_its_first_line() {
+        let text = "\n\n1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] \"-\" 400 0\n\
+                    1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] \"CONNECT a:443 HTTP/1.1\" 200 0\n";
+        let (_dir, path) = file("access.log", text);
         let e = read(&path, &target()).unwrap_err().to_string();
         let name = path.display().to_string();
         assert!(
             e.starts_with(&format!(
-                "{name}:3: no line can be replayed (2 lines read; line 3: neither"
+                "{name}:3: no line can be replayed (2 lines read; line 3: no request"
             )),
             "{e}"
         );

@@ -33,6 +33,15 @@ pub(crate) fn for_each_line(
     path: &Path,
     mut each: impl FnMut(usize, &[u8]) -> Result<(), EngineError>,
 ) -> Result<(), EngineError> {
+    for_each_line_ended(path, |n, line, _| each(n, line))
+}
+
+/// As [`for_each_line`], also telling whether the line ended with an end of line: only the
+/// file's last line can lack one, as when a server is still writing it.
+pub(crate) fn for_each_line_ended(
+    path: &Path,
+    mut each: impl FnMut(usize, &[u8], bool) -> Result<(), EngineError>,
+) -> Result<(), EngineError> {
     let name = path.display().to_string();
     let file =
         std::fs::File::open(path).map_err(|e| error(&name, None, format!("cannot read: {e}")))?;
@@ -48,9 +57,10 @@ pub(crate) fn for_each_line(
             return Ok(());
         }
         number += 1;
+        let ended = buf.ends_with(b"\n");
         let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        each(number, line)?;
+        each(number, line, ended)?;
     }
 }
 

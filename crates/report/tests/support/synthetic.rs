@@ -137,6 +137,7 @@ fn record(
         samples,
         flags: Vec::new(),
         limited_by: None,
+        slo: None,
     }
 }
 
