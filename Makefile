@@ -1,6 +1,7 @@
 # make demo: the classic suite on the lab's stacks, report in out/report.html. make test: everything
 # CI checks. make demo-bench: loadlab bench against a private nginx.
-# make bench, bench-mix, bench-replay, bench-rate, bench-scale: the benchmarks in BENCHMARKS.md.
+# make bench, bench-mix, bench-replay, bench-rate, bench-scale, bench-wake: the benchmarks in
+# BENCHMARKS.md.
 # make bench-netem: netem beside loadlab's delay stage under Debian's stock kernel, in a VM
 # (docs/lab.md).
 # Each installs the Debian packages it needs first (Debian 12; sudo only when not root).
@@ -17,7 +18,8 @@ LAB_PACKAGES   := nginx apache2 libapache2-mod-php php-fpm php-cgi php-cli php-m
 TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time chromium iproute2
 # The demo runs the classic suite, which uses every stack of the lab.
 DEMO_PACKAGES  := $(LAB_PACKAGES)
-BENCH_PACKAGES := nginx wrk apache2-utils httperf time python3 iproute2 openssl nghttp2-client valgrind
+BENCH_PACKAGES := nginx wrk apache2-utils httperf time python3 iproute2 openssl nghttp2-client valgrind \
+                  gcc liburing-dev
 # bench/netem-guest.sh boots Debian's kernel (which has netem) under qemu with this root shared.
 NETEM_PACKAGES := $(LAB_PACKAGES) qemu-system-x86 busybox-static jq iproute2
 
@@ -28,7 +30,7 @@ endif
 
 LOCKED := $(if $(wildcard Cargo.lock),--locked)
 
-.PHONY: deps-test deps-demo deps-bench deps-lab deps-netem build test demo demo-bench bench bench-mix bench-replay lab-cycles bench-rate bench-scale bench-netem clean
+.PHONY: deps-test deps-demo deps-bench deps-lab deps-netem build test demo demo-bench bench bench-mix bench-replay lab-cycles bench-rate bench-scale bench-wake bench-netem clean
 
 # apt_install: install those of the packages in $(1) that are not installed yet; apt-get update
 # runs only if something is missing, so a ready machine needs no network and no root. "dpkg -s"
@@ -99,6 +101,10 @@ bench-replay: deps-bench build
 # Open-loop accuracy at 1k-20k req/s and client CPU per request against httperf.
 bench-rate: deps-bench build
 	bench/rate-accuracy.sh
+
+# What one timer wake-up costs a sleeping thread here: the floor under on-time sends (issue 11).
+bench-wake: deps-bench
+	bench/wake-cost.sh
 
 # 10,000 concurrent connections: really open (ss), errors, peak RSS. Raises the open-file limit
 # to what it needs, which takes root (or a hard limit already high enough).
