@@ -50,9 +50,18 @@ pub fn record(
         put(&metric::error_class(class.name()), t.errors.get(class) as f64);
     }
     // A URL list: each request's own figures, named by its method and path
-    // (`url.GET /cart.p99_us`), as `bench --urls` reports them.
+    // (`url.GET /cart.p99_us`), as `bench --urls` reports them. A method and path that
+    // several lines share (with other headers or bodies) are told apart by their line, so
+    // that no line's figures overwrite another's (`url.GET /cart (line 7).p99_us`).
     if let loadlab_engine::Traffic::Mix(mix) = &config.traffic {
+        let method = |e: &loadlab_engine::Entry| e.method(&config.request).to_owned();
         for (e, t) in mix.entries.iter().zip(&t.entries) {
+            let alike = mix.entries.iter().filter(|o| o.path == e.path && method(o) == method(e));
+            let path = if alike.count() > 1 {
+                format!("{} (line {})", e.path, e.line)
+            } else {
+                e.path.clone()
+            };
             let figures = [
                 t.completed as f64,
                 t.failed as f64,
@@ -61,7 +70,7 @@ pub fn record(
                 t.latency.percentile(99.0) as f64,
             ];
             for (what, v) in metric::URL_FIGURES.iter().zip(figures) {
-                put(&metric::url(e.method(&config.request), &e.path, what), v);
+                put(&metric::url(&method(e), &path, what), v);
             }
         }
     }

@@ -245,7 +245,7 @@ fn wrong_replays_are_refused_in_one_line() {
     let stderr = fails(&["bench", &url, "--replay", &bad], 2);
     assert!(
         stderr.starts_with(&format!(
-            "loadlab: error: {bad}:1: no line can be replayed (1 lines read; line 1: no request"
+            "loadlab: error: {bad}:1: no line can be replayed (1 line read; line 1: no request"
         )),
         "{stderr}"
     );

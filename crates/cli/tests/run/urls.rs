@@ -76,6 +76,24 @@ fn a_url_list_workload_is_verified_sent_by_weight_and_stored_per_request() {
 }
 
 #[test]
+fn lines_of_one_method_and_path_keep_their_own_figures() {
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let scratch = Scratch::new();
+    scratch.write("urls.txt", "/a\n/a X-Mine: 1\n/b\n");
+    let file = scratch.write("urls.toml", &suite(&server.url("/"), "urls_order = \"sequential\""));
+    let out = scratch.out().display().to_string();
+    scratch.ok(&["run", "--suite", &file, "--out", &out]);
+    let store = Store::open(scratch.db()).expect("the run's store");
+    for cell in store.cells(RunId(1)).expect("cells") {
+        let m = |k: &str| cell.metrics.get(k).copied().unwrap_or_else(|| panic!("{k}: {cell:?}"));
+        // In order, 300 requests: 100 each, and the two /a lines are not one.
+        for name in ["url.GET /a (line 1)", "url.GET /a (line 2)", "url.GET /b"] {
+            assert_eq!(m(&format!("{name}.completed")), 100.0, "{:?}", cell.metrics);
+        }
+    }
+}
+
+#[test]
 fn a_request_of_the_list_that_answers_wrongly_stops_the_run_at_verify() {
     // Every other answer is a 500: one of the three requests of the list gets one.
     let server = TestServer::start(Behaviour::StatusCycle(vec![200, 500]));

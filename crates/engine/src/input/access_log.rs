@@ -101,9 +101,13 @@ pub fn read(path: &Path, target: &Target) -> Result<Replay, EngineError> {
         let what = match first {
             None => "no line at all: an access log is one request a line".to_string(),
             Some((why, (_, line))) => format!(
-                "no line can be replayed ({} lines read; line {line}: {}): a log of requests \
+                "no line can be replayed ({} read; line {line}: {}): a log of requests \
                  to this site's paths is expected",
-                replay.read,
+                if replay.read == 1 {
+                    "1 line".to_string()
+                } else {
+                    format!("{} lines", replay.read)
+                },
                 why.describe()
             ),
         };
