@@ -52,7 +52,7 @@ pub use request::RequestSpec;
 pub use result::{BenchResult, EntryTally, HdrLog, Tally, Timings, WorkerSummary};
 pub use schedule::Arrival;
 pub use target::Target;
-pub use tls::{TlsOptions, TlsVersion};
+pub use tls::{Negotiated, TlsOptions, TlsVersion};
 
 /// Shared between the caller and the workers while a run is going: a stop request (Ctrl-C) and
 /// progress counters for a live display. Workers publish progress once per loop turn.
@@ -279,10 +279,14 @@ pub fn run(
     let hdr_log = config.hdr_log.then(|| hdr_log(&mut reports, config, wall_start));
     let mut tally = Tally::default();
     let mut server = None;
+    let mut tls = None;
     for r in &reports {
         tally.merge(&r.tally);
         if server.is_none() {
             server.clone_from(&r.server);
+        }
+        if tls.is_none() {
+            tls.clone_from(&r.negotiated);
         }
     }
     let duration = match config.stop {
@@ -305,6 +309,7 @@ pub fn run(
             })
             .collect(),
         server,
+        tls,
         cpus_available,
         peak_open: reports.iter().map(|r| r.peak_open).sum(),
         pool,

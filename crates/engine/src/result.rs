@@ -280,6 +280,7 @@ pub struct WorkerReport {
     /// Connection slots the worker ended with (open loop: how far the pool grew).
     pub slots: usize,
     pub server: Option<String>,
+    pub negotiated: Option<crate::tls::Negotiated>,
 }
 
 /// The merged result of a run.
@@ -295,6 +296,9 @@ pub struct BenchResult {
     pub workers: Vec<WorkerSummary>,
     /// The Server header of the first response seen.
     pub server: Option<String>,
+    /// `https://`: what the first TLS handshake settled on (version, cipher suite, group,
+    /// ALPN); every connection of a run offers the same, so one stands for all.
+    pub tls: Option<crate::tls::Negotiated>,
     /// CPUs the client process could use.
     pub cpus_available: usize,
     /// Connections open at the same time, at most (sum of per-worker peaks).

@@ -30,6 +30,43 @@ pub struct TlsOptions {
     pub version: Option<TlsVersion>,
 }
 
+/// What a connection's handshake settled on, as the run reports it (h2load's `TLS Protocol`,
+/// `Cipher`, `Server Temp Key` and `Application protocol` lines), named as IANA and OpenSSL
+/// name them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Negotiated {
+    /// `TLSv1.3`, `TLSv1.2`.
+    pub version: String,
+    /// `TLS_AES_128_GCM_SHA256`, `TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`.
+    pub cipher: String,
+    /// The key exchange group: `X25519`, `secp256r1`.
+    pub group: Option<String>,
+    /// The protocol ALPN chose: `http/1.1`, `h2`; `None` when the server chose none.
+    pub alpn: Option<String>,
+}
+
+impl Negotiated {
+    fn of(tls: &ClientConnection) -> Option<Negotiated> {
+        let version = match tls.protocol_version()? {
+            rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_string(),
+            rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_string(),
+            other => format!("{other:?}"),
+        };
+        let suite = tls.negotiated_cipher_suite()?.suite();
+        // rustls names TLS 1.3's suites TLS13_*; IANA (and OpenSSL, h2load, curl) TLS_*.
+        let cipher = suite.as_str().map_or_else(
+            || format!("{suite:?}"),
+            |s| s.strip_prefix("TLS13_").map_or_else(|| s.to_string(), |r| format!("TLS_{r}")),
+        );
+        let group = tls.negotiated_key_exchange_group().map(|g| {
+            let name = g.name();
+            name.as_str().map_or_else(|| format!("{name:?}"), str::to_string)
+        });
+        let alpn = tls.alpn_protocol().map(|p| String::from_utf8_lossy(p).into_owned());
+        Some(Negotiated { version, cipher, group, alpn })
+    }
+}
+
 /// A TLS protocol version a run may be held to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TlsVersion {
@@ -181,6 +218,11 @@ impl TlsStream {
     /// The server chose h2 by ALPN.
     pub fn alpn_h2(&self) -> bool {
         self.tls.alpn_protocol() == Some(b"h2")
+    }
+
+    /// What the handshake settled on; `None` before it ends.
+    pub fn negotiated(&self) -> Option<Negotiated> {
+        Negotiated::of(&self.tls)
     }
 
     /// The handshake resumed an earlier session.

@@ -50,6 +50,7 @@ pub fn result(
             wall: duration,
         }],
         server: Some("fake".into()),
+        tls: None,
         cpus_available: 2,
         peak_open: 10,
         pool: match pacing {

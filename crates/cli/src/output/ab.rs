@@ -38,6 +38,14 @@ impl Render for Ab {
         writeln!(out, "Server Software:        {}", r.server.software.as_deref().unwrap_or(""))?;
         writeln!(out, "Server Hostname:        {}", r.server.host)?;
         writeln!(out, "Server Port:            {}", r.server.port)?;
+        if let Some(tls) = &r.tls {
+            // ab's three lines for https://.
+            writeln!(out, "SSL/TLS Protocol:       {},{}", tls.version, tls.cipher)?;
+            if let Some(group) = &tls.group {
+                writeln!(out, "Server Temp Key:        {group}")?;
+            }
+            writeln!(out, "TLS Server Name:        {}", r.server.host)?;
+        }
         if r.protocol == "h2" {
             // ab has no HTTP/2; h2load's wording.
             writeln!(out, "Application protocol:   h2")?;

@@ -79,6 +79,11 @@ impl Render for Text {
             r.server.software.as_deref().unwrap_or("(no Server header)"),
             c.address
         )?;
+        if let Some(tls) = &r.tls {
+            let group = tls.group.as_deref().map(|g| format!(", {g}")).unwrap_or_default();
+            let alpn = tls.alpn.as_deref().unwrap_or("none");
+            writeln!(out, "  tls {}, {}{group}, ALPN {alpn}", tls.version, tls.cipher)?;
+        }
         writeln!(out)?;
 
         let q = &r.requests;

@@ -110,6 +110,22 @@ fn https_runs_with_its_ca_times_each_new_connections_handshake_and_resumes() {
     assert_eq!(uint(&kept, "errors.tls"), 0, "{kept:#}");
     assert_eq!(uint(&kept, "timings_us.tls.count"), 4, "{kept:#}");
     assert!(uint(&kept, "timings_us.tls.p50") > 0, "{kept:#}");
+    // What the handshake settled on, named as IANA and OpenSSL name it; this server offers
+    // no ALPN protocol.
+    let tls = &kept["tls"];
+    assert_eq!(tls["version"], "TLSv1.3", "{kept:#}");
+    let cipher = tls["cipher"].as_str().unwrap_or_default();
+    assert!(cipher.starts_with("TLS_AES_") || cipher == "TLS_CHACHA20_POLY1305_SHA256", "{tls}");
+    assert_eq!(tls["group"], "X25519", "{tls}");
+    assert!(tls["alpn"].is_null(), "{tls}");
+    // ab's layout says it as ab does.
+    let mut ab = crate::support::loadlab();
+    ab.args(["bench", &url, "-n", "10", "-c", "1", "--format", "ab", "--cacert", &ca]);
+    let out = crate::support::output_within(ab, crate::support::RUN_LIMIT);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("SSL/TLS Protocol:       TLSv1.3,{cipher}\n")), "{text}");
+    assert!(text.contains("Server Temp Key:        X25519\n"), "{text}");
+    assert!(text.contains("TLS Server Name:        localhost\n"), "{text}");
 
     // A connection per request: a handshake per request, in the open loop too.
     let args = [&["--no-keepalive", "--rate", "200", "-d", "1s", "-t", "1"][..], &expect].concat();
@@ -166,8 +182,16 @@ fn tls_version_offers_only_the_version_asked_for() {
     let url = format!("https://127.0.0.1:{}/", addr.port());
     let ok = bench(&url, &["-n", "20", "-c", "1", "--insecure", "--tls-version", "1.3"], 0);
     assert_eq!(uint(&ok, "requests.completed"), 20, "{ok:#}");
+    assert_eq!(ok["tls"]["version"], "TLSv1.3", "{ok:#}");
     let stderr = refused(&["-n", "1", "--insecure", "--tls-version", "1.2", &url]);
     assert!(stderr.contains("TLS: "), "{stderr}");
+    // Against a server of both, 1.2 is what the run says it spoke.
+    let both = serve(&certs);
+    let url = format!("https://127.0.0.1:{}/", both.port());
+    let old = bench(&url, &["-n", "20", "-c", "1", "--insecure", "--tls-version", "1.2"], 0);
+    assert_eq!(old["tls"]["version"], "TLSv1.2", "{old:#}");
+    let cipher = old["tls"]["cipher"].as_str().unwrap_or_default();
+    assert!(cipher.starts_with("TLS_ECDHE_"), "{old:#}");
 }
 
 /// A server that finishes the handshake, reads the request and answers with a record that is

@@ -109,6 +109,8 @@ fn bench_over_h2(up: &Value) {
         let (report, code) = bench(&format!("{url}{path}"), &args);
         assert_eq!(code, Some(0), "{report:#}");
         assert_eq!(report["protocol"], "h2", "{report:#}");
+        assert_eq!(report["tls"]["alpn"], "h2", "{report:#}");
+        assert_eq!(report["tls"]["version"], "TLSv1.3", "{report:#}");
         assert_eq!(report["requests"]["completed"], 50, "{path}: {report:#}");
         assert_eq!(report["requests"]["failed"], 0, "{path}: {report:#}");
     }

@@ -112,6 +112,8 @@ pub(crate) struct Worker {
     source_next: usize,
     tally: Tally,
     server: Option<String>,
+    /// What the first TLS handshake of the worker settled on.
+    negotiated: Option<crate::tls::Negotiated>,
     open: usize,
     peak_open: usize,
     /// Requests sent as the window closed whose socket or bind failed at once: unfinished,
@@ -172,6 +174,7 @@ impl Worker {
             source_next: 0,
             tally,
             server: None,
+            negotiated: None,
             open: 0,
             peak_open: 0,
             refused_at_end: 0,
@@ -341,6 +344,7 @@ impl Worker {
             peak_open: self.peak_open,
             slots: self.conns.len(),
             server: self.server.take(),
+            negotiated: self.negotiated.take(),
             tally: self.tally,
         })
     }
@@ -588,6 +592,9 @@ impl Worker {
             if t.handshaken() {
                 conn.tls_done = Some(now);
                 conn.tls_resumed = t.resumed();
+                if self.negotiated.is_none() {
+                    self.negotiated = t.negotiated();
+                }
                 if conn.state == State::Reading && conn.ex.written < now {
                     conn.ex.written = now;
                 }

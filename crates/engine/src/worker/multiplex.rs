@@ -179,6 +179,9 @@ impl Worker {
         let h2 = t.alpn_h2();
         conn.tls_done = Some(now);
         conn.tls_resumed = t.resumed();
+        if self.negotiated.is_none() {
+            self.negotiated = t.negotiated();
+        }
         if !h2 {
             let reason = Reason { what: "the server did not select h2 by ALPN", code: None };
             return self.fail_connection(idx, ErrorClass::H2Conn, None, Some(reason), true, now);
