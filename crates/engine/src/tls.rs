@@ -198,6 +198,9 @@ pub(crate) struct TlsStream {
     tls: ClientConnection,
     /// An error met after some plaintext was already read: given by the next read.
     pending: Option<io::Error>,
+    /// The data ended (close_notify, or the TCP stream's end) after plaintext that a read
+    /// returned: the next read gives the end.
+    ended: bool,
 }
 
 impl TlsStream {
@@ -207,7 +210,7 @@ impl TlsStream {
         name: ServerName<'static>,
     ) -> io::Result<TlsStream> {
         let tls = ClientConnection::new(config, name).map_err(failure)?;
-        Ok(TlsStream { tcp, tls, pending: None })
+        Ok(TlsStream { tcp, tls, pending: None, ended: false })
     }
 
     /// The handshake is over: application data flows.
@@ -223,6 +226,13 @@ impl TlsStream {
     /// What the handshake settled on; `None` before it ends.
     pub fn negotiated(&self) -> Option<Negotiated> {
         Negotiated::of(&self.tls)
+    }
+
+    /// The data ended behind what the last read returned: a short read then does not mean
+    /// the socket is drained, and the end is for the next read to give. A close_notify ends
+    /// the data with the TCP connection still open, so no event would come for it.
+    pub fn ended(&self) -> bool {
+        self.ended
     }
 
     /// The handshake resumed an earlier session.
@@ -280,10 +290,16 @@ impl Read for TlsStream {
         if let Some(e) = self.pending.take() {
             return Err(e);
         }
+        if self.ended {
+            return Ok(0);
+        }
         let mut filled = 0;
         while filled < buf.len() {
             match self.read_record(&mut buf[filled..]) {
-                Ok(0) => break,
+                Ok(0) => {
+                    self.ended = filled > 0;
+                    break;
+                }
                 Ok(n) => filled += n,
                 Err(e) if filled == 0 => return Err(e),
                 Err(e) => {

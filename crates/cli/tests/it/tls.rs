@@ -217,6 +217,28 @@ fn a_broken_record_mid_stream_fails_as_tls_with_its_reason() {
     assert_eq!(reasons.values().map(|n| n.as_u64().unwrap()).sum::<u64>(), 10, "{report:#}");
 }
 
+/// A server that answers with half a body, then a close_notify alert, and keeps the TCP
+/// connection open: the alert ends the response there, so each request fails at once as a
+/// short body (not a TLS failure, not a timeout).
+#[test]
+fn a_close_notify_mid_body_ends_the_response_as_short() {
+    fn cut(tls: &mut rustls::StreamOwned<rustls::ServerConnection, std::net::TcpStream>) -> bool {
+        let _ = tls.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhalf a body");
+        tls.conn.send_close_notify();
+        let _ = tls.flush();
+        // The socket stays open well past the run's timeout: only the alert can end it.
+        std::thread::sleep(std::time::Duration::from_secs(10));
+        false
+    }
+    let port = serve_with(&certs(), rustls::DEFAULT_VERSIONS, cut).port();
+    let url = format!("https://127.0.0.1:{port}/");
+    let started = std::time::Instant::now();
+    let report = bench(&url, &["-n", "6", "-c", "2", "--insecure", "--timeout", "5s"], 0);
+    assert!(started.elapsed() < std::time::Duration::from_secs(4), "{report:#}");
+    assert_eq!(uint(&report, "errors.short_body"), 6, "{report:#}");
+    assert_eq!(uint(&report, "errors.tls"), 0, "{report:#}");
+}
+
 /// 100 KB of `x`, keep-alive: a response of seven TLS records.
 fn large(tls: &mut rustls::StreamOwned<rustls::ServerConnection, std::net::TcpStream>) -> bool {
     let mut reply = b"HTTP/1.1 200 OK\r\nContent-Length: 102400\r\n\r\n".to_vec();

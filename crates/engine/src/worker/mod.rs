@@ -659,7 +659,8 @@ impl Worker {
             match conn.parser.feed(&self.buf[..n], &mut |b| check.update(b)) {
                 Ok(Progress::Partial) => {
                     conn.ex.resp_bytes += n as u64;
-                    if n < self.buf.len() && !must_drain {
+                    let ended = matches!(&conn.stream, Some(Stream::Tls(t)) if t.ended());
+                    if n < self.buf.len() && !must_drain && !ended {
                         return;
                     }
                 }
