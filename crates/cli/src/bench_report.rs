@@ -42,8 +42,9 @@ pub struct Report {
     pub bytes: Bytes,
     pub body_length: BodyLength,
     pub server: Server,
-    /// `https://`: what the handshake settled on; null for `http://`.
-    pub tls: Option<Tls>,
+    /// `https://`: what the handshake settled on (version, cipher, group, alpn); null for
+    /// `http://`.
+    pub tls: Option<loadlab_engine::Negotiated>,
     /// Time per completed request. Closed loop: from its start to its last byte. Open loop and
     /// sessions: from when it was due (corrected for coordinated omission).
     pub latency_us: RecorderSummary,
@@ -197,19 +198,6 @@ pub struct Server {
     pub host: String,
     pub port: u16,
     pub path: String,
-}
-
-/// What a TLS handshake settled on (every connection of a run offers the same).
-#[derive(Debug, Serialize)]
-pub struct Tls {
-    /// `TLSv1.3` or `TLSv1.2`.
-    pub version: String,
-    /// The cipher suite, as IANA names it (`TLS_AES_128_GCM_SHA256`).
-    pub cipher: String,
-    /// The key exchange group (`X25519`); null when none was used.
-    pub group: Option<String>,
-    /// The protocol ALPN chose (`http/1.1`, `h2`); null when the server chose none.
-    pub alpn: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -401,12 +389,7 @@ impl Report {
                 port: cfg.target.port,
                 path: cfg.target.path.clone(),
             },
-            tls: r.tls.as_ref().map(|n| Tls {
-                version: n.version.clone(),
-                cipher: n.cipher.clone(),
-                group: n.group.clone(),
-                alpn: n.alpn.clone(),
-            }),
+            tls: r.tls.clone(),
             latency_us: latency,
             service_time_us: service,
             rate,

@@ -32,8 +32,8 @@ pub struct TlsOptions {
 
 /// What a connection's handshake settled on, as the run reports it (h2load's `TLS Protocol`,
 /// `Cipher`, `Server Temp Key` and `Application protocol` lines), named as IANA and OpenSSL
-/// name them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// name them. Serialized as `bench --format json`'s `tls`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Negotiated {
     /// `TLSv1.3`, `TLSv1.2`.
     pub version: String,
