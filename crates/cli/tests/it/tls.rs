@@ -232,9 +232,8 @@ fn a_close_notify_mid_body_ends_the_response_as_short() {
     }
     let port = serve_with(&certs(), rustls::DEFAULT_VERSIONS, cut).port();
     let url = format!("https://127.0.0.1:{port}/");
-    let started = std::time::Instant::now();
     let report = bench(&url, &["-n", "6", "-c", "2", "--insecure", "--timeout", "5s"], 0);
-    assert!(started.elapsed() < std::time::Duration::from_secs(4), "{report:#}");
+    // Waiting for an event that never comes would end each as client_timeout instead.
     assert_eq!(uint(&report, "errors.short_body"), 6, "{report:#}");
     assert_eq!(uint(&report, "errors.tls"), 0, "{report:#}");
 }
