@@ -112,6 +112,19 @@ port=$(free_port)
 start_nginx "$work" "$port" "$SERVER_CPU"
 url=$scheme://127.0.0.1:$port/hello.txt
 
+# server_ticks: the CPU time nginx's workers have used so far, in clock ticks. The server's cost
+# per request is the other half of a client's cost on one machine: on loopback the sender's CPU
+# delivers each segment and wakes the receiver, so a client that sleeps more makes nginx pay more.
+server_ticks() {
+  local pid total=0 f
+  for pid in $(pgrep -P "$(cat "$work/master.pid")"); do
+    # utime and stime are fields 14 and 15; the command in field 2 has no spaces ("(nginx)").
+    read -r -a f <"/proc/$pid/stat" || continue
+    total=$((total + f[13] + f[14]))
+  done
+  echo "$total"
+}
+
 # run TOOL ROUND: one measured run; its output and its CPU time land in $work.
 run() {
   local tool=$1 round=$2 cmd
@@ -135,11 +148,14 @@ run() {
       cmd=(ab -q "${keep[@]}" -c "$CONNECTIONS" -t "$DURATION" -n "$AB_REQUESTS" "$url") ;;
   esac
   echo "round $round: $tool" >&2
+  local before
+  before=$(server_ticks)
   # time's figure includes its child (timeout) and that one's child (the tool): wait4 adds the
   # usage of reaped descendants. --foreground lets Ctrl-C reach the tool. All on the client CPU.
   taskset -c "$CLIENT_CPU" /usr/bin/time -f '%U %S %e' -o "$work/$tool.$round.cpu" \
     timeout --foreground -k 5 $((DURATION + 30)) "${cmd[@]}" >"$work/$tool.$round.out"
   [ -s "$work/$tool.$round.out" ] || die "$tool printed no result: ${cmd[*]}"
+  echo $(($(server_ticks) - before)) >"$work/$tool.$round.server"
   echo "$tool $round" >>"$work/runs"
 }
 
@@ -161,7 +177,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 
 python3 - "$work" "${tools[@]}" <<'EOF'
-import json, re, statistics, sys
+import json, os, re, statistics, sys
 
 work, tools = sys.argv[1], sys.argv[2:]
 
@@ -201,9 +217,10 @@ def parse(tool, text, path):
         return (find(r"Requests per second:\s+([\d.]+)", text, path),
                 int(find(r"Complete requests:\s+(\d+)", text, path)), errors)
 
-rows = {}  # (tool, round) -> (rps, cpu_us_per_req)
+rows = {}  # (tool, round) -> (rps, cpu_us_per_req, nginx_us_per_req)
+hz = os.sysconf("SC_CLK_TCK")
 print(f"{'tool':8} {'round':>5} {'req/s':>10} {'requests':>10} {'seconds':>7}"
-      f" {'cpu_us_per_req':>14} {'client_cpu':>10} {'errors':>6}")
+      f" {'cpu_us_per_req':>14} {'client_cpu':>10} {'nginx_us_per_req':>16} {'errors':>6}")
 for line in open(f"{work}/runs"):
     tool, rnd = line.split()
     path = f"{work}/{tool}.{rnd}.out"
@@ -213,16 +230,19 @@ for line in open(f"{work}/runs"):
     cpu_us = (user + sys_) * 1e6 / n
     # Near 100% the client, not nginx, set the pace: its req/s says little about the server.
     busy = (user + sys_) / elapsed * 100
-    rows[tool, int(rnd)] = (rps, cpu_us)
+    # nginx's CPU over the whole run (warm-up and connecting included, as for the client).
+    server_us = int(open(f"{work}/{tool}.{rnd}.server").read()) / hz * 1e6 / n
+    rows[tool, int(rnd)] = (rps, cpu_us, server_us)
     print(f"{tool:8} {rnd:>5} {rps:>10.0f} {n:>10} {elapsed:>7.2f} {cpu_us:>14.2f} {busy:>9.0f}%"
-          f" {'-' if errors is None else errors:>6}")
+          f" {server_us:>16.2f} {'-' if errors is None else errors:>6}")
 
 print("\nmedians over rounds")
-print(f"{'tool':8} {'req/s':>10} {'cpu_us_per_req':>14}")
+print(f"{'tool':8} {'req/s':>10} {'cpu_us_per_req':>14} {'nginx_us_per_req':>16}")
 for tool in tools:
     vals = [v for (t, _), v in rows.items() if t == tool]
     print(f"{tool:8} {statistics.median(v[0] for v in vals):>10.0f}"
-          f" {statistics.median(v[1] for v in vals):>14.2f}")
+          f" {statistics.median(v[1] for v in vals):>14.2f}"
+          f" {statistics.median(v[2] for v in vals):>16.2f}")
 
 # Ratios are taken per round (the two runs sat next to each other in time), then the median.
 base = tools[0]
@@ -232,5 +252,6 @@ for other in tools[1:]:
     pairs = [(rows[base, r], rows[other, r]) for r in rounds]
     cpu = statistics.median(a[1] / b[1] for a, b in pairs)
     rps = statistics.median(a[0] / b[0] for a, b in pairs)
-    print(f"{base}/{other}: cpu_us_per_req {cpu:.2f}  req/s {rps:.2f}")
+    server = statistics.median(a[2] / b[2] for a, b in pairs)
+    print(f"{base}/{other}: cpu_us_per_req {cpu:.2f}  req/s {rps:.2f}  nginx_us_per_req {server:.2f}")
 EOF
