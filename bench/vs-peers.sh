@@ -45,8 +45,8 @@ else
 fi
 LOADLAB=${LOADLAB:-target/release/loadlab}
 # Server and client on separate cores, so neither steals the other's CPU time.
-SERVER_CPU=1
-CLIENT_CPU=0
+SERVER_CPU=${SERVER_CPU:-1}
+CLIENT_CPU=${CLIENT_CPU:-0}
 
 for v in DURATION ROUNDS AB_REQUESTS STREAMS NEWCONN_REQUESTS; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
