@@ -291,7 +291,16 @@ pub fn run(
     }
     let duration = match config.stop {
         Stop::Duration(d) if !interrupted => d,
-        _ => reports.iter().map(|r| r.wall).max().unwrap_or_default(),
+        _ => {
+            let last = reports.iter().map(|r| r.wall).max().unwrap_or_default();
+            // A counted schedule ends when its first arrival left out was due, whichever
+            // worker held it: 200 arrivals at 200/s span one second, not the 0.995 s between
+            // the first and the last, and one request at 10/s is not 400 req/s.
+            match reports.iter().filter_map(|r| r.schedule_end).min() {
+                Some(due) => last.max(due),
+                None => last,
+            }
+        }
     };
     let bytes_sent = tally.bytes_sent;
     Ok(BenchResult {

@@ -276,6 +276,11 @@ pub struct WorkerReport {
     pub wall: Duration,
     /// When this worker's last measured request ended, from the start of measuring.
     pub last_event: Duration,
+    /// A counted schedule (`-n` with a rate): when this worker's first arrival that the count
+    /// left out was due, from the start of measuring. Each arrival sent stands for the
+    /// interval up to the next one, so N arrivals at R per second span N/R, not the N-1
+    /// intervals between the first and the last.
+    pub schedule_end: Option<Duration>,
     pub peak_open: usize,
     /// Connection slots the worker ended with (open loop: how far the pool grew).
     pub slots: usize,
@@ -289,7 +294,8 @@ pub struct BenchResult {
     pub tally: Tally,
     /// Request bytes written (requests sent in full times the request's encoded length).
     pub bytes_sent: u64,
-    /// The measured duration: until the last request ended (`-n`), or the planned duration
+    /// The measured duration: until the last request ended (`-n`), and under a schedule no
+    /// earlier than its next arrival that the count left out, or the planned duration
     /// (`-d`), or until the interruption.
     pub duration: Duration,
     pub interrupted: bool,

@@ -202,3 +202,38 @@ fn coalesced_sends_keep_the_rate_and_report_their_lateness() {
     assert!(p50 >= 150 && p99 >= 800, "late p50 {p50} µs, p99 {p99} µs\n{report:#}");
     assert_corrected_dominates(&report);
 }
+
+/// A counted schedule spans its arrivals' intervals: N arrivals at R per second take N/R
+/// seconds, each standing for the interval up to the next. Taken between the first and the
+/// last arrival instead, 200 at 200/s read 201 req/s and one request at 10/s read 400 (its own
+/// latency). Holds for one worker or two (whose arrivals interleave), for the open loop and
+/// for sessions; the server answers in well under an interval, so the rate is the offered one.
+#[test]
+fn a_counted_schedule_reads_as_its_offered_rate() {
+    let _timing = timing_lock();
+    let server = TestServer::start(Behaviour::ok("counted"));
+    let url = server.url("/");
+    for (args, rate, seconds) in [
+        (&["--rate", "10", "-n", "1"][..], 10.0, 0.1),
+        (&["--rate", "50", "-n", "20", "-t", "1"][..], 50.0, 0.4),
+        (&["--rate", "50", "-n", "20", "-t", "2"][..], 50.0, 0.4),
+        (&["--conn-rate", "20", "--conns", "5", "--calls-per-conn", "2"][..], 40.0, 0.25),
+    ] {
+        let report = bench(&url, args, 0);
+        assert_no_errors(&report);
+        let duration = float(&report, "duration_s");
+        // Stretched only by a response that ended after the next arrival was due: a machine
+        // stall, which then shows as the last request's latency.
+        let slack = uint(&report, "latency_us.max") as f64 / 1e6;
+        assert!(
+            duration >= seconds - 1e-6 && duration <= seconds + slack,
+            "{args:?}: {duration} s for {seconds} s of arrivals\n{report:#}"
+        );
+        if duration <= seconds + 1e-6 {
+            assert!(
+                (float(&report, "rate.achieved_rps") - rate).abs() < 1e-6,
+                "{args:?}\n{report:#}"
+            );
+        }
+    }
+}

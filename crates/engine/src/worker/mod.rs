@@ -109,6 +109,9 @@ pub(crate) struct Worker {
     buf: Box<[u8]>,
     budget: Budget,
     budget_spent: bool,
+    /// A counted schedule: when this worker's first arrival left out by the budget was due
+    /// (see [`WorkerReport::schedule_end`]).
+    schedule_end: Option<Instant>,
     source_next: usize,
     tally: Tally,
     server: Option<String>,
@@ -171,6 +174,7 @@ impl Worker {
             buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
             budget,
             budget_spent: false,
+            schedule_end: None,
             source_next: 0,
             tally,
             server: None,
@@ -341,6 +345,7 @@ impl Worker {
             involuntary_switches: account.involuntary_switches,
             wall: end_at.saturating_duration_since(measure_start),
             last_event: self.last_event.saturating_duration_since(measure_start),
+            schedule_end: self.schedule_end.map(|due| due.saturating_duration_since(measure_start)),
             peak_open: self.peak_open,
             slots: self.conns.len(),
             server: self.server.take(),
@@ -395,6 +400,7 @@ impl Worker {
             };
             if due >= self.spec.measure_start && !self.budget.take() {
                 self.budget_spent = true;
+                self.schedule_end = Some(due);
                 self.release(idx);
                 return;
             }
