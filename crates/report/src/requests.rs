@@ -22,6 +22,9 @@ pub struct RequestFigures {
     /// one; `None` when none did.
     pub p50_us: Option<f64>,
     pub p99_us: Option<f64>,
+    /// Its line in the list; `None` for cells stored before lines were kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
 }
 
 /// The figures' column names in tables, in [`RequestFigures::shown`]'s order.
@@ -31,6 +34,12 @@ impl RequestFigures {
     /// `GET /cart`, cut as tables cut it ([`loadlab_stats::format::request`]).
     pub fn request(&self) -> String {
         loadlab_stats::format::request(&self.method, &self.path)
+    }
+
+    /// Where it sorts: by its line in the list, and by path and method where no line was
+    /// stored (after those with one).
+    fn order(&self) -> (u64, &str, &str) {
+        (self.line.unwrap_or(u64::MAX), &self.path, &self.method)
     }
 
     /// The figures as tables show them, in [`COLUMNS`]' order: counts as counts, latencies
@@ -48,18 +57,18 @@ impl RequestFigures {
     }
 }
 
-/// Every stack's requests of one group, request by request (path, then method), the stacks
+/// Every stack's requests of one group, request by request in the list's order, the stacks
 /// in the group's order under each: the rows of the report's table of them.
 pub fn rows(stacks: &[crate::verdict::StackSummary]) -> Vec<(&str, &RequestFigures)> {
     let mut rows: Vec<(&str, &RequestFigures)> =
         stacks.iter().flat_map(|s| s.requests.iter().map(move |r| (s.stack.as_str(), r))).collect();
     // Stable: the stacks keep their order under each request.
-    rows.sort_by(|a, b| (&a.1.path, &a.1.method).cmp(&(&b.1.path, &b.1.method)));
+    rows.sort_by(|a, b| a.1.order().cmp(&b.1.order()));
     rows
 }
 
-/// The requests whose figures `cells` (one stack's repetitions) stored, by path and then
-/// method (the store keeps no order of the list's lines); empty for any other workload.
+/// The requests whose figures `cells` (one stack's repetitions) stored, in the list's order
+/// (by path and then method for cells stored without lines); empty for any other workload.
 pub fn requests(cells: &[&CellRecord]) -> Vec<RequestFigures> {
     // (path, method) -> figure -> its value in each repetition that has it.
     type Values<'a> = BTreeMap<&'a str, Vec<f64>>;
@@ -75,7 +84,8 @@ pub fn requests(cells: &[&CellRecord]) -> Vec<RequestFigures> {
             }
         }
     }
-    by.into_iter()
+    let mut requests: Vec<RequestFigures> = by
+        .into_iter()
         .map(|((path, method), figures)| {
             let get = |figure: &str| figures.get(figure).and_then(|v| median(v));
             RequestFigures {
@@ -86,9 +96,13 @@ pub fn requests(cells: &[&CellRecord]) -> Vec<RequestFigures> {
                 non_2xx: get("non_2xx").unwrap_or(0.0),
                 p50_us: get("p50_us"),
                 p99_us: get("p99_us"),
+                // The same in every repetition of one list.
+                line: get(metric::URL_LINE).map(|l| l as u64),
             }
         })
-        .collect()
+        .collect();
+    requests.sort_by(|a, b| a.order().cmp(&b.order()));
+    requests
 }
 
 #[cfg(test)]
@@ -106,6 +120,27 @@ mod tests {
         }
         let metrics: Vec<(&str, f64)> = metrics.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         with_load("mine", "shop", LoadSpec::new(LoadModel::Closed), repetition, &metrics)
+    }
+
+    /// The list's order, not the paths': `/z` on line 1 comes before `/a` on line 2; a cell
+    /// stored before lines were kept falls back to path order.
+    #[test]
+    fn requests_keep_their_list_order() {
+        let mut metrics = Vec::new();
+        for (path, line) in [("/z", 1.0), ("/a", 2.0)] {
+            metrics.push((metric::url("GET", path, "completed"), 1.0));
+            metrics.push((metric::url("GET", path, metric::URL_LINE), line));
+        }
+        let metrics: Vec<(&str, f64)> = metrics.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let cell = with_load("mine", "shop", LoadSpec::new(LoadModel::Closed), 0, &metrics);
+        let got = requests(&[&cell]);
+        let order: Vec<(&str, Option<u64>)> =
+            got.iter().map(|r| (r.path.as_str(), r.line)).collect();
+        assert_eq!(order, [("/z", Some(1)), ("/a", Some(2))]);
+        let old = rep(0, [1.0; 5], [1.0; 5]);
+        let paths: Vec<String> = requests(&[&old]).iter().map(|r| r.request()).collect();
+        assert_eq!(paths, ["GET /a.php", "POST /c"]);
+        assert!(requests(&[&old]).iter().all(|r| r.line.is_none()));
     }
 
     #[test]

@@ -72,6 +72,7 @@ pub fn record(
             for (what, v) in metric::URL_FIGURES.iter().zip(figures) {
                 put(&metric::url(&method(e), &path, what), v);
             }
+            put(&metric::url(&method(e), &path, metric::URL_LINE), e.line as f64);
         }
     }
     if let Some(offered) = r.offered_rps() {

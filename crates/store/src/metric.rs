@@ -46,6 +46,10 @@ pub fn error_class(class: &str) -> String {
 /// What is kept of each request of a URL list (`urls = FILE`), under [`url`]'s names.
 pub const URL_FIGURES: [&str; 5] = ["completed", "failed", "non_2xx", "p50_us", "p99_us"];
 
+/// Kept beside [`URL_FIGURES`]: the request's line in its list, so that reports show the
+/// requests in the list's order (cells stored before it was kept have none).
+pub const URL_LINE: &str = "line";
+
 /// The name of one figure of one request of a URL list: `url.GET /cart.p99_us`.
 pub fn url(method: &str, path: &str, figure: &str) -> String {
     format!("url.{method} {path}.{figure}")

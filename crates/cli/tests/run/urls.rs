@@ -21,7 +21,7 @@ fn suite(url: &str, extra: &str) -> String {
 fn a_url_list_workload_is_verified_sent_by_weight_and_stored_per_request() {
     let server = TestServer::start(Behaviour::ok("ok"));
     let scratch = Scratch::new();
-    scratch.write("urls.txt", "# the shop\n/a\nweight=3 /b\nPOST /c X-Order: 1\n");
+    scratch.write("urls.txt", "# the shop\nPOST /c X-Order: 1\n/a\nweight=3 /b\n");
     let file = scratch.write("urls.toml", &suite(&server.url("/"), ""));
     let out = scratch.out().display().to_string();
     let stdout = scratch.ok(&["run", "--suite", &file, "--out", &out]);
@@ -55,7 +55,10 @@ fn a_url_list_workload_is_verified_sent_by_weight_and_stored_per_request() {
         .iter()
         .map(|r| format!("{} {}", r["method"], r["path"]).replace('"', ""))
         .collect();
-    assert_eq!(names, ["GET /a", "GET /b", "POST /c"], "{json:#}");
+    // In the list's order, which is not the paths': each request with its line.
+    assert_eq!(names, ["POST /c", "GET /a", "GET /b"], "{json:#}");
+    let lines: Vec<u64> = requests.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+    assert_eq!(lines, [2, 3, 4], "{json:#}");
     let completed: f64 = requests.iter().map(|r| r["completed"].as_f64().unwrap()).sum();
     // Two repetitions of 300: each median is the mean of two, so they add up to 300.
     assert_eq!(completed, 300.0, "{json:#}");
@@ -68,6 +71,9 @@ fn a_url_list_workload_is_verified_sent_by_weight_and_stored_per_request() {
     }
     let b = text.lines().find(|l| l.starts_with("  GET /b ")).unwrap_or_else(|| panic!("{text}"));
     assert!(b.contains(" mine ") && b.contains(" µs"), "{b}");
+    let at =
+        |request: &str| text.find(&format!("  {request} ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(at("POST /c") < at("GET /a") && at("GET /a") < at("GET /b"), "{text}");
     assert!(stdout.contains(&text), "run prints the same verdict:\n{stdout}\n---\n{text}");
     let html = scratch.out().join("report.html");
     let page = std::fs::read_to_string(&html).expect("the run's report");
