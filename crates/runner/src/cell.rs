@@ -54,10 +54,15 @@ pub fn record(
     // several lines share (with other headers or bodies) are told apart by their line, so
     // that no line's figures overwrite another's (`url.GET /cart (line 7).p99_us`).
     if let loadlab_engine::Traffic::Mix(mix) = &config.traffic {
-        let method = |e: &loadlab_engine::Entry| e.method(&config.request).to_owned();
+        // How many lines each method and path has: counted once, not per line (a list may
+        // hold thousands).
+        let mut lines: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+        for e in &mix.entries {
+            *lines.entry((e.method(&config.request), e.path.as_str())).or_default() += 1;
+        }
         for (e, t) in mix.entries.iter().zip(&t.entries) {
-            let alike = mix.entries.iter().filter(|o| o.path == e.path && method(o) == method(e));
-            let path = if alike.count() > 1 {
+            let method = e.method(&config.request);
+            let path = if lines[&(method, e.path.as_str())] > 1 {
                 format!("{} (line {})", e.path, e.line)
             } else {
                 e.path.clone()
@@ -70,9 +75,9 @@ pub fn record(
                 t.latency.percentile(99.0) as f64,
             ];
             for (what, v) in metric::URL_FIGURES.iter().zip(figures) {
-                put(&metric::url(&method(e), &path, what), v);
+                put(&metric::url(method, &path, what), v);
             }
-            put(&metric::url(&method(e), &path, metric::URL_LINE), e.line as f64);
+            put(&metric::url(method, &path, metric::URL_LINE), e.line as f64);
         }
     }
     if let Some(offered) = r.offered_rps() {
