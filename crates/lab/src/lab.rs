@@ -17,7 +17,8 @@ use crate::state::{is_root, make_dir_all, Record, StateDir, TierRecord};
 use crate::supervise::{self, STOP_GRACE};
 use crate::verify::{self, Report};
 use crate::workloads::{self, write};
-use crate::{http, ports, ready};
+use crate::{ports, ready};
+use loadlab_engine::client as http;
 use loadlab_programs as programs;
 
 /// How long one tier may take to become ready. MariaDB's first start after copying the
