@@ -171,26 +171,9 @@ pub fn machine() -> Option<MachineStat> {
     })
 }
 
-/// Clock ticks per second (USER_HZ), the unit of the CPU times in /proc.
-pub fn clock_ticks() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if ticks > 0 {
-        ticks as u64
-    } else {
-        100
-    }
-}
-
-pub fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if size > 0 {
-        size as u64
-    } else {
-        4096
-    }
-}
+/// Clock ticks per second (USER_HZ), the unit of the CPU times in /proc, and the page size,
+/// the unit of the resident set.
+pub use crate::sys::{clock_ticks, page_size};
 
 #[cfg(test)]
 mod tests {
