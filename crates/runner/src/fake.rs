@@ -154,7 +154,7 @@ pub struct FakeLab {
 struct ExternalSamples;
 
 impl Sampling for ExternalSamples {
-    fn stop(self: Box<Self>) -> Vec<loadlab_lab::Sample> {
+    fn stop(self: Box<Self>) -> loadlab_lab::sampler::Sampled {
         let tier = loadlab_lab::sampler::TierSample {
             tier: crate::executor::EXTERNAL_TIER.into(),
             cpu_user_pct: 40.0,
@@ -163,13 +163,14 @@ impl Sampling for ExternalSamples {
             processes: 2,
             pool: None,
         };
-        vec![loadlab_lab::Sample {
+        let samples = vec![loadlab_lab::Sample {
             t_ms: 1000,
             unix_ms: 0,
             interval_ms: 1000,
             tiers: vec![tier],
             machine: None,
-        }]
+        }];
+        loadlab_lab::sampler::Sampled { samples, cpu: None }
     }
 }
 
