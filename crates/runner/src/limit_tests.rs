@@ -152,3 +152,27 @@ fn then_a_full_pool_then_the_machine_then_the_offer_then_nothing() {
         (Limit::NotDetermined, "no tier of the stack was measured in this cell")
     );
 }
+
+/// Through the executor: a lab cell whose sampler took no sample but counted its tiers' CPU
+/// is stored limited by the tier that used its CPUs.
+#[test]
+fn a_lab_cell_is_stored_with_the_limit_its_tiers_counters_show() {
+    use crate::fake::{FakeEngine, FakeLab};
+    let suite = loadlab_suite::parse(crate::tests::TWO_STACKS, "two.toml").expect("a suite");
+    let plan = loadlab_suite::plan(&suite, false);
+    // Each tier may use the CPUs the client may (no `cpus` knob); nginx used 95% of them.
+    let n = loadlab_engine::sys::allowed_cpus().len().max(1) as u64;
+    let lab = FakeLab {
+        tier_cpu: Some(CpuUse {
+            wall: Duration::from_millis(100),
+            ..counted(&[("nginx", 95 * n)], 0.5)
+        }),
+        ..FakeLab::default()
+    };
+    let ran = crate::tests::run_on_fakes(&plan, &lab, &mut FakeEngine::new(5_000.0), 2);
+    ran.outcome.as_ref().expect("the plan runs");
+    let cells = ran.cells();
+    let limit = cells[0].limited_by.as_ref().expect("a limit");
+    assert_eq!(limit.limit, Limit::TierCpu("nginx".into()), "{limit:?}");
+    assert!(cells[0].samples.is_empty(), "no 1 Hz sample, and still a tier's CPU");
+}
