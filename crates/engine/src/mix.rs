@@ -1,6 +1,6 @@
 //! Request mixes: the requests of a run that sends more than one (a URL list, `--urls`; a
-//! replayed log, `--replay`), each encoded once into a [`Table`] before the run, and how a
-//! worker picks the next one ([`Picker`]: by weight from a seeded generator, or in order).
+//! replayed log, `--replay`), each encoded once into a `Table` before the run, and how a
+//! worker picks the next one (`Picker`: by weight from a seeded generator, or in order).
 //!
 //! The hot path only indexes: a pick is a draw from a weighted index (a binary search over the
 //! cumulative weights) or a step along the list, and the bytes it sends were encoded before the
@@ -93,7 +93,7 @@ pub struct Mix {
 /// What a run sends.
 #[derive(Debug, Clone, Default)]
 pub enum Traffic {
-    /// [`BenchConfig::request`] to the target's path, every time.
+    /// [`crate::BenchConfig::request`] to the target's path, every time.
     #[default]
     Single,
     /// A URL list: entries picked by weight or in order, each with figures of its own.
