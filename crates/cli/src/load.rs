@@ -314,21 +314,6 @@ impl RequestArgs {
     }
 }
 
-/// Resolves the target and checks that it accepts connections, once, before any load.
-pub fn reach(config: &mut BenchConfig) -> anyhow::Result<SocketAddr> {
-    if let Some(path) = &config.unix_socket {
-        // No name to resolve and no port: the address only stands in for the socket.
-        loadlab_engine::preflight_unix(path).map_err(engine_failure)?;
-        return Ok(SocketAddr::from(([127, 0, 0, 1], config.target.port)));
-    }
-    config.target.resolve().map_err(engine_failure)?;
-    let addr = loadlab_engine::preflight(&config.target, config.connect_timeout)
-        .map_err(engine_failure)?;
-    loadlab_engine::preflight_tls(config, addr).map_err(engine_failure)?;
-    loadlab_engine::preflight_h2c(config, addr).map_err(engine_failure)?;
-    Ok(addr)
-}
-
 /// What to do when the connections asked for do not fit what the client has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OverCapacity {
@@ -349,31 +334,6 @@ impl From<OverCapacity> for loadlab_runner::capacity::Policy {
             OverCapacity::Run => Policy::Run,
         }
     }
-}
-
-/// Checks the run's connections against what this machine has, before any load
-/// ([`loadlab_runner::capacity::fit`]): a refusal is a usage error (exit 2); otherwise the
-/// warning to show, if any.
-pub fn fit_connections(
-    config: &mut BenchConfig,
-    policy: OverCapacity,
-) -> anyhow::Result<Option<String>> {
-    use loadlab_runner::capacity;
-    let has = capacity::Has::for_config(config);
-    capacity::fit(config, policy.into(), &has).map_err(|m| Failure::Usage(m).into())
-}
-
-/// Runs one measured load, with the live progress line unless `quiet`. The first Ctrl-C stops
-/// the run and keeps what was measured.
-pub fn measure(
-    config: &BenchConfig,
-    addr: SocketAddr,
-    quiet: bool,
-    label: &str,
-) -> anyhow::Result<(BenchResult, Arc<Control>)> {
-    let control = crate::signals::control()?;
-    let result = measure_with(config, addr, quiet, label, &control).map_err(engine_failure)?;
-    Ok((result, control))
 }
 
 fn measure_with(
@@ -405,16 +365,6 @@ impl EngineMeasure {
 }
 
 impl loadlab_runner::Measure for EngineMeasure {
-    fn reach(&mut self, config: &mut BenchConfig) -> Result<SocketAddr, EngineError> {
-        config.target.resolve()?;
-        let addr = loadlab_engine::preflight(&config.target, config.connect_timeout)?;
-        // An https:// target (a TLS lab stack, a suite's external one): a certificate the run
-        // cannot trust is one clear error, as in `bench`.
-        loadlab_engine::preflight_tls(config, addr)?;
-        loadlab_engine::preflight_h2c(config, addr)?;
-        Ok(addr)
-    }
-
     fn measure(
         &mut self,
         config: &BenchConfig,
@@ -447,6 +397,14 @@ pub fn parse_ip_list(s: &str) -> Result<Vec<IpAddr>, String> {
         }
     }
     Ok(out)
+}
+
+/// `bench`'s errors: a capacity refusal is the user's to fix (exit 2).
+pub fn bench_failure(e: loadlab_runner::bench::BenchError) -> anyhow::Error {
+    match e {
+        loadlab_runner::bench::BenchError::Capacity(m) => Failure::Usage(m).into(),
+        loadlab_runner::bench::BenchError::Engine(e) => engine_failure(e),
+    }
 }
 
 /// Maps engine errors to the CLI's failure classes (and so to exit codes).

@@ -19,7 +19,6 @@ macro_rules! out {
 }
 
 mod bench;
-mod bench_report;
 mod compare;
 mod doctor;
 mod exit;
@@ -33,7 +32,6 @@ mod signals;
 mod stack;
 mod sweep;
 mod traffic;
-mod traffic_report;
 mod units;
 
 use std::process::ExitCode;

@@ -110,6 +110,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     if !(0.0..=1.0).contains(&args.max_errors) {
         return Err(usage("--max-errors is a ratio between 0 and 1 (0.01 = 1%)".into()));
     }
+    let mut measure = load::EngineMeasure::new(true)?;
     let mut targets = Vec::new();
     for url in std::iter::once(&args.url).chain(args.compare.as_ref()) {
         let mut config = args.request.config(url)?;
@@ -119,10 +120,12 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         };
         config.pacing = args.schedule.pacing(1.0, None);
         config.coalesce = args.schedule.coalesce;
-        if let Some(w) = load::fit_connections(&mut config, args.request.over_capacity)? {
+        let policy = args.request.over_capacity.into();
+        let (addr, capped) = loadlab_runner::bench::prepare(&mut config, policy, &mut measure)
+            .map_err(load::bench_failure)?;
+        if let Some(w) = capped {
             eprintln!("loadlab: warning: {w}");
         }
-        let addr = load::reach(&mut config)?;
         targets.push(SweepTarget { config, addr, url: url.clone() });
     }
     // As fitted to what the client has (the same machine for every target).
@@ -149,7 +152,6 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         find_knee: args.find_knee,
         slo: args.slo.clone(),
     };
-    let mut measure = load::EngineMeasure::new(true)?;
     let outcome =
         run_sweep(&plan, &mut measure, &mut |step| table.row(step)).map_err(run::run_failure)?;
     let SweepOutcome { steps, knees, interrupted, gates } = &outcome;

@@ -1,5 +1,6 @@
 //! loadlab's decisions, between the engine and lab below and the CLI's printing above.
 //!
+//! - [`bench`]: one load test from its parsed flags to the judged result ([`bench::run`]).
 //! - [`trust`]: the one trust verdict. [`trust::Verdict::judge`] turns a run's figures into
 //!   flags with their evidence; `bench`, `sweep`, `run` and so the report all show it.
 //! - [`executor`]: a suite's plan, cell by cell, stack instance by stack instance (the lab's,
@@ -16,6 +17,7 @@
 //! ([`executor::Measure`], [`executor::Stacks`], [`executor::Events`]), so everything here is
 //! tested in process with fakes.
 
+pub mod bench;
 pub mod capacity;
 pub mod cell;
 pub mod executor;

@@ -9,7 +9,7 @@ use loadlab_engine::BenchResult;
 use loadlab_stats::RecorderSummary;
 
 use super::Render;
-use crate::bench_report::Report;
+use loadlab_runner::bench::Report;
 
 pub struct Ab;
 

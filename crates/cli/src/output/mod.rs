@@ -14,7 +14,7 @@ use loadlab_engine::BenchResult;
 use loadlab_stats::Recorder;
 
 use crate::bench::Format;
-use crate::bench_report::Report;
+use loadlab_runner::bench::Report;
 
 /// One output format.
 pub trait Render {

@@ -7,7 +7,8 @@ use loadlab_engine::BenchResult;
 use loadlab_stats::RecorderSummary;
 
 use super::Render;
-use crate::bench_report::Report;
+use loadlab_runner::bench::Report;
+use loadlab_runner::limit::Limit;
 use loadlab_stats::format::{bytes, count, micros as us};
 
 pub struct Text;
@@ -142,8 +143,10 @@ impl Render for Text {
             )?;
         }
         let link = &r.client.link;
+        // The transfer is marked when the runner decided that the network limited the run:
+        // how full the link was is its evidence here, never a threshold tested again.
         let full = match link.utilisation {
-            Some(u) if r.client.network_bound && u >= loadlab_engine::link::NETWORK_BOUND => {
+            Some(u) if r.limited_by.limit == Limit::Network => {
                 format!("   << NETWORK-BOUND: {:.0}% of {}", u * 100.0, link.describe())
             }
             _ => String::new(),
@@ -299,9 +302,13 @@ impl Render for Text {
 }
 
 /// `--urls`: one row per request of the list, in the file's order.
-fn url_table(out: &mut dyn Write, urls: &[crate::traffic_report::UrlFigures]) -> io::Result<()> {
-    let shown =
-        |u: &crate::traffic_report::UrlFigures| loadlab_stats::format::request(&u.method, &u.path);
+fn url_table(
+    out: &mut dyn Write,
+    urls: &[loadlab_runner::bench::traffic::UrlFigures],
+) -> io::Result<()> {
+    let shown = |u: &loadlab_runner::bench::traffic::UrlFigures| {
+        loadlab_stats::format::request(&u.method, &u.path)
+    };
     let width = urls.iter().map(|u| shown(u).chars().count()).max().unwrap_or(0).max(7);
     writeln!(
         out,

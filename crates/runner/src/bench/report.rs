@@ -4,10 +4,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::limit::{self, LimitedBy};
+use crate::slo::SloVerdict;
+use crate::{Flag, Verdict};
 use loadlab_engine::result::per_second;
 use loadlab_engine::{Arrival, BenchConfig, BenchResult, ErrorClass, Pacing, Protocol, Stop};
-use loadlab_runner::slo::SloVerdict;
-use loadlab_runner::{Flag, Verdict};
 use loadlab_stats::{Moments, RecorderSummary};
 use serde::Serialize;
 
@@ -58,6 +59,11 @@ pub struct Report {
     pub timings_us: TimingsUs,
     pub throughput: Throughput,
     pub client: Client,
+    /// What limited the throughput, decided once by [`limit::limited_by`] from the verdict
+    /// (without samples of the server, which a bench does not take): the client, the network,
+    /// the offered load, or not determined; stored and shown in the shape of a lab cell's.
+    #[serde(serialize_with = "stored")]
+    pub limited_by: LimitedBy,
     /// Reasons a figure above should not be taken at face value; empty when none.
     pub warnings: Vec<String>,
     /// Responses that were not 2xx, and whether the verdict marks the throughput for them
@@ -70,9 +76,9 @@ pub struct Report {
     pub slo: Option<SloVerdict>,
     /// `--urls`: each request of the list with its own figures, in the file's order; null
     /// without a list.
-    pub urls: Option<Vec<crate::traffic_report::UrlFigures>>,
+    pub urls: Option<Vec<super::traffic::UrlFigures>>,
     /// `--replay`, `--timing-script`: what was read, replayed and skipped; null otherwise.
-    pub replay: Option<crate::traffic_report::ReplayEcho>,
+    pub replay: Option<super::traffic::ReplayEcho>,
 }
 
 #[derive(Debug, Serialize)]
@@ -306,7 +312,7 @@ impl Link {
 
     /// How the text output names the link: `eth0 (100 Mbit/s)`, `lo (speed unknown)`.
     pub fn describe(&self) -> String {
-        loadlab_runner::trust::describe_link(self.interface.as_deref(), self.speed_mbps)
+        crate::trust::describe_link(self.interface.as_deref(), self.speed_mbps)
     }
 }
 
@@ -433,12 +439,13 @@ impl Report {
                 link: Link::of(r),
                 network_bound: verdict.has(Flag::NetworkBound),
             },
+            limited_by: limit::limited_by(r, &verdict, &[], r.cpus_available),
             warnings: verdict.warnings(),
-            not_2xx: (loadlab_runner::trust::not_2xx(t), verdict.has(Flag::Non2xx)),
+            not_2xx: (crate::trust::not_2xx(t), verdict.has(Flag::Non2xx)),
             notes: verdict.notes,
             slo: None,
-            urls: crate::traffic_report::urls(cfg, r),
-            replay: crate::traffic_report::replay(cfg),
+            urls: super::traffic::urls(cfg, r),
+            replay: super::traffic::replay(cfg),
         };
         // Lines of a log that were not replayed are said beside the figures, never dropped.
         let skipped = report.replay.as_ref().and_then(|r| r.skipped_sentence());
@@ -541,4 +548,9 @@ impl ConfigEcho {
             hdr_log: cfg.hdr_log,
         }
     }
+}
+
+/// `limited_by` as the store keeps a lab cell's: `kind`, `tier`, `name`, `evidence`.
+fn stored<S: serde::Serializer>(l: &LimitedBy, s: S) -> Result<S::Ok, S::Error> {
+    l.store().serialize(s)
 }
