@@ -4,30 +4,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use loadlab_engine::{BenchConfig, Pacing, Stop};
 use loadlab_runner::bench::{self, Disposition};
 use loadlab_runner::slo::Slo;
 
 use crate::exit::{Failure, OK, SLO_FAILED, UNREACHABLE};
 use crate::load::{self, RequestArgs, ScheduleArgs};
-use crate::output;
+use crate::output::{self, Format};
 use crate::traffic::TrafficArgs;
 use crate::units::parse_duration;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Aligned, readable, with warnings beside the figures they touch.
-    Text,
-    /// Every figure, for scripts (schema: docs/json-schema.md).
-    Json,
-    /// ApacheBench's report layout, field for field.
-    Ab,
-    /// httperf's report layout, with its error names.
-    Httperf,
-    /// One header line and one row.
-    Csv,
-}
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -152,7 +138,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     };
     let mut measure = load::EngineMeasure::new(args.request.quiet)?;
     let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
-    let judged = bench::run(request, &mut measure, &mut warn).map_err(load::bench_failure)?;
+    let judged =
+        bench::run(request, &mut measure, &mut warn).map_err(crate::exit::bench_failure)?;
     let (report, result) = (&judged.report, &judged.result);
     if let Some(path) = &args.latency_csv {
         output::write_latency_csv(path, result.latency())
@@ -226,6 +213,6 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         (None, None, None) => Stop::Duration(Duration::from_secs(10)),
     };
     args.traffic.apply(&mut config, args.rate, args.requests)?;
-    config.check().map_err(load::engine_failure)?;
+    config.check().map_err(crate::exit::engine_failure)?;
     Ok(config)
 }

@@ -8,8 +8,8 @@ use loadlab_lab::net::DelayPath;
 use loadlab_lab::{programs, Health, Knobs, Lab};
 use serde_json::json;
 
+use crate::exit::lab_failure;
 use crate::exit::OK;
-use crate::stack::lab_failure;
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {

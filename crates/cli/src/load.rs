@@ -13,7 +13,7 @@ use loadlab_engine::{
     Validation,
 };
 
-use crate::exit::Failure;
+use crate::exit::{engine_failure, Failure};
 use crate::progress::Progress;
 use crate::units::parse_duration;
 
@@ -397,24 +397,6 @@ pub fn parse_ip_list(s: &str) -> Result<Vec<IpAddr>, String> {
         }
     }
     Ok(out)
-}
-
-/// `bench`'s errors: a capacity refusal is the user's to fix (exit 2).
-pub fn bench_failure(e: loadlab_runner::bench::BenchError) -> anyhow::Error {
-    match e {
-        loadlab_runner::bench::BenchError::Capacity(m) => Failure::Usage(m).into(),
-        loadlab_runner::bench::BenchError::Engine(e) => engine_failure(e),
-    }
-}
-
-/// Maps engine errors to the CLI's failure classes (and so to exit codes).
-pub fn engine_failure(e: EngineError) -> anyhow::Error {
-    match e {
-        EngineError::Config(m) => Failure::Usage(m).into(),
-        e @ EngineError::Input { .. } => Failure::Usage(e.to_string()).into(),
-        EngineError::Unreachable { .. } => Failure::Unreachable(e.to_string()).into(),
-        other => anyhow::Error::new(other),
-    }
 }
 
 #[cfg(test)]

@@ -5,12 +5,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use loadlab_lab::{
-    own, CpuList, Error as LabError, Health, Knobs, Lab, OnOff, Record, Sampler, Timeout, Up,
-};
+use loadlab_lab::{own, CpuList, Health, Knobs, Lab, OnOff, Record, Sampler, Timeout, Up};
 use serde_json::json;
 
-use crate::exit::{Failure, OK};
+use crate::exit::{lab_failure, Failure, OK};
 use crate::signals;
 use crate::units::parse_duration;
 
@@ -148,24 +146,6 @@ pub fn run(args: StackArgs) -> anyhow::Result<u8> {
         }
         StackCommand::Show { id, json } => show(&lab, &id, json),
         StackCommand::Down { id, all } => down(&lab, id, all),
-    }
-}
-
-/// Gives lab errors their exit codes: a missing package or a bad name is the user's to fix.
-pub fn lab_failure(err: LabError) -> anyhow::Error {
-    let message = err.to_string();
-    match err {
-        LabError::MissingPackage { .. } => Failure::MissingPackage(message).into(),
-        LabError::UnknownStack(_) | LabError::BadKnob(_) | LabError::NoSuchInstance(_) => {
-            Failure::Usage(message).into()
-        }
-        LabError::Start { .. }
-        | LabError::Config { .. }
-        | LabError::Verify { .. }
-        | LabError::Processes(_) => Failure::StackFailed(message).into(),
-        LabError::Interrupted => Failure::Interrupted(message).into(),
-        LabError::NetUnavailable(_) => Failure::Unsupported(message).into(),
-        other => anyhow::Error::new(other),
     }
 }
 

@@ -17,7 +17,6 @@ use serde::Serialize;
 
 use crate::exit::{Failure, OK, SLO_FAILED};
 use crate::load::{self, RequestArgs, ScheduleArgs};
-use crate::run;
 use crate::units::parse_duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -122,7 +121,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         config.coalesce = args.schedule.coalesce;
         let policy = args.request.over_capacity.into();
         let (addr, capped) = loadlab_runner::bench::prepare(&mut config, policy, &mut measure)
-            .map_err(load::bench_failure)?;
+            .map_err(crate::exit::bench_failure)?;
         if let Some(w) = capped {
             eprintln!("loadlab: warning: {w}");
         }
@@ -152,8 +151,8 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         find_knee: args.find_knee,
         slo: args.slo.clone(),
     };
-    let outcome =
-        run_sweep(&plan, &mut measure, &mut |step| table.row(step)).map_err(run::run_failure)?;
+    let outcome = run_sweep(&plan, &mut measure, &mut |step| table.row(step))
+        .map_err(crate::exit::run_failure)?;
     let SweepOutcome { steps, knees, interrupted, gates } = &outcome;
     table.knees(knees)?;
     for g in gates {

@@ -19,6 +19,7 @@
 
 pub mod catalog;
 pub mod cert;
+pub mod environment;
 mod error;
 mod fcgi;
 mod http;

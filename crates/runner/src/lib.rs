@@ -5,6 +5,8 @@
 //!   flags with their evidence; `bench`, `sweep`, `run` and so the report all show it.
 //! - [`executor`]: a suite's plan, cell by cell, stack instance by stack instance (the lab's,
 //!   or external targets), each cell judged and stored as it ends ([`executor::run_plan`]).
+//! - [`suite`]: a suite run's preparation and finish around the executor (overrides, checks,
+//!   the store's record, the report, how the run ends).
 //! - [`verify`]: a workload's answer checked through the engine before its cells: an external
 //!   target's verify, and a custom workload's on a lab stack.
 //! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]).
@@ -24,6 +26,7 @@ pub mod executor;
 pub mod limit;
 pub mod power;
 pub mod slo;
+pub mod suite;
 pub mod sweep;
 pub mod trust;
 pub mod verify;

@@ -13,8 +13,21 @@ use std::path::Path;
 use loadlab_engine::BenchResult;
 use loadlab_stats::Recorder;
 
-use crate::bench::Format;
 use loadlab_runner::bench::Report;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned, readable, with warnings beside the figures they touch.
+    Text,
+    /// Every figure, for scripts (schema: docs/json-schema.md).
+    Json,
+    /// ApacheBench's report layout, field for field.
+    Ab,
+    /// httperf's report layout, with its error names.
+    Httperf,
+    /// One header line and one row.
+    Csv,
+}
 
 /// One output format.
 pub trait Render {
