@@ -35,13 +35,10 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<u8> {
         .collect();
     let mut missing: Vec<&str> = packages.iter().filter(|p| p.2.is_none()).map(|p| p.0).collect();
     missing.dedup();
-    let (soft, hard) = open_files();
-    let ports = read_trimmed("/proc/sys/net/ipv4/ip_local_port_range");
-    let port_count = port_count(&ports);
-    let somaxconn = read_trimmed("/proc/sys/net/core/somaxconn");
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    // SAFETY: sysconf has no preconditions.
-    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    let limits = loadlab_runner::capacity::Limits::here();
+    let (soft, hard) = limits.open_files;
+    let (ports, port_count, somaxconn) = (&limits.port_range, limits.ports, &limits.somaxconn);
+    let (cpus, online) = (limits.cpus_available, limits.cpus_online);
     let instances = lab.instances().map_err(lab_failure)?;
     let stale = lab.stale().map_err(lab_failure)?;
     // Network profiles: what the kernel takes, tried in a throwaway namespace (as root).
@@ -144,24 +141,4 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<u8> {
         writeln!(out, "warning: {warning}")?;
     }
     Ok(OK)
-}
-
-fn open_files() -> (u64, u64) {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes into the struct we pass and has no other effect.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return (0, 0);
-    }
-    (limit.rlim_cur, limit.rlim_max)
-}
-
-fn read_trimmed(path: &str) -> String {
-    std::fs::read_to_string(path)
-        .map(|s| s.split_whitespace().collect::<Vec<_>>().join("-"))
-        .unwrap_or_default()
-}
-
-fn port_count(range: &str) -> Option<u64> {
-    let (lo, hi) = range.split_once('-')?;
-    Some(hi.parse::<u64>().ok()? - lo.parse::<u64>().ok()? + 1)
 }
