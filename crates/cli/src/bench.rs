@@ -1,6 +1,7 @@
 //! `loadlab bench URL`: one load test, with ab's, wrk's, wrk2's and httperf's load models.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -11,9 +12,9 @@ use loadlab_runner::slo::Slo;
 
 use crate::exit::{Failure, OK, SLO_FAILED, UNREACHABLE};
 use crate::load::{self, RequestArgs, ScheduleArgs};
-use crate::output::{self, Format};
 use crate::traffic::TrafficArgs;
 use crate::units::parse_duration;
+use loadlab_output::bench::{self as output, Format};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -133,7 +134,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     // The interval log's file is made before the load, so that a path that cannot be
     // written is refused before the run, not after it.
     let hdr_log = match &args.traffic.hdr_log {
-        Some(path) => Some((path, output::create(path, "--hdr-log")?)),
+        Some(path) => Some((path, create(path, "--hdr-log")?)),
         None => None,
     };
     let mut measure = load::EngineMeasure::new(args.request.quiet)?;
@@ -151,7 +152,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
         output::write_hdr_log(file, log, &comment)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    output::render(args.format, report, result)?;
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    output::render(args.format, report, result, &mut stdout)?;
+    stdout.flush()?;
+    drop(stdout);
     let own_layout = matches!(args.format, Format::Ab | Format::Httperf | Format::Csv);
     if matches!(args.format, Format::Ab | Format::Httperf) {
         // Those layouts have no place for these; stdout stays the tool's layout.
@@ -215,4 +219,12 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
     args.traffic.apply(&mut config, args.rate, args.requests)?;
     config.check().map_err(crate::exit::engine_failure)?;
     Ok(config)
+}
+
+/// Creates the file an output flag names, before the run: a path that cannot be written is
+/// the user's to fix (exit 2), found before any load.
+fn create(path: &Path, flag: &str) -> anyhow::Result<std::fs::File> {
+    std::fs::File::create(path).map_err(|e| {
+        Failure::Usage(format!("{flag} {}: cannot create it: {e}", path.display())).into()
+    })
 }

@@ -23,7 +23,6 @@ mod compare;
 mod doctor;
 mod exit;
 mod load;
-mod output;
 mod progress;
 mod report_cmd;
 mod run;
