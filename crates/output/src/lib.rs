@@ -6,8 +6,10 @@
 //! - [`bench`]: one `bench` run as text, JSON, ApacheBench's and httperf's layouts, or CSV;
 //!   its latency spectrum and interval log as files.
 //! - [`sweep`]: the sweep's table, its knee lines and autobench's CSV.
+//! - [`stack`]: the lab's stacks and instances, as `stack list` and `stack up` show them.
 //! - [`cells`]: a stored run's cells as CSV.
 
 pub mod bench;
 pub mod cells;
+pub mod stack;
 pub mod sweep;
