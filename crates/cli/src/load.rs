@@ -224,6 +224,14 @@ impl RequestArgs {
             return Err(usage("https:// over --unix-socket is not supported".into()));
         }
 
+        config.request = self.request()?;
+        config.validation = self.validation()?;
+        Ok(config)
+    }
+
+    /// The request: method, headers (ab's -C, -A and -T among them) and body.
+    fn request(&self) -> anyhow::Result<RequestSpec> {
+        let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
         let method = if self.head { "HEAD".to_string() } else { self.method.clone() };
         let mut request = RequestSpec { method, ..RequestSpec::default() };
         for h in &self.headers {
@@ -258,8 +266,12 @@ impl RequestArgs {
         } else if let Some(s) = &self.body_string {
             request.body = s.as_bytes().to_vec();
         }
-        config.request = request;
+        Ok(request)
+    }
 
+    /// What a response must be to count as completed (--expect-*).
+    fn validation(&self) -> anyhow::Result<Validation> {
+        let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
         let mut v = Validation::default();
         if let Some(s) = &self.expect_status {
             v.status =
@@ -277,8 +289,7 @@ impl RequestArgs {
             }
             v.body_contains = Some(s.as_bytes().to_vec());
         }
-        config.validation = v;
-        Ok(config)
+        Ok(v)
     }
 }
 
