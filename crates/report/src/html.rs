@@ -258,7 +258,7 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
 /// A URL list workload's requests, each with its figures on each stack, in a row of the
 /// verdict table under its group; nothing for other workloads.
 fn requests_table(o: &mut String, g: &GroupVerdict) {
-    let rows = crate::requests::rows(&g.stacks);
+    let rows = g.request_rows();
     if rows.is_empty() {
         return;
     }
@@ -368,6 +368,9 @@ fn verdict_cell(g: &GroupVerdict) -> String {
         ),
     };
     let _ = write!(cell, "<span class=\"ci\">{ci}{p}</span>");
+    if let Some(why) = &g.not_the_servers {
+        let _ = write!(cell, "<span class=\"ci\">no verdict on the servers: {}</span>", Esc(why));
+    }
     if c.underpowered {
         let n =
             |stack: &str| g.stacks.iter().find(|s| s.stack == stack).map_or(0, |s| s.repetitions);

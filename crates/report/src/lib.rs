@@ -4,7 +4,10 @@
 //!   repetitions with 95% confidence intervals (req/s, p50, p99), names the winner with the
 //!   ratio of medians and its interval, tests significance (Mann-Whitney U, `~` at α = 0.05),
 //!   and carries every warning: underpowered comparisons, outlying repetitions, trust flags.
-//! - [`gate`] judges a run's stacks against an SLO over their repetitions (`run --slo`).
+//! - [`gate`] gathers each stack's SLO verdict (`run --slo`), judged over its repetitions by
+//!   `slo.rs`.
+//! - `limit.rs` reads what limited each stored cell (the runner's decision): a winner is
+//!   withheld when a repetition's limit was the client or the network.
 //! - [`requests`] gives each request of a URL list workload its figures over repetitions.
 //! - [`text`] prints the verdict as a terminal table and compares two runs benchstat-style
 //!   (`loadlab compare RUN_A RUN_B`).
@@ -23,8 +26,10 @@ pub use loadlab_stats::format;
 pub mod gate;
 pub mod group;
 mod html;
+mod limit;
 mod plots;
 pub mod requests;
+mod slo;
 pub mod text;
 pub mod verdict;
 

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use loadlab_stats::knee::{self, Breach, Criteria, StepPoint};
 use loadlab_stats::summary::median;
 use loadlab_stats::Recorder;
-use loadlab_store::{metric, CellRecord, Flag, LoadModel, Run};
+use loadlab_store::{metric, CellRecord, Limit, LoadModel, Run};
 
 use crate::charts::{
     wants_log, Chart, Color, Line, Panel, Ticks, XAxis, REFERENCE, STACK_COLORS, TIER_COLORS,
@@ -335,11 +335,11 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
                 l.pieces[0].push((x, v / 1e3));
             }
             e.pieces[0].push((x, err * 100.0));
-            let limited = s.cells.iter().flat_map(|c| &c.flags).any(|t| {
-                matches!(t.flag, Flag::ClientSaturated | Flag::ClientStarved | Flag::FdExhausted)
-            });
-            let network_bound =
-                s.cells.iter().flat_map(|c| &c.flags).any(|t| t.flag == Flag::NetworkBound);
+            // The runner's stored limit of each repetition (crate::limit), not the flags.
+            let limit_was = |l: Limit| {
+                s.cells.iter().any(|c| crate::limit::of(c).is_some_and(|x| x.limit == l))
+            };
+            let (limited, network_bound) = (limit_was(Limit::Client), limit_was(Limit::Network));
             steps.push((
                 x,
                 got,

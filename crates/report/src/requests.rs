@@ -59,9 +59,13 @@ impl RequestFigures {
 
 /// Every stack's requests of one group, request by request in the list's order, the stacks
 /// in the group's order under each: the rows of the report's table of them.
-pub fn rows(stacks: &[crate::verdict::StackSummary]) -> Vec<(&str, &RequestFigures)> {
-    let mut rows: Vec<(&str, &RequestFigures)> =
-        stacks.iter().flat_map(|s| s.requests.iter().map(move |r| (s.stack.as_str(), r))).collect();
+pub fn rows<'a>(
+    stacks: impl IntoIterator<Item = (&'a str, &'a [RequestFigures])>,
+) -> Vec<(&'a str, &'a RequestFigures)> {
+    let mut rows: Vec<(&str, &RequestFigures)> = stacks
+        .into_iter()
+        .flat_map(|(stack, requests)| requests.iter().map(move |r| (stack, r)))
+        .collect();
     // Stable: the stacks keep their order under each request.
     rows.sort_by(|a, b| a.1.order().cmp(&b.1.order()));
     rows

@@ -195,7 +195,7 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
         }
         out.push_str(&t.render());
         for s in &g.stacks {
-            for l in s.limits.iter().filter(|l| l.kind != "offered") {
+            for l in s.limits.iter().filter(|l| l.limit != loadlab_store::Limit::Offered) {
                 let _ = writeln!(out, "  · {}: {}", s.stack, l.sentence(s.repetitions));
             }
         }
@@ -212,7 +212,7 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
         for line in warning_lines(&g.warnings) {
             let _ = writeln!(out, "  ! {}", line.text);
         }
-        let requests = crate::requests::rows(&g.stacks);
+        let requests = g.request_rows();
         if !requests.is_empty() {
             let mut header = vec!["  request".to_owned(), "stack".to_owned()];
             header.extend(crate::requests::COLUMNS.map(str::to_owned));

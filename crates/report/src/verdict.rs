@@ -16,12 +16,13 @@ use loadlab_stats::mann_whitney::{mann_whitney_u, min_p_value, MannWhitney};
 use loadlab_stats::outliers::outlier_indices;
 use loadlab_stats::slo::SloVerdict;
 use loadlab_stats::summary::median;
-use loadlab_store::{metric, CellRecord, Flag, LoadModel, LoadSpec};
+use loadlab_store::{metric, CellRecord, Flag, Limit, LoadModel, LoadSpec};
 use serde::Serialize;
 
 use crate::format;
 use crate::group::{groups, StackCells};
 use crate::requests::RequestFigures;
+use crate::slo;
 
 /// The level of every confidence interval in the report.
 pub const CONFIDENCE: f64 = 0.95;
@@ -166,7 +167,7 @@ pub struct StackSummary {
     /// loadlab judged it.
     pub limits: Vec<LimitShare>,
     /// The verdict of the SLO its cells were stored with, over its repetitions
-    /// ([`crate::gate::judge`]); `None` without one.
+    /// ([`crate::slo::judge`]); `None` without one.
     pub slo: Option<SloVerdict>,
     /// Each request of a URL list workload (`urls = FILE`) with its figures, medians over the
     /// repetitions ([`crate::requests::requests`]); empty for other workloads.
@@ -176,8 +177,11 @@ pub struct StackSummary {
 /// One limit and the repetitions it limited.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LimitShare {
+    #[serde(skip)]
+    pub limit: Limit,
     /// `php-fpm pool`, `client`, `not determined`...
     pub name: String,
+    /// `worker_pool`, `client`, `not_determined`...
     pub kind: String,
     /// The repetitions (from 0) it limited.
     pub repetitions: Vec<u32>,
@@ -188,9 +192,9 @@ pub struct LimitShare {
 impl LimitShare {
     /// `limited by php-fpm pool in 5 of 5 repetitions: 2 of 2 children busy`.
     pub fn sentence(&self, of: usize) -> String {
-        let what = match self.kind.as_str() {
-            "not_determined" => "limit not determined".to_owned(),
-            "offered" => "kept up with the offered load".to_owned(),
+        let what = match self.limit {
+            Limit::NotDetermined => "limit not determined".to_owned(),
+            Limit::Offered => "kept up with the offered load".to_owned(),
             _ => format!("limited by {}", self.name),
         };
         format!("{what} in {} of {of} repetitions: {}", self.repetitions.len(), self.evidence)
@@ -202,11 +206,12 @@ fn limits(cells: &[&CellRecord]) -> Vec<LimitShare> {
     let mut out: Vec<LimitShare> = Vec::new();
     for c in cells {
         let Some(l) = &c.limited_by else { continue };
-        match out.iter_mut().find(|s| s.name == l.name) {
+        match out.iter_mut().find(|s| s.limit == l.limit) {
             Some(s) => s.repetitions.push(c.repetition),
             None => out.push(LimitShare {
-                name: l.name.clone(),
-                kind: l.kind.clone(),
+                limit: l.limit.clone(),
+                name: l.limit.name(),
+                kind: l.limit.kind().to_owned(),
                 repetitions: vec![c.repetition],
                 evidence: l.evidence.clone(),
             }),
@@ -414,8 +419,10 @@ pub struct GroupVerdict {
     /// not the servers' (see `not_the_servers`).
     pub winner: Option<String>,
     /// Why no winner is named although the figures differ: a repetition of some stack was
-    /// limited by the network or the client (its flags say which), so the comparison would
-    /// credit a server with the link's or the load generator's limit.
+    /// limited by the network or the client (its stored `limited_by`; for a cell stored
+    /// without one, its flags, said as such), so the comparison would credit a server with the
+    /// link's or the load generator's limit. Names the first such repetition (stack,
+    /// repetition) and its evidence.
     pub not_the_servers: Option<String>,
     pub warnings: Vec<Warning>,
 }
@@ -434,6 +441,12 @@ impl GroupVerdict {
             let r = |c: &Comparison| c.ratio.map_or(f64::INFINITY, |r| r.ratio);
             r(a).total_cmp(&r(b))
         })
+    }
+
+    /// Every stack's requests of a URL list workload, request by request: the rows of the
+    /// report's table of them ([`crate::requests::rows`]).
+    pub fn request_rows(&self) -> Vec<(&str, &RequestFigures)> {
+        crate::requests::rows(self.stacks.iter().map(|s| (s.stack.as_str(), &s.requests[..])))
     }
 
     /// Whether any flag touches this group's figures.
@@ -455,7 +468,11 @@ pub fn verdicts(cells: &[CellRecord]) -> Vec<GroupVerdict> {
                 .collect::<Vec<_>>();
             let contenders: Vec<&Comparison> =
                 comparisons.iter().filter(|c| c.measure == primary).collect();
-            let not_the_servers = not_the_servers(&stacks);
+            // Read from each repetition's stored limit (crate::limit), never from its flags.
+            let limited = crate::limit::not_the_servers(
+                g.stacks.iter().map(|s| (s.stack.as_str(), s.cells.as_slice())),
+            );
+            let not_the_servers = limited.first().map(|n| n.sentence(limited.len() - 1));
             let winner = match contenders.first() {
                 Some(first)
                     if contenders.iter().all(|c| c.significant) && not_the_servers.is_none() =>
@@ -478,22 +495,6 @@ pub fn verdicts(cells: &[CellRecord]) -> Vec<GroupVerdict> {
             }
         })
         .collect()
-}
-
-/// The limit that was not a server's, when a repetition of any stack had one: the network
-/// (`network_bound`) or the client (saturated, starved, out of descriptors).
-fn not_the_servers(stacks: &[StackSummary]) -> Option<String> {
-    let flags: Vec<&str> = stacks.iter().flat_map(|s| &s.flags).map(|f| f.flag.as_str()).collect();
-    if flags.contains(&"network_bound") {
-        Some("the network limited these figures, not the servers".into())
-    } else if flags
-        .iter()
-        .any(|f| ["client_saturated", "client_starved", "fd_exhausted"].contains(f))
-    {
-        Some("the load generator limited these figures, not the servers".into())
-    } else {
-        None
-    }
 }
 
 /// Repetitions below which outliers are not judged.
@@ -557,7 +558,7 @@ pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
         figures,
         flags,
         limits: limits(&stack.cells),
-        slo: crate::gate::judge(&stack.cells),
+        slo: slo::judge(&stack.cells),
         requests: crate::requests::requests(&stack.cells),
     }
 }

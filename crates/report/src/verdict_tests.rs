@@ -283,10 +283,11 @@ fn a_few_microseconds_off_a_tiny_latency_is_not_an_outlier() {
     assert_eq!(outliers.iter().map(|o| o.repetition).collect::<Vec<_>>(), [2], "{g:#?}");
 }
 
-/// Seed 000 behind a 100 Mbit/s link: both stacks' figures are the link's, and no server is
-/// named the winner however clearly the figures differ; a client limit likewise.
+/// Seed 000 behind a 100 Mbit/s link, stored by a loadlab older than `limited_by`: its flags
+/// stand in for the limit, said as such, and no server is named the winner however clearly the
+/// figures differ; a client limit likewise.
 #[test]
-fn figures_limited_by_the_network_or_the_client_name_no_winner() {
+fn old_cells_limited_by_the_network_or_the_client_by_their_flags_name_no_winner() {
     let mut cells = two_stacks(&NGINX, &APACHE);
     assert_eq!(verdicts(&cells)[0].winner.as_deref(), Some("nginx"));
     cells[0] = flagged(cells[0].clone(), Flag::NetworkBound, "RTT 6 µs idle, 40 ms under load");
@@ -294,7 +295,11 @@ fn figures_limited_by_the_network_or_the_client_name_no_winner() {
     assert_eq!(g.winner, None);
     assert_eq!(
         g.not_the_servers.as_deref(),
-        Some("the network limited these figures, not the servers")
+        Some(
+            "the network limited these figures, not the servers: nginx, repetition 1 (stored \
+             by an older loadlab without a limit, read from its flag network_bound: RTT 6 µs \
+             idle, 40 ms under load)"
+        )
     );
     let line = crate::text::headline(g).unwrap();
     assert!(line.starts_with("~ no verdict on the servers: the network limited"), "{line}");
@@ -303,6 +308,70 @@ fn figures_limited_by_the_network_or_the_client_name_no_winner() {
     let g = &verdicts(&cells)[0];
     assert_eq!(g.winner, None);
     assert!(g.not_the_servers.as_deref().is_some_and(|w| w.contains("load generator")));
+}
+
+/// Issue 20's demo: every repetition's stored limit is the machine's CPUs, and one of them
+/// also carries `client_starved` (the runner judged the wait to be the stack's own). The text,
+/// the JSON and the HTML follow the stored limit: a winner, or "no significant difference" by
+/// statistics alone. A repetition whose stored limit is the client or the network (whatever
+/// its flags) withholds the winner in all three, naming that repetition and its evidence.
+#[test]
+fn every_output_follows_the_stored_limit_not_the_flags() {
+    use loadlab_store::{Limit, LimitedBy};
+    let limited = |mut cells: Vec<CellRecord>, limit: Limit| {
+        for c in &mut cells {
+            let evidence = "the machine's CPUs were 99% busy".to_owned();
+            c.limited_by = Some(LimitedBy { limit: limit.clone(), evidence });
+        }
+        cells
+    };
+    let outputs = |cells: &[CellRecord]| {
+        let v = verdicts(cells);
+        let text = crate::text::verdict_table(&v);
+        let json = serde_json::to_value(&v).unwrap();
+        let html = crate::render_html(&crate::testcell::run(), cells, &[]);
+        (text, json[0].clone(), html)
+    };
+    let starved = |mut cells: Vec<CellRecord>| {
+        cells[3] = flagged(cells[3].clone(), Flag::ClientStarved, "waited 30%");
+        cells
+    };
+
+    // Separated stacks: nginx wins everywhere, starved repetition or not.
+    let cells = starved(limited(two_stacks(&NGINX, &APACHE), Limit::MachineCpu));
+    let (text, json, html) = outputs(&cells);
+    assert!(text.contains("nginx wins"), "{text}");
+    assert!(!text.contains("no verdict on the servers"), "{text}");
+    assert_eq!(json["winner"], "nginx");
+    assert!(json["not_the_servers"].is_null(), "{json}");
+    assert!(html.contains("<span class=\"winner\">nginx</span>"));
+    assert!(!html.contains("no verdict on the servers"));
+
+    // Overlapping stacks: no winner by statistics alone, and nothing said of the servers.
+    let a = [1_000.0, 1_010.0, 990.0, 1_005.0, 995.0, 1_020.0, 985.0];
+    let b = [1_002.0, 1_008.0, 992.0, 1_003.0, 997.0, 1_015.0, 988.0];
+    let cells = starved(limited(two_stacks(&a, &b), Limit::MachineCpu));
+    let (text, json, html) = outputs(&cells);
+    assert!(text.contains("~ no significant winner"), "{text}");
+    assert!(json["winner"].is_null() && json["not_the_servers"].is_null(), "{json}");
+    assert!(html.contains("class=\"tilde\"") && !html.contains("no verdict on the servers"));
+
+    // One repetition stored as the client's limit or the network's, with no flag at all.
+    for (limit, who) in [(Limit::Client, "the load generator"), (Limit::Network, "the network")] {
+        let mut cells = limited(two_stacks(&NGINX, &APACHE), Limit::MachineCpu);
+        let evidence = "a worker waited for a CPU 40% of the run".to_owned();
+        cells[10].limited_by = Some(LimitedBy { limit, evidence });
+        let why = format!(
+            "{who} limited these figures, not the servers: apache, repetition 4 (a worker \
+             waited for a CPU 40% of the run)"
+        );
+        let (text, json, html) = outputs(&cells);
+        assert!(text.contains(&format!("~ no verdict on the servers: {why}")), "{text}");
+        assert!(json["winner"].is_null(), "{json}");
+        assert_eq!(json["not_the_servers"], why.as_str());
+        assert!(!html.contains("class=\"winner\""));
+        assert!(html.contains(&format!("no verdict on the servers: {why}")));
+    }
 }
 
 /// The gate is judged once, from the SLO stored with the cells, over a stack's repetitions

@@ -108,7 +108,7 @@ pub fn record(
         series: t.series.clone(),
         samples: samples.iter().flat_map(store_samples).collect(),
         flags: verdict.store_flags(),
-        limited_by: Some(limited_by.store()),
+        limited_by: Some(limited_by.clone()),
         // As judged by the report: the workload's own, the suite's, or `run --slo`'s, which
         // replaces them in the suite before the plan is made.
         slo: cell.workload.slo.as_ref().map(|s| s.text.clone()),

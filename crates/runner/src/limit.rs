@@ -5,7 +5,9 @@
 
 use loadlab_engine::BenchResult;
 use loadlab_stats::format;
-use serde::Serialize;
+
+/// The one limit type, shared with the store (which keeps it with the cell) and the report.
+pub use loadlab_store::{Limit, LimitedBy};
 
 use crate::trust::{Flag, Verdict};
 
@@ -15,84 +17,6 @@ pub const TIER_CPU_FULL: f64 = 0.90;
 pub const MACHINE_CPU_FULL: f64 = 0.95;
 /// An open-loop cell that achieved this share of its offered rate was limited by the offer.
 pub const KEPT_UP: f64 = 0.99;
-
-/// The kind of limit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind", content = "tier")]
-pub enum Limit {
-    /// The load generator: its CPU, a CPU it waited for, its descriptors or ports, its
-    /// connection cap.
-    Client,
-    /// The link between client and server.
-    Network,
-    /// A worker pool (php-fpm children, Apache workers) was full.
-    WorkerPool(String),
-    /// A tier's processes used the CPUs they had.
-    TierCpu(String),
-    /// The database tier.
-    Database,
-    /// Every CPU of the machine was busy, client and servers together.
-    MachineCpu,
-    /// The server kept up with the offered rate: the figure is the offer, not a limit.
-    Offered,
-    /// Nothing measured says.
-    NotDetermined,
-}
-
-impl Limit {
-    /// How the limit is named in tables: `client`, `php-fpm pool`, `nginx CPU`...
-    pub fn name(&self) -> String {
-        match self {
-            Limit::Client => "client".into(),
-            Limit::Network => "network".into(),
-            Limit::WorkerPool(t) => format!("{t} pool"),
-            Limit::TierCpu(t) => format!("{t} CPU"),
-            Limit::Database => "database".into(),
-            Limit::MachineCpu => "machine CPU".into(),
-            Limit::Offered => "offered load".into(),
-            Limit::NotDetermined => "not determined".into(),
-        }
-    }
-}
-
-/// What limited a cell, with the evidence.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LimitedBy {
-    pub limit: Limit,
-    /// e.g. "5 of 5 children busy, listen queue 37"; "nginx 1.93 of 2 CPUs".
-    pub evidence: String,
-}
-
-impl LimitedBy {
-    /// As the store keeps it with the cell.
-    pub fn store(&self) -> loadlab_store::LimitedBy {
-        let (kind, tier) = match &self.limit {
-            Limit::Client => ("client", None),
-            Limit::Network => ("network", None),
-            Limit::WorkerPool(t) => ("worker_pool", Some(t.clone())),
-            Limit::TierCpu(t) => ("tier_cpu", Some(t.clone())),
-            Limit::Database => ("database", None),
-            Limit::MachineCpu => ("machine_cpu", None),
-            Limit::Offered => ("offered", None),
-            Limit::NotDetermined => ("not_determined", None),
-        };
-        loadlab_store::LimitedBy {
-            kind: kind.into(),
-            tier,
-            name: self.limit.name(),
-            evidence: self.evidence.clone(),
-        }
-    }
-
-    /// `limited by php-fpm pool: 5 of 5 children busy, listen queue 37`.
-    pub fn sentence(&self) -> String {
-        match self.limit {
-            Limit::NotDetermined => format!("limit not determined: {}", self.evidence),
-            Limit::Offered => format!("kept up with the offered load: {}", self.evidence),
-            _ => format!("limited by {}: {}", self.limit.name(), self.evidence),
-        }
-    }
-}
 
 /// One tier's mean CPU over the cell, in CPUs, and how many CPUs it could use.
 #[derive(Debug, Clone, PartialEq)]

@@ -548,7 +548,7 @@ fn a_cell_behind_a_profile_is_judged_against_the_profiles_rate() {
         behind[0].flags
     );
     let limit = behind[0].limited_by.as_ref().expect("a limit");
-    assert_eq!(limit.kind, "network");
+    assert_eq!(limit.limit, loadlab_store::Limit::Network);
     assert!(limit.evidence.ends_with("the link is --net lan-100mbit, 100 Mbit/s"), "{limit:?}");
     let loopback = run("");
     assert!(loopback.iter().all(|c| c.flags.iter().all(|f| f.flag.as_str() != "network_bound")));

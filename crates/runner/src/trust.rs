@@ -11,6 +11,9 @@ use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
 use loadlab_stats::format;
 use serde::Serialize;
 
+/// The one flag type, shared with the store (which keeps it by name) and the report.
+pub use loadlab_store::Flag;
+
 /// Requests sent later than this after their due time (at the 99th percentile) mean the
 /// schedule was not kept. A millisecond is far beyond the timer's precision and the loop's
 /// turn time on a client that keeps up.
@@ -56,65 +59,6 @@ pub const ROUND_TRIP_SHARE: f64 = 0.5;
 /// ...and the round trip is at least this long (µs): below it the handshake probe's own
 /// granularity and the kernel's timestamps are too coarse to split a latency by.
 pub const ROUND_TRIP_MIN_US: u32 = 1_000;
-
-/// Why a figure should not be taken at face value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Flag {
-    /// The client used (nearly) all the CPU it had.
-    ClientSaturated,
-    /// The client's workers waited for a CPU while runnable for a material share of the run.
-    ClientStarved,
-    /// EMFILE/ENFILE or EADDRNOTAVAIL: the client ran out of descriptors or local ports.
-    FdExhausted,
-    /// The open-file limit is below what the connections need.
-    FdLimitLow,
-    /// The link carried (nearly) its capacity.
-    NetworkBound,
-    /// The open-loop schedule fell behind.
-    ScheduleMissed,
-    /// Every allowed connection was busy at some point (open loop and sessions).
-    ConnectionsExhausted,
-    /// Closed loop: fewer connections were open at once than asked.
-    ConnectionsShort,
-    /// Requests failed.
-    Errors,
-    /// Responses that were not 2xx were counted as completed.
-    Non2xx,
-    /// Nothing completed: there is no rate or latency.
-    NothingCompleted,
-    /// The run was stopped before its end.
-    Interrupted,
-}
-
-impl Flag {
-    /// The flag's name in JSON, in the store and in the report.
-    pub fn name(self) -> &'static str {
-        match self {
-            Flag::ClientSaturated => "client_saturated",
-            Flag::ClientStarved => "client_starved",
-            Flag::FdExhausted => "fd_exhausted",
-            Flag::FdLimitLow => "fd_limit_low",
-            Flag::NetworkBound => "network_bound",
-            Flag::ScheduleMissed => "schedule_missed",
-            Flag::ConnectionsExhausted => "connections_exhausted",
-            Flag::ConnectionsShort => "connections_short",
-            Flag::Errors => "errors",
-            Flag::Non2xx => "non_2xx",
-            Flag::NothingCompleted => "nothing_completed",
-            Flag::Interrupted => "interrupted",
-        }
-    }
-
-    /// Whether the flag says the figure is the client's or the network's limit: then it says
-    /// nothing about the server.
-    pub fn untrusted(self) -> bool {
-        matches!(
-            self,
-            Flag::ClientSaturated | Flag::ClientStarved | Flag::FdExhausted | Flag::NetworkBound
-        )
-    }
-}
 
 /// Responses whose status was not 2xx (1xx, 3xx, 4xx, 5xx).
 pub fn not_2xx(t: &loadlab_engine::Tally) -> u64 {
@@ -551,10 +495,7 @@ impl Verdict {
     pub fn store_flags(&self) -> Vec<loadlab_store::TrustFlag> {
         self.findings
             .iter()
-            .map(|f| loadlab_store::TrustFlag {
-                flag: loadlab_store::Flag::from(f.flag.name()),
-                detail: f.evidence.clone(),
-            })
+            .map(|f| loadlab_store::TrustFlag { flag: f.flag.clone(), detail: f.evidence.clone() })
             .collect()
     }
 }

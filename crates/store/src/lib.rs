@@ -5,8 +5,10 @@
 //!   its own transaction, so a run stopped by Ctrl-C or a crash keeps every cell it finished.
 //! - [`model`] has the plain data written and read back: [`RunInfo`], [`CellRecord`] (with its
 //!   metrics, HDR histograms as [`loadlab_stats::Recorder`]s, per-second series, resource
-//!   samples and trust flags), [`ConfigRecord`]. The CLI builds them from engine and lab
+//!   samples and trust flags), [`ConfigRecord`]. The runner builds them from engine and lab
 //!   results; the report reads them; neither sees SQL.
+//! - [`trust`] has the runner's judgement as kept with a cell: the one [`Flag`] type and
+//!   [`LimitedBy`], what limited the cell's figures.
 //! - [`metric`] names the usual metrics, so writer and reader agree.
 //! - The schema is versioned with `PRAGMA user_version` and grows by migrations (`schema.rs`);
 //!   histograms are kept in HdrHistogram's V2 format beside their exact totals (`codec.rs`).
@@ -18,10 +20,12 @@ pub mod model;
 mod query;
 mod schema;
 mod store;
+pub mod trust;
 
 pub use error::{Result, StoreError};
 pub use model::{
-    CellId, CellRecord, ConfigRecord, Environment, Flag, LimitedBy, LoadModel, LoadSpec, Run,
-    RunId, RunInfo, RunProcess, RunStatus, RunSummary, Sample, TrustFlag,
+    CellId, CellRecord, ConfigRecord, Environment, LoadModel, LoadSpec, Run, RunId, RunInfo,
+    RunProcess, RunStatus, RunSummary, Sample,
 };
 pub use store::Store;
+pub use trust::{Flag, Limit, LimitedBy, TrustFlag};

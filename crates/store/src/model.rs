@@ -12,6 +12,8 @@ use loadlab_stats::{Recorder, Series};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::trust::{Flag, LimitedBy, TrustFlag};
+
 /// A stored run's id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -243,81 +245,6 @@ pub struct Sample {
     pub machine_cpu: f64,
 }
 
-/// Why a number cannot be trusted.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(from = "String", into = "String")]
-pub enum Flag {
-    /// The load generator ran out of CPU: the figure measures the client, not the server.
-    ClientSaturated,
-    /// The load generator waited for CPUs other work held: the figure is the client's.
-    ClientStarved,
-    /// EMFILE/ENFILE: fewer connections were open than asked.
-    FdExhausted,
-    /// The open-loop schedule fell behind: the offered rate was not the planned one.
-    ScheduleMissed,
-    /// Requests failed (the detail says which classes and how many).
-    Errors,
-    /// Throughput stopped at the network's capacity, not the server's.
-    NetworkBound,
-    /// A flag this version has no name for, kept as written.
-    Other(String),
-}
-
-impl Flag {
-    /// The spelling kept in the `flags.flag` column and in JSON.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Flag::ClientSaturated => "client_saturated",
-            Flag::ClientStarved => "client_starved",
-            Flag::FdExhausted => "fd_exhausted",
-            Flag::ScheduleMissed => "schedule_missed",
-            Flag::Errors => "errors",
-            Flag::NetworkBound => "network_bound",
-            Flag::Other(s) => s,
-        }
-    }
-}
-
-impl From<&str> for Flag {
-    fn from(s: &str) -> Flag {
-        match s {
-            "client_saturated" => Flag::ClientSaturated,
-            "client_starved" => Flag::ClientStarved,
-            "fd_exhausted" => Flag::FdExhausted,
-            "schedule_missed" => Flag::ScheduleMissed,
-            "errors" => Flag::Errors,
-            "network_bound" => Flag::NetworkBound,
-            other => Flag::Other(other.to_owned()),
-        }
-    }
-}
-
-impl From<String> for Flag {
-    fn from(s: String) -> Flag {
-        Flag::from(s.as_str())
-    }
-}
-
-impl From<Flag> for String {
-    fn from(f: Flag) -> String {
-        f.as_str().to_owned()
-    }
-}
-
-impl fmt::Display for Flag {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A trust flag raised on a cell, with what a person needs to judge it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TrustFlag {
-    pub flag: Flag,
-    /// e.g. "client CPU 98%", "1 203 connreset of 50 000".
-    pub detail: String,
-}
-
 /// One finished cell: where it ran, the load, and everything measured.
 #[derive(Debug, Clone)]
 pub struct CellRecord {
@@ -347,22 +274,6 @@ pub struct CellRecord {
     /// judges the cell's stack by it. `None` without one, and for cells stored before it was
     /// kept.
     pub slo: Option<String>,
-}
-
-/// What limited a cell: the client, the network, a tier's CPU or worker pool, the database,
-/// the machine's CPUs, the offered load, or "not determined", with the evidence.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LimitedBy {
-    /// `client`, `network`, `worker_pool`, `tier_cpu`, `database`, `machine_cpu`, `offered`,
-    /// `not_determined`.
-    pub kind: String,
-    /// The tier, for a pool or a tier's CPU.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tier: Option<String>,
-    /// How it is named in tables: `php-fpm pool`, `client`.
-    pub name: String,
-    /// e.g. "5 of 5 children busy, listen queue 37".
-    pub evidence: String,
 }
 
 /// A captured piece of a stack's configuration: an effective config file, a version string, a

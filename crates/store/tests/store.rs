@@ -7,8 +7,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use loadlab_stats::{Recorder, Series};
 use loadlab_store::{
-    metric, CellRecord, ConfigRecord, Environment, Flag, LimitedBy, LoadModel, LoadSpec, RunInfo,
-    RunStatus, Sample, Store, StoreError, TrustFlag,
+    metric, CellRecord, ConfigRecord, Environment, Flag, Limit, LimitedBy, LoadModel, LoadSpec,
+    RunInfo, RunStatus, Sample, Store, StoreError, TrustFlag,
 };
 use serde_json::json;
 use tempfile::TempDir;
@@ -109,9 +109,7 @@ fn cell(ordinal: u32, seconds: usize, tiers: usize) -> CellRecord {
             TrustFlag { flag: Flag::Other("warm_cache".into()), detail: String::new() },
         ],
         limited_by: ordinal.is_multiple_of(2).then(|| LimitedBy {
-            kind: "worker_pool".into(),
-            tier: Some("php-fpm".into()),
-            name: "php-fpm pool".into(),
+            limit: Limit::WorkerPool("php-fpm".into()),
             evidence: "5 of 5 children busy, listen queue 37".into(),
         }),
         slo: ordinal.is_multiple_of(2).then(|| "p99<50ms,errors<0.1%".into()),

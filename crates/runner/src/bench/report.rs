@@ -62,7 +62,6 @@ pub struct Report {
     /// What limited the throughput, decided once by [`limit::limited_by`] from the verdict
     /// (without samples of the server, which a bench does not take): the client, the network,
     /// the offered load, or not determined; stored and shown in the shape of a lab cell's.
-    #[serde(serialize_with = "stored")]
     pub limited_by: LimitedBy,
     /// Reasons a figure above should not be taken at face value; empty when none.
     pub warnings: Vec<String>,
@@ -548,9 +547,4 @@ impl ConfigEcho {
             hdr_log: cfg.hdr_log,
         }
     }
-}
-
-/// `limited_by` as the store keeps a lab cell's: `kind`, `tier`, `name`, `evidence`.
-fn stored<S: serde::Serializer>(l: &LimitedBy, s: S) -> Result<S::Ok, S::Error> {
-    l.store().serialize(s)
 }
