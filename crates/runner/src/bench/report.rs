@@ -324,7 +324,6 @@ impl Report {
             .into_iter()
             .zip(classes)
             .collect::<BTreeMap<_, _>>();
-        let cpu = r.cpu();
         let verdict = Verdict::judge(cfg, r);
         let scheduled = cfg.pacing != Pacing::Closed;
         let (latency, service) = if scheduled {
@@ -332,16 +331,7 @@ impl Report {
         } else {
             (t.timings.total.summary(), None)
         };
-        let rate = r.offered_rps().map(|offered| Rate {
-            offered_rps: offered,
-            achieved_rps: r.rps(),
-            sent_rps: per_second(t.sent as f64, r.duration),
-            late_p50_us: t.timings.late.percentile(50.0),
-            late_p99_us: t.timings.late.percentile(99.0),
-            late_max_us: t.timings.late.max(),
-            not_sent: r.not_sent_requests(),
-            schedule_kept: !verdict.has(Flag::ScheduleMissed),
-        });
+        let rate = Rate::of(r, &verdict);
         let mut report = Report {
             loadlab_version: env!("CARGO_PKG_VERSION"),
             mode: match cfg.pacing {
@@ -356,14 +346,7 @@ impl Report {
             config: ConfigEcho::new(cfg, address),
             interrupted: r.interrupted,
             duration_s: r.duration.as_secs_f64(),
-            requests: Requests {
-                completed: t.completed,
-                failed: t.failed,
-                unfinished: t.unfinished,
-                sent: t.sent,
-                keepalive: t.keepalive,
-                connections_opened: t.connections_opened,
-            },
+            requests: Requests::of(t),
             rps: r.rps(),
             errors,
             errors_other_errno: t
@@ -382,62 +365,19 @@ impl Report {
                 sent: r.bytes_sent,
                 total_per_s: per_second(t.bytes_total as f64, r.duration),
             },
-            body_length: BodyLength {
-                first: t.lengths.first,
-                min: t.lengths.first.map(|_| t.lengths.min),
-                max: t.lengths.first.map(|_| t.lengths.max),
-                varied: t.lengths.varied(),
-            },
-            server: Server {
-                software: r.server.clone(),
-                host: cfg.target.host.clone(),
-                port: cfg.target.port,
-                path: cfg.target.path.clone(),
-            },
+            body_length: BodyLength::of(t),
+            server: Server::of(cfg, r),
             tls: r.tls.clone(),
             latency_us: latency,
             service_time_us: service,
             rate,
-            connections: Connections {
-                opened: t.connections_opened,
-                peak: r.peak_open,
-                limit: r.pool,
-                lifetime_us: t.conn_life.summary(),
-                replies_per_connection: (t.conn_life.count() > 0)
-                    .then(|| t.conn_replies as f64 / t.conn_life.count() as f64),
-                rate_per_s: per_second(t.connections_opened as f64, r.duration),
-                tls_resumed: cfg.target.tls.then_some(t.tls_resumed),
-            },
-            timings_us: TimingsUs {
-                connect: t.timings.connect.summary(),
-                tls: cfg.target.tls.then(|| t.timings.tls.summary()),
-                waiting: t.timings.waiting.summary(),
-                processing: t.timings.processing.summary(),
-                total: t.timings.total.summary(),
-            },
+            connections: Connections::of(cfg, r),
+            timings_us: TimingsUs::of(cfg, t),
             throughput: Throughput {
                 per_second: Moments::of(&r.per_second_completed()),
                 series: t.series.buckets().to_vec(),
             },
-            client: Client {
-                cpu_user_s: cpu.user.as_secs_f64(),
-                cpu_sys_s: cpu.sys.as_secs_f64(),
-                cpu_us_per_request: r.cpu_us_per_request(),
-                cpu_busy: r.client_busy(),
-                max_worker_busy: r.max_worker_busy(),
-                saturated: verdict.has(Flag::ClientSaturated),
-                cpu_wait_s: r.cpu_wait().as_secs_f64(),
-                max_worker_waiting: r.max_worker_waiting(),
-                involuntary_switches: r.involuntary_switches(),
-                starved: verdict.has(Flag::ClientStarved),
-                path: Path::of(r),
-                threads: r.workers.len(),
-                cpus_available: r.cpus_available,
-                peak_connections: r.peak_open,
-                fd_limit: r.fd_limit,
-                link: Link::of(r),
-                network_bound: verdict.has(Flag::NetworkBound),
-            },
+            client: Client::of(r, &verdict),
             limited_by: limit::limited_by(r, &verdict, &[], r.cpus_available),
             warnings: verdict.warnings(),
             not_2xx: (crate::trust::not_2xx(t), verdict.has(Flag::Non2xx)),
@@ -521,14 +461,10 @@ impl ConfigEcho {
             coalesce_us: cfg.coalesce.as_micros() as u64,
             headers: cfg.request.headers.iter().map(|(n, v)| format!("{n}: {v}")).collect(),
             body_bytes: cfg.request.body.len(),
-            expect_status: v
-                .status
-                .iter()
-                .map(|(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") })
-                .collect(),
+            expect_status: expect_status(v),
             expect_body_sha256: v
                 .body_sha256
-                .map(|h| h.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+                .map(|h| h.iter().map(|b| format!("{b:02x}")).collect()),
             expect_contains: v
                 .body_contains
                 .as_ref()
@@ -547,4 +483,114 @@ impl ConfigEcho {
             hdr_log: cfg.hdr_log,
         }
     }
+}
+
+impl Rate {
+    /// Open loop and sessions: offered against achieved, and how late the sends were.
+    fn of(r: &BenchResult, verdict: &Verdict) -> Option<Rate> {
+        let t = &r.tally;
+        r.offered_rps().map(|offered| Rate {
+            offered_rps: offered,
+            achieved_rps: r.rps(),
+            sent_rps: per_second(t.sent as f64, r.duration),
+            late_p50_us: t.timings.late.percentile(50.0),
+            late_p99_us: t.timings.late.percentile(99.0),
+            late_max_us: t.timings.late.max(),
+            not_sent: r.not_sent_requests(),
+            schedule_kept: !verdict.has(Flag::ScheduleMissed),
+        })
+    }
+}
+
+impl Connections {
+    fn of(cfg: &BenchConfig, r: &BenchResult) -> Connections {
+        let t = &r.tally;
+        Connections {
+            opened: t.connections_opened,
+            peak: r.peak_open,
+            limit: r.pool,
+            lifetime_us: t.conn_life.summary(),
+            replies_per_connection: (t.conn_life.count() > 0)
+                .then(|| t.conn_replies as f64 / t.conn_life.count() as f64),
+            rate_per_s: per_second(t.connections_opened as f64, r.duration),
+            tls_resumed: cfg.target.tls.then_some(t.tls_resumed),
+        }
+    }
+}
+
+impl TimingsUs {
+    fn of(cfg: &BenchConfig, t: &loadlab_engine::Tally) -> TimingsUs {
+        TimingsUs {
+            connect: t.timings.connect.summary(),
+            tls: cfg.target.tls.then(|| t.timings.tls.summary()),
+            waiting: t.timings.waiting.summary(),
+            processing: t.timings.processing.summary(),
+            total: t.timings.total.summary(),
+        }
+    }
+}
+
+impl Client {
+    fn of(r: &BenchResult, verdict: &Verdict) -> Client {
+        let cpu = r.cpu();
+        Client {
+            cpu_user_s: cpu.user.as_secs_f64(),
+            cpu_sys_s: cpu.sys.as_secs_f64(),
+            cpu_us_per_request: r.cpu_us_per_request(),
+            cpu_busy: r.client_busy(),
+            max_worker_busy: r.max_worker_busy(),
+            saturated: verdict.has(Flag::ClientSaturated),
+            cpu_wait_s: r.cpu_wait().as_secs_f64(),
+            max_worker_waiting: r.max_worker_waiting(),
+            involuntary_switches: r.involuntary_switches(),
+            starved: verdict.has(Flag::ClientStarved),
+            path: Path::of(r),
+            threads: r.workers.len(),
+            cpus_available: r.cpus_available,
+            peak_connections: r.peak_open,
+            fd_limit: r.fd_limit,
+            link: Link::of(r),
+            network_bound: verdict.has(Flag::NetworkBound),
+        }
+    }
+}
+
+impl Requests {
+    fn of(t: &loadlab_engine::Tally) -> Requests {
+        Requests {
+            completed: t.completed,
+            failed: t.failed,
+            unfinished: t.unfinished,
+            sent: t.sent,
+            keepalive: t.keepalive,
+            connections_opened: t.connections_opened,
+        }
+    }
+}
+
+impl BodyLength {
+    fn of(t: &loadlab_engine::Tally) -> BodyLength {
+        BodyLength {
+            first: t.lengths.first,
+            min: t.lengths.first.map(|_| t.lengths.min),
+            max: t.lengths.first.map(|_| t.lengths.max),
+            varied: t.lengths.varied(),
+        }
+    }
+}
+
+impl Server {
+    fn of(cfg: &BenchConfig, r: &BenchResult) -> Server {
+        Server {
+            software: r.server.clone(),
+            host: cfg.target.host.clone(),
+            port: cfg.target.port,
+            path: cfg.target.path.clone(),
+        }
+    }
+}
+
+/// `--expect-status` as given: codes and ranges.
+fn expect_status(v: &loadlab_engine::Validation) -> Vec<String> {
+    v.status.iter().map(|(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect()
 }
