@@ -273,3 +273,35 @@ pub fn write_report(store: &Store, id: RunId, path: &Path) -> Result<(), SuiteEr
         source,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{load, Overrides, SuiteError};
+
+    #[test]
+    fn overrides_apply_to_every_workload_and_stack() {
+        let overrides = Overrides {
+            net: Some("lan-100mbit".into()),
+            slo: Some("p99<50ms".parse().unwrap()),
+            repetitions: Some(3),
+        };
+        let (suite, notes) = load(loadlab_suite::DEFAULT, &overrides).unwrap();
+        assert_eq!((suite.repetitions, suite.quick.repetitions), (3, Some(3)));
+        assert!(suite.workloads.iter().all(|w| w.slo.is_some()));
+        for stack in suite.stacks.iter().filter_map(|s| s.lab_stack()) {
+            assert_eq!(stack.knobs.net.as_deref(), Some("lan-100mbit"));
+        }
+        // A built-in suite runs only the lab's stacks: nothing the profile cannot shape.
+        assert!(notes.is_empty(), "{notes:?}");
+    }
+
+    #[test]
+    fn bad_overrides_are_the_users_to_fix() {
+        let bad_net = Overrides { net: Some("carrier-pigeon".into()), ..Overrides::default() };
+        assert!(matches!(load(loadlab_suite::DEFAULT, &bad_net), Err(SuiteError::Usage(_))));
+        let none = Overrides { repetitions: Some(0), ..Overrides::default() };
+        let err = load(loadlab_suite::DEFAULT, &none).unwrap_err();
+        assert_eq!(err.to_string(), "--repetitions: at least 1");
+        assert!(matches!(load("no-such-suite", &Overrides::default()), Err(SuiteError::Usage(_))));
+    }
+}

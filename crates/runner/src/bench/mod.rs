@@ -105,3 +105,82 @@ pub fn judge(
     };
     Judged { report, result, config: request.config, disposition }
 }
+
+#[cfg(test)]
+mod tests {
+    use loadlab_engine::{BenchConfig, ErrorClass, Target};
+
+    use super::{judge, run, BenchError, Disposition, Request};
+    use crate::capacity::Policy;
+    use crate::fake::{self, FakeEngine};
+    use crate::limit::Limit;
+
+    fn request(slo: Option<&str>) -> Request {
+        let mut config = BenchConfig::new(Target::parse("http://127.0.0.1:9/").unwrap());
+        config.connections = 10;
+        Request { config, over_capacity: Policy::Refuse, slo: slo.map(|s| s.parse().unwrap()) }
+    }
+
+    fn bench(engine: &mut FakeEngine, slo: Option<&str>) -> super::Judged {
+        let mut warnings = Vec::new();
+        let judged = run(request(slo), engine, &mut |w| warnings.push(w.to_string())).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        judged
+    }
+
+    #[test]
+    fn a_finished_run_is_judged_once_with_its_limit_in_the_report() {
+        let judged = bench(&mut FakeEngine::new(1000.0), None);
+        assert_eq!(judged.disposition, Disposition::Finished);
+        assert_eq!(judged.report.requests.completed, 2000);
+        assert!(judged.report.slo.is_none());
+        // No flag and no sample of the server: nothing measured says what limited it.
+        assert_eq!(judged.report.limited_by.limit, Limit::NotDetermined);
+        let json = serde_json::to_value(&judged.report).unwrap();
+        assert_eq!(json["limited_by"]["kind"], "not_determined", "{json:#}");
+    }
+
+    #[test]
+    fn a_saturated_client_is_the_limit_the_report_carries() {
+        let mut engine = FakeEngine::new(1000.0);
+        engine.client_rate_limit = 1000.0;
+        let judged = bench(&mut engine, None);
+        assert!(judged.report.client.saturated);
+        assert_eq!(judged.report.limited_by.limit, Limit::Client);
+        let json = serde_json::to_value(&judged.report).unwrap();
+        assert_eq!(json["limited_by"]["kind"], "client", "{json:#}");
+        assert_eq!(json["limited_by"]["name"], "client", "{json:#}");
+    }
+
+    #[test]
+    fn a_broken_slo_is_the_runs_disposition() {
+        let broken = bench(&mut FakeEngine::new(1000.0), Some("p99<10us"));
+        assert_eq!(broken.disposition, Disposition::SloFailed);
+        assert!(!broken.report.slo.as_ref().unwrap().passed);
+        let held = bench(&mut FakeEngine::new(1000.0), Some("p99<10ms,rps>500"));
+        assert_eq!(held.disposition, Disposition::Finished);
+        assert!(held.report.slo.as_ref().unwrap().passed);
+    }
+
+    #[test]
+    fn a_run_whose_every_request_failed_to_connect_is_unreachable_whatever_its_slo() {
+        let mut r = fake::result(loadlab_engine::Pacing::Closed, 0, 1.0, 0, 0.01);
+        for _ in 0..5 {
+            r.tally.errors.add(ErrorClass::Connrefused, None);
+        }
+        r.tally.failed = 5;
+        let addr = "127.0.0.1:9".parse().unwrap();
+        let judged = judge(request(Some("p99<1ms")), addr, r, None);
+        assert_eq!(judged.disposition, Disposition::Unreachable);
+    }
+
+    #[test]
+    fn connections_that_do_not_fit_are_refused_before_any_load() {
+        let mut engine = FakeEngine::new(1000.0);
+        let mut req = request(None);
+        req.config.connections = 1 << 40;
+        let err = run(req, &mut engine, &mut |_| {}).unwrap_err();
+        assert!(matches!(err, BenchError::Capacity(_)), "{err}");
+        assert!(engine.measured.borrow().is_empty());
+    }
+}
