@@ -1,97 +1,13 @@
 //! The built-in stacks as data: each one's tiers (front first), what it serves, and the Debian
 //! packages it needs.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::includes::Point;
 use crate::knobs::{Knobs, OnOff};
-use crate::programs::{self, Need};
-
-/// One server process tree of a stack, with how it is wired to the tier behind it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Tier {
-    /// hitch terminating TLS in front of Varnish, which has no TLS of its own; it hands each
-    /// connection on with a PROXY protocol header (v2, carrying the ALPN it negotiated).
-    Hitch,
-    /// Varnish caching in front of the next tier (nginx).
-    Varnish,
-    /// nginx serving static files, handing `.php` to `php`.
-    Nginx { php: NginxPhp },
-    /// Apache httpd.
-    Apache { mode: ApacheMode },
-    /// php-fpm's pool on a unix socket (for nginx) or on 127.0.0.1 (for Apache).
-    PhpFpm,
-    /// php-cgi children started by spawn-fcgi on a unix socket, as in seed 000.
-    SpawnFcgi,
-    /// MariaDB with a datadir of its own.
-    Mariadb,
-}
-
-/// Where nginx sends `.php` requests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum NginxPhp {
-    /// No PHP: `.php` files would be served as they are, so the stack has no PHP workloads.
-    None,
-    /// FastCGI to php-fpm over a unix socket.
-    Fpm,
-    /// FastCGI to spawn-fcgi's php-cgi over a unix socket.
-    SpawnFcgi,
-    /// HTTP to Apache mod_php over the same document root (seed 002's advice).
-    ProxyApache,
-}
-
-/// Apache's MPM and how it runs PHP.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ApacheMode {
-    /// mpm_prefork with mod_php inside each child.
-    PreforkModPhp,
-    /// mpm_event with proxy_fcgi to php-fpm.
-    EventFpm,
-}
-
-impl Tier {
-    /// The tier's name in records, samples and captures.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Tier::Hitch => "hitch",
-            Tier::Varnish => "varnish",
-            Tier::Nginx { .. } => "nginx",
-            Tier::Apache { .. } => "apache",
-            Tier::PhpFpm => "php-fpm",
-            Tier::SpawnFcgi => "spawn-fcgi",
-            Tier::Mariadb => "mariadb",
-        }
-    }
-
-    /// What this tier needs installed.
-    pub fn needs(&self) -> Vec<Need> {
-        match self {
-            Tier::Hitch => vec![programs::HITCH],
-            Tier::Varnish => vec![programs::VARNISHD],
-            Tier::Nginx { .. } => vec![programs::NGINX],
-            Tier::Apache { mode: ApacheMode::PreforkModPhp } => {
-                vec![programs::APACHE, programs::MOD_PHP]
-            }
-            Tier::Apache { mode: ApacheMode::EventFpm } => vec![programs::APACHE],
-            Tier::PhpFpm => vec![programs::PHP_FPM],
-            Tier::SpawnFcgi => vec![programs::SPAWN_FCGI, programs::PHP_CGI],
-            Tier::Mariadb => {
-                vec![programs::MARIADBD, programs::MARIADB_INSTALL_DB, programs::MARIADB_CLIENT]
-            }
-        }
-    }
-
-    /// Whether this tier runs PHP itself.
-    pub fn runs_php(&self) -> bool {
-        matches!(
-            self,
-            Tier::Apache { mode: ApacheMode::PreforkModPhp } | Tier::PhpFpm | Tier::SpawnFcgi
-        )
-    }
-}
+pub use crate::tier::{ApacheMode, NginxPhp, Tier};
+use loadlab_programs::{self as programs, Need};
 
 /// Whether a stack has a database tier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -243,7 +159,7 @@ impl Stack {
             needs.push(programs::PHP_MYSQL);
         }
         let mod_php = self.tiers(knobs).contains(&Tier::Apache { mode: ApacheMode::PreforkModPhp });
-        if mod_php && knobs.has_own(crate::own::Point::PhpIni) {
+        if mod_php && knobs.has_own(Point::PhpIni) {
             // mod_php has no test of its own: php -v reads the user's php.ini as it will.
             needs.push(programs::PHP_CLI);
         }
@@ -323,10 +239,10 @@ impl Stack {
         }
     }
 
-    /// The first knob that does not apply to this stack, if any, so that a typo'd experiment
-    /// fails before it runs. The CLI names it as a flag, a suite file at the key's position.
-    /// The user's docroot is listed to find a file that would replace one of the lab's.
-    pub fn knob_problem(&self, knobs: &Knobs) -> Option<KnobProblem> {
+    /// The first setting that does not apply to this stack, if any, judged from the knobs
+    /// alone; [`Stack::knob_problem`] (with the user's own files, whose docroot it lists) is
+    /// the whole check, in [`crate::own`].
+    pub fn setting_problem(&self, knobs: &Knobs) -> Option<KnobProblem> {
         let problem = |key, reason: String| Some(KnobProblem { key, reason });
         let name = self.name;
         let http = !self.http_tiers.is_empty();
@@ -387,15 +303,7 @@ impl Stack {
                 );
             }
         }
-        crate::own::problem(self, knobs)
-    }
-
-    /// [`Stack::knob_problem`] as the CLI names it (`--db: nginx has no database tier`).
-    pub fn check_knobs(&self, knobs: &Knobs) -> Result<()> {
-        match self.knob_problem(knobs) {
-            Some(p) => Err(Error::BadKnob(format!("--{}: {}", p.key.replace('_', "-"), p.reason))),
-            None => Ok(()),
-        }
+        None
     }
 }
 

@@ -4,7 +4,7 @@
 //! client trusts the instance by its CA (`loadlab bench --cacert RUN/tls/ca.pem`), never by
 //! `--insecure`; the CA's key is not kept, so nothing else can be signed with it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
@@ -12,9 +12,9 @@ use rcgen::{
 };
 use serde::Serialize;
 
-use crate::catalog::Tier;
 use crate::error::{Error, IoContext, Result};
-use crate::servers::Plan;
+use crate::plan::Plan;
+use crate::tier::Tier;
 
 /// How long the certificates are valid: a day back (a clock a little behind still accepts
 /// them) and a year ahead, longer than any instance runs.
@@ -24,23 +24,7 @@ const VALID_AFTER_DAYS: i64 = 365;
 /// The TLS versions every terminator offers: 1.2 and 1.3, as the engine does.
 pub const VERSIONS: &[&str] = &["TLSv1.2", "TLSv1.3"];
 
-/// The instance's TLS files, in its run directory.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Files {
-    /// The CA certificate: what a client trusts (`--cacert`).
-    pub ca: PathBuf,
-    /// The server certificate, then the CA's (the chain servers send).
-    pub cert: PathBuf,
-    /// The server certificate's private key (mode 0600).
-    pub key: PathBuf,
-}
-
-impl Files {
-    pub fn in_run(run: &Path) -> Files {
-        let dir = run.join("tls");
-        Files { ca: dir.join("ca.pem"), cert: dir.join("cert.pem"), key: dir.join("key.pem") }
-    }
-}
+pub use crate::plan::TlsFiles as Files;
 
 /// What `stack show` says of an instance's TLS and HTTP/2: the settings the lab generated,
 /// worked out from its plan (the live handshake is verify's `tls` check).
@@ -254,7 +238,7 @@ mod tests {
     fn behind_a_profile_the_namespace_address_is_named_first() {
         let mut plan =
             plan(Path::new("/nonexistent"), Knobs { tls: OnOff::On, ..Knobs::default() });
-        plan.net = Some(crate::servers::NetPlan {
+        plan.net = Some(crate::plan::NetPlan {
             netns: "/run/netns/x".into(),
             stack_ip: "10.214.0.2".parse().unwrap(),
             client_ip: "10.214.0.1".parse().unwrap(),

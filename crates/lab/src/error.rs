@@ -63,6 +63,12 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl From<loadlab_programs::Missing> for Error {
+    fn from(m: loadlab_programs::Missing) -> Error {
+        Error::MissingPackage { program: m.program, package: m.package }
+    }
+}
+
 /// Adds what loadlab was doing to an `io::Error`: `fs::write(p, s).context(|| ...)?`.
 pub(crate) trait IoContext<T> {
     fn context<C: Into<String>>(self, context: impl FnOnce() -> C) -> Result<T>;

@@ -73,7 +73,7 @@ pub struct Knobs {
     pub access_log: OnOff,
     /// CPUs every process of the stack is pinned to (`0`, `0,2-3`).
     pub cpus: Option<CpuList>,
-    /// The network profile the stack runs behind (see [`crate::net`]): `None` or `loopback`
+    /// The network profile the stack runs behind (see [`loadlab_net`]): `None` or `loopback`
     /// is 127.0.0.1; another puts the stack in a namespace of its own behind a shaped link.
     pub net: Option<String>,
     /// HTTPS on the front tier (nginx, Apache mod_ssl, or hitch in front of Varnish), with a
@@ -88,7 +88,7 @@ pub struct Knobs {
     /// The user's own config snippets, merged at the include points their names say (see
     /// [`crate::own`]). Not written when absent, as the two below.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub config: Option<crate::own::Config>,
+    pub config: Option<crate::includes::Config>,
     /// A directory of the user's files (a site, a PHP application), absolute, served beside
     /// the lab's workload files.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -143,7 +143,7 @@ impl Knobs {
     }
 
     /// Whether the user gave a file for the include point `point`.
-    pub fn has_own(&self, point: crate::own::Point) -> bool {
+    pub fn has_own(&self, point: crate::includes::Point) -> bool {
         self.config.as_ref().is_some_and(|c| c.has(point))
     }
 }

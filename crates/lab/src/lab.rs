@@ -17,7 +17,8 @@ use crate::state::{is_root, make_dir_all, Record, StateDir, TierRecord};
 use crate::supervise::{self, STOP_GRACE};
 use crate::verify::{self, Report};
 use crate::workloads::{self, write};
-use crate::{http, ports, programs, ready};
+use crate::{http, ports, ready};
+use loadlab_programs as programs;
 
 /// How long one tier may take to become ready. MariaDB's first start after copying the
 /// template is the slowest.
@@ -79,7 +80,7 @@ impl Lab {
     /// The network namespace instance `id` of this lab runs in behind a profile: unique on the
     /// machine, so a test beside others can tell its own from theirs.
     pub fn namespace_of(&self, id: &str) -> String {
-        format!("{}{}", crate::net::NS_PREFIX, net_tag(id, &self.state.run_root().join(id)))
+        format!("{}{}", loadlab_net::NS_PREFIX, net_tag(id, &self.state.run_root().join(id)))
     }
 
     /// Brings `stack` up, owned by this process, and verifies it. Everything it started is
@@ -103,16 +104,16 @@ impl Lab {
         // behind a shaped link, made for each attempt and removed with the instance.
         let profile = match knobs.net.as_deref() {
             None | Some("loopback") => None,
-            Some(p) => Some(p.parse::<crate::net::Profile>().map_err(Error::BadKnob)?),
+            Some(p) => Some(p.parse::<loadlab_net::Profile>().map_err(Error::BadKnob)?),
         };
         let named = knobs.net.as_deref().unwrap_or_default();
-        if let (Some(_), Some(why)) = (&profile, crate::net::unavailable()) {
+        if let (Some(_), Some(why)) = (&profile, loadlab_net::unavailable()) {
             return Err(Error::NetUnavailable(format!("--net {named}: {why}")));
         }
         // What carries delay, jitter and loss: decided once, before anything is made.
         let delay = match &profile {
             Some(p) => p
-                .delay_path(crate::net::netem)
+                .delay_path(loadlab_net::netem)
                 .map_err(|why| Error::NetUnavailable(format!("--net {named}: {why}")))?,
             None => None,
         };
@@ -120,7 +121,7 @@ impl Lab {
         for attempt in 1..=PORT_ATTEMPTS {
             let mut plan = self.plan(&id, stack, knobs)?;
             let link = match &profile {
-                Some(p) => match crate::net::Link::create(&net_tag(&id, &plan.run), p, delay) {
+                Some(p) => match loadlab_net::Link::create(&net_tag(&id, &plan.run), p, delay) {
                     Ok(link) => Some(link),
                     Err(e) => {
                         self.state.forget(&id)?;
@@ -301,8 +302,7 @@ impl Lab {
         out.extend(crate::own::capture(&plan));
         if plan.stack.has_php() {
             // PHP's version, extensions and OPcache as the serving SAPI sees them.
-            let answer = plan
-                .endpoint(plan.front())
+            let answer = verify::endpoint(&plan, plan.front())
                 .and_then(|endpoint| http::get(&endpoint, workloads::STATUS_PATH, &[]));
             let text = match answer {
                 Ok(r) => String::from_utf8_lossy(&r.body).into_owned(),
@@ -338,7 +338,7 @@ impl Lab {
         let plan = self.plan_of(&record)?;
         // The status pages are read where the load goes: over TLS when the tier speaks it.
         let endpoint = |tier: Tier| {
-            plan.endpoint(tier).map_err(|reason| Error::Command {
+            verify::endpoint(&plan, tier).map_err(|reason| Error::Command {
                 command: format!("reading {}'s CA", record.id),
                 reason,
             })
@@ -464,7 +464,7 @@ fn net_tag(id: &str, run: &std::path::Path) -> String {
 }
 
 /// Where the servers of a stack behind `link` run, and whom their status pages answer.
-fn net_plan(link: &crate::net::Link) -> servers::NetPlan {
+fn net_plan(link: &loadlab_net::Link) -> servers::NetPlan {
     servers::NetPlan {
         netns: std::path::Path::new("/run/netns").join(&link.namespace),
         stack_ip: link.ns_ip,

@@ -174,9 +174,7 @@ pub fn parse_nginx(text: &str, max: u32) -> Option<PoolReading> {
 /// `ss ARGS`, in the network namespace of process `ns_of` when that is not this one (a stack
 /// behind a network profile: `ss` lists only its own namespace's sockets).
 fn ss(args: &[&str], ns_of: Option<i32>) -> Option<String> {
-    use std::os::fd::AsRawFd as _;
-    use std::os::unix::process::CommandExt as _;
-    let mut command = std::process::Command::new(crate::programs::SS.find().ok()?);
+    let mut command = std::process::Command::new(loadlab_programs::SS.find().ok()?);
     command.args(args);
     let ours = std::fs::read_link("/proc/self/ns/net").ok();
     let theirs = ns_of.map(|pid| PathBuf::from(format!("/proc/{pid}/ns/net")));
@@ -186,17 +184,11 @@ fn ss(args: &[&str], ns_of: Option<i32>) -> Option<String> {
         }
         _ => None,
     };
-    if let Some(fd) = ns.as_ref().map(|f| f.as_raw_fd()) {
-        // SAFETY: setns is async-signal-safe, and the descriptor is open across the fork.
-        unsafe {
-            command.pre_exec(move || {
-                if libc::setns(fd, libc::CLONE_NEWNET) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
+    // `ns` stays open until the command has run.
+    crate::sys::at_exec(
+        &mut command,
+        crate::sys::AtExec { netns: ns.as_ref(), ..Default::default() },
+    );
     let out = command.output().ok()?;
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }

@@ -130,6 +130,27 @@ pub fn trees(roots: &[ProcId], procs: &[ProcStat]) -> Vec<ProcStat> {
         .collect()
 }
 
+/// The CPU time the live threads of process `pid` have run, in nanoseconds: the first field
+/// of each `/proc/<pid>/task/<tid>/schedstat` (the scheduler's `sum_exec_runtime`, user and
+/// system together). `/proc/<pid>/stat` gives the same in clock ticks (10 ms at USER_HZ 100),
+/// which over a cell of 11 ms is nothing or a whole CPU; the scheduler's count is exact.
+/// Threads that already exited are not in it. `None` where the kernel keeps no schedstat.
+pub fn run_ns(pid: i32) -> Option<u64> {
+    let mut total = None;
+    for task in fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+        let path = task.path().join("schedstat");
+        let Ok(text) = fs::read_to_string(path) else { continue };
+        let Some(ns) = parse_schedstat(&text) else { continue };
+        total = Some(total.unwrap_or(0) + ns);
+    }
+    total
+}
+
+/// The run time (ns) in a `schedstat` line: `run_ns wait_ns timeslices`.
+pub fn parse_schedstat(text: &str) -> Option<u64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
 /// The command line of a process, arguments joined by spaces.
 pub fn cmdline(pid: i32) -> Option<String> {
     let bytes = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
@@ -171,26 +192,9 @@ pub fn machine() -> Option<MachineStat> {
     })
 }
 
-/// Clock ticks per second (USER_HZ), the unit of the CPU times in /proc.
-pub fn clock_ticks() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if ticks > 0 {
-        ticks as u64
-    } else {
-        100
-    }
-}
-
-pub fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if size > 0 {
-        size as u64
-    } else {
-        4096
-    }
-}
+/// Clock ticks per second (USER_HZ), the unit of the CPU times in /proc, and the page size,
+/// the unit of the resident set.
+pub use crate::sys::{clock_ticks, page_size};
 
 #[cfg(test)]
 mod tests {
@@ -234,6 +238,17 @@ mod tests {
         let cpu = parse_cpu_line("cpu  10 1 5 80 4 0 0 0 0 0\ncpu0 1 2 3 4\n").unwrap();
         assert_eq!(cpu, CpuTimes { busy: 16, total: 100 });
         assert_eq!(parse_loadavg("0.50 0.25 0.10 1/200 4242\n"), Some([0.5, 0.25, 0.1]));
+    }
+
+    #[test]
+    fn run_time_is_read_from_schedstat() {
+        assert_eq!(parse_schedstat("9726091 0 1\n"), Some(9_726_091));
+        assert_eq!(parse_schedstat(""), None);
+        // This process has run (the test is running in it), in every thread it has.
+        if fs::metadata("/proc/self/schedstat").is_ok() {
+            let me = std::process::id() as i32;
+            assert!(run_ns(me).is_some_and(|ns| ns > 0), "{:?}", run_ns(me));
+        }
     }
 
     #[test]

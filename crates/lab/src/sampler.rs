@@ -104,6 +104,11 @@ pub struct Sample {
 pub trait ProcSource: Send + 'static {
     fn processes(&mut self) -> Vec<ProcStat>;
     fn machine(&mut self) -> Option<MachineStat>;
+    /// The exact run time of a live process's threads, ns ([`procfs::run_ns`]); `None` to
+    /// count its clock ticks instead.
+    fn run_ns(&mut self, _pid: i32) -> Option<u64> {
+        None
+    }
 }
 
 /// The real /proc.
@@ -117,6 +122,10 @@ impl ProcSource for Proc {
 
     fn machine(&mut self) -> Option<MachineStat> {
         procfs::machine()
+    }
+
+    fn run_ns(&mut self, pid: i32) -> Option<u64> {
+        procfs::run_ns(pid)
     }
 }
 
@@ -207,6 +216,92 @@ impl Tracker {
     }
 }
 
+/// Each tier's cumulative CPU and the machine's CPU counters at one moment. Read at a cell's
+/// start and end, their difference is what each tier used over the cell however short it was
+/// (as the client's own CPU is read from its threads at the window's start and end), where the
+/// 1 Hz samples of a cell of 11 ms are one interval of whole clock ticks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuCounters {
+    pub at: Instant,
+    /// Per tier: its live processes' run time (exact where the kernel keeps schedstat, else
+    /// user + system ticks) plus the CPU of the children they reaped (cutime + cstime), ns.
+    pub tiers: Vec<(String, u64)>,
+    pub machine: Option<CpuTimes>,
+}
+
+/// One tier's CPU between two [`CpuCounters`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct TierCpuUse {
+    pub tier: String,
+    pub cpu: Duration,
+}
+
+/// What the tiers and the machine used between two [`CpuCounters`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuUse {
+    pub wall: Duration,
+    pub tiers: Vec<TierCpuUse>,
+    /// Busy share of all CPUs, 0.0 to 1.0 (from /proc/stat, in clock ticks).
+    pub machine_busy: Option<f64>,
+}
+
+impl CpuCounters {
+    /// Reads `targets`' counters now from `source`.
+    pub fn read(targets: &[Watched], source: &mut impl ProcSource, ticks_per_sec: u64) -> Self {
+        let at = Instant::now();
+        let machine = source.machine().map(|m| m.cpu);
+        let procs = source.processes();
+        let tick_ns = 1_000_000_000 / ticks_per_sec.max(1);
+        let tiers = targets
+            .iter()
+            .map(|t| {
+                let ns: u64 = t
+                    .members
+                    .of(&procs)
+                    .iter()
+                    .map(|p| {
+                        let own = source.run_ns(p.pid).unwrap_or((p.utime + p.stime) * tick_ns);
+                        own + (p.cutime + p.cstime) * tick_ns
+                    })
+                    .sum();
+                (t.tier.clone(), ns)
+            })
+            .collect();
+        CpuCounters { at, tiers, machine }
+    }
+
+    /// What was used from `start` to these counters. A process that exited unreaped takes its
+    /// time with it: a tier's CPU is never below zero.
+    pub fn since(&self, start: &CpuCounters) -> CpuUse {
+        let tiers = self
+            .tiers
+            .iter()
+            .map(|(tier, ns)| {
+                let before = start.tiers.iter().find(|(t, _)| t == tier).map_or(0, |(_, n)| *n);
+                TierCpuUse {
+                    tier: tier.clone(),
+                    cpu: Duration::from_nanos(ns.saturating_sub(before)),
+                }
+            })
+            .collect();
+        let machine_busy = match (self.machine, start.machine) {
+            (Some(now), Some(then)) if now.total > then.total => {
+                Some(now.busy.saturating_sub(then.busy) as f64 / (now.total - then.total) as f64)
+            }
+            _ => None,
+        };
+        CpuUse { wall: self.at.saturating_duration_since(start.at), tiers, machine_busy }
+    }
+}
+
+/// What a stopped sampler gives: its 1 Hz series (charts, pools) and the CPU counted from its
+/// start to its stop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sampled {
+    pub samples: Vec<Sample>,
+    pub cpu: Option<CpuUse>,
+}
+
 pub fn unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
@@ -214,7 +309,10 @@ pub fn unix_ms() -> u64 {
 /// A running sampler; [`Sampler::stop`] ends it and returns the series.
 pub struct Sampler {
     stop: mpsc::Sender<()>,
-    thread: thread::JoinHandle<Vec<Sample>>,
+    /// The series, and the counters read when the stop came.
+    thread: thread::JoinHandle<(Vec<Sample>, CpuCounters)>,
+    /// The counters read at the start.
+    start: CpuCounters,
 }
 
 /// The last, partial interval is kept only if it is at least this long (or is the only
@@ -246,9 +344,12 @@ impl Sampler {
         mut source: impl ProcSource,
     ) -> Sampler {
         let (stop, stopped) = mpsc::channel();
+        let ticks = procfs::clock_ticks();
+        let counted = targets.clone();
         // The first reading is taken before returning, so that whatever the caller starts
         // next is inside the first interval.
-        let mut tracker = Tracker::watching(targets, procfs::clock_ticks(), procfs::page_size());
+        let mut tracker = Tracker::watching(targets, ticks, procfs::page_size());
+        let started = CpuCounters::read(&counted, &mut source, ticks);
         let start = Instant::now();
         tracker.observe(Duration::ZERO, &source.processes(), source.machine());
         let thread = thread::spawn(move || {
@@ -261,25 +362,37 @@ impl Sampler {
                 let wait = due.saturating_sub(start.elapsed());
                 let stopping =
                     !matches!(stopped.recv_timeout(wait), Err(mpsc::RecvTimeoutError::Timeout));
-                let at = start.elapsed();
-                if stopping && !samples.is_empty() && at.saturating_sub(last) < MIN_FINAL {
-                    break;
+                if stopping {
+                    // First, as close to the cell's end as the start's were to its start.
+                    let end = CpuCounters::read(&counted, &mut source, ticks);
+                    let at = start.elapsed();
+                    if samples.is_empty() || at.saturating_sub(last) >= MIN_FINAL {
+                        samples.extend(tracker.observe(at, &source.processes(), source.machine()));
+                    }
+                    return (samples, end);
                 }
+                let at = start.elapsed();
                 samples.extend(tracker.observe(at, &source.processes(), source.machine()));
                 last = at;
-                if stopping {
-                    break;
-                }
             }
-            samples
+            unreachable!("the loop ends only by a stop")
         });
-        Sampler { stop, thread }
+        Sampler { stop, thread, start: started }
     }
 
     /// Stops sampling (taking a last sample of the partial interval) and returns the series.
     pub fn stop(self) -> Vec<Sample> {
+        self.finish().samples
+    }
+
+    /// Stops sampling and returns the series with the tiers' CPU from the start to now, read
+    /// from their cumulative counters ([`CpuCounters`]).
+    pub fn finish(self) -> Sampled {
         let _ = self.stop.send(());
-        self.thread.join().unwrap_or_default()
+        match self.thread.join() {
+            Ok((samples, end)) => Sampled { samples, cpu: Some(end.since(&self.start)) },
+            Err(_) => Sampled { samples: Vec::new(), cpu: None },
+        }
     }
 }
 
@@ -379,5 +492,72 @@ mod tests {
         let samples = sampler.stop();
         assert_eq!(samples.len(), 1, "{samples:?}");
         assert_eq!(samples[0].tiers[0].processes, 1);
+    }
+
+    /// Run times by pid (ns) and the processes and machine counters to go with them.
+    struct Counted {
+        procs: Vec<ProcStat>,
+        run_ns: Vec<(i32, u64)>,
+        machine: Option<MachineStat>,
+    }
+
+    impl ProcSource for Counted {
+        fn processes(&mut self) -> Vec<ProcStat> {
+            self.procs.clone()
+        }
+        fn machine(&mut self) -> Option<MachineStat> {
+            self.machine
+        }
+        fn run_ns(&mut self, pid: i32) -> Option<u64> {
+            self.run_ns.iter().find(|(p, _)| *p == pid).map(|(_, ns)| *ns)
+        }
+    }
+
+    #[test]
+    fn a_tiers_cpu_over_a_short_cell_is_the_difference_of_its_exact_counters() {
+        let nginx = Watched {
+            tier: "nginx".into(),
+            members: Members::Group(ProcId { pid: 100, start: 10 }),
+            pool: None,
+        };
+        let targets = [nginx];
+        // 11 ms apart: the worker ran 9.5 ms (no whole tick in its /proc/PID/stat), and the
+        // master reaped a child that had used 2 ticks (20 ms at 100 ticks a second).
+        let mut before = Counted {
+            procs: vec![proc(100, 100, 1, 1, 0), proc(101, 100, 7, 3, 0)],
+            run_ns: vec![(100, 20_000_000), (101, 100_000_000)],
+            machine: machine(1_000, 2_000),
+        };
+        let start = CpuCounters::read(&targets, &mut before, 100);
+        let mut after = Counted {
+            procs: vec![proc(100, 100, 1, 1, 2), proc(101, 100, 7, 3, 0)],
+            run_ns: vec![(100, 20_000_000), (101, 109_500_000)],
+            machine: machine(1_002, 2_002),
+        };
+        let mut end = CpuCounters::read(&targets, &mut after, 100);
+        end.at = start.at + Duration::from_millis(11);
+        let used = end.since(&start);
+        assert_eq!(used.wall, Duration::from_millis(11));
+        assert_eq!(
+            used.tiers,
+            [TierCpuUse { tier: "nginx".into(), cpu: Duration::from_micros(29_500) }]
+        );
+        assert_eq!(used.machine_busy, Some(1.0));
+        // Without schedstat the ticks count instead; a worker gone unreaped is never negative.
+        let mut gone =
+            Counted { procs: vec![proc(100, 100, 1, 1, 0)], run_ns: vec![], machine: None };
+        let used = CpuCounters::read(&targets, &mut gone, 100).since(&start);
+        assert_eq!(used.tiers[0].cpu, Duration::ZERO);
+        assert_eq!(used.machine_busy, None);
+    }
+
+    #[test]
+    fn finish_gives_the_cpu_from_start_to_stop() {
+        let targets =
+            vec![Target { tier: "t".into(), leader: ProcId { pid: 100, start: 10 }, pool: None }];
+        let sampled = Sampler::start_with(targets, Duration::from_secs(3600), Fake).finish();
+        assert_eq!(sampled.samples.len(), 1);
+        let cpu = sampled.cpu.expect("counters at start and stop");
+        assert_eq!(cpu.tiers, [TierCpuUse { tier: "t".into(), cpu: Duration::ZERO }]);
     }
 }

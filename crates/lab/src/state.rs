@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::Tier;
 use crate::error::{Error, IoContext, Result};
 use crate::knobs::Knobs;
+use crate::plan::TlsFiles;
 use crate::procfs::ProcId;
+use crate::tier::Tier;
 
 /// A running (or crashed) instance of a stack, as recorded on disk.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -31,7 +32,7 @@ pub struct Record {
     pub tiers: Vec<TierRecord>,
     /// The namespace and link of a stack behind a network profile; `None` on loopback.
     #[serde(default)]
-    pub net: Option<crate::net::Link>,
+    pub net: Option<loadlab_net::Link>,
 }
 
 /// One tier of a recorded instance.
@@ -54,7 +55,7 @@ impl Record {
 
     /// The CA a client trusts the instance by, when its front speaks TLS.
     pub fn cacert(&self) -> Option<PathBuf> {
-        self.knobs.tls.is_on().then(|| crate::cert::Files::in_run(&self.run_dir).ca)
+        self.knobs.tls.is_on().then(|| TlsFiles::in_run(&self.run_dir).ca)
     }
 
     /// The leaders of the tiers started so far.
@@ -240,10 +241,7 @@ pub fn make_dir_all(dir: &Path) -> Result<()> {
         .context(|| format!("creating {}", dir.display()))
 }
 
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
+pub use crate::sys::is_root;
 
 /// Whether a user other than the owner can reach `path`: every existing ancestor grants
 /// others search (x) permission.

@@ -3,7 +3,6 @@
 //! is found, signalled and waited for.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
@@ -12,6 +11,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, IoContext, Result};
 use crate::knobs::CpuList;
 use crate::procfs::{self, ProcId};
+use crate::sys::{self, AtExec};
 
 /// How long a group gets to exit after SIGTERM before SIGKILL; MariaDB's clean shutdown is
 /// the slowest we wait for, well under this.
@@ -34,32 +34,13 @@ pub fn spawn(
     let out = open_log(log)?;
     let err = out.try_clone().context(|| format!("duplicating {}", log.display()))?;
     command.stdin(Stdio::null()).stdout(out).stderr(err);
-    let mask = cpus.map(cpu_set);
-    // A network profile's namespace, opened before the fork: the child joins it with one call.
+    // A network profile's namespace, opened before the fork (and open until the spawn): the
+    // child joins it with one call.
     let ns = netns
         .map(|p| std::fs::File::open(p).context(|| format!("opening {}", p.display())))
         .transpose()?;
-    let ns_fd = ns.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
-    // SAFETY: the closure runs in the child between fork and exec and only makes system calls
-    // that are async-signal-safe; `mask` and the namespace's descriptor exist before the fork.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if let Some(fd) = ns_fd {
-                if libc::setns(fd, libc::CLONE_NEWNET) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            if let Some(mask) = &mask {
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), mask) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
+    let at = AtExec { new_session: true, netns: ns.as_ref(), cpus: cpus.map(|c| c.0.as_slice()) };
+    sys::at_exec(&mut command, at);
     let program = command.get_program().to_string_lossy().into_owned();
     let child = command.spawn().context(|| format!("starting {program}"))?;
     let pid = child.id() as i32;
@@ -70,16 +51,6 @@ pub fn spawn(
         reason: "exited at once".into(),
         log: tail(log),
     })
-}
-
-fn cpu_set(cpus: &CpuList) -> libc::cpu_set_t {
-    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &cpu in &cpus.0 {
-        // SAFETY: CpuList parsing keeps every number below CPU_SETSIZE.
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-    }
-    set
 }
 
 fn open_log(path: &Path) -> Result<File> {
@@ -131,12 +102,12 @@ fn signal_groups(leaders: &[ProcId], signal: i32) {
     for leader in leaders {
         let members = procfs::group(*leader, &procs);
         if members.iter().any(|p| p.id() == *leader) {
-            // SAFETY: kill has no memory-safety preconditions; -pid names our leader's group.
-            unsafe { libc::kill(-leader.pid, signal) };
+            // -pid names our leader's group.
+            sys::signal(-leader.pid, signal);
         } else {
             for p in members {
-                // SAFETY: as above; the pid is a member of our group, read just now.
-                unsafe { libc::kill(p.pid, signal) };
+                // A member of our group, read just now.
+                sys::signal(p.pid, signal);
             }
         }
     }
@@ -162,9 +133,7 @@ fn wait_gone(leaders: &[ProcId], limit: Duration) -> bool {
 /// waitpid fails with ECHILD and changes nothing.
 pub fn reap(leaders: &[ProcId]) {
     for leader in leaders {
-        let mut status = 0;
-        // SAFETY: WNOHANG never blocks; `status` is a valid out pointer.
-        unsafe { libc::waitpid(leader.pid, &mut status, libc::WNOHANG) };
+        sys::reap(leader.pid);
     }
 }
 
@@ -203,9 +172,9 @@ pub fn run_status(mut command: Command, limit: Duration) -> Result<(ExitStatus, 
     let output = match rx.recv_timeout(limit) {
         Ok(output) => output.context(|| format!("running {shown}"))?,
         Err(_) => {
-            // SAFETY: the child has not been reaped (its waiter thread still waits), so the
-            // pid is still ours.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            // The child has not been reaped (its waiter thread still waits), so the pid is
+            // still ours.
+            sys::signal(pid, libc::SIGKILL);
             return Err(Error::Command { command: shown, reason: format!("took over {limit:?}") });
         }
     };

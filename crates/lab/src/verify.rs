@@ -16,6 +16,17 @@ use crate::servers::{mariadb::Mariadb, Plan};
 use crate::supervise;
 use crate::workloads::{self, sha256_hex, Expect, Workload, STATUS_PATH};
 
+/// How the lab's own client reaches `tier`: its address, over TLS trusting only the
+/// instance's CA when `tier` is the one that speaks TLS. Fails when the CA cannot be read.
+pub(crate) fn endpoint(plan: &Plan, tier: Tier) -> Result<crate::http::Endpoint, String> {
+    let addr = plan.addr(tier.name());
+    let tls = match plan.serves_tls(tier) {
+        true => Some(crate::http::Tls::new(&plan.tls_files().ca, &plan.host().to_string())?),
+        false => None,
+    };
+    Ok(crate::http::Endpoint { addr, tls })
+}
+
 /// One check and its outcome.
 #[derive(Clone, Debug, Serialize)]
 pub struct Check {
@@ -53,7 +64,7 @@ pub fn verify(plan: &Plan) -> Report {
     if front == Tier::Mariadb {
         return Report { checks: vec![check_database(plan)] };
     }
-    let port = match plan.endpoint(front) {
+    let port = match endpoint(plan, front) {
         Ok(endpoint) => endpoint,
         Err(e) => return Report { checks: vec![to_check("tls", Err(e))] },
     };

@@ -50,6 +50,11 @@ const COMPLEX_TPL: &str = include_str!("../templates/complex.tpl");
 const STATUS_PHP: &str = include_str!("../templates/status.php");
 const DB_PHP: &str = include_str!("../templates/db.php");
 
+/// What only a WordPress front page rendered from this site's database holds (see
+/// [`crate::servers::wordpress`]).
+pub const FRONT_PAGE_MARKERS: &[&str] =
+    &["<meta name=\"generator\" content=\"WordPress", "loadlab post 5", "twentytwentyone"];
+
 /// The path of loadlab's PHP probe (see templates/status.php); not a workload.
 pub const STATUS_PATH: &str = "/_loadlab/status.php";
 
@@ -80,7 +85,7 @@ pub fn for_stack(stack: &Stack, knobs: &Knobs) -> Vec<Workload> {
         list.push(php("complex.php", "/complex.php", markers(&["loadlab:complex rows=20 menu="])));
     }
     if stack.wordpress {
-        list.push(php("wordpress", "/", markers(crate::servers::wordpress::FRONT_PAGE_MARKERS)));
+        list.push(php("wordpress", "/", markers(FRONT_PAGE_MARKERS)));
     }
     list
 }

@@ -8,6 +8,7 @@
 
 use std::ops::Range;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 // The trait behind `.filled()` and `.stroke_width()`; its name is taken by our own `Color`.
 use plotters::style::Color as _;
@@ -265,51 +266,65 @@ where
     mesh.draw()?;
 
     for line in &panel.lines {
-        let color = line.color.rgb();
-        let style = color.stroke_width(2);
-        for piece in &line.pieces {
-            // A zero on a log axis has no place: leave it out rather than draw to -infinity.
-            let pts: Vec<(f64, f64)> = piece
-                .iter()
-                .map(|&(px, py)| (px, y(py)))
-                .filter(|p| p.0.is_finite() && p.1.is_finite())
-                .collect();
-            if line.dashed {
-                cc.draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style))?;
-            } else {
-                cc.draw_series(LineSeries::new(pts.clone(), style))?;
-            }
-            // A piece of one point (a short cell sampled once) draws no line: mark it, or it
-            // would not show at all.
-            if line.markers || pts.len() == 1 {
-                cc.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
-            }
-        }
-        // A 95% interval as a whisker with short caps; the cap width is in pixels so that it
-        // looks the same whatever the x scale.
-        let intervals: Vec<(f64, f64, f64)> = line
-            .intervals
-            .iter()
-            .map(|&(px, l, h)| (px, y(l), y(h)))
-            .filter(|i| i.1.is_finite() && i.2.is_finite())
-            .collect();
-        cc.draw_series(intervals.iter().map(|&(px, l, h)| {
-            PathElement::new(vec![(px, l), (px, h)], color.mix(0.7).stroke_width(1))
-        }))?;
-        for &(px, l, h) in &intervals {
-            for v in [l, h] {
-                let at = (px, v);
-                cc.draw_series(std::iter::once(
-                    EmptyElement::at(at)
-                        + PathElement::new(vec![(-4, 0), (4, 0)], color.mix(0.7).stroke_width(1)),
-                ))?;
-            }
-        }
-        let ring =
-            |p: &(f64, f64), c: RGBColor, r: i32| Circle::new((p.0, y(p.1)), r, c.stroke_width(2));
-        cc.draw_series(line.marked.iter().map(|p| ring(p, color, 8)))?;
-        cc.draw_series(line.flagged.iter().map(|p| ring(p, FLAG_RING.rgb(), 6)))?;
+        draw_line(&mut cc, line, &y)?;
     }
+    Ok(())
+}
+
+/// One line of a panel: its pieces (dashed or not, a lone point marked), its 95% whiskers,
+/// the rings of its marked and flagged points; `y` maps a value onto the panel's axis.
+fn draw_line<DB: DrawingBackend>(
+    cc: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    line: &Line,
+    y: &impl Fn(f64) -> f64,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let color = line.color.rgb();
+    let style = color.stroke_width(2);
+    for piece in &line.pieces {
+        // A zero on a log axis has no place: leave it out rather than draw to -infinity.
+        let pts: Vec<(f64, f64)> = piece
+            .iter()
+            .map(|&(px, py)| (px, y(py)))
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+            .collect();
+        if line.dashed {
+            cc.draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style))?;
+        } else {
+            cc.draw_series(LineSeries::new(pts.clone(), style))?;
+        }
+        // A piece of one point (a short cell sampled once) draws no line: mark it, or it
+        // would not show at all.
+        if line.markers || pts.len() == 1 {
+            cc.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+        }
+    }
+    // A 95% interval as a whisker with short caps; the cap width is in pixels so that it
+    // looks the same whatever the x scale.
+    let intervals: Vec<(f64, f64, f64)> = line
+        .intervals
+        .iter()
+        .map(|&(px, l, h)| (px, y(l), y(h)))
+        .filter(|i| i.1.is_finite() && i.2.is_finite())
+        .collect();
+    cc.draw_series(intervals.iter().map(|&(px, l, h)| {
+        PathElement::new(vec![(px, l), (px, h)], color.mix(0.7).stroke_width(1))
+    }))?;
+    for &(px, l, h) in &intervals {
+        for v in [l, h] {
+            let at = (px, v);
+            cc.draw_series(std::iter::once(
+                EmptyElement::at(at)
+                    + PathElement::new(vec![(-4, 0), (4, 0)], color.mix(0.7).stroke_width(1)),
+            ))?;
+        }
+    }
+    let ring =
+        |p: &(f64, f64), c: RGBColor, r: i32| Circle::new((p.0, y(p.1)), r, c.stroke_width(2));
+    cc.draw_series(line.marked.iter().map(|p| ring(p, color, 8)))?;
+    cc.draw_series(line.flagged.iter().map(|p| ring(p, FLAG_RING.rgb(), 6)))?;
     Ok(())
 }
 

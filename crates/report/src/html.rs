@@ -174,63 +174,75 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
          <th class=\"num\">p99</th><th>limited by</th><th>verdict</th></tr></thead>\n<tbody>"
     );
     for g in verdicts {
-        let rows = g.stacks.len().max(1);
-        for (i, s) in g.stacks.iter().enumerate() {
-            let _ = write!(o, "<tr{}>", if i == 0 { " class=\"group-start\"" } else { "" });
-            if i == 0 {
-                let _ = write!(
-                    o,
-                    "<td rowspan=\"{rows}\"><strong>{}</strong></td><td rowspan=\"{rows}\">{}</td>",
-                    Esc(&g.workload),
-                    Esc(&g.load_label)
-                );
-            }
-            let color = palette.stack(&s.stack).hex();
-            let _ = write!(
-                o,
-                "<td class=\"stack\"><span class=\"swatch-inline\" style=\"background:{color}\"></span>{}</td>",
-                Esc(&s.stack)
-            );
-            for m in Measure::ALL {
-                let _ = write!(
-                    o,
-                    "<td class=\"num\">{}</td>",
-                    figure_cell(s.figure(m), m == g.primary)
-                );
-            }
-            let _ = write!(o, "<td class=\"limit\">{}</td>", limit_cell(s));
-            if i == 0 {
-                let _ =
-                    write!(o, "<td class=\"verdict\" rowspan=\"{rows}\">{}</td>", verdict_cell(g));
-            }
-            let _ = writeln!(o, "</tr>");
-        }
-        let judged: Vec<_> = g.stacks.iter().filter_map(|s| Some((s, s.slo.as_ref()?))).collect();
-        if !judged.is_empty() {
-            let _ = write!(o, "<tr class=\"slo-row\"><td colspan=\"8\"><ul class=\"slo\">");
-            for (s, v) in judged {
-                let (class, mark) = if v.passed { ("pass", "✓") } else { ("fail", "✗") };
-                let _ = write!(
-                    o,
-                    "<li class=\"{class}\">{mark} {}: {}</li>",
-                    Esc(&s.stack),
-                    Esc(&v.line())
-                );
-            }
-            let _ = writeln!(o, "</ul></td></tr>");
-        }
-        let lines = warning_lines(&g.warnings);
-        if !lines.is_empty() {
-            let _ = write!(o, "<tr class=\"warn-row\"><td colspan=\"8\"><ul class=\"warnings\">");
-            for w in lines {
-                let mark = if w.trust { "⚠ " } else { "" };
-                let _ = write!(o, "<li>{mark}{}</li>", Esc(&w.text));
-            }
-            let _ = writeln!(o, "</ul></td></tr>");
-        }
+        stack_rows(o, g, palette);
+        group_notes(o, g);
         requests_table(o, g);
     }
     let _ = writeln!(o, "</tbody>\n</table>");
+    footnotes(o, verdicts);
+}
+
+/// A group's rows of the verdict table: one per stack, the workload, load and verdict cells
+/// spanning them.
+fn stack_rows(o: &mut String, g: &GroupVerdict, palette: &Palette) {
+    let rows = g.stacks.len().max(1);
+    for (i, s) in g.stacks.iter().enumerate() {
+        let _ = write!(o, "<tr{}>", if i == 0 { " class=\"group-start\"" } else { "" });
+        if i == 0 {
+            let _ = write!(
+                o,
+                "<td rowspan=\"{rows}\"><strong>{}</strong></td><td rowspan=\"{rows}\">{}</td>",
+                Esc(&g.workload),
+                Esc(&g.load_label)
+            );
+        }
+        let color = palette.stack(&s.stack).hex();
+        let _ = write!(
+            o,
+            "<td class=\"stack\"><span class=\"swatch-inline\" style=\"background:{color}\"></span>{}</td>",
+            Esc(&s.stack)
+        );
+        for m in Measure::ALL {
+            let _ =
+                write!(o, "<td class=\"num\">{}</td>", figure_cell(s.figure(m), m == g.primary));
+        }
+        let _ = write!(o, "<td class=\"limit\">{}</td>", limit_cell(s));
+        if i == 0 {
+            let _ = write!(o, "<td class=\"verdict\" rowspan=\"{rows}\">{}</td>", verdict_cell(g));
+        }
+        let _ = writeln!(o, "</tr>");
+    }
+}
+
+/// Under a group's rows: each stack's SLO verdict, then the group's warnings.
+fn group_notes(o: &mut String, g: &GroupVerdict) {
+    let judged: Vec<_> = g.stacks.iter().filter_map(|s| Some((s, s.slo.as_ref()?))).collect();
+    if !judged.is_empty() {
+        let _ = write!(o, "<tr class=\"slo-row\"><td colspan=\"8\"><ul class=\"slo\">");
+        for (s, v) in judged {
+            let (class, mark) = if v.passed { ("pass", "✓") } else { ("fail", "✗") };
+            let _ = write!(
+                o,
+                "<li class=\"{class}\">{mark} {}: {}</li>",
+                Esc(&s.stack),
+                Esc(&v.line())
+            );
+        }
+        let _ = writeln!(o, "</ul></td></tr>");
+    }
+    let lines = warning_lines(&g.warnings);
+    if !lines.is_empty() {
+        let _ = write!(o, "<tr class=\"warn-row\"><td colspan=\"8\"><ul class=\"warnings\">");
+        for w in lines {
+            let mark = if w.trust { "⚠ " } else { "" };
+            let _ = write!(o, "<li>{mark}{}</li>", Esc(&w.text));
+        }
+        let _ = writeln!(o, "</ul></td></tr>");
+    }
+}
+
+/// Under the table: the run's SLO gate, and the method's footnotes said once.
+fn footnotes(o: &mut String, verdicts: &[GroupVerdict]) {
     let gates = crate::gate::gates(verdicts);
     if let Some(line) = crate::gate::summary(&gates) {
         let class = if gates.iter().all(|g| g.verdict.passed) { "pass" } else { "fail" };

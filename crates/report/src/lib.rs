@@ -5,7 +5,7 @@
 //!   ratio of medians and its interval, tests significance (Mann-Whitney U, `~` at α = 0.05),
 //!   and carries every warning: underpowered comparisons, outlying repetitions, trust flags.
 //! - [`gate`] gathers each stack's SLO verdict (`run --slo`), judged over its repetitions by
-//!   `slo.rs`.
+//!   [`slo`].
 //! - `limit.rs` reads what limited each stored cell (the runner's decision): a winner is
 //!   withheld when a repetition's limit was the client or the network.
 //! - [`requests`] gives each request of a URL list workload its figures over repetitions.
@@ -29,7 +29,7 @@ mod html;
 mod limit;
 mod plots;
 pub mod requests;
-mod slo;
+pub mod slo;
 pub mod text;
 pub mod verdict;
 

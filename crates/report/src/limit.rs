@@ -66,8 +66,8 @@ impl NotTheServers<'_> {
         };
         let more = match others {
             0 => String::new(),
-            1 => "; and 1 other repetition".to_owned(),
-            n => format!("; and {n} other repetitions"),
+            1 => "; and 1 other repetition, by the client or the network".to_owned(),
+            n => format!("; and {n} other repetitions, by the client or the network"),
         };
         format!(
             "{who} limited these figures, not the servers: {}, repetition {} ({}){more}",
@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(
             found[0].sentence(found.len() - 1),
             "the load generator limited these figures, not the servers: nginx, repetition 2 \
-             (waited 40%); and 1 other repetition"
+             (waited 40%); and 1 other repetition, by the client or the network"
         );
     }
 }

@@ -17,7 +17,7 @@ use crate::charts::{
     wants_log, Chart, Color, Line, Panel, Ticks, XAxis, REFERENCE, STACK_COLORS, TIER_COLORS,
 };
 use crate::format;
-use crate::group::{families, groups, stack_labels, Family, Group};
+use crate::group::{families, groups, stack_labels, Family, Group, StackCells};
 use crate::verdict::{summarize, Measure, StackSummary};
 
 /// A chart with what the page shows around it.
@@ -283,12 +283,10 @@ fn error_share(c: &CellRecord) -> Option<f64> {
 
 /// autobench's picture: offered rate on x, achieved rate against the diagonal, then p99 latency
 /// and errors; the knee (the last rate sustained, `loadlab_stats::knee`) is ringed.
-fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
-    let stacks = family_stacks(f);
-    // The offered request rate at each level: what the cells measured, else the plan's rate
-    // (times calls per connection for sessions).
-    let offered: Vec<f64> = f
-        .points
+/// The offered request rate at each level of a sweep family: what the cells measured, else
+/// the plan's rate (times calls per connection for sessions).
+fn offered_rates(f: &Family<'_, '_>) -> Vec<f64> {
+    f.points
         .iter()
         .map(|(level, g)| {
             let cells: Vec<&CellRecord> =
@@ -296,7 +294,53 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
             let planned = level * g.load.calls_per_connection.unwrap_or(1) as f64;
             median_of(&cells, |c| c.metrics.get(metric::OFFERED_RPS).copied()).unwrap_or(planned)
         })
-        .collect();
+        .collect()
+}
+
+/// One stack at one offered rate `x`: medians over its repetitions, and the step the knee is
+/// found from. Its client and network limits are the runner's stored ones (crate::limit),
+/// not re-judged from the flags.
+fn sweep_step(s: &StackCells<'_>, x: f64) -> (Option<f64>, Option<f64>, bool, StepPoint) {
+    let got = median_of(&s.cells, |c| {
+        c.metrics.get(metric::ACHIEVED_RPS).or_else(|| c.metrics.get(metric::RPS)).copied()
+    });
+    let lat = median_of(&s.cells, |c| Measure::P99.value(c));
+    let err = median_of(&s.cells, error_share).unwrap_or(0.0);
+    let flagged = s.cells.iter().any(|c| !c.flags.is_empty());
+    let limit_was =
+        |l: Limit| s.cells.iter().any(|c| crate::limit::of(c).is_some_and(|x| x.limit == l));
+    let point = StepPoint {
+        offered_rps: x,
+        achieved_rps: got.unwrap_or(0.0),
+        error_ratio: err,
+        p99_us: lat.unwrap_or(0.0) as u64,
+        client_limited: limit_was(Limit::Client),
+        network_bound: limit_was(Limit::Network),
+        slo_breach: None,
+    };
+    (got, lat, flagged, point)
+}
+
+/// "nginx sustains 2,000 req/s (above it, errors appear)", the knee ringed on `achieved`.
+fn knee_sentence(
+    stack: &str,
+    steps: &[(f64, Option<f64>, StepPoint)],
+    achieved: &mut Line,
+) -> String {
+    let points: Vec<StepPoint> = steps.iter().map(|s| s.2).collect();
+    let k = knee::find(&points, &Criteria::default());
+    let Some(i) = k.last_good else { return format!("{stack} sustains none of the rates") };
+    if let Some(v) = steps[i].1 {
+        achieved.marked.push((steps[i].0, v));
+    }
+    let then =
+        k.first_bad.map_or(String::new(), |(_, b)| format!(" (above it, {})", breach_name(b)));
+    format!("{stack} sustains {} req/s{then}", format::count(steps[i].0))
+}
+
+fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
+    let stacks = family_stacks(f);
+    let offered = offered_rates(f);
     let (mut achieved, mut p99, mut errors, mut knees) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let diagonal = Line {
@@ -319,12 +363,7 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
         for (i, (_, g)) in f.points.iter().enumerate() {
             let Some(s) = g.stacks.iter().find(|s| s.stack == *stack) else { continue };
             let x = offered[i];
-            let got = median_of(&s.cells, |c| {
-                c.metrics.get(metric::ACHIEVED_RPS).or_else(|| c.metrics.get(metric::RPS)).copied()
-            });
-            let lat = median_of(&s.cells, |c| Measure::P99.value(c));
-            let err = median_of(&s.cells, error_share).unwrap_or(0.0);
-            let flagged = s.cells.iter().any(|c| !c.flags.is_empty());
+            let (got, lat, flagged, point) = sweep_step(s, x);
             if let Some(v) = got {
                 a.pieces[0].push((x, v));
                 if flagged {
@@ -334,40 +373,10 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
             if let Some(v) = lat {
                 l.pieces[0].push((x, v / 1e3));
             }
-            e.pieces[0].push((x, err * 100.0));
-            // The runner's stored limit of each repetition (crate::limit), not the flags.
-            let limit_was = |l: Limit| {
-                s.cells.iter().any(|c| crate::limit::of(c).is_some_and(|x| x.limit == l))
-            };
-            let (limited, network_bound) = (limit_was(Limit::Client), limit_was(Limit::Network));
-            steps.push((
-                x,
-                got,
-                StepPoint {
-                    offered_rps: x,
-                    achieved_rps: got.unwrap_or(0.0),
-                    error_ratio: err,
-                    p99_us: lat.unwrap_or(0.0) as u64,
-                    client_limited: limited,
-                    network_bound,
-                    slo_breach: None,
-                },
-            ));
+            e.pieces[0].push((x, point.error_ratio * 100.0));
+            steps.push((x, got, point));
         }
-        let points: Vec<StepPoint> = steps.iter().map(|s| s.2).collect();
-        let k = knee::find(&points, &Criteria::default());
-        match k.last_good {
-            Some(i) => {
-                if let Some(v) = steps[i].1 {
-                    a.marked.push((steps[i].0, v));
-                }
-                let then = k
-                    .first_bad
-                    .map_or(String::new(), |(_, b)| format!(" (above it, {})", breach_name(b)));
-                knees.push(format!("{stack} sustains {} req/s{then}", format::count(steps[i].0)));
-            }
-            None => knees.push(format!("{stack} sustains none of the rates")),
-        }
+        knees.push(knee_sentence(stack, &steps, &mut a));
         achieved.push(a);
         p99.push(l);
         errors.push(e);
@@ -412,6 +421,31 @@ fn breach_name(b: Breach) -> &'static str {
     }
 }
 
+/// A tier's CPU as points (x from `at(t_ms)`, percent of one core). Each sample holds the CPU
+/// time used since the one before (the first: since the cell started), so every sample is a
+/// point, even a short cell's only one.
+fn cpu_points(samples: &[&loadlab_store::Sample], at: impl Fn(u64) -> f64) -> Vec<(f64, f64)> {
+    let mut points = Vec::new();
+    let mut since = 0;
+    for s in samples {
+        let dt = s.t_ms.saturating_sub(since) as f64 / 1e3;
+        if dt > 0.0 {
+            points.push((at(s.t_ms), 100.0 * (s.cpu_user_s + s.cpu_sys_s) / dt));
+        }
+        since = s.t_ms;
+    }
+    points
+}
+
+/// The tiers' colours, and the whole machine's dashed reference.
+fn tier_legend<'a>(tiers: impl Iterator<Item = &'a str>, palette: &Palette) -> Vec<LegendEntry> {
+    let mut legend: Vec<LegendEntry> = tiers
+        .map(|t| LegendEntry { label: t.to_owned(), color: palette.tier(t), dashed: false })
+        .collect();
+    legend.push(LegendEntry { label: "whole machine".into(), color: REFERENCE, dashed: true });
+    legend
+}
+
 /// One stack's tiers over the run: CPU (percent of one core: each sample's CPU time over its
 /// interval) and resident memory, with the whole machine's busy CPU for context.
 /// `None` when the stack has no samples.
@@ -442,17 +476,7 @@ fn resources(run: &Run, stack: &str, cells: &[&CellRecord], palette: &Palette) -
                 pieces: Vec::new(),
                 ..Line::new(palette.tier(tier), Vec::new())
             };
-            // Each sample holds the CPU time used since the one before (the first: since the
-            // cell started), so every sample is a point, even a short cell's only one.
-            let mut cpu_piece = Vec::new();
-            let mut since = 0;
-            for s in &samples {
-                let dt = s.t_ms.saturating_sub(since) as f64 / 1e3;
-                if dt > 0.0 {
-                    cpu_piece.push((minutes(c, s.t_ms), 100.0 * (s.cpu_user_s + s.cpu_sys_s) / dt));
-                }
-                since = s.t_ms;
-            }
+            let cpu_piece = cpu_points(&samples, |t_ms| minutes(c, t_ms));
             let rss_piece = samples
                 .iter()
                 .map(|s| (minutes(c, s.t_ms), s.rss_bytes as f64 / 1_048_576.0))
@@ -467,11 +491,7 @@ fn resources(run: &Run, stack: &str, cells: &[&CellRecord], palette: &Palette) -
             .pieces
             .push(busy.iter().map(|(t, b)| (minutes(c, *t), b * cores * 100.0)).collect());
     }
-    let mut legend: Vec<LegendEntry> = cpu
-        .keys()
-        .map(|t| LegendEntry { label: (*t).to_owned(), color: palette.tier(t), dashed: false })
-        .collect();
-    legend.push(LegendEntry { label: "whole machine".into(), color: REFERENCE, dashed: true });
+    let legend = tier_legend(cpu.keys().copied(), palette);
     let mut cpu_lines: Vec<Line> = cpu.into_values().collect();
     cpu_lines.push(machine);
     Some(Plot {

@@ -23,8 +23,30 @@ pub fn record(
     verdict: &Verdict,
     limited_by: &LimitedBy,
 ) -> CellRecord {
+    CellRecord {
+        ordinal: cell.ordinal,
+        stack: cell.stack.label.clone(),
+        knobs: knobs_map(cell),
+        workload: cell.workload.name.to_string(),
+        load: load_spec(cell),
+        repetition: cell.repetition,
+        started_at,
+        duration_s: r.duration.as_secs_f64(),
+        metrics: metrics(config, r),
+        histograms: histograms(config, r),
+        series: r.tally.series.clone(),
+        samples: samples.iter().flat_map(store_samples).collect(),
+        flags: verdict.store_flags(),
+        limited_by: Some(limited_by.clone()),
+        // As judged by the report: the workload's own, the suite's, or `run --slo`'s, which
+        // replaces them in the suite before the plan is made.
+        slo: cell.workload.slo.as_ref().map(|s| s.text.clone()),
+    }
+}
+
+/// The cell's named figures (`metric::` names), a URL list's per request too.
+fn metrics(config: &BenchConfig, r: &BenchResult) -> BTreeMap<String, f64> {
     let t = &r.tally;
-    let open = config.pacing != Pacing::Closed;
     let latency = r.latency();
     let mut metrics = BTreeMap::new();
     let mut put = |k: &str, v: f64| {
@@ -49,70 +71,61 @@ pub fn record(
     for class in ErrorClass::ALL {
         put(&metric::error_class(class.name()), t.errors.get(class) as f64);
     }
-    // A URL list: each request's own figures, named by its method and path
-    // (`url.GET /cart.p99_us`), as `bench --urls` reports them. A method and path that
-    // several lines share (with other headers or bodies) are told apart by their line, so
-    // that no line's figures overwrite another's (`url.GET /cart (line 7).p99_us`).
-    if let loadlab_engine::Traffic::Mix(mix) = &config.traffic {
-        // How many lines each method and path has: counted once, not per line (a list may
-        // hold thousands).
-        let mut lines: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-        for e in &mix.entries {
-            *lines.entry((e.method(&config.request), e.path.as_str())).or_default() += 1;
-        }
-        for (e, t) in mix.entries.iter().zip(&t.entries) {
-            let method = e.method(&config.request);
-            let path = if lines[&(method, e.path.as_str())] > 1 {
-                format!("{} (line {})", e.path, e.line)
-            } else {
-                e.path.clone()
-            };
-            let figures = [
-                t.completed as f64,
-                t.failed as f64,
-                crate::trust::not_2xx_of(&t.status_classes) as f64,
-                t.latency.percentile(50.0) as f64,
-                t.latency.percentile(99.0) as f64,
-            ];
-            for (what, v) in metric::URL_FIGURES.iter().zip(figures) {
-                put(&metric::url(method, &path, what), v);
-            }
-            put(&metric::url(method, &path, metric::URL_LINE), e.line as f64);
-        }
-    }
     if let Some(offered) = r.offered_rps() {
         put(metric::OFFERED_RPS, offered);
         put(metric::ACHIEVED_RPS, r.rps());
         put(metric::LATE_P99_US, t.timings.late.percentile(99.0) as f64);
         put(metric::NOT_SENT, r.not_sent_requests() as f64);
     }
+    url_metrics(config, r, &mut put);
+    metrics
+}
+
+/// A URL list: each request's own figures, named by its method and path
+/// (`url.GET /cart.p99_us`), as `bench --urls` reports them. A method and path that several
+/// lines share (with other headers or bodies) are told apart by their line, so that no line's
+/// figures overwrite another's (`url.GET /cart (line 7).p99_us`).
+fn url_metrics(config: &BenchConfig, r: &BenchResult, put: &mut impl FnMut(&str, f64)) {
+    let loadlab_engine::Traffic::Mix(mix) = &config.traffic else { return };
+    // How many lines each method and path has: counted once, not per line (a list may hold
+    // thousands).
+    let mut lines: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for e in &mix.entries {
+        *lines.entry((e.method(&config.request), e.path.as_str())).or_default() += 1;
+    }
+    for (e, t) in mix.entries.iter().zip(&r.tally.entries) {
+        let method = e.method(&config.request);
+        let path = if lines[&(method, e.path.as_str())] > 1 {
+            format!("{} (line {})", e.path, e.line)
+        } else {
+            e.path.clone()
+        };
+        let figures = [
+            t.completed as f64,
+            t.failed as f64,
+            crate::trust::not_2xx_of(&t.status_classes) as f64,
+            t.latency.percentile(50.0) as f64,
+            t.latency.percentile(99.0) as f64,
+        ];
+        for (what, v) in metric::URL_FIGURES.iter().zip(figures) {
+            put(&metric::url(method, &path, what), v);
+        }
+        put(&metric::url(method, &path, metric::URL_LINE), e.line as f64);
+    }
+}
+
+/// The cell's distributions: latency (corrected in an open loop, with the uncorrected one
+/// beside it), connect and waiting times.
+fn histograms(config: &BenchConfig, r: &BenchResult) -> BTreeMap<String, loadlab_stats::Recorder> {
+    let t = &r.tally;
     let mut histograms = BTreeMap::new();
-    histograms.insert("latency".to_string(), latency.clone());
-    if open {
+    histograms.insert("latency".to_string(), r.latency().clone());
+    if config.pacing != Pacing::Closed {
         histograms.insert("latency_uncorrected".to_string(), t.timings.total.clone());
     }
     histograms.insert("connect".to_string(), t.timings.connect.clone());
     histograms.insert("waiting".to_string(), t.timings.waiting.clone());
-
-    CellRecord {
-        ordinal: cell.ordinal,
-        stack: cell.stack.label.clone(),
-        knobs: knobs_map(cell),
-        workload: cell.workload.name.to_string(),
-        load: load_spec(cell),
-        repetition: cell.repetition,
-        started_at,
-        duration_s: r.duration.as_secs_f64(),
-        metrics,
-        histograms,
-        series: t.series.clone(),
-        samples: samples.iter().flat_map(store_samples).collect(),
-        flags: verdict.store_flags(),
-        limited_by: Some(limited_by.clone()),
-        // As judged by the report: the workload's own, the suite's, or `run --slo`'s, which
-        // replaces them in the suite before the plan is made.
-        slo: cell.workload.slo.as_ref().map(|s| s.text.clone()),
-    }
+    histograms
 }
 
 /// The stack's settings as stored with the cell: a lab stack's knobs; an external target's

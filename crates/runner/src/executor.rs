@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use loadlab_engine::{BenchConfig, BenchResult, EngineError, Stop, Target};
 use loadlab_lab::named::Processes;
 use loadlab_lab::procfs::ProcId;
-use loadlab_lab::sampler::{Members, Watched};
+use loadlab_lab::sampler::{Members, Sampled, Watched};
 use loadlab_lab::{CpuList, Knobs, Sampler, Stack};
 use loadlab_store::{CellRecord, ConfigRecord, RunId, Store, StoreError};
 use loadlab_suite::{Cell, External, LabStack, Plan, Point, StackSource};
@@ -82,9 +82,10 @@ pub struct Instance {
     pub net_delay: Option<loadlab_lab::net::DelayPath>,
 }
 
-/// The readings of a sampler that is running; `stop` ends it.
+/// The readings of a sampler that is running; `stop` ends it and gives its 1 Hz samples and,
+/// where it counts them, the tiers' CPU from its start to its stop.
 pub trait Sampling {
-    fn stop(self: Box<Self>) -> Vec<loadlab_lab::Sample>;
+    fn stop(self: Box<Self>) -> Sampled;
 }
 
 /// The lab as the executor uses it.
@@ -114,14 +115,14 @@ pub const EXTERNAL_TIER: &str = "external";
 pub(crate) struct NoSamples;
 
 impl Sampling for NoSamples {
-    fn stop(self: Box<Self>) -> Vec<loadlab_lab::Sample> {
-        Vec::new()
+    fn stop(self: Box<Self>) -> Sampled {
+        Sampled { samples: Vec::new(), cpu: None }
     }
 }
 
 impl Sampling for Sampler {
-    fn stop(self: Box<Self>) -> Vec<loadlab_lab::Sample> {
-        Sampler::stop(*self)
+    fn stop(self: Box<Self>) -> Sampled {
+        Sampler::finish(*self)
     }
 }
 
@@ -434,7 +435,7 @@ impl Execution<'_, '_> {
             };
             let started_at = SystemTime::now();
             let result = self.measure.measure(&config, addr, &label);
-            let samples = sampler.stop();
+            let sampled = sampler.stop();
             let mut result = result?;
             // Behind a network profile the lab knows the link's speed, which the veth does not
             // report (it says 10000 Mbit/s): the verdict's link rule then judges against it.
@@ -450,26 +451,13 @@ impl Execution<'_, '_> {
                 break;
             }
             let verdict = Verdict::judge(&config, &result);
-            let tier_cpus = match cell.stack.knobs().and_then(|k| k.cpus.as_ref()) {
-                Some(cpus) => cpus.0.len(),
-                None => loadlab_engine::sys::allowed_cpus().len(),
-            };
-            let mut limited_by = crate::limit::limited_by(&result, &verdict, &samples, tier_cpus);
-            // Behind a network profile the link's capacity is known: say it beside the evidence.
-            if let (crate::limit::Limit::Network, Some(net), Some(bps)) =
-                (&limited_by.limit, net, link_bps)
-            {
-                limited_by.evidence.push_str(&format!(
-                    "; the link is --net {net}, {}",
-                    loadlab_stats::format::mbps(bps as f64 / 1e6)
-                ));
-            }
+            let limited_by = cell_limit(cell, &result, &verdict, &sampled, link_bps);
             let mut record = crate::cell::record(
                 cell,
                 &config,
                 &result,
                 started_at,
-                &samples,
+                &sampled.samples,
                 &verdict,
                 &limited_by,
             );
@@ -492,6 +480,37 @@ impl Execution<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// What limited a cell ([`crate::limit::decide`]): its tiers' CPU from their counters at the
+/// cell's start and end where the sampler counted them, else from its samples; each tier
+/// could use the CPUs of its `cpus` knob, else the client's allowed CPUs. Behind a network
+/// profile the link's capacity is said beside the network's evidence.
+fn cell_limit(
+    cell: &Cell,
+    result: &BenchResult,
+    verdict: &Verdict,
+    sampled: &Sampled,
+    link_bps: Option<u64>,
+) -> crate::limit::LimitedBy {
+    use crate::limit::{decide, Limit, StackEvidence};
+    let tier_cpus = match cell.stack.knobs().and_then(|k| k.cpus.as_ref()) {
+        Some(cpus) => cpus.0.len(),
+        None => loadlab_engine::sys::allowed_cpus().len(),
+    };
+    let stack = match &sampled.cpu {
+        Some(cpu) => StackEvidence::counted(cpu, &sampled.samples, tier_cpus),
+        None => StackEvidence::sampled(&sampled.samples, tier_cpus),
+    };
+    let mut limited_by = decide(result, verdict, &stack);
+    let net = cell.stack.knobs().and_then(|k| k.net.as_deref());
+    if let (Limit::Network, Some(net), Some(bps)) = (&limited_by.limit, net, link_bps) {
+        limited_by.evidence.push_str(&format!(
+            "; the link is --net {net}, {}",
+            loadlab_stats::format::mbps(bps as f64 / 1e6)
+        ));
+    }
+    limited_by
 }
 
 fn plural(n: usize) -> &'static str {

@@ -148,13 +148,25 @@ pub struct FakeLab {
     pub broken: Option<&'static str>,
     /// The processes named for an external target are not running.
     pub gone: bool,
+    /// What a lab instance's sampler counted of its tiers' CPU over each cell; none without.
+    pub tier_cpu: Option<loadlab_lab::sampler::CpuUse>,
+}
+
+/// A sampler that took no 1 Hz sample (a cell shorter than the interval) but counted its
+/// tiers' CPU from their counters at the cell's start and end.
+struct Counted(loadlab_lab::sampler::CpuUse);
+
+impl Sampling for Counted {
+    fn stop(self: Box<Self>) -> loadlab_lab::sampler::Sampled {
+        loadlab_lab::sampler::Sampled { samples: Vec::new(), cpu: Some(self.0) }
+    }
 }
 
 /// A sampler that read one interval of the tier `external` at half a CPU.
 struct ExternalSamples;
 
 impl Sampling for ExternalSamples {
-    fn stop(self: Box<Self>) -> Vec<loadlab_lab::Sample> {
+    fn stop(self: Box<Self>) -> loadlab_lab::sampler::Sampled {
         let tier = loadlab_lab::sampler::TierSample {
             tier: crate::executor::EXTERNAL_TIER.into(),
             cpu_user_pct: 40.0,
@@ -163,13 +175,14 @@ impl Sampling for ExternalSamples {
             processes: 2,
             pool: None,
         };
-        vec![loadlab_lab::Sample {
+        let samples = vec![loadlab_lab::Sample {
             t_ms: 1000,
             unix_ms: 0,
             interval_ms: 1000,
             tiers: vec![tier],
             machine: None,
-        }]
+        }];
+        loadlab_lab::sampler::Sampled { samples, cpu: None }
     }
 }
 
@@ -216,7 +229,10 @@ impl Stacks for FakeLab {
     }
 
     fn sample(&self, _id: &str) -> Result<Box<dyn Sampling>, loadlab_lab::Error> {
-        Ok(Box::new(NoSamples))
+        Ok(match &self.tier_cpu {
+            Some(cpu) => Box::new(Counted(cpu.clone())),
+            None => Box::new(NoSamples),
+        })
     }
 
     fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, loadlab_lab::Error> {

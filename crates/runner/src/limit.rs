@@ -1,7 +1,11 @@
-//! What limited a lab cell's figure: the client, the network, a server tier's CPU, a worker
-//! pool that was full, the database, the machine's CPUs, or the offered load itself; or "not
-//! determined", said as such. Read from the trust verdict (the client's and the network's
-//! limits) and the sampler's readings of the stack's tiers during the cell.
+//! What limited a figure: the client, the network, a server tier's CPU, a worker pool that was
+//! full, the database, the machine's CPUs, or the offered load itself; or "not determined",
+//! said as such. Decided once, here ([`decide`]), from the trust verdict (the client's and the
+//! network's limits) and what was measured of the stack during the cell ([`StackEvidence`]:
+//! each tier's CPU from its cumulative counters at the cell's start and end, the machine's
+//! CPUs, the 1 Hz samples for the pools); stored with a lab cell and given with a bench or a
+//! sweep step, which have no stack ([`StackEvidence::none`]). The rules, in order, are
+//! docs/trust.md's "What limited a figure".
 
 use loadlab_engine::BenchResult;
 use loadlab_stats::format;
@@ -49,7 +53,7 @@ pub fn tier_cpu(samples: &[loadlab_lab::Sample], cpus: usize) -> Vec<TierCpu> {
     out
 }
 
-fn machine_busy(samples: &[loadlab_lab::Sample]) -> Option<f64> {
+fn sampled_machine_busy(samples: &[loadlab_lab::Sample]) -> Option<f64> {
     let busy: Vec<(f64, f64)> = samples
         .iter()
         .filter_map(|s| s.machine.as_ref().map(|m| (m.cpu_busy_pct / 100.0, s.interval_ms as f64)))
@@ -143,105 +147,177 @@ fn full_pool(samples: &[loadlab_lab::Sample]) -> Option<PoolSeen> {
 /// which a starved client is taken to have waited for the stack itself.
 pub const OTHER_WORK_CPUS: f64 = 0.25;
 
-/// Whether the stack's tiers and the client account for the machine's busy CPUs (within
-/// [`OTHER_WORK_CPUS`]): then the client's wait was for the stack, not for other work.
-fn starved_by_stack(r: &BenchResult, tiers: &[TierCpu], samples: &[loadlab_lab::Sample]) -> bool {
-    let Some(busy) = machine_busy(samples) else {
+/// What was measured of the stack during a cell. Empty ([`StackEvidence::none`]) for a bench,
+/// a sweep step, or an external target whose processes the suite did not name.
+#[derive(Debug, Clone, Default)]
+pub struct StackEvidence<'a> {
+    /// Each tier's CPU over the cell.
+    pub tiers: Vec<TierCpu>,
+    /// The machine's busy share over the cell, 0.0 to 1.0.
+    pub machine_busy: Option<f64>,
+    /// The 1 Hz samples: what the pools were.
+    pub samples: &'a [loadlab_lab::Sample],
+}
+
+impl<'a> StackEvidence<'a> {
+    /// Nothing measured of a stack.
+    pub fn none() -> StackEvidence<'static> {
+        StackEvidence::default()
+    }
+
+    /// From the 1 Hz samples alone (a cell shorter than the interval has one sample of whole
+    /// clock ticks): what a sampler without counters gives. `tier_cpus` is how many CPUs each
+    /// tier could run on.
+    pub fn sampled(samples: &'a [loadlab_lab::Sample], tier_cpus: usize) -> StackEvidence<'a> {
+        StackEvidence {
+            tiers: tier_cpu(samples, tier_cpus),
+            machine_busy: sampled_machine_busy(samples),
+            samples,
+        }
+    }
+
+    /// From the tiers' cumulative CPU counters read at the cell's start and end, and the
+    /// samples for the pools.
+    pub fn counted(
+        cpu: &loadlab_lab::sampler::CpuUse,
+        samples: &'a [loadlab_lab::Sample],
+        tier_cpus: usize,
+    ) -> StackEvidence<'a> {
+        let wall = cpu.wall.as_secs_f64();
+        let tiers = cpu
+            .tiers
+            .iter()
+            .map(|t| TierCpu {
+                tier: t.tier.clone(),
+                cpus_used: if wall > 0.0 { t.cpu.as_secs_f64() / wall } else { 0.0 },
+                cpus: tier_cpus as f64,
+            })
+            .collect();
+        StackEvidence { tiers, machine_busy: cpu.machine_busy, samples }
+    }
+
+    fn measured(&self) -> bool {
+        !self.tiers.is_empty()
+    }
+}
+
+/// The client's mean CPU over its run, in CPUs.
+fn client_cpus(r: &BenchResult) -> f64 {
+    r.cpu().total().as_secs_f64() / r.duration.as_secs_f64().max(1e-9)
+}
+
+/// Why a starved client's wait is not the client's limit, if it is not: the link carried
+/// what it could (seen at 475 of a 500 Mbit/s shaper: the kernel's packet work held the CPUs,
+/// the link set the pace), or the stack's measured tiers and the client account for the
+/// machine's busy CPUs within [`OTHER_WORK_CPUS`] (on a shared machine that is the machine's
+/// limit, judged later). With no tier measured nothing accounts for the wait: the client's.
+fn wait_explained(r: &BenchResult, verdict: &Verdict, stack: &StackEvidence<'_>) -> bool {
+    if verdict.has(Flag::NetworkBound) {
+        return true;
+    }
+    let Some(busy) = stack.machine_busy.filter(|_| stack.measured()) else {
         return false;
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let wall = r.duration.as_secs_f64();
-    let client = if wall > 0.0 { r.cpu().total().as_secs_f64() / wall } else { 0.0 };
-    let stack: f64 = tiers.iter().map(|t| t.cpus_used).sum();
-    busy * cpus - stack - client < OTHER_WORK_CPUS
+    let tiers: f64 = stack.tiers.iter().map(|t| t.cpus_used).sum();
+    busy * cpus - tiers - client_cpus(r) < OTHER_WORK_CPUS
 }
 
-/// Judges what limited a cell measured as `r` with `verdict`, from `samples` of a stack whose
-/// tiers could each use `tier_cpus` CPUs.
-pub fn limited_by(
+/// The client's own limit: saturated, out of descriptors or ports, every allowed connection
+/// busy, or starved by work that was not the stack's nor the link's.
+fn client_limit(
     r: &BenchResult,
     verdict: &Verdict,
-    samples: &[loadlab_lab::Sample],
-    tier_cpus: usize,
-) -> LimitedBy {
-    let tiers = tier_cpu(samples, tier_cpus);
-    // A client that waited for CPUs the stack's own tiers held did not lose them to other
-    // work: on a shared machine that is the machine's limit, judged below.
-    // Nor did a client that waited while the link carried what it could (seen at 475 of a
-    // 500 Mbit/s shaper: the kernel's packet work held the CPUs): the link set the pace.
-    let wait_explained = starved_by_stack(r, &tiers, samples) || verdict.has(Flag::NetworkBound);
-    let client =
+    stack: &StackEvidence<'_>,
+) -> Option<LimitedBy> {
+    const CLIENT: [Flag; 4] =
         [Flag::ClientSaturated, Flag::ClientStarved, Flag::FdExhausted, Flag::ConnectionsExhausted];
-    if let Some(f) = verdict
+    let explained = verdict.has(Flag::ClientStarved) && wait_explained(r, verdict, stack);
+    let f = verdict
         .findings
         .iter()
-        .find(|f| client.contains(&f.flag) && !(f.flag == Flag::ClientStarved && wait_explained))
-    {
-        return LimitedBy { limit: Limit::Client, evidence: f.evidence.clone() };
-    }
-    if let Some(f) = verdict.findings.iter().find(|f| f.flag == Flag::NetworkBound) {
-        return LimitedBy { limit: Limit::Network, evidence: f.evidence.clone() };
-    }
-    let busiest = tiers
+        .find(|f| CLIENT.contains(&f.flag) && !(f.flag == Flag::ClientStarved && explained))?;
+    let evidence = if f.flag == Flag::ClientStarved && !stack.measured() {
+        format!("{}; no tier of the stack was measured to account for the wait", f.evidence)
+    } else {
+        f.evidence.clone()
+    };
+    Some(LimitedBy { limit: Limit::Client, evidence })
+}
+
+fn network_limit(verdict: &Verdict) -> Option<LimitedBy> {
+    let f = verdict.findings.iter().find(|f| f.flag == Flag::NetworkBound)?;
+    Some(LimitedBy { limit: Limit::Network, evidence: f.evidence.clone() })
+}
+
+/// The tier that used the largest share (at least [`TIER_CPU_FULL`]) of the CPUs it had.
+fn tier_limit(stack: &StackEvidence<'_>) -> Option<LimitedBy> {
+    let t = stack
+        .tiers
         .iter()
         .filter(|t| t.cpus_used >= TIER_CPU_FULL * t.cpus)
-        .max_by(|a, b| (a.cpus_used / a.cpus).total_cmp(&(b.cpus_used / b.cpus)));
-    if let Some(t) = busiest {
-        let evidence = format!(
-            "{} used {} of its {} CPU{}",
-            t.tier,
-            format::significant(t.cpus_used, 2),
-            t.cpus,
-            if t.cpus == 1.0 { "" } else { "s" }
-        );
-        let limit =
-            if t.tier == "mariadb" { Limit::Database } else { Limit::TierCpu(t.tier.clone()) };
-        return LimitedBy { limit, evidence };
-    }
-    // After the tiers' CPU: a pool whose busy children used every CPU they had would not go
-    // faster with more children; a full pool with CPU to spare is the limit itself.
-    if let Some(p) = full_pool(samples) {
-        return LimitedBy { limit: Limit::WorkerPool(p.tier.clone()), evidence: p.evidence() };
-    }
-    if let Some(busy) = machine_busy(samples).filter(|b| *b >= MACHINE_CPU_FULL) {
-        let mut shares: Vec<String> = tiers
-            .iter()
-            .filter(|t| t.cpus_used >= 0.05)
-            .map(|t| format!("{} {}", t.tier, format::significant(t.cpus_used, 2)))
-            .collect();
-        let client_cpus = r.cpu().total().as_secs_f64() / r.duration.as_secs_f64().max(1e-9);
-        shares.push(format!("the client {}", format::significant(client_cpus, 2)));
-        return LimitedBy {
-            limit: Limit::MachineCpu,
-            evidence: format!(
-                "the machine's CPUs were {} busy; CPUs used: {}",
-                format::percent(busy),
-                shares.join(", ")
-            ),
-        };
-    }
-    if let Some(offered) = r.offered_rps() {
-        if !verdict.has(Flag::ScheduleMissed) && r.rps() >= KEPT_UP * offered {
-            return LimitedBy {
-                limit: Limit::Offered,
-                evidence: format!(
-                    "{} req/s achieved of {} offered",
-                    format::count(r.rps()),
-                    format::count(offered)
-                ),
-            };
-        }
-    }
-    let evidence = if samples.is_empty() {
-        "no sample of the server's tiers in this cell (it lasted under the sampling interval)"
-            .to_string()
+        .max_by(|a, b| (a.cpus_used / a.cpus).total_cmp(&(b.cpus_used / b.cpus)))?;
+    let evidence = format!(
+        "{} used {} of its {} CPU{}",
+        t.tier,
+        format::significant(t.cpus_used, 2),
+        t.cpus,
+        if t.cpus == 1.0 { "" } else { "s" }
+    );
+    let limit = if t.tier == "mariadb" { Limit::Database } else { Limit::TierCpu(t.tier.clone()) };
+    Some(LimitedBy { limit, evidence })
+}
+
+/// After the tiers' CPU: a pool whose busy children used every CPU they had would not go
+/// faster with more children; a full pool with CPU to spare is the limit itself.
+fn pool_limit(stack: &StackEvidence<'_>) -> Option<LimitedBy> {
+    let p = full_pool(stack.samples)?;
+    Some(LimitedBy { limit: Limit::WorkerPool(p.tier.clone()), evidence: p.evidence() })
+}
+
+fn machine_limit(r: &BenchResult, stack: &StackEvidence<'_>) -> Option<LimitedBy> {
+    let busy = stack.machine_busy.filter(|b| *b >= MACHINE_CPU_FULL)?;
+    let mut shares: Vec<String> = stack
+        .tiers
+        .iter()
+        .filter(|t| t.cpus_used >= 0.05)
+        .map(|t| format!("{} {}", t.tier, format::significant(t.cpus_used, 2)))
+        .collect();
+    shares.push(format!("the client {}", format::significant(client_cpus(r), 2)));
+    let evidence = format!(
+        "the machine's CPUs were {} busy; CPUs used: {}",
+        format::percent(busy),
+        shares.join(", ")
+    );
+    Some(LimitedBy { limit: Limit::MachineCpu, evidence })
+}
+
+/// An open loop that kept its schedule and achieved [`KEPT_UP`] of its offer: the figure is
+/// the offer's.
+fn offered_limit(r: &BenchResult, verdict: &Verdict) -> Option<LimitedBy> {
+    let offered = r.offered_rps()?;
+    (!verdict.has(Flag::ScheduleMissed) && r.rps() >= KEPT_UP * offered).then(|| LimitedBy {
+        limit: Limit::Offered,
+        evidence: format!(
+            "{} req/s achieved of {} offered",
+            format::count(r.rps()),
+            format::count(offered)
+        ),
+    })
+}
+
+/// Nothing said which: what was measured, so a reader sees why.
+fn not_determined(stack: &StackEvidence<'_>) -> LimitedBy {
+    let evidence = if !stack.measured() {
+        "no tier of the stack was measured in this cell".to_string()
     } else {
-        let list: Vec<String> = tiers
+        let list: Vec<String> = stack
+            .tiers
             .iter()
             .map(|t| format!("{} {}", t.tier, format::significant(t.cpus_used, 2)))
             .collect();
         let pools: Vec<String> =
-            pools(samples).iter().map(|p| format!("{}: {}", p.tier, p.evidence())).collect();
+            pools(stack.samples).iter().map(|p| format!("{}: {}", p.tier, p.evidence())).collect();
         let pools = if pools.is_empty() {
             String::new()
         } else {
@@ -255,3 +331,37 @@ pub fn limited_by(
     };
     LimitedBy { limit: Limit::NotDetermined, evidence }
 }
+
+/// What limited a figure measured as `r` and judged `verdict`, with what was measured of the
+/// stack: the first of the client, the network, a tier's CPU, a full pool, the machine's CPUs,
+/// the offer kept; else not determined.
+pub fn decide(r: &BenchResult, verdict: &Verdict, stack: &StackEvidence<'_>) -> LimitedBy {
+    client_limit(r, verdict, stack)
+        .or_else(|| network_limit(verdict))
+        .or_else(|| tier_limit(stack))
+        .or_else(|| pool_limit(stack))
+        .or_else(|| machine_limit(r, stack))
+        .or_else(|| offered_limit(r, verdict))
+        .unwrap_or_else(|| not_determined(stack))
+}
+
+/// The same for a run with no stack (a bench, a sweep step): the client, the network, the
+/// offer kept, or not determined.
+pub fn of_bench(r: &BenchResult, verdict: &Verdict) -> LimitedBy {
+    decide(r, verdict, &StackEvidence::none())
+}
+
+/// The same from a stack's 1 Hz samples alone ([`StackEvidence::sampled`]), of tiers that
+/// could each use `tier_cpus` CPUs.
+pub fn limited_by(
+    r: &BenchResult,
+    verdict: &Verdict,
+    samples: &[loadlab_lab::Sample],
+    tier_cpus: usize,
+) -> LimitedBy {
+    decide(r, verdict, &StackEvidence::sampled(samples, tier_cpus))
+}
+
+#[cfg(test)]
+#[path = "limit_tests.rs"]
+mod tests;

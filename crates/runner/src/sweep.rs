@@ -340,7 +340,7 @@ fn step_of(
         flags: Flags::of(verdict),
         findings: verdict.findings.clone(),
         trusted: verdict.trusted(),
-        limited_by: crate::limit::limited_by(r, verdict, &[], r.cpus_available),
+        limited_by: crate::limit::of_bench(r, verdict),
         bisect,
         interrupted: r.interrupted,
         slo: None,

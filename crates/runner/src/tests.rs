@@ -13,7 +13,7 @@ use crate::fake::{result, FakeEngine, FakeLab};
 use crate::sweep::{run_sweep, SweepPlan, SweepTarget};
 use crate::trust::{Flag, Verdict};
 
-const TWO_STACKS: &str = r#"name = "two"
+pub(crate) const TWO_STACKS: &str = r#"name = "two"
 repetitions = 2
 warmup = "0s"
 

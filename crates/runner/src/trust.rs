@@ -224,257 +224,13 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// Judges what `r`, measured with `cfg`, can say.
+    /// Judges what `r`, measured with `cfg`, can say: every rule of [`RULES`] in order, then
+    /// every note of [`NOTES`].
     pub fn judge(cfg: &BenchConfig, r: &BenchResult) -> Verdict {
-        let mut v = Verdict::default();
-        let t = &r.tally;
-        let (busy, worker_busy) = (r.client_busy(), r.max_worker_busy());
-        let saturated = worker_busy > SATURATION || busy > SATURATION;
-        if saturated {
-            v.add(
-                Flag::ClientSaturated,
-                format!(
-                    "client CPU {} (busiest worker {})",
-                    format::percent(busy),
-                    format::percent(worker_busy)
-                ),
-                format!(
-                    "client saturated: it used {} of its CPU (busiest worker {}), so the request \
-                     rate may be the client's limit, not the server's",
-                    format::percent(busy),
-                    format::percent(worker_busy)
-                ),
-            );
+        Verdict {
+            findings: RULES.iter().filter_map(|rule| rule(cfg, r)).collect(),
+            notes: NOTES.iter().filter_map(|note| note(cfg, r)).collect(),
         }
-        let (waiting, denied) = r.starvation();
-        let waited = r.workers.iter().map(|w| w.cpu_wait).max().unwrap_or_default();
-        if waiting >= STARVED_WAIT && denied >= STARVED_DENIED && waited >= STARVED_MIN_WAIT {
-            v.add(
-                Flag::ClientStarved,
-                format!(
-                    "a worker waited for a CPU {} of the run, {} of the CPU time it wanted",
-                    format::percent(waiting),
-                    format::percent(denied)
-                ),
-                format!(
-                    "client starved: a worker waited for a CPU {} of the run ({} of the time it \
-                     wanted one; {} in all, {} preemptions) while other work held its CPUs{}, \
-                     so the request rate is the client's, not the server's",
-                    format::percent(waiting),
-                    format::percent(denied),
-                    format::seconds(r.cpu_wait().as_secs_f64()),
-                    format::count(r.involuntary_switches() as f64),
-                    // Who held them is not known; over loopback the server is a candidate.
-                    if r.link.is_loopback() {
-                        " (over loopback the server itself may be that work: pin client and \
-                         server to different CPUs to tell)"
-                    } else {
-                        ""
-                    }
-                ),
-            );
-        }
-        // Not skipped when the client starved: the kernel times the handshake when the SYN-ACK
-        // arrives, however long the probing thread then waits for a CPU.
-        if let Some(q) = path_queued(r) {
-            v.add(
-                Flag::NetworkBound,
-                format!(
-                    "RTT {} idle, {} under load; {} carried",
-                    format::micros(f64::from(q.idle_us)),
-                    format::micros(f64::from(q.load_us)),
-                    format::mbps(r.achieved_mbps())
-                ),
-                format!(
-                    "network-bound: the path's RTT rose from {} idle to {} under load (median of \
-                     {} probes) while the client was {} busy; the run carried {}: a queue on the \
-                     link, not the server, set the pace",
-                    format::micros(f64::from(q.idle_us)),
-                    format::micros(f64::from(q.load_us)),
-                    q.probes,
-                    format::percent(busy),
-                    format::mbps(r.achieved_mbps())
-                ),
-            );
-        } else if let Some(u) = r.link_utilisation().filter(|_| r.network_bound()) {
-            let link = describe_link(r.link.interface.as_deref(), r.link.speed_mbps);
-            v.add(
-                Flag::NetworkBound,
-                format!("{link} at {} of its capacity", format::percent(u)),
-                format!(
-                    "the link {link} carried {} of its capacity: the network, not the server, \
-                     limited throughput",
-                    format::percent(u)
-                ),
-            );
-        } else if let Some(rt) = round_trip_bound(cfg, r) {
-            let each = if rt.trips == 1 {
-                format!("one round trip of {}", format::micros(f64::from(rt.rtt_us)))
-            } else {
-                format!(
-                    "two round trips of {} (a handshake, then the request)",
-                    format::micros(f64::from(rt.rtt_us))
-                )
-            };
-            v.add(
-                Flag::NetworkBound,
-                format!(
-                    "{} conn / {} RTT{} = at most {} req/s; {} achieved",
-                    cfg.connections,
-                    format::micros(f64::from(rt.rtt_us)),
-                    if rt.trips == 2 { " x 2" } else { "" },
-                    format::count(rt.bound_rps),
-                    format::count(r.rps())
-                ),
-                format!(
-                    "network-bound: each request needed {each} of its {} median, so {} \
-                     connection{} can carry at most {} req/s whatever the server; {} req/s were \
-                     achieved: the round trip, not the server, set this rate (more connections, \
-                     or an open loop with --rate, load the server instead)",
-                    format::micros(rt.p50_us as f64),
-                    cfg.connections,
-                    if cfg.connections == 1 { "" } else { "s" },
-                    format::count(rt.bound_rps),
-                    format::count(r.rps())
-                ),
-            );
-        }
-        if let Some(u) = r.link_utilisation().filter(|&u| u > loadlab_engine::link::NOMINAL) {
-            v.notes.push(format!(
-                "the link {} carried {} of the speed it reports: that speed is nominal, not a \
-                 limit",
-                describe_link(r.link.interface.as_deref(), r.link.speed_mbps),
-                format::percent(u)
-            ));
-        }
-        let done = t.completed + t.failed;
-        if t.failed > 0 {
-            let mut classes: Vec<(ErrorClass, u64)> =
-                t.errors.iter().filter(|(_, n)| *n > 0).collect();
-            classes.sort_by_key(|c| std::cmp::Reverse(c.1));
-            let list: Vec<String> =
-                classes.iter().map(|(c, n)| format!("{} {n}", c.name())).collect();
-            v.add(
-                Flag::Errors,
-                format!("{} of {done}", list.join(", ")),
-                format!(
-                    "{} of {done} requests failed ({:.2}%: {}); latency covers completed requests \
-                     only",
-                    t.failed,
-                    100.0 * t.failed as f64 / done.max(1) as f64,
-                    list.join(", ")
-                ),
-            );
-        }
-        let fd_errors = t.errors.get(ErrorClass::FdUnavail) + t.errors.get(ErrorClass::AddrUnavail);
-        if fd_errors > 0 {
-            v.add(
-                Flag::FdExhausted,
-                format!("{fd_errors} requests found no descriptor or local port"),
-                format!(
-                    "the client ran out of file descriptors or local ports ({fd_errors} times; \
-                     open-file limit {}): those failures say nothing about the server",
-                    r.fd_limit
-                ),
-            );
-        } else {
-            // The closed loop opens all its connections; the open loop only as many as the
-            // server's latency requires, so what it reached is what counts.
-            let needed = if cfg.pacing == Pacing::Closed { r.pool } else { r.peak_open };
-            if r.fd_limit > 0 && (needed as u64 + 16) > r.fd_limit {
-                v.add(
-                    Flag::FdLimitLow,
-                    format!("{needed} connections, open-file limit {}", r.fd_limit),
-                    format!(
-                        "{needed} connections need more descriptors than the open-file limit \
-                         ({}) allows",
-                        r.fd_limit
-                    ),
-                );
-            }
-        }
-        let not_2xx = not_2xx(t);
-        if not_2xx > 0 && cfg.validation.status.is_empty() {
-            v.add(
-                Flag::Non2xx,
-                format!("{not_2xx} of {} responses", t.completed),
-                format!(
-                    "{not_2xx} responses were not 2xx and are counted as completed; use \
-                     --expect-status to count them as failures"
-                ),
-            );
-        }
-        if r.interrupted {
-            v.add(
-                Flag::Interrupted,
-                "stopped before its end".into(),
-                "the run was interrupted: figures cover the time until the interruption".into(),
-            );
-        }
-        if t.unfinished > 0 {
-            v.notes.push(format!(
-                "{} requests were still in flight when the run ended; they are neither completed \
-                 nor failed",
-                t.unfinished
-            ));
-        }
-        let asked = match cfg.stop {
-            Stop::Count(n) => cfg.connections.min(n as usize),
-            Stop::Duration(_) => cfg.connections,
-        };
-        if cfg.pacing == Pacing::Closed && r.peak_open < asked && t.failed == 0 && !r.interrupted {
-            v.add(
-                Flag::ConnectionsShort,
-                format!("{} of {asked} connections open at once", r.peak_open),
-                format!("only {} of {asked} connections were open at once", r.peak_open),
-            );
-        }
-        if t.completed == 0 {
-            v.add(
-                Flag::NothingCompleted,
-                format!("{} failed, {} still in flight at the end", t.failed, t.unfinished),
-                "no request completed: there is no latency or throughput to report".into(),
-            );
-        }
-        if t.lengths.varied() {
-            v.notes.push(format!(
-                "body length varied from {} to {} bytes (normal for dynamic pages; not counted as \
-                 failures)",
-                t.lengths.min, t.lengths.max
-            ));
-        }
-        if let Some(offered) = r.offered_rps() {
-            if let Some(missed) = schedule_missed(r) {
-                let below = r.rps() < 0.99 * offered;
-                v.add(
-                    Flag::ScheduleMissed,
-                    missed.evidence(),
-                    format!(
-                        "the schedule was not kept: {}{}{}",
-                        missed.sentence(),
-                        if below { "; the achieved rate is below the offered one" } else { "" },
-                        if saturated { ", because the client was saturated" } else { "" }
-                    ),
-                );
-            }
-            if r.pool > 0 && r.peak_open >= r.pool {
-                v.add(
-                    Flag::ConnectionsExhausted,
-                    format!("all {} allowed connections busy", r.pool),
-                    format!(
-                        "all {} allowed connections were busy at some point: requests waited for \
-                         a free connection (their latency counts from when they were due); raise \
-                         --max-connections if the server can take more",
-                        r.pool
-                    ),
-                );
-            }
-        }
-        v
-    }
-
-    fn add(&mut self, flag: Flag, evidence: String, warning: String) {
-        self.findings.push(Finding { flag, evidence, warning });
     }
 
     pub fn has(&self, flag: Flag) -> bool {
@@ -498,6 +254,328 @@ impl Verdict {
             .map(|f| loadlab_store::TrustFlag { flag: f.flag.clone(), detail: f.evidence.clone() })
             .collect()
     }
+}
+
+/// One trust rule: the finding it makes of a run, if any.
+type Rule = fn(&BenchConfig, &BenchResult) -> Option<Finding>;
+
+/// Every rule, in the order their findings are listed (JSON `warnings`, the store's flags).
+pub const RULES: [Rule; 11] = [
+    client_saturated,
+    client_starved,
+    network_bound,
+    errors,
+    descriptors,
+    non_2xx,
+    interrupted,
+    connections_short,
+    nothing_completed,
+    schedule_not_kept,
+    connections_exhausted,
+];
+
+/// One note: a fact worth knowing that weakens no figure.
+type Note = fn(&BenchConfig, &BenchResult) -> Option<String>;
+
+/// Every note, in the order they are listed.
+pub const NOTES: [Note; 3] = [nominal_link, still_in_flight, body_length_varied];
+
+fn finding(flag: Flag, evidence: String, warning: String) -> Option<Finding> {
+    Some(Finding { flag, evidence, warning })
+}
+
+/// Whether the client, as a whole or in one worker, used over [`SATURATION`] of its CPU.
+fn saturated(r: &BenchResult) -> bool {
+    r.max_worker_busy() > SATURATION || r.client_busy() > SATURATION
+}
+
+fn client_saturated(_: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    if !saturated(r) {
+        return None;
+    }
+    let (busy, worker) = (format::percent(r.client_busy()), format::percent(r.max_worker_busy()));
+    finding(
+        Flag::ClientSaturated,
+        format!("client CPU {busy} (busiest worker {worker})"),
+        format!(
+            "client saturated: it used {busy} of its CPU (busiest worker {worker}), so the \
+             request rate may be the client's limit, not the server's"
+        ),
+    )
+}
+
+/// [`STARVED_WAIT`], [`STARVED_DENIED`] and [`STARVED_MIN_WAIT`] all reached.
+fn client_starved(_: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    let (waiting, denied) = r.starvation();
+    let waited = r.workers.iter().map(|w| w.cpu_wait).max().unwrap_or_default();
+    if waiting < STARVED_WAIT || denied < STARVED_DENIED || waited < STARVED_MIN_WAIT {
+        return None;
+    }
+    // Who held the CPUs is not known; over loopback the server is a candidate.
+    let who = if r.link.is_loopback() {
+        " (over loopback the server itself may be that work: pin client and server to \
+         different CPUs to tell)"
+    } else {
+        ""
+    };
+    finding(
+        Flag::ClientStarved,
+        format!(
+            "a worker waited for a CPU {} of the run, {} of the CPU time it wanted",
+            format::percent(waiting),
+            format::percent(denied)
+        ),
+        format!(
+            "client starved: a worker waited for a CPU {} of the run ({} of the time it wanted \
+             one; {} in all, {} preemptions) while other work held its CPUs{who}, so the \
+             request rate is the client's, not the server's",
+            format::percent(waiting),
+            format::percent(denied),
+            format::seconds(r.cpu_wait().as_secs_f64()),
+            format::count(r.involuntary_switches() as f64),
+        ),
+    )
+}
+
+/// The three rules of `network_bound`, the first that holds: a queue on the path, the link's
+/// speed, the round trip. The path rule is not skipped when the client starved: the kernel
+/// times the handshake when the SYN-ACK arrives, however long the probing thread then waits
+/// for a CPU.
+fn network_bound(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    queued_path(r).or_else(|| full_link(r)).or_else(|| round_trips(cfg, r))
+}
+
+fn queued_path(r: &BenchResult) -> Option<Finding> {
+    let q = path_queued(r)?;
+    let (idle, load) = (format::micros(f64::from(q.idle_us)), format::micros(f64::from(q.load_us)));
+    let carried = format::mbps(r.achieved_mbps());
+    finding(
+        Flag::NetworkBound,
+        format!("RTT {idle} idle, {load} under load; {carried} carried"),
+        format!(
+            "network-bound: the path's RTT rose from {idle} idle to {load} under load (median of \
+             {} probes) while the client was {} busy; the run carried {carried}: a queue on the \
+             link, not the server, set the pace",
+            q.probes,
+            format::percent(r.client_busy()),
+        ),
+    )
+}
+
+fn full_link(r: &BenchResult) -> Option<Finding> {
+    let u = r.link_utilisation().filter(|_| r.network_bound())?;
+    let link = describe_link(r.link.interface.as_deref(), r.link.speed_mbps);
+    finding(
+        Flag::NetworkBound,
+        format!("{link} at {} of its capacity", format::percent(u)),
+        format!(
+            "the link {link} carried {} of its capacity: the network, not the server, limited \
+             throughput",
+            format::percent(u)
+        ),
+    )
+}
+
+fn round_trips(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    let rt = round_trip_bound(cfg, r)?;
+    let rtt = format::micros(f64::from(rt.rtt_us));
+    let each = if rt.trips == 1 {
+        format!("one round trip of {rtt}")
+    } else {
+        format!("two round trips of {rtt} (a handshake, then the request)")
+    };
+    let (bound, achieved) = (format::count(rt.bound_rps), format::count(r.rps()));
+    finding(
+        Flag::NetworkBound,
+        format!(
+            "{} conn / {rtt} RTT{} = at most {bound} req/s; {achieved} achieved",
+            cfg.connections,
+            if rt.trips == 2 { " x 2" } else { "" },
+        ),
+        format!(
+            "network-bound: each request needed {each} of its {} median, so {} connection{} can \
+             carry at most {bound} req/s whatever the server; {achieved} req/s were achieved: \
+             the round trip, not the server, set this rate (more connections, or an open loop \
+             with --rate, load the server instead)",
+            format::micros(rt.p50_us as f64),
+            cfg.connections,
+            if cfg.connections == 1 { "" } else { "s" },
+        ),
+    )
+}
+
+fn errors(_: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    let t = &r.tally;
+    if t.failed == 0 {
+        return None;
+    }
+    let done = t.completed + t.failed;
+    let mut classes: Vec<(ErrorClass, u64)> = t.errors.iter().filter(|(_, n)| *n > 0).collect();
+    classes.sort_by_key(|c| std::cmp::Reverse(c.1));
+    let list: Vec<String> = classes.iter().map(|(c, n)| format!("{} {n}", c.name())).collect();
+    finding(
+        Flag::Errors,
+        format!("{} of {done}", list.join(", ")),
+        format!(
+            "{} of {done} requests failed ({:.2}%: {}); latency covers completed requests only",
+            t.failed,
+            100.0 * t.failed as f64 / done.max(1) as f64,
+            list.join(", ")
+        ),
+    )
+}
+
+/// `fd_exhausted` when requests found no descriptor or port; else `fd_limit_low` when the
+/// connections need more descriptors than the limit allows. The closed loop opens all its
+/// connections; the open loop only as many as the server's latency requires, so what it
+/// reached is what counts.
+fn descriptors(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    let t = &r.tally;
+    let fd_errors = t.errors.get(ErrorClass::FdUnavail) + t.errors.get(ErrorClass::AddrUnavail);
+    if fd_errors > 0 {
+        return finding(
+            Flag::FdExhausted,
+            format!("{fd_errors} requests found no descriptor or local port"),
+            format!(
+                "the client ran out of file descriptors or local ports ({fd_errors} times; \
+                 open-file limit {}): those failures say nothing about the server",
+                r.fd_limit
+            ),
+        );
+    }
+    let needed = if cfg.pacing == Pacing::Closed { r.pool } else { r.peak_open };
+    if r.fd_limit == 0 || (needed as u64 + 16) <= r.fd_limit {
+        return None;
+    }
+    finding(
+        Flag::FdLimitLow,
+        format!("{needed} connections, open-file limit {}", r.fd_limit),
+        format!(
+            "{needed} connections need more descriptors than the open-file limit ({}) allows",
+            r.fd_limit
+        ),
+    )
+}
+
+fn non_2xx(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    let n = not_2xx(&r.tally);
+    if n == 0 || !cfg.validation.status.is_empty() {
+        return None;
+    }
+    finding(
+        Flag::Non2xx,
+        format!("{n} of {} responses", r.tally.completed),
+        format!(
+            "{n} responses were not 2xx and are counted as completed; use --expect-status to \
+             count them as failures"
+        ),
+    )
+}
+
+fn interrupted(_: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    if !r.interrupted {
+        return None;
+    }
+    finding(
+        Flag::Interrupted,
+        "stopped before its end".into(),
+        "the run was interrupted: figures cover the time until the interruption".into(),
+    )
+}
+
+/// A closed loop that never had the connections it asked for open at once, with nothing
+/// failed and nothing interrupted to explain it.
+fn connections_short(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    let asked = match cfg.stop {
+        Stop::Count(n) => cfg.connections.min(n as usize),
+        Stop::Duration(_) => cfg.connections,
+    };
+    let short = cfg.pacing == Pacing::Closed && r.peak_open < asked;
+    if !short || r.tally.failed > 0 || r.interrupted {
+        return None;
+    }
+    finding(
+        Flag::ConnectionsShort,
+        format!("{} of {asked} connections open at once", r.peak_open),
+        format!("only {} of {asked} connections were open at once", r.peak_open),
+    )
+}
+
+fn nothing_completed(_: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    let t = &r.tally;
+    if t.completed > 0 {
+        return None;
+    }
+    finding(
+        Flag::NothingCompleted,
+        format!("{} failed, {} still in flight at the end", t.failed, t.unfinished),
+        "no request completed: there is no latency or throughput to report".into(),
+    )
+}
+
+/// An open loop's schedule not kept ([`schedule_missed`]).
+fn schedule_not_kept(_: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    let offered = r.offered_rps()?;
+    let missed = schedule_missed(r)?;
+    let below = r.rps() < 0.99 * offered;
+    finding(
+        Flag::ScheduleMissed,
+        missed.evidence(),
+        format!(
+            "the schedule was not kept: {}{}{}",
+            missed.sentence(),
+            if below { "; the achieved rate is below the offered one" } else { "" },
+            if saturated(r) { ", because the client was saturated" } else { "" }
+        ),
+    )
+}
+
+/// Open loop and sessions: the peak of open connections reached the cap.
+fn connections_exhausted(_: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    r.offered_rps()?;
+    if r.pool == 0 || r.peak_open < r.pool {
+        return None;
+    }
+    finding(
+        Flag::ConnectionsExhausted,
+        format!("all {} allowed connections busy", r.pool),
+        format!(
+            "all {} allowed connections were busy at some point: requests waited for a free \
+             connection (their latency counts from when they were due); raise \
+             --max-connections if the server can take more",
+            r.pool
+        ),
+    )
+}
+
+fn nominal_link(_: &BenchConfig, r: &BenchResult) -> Option<String> {
+    let u = r.link_utilisation().filter(|&u| u > loadlab_engine::link::NOMINAL)?;
+    Some(format!(
+        "the link {} carried {} of the speed it reports: that speed is nominal, not a limit",
+        describe_link(r.link.interface.as_deref(), r.link.speed_mbps),
+        format::percent(u)
+    ))
+}
+
+fn still_in_flight(_: &BenchConfig, r: &BenchResult) -> Option<String> {
+    let n = r.tally.unfinished;
+    (n > 0).then(|| {
+        format!(
+            "{n} requests were still in flight when the run ended; they are neither completed \
+             nor failed"
+        )
+    })
+}
+
+fn body_length_varied(_: &BenchConfig, r: &BenchResult) -> Option<String> {
+    let l = &r.tally.lengths;
+    l.varied().then(|| {
+        format!(
+            "body length varied from {} to {} bytes (normal for dynamic pages; not counted as \
+             failures)",
+            l.min, l.max
+        )
+    })
 }
 
 /// How a link is named: `eth0 (100 Mbit/s)`, `lo (speed unknown)`.

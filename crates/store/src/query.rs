@@ -86,128 +86,12 @@ impl Store {
         let tx = self.conn.unchecked_transaction()?;
         ensure_run(&tx, run)?;
         let mut cells = RunCells::default();
-
-        each_row(
-            &tx,
-            "SELECT id, ordinal, stack, knobs, workload, load, repetition, started_at, duration_s, \
-             limited_by, slo FROM cells WHERE run_id = ?1 ORDER BY ordinal, id",
-            run,
-            |row| {
-                let id: i64 = row.get(0)?;
-                let what = |part: &str| format!("{part} of cell {id}");
-                let cell = CellRecord {
-                    ordinal: row.get(1)?,
-                    stack: row.get(2)?,
-                    knobs: from_json(&row.get::<_, String>(3)?, &what("knobs"))?,
-                    workload: row.get(4)?,
-                    load: from_json(&row.get::<_, String>(5)?, &what("load"))?,
-                    repetition: row.get(6)?,
-                    started_at: from_ms(row.get(7)?),
-                    duration_s: real(row.get(8)?),
-                    metrics: BTreeMap::new(),
-                    histograms: BTreeMap::new(),
-                    series: Series::default(),
-                    samples: Vec::new(),
-                    flags: Vec::new(),
-                    limited_by: row
-                        .get::<_, Option<String>>(9)?
-                        .map(|j| from_json(&j, &what("limit")))
-                        .transpose()?,
-                    slo: row.get(10)?,
-                };
-                cells.push(id, cell);
-                Ok(())
-            },
-        )?;
-        each_row(
-            &tx,
-            "SELECT m.cell_id, m.name, m.value FROM metrics m \
-             JOIN cells c ON c.id = m.cell_id WHERE c.run_id = ?1",
-            run,
-            |row| {
-                cells.get(row.get(0)?)?.metrics.insert(row.get(1)?, real(row.get(2)?));
-                Ok(())
-            },
-        )?;
-
-        let mut deserializer = Deserializer::new();
-        each_row(
-            &tx,
-            "SELECT h.cell_id, h.name, h.encoding, h.data, h.count, h.min, h.max, h.sum, \
-             h.sum_sq FROM histograms h JOIN cells c ON c.id = h.cell_id WHERE c.run_id = ?1",
-            run,
-            |row| {
-                let id: i64 = row.get(0)?;
-                let name: String = row.get(1)?;
-                let what = format!("histogram {name:?} of cell {id}");
-                let totals = Totals {
-                    count: uint(row.get(4)?, &what)?,
-                    min: uint(row.get(5)?, &what)?,
-                    max: uint(row.get(6)?, &what)?,
-                    sum: parse_u128(&row.get::<_, String>(7)?, &what)?,
-                    sum_sq: parse_u128(&row.get::<_, String>(8)?, &what)?,
-                };
-                let encoding: String = row.get(2)?;
-                let data: Vec<u8> = row.get(3)?;
-                let recorder =
-                    decode_histogram(&mut deserializer, &encoding, &data, totals, &what)?;
-                cells.get(id)?.histograms.insert(name, recorder);
-                Ok(())
-            },
-        )?;
-
-        each_row(
-            &tx,
-            "SELECT s.cell_id, s.second, s.completed, s.failed, s.bytes FROM series s \
-             JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1",
-            run,
-            |row| {
-                let second = uint(row.get(1)?, "series second")?;
-                let second = usize::try_from(second)
-                    .map_err(|_| StoreError::Corrupt(format!("series second {second}")))?;
-                let bucket = Bucket {
-                    completed: uint(row.get(2)?, "series completed")?,
-                    failed: uint(row.get(3)?, "series failed")?,
-                    bytes: uint(row.get(4)?, "series bytes")?,
-                };
-                *cells.get(row.get(0)?)?.series.at(second) = bucket;
-                Ok(())
-            },
-        )?;
-
-        each_row(
-            &tx,
-            "SELECT s.cell_id, s.tier, s.t_ms, s.cpu_user_s, s.cpu_sys_s, s.rss_bytes, \
-             s.processes, s.loadavg, s.machine_cpu FROM samples s \
-             JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 ORDER BY s.rowid",
-            run,
-            |row| {
-                let sample = Sample {
-                    tier: row.get(1)?,
-                    t_ms: uint(row.get(2)?, "sample time")?,
-                    cpu_user_s: real(row.get(3)?),
-                    cpu_sys_s: real(row.get(4)?),
-                    rss_bytes: uint(row.get(5)?, "sample rss")?,
-                    processes: row.get(6)?,
-                    loadavg: real(row.get(7)?),
-                    machine_cpu: real(row.get(8)?),
-                };
-                cells.get(row.get(0)?)?.samples.push(sample);
-                Ok(())
-            },
-        )?;
-
-        each_row(
-            &tx,
-            "SELECT f.cell_id, f.flag, f.detail FROM flags f \
-             JOIN cells c ON c.id = f.cell_id WHERE c.run_id = ?1 ORDER BY f.rowid",
-            run,
-            |row| {
-                let flag = Flag::from(row.get::<_, String>(1)?);
-                cells.get(row.get(0)?)?.flags.push(TrustFlag { flag, detail: row.get(2)? });
-                Ok(())
-            },
-        )?;
+        read_cells(&tx, run, &mut cells)?;
+        read_metrics(&tx, run, &mut cells)?;
+        read_histograms(&tx, run, &mut cells)?;
+        read_series(&tx, run, &mut cells)?;
+        read_samples(&tx, run, &mut cells)?;
+        read_flags(&tx, run, &mut cells)?;
 
         // Nothing was written; ending the read transaction either way is the same.
         tx.commit()?;
@@ -298,4 +182,144 @@ fn effective(stored: RunStatus, process: Option<String>, noticed: Option<i64>) -
 fn status(text: &str, run: RunId) -> Result<RunStatus> {
     RunStatus::parse(text)
         .ok_or_else(|| StoreError::Corrupt(format!("run {run} has status {text:?}")))
+}
+
+/// The cells' own rows, in plan order.
+fn read_cells(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
+    each_row(
+        tx,
+        "SELECT id, ordinal, stack, knobs, workload, load, repetition, started_at, duration_s, \
+         limited_by, slo FROM cells WHERE run_id = ?1 ORDER BY ordinal, id",
+        run,
+        |row| {
+            let id: i64 = row.get(0)?;
+            let what = |part: &str| format!("{part} of cell {id}");
+            let cell = CellRecord {
+                ordinal: row.get(1)?,
+                stack: row.get(2)?,
+                knobs: from_json(&row.get::<_, String>(3)?, &what("knobs"))?,
+                workload: row.get(4)?,
+                load: from_json(&row.get::<_, String>(5)?, &what("load"))?,
+                repetition: row.get(6)?,
+                started_at: from_ms(row.get(7)?),
+                duration_s: real(row.get(8)?),
+                metrics: BTreeMap::new(),
+                histograms: BTreeMap::new(),
+                series: Series::default(),
+                samples: Vec::new(),
+                flags: Vec::new(),
+                limited_by: row
+                    .get::<_, Option<String>>(9)?
+                    .map(|j| from_json(&j, &what("limit")))
+                    .transpose()?,
+                slo: row.get(10)?,
+            };
+            cells.push(id, cell);
+            Ok(())
+        },
+    )
+}
+
+/// Their metrics.
+fn read_metrics(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
+    each_row(
+        tx,
+        "SELECT m.cell_id, m.name, m.value FROM metrics m \
+         JOIN cells c ON c.id = m.cell_id WHERE c.run_id = ?1",
+        run,
+        |row| {
+            cells.get(row.get(0)?)?.metrics.insert(row.get(1)?, real(row.get(2)?));
+            Ok(())
+        },
+    )
+}
+
+/// Their histograms, recorders again.
+fn read_histograms(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
+    let mut deserializer = Deserializer::new();
+    each_row(
+        tx,
+        "SELECT h.cell_id, h.name, h.encoding, h.data, h.count, h.min, h.max, h.sum, \
+         h.sum_sq FROM histograms h JOIN cells c ON c.id = h.cell_id WHERE c.run_id = ?1",
+        run,
+        |row| {
+            let id: i64 = row.get(0)?;
+            let name: String = row.get(1)?;
+            let what = format!("histogram {name:?} of cell {id}");
+            let totals = Totals {
+                count: uint(row.get(4)?, &what)?,
+                min: uint(row.get(5)?, &what)?,
+                max: uint(row.get(6)?, &what)?,
+                sum: parse_u128(&row.get::<_, String>(7)?, &what)?,
+                sum_sq: parse_u128(&row.get::<_, String>(8)?, &what)?,
+            };
+            let encoding: String = row.get(2)?;
+            let data: Vec<u8> = row.get(3)?;
+            let recorder = decode_histogram(&mut deserializer, &encoding, &data, totals, &what)?;
+            cells.get(id)?.histograms.insert(name, recorder);
+            Ok(())
+        },
+    )
+}
+
+/// Their per-second series.
+fn read_series(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
+    each_row(
+        tx,
+        "SELECT s.cell_id, s.second, s.completed, s.failed, s.bytes FROM series s \
+         JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1",
+        run,
+        |row| {
+            let second = uint(row.get(1)?, "series second")?;
+            let second = usize::try_from(second)
+                .map_err(|_| StoreError::Corrupt(format!("series second {second}")))?;
+            let bucket = Bucket {
+                completed: uint(row.get(2)?, "series completed")?,
+                failed: uint(row.get(3)?, "series failed")?,
+                bytes: uint(row.get(4)?, "series bytes")?,
+            };
+            *cells.get(row.get(0)?)?.series.at(second) = bucket;
+            Ok(())
+        },
+    )
+}
+
+/// Their resource samples, in the order written.
+fn read_samples(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
+    each_row(
+        tx,
+        "SELECT s.cell_id, s.tier, s.t_ms, s.cpu_user_s, s.cpu_sys_s, s.rss_bytes, \
+         s.processes, s.loadavg, s.machine_cpu FROM samples s \
+         JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 ORDER BY s.rowid",
+        run,
+        |row| {
+            let sample = Sample {
+                tier: row.get(1)?,
+                t_ms: uint(row.get(2)?, "sample time")?,
+                cpu_user_s: real(row.get(3)?),
+                cpu_sys_s: real(row.get(4)?),
+                rss_bytes: uint(row.get(5)?, "sample rss")?,
+                processes: row.get(6)?,
+                loadavg: real(row.get(7)?),
+                machine_cpu: real(row.get(8)?),
+            };
+            cells.get(row.get(0)?)?.samples.push(sample);
+            Ok(())
+        },
+    )
+}
+
+/// Their trust flags, in the order written.
+fn read_flags(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
+    each_row(
+        tx,
+        "SELECT f.cell_id, f.flag, f.detail FROM flags f \
+         JOIN cells c ON c.id = f.cell_id WHERE c.run_id = ?1 ORDER BY f.rowid",
+        run,
+        |row| {
+            let flag = Flag::from(row.get::<_, String>(1)?);
+            cells.get(row.get(0)?)?.flags.push(TrustFlag { flag, detail: row.get(2)? });
+            Ok(())
+        },
+    )
 }

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use hdrhistogram::serialization::V2Serializer;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
-use crate::codec::{encode_histogram, int, to_json, to_ms, HDR_V2};
+use crate::codec::{encode_histogram, int, to_json, to_ms, EncodedHistogram, HDR_V2};
 use crate::error::{Result, StoreError};
 use crate::model::{CellId, CellRecord, ConfigRecord, RunId, RunInfo, RunStatus};
 use crate::schema;
@@ -191,71 +191,11 @@ impl Store {
             ],
         )?;
         let id = tx.last_insert_rowid();
-
-        {
-            let mut stmt = tx
-                .prepare_cached("INSERT INTO metrics (cell_id, name, value) VALUES (?1, ?2, ?3)")?;
-            for (name, value) in &cell.metrics {
-                stmt.execute(params![id, name, value])?;
-            }
-
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO histograms (cell_id, name, encoding, data, count, min, max, sum, \
-                 sum_sq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
-            for h in &histograms {
-                let t = h.totals;
-                stmt.execute(params![
-                    id,
-                    h.name,
-                    HDR_V2,
-                    h.data,
-                    int(t.count, "histogram count")?,
-                    int(t.min, "histogram min")?,
-                    int(t.max, "histogram max")?,
-                    t.sum.to_string(),
-                    t.sum_sq.to_string(),
-                ])?;
-            }
-
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO series (cell_id, second, completed, failed, bytes) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            for (second, b) in cell.series.buckets().iter().enumerate() {
-                stmt.execute(params![
-                    id,
-                    int(second as u64, "series second")?,
-                    int(b.completed, "completed per second")?,
-                    int(b.failed, "failed per second")?,
-                    int(b.bytes, "bytes per second")?,
-                ])?;
-            }
-
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO samples (cell_id, tier, t_ms, cpu_user_s, cpu_sys_s, rss_bytes, \
-                 processes, loadavg, machine_cpu) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
-            for s in &cell.samples {
-                stmt.execute(params![
-                    id,
-                    s.tier,
-                    int(s.t_ms, "sample time")?,
-                    s.cpu_user_s,
-                    s.cpu_sys_s,
-                    int(s.rss_bytes, "sample rss")?,
-                    s.processes,
-                    s.loadavg,
-                    s.machine_cpu,
-                ])?;
-            }
-
-            let mut stmt =
-                tx.prepare_cached("INSERT INTO flags (cell_id, flag, detail) VALUES (?1, ?2, ?3)")?;
-            for f in &cell.flags {
-                stmt.execute(params![id, f.flag.as_str(), f.detail])?;
-            }
-        }
+        insert_metrics(&tx, id, cell)?;
+        insert_histograms(&tx, id, &histograms)?;
+        insert_series(&tx, id, cell)?;
+        insert_samples(&tx, id, cell)?;
+        insert_flags(&tx, id, cell)?;
         tx.commit()?;
         Ok(CellId(id))
     }
@@ -283,4 +223,86 @@ fn is_foreign_key_violation(e: &rusqlite::Error) -> bool {
         rusqlite::Error::SqliteFailure(f, _)
             if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY
     )
+}
+
+fn insert_metrics(tx: &Transaction<'_>, id: i64, cell: &CellRecord) -> Result<()> {
+    let mut stmt =
+        tx.prepare_cached("INSERT INTO metrics (cell_id, name, value) VALUES (?1, ?2, ?3)")?;
+    for (name, value) in &cell.metrics {
+        stmt.execute(params![id, name, value])?;
+    }
+    Ok(())
+}
+
+fn insert_histograms(
+    tx: &Transaction<'_>,
+    id: i64,
+    histograms: &[EncodedHistogram<'_>],
+) -> Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO histograms (cell_id, name, encoding, data, count, min, max, sum, sum_sq) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for h in histograms {
+        let t = h.totals;
+        stmt.execute(params![
+            id,
+            h.name,
+            HDR_V2,
+            h.data,
+            int(t.count, "histogram count")?,
+            int(t.min, "histogram min")?,
+            int(t.max, "histogram max")?,
+            t.sum.to_string(),
+            t.sum_sq.to_string(),
+        ])?;
+    }
+    Ok(())
+}
+
+fn insert_series(tx: &Transaction<'_>, id: i64, cell: &CellRecord) -> Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO series (cell_id, second, completed, failed, bytes) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for (second, b) in cell.series.buckets().iter().enumerate() {
+        stmt.execute(params![
+            id,
+            int(second as u64, "series second")?,
+            int(b.completed, "completed per second")?,
+            int(b.failed, "failed per second")?,
+            int(b.bytes, "bytes per second")?,
+        ])?;
+    }
+    Ok(())
+}
+
+fn insert_samples(tx: &Transaction<'_>, id: i64, cell: &CellRecord) -> Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO samples (cell_id, tier, t_ms, cpu_user_s, cpu_sys_s, rss_bytes, \
+         processes, loadavg, machine_cpu) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for s in &cell.samples {
+        stmt.execute(params![
+            id,
+            s.tier,
+            int(s.t_ms, "sample time")?,
+            s.cpu_user_s,
+            s.cpu_sys_s,
+            int(s.rss_bytes, "sample rss")?,
+            s.processes,
+            s.loadavg,
+            s.machine_cpu,
+        ])?;
+    }
+    Ok(())
+}
+
+fn insert_flags(tx: &Transaction<'_>, id: i64, cell: &CellRecord) -> Result<()> {
+    let mut stmt =
+        tx.prepare_cached("INSERT INTO flags (cell_id, flag, detail) VALUES (?1, ?2, ?3)")?;
+    for f in &cell.flags {
+        stmt.execute(params![id, f.flag.as_str(), f.detail])?;
+    }
+    Ok(())
 }

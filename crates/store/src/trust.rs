@@ -200,7 +200,7 @@ impl Limit {
 }
 
 /// What limited a cell's figures, with the evidence. Kept on disk as
-/// `{"kind", "tier", "name", "evidence"}` (see [`StoredLimit`]).
+/// `{"kind", "tier", "name", "evidence"}`, as loadlab has always kept it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "StoredLimit", into = "StoredLimit")]
 pub struct LimitedBy {

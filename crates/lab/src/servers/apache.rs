@@ -6,11 +6,11 @@ use std::process::Command;
 use crate::catalog::{ApacheMode, Tier};
 use crate::error::Result;
 use crate::own::{self, Point};
-use crate::programs;
 use crate::servers::{
     capture_command, capture_file, php, user_line, Captured, Generated, Plan, Probe, Server,
 };
 use crate::template::render;
+use loadlab_programs as programs;
 
 const CONF: &str = include_str!("../../templates/apache.conf");
 const MIME_TYPES: &str = include_str!("../../templates/apache-mime.types");

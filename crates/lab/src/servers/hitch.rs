@@ -8,11 +8,11 @@ use std::process::Command;
 
 use crate::catalog::Tier;
 use crate::error::Result;
-use crate::programs;
 use crate::servers::{
     capture_file, capture_version, user_line, Captured, Generated, Plan, Probe, Server,
 };
 use crate::template::render;
+use loadlab_programs as programs;
 
 const CONF: &str = include_str!("../../templates/hitch.conf");
 

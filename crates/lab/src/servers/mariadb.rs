@@ -4,20 +4,19 @@
 //! not the install's ten.
 
 use std::fs;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use crate::catalog::Tier;
 use crate::error::{Error, IoContext, Result};
-use crate::programs;
 use crate::servers::{capture_file, capture_version, country, user_line, wordpress};
 use crate::servers::{Captured, Generated, Plan, Probe, Server};
 use crate::state::{is_root, make_dir_all, StateDir};
 use crate::supervise;
 use crate::template::render;
 use crate::wait;
+use loadlab_programs as programs;
 
 const CNF: &str = include_str!("../../templates/mariadb.cnf");
 /// Bumped whenever what a template holds changes, so old templates are not reused.
@@ -102,10 +101,8 @@ pub fn ensure_template(state: &StateDir, wordpress: bool) -> Result<PathBuf> {
     let lock_path = root.join(".lock");
     let lock =
         fs::File::create(&lock_path).context(|| format!("creating {}", lock_path.display()))?;
-    // SAFETY: flock on a descriptor we own; the lock is released when `lock` is closed.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(std::io::Error::last_os_error()).context(|| "locking the template directory");
-    }
+    // Released when `lock` is closed.
+    crate::sys::lock_exclusive(&lock).context(|| "locking the template directory")?;
     if done.join("data").is_dir() {
         return Ok(done.join("data"));
     }

@@ -6,9 +6,9 @@ use std::process::Command;
 use crate::catalog::{NginxPhp, Tier};
 use crate::error::Result;
 use crate::own::{self, Point};
-use crate::programs;
 use crate::servers::{capture_command, user_line, Captured, Generated, Plan, Probe, Server};
 use crate::template::render;
+use loadlab_programs as programs;
 
 const CONF: &str = include_str!("../../templates/nginx.conf");
 const FASTCGI: &str = include_str!("../../templates/nginx-fastcgi.conf");

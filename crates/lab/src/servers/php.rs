@@ -5,9 +5,9 @@ use std::process::Command;
 
 use crate::error::Result;
 use crate::own::{self, Point};
-use crate::programs::Need;
 use crate::servers::{Generated, Plan};
 use crate::template::render;
+use loadlab_programs::Need;
 
 const INI: &str = include_str!("../../templates/php.ini");
 

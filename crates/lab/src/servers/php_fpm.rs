@@ -6,12 +6,12 @@ use std::process::Command;
 use crate::catalog::Tier;
 use crate::error::Result;
 use crate::own::{self, Point};
-use crate::programs;
 use crate::servers::{
     capture_command, capture_version, php, user_line, Captured, Generated, Plan, Probe, Server,
 };
 use crate::state::is_root;
 use crate::template::render;
+use loadlab_programs as programs;
 
 const CONF: &str = include_str!("../../templates/php-fpm.conf");
 

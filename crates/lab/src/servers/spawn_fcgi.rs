@@ -6,8 +6,8 @@ use std::process::Command;
 
 use crate::catalog::Tier;
 use crate::error::Result;
-use crate::programs;
 use crate::servers::{capture_version, php, Captured, Generated, Plan, Probe, Server};
+use loadlab_programs as programs;
 
 pub struct SpawnFcgi;
 

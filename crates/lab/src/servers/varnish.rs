@@ -13,9 +13,9 @@ use std::process::Command;
 use crate::catalog::Tier;
 use crate::error::Result;
 use crate::own::{self, Point};
-use crate::programs;
 use crate::servers::{capture_file, capture_version, Captured, Generated, Plan, Probe, Server};
 use crate::template::render;
+use loadlab_programs as programs;
 
 const VCL: &str = include_str!("../../templates/varnish.vcl");
 

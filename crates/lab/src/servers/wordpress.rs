@@ -10,19 +10,15 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::error::{IoContext, Result};
-use crate::programs;
-use crate::servers::Plan;
+use crate::plan::Plan;
 use crate::state::make_dir_all;
 use crate::supervise;
 use crate::template::render;
 use crate::workloads::write;
+use loadlab_programs as programs;
 
 const WP_CONFIG: &str = include_str!("../../templates/wp-config.php");
 const WP_INSTALL: &str = include_str!("../../templates/wp-install.php");
-
-/// What only a WordPress front page rendered from this site's database holds.
-pub const FRONT_PAGE_MARKERS: &[&str] =
-    &["<meta name=\"generator\" content=\"WordPress", "loadlab post 5", "twentytwentyone"];
 
 /// Writes the site into `docroot`, talking to the database at `db_host` (`127.0.0.1:PORT`,
 /// or `localhost:/path/to/socket`).

@@ -59,7 +59,7 @@ pub struct Report {
     pub timings_us: TimingsUs,
     pub throughput: Throughput,
     pub client: Client,
-    /// What limited the throughput, decided once by [`limit::limited_by`] from the verdict
+    /// What limited the throughput, decided once by [`limit::of_bench`] from the verdict
     /// (without samples of the server, which a bench does not take): the client, the network,
     /// the offered load, or not determined; stored and shown in the shape of a lab cell's.
     pub limited_by: LimitedBy,
@@ -378,7 +378,7 @@ impl Report {
                 series: t.series.buckets().to_vec(),
             },
             client: Client::of(r, &verdict),
-            limited_by: limit::limited_by(r, &verdict, &[], r.cpus_available),
+            limited_by: limit::of_bench(r, &verdict),
             warnings: verdict.warnings(),
             not_2xx: (crate::trust::not_2xx(t), verdict.has(Flag::Non2xx)),
             notes: verdict.notes,

@@ -28,7 +28,7 @@ pub struct Profile {
 pub enum DelayPath {
     /// The kernel's network emulator (sch_netem) on each end of a veth pair.
     Netem,
-    /// loadlab's own stage between two TUN devices ([`super::stage`]).
+    /// loadlab's own stage between two TUN devices ([`crate::stage`]).
     Stage,
 }
 

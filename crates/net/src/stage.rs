@@ -5,14 +5,14 @@
 //! mahimahi's DelayShell and LossShell). Bandwidth stays with `tc` (tbf on each TUN's egress),
 //! so a packet queues at the bottleneck first and then travels: a link, then its propagation.
 //!
-//! The stage is a process of its own (`loadlab net-stage ...`), started by [`super::Link`] and
+//! The stage is a process of its own (`loadlab net-stage ...`), started by [`crate::Link`] and
 //! ending by itself when either device goes away.
 
 use std::collections::VecDeque;
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -21,11 +21,8 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::Profile;
-
-/// `_IOW('T', 202, int)` and `_IOW('T', 208, unsigned int)` from linux/if_tun.h.
-const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
-const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
+use crate::sys;
+use crate::Profile;
 /// virtio_net_hdr in front of every packet when offloads are on.
 const VNET_HDR: usize = 10;
 /// Bytes a direction may hold in flight before it drops at the tail: far above what any
@@ -42,7 +39,7 @@ pub fn set_program(path: PathBuf) {
     let _ = PROGRAM.set(path);
 }
 
-pub(super) fn program() -> Option<&'static Path> {
+pub(crate) fn program() -> Option<&'static Path> {
     PROGRAM.get().map(PathBuf::as_path)
 }
 
@@ -80,9 +77,8 @@ pub fn offloads(shape: &Shape) -> bool {
 
 /// Starts the stage for `link` as a process of its own session (it outlives the `stack up`
 /// that made it), and waits for it to say it is attached. Returns its pid.
-pub(super) fn spawn(program: &Path, link: &super::Link, shape: &Shape) -> Result<u32, String> {
+pub(crate) fn spawn(program: &Path, link: &crate::Link, shape: &Shape) -> Result<u32, String> {
     use std::io::Read as _;
-    use std::os::unix::process::CommandExt as _;
     use std::process::{Command, Stdio};
     let mut command = Command::new(program);
     command
@@ -93,12 +89,7 @@ pub(super) fn spawn(program: &Path, link: &super::Link, shape: &Shape) -> Result
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    unsafe {
-        command.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
+    sys::new_session_at_exec(&mut command);
     let mut child = command
         .spawn()
         .map_err(|e| format!("starting the delay stage ({}): {e}", program.display()))?;
@@ -118,10 +109,10 @@ pub(super) fn spawn(program: &Path, link: &super::Link, shape: &Shape) -> Result
 }
 
 /// Stops the stage `pid` if it is still one (its devices' deletion normally ended it).
-pub(super) fn stop(pid: u32) {
+pub(crate) fn stop(pid: u32) {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     if cmdline.split(|b| *b == 0).any(|arg| arg == b"net-stage") {
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        sys::terminate(pid);
     }
 }
 
@@ -156,7 +147,7 @@ pub fn main(args: &[String]) -> i32 {
     };
     println!("ready");
     // Closes stdout so that whoever waits for `ready` sees the end of it.
-    unsafe { libc::close(1) };
+    sys::close_stdout();
     let stop = AtomicBool::new(false);
     match forward(&host, &inner, &shape, offload, &stop) {
         Ok(_) => 0,
@@ -180,36 +171,19 @@ fn attach(name: &str, offload: bool) -> io::Result<OwnedFd> {
         flags |= libc::IFF_VNET_HDR as u16;
     }
     req[16..18].copy_from_slice(&flags.to_ne_bytes());
-    if unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF, req.as_mut_ptr()) } < 0 {
-        return Err(io::Error::other(format!(
-            "attaching to {name}: {}",
-            io::Error::last_os_error()
-        )));
-    }
+    sys::tun_set_iff(fd.as_fd(), &mut req)
+        .map_err(|e| io::Error::other(format!("attaching to {name}: {e}")))?;
     if offload {
         let features = libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6;
-        if unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETOFFLOAD, features as libc::c_ulong) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        sys::tun_set_offload(fd.as_fd(), features)?;
     }
-    set_nonblocking(fd.as_raw_fd())?;
+    sys::set_nonblocking(fd.as_fd())?;
     Ok(fd)
 }
 
 fn enter_namespace(name: &str) -> io::Result<()> {
     let ns = File::open(Path::new("/run/netns").join(name))?;
-    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-fn set_nonblocking(fd: RawFd) -> io::Result<()> {
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    sys::enter_net_namespace(&ns)
 }
 
 /// Packets on their way one way, each with the instant it may leave.
@@ -251,7 +225,7 @@ pub fn forward(
         ^ u64::from(std::process::id());
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut dirs = [Direction::new(), Direction::new()];
-    let fds = [a.as_raw_fd(), b.as_raw_fd()];
+    let fds = [a.as_fd(), b.as_fd()];
     let mut spare: Vec<Vec<u8>> = Vec::new();
     // Without offloads a device hands over nothing above its MTU (1500, as ip tuntap makes it).
     let size = if offload { VNET_HDR + 65_536 } else { 4_096 };
@@ -263,8 +237,8 @@ pub fn forward(
                 let (_, packet, len) = dir.queue.pop_front().expect("a front");
                 dir.bytes -= len;
                 // A full device queue on the far side drops the packet, as a link would.
-                let wrote = unsafe { libc::write(fds[1 - i], packet.as_ptr().cast(), len) };
-                if wrote == len as isize {
+                let wrote = sys::write(fds[1 - i], &packet[..len]);
+                if wrote.is_ok_and(|n| n == len) {
                     dir.counts.forwarded += 1;
                 } else {
                     dir.counts.overflowed += 1;
@@ -279,47 +253,36 @@ pub fn forward(
             .min()
             .unwrap_or(Duration::from_millis(100))
             .min(Duration::from_millis(100));
-        let mut polls = [
-            libc::pollfd { fd: fds[0], events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: fds[1], events: libc::POLLIN, revents: 0 },
-        ];
-        let ts = libc::timespec {
-            tv_sec: wait.as_secs() as libc::time_t,
-            tv_nsec: wait.subsec_nanos() as libc::c_long,
+        let ready = match sys::wait_readable(fds, wait) {
+            Ok(ready) => ready,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
         };
-        let n = unsafe { libc::ppoll(polls.as_mut_ptr(), 2, &ts, std::ptr::null()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        for (i, p) in polls.iter().enumerate() {
-            if p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+        for (i, revents) in ready.into_iter().enumerate() {
+            if revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
                 return Ok((dirs[0].counts, dirs[1].counts));
             }
-            if p.revents & libc::POLLIN == 0 {
+            if revents & libc::POLLIN == 0 {
                 continue;
             }
             let dir = &mut dirs[i];
             for _ in 0..BATCH {
                 let mut buf = spare.pop().unwrap_or_else(|| vec![0; size]);
-                let got = unsafe { libc::read(fds[i], buf.as_mut_ptr().cast(), buf.len()) };
-                if got < 0 {
-                    let e = io::Error::last_os_error();
-                    spare.push(buf);
-                    if e.kind() == io::ErrorKind::WouldBlock {
-                        break;
+                let len = match sys::read(fds[i], &mut buf) {
+                    Ok(0) => {
+                        spare.push(buf);
+                        return Ok((dirs[0].counts, dirs[1].counts));
                     }
-                    // The device is gone (EBADFD) or broken: the link is over.
-                    return Ok((dirs[0].counts, dirs[1].counts));
-                }
-                if got == 0 {
-                    spare.push(buf);
-                    return Ok((dirs[0].counts, dirs[1].counts));
-                }
-                let len = got as usize;
+                    Ok(n) => n,
+                    Err(e) => {
+                        spare.push(buf);
+                        if e.kind() == io::ErrorKind::WouldBlock {
+                            break;
+                        }
+                        // The device is gone (EBADFD) or broken: the link is over.
+                        return Ok((dirs[0].counts, dirs[1].counts));
+                    }
+                };
                 if shape.loss > 0.0 && rng.random::<f64>() < shape.loss {
                     dir.counts.lost += 1;
                     spare.push(buf);
@@ -350,16 +313,6 @@ pub fn forward(
     Ok((dirs[0].counts, dirs[1].counts))
 }
 
-/// A pair of connected packet sockets standing in for the two TUN devices in tests.
-#[cfg(test)]
-fn packet_pair() -> (OwnedFd, OwnedFd) {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0; 2];
-    let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0, fds.as_mut_ptr()) };
-    assert_eq!(rc, 0);
-    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,10 +323,11 @@ mod tests {
     fn staged(
         shape: Shape,
     ) -> (OwnedFd, OwnedFd, Arc<AtomicBool>, std::thread::JoinHandle<(Counts, Counts)>) {
-        let (left_outer, left_inner) = packet_pair();
-        let (right_inner, right_outer) = packet_pair();
-        set_nonblocking(left_inner.as_raw_fd()).unwrap();
-        set_nonblocking(right_inner.as_raw_fd()).unwrap();
+        // Packet sockets stand in for the two TUN devices.
+        let (left_outer, left_inner) = sys::packet_pair().unwrap();
+        let (right_inner, right_outer) = sys::packet_pair().unwrap();
+        sys::set_nonblocking(left_inner.as_fd()).unwrap();
+        sys::set_nonblocking(right_inner.as_fd()).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let stage = std::thread::spawn(move || {
@@ -383,19 +337,18 @@ mod tests {
     }
 
     fn send(fd: &OwnedFd, payload: &[u8]) {
-        let n = unsafe { libc::write(fd.as_raw_fd(), payload.as_ptr().cast(), payload.len()) };
-        assert_eq!(n, payload.len() as isize);
+        assert_eq!(sys::write(fd.as_fd(), payload).unwrap(), payload.len());
     }
 
     fn recv(fd: &OwnedFd, timeout: Duration) -> Option<Vec<u8>> {
-        let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        if unsafe { libc::poll(&mut p, 1, timeout.as_millis() as i32) } != 1 {
+        let [revents] = sys::wait_readable([fd.as_fd()], timeout).unwrap();
+        if revents & libc::POLLIN == 0 {
             return None;
         }
         let mut buf = vec![0u8; 2048];
-        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        let n = sys::read(fd.as_fd(), &mut buf).unwrap_or(0);
         (n > 0).then(|| {
-            buf.truncate(n as usize);
+            buf.truncate(n);
             buf
         })
     }

@@ -1,9 +1,17 @@
-//! Finding the servers' programs and files that Debian's packages install, and naming the
-//! package to install when one is missing.
+//! Finding the programs and files that Debian's packages install (the lab's servers, and
+//! iproute2's `ip`, `tc` and `ss`), and naming the package to install when one is missing.
+//! Its own crate because the lab and the network profiles ([`loadlab-net`]) both look for
+//! programs, the same way.
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+/// A program or file that is not installed, with the package that provides it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{program} not found: install it with `apt-get install {package}`")]
+pub struct Missing {
+    pub program: String,
+    pub package: String,
+}
 
 /// Something a tier needs from the system, and the Debian package that provides it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +47,7 @@ pub const PHP_MYSQL: Need = Need {
 pub const SPAWN_FCGI: Need = Need { package: "spawn-fcgi", what: What::Program("spawn-fcgi") };
 /// `ss`, to read a unix listener's accept queue (the php-fpm pool's, see `pools`).
 pub const SS: Need = Need { package: "iproute2", what: What::Program("ss") };
-/// `ip` and `tc`, for network profiles' namespaces, veths and qdiscs (see `net`).
+/// `ip` and `tc`, for network profiles' namespaces, veths and qdiscs (see `loadlab-net`).
 pub const IP: Need = Need { package: "iproute2", what: What::Program("ip") };
 pub const TC: Need = Need { package: "iproute2", what: What::Program("tc") };
 pub const VARNISHD: Need = Need { package: "varnish", what: What::Program("varnishd") };
@@ -83,8 +91,8 @@ pub const ALL: &[Need] = &[
 
 impl Need {
     /// The program's or file's path, or the error that names the package to install.
-    pub fn find(&self) -> Result<PathBuf> {
-        self.locate().ok_or_else(|| Error::MissingPackage {
+    pub fn find(&self) -> Result<PathBuf, Missing> {
+        self.locate().ok_or_else(|| Missing {
             program: self.name().to_string(),
             package: self.package.to_string(),
         })

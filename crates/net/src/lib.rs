@@ -3,7 +3,7 @@
 //! to the client's by a link whose two ends are shaped with `tc` as the profile says (seeds 000
 //! and 001 measured across a 100 Mbit/s switch): a veth pair with tbf for bandwidth alone; for
 //! delay, jitter and loss either a veth pair with netem ([`netem`]) where the kernel has it, or
-//! a TUN pair with loadlab's delay stage ([`stage`]) between them, on any kernel. This module
+//! a TUN pair with loadlab's delay stage ([`stage`]) between them, on any kernel. This crate
 //! owns the namespace and its link, and what `doctor` says about them; [`profile`] what a
 //! profile says.
 //!
@@ -17,12 +17,14 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use crate::programs::{IP, TC};
-use crate::state::is_root;
+use loadlab_programs::{Need, IP, TC};
+
+use crate::sys::is_root;
 
 pub mod netem;
 pub mod profile;
 pub mod stage;
+mod sys;
 
 pub use profile::{DelayPath, Profile};
 
@@ -292,8 +294,7 @@ impl Link {
 /// 1,257 reorderings and 88 retransmissions in 5 s of 100 Mbit/s, none with this). Receive
 /// packet steering on both ends puts every packet of a flow on one CPU, chosen by its hash.
 fn steer_flows(ns: &str, host_if: &str, ns_if: &str) -> Result<(), String> {
-    // SAFETY: sysconf has no preconditions.
-    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    let online = sys::online_cpus();
     let mask = cpu_mask(online);
     let queue = |dev: &str| format!("/sys/class/net/{dev}/queues/rx-0/rps_cpus");
     std::fs::write(queue(host_if), &mask).map_err(|e| format!("{}: {e}", queue(host_if)))?;
@@ -336,12 +337,12 @@ fn burst(rate: u64, gso: bool) -> u64 {
 }
 
 /// Runs one `ip` or `tc` command, its stderr as the error.
-fn step(program: crate::programs::Need, args: &[&str]) -> Result<(), String> {
+fn step(program: Need, args: &[&str]) -> Result<(), String> {
     output(program, args).map(drop)
 }
 
 /// Runs one `ip` or `tc` command: its stdout, or its stderr as the error.
-fn output(program: crate::programs::Need, args: &[&str]) -> Result<String, String> {
+fn output(program: Need, args: &[&str]) -> Result<String, String> {
     let path = program.path().ok_or_else(|| format!("{} is missing", program.name()))?;
     let out = Command::new(&path).args(args).output().map_err(|e| e.to_string())?;
     if out.status.success() {
@@ -358,7 +359,6 @@ fn output(program: crate::programs::Need, args: &[&str]) -> Result<String, Strin
 
 /// An exclusive lock on `/run/loadlab-net.lock`, held while the returned file is open.
 fn pick_lock() -> Result<std::fs::File, String> {
-    use std::os::fd::AsRawFd as _;
     let path = std::path::Path::new("/run/loadlab-net.lock");
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -366,10 +366,8 @@ fn pick_lock() -> Result<std::fs::File, String> {
         .write(true)
         .open(path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    // SAFETY: flock on a descriptor we own; it blocks until the other holder closes its file.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(format!("{}: {}", path.display(), std::io::Error::last_os_error()));
-    }
+    // Blocks until the other holder closes its file.
+    sys::lock_exclusive(&file).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(file)
 }
 
@@ -435,7 +433,7 @@ mod tests {
         ));
         link.remove();
         // Every CPU may take the link's flows (sysfs pads the mask with zeroes).
-        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } as usize;
+        let online = sys::online_cpus();
         let steered = steered.expect("the veth's receive queue");
         assert!(steered.trim().ends_with(&cpu_mask(online)), "{steered}");
         assert!(inside.contains("tbf") && inside.contains("rate 100Mbit"), "{inside}");

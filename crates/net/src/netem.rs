@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use super::{burst, Profile, QUEUE};
+use crate::{burst, Profile, QUEUE};
 
 /// What the limit counts a packet as: a full Ethernet frame without its FCS (a veth carries
 /// 1514 bytes for a 1500-byte MTU).
@@ -50,7 +50,7 @@ pub fn qdisc_args(profile: &Profile, ns: Option<&str>, dev: &str) -> Vec<String>
 /// its turn at the rate, and drops at the tail beyond its limit. The bytes it may hold are
 /// those of a tbf on the stage path (the rate for [`QUEUE`], plus its bucket) and those in
 /// flight for the delay and jitter, in full frames: a netem link carries one TCP segment per
-/// packet (see [`super::Link::create`]), so a link filled by bulk transfers queues for as long
+/// packet (see [`crate::Link::create`]), so a link filled by bulk transfers queues for as long
 /// on either path. netem's own default of 1000 packets would queue 600 ms at 20 Mbit/s, and
 /// drop on a 1 Gbit/s link with 20 ms of delay (1,652 full frames in flight one way).
 pub fn limit(profile: &Profile) -> u64 {
