@@ -7,9 +7,11 @@
 //!   its latency spectrum and interval log as files.
 //! - [`sweep`]: the sweep's table, its knee lines and autobench's CSV.
 //! - [`stack`]: the lab's stacks and instances, as `stack list` and `stack up` show them.
+//! - [`doctor`]: doctor's findings as text and JSON.
 //! - [`cells`]: a stored run's cells as CSV.
 
 pub mod bench;
 pub mod cells;
+pub mod doctor;
 pub mod stack;
 pub mod sweep;

@@ -13,6 +13,7 @@
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
 //! - [`capacity`]: whether a run's connections fit the client's descriptors, ports, memory.
+//! - [`doctor`]: what `doctor` finds of the machine and the lab, and what to change.
 //! - [`slo`]: the SLO gate's figures from a run's result.
 //!
 //! What measures, what stands stacks up and who is told are traits
@@ -22,6 +23,7 @@
 pub mod bench;
 pub mod capacity;
 pub mod cell;
+pub mod doctor;
 pub mod executor;
 pub mod limit;
 pub mod power;
