@@ -3,7 +3,7 @@
 //! terminal, a file, an agent's report home). Nothing here decides: every figure, flag and
 //! limit comes judged from the runner.
 //!
-//! - [`bench`]: one `bench` run as text, JSON, ApacheBench's and httperf's layouts, or CSV;
+//! - [`bench`](mod@bench): one `bench` run as text, JSON, ApacheBench's and httperf's layouts, or CSV;
 //!   its latency spectrum and interval log as files.
 //! - [`sweep`]: the sweep's table, its knee lines and autobench's CSV.
 //! - [`stack`]: the lab's stacks and instances, as `stack list` and `stack up` show them.

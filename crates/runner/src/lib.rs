@@ -1,6 +1,6 @@
 //! loadlab's decisions, between the engine and lab below and the CLI's printing above.
 //!
-//! - [`bench`]: one load test from its parsed flags to the judged result ([`bench::run`]).
+//! - [`bench`](mod@bench): one load test from its parsed flags to the judged result ([`bench::run`]).
 //! - [`trust`]: the one trust verdict. [`trust::Verdict::judge`] turns a run's figures into
 //!   flags with their evidence; `bench`, `sweep`, `run` and so the report all show it.
 //! - [`executor`]: a suite's plan, cell by cell, stack instance by stack instance (the lab's,
