@@ -14,6 +14,7 @@
 //! The engine knows nothing of output formats, stacks or storage.
 
 pub mod check;
+pub mod client;
 mod config;
 mod conn;
 pub mod error;

@@ -37,7 +37,6 @@ pub mod cert;
 pub mod environment;
 mod error;
 mod fcgi;
-mod http;
 pub mod includes;
 pub mod knobs;
 mod lab;
