@@ -1,33 +1,20 @@
 //! `loadlab bench URL`: one load test, with ab's, wrk's, wrk2's and httperf's load models.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use loadlab_engine::{BenchConfig, Pacing, Stop};
-use loadlab_runner::slo::{self, Slo, SloVerdict};
+use loadlab_runner::bench::{self, Disposition};
+use loadlab_runner::slo::Slo;
 
-use crate::bench_report::Report;
 use crate::exit::{Failure, OK, SLO_FAILED, UNREACHABLE};
 use crate::load::{self, RequestArgs, ScheduleArgs};
-use crate::output;
 use crate::traffic::TrafficArgs;
 use crate::units::parse_duration;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Aligned, readable, with warnings beside the figures they touch.
-    Text,
-    /// Every figure, for scripts (schema: docs/json-schema.md).
-    Json,
-    /// ApacheBench's report layout, field for field.
-    Ab,
-    /// httperf's report layout, with its error names.
-    Httperf,
-    /// One header line and one row.
-    Csv,
-}
+use loadlab_output::bench::{self as output, Format};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -139,33 +126,37 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     for note in args.habits.notes() {
         eprintln!("loadlab: note: {note}");
     }
-    let mut config = build_config(&args)?;
-    let capacity = load::fit_connections(&mut config, args.request.over_capacity)?;
+    let request = bench::Request {
+        config: build_config(&args)?,
+        over_capacity: args.request.over_capacity.into(),
+        slo: args.slo.clone(),
+    };
     // The interval log's file is made before the load, so that a path that cannot be
     // written is refused before the run, not after it.
     let hdr_log = match &args.traffic.hdr_log {
-        Some(path) => Some((path, output::create(path, "--hdr-log")?)),
+        Some(path) => Some((path, create(path, "--hdr-log")?)),
         None => None,
     };
-    let address = load::reach(&mut config)?;
-    if let Some(w) = &capacity {
-        eprintln!("loadlab: warning: {w}");
-    }
-    let (result, _) = load::measure(&config, address, args.request.quiet, "")?;
-
-    let mut report = Report::new(&config, address, &result);
-    report.warnings.extend(capacity);
+    let mut measure = load::EngineMeasure::new(args.request.quiet)?;
+    let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
+    let judged =
+        bench::run(request, &mut measure, &mut warn).map_err(crate::exit::bench_failure)?;
+    let (report, result) = (&judged.report, &judged.result);
     if let Some(path) = &args.latency_csv {
         output::write_latency_csv(path, result.latency())
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if let (Some((path, file)), Some(log)) = (hdr_log, &result.hdr_log) {
-        let comment = format!("loadlab {} bench {}", env!("CARGO_PKG_VERSION"), config.target.url);
+        let url = &judged.config.target.url;
+        let comment = format!("loadlab {} bench {url}", env!("CARGO_PKG_VERSION"));
         output::write_hdr_log(file, log, &comment)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    report.slo = args.slo.as_ref().map(|slo| slo.judge(&slo::figures(&result)));
-    output::render(args.format, &report, &result)?;
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    output::render(args.format, report, result, &mut stdout)?;
+    stdout.flush()?;
+    drop(stdout);
+    let own_layout = matches!(args.format, Format::Ab | Format::Httperf | Format::Csv);
     if matches!(args.format, Format::Ab | Format::Httperf) {
         // Those layouts have no place for these; stdout stays the tool's layout.
         if report.urls.is_some() {
@@ -178,27 +169,20 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
             eprintln!("loadlab: note: {note}");
         }
     }
-    if report.target_unreachable() {
-        eprintln!("loadlab: error: no request reached {}", config.target.authority);
-        return Ok(UNREACHABLE);
+    let unreachable = judged.disposition == Disposition::Unreachable;
+    if let (Some(v), true, false) = (&report.slo, own_layout, unreachable) {
+        // Those layouts have no place for the gate's verdict: its line goes to stderr.
+        eprintln!("loadlab: {}", v.line());
     }
-    Ok(slo_exit(report.slo.as_ref(), args.format != Format::Text && args.format != Format::Json))
-}
-
-/// The gate's exit code; formats that have no place for the verdict get its line on stderr.
-fn slo_exit(slo: Option<&SloVerdict>, to_stderr: bool) -> u8 {
-    match slo {
-        Some(v) if to_stderr => {
-            eprintln!("loadlab: {}", v.line());
-            if v.passed {
-                OK
-            } else {
-                SLO_FAILED
-            }
+    Ok(match judged.disposition {
+        Disposition::Unreachable => {
+            let at = &judged.config.target.authority;
+            eprintln!("loadlab: error: no request reached {at}");
+            UNREACHABLE
         }
-        Some(v) if !v.passed => SLO_FAILED,
-        _ => OK,
-    }
+        Disposition::SloFailed => SLO_FAILED,
+        Disposition::Finished => OK,
+    })
 }
 
 /// Turns the flags into the engine's configuration, checking everything that can be checked
@@ -233,6 +217,14 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         (None, None, None) => Stop::Duration(Duration::from_secs(10)),
     };
     args.traffic.apply(&mut config, args.rate, args.requests)?;
-    config.check().map_err(load::engine_failure)?;
+    config.check().map_err(crate::exit::engine_failure)?;
     Ok(config)
+}
+
+/// Creates the file an output flag names, before the run: a path that cannot be written is
+/// the user's to fix (exit 2), found before any load.
+fn create(path: &Path, flag: &str) -> anyhow::Result<std::fs::File> {
+    std::fs::File::create(path).map_err(|e| {
+        Failure::Usage(format!("{flag} {}: cannot create it: {e}", path.display())).into()
+    })
 }

@@ -2,9 +2,9 @@
 
 use clap::Args;
 
+use crate::exit::store_failure;
 use crate::exit::{OK, SLO_FAILED};
 use crate::report_cmd::{open_existing, pick_run};
-use crate::run::store_failure;
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {

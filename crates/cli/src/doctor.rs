@@ -4,12 +4,10 @@
 use std::io::Write;
 
 use clap::Args;
-use loadlab_lab::net::DelayPath;
-use loadlab_lab::{programs, Health, Knobs, Lab};
-use serde_json::json;
+use loadlab_output::doctor as output;
+use loadlab_runner::doctor;
 
-use crate::exit::OK;
-use crate::stack::lab_failure;
+use crate::exit::{lab_failure, OK};
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
@@ -18,150 +16,13 @@ pub struct DoctorArgs {
     json: bool,
 }
 
-/// Below this many open files a load test of a few thousand connections runs out.
-const FEW_FILES: u64 = 10_000;
-/// Below this many ephemeral ports, connections-per-request tests exhaust them (TIME_WAIT).
-const FEW_PORTS: u64 = 10_000;
-
 pub fn run(args: DoctorArgs) -> anyhow::Result<u8> {
-    let lab = Lab::from_env().map_err(lab_failure)?;
-    let packages: Vec<_> =
-        programs::ALL.iter().map(|need| (need.package, need.name(), need.path())).collect();
-    let default = Knobs::default();
-    let runnable: Vec<&str> = loadlab_lab::STACKS
-        .iter()
-        .filter(|s| s.missing_packages(&default).is_empty())
-        .map(|s| s.name)
-        .collect();
-    let mut missing: Vec<&str> = packages.iter().filter(|p| p.2.is_none()).map(|p| p.0).collect();
-    missing.dedup();
-    let (soft, hard) = open_files();
-    let ports = read_trimmed("/proc/sys/net/ipv4/ip_local_port_range");
-    let port_count = port_count(&ports);
-    let somaxconn = read_trimmed("/proc/sys/net/core/somaxconn");
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    // SAFETY: sysconf has no preconditions.
-    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    let instances = lab.instances().map_err(lab_failure)?;
-    let stale = lab.stale().map_err(lab_failure)?;
-    // Network profiles: what the kernel takes, tried in a throwaway namespace (as root).
-    let net = loadlab_lab::net::capability();
-    let net_left = loadlab_lab::net::namespaces();
-    let mut warnings = Vec::new();
-    if !net_left.is_empty() {
-        warnings.push(format!(
-            "network namespaces left by loadlab: {} (remove with `ip netns del NAME`)",
-            net_left.join(" ")
-        ));
-    }
-    if soft < FEW_FILES {
-        warnings.push(format!(
-            "open files limit {soft}: load tests need one per connection; raise it with \
-             `ulimit -n {}`",
-            hard.min(1 << 20)
-        ));
-    }
-    if port_count.is_some_and(|n| n < FEW_PORTS) {
-        warnings.push(format!("only {} ephemeral ports ({ports})", port_count.unwrap_or(0)));
-    }
-    if !missing.is_empty() {
-        warnings.push(format!("missing packages: apt-get install {}", missing.join(" ")));
-    }
+    let found = doctor::find().map_err(lab_failure)?;
+    let warnings = doctor::warnings(&found);
     if args.json {
-        let value = json!({
-            "packages": packages.iter().map(|(package, name, path)| json!({
-                "package": package, "needs": name, "path": path, "installed": path.is_some(),
-            })).collect::<Vec<_>>(),
-            "stacks_runnable": runnable,
-            "open_files": { "soft": soft, "hard": hard },
-            "ephemeral_ports": { "range": ports, "count": port_count },
-            "somaxconn": somaxconn,
-            "cpus": { "available": cpus, "online": online },
-            "state_dir": lab.state().root(),
-            "run_dir": lab.state().run_root(),
-            "instances": instances.iter().map(|(r, h)| json!({
-                "id": r.id, "url": r.url, "health": h,
-            })).collect::<Vec<_>>(),
-            "stale": stale,
-            "network_profiles": {
-                "shaping": net.shaping(), "delay": net.delay(), "delay_path": net.delay_path(),
-                "netem": net.netem,
-                "tun": net.tun, "tbf": net.tbf, "root": net.root,
-                "ip": net.ip, "tc": net.tc, "namespaces_left": net_left,
-            },
-            "warnings": warnings,
-        });
-        writeln!(std::io::stdout(), "{value:#}")?;
-        return Ok(OK);
-    }
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "packages:")?;
-    for (package, name, path) in &packages {
-        let at = path.as_ref().map_or("missing".to_string(), |p| p.display().to_string());
-        writeln!(out, "  {package:<32} {name:<20} {at}")?;
-    }
-    writeln!(out, "stacks that can run: {} of {}", runnable.len(), loadlab_lab::STACKS.len())?;
-    writeln!(out, "open files:      {soft} (hard {hard})")?;
-    writeln!(out, "ephemeral ports: {ports} ({} ports)", port_count.unwrap_or(0))?;
-    writeln!(out, "listen backlog:  somaxconn {somaxconn}")?;
-    writeln!(out, "CPUs:            {cpus} available to loadlab, {online} online")?;
-    writeln!(out, "state directory: {}", lab.state().root().display())?;
-    writeln!(out, "run directories: {}", lab.state().run_root().display())?;
-    let running = instances.iter().filter(|(_, h)| *h == Health::Running).count();
-    writeln!(out, "instances:       {running} running, {} stale or dead", stale.len())?;
-    for id in &stale {
-        writeln!(out, "  {id}: stale (the next `loadlab stack up` removes it)")?;
-    }
-    let why = if net.shaping() {
-        String::new()
-    } else if !net.root {
-        " (needs root)".to_string()
-    } else if net.ip.is_none() || net.tc.is_none() {
-        " (needs iproute2: ip and tc)".to_string()
+        writeln!(std::io::stdout(), "{:#}", output::json(&found, &warnings))?;
     } else {
-        " (the kernel took no tbf qdisc)".to_string()
-    };
-    writeln!(
-        out,
-        "network shaping: bandwidth {}{why}; delay and loss {}",
-        if net.shaping() { "yes" } else { "no" },
-        match (net.delay_path(), net.tun) {
-            (Some(DelayPath::Netem), true) => {
-                "yes, by netem (via=stage: loadlab's delay stage instead)"
-            }
-            (Some(DelayPath::Netem), false) => {
-                "yes, by netem (no /dev/net/tun for loadlab's delay stage)"
-            }
-            (Some(DelayPath::Stage), _) => {
-                "yes, by loadlab's delay stage (netem no: the kernel has no \
-                 CONFIG_NET_SCH_NETEM)"
-            }
-            (None, false) => "no: no netem in the kernel, no /dev/net/tun for the delay stage",
-            (None, true) => "no",
-        }
-    )?;
-    for warning in &warnings {
-        writeln!(out, "warning: {warning}")?;
+        output::write_text(&mut std::io::stdout().lock(), &found, &warnings)?;
     }
     Ok(OK)
-}
-
-fn open_files() -> (u64, u64) {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes into the struct we pass and has no other effect.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return (0, 0);
-    }
-    (limit.rlim_cur, limit.rlim_max)
-}
-
-fn read_trimmed(path: &str) -> String {
-    std::fs::read_to_string(path)
-        .map(|s| s.split_whitespace().collect::<Vec<_>>().join("-"))
-        .unwrap_or_default()
-}
-
-fn port_count(range: &str) -> Option<u64> {
-    let (lo, hi) = range.split_once('-')?;
-    Some(hi.parse::<u64>().ok()? - lo.parse::<u64>().ok()? + 1)
 }

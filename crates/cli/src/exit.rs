@@ -1,4 +1,5 @@
-//! Exit codes, and how errors reach the user: one readable chain, never a panic message.
+//! Exit codes, and how errors reach the user: one readable chain, never a panic message; each
+//! library's errors mapped to the failure classes (and so to exit codes).
 //!
 //! 0: the run finished (request failures are in the report); 1: internal error; 2: bad usage
 //! or input; 3: the target could not be reached at all; 4: a package the command needs is not
@@ -73,6 +74,81 @@ pub fn finish(outcome: anyhow::Result<u8>) -> ExitCode {
             eprintln!("loadlab: error: {err:#}");
             ExitCode::from(code)
         }
+    }
+}
+
+/// Lab errors: a missing package or a bad name is the user's to fix.
+pub fn lab_failure(err: loadlab_lab::Error) -> anyhow::Error {
+    use loadlab_lab::Error as LabError;
+    let message = err.to_string();
+    match err {
+        LabError::MissingPackage { .. } => Failure::MissingPackage(message).into(),
+        LabError::UnknownStack(_) | LabError::BadKnob(_) | LabError::NoSuchInstance(_) => {
+            Failure::Usage(message).into()
+        }
+        LabError::Start { .. }
+        | LabError::Config { .. }
+        | LabError::Verify { .. }
+        | LabError::Processes(_) => Failure::StackFailed(message).into(),
+        LabError::Interrupted => Failure::Interrupted(message).into(),
+        LabError::NetUnavailable(_) => Failure::Unsupported(message).into(),
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// Store errors: a bad path or a file that is not a store is the user's; the rest internal.
+pub fn store_failure(e: loadlab_store::StoreError) -> anyhow::Error {
+    if e.is_user_error() {
+        Failure::Usage(e.to_string()).into()
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+/// Engine errors: a bad configuration or input file is the user's; an unreachable target has
+/// its own code.
+pub fn engine_failure(e: loadlab_engine::EngineError) -> anyhow::Error {
+    use loadlab_engine::EngineError;
+    match e {
+        EngineError::Config(m) => Failure::Usage(m).into(),
+        e @ EngineError::Input { .. } => Failure::Usage(e.to_string()).into(),
+        EngineError::Unreachable { .. } => Failure::Unreachable(e.to_string()).into(),
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// `bench`'s (and a sweep target's) errors: a capacity refusal is the user's to fix.
+pub fn bench_failure(e: loadlab_runner::bench::BenchError) -> anyhow::Error {
+    use loadlab_runner::bench::BenchError;
+    match e {
+        BenchError::Capacity(m) => Failure::Usage(m).into(),
+        BenchError::Engine(e) => engine_failure(e),
+    }
+}
+
+/// The executor's errors.
+pub fn run_failure(e: loadlab_runner::RunError) -> anyhow::Error {
+    use loadlab_runner::RunError;
+    match e {
+        RunError::Lab(e) => lab_failure(e),
+        RunError::Store(e) => store_failure(e),
+        RunError::Engine(e) => engine_failure(e),
+        RunError::Events(e) => e.into(),
+        RunError::Unsupported(why) => Failure::Unsupported(why).into(),
+        // As a lab stack that does not verify: the stack is not what the suite measures.
+        e @ RunError::Verify { .. } => Failure::StackFailed(e.to_string()).into(),
+    }
+}
+
+/// A suite run's preparation and finish.
+pub fn suite_failure(e: loadlab_runner::suite::SuiteError) -> anyhow::Error {
+    use loadlab_runner::suite::SuiteError;
+    match e {
+        SuiteError::Usage(m) => Failure::Usage(m).into(),
+        SuiteError::MissingPackages(m) => Failure::MissingPackage(m).into(),
+        SuiteError::Lab(e) => lab_failure(e),
+        SuiteError::Store(e) => store_failure(e),
+        e @ SuiteError::Io { .. } => anyhow::Error::new(e),
     }
 }
 

@@ -13,7 +13,7 @@ use loadlab_engine::{
     Validation,
 };
 
-use crate::exit::Failure;
+use crate::exit::{engine_failure, Failure};
 use crate::progress::Progress;
 use crate::units::parse_duration;
 
@@ -224,6 +224,14 @@ impl RequestArgs {
             return Err(usage("https:// over --unix-socket is not supported".into()));
         }
 
+        config.request = self.request()?;
+        config.validation = self.validation()?;
+        Ok(config)
+    }
+
+    /// The request: method, headers (ab's -C, -A and -T among them) and body.
+    fn request(&self) -> anyhow::Result<RequestSpec> {
+        let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
         let method = if self.head { "HEAD".to_string() } else { self.method.clone() };
         let mut request = RequestSpec { method, ..RequestSpec::default() };
         for h in &self.headers {
@@ -258,8 +266,12 @@ impl RequestArgs {
         } else if let Some(s) = &self.body_string {
             request.body = s.as_bytes().to_vec();
         }
-        config.request = request;
+        Ok(request)
+    }
 
+    /// What a response must be to count as completed (--expect-*).
+    fn validation(&self) -> anyhow::Result<Validation> {
+        let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
         let mut v = Validation::default();
         if let Some(s) = &self.expect_status {
             v.status =
@@ -277,8 +289,7 @@ impl RequestArgs {
             }
             v.body_contains = Some(s.as_bytes().to_vec());
         }
-        config.validation = v;
-        Ok(config)
+        Ok(v)
     }
 }
 
@@ -314,21 +325,6 @@ impl RequestArgs {
     }
 }
 
-/// Resolves the target and checks that it accepts connections, once, before any load.
-pub fn reach(config: &mut BenchConfig) -> anyhow::Result<SocketAddr> {
-    if let Some(path) = &config.unix_socket {
-        // No name to resolve and no port: the address only stands in for the socket.
-        loadlab_engine::preflight_unix(path).map_err(engine_failure)?;
-        return Ok(SocketAddr::from(([127, 0, 0, 1], config.target.port)));
-    }
-    config.target.resolve().map_err(engine_failure)?;
-    let addr = loadlab_engine::preflight(&config.target, config.connect_timeout)
-        .map_err(engine_failure)?;
-    loadlab_engine::preflight_tls(config, addr).map_err(engine_failure)?;
-    loadlab_engine::preflight_h2c(config, addr).map_err(engine_failure)?;
-    Ok(addr)
-}
-
 /// What to do when the connections asked for do not fit what the client has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OverCapacity {
@@ -349,31 +345,6 @@ impl From<OverCapacity> for loadlab_runner::capacity::Policy {
             OverCapacity::Run => Policy::Run,
         }
     }
-}
-
-/// Checks the run's connections against what this machine has, before any load
-/// ([`loadlab_runner::capacity::fit`]): a refusal is a usage error (exit 2); otherwise the
-/// warning to show, if any.
-pub fn fit_connections(
-    config: &mut BenchConfig,
-    policy: OverCapacity,
-) -> anyhow::Result<Option<String>> {
-    use loadlab_runner::capacity;
-    let has = capacity::Has::for_config(config);
-    capacity::fit(config, policy.into(), &has).map_err(|m| Failure::Usage(m).into())
-}
-
-/// Runs one measured load, with the live progress line unless `quiet`. The first Ctrl-C stops
-/// the run and keeps what was measured.
-pub fn measure(
-    config: &BenchConfig,
-    addr: SocketAddr,
-    quiet: bool,
-    label: &str,
-) -> anyhow::Result<(BenchResult, Arc<Control>)> {
-    let control = crate::signals::control()?;
-    let result = measure_with(config, addr, quiet, label, &control).map_err(engine_failure)?;
-    Ok((result, control))
 }
 
 fn measure_with(
@@ -405,16 +376,6 @@ impl EngineMeasure {
 }
 
 impl loadlab_runner::Measure for EngineMeasure {
-    fn reach(&mut self, config: &mut BenchConfig) -> Result<SocketAddr, EngineError> {
-        config.target.resolve()?;
-        let addr = loadlab_engine::preflight(&config.target, config.connect_timeout)?;
-        // An https:// target (a TLS lab stack, a suite's external one): a certificate the run
-        // cannot trust is one clear error, as in `bench`.
-        loadlab_engine::preflight_tls(config, addr)?;
-        loadlab_engine::preflight_h2c(config, addr)?;
-        Ok(addr)
-    }
-
     fn measure(
         &mut self,
         config: &BenchConfig,
@@ -447,16 +408,6 @@ pub fn parse_ip_list(s: &str) -> Result<Vec<IpAddr>, String> {
         }
     }
     Ok(out)
-}
-
-/// Maps engine errors to the CLI's failure classes (and so to exit codes).
-pub fn engine_failure(e: EngineError) -> anyhow::Error {
-    match e {
-        EngineError::Config(m) => Failure::Usage(m).into(),
-        e @ EngineError::Input { .. } => Failure::Usage(e.to_string()).into(),
-        EngineError::Unreachable { .. } => Failure::Unreachable(e.to_string()).into(),
-        other => anyhow::Error::new(other),
-    }
 }
 
 #[cfg(test)]

@@ -19,12 +19,10 @@ macro_rules! out {
 }
 
 mod bench;
-mod bench_report;
 mod compare;
 mod doctor;
 mod exit;
 mod load;
-mod output;
 mod progress;
 mod report_cmd;
 mod run;
@@ -33,7 +31,6 @@ mod signals;
 mod stack;
 mod sweep;
 mod traffic;
-mod traffic_report;
 mod units;
 
 use std::process::ExitCode;

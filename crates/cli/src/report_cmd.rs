@@ -7,8 +7,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use loadlab_store::{RunId, RunStatus, Store};
 
-use crate::exit::{Failure, OK};
-use crate::run::{default_db, store_failure};
+use crate::exit::{store_failure, suite_failure, Failure, OK};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
@@ -38,7 +37,8 @@ impl StoreArgs {
         match (&self.db, &self.out) {
             (Some(db), _) => db.clone(),
             (None, Some(dir)) => dir.join("loadlab.db"),
-            (None, None) => default_db(),
+            // Where `run` writes by default.
+            (None, None) => Path::new("loadlab-out").join("loadlab.db"),
         }
     }
 }
@@ -63,7 +63,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
     match args.format {
         ReportFormat::Html => {
             let out = args.output.unwrap_or_else(|| PathBuf::from("report.html"));
-            write_report(&store, id, &out)?;
+            loadlab_runner::suite::write_report(&store, id, &out).map_err(suite_failure)?;
             outln!("{}", out.display())?;
         }
         ReportFormat::Text => {
@@ -79,13 +79,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
         }
         ReportFormat::Csv => {
             let cells = store.cells(id).map_err(store_failure)?;
-            emit(args.output.as_deref(), &cells_csv(&cells))?;
+            emit(args.output.as_deref(), &loadlab_output::cells::csv(&cells))?;
         }
     }
     Ok(OK)
 }
 
-/// Renders run `id` into `path`.
 /// A run that did not finish is said before its figures, on stderr so that every format's
 /// output keeps its shape: which cells the report covers, and why there are no more.
 pub fn say_unfinished(store: &Store, id: RunId) -> anyhow::Result<()> {
@@ -102,14 +101,6 @@ pub fn say_unfinished(store: &Store, id: RunId) -> anyhow::Result<()> {
     let cells = store.cells(id).map_err(store_failure)?.len();
     eprintln!("loadlab: run {id} {why}; its {cells} finished cells are shown");
     Ok(())
-}
-
-pub fn write_report(store: &Store, id: RunId, path: &Path) -> anyhow::Result<()> {
-    let run = store.run(id).map_err(store_failure)?;
-    let cells = store.cells(id).map_err(store_failure)?;
-    let configs = store.configs(id).map_err(store_failure)?;
-    let html = loadlab_report::render_html(&run, &cells, &configs);
-    std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Opens a store that must already exist: reading commands never create one.
@@ -156,45 +147,4 @@ fn emit(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
             Ok(out.flush()?)
         }
     }
-}
-
-/// One row per cell: where, what load, and every metric (the union of names, sorted).
-fn cells_csv(cells: &[loadlab_store::CellRecord]) -> String {
-    let mut names: Vec<&str> =
-        cells.iter().flat_map(|c| c.metrics.keys().map(String::as_str)).collect();
-    names.sort_unstable();
-    names.dedup();
-    let quote = |s: &str| {
-        if s.contains([',', '"', '\n']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        } else {
-            s.to_string()
-        }
-    };
-    let mut out = String::from("ordinal,stack,workload,load,repetition,duration_s");
-    for n in &names {
-        out.push(',');
-        out.push_str(n);
-    }
-    out.push('\n');
-    for c in cells {
-        let load = serde_json::to_string(&c.load).unwrap_or_default();
-        out.push_str(&format!(
-            "{},{},{},{},{},{:.3}",
-            c.ordinal,
-            quote(&c.stack),
-            quote(&c.workload),
-            quote(&load),
-            c.repetition,
-            c.duration_s
-        ));
-        for n in &names {
-            out.push(',');
-            if let Some(v) = c.metrics.get(*n).filter(|v| v.is_finite()) {
-                out.push_str(&v.to_string());
-            }
-        }
-        out.push('\n');
-    }
-    out
 }

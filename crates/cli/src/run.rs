@@ -1,21 +1,15 @@
-//! `loadlab run`: a suite's plan, cell by cell. Each stack instance comes up, is verified, runs
-//! its cells while the sampler watches its tiers, and goes down; each finished cell is stored
-//! at once (an interrupted run keeps what it measured); at the end the report is written and
-//! the verdict printed.
+//! `loadlab run`: a suite's plan, cell by cell, run by [`loadlab_runner::suite`]; this prints
+//! the plan, each stack instance and cell as it ends, and the verdict.
 
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
-use crate::exit::{Failure, INTERRUPTED, OK, SLO_FAILED};
+use crate::exit::{run_failure, suite_failure, INTERRUPTED, OK, SLO_FAILED};
 use crate::load;
-use crate::stack::lab_failure;
-use anyhow::Context;
 use clap::Args;
-use loadlab_lab::Lab;
 use loadlab_runner::executor::{CellDone, Instance};
-use loadlab_runner::{run_plan, Events, Measure, RunContext, RunError};
-use loadlab_store::{metric, Environment, RunInfo, RunStatus, Store};
-use loadlab_suite::{Cell, StackSource};
+use loadlab_runner::{suite, Events, Measure};
+use loadlab_store::{metric, RunStatus};
+use loadlab_suite::{Cell, Plan};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -48,132 +42,91 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
-    let suite = loadlab_suite::load(&args.suite)
-        .map_err(|e| anyhow::Error::new(Failure::Usage(e.to_string())))?;
-    let mut suite = suite;
-    if let Some(net) = &args.net {
-        net.parse::<loadlab_lab::net::Profile>()
-            .map_err(|e| anyhow::Error::new(Failure::Usage(format!("--net: {e}"))))?;
-        for s in &mut suite.stacks {
-            match &mut s.source {
-                StackSource::Lab(lab) => {
-                    lab.knobs.net = Some(net.clone()).filter(|n| n != "loopback")
-                }
-                // The profile shapes the lab's own link; a server of the user's is reached as
-                // it is.
-                StackSource::External(e) => {
-                    eprintln!(
-                        "loadlab: --net {net} does not apply to {} ({}): loadlab does not run it",
-                        s.label, e.url
-                    )
-                }
-            }
-        }
-    }
-    if let Some(slo) = &args.slo {
-        for w in &mut suite.workloads {
-            w.slo = Some(slo.clone());
-        }
-    }
-    if let Some(n) = args.repetitions {
-        if n == 0 {
-            return Err(Failure::Usage("--repetitions: at least 1".into()).into());
-        }
-        suite.repetitions = n;
-        suite.quick.repetitions = Some(n);
+    let overrides = suite::Overrides {
+        net: args.net.clone(),
+        slo: args.slo.clone(),
+        repetitions: args.repetitions,
+    };
+    let (suite, notes) = suite::load(&args.suite, &overrides).map_err(suite_failure)?;
+    for note in notes {
+        eprintln!("loadlab: {note}");
     }
     let plan = loadlab_suite::plan(&suite, args.quick);
-    let estimate = plan.estimate();
-    outln!(
-        "suite {}{}: {} cell{} on {} stack instance{}, about {:.1} min",
-        plan.suite,
-        if plan.quick { " (quick)" } else { "" },
-        estimate.cells,
-        if estimate.cells == 1 { "" } else { "s" },
-        estimate.stack_ups,
-        if estimate.stack_ups == 1 { "" } else { "s" },
-        estimate.total.as_secs_f64() / 60.0
-    )?;
-    for s in &plan.skipped {
-        outln!("  skipped: {} on {}: {}", s.workload, s.stack, s.reason)?;
-    }
-    // Every cell's connections against what the client has, before any stack starts.
-    let has = loadlab_runner::capacity::Has::here(1);
-    let threads = plan
-        .client_cpus
-        .as_ref()
-        .map_or_else(|| loadlab_engine::sys::allowed_cpus().len(), |c| c.0.len());
-    if let Err((cell, short)) = loadlab_runner::capacity::check_plan(&plan, &has, threads) {
-        return Err(Failure::Usage(format!(
-            "cell {cell}: {} connections do not fit: {} allows {}; lower the suite's \
-             concurrency or raise the limit",
-            loadlab_stats::format::count(short.asked as f64),
-            short.figure,
-            loadlab_stats::format::count(short.fits as f64)
-        ))
-        .into());
-    }
-    if let Some(why) = plan.cells.iter().find_map(loadlab_runner::executor::unsupported) {
-        return Err(Failure::Usage(why).into());
-    }
+    print_plan(&plan)?;
+    suite::check(&plan).map_err(suite_failure)?;
     // Said before anything runs: a plan that cannot answer its question is no surprise later.
     if let Some(line) = loadlab_runner::power::underpowered(&plan) {
         outln!("  note: {line}")?;
     }
     if args.dry_run {
-        for cell in &plan.cells {
-            outln!(
-                "  {:>4} rep {} {:<28} {:<14} {}",
-                cell.ordinal,
-                loadlab_report::format::repetition(cell.repetition),
-                cell.stack.label,
-                cell.workload.name,
-                loadlab_runner::executor::load_label(cell)
-            )?;
-        }
+        print_cells(&plan)?;
         return Ok(OK);
     }
-    // Every package the suite needs is checked before anything starts.
-    let mut missing: Vec<&str> = Vec::new();
-    for spec in suite.stacks.iter().filter_map(|s| s.lab_stack()) {
-        for p in spec.stack.missing_packages(&spec.knobs) {
-            if !missing.contains(&p) {
-                missing.push(p);
-            }
-        }
-    }
-    if !missing.is_empty() {
-        return Err(Failure::MissingPackage(format!(
-            "suite {} needs packages that are not installed: {} (install them with: \
-             apt-get install -y {})",
-            plan.suite,
-            missing.join(" "),
-            missing.join(" ")
-        ))
-        .into());
-    }
+    suite::check_packages(&suite).map_err(suite_failure)?;
+    let mut started =
+        suite::begin(&suite, &plan, &args.out, args.db.as_deref()).map_err(suite_failure)?;
+    print_started(&started)?;
 
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("creating {}", args.out.display()))?;
-    let db = args.db.clone().unwrap_or_else(|| args.out.join("loadlab.db"));
-    let mut store = Store::open(&db).map_err(store_failure)?;
-    let lab = Lab::from_env().map_err(lab_failure)?;
-    for id in lab.clean_stale().map_err(lab_failure)? {
+    // Stacks come and go inside, and the run's record is closed and reported after: a second
+    // Ctrl-C waits for both.
+    let _finishing = crate::signals::Finishing::hold();
+    let mut measure = load::EngineMeasure::new(false)?;
+    let outcome = suite::execute(&mut started, &plan, &mut measure, &mut Printer);
+    let report = args.out.join("report.html");
+    let stopped = measure.stopped();
+    let finished =
+        suite::finish(&mut started, &outcome, stopped, &report).map_err(suite_failure)?;
+    print_end(&started, &plan, &finished, &report)?;
+    outcome.map_err(run_failure)?;
+    Ok(match finished.disposition {
+        suite::Disposition::Interrupted => INTERRUPTED,
+        suite::Disposition::SloFailed => SLO_FAILED,
+        suite::Disposition::Finished => OK,
+    })
+}
+
+/// The plan's first lines: its size and duration, and what it skips.
+fn print_plan(plan: &Plan) -> std::io::Result<()> {
+    let estimate = plan.estimate();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    outln!(
+        "suite {}{}: {} cell{} on {} stack instance{}, about {:.1} min",
+        plan.suite,
+        if plan.quick { " (quick)" } else { "" },
+        estimate.cells,
+        plural(estimate.cells),
+        estimate.stack_ups,
+        plural(estimate.stack_ups),
+        estimate.total.as_secs_f64() / 60.0
+    )?;
+    for s in &plan.skipped {
+        outln!("  skipped: {} on {}: {}", s.workload, s.stack, s.reason)?;
+    }
+    Ok(())
+}
+
+/// `--dry-run`: every cell of the plan, in the order it would run.
+fn print_cells(plan: &Plan) -> std::io::Result<()> {
+    for cell in &plan.cells {
+        outln!(
+            "  {:>4} rep {} {:<28} {:<14} {}",
+            cell.ordinal,
+            loadlab_report::format::repetition(cell.repetition),
+            cell.stack.label,
+            cell.workload.name,
+            loadlab_runner::executor::load_label(cell)
+        )?;
+    }
+    Ok(())
+}
+
+/// What beginning the run found and where it goes.
+fn print_started(started: &suite::Started) -> std::io::Result<()> {
+    for id in &started.stale {
         eprintln!("loadlab: removed stale stack instance {id} left by an earlier run");
     }
-    let packages = suite
-        .stacks
-        .iter()
-        .filter_map(|s| s.lab_stack())
-        .flat_map(|s| s.stack.packages(&s.knobs))
-        .collect::<Vec<_>>();
-    let info = RunInfo {
-        suite: plan.suite.clone(),
-        started_at: SystemTime::now(),
-        environment: environment(&packages),
-    };
     // Said once: a run whose process died is noticed by the next run into its store.
-    for crashed in store.unnoticed_crashes().map_err(store_failure)? {
+    for crashed in &started.crashed {
         eprintln!(
             "loadlab: run {} ({}) did not finish: the process that ran it is gone (killed, or the \
              machine restarted); its {} finished cells are kept (loadlab report {} --db {})",
@@ -181,56 +134,31 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             crashed.suite,
             crashed.cells,
             crashed.id,
-            db.display()
+            started.db.display()
         );
-        store.notice_crash(crashed.id, SystemTime::now()).map_err(store_failure)?;
     }
-    let run_id = store.begin_run(&info).map_err(store_failure)?;
-    outln!("run {run_id} into {}", db.display())?;
+    outln!("run {} into {}", started.run_id, started.db.display())
+}
 
-    // Stacks come and go inside, and the run's record is closed and reported after: a second
-    // Ctrl-C waits for both.
-    let _finishing = crate::signals::Finishing::hold();
-    let mut measure = load::EngineMeasure::new(false)?;
-    let mut cx = RunContext {
-        store: &mut store,
-        run_id,
-        client_cpus: plan.client_cpus.as_ref(),
-        threads: loadlab_engine::sys::allowed_cpus().len(),
-    };
-    let outcome = run_plan(&plan, &lab, &mut measure, &mut Printer, &mut cx).map_err(run_failure);
-    let status = match &outcome {
-        Ok(()) if !measure.stopped() => RunStatus::Finished,
-        _ => RunStatus::Interrupted,
-    };
-    store.finish_run(run_id, status, SystemTime::now()).map_err(store_failure)?;
-
-    let report = args.out.join("report.html");
-    crate::report_cmd::write_report(&store, run_id, &report)?;
-    let cells = store.cells(run_id).map_err(store_failure)?;
+/// The run's end: how much of it ran, the verdict table, the report's path.
+fn print_end(
+    started: &suite::Started,
+    plan: &Plan,
+    finished: &suite::Finished,
+    report: &Path,
+) -> std::io::Result<()> {
     outln!()?;
-    if status == RunStatus::Interrupted {
+    if finished.status == RunStatus::Interrupted {
         // Said before the verdict, which covers only what ran.
         outln!(
-            "run {run_id} interrupted: {} of {} cells finished and stored",
-            cells.len(),
+            "run {} interrupted: {} of {} cells finished and stored",
+            started.run_id,
+            finished.cells.len(),
             plan.cells.len()
         )?;
     }
-    // The SLO verdict is the stored cells' (each keeps the SLO its workload was judged by), so
-    // this table, the exit code and every `loadlab report` of the run say the same.
-    let verdicts = loadlab_report::verdicts(&cells);
-    out!("{}", loadlab_report::verdict_table(&verdicts))?;
-    let gates = loadlab_report::gate::gates(&verdicts);
-    outln!("\nreport: {}", report.display())?;
-    outcome?;
-    Ok(if status == RunStatus::Interrupted {
-        INTERRUPTED
-    } else if gates.iter().any(|g| !g.verdict.passed) {
-        SLO_FAILED
-    } else {
-        OK
-    })
+    out!("{}", loadlab_report::verdict_table(&finished.verdicts))?;
+    outln!("\nreport: {}", report.display())
 }
 
 /// `run`'s progress lines.
@@ -268,69 +196,4 @@ impl Events for Printer {
     fn cell_interrupted(&mut self, label: &str) -> std::io::Result<()> {
         outln!("{label}interrupted")
     }
-}
-
-/// Executor errors mapped to the CLI's failure classes (and so to exit codes).
-pub fn run_failure(e: RunError) -> anyhow::Error {
-    match e {
-        RunError::Lab(e) => lab_failure(e),
-        RunError::Store(e) => store_failure(e),
-        RunError::Engine(e) => load::engine_failure(e),
-        RunError::Events(e) => e.into(),
-        RunError::Unsupported(why) => Failure::Unsupported(why).into(),
-        // As a lab stack that does not verify: the stack is not what the suite measures.
-        e @ RunError::Verify { .. } => Failure::StackFailed(e.to_string()).into(),
-    }
-}
-
-/// The machine and software the run measured on.
-fn environment(packages: &[&str]) -> Environment {
-    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default().trim().to_string();
-    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
-        })
-        .unwrap_or_default();
-    let mut versions = std::collections::BTreeMap::new();
-    let mut names: Vec<&str> = packages.to_vec();
-    names.sort_unstable();
-    names.dedup();
-    if !names.is_empty() {
-        if let Ok(out) = std::process::Command::new("dpkg-query")
-            .args(["-W", "-f", "${Package} ${Version}\n"])
-            .args(&names)
-            .output()
-        {
-            for line in String::from_utf8_lossy(&out.stdout).lines() {
-                if let Some((p, v)) = line.split_once(' ') {
-                    versions.insert(p.to_string(), v.to_string());
-                }
-            }
-        }
-    }
-    Environment {
-        hostname: read("/proc/sys/kernel/hostname"),
-        kernel: read("/proc/sys/kernel/osrelease"),
-        cpu_model,
-        cpu_count: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
-        loadlab_version: env!("CARGO_PKG_VERSION").to_string(),
-        packages: versions,
-    }
-}
-
-/// Store errors: a bad path or a file that is not a store is the user's; the rest internal.
-pub fn store_failure(e: loadlab_store::StoreError) -> anyhow::Error {
-    if e.is_user_error() {
-        Failure::Usage(e.to_string()).into()
-    } else {
-        anyhow::Error::new(e)
-    }
-}
-
-/// The default store of `loadlab runs`, `report` and `compare`: the one `run` writes by
-/// default.
-pub fn default_db() -> PathBuf {
-    Path::new("loadlab-out").join("loadlab.db")
 }

@@ -2,9 +2,9 @@
 
 use clap::Args;
 
+use crate::exit::store_failure;
 use crate::exit::OK;
 use crate::report_cmd::open_existing;
-use crate::run::store_failure;
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {

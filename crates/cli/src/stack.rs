@@ -5,12 +5,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use loadlab_lab::{
-    own, CpuList, Error as LabError, Health, Knobs, Lab, OnOff, Record, Sampler, Timeout, Up,
-};
+use loadlab_lab::{own, CpuList, Knobs, Lab, OnOff, Record, Sampler, Timeout, Up};
+use loadlab_output::stack as output;
 use serde_json::json;
 
-use crate::exit::{Failure, OK};
+use crate::exit::{lab_failure, Failure, OK};
 use crate::signals;
 use crate::units::parse_duration;
 
@@ -151,114 +150,15 @@ pub fn run(args: StackArgs) -> anyhow::Result<u8> {
     }
 }
 
-/// Gives lab errors their exit codes: a missing package or a bad name is the user's to fix.
-pub fn lab_failure(err: LabError) -> anyhow::Error {
-    let message = err.to_string();
-    match err {
-        LabError::MissingPackage { .. } => Failure::MissingPackage(message).into(),
-        LabError::UnknownStack(_) | LabError::BadKnob(_) | LabError::NoSuchInstance(_) => {
-            Failure::Usage(message).into()
-        }
-        LabError::Start { .. }
-        | LabError::Config { .. }
-        | LabError::Verify { .. }
-        | LabError::Processes(_) => Failure::StackFailed(message).into(),
-        LabError::Interrupted => Failure::Interrupted(message).into(),
-        LabError::NetUnavailable(_) => Failure::Unsupported(message).into(),
-        other => anyhow::Error::new(other),
-    }
-}
-
 fn list(lab: &Lab, json: bool) -> anyhow::Result<u8> {
-    let default = Knobs::default();
     let instances = lab.instances().map_err(lab_failure)?;
-    if json {
-        let stacks: Vec<_> = loadlab_lab::STACKS
-            .iter()
-            .map(|s| {
-                json!({
-                    "name": s.name,
-                    "summary": s.summary,
-                    "tiers": s.tiers(&default).iter().map(|t| t.name()).collect::<Vec<_>>(),
-                    "db": s.db,
-                    "packages": s.packages(&default),
-                    "missing": s.missing_packages(&default),
-                })
-            })
-            .collect();
-        let running: Vec<_> = instances.iter().map(|(r, h)| instance_json(r, *h)).collect();
-        writeln!(std::io::stdout(), "{:#}", json!({ "stacks": stacks, "instances": running }))?;
-        return Ok(OK);
-    }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{:<28} {:<30} {:<9} PACKAGES", "STACK", "TIERS", "INSTALLED")?;
-    for s in loadlab_lab::STACKS {
-        let tiers: Vec<&str> = s.tiers(&default).iter().map(|t| t.name()).collect();
-        let missing = s.missing_packages(&default);
-        let installed = if missing.is_empty() { "yes" } else { "no" };
-        writeln!(
-            out,
-            "{:<28} {:<30} {installed:<9} {}",
-            s.name,
-            tiers.join("+"),
-            s.packages(&default).join(" ")
-        )?;
-        if !missing.is_empty() {
-            writeln!(out, "{:<28} install with: apt-get install {}", "", missing.join(" "))?;
-        }
-    }
-    if !instances.is_empty() {
-        // Ids grow past the stacks' names (wordpress-varnish-nginx-fpm-1): the column too.
-        let w = instances.iter().map(|(r, _)| r.id.len()).max().unwrap_or(0).max(28);
-        writeln!(out, "\n{:<w$} {:<9} URL", "INSTANCE", "HEALTH")?;
-        for (record, health) in &instances {
-            writeln!(out, "{:<w$} {:<9} {}", record.id, health_name(*health), record.url)?;
-        }
+    if json {
+        writeln!(out, "{:#}", output::list_json(&instances))?;
+    } else {
+        output::write_list(&mut out, &instances)?;
     }
     Ok(OK)
-}
-
-fn health_name(health: Health) -> &'static str {
-    match health {
-        Health::Running => "running",
-        Health::Starting => "starting",
-        Health::Stale => "stale",
-        Health::Broken => "broken",
-        Health::Dead => "dead",
-    }
-}
-
-fn instance_json(record: &Record, health: Health) -> serde_json::Value {
-    json!({
-        "id": record.id,
-        "name": record.stack,
-        "url": record.url,
-        "health": health,
-        "pids": pids(record),
-        "tiers": record.tiers.iter().map(|t| json!({
-            "name": t.name,
-            "pid": t.leader.map(|l| l.pid),
-            "port": t.port,
-            "socket": t.socket,
-        })).collect::<Vec<_>>(),
-        "run_dir": record.run_dir,
-        // The instance's CA when its front speaks TLS: `loadlab bench --cacert` takes it.
-        "cacert": record.cacert(),
-        "knobs": record.knobs,
-        // The link of a network profile: its namespace, devices, addresses, delay stage.
-        "net": record.net,
-    })
-}
-
-/// Every live process of the instance, leaders first.
-fn pids(record: &Record) -> Vec<i32> {
-    let all = loadlab_lab::procfs::all();
-    record
-        .leaders()
-        .into_iter()
-        .flat_map(|l| loadlab_lab::procfs::group(l, &all))
-        .map(|p| p.pid)
-        .collect()
 }
 
 fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
@@ -314,69 +214,9 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
 fn print_up(record: &Record, up: &Up, args: &UpArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if args.json {
-        let mut value = instance_json(record, Health::Running);
-        value["up_ms"] = json!(up.elapsed.as_millis() as u64);
-        value["phases_ms"] = up
-            .phases
-            .iter()
-            .map(|(name, took)| (name.clone(), json!(took.as_millis() as u64)))
-            .collect::<serde_json::Map<_, _>>()
-            .into();
-        value["checks"] = json!(up.report.checks);
-        writeln!(out, "{value}")?;
+        writeln!(out, "{}", output::up_json(record, up))?;
     } else {
-        let phases: Vec<String> = up
-            .phases
-            .iter()
-            .map(|(name, took)| format!("{name} {:.2}", took.as_secs_f64()))
-            .collect();
-        writeln!(
-            out,
-            "{}  {}  up and verified in {:.2} s ({} checks; {})",
-            record.id,
-            record.url,
-            up.elapsed.as_secs_f64(),
-            up.report.checks.len(),
-            phases.join(", ")
-        )?;
-        if let Some(link) = &record.net {
-            let delay = match link.delay {
-                Some(path) => format!(", delay by {path}"),
-                None => String::new(),
-            };
-            writeln!(
-                out,
-                "  behind --net {}: namespace {}, link {} ({}) to {}{delay}",
-                record.knobs.net.as_deref().unwrap_or_default(),
-                link.namespace,
-                link.host_if,
-                link.host_ip,
-                link.ns_ip
-            )?;
-        }
-        if let Some(ca) = record.cacert() {
-            writeln!(
-                out,
-                "  TLS: the instance's CA is {} (loadlab bench --cacert it)",
-                ca.display()
-            )?;
-        }
-        if record.knobs.http2.is_on() {
-            let how = if record.knobs.tls.is_on() { "h2 by ALPN" } else { "h2c, prior knowledge" };
-            writeln!(out, "  HTTP/2: {how}, HTTP/1.1 beside it")?;
-        }
-        for tier in &record.tiers {
-            let pid = tier.leader.map_or(0, |l| l.pid);
-            let at = match (&tier.port, &tier.socket) {
-                (Some(port), _) => format!("{}:{port}", record.host()),
-                (None, Some(socket)) => socket.display().to_string(),
-                _ => String::new(),
-            };
-            writeln!(out, "  {:<11} pid {pid:<8} {at}", tier.name)?;
-        }
-        if !args.foreground {
-            writeln!(out, "stop it with: loadlab stack down {}", record.id)?;
-        }
+        output::write_up(&mut out, record, up, args.foreground)?;
     }
     out.flush()?;
     Ok(())

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use loadlab_engine::{input, Arrival, BenchConfig, Order, Pacing, Replay, Stop, Traffic};
 
+use crate::exit::engine_failure;
 use crate::exit::Failure;
-use crate::load::engine_failure;
 
 /// How `--urls` entries are picked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -74,10 +74,29 @@ impl Control {
     }
 }
 
-/// Finds the first resolved address that accepts a TCP connection within `timeout`, so that a
+/// The pre-flight of every run (`bench`, each `sweep` target, each suite cell): resolves the
+/// target and checks once, before any load, that it can be loaded as configured, so that a
 /// target that cannot be reached at all is reported at once, as ab and wrk do, instead of as a
-/// run made only of failures.
-pub fn preflight(target: &Target, timeout: Duration) -> Result<SocketAddr, EngineError> {
+/// run made only of failures. In order: a unix socket accepts a connection (the address
+/// returned then only stands in for it: there is no name to resolve and no port); else the
+/// first resolved address that accepts a TCP connection within the connect timeout; an
+/// `https://` target completes one TLS handshake with the run's configuration (a certificate
+/// the run cannot trust is one clear error); `--http2` over TCP (h2c with prior knowledge)
+/// gets the server's SETTINGS (a server without h2c is one clear error).
+pub fn preflight(config: &mut BenchConfig) -> Result<SocketAddr, EngineError> {
+    if let Some(path) = &config.unix_socket {
+        preflight_unix(path)?;
+        return Ok(SocketAddr::from(([127, 0, 0, 1], config.target.port)));
+    }
+    config.target.resolve()?;
+    let addr = preflight_tcp(&config.target, config.connect_timeout)?;
+    preflight_tls(config, addr)?;
+    preflight_h2c(config, addr)?;
+    Ok(addr)
+}
+
+/// The first resolved address that accepts a TCP connection within `timeout`.
+fn preflight_tcp(target: &Target, timeout: Duration) -> Result<SocketAddr, EngineError> {
     let mut last = None;
     for addr in &target.addrs {
         match TcpStream::connect_timeout(addr, timeout) {
@@ -104,9 +123,9 @@ pub fn preflight(target: &Target, timeout: Duration) -> Result<SocketAddr, Engin
     Err(EngineError::Unreachable { target: target.authority.clone(), reason })
 }
 
-/// For an `https://` target, after [`preflight`]: one TLS handshake with the run's
+/// For an `https://` target, after [`preflight_tcp`]: one TLS handshake with the run's
 /// configuration, so that a certificate the run cannot trust is one clear error.
-pub fn preflight_tls(config: &BenchConfig, addr: SocketAddr) -> Result<(), EngineError> {
+fn preflight_tls(config: &BenchConfig, addr: SocketAddr) -> Result<(), EngineError> {
     if !config.target.tls {
         return Ok(());
     }
@@ -120,9 +139,9 @@ pub fn preflight_tls(config: &BenchConfig, addr: SocketAddr) -> Result<(), Engin
     tls::preflight(addr, name, tls_config, config.connect_timeout, h2).map_err(unreachable)
 }
 
-/// For `--http2` over TCP (h2c with prior knowledge), after [`preflight`]: the server answers
+/// For `--http2` over TCP (h2c with prior knowledge), after [`preflight_tcp`]: the server answers
 /// the HTTP/2 preface with its SETTINGS, so that a server without h2c is one clear error.
-pub fn preflight_h2c(config: &BenchConfig, addr: SocketAddr) -> Result<(), EngineError> {
+fn preflight_h2c(config: &BenchConfig, addr: SocketAddr) -> Result<(), EngineError> {
     if config.target.tls || !config.protocol.is_h2() || config.unix_socket.is_some() {
         return Ok(());
     }
@@ -132,8 +151,8 @@ pub fn preflight_h2c(config: &BenchConfig, addr: SocketAddr) -> Result<(), Engin
     })
 }
 
-/// [`preflight`] for a unix-domain socket: it exists and accepts a connection.
-pub fn preflight_unix(path: &std::path::Path) -> Result<(), EngineError> {
+/// [`preflight_tcp`] for a unix-domain socket: it exists and accepts a connection.
+fn preflight_unix(path: &std::path::Path) -> Result<(), EngineError> {
     std::os::unix::net::UnixStream::connect(path).map(drop).map_err(|e| EngineError::Unreachable {
         target: format!("unix:{}", path.display()),
         reason: e.to_string(),

@@ -193,6 +193,23 @@ pub fn raise_fd_limit() -> (u64, u64) {
     (lim.rlim_cur, lim.rlim_max)
 }
 
+/// The (soft, hard) RLIMIT_NOFILE in force, as the process was started with it (before
+/// [`raise_fd_limit`]); (0, 0) when it cannot be read.
+pub fn fd_limit() -> (u64, u64) {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct we pass and has no other effect.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return (0, 0);
+    }
+    (lim.rlim_cur, lim.rlim_max)
+}
+
+/// CPUs online in the machine (not only those this process may use: [`allowed_cpus`]).
+pub fn online_cpus() -> i64 {
+    // SAFETY: sysconf has no preconditions.
+    i64::from(unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) })
+}
+
 /// Sets an integer socket option on `fd`.
 #[inline]
 fn set_int_option(

@@ -34,6 +34,7 @@
 pub mod capture;
 pub mod catalog;
 pub mod cert;
+pub mod environment;
 mod error;
 mod fcgi;
 pub mod includes;

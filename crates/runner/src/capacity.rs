@@ -49,7 +49,7 @@ impl Has {
         let (_, hard) = loadlab_engine::sys::raise_fd_limit();
         let fds_open =
             std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64).saturating_sub(1);
-        let ports = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        let ports = std::fs::read_to_string(PORT_RANGE)
             .ok()
             .and_then(|s| parse_port_range(&s))
             .unwrap_or(28_232);
@@ -57,6 +57,41 @@ impl Has {
         Has { fd_limit: hard, fds_open, ports, source_ips: source_ips.max(1) as u64, memory }
     }
 }
+
+/// The limits that bound a load test as `doctor` shows them, read by the same probes as
+/// [`Has::here`] but raising nothing: the open-file limit as the process was started with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// RLIMIT_NOFILE (soft, hard).
+    pub open_files: (u64, u64),
+    /// net.ipv4.ip_local_port_range as `LOW-HIGH`; empty when it cannot be read.
+    pub port_range: String,
+    /// Ports in that range.
+    pub ports: Option<u64>,
+    /// net.core.somaxconn, the listen backlog's cap; empty when it cannot be read.
+    pub somaxconn: String,
+    /// CPUs this process may use, and CPUs online.
+    pub cpus_available: usize,
+    pub cpus_online: i64,
+}
+
+impl Limits {
+    pub fn here() -> Limits {
+        let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+        let ports = read(PORT_RANGE);
+        Limits {
+            open_files: loadlab_engine::sys::fd_limit(),
+            port_range: ports.split_whitespace().collect::<Vec<_>>().join("-"),
+            ports: parse_port_range(&ports),
+            somaxconn: read("/proc/sys/net/core/somaxconn").trim().to_string(),
+            cpus_available: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            cpus_online: loadlab_engine::sys::online_cpus(),
+        }
+    }
+}
+
+/// The kernel's ephemeral port range: the local ports a client's connections take.
+const PORT_RANGE: &str = "/proc/sys/net/ipv4/ip_local_port_range";
 
 /// Which limit a run ran into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -50,8 +50,11 @@ pub enum RunError {
 
 /// Runs one load: the engine, or a fake.
 pub trait Measure {
-    /// Resolves the target and checks once that it accepts connections.
-    fn reach(&mut self, config: &mut BenchConfig) -> Result<SocketAddr, EngineError>;
+    /// Resolves the target and checks once that it accepts connections: the engine's one
+    /// pre-flight ([`loadlab_engine::preflight`]) unless a fake says otherwise.
+    fn reach(&mut self, config: &mut BenchConfig) -> Result<SocketAddr, EngineError> {
+        loadlab_engine::preflight(config)
+    }
     /// Runs `config` against `addr`; `label` names it on the live progress line.
     fn measure(
         &mut self,

@@ -1,27 +1,34 @@
 //! loadlab's decisions, between the engine and lab below and the CLI's printing above.
 //!
+//! - [`bench`](mod@bench): one load test from its parsed flags to the judged result ([`bench::run`]).
 //! - [`trust`]: the one trust verdict. [`trust::Verdict::judge`] turns a run's figures into
 //!   flags with their evidence; `bench`, `sweep`, `run` and so the report all show it.
 //! - [`executor`]: a suite's plan, cell by cell, stack instance by stack instance (the lab's,
 //!   or external targets), each cell judged and stored as it ends ([`executor::run_plan`]).
+//! - [`suite`]: a suite run's preparation and finish around the executor (overrides, checks,
+//!   the store's record, the report, how the run ends).
 //! - [`verify`]: a workload's answer checked through the engine before its cells: an external
 //!   target's verify, and a custom workload's on a lab stack.
 //! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]).
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
 //! - [`capacity`]: whether a run's connections fit the client's descriptors, ports, memory.
+//! - [`doctor`]: what `doctor` finds of the machine and the lab, and what to change.
 //! - [`slo`]: the SLO gate's figures from a run's result.
 //!
 //! What measures, what stands stacks up and who is told are traits
 //! ([`executor::Measure`], [`executor::Stacks`], [`executor::Events`]), so everything here is
 //! tested in process with fakes.
 
+pub mod bench;
 pub mod capacity;
 pub mod cell;
+pub mod doctor;
 pub mod executor;
 pub mod limit;
 pub mod power;
 pub mod slo;
+pub mod suite;
 pub mod sweep;
 pub mod trust;
 pub mod verify;

@@ -88,6 +88,10 @@ pub struct Step {
     /// False when the client or the network limited the step: it says nothing about the
     /// server.
     pub trusted: bool,
+    /// What limited the step, decided once by [`crate::limit`] from its verdict (a sweep
+    /// takes no samples of the server), in the stored shape: `kind`, `tier`, `name`,
+    /// `evidence`.
+    pub limited_by: crate::limit::LimitedBy,
     /// Added by bisection between two planned steps.
     pub bisect: bool,
     /// Ctrl-C stopped the step before its end: its figures cover part of a step (or only its
@@ -336,6 +340,7 @@ fn step_of(
         flags: Flags::of(verdict),
         findings: verdict.findings.clone(),
         trusted: verdict.trusted(),
+        limited_by: crate::limit::of_bench(r, verdict),
         bisect,
         interrupted: r.interrupted,
         slo: None,

@@ -4,10 +4,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::limit::{self, LimitedBy};
+use crate::slo::SloVerdict;
+use crate::{Flag, Verdict};
 use loadlab_engine::result::per_second;
 use loadlab_engine::{Arrival, BenchConfig, BenchResult, ErrorClass, Pacing, Protocol, Stop};
-use loadlab_runner::slo::SloVerdict;
-use loadlab_runner::{Flag, Verdict};
 use loadlab_stats::{Moments, RecorderSummary};
 use serde::Serialize;
 
@@ -58,6 +59,10 @@ pub struct Report {
     pub timings_us: TimingsUs,
     pub throughput: Throughput,
     pub client: Client,
+    /// What limited the throughput, decided once by [`limit::of_bench`] from the verdict
+    /// (without samples of the server, which a bench does not take): the client, the network,
+    /// the offered load, or not determined; stored and shown in the shape of a lab cell's.
+    pub limited_by: LimitedBy,
     /// Reasons a figure above should not be taken at face value; empty when none.
     pub warnings: Vec<String>,
     /// Responses that were not 2xx, and whether the verdict marks the throughput for them
@@ -70,9 +75,9 @@ pub struct Report {
     pub slo: Option<SloVerdict>,
     /// `--urls`: each request of the list with its own figures, in the file's order; null
     /// without a list.
-    pub urls: Option<Vec<crate::traffic_report::UrlFigures>>,
+    pub urls: Option<Vec<super::traffic::UrlFigures>>,
     /// `--replay`, `--timing-script`: what was read, replayed and skipped; null otherwise.
-    pub replay: Option<crate::traffic_report::ReplayEcho>,
+    pub replay: Option<super::traffic::ReplayEcho>,
 }
 
 #[derive(Debug, Serialize)]
@@ -306,7 +311,7 @@ impl Link {
 
     /// How the text output names the link: `eth0 (100 Mbit/s)`, `lo (speed unknown)`.
     pub fn describe(&self) -> String {
-        loadlab_runner::trust::describe_link(self.interface.as_deref(), self.speed_mbps)
+        crate::trust::describe_link(self.interface.as_deref(), self.speed_mbps)
     }
 }
 
@@ -319,7 +324,6 @@ impl Report {
             .into_iter()
             .zip(classes)
             .collect::<BTreeMap<_, _>>();
-        let cpu = r.cpu();
         let verdict = Verdict::judge(cfg, r);
         let scheduled = cfg.pacing != Pacing::Closed;
         let (latency, service) = if scheduled {
@@ -327,16 +331,7 @@ impl Report {
         } else {
             (t.timings.total.summary(), None)
         };
-        let rate = r.offered_rps().map(|offered| Rate {
-            offered_rps: offered,
-            achieved_rps: r.rps(),
-            sent_rps: per_second(t.sent as f64, r.duration),
-            late_p50_us: t.timings.late.percentile(50.0),
-            late_p99_us: t.timings.late.percentile(99.0),
-            late_max_us: t.timings.late.max(),
-            not_sent: r.not_sent_requests(),
-            schedule_kept: !verdict.has(Flag::ScheduleMissed),
-        });
+        let rate = Rate::of(r, &verdict);
         let mut report = Report {
             loadlab_version: env!("CARGO_PKG_VERSION"),
             mode: match cfg.pacing {
@@ -351,14 +346,7 @@ impl Report {
             config: ConfigEcho::new(cfg, address),
             interrupted: r.interrupted,
             duration_s: r.duration.as_secs_f64(),
-            requests: Requests {
-                completed: t.completed,
-                failed: t.failed,
-                unfinished: t.unfinished,
-                sent: t.sent,
-                keepalive: t.keepalive,
-                connections_opened: t.connections_opened,
-            },
+            requests: Requests::of(t),
             rps: r.rps(),
             errors,
             errors_other_errno: t
@@ -377,68 +365,26 @@ impl Report {
                 sent: r.bytes_sent,
                 total_per_s: per_second(t.bytes_total as f64, r.duration),
             },
-            body_length: BodyLength {
-                first: t.lengths.first,
-                min: t.lengths.first.map(|_| t.lengths.min),
-                max: t.lengths.first.map(|_| t.lengths.max),
-                varied: t.lengths.varied(),
-            },
-            server: Server {
-                software: r.server.clone(),
-                host: cfg.target.host.clone(),
-                port: cfg.target.port,
-                path: cfg.target.path.clone(),
-            },
+            body_length: BodyLength::of(t),
+            server: Server::of(cfg, r),
             tls: r.tls.clone(),
             latency_us: latency,
             service_time_us: service,
             rate,
-            connections: Connections {
-                opened: t.connections_opened,
-                peak: r.peak_open,
-                limit: r.pool,
-                lifetime_us: t.conn_life.summary(),
-                replies_per_connection: (t.conn_life.count() > 0)
-                    .then(|| t.conn_replies as f64 / t.conn_life.count() as f64),
-                rate_per_s: per_second(t.connections_opened as f64, r.duration),
-                tls_resumed: cfg.target.tls.then_some(t.tls_resumed),
-            },
-            timings_us: TimingsUs {
-                connect: t.timings.connect.summary(),
-                tls: cfg.target.tls.then(|| t.timings.tls.summary()),
-                waiting: t.timings.waiting.summary(),
-                processing: t.timings.processing.summary(),
-                total: t.timings.total.summary(),
-            },
+            connections: Connections::of(cfg, r),
+            timings_us: TimingsUs::of(cfg, t),
             throughput: Throughput {
                 per_second: Moments::of(&r.per_second_completed()),
                 series: t.series.buckets().to_vec(),
             },
-            client: Client {
-                cpu_user_s: cpu.user.as_secs_f64(),
-                cpu_sys_s: cpu.sys.as_secs_f64(),
-                cpu_us_per_request: r.cpu_us_per_request(),
-                cpu_busy: r.client_busy(),
-                max_worker_busy: r.max_worker_busy(),
-                saturated: verdict.has(Flag::ClientSaturated),
-                cpu_wait_s: r.cpu_wait().as_secs_f64(),
-                max_worker_waiting: r.max_worker_waiting(),
-                involuntary_switches: r.involuntary_switches(),
-                starved: verdict.has(Flag::ClientStarved),
-                path: Path::of(r),
-                threads: r.workers.len(),
-                cpus_available: r.cpus_available,
-                peak_connections: r.peak_open,
-                fd_limit: r.fd_limit,
-                link: Link::of(r),
-                network_bound: verdict.has(Flag::NetworkBound),
-            },
+            client: Client::of(r, &verdict),
+            limited_by: limit::of_bench(r, &verdict),
             warnings: verdict.warnings(),
-            not_2xx: (loadlab_runner::trust::not_2xx(t), verdict.has(Flag::Non2xx)),
+            not_2xx: (crate::trust::not_2xx(t), verdict.has(Flag::Non2xx)),
             notes: verdict.notes,
             slo: None,
-            urls: crate::traffic_report::urls(cfg, r),
-            replay: crate::traffic_report::replay(cfg),
+            urls: super::traffic::urls(cfg, r),
+            replay: super::traffic::replay(cfg),
         };
         // Lines of a log that were not replayed are said beside the figures, never dropped.
         let skipped = report.replay.as_ref().and_then(|r| r.skipped_sentence());
@@ -515,14 +461,10 @@ impl ConfigEcho {
             coalesce_us: cfg.coalesce.as_micros() as u64,
             headers: cfg.request.headers.iter().map(|(n, v)| format!("{n}: {v}")).collect(),
             body_bytes: cfg.request.body.len(),
-            expect_status: v
-                .status
-                .iter()
-                .map(|(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") })
-                .collect(),
+            expect_status: expect_status(v),
             expect_body_sha256: v
                 .body_sha256
-                .map(|h| h.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+                .map(|h| h.iter().map(|b| format!("{b:02x}")).collect()),
             expect_contains: v
                 .body_contains
                 .as_ref()
@@ -541,4 +483,114 @@ impl ConfigEcho {
             hdr_log: cfg.hdr_log,
         }
     }
+}
+
+impl Rate {
+    /// Open loop and sessions: offered against achieved, and how late the sends were.
+    fn of(r: &BenchResult, verdict: &Verdict) -> Option<Rate> {
+        let t = &r.tally;
+        r.offered_rps().map(|offered| Rate {
+            offered_rps: offered,
+            achieved_rps: r.rps(),
+            sent_rps: per_second(t.sent as f64, r.duration),
+            late_p50_us: t.timings.late.percentile(50.0),
+            late_p99_us: t.timings.late.percentile(99.0),
+            late_max_us: t.timings.late.max(),
+            not_sent: r.not_sent_requests(),
+            schedule_kept: !verdict.has(Flag::ScheduleMissed),
+        })
+    }
+}
+
+impl Connections {
+    fn of(cfg: &BenchConfig, r: &BenchResult) -> Connections {
+        let t = &r.tally;
+        Connections {
+            opened: t.connections_opened,
+            peak: r.peak_open,
+            limit: r.pool,
+            lifetime_us: t.conn_life.summary(),
+            replies_per_connection: (t.conn_life.count() > 0)
+                .then(|| t.conn_replies as f64 / t.conn_life.count() as f64),
+            rate_per_s: per_second(t.connections_opened as f64, r.duration),
+            tls_resumed: cfg.target.tls.then_some(t.tls_resumed),
+        }
+    }
+}
+
+impl TimingsUs {
+    fn of(cfg: &BenchConfig, t: &loadlab_engine::Tally) -> TimingsUs {
+        TimingsUs {
+            connect: t.timings.connect.summary(),
+            tls: cfg.target.tls.then(|| t.timings.tls.summary()),
+            waiting: t.timings.waiting.summary(),
+            processing: t.timings.processing.summary(),
+            total: t.timings.total.summary(),
+        }
+    }
+}
+
+impl Client {
+    fn of(r: &BenchResult, verdict: &Verdict) -> Client {
+        let cpu = r.cpu();
+        Client {
+            cpu_user_s: cpu.user.as_secs_f64(),
+            cpu_sys_s: cpu.sys.as_secs_f64(),
+            cpu_us_per_request: r.cpu_us_per_request(),
+            cpu_busy: r.client_busy(),
+            max_worker_busy: r.max_worker_busy(),
+            saturated: verdict.has(Flag::ClientSaturated),
+            cpu_wait_s: r.cpu_wait().as_secs_f64(),
+            max_worker_waiting: r.max_worker_waiting(),
+            involuntary_switches: r.involuntary_switches(),
+            starved: verdict.has(Flag::ClientStarved),
+            path: Path::of(r),
+            threads: r.workers.len(),
+            cpus_available: r.cpus_available,
+            peak_connections: r.peak_open,
+            fd_limit: r.fd_limit,
+            link: Link::of(r),
+            network_bound: verdict.has(Flag::NetworkBound),
+        }
+    }
+}
+
+impl Requests {
+    fn of(t: &loadlab_engine::Tally) -> Requests {
+        Requests {
+            completed: t.completed,
+            failed: t.failed,
+            unfinished: t.unfinished,
+            sent: t.sent,
+            keepalive: t.keepalive,
+            connections_opened: t.connections_opened,
+        }
+    }
+}
+
+impl BodyLength {
+    fn of(t: &loadlab_engine::Tally) -> BodyLength {
+        BodyLength {
+            first: t.lengths.first,
+            min: t.lengths.first.map(|_| t.lengths.min),
+            max: t.lengths.first.map(|_| t.lengths.max),
+            varied: t.lengths.varied(),
+        }
+    }
+}
+
+impl Server {
+    fn of(cfg: &BenchConfig, r: &BenchResult) -> Server {
+        Server {
+            software: r.server.clone(),
+            host: cfg.target.host.clone(),
+            port: cfg.target.port,
+            path: cfg.target.path.clone(),
+        }
+    }
+}
+
+/// `--expect-status` as given: codes and ranges.
+fn expect_status(v: &loadlab_engine::Validation) -> Vec<String> {
+    v.status.iter().map(|(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect()
 }

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use loadlab_engine::BenchResult;
 
 use super::Render;
-use crate::bench_report::Report;
+use loadlab_runner::bench::Report;
 
 pub struct Csv;
 

@@ -1,4 +1,4 @@
-//! Output formats. Each one is a struct behind the one-method [`Render`] trait and reads only
+//! `bench`'s output formats. Each one is a struct behind the one-method [`Render`] trait and reads only
 //! the [`Report`] (plus the raw result where a format needs a full distribution).
 
 mod ab;
@@ -13,16 +13,34 @@ use std::path::Path;
 use loadlab_engine::BenchResult;
 use loadlab_stats::Recorder;
 
-use crate::bench::Format;
-use crate::bench_report::Report;
+use loadlab_runner::bench::Report;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned, readable, with warnings beside the figures they touch.
+    Text,
+    /// Every figure, for scripts (schema: docs/json-schema.md).
+    Json,
+    /// ApacheBench's report layout, field for field.
+    Ab,
+    /// httperf's report layout, with its error names.
+    Httperf,
+    /// One header line and one row.
+    Csv,
+}
 
 /// One output format.
 pub trait Render {
     fn render(&self, report: &Report, result: &BenchResult, out: &mut dyn Write) -> io::Result<()>;
 }
 
-/// Writes the report to stdout in `format`.
-pub fn render(format: Format, report: &Report, result: &BenchResult) -> io::Result<()> {
+/// Writes the report to `out` in `format`.
+pub fn render(
+    format: Format,
+    report: &Report,
+    result: &BenchResult,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let renderer: &dyn Render = match format {
         Format::Text => &text::Text,
         Format::Json => &json::Json,
@@ -30,19 +48,7 @@ pub fn render(format: Format, report: &Report, result: &BenchResult) -> io::Resu
         Format::Httperf => &httperf::Httperf,
         Format::Csv => &csv::Csv,
     };
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    renderer.render(report, result, &mut out)?;
-    out.flush()
-}
-
-/// Creates the file an output flag names, before the run: a path that cannot be written is
-/// the user's to fix (exit 2), found before any load.
-pub fn create(path: &Path, flag: &str) -> anyhow::Result<std::fs::File> {
-    std::fs::File::create(path).map_err(|e| {
-        crate::exit::Failure::Usage(format!("{flag} {}: cannot create it: {e}", path.display()))
-            .into()
-    })
+    renderer.render(report, result, out)
 }
 
 /// `--hdr-log`: the run's per-second histograms in HdrHistogram's interval-log format, merged

@@ -1,0 +1,405 @@
+//! `--format text`: the default report for people, aligned, with each warning printed beside
+//! the figure it weakens.
+
+use std::io::{self, Write};
+
+use loadlab_engine::BenchResult;
+use loadlab_stats::RecorderSummary;
+
+use super::Render;
+use loadlab_runner::bench::Report;
+use loadlab_runner::limit::Limit;
+use loadlab_stats::format::{bytes, count, micros as us};
+
+pub struct Text;
+
+impl Render for Text {
+    fn render(&self, r: &Report, _: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
+        head(r, out)?;
+        throughput(r, out)?;
+        link(r, out)?;
+        latency(r, out)?;
+        outcomes(r, out)?;
+        client(r, out)?;
+        Ok(())
+    }
+}
+
+/// The run's description: what was loaded, how, and who answered.
+fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let c = &r.config;
+    let stop = match (c.requests.or(c.conns), c.duration_s) {
+        (Some(n), _) if c.conns.is_some() => format!("{} connections", count(n as f64)),
+        (Some(n), _) => format!("{} requests", count(n as f64)),
+        (_, Some(d)) => format!("{d}s"),
+        _ => String::new(),
+    };
+    let warm =
+        if c.warmup_s > 0.0 { format!(" after {}s warm-up", c.warmup_s) } else { String::new() };
+    match (&r.urls, &r.replay) {
+        (Some(urls), _) => writeln!(
+            out,
+            "loadlab bench {}: the {} requests of {} ({}, seed {})",
+            c.url,
+            urls.len(),
+            c.urls.as_deref().unwrap_or(""),
+            c.urls_order.unwrap_or("weighted"),
+            c.seed
+        )?,
+        (None, Some(replay)) => {
+            writeln!(out, "loadlab bench {}: replaying {} ({})", c.url, replay.file, replay.format)?
+        }
+        (None, None) => writeln!(out, "loadlab bench {} {}", c.method, c.url)?,
+    }
+    let keepalive = if c.keepalive { "keep-alive" } else { "new connection per request" };
+    let arrival = c.arrival.unwrap_or("fixed");
+    let model = match (r.mode, c.rate, c.calls_per_connection) {
+        ("open", Some(rate), _) if c.arrival == Some("log") => {
+            let speed = r.replay.as_ref().map_or(1.0, |x| x.speed);
+            let speed = if speed == 1.0 { String::new() } else { format!(" x {speed}") };
+            format!(
+                "open loop at the log's timing{speed} (mean {rate:.1} req/s), up to {} \
+                 connections",
+                c.connections
+            )
+        }
+        ("open", Some(rate), _) => {
+            format!("open loop at {rate} req/s ({arrival}), up to {} connections", c.connections)
+        }
+        ("sessions", Some(rate), Some(k)) => format!(
+            "sessions: {rate} new connections/s ({arrival}) x {k} calls, up to {} at once",
+            c.connections
+        ),
+        _ => format!("{} connections", c.connections),
+    };
+    let model = match (r.protocol, c.url.starts_with("https://")) {
+        ("h2", true) => format!("{model} x {} streams, h2 (ALPN)", c.streams),
+        ("h2", false) => format!("{model} x {} streams, h2c (prior knowledge)", c.streams),
+        _ => model,
+    };
+    writeln!(out, "  {model}, {} threads, {keepalive}, {stop}{warm}", c.threads)?;
+    writeln!(
+        out,
+        "  server {} at {}",
+        r.server.software.as_deref().unwrap_or("(no Server header)"),
+        c.address
+    )?;
+    if let Some(tls) = &r.tls {
+        let group = tls.group.as_deref().map(|g| format!(", {g}")).unwrap_or_default();
+        let alpn = tls.alpn.as_deref().unwrap_or("none");
+        writeln!(out, "  tls {}, {}{group}, ALPN {alpn}", tls.version, tls.cipher)?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The requests and the rate, with the flags that say whose rate it is beside it.
+fn throughput(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let q = &r.requests;
+    let mut line = format!(
+        "  Requests     {} completed, {} failed",
+        count(q.completed as f64),
+        count(q.failed as f64)
+    );
+    if q.unfinished > 0 {
+        line.push_str(&format!(", {} unfinished at the end", count(q.unfinished as f64)));
+    }
+    writeln!(out, "{line}")?;
+    // The flags that say whose rate this is stand beside it, not only in the warnings.
+    let mut flag = String::new();
+    if r.client.saturated {
+        flag.push_str("   << CLIENT SATURATED: a lower bound");
+    }
+    if r.client.starved {
+        flag.push_str("   << CLIENT STARVED: the client's rate, not the server's");
+    }
+    if r.client.network_bound {
+        flag.push_str("   << NETWORK-BOUND: the network's rate, not the server's");
+    }
+    // Responses that were not 2xx count as completed unless --expect-status says otherwise
+    // (the verdict's non_2xx): a rate of 404s is not the rate of the page asked for.
+    let (not_2xx, marked) = r.not_2xx;
+    if marked {
+        flag.push_str(&format!(
+            "   << {} OF RESPONSES NOT 2xx ({} of {}, counted as completed)",
+            loadlab_stats::format::percent(not_2xx as f64 / q.completed.max(1) as f64),
+            count(not_2xx as f64),
+            count(q.completed as f64)
+        ));
+    }
+    let errs = if q.failed > 0 { "   << with errors (see below)" } else { "" };
+    writeln!(out, "  Throughput   {:.2} req/s{flag}{errs}", r.rps)?;
+    if let Some(rate) = &r.rate {
+        let kept = if rate.schedule_kept { "" } else { "   << SCHEDULE NOT KEPT" };
+        writeln!(
+            out,
+            "  Schedule     offered {:.2} req/s, sent {:.2} req/s, late p50 {} p99 {} max {}, \
+             never sent {}{kept}",
+            rate.offered_rps,
+            rate.sent_rps,
+            us(rate.late_p50_us as f64),
+            us(rate.late_p99_us as f64),
+            us(rate.late_max_us as f64),
+            count(rate.not_sent as f64)
+        )?;
+    }
+    if let Some(m) = &r.throughput.per_second {
+        writeln!(
+            out,
+            "  Per second   min {:.0}  avg {:.0}  max {:.0}  stdev {:.1}  ({} samples)",
+            m.min, m.mean, m.max, m.stdev, m.samples
+        )?;
+    }
+    Ok(())
+}
+
+/// What was carried, over which link, for how long.
+fn link(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let link = &r.client.link;
+    // The transfer is marked when the runner decided that the network limited the run:
+    // how full the link was is its evidence here, never a threshold tested again.
+    let full = match link.utilisation {
+        Some(u) if r.limited_by.limit == Limit::Network => {
+            format!("   << NETWORK-BOUND: {:.0}% of {}", u * 100.0, link.describe())
+        }
+        _ => String::new(),
+    };
+    writeln!(
+        out,
+        "  Transfer     {}/s received ({} total, {} body){full}",
+        bytes(r.bytes.total_per_s),
+        bytes(r.bytes.total as f64),
+        bytes(r.bytes.body as f64)
+    )?;
+    let p = &r.client.path;
+    let rtt = match (p.idle_rtt_us, p.load_rtt_median_us) {
+        (Some(idle), Some(load)) => format!(
+            "; path RTT {} idle, {} under load (median of {} probes)",
+            us(f64::from(idle)),
+            us(f64::from(load)),
+            p.probes - p.unanswered as usize
+        ),
+        (Some(idle), None) => format!("; path RTT {} idle", us(f64::from(idle))),
+        _ => String::new(),
+    };
+    let used = link.utilisation.map_or(String::new(), |u| format!(", {:.0}% used", u * 100.0));
+    if link.interface.as_deref() == Some("lo") {
+        writeln!(out, "  Link         lo (loopback: no link in between)")?;
+    } else if link.interface.as_deref() == Some(loadlab_engine::link::UNIX) {
+        writeln!(out, "  Link         unix socket (no network in between)")?;
+    } else {
+        writeln!(out, "  Link         {}{used}{rtt}", link.describe())?;
+    }
+    writeln!(
+        out,
+        "  Duration     {:.3} s{}",
+        r.duration_s,
+        if r.interrupted { " (interrupted)" } else { "" }
+    )?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The latency percentiles and ab's breakdown of each request's time.
+fn latency(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let q = &r.requests;
+    if q.completed > 0 {
+        writeln!(
+            out,
+            "  Latency      {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max", "mean"
+        )?;
+        match &r.service_time_us {
+            Some(service) => {
+                percentiles(out, "from due", &r.latency_us)?;
+                percentiles(out, "service", service)?;
+                writeln!(
+                    out,
+                    "               (from due: counted from each request's scheduled time, \
+                     corrected for coordinated omission; service: from when it was sent)"
+                )?;
+            }
+            None => percentiles(out, "", &r.latency_us)?,
+        }
+        if q.failed > 0 {
+            writeln!(out, "           (completed requests only; failed ones are not timed)")?;
+        }
+        writeln!(out)?;
+        writeln!(
+            out,
+            "  Times        {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "min", "mean", "stdev", "median", "max"
+        )?;
+        let t = &r.timings_us;
+        timing(out, "Connect", &t.connect)?;
+        if let Some(tls) = &t.tls {
+            timing(out, "TLS", tls)?;
+        }
+        timing(out, "Waiting", &t.waiting)?;
+        timing(out, "Processing", &t.processing)?;
+        timing(out, "Total", &t.total)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// The answers: status codes, error classes, body lengths, the replay and the URL list.
+fn outcomes(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let statuses: Vec<String> =
+        r.status.iter().map(|(k, n)| format!("{k}: {}", count(*n as f64))).collect();
+    writeln!(
+        out,
+        "  Status       {}",
+        if statuses.is_empty() { "no responses".into() } else { statuses.join("  ") }
+    )?;
+    let errors: Vec<String> = r
+        .errors
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| format!("{k}: {}", count(*n as f64)))
+        .chain(r.errors_other_errno.iter().map(|(errno, n)| format!("(errno {errno}: {n})")))
+        .chain(r.errors_tls.iter().map(|(why, n)| format!("(tls {why}: {n})")))
+        .chain(r.errors_h2.iter().map(|(why, n)| format!("(h2 {why}: {n})")))
+        .collect();
+    writeln!(
+        out,
+        "  Errors       {}",
+        if errors.is_empty() { "none".into() } else { errors.join("  ") }
+    )?;
+    match (r.body_length.first, r.body_length.varied) {
+        (Some(_), true) => writeln!(
+            out,
+            "  Body         {} to {} bytes (varied; not a failure)",
+            r.body_length.min.unwrap_or(0),
+            r.body_length.max.unwrap_or(0)
+        )?,
+        (Some(n), false) => writeln!(out, "  Body         {n} bytes per response")?,
+        (None, _) => {}
+    }
+    if let Some(replay) = &r.replay {
+        let span = replay.span_s.map_or(String::new(), |s| format!(", spanning {s:.3} s"));
+        writeln!(
+            out,
+            "  Replay       {} of {} lines replayed ({} distinct requests{span}), {} skipped",
+            count(replay.replayed as f64),
+            count(replay.lines as f64),
+            count(replay.distinct_requests as f64),
+            count(replay.skipped.values().sum::<u64>() as f64),
+        )?;
+    }
+    if let Some(urls) = &r.urls {
+        url_table(out, urls)?;
+    }
+    Ok(())
+}
+
+/// The client's cost, then every warning, note and the SLO gate's verdict.
+fn client(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let cl = &r.client;
+    let per_req = cl.cpu_us_per_request.map_or("-".into(), |v| format!("{v:.2} µs/request"));
+    writeln!(
+        out,
+        "  Client CPU   user {:.2}s  sys {:.2}s  {per_req}  busiest worker {:.0}%  \
+         peak connections {}",
+        cl.cpu_user_s,
+        cl.cpu_sys_s,
+        cl.max_worker_busy * 100.0,
+        cl.peak_connections
+    )?;
+    if !r.warnings.is_empty() {
+        writeln!(out)?;
+        for w in &r.warnings {
+            writeln!(out, "  WARNING: {w}")?;
+        }
+    }
+    if !r.notes.is_empty() {
+        if r.warnings.is_empty() {
+            writeln!(out)?;
+        }
+        for n in &r.notes {
+            writeln!(out, "  note: {n}")?;
+        }
+    }
+    if let Some(slo) = &r.slo {
+        writeln!(out)?;
+        writeln!(out, "  {}", slo.line())?;
+    }
+    Ok(())
+}
+
+/// `--urls`: one row per request of the list, in the file's order.
+fn url_table(
+    out: &mut dyn Write,
+    urls: &[loadlab_runner::bench::traffic::UrlFigures],
+) -> io::Result<()> {
+    let shown = |u: &loadlab_runner::bench::traffic::UrlFigures| {
+        loadlab_stats::format::request(&u.method, &u.path)
+    };
+    let width = urls.iter().map(|u| shown(u).chars().count()).max().unwrap_or(0).max(7);
+    writeln!(
+        out,
+        "  URLs    {:>5} {:>6}  {:<width$} {:>9} {:>7} {:>6} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7}",
+        "line",
+        "weight",
+        "request",
+        "completed",
+        "failed",
+        "share",
+        "p50",
+        "p99",
+        "2xx",
+        "3xx",
+        "4xx",
+        "5xx"
+    )?;
+    for u in urls {
+        let class = |k: &str| count(u.status_class[k] as f64);
+        let timed = u.completed > 0;
+        let p = |v: u64| if timed { us(v as f64) } else { "-".into() };
+        writeln!(
+            out,
+            "          {:>5} {:>6}  {:<width$} {:>9} {:>7} {:>6} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7}",
+            u.line,
+            u.weight,
+            shown(u),
+            count(u.completed as f64),
+            count(u.failed as f64),
+            loadlab_stats::format::percent(u.share),
+            p(u.latency_us.p50),
+            p(u.latency_us.p99),
+            class("2xx"),
+            class("3xx"),
+            class("4xx"),
+            class("5xx"),
+        )?;
+    }
+    Ok(())
+}
+
+fn percentiles(out: &mut dyn Write, name: &str, l: &RecorderSummary) -> io::Result<()> {
+    writeln!(
+        out,
+        "  {name:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        us(l.p50 as f64),
+        us(l.p75 as f64),
+        us(l.p90 as f64),
+        us(l.p95 as f64),
+        us(l.p99 as f64),
+        us(l.p999 as f64),
+        us(l.p9999 as f64),
+        us(l.max as f64),
+        us(l.mean)
+    )
+}
+
+fn timing(out: &mut dyn Write, name: &str, s: &RecorderSummary) -> io::Result<()> {
+    writeln!(
+        out,
+        "  {name:<12} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        us(s.min as f64),
+        us(s.mean),
+        us(s.stdev),
+        us(s.p50 as f64),
+        us(s.max as f64)
+    )
+}
