@@ -13,6 +13,7 @@
 //!
 //! The engine knows nothing of output formats, stacks or storage.
 
+pub mod cgroup;
 pub mod check;
 mod config;
 mod conn;
@@ -46,7 +47,7 @@ pub use error::{EngineError, ErrorClass, ErrorCounts};
 pub use link::Link;
 pub use mix::{Entry, Mix, Order, Traffic};
 pub use pacing::Pacing;
-pub use probe::PathRtt;
+pub use probe::{NoIdleRtt, PathRtt};
 pub use replay::{Replay, Skip};
 pub use request::RequestSpec;
 pub use result::{BenchResult, EntryTally, HdrLog, Tally, Timings, WorkerSummary};
@@ -165,7 +166,7 @@ pub fn run(
     // Loopback has no link whose queue could pace a run: it is not probed, and the server sees
     // only the run's own connections.
     let probing = !link.is_loopback();
-    let idle_rtt = if probing { probe::idle_rtt(addr) } else { None };
+    let idle_rtt = probing.then(|| probe::idle_rtt(addr));
 
     let start = Instant::now();
     let wall_start = std::time::SystemTime::now();
@@ -244,7 +245,11 @@ pub fn run(
             })?;
         workers.push(worker);
     }
-    let path_probe = probing.then(|| probe::Probe::start(addr, measure_start, idle_rtt));
+    let path_probe = idle_rtt.map(|idle| probe::Probe::start(addr, measure_start, idle));
+    // The client's cgroup quota counters, read around the run as the workers read their CPU
+    // account (a quota throttles the whole cgroup, so one reading serves every worker; the
+    // window includes a warm-up, which a quota throttles the same way).
+    let cgroup_start = cgroup::CgroupCpu::now();
     let mut handles = Vec::with_capacity(threads);
     for (i, worker) in workers.into_iter().enumerate() {
         match std::thread::Builder::new().name(format!("loadlab-w{i}")).spawn(move || worker.run())
@@ -267,6 +272,7 @@ pub fn run(
         joined.push(h.join());
     }
     let path = path_probe.map(probe::Probe::finish).unwrap_or_default();
+    let cgroup_throttle = cgroup::CgroupCpu::now().throttled_since(&cgroup_start);
     let mut reports = Vec::with_capacity(threads);
     for (i, report) in joined.into_iter().enumerate() {
         let report = report
@@ -327,6 +333,7 @@ pub fn run(
         protocol: config.protocol,
         link,
         path,
+        cgroup_throttle,
         hdr_log,
     })
 }
