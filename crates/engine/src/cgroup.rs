@@ -80,9 +80,14 @@ impl CgroupCpu {
     /// The calling process's quota-bearing cgroups and their counters now; empty where
     /// /proc/self/cgroup, /proc/self/mountinfo or the cgroup files cannot be read.
     pub fn now() -> CgroupCpu {
+        CgroupCpu::of(Path::new("/proc/self"))
+    }
+
+    /// The same for the process whose /proc directory is `proc`.
+    pub fn of(proc: &Path) -> CgroupCpu {
         let (Ok(cgroups), Ok(mounts)) = (
-            std::fs::read_to_string("/proc/self/cgroup"),
-            std::fs::read_to_string("/proc/self/mountinfo"),
+            std::fs::read_to_string(proc.join("cgroup")),
+            std::fs::read_to_string(proc.join("mountinfo")),
         ) else {
             return CgroupCpu::default();
         };
@@ -289,6 +294,101 @@ mod tests {
         assert_eq!(dir, Path::new("/sys/fs/cgroup/sub"));
         // No cgroup file system mounted: nothing to read.
         assert_eq!(cpu_cgroup_dir("0::/\n", "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"), None);
+    }
+
+    /// A real quota: a busy loop in a child cgroup of our own limited to a tenth of a CPU is
+    /// throttled, and [`CgroupCpu`] reads that back with the quota. Needs root and a cpu
+    /// controller this process may create a cgroup in (v1's cpu hierarchy, or v2's root with
+    /// cpu in its subtree_control); skipped visibly without. The cgroup is removed after.
+    #[test]
+    fn a_real_quota_throttles_a_busy_loop_and_is_read_back() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("SKIP: a real cgroup needs root");
+            return;
+        }
+        let (Ok(cgroups), Ok(mounts)) = (
+            std::fs::read_to_string("/proc/self/cgroup"),
+            std::fs::read_to_string("/proc/self/mountinfo"),
+        ) else {
+            eprintln!("SKIP: /proc/self/cgroup or mountinfo unreadable");
+            return;
+        };
+        let Some((h, _)) = cpu_cgroup_dir(&cgroups, &mounts) else {
+            eprintln!("SKIP: no cgroup hierarchy with the cpu controller");
+            return;
+        };
+        let controllers = std::fs::read_to_string(h.mount.join("cgroup.subtree_control"));
+        if h.version == Version::V2
+            && !controllers.is_ok_and(|c| c.split_whitespace().any(|c| c == "cpu"))
+        {
+            eprintln!("SKIP: cgroup v2 without the cpu controller delegated at its root");
+            return;
+        }
+        let dir = h.mount.join(format!("loadlab-test-quota-{}", std::process::id()));
+        let cg = TestCgroup::create(dir.clone()).expect("a child cgroup");
+        match h.version {
+            Version::V2 => std::fs::write(dir.join("cpu.max"), "10000 100000"),
+            Version::V1 => std::fs::write(dir.join("cpu.cfs_quota_us"), "10000"),
+        }
+        .expect("a quota of a tenth of a CPU");
+        let child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("a busy loop");
+        let pid = child.id();
+        let cg = cg.with(child);
+        std::fs::write(dir.join("cgroup.procs"), pid.to_string()).expect("moved into the cgroup");
+        let proc = PathBuf::from(format!("/proc/{pid}"));
+        let before = CgroupCpu::of(&proc);
+        assert!(!before.levels.is_empty(), "the quota's level is read: {before:?}");
+        // A busy loop uses a tenth of a CPU in its first period and is throttled for the rest;
+        // polled, with a bound far beyond that, so a loaded machine does not fail the test.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let t = loop {
+            if let Some(t) = CgroupCpu::of(&proc).throttled_since(&before) {
+                break t;
+            }
+            assert!(std::time::Instant::now() < deadline, "never throttled: {before:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(t.cgroup, dir);
+        assert_eq!(t.quota.cpus(), 0.1);
+        assert!(
+            t.throttling.throttled_periods > 0 && t.throttling.throttled > Duration::ZERO,
+            "{t:?}"
+        );
+        drop(cg);
+        assert!(!dir.exists(), "the test's cgroup is removed");
+    }
+
+    /// A cgroup of the test's own and the process in it: killed and removed on drop.
+    struct TestCgroup {
+        dir: PathBuf,
+        child: Option<std::process::Child>,
+    }
+
+    impl TestCgroup {
+        fn create(dir: PathBuf) -> std::io::Result<TestCgroup> {
+            std::fs::create_dir(&dir)?;
+            Ok(TestCgroup { dir, child: None })
+        }
+
+        fn with(mut self, child: std::process::Child) -> TestCgroup {
+            self.child = Some(child);
+            self
+        }
+    }
+
+    impl Drop for TestCgroup {
+        fn drop(&mut self) {
+            if let Some(mut c) = self.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            // A cgroup is removed with rmdir once no process is left in it.
+            let _ = std::fs::remove_dir(&self.dir);
+        }
     }
 
     #[test]
