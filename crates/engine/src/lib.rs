@@ -15,6 +15,7 @@
 
 pub mod cgroup;
 pub mod check;
+pub mod client;
 mod config;
 mod conn;
 pub mod error;

@@ -46,7 +46,7 @@ pub struct Negotiated {
 }
 
 impl Negotiated {
-    fn of(tls: &ClientConnection) -> Option<Negotiated> {
+    pub(crate) fn of(tls: &ClientConnection) -> Option<Negotiated> {
         let version = match tls.protocol_version()? {
             rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_string(),
             rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_string(),

@@ -13,11 +13,13 @@ use crate::knobs::Knobs;
 use crate::procfs::{self, ProcId};
 use crate::sampler::Target;
 use crate::servers::{self, wordpress, Captured, Plan};
-use crate::state::{is_root, make_dir_all, Record, StateDir, TierRecord};
+use crate::state::{make_dir_all, Record, StateDir, TierRecord};
 use crate::supervise::{self, STOP_GRACE};
+use crate::sys::is_root;
 use crate::verify::{self, Report};
 use crate::workloads::{self, write};
-use crate::{http, ports, ready};
+use crate::{ports, ready};
+use loadlab_engine::client as http;
 use loadlab_programs as programs;
 
 /// How long one tier may take to become ready. MariaDB's first start after copying the

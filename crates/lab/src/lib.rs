@@ -36,7 +36,6 @@ pub mod catalog;
 pub mod cert;
 mod error;
 mod fcgi;
-mod http;
 pub mod includes;
 pub mod knobs;
 mod lab;

@@ -30,9 +30,9 @@ pub enum PoolStatus {
     PhpFpm { status: PathBuf, listen: PathBuf },
     /// Where Apache is reached (127.0.0.1, or a network profile's namespace; over TLS when
     /// it speaks TLS), and MaxRequestWorkers.
-    Apache { endpoint: crate::http::Endpoint, max: u32 },
+    Apache { endpoint: loadlab_engine::client::Endpoint, max: u32 },
     /// Where nginx is reached, and the connections its workers may hold.
-    Nginx { endpoint: crate::http::Endpoint, max: u32 },
+    Nginx { endpoint: loadlab_engine::client::Endpoint, max: u32 },
 }
 
 /// One reading of a pool.
@@ -80,7 +80,7 @@ impl PoolStatus {
             }
             PoolStatus::Apache { endpoint, max } => {
                 let addr = &endpoint.addr;
-                match crate::http::get_within(
+                match loadlab_engine::client::get_within(
                     endpoint,
                     "/loadlab-server-status?auto",
                     STATUS_TIMEOUT,
@@ -104,14 +104,18 @@ impl PoolStatus {
             }
             PoolStatus::Nginx { endpoint, max } => {
                 let addr = &endpoint.addr;
-                crate::http::get_within(endpoint, "/loadlab-nginx-status", STATUS_TIMEOUT)
-                    .ok()
-                    .filter(|r| r.status == 200)
-                    .and_then(|r| parse_nginx(&String::from_utf8_lossy(&r.body), *max))
-                    .map(|mut r| {
-                        r.listen_queue = tcp_queue(*addr, ns_of);
-                        r
-                    })
+                loadlab_engine::client::get_within(
+                    endpoint,
+                    "/loadlab-nginx-status",
+                    STATUS_TIMEOUT,
+                )
+                .ok()
+                .filter(|r| r.status == 200)
+                .and_then(|r| parse_nginx(&String::from_utf8_lossy(&r.body), *max))
+                .map(|mut r| {
+                    r.listen_queue = tcp_queue(*addr, ns_of);
+                    r
+                })
             }
         };
         read.unwrap_or_default()

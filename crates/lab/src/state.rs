@@ -13,6 +13,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::knobs::Knobs;
 use crate::plan::TlsFiles;
 use crate::procfs::ProcId;
+use crate::sys::is_root;
 use crate::tier::Tier;
 
 /// A running (or crashed) instance of a stack, as recorded on disk.
@@ -240,8 +241,6 @@ pub fn make_dir_all(dir: &Path) -> Result<()> {
         .create(dir)
         .context(|| format!("creating {}", dir.display()))
 }
-
-pub use crate::sys::is_root;
 
 /// Whether a user other than the owner can reach `path`: every existing ancestor grants
 /// others search (x) permission.

@@ -10,21 +10,21 @@ use serde::Serialize;
 
 use crate::catalog::{ApacheMode, Stack, Tier};
 use crate::error::Error;
-use crate::http::{self, Endpoint, Response};
 use crate::knobs::Knobs;
 use crate::servers::{mariadb::Mariadb, Plan};
 use crate::supervise;
 use crate::workloads::{self, sha256_hex, Expect, Workload, STATUS_PATH};
+use loadlab_engine::client::{self as http, Endpoint, Response};
 
 /// How the lab's own client reaches `tier`: its address, over TLS trusting only the
 /// instance's CA when `tier` is the one that speaks TLS. Fails when the CA cannot be read.
-pub(crate) fn endpoint(plan: &Plan, tier: Tier) -> Result<crate::http::Endpoint, String> {
+pub(crate) fn endpoint(plan: &Plan, tier: Tier) -> Result<Endpoint, String> {
     let addr = plan.addr(tier.name());
     let tls = match plan.serves_tls(tier) {
-        true => Some(crate::http::Tls::new(&plan.tls_files().ca, &plan.host().to_string())?),
+        true => Some(http::Tls::new(&plan.tls_files().ca, &plan.host().to_string())?),
         false => None,
     };
-    Ok(crate::http::Endpoint { addr, tls })
+    Ok(Endpoint { addr, tls })
 }
 
 /// One check and its outcome.
@@ -308,10 +308,11 @@ fn check_gzip(port: &Endpoint, path: &str, knobs: &Knobs) -> Result<String, Stri
 fn check_tls(port: &Endpoint, http2: bool) -> Result<String, String> {
     let tls = port.tls.as_ref().ok_or("tls is on but the front speaks plain HTTP")?;
     let config = tls.config(&["h2", "http/1.1"]);
-    let (mut stream, first) = http::handshake(port.addr, tls, &config, http::STEP_TIMEOUT)?;
+    let (mut stream, first) = http::handshake(port.addr, tls, &config, http::TIMEOUT)?;
     let want = if http2 { "h2" } else { "http/1.1" };
-    if first.alpn.as_deref() != Some(want) {
-        return Err(format!("ALPN selected {:?} of h2 and http/1.1, expected {want}", first.alpn));
+    let alpn = &first.negotiated.alpn;
+    if alpn.as_deref() != Some(want) {
+        return Err(format!("ALPN selected {alpn:?} of h2 and http/1.1, expected {want}"));
     }
     if http2 {
         http::h2_settings(&mut stream)?;
@@ -322,16 +323,16 @@ fn check_tls(port: &Endpoint, http2: bool) -> Result<String, String> {
         }
     }
     drop(stream);
-    let (_, again) = http::handshake(port.addr, tls, &config, http::STEP_TIMEOUT)?;
+    let (_, again) = http::handshake(port.addr, tls, &config, http::TIMEOUT)?;
     if !again.resumed {
         return Err(format!(
             "a second connection did not resume the session ({}): no session cache or tickets",
-            again.version
+            again.negotiated.version
         ));
     }
     Ok(format!(
         "{} {}, ALPN {want}, certificate for {} verified by the instance's CA, session resumed",
-        first.version, first.cipher, tls.host
+        first.negotiated.version, first.negotiated.cipher, tls.host
     ))
 }
 
@@ -339,7 +340,7 @@ fn check_tls(port: &Endpoint, http2: bool) -> Result<String, String> {
 /// TLS only `h2` is offered by ALPN; in the clear it is h2c with prior knowledge.
 fn check_http2(port: &Endpoint) -> Result<String, String> {
     let mut stream = http::connect_h2(port)?;
-    let settings = http::h2_settings(&mut stream)?;
+    let settings = http::describe_settings(&http::h2_settings(&mut stream)?);
     let how = if port.tls.is_some() { "h2 by ALPN" } else { "h2c with prior knowledge" };
     Ok(format!("{how}: {settings}"))
 }

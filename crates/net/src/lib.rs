@@ -2,7 +2,7 @@
 //! (the stack on 127.0.0.1); the others put the stack in a network namespace of its own, joined
 //! to the client's by a link whose two ends are shaped with `tc` as the profile says (seeds 000
 //! and 001 measured across a 100 Mbit/s switch): a veth pair with tbf for bandwidth alone; for
-//! delay, jitter and loss either a veth pair with netem ([`netem`]) where the kernel has it, or
+//! delay, jitter and loss either a veth pair with netem ([`mod@netem`]) where the kernel has it, or
 //! a TUN pair with loadlab's delay stage ([`stage`]) between them, on any kernel. This crate
 //! owns the namespace and its link, and what `doctor` says about them; [`profile`] what a
 //! profile says.
@@ -189,53 +189,8 @@ impl Link {
         };
         let shape = stage::Shape::from(profile);
         let mut build = || -> Result<(), String> {
-            let (ns, h, n) = (link.namespace.clone(), link.host_if.clone(), link.ns_if.clone());
-            let (ns, h, n) = (ns.as_str(), h.as_str(), n.as_str());
-            step(IP, &["netns", "add", ns])?;
-            if staged {
-                step(IP, &["tuntap", "add", "dev", h, "mode", "tun"])?;
-                step(IP, &["-n", ns, "tuntap", "add", "dev", n, "mode", "tun"])?;
-            } else {
-                // netem counts its queue in packets and draws loss per packet, and a GSO
-                // packet is 1 to 45 TCP segments: on a netem link TCP sends one segment per
-                // packet (it takes gso_max_segs from the route's device), so that the queue
-                // holds what a tbf's would (netem::limit) and a drop loses what a real link's
-                // would, as the stage's wire-sized packets do.
-                let one: &[&str] = if netem { &["gso_max_segs", "1"] } else { &[] };
-                let mut add = vec!["link", "add", h];
-                add.extend_from_slice(one);
-                add.extend_from_slice(&["type", "veth", "peer", "name", n]);
-                add.extend_from_slice(one);
-                step(IP, &add)?;
-                step(IP, &["link", "set", n, "netns", ns])?;
-            }
-            step(IP, &["addr", "add", &format!("{}/30", link.host_ip), "dev", h])?;
-            step(IP, &["link", "set", h, "up"])?;
-            step(IP, &["-n", ns, "addr", "add", &format!("{}/30", link.ns_ip), "dev", n])?;
-            step(IP, &["-n", ns, "link", "set", n, "up"])?;
-            step(IP, &["-n", ns, "link", "set", "lo", "up"])?;
-            if !staged {
-                steer_flows(ns, h, n)?;
-            }
-            // Both directions: what the stack sends leaves by its end, what the client sends
-            // by the host's.
-            if netem {
-                for (dev_ns, dev) in [(Some(ns), n), (None, h)] {
-                    let args = netem::qdisc_args(profile, dev_ns, dev);
-                    step(TC, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
-                }
-            } else if let Some(rate) = profile.rate_bps {
-                let burst = burst(rate, staged && stage::offloads(&shape)).to_string();
-                let rate = format!("{rate}bit");
-                let latency = format!("{}ms", QUEUE.as_millis());
-                let tbf = ["root", "tbf", "rate", &rate, "burst", &burst, "latency", &latency];
-                let mut a = vec!["-n", ns, "qdisc", "add", "dev", n];
-                a.extend_from_slice(&tbf);
-                step(TC, &a)?;
-                let mut b = vec!["qdisc", "add", "dev", h];
-                b.extend_from_slice(&tbf);
-                step(TC, &b)?;
-            }
+            link.add_devices(netem)?;
+            link.shape_ends(profile, &shape)?;
             if let (true, Some(program)) = (staged, program) {
                 link.stage = Some(stage::spawn(program, &link, &shape)?);
             }
@@ -248,6 +203,66 @@ impl Link {
                 Err(e)
             }
         }
+    }
+
+    /// Creates the namespace and the link's two devices (TUNs for the stage, else a veth pair),
+    /// addressed and up, each end in its namespace.
+    fn add_devices(&self, netem: bool) -> Result<(), String> {
+        let (ns, h, n) = (self.namespace.as_str(), self.host_if.as_str(), self.ns_if.as_str());
+        let staged = self.delay == Some(DelayPath::Stage);
+        step(IP, &["netns", "add", ns])?;
+        if staged {
+            step(IP, &["tuntap", "add", "dev", h, "mode", "tun"])?;
+            step(IP, &["-n", ns, "tuntap", "add", "dev", n, "mode", "tun"])?;
+        } else {
+            // netem counts its queue in packets and draws loss per packet, and a GSO packet is
+            // 1 to 45 TCP segments: on a netem link TCP sends one segment per packet (it takes
+            // gso_max_segs from the route's device), so that the queue holds what a tbf's
+            // would (netem::limit) and a drop loses what a real link's would, as the stage's
+            // wire-sized packets do.
+            let one: &[&str] = if netem { &["gso_max_segs", "1"] } else { &[] };
+            let mut add = vec!["link", "add", h];
+            add.extend_from_slice(one);
+            add.extend_from_slice(&["type", "veth", "peer", "name", n]);
+            add.extend_from_slice(one);
+            step(IP, &add)?;
+            step(IP, &["link", "set", n, "netns", ns])?;
+        }
+        step(IP, &["addr", "add", &format!("{}/30", self.host_ip), "dev", h])?;
+        step(IP, &["link", "set", h, "up"])?;
+        step(IP, &["-n", ns, "addr", "add", &format!("{}/30", self.ns_ip), "dev", n])?;
+        step(IP, &["-n", ns, "link", "set", n, "up"])?;
+        step(IP, &["-n", ns, "link", "set", "lo", "up"])?;
+        if !staged {
+            steer_flows(ns, h, n)?;
+        }
+        Ok(())
+    }
+
+    /// Shapes both directions: what the stack sends leaves by its end, what the client sends
+    /// by the host's. netem carries the whole profile; otherwise tbf its bandwidth (the stage,
+    /// if any, carries delay, jitter and loss between the devices).
+    fn shape_ends(&self, profile: &Profile, shape: &stage::Shape) -> Result<(), String> {
+        let (ns, h, n) = (self.namespace.as_str(), self.host_if.as_str(), self.ns_if.as_str());
+        let staged = self.delay == Some(DelayPath::Stage);
+        if self.delay == Some(DelayPath::Netem) {
+            for (dev_ns, dev) in [(Some(ns), n), (None, h)] {
+                let args = netem::qdisc_args(profile, dev_ns, dev);
+                step(TC, &args.iter().map(String::as_str).collect::<Vec<_>>())?;
+            }
+        } else if let Some(rate) = profile.rate_bps {
+            let burst = burst(rate, staged && stage::offloads(shape)).to_string();
+            let rate = format!("{rate}bit");
+            let latency = format!("{}ms", QUEUE.as_millis());
+            let tbf = ["root", "tbf", "rate", &rate, "burst", &burst, "latency", &latency];
+            let mut a = vec!["-n", ns, "qdisc", "add", "dev", n];
+            a.extend_from_slice(&tbf);
+            step(TC, &a)?;
+            let mut b = vec!["qdisc", "add", "dev", h];
+            b.extend_from_slice(&tbf);
+            step(TC, &b)?;
+        }
+        Ok(())
     }
 
     /// The link as it is now, for the configs stored with a run: what carries the delay, and

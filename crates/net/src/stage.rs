@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -192,7 +192,7 @@ struct Direction {
     /// that reuse never clears or grows one).
     queue: VecDeque<(Instant, Vec<u8>, usize)>,
     bytes: usize,
-    /// The last due instant given: jitter never reorders a direction (a path does not).
+    /// The last due instant given (see [`Direction::take`]).
     last_due: Instant,
     counts: Counts,
 }
@@ -206,7 +206,69 @@ impl Direction {
             counts: Counts::default(),
         }
     }
+
+    /// Writes to `to`, in order, every packet due by `now`; its buffer goes back to `spare`.
+    fn release(&mut self, to: BorrowedFd<'_>, now: Instant, spare: &mut Vec<Vec<u8>>) {
+        while self.queue.front().is_some_and(|(due, _, _)| *due <= now) {
+            let (_, packet, len) = self.queue.pop_front().expect("a front");
+            self.bytes -= len;
+            // A full device queue on the far side drops the packet, as a link would.
+            let wrote = sys::write(to, &packet[..len]);
+            if wrote.is_ok_and(|n| n == len) {
+                self.counts.forwarded += 1;
+            } else {
+                self.counts.overflowed += 1;
+            }
+            spare.push(packet);
+        }
+    }
+
+    /// How long until the next packet is due, if one is held.
+    fn next_due(&self, now: Instant) -> Option<Duration> {
+        self.queue.front().map(|(due, _, _)| due.saturating_duration_since(now))
+    }
+
+    /// Takes a packet just read (`len` bytes of `buf`): lost by the loss rate, dropped when the
+    /// queue is full, or held until its delay (with jitter) is over. A buffer not kept goes
+    /// back to `spare`.
+    fn take(&mut self, buf: Vec<u8>, len: usize, pace: &mut Pace<'_>, spare: &mut Vec<Vec<u8>>) {
+        let shape = pace.shape;
+        if shape.loss > 0.0 && pace.rng.random::<f64>() < shape.loss {
+            self.counts.lost += 1;
+            spare.push(buf);
+            return;
+        }
+        if self.bytes + len > QUEUE_BYTES {
+            self.counts.overflowed += 1;
+            spare.push(buf);
+            return;
+        }
+        let now = Instant::now();
+        let mut due = now + shape.delay;
+        if !shape.jitter.is_zero() {
+            let j = shape.jitter.as_secs_f64() * pace.rng.random_range(-1.0..=1.0);
+            due = if j >= 0.0 {
+                due + Duration::from_secs_f64(j)
+            } else {
+                due.checked_sub(Duration::from_secs_f64(-j)).unwrap_or(now).max(now)
+            };
+        }
+        // Jitter never reorders a direction (a path does not).
+        due = due.max(self.last_due);
+        self.last_due = due;
+        self.bytes += len;
+        self.queue.push_back((due, buf, len));
+    }
 }
+
+/// What decides each packet's fate: the shape, and the draws of loss and jitter.
+struct Pace<'a> {
+    shape: &'a Shape,
+    rng: SmallRng,
+}
+
+/// A device went away (or broke): the link is over.
+struct Ended;
 
 /// Carries packets between `a` and `b` (each read is one packet, each write one), delayed and
 /// dropped as `shape` says, until a device fails (it was deleted) or `stop` is set. Returns
@@ -223,7 +285,7 @@ pub fn forward(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
         ^ u64::from(std::process::id());
-    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut pace = Pace { shape, rng: SmallRng::seed_from_u64(seed) };
     let mut dirs = [Direction::new(), Direction::new()];
     let fds = [a.as_fd(), b.as_fd()];
     let mut spare: Vec<Vec<u8>> = Vec::new();
@@ -233,26 +295,11 @@ pub fn forward(
         // Everything due leaves first, in order.
         let now = Instant::now();
         for (i, dir) in dirs.iter_mut().enumerate() {
-            while dir.queue.front().is_some_and(|(due, _, _)| *due <= now) {
-                let (_, packet, len) = dir.queue.pop_front().expect("a front");
-                dir.bytes -= len;
-                // A full device queue on the far side drops the packet, as a link would.
-                let wrote = sys::write(fds[1 - i], &packet[..len]);
-                if wrote.is_ok_and(|n| n == len) {
-                    dir.counts.forwarded += 1;
-                } else {
-                    dir.counts.overflowed += 1;
-                }
-                spare.push(packet);
-            }
+            dir.release(fds[1 - i], now, &mut spare);
         }
         // Sleep until a packet arrives or the next one is due (at most 100 ms, for `stop`).
-        let wait = dirs
-            .iter()
-            .filter_map(|d| d.queue.front().map(|(due, _, _)| due.saturating_duration_since(now)))
-            .min()
-            .unwrap_or(Duration::from_millis(100))
-            .min(Duration::from_millis(100));
+        let idle = Duration::from_millis(100);
+        let wait = dirs.iter().filter_map(|d| d.next_due(now)).min().unwrap_or(idle).min(idle);
         let ready = match sys::wait_readable(fds, wait) {
             Ok(ready) => ready,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -265,52 +312,42 @@ pub fn forward(
             if revents & libc::POLLIN == 0 {
                 continue;
             }
-            let dir = &mut dirs[i];
-            for _ in 0..BATCH {
-                let mut buf = spare.pop().unwrap_or_else(|| vec![0; size]);
-                let len = match sys::read(fds[i], &mut buf) {
-                    Ok(0) => {
-                        spare.push(buf);
-                        return Ok((dirs[0].counts, dirs[1].counts));
-                    }
-                    Ok(n) => n,
-                    Err(e) => {
-                        spare.push(buf);
-                        if e.kind() == io::ErrorKind::WouldBlock {
-                            break;
-                        }
-                        // The device is gone (EBADFD) or broken: the link is over.
-                        return Ok((dirs[0].counts, dirs[1].counts));
-                    }
-                };
-                if shape.loss > 0.0 && rng.random::<f64>() < shape.loss {
-                    dir.counts.lost += 1;
-                    spare.push(buf);
-                    continue;
-                }
-                if dir.bytes + len > QUEUE_BYTES {
-                    dir.counts.overflowed += 1;
-                    spare.push(buf);
-                    continue;
-                }
-                let now = Instant::now();
-                let mut due = now + shape.delay;
-                if !shape.jitter.is_zero() {
-                    let j = shape.jitter.as_secs_f64() * rng.random_range(-1.0..=1.0);
-                    due = if j >= 0.0 {
-                        due + Duration::from_secs_f64(j)
-                    } else {
-                        due.checked_sub(Duration::from_secs_f64(-j)).unwrap_or(now).max(now)
-                    };
-                }
-                due = due.max(dir.last_due);
-                dir.last_due = due;
-                dir.bytes += len;
-                dir.queue.push_back((due, buf, len));
+            if let Err(Ended) = read_batch(fds[i], &mut dirs[i], size, &mut pace, &mut spare) {
+                return Ok((dirs[0].counts, dirs[1].counts));
             }
         }
     }
     Ok((dirs[0].counts, dirs[1].counts))
+}
+
+/// Reads up to [`BATCH`] packets from `from` into `dir` (buffers of `size` bytes, reused from
+/// `spare`), until the device has no more for now.
+fn read_batch(
+    from: BorrowedFd<'_>,
+    dir: &mut Direction,
+    size: usize,
+    pace: &mut Pace<'_>,
+    spare: &mut Vec<Vec<u8>>,
+) -> Result<(), Ended> {
+    for _ in 0..BATCH {
+        let mut buf = spare.pop().unwrap_or_else(|| vec![0; size]);
+        match sys::read(from, &mut buf) {
+            Ok(0) => {
+                spare.push(buf);
+                return Err(Ended);
+            }
+            Ok(len) => dir.take(buf, len, pace, spare),
+            Err(e) => {
+                spare.push(buf);
+                if e.kind() == io::ErrorKind::WouldBlock {
+                    return Ok(());
+                }
+                // The device is gone (EBADFD) or broken.
+                return Err(Ended);
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

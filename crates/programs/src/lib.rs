@@ -1,6 +1,6 @@
 //! Finding the programs and files that Debian's packages install (the lab's servers, and
 //! iproute2's `ip`, `tc` and `ss`), and naming the package to install when one is missing.
-//! Its own crate because the lab and the network profiles ([`loadlab-net`]) both look for
+//! Its own crate because the lab and the network profiles (`loadlab-net`) both look for
 //! programs, the same way.
 
 use std::path::{Path, PathBuf};

@@ -22,7 +22,7 @@ use loadlab_store::{CellRecord, ConfigRecord, RunId, Store, StoreError};
 use loadlab_suite::{Cell, External, LabStack, Plan, Point, StackSource};
 
 use crate::trust::Verdict;
-use crate::verify::{verify_answers, Answered};
+use crate::verify::{judge, judge_entries, one_request};
 
 /// How often the sampler reads the stack's tiers.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
@@ -477,6 +477,75 @@ impl Execution<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// What the instance answered, for the run's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    /// Workloads checked, one request each.
+    pub checks: usize,
+    /// The address the first request connected to (the URL's host resolved).
+    pub addr: Option<SocketAddr>,
+    /// The first answer's Server header.
+    pub server: Option<String>,
+    /// `workload: status, bytes` for each check, in order.
+    pub details: Vec<String>,
+    /// A Ctrl-C came while checking: nothing more was checked.
+    pub interrupted: bool,
+}
+
+/// Sends one request of each distinct workload of `group` (those `wanted`) to `instance` and
+/// checks its answer; the first wrong one is a [`RunError::Verify`] naming the stack, the URL
+/// and what was wrong. A target that cannot be reached is a failed verify too: the stack is
+/// there to be measured.
+pub fn verify_answers(
+    group: &[Cell],
+    instance: &Instance,
+    wanted: impl Fn(&Cell) -> bool,
+    measure: &mut dyn Measure,
+    cx: &RunContext<'_>,
+) -> Result<Answered, RunError> {
+    let mut answered =
+        Answered { checks: 0, addr: None, server: None, details: Vec::new(), interrupted: false };
+    let mut seen: Vec<&str> = Vec::new();
+    for cell in group.iter().filter(|c| wanted(c)) {
+        if seen.contains(&cell.workload.name.as_str()) {
+            continue;
+        }
+        seen.push(&cell.workload.name);
+        let url = format!("{}{}", instance.url.trim_end_matches('/'), cell.workload.path);
+        let failed = |reason: String| RunError::Verify {
+            stack: cell.stack.label.clone(),
+            workload: cell.workload.name.clone(),
+            url: url.clone(),
+            reason,
+        };
+        let mut config = one_request(cell_config(cell, &url, instance, cx)?);
+        let addr = match measure.reach(&mut config) {
+            Ok(addr) => addr,
+            Err(EngineError::Unreachable { reason, .. }) => {
+                return Err(failed(format!("not reachable: {reason}")))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let label = format!("verify {} {} ", cell.stack.label, cell.workload.name);
+        let result = measure.measure(&config, addr, &label)?;
+        if result.interrupted {
+            answered.interrupted = true;
+            return Ok(answered);
+        }
+        let detail = judge(&result, &config).map_err(failed)?;
+        if let Some(why) = judge_entries(&result, &config) {
+            return Err(failed(why));
+        }
+        answered.checks += 1;
+        answered.addr.get_or_insert(addr);
+        if answered.server.is_none() {
+            answered.server.clone_from(&result.server);
+        }
+        answered.details.push(format!("{}: {detail}", cell.workload.name));
+    }
+    Ok(answered)
 }
 
 /// What limited a cell ([`crate::limit::decide`]): its tiers' CPU from their counters at the

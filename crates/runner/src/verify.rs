@@ -1,91 +1,19 @@
-//! Verify by answers: one request of each workload of a stack instance, sent by the engine
-//! exactly as its cells will send it (method, headers, body, TLS) and checked by the same
-//! validation. It is an external target's whole verify (there is no lab to ask), and a custom
-//! workload's on a lab stack (the lab's verify knows only its own workloads). Ready means
-//! verified: a wrong answer stops the run before the instance's cells.
-
-use std::net::SocketAddr;
+//! Verify by answers, judged: a cell's configuration made into one request of each workload
+//! ([`one_request`]), sent by the engine exactly as its cells will send it (method, headers,
+//! body, TLS) and checked by the same validation, and what its answer says ([`judge`]). It is
+//! an external target's whole verify (there is no lab to ask), and a custom workload's on a
+//! lab stack (the lab's verify knows only its own workloads); the executor sends the requests
+//! (`verify_answers`). Ready means verified: a wrong answer stops the run before the
+//! instance's cells.
 
 use loadlab_engine::{
-    BenchConfig, BenchResult, EngineError, ErrorClass, Order, Pacing, Stop, Traffic, Validation,
+    BenchConfig, BenchResult, ErrorClass, Order, Pacing, Stop, Traffic, Validation,
 };
-use loadlab_suite::Cell;
-
-use crate::executor::{cell_config, Instance, Measure, RunContext, RunError};
-
-/// What the instance answered, for the run's record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answered {
-    /// Workloads checked, one request each.
-    pub checks: usize,
-    /// The address the first request connected to (the URL's host resolved).
-    pub addr: Option<SocketAddr>,
-    /// The first answer's Server header.
-    pub server: Option<String>,
-    /// `workload: status, bytes` for each check, in order.
-    pub details: Vec<String>,
-    /// A Ctrl-C came while checking: nothing more was checked.
-    pub interrupted: bool,
-}
-
-/// Sends one request of each distinct workload of `group` (those `wanted`) to `instance` and
-/// checks its answer; the first wrong one is a [`RunError::Verify`] naming the stack, the URL
-/// and what was wrong. A target that cannot be reached is a failed verify too: the stack is
-/// there to be measured.
-pub fn verify_answers(
-    group: &[Cell],
-    instance: &Instance,
-    wanted: impl Fn(&Cell) -> bool,
-    measure: &mut dyn Measure,
-    cx: &RunContext<'_>,
-) -> Result<Answered, RunError> {
-    let mut answered =
-        Answered { checks: 0, addr: None, server: None, details: Vec::new(), interrupted: false };
-    let mut seen: Vec<&str> = Vec::new();
-    for cell in group.iter().filter(|c| wanted(c)) {
-        if seen.contains(&cell.workload.name.as_str()) {
-            continue;
-        }
-        seen.push(&cell.workload.name);
-        let url = format!("{}{}", instance.url.trim_end_matches('/'), cell.workload.path);
-        let failed = |reason: String| RunError::Verify {
-            stack: cell.stack.label.clone(),
-            workload: cell.workload.name.clone(),
-            url: url.clone(),
-            reason,
-        };
-        let mut config = one_request(cell_config(cell, &url, instance, cx)?);
-        let addr = match measure.reach(&mut config) {
-            Ok(addr) => addr,
-            Err(EngineError::Unreachable { reason, .. }) => {
-                return Err(failed(format!("not reachable: {reason}")))
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let label = format!("verify {} {} ", cell.stack.label, cell.workload.name);
-        let result = measure.measure(&config, addr, &label)?;
-        if result.interrupted {
-            answered.interrupted = true;
-            return Ok(answered);
-        }
-        let detail = judge(&result, &config).map_err(failed)?;
-        if let Some(why) = judge_entries(&result, &config) {
-            return Err(failed(why));
-        }
-        answered.checks += 1;
-        answered.addr.get_or_insert(addr);
-        if answered.server.is_none() {
-            answered.server.clone_from(&result.server);
-        }
-        answered.details.push(format!("{}: {detail}", cell.workload.name));
-    }
-    Ok(answered)
-}
 
 /// `config` as one request on one connection, nothing before it. Keep-alive and the protocol
 /// stay the cell's (HTTP/2 has no connection per request): the run ends after its request. A
 /// URL list's cells are verified by each of its requests once, in the file's order.
-fn one_request(mut config: BenchConfig) -> BenchConfig {
+pub(crate) fn one_request(mut config: BenchConfig) -> BenchConfig {
     config.pacing = Pacing::Closed;
     config.connections = 1;
     config.threads = 1;
@@ -106,7 +34,7 @@ fn one_request(mut config: BenchConfig) -> BenchConfig {
 
 /// For a URL list: the first of its requests that did not answer as checked, named by its
 /// line and path; `None` when each did (or the run sent no list).
-fn judge_entries(r: &BenchResult, config: &BenchConfig) -> Option<String> {
+pub(crate) fn judge_entries(r: &BenchResult, config: &BenchConfig) -> Option<String> {
     let Traffic::Mix(mix) = &config.traffic else { return None };
     let (e, t) = mix.entries.iter().zip(&r.tally.entries).find(|(_, t)| t.completed == 0)?;
     let statuses: Vec<String> = ["1xx", "2xx", "3xx", "4xx", "5xx"]

@@ -115,6 +115,10 @@ pub struct Parser {
     /// When set, the next response's Server header is copied into `server`.
     capture_server: bool,
     server: Option<String>,
+    /// When set, every header of each final response is copied into `headers` (for a single
+    /// request's answer, never under load: it allocates).
+    capture_headers: bool,
+    headers: Vec<(String, String)>,
 }
 
 impl Parser {
@@ -131,6 +135,8 @@ impl Parser {
             body_len: 0,
             capture_server: false,
             server: None,
+            capture_headers: false,
+            headers: Vec::new(),
         }
     }
 
@@ -153,6 +159,18 @@ impl Parser {
 
     pub fn take_server(&mut self) -> Option<String> {
         self.server.take()
+    }
+
+    /// Asks for every header of the responses to come, names lower-cased and values trimmed
+    /// (read back with [`Parser::take_headers`]).
+    pub fn capture_headers(&mut self) {
+        self.capture_headers = true;
+    }
+
+    /// The headers of the last final response, when [`Parser::capture_headers`] asked for
+    /// them.
+    pub fn take_headers(&mut self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.headers)
     }
 
     /// The final status code, once the head has been parsed (0 before).
@@ -343,6 +361,16 @@ impl Parser {
             }
         }
 
+        if self.capture_headers {
+            self.headers = resp
+                .headers
+                .iter()
+                .map(|h| {
+                    let value = String::from_utf8_lossy(trim(h.value)).into_owned();
+                    (h.name.to_ascii_lowercase(), value)
+                })
+                .collect();
+        }
         self.status = code;
         // HTTP/1.1 connections persist unless closed; HTTP/1.0 ones only when asked to
         // (RFC 9112 section 9.3).

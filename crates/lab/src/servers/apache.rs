@@ -125,16 +125,11 @@ impl Apache {
         });
         format!("{define}{include}")
     }
-}
 
-impl Server for Apache {
-    fn tier(&self) -> Tier {
-        Tier::Apache { mode: self.mode }
-    }
-
-    fn configs(&self, plan: &Plan) -> Vec<Generated> {
-        let modules = plan.apache_modules.display().to_string();
-        let (mpm, php_modules, php_handler) = match self.mode {
+    /// The MPM, the modules that run PHP and the handler that sends `.php` to them: mod_php
+    /// inside prefork's children, or proxy_fcgi to php-fpm's socket under event.
+    fn mpm_and_php(&self, plan: &Plan, modules: &str) -> (&'static str, String, String) {
+        match self.mode {
             ApacheMode::PreforkModPhp => (
                 "prefork",
                 format!("LoadModule php_module {}\n", plan.mod_php.display()),
@@ -153,20 +148,36 @@ impl Server for Apache {
                     plan.run.display()
                 ),
             ),
-        };
-        let (gzip_modules, gzip) = if plan.knobs.gzip.is_on() {
-            (
-                format!(
-                    "LoadModule filter_module {modules}/mod_filter.so\n\
-                     LoadModule deflate_module {modules}/mod_deflate.so\n"
-                ),
-                "AddOutputFilterByType DEFLATE text/html text/plain text/css application/json \
-                 application/javascript\n"
-                    .to_string(),
-            )
-        } else {
-            (String::new(), String::new())
-        };
+        }
+    }
+}
+
+/// mod_deflate's modules and its filter for text, with the `gzip` knob on; nothing off.
+fn gzip(plan: &Plan, modules: &str) -> (String, String) {
+    if plan.knobs.gzip.is_on() {
+        (
+            format!(
+                "LoadModule filter_module {modules}/mod_filter.so\n\
+                 LoadModule deflate_module {modules}/mod_deflate.so\n"
+            ),
+            "AddOutputFilterByType DEFLATE text/html text/plain text/css application/json \
+             application/javascript\n"
+                .to_string(),
+        )
+    } else {
+        (String::new(), String::new())
+    }
+}
+
+impl Server for Apache {
+    fn tier(&self) -> Tier {
+        Tier::Apache { mode: self.mode }
+    }
+
+    fn configs(&self, plan: &Plan) -> Vec<Generated> {
+        let modules = plan.apache_modules.display().to_string();
+        let (mpm, php_modules, php_handler) = self.mpm_and_php(plan, &modules);
+        let (gzip_modules, gzip) = gzip(plan, &modules);
         let knobs = &plan.knobs;
         // MaxKeepAliveRequests counts the requests after a connection's first (Apache keeps
         // the connection while fewer than that many keep-alives have been granted), so N

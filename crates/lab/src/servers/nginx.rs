@@ -36,14 +36,10 @@ impl Nginx {
     fn conf_path(plan: &Plan) -> String {
         format!("{}/nginx/nginx.conf", plan.run.display())
     }
-}
 
-impl Server for Nginx {
-    fn tier(&self) -> Tier {
-        Tier::Nginx { php: self.php }
-    }
-
-    fn configs(&self, plan: &Plan) -> Vec<Generated> {
+    /// The `location` blocks beyond static files: WordPress's front controller, and where
+    /// `.php` goes.
+    fn locations(&self, plan: &Plan) -> String {
         let run = plan.run.display();
         let socket = |name: &str| format!("{run}/{name}.sock");
         let php_location = match self.php {
@@ -58,31 +54,68 @@ impl Server for Nginx {
         } else {
             ""
         };
-        let upstream = if self.php == NginxPhp::ProxyApache {
+        format!("{front_controller}{php_location}")
+    }
+
+    /// The pool of keep-alive connections to Apache, when `.php` is proxied there.
+    fn upstream(&self, plan: &Plan) -> String {
+        if self.php == NginxPhp::ProxyApache {
+            let port = plan.port("apache");
             format!(
-                "    upstream apache {{\n        server 127.0.0.1:{};\n        keepalive 32;\n    }}\n",
-                plan.port("apache")
+                "    upstream apache {{\n        server 127.0.0.1:{port};\n        \
+                 keepalive 32;\n    }}\n"
             )
         } else {
             String::new()
-        };
+        }
+    }
+}
+
+/// The keep-alive directives the knobs ask for.
+fn keepalive(knobs: &crate::knobs::Knobs) -> String {
+    // A timeout of 0 is nginx's keep-alive off.
+    match (knobs.keepalive.is_on(), knobs.keepalive_requests) {
+        (false, _) => "keepalive_timeout 0;".to_string(),
+        (true, None) => {
+            format!("keepalive_timeout {};", knobs.keepalive_timeout().config_value())
+        }
+        (true, Some(n)) => format!(
+            "keepalive_timeout {};\n    keepalive_requests {n};",
+            knobs.keepalive_timeout().config_value()
+        ),
+    }
+}
+
+/// The certificate, versions and session resumption of a front that speaks TLS.
+fn tls_lines(plan: &Plan) -> String {
+    let files = plan.tls_files();
+    // One session cache shared by the workers, and tickets (whose key the master makes
+    // before forking, so any worker decrypts any ticket): a returning client resumes
+    // whichever worker accepts it, as the engine's connections do by default.
+    format!(
+        "        ssl_certificate {};\n        ssl_certificate_key {};\n        \
+         ssl_protocols {};\n        ssl_session_cache shared:loadlab:10m;\n        \
+         ssl_session_timeout 1h;\n        ssl_session_tickets on;\n",
+        files.cert.display(),
+        files.key.display(),
+        crate::cert::VERSIONS.join(" "),
+    )
+}
+
+impl Server for Nginx {
+    fn tier(&self) -> Tier {
+        Tier::Nginx { php: self.php }
+    }
+
+    fn configs(&self, plan: &Plan) -> Vec<Generated> {
         let gzip = if plan.knobs.gzip.is_on() {
             "gzip on;\n    gzip_types text/plain text/css application/json application/javascript;"
         } else {
             "gzip off;"
         };
         let knobs = &plan.knobs;
-        // A timeout of 0 is nginx's keep-alive off.
-        let keepalive = match (knobs.keepalive.is_on(), knobs.keepalive_requests) {
-            (false, _) => "keepalive_timeout 0;".to_string(),
-            (true, None) => {
-                format!("keepalive_timeout {};", knobs.keepalive_timeout().config_value())
-            }
-            (true, Some(n)) => format!(
-                "keepalive_timeout {};\n    keepalive_requests {n};",
-                knobs.keepalive_timeout().config_value()
-            ),
-        };
+        let upstream = self.upstream(plan);
+        let keepalive = keepalive(knobs);
         // Without `buffer=`, each request's line is written as it ends, so a log holds every
         // request the moment its response is sent.
         let access_log = if knobs.access_log.is_on() {
@@ -96,22 +129,7 @@ impl Server for Nginx {
         // over TLS, or for h2c with prior knowledge without it (nginx has no h2c Upgrade).
         let listen_flags =
             format!("{}{}", if tls { " ssl" } else { "" }, if http2 { " http2" } else { "" });
-        let tls_block = if tls {
-            let files = plan.tls_files();
-            // One session cache shared by the workers, and tickets (whose key the master makes
-            // before forking, so any worker decrypts any ticket): a returning client resumes
-            // whichever worker accepts it, as the engine's connections do by default.
-            format!(
-                "        ssl_certificate {};\n        ssl_certificate_key {};\n        \
-                 ssl_protocols {};\n        ssl_session_cache shared:loadlab:10m;\n        \
-                 ssl_session_timeout 1h;\n        ssl_session_tickets on;\n",
-                files.cert.display(),
-                files.key.display(),
-                crate::cert::VERSIONS.join(" "),
-            )
-        } else {
-            String::new()
-        };
+        let tls_block = if tls { tls_lines(plan) } else { String::new() };
         let mut vars = plan.common_vars();
         vars.extend([
             ("listen_flags", listen_flags),
@@ -128,7 +146,7 @@ impl Server for Nginx {
                 "index",
                 if plan.stack.has_php() { "index.php index.html" } else { "index.html" }.into(),
             ),
-            ("locations", format!("{front_controller}{php_location}")),
+            ("locations", self.locations(plan)),
             (
                 "own_http",
                 own::include(plan, Point::NginxHttp, |copy, original| {

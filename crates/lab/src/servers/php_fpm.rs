@@ -9,7 +9,7 @@ use crate::own::{self, Point};
 use crate::servers::{
     capture_command, capture_version, php, user_line, Captured, Generated, Plan, Probe, Server,
 };
-use crate::state::is_root;
+use crate::sys::is_root;
 use crate::template::render;
 use loadlab_programs as programs;
 
