@@ -1,3 +1,6 @@
+// Every unsafe block of the tests is in `support::sys` and says why it is sound.
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 mod support;
 
 mod it;

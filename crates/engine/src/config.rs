@@ -1,46 +1,11 @@
 //! The effective parameters of one run, as the engine receives them.
 
+use std::net::IpAddr;
 use std::time::Duration;
 
-use std::net::IpAddr;
-
-use crate::mix::Traffic;
-use crate::{check::Validation, http::Limits, Pacing, RequestSpec, Target};
-
-/// When a run stops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
-    /// After exactly this many measured arrivals have ended: requests (closed and open loop)
-    /// or sessions (the session model).
-    Count(u64),
-    /// After this much measured time; requests still in flight then are reported as
-    /// unfinished.
-    Duration(Duration),
-}
-
-/// The HTTP version a run speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// HTTP/1.1, one request at a time on each connection.
-    Http1,
-    /// HTTP/2 (`--http2`): ALPN h2 over TLS, prior knowledge (h2c) over TCP, with up to
-    /// `streams` requests in flight on each connection (h2load's `-m`).
-    Http2 { streams: usize },
-}
-
-impl Protocol {
-    /// Requests one connection carries at once.
-    pub fn streams(self) -> usize {
-        match self {
-            Protocol::Http1 => 1,
-            Protocol::Http2 { streams } => streams,
-        }
-    }
-
-    pub fn is_h2(self) -> bool {
-        matches!(self, Protocol::Http2 { .. })
-    }
-}
+use crate::mix::{Table, Traffic};
+use crate::{check::Validation, http::Limits, EngineError, Pacing, Protocol, RequestSpec};
+use crate::{Stop, Target};
 
 /// Everything a run needs. Built by the CLI (or a suite), checked by [`BenchConfig::check`].
 #[derive(Debug, Clone)]
@@ -119,83 +84,124 @@ impl BenchConfig {
         }
     }
 
-    /// Rejects parameters that cannot be run.
-    pub fn check(&self) -> Result<(), crate::EngineError> {
-        let err = |m: &str| Err(crate::EngineError::Config(m.to_string()));
+    /// Rejects parameters that cannot be run: each group of rules in turn, the first broken
+    /// rule's message as the error.
+    pub fn check(&self) -> Result<(), EngineError> {
+        self.check_workers()?;
+        if self.unix_socket.is_some() && !self.source_ips.is_empty() {
+            return invalid("--source-ips has no meaning over a unix socket");
+        }
+        self.check_pacing()?;
+        self.check_source_family()?;
+        self.check_bounds()?;
+        self.check_replay()?;
+        self.check_requests()
+    }
+
+    /// Connections, threads and what the protocol allows of them.
+    fn check_workers(&self) -> Result<(), EngineError> {
         if self.connections == 0 {
-            return err("the number of connections must be at least 1");
+            return invalid("the number of connections must be at least 1");
         }
         if self.threads == 0 {
-            return err("the number of threads must be at least 1");
+            return invalid("the number of threads must be at least 1");
         }
         if let Protocol::Http2 { streams } = self.protocol {
             if streams == 0 {
-                return err("--streams must be at least 1");
+                return invalid("--streams must be at least 1");
             }
             if !self.keepalive {
-                return err("--no-keepalive has no meaning with --http2: use --conn-rate R \
-                     --calls-per-conn 1 for a new connection per request");
+                return invalid(
+                    "--no-keepalive has no meaning with --http2: use --conn-rate R \
+                     --calls-per-conn 1 for a new connection per request",
+                );
             }
         }
-        if self.unix_socket.is_some() && !self.source_ips.is_empty() {
-            return err("--source-ips has no meaning over a unix socket");
-        }
+        Ok(())
+    }
+
+    /// The load model's own parameters, against the threads that share them.
+    fn check_pacing(&self) -> Result<(), EngineError> {
         match self.pacing {
             Pacing::Closed if self.threads > self.connections => {
-                return err("more threads than connections: each thread needs a connection")
+                return invalid("more threads than connections: each thread needs a connection")
             }
             Pacing::Open { rate, max_connections, .. }
             | Pacing::Sessions { rate, max_connections, .. } => {
                 if !(rate.is_finite() && rate > 0.0) {
-                    return err("the rate must be a positive number");
+                    return invalid("the rate must be a positive number");
                 }
                 if max_connections < self.threads {
-                    return err("--max-connections must be at least the number of threads");
+                    return invalid("--max-connections must be at least the number of threads");
                 }
                 if let Pacing::Sessions { calls: 0, .. } = self.pacing {
-                    return err("each connection must carry at least one call");
+                    return invalid("each connection must carry at least one call");
                 }
             }
             Pacing::Closed => {}
         }
+        Ok(())
+    }
+
+    /// Source addresses of the target's family.
+    fn check_source_family(&self) -> Result<(), EngineError> {
         if let Some(ip) = self
             .source_ips
             .iter()
             .find(|ip| self.target.addrs.first().is_some_and(|a| a.is_ipv4() != ip.is_ipv4()))
         {
-            return Err(crate::EngineError::Config(format!(
+            return Err(EngineError::Config(format!(
                 "source address {ip} is not of the target's address family"
             )));
         }
+        Ok(())
+    }
+
+    /// The stop condition and the timeouts: above zero.
+    fn check_bounds(&self) -> Result<(), EngineError> {
         match self.stop {
-            Stop::Count(0) => return err("the number of requests must be at least 1"),
-            Stop::Duration(d) if d.is_zero() => return err("the duration must be above zero"),
+            Stop::Count(0) => return invalid("the number of requests must be at least 1"),
+            Stop::Duration(d) if d.is_zero() => return invalid("the duration must be above zero"),
             _ => {}
         }
         if self.timeout.is_zero() || self.connect_timeout.is_zero() {
-            return err("timeouts must be above zero");
+            return invalid("timeouts must be above zero");
         }
-        if let Some(replay) = self.traffic.replay() {
-            if !matches!(self.pacing, Pacing::Open { .. }) {
-                return err("a replay is an open loop: each line is due at its time (or at \
-                     --rate); -c and --conn-rate have no meaning with it");
-            }
-            if let Stop::Duration(_) = self.stop {
-                return err("a replay ends with its log: -d has no meaning with it (-n N \
-                     replays its first N lines)");
-            }
-            if !(replay.speed.is_finite() && replay.speed > 0.0) {
-                return err("--speed must be a positive number");
-            }
-            if !self.warmup.is_zero() {
-                // The lines due in a warm-up would be sent and not counted, so `-n` could not
-                // say how many are: the log's start is the replay's start.
-                return err("a replay has no warm-up: its log starts it (leave the first lines \
-                     out of the file to replay without them)");
-            }
+        Ok(())
+    }
+
+    /// A replay is an open loop that its log starts and ends.
+    fn check_replay(&self) -> Result<(), EngineError> {
+        let Some(replay) = self.traffic.replay() else { return Ok(()) };
+        if !matches!(self.pacing, Pacing::Open { .. }) {
+            return invalid(
+                "a replay is an open loop: each line is due at its time (or at \
+                 --rate); -c and --conn-rate have no meaning with it",
+            );
         }
-        // Encoding checks the method and headers, so bad ones are reported before any
-        // connection is tried; a URL list's entries too, each named by its line.
+        if let Stop::Duration(_) = self.stop {
+            return invalid(
+                "a replay ends with its log: -d has no meaning with it (-n N \
+                 replays its first N lines)",
+            );
+        }
+        if !(replay.speed.is_finite() && replay.speed > 0.0) {
+            return invalid("--speed must be a positive number");
+        }
+        if !self.warmup.is_zero() {
+            // The lines due in a warm-up would be sent and not counted, so `-n` could not
+            // say how many are: the log's start is the replay's start.
+            return invalid(
+                "a replay has no warm-up: its log starts it (leave the first lines \
+                 out of the file to replay without them)",
+            );
+        }
+        Ok(())
+    }
+
+    /// Encoding checks the method and headers, so bad ones are reported before any
+    /// connection is tried; a URL list's entries too, each named by its line.
+    fn check_requests(&self) -> Result<(), EngineError> {
         match self.protocol {
             Protocol::Http1 => drop(self.request.encode(&self.target, self.keepalive)?),
             Protocol::Http2 { .. } => {
@@ -203,8 +209,29 @@ impl BenchConfig {
             }
         }
         if let Traffic::Mix(_) = self.traffic {
-            crate::mix::Table::build(self)?;
+            self.table()?;
         }
         Ok(())
     }
+
+    /// Connections the run may open: the closed loop's, or the most the open loop and the
+    /// sessions may hold.
+    pub(crate) fn pool(&self) -> usize {
+        match self.pacing {
+            Pacing::Closed => self.connections,
+            Pacing::Open { max_connections, .. } | Pacing::Sessions { max_connections, .. } => {
+                max_connections
+            }
+        }
+    }
+
+    /// Every request of the run, encoded once for its protocol (see [`Table`]).
+    pub(crate) fn table(&self) -> Result<Table, EngineError> {
+        Table::build(&self.traffic, &self.request, &self.target, self.keepalive, self.protocol)
+    }
+}
+
+/// A configuration error with this message.
+fn invalid(message: &str) -> Result<(), EngineError> {
+    Err(EngineError::Config(message.to_string()))
 }

@@ -6,6 +6,7 @@
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Instant;
 
 use mio::net::TcpStream;
@@ -128,23 +129,12 @@ impl Conn {
         // Requests are written whole; Nagle's algorithm could only delay them.
         socket.set_nodelay(true)?;
         if stamped {
-            crate::sys::stamp_arrivals(std::os::fd::AsRawFd::as_raw_fd(&socket))?;
+            crate::sys::stamp_arrivals(socket.as_fd())?;
         }
         if let Some(src) = source {
-            // With the port left to connect(), many connections can share one source port
-            // toward different destinations (IP_BIND_ADDRESS_NO_PORT, Linux 4.2); without it,
-            // bind() would reserve a port for each socket and exhaust them early.
-            let one: libc::c_int = 1;
-            // SAFETY: a plain integer option on a socket we own.
-            unsafe {
-                libc::setsockopt(
-                    std::os::fd::AsRawFd::as_raw_fd(&socket),
-                    libc::IPPROTO_IP,
-                    libc::IP_BIND_ADDRESS_NO_PORT,
-                    &one as *const libc::c_int as *const libc::c_void,
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                );
-            }
+            // The port is left to connect(), so that connections share source ports; an old
+            // kernel without the option only reserves a port per socket, as it always did.
+            let _ = crate::sys::bind_address_no_port(socket.as_fd());
             socket.bind(&src.into())?;
         }
         match socket.connect(&addr.into()) {
@@ -299,12 +289,12 @@ impl io::Write for Stream {
     }
 }
 
-impl std::os::fd::AsRawFd for Stream {
-    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+impl AsFd for Stream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
         match self {
-            Stream::Tcp(s) => s.as_raw_fd(),
-            Stream::Unix(s) => s.as_raw_fd(),
-            Stream::Tls(s) => s.tcp.as_raw_fd(),
+            Stream::Tcp(s) => s.as_fd(),
+            Stream::Unix(s) => s.as_fd(),
+            Stream::Tls(s) => s.tcp.as_fd(),
         }
     }
 }

@@ -13,6 +13,9 @@
 //!
 //! The engine knows nothing of output formats, stacks or storage.
 
+// Every unsafe block says why it is sound; they all live in `sys`.
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod cgroup;
 pub mod check;
 pub mod client;
@@ -40,17 +43,18 @@ mod worker;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use check::Validation;
-pub use config::{BenchConfig, Protocol, Stop};
+pub use config::BenchConfig;
 pub use error::{EngineError, ErrorClass, ErrorCounts};
 pub use link::Link;
 pub use mix::{Entry, Mix, Order, Traffic};
-pub use pacing::Pacing;
+pub use pacing::{Pacing, Stop};
 pub use probe::{NoIdleRtt, PathRtt};
 pub use replay::{Replay, Skip};
-pub use request::RequestSpec;
+pub use request::{Protocol, RequestSpec};
 pub use result::{BenchResult, EntryTally, HdrLog, Tally, Timings, WorkerSummary};
 pub use schedule::Arrival;
 pub use target::Target;
@@ -138,152 +142,256 @@ pub fn preflight_unix(path: &std::path::Path) -> Result<(), EngineError> {
 }
 
 /// Runs the load described by `config` against `addr` and returns the merged result.
+///
+/// The steps, in order: check the configuration; settle what the run needs before its clock
+/// starts (`Setup`); start the clock; create every worker with its share of the load
+/// (`plan_workers`); start the path probe and the worker threads; join them all; merge their
+/// tallies into the result (`merge`).
 pub fn run(
     config: &BenchConfig,
     addr: SocketAddr,
     control: Arc<Control>,
 ) -> Result<BenchResult, EngineError> {
     config.check()?;
-    // Every request the run sends, encoded once.
-    let table = Arc::new(mix::Table::build(config)?);
-    let (fd_limit, _) = sys::raise_fd_limit();
-    // One TLS configuration for the run: its connections share the session cache.
-    let tls = match config.target.tls {
-        true => Some((
-            tls::client_config(&config.tls, config.protocol.is_h2())
-                .map_err(EngineError::Config)?,
-            tls::server_name(&config.target.host).map_err(EngineError::Config)?,
-        )),
-        false => None,
-    };
-    let cpus_available = sys::allowed_cpus().len();
-    // Which interface the traffic takes and how fast it is: looked up once, before any load.
-    let link = match &config.unix_socket {
-        Some(_) => Link::unix(),
-        None => Link::of(addr, config.source_ips.first().copied()),
-    };
-    // The path's RTT with empty queues, before any load (and before `start`, so that a slow
-    // path does not make the schedule late); the probe thread then samples it under load.
-    // Loopback has no link whose queue could pace a run: it is not probed, and the server sees
-    // only the run's own connections.
-    let probing = !link.is_loopback();
-    let idle_rtt = probing.then(|| probe::idle_rtt(addr));
-
-    let start = Instant::now();
-    let wall_start = std::time::SystemTime::now();
-    let measure_start = start + config.warmup;
-    let end = match config.stop {
-        Stop::Duration(d) => Some(measure_start + d),
-        Stop::Count(_) => None,
-    };
-    let threads = config.threads;
-    let pool = match config.pacing {
-        Pacing::Closed => config.connections,
-        Pacing::Open { max_connections, .. } | Pacing::Sessions { max_connections, .. } => {
-            max_connections
+    let setup = Setup::new(config, addr)?;
+    let clock = Clock::start(config);
+    let workers = plan_workers(config, addr, &setup, &clock, &control)?;
+    let path_probe =
+        setup.idle_rtt.clone().map(|idle| probe::Probe::start(addr, clock.measure_start, idle));
+    // The client's cgroup quota counters, read around the run as the workers read their CPU
+    // account (a quota throttles the whole cgroup, so one reading serves every worker; the
+    // window includes a warm-up, which a quota throttles the same way).
+    let cgroup_start = cgroup::CgroupCpu::now();
+    let handles = match spawn_workers(workers, &control) {
+        Ok(handles) => handles,
+        Err(e) => {
+            drop(path_probe.map(probe::Probe::finish));
+            return Err(e);
         }
     };
+    // Every worker is joined before any of them is reported as failed, so none outlives the
+    // run.
+    let joined: Vec<_> = handles.into_iter().map(JoinHandle::join).collect();
+    let path = path_probe.map(probe::Probe::finish).unwrap_or_default();
+    let cgroup_throttle = cgroup::CgroupCpu::now().throttled_since(&cgroup_start);
+    let reports = worker_reports(joined)?;
+    Ok(merge(config, &control, setup, &clock, reports, path, cgroup_throttle))
+}
+
+/// What a run settles before its clock starts, in this order.
+struct Setup {
+    /// Every request the run sends, encoded once.
+    table: Arc<mix::Table>,
+    /// The soft open-file limit, raised to the hard one where the kernel allows.
+    fd_limit: u64,
+    /// One TLS configuration for the run, so that its connections share the session cache,
+    /// and the server's name.
+    tls: Option<(Arc<rustls::ClientConfig>, rustls::pki_types::ServerName<'static>)>,
+    cpus_available: usize,
+    /// Which interface the traffic takes and how fast it is: looked up once, before any load.
+    link: Link,
+    /// The path's RTT with empty queues, measured before any load (and before the clock
+    /// starts, so that a slow path does not make the schedule late), or why there is none; the
+    /// probe thread then samples it under load. `None` on loopback, which has no link whose
+    /// queue could pace a run: it is not probed, and the server sees only the run's own
+    /// connections.
+    idle_rtt: Option<Result<u32, probe::NoIdleRtt>>,
+}
+
+impl Setup {
+    fn new(config: &BenchConfig, addr: SocketAddr) -> Result<Setup, EngineError> {
+        let table = Arc::new(config.table()?);
+        let (fd_limit, _) = sys::raise_fd_limit();
+        let tls = match config.target.tls {
+            true => Some((
+                tls::client_config(&config.tls, config.protocol.is_h2())
+                    .map_err(EngineError::Config)?,
+                tls::server_name(&config.target.host).map_err(EngineError::Config)?,
+            )),
+            false => None,
+        };
+        let cpus_available = sys::allowed_cpus().len();
+        let link = match &config.unix_socket {
+            Some(_) => Link::unix(),
+            None => Link::of(addr, config.source_ips.first().copied()),
+        };
+        let idle_rtt = (!link.is_loopback()).then(|| probe::idle_rtt(addr));
+        Ok(Setup { table, fd_limit, tls, cpus_available, link, idle_rtt })
+    }
+}
+
+/// The run's clock, common to all workers.
+struct Clock {
+    /// When the run started (the schedule's origin), by the monotonic and the wall clock.
+    start: Instant,
+    wall_start: std::time::SystemTime,
+    /// When measuring starts, after the warm-up.
+    measure_start: Instant,
+    /// When a timed run ends; `None` for a counted one.
+    end: Option<Instant>,
+}
+
+impl Clock {
+    fn start(config: &BenchConfig) -> Clock {
+        let start = Instant::now();
+        let wall_start = std::time::SystemTime::now();
+        let measure_start = start + config.warmup;
+        let end = match config.stop {
+            Stop::Duration(d) => Some(measure_start + d),
+            Stop::Count(_) => None,
+        };
+        Clock { start, wall_start, measure_start, end }
+    }
+}
+
+/// Every worker of the run, each with its share of the connections, of the budget and of the
+/// schedule.
+///
+/// Every worker's event loop is created before any worker starts: a running worker opens its
+/// connections at once, and under a tight open-file limit they would take the descriptors
+/// that the next worker's epoll instance needs.
+fn plan_workers(
+    config: &BenchConfig,
+    addr: SocketAddr,
+    setup: &Setup,
+    clock: &Clock,
+    control: &Arc<Control>,
+) -> Result<Vec<worker::Worker>, EngineError> {
+    let threads = config.threads;
+    let pool = config.pool();
     // A replay's lines are its budget: each worker sends its own share of them (`-n` cuts the
     // log), so no worker can run short while another holds what it needs.
-    let replay = match &config.traffic {
-        Traffic::Replay(r) => Some(r.clone()),
-        _ => None,
-    };
-    let budget_stop = match (&replay, config.stop) {
-        (Some(_), _) => Stop::Duration(Duration::ZERO),
-        (None, stop) => stop,
-    };
-    let replayed = match config.stop {
-        Stop::Count(n) => usize::try_from(n).unwrap_or(usize::MAX),
-        Stop::Duration(_) => usize::MAX,
+    let budget_stop = match &config.traffic {
+        Traffic::Replay(_) => Stop::Duration(Duration::ZERO),
+        _ => config.stop,
     };
     let budgets = pacing::Budget::split(budget_stop, threads, pool * config.protocol.streams());
-    // Every worker's event loop is created before any worker starts: a running worker opens
-    // its connections at once, and under a tight open-file limit they would take the
-    // descriptors that the next worker's epoll instance needs.
     let mut workers = Vec::with_capacity(threads);
     for (i, budget) in budgets.into_iter().enumerate() {
         // Connections spread evenly; the first `connections % threads` workers take one more.
         let connections = pool / threads + usize::from(i < pool % threads);
-        // Warm-up arrivals come first, on the same schedule, so the measured window starts
-        // with the pool already grown.
-        let schedule = config.pacing.rate().map(|rate| {
-            let arrival = match config.pacing {
-                Pacing::Open { arrival, .. } | Pacing::Sessions { arrival, .. } => arrival,
-                Pacing::Closed => Arrival::Fixed,
-            };
-            let s = schedule::Schedule::new(rate, arrival, start, i, threads, config.seed);
-            match &replay {
-                Some(r) => s.replaying(r.clone(), i, threads, replayed),
-                None => s,
-            }
-        });
-        let spec = worker::WorkerSpec {
-            addr,
-            table: table.clone(),
-            picker: mix::Picker::new(&config.traffic, i, threads, config.seed)?,
-            tallied: config.traffic.tallied(),
-            hdr_log: config.hdr_log,
-            keepalive: config.keepalive,
-            pacing: config.pacing,
-            protocol: config.protocol,
-            connections,
-            timeout: config.timeout,
-            connect_timeout: config.connect_timeout,
-            validation: config.validation.clone(),
-            limits: config.limits,
-            pin: (!config.pin.is_empty()).then(|| config.pin[i % config.pin.len()]),
-            source_ips: config.source_ips.clone(),
-            coalesce: config.coalesce,
-            unix: config.unix_socket.clone(),
-            tls: tls.clone(),
-            measure_start,
-            end,
-        };
+        let spec = worker_spec(config, addr, setup, clock, i, connections)?;
+        let schedule = worker_schedule(config, clock, i);
         let worker =
             worker::Worker::new(spec, budget, schedule, control.clone()).map_err(|source| {
                 EngineError::Io { context: "creating a worker's event loop", source }
             })?;
         workers.push(worker);
     }
-    let path_probe = idle_rtt.map(|idle| probe::Probe::start(addr, measure_start, idle));
-    // The client's cgroup quota counters, read around the run as the workers read their CPU
-    // account (a quota throttles the whole cgroup, so one reading serves every worker; the
-    // window includes a warm-up, which a quota throttles the same way).
-    let cgroup_start = cgroup::CgroupCpu::now();
-    let mut handles = Vec::with_capacity(threads);
+    Ok(workers)
+}
+
+/// What worker `i` of the run needs to know, fixed for the run.
+fn worker_spec(
+    config: &BenchConfig,
+    addr: SocketAddr,
+    setup: &Setup,
+    clock: &Clock,
+    i: usize,
+    connections: usize,
+) -> Result<worker::WorkerSpec, EngineError> {
+    Ok(worker::WorkerSpec {
+        addr,
+        table: setup.table.clone(),
+        picker: mix::Picker::new(&config.traffic, i, config.threads, config.seed)?,
+        tallied: config.traffic.tallied(),
+        hdr_log: config.hdr_log,
+        keepalive: config.keepalive,
+        pacing: config.pacing,
+        protocol: config.protocol,
+        connections,
+        timeout: config.timeout,
+        connect_timeout: config.connect_timeout,
+        validation: config.validation.clone(),
+        limits: config.limits,
+        pin: (!config.pin.is_empty()).then(|| config.pin[i % config.pin.len()]),
+        source_ips: config.source_ips.clone(),
+        coalesce: config.coalesce,
+        unix: config.unix_socket.clone(),
+        tls: setup.tls.clone(),
+        measure_start: clock.measure_start,
+        end: clock.end,
+    })
+}
+
+/// Worker `i`'s share of the open loop's or the sessions' schedule (`None` in the closed
+/// loop). Warm-up arrivals come first, on the same schedule, so the measured window starts
+/// with the pool already grown; a replay's lines are dealt out the same way, `-n` replaying
+/// only the first N.
+fn worker_schedule(config: &BenchConfig, clock: &Clock, i: usize) -> Option<schedule::Schedule> {
+    let rate = config.pacing.rate()?;
+    let arrival = match config.pacing {
+        Pacing::Open { arrival, .. } | Pacing::Sessions { arrival, .. } => arrival,
+        Pacing::Closed => Arrival::Fixed,
+    };
+    let threads = config.threads;
+    let s = schedule::Schedule::new(rate, arrival, clock.start, i, threads, config.seed);
+    match &config.traffic {
+        Traffic::Replay(r) => {
+            let replayed = match config.stop {
+                Stop::Count(n) => usize::try_from(n).unwrap_or(usize::MAX),
+                Stop::Duration(_) => usize::MAX,
+            };
+            Some(s.replaying(r.clone(), i, threads, replayed))
+        }
+        _ => Some(s),
+    }
+}
+
+type WorkerHandle = JoinHandle<std::io::Result<result::WorkerReport>>;
+
+/// Starts one thread per worker. If one cannot start, the workers already running are stopped
+/// and joined before the error is returned, so none outlives the run.
+fn spawn_workers(
+    workers: Vec<worker::Worker>,
+    control: &Control,
+) -> Result<Vec<WorkerHandle>, EngineError> {
+    let mut handles = Vec::with_capacity(workers.len());
     for (i, worker) in workers.into_iter().enumerate() {
         match std::thread::Builder::new().name(format!("loadlab-w{i}")).spawn(move || worker.run())
         {
             Ok(handle) => handles.push(handle),
             Err(source) => {
-                // Stop the workers already running before reporting, so none outlives the run.
                 control.request_stop();
                 for h in handles {
                     let _ = h.join();
                 }
-                drop(path_probe.map(probe::Probe::finish));
                 return Err(EngineError::Io { context: "starting a worker thread", source });
             }
         }
     }
+    Ok(handles)
+}
 
-    let mut joined = Vec::with_capacity(threads);
-    for h in handles {
-        joined.push(h.join());
-    }
-    let path = path_probe.map(probe::Probe::finish).unwrap_or_default();
-    let cgroup_throttle = cgroup::CgroupCpu::now().throttled_since(&cgroup_start);
-    let mut reports = Vec::with_capacity(threads);
+/// The joined workers' reports, or the first worker's failure (a panic, or an error of its
+/// event loop).
+fn worker_reports(
+    joined: Vec<std::thread::Result<std::io::Result<result::WorkerReport>>>,
+) -> Result<Vec<result::WorkerReport>, EngineError> {
+    let mut reports = Vec::with_capacity(joined.len());
     for (i, report) in joined.into_iter().enumerate() {
         let report = report
             .map_err(|_| EngineError::WorkerPanicked(i))?
             .map_err(|source| EngineError::Io { context: "polling for events", source })?;
         reports.push(report);
     }
+    Ok(reports)
+}
 
+/// The workers' reports merged into the run's result: histograms bucket by bucket, counters
+/// by addition, the server and the TLS parameters as the first worker to see them saw them.
+fn merge(
+    config: &BenchConfig,
+    control: &Control,
+    setup: Setup,
+    clock: &Clock,
+    mut reports: Vec<result::WorkerReport>,
+    path: PathRtt,
+    cgroup_throttle: Option<cgroup::CgroupThrottle>,
+) -> BenchResult {
     let interrupted = control.stop.load(Ordering::Relaxed);
-    let hdr_log = config.hdr_log.then(|| hdr_log(&mut reports, config, wall_start));
+    // Taken out of the reports before their tallies merge.
+    let hdr_log = config.hdr_log.then(|| hdr_log(&mut reports, config, clock.wall_start));
     let mut tally = Tally::default();
     let mut server = None;
     let mut tls = None;
@@ -296,24 +404,11 @@ pub fn run(
             tls.clone_from(&r.negotiated);
         }
     }
-    let duration = match config.stop {
-        Stop::Duration(d) if !interrupted => d,
-        _ => {
-            let last = reports.iter().map(|r| r.wall).max().unwrap_or_default();
-            // A counted schedule ends when its first arrival left out was due, whichever
-            // worker held it: 200 arrivals at 200/s span one second, not the 0.995 s between
-            // the first and the last, and one request at 10/s is not 400 req/s.
-            match reports.iter().filter_map(|r| r.schedule_end).min() {
-                Some(due) => last.max(due),
-                None => last,
-            }
-        }
-    };
     let bytes_sent = tally.bytes_sent;
-    Ok(BenchResult {
+    BenchResult {
         tally,
         bytes_sent,
-        duration,
+        duration: measured_duration(config, &reports, interrupted),
         interrupted,
         workers: reports
             .iter()
@@ -326,17 +421,39 @@ pub fn run(
             .collect(),
         server,
         tls,
-        cpus_available,
+        cpus_available: setup.cpus_available,
         peak_open: reports.iter().map(|r| r.peak_open).sum(),
-        pool,
-        fd_limit,
+        pool: config.pool(),
+        fd_limit: setup.fd_limit,
         pacing: config.pacing,
         protocol: config.protocol,
-        link,
+        link: setup.link,
         path,
         cgroup_throttle,
         hdr_log,
-    })
+    }
+}
+
+/// How long the run measured: a timed run's duration, unless it was interrupted; otherwise
+/// until its last worker ended.
+fn measured_duration(
+    config: &BenchConfig,
+    reports: &[result::WorkerReport],
+    interrupted: bool,
+) -> Duration {
+    if let Stop::Duration(d) = config.stop {
+        if !interrupted {
+            return d;
+        }
+    }
+    let last = reports.iter().map(|r| r.wall).max().unwrap_or_default();
+    // A counted schedule ends when its first arrival left out was due, whichever worker held
+    // it: 200 arrivals at 200/s span one second, not the 0.995 s between the first and the
+    // last, and one request at 10/s is not 400 req/s.
+    match reports.iter().filter_map(|r| r.schedule_end).min() {
+        Some(due) => last.max(due),
+        None => last,
+    }
 }
 
 /// The workers' per-second histograms, taken out of their reports for the interval log; its

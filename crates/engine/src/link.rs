@@ -5,7 +5,6 @@
 //! [`Link::of`] is looked up once, before the run; [`utilisation`] and [`network_bound`] judge
 //! the run's bytes after it. Nothing here touches the hot path.
 
-use std::ffi::CStr;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::Path;
 use std::time::Duration;
@@ -50,7 +49,7 @@ impl Link {
     /// addresses is reached over loopback whatever interface holds it (the kernel's `local`
     /// routing table), so its link is `lo`.
     pub fn of(target: SocketAddr, source: Option<IpAddr>) -> Link {
-        let interfaces = match interface_addresses() {
+        let interfaces = match crate::sys::interface_addresses() {
             Ok(list) => list,
             Err(_) => return Link::default(),
         };
@@ -109,44 +108,6 @@ fn route_source(target: SocketAddr, source: Option<IpAddr>) -> Option<IpAddr> {
     let socket = UdpSocket::bind(bind).ok()?;
     socket.connect(target).ok()?;
     socket.local_addr().ok().map(|a| a.ip())
-}
-
-/// Every (interface name, address) pair of this machine, from getifaddrs(3).
-fn interface_addresses() -> std::io::Result<Vec<(String, IpAddr)>> {
-    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs allocates a list and stores its head in `head`; it is freed below.
-    if unsafe { libc::getifaddrs(&mut head) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let mut out = Vec::new();
-    let mut cur = head;
-    while !cur.is_null() {
-        // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed; ifa_name is
-        // a NUL-terminated string and ifa_addr, when not null, points to a sockaddr whose
-        // family says which sockaddr_* it is.
-        let ifa = unsafe { &*cur };
-        cur = ifa.ifa_next;
-        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
-            continue;
-        }
-        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
-        let ip = match family {
-            libc::AF_INET => {
-                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-                IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
-            }
-            libc::AF_INET6 => {
-                let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
-                IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr))
-            }
-            _ => continue,
-        };
-        let name = unsafe { CStr::from_ptr(ifa.ifa_name) }.to_string_lossy().into_owned();
-        out.push((name, ip));
-    }
-    // SAFETY: `head` came from a successful getifaddrs and is freed exactly once.
-    unsafe { libc::freeifaddrs(head) };
-    Ok(out)
 }
 
 /// The rate of `interface`'s root qdisc when it is a tbf or a netem with a rate (an htb's
@@ -280,7 +241,7 @@ mod tests {
     #[test]
     fn a_local_address_of_another_interface_is_reached_over_loopback() {
         // Traffic to one's own address never leaves the machine, whatever interface holds it.
-        let own = interface_addresses()
+        let own = crate::sys::interface_addresses()
             .unwrap()
             .into_iter()
             .find(|(_, ip)| !ip.is_loopback() && ip.is_ipv4());

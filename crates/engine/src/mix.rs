@@ -1,6 +1,6 @@
 //! Request mixes: the requests of a run that sends more than one (a URL list, `--urls`; a
-//! replayed log, `--replay`), each encoded once into a [`Table`] before the run, and how a
-//! worker picks the next one ([`Picker`]: by weight from a seeded generator, or in order).
+//! replayed log, `--replay`), each encoded once into a `Table` before the run, and how a
+//! worker picks the next one (`Picker`: by weight from a seeded generator, or in order).
 //!
 //! The hot path only indexes: a pick is a draw from a weighted index (a binary search over the
 //! cumulative weights) or a step along the list, and the bytes it sends were encoded before the
@@ -15,7 +15,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use crate::replay::Replay;
-use crate::{BenchConfig, EngineError, Protocol, RequestSpec};
+use crate::{EngineError, Protocol, RequestSpec, Target};
 
 /// The most entries a URL list may hold. Each has its own figures in every worker, a latency
 /// histogram of ~26 KB among them (two significant digits up to an hour), so a thousand
@@ -93,7 +93,7 @@ pub struct Mix {
 /// What a run sends.
 #[derive(Debug, Clone, Default)]
 pub enum Traffic {
-    /// [`BenchConfig::request`] to the target's path, every time.
+    /// [`crate::BenchConfig::request`] to the target's path, every time.
     #[default]
     Single,
     /// A URL list: entries picked by weight or in order, each with figures of its own.
@@ -136,19 +136,25 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// Encodes every request of `config`. A request that cannot be encoded (a header HTTP/2
-    /// forbids) is an error naming its file and line.
-    pub fn build(config: &BenchConfig) -> Result<Table, EngineError> {
-        let base = &config.request;
-        let n = match &config.traffic {
+    /// Encodes every request of `traffic`, each `base` with what its entry changes, toward
+    /// `target` over `protocol` ([`crate::BenchConfig::table`] passes the run's). A request
+    /// that cannot be encoded (a header HTTP/2 forbids) is an error naming its file and line.
+    pub fn build(
+        traffic: &Traffic,
+        base: &RequestSpec,
+        target: &Target,
+        keepalive: bool,
+        protocol: Protocol,
+    ) -> Result<Table, EngineError> {
+        let n = match traffic {
             Traffic::Single => 1,
             Traffic::Mix(mix) => mix.entries.len(),
             Traffic::Replay(replay) => replay.distinct.len(),
         };
         // Request `i` of the traffic: what it sends, and to which path.
         let request = |i: usize| -> (Cow<'_, RequestSpec>, &str) {
-            match &config.traffic {
-                Traffic::Single => (Cow::Borrowed(base), &config.target.path),
+            match traffic {
+                Traffic::Single => (Cow::Borrowed(base), &target.path),
                 Traffic::Mix(mix) => (Cow::Owned(mix.entries[i].spec(base)), &mix.entries[i].path),
                 Traffic::Replay(replay) => match replay.distinct.get(i) {
                     (Some(method), path) if method != base.method => {
@@ -160,7 +166,7 @@ impl Table {
             }
         };
         // A list's line that cannot be encoded is named by its file and line.
-        let located = |i: usize, e: EngineError| match (&config.traffic, e) {
+        let located = |i: usize, e: EngineError| match (traffic, e) {
             (Traffic::Mix(mix), EngineError::Config(what)) => {
                 EngineError::Input { file: mix.file.clone(), line: Some(mix.entries[i].line), what }
             }
@@ -170,20 +176,18 @@ impl Table {
         for i in 0..n {
             let (spec, path) = request(i);
             table.head.push(spec.is_head());
-            if config.protocol == Protocol::Http1 {
-                let bytes = spec
-                    .encode_to(&config.target, path, config.keepalive)
-                    .map_err(|e| located(i, e))?;
+            if protocol == Protocol::Http1 {
+                let bytes = spec.encode_to(target, path, keepalive).map_err(|e| located(i, e))?;
                 table.h1.extend_from_slice(&bytes);
                 table.h1_ends.push(table.h1.len());
             }
         }
-        if let Protocol::Http2 { .. } = config.protocol {
+        if let Protocol::Http2 { .. } = protocol {
             table.h2 = crate::h2::Requests::build(
                 n,
                 |i| {
                     let (spec, path) = request(i);
-                    spec.h2_fields(&config.target, path).map_err(|e| located(i, e))
+                    spec.h2_fields(target, path).map_err(|e| located(i, e))
                 },
                 |i| request(i).0.body.clone().into(),
             )?;
@@ -290,7 +294,7 @@ impl Picker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Target;
+    use crate::BenchConfig;
 
     fn mix(weights: &[u32], order: Order) -> Traffic {
         let entries = weights
@@ -352,7 +356,7 @@ mod tests {
     fn the_table_encodes_each_entry_once_with_its_path_and_names_the_line_of_a_bad_one() {
         let mut config = BenchConfig::new(Target::parse("http://127.0.0.1:8080/x").unwrap());
         config.traffic = mix(&[1, 1], Order::Weighted);
-        let table = Table::build(&config).unwrap();
+        let table = config.table().unwrap();
         assert!(table.h1(1).starts_with(b"GET /1 HTTP/1.1\r\n"));
         assert_eq!(table.wire_len(0), table.h1(0).len() as u64);
         let Traffic::Mix(m) = &config.traffic else { unreachable!() };
@@ -360,7 +364,7 @@ mod tests {
         m.entries[1].headers.push(("Connection".into(), "close".into()));
         config.traffic = Traffic::Mix(Arc::new(m));
         config.protocol = Protocol::Http2 { streams: 1 };
-        let e = Table::build(&config).unwrap_err().to_string();
+        let e = config.table().unwrap_err().to_string();
         assert!(e.starts_with("list:2: header connection is not allowed in HTTP/2"), "{e}");
     }
 }

@@ -1,5 +1,5 @@
-//! When requests start: the load model ([`Pacing`]) and the stop condition's budget, shared by
-//! all workers.
+//! When requests start and when they stop: the load model ([`Pacing`]), the stop condition
+//! ([`Stop`]) and its budget, shared by all workers.
 //!
 //! Pacing, stop condition and protocol are independent: the worker asks the pacing what to do
 //! when a connection becomes free, and the budget whether another arrival is allowed.
@@ -10,9 +10,20 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::schedule::Arrival;
-use crate::Stop;
+
+/// When a run stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// After exactly this many measured arrivals have ended: requests (closed and open loop)
+    /// or sessions (the session model).
+    Count(u64),
+    /// After this much measured time; requests still in flight then are reported as
+    /// unfinished.
+    Duration(Duration),
+}
 
 /// The load model.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -94,7 +105,6 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn shared_budget_gives_exactly_n() {

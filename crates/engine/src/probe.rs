@@ -15,7 +15,7 @@
 //! touches nothing on the workers' hot path.
 
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -200,26 +200,9 @@ fn handshake(addr: SocketAddr, timeout: Duration) -> Result<u32, String> {
         }
         _ => e.to_string(),
     })?;
-    let rtt = tcp_info(&stream).map(|i| i.tcpi_rtt);
+    let rtt = crate::sys::tcp_info(stream.as_fd()).map(|i| i.tcpi_rtt);
     drop(stream);
     rtt.ok_or_else(|| "TCP_INFO unreadable".to_owned())
-}
-
-/// TCP_INFO of a connected socket.
-pub fn tcp_info(stream: &TcpStream) -> Option<libc::tcp_info> {
-    // SAFETY: getsockopt writes at most `len` bytes into the zeroed struct we own.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0).then_some(info)
 }
 
 #[cfg(test)]

@@ -1,6 +1,31 @@
-//! The request, encoded once into the exact bytes every connection sends.
+//! The request, encoded once into the exact bytes every connection sends, and the HTTP version
+//! it is encoded for ([`Protocol`]).
 
 use crate::{EngineError, Target};
+
+/// The HTTP version a run speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1, one request at a time on each connection.
+    Http1,
+    /// HTTP/2 (`--http2`): ALPN h2 over TLS, prior knowledge (h2c) over TCP, with up to
+    /// `streams` requests in flight on each connection (h2load's `-m`).
+    Http2 { streams: usize },
+}
+
+impl Protocol {
+    /// Requests one connection carries at once.
+    pub fn streams(self) -> usize {
+        match self {
+            Protocol::Http1 => 1,
+            Protocol::Http2 { streams } => streams,
+        }
+    }
+
+    pub fn is_h2(self) -> bool {
+        matches!(self, Protocol::Http2 { .. })
+    }
+}
 
 /// What to send, before encoding.
 #[derive(Debug, Clone, PartialEq, Eq)]

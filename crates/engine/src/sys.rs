@@ -1,7 +1,17 @@
-//! The few operating-system facts the engine needs that std does not give: a thread's own CPU
-//! time and the time it waited for a CPU, CPU affinity, and the open-file limit.
+//! The engine's system calls: every `unsafe` call into libc lives here, behind a safe wrapper
+//! that states what the kernel promises and what the caller must hold. What std does not give:
+//! a thread's own CPU time and the time it waited for a CPU, CPU affinity, the open-file limit,
+//! socket options and arrival stamps, TCP_INFO, the timerfd and absolute sleeps of the open
+//! loop's schedule, and the machine's interface addresses.
+//!
+//! Wrappers that the workers call per request or per wake-up (`recv_stamped`,
+//! `arm_timerfd_at`, `sleep_until`, `bind_address_no_port`) are `#[inline]` and make exactly
+//! the one system call they wrap, without allocating.
 
+use std::ffi::CStr;
 use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 /// CPU time spent by the calling thread, split into user and system time.
@@ -14,13 +24,7 @@ pub struct CpuTime {
 impl CpuTime {
     /// The calling thread's CPU time so far (getrusage(RUSAGE_THREAD), Linux only).
     pub fn thread() -> CpuTime {
-        // SAFETY: getrusage only writes into the zeroed struct we pass.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-        if rc != 0 {
-            return CpuTime::default();
-        }
-        CpuTime::from_rusage(&ru)
+        thread_rusage().map_or_else(CpuTime::default, |ru| CpuTime::from_rusage(&ru))
     }
 
     fn from_rusage(ru: &libc::rusage) -> CpuTime {
@@ -60,13 +64,9 @@ impl ThreadAccount {
     /// /proc/thread-self/schedstat (kernel 3.17+, CONFIG_SCHED_INFO); where it cannot be read
     /// it stays zero and only the switch count remains.
     pub fn thread() -> ThreadAccount {
-        // SAFETY: getrusage only writes into the zeroed struct we pass.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-        let (cpu, involuntary_switches) = if rc == 0 {
-            (CpuTime::from_rusage(&ru), ru.ru_nivcsw.max(0) as u64)
-        } else {
-            (CpuTime::default(), 0)
+        let (cpu, involuntary_switches) = match thread_rusage() {
+            Some(ru) => (CpuTime::from_rusage(&ru), ru.ru_nivcsw.max(0) as u64),
+            None => (CpuTime::default(), 0),
         };
         let cpu_wait = std::fs::read_to_string("/proc/thread-self/schedstat")
             .ok()
@@ -84,6 +84,17 @@ impl ThreadAccount {
                 .saturating_sub(earlier.involuntary_switches),
         }
     }
+}
+
+/// getrusage(RUSAGE_THREAD) of the calling thread (Linux 2.6.26+); `None` if it fails.
+fn thread_rusage() -> Option<libc::rusage> {
+    // SAFETY: rusage is plain integers and timevals, for which all-zero bytes are a valid
+    // value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a live, writable rusage; the kernel writes exactly one rusage into it
+    // and keeps no pointer to it after the call.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    (rc == 0).then_some(ru)
 }
 
 /// The run delay of a schedstat line: "time on CPU (ns) time waiting to run (ns) slices".
@@ -124,15 +135,25 @@ fn parse_machine_cpu(text: &str) -> Option<MachineCpu> {
 
 /// The CPUs this process may run on (its affinity mask), in ascending order.
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into the set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let mut set = empty_cpu_set();
+    // SAFETY: the kernel writes at most the size we pass (that of `set`, a live local) into
+    // `set`; pid 0 is the calling thread.
     let rc =
         unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
         let n = std::thread::available_parallelism().map_or(1, |n| n.get());
         return (0..n).collect();
     }
+    // SAFETY: CPU_ISSET only reads the bit of `c` in `set`, and every `c` is below
+    // CPU_SETSIZE, the number of bits a cpu_set_t holds.
     (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
+}
+
+/// A cpu_set_t with no CPU in it.
+fn empty_cpu_set() -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is a plain bitmask; all-zero bytes are the empty set (what CPU_ZERO
+    // makes).
+    unsafe { std::mem::zeroed() }
 }
 
 /// Pins the calling thread to one CPU.
@@ -140,9 +161,12 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
-    // SAFETY: the set is a plain bitmask on our stack; cpu is below CPU_SETSIZE.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let mut set = empty_cpu_set();
+    // SAFETY: CPU_SET writes only the bit of `cpu` in `set`, and `cpu` was checked to be below
+    // CPU_SETSIZE above.
     unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: the kernel reads at most the size we pass (that of `set`, a live local); pid 0
+    // is the calling thread.
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
@@ -154,13 +178,14 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
 /// the (soft, hard) limits now in force. Every connection costs a descriptor; the default
 /// soft limit of 1024 would otherwise cap a run far below what the machine can do.
 pub fn raise_fd_limit() -> (u64, u64) {
-    // SAFETY: getrlimit/setrlimit read and write the struct we own.
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: the kernel writes one rlimit into `lim`, a live local, and keeps no pointer.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return (0, 0);
     }
     if lim.rlim_cur < lim.rlim_max {
         let want = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+        // SAFETY: the kernel only reads the rlimit `want` points to, during the call.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
             lim.rlim_cur = lim.rlim_max;
         }
@@ -168,17 +193,23 @@ pub fn raise_fd_limit() -> (u64, u64) {
     (lim.rlim_cur, lim.rlim_max)
 }
 
-/// Asks the kernel to stamp what `fd` (a TCP socket) receives with the time it arrived
-/// (SO_TIMESTAMPNS), read back by [`recv_stamped`].
-pub fn stamp_arrivals(fd: std::os::fd::RawFd) -> io::Result<()> {
-    let one: libc::c_int = 1;
-    // SAFETY: a plain integer option on a socket the caller owns.
+/// Sets an integer socket option on `fd`.
+#[inline]
+fn set_int_option(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: `fd` is an open descriptor for the borrow's lifetime (BorrowedFd's promise), and
+    // the kernel reads exactly `optlen` bytes, the size of `value`, a live local, during the
+    // call. An option the socket does not know fails with an error, not undefined behaviour.
     let rc = unsafe {
         libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            &one as *const libc::c_int as *const libc::c_void,
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
@@ -188,28 +219,53 @@ pub fn stamp_arrivals(fd: std::os::fd::RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Asks the kernel to stamp what `fd` (a TCP socket) receives with the time it arrived
+/// (SO_TIMESTAMPNS), read back by [`recv_stamped`].
+pub fn stamp_arrivals(fd: BorrowedFd<'_>) -> io::Result<()> {
+    set_int_option(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+}
+
+/// Lets a socket bound to a source address with port 0 leave the port to connect()
+/// (IP_BIND_ADDRESS_NO_PORT, Linux 4.2), so that many connections can share one source port
+/// toward different destinations; without it, bind() would reserve a port for each socket and
+/// exhaust them early. Called once per new connection, before bind().
+#[inline]
+pub(crate) fn bind_address_no_port(fd: BorrowedFd<'_>) -> io::Result<()> {
+    set_int_option(fd, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)
+}
+
 /// `recv` that also returns when the last segment read arrived (CLOCK_REALTIME), when the
-/// socket stamps arrivals ([`stamp_arrivals`]).
+/// socket stamps arrivals ([`stamp_arrivals`]). One recvmsg, no allocation: the control
+/// message lands in a buffer on the stack.
+#[inline]
 pub fn recv_stamped(
-    fd: std::os::fd::RawFd,
+    fd: BorrowedFd<'_>,
     buf: &mut [u8],
 ) -> io::Result<(usize, Option<std::time::SystemTime>)> {
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-    // Room for one cmsghdr and a timespec, aligned as cmsg wants.
+    // Room for one cmsghdr and a timespec, aligned as cmsg wants (u64 is at least as aligned
+    // as cmsghdr's size_t on Linux).
     let mut control = [0u64; 8];
-    // SAFETY: msghdr is plain data; every pointer in it refers to a live local buffer.
+    // SAFETY: msghdr is plain integers and pointers, for which all-zero bytes (null pointers,
+    // zero lengths) are a valid value.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
     msg.msg_controllen = std::mem::size_of_val(&control);
-    // SAFETY: recvmsg writes at most iov_len bytes into buf and msg_controllen into control.
-    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    // SAFETY: `fd` is open for the borrow; `msg` points to one iovec covering exactly `buf`
+    // (writable, borrowed mutably for the call) and to `control` with its true length. The
+    // kernel writes at most iov_len bytes into `buf` and msg_controllen into `control`, and
+    // keeps none of these pointers after the call.
+    let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, 0) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
     let mut stamp = None;
-    // SAFETY: the CMSG walk stays inside the control buffer the kernel filled in.
+    // SAFETY: recvmsg set msg_controllen to what it wrote into `control`, which is still
+    // alive; CMSG_FIRSTHDR/CMSG_NXTHDR return either null or a header lying wholly inside
+    // those bytes, and a SCM_TIMESTAMPNS message's data is one timespec, read unaligned
+    // because CMSG_DATA promises no alignment for it.
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(&msg);
         while !c.is_null() {
@@ -223,6 +279,143 @@ pub fn recv_stamped(
         }
     }
     Ok((n as usize, stamp))
+}
+
+/// TCP_INFO of a connected TCP socket: the kernel's view of the connection (its RTT estimate
+/// among others); `None` when the kernel refuses.
+pub fn tcp_info(fd: BorrowedFd<'_>) -> Option<libc::tcp_info> {
+    // SAFETY: tcp_info is plain integers, for which all-zero bytes are a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `fd` is open for the borrow; the kernel writes at most `len` bytes (the size of
+    // `info`, a live local) into `info` and the length it wrote into `len`. A kernel whose
+    // tcp_info is shorter leaves the rest zero.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(info)
+}
+
+/// Now on CLOCK_MONOTONIC, the clock `Instant` reads on Linux, in nanoseconds.
+pub(crate) fn monotonic_ns() -> u128 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: the kernel (or the vDSO) writes one timespec into `ts`, a live local.
+    // CLOCK_MONOTONIC always exists on Linux, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128
+}
+
+/// A moment on CLOCK_MONOTONIC, in nanoseconds, as the timespec the kernel wants.
+#[inline]
+fn timespec(ns: u128) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
+}
+
+/// A new non-blocking, close-on-exec timerfd on CLOCK_MONOTONIC, disarmed.
+pub(crate) fn monotonic_timerfd() -> io::Result<OwnedFd> {
+    // SAFETY: timerfd_create takes no pointers; it returns a new descriptor or -1.
+    let raw = unsafe {
+        libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a descriptor the kernel just opened for us and nothing else owns, so
+    // the OwnedFd is its only owner and closes it once.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// Arms a timerfd to fire once at `ns` on CLOCK_MONOTONIC (an absolute time: a moment already
+/// past fires at once). Zero would disarm it, so it is raised to one nanosecond after boot.
+#[inline]
+pub(crate) fn arm_timerfd_at(fd: BorrowedFd<'_>, ns: u128) -> io::Result<()> {
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+        it_value: timespec(ns.max(1)),
+    };
+    // SAFETY: `fd` is open for the borrow (a timerfd, or the call fails with EINVAL); the
+    // kernel reads `spec`, a live local, during the call, and a null old_value asks it to
+    // write nothing back.
+    let rc = unsafe {
+        libc::timerfd_settime(fd.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut())
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Sleeps until `ns` on CLOCK_MONOTONIC. A signal ends the sleep early; the caller's next
+/// poll finds whatever became ready meanwhile.
+#[inline]
+pub(crate) fn sleep_until(ns: u128) {
+    let ts = timespec(ns);
+    // SAFETY: the kernel reads `ts`, a live local, during the call; with TIMER_ABSTIME the
+    // remaining-time pointer is unused, and null asks for nothing back.
+    unsafe {
+        libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
+    };
+}
+
+/// Sets the calling thread's timer slack, the delay the kernel may add to its timers to batch
+/// wake-ups (50 µs by default). Best effort: a kernel that refuses leaves the default.
+pub(crate) fn set_timer_slack(ns: u64) {
+    // SAFETY: PR_SET_TIMERSLACK reads its one integer argument and touches no memory of ours.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong) };
+}
+
+/// Every (interface name, address) pair of this machine, from getifaddrs(3).
+pub(crate) fn interface_addresses() -> io::Result<Vec<(String, IpAddr)>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs allocates a list and stores its head in `head`, a live local; the
+    // list is freed below, once, after the last read from it.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a non-null node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: a non-null ifa_addr points to a sockaddr that lives as long as the list,
+        // and every sockaddr starts with its family.
+        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+        let ip = match family {
+            libc::AF_INET => {
+                // SAFETY: its family says this sockaddr is a sockaddr_in; the C library
+                // allocates it with that size and alignment.
+                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)))
+            }
+            libc::AF_INET6 => {
+                // SAFETY: as above, a sockaddr_in6 by its family.
+                let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+                IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr))
+            }
+            _ => continue,
+        };
+        // SAFETY: a non-null ifa_name is a NUL-terminated string that lives as long as the
+        // list; it is copied out before the list is freed.
+        let name = unsafe { CStr::from_ptr(ifa.ifa_name) }.to_string_lossy().into_owned();
+        out.push((name, ip));
+    }
+    // SAFETY: `head` came from a successful getifaddrs, nothing borrowed from the list
+    // outlives this line, and it is freed exactly once.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -305,6 +498,55 @@ mod tests {
         // 600 ms of wanted CPU on one CPU over 300 ms: at least ~300 ms were waited in all.
         assert!(waited >= Duration::from_millis(150), "waited {waited:?}: {a:?} {b:?}");
         assert!(a.involuntary_switches + b.involuntary_switches > 0, "{a:?} {b:?}");
+    }
+
+    #[test]
+    fn a_stamping_socket_reads_its_bytes_with_their_arrival_time() {
+        use std::io::Write;
+        use std::os::fd::AsFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        // Stamping asked before connecting, as a connection slot does.
+        let client = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None);
+        let client = client.unwrap();
+        stamp_arrivals(client.as_fd()).unwrap();
+        client.connect(&listener.local_addr().unwrap().into()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        // The first socket of the machine to ask for stamps turns them on through a deferred
+        // kernel work item (net_enable_timestamp), so the first segments may come unstamped:
+        // the test waits for the kernel to get there, as it does for any eventual state.
+        let start = std::time::Instant::now();
+        let mut buf = [0u8; 16];
+        let stamp = loop {
+            let before = std::time::SystemTime::now();
+            server.write_all(b"hello").unwrap();
+            // A blocking socket: recvmsg waits for the bytes.
+            let (n, stamp) = recv_stamped(client.as_fd(), &mut buf).unwrap();
+            assert_eq!(&buf[..n], b"hello");
+            if let Some(stamp) = stamp {
+                break (before, stamp);
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "SO_TIMESTAMPNS gave no stamp");
+        };
+        // Both read CLOCK_REALTIME; only a step of the clock in between could fail this.
+        assert!(stamp.1 >= stamp.0 - Duration::from_secs(1), "{stamp:?}");
+        // Without the option, no stamp.
+        let other = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut peer, _) = listener.accept().unwrap();
+        peer.write_all(b"x").unwrap();
+        assert_eq!(recv_stamped(other.as_fd(), &mut buf).unwrap(), (1, None));
+        assert!(tcp_info(other.as_fd()).is_some_and(|i| i.tcpi_rtt > 0));
+    }
+
+    #[test]
+    fn a_source_bound_without_its_port_gets_one_at_connect() {
+        use std::os::fd::AsFd;
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None);
+        let socket = socket.unwrap();
+        bind_address_no_port(socket.as_fd()).unwrap();
+        let src: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+        socket.bind(&src.into()).unwrap();
+        // The port is left to connect(): bind() reserved none.
+        assert_eq!(socket.local_addr().unwrap().as_socket().unwrap().port(), 0);
     }
 
     #[test]

@@ -3,11 +3,13 @@
 //! request up to a millisecond late at any rate; a timerfd armed at an absolute time does not.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::Instant;
 
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
+
+use crate::sys;
 
 #[derive(Debug)]
 pub(crate) struct Timer {
@@ -21,20 +23,13 @@ pub(crate) struct Timer {
 
 impl Timer {
     pub fn new(registry: &Registry, token: Token) -> io::Result<Timer> {
-        // SAFETY: timerfd_create returns a new descriptor or -1; we take ownership of it.
-        let raw = unsafe {
-            libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
-        };
-        if raw < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = sys::monotonic_timerfd()?;
         registry.register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)?;
         // The kernel may delay a timer by the thread's slack (50 µs by default) to batch
         // wake-ups; an open-loop sender wants its due times, so ask for 1 µs.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+        sys::set_timer_slack(1000);
         let base = Instant::now();
-        Ok(Timer { fd, base, base_ns: monotonic_ns(), armed: None })
+        Ok(Timer { fd, base, base_ns: sys::monotonic_ns(), armed: None })
     }
 
     /// Makes the timer fire at `at` (at once if `at` has passed). Re-arming resets the
@@ -43,28 +38,7 @@ impl Timer {
         if self.armed == Some(at) {
             return Ok(());
         }
-        let ns = self.base_ns + at.saturating_duration_since(self.base).as_nanos();
-        // Zero would disarm the timer; one nanosecond after boot is "already past".
-        let ns = ns.max(1);
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec {
-                tv_sec: (ns / 1_000_000_000) as libc::time_t,
-                tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-            },
-        };
-        // SAFETY: the descriptor is ours and the spec lives for the call.
-        let rc = unsafe {
-            libc::timerfd_settime(
-                self.fd.as_raw_fd(),
-                libc::TFD_TIMER_ABSTIME,
-                &spec,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        sys::arm_timerfd_at(self.fd.as_fd(), self.monotonic_ns(at))?;
         self.armed = Some(at);
         Ok(())
     }
@@ -83,33 +57,19 @@ impl Timer {
     /// Sleeps until `at` without a wake-up for anything else (what became ready meanwhile is
     /// found by the next poll).
     pub fn sleep_until(&self, at: Instant) {
-        let ns = self.base_ns + at.saturating_duration_since(self.base).as_nanos();
-        let ts = libc::timespec {
-            tv_sec: (ns / 1_000_000_000) as libc::time_t,
-            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-        };
-        // SAFETY: the timespec lives for the call; an interrupted sleep just ends early.
-        unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
+        sys::sleep_until(self.monotonic_ns(at));
+    }
+
+    /// `at` on CLOCK_MONOTONIC, in nanoseconds (an instant before the base is the base).
+    #[inline]
+    fn monotonic_ns(&self, at: Instant) -> u128 {
+        self.base_ns + at.saturating_duration_since(self.base).as_nanos()
     }
 
     /// Called when the timer's event arrives: it is no longer armed.
     pub fn fired(&mut self) {
         self.armed = None;
     }
-}
-
-fn monotonic_ns() -> u128 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128
 }
 
 #[cfg(test)]

@@ -295,12 +295,9 @@ fn arrivals_refused_after_a_stall_past_the_window_are_unfinished() {
     });
     assert!(server.connections() >= 1, "loadlab ended before its pre-flight connection");
     thread::sleep(Duration::from_millis(300));
-    let pid = child.id() as libc::pid_t;
-    // SAFETY: our own child, not yet reaped.
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    crate::support::sys::signal_child(&child, libc::SIGSTOP).expect("SIGSTOP");
     thread::sleep(Duration::from_secs(2));
-    // SAFETY: as above.
-    unsafe { libc::kill(pid, libc::SIGCONT) };
+    crate::support::sys::signal_child(&child, libc::SIGCONT).expect("SIGCONT");
     let ended = crate::support::wait_until(RUN_LIMIT, || child.try_wait().unwrap().is_some());
     if !ended {
         let _ = child.kill();

@@ -35,10 +35,8 @@ fn sigint_stops_a_timed_run_and_reports_it() {
     // Requests reaching the server mean the handler is installed and the run is measuring.
     let running = wait_until(START_LIMIT, || server.requests() >= 100);
     assert!(child.try_wait().expect("try_wait").is_none(), "loadlab exited before SIGINT");
-    // SAFETY: kill only sends a signal; the pid is our child's, which has not been reaped
-    // (try_wait just found it running, and nothing else waits for it).
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
+    // The child has not been reaped: try_wait just found it running.
+    crate::support::sys::signal_child(&child, libc::SIGINT).expect("kill");
     let signalled = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().expect("try_wait") {

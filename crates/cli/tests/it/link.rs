@@ -8,7 +8,6 @@
 //! namespace it made.
 
 use std::net::Ipv4Addr;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -93,8 +92,7 @@ impl Netns {
     pub(super) fn create() -> Result<Netns, Skip> {
         let ip = find_program("ip", &["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"])
             .ok_or_else(|| missing("ip", "iproute2"))?;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
+        if !crate::support::sys::is_root() {
             let why = "creating a network namespace needs root";
             if servers_required() {
                 panic!("{why}, and CI must run this test");
@@ -139,10 +137,9 @@ impl Netns {
         let joined = std::thread::spawn(move || {
             let file = std::fs::File::open(&path)
                 .unwrap_or_else(|e| panic!("opening {}: {e}", path.display()));
-            // SAFETY: setns takes a namespace file descriptor we hold open; it changes only
-            // this thread's network namespace, and the thread ends right after.
-            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(rc, 0, "setns {}: {}", path.display(), std::io::Error::last_os_error());
+            // Only this thread's network namespace changes, and the thread ends with the server.
+            let entered = crate::support::sys::enter_netns(&file);
+            entered.unwrap_or_else(|e| panic!("setns {}: {e}", path.display()));
             TestServer::start_on(&bind, behaviour)
         });
         let server = joined.join().expect("the namespace thread").expect("bind in the namespace");

@@ -36,8 +36,7 @@ fn interrupted_sweep(server: &TestServer, delay: Duration, json: bool) -> Output
         "the sweep sent nothing"
     );
     std::thread::sleep(delay);
-    // SAFETY: kill only sends a signal to our own child, not yet reaped.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    crate::support::sys::signal_child(&child, libc::SIGINT).expect("SIGINT");
     let signalled = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().expect("try_wait") {

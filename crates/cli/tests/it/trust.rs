@@ -16,11 +16,8 @@ use crate::support::{loadlab, output_within, Behaviour, Skip, RUN_LIMIT};
 fn pin_process(pid: i32, cpu: usize) {
     for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the process's tasks") {
         let tid: i32 = task.unwrap().file_name().to_string_lossy().parse().unwrap();
-        // SAFETY: the set is a plain bitmask on our stack; cpu is below CPU_SETSIZE.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-        let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&set), &set) };
-        assert_eq!(rc, 0, "pinning {tid} to CPU {cpu}: {}", std::io::Error::last_os_error());
+        let pinned = crate::support::sys::pin_thread(tid, cpu);
+        pinned.unwrap_or_else(|e| panic!("pinning {tid} to CPU {cpu}: {e}"));
     }
 }
 
@@ -36,10 +33,7 @@ impl Hog {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
-            // SAFETY: as in pin_process, for this thread (tid 0).
-            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-            unsafe { libc::CPU_SET(cpu, &mut set) };
-            assert_eq!(unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) }, 0);
+            crate::support::sys::pin_thread(0, cpu).expect("pinning the hog");
             let start = Instant::now();
             let mut x = 0u64;
             while !flag.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(60) {

@@ -34,8 +34,7 @@ fn foreground(lab: &TestLab, knobs: &[&str]) -> Option<(Child, Value)> {
 }
 
 fn signal(child: &Child, signal: i32) {
-    // SAFETY: our own child, not yet reaped.
-    unsafe { libc::kill(child.id() as i32, signal) };
+    crate::support::sys::signal_child(child, signal).expect("signal to loadlab");
 }
 
 #[test]
@@ -57,8 +56,7 @@ fn ctrl_c_and_sigterm_take_a_foreground_stack_down() {
 #[test]
 fn a_killed_loadlabs_stack_is_cleaned_by_the_next_start() {
     let lab = TestLab::new();
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = crate::support::sys::is_root();
     let knobs: &[&str] = if root { &["--net", "wan,via=stage"] } else { &[] };
     let Some((mut child, up)) = foreground(&lab, knobs) else { return };
     let pids = pids(&up);

@@ -59,8 +59,7 @@ fn bench_json(url: &str, args: &[&str]) -> serde_json::Value {
 /// Whether this test runs as root, as network profiles need; a visible skip otherwise, and a
 /// failure in CI.
 fn as_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::support::sys::is_root() {
         assert!(!servers_required(), "CI must run the network profile test as root");
         Skip("network profiles need root".into()).report();
         return false;

@@ -135,8 +135,7 @@ fn start_sampler(lab: &TestLab, id: &str) -> (Child, std::thread::JoinHandle<Vec
 
 /// Ctrl-C to the sampler, which then prints its series.
 fn stop_sampler((mut child, stdout): (Child, std::thread::JoinHandle<Vec<u8>>)) -> Value {
-    // SAFETY: signalling our own child, not yet reaped.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    crate::support::sys::signal_child(&child, libc::SIGINT).expect("SIGINT to stack sample");
     let status = child.wait().expect("wait for stack sample");
     assert!(status.success(), "stack sample: {status}");
     let out = stdout.join().unwrap();

@@ -235,8 +235,7 @@ fn a_suite_with_http2_is_loaded_over_http2() {
 /// client reaches: verify and `bench --cacert` check it for that address.
 #[test]
 fn tls_behind_lan_1gbit_names_the_namespace_address() {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::support::sys::is_root() {
         assert!(!servers_required(), "CI must run the network profile test as root");
         return Skip("network profiles need root".into()).report();
     }

@@ -73,8 +73,7 @@ fn uid_of(pid: i32) -> Option<u32> {
 /// ordinary user, every process of theirs runs as that user, and all go down.
 #[test]
 fn an_ordinary_user_runs_a_php_stack_with_its_database() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::support::sys::is_root() {
         eprintln!("lab::user: not root, so the other lab tests ran as an ordinary user already");
         return;
     }
@@ -125,8 +124,7 @@ fn an_ordinary_user_runs_a_php_stack_with_its_database() {
 /// says why, and leaves no namespace.
 #[test]
 fn a_network_profile_without_root_fails_at_once_with_exit_6() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::support::sys::is_root() {
         eprintln!("lab::user: not root; run as root to test the refusal as nobody");
         return;
     }

@@ -453,8 +453,7 @@ fn ctrl_c_twice_stops_a_run_keeping_its_finished_cells_and_leaving_no_server() {
         seen.push_str(&line);
     }
     for _ in 0..2 {
-        // SAFETY: our own child, not yet reaped.
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        crate::support::sys::signal_child(&child, libc::SIGINT).expect("SIGINT");
         std::thread::sleep(Duration::from_millis(20));
     }
     stdout.read_to_string(&mut seen).expect("read stdout");

@@ -8,6 +8,7 @@ pub mod h2peer;
 pub mod nginx;
 pub mod servers;
 pub mod skip;
+pub mod sys;
 
 #[cfg(test)]
 mod selftest;
@@ -19,6 +20,7 @@ pub use loadlab_lab::wait::until as wait_until;
 pub(crate) use nginx::{require_nginx, Listen, Nginx};
 pub use servers::{closed_port, Behaviour, Request, TestServer};
 pub use skip::Skip;
+pub use sys::with_fd_limit;
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -92,25 +94,6 @@ pub fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>
         let _ = pipe.read_to_end(&mut bytes);
         bytes
     })
-}
-
-/// `command` with RLIMIT_NOFILE set to `limit`, soft and hard alike (so that loadlab cannot
-/// raise the soft limit to escape it), in the child only.
-pub fn with_fd_limit(mut command: Command, limit: u64) -> Command {
-    // SAFETY: the closure runs in the child between fork and exec, where only
-    // async-signal-safe functions may be called; setrlimit is a plain system call and the
-    // closure neither allocates nor takes locks.
-    unsafe {
-        command.pre_exec(move || {
-            // rlim_t is u64 on the 64-bit Linux targets loadlab runs on, as sys.rs assumes too.
-            let rlimit = libc::rlimit { rlim_cur: limit, rlim_max: limit };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    command
 }
 
 /// Held by tests whose assertions are rates or latencies (achieved against offered, a knee,

@@ -161,9 +161,10 @@ impl Drop for Nginx {
 
 /// Whether a process with this pid exists (a zombie counts: it has not been reaped).
 pub fn process_exists(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 sends nothing; it only checks that the pid exists.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    match super::sys::kill(pid, 0) {
+        Ok(()) => true,
+        Err(e) => e.raw_os_error() == Some(libc::EPERM),
+    }
 }
 
 fn config(dir: &Path, port: u16, listen: Listen) -> String {
@@ -180,8 +181,7 @@ fn config(dir: &Path, port: u16, listen: Listen) -> String {
     let keepalive_requests = listen.keepalive_requests;
     // Run as root, the master would switch workers to `nobody`, which cannot enter the 0700
     // temp dir; as anyone else the directive is ignored with a warning, so add it only then.
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let user = if unsafe { libc::geteuid() } == 0 { "user root;" } else { "" };
+    let user = if super::sys::is_root() { "user root;" } else { "" };
     format!(
         r#"daemon off;
 master_process on;
@@ -243,8 +243,8 @@ fn stop(child: &mut Child) -> Option<ExitStatus> {
         return Some(status);
     }
     let master = child.id() as i32;
-    // SAFETY: signalling our own child, which has not been reaped, so the pid is still ours.
-    unsafe { libc::kill(master, libc::SIGTERM) };
+    // Our own child, not yet reaped: the pid is still ours.
+    let _ = super::sys::kill(master, libc::SIGTERM);
     let deadline = Instant::now() + STOP_LIMIT;
     while Instant::now() < deadline {
         if let Ok(Some(status)) = child.try_wait() {
@@ -254,8 +254,8 @@ fn stop(child: &mut Child) -> Option<ExitStatus> {
     }
     // Workers outlive a SIGKILLed master, so find them first.
     for pid in children_of(master).into_iter().chain([master]) {
-        // SAFETY: the pids are our child and its children, read just now.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        // Our child and its children, read just now; one gone already is no failure.
+        let _ = super::sys::kill(pid, libc::SIGKILL);
     }
     child.wait().ok()
 }

@@ -638,7 +638,7 @@ impl Worker {
             let conn = &mut self.conns[idx];
             let Some(stream) = conn.stream.as_mut() else { return };
             let got = if self.stamped {
-                crate::sys::recv_stamped(std::os::fd::AsRawFd::as_raw_fd(stream), &mut self.buf)
+                crate::sys::recv_stamped(std::os::fd::AsFd::as_fd(stream), &mut self.buf)
             } else {
                 stream.read(&mut self.buf).map(|n| (n, None))
             };
