@@ -16,6 +16,7 @@
 // Every unsafe block says why it is sound; they all live in `sys`.
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod cgroup;
 pub mod check;
 pub mod client;
 mod config;
@@ -51,7 +52,7 @@ pub use error::{EngineError, ErrorClass, ErrorCounts};
 pub use link::Link;
 pub use mix::{Entry, Mix, Order, Traffic};
 pub use pacing::{Pacing, Stop};
-pub use probe::PathRtt;
+pub use probe::{NoIdleRtt, PathRtt};
 pub use replay::{Replay, Skip};
 pub use request::{Protocol, RequestSpec};
 pub use result::{BenchResult, EntryTally, HdrLog, Tally, Timings, WorkerSummary};
@@ -175,7 +176,11 @@ pub fn run(
     let clock = Clock::start(config);
     let workers = plan_workers(config, addr, &setup, &clock, &control)?;
     let path_probe =
-        setup.probing.then(|| probe::Probe::start(addr, clock.measure_start, setup.idle_rtt));
+        setup.idle_rtt.clone().map(|idle| probe::Probe::start(addr, clock.measure_start, idle));
+    // The client's cgroup quota counters, read around the run as the workers read their CPU
+    // account (a quota throttles the whole cgroup, so one reading serves every worker; the
+    // window includes a warm-up, which a quota throttles the same way).
+    let cgroup_start = cgroup::CgroupCpu::now();
     let handles = match spawn_workers(workers, &control) {
         Ok(handles) => handles,
         Err(e) => {
@@ -187,8 +192,9 @@ pub fn run(
     // run.
     let joined: Vec<_> = handles.into_iter().map(JoinHandle::join).collect();
     let path = path_probe.map(probe::Probe::finish).unwrap_or_default();
+    let cgroup_throttle = cgroup::CgroupCpu::now().throttled_since(&cgroup_start);
     let reports = worker_reports(joined)?;
-    Ok(merge(config, &control, setup, &clock, reports, path))
+    Ok(merge(config, &control, setup, &clock, reports, path, cgroup_throttle))
 }
 
 /// What a run settles before its clock starts, in this order.
@@ -203,13 +209,12 @@ struct Setup {
     cpus_available: usize,
     /// Which interface the traffic takes and how fast it is: looked up once, before any load.
     link: Link,
-    /// Loopback has no link whose queue could pace a run: it is not probed, and the server
-    /// sees only the run's own connections.
-    probing: bool,
     /// The path's RTT with empty queues, measured before any load (and before the clock
-    /// starts, so that a slow path does not make the schedule late); the probe thread then
-    /// samples it under load.
-    idle_rtt: Option<u32>,
+    /// starts, so that a slow path does not make the schedule late), or why there is none; the
+    /// probe thread then samples it under load. `None` on loopback, which has no link whose
+    /// queue could pace a run: it is not probed, and the server sees only the run's own
+    /// connections.
+    idle_rtt: Option<Result<u32, probe::NoIdleRtt>>,
 }
 
 impl Setup {
@@ -229,9 +234,8 @@ impl Setup {
             Some(_) => Link::unix(),
             None => Link::of(addr, config.source_ips.first().copied()),
         };
-        let probing = !link.is_loopback();
-        let idle_rtt = if probing { probe::idle_rtt(addr) } else { None };
-        Ok(Setup { table, fd_limit, tls, cpus_available, link, probing, idle_rtt })
+        let idle_rtt = (!link.is_loopback()).then(|| probe::idle_rtt(addr));
+        Ok(Setup { table, fd_limit, tls, cpus_available, link, idle_rtt })
     }
 }
 
@@ -402,6 +406,7 @@ fn merge(
     clock: &Clock,
     mut reports: Vec<result::WorkerReport>,
     path: PathRtt,
+    cgroup_throttle: Option<cgroup::CgroupThrottle>,
 ) -> BenchResult {
     let interrupted = control.stop.load(Ordering::Relaxed);
     // Taken out of the reports before their tallies merge.
@@ -443,6 +448,7 @@ fn merge(
         protocol: config.protocol,
         link: setup.link,
         path,
+        cgroup_throttle,
         hdr_log,
     }
 }

@@ -320,6 +320,9 @@ pub struct BenchResult {
     pub link: crate::Link,
     /// The path's handshake RTT, idle and under load (see [`crate::probe`]).
     pub path: crate::PathRtt,
+    /// The client's cgroup CPU quota when it throttled the client during the run (see
+    /// [`crate::cgroup`]): what a starved client waited for, then.
+    pub cgroup_throttle: Option<crate::cgroup::CgroupThrottle>,
     /// `--hdr-log`: each worker's per-second histograms, to be merged second by second into
     /// HdrHistogram's interval log ([`loadlab_stats::interval_log::write_log`]).
     pub hdr_log: Option<HdrLog>,

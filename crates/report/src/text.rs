@@ -118,8 +118,10 @@ pub fn compare_runs(old: &[CellRecord], new: &[CellRecord]) -> Vec<RunDelta> {
 }
 
 /// `loadlab compare`'s table: one section per measure, benchstat's columns, a `!` beside a
-/// figure a trust flag touches (the flags are listed below the table) and `*` beside a median
-/// whose ± is the range because there were too few repetitions for an interval.
+/// figure a trust flag touches and `*` beside a median whose ± is the range because there were
+/// too few repetitions for an interval. The flags follow the tables, as benchstat's notes do:
+/// one block per run and workload (at its load), each flag once, however many of the tables'
+/// figures it touches.
 pub fn compare_table(
     old_name: &str,
     old: &[CellRecord],
@@ -163,7 +165,54 @@ pub fn compare_table(
         out.push_str(&t.render());
     }
     notes.append(&mut out);
+    // Every table marked the same flags: they are listed once, here, by run and workload.
+    flag_blocks(&mut out, old_name, &deltas, |d| &d.old_flags);
+    flag_blocks(&mut out, new_name, &deltas, |d| &d.new_flags);
     out
+}
+
+/// One run's flags in `compare`: a block per workload and load, headed by the run's name, each
+/// flag once in plan order.
+fn flag_blocks(
+    out: &mut String,
+    run: &str,
+    deltas: &[RunDelta],
+    flags_of: impl Fn(&RunDelta) -> &[CellFlag],
+) {
+    let mut blocks: Vec<(String, Vec<&CellFlag>)> = Vec::new();
+    for d in deltas {
+        let flags = flags_of(d);
+        if flags.is_empty() {
+            continue;
+        }
+        let head = format!("{run} · {} · {}", d.workload, d.load_label);
+        let at = match blocks.iter().position(|(h, _)| *h == head) {
+            Some(i) => i,
+            None => {
+                blocks.push((head, Vec::new()));
+                blocks.len() - 1
+            }
+        };
+        let block = &mut blocks[at].1;
+        for f in flags {
+            if !block.contains(&f) {
+                block.push(f);
+            }
+        }
+    }
+    for (head, mut flags) in blocks {
+        flags.sort_by(|a, b| (a.ordinal, a.flag.as_str()).cmp(&(b.ordinal, b.flag.as_str())));
+        let _ = writeln!(out, "\n{head}");
+        for f in flags {
+            let _ = writeln!(out, "  ! {}", flag_line(f));
+        }
+    }
+}
+
+/// "nginx, repetition 2: errors (12 connreset)".
+fn flag_line(f: &CellFlag) -> String {
+    let detail = if f.detail.is_empty() { String::new() } else { format!(" ({})", f.detail) };
+    format!("{}, repetition {}: {}{detail}", f.stack, format::repetition(f.repetition), f.flag)
 }
 
 /// The verdict as the terminal summary of `loadlab run`: per workload and load, each stack's
@@ -225,8 +274,6 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
             out.push_str(&t.render());
         }
     }
-    // The flags were listed under their groups already.
-    notes.flags.clear();
     notes.append(&mut out);
     // Last, as the line a CI log is read for.
     if let Some(line) = crate::gate::summary(&crate::gate::gates(verdicts)) {
@@ -288,7 +335,6 @@ fn median_pm(
     }
     if !flags.is_empty() {
         s.push('!');
-        notes.flags.extend(flags.iter().cloned());
     }
     s
 }
@@ -298,11 +344,10 @@ fn median_pm(
 struct Notes {
     range: bool,
     underpowered: bool,
-    flags: Vec<CellFlag>,
 }
 
 impl Notes {
-    fn append(mut self, out: &mut String) {
+    fn append(self, out: &mut String) {
         if self.range {
             out.push_str(
                 "* fewer than 6 repetitions: ± is the range, not a 95% confidence interval\n",
@@ -315,14 +360,6 @@ impl Notes {
                 "~ with these repetition counts no difference can reach significance: need >= \
                  {n} repetitions per side at α = {ALPHA}"
             );
-        }
-        self.flags.sort_by(|a, b| (a.ordinal, a.flag.as_str()).cmp(&(b.ordinal, b.flag.as_str())));
-        self.flags.dedup();
-        for f in &self.flags {
-            let detail =
-                if f.detail.is_empty() { String::new() } else { format!(" ({})", f.detail) };
-            let rep = format::repetition(f.repetition);
-            let _ = writeln!(out, "! {}, repetition {rep}: {}{detail}", f.stack, f.flag);
         }
     }
 }
@@ -445,7 +482,40 @@ mod tests {
         assert!(table.contains("1,205 ± 1%*!"), "{table}");
         assert!(table.contains("* fewer than 6 repetitions"), "{table}");
         assert!(table.contains("need >= 4 repetitions per side"), "{table}");
-        assert!(table.contains("! nginx, repetition 2: errors (12 connreset)"), "{table}");
+        assert!(table.ends_with("\nb · static · closed, 50 conn, 10 s\n  ! nginx, repetition 2: errors (12 connreset)\n"), "{table}");
+    }
+
+    /// Issue 21: each flag was listed once per table (req/s, p50, p99), without its run or
+    /// workload. Now: after the tables, a block per run and workload, each flag once.
+    #[test]
+    fn compare_lists_each_flag_once_under_its_run_and_workload() {
+        let mut old = reps("nginx", "static", 50, &OLD[..3]);
+        old.extend(reps("nginx", "php", 50, &OLD[..3]));
+        old[4] = flagged(old[4].clone(), Flag::ClientStarved, "waited 40%");
+        let mut new = reps("nginx", "static", 50, &NEW[..3]);
+        new.extend(reps("nginx", "php", 50, &NEW[..3]));
+        new[1] = flagged(new[1].clone(), Flag::Errors, "12 connreset");
+        new[2] = flagged(new[2].clone(), Flag::NetworkBound, "lo at 95%");
+        let table = compare_table("run 1", &old, "run 2", &new);
+        for line in [
+            "  ! nginx, repetition 2: errors (12 connreset)",
+            "  ! nginx, repetition 3: network_bound (lo at 95%)",
+            "  ! nginx, repetition 2: client_starved (waited 40%)",
+        ] {
+            assert_eq!(table.matches(line).count(), 1, "{line:?} once in {table}");
+        }
+        let blocks: Vec<&str> = table.split("\n\n").skip(3).collect();
+        assert_eq!(
+            blocks,
+            [
+                "run 1 · php · closed, 50 conn, 10 s\n  \
+                 ! nginx, repetition 2: client_starved (waited 40%)",
+                "run 2 · static · closed, 50 conn, 10 s\n  \
+                 ! nginx, repetition 2: errors (12 connreset)\n  \
+                 ! nginx, repetition 3: network_bound (lo at 95%)\n",
+            ],
+            "{table}"
+        );
     }
 
     /// A URL list workload's requests: a table under the group, request by request, each

@@ -64,6 +64,7 @@ pub fn result(
         protocol: loadlab_engine::Protocol::Http1,
         link: Link { interface: Some("lo".into()), speed_mbps: None },
         path: PathRtt::default(),
+        cgroup_throttle: None,
         hdr_log: None,
     }
 }

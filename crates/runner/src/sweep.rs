@@ -101,6 +101,66 @@ pub struct Step {
     pub slo: Option<SloVerdict>,
 }
 
+impl Step {
+    /// The sweep table's trust column, decided here so that every text output says the same:
+    /// "ok"; else the flags that make the step someone else's limit with whose limit it is
+    /// ("NETWORK-BOUND: the network's limit, not the server's"), then the other findings
+    /// ("errors, 3 non-2xx"), then the SLO and bisection marks, each group after a "; ". An
+    /// interrupted step is never judged. (It read "NETWORK-BOUND, -> says nothing about the
+    /// server", an arrow listed as if it were one more flag: issue 21.)
+    pub fn trust_column(&self) -> String {
+        let f = &self.flags;
+        let mut groups: Vec<String> = Vec::new();
+        if self.interrupted {
+            // What a step stopped part-way shows is no finding about anyone.
+            groups.push("INTERRUPTED: not judged".to_owned());
+        } else {
+            let client = [
+                (f.client_saturated, "CLIENT SATURATED"),
+                (f.client_starved, "CLIENT STARVED"),
+                (f.fd_or_port_exhausted, "FD/PORTS EXHAUSTED"),
+            ];
+            let mut limits: Vec<&str> = client.iter().filter(|c| c.0).map(|c| c.1).collect();
+            let client_limited = !limits.is_empty();
+            if f.network_bound {
+                limits.push("NETWORK-BOUND");
+            }
+            let whose = match (client_limited, f.network_bound) {
+                (true, true) => Some("the client's and the network's limit"),
+                (true, false) => Some("the client's limit"),
+                (false, true) => Some("the network's limit"),
+                // Another untrusted finding, should one be added: still said.
+                (false, false) => (!self.trusted).then_some("not the server's limit"),
+            };
+            match whose {
+                Some(w) if limits.is_empty() => groups.push(w.to_owned()),
+                Some(w) => groups.push(format!("{}: {w}, not the server's", limits.join(", "))),
+                None => {}
+            }
+            let non_2xx = format!("{} non-2xx", self.non_2xx);
+            let others = [
+                (f.schedule_missed, "schedule missed"),
+                (f.errors, "errors"),
+                (self.non_2xx > 0, non_2xx.as_str()),
+            ];
+            let others: Vec<&str> = others.iter().filter(|o| o.0).map(|o| o.1).collect();
+            if !others.is_empty() {
+                groups.push(others.join(", "));
+            }
+        }
+        if self.slo.as_ref().is_some_and(|v| !v.passed) {
+            groups.push("SLO broken".to_owned());
+        }
+        if self.bisect {
+            groups.push("(bisect)".to_owned());
+        }
+        if groups.is_empty() {
+            return "ok".to_owned();
+        }
+        groups.join("; ")
+    }
+}
+
 /// The step's flags as booleans (the JSON keys of docs/sweep.md), read from the verdict.
 #[derive(Debug, Clone, Serialize)]
 pub struct Flags {

@@ -351,6 +351,35 @@ fn a_step_the_client_could_not_drive_is_never_the_servers_knee() {
     assert!(out.steps[2].flags.client_saturated);
 }
 
+/// Issue 21: the trust column read "NETWORK-BOUND, -> says nothing about the server".
+#[test]
+fn a_steps_trust_column_says_whose_limit_it_was_and_lists_the_rest_apart() {
+    let mut engine = FakeEngine::new(10_000.0);
+    engine.client_rate_limit = 950.0;
+    let out = run_sweep(&sweep_plan(&[300.0, 1200.0]), &mut engine, &mut |_| Ok(()))
+        .expect("the sweep runs");
+    assert_eq!(out.steps[0].trust_column(), "ok");
+    let mut s = out.steps[1].clone();
+    assert_eq!(s.trust_column(), "CLIENT SATURATED: the client's limit, not the server's");
+    s.flags.client_saturated = false;
+    s.flags.network_bound = true;
+    s.flags.errors = true;
+    s.non_2xx = 3;
+    assert_eq!(
+        s.trust_column(),
+        "NETWORK-BOUND: the network's limit, not the server's; errors, 3 non-2xx"
+    );
+    s.flags.client_starved = true;
+    s.bisect = true;
+    assert_eq!(
+        s.trust_column(),
+        "CLIENT STARVED, NETWORK-BOUND: the client's and the network's limit, not the \
+         server's; errors, 3 non-2xx; (bisect)"
+    );
+    s.interrupted = true;
+    assert_eq!(s.trust_column(), "INTERRUPTED: not judged; (bisect)");
+}
+
 #[test]
 fn bisection_places_the_knee_between_the_last_good_and_first_bad_steps() {
     let mut engine = FakeEngine::new(1_300.0);

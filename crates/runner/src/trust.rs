@@ -278,7 +278,7 @@ pub const RULES: [Rule; 11] = [
 type Note = fn(&BenchConfig, &BenchResult) -> Option<String>;
 
 /// Every note, in the order they are listed.
-pub const NOTES: [Note; 3] = [nominal_link, still_in_flight, body_length_varied];
+pub const NOTES: [Note; 4] = [idle_rtt_unknown, nominal_link, still_in_flight, body_length_varied];
 
 fn finding(flag: Flag, evidence: String, warning: String) -> Option<Finding> {
     Some(Finding { flag, evidence, warning })
@@ -311,29 +311,54 @@ fn client_starved(_: &BenchConfig, r: &BenchResult) -> Option<Finding> {
     if waiting < STARVED_WAIT || denied < STARVED_DENIED || waited < STARVED_MIN_WAIT {
         return None;
     }
-    // Who held the CPUs is not known; over loopback the server is a candidate.
-    let who = if r.link.is_loopback() {
-        " (over loopback the server itself may be that work: pin client and server to \
-         different CPUs to tell)"
-    } else {
-        ""
+    let (evidence, why) = match &r.cgroup_throttle {
+        // The cgroup's quota took the CPUs away: the machine may have had idle ones.
+        Some(t) => {
+            let quota = describe_quota(t);
+            (format!("; {quota}"), format!(" because {quota}"))
+        }
+        // Who held the CPUs is not known; over loopback the server is a candidate.
+        None if r.link.is_loopback() => (
+            String::new(),
+            " while other work held its CPUs (over loopback the server itself may be that \
+             work: pin client and server to different CPUs to tell)"
+                .to_owned(),
+        ),
+        None => (String::new(), " while other work held its CPUs".to_owned()),
     };
     finding(
         Flag::ClientStarved,
         format!(
-            "a worker waited for a CPU {} of the run, {} of the CPU time it wanted",
+            "a worker waited for a CPU {} of the run, {} of the CPU time it wanted{evidence}",
             format::percent(waiting),
             format::percent(denied)
         ),
         format!(
             "client starved: a worker waited for a CPU {} of the run ({} of the time it wanted \
-             one; {} in all, {} preemptions) while other work held its CPUs{who}, so the \
-             request rate is the client's, not the server's",
+             one; {} in all, {} preemptions){why}, so the request rate is the client's, not the \
+             server's",
             format::percent(waiting),
             format::percent(denied),
             format::seconds(r.cpu_wait().as_secs_f64()),
             format::count(r.involuntary_switches() as f64),
         ),
+    )
+}
+
+/// "its cgroup's CPU quota (0.5 CPU: 50.0 ms per 100 ms, at /sys/fs/cgroup/ci) throttled it in
+/// 18 of 20 periods, 1.4 s in all".
+fn describe_quota(t: &loadlab_engine::cgroup::CgroupThrottle) -> String {
+    let (q, n) = (&t.quota, &t.throttling);
+    format!(
+        "its cgroup's CPU quota ({} CPU: {} per {}, at {}) throttled it in {} of {} periods, {} \
+         in all",
+        (q.cpus() * 100.0).round() / 100.0,
+        format::micros(q.quota.as_micros() as f64),
+        format::micros(q.period.as_micros() as f64),
+        t.cgroup.display(),
+        n.throttled_periods,
+        n.periods,
+        format::seconds(n.throttled.as_secs_f64()),
     )
 }
 
@@ -546,6 +571,17 @@ fn connections_exhausted(_: &BenchConfig, r: &BenchResult) -> Option<Finding> {
             r.pool
         ),
     )
+}
+
+/// A probed path without an idle RTT: the path-queue and round-trip rules of `network_bound`
+/// compare with it, so neither could apply. Said, so that a null `idle_rtt_us` is never read as
+/// "the round trip did not matter" (issue 21).
+fn idle_rtt_unknown(_: &BenchConfig, r: &BenchResult) -> Option<String> {
+    let why = r.path.idle_unknown.as_ref()?;
+    Some(format!(
+        "round-trip and path-queue rules of network_bound not applied: no idle RTT measured \
+         ({why})"
+    ))
 }
 
 fn nominal_link(_: &BenchConfig, r: &BenchResult) -> Option<String> {

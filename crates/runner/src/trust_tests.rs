@@ -47,6 +47,37 @@ fn a_client_that_waited_for_its_cpu_is_starved_only_past_both_shares() {
     assert!(!Verdict::judge(&closed(), &short).has(Flag::ClientStarved));
 }
 
+/// Issue 21: a client throttled by its cgroup's CPU quota was flagged starved "while other
+/// work held its CPUs", which is not what happened: the evidence now names the quota.
+#[test]
+fn a_client_throttled_by_its_cgroup_quota_is_starved_by_the_quota_not_by_other_work() {
+    use loadlab_engine::cgroup::{CgroupThrottle, CpuQuota, Throttling};
+    let mut r = waited(0.30, 0.30);
+    r.cgroup_throttle = Some(CgroupThrottle {
+        cgroup: "/sys/fs/cgroup/ci/job".into(),
+        quota: CpuQuota { quota: Duration::from_millis(50), period: Duration::from_millis(100) },
+        throttling: Throttling {
+            periods: 20,
+            throttled_periods: 18,
+            throttled: Duration::from_millis(1_400),
+        },
+    });
+    let v = Verdict::judge(&closed(), &r);
+    let f = v.findings.iter().find(|f| f.flag == Flag::ClientStarved).expect("starved");
+    let quota = "its cgroup's CPU quota (0.5 CPU: 50.0 ms per 100 ms, at /sys/fs/cgroup/ci/job) \
+                 throttled it in 18 of 20 periods, 1.4 s in all";
+    assert_eq!(
+        f.evidence,
+        format!("a worker waited for a CPU 30% of the run, 50% of the CPU time it wanted; {quota}")
+    );
+    assert!(f.warning.contains(&format!("preemptions) because {quota}, so")), "{}", f.warning);
+    assert!(!f.warning.contains("other work"), "{}", f.warning);
+    // Without throttling the wait is other work's, as before.
+    let plain = Verdict::judge(&closed(), &waited(0.30, 0.30));
+    let f = plain.findings.iter().find(|f| f.flag == Flag::ClientStarved).unwrap();
+    assert!(f.warning.contains("while other work held its CPUs"), "{}", f.warning);
+}
+
 /// A result on a veth whose probes saw `idle` µs before the load and `load` µs during it.
 fn probed(idle: u32, load: &[u32], busy: f64) -> loadlab_engine::BenchResult {
     let mut r = result(Pacing::Closed, 60, 1.0, 100_000, busy);
@@ -54,6 +85,7 @@ fn probed(idle: u32, load: &[u32], busy: f64) -> loadlab_engine::BenchResult {
     r.link = Link { interface: Some("veth0".into()), speed_mbps: Some(10_000) };
     r.path = PathRtt {
         idle_us: Some(idle),
+        idle_unknown: None,
         under_load_us: load.to_vec(),
         unanswered: 0,
         machine_busy: Some(0.2),
@@ -107,6 +139,32 @@ fn the_path_rule_needs_a_real_rise_a_quiet_client_and_machine_and_a_link() {
     let mut blind = probed(50, &[5_000, 5_000, 5_000], 0.1);
     blind.path.idle_us = None;
     assert!(!net(&blind));
+}
+
+/// Issue 21: a path probed without an idle RTT turned the round-trip rule off in silence (a
+/// null `idle_rtt_us`); the verdict now says which rules it could not apply, and why.
+#[test]
+fn a_probed_path_without_an_idle_rtt_says_the_rules_that_need_it_were_not_applied() {
+    let mut blind = probed(40_000, &[40_500, 41_000, 40_800], 0.02);
+    assert!(Verdict::judge(&closed(), &blind).notes.iter().all(|n| !n.contains("idle RTT")));
+    blind.path.idle_us = None;
+    blind.path.idle_unknown = Some(loadlab_engine::NoIdleRtt {
+        tried: 2,
+        answered: 0,
+        last: "no answer within 1000 ms".into(),
+    });
+    let v = Verdict::judge(&closed(), &blind);
+    assert!(!v.has(Flag::NetworkBound), "{:?}", v.findings);
+    assert!(
+        v.notes.contains(
+            &"round-trip and path-queue rules of network_bound not applied: no idle RTT \
+              measured (2 of 2 handshakes before the load failed, the last with no answer \
+              within 1000 ms)"
+                .to_owned()
+        ),
+        "{:?}",
+        v.notes
+    );
 }
 
 #[test]

@@ -80,12 +80,16 @@ fn carries(url: &str, mbit: f64) {
 
 /// Behind `wan`, one connection and small responses: each request is one round trip of 40 ms
 /// (20 ms each way, +-2 ms of jitter) plus nginx's few microseconds. 0.1% loss may cost a
-/// retransmit (200 ms) to one request in a thousand: the p50 does not see it. The report.
+/// retransmit (200 ms) to one request in a thousand: the p50 does not see it. The same loss
+/// may cost one of the idle probe's handshakes its SYN or SYN-ACK (the kernel resends it after
+/// 1 s, the probe's bound): the probe retries it, so the idle RTT is still measured (issue 21:
+/// it gave up at the first, and this test failed once in a full run). The report.
 fn wan_round_trip(url: &str) -> serde_json::Value {
     let report = bench_json(&format!("{url}hello.txt"), &["-c", "1", "-d", "2s"]);
     let p50_ms = report["latency_us"]["p50"].as_f64().unwrap() / 1000.0;
     assert!((40.0..60.0).contains(&p50_ms), "p50 {p50_ms} ms behind a 40 ms round trip");
-    let idle_ms = report["client"]["path"]["idle_rtt_us"].as_f64().unwrap() / 1000.0;
+    let idle_us = report["client"]["path"]["idle_rtt_us"].as_f64();
+    let idle_ms = idle_us.unwrap_or_else(|| panic!("no idle RTT: {report:#}")) / 1000.0;
     assert!((36.0..50.0).contains(&idle_ms), "handshake RTT {idle_ms} ms: {report:#}");
     assert_eq!(report["requests"]["failed"], 0, "{report:#}");
     report
