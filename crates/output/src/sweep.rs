@@ -88,42 +88,6 @@ pub fn row(s: &Step) -> String {
     let rr = s.reply_rate.map_or("-".to_string(), |m| {
         format!("{:.0}/{:.0}/{:.0}/{:.1}", m.min, m.mean, m.max, m.stdev)
     });
-    let mut trust = Vec::new();
-    if s.flags.client_saturated {
-        trust.push("CLIENT SATURATED");
-    }
-    if s.flags.client_starved {
-        trust.push("CLIENT STARVED");
-    }
-    if s.flags.fd_or_port_exhausted {
-        trust.push("FD/PORTS EXHAUSTED");
-    }
-    if s.flags.network_bound {
-        trust.push("NETWORK-BOUND");
-    }
-    if s.flags.schedule_missed {
-        trust.push("schedule missed");
-    }
-    if s.flags.errors {
-        trust.push("errors");
-    }
-    let non_2xx = format!("{} non-2xx", s.non_2xx);
-    if s.non_2xx > 0 {
-        trust.push(&non_2xx);
-    }
-    if s.interrupted {
-        // What a step stopped part-way shows is no finding about anyone.
-        trust.clear();
-        trust.push("INTERRUPTED: not judged");
-    } else if !s.trusted {
-        trust.push("-> says nothing about the server");
-    }
-    if s.slo.as_ref().is_some_and(|v| !v.passed) {
-        trust.push("SLO broken");
-    }
-    if s.bisect {
-        trust.push("(bisect)");
-    }
     format!(
         "{:>4} {:>10.1} {:>10.1} {:>8.1} {:>24} {:>9} {:>9} {:>8} {:>7}  {}",
         s.host,
@@ -135,7 +99,7 @@ pub fn row(s: &Step) -> String {
         loadlab_stats::format::micros(s.p99_us as f64),
         s.failed,
         loadlab_stats::format::micros(s.late_p99_us as f64),
-        if trust.is_empty() { "ok".to_string() } else { trust.join(", ") }
+        s.trust_column()
     )
 }
 

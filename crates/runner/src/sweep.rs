@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::executor::Measure;
 use crate::slo::{Figures, Slo, SloVerdict};
+use crate::limit::Limit;
 use crate::trust::{Flag, Verdict};
 
 /// The least warm-up of a step: the server's queue reaches its steady state for this rate,
@@ -377,6 +378,7 @@ fn step_of(
     let done = t.completed + t.failed;
     let secs = r.duration.as_secs_f64().max(f64::MIN_POSITIVE);
     let classes = t.status_classes();
+    let limited_by = crate::limit::of_bench(r, verdict);
     Step {
         target: url.to_string(),
         host,
@@ -399,8 +401,9 @@ fn step_of(
         non_2xx: crate::trust::not_2xx_of(&classes),
         flags: Flags::of(verdict),
         findings: verdict.findings.clone(),
-        trusted: verdict.trusted(),
-        limited_by: crate::limit::of_bench(r, verdict),
+        // Trusted unless the one limit decision names the client or the network.
+        trusted: !limited_by.limit.not_the_servers(),
+        limited_by,
         bisect,
         interrupted: r.interrupted,
         slo: None,
@@ -413,8 +416,9 @@ fn point(s: &Step) -> StepPoint {
         achieved_rps: s.achieved_rps,
         error_ratio: s.error_ratio,
         p99_us: s.p99_us,
-        client_limited: s.findings.iter().any(|f| f.untrusted() && f.flag != Flag::NetworkBound),
-        network_bound: s.flags.network_bound,
+        // The knee reads the step's one limit decision, not its flags again.
+        client_limited: s.limited_by.limit == Limit::Client,
+        network_bound: s.limited_by.limit == Limit::Network,
         slo_breach: s.slo.as_ref().and_then(SloVerdict::breach),
     }
 }
