@@ -207,7 +207,8 @@ pub fn fd_limit() -> (u64, u64) {
 /// CPUs online in the machine (not only those this process may use: [`allowed_cpus`]).
 pub fn online_cpus() -> i64 {
     // SAFETY: sysconf has no preconditions.
-    i64::from(unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) })
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    n as i64
 }
 
 /// Sets an integer socket option on `fd`.
