@@ -12,8 +12,8 @@ use loadlab_stats::Moments;
 use serde::Serialize;
 
 use crate::executor::Measure;
-use crate::slo::{Figures, Slo, SloVerdict};
 use crate::limit::Limit;
+use crate::slo::{Figures, Slo, SloVerdict};
 use crate::trust::{Flag, Verdict};
 
 /// The least warm-up of a step: the server's queue reaches its steady state for this rate,
