@@ -68,8 +68,70 @@ impl Validation {
         self.status.is_empty() && self.body_sha256.is_none() && self.body_contains.is_none()
     }
 
-    fn status_ok(&self, code: u16) -> bool {
+    /// Whether `code` is an accepted status.
+    pub fn status_ok(&self, code: u16) -> bool {
         self.status.is_empty() || self.status.iter().any(|(a, b)| (*a..=*b).contains(&code))
+    }
+
+    /// The accepted statuses as `--expect-status` spells them: `200`, `2xx`, `200-204`.
+    pub fn expected_status(&self) -> String {
+        let parts: Vec<String> = self
+            .status
+            .iter()
+            .map(|&(a, b)| match (a, b) {
+                (a, b) if a == b => a.to_string(),
+                (a, b) if a % 100 == 0 && b == a + 99 => format!("{}xx", a / 100),
+                (a, b) => format!("{a}-{b}"),
+            })
+            .collect();
+        parts.join(",")
+    }
+
+    /// What was wrong with an answer of `status` and `bytes` body bytes that failed this
+    /// validation. `mismatch` is known when the whole answer was judged ([`Validation::judge`]);
+    /// a load's tally counts failures, not their reasons, so without it the body checks it
+    /// could have failed are named together.
+    pub fn explain(&self, mismatch: Option<Mismatch>, status: u16, bytes: u64) -> String {
+        if mismatch == Some(Mismatch::Status) || (mismatch.is_none() && !self.status_ok(status)) {
+            return format!("status {status}, expected {}", self.expected_status());
+        }
+        let body = format!("the body ({bytes} bytes, status {status})");
+        let lacks = |text: &Vec<u8>| format!("lacks {:?}", String::from_utf8_lossy(text));
+        let sha = "has another SHA-256 than expected";
+        match (mismatch, &self.body_contains, self.body_sha256.is_some()) {
+            (Some(Mismatch::Contains), Some(text), _) | (None, Some(text), false) => {
+                format!("{body} {}", lacks(text))
+            }
+            (Some(Mismatch::Sha256), _, _) | (None, None, true) => format!("{body} {sha}"),
+            (None, Some(text), true) => format!("{body} {} or {sha}", lacks(text)),
+            _ => format!("{body} failed its check"),
+        }
+    }
+
+    /// Judges a whole answer already read by the check the load streams each body through, so
+    /// that a verify and the cells after it accept the same answers. A wrong status says how
+    /// the body starts (an error page names its server); a wrong digest, the one received.
+    pub fn judge(&self, status: u16, body: &[u8]) -> Result<(), String> {
+        let mut check = BodyCheck::new(self);
+        check.update(body);
+        let Some(mismatch) = check.finish(self, status) else { return Ok(()) };
+        let bytes = body.len() as u64;
+        Err(match mismatch {
+            Mismatch::Status => {
+                let start = String::from_utf8_lossy(&body[..body.len().min(200)]);
+                let explained = self.explain(Some(mismatch), status, bytes);
+                format!("{explained} (body starts {start:?})")
+            }
+            Mismatch::Sha256 => {
+                let hex = |d: &[u8]| d.iter().map(|b| format!("{b:02x}")).collect::<String>();
+                let expected = self.body_sha256.as_ref().map_or(String::new(), |d| hex(d));
+                format!(
+                    "the body ({bytes} bytes, status {status}) has SHA-256 {}, expected {expected}",
+                    hex(&Sha256::digest(body))
+                )
+            }
+            Mismatch::Contains => self.explain(Some(mismatch), status, bytes),
+        })
     }
 }
 
@@ -200,6 +262,44 @@ mod tests {
         assert_eq!(check(&v, 200, &[b"haystack nee", b"dle"]), None);
         assert_eq!(check(&v, 200, &[b"needl", b"x", b"eedle"]), Some(Mismatch::Contains));
         assert_eq!(check(&v, 200, &[]), Some(Mismatch::Contains));
+    }
+
+    #[test]
+    fn a_whole_answer_is_judged_as_the_load_judges_it() {
+        let v = Validation {
+            status: vec![(200, 200)],
+            body_contains: Some(b"welcome".to_vec()),
+            ..Default::default()
+        };
+        assert_eq!(v.judge(200, b"you are welcome here"), Ok(()));
+        let e = v.judge(404, b"<h1>Not Found</h1>").unwrap_err();
+        assert_eq!(e, "status 404, expected 200 (body starts \"<h1>Not Found</h1>\")");
+        let e = v.judge(200, b"hello").unwrap_err();
+        assert_eq!(e, "the body (5 bytes, status 200) lacks \"welcome\"");
+        let digest = "68e656b251e67e8358bef8483ab0d51c6619f3e7a1a9f0e75838d41ff368f728";
+        let v = Validation {
+            body_sha256: Some(Validation::parse_sha256(digest).unwrap()),
+            ..Default::default()
+        };
+        assert_eq!(v.judge(200, b"hello, world!"), Ok(()));
+        let e = v.judge(200, b"").unwrap_err();
+        assert!(e.starts_with("the body (0 bytes, status 200) has SHA-256 e3b0c442"), "{e}");
+        assert!(e.ends_with(&format!("expected {digest}")), "{e}");
+    }
+
+    #[test]
+    fn a_tallied_failure_names_every_check_it_could_have_failed() {
+        let v = Validation {
+            status: vec![(200, 299), (304, 304)],
+            body_contains: Some(b"ok".to_vec()),
+            body_sha256: Some([0; 32]),
+        };
+        assert_eq!(v.explain(None, 500, 3), "status 500, expected 2xx,304");
+        let e = v.explain(None, 200, 3);
+        assert_eq!(
+            e,
+            "the body (3 bytes, status 200) lacks \"ok\" or has another SHA-256 than expected"
+        );
     }
 
     #[test]

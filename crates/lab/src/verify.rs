@@ -13,8 +13,9 @@ use crate::error::Error;
 use crate::knobs::Knobs;
 use crate::servers::{mariadb::Mariadb, Plan};
 use crate::supervise;
-use crate::workloads::{self, sha256_hex, Expect, Workload, STATUS_PATH};
+use crate::workloads::{self, Expect, Workload, STATUS_PATH};
 use loadlab_engine::client::{self as http, Endpoint, Response};
+use loadlab_engine::Validation;
 
 /// How the lab's own client reaches `tier`: its address, over TLS trusting only the
 /// instance's CA when `tier` is the one that speaks TLS. Fails when the CA cannot be read.
@@ -176,31 +177,29 @@ fn check_workload(port: &Endpoint, front: Tier, workload: &Workload) -> Result<S
     Ok(detail)
 }
 
+/// The answer judged by the engine's check of the workload ([`Expect::validation`]), the one
+/// its cells' responses will meet; with the right status, from the intended server and, for
+/// PHP, PHP's output rather than its source.
 fn check_answer(response: &Response, front: Tier, workload: &Workload) -> Result<(), String> {
-    if response.status != 200 {
-        let start = String::from_utf8_lossy(&response.body[..response.body.len().min(200)]);
-        return Err(format!("status {} (body starts {start:?})", response.status));
+    let validation = workload.expect.validation();
+    let (status, body) = (response.status, &response.body);
+    if !validation.status_ok(status) {
+        return validation.judge(status, body);
     }
     check_server(response, front)?;
-    match &workload.expect {
-        Expect::Sha256 { sha256, length } => {
-            let got = sha256_hex(&response.body);
-            if &got != sha256 {
-                return Err(format!(
-                    "body is {} bytes with sha256 {got}, expected {length} bytes with {sha256}",
-                    response.body.len()
-                ));
-            }
-        }
-        Expect::Markers(markers) => {
-            let body = String::from_utf8_lossy(&response.body);
-            if body.contains("<?php") {
-                return Err("PHP source was served instead of being executed".into());
-            }
-            if let Some(missing) = markers.iter().find(|m| !body.contains(m.as_str())) {
-                return Err(format!("body lacks {missing:?} ({} bytes)", response.body.len()));
-            }
-        }
+    let markers = match &workload.expect {
+        Expect::Markers(markers) => markers.as_slice(),
+        Expect::Sha256 { .. } => &[],
+    };
+    if !markers.is_empty() && body.windows(5).any(|w| w == b"<?php") {
+        return Err("PHP source was served instead of being executed".into());
+    }
+    validation.judge(status, body)?;
+    // The load looks for the first marker in every response; verify for each, once.
+    for marker in markers.iter().skip(1) {
+        let one =
+            Validation { body_contains: Some(marker.as_bytes().to_vec()), ..validation.clone() };
+        one.judge(status, body)?;
     }
     Ok(())
 }
@@ -379,6 +378,44 @@ mod tests {
             mod_php: "/usr/lib/apache2/modules/libphp8.2.so".into(),
             net: None,
         }
+    }
+
+    fn answer(status: u16, server: &str, body: &[u8]) -> Response {
+        let headers = vec![("server".to_string(), server.to_string())];
+        Response { status, headers, body: body.to_vec() }
+    }
+
+    #[test]
+    fn an_answer_is_judged_by_the_check_its_cells_meet() {
+        let nginx = Tier::Nginx { php: crate::catalog::NginxPhp::None };
+        let all =
+            workloads::for_stack(crate::catalog::stack("nginx-fpm").unwrap(), &Knobs::default());
+        let hello = all.iter().find(|w| w.name == "hello.txt").unwrap();
+        assert_eq!(
+            check_answer(&answer(200, "nginx/1.22", workloads::HELLO), nginx, hello),
+            Ok(())
+        );
+        let e = check_answer(&answer(404, "nginx/1.22", b"gone"), nginx, hello).unwrap_err();
+        assert_eq!(e, "status 404, expected 200 (body starts \"gone\")");
+        let e = check_answer(&answer(200, "Apache", workloads::HELLO), nginx, hello).unwrap_err();
+        assert!(e.starts_with("not from nginx: Server \"Apache\""), "{e}");
+        let e = check_answer(&answer(200, "nginx", b"hello"), nginx, hello).unwrap_err();
+        assert!(e.starts_with("the body (5 bytes, status 200) has SHA-256 "), "{e}");
+
+        let page = Workload {
+            name: "page",
+            path: "/page.php",
+            expect: Expect::Markers(vec!["<html".into(), "done".into()]),
+            php: true,
+        };
+        let ok = answer(200, "nginx", b"<html>all done</html>");
+        assert_eq!(check_answer(&ok, nginx, &page), Ok(()));
+        let source = answer(200, "nginx", b"<?php echo '<html>done'; ?>");
+        let e = check_answer(&source, nginx, &page).unwrap_err();
+        assert_eq!(e, "PHP source was served instead of being executed");
+        // The load checks the first marker only; verify checks every one.
+        let e = check_answer(&answer(200, "nginx", b"<html>half"), nginx, &page).unwrap_err();
+        assert_eq!(e, "the body (10 bytes, status 200) lacks \"done\"");
     }
 
     #[test]

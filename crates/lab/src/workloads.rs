@@ -6,6 +6,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use loadlab_engine::Validation;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -22,6 +23,24 @@ pub enum Expect {
     Sha256 { sha256: String, length: usize },
     /// Every one of these strings, and never `<?php` (PHP source served as text).
     Markers(Vec<String>),
+}
+
+impl Expect {
+    /// The engine's check of an answer: status 200 and these bytes, or the first marker. The
+    /// lab's verify judges its answer by it, as the load judges each response, so both accept
+    /// the same answers; the engine looks for one substring per response, and verify looks
+    /// for the other markers once besides.
+    pub fn validation(&self) -> Validation {
+        let mut v = Validation { status: vec![(200, 200)], ..Validation::default() };
+        match self {
+            // The lab writes its digests as 64 hex digits, so this always parses.
+            Expect::Sha256 { sha256, .. } => v.body_sha256 = Validation::parse_sha256(sha256).ok(),
+            Expect::Markers(markers) => {
+                v.body_contains = markers.first().map(|m| m.as_bytes().to_vec());
+            }
+        }
+        v
+    }
 }
 
 /// A URL path of an instance and how to check its answer.

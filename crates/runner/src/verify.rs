@@ -6,9 +6,7 @@
 //! (`verify_answers`). Ready means verified: a wrong answer stops the run before the
 //! instance's cells.
 
-use loadlab_engine::{
-    BenchConfig, BenchResult, ErrorClass, Order, Pacing, Stop, Traffic, Validation,
-};
+use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Order, Pacing, Stop, Traffic};
 
 /// `config` as one request on one connection, nothing before it. Keep-alive and the protocol
 /// stay the cell's (HTTP/2 has no connection per request): the run ends after its request. A
@@ -70,26 +68,7 @@ pub fn judge(r: &BenchResult, config: &BenchConfig) -> Result<String, String> {
         return Err(format!("no answer within {:?}", config.timeout));
     };
     Err(match class {
-        ErrorClass::Validation => {
-            let code = status.unwrap_or(0);
-            let expected = expected_status(v);
-            if !v.status.is_empty() && !v.status.iter().any(|(a, b)| (*a..=*b).contains(&code)) {
-                format!("status {code}, expected {expected}")
-            } else {
-                let body = format!("the body ({} bytes, status {code})", t.bytes_body);
-                match (&v.body_contains, v.body_sha256.is_some()) {
-                    (Some(text), false) => {
-                        format!("{body} lacks {:?}", String::from_utf8_lossy(text))
-                    }
-                    (None, true) => format!("{body} has another SHA-256 than expected"),
-                    (Some(text), true) => format!(
-                        "{body} lacks {:?} or has another SHA-256 than expected",
-                        String::from_utf8_lossy(text)
-                    ),
-                    (None, false) => format!("{body} failed its check"),
-                }
-            }
-        }
+        ErrorClass::Validation => v.explain(None, status.unwrap_or(0), t.bytes_body),
         ErrorClass::Tls => {
             let reasons: Vec<&str> = t.errors.tls_reasons.keys().map(String::as_str).collect();
             format!("TLS failed: {}", reasons.join("; "))
@@ -100,20 +79,6 @@ pub fn judge(r: &BenchResult, config: &BenchConfig) -> Result<String, String> {
         }
         other => format!("failed: {}", describe(other)),
     })
-}
-
-/// The accepted statuses as `--expect-status` spells them: `200`, `2xx`, `200-204`.
-fn expected_status(v: &Validation) -> String {
-    let parts: Vec<String> = v
-        .status
-        .iter()
-        .map(|&(a, b)| match (a, b) {
-            (a, b) if a == b => a.to_string(),
-            (a, b) if a % 100 == 0 && b == a + 99 => format!("{}xx", a / 100),
-            (a, b) => format!("{a}-{b}"),
-        })
-        .collect();
-    parts.join(",")
 }
 
 fn describe(class: ErrorClass) -> &'static str {
@@ -132,6 +97,7 @@ fn describe(class: ErrorClass) -> &'static str {
 mod tests {
     use super::*;
     use crate::fake::result;
+    use loadlab_engine::Validation;
 
     fn failed(class: ErrorClass, status: u16, body: u64) -> BenchResult {
         let mut r = result(Pacing::Closed, 0, 0.01, 100, 0.1);

@@ -74,25 +74,11 @@ pub enum Check {
 }
 
 impl Check {
-    /// The engine's per-response check. The engine looks for one substring per response, so
-    /// a lab expectation with several markers uses the first: verify has already checked them
-    /// all once, and under load the question is whether the same page keeps coming back.
+    /// The engine's per-response check; a lab workload's is the one its verify judged by.
     pub fn validation(&self) -> Validation {
         match self {
             Check::Suite(v) | Check::Custom(v) => v.clone(),
-            Check::Lab(expect) => {
-                let mut v = Validation { status: vec![(200, 200)], ..Validation::default() };
-                match expect {
-                    Expect::Sha256 { sha256, .. } => {
-                        // The lab writes its digests as 64 hex digits, so this always parses.
-                        v.body_sha256 = Validation::parse_sha256(sha256).ok();
-                    }
-                    Expect::Markers(markers) => {
-                        v.body_contains = markers.first().map(|m| m.as_bytes().to_vec());
-                    }
-                }
-                v
-            }
+            Check::Lab(expect) => expect.validation(),
         }
     }
 }

@@ -96,7 +96,8 @@ fn a_failed_verify_names_the_workload_and_the_reason() {
     let output = lab.run(&["stack", "verify", "nginx-1"]);
     assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
     assert!(
-        stderr(&output).contains("verify failed for 20k.bin: body is 19 bytes"),
+        stderr(&output)
+            .contains("verify failed for 20k.bin: the body (19 bytes, status 200) has SHA-256"),
         "{}",
         stderr(&output)
     );
