@@ -223,15 +223,17 @@ fn wait_explained(r: &BenchResult, verdict: &Verdict, stack: &StackEvidence<'_>)
     busy * cpus - tiers - client_cpus(r) < OTHER_WORK_CPUS
 }
 
-/// The client's own limit: saturated, out of descriptors or ports, every allowed connection
-/// busy, or starved by work that was not the stack's nor the link's.
+/// The client's own limit: saturated, out of descriptors or ports, or starved by work that was
+/// not the stack's nor the link's. Every allowed connection busy (`connections_exhausted`) is
+/// not one: the server held them, and arrivals waited in the client with their latency counted
+/// from when they were due, so the server set the pace (the sweep's knee calls that step
+/// "throughput", and the trust table counts it against no figure).
 fn client_limit(
     r: &BenchResult,
     verdict: &Verdict,
     stack: &StackEvidence<'_>,
 ) -> Option<LimitedBy> {
-    const CLIENT: [Flag; 4] =
-        [Flag::ClientSaturated, Flag::ClientStarved, Flag::FdExhausted, Flag::ConnectionsExhausted];
+    const CLIENT: [Flag; 3] = [Flag::ClientSaturated, Flag::ClientStarved, Flag::FdExhausted];
     let explained = verdict.has(Flag::ClientStarved) && wait_explained(r, verdict, stack);
     let f = verdict
         .findings

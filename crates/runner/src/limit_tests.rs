@@ -49,11 +49,24 @@ fn cpus() -> usize {
 fn every_client_flag_is_the_clients_limit_before_anything_else() {
     let busy = counted(&[("nginx", 22)], 1.0);
     let stack = StackEvidence::counted(&busy, &[], 2);
-    for flag in [Flag::ClientSaturated, Flag::FdExhausted, Flag::ConnectionsExhausted] {
+    for flag in [Flag::ClientSaturated, Flag::FdExhausted] {
         let l = decide(&closed(), &verdict(&[Flag::NetworkBound, flag.clone()]), &stack);
         assert_eq!(l.limit, Limit::Client, "{flag}");
         assert_eq!(l.evidence, format!("{flag} evidence"));
     }
+}
+
+/// Every allowed connection busy is the server holding them, not the client's limit: the
+/// decision goes on to the network, the tiers and the rest (the sweep's knee reads it so: a
+/// server at capacity breaks "throughput", not "client_limited").
+#[test]
+fn every_allowed_connection_busy_is_not_the_clients_limit() {
+    let busy = counted(&[("nginx", 22)], 1.0);
+    let stack = StackEvidence::counted(&busy, &[], 2);
+    let l = decide(&closed(), &verdict(&[Flag::ConnectionsExhausted]), &stack);
+    assert_ne!(l.limit, Limit::Client, "{l:?}");
+    let l = decide(&closed(), &verdict(&[Flag::ConnectionsExhausted, Flag::NetworkBound]), &stack);
+    assert_eq!(l.limit, Limit::Network, "{l:?}");
 }
 
 /// The one rule for a starved client (docs/trust.md): its wait is the client's limit unless
