@@ -91,6 +91,9 @@ fn a_client_sharing_its_cpu_with_a_busy_loop_is_starved_and_an_unshared_one_is_n
     assert!(float(&starved, "rps") < quiet_rps, "the busy loop cost the client its rate");
     let line = text.lines().find(|l| l.starts_with("  Throughput")).expect("a throughput line");
     assert!(line.contains("CLIENT STARVED"), "{text}");
+    // Whose rate it is, as the runner decided it once (limited_by: the client, no tier measured).
+    assert_eq!(at(&starved, "limited_by.kind"), "client", "{starved:#}");
+    assert!(line.contains("CLIENT STARVED: the client's limit (a lower bound)"), "{text}");
 }
 
 #[test]

@@ -105,16 +105,29 @@ fn throughput(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         line.push_str(&format!(", {} unfinished at the end", count(q.unfinished as f64)));
     }
     writeln!(out, "{line}")?;
-    // The flags that say whose rate this is stand beside it, not only in the warnings.
+    // The flags stand beside the rate, not only in the warnings; whose rate it is comes from
+    // the runner's one limit decision (`limited_by`), never from the flags again.
     let mut flag = String::new();
-    if r.client.saturated {
-        flag.push_str("   << CLIENT SATURATED: a lower bound");
+    for (set, name) in [
+        (r.client.saturated, "CLIENT SATURATED"),
+        (r.client.starved, "CLIENT STARVED"),
+        (r.client.network_bound, "NETWORK-BOUND"),
+    ] {
+        if set {
+            flag.push_str("   << ");
+            flag.push_str(name);
+        }
     }
-    if r.client.starved {
-        flag.push_str("   << CLIENT STARVED: the client's rate, not the server's");
-    }
-    if r.client.network_bound {
-        flag.push_str("   << NETWORK-BOUND: the network's rate, not the server's");
+    let whose = match r.limited_by.limit {
+        Limit::Client => Some("the client's limit (a lower bound), not the server's"),
+        Limit::Network => Some("the network's limit, not the server's"),
+        _ => None,
+    };
+    match whose {
+        // A client limit with none of these flags (out of descriptors or ports) still says so.
+        Some(w) if flag.is_empty() => flag.push_str(&format!("   << {w}")),
+        Some(w) => flag.push_str(&format!(": {w}")),
+        None => {}
     }
     // Responses that were not 2xx count as completed unless --expect-status says otherwise
     // (the verdict's non_2xx): a rate of 404s is not the rate of the page asked for.
