@@ -282,8 +282,18 @@ fn session_up(lab: &Lab, stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> a
     let _teardown = signals::Finishing::hold();
     let up = lab.up(stack, knobs, &cancel).map_err(lab_failure)?;
     let id = up.record.id.clone();
-    let said = say(&Event::Up { instance: output::up_json(&up.record, &up) });
+    let mut said = say(&Event::Up { instance: output::up_json(&up.record, &up) });
+    // Samples for a runner here, on the 1 s grid the local sampler keeps.
+    let mut samples = lab.targets(&id).map(session_samples);
+    let started = Instant::now();
+    let mut next = Duration::ZERO;
     while said.is_ok() && !cancel() && lab.record(&id).is_ok() {
+        if started.elapsed() >= next {
+            if let Ok(sample) = samples.as_mut().map(|take| take(started.elapsed())) {
+                said = sample.map_or(Ok(()), |sample| say(&Event::Sample { sample }));
+            }
+            next += SESSION_SAMPLE_EVERY;
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
     match lab.down(&id) {
@@ -292,6 +302,23 @@ fn session_up(lab: &Lab, stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> a
     }
     let _ = say(&Event::Down { id });
     Ok(OK)
+}
+
+/// How often the remote end of a session samples its stack.
+const SESSION_SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// A reading of these tiers and the machine from /proc, each call a sample of the interval
+/// since the last (the first call only starts the count).
+fn session_samples(
+    targets: Vec<loadlab_lab::sampler::Target>,
+) -> impl FnMut(Duration) -> Option<serde_json::Value> {
+    use loadlab_lab::procfs;
+    use loadlab_lab::sampler::{Proc, ProcSource, Tracker};
+    let mut tracker = Tracker::new(targets, procfs::clock_ticks(), procfs::page_size());
+    move |at| {
+        let sample = tracker.observe(at, &Proc.processes(), Proc.machine())?;
+        serde_json::to_value(sample).ok()
+    }
 }
 
 /// One event line on stdout, flushed at once (the other side waits for it).

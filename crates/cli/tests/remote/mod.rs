@@ -6,6 +6,8 @@
 //! record): `stack down --host`, the sshd child serving the session killed, the path cut, the
 //! local loadlab killed with -9. Needs root, iproute2, openssh and nginx.
 
+mod session;
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -206,4 +208,57 @@ fn kill_9_of_the_local_loadlab_takes_the_remote_stack_down() {
     let took = assert_nothing_left(&sshd, &hosts, id, GONE_WITHIN);
     eprintln!("remote stack gone {took:?} after kill -9 of the local loadlab");
     assert!(wait_until(GONE_WITHIN, || pids_in(&hosts.a).is_empty()), "ssh left in A");
+}
+
+#[test]
+fn other_commands_run_there_and_keep_their_exit_codes() {
+    let Some((hosts, sshd)) = lab_hosts() else { return };
+    let url = sshd.url();
+    let (instance, _) = up_held(&sshd, &hosts);
+    let id = instance["id"].as_str().unwrap();
+    let show = run(&sshd, &hosts, &["stack", "show", id, "--host", &url]);
+    assert_success(&show, &["stack", "show"]);
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(text.contains("===== nginx"), "stack show there: {text}");
+    let doctor = run(&sshd, &hosts, &["doctor", "--json", "--host", &url]);
+    assert_success(&doctor, &["doctor", "--json", "--host"]);
+    let found: Value = serde_json::from_slice(&doctor.stdout).expect("doctor's JSON");
+    assert!(found.is_object(), "{found:#}");
+    // The remote loadlab's own refusal: its message and its exit code (2, bad usage).
+    let bad = run(&sshd, &hosts, &["stack", "up", "no-such-stack", "--host", &url]);
+    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no-such-stack"));
+    let gone = run(&sshd, &hosts, &["stack", "show", "nginx-99", "--host", &url]);
+    assert_eq!(gone.status.code(), Some(2), "no such instance there");
+    let down = run(&sshd, &hosts, &["stack", "down", id, "--host", &url]);
+    assert_success(&down, &["stack", "down"]);
+    assert_nothing_left(&sshd, &hosts, id, Duration::from_secs(5));
+}
+
+#[test]
+fn ctrl_c_of_a_foreground_session_takes_it_down_in_order() {
+    let Some((hosts, sshd)) = lab_hosts() else { return };
+    let url = sshd.url();
+    let mut command =
+        sshd.loadlab_in(&hosts.a, &["stack", "up", "nginx", "--host", &url, "--foreground"]);
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = command.spawn().expect("start loadlab in A");
+    let stderr = drain(child.stderr.take().unwrap());
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let Some((id, printed_url)) =
+        line.split_whitespace().next().zip(line.split_whitespace().nth(1))
+    else {
+        let _ = child.kill();
+        panic!("no instance line: {line:?} {:?}", stderr.join());
+    };
+    assert!(line.contains(&format!("up and verified on {url}")), "{line}");
+    assert!(printed_url.starts_with("http://"), "{line}");
+    sys::signal_child(&child, libc::SIGINT).unwrap();
+    let ended = wait_until(Duration::from_secs(30), || child.try_wait().unwrap().is_some());
+    assert!(ended, "loadlab did not end after Ctrl-C");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}: {}", String::from_utf8_lossy(&stderr.join().unwrap()));
+    // The session was closed in order: the stack is gone when loadlab has ended.
+    assert_nothing_left(&sshd, &hosts, id, Duration::from_secs(3));
 }
