@@ -6,15 +6,32 @@
 use std::net::IpAddr;
 
 /// Flags of the local `stack up` that take a value and do not go to the remote.
-const LOCAL_WITH_VALUE: &[&str] = &["--host"];
+const LOCAL_WITH_VALUE: &[&str] = &["--host", "--hold"];
 /// Flags of the local `stack up` without a value that do not go to the remote.
-const LOCAL_ALONE: &[&str] = &["--json", "--foreground", "--hold"];
+const LOCAL_ALONE: &[&str] = &["--json", "--foreground"];
 /// Flags naming local files, which the remote cannot read.
 const LOCAL_FILES: &[&str] = &["--config", "--docroot"];
 
 /// The hidden flag of `stack up` that makes it a session's remote end: JSON lines on stdout,
 /// the heartbeat on stdin.
 pub const SESSION_FLAG: &str = "--session";
+
+/// A command's arguments for the remote loadlab, from the local ones after the program
+/// (`stack show ID --host H --json`): `--host` taken out, the rest as typed.
+pub fn remote_command_args(local: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut words = local.iter();
+    while let Some(word) = words.next() {
+        match word.split_once('=').map_or(word.as_str(), |(f, _)| f) {
+            "--host" if word.contains('=') => {}
+            "--host" => {
+                words.next();
+            }
+            _ => out.push(word.clone()),
+        }
+    }
+    out
+}
 
 /// `stack up` arguments for the remote, from the local ones after `up` (`nginx --host H
 /// --workers 2`); an error names a flag that cannot go there.
@@ -65,11 +82,19 @@ mod tests {
             remote_up_args(&local).unwrap().join(" "),
             "stack up nginx --workers 2 --gzip on --foreground --session"
         );
-        let eq = words("nginx --host=ssh://b --listen 0.0.0.0 --hold");
+        let eq = words("nginx --host=ssh://b --listen 0.0.0.0 --hold /tmp/log");
         assert_eq!(
             remote_up_args(&eq).unwrap().join(" "),
             "stack up nginx --listen 0.0.0.0 --foreground --session"
         );
+    }
+
+    #[test]
+    fn other_commands_lose_only_the_host() {
+        let local = words("stack show nginx-1 --host ssh://b --json");
+        assert_eq!(remote_command_args(&local).join(" "), "stack show nginx-1 --json");
+        let local = words("doctor --json --host=ssh://b");
+        assert_eq!(remote_command_args(&local).join(" "), "doctor --json");
     }
 
     #[test]
