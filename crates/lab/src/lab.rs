@@ -112,6 +112,12 @@ impl Lab {
         if let (Some(_), Some(why)) = (&profile, loadlab_net::unavailable()) {
             return Err(Error::NetUnavailable(format!("--net {named}: {why}")));
         }
+        let exposure = knobs.listen.map(|a| expose(stack, a, profile.is_some())).transpose()?;
+        // Beyond loopback a profile shapes the host's own interface, not a namespace's link.
+        let (profile, shaped) = match exposure {
+            Some(_) => (None, profile),
+            None => (profile, None),
+        };
         // What carries delay, jitter and loss: decided once, before anything is made.
         let delay = match &profile {
             Some(p) => p
@@ -133,8 +139,18 @@ impl Lab {
                 None => None,
             };
             plan.net = link.as_ref().map(net_plan);
+            if let Some(exposure) = &exposure {
+                match shape(exposure, &plan, shaped.as_ref(), named) {
+                    Ok(listen) => plan.listen = Some(listen),
+                    Err(e) => {
+                        self.state.forget(&id)?;
+                        return Err(e);
+                    }
+                }
+            }
             let mut record = new_record(&plan);
             record.net = link;
+            record.listen = plan.listen.clone();
             self.state.save(&record)?;
             let mut phases = Vec::new();
             match self.bring_up(&plan, &mut record, cancel, &mut phases) {
@@ -170,7 +186,8 @@ impl Lab {
     fn check_port_free(&self, stack: &'static Stack, knobs: &Knobs, port: u16) -> Result<()> {
         // std's bind sets SO_REUSEADDR, as the servers do: a port left in TIME_WAIT is free
         // to them and to this check, a listening one to neither.
-        match std::net::TcpListener::bind(("127.0.0.1", port)) {
+        let bind = knobs.listen.unwrap_or(loadlab_net::host::LOOPBACK);
+        match std::net::TcpListener::bind((bind, port)) {
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
                 let holder = self
                     .state
@@ -183,7 +200,10 @@ impl Lab {
                 let front = stack.tiers(knobs).into_iter().find(|t| listens_on_tcp(*t));
                 Err(Error::Start {
                     tier: front.map_or(stack.name, |t| t.name()).to_string(),
-                    reason: format!("127.0.0.1:{port} is already in use{holder}"),
+                    reason: format!(
+                        "{} is already in use{holder}",
+                        std::net::SocketAddr::new(bind, port)
+                    ),
                     log: String::new(),
                 })
             }
@@ -213,6 +233,7 @@ impl Lab {
         let ports = record.tiers.iter().filter_map(|t| Some((t.tier.name(), t.port?))).collect();
         let mut plan = system_plan(&record.id, stack, &record.knobs, record.run_dir.clone(), ports);
         plan.net = record.net.as_ref().map(net_plan);
+        plan.listen = record.listen.clone();
         Ok(plan)
     }
 
@@ -323,6 +344,12 @@ impl Lab {
             let profile = record.knobs.net.as_deref().unwrap_or_default();
             let text = format!("--net {profile}\n{}", link.show());
             out.push(Captured { tier: "net".into(), what: "link".into(), text });
+        }
+        if let Some(listen) = &record.listen {
+            let profile =
+                record.knobs.net.as_ref().map_or(String::new(), |p| format!(" --net {p}"));
+            let text = format!("--listen {}{profile}\n{}", listen.bind, listen.show());
+            out.push(Captured { tier: "net".into(), what: "listen".into(), text });
         }
         Ok(out)
     }
@@ -452,6 +479,7 @@ fn system_plan(
         apache_modules: "/usr/lib/apache2/modules".into(),
         mod_php: programs::MOD_PHP.find().unwrap_or_default(),
         net: None,
+        listen: None,
     }
 }
 
@@ -463,6 +491,47 @@ fn net_tag(id: &str, run: &std::path::Path) -> String {
         h = (h ^ u32::from(*b)).wrapping_mul(16_777_619);
     }
     format!("{id}-{h:08x}")
+}
+
+/// Checks `--listen ADDR` before anything is made: an address of this host, a stack whose
+/// front is a web server (the database's user is granted from loopback only), and not
+/// loopback with a profile (which `--net` alone runs behind a link on this host).
+fn expose(
+    stack: &'static Stack,
+    addr: std::net::IpAddr,
+    profiled: bool,
+) -> Result<loadlab_net::host::Exposure> {
+    let bad = |why: String| Error::BadKnob(format!("--listen {addr}: {why}"));
+    if stack.http_tiers.is_empty() {
+        return Err(bad(format!("the {} stack's user is granted from loopback only", stack.name)));
+    }
+    if addr.is_loopback() && profiled {
+        return Err(bad("with --net, give an address beyond loopback, or leave --listen out \
+                        to run the stack behind a shaped link on this host"
+            .into()));
+    }
+    loadlab_net::host::Exposure::resolve(addr).map_err(bad)
+}
+
+/// The exposure of one attempt: with a profile, the host's interface shaped for the front's
+/// port. What cannot be shaped here fails as a profile this machine cannot run (exit 6).
+fn shape(
+    exposure: &loadlab_net::host::Exposure,
+    plan: &Plan,
+    profile: Option<&loadlab_net::Profile>,
+    named: &str,
+) -> Result<loadlab_net::host::Exposure> {
+    let mut exposure = exposure.clone();
+    if let Some(profile) = profile {
+        let port = plan.port(plan.front().name());
+        let shaping =
+            loadlab_net::host::Shaping::create(&exposure, port, profile, &loadlab_net::netem)
+                .map_err(|why| {
+                    Error::NetUnavailable(format!("--net {named} with --listen: {why}"))
+                })?;
+        exposure.shaping = Some(shaping);
+    }
+    Ok(exposure)
 }
 
 /// Where the servers of a stack behind `link` run, and whom their status pages answer.
@@ -495,12 +564,19 @@ fn with_loopback_check(mut report: Report, record: &Record) -> Report {
         });
         return report;
     }
-    let exposed = ready::exposed(&supervise::members(&record.leaders()));
+    // With --listen the front's own socket is the one allowed beyond loopback.
+    let front = record.listen.as_ref().zip(record.tiers.first().and_then(|t| t.port));
+    let allowed = front.map(|(l, port)| std::net::SocketAddr::new(l.bind, port));
+    let exposed = ready::exposed(&supervise::members(&record.leaders()), allowed);
+    let ok = match allowed {
+        Some(front) => format!("every listening socket is on loopback but the front's, {front}"),
+        None => "every listening socket is on 127.0.0.1".into(),
+    };
     report.checks.push(verify::Check {
         workload: "loopback".into(),
         ok: exposed.is_empty(),
         detail: if exposed.is_empty() {
-            "every listening socket is on 127.0.0.1".into()
+            ok
         } else {
             format!("listening beyond loopback (address:port in hex): {}", exposed.join(", "))
         },
@@ -526,6 +602,7 @@ fn new_record(plan: &Plan) -> Record {
         owner: procfs::identify(std::process::id() as i32),
         created_unix_ms: crate::sampler::unix_ms(),
         net: None,
+        listen: None,
         tiers: plan
             .tiers()
             .into_iter()
@@ -611,6 +688,10 @@ fn teardown(record: &Record) -> Result<()> {
     // The namespace and its link go with the servers that ran in it.
     if let Some(link) = &record.net {
         link.remove();
+    }
+    // As does the shaping of the host's interface for a stack listening beyond loopback.
+    if let Some(shaping) = record.listen.as_ref().and_then(|l| l.shaping.as_ref()) {
+        shaping.remove();
     }
     match fs::remove_dir_all(&record.run_dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
