@@ -102,52 +102,17 @@ impl Lab {
         if let Some(port) = knobs.port {
             self.check_port_free(stack, knobs, port)?;
         }
-        // A network profile other than loopback: the stack runs in a namespace of its own
-        // behind a shaped link, made for each attempt and removed with the instance.
-        let profile = match knobs.net.as_deref() {
-            None | Some("loopback") => None,
-            Some(p) => Some(p.parse::<loadlab_net::Profile>().map_err(Error::BadKnob)?),
-        };
-        let named = knobs.net.as_deref().unwrap_or_default();
-        if let (Some(_), Some(why)) = (&profile, loadlab_net::unavailable()) {
-            return Err(Error::NetUnavailable(format!("--net {named}: {why}")));
-        }
-        let exposure = knobs.listen.map(|a| expose(stack, a, profile.is_some())).transpose()?;
-        // Beyond loopback a profile shapes the host's own interface, not a namespace's link.
-        let (profile, shaped) = match exposure {
-            Some(_) => (None, profile),
-            None => (profile, None),
-        };
-        // What carries delay, jitter and loss: decided once, before anything is made.
-        let delay = match &profile {
-            Some(p) => p
-                .delay_path(loadlab_net::netem)
-                .map_err(|why| Error::NetUnavailable(format!("--net {named}: {why}")))?,
-            None => None,
-        };
+        let reach = Reach::decide(stack, knobs)?;
         let id = self.state.claim_id(stack.name)?;
         for attempt in 1..=PORT_ATTEMPTS {
             let mut plan = self.plan(&id, stack, knobs)?;
-            let link = match &profile {
-                Some(p) => match loadlab_net::Link::create(&net_tag(&id, &plan.run), p, delay) {
-                    Ok(link) => Some(link),
-                    Err(e) => {
-                        self.state.forget(&id)?;
-                        return Err(Error::BadKnob(format!("--net {named}: {e}")));
-                    }
-                },
-                None => None,
-            };
-            plan.net = link.as_ref().map(net_plan);
-            if let Some(exposure) = &exposure {
-                match shape(exposure, &plan, shaped.as_ref(), named) {
-                    Ok(listen) => plan.listen = Some(listen),
-                    Err(e) => {
-                        self.state.forget(&id)?;
-                        return Err(e);
-                    }
+            let link = match reach.make(&id, &mut plan) {
+                Ok(link) => link,
+                Err(e) => {
+                    self.state.forget(&id)?;
+                    return Err(e);
                 }
-            }
+            };
             let mut record = new_record(&plan);
             record.net = link;
             record.listen = plan.listen.clone();
@@ -491,6 +456,56 @@ fn net_tag(id: &str, run: &std::path::Path) -> String {
         h = (h ^ u32::from(*b)).wrapping_mul(16_777_619);
     }
     format!("{id}-{h:08x}")
+}
+
+/// How an instance reaches its clients, decided once before anything is made: behind a
+/// network profile (a namespace of its own behind a shaped link, made for each attempt and
+/// removed with the instance, and what carries its delay), and with `--listen` on an address
+/// of this host (whose interface a profile then shapes instead).
+struct Reach {
+    link: Option<(loadlab_net::Profile, Option<loadlab_net::DelayPath>)>,
+    exposure: Option<loadlab_net::host::Exposure>,
+    shaped: Option<loadlab_net::Profile>,
+    named: String,
+}
+
+impl Reach {
+    fn decide(stack: &'static Stack, knobs: &Knobs) -> Result<Reach> {
+        let profile = match knobs.net.as_deref() {
+            None | Some("loopback") => None,
+            Some(p) => Some(p.parse::<loadlab_net::Profile>().map_err(Error::BadKnob)?),
+        };
+        let named = knobs.net.clone().unwrap_or_default();
+        if let (Some(_), Some(why)) = (&profile, loadlab_net::unavailable()) {
+            return Err(Error::NetUnavailable(format!("--net {named}: {why}")));
+        }
+        let exposure = knobs.listen.map(|a| expose(stack, a, profile.is_some())).transpose()?;
+        if exposure.is_some() {
+            return Ok(Reach { link: None, exposure, shaped: profile, named });
+        }
+        let link = match profile {
+            Some(p) => {
+                let delay = p
+                    .delay_path(loadlab_net::netem)
+                    .map_err(|why| Error::NetUnavailable(format!("--net {named}: {why}")))?;
+                Some((p, delay))
+            }
+            None => None,
+        };
+        Ok(Reach { link, exposure: None, shaped: None, named })
+    }
+
+    /// Makes one attempt's link or shaping for `plan`'s ports, and sets them in `plan`.
+    fn make(&self, id: &str, plan: &mut Plan) -> Result<Option<loadlab_net::Link>> {
+        if let Some(exposure) = &self.exposure {
+            plan.listen = Some(shape(exposure, plan, self.shaped.as_ref(), &self.named)?);
+        }
+        let Some((profile, delay)) = &self.link else { return Ok(None) };
+        let link = loadlab_net::Link::create(&net_tag(id, &plan.run), profile, *delay)
+            .map_err(|e| Error::BadKnob(format!("--net {}: {e}", self.named)))?;
+        plan.net = Some(net_plan(&link));
+        Ok(Some(link))
+    }
 }
 
 /// Checks `--listen ADDR` before anything is made: an address of this host, a stack whose

@@ -122,7 +122,6 @@ fn behind_lan_100mbit_b_shapes_the_stacks_responses_alone_and_a_is_limited_by_th
     );
     let carried = report["client"]["path"]["achieved_mbps"].as_f64().unwrap();
     assert!((60.0..=100.0).contains(&carried), "{carried} Mbit/s through 100: {report:#}");
-    assert_eq!(report["limited_by"]["kind"], "network", "{carried} Mbit/s: {report:#}");
     assert_eq!(report["requests"]["failed"], 0, "{report:#}");
     let free = bench_from(
         &hosts.a,
@@ -139,6 +138,9 @@ fn behind_lan_100mbit_b_shapes_the_stacks_responses_alone_and_a_is_limited_by_th
     }
     let qdiscs = hosts.b.qdiscs();
     assert!(!qdiscs.contains("htb") && !qdiscs.contains("bfifo"), "left: {qdiscs}");
+    // Last, as the one judgement a machine busy with other work can withhold (the path rule
+    // of docs/trust.md needs the machine below 90% busy): rerun alone before concluding.
+    assert_eq!(report["limited_by"]["kind"], "network", "{carried} Mbit/s: {report:#}");
 }
 
 #[test]
