@@ -143,6 +143,34 @@ fn behind_lan_100mbit_b_shapes_the_stacks_responses_alone_and_a_is_limited_by_th
     assert_eq!(report["limited_by"]["kind"], "network", "{carried} Mbit/s: {report:#}");
 }
 
+/// `::` takes this host's primary IPv6 address for its URL, and its shaping classifies both
+/// families: Apache's socket on `::` takes IPv4 clients too (mapped), and both are shaped.
+#[test]
+fn a_stack_on_every_ipv6_address_is_reached_and_shaped_over_both_families() {
+    let Some(hosts) = Hosts::new() else { return };
+    let lab = TestLab::new();
+    let knobs = ["--listen", "::", "--net", "rate=50mbit"];
+    let (up, _) = up_in(&hosts.b, &lab, "apache-event-fpm", &knobs);
+    let port = url_port(&up);
+    assert_eq!(up["url"], format!("http://[{}]:{port}/", hosts.b.addr6), "{up:#}");
+    let check = up["checks"].as_array().unwrap().iter().find(|c| c["workload"] == "loopback");
+    assert_eq!(check.map(|c| &c["ok"]), Some(&Value::Bool(true)), "{up:#}");
+    let v4 = format!("http://{}:{port}/100k.bin", hosts.b.addr);
+    for url in [format!("{}100k.bin", up["url"].as_str().unwrap()), v4] {
+        let report = bench_from(&hosts.a, &url, &["-c", "10", "-d", "2s"]);
+        let carried = report["client"]["path"]["achieved_mbps"].as_f64().unwrap();
+        assert!((25.0..=50.0).contains(&carried), "{url}: {carried} Mbit/s through 50");
+        assert_eq!(report["requests"]["failed"], 0, "{report:#}");
+    }
+    let shown = run_in(&hosts.b, &lab, &["stack", "show", up["id"].as_str().unwrap()]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("this host's primary address"), "{shown}");
+    assert!(shown.contains("ingress (requests) not shaped"), "{shown}");
+    let id = up["id"].as_str().unwrap();
+    assert_success(&run_in(&hosts.b, &lab, &["stack", "down", id]), &["stack", "down", id]);
+    assert!(!hosts.b.qdiscs().contains("10ad:"), "{}", hosts.b.qdiscs());
+}
+
 #[test]
 fn a_killed_owners_shaping_is_removed_by_the_next_start() {
     let Some(hosts) = Hosts::new() else { return };
