@@ -213,6 +213,13 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
              can read its pages, phpinfo() with this host's configuration among them",
             record.id, record.url, listen.interface
         );
+        if let (Some(shaping), Some(net)) = (&listen.shaping, &record.knobs.net) {
+            eprintln!(
+                "loadlab: --net {net} shapes what {} sends on {} (egress, its port only); \
+                 requests to it are not shaped",
+                record.id, shaping.interface
+            );
+        }
     }
     if !args.foreground {
         lab.detach(&mut record).map_err(lab_failure)?;

@@ -77,7 +77,7 @@ impl Exposure {
 
     /// The text `stack show` and the stored configs carry for it.
     pub fn show(&self) -> String {
-        let mut text = format!("front tier bound to {}", SocketAddr::new(self.bind, 0).ip());
+        let mut text = format!("front tier bound to {}", self.bind);
         if self.primary {
             text.push_str(&format!(
                 ", reached at {} (this host's primary address: the default route's source)",

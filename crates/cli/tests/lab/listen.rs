@@ -106,12 +106,13 @@ fn behind_lan_100mbit_b_shapes_the_stacks_responses_alone_and_a_is_limited_by_th
     let Some(hosts) = Hosts::new() else { return };
     let lab = TestLab::new();
     let b = hosts.b.addr.to_string();
-    let (shaped, _) =
+    let (shaped, said) =
         up_in(&hosts.b, &lab, "nginx", &["--listen", "0.0.0.0", "--net", "lan-100mbit"]);
     // 0.0.0.0's URL is B's primary address: the source of its default route.
     assert_eq!(shaped["url"], format!("http://{b}:{}/", url_port(&shaped)), "{shaped:#}");
     let qdiscs = hosts.b.qdiscs();
     assert!(qdiscs.contains("qdisc htb 10ad: root"), "{qdiscs}");
+    assert!(said.contains("egress, its port only") && said.contains("not shaped"), "{said}");
     // A second stack on the same interface, not shaped: its port is not the filter's.
     let (open, _) = up_in(&hosts.b, &lab, "nginx", &["--listen", &b]);
 
