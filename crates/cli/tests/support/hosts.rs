@@ -1,8 +1,9 @@
 //! Two "hosts" on one machine for the tests of a lab on another host: network namespaces A and
 //! B made by the test, joined by a veth pair on a private /30 of 10.215.0.0/16 (loadlab's own
 //! profiles use 10.214.0.0/16) and a /64 of the unique local fd15::/16, with B's default
-//! routes through A so that B has a primary address of each family. Commands run in a host with `ip netns exec`. Both namespaces (and the veth with
-//! them) are removed on drop, so also when the test fails or panics. Needs root and iproute2.
+//! routes through A so that B has a primary address of each family. Commands run in a host
+//! with `ip netns exec`. Both namespaces (and the veth with them) are removed on drop, so also
+//! when the test fails or panics. Needs root and iproute2.
 //!
 //! Nothing here reaches beyond the two namespaces: their only link is the pair between them.
 
