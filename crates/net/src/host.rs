@@ -248,6 +248,8 @@ impl Shaping {
             let limit = limit.to_string();
             step(TC, &["qdisc", "add", "dev", dev, "parent", &classid, "bfifo", "limit", &limit])?;
         }
+        // u32's `ip sport` and `ip6 sport` read the TCP header right after a fixed IP header
+        // (20 bytes, 40 bytes): the servers' packets carry no IP options or extension headers.
         for (protocol, prio) in self.priorities() {
             let port = self.port.to_string();
             let (family, host) = match protocol {

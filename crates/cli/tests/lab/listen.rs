@@ -227,3 +227,30 @@ fn an_address_not_of_this_host_or_loopback_with_a_profile_is_refused_with_exit_2
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(lab.lab().instances().unwrap().is_empty());
 }
+
+/// Between hosts delay, jitter and loss need netem below the stack's class: on a kernel
+/// without it (this machine's, CI's) `--net wan` with `--listen` fails at once with exit 6,
+/// saying why, and leaves no qdisc; with netem, the class has it below.
+#[test]
+fn a_delay_profile_with_listen_needs_netem_and_says_so() {
+    let Some(hosts) = Hosts::new() else { return };
+    let lab = TestLab::new();
+    let b = hosts.b.addr.to_string();
+    let netem = lab.json(&["doctor", "--json"])["network_profiles"]["netem"].as_bool();
+    let args = ["stack", "up", "nginx", "--listen", &b, "--net", "wan", "--json"];
+    let out = run_in(&hosts.b, &lab, &args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if netem == Some(true) {
+        assert_success(&out, &args);
+        assert!(hosts.b.qdiscs().contains("netem"), "{}", hosts.b.qdiscs());
+        let up: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let id = up["id"].as_str().unwrap();
+        assert_success(&run_in(&hosts.b, &lab, &["stack", "down", id]), &["stack", "down", id]);
+    } else {
+        assert_eq!(out.status.code(), Some(6), "{stderr}");
+        assert!(stderr.contains("netem") && stderr.contains("--listen"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    assert!(!hosts.b.qdiscs().contains("10ad:"), "{}", hosts.b.qdiscs());
+    assert!(lab.lab().instances().unwrap().is_empty());
+}
