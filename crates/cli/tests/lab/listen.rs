@@ -116,11 +116,13 @@ fn behind_lan_100mbit_b_shapes_the_stacks_responses_alone_and_a_is_limited_by_th
     // A second stack on the same interface, not shaped: its port is not the filter's.
     let (open, _) = up_in(&hosts.b, &lab, "nginx", &["--listen", &b]);
 
+    let before = cpu_times();
     let report = bench_from(
         &hosts.a,
         &format!("{}100k.bin", shaped["url"].as_str().unwrap()),
         &["-c", "10", "-d", "3s"],
     );
+    let machine_busy = busy_since(before);
     let carried = report["client"]["path"]["achieved_mbps"].as_f64().unwrap();
     assert!((60.0..=100.0).contains(&carried), "{carried} Mbit/s through 100: {report:#}");
     assert_eq!(report["requests"]["failed"], 0, "{report:#}");
@@ -139,9 +141,48 @@ fn behind_lan_100mbit_b_shapes_the_stacks_responses_alone_and_a_is_limited_by_th
     }
     let qdiscs = hosts.b.qdiscs();
     assert!(!qdiscs.contains("htb") && !qdiscs.contains("bfifo"), "left: {qdiscs}");
-    // Last, as the one judgement a machine busy with other work can withhold (the path rule
-    // of docs/trust.md needs the machine below 90% busy): rerun alone before concluding.
-    assert_eq!(report["limited_by"]["kind"], "network", "{carried} Mbit/s: {report:#}");
+    // Last, the judgement: from A nothing says B's rate (A's own end is a 10 Gbit/s veth), so
+    // `network` comes from the path rule of docs/trust.md (the handshake RTT rose under load),
+    // which by design judges nothing while the machine is 90% busy or more (a full machine
+    // delays handshakes too). The other engineers' builds keep this machine at 100% for
+    // minutes: then the rule's silence is checked (never the stack blamed) and said.
+    let limit = &report["limited_by"]["kind"];
+    if machine_busy < 0.9 {
+        assert_eq!(limit, "network", "{carried} Mbit/s: {report:#}");
+    } else {
+        assert!(
+            matches!(limit.as_str(), Some("not_determined" | "client" | "network")),
+            "{report:#}"
+        );
+        let why = format!(
+            "limited_by not judged: the machine was {:.0}% busy during the bench (the path \
+             rule needs under 90%); it said {limit}",
+            machine_busy * 100.0
+        );
+        crate::support::Skip(why).report();
+    }
+}
+
+/// The machine's CPU time so far, busy and in all (the first line of /proc/stat).
+fn cpu_times() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().unwrap())
+        .collect();
+    let idle = fields[3] + fields[4];
+    let total: u64 = fields.iter().take(8).sum();
+    (total - idle, total)
+}
+
+/// The share of the machine's CPU time that was busy since `before`.
+fn busy_since(before: (u64, u64)) -> f64 {
+    let now = cpu_times();
+    (now.0 - before.0) as f64 / (now.1 - before.1).max(1) as f64
 }
 
 /// `::` takes this host's primary IPv6 address for its URL, and its shaping classifies both
