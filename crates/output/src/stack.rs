@@ -164,7 +164,7 @@ pub fn write_up(out: &mut dyn Write, record: &Record, up: &Up, foreground: bool)
         for tier in &record.tiers {
             let pid = tier.leader.map_or(0, |l| l.pid);
             let at = match (&tier.port, &tier.socket) {
-                (Some(port), _) => format!("{}:{port}", record.host()),
+                (Some(_), _) => record.tier_addr(tier).map(|a| a.to_string()).unwrap_or_default(),
                 (None, Some(socket)) => socket.display().to_string(),
                 _ => String::new(),
             };

@@ -27,6 +27,7 @@ pub(crate) fn plan(stack: &'static crate::Stack, knobs: Knobs, root: bool) -> Pl
         apache_modules: "/usr/lib/apache2/modules".into(),
         mod_php: "/usr/lib/apache2/modules/libphp8.2.so".into(),
         net: None,
+        listen: None,
     }
 }
 
