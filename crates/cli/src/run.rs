@@ -40,6 +40,11 @@ pub struct RunArgs {
     /// errors<0.1%,rps>1000'), instead of the suite's `slo`; exit 99 when one fails.
     #[arg(long = "slo", value_name = "THRESHOLDS", value_parser = load::parse_slo)]
     pub slo: Option<loadlab_runner::slo::Slo>,
+    /// Run every stack of the suite on this lab host over ssh (as a stack's `host = ` in the
+    /// suite does); the load stays on this machine. Each stack lives as long as its ssh
+    /// session (docs/hosts.md).
+    #[arg(long = "host", value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host)]
+    pub host: Option<loadlab_remote::Host>,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
@@ -47,6 +52,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         net: args.net.clone(),
         slo: args.slo.clone(),
         repetitions: args.repetitions,
+        host: args.host.as_ref().map(ToString::to_string),
     };
     let (suite, notes) = suite::load(&args.suite, &overrides).map_err(suite_failure)?;
     for note in notes {
@@ -72,7 +78,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     // Ctrl-C waits for both.
     let _finishing = crate::signals::Finishing::hold();
     let mut measure = load::EngineMeasure::new(false)?;
-    let outcome = suite::execute(&mut started, &plan, &mut measure, &mut Printer);
+    let remote = suite::remote_stacks(&suite, Box::new(|note| eprintln!("loadlab: {note}")));
+    let outcome = suite::execute(&mut started, &plan, &remote, &mut measure, &mut Printer);
     let stopped = measure.stopped();
     let finished =
         suite::finish(&mut started, &outcome, stopped, &args.out).map_err(suite_failure)?;
@@ -183,9 +190,16 @@ struct Printer;
 impl Events for Printer {
     fn stack_up(&mut self, cell: &Cell, up: &Instance) -> std::io::Result<()> {
         // An external target is not started: only its answers are checked.
-        let what = match cell.stack.external_target() {
-            Some(e) => format!("{} (external, {}) verified", cell.stack.label, e.url),
-            None => format!("{} up and verified", cell.stack.label),
+        let what = match (cell.stack.external_target(), cell.stack.lab_stack()) {
+            (Some(e), _) => format!("{} (external, {}) verified", cell.stack.label, e.url),
+            (None, Some(lab)) if lab.host.is_some() => format!(
+                "{} up on {} as {} at {} and verified",
+                cell.stack.label,
+                lab.host.as_deref().unwrap_or_default(),
+                up.id,
+                up.url
+            ),
+            (None, _) => format!("{} up and verified", cell.stack.label),
         };
         outln!(
             "{what} in {:.2} s ({} checks), repetition {}",

@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How long a status read may take before the pool counts as not answering.
 pub const STATUS_TIMEOUT: Duration = Duration::from_millis(300);
@@ -36,7 +36,7 @@ pub enum PoolStatus {
 }
 
 /// One reading of a pool.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PoolReading {
     /// Workers busy with a request (the status request itself is not counted).
     pub busy: u32,
@@ -49,7 +49,7 @@ pub struct PoolReading {
     pub answered: bool,
     /// Apache: the status page waited behind the load past [`STATUS_TIMEOUT`], which only a
     /// pool with no free worker makes it do: `busy` is then `max`, inferred, not read.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub waited: bool,
 }
 

@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::procfs::{self, CpuTimes, MachineStat, ProcId, ProcStat};
 
@@ -63,7 +63,7 @@ impl Members {
 }
 
 /// One tier over one interval.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TierSample {
     pub tier: String,
     /// CPU time over the interval as a percentage of one CPU (200 = two CPUs busy), user
@@ -80,7 +80,7 @@ pub struct TierSample {
 }
 
 /// The machine over one interval.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MachineSample {
     /// Busy share of all CPUs (100 = every CPU busy), from /proc/stat.
     pub cpu_busy_pct: f64,
@@ -91,7 +91,7 @@ pub struct MachineSample {
 
 /// One interval: its end, as milliseconds since the sampler started and since the epoch (to
 /// align with load windows), and what each tier and the machine did in it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     pub t_ms: u64,
     pub unix_ms: u64,

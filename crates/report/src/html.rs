@@ -546,10 +546,15 @@ fn networks(cells: &[CellRecord]) -> Vec<(String, Vec<String>)> {
     let mut by_profile: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for c in cells.iter().filter(|c| !is_external(c)) {
         let knob = |k: &str| c.knobs.get(k).and_then(|v| v.as_str());
-        let profile = match (knob("net"), knob("net_delay")) {
-            (None, _) => "loopback (no link in between)".to_string(),
-            (Some(net), None) => format!("--net {net}"),
-            (Some(net), Some(path)) => format!("--net {net} (delay by {path})"),
+        let profile = match (knob("net"), knob("net_delay"), knob("host")) {
+            (None, _, None) => "loopback (no link in between)".to_string(),
+            (None, _, Some(host)) => format!("the path to {host}"),
+            (Some(net), None, None) => format!("--net {net}"),
+            (Some(net), None, Some(host)) => format!("--net {net} to {host}"),
+            (Some(net), Some(path), None) => format!("--net {net} (delay by {path})"),
+            (Some(net), Some(path), Some(host)) => {
+                format!("--net {net} to {host} (delay by {path})")
+            }
         };
         let stacks = by_profile.entry(profile).or_default();
         if !stacks.contains(&c.stack) {
@@ -559,12 +564,36 @@ fn networks(cells: &[CellRecord]) -> Vec<(String, Vec<String>)> {
     by_profile.into_iter().collect()
 }
 
+/// A lab host that ran stacks of the run, and the path to it from the client.
+fn server_host(o: &mut String, h: &ConfigRecord) {
+    let fields = h.fields();
+    let get = |k: &str| fields.iter().find(|(key, _)| *key == k).map_or("?", |(_, v)| *v);
+    let _ = write!(
+        o,
+        "<dt>server host</dt><dd>{} ({}): kernel {}, CPU {}, memory {}; ran {}</dd>\
+         <dt>path</dt><dd>client NIC {} → server NIC {}; idle RTT {}</dd>",
+        Esc(&h.name),
+        Esc(get("hostname")),
+        Esc(get("kernel")),
+        Esc(get("cpu")),
+        Esc(get("memory")),
+        Esc(get("runs")),
+        Esc(get("client nic")),
+        Esc(get("server nic")),
+        Esc(get("idle rtt"))
+    );
+}
+
 fn environment(o: &mut String, run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) {
     let e = &run.environment;
+    let hosts: Vec<&ConfigRecord> =
+        configs.iter().filter(|c| c.kind == ConfigRecord::HOST).collect();
+    // With stacks on lab hosts this machine ran the client (and any stack of its own).
+    let this = if hosts.is_empty() { "host" } else { "client host" };
     let _ = writeln!(
         o,
         "<section id=\"environment\">\n<h2>Environment &amp; configs</h2>\n<dl class=\"env\">\
-         <dt>host</dt><dd>{}</dd><dt>kernel</dt><dd>{}</dd><dt>CPU</dt><dd>{} × {}</dd>\
+         <dt>{this}</dt><dd>{}</dd><dt>kernel</dt><dd>{}</dd><dt>CPU</dt><dd>{} × {}</dd>\
          <dt>loadlab</dt><dd>{}</dd><dt>started</dt><dd>{}</dd>",
         Esc(&e.hostname),
         Esc(&e.kernel),
@@ -575,6 +604,9 @@ fn environment(o: &mut String, run: &Run, cells: &[CellRecord], configs: &[Confi
     );
     if let Some(f) = run.finished_at {
         let _ = write!(o, "<dt>finished</dt><dd>{} ({})</dd>", format::utc(f), run.status);
+    }
+    for h in &hosts {
+        server_host(o, h);
     }
     for (what, stacks) in networks(cells) {
         let _ = write!(o, "<dt>network</dt><dd>{}: {}</dd>", Esc(&what), Esc(&stacks.join(", ")));

@@ -192,3 +192,35 @@ fn each_stacks_slo_verdict_is_a_line_under_its_group() {
     let plain = render_html(&run(), &reps("nginx", "static", 50, &[1_000.0]), &[]);
     assert!(!plain.contains("slo-row") && !plain.contains("SLO gate"));
 }
+
+/// Issue 22: stacks on a lab host. The environment names this machine as the client's, the
+/// server host with its machine, the path between them, and which stacks ran there.
+#[test]
+fn the_environment_shows_both_machines_and_the_path_between_them() {
+    let mut cells = reps("nginx", "static", 10, &[100.0, 101.0]);
+    cells.extend(reps("apache", "static", 10, &[90.0, 91.0]));
+    for c in cells.iter_mut().filter(|c| c.stack == "nginx") {
+        c.knobs.insert("host".into(), serde_json::json!("ssh://root@lab2"));
+    }
+    let host = ConfigRecord {
+        stack: "nginx".into(),
+        tier: "host".into(),
+        kind: ConfigRecord::HOST.into(),
+        name: "ssh://root@lab2".into(),
+        content: "host: ssh://root@lab2\nhostname: lab2\nkernel: 6.1.0\ncpu: 8 × EPYC\n\
+                  memory: 16 GiB\nruns: nginx\nserver nic: eth0, 1000 Mbit/s\n\
+                  client nic: eth1, 1000 Mbit/s\nidle rtt: 61 µs\npackages:\n  nginx 1.22\n"
+            .into(),
+    };
+    let html = render_html(&run(), &cells, &[host]);
+    assert!(html.contains("<dt>client host</dt><dd>lab1</dd>"), "{html}");
+    assert!(html.contains(
+        "<dt>server host</dt><dd>ssh://root@lab2 (lab2): kernel 6.1.0, CPU 8 × EPYC, memory \
+         16 GiB; ran nginx</dd><dt>path</dt><dd>client NIC eth1, 1000 Mbit/s → server NIC eth0, \
+         1000 Mbit/s; idle RTT 61 µs</dd>"
+    ));
+    assert!(html.contains("<dt>network</dt><dd>the path to ssh://root@lab2: nginx</dd>"));
+    assert!(html.contains("<dt>network</dt><dd>loopback (no link in between): apache</dd>"));
+    let alone = render_html(&run(), &reps("apache", "static", 10, &[90.0]), &[]);
+    assert!(alone.contains("<dt>host</dt><dd>lab1</dd>") && !alone.contains("server host"));
+}

@@ -17,7 +17,7 @@ use loadlab_engine::{BenchConfig, BenchResult, EngineError, Stop, Target};
 use loadlab_lab::named::Processes;
 use loadlab_lab::procfs::ProcId;
 use loadlab_lab::sampler::{Members, Sampled, Watched};
-use loadlab_lab::{CpuList, Knobs, Sampler, Stack};
+use loadlab_lab::{CpuList, Sampler};
 use loadlab_store::{CellRecord, ConfigRecord, RunId, Store, StoreError};
 use loadlab_suite::{Cell, External, LabStack, Plan, Point, StackSource};
 
@@ -90,13 +90,10 @@ pub trait Sampling {
 
 /// The lab as the executor uses it.
 pub trait Stacks {
-    /// Brings `stack` up with `knobs` and verifies it; `cancel` interrupts the start.
-    fn up(
-        &self,
-        stack: &'static Stack,
-        knobs: &Knobs,
-        cancel: &dyn Fn() -> bool,
-    ) -> Result<Instance, loadlab_lab::Error>;
+    /// Brings `lab`'s stack up with its knobs (on its host) and verifies it; `cancel`
+    /// interrupts the start.
+    fn up(&self, lab: &LabStack, cancel: &dyn Fn() -> bool)
+        -> Result<Instance, loadlab_lab::Error>;
     fn down(&self, id: &str) -> Result<(), loadlab_lab::Error>;
     /// The effective configuration and versions of every tier, to store with the run.
     fn capture(&self, id: &str) -> Result<Vec<loadlab_lab::Captured>, loadlab_lab::Error>;
@@ -106,6 +103,10 @@ pub trait Stacks {
     fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, loadlab_lab::Error>;
     /// Starts sampling those processes and their descendants as the tier [`EXTERNAL_TIER`].
     fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, loadlab_lab::Error>;
+    /// The lab host instance `id` runs on, when it is not this machine.
+    fn host_facts(&self, _id: &str) -> Option<crate::remote::HostFacts> {
+        None
+    }
 }
 
 /// The tier an external target's named processes are sampled as.
@@ -129,11 +130,17 @@ impl Sampling for Sampler {
 impl Stacks for loadlab_lab::Lab {
     fn up(
         &self,
-        stack: &'static Stack,
-        knobs: &Knobs,
+        lab: &LabStack,
         cancel: &dyn Fn() -> bool,
     ) -> Result<Instance, loadlab_lab::Error> {
-        let up = loadlab_lab::Lab::up(self, stack, knobs, cancel)?;
+        if let Some(host) = &lab.host {
+            return Err(loadlab_lab::Error::BadKnob(format!(
+                "{} runs on {host}: this lab starts stacks here only (runner::remote::Placed \
+                 puts them there)",
+                lab.stack.name
+            )));
+        }
+        let up = loadlab_lab::Lab::up(self, lab.stack, &lab.knobs, cancel)?;
         Ok(Instance {
             id: up.record.id.clone(),
             url: up.record.url.clone(),
@@ -234,6 +241,7 @@ pub fn run_plan(
         events,
         cx,
         captured: BTreeSet::new(),
+        on_hosts: on_hosts(plan),
     };
     // The first instance of each external target, verified up front and used as it comes.
     let mut verified: BTreeMap<String, Instance> = BTreeMap::new();
@@ -277,8 +285,24 @@ struct Execution<'r, 'c> {
     measure: &'r mut dyn Measure,
     events: &'r mut dyn Events,
     cx: &'r mut RunContext<'c>,
-    /// Stacks whose configuration (or identity) is stored already: once per run.
+    /// Stacks whose configuration (or identity) is stored already: once per run; lab hosts
+    /// too (`ssh://...`), whose record is stored with the first of their stacks to come up.
     captured: BTreeSet<String>,
+    /// Each lab host of the plan and the labels of the stacks it runs.
+    on_hosts: BTreeMap<String, Vec<String>>,
+}
+
+/// The plan's lab hosts, each with the labels of its stacks.
+fn on_hosts(plan: &Plan) -> BTreeMap<String, Vec<String>> {
+    let mut hosts: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for cell in &plan.cells {
+        let Some(host) = cell.stack.lab_stack().and_then(|l| l.host.clone()) else { continue };
+        let labels = hosts.entry(host).or_default();
+        if !labels.contains(&cell.stack.label) {
+            labels.push(cell.stack.label.clone());
+        }
+    }
+    hosts
 }
 
 impl Execution<'_, '_> {
@@ -287,14 +311,17 @@ impl Execution<'_, '_> {
     fn lab_instance(&mut self, group: &[Cell], lab: &LabStack) -> Result<bool, RunError> {
         let mut instance = {
             let stop = &*self.measure;
-            match self.stacks.up(lab.stack, &lab.knobs, &|| stop.stopped()) {
+            match self.stacks.up(lab, &|| stop.stopped()) {
                 Ok(up) => up,
                 Err(loadlab_lab::Error::Interrupted) => return Ok(false),
                 Err(e) => return Err(e.into()),
             }
         };
+        let host = self.stacks.host_facts(&instance.id);
         // Whatever happens in the cells, the stack goes down.
-        let result = self.verify_custom(group, &mut instance).and_then(|()| {
+        let result =
+            self.record_host(host.as_ref()).and_then(|()| self.verify_custom(group, &mut instance));
+        let result = result.and_then(|()| {
             let label = &group[0].stack.label;
             if self.captured.insert(label.clone()) {
                 for c in self.stacks.capture(&instance.id)? {
@@ -308,7 +335,7 @@ impl Execution<'_, '_> {
                     self.cx.store.record_config(self.cx.run_id, &record)?;
                 }
             }
-            self.cells(group, &instance, &Watch::Lab(instance.id.clone()))
+            self.cells(group, &instance, &Watch::Lab(instance.id.clone()), host.as_ref())
         });
         let down = self.stacks.down(&instance.id);
         result?;
@@ -328,8 +355,27 @@ impl Execution<'_, '_> {
             Some(p) => Watch::Processes(self.stacks.resolve(p)?),
             None => Watch::Nothing,
         };
-        self.cells(group, instance, &watch)?;
+        self.cells(group, instance, &watch, None)?;
         Ok(true)
+    }
+
+    /// The lab host a stack came up on, the first time: its machine and the path to it,
+    /// stored as a config record of the kind [`ConfigRecord::HOST`].
+    fn record_host(&mut self, host: Option<&crate::remote::HostFacts>) -> Result<(), RunError> {
+        let Some(facts) = host.filter(|f| !self.captured.contains(&f.host)) else {
+            return Ok(());
+        };
+        let stacks = self.on_hosts.get(&facts.host).map_or(String::new(), |l| l.join(", "));
+        let record = ConfigRecord {
+            stack: stacks.clone(),
+            tier: "host".into(),
+            kind: ConfigRecord::HOST.into(),
+            name: facts.host.clone(),
+            content: facts.content(&stacks),
+        };
+        self.cx.store.record_config(self.cx.run_id, &record)?;
+        self.captured.insert(facts.host.clone());
+        Ok(())
     }
 
     /// An external target's verify: every workload of `group` answered as its cells will
@@ -418,6 +464,7 @@ impl Execution<'_, '_> {
         group: &[Cell],
         instance: &Instance,
         watch: &Watch,
+        host: Option<&crate::remote::HostFacts>,
     ) -> Result<(), RunError> {
         self.events.stack_up(&group[0], instance)?;
         for cell in group {
@@ -451,7 +498,7 @@ impl Execution<'_, '_> {
                 break;
             }
             let verdict = Verdict::judge(&config, &result);
-            let limited_by = cell_limit(cell, &result, &verdict, &sampled, link_bps);
+            let limited_by = cell_limit(cell, &result, &verdict, &sampled, link_bps, host);
             let mut record = crate::cell::record(
                 cell,
                 &config,
@@ -465,6 +512,10 @@ impl Execution<'_, '_> {
             // its delay (netem where the kernel has it, unless `via=` said): stored beside it.
             if let Some(path) = instance.net_delay {
                 record.knobs.insert("net_delay".into(), serde_json::json!(path));
+            }
+            // Which machine ran the stack, when not this one (the report says so per stack).
+            if let Some(h) = host {
+                record.knobs.insert("host".into(), serde_json::json!(h.host));
             }
             let stored = Instant::now();
             self.cx.store.record_cell(self.cx.run_id, &record)?;
@@ -554,23 +605,28 @@ pub fn verify_answers(
 /// What limited a cell ([`crate::limit::decide`]): its tiers' CPU from their counters at the
 /// cell's start and end where the sampler counted them, else from its samples; each tier
 /// could use the CPUs of its `cpus` knob, else the client's allowed CPUs. Behind a network
-/// profile the link's capacity is said beside the network's evidence.
+/// profile the link's capacity is said beside the network's evidence. On a lab host the
+/// tiers and the machine are that host's (its CPUs; the evidence names it), the client's CPU
+/// this machine's.
 fn cell_limit(
     cell: &Cell,
     result: &BenchResult,
     verdict: &Verdict,
     sampled: &Sampled,
     link_bps: Option<u64>,
+    host: Option<&crate::remote::HostFacts>,
 ) -> crate::limit::LimitedBy {
     use crate::limit::{decide, Limit, StackEvidence};
-    let tier_cpus = match cell.stack.knobs().and_then(|k| k.cpus.as_ref()) {
-        Some(cpus) => cpus.0.len(),
-        None => loadlab_engine::sys::allowed_cpus().len(),
+    let tier_cpus = match (cell.stack.knobs().and_then(|k| k.cpus.as_ref()), host) {
+        (Some(cpus), _) => cpus.0.len(),
+        (None, Some(h)) if h.cpu_count > 0 => h.cpu_count as usize,
+        (None, _) => loadlab_engine::sys::allowed_cpus().len(),
     };
-    let stack = match &sampled.cpu {
+    let mut stack = match &sampled.cpu {
         Some(cpu) => StackEvidence::counted(cpu, &sampled.samples, tier_cpus),
         None => StackEvidence::sampled(&sampled.samples, tier_cpus),
     };
+    stack.elsewhere = host.is_some();
     let mut limited_by = decide(result, verdict, &stack);
     let net = cell.stack.knobs().and_then(|k| k.net.as_deref());
     if let (Limit::Network, Some(net), Some(bps)) = (&limited_by.limit, net, link_bps) {
@@ -578,6 +634,13 @@ fn cell_limit(
             "; the link is --net {net}, {}",
             loadlab_stats::format::mbps(bps as f64 / 1e6)
         ));
+    }
+    let server_side = matches!(
+        limited_by.limit,
+        Limit::TierCpu(_) | Limit::WorkerPool(_) | Limit::Database | Limit::MachineCpu
+    );
+    if let (true, Some(h)) = (server_side, host) {
+        limited_by.evidence.push_str(&format!(" (on {}, {} CPUs)", h.host, h.cpu_count));
     }
     limited_by
 }

@@ -9,7 +9,6 @@ use loadlab_engine::sys::CpuTime;
 use loadlab_engine::{
     BenchConfig, BenchResult, EngineError, Link, Pacing, PathRtt, Tally, WorkerSummary,
 };
-use loadlab_lab::{Knobs, Stack};
 
 use crate::executor::{Instance, Measure, NoSamples, Sampling, Stacks};
 use loadlab_lab::named::Processes;
@@ -151,6 +150,9 @@ pub struct FakeLab {
     pub gone: bool,
     /// What a lab instance's sampler counted of its tiers' CPU over each cell; none without.
     pub tier_cpu: Option<loadlab_lab::sampler::CpuUse>,
+    /// Instances started on a lab host (`host = ...`), with what that host is said to be:
+    /// 64 CPUs, one interface.
+    pub remote: RefCell<std::collections::BTreeMap<String, crate::remote::HostFacts>>,
 }
 
 /// A sampler that took no 1 Hz sample (a cell shorter than the interval) but counted its
@@ -190,10 +192,10 @@ impl Sampling for ExternalSamples {
 impl Stacks for FakeLab {
     fn up(
         &self,
-        stack: &'static Stack,
-        knobs: &Knobs,
+        lab: &loadlab_suite::LabStack,
         _cancel: &dyn Fn() -> bool,
     ) -> Result<Instance, loadlab_lab::Error> {
+        let (stack, knobs) = (lab.stack, &lab.knobs);
         if self.broken == Some(stack.name) {
             return Err(loadlab_lab::Error::Verify {
                 workload: "hello.txt".into(),
@@ -203,6 +205,17 @@ impl Stacks for FakeLab {
         let n = self.log.borrow().iter().filter(|l| l.starts_with("up")).count();
         let id = format!("{}-{n}", stack.name);
         self.log.borrow_mut().push(format!("up {id}"));
+        if let Some(host) = &lab.host {
+            let facts = crate::remote::HostFacts {
+                host: host.clone(),
+                hostname: "lab2".into(),
+                cpu_count: 64,
+                server_nic: Some("eth0".into()),
+                server_nic_mbps: Some(1000),
+                ..Default::default()
+            };
+            self.remote.borrow_mut().insert(id.clone(), facts);
+        }
         // As the lab answers: https:// and the instance's CA with TLS on.
         let tls = knobs.tls.is_on();
         Ok(Instance {
@@ -218,6 +231,10 @@ impl Stacks for FakeLab {
                 .and_then(|n| n.parse::<loadlab_lab::net::Profile>().ok())
                 .and_then(|p| p.delay_path(|| false).ok().flatten()),
         })
+    }
+
+    fn host_facts(&self, id: &str) -> Option<crate::remote::HostFacts> {
+        self.remote.borrow().get(id).cloned()
     }
 
     fn down(&self, id: &str) -> Result<(), loadlab_lab::Error> {

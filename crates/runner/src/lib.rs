@@ -27,6 +27,7 @@ pub mod doctor;
 pub mod executor;
 pub mod limit;
 pub mod power;
+pub mod remote;
 pub mod slo;
 pub mod suite;
 pub mod sweep;

@@ -157,6 +157,9 @@ pub struct StackEvidence<'a> {
     pub machine_busy: Option<f64>,
     /// The 1 Hz samples: what the pools were.
     pub samples: &'a [loadlab_lab::Sample],
+    /// The stack ran on another host than the client: its machine's busy CPUs are not the
+    /// client's to share, nor can they explain a wait of the client's.
+    pub elsewhere: bool,
 }
 
 impl<'a> StackEvidence<'a> {
@@ -173,6 +176,7 @@ impl<'a> StackEvidence<'a> {
             tiers: tier_cpu(samples, tier_cpus),
             machine_busy: sampled_machine_busy(samples),
             samples,
+            elsewhere: false,
         }
     }
 
@@ -193,7 +197,7 @@ impl<'a> StackEvidence<'a> {
                 cpus: tier_cpus as f64,
             })
             .collect();
-        StackEvidence { tiers, machine_busy: cpu.machine_busy, samples }
+        StackEvidence { tiers, machine_busy: cpu.machine_busy, samples, elsewhere: false }
     }
 
     fn measured(&self) -> bool {
@@ -214,6 +218,10 @@ fn client_cpus(r: &BenchResult) -> f64 {
 fn wait_explained(r: &BenchResult, verdict: &Verdict, stack: &StackEvidence<'_>) -> bool {
     if verdict.has(Flag::NetworkBound) {
         return true;
+    }
+    // The client's host ran nothing of the stack's: what it waited for is its own.
+    if stack.elsewhere {
+        return false;
     }
     let Some(busy) = stack.machine_busy.filter(|_| stack.measured()) else {
         return false;
@@ -285,9 +293,15 @@ fn machine_limit(r: &BenchResult, stack: &StackEvidence<'_>) -> Option<LimitedBy
         .filter(|t| t.cpus_used >= 0.05)
         .map(|t| format!("{} {}", t.tier, format::significant(t.cpus_used, 2)))
         .collect();
-    shares.push(format!("the client {}", format::significant(client_cpus(r), 2)));
+    let machine = match stack.elsewhere {
+        true => "the server host's",
+        false => {
+            shares.push(format!("the client {}", format::significant(client_cpus(r), 2)));
+            "the machine's"
+        }
+    };
     let evidence = format!(
-        "the machine's CPUs were {} busy; CPUs used: {}",
+        "{machine} CPUs were {} busy; CPUs used: {}",
         format::percent(busy),
         shares.join(", ")
     );

@@ -189,3 +189,30 @@ fn a_lab_cell_is_stored_with_the_limit_its_tiers_counters_show() {
     assert_eq!(limit.limit, Limit::TierCpu("nginx".into()), "{limit:?}");
     assert!(cells[0].samples.is_empty(), "no 1 Hz sample, and still a tier's CPU");
 }
+
+/// Issue 22: a stack on another host than the client. Its machine's busy CPUs are the server
+/// host's, shared by its tiers alone; and they explain no wait of the client's, which is the
+/// client's host's own limit.
+#[test]
+fn a_stack_elsewhere_has_the_server_hosts_cpus_and_explains_no_wait_of_the_clients() {
+    let machine = counted(&[("nginx", 12), ("php-fpm", 8)], 0.97);
+    let mut there = StackEvidence::counted(&machine, &[], 2);
+    there.elsewhere = true;
+    let l = decide(&closed(), &verdict(&[]), &there);
+    assert_eq!(l.limit, Limit::MachineCpu);
+    assert_eq!(
+        l.evidence,
+        "the server host's CPUs were 97% busy; CPUs used: nginx 1.1, php-fpm 0.73"
+    );
+    // The same busy tiers on this machine account for a starved client's wait; elsewhere not.
+    let n = cpus();
+    let own_ms = ((n as f64 - 0.2) * 11.0).round() as u64;
+    let own = counted(&[("nginx", own_ms)], 1.0);
+    let starved = verdict(&[Flag::ClientStarved]);
+    let here = StackEvidence::counted(&own, &[], n);
+    assert_eq!(decide(&closed(), &starved, &here).limit, Limit::TierCpu("nginx".into()));
+    let mut there = StackEvidence::counted(&own, &[], n);
+    there.elsewhere = true;
+    let l = decide(&closed(), &starved, &there);
+    assert_eq!((l.limit, l.evidence.as_str()), (Limit::Client, "client_starved evidence"));
+}

@@ -15,6 +15,7 @@ use loadlab_store::{CellRecord, Environment, RunId, RunInfo, RunStatus, RunSumma
 use loadlab_suite::{Plan, StackSource, Suite};
 
 use crate::executor::{Events, Measure, RunContext, RunError};
+use crate::remote::{Placed, RemoteStacks};
 use crate::slo::Slo;
 
 /// What the command line changes of a suite.
@@ -26,6 +27,8 @@ pub struct Overrides {
     pub slo: Option<Slo>,
     /// `--repetitions N`: of every cell, quick or not.
     pub repetitions: Option<u32>,
+    /// `--host ssh://...`: every lab stack on that lab host (the client stays here).
+    pub host: Option<String>,
 }
 
 /// Why a suite did not run, or did not finish.
@@ -66,6 +69,16 @@ pub fn load(name: &str, overrides: &Overrides) -> Result<(Suite, Vec<String>), S
                     s.label, e.url
                 )),
             }
+        }
+    }
+    if let Some(host) = &overrides.host {
+        let host =
+            host.parse::<loadlab_remote::Host>().map_err(|e| SuiteError::Usage(e.to_string()))?;
+        for lab in suite.stacks.iter_mut().filter_map(|s| match &mut s.source {
+            StackSource::Lab(lab) => Some(lab),
+            StackSource::External(_) => None,
+        }) {
+            lab.host = Some(host.to_string());
         }
     }
     if let Some(slo) = &overrides.slo {
@@ -109,10 +122,11 @@ fn client_threads(plan: &Plan) -> usize {
         .map_or_else(|| loadlab_engine::sys::allowed_cpus().len(), |c| c.0.len())
 }
 
-/// Every package the suite's lab stacks need, checked before anything starts.
+/// Every package the suite's lab stacks here need, checked before anything starts (a lab
+/// host's loadlab says what it lacks when its stack starts).
 pub fn check_packages(suite: &Suite) -> Result<(), SuiteError> {
     let mut missing: Vec<&str> = Vec::new();
-    for spec in suite.stacks.iter().filter_map(|s| s.lab_stack()) {
+    for spec in suite.stacks.iter().filter_map(|s| s.lab_stack()).filter(|s| s.host.is_none()) {
         for p in spec.stack.missing_packages(&spec.knobs) {
             if !missing.contains(&p) {
                 missing.push(p);
@@ -162,10 +176,12 @@ pub fn begin(
     let mut store = Store::open(&db)?;
     let lab = Lab::from_env()?;
     let stale = lab.clean_stale()?;
+    // This machine's packages for its own stacks; a lab host's are stored with it.
     let packages: Vec<&str> = suite
         .stacks
         .iter()
         .filter_map(|s| s.lab_stack())
+        .filter(|s| s.host.is_none())
         .flat_map(|s| s.stack.packages(&s.knobs))
         .collect();
     let info = RunInfo {
@@ -194,10 +210,26 @@ fn environment(packages: &[&str]) -> Environment {
     }
 }
 
-/// Runs the plan's cells into the started run ([`crate::run_plan`]).
+/// The stacks on lab hosts, for [`execute`]: `note` hears what is said on the way (a binary
+/// copied there); each host's environment records the versions of the suite's packages.
+pub fn remote_stacks(suite: &Suite, note: Box<dyn Fn(&str) + Send + Sync>) -> RemoteStacks {
+    let packages = suite
+        .stacks
+        .iter()
+        .filter_map(|s| s.lab_stack())
+        .filter(|s| s.host.is_some())
+        .flat_map(|s| s.stack.packages(&s.knobs))
+        .map(str::to_string)
+        .collect();
+    RemoteStacks::new(note, packages)
+}
+
+/// Runs the plan's cells into the started run ([`crate::run_plan`]), each stack here or on
+/// its lab host through `remote`.
 pub fn execute(
     started: &mut Started,
     plan: &Plan,
+    remote: &RemoteStacks,
     measure: &mut dyn Measure,
     events: &mut dyn Events,
 ) -> Result<(), RunError> {
@@ -207,7 +239,8 @@ pub fn execute(
         client_cpus: plan.client_cpus.as_ref(),
         threads: loadlab_engine::sys::allowed_cpus().len(),
     };
-    crate::run_plan(plan, &started.lab, measure, events, &mut cx)
+    let stacks = Placed { lab: &started.lab, remote };
+    crate::run_plan(plan, &stacks, measure, events, &mut cx)
 }
 
 /// How a suite run ends, for the exit code.
@@ -407,6 +440,7 @@ mod tests {
             net: Some("lan-100mbit".into()),
             slo: Some("p99<50ms".parse().unwrap()),
             repetitions: Some(3),
+            host: None,
         };
         let (suite, notes) = load(loadlab_suite::DEFAULT, &overrides).unwrap();
         assert_eq!((suite.repetitions, suite.quick.repetitions), (3, Some(3)));
@@ -426,5 +460,24 @@ mod tests {
         let err = load(loadlab_suite::DEFAULT, &none).unwrap_err();
         assert_eq!(err.to_string(), "--repetitions: at least 1");
         assert!(matches!(load("no-such-suite", &Overrides::default()), Err(SuiteError::Usage(_))));
+        let bad_host = Overrides { host: Some("lab2".into()), ..Overrides::default() };
+        let err = load(loadlab_suite::DEFAULT, &bad_host).unwrap_err();
+        assert!(err.to_string().starts_with("--host \"lab2\": not an ssh:// URL"), "{err}");
+    }
+
+    /// Issue 22: `run --host` puts every lab stack of the suite on that host, and the plan
+    /// has the cells it has here.
+    #[test]
+    fn host_puts_every_lab_stack_there_and_the_plan_keeps_its_cells() {
+        let name = "php-modphp-vs-fastcgi";
+        let (here, _) = load(name, &Overrides::default()).unwrap();
+        let host = Overrides { host: Some("ssh://root@10.215.0.2".into()), ..Overrides::default() };
+        let (there, _) = load(name, &host).unwrap();
+        assert!(here.stacks.iter().filter_map(|s| s.lab_stack()).all(|s| s.host.is_none()));
+        for stack in there.stacks.iter().filter_map(|s| s.lab_stack()) {
+            assert_eq!(stack.host.as_deref(), Some("ssh://root@10.215.0.2"));
+        }
+        let cells = |s| loadlab_suite::plan(s, true).cells.len();
+        assert_eq!(cells(&here), cells(&there));
     }
 }

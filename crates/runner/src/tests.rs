@@ -586,3 +586,50 @@ fn a_cell_behind_a_profile_is_judged_against_the_profiles_rate() {
     let wan = run("net = \"wan\"");
     assert!(wan.iter().all(|c| c.knobs["net_delay"] == "stage"), "{:?}", wan[0].knobs);
 }
+
+/// Issue 22: a stack on a lab host has that host stored once with the run (its machine and
+/// the path to it), and its tiers are judged against that host's CPUs, the evidence naming
+/// it; a stack here is judged against its own CPUs, as before.
+#[test]
+fn a_stack_on_a_lab_host_is_judged_on_that_hosts_cpus_and_the_host_is_stored_once() {
+    use loadlab_store::{ConfigRecord, Limit};
+    let text = TWO_STACKS
+        .replace("name = \"nginx\"\n", "name = \"nginx\"\ncpus = \"0\"\n")
+        .replace("name = \"nginx-fpm\"\n", "name = \"nginx-fpm\"\nhost = \"ssh://root@lab2\"\n");
+    let suite = loadlab_suite::parse(&text, "hosts.toml").unwrap_or_else(|e| panic!("{e}"));
+    let plan = loadlab_suite::plan(&suite, false);
+    // Each tier counted 63 CPU-seconds over its second: all of 1 CPU here, 0.98 of lab2's 64.
+    let lab = FakeLab {
+        tier_cpu: Some(loadlab_lab::sampler::CpuUse {
+            wall: Duration::from_secs(1),
+            tiers: vec![loadlab_lab::sampler::TierCpuUse {
+                tier: "nginx".into(),
+                cpu: Duration::from_secs(63),
+            }],
+            machine_busy: Some(0.5),
+        }),
+        ..FakeLab::default()
+    };
+    let mut engine = FakeEngine::new(5_000.0);
+    let ran = run_on_fakes(&plan, &lab, &mut engine, 2);
+    ran.outcome.as_ref().expect("the plan runs");
+    let cells = ran.cells();
+    assert_eq!(cells.len(), 8);
+    for cell in &cells {
+        let l = cell.limited_by.as_ref().expect("judged");
+        assert_eq!(l.limit, Limit::TierCpu("nginx".into()), "{l:?}");
+        let remote = cell.stack == "nginx-fpm";
+        assert_eq!(l.evidence.contains("(on ssh://root@lab2, 64 CPUs)"), remote, "{l:?}");
+        assert_eq!(l.evidence.contains("of its 64 CPUs"), remote, "{l:?}");
+    }
+    let configs = ran.store.configs(ran.run_id).expect("configs");
+    let hosts: Vec<&ConfigRecord> =
+        configs.iter().filter(|c| c.kind == ConfigRecord::HOST).collect();
+    assert_eq!(hosts.len(), 1, "stored once for two instances on it: {hosts:?}");
+    let fields = hosts[0].fields();
+    let get = |k: &str| fields.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
+    assert_eq!(get("host"), Some("ssh://root@lab2"));
+    assert_eq!(get("runs"), Some("nginx-fpm"));
+    assert_eq!(get("server nic"), Some("eth0, 1000 Mbit/s"));
+    assert_eq!((hosts[0].name.as_str(), hosts[0].stack.as_str()), ("ssh://root@lab2", "nginx-fpm"));
+}

@@ -307,7 +307,14 @@ impl ConfigRecord {
     /// lines (`url`, `address`, `tls`, `server`, `sampling`), then what each workload answered.
     pub const IDENTITY: &'static str = "identity";
 
-    /// The `key: value` lines of an [`ConfigRecord::IDENTITY`] record, in order.
+    /// The kind of a lab host's record (a stack run on another machine over ssh): its
+    /// machine and the path to it as `key: value` lines (`host`, `hostname`, `kernel`, `cpu`,
+    /// `memory`, `runs`, `server nic`, `client nic`, `idle rtt`), then its packages. `stack`
+    /// lists the stacks it ran, `name` is its `ssh://` URL.
+    pub const HOST: &'static str = "host";
+
+    /// The `key: value` lines of an [`ConfigRecord::IDENTITY`] or [`ConfigRecord::HOST`]
+    /// record, in order.
     pub fn fields(&self) -> Vec<(&str, &str)> {
         self.content
             .lines()

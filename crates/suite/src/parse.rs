@@ -235,7 +235,21 @@ impl Checker<'_> {
             let span = s.knob_span(p.key).unwrap_or(name.span());
             return self.fail(span, format!("{}: {}", p.key, p.reason));
         }
-        Ok(StackSpec::lab(label, stack, knobs))
+        let host = match &s.host {
+            Some(h) => {
+                Some(h.get_ref().parse::<loadlab_remote::Host>().map(|h| h.to_string()).or_else(
+                    |e| {
+                        let why = match e {
+                            loadlab_remote::Error::BadHost(why) => why,
+                            e => e.to_string(),
+                        };
+                        self.fail(h.span(), format!("host: {why}"))
+                    },
+                )?)
+            }
+            None => None,
+        };
+        Ok(StackSpec::lab(label, stack, knobs, host))
     }
 
     /// `label = "..."`, checked.

@@ -60,6 +60,8 @@ pub struct RawStack {
     pub config: Option<Spanned<String>>,
     /// A directory of the user's files served beside the lab's (relative to the suite file).
     pub docroot: Option<Spanned<String>>,
+    /// The lab host the stack runs on (`ssh://[user@]host[:port]`); the client stays here.
+    pub host: Option<Spanned<String>>,
     /// External `https://`: trust this PEM file's certificates (relative to the suite file).
     pub cacert: Option<Spanned<String>>,
     /// External `https://`: accept any certificate.
@@ -91,6 +93,7 @@ impl RawStack {
         "http2",
         "config",
         "docroot",
+        "host",
     ];
 
     /// The keys only an external target takes, with where each is written.
@@ -124,6 +127,7 @@ impl RawStack {
             "http2" => flag(&self.http2),
             "config" => self.config.as_ref().map(Spanned::span),
             "docroot" => self.docroot.as_ref().map(Spanned::span),
+            "host" => self.host.as_ref().map(Spanned::span),
             _ => None,
         }
     }

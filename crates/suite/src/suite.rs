@@ -57,6 +57,9 @@ pub struct LabStack {
     pub stack: &'static Stack,
     /// With the suite's `stack_cpus` already filled in where the stack gave no `cpus`.
     pub knobs: Knobs,
+    /// The lab host it runs on (`ssh://...`, as [`loadlab_remote::Host`] writes it); `None`:
+    /// this machine.
+    pub host: Option<String>,
 }
 
 /// A server of the user's (`url = "http://..."`): loadlab loads it, verifies its answers
@@ -79,9 +82,14 @@ impl External {
 }
 
 impl StackSpec {
-    pub(crate) fn lab(label: String, stack: &'static Stack, knobs: Knobs) -> StackSpec {
+    pub(crate) fn lab(
+        label: String,
+        stack: &'static Stack,
+        knobs: Knobs,
+        host: Option<String>,
+    ) -> StackSpec {
         let served = workloads::for_stack(stack, &knobs).iter().map(|w| w.name).collect();
-        StackSpec { label, source: StackSource::Lab(LabStack { stack, knobs }), served }
+        StackSpec { label, source: StackSource::Lab(LabStack { stack, knobs, host }), served }
     }
 
     pub(crate) fn external(label: String, external: External) -> StackSpec {
@@ -307,7 +315,7 @@ pub fn all_workload_names() -> &'static [&'static str] {
 
 /// Why `stack` does not run `workload`, in words the report can show beside the skip.
 pub(crate) fn why_not(stack: &StackSpec, workload: &str) -> String {
-    let Some(LabStack { stack: s, knobs }) = stack.lab_stack() else {
+    let Some(LabStack { stack: s, knobs, .. }) = stack.lab_stack() else {
         // An external target runs every workload; nothing to explain.
         return format!("{} does not serve {workload}", stack.label);
     };

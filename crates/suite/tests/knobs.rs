@@ -219,3 +219,23 @@ fn config_and_docroot_mistakes_are_refused_at_their_key() {
                     model = \"closed\"\nconcurrency = [1]\nrequests = 10\n";
     at(external, &file, "config is a knob of the lab's stacks", "config =");
 }
+
+/// Issue 22: `host = "ssh://..."` puts a stack on a lab host, written as the remote crate
+/// writes it; anything else is refused at its value, and an external target has no host.
+#[test]
+fn a_stack_on_a_lab_host_is_read_and_a_bad_url_refused_at_its_value() {
+    let parsed = parse(&suite("nginx", "host = \"ssh://root@lab1:2222/\""), "k.toml")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lab = parsed.stacks[0].lab_stack().unwrap();
+    assert_eq!(lab.host.as_deref(), Some("ssh://root@lab1:2222"));
+    let here = parse(&suite("nginx", ""), "k.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(here.stacks[0].lab_stack().unwrap().host, None);
+
+    refused_at("nginx", "host = \"http://lab1\"", "\"http://lab1\"", "host: \"http://lab1\"");
+    refused_at("nginx", "host = \"ssh://lab1/x\"", "\"ssh://lab1/x\"", "a path, query or");
+    let external = "name = \"k\"\n[[stacks]]\nurl = \"http://127.0.0.1:9\"\nlabel = \"mine\"\n\
+                    host = \"ssh://lab1\"\n[[workloads]]\nname = \"hello.txt\"\n[[loads]]\n\
+                    model = \"closed\"\nconcurrency = [1]\nrequests = 10\n";
+    let (message, _) = refused(external);
+    assert!(message.contains("host"), "{message}");
+}

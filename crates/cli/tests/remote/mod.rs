@@ -7,6 +7,7 @@
 //! local loadlab killed with -9. Needs root, iproute2, openssh and nginx.
 
 mod session;
+mod suite;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

@@ -1,0 +1,386 @@
+//! Stacks on other lab hosts, for the executor: each instance is the remote loadlab's `stack
+//! up --session` in the foreground of one ssh session ([`loadlab_remote::Session`]), so it
+//! lives exactly as long as that session: closed in order by `down`, and taken down there
+//! within the heartbeat timeout whatever else ends it (Ctrl-C, this process killed, the path
+//! cut). A thread per session reads its events as they come, so each 1 Hz sample is stamped
+//! with the moment it arrived here and a cell takes those that arrived while it ran (the two
+//! hosts' clocks need not agree). [`Placed`] puts each stack where the suite says.
+
+mod flags;
+pub mod machine;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::process::Stdio;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use loadlab_lab::named::Processes;
+use loadlab_lab::procfs::ProcId;
+use loadlab_lab::sampler::{Sample, Sampled};
+use loadlab_lab::{Captured, Lab};
+use loadlab_remote::protocol::Event;
+use loadlab_remote::{provision, Host, Session, Ssh};
+use loadlab_suite::LabStack;
+
+use crate::executor::{Instance, Sampling, Stacks};
+
+pub use machine::HostFacts;
+
+/// A remote stack's start and verify (a first MariaDB datadir included), the copy of the
+/// binary aside.
+const UP_LIMIT: Duration = Duration::from_secs(300);
+/// `stack show` there.
+const SHOW_LIMIT: Duration = Duration::from_secs(60);
+/// How long a stopped cell waits for the sample that covers its last interval: one
+/// interval and the way back.
+const LAST_SAMPLE_WAIT: Duration = Duration::from_millis(1500);
+/// Samples kept per session: ten minutes at 1 Hz, more than a cell; older ones go.
+const KEPT: usize = 600;
+
+/// The lab here and the lab hosts the suite names: each call goes where its stack is.
+pub struct Placed<'a> {
+    pub lab: &'a Lab,
+    pub remote: &'a RemoteStacks,
+}
+
+impl Stacks for Placed<'_> {
+    fn up(
+        &self,
+        lab: &LabStack,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Instance, loadlab_lab::Error> {
+        match &lab.host {
+            Some(host) => self.remote.up(host, lab, cancel),
+            None => Stacks::up(self.lab, lab, cancel),
+        }
+    }
+
+    fn down(&self, id: &str) -> Result<(), loadlab_lab::Error> {
+        match self.remote.holds(id) {
+            true => self.remote.down(id),
+            false => Stacks::down(self.lab, id),
+        }
+    }
+
+    fn capture(&self, id: &str) -> Result<Vec<Captured>, loadlab_lab::Error> {
+        match self.remote.holds(id) {
+            true => self.remote.capture(id),
+            false => Stacks::capture(self.lab, id),
+        }
+    }
+
+    fn sample(&self, id: &str) -> Result<Box<dyn Sampling>, loadlab_lab::Error> {
+        match self.remote.holds(id) {
+            true => self.remote.sample(id),
+            false => Stacks::sample(self.lab, id),
+        }
+    }
+
+    fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, loadlab_lab::Error> {
+        Stacks::resolve(self.lab, processes)
+    }
+
+    fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, loadlab_lab::Error> {
+        Stacks::sample_processes(self.lab, roots)
+    }
+
+    fn host_facts(&self, id: &str) -> Option<HostFacts> {
+        self.remote.facts(id)
+    }
+}
+
+/// The remote stacks of a run: the binary found (or copied) once per host, a session per
+/// instance. Dropping it closes every session still open.
+pub struct RemoteStacks {
+    /// Said as it happens: the copy of the binary to a host.
+    note: Box<dyn Fn(&str) + Send + Sync>,
+    programs: Mutex<BTreeMap<String, String>>,
+    facts: Mutex<BTreeMap<String, HostFacts>>,
+    live: Mutex<BTreeMap<String, Live>>,
+    /// The environment's package names to ask each host about.
+    packages: Vec<String>,
+}
+
+/// One instance's session, read by its own thread.
+struct Live {
+    host: Host,
+    program: String,
+    samples: Arc<Mutex<Vec<(Instant, Sample)>>>,
+    /// Why the session ended before it was closed, once it has.
+    ended: Arc<Mutex<Option<String>>>,
+    close: Option<Sender<()>>,
+    reader: Option<JoinHandle<loadlab_remote::Result<bool>>>,
+}
+
+fn remote_error(e: loadlab_remote::Error) -> loadlab_lab::Error {
+    loadlab_lab::Error::Command { command: "ssh".into(), reason: e.to_string() }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl RemoteStacks {
+    /// `note` hears what is worth telling (a binary copied); `packages`: the versions each
+    /// host's environment records.
+    pub fn new(note: Box<dyn Fn(&str) + Send + Sync>, packages: Vec<String>) -> RemoteStacks {
+        RemoteStacks {
+            note,
+            programs: Mutex::default(),
+            facts: Mutex::default(),
+            live: Mutex::default(),
+            packages,
+        }
+    }
+
+    fn holds(&self, id: &str) -> bool {
+        lock(&self.live).contains_key(id)
+    }
+
+    /// What was learnt of the host instance `id` runs on.
+    pub fn facts(&self, id: &str) -> Option<HostFacts> {
+        let live = lock(&self.live);
+        let host = live.get(id)?.host.to_string();
+        lock(&self.facts).get(&host).cloned()
+    }
+
+    /// The loadlab to run on `host`: found or copied on first use.
+    fn program(&self, ssh: &Ssh, host: &Host) -> loadlab_remote::Result<String> {
+        if let Some(p) = lock(&self.programs).get(&host.to_string()) {
+            return Ok(p.clone());
+        }
+        let local = provision::Local::this(env!("CARGO_PKG_VERSION"))?;
+        let remote = provision::ensure(ssh, host, &local, &mut |line| (self.note)(line))?;
+        lock(&self.programs).insert(host.to_string(), remote.program.clone());
+        Ok(remote.program)
+    }
+
+    fn up(
+        &self,
+        host: &str,
+        lab: &LabStack,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Instance, loadlab_lab::Error> {
+        let started = Instant::now();
+        let host: Host = host.parse().map_err(remote_error)?;
+        let ssh = Ssh::from_env().map_err(remote_error)?;
+        let program = self.program(&ssh, &host).map_err(remote_error)?;
+        // Where the client reaches it: the host's address when the URL gives one. A name
+        // is left to the remote's own default (the address ssh reached it at).
+        let listen = host.host.parse::<IpAddr>().ok();
+        let words =
+            flags::up_words(lab.stack, &lab.knobs, listen).map_err(loadlab_lab::Error::BadKnob)?;
+        let args =
+            loadlab_remote::args::remote_up_args(&words).map_err(loadlab_lab::Error::BadKnob)?;
+        let mut session =
+            Session::start(&ssh, &host, &program, &args, Stdio::inherit()).map_err(remote_error)?;
+        let instance = match session.wait_up(UP_LIMIT, cancel) {
+            Ok(instance) => instance,
+            Err(_) if cancel() => return Err(loadlab_lab::Error::Interrupted),
+            Err(e) => return Err(remote_error(e)),
+        };
+        let (Some(id), Some(url)) = (instance["id"].as_str(), instance["url"].as_str()) else {
+            return Err(remote_error(loadlab_remote::Error::Protocol {
+                host: host.to_string(),
+                reason: format!("an instance without id or url: {instance}"),
+            }));
+        };
+        let id = id.to_string();
+        let up = Instance {
+            id: id.clone(),
+            url: url.to_string(),
+            elapsed: started.elapsed(),
+            checks: instance["checks"].as_array().map_or(0, Vec::len),
+            // Its CA is a file there; a TLS front on another host is loaded without it.
+            cacert: None,
+            net_delay: None,
+        };
+        self.learn(&ssh, &host, &up.url);
+        lock(&self.live).insert(id, Live::read(session, host, program));
+        Ok(up)
+    }
+
+    /// The host's machine and the path to it, once per host (a failure to read them is no
+    /// reason to stop: the record says what is unknown).
+    fn learn(&self, ssh: &Ssh, host: &Host, url: &str) {
+        if lock(&self.facts).contains_key(&host.to_string()) {
+            return;
+        }
+        let names: Vec<&str> = self.packages.iter().map(String::as_str).collect();
+        let facts = machine::learn(ssh, host, url, &names);
+        lock(&self.facts).insert(host.to_string(), facts);
+    }
+
+    fn down(&self, id: &str) -> Result<(), loadlab_lab::Error> {
+        let Some(live) = lock(&self.live).remove(id) else {
+            return Err(loadlab_lab::Error::NoSuchInstance(id.to_string()));
+        };
+        let host = live.host.to_string();
+        match live.close() {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(loadlab_lab::Error::Command {
+                command: format!("stack down {id} on {host}"),
+                reason: "the session ended without the remote saying its stack is down (it \
+                         takes it down when the session ends)"
+                    .into(),
+            }),
+            Err(e) => Err(remote_error(e)),
+        }
+    }
+
+    fn capture(&self, id: &str) -> Result<Vec<Captured>, loadlab_lab::Error> {
+        let (host, program) = {
+            let live = lock(&self.live);
+            let live = live.get(id).ok_or_else(|| loadlab_lab::Error::NoSuchInstance(id.into()))?;
+            (live.host.clone(), live.program.clone())
+        };
+        let ssh = Ssh::from_env().map_err(remote_error)?;
+        let line = loadlab_remote::ssh::command_line(&[&program, "stack", "show", id, "--json"]);
+        let shown = loadlab_remote::run::finish(
+            ssh.command(&host, &line),
+            Stdio::null(),
+            &host,
+            SHOW_LIMIT,
+        )
+        .map_err(remote_error)?;
+        let value: serde_json::Value =
+            serde_json::from_str(&shown.stdout).map_err(|e| loadlab_lab::Error::Command {
+                command: format!("stack show {id} --json on {host}"),
+                reason: format!("{e}: {}", shown.stderr.trim()),
+            })?;
+        Ok(captured(&value))
+    }
+
+    fn sample(&self, id: &str) -> Result<Box<dyn Sampling>, loadlab_lab::Error> {
+        let live = lock(&self.live);
+        let live = live.get(id).ok_or_else(|| loadlab_lab::Error::NoSuchInstance(id.into()))?;
+        Ok(Box::new(Window {
+            from: Instant::now(),
+            samples: live.samples.clone(),
+            ended: live.ended.clone(),
+        }))
+    }
+}
+
+impl Drop for RemoteStacks {
+    fn drop(&mut self) {
+        for (_, live) in std::mem::take(&mut *lock(&self.live)) {
+            let _ = live.close();
+        }
+    }
+}
+
+/// `stack show --json`'s `captured` list.
+fn captured(shown: &serde_json::Value) -> Vec<Captured> {
+    let text = |c: &serde_json::Value, k: &str| c[k].as_str().unwrap_or_default().to_string();
+    shown["captured"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|c| Captured {
+                    tier: text(c, "tier"),
+                    what: text(c, "what"),
+                    text: text(c, "text"),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Live {
+    /// Starts reading `session`'s events on a thread of their own.
+    fn read(session: Session, host: Host, program: String) -> Live {
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let ended = Arc::new(Mutex::new(None));
+        let (close, closing) = mpsc::channel();
+        let reader = {
+            let (samples, ended) = (samples.clone(), ended.clone());
+            std::thread::spawn(move || pump(session, &closing, &samples, &ended))
+        };
+        Live { host, program, samples, ended, close: Some(close), reader: Some(reader) }
+    }
+
+    /// Closes the session and waits for its end: whether the remote said its stack is down.
+    fn close(mut self) -> loadlab_remote::Result<bool> {
+        drop(self.close.take());
+        match self.reader.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            _ => Ok(false),
+        }
+    }
+}
+
+/// Reads events until told to close (then closes in order) or until the session ends.
+fn pump(
+    mut session: Session,
+    closing: &Receiver<()>,
+    samples: &Mutex<Vec<(Instant, Sample)>>,
+    ended: &Mutex<Option<String>>,
+) -> loadlab_remote::Result<bool> {
+    loop {
+        match closing.recv_timeout(Duration::ZERO) {
+            Err(RecvTimeoutError::Timeout) => {}
+            _ => return session.close(),
+        }
+        let event = session.next(Duration::from_millis(100));
+        let why = match event {
+            Ok(Some(Event::Sample { sample })) => {
+                if let Ok(sample) = serde_json::from_value::<Sample>(sample) {
+                    let mut kept = lock(samples);
+                    kept.push((Instant::now(), sample));
+                    let excess = kept.len().saturating_sub(KEPT);
+                    kept.drain(..excess);
+                }
+                continue;
+            }
+            Ok(Some(Event::Down { .. })) => "the remote took its stack down".to_string(),
+            Ok(Some(_)) => continue,
+            Ok(None) if !session.ended() => continue,
+            Ok(None) => "the session ended".to_string(),
+            Err(e) => e.to_string(),
+        };
+        *lock(ended) = Some(why);
+        // Wait for the close that `down` sends, so it learns how the session ended.
+        let _ = closing.recv();
+        return session.close();
+    }
+}
+
+/// A cell's samples: those that arrived from its start until the one after its stop.
+struct Window {
+    from: Instant,
+    samples: Arc<Mutex<Vec<(Instant, Sample)>>>,
+    ended: Arc<Mutex<Option<String>>>,
+}
+
+impl Sampling for Window {
+    fn stop(self: Box<Self>) -> Sampled {
+        let stopped = Instant::now();
+        // The interval the cell ended in is reported up to a second later.
+        let deadline = stopped + LAST_SAMPLE_WAIT;
+        let last = |kept: &[(Instant, Sample)]| kept.last().is_some_and(|(at, _)| *at >= stopped);
+        while Instant::now() < deadline
+            && !last(&lock(&self.samples))
+            && lock(&self.ended).is_none()
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let kept = lock(&self.samples);
+        let after = kept.iter().position(|(at, _)| *at >= stopped);
+        let end = after.map_or(kept.len(), |i| i + 1);
+        let mut samples: Vec<Sample> =
+            kept[..end].iter().filter(|(at, _)| *at >= self.from).map(|(_, s)| s.clone()).collect();
+        // The session's clock starts at its start; the cell's at its first sample's start.
+        let base = samples.first().map_or(0, |s| s.t_ms.saturating_sub(s.interval_ms));
+        for s in &mut samples {
+            s.t_ms -= base;
+        }
+        Sampled { samples, cpu: None }
+    }
+}
+
+#[cfg(test)]
+mod tests;
