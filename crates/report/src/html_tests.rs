@@ -201,6 +201,8 @@ fn the_environment_shows_both_machines_and_the_path_between_them() {
     cells.extend(reps("apache", "static", 10, &[90.0, 91.0]));
     for c in cells.iter_mut().filter(|c| c.stack == "nginx") {
         c.knobs.insert("host".into(), serde_json::json!("ssh://root@lab2"));
+        c.knobs.insert("host_cpus".into(), serde_json::json!(64));
+        c.samples = samples();
     }
     let host = ConfigRecord {
         stack: "nginx".into(),
@@ -221,6 +223,8 @@ fn the_environment_shows_both_machines_and_the_path_between_them() {
     ));
     assert!(html.contains("<dt>network</dt><dd>the path to ssh://root@lab2: nginx</dd>"));
     assert!(html.contains("<dt>network</dt><dd>loopback (no link in between): apache</dd>"));
+    // Its tiers' CPU chart counts that host's cores.
+    assert!(html.contains("one core (64 on ssh://root@lab2)"), "{html}");
     let alone = render_html(&run(), &reps("apache", "static", 10, &[90.0]), &[]);
     assert!(alone.contains("<dt>host</dt><dd>lab1</dd>") && !alone.contains("server host"));
 }

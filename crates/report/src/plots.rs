@@ -457,7 +457,13 @@ fn resources(run: &Run, stack: &str, cells: &[&CellRecord], palette: &Palette) -
         let start = c.started_at.duration_since(run.started_at).unwrap_or_default();
         (start.as_secs_f64() + t_ms as f64 / 1e3) / 60.0
     };
-    let cores = f64::from(run.environment.cpu_count.max(1));
+    // A stack on a lab host ran on that host's cores (the executor stores them per cell).
+    let knob = |k: &str| cells.first().and_then(|c| c.knobs.get(k));
+    let (count, machine_name) = match (knob("host_cpus").and_then(|v| v.as_u64()), knob("host")) {
+        (Some(n), Some(host)) => (n as u32, format!("on {}", host.as_str().unwrap_or("its host"))),
+        _ => (run.environment.cpu_count, "on this machine".to_string()),
+    };
+    let cores = f64::from(count.max(1));
     let mut cpu: BTreeMap<&str, Line> = BTreeMap::new();
     let mut rss: BTreeMap<&str, Line> = BTreeMap::new();
     let mut machine = Line { dashed: true, markers: false, ..Line::new(REFERENCE, Vec::new()) };
@@ -498,8 +504,7 @@ fn resources(run: &Run, stack: &str, cells: &[&CellRecord], palette: &Palette) -
         title: format!("{stack}: server CPU and memory per tier"),
         note: format!(
             "Each cell of the stack in the order it ran; gaps are other stacks' turns. 100% is \
-             one core ({} on this machine).",
-            run.environment.cpu_count
+             one core ({count} {machine_name}).",
         ),
         legend,
         chart: Chart {

@@ -516,6 +516,7 @@ impl Execution<'_, '_> {
             // Which machine ran the stack, when not this one (the report says so per stack).
             if let Some(h) = host {
                 record.knobs.insert("host".into(), serde_json::json!(h.host));
+                record.knobs.insert("host_cpus".into(), serde_json::json!(h.cpu_count));
             }
             let stored = Instant::now();
             self.cx.store.record_cell(self.cx.run_id, &record)?;

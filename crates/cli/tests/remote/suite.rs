@@ -8,6 +8,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use loadlab_lab::{Lab, StateDir};
@@ -125,19 +126,18 @@ fn a_quick_suite_runs_on_b_from_a_every_cell_sampled_there_and_leaves_nothing() 
     assert!(configs.iter().any(|c| c.kind == "capture" && c.stack == "nginx-spawn-fcgi"));
 }
 
+/// A `run` in A: the child, its stdout's lines still to come, its stderr once it ends.
+type Running = (Child, mpsc::Receiver<String>, Vec<String>, JoinHandle<Vec<u8>>);
+
 /// `run` started in A with its stdout read line by line: returns once a cell has finished
 /// on B, with the child and what it printed so far (and the rest as it comes).
-fn start_until_a_cell(
-    sshd: &Sshd,
-    hosts: &Hosts,
-    out: &std::path::Path,
-) -> (Child, mpsc::Receiver<String>, Vec<String>) {
+fn start_until_a_cell(sshd: &Sshd, hosts: &Hosts, out: &std::path::Path) -> Running {
     let args = run_args(sshd, out, &["--repetitions", "1"]);
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut command = sshd.loadlab_in(&hosts.a, &words);
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = command.spawn().expect("start loadlab in A");
-    let _stderr = drain(child.stderr.take().unwrap());
+    let stderr = drain(child.stderr.take().unwrap());
     let (tx, lines) = mpsc::channel();
     let stdout = child.stdout.take().unwrap();
     std::thread::spawn(move || {
@@ -155,7 +155,7 @@ fn start_until_a_cell(
                 let done = line.contains("req/s");
                 said.push(line);
                 if done {
-                    return (child, lines, said);
+                    return (child, lines, said, stderr);
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
@@ -188,7 +188,7 @@ fn all_ids(said: &[String], rest: &mpsc::Receiver<String>) -> Vec<String> {
 fn ctrl_c_of_the_local_run_leaves_nothing_on_b() {
     let Some((hosts, sshd)) = lab_hosts() else { return };
     let out = sshd.dir.path().join("out");
-    let (child, rest, said) = start_until_a_cell(&sshd, &hosts, &out);
+    let (child, rest, said, _stderr) = start_until_a_cell(&sshd, &hosts, &out);
     sys::signal_child(&child, libc::SIGINT).unwrap();
     let code = ended(child, ENDS_WITHIN);
     assert_eq!(code, Some(130), "Ctrl-C's exit code: {said:#?}");
@@ -200,7 +200,7 @@ fn ctrl_c_of_the_local_run_leaves_nothing_on_b() {
 fn kill_9_of_the_local_run_leaves_nothing_on_b() {
     let Some((hosts, sshd)) = lab_hosts() else { return };
     let out = sshd.dir.path().join("out");
-    let (child, rest, said) = start_until_a_cell(&sshd, &hosts, &out);
+    let (child, rest, said, _stderr) = start_until_a_cell(&sshd, &hosts, &out);
     sys::signal_child(&child, libc::SIGKILL).unwrap();
     let _ = ended(child, Duration::from_secs(10));
     let started = Instant::now();
@@ -212,7 +212,7 @@ fn kill_9_of_the_local_run_leaves_nothing_on_b() {
 fn the_path_to_b_cut_for_30_s_leaves_nothing_on_b() {
     let Some((hosts, sshd)) = lab_hosts() else { return };
     let out = sshd.dir.path().join("out");
-    let (child, rest, said) = start_until_a_cell(&sshd, &hosts, &out);
+    let (child, rest, said, stderr) = start_until_a_cell(&sshd, &hosts, &out);
     let cut = Instant::now();
     hosts.b.run("ip", &["link", "set", &hosts.b.interface, "down"]);
     // While cut, B's side takes its stack down when no heartbeat comes (5 s): sshd's child
@@ -224,7 +224,13 @@ fn the_path_to_b_cut_for_30_s_leaves_nothing_on_b() {
     hosts.b.run("ip", &["link", "set", &hosts.b.interface, "up"]);
     let code = ended(child, ENDS_WITHIN);
     eprintln!("loadlab in A ended with {code:?}, {:?} after the cut", cut.elapsed());
+    let said = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+    eprintln!("it said: {said}");
     assert_ne!(code, Some(0), "a run whose host was cut off did not finish");
+    // Its record says it failed, and why.
+    let store = Store::open(out.join("loadlab.db")).expect("the run's store");
+    let run = store.runs().expect("runs").pop().expect("one run");
+    assert_eq!(run.status, loadlab_store::RunStatus::Failed, "{said}");
     let mut ids = ids;
     ids.extend(ids_in(&rest.try_iter().collect::<Vec<_>>().join("\n")));
     assert_b_empty(&sshd, &hosts, &ids, Duration::from_secs(60), true);
