@@ -28,7 +28,7 @@ pub enum SweepFormat {
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// The target, an http:// URL.
+    #[arg(help = crate::help::URL)]
     pub url: String,
     /// Offered request rates: a range `LOW..HIGH:STEP` or a list `100,200,400`.
     #[arg(long = "rates", value_parser = parse_rates)]
@@ -112,6 +112,10 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     let plan = plan(&args, targets(&args, &mut measure)?);
     let to_stdout = args.format == SweepFormat::Text;
     let table = Table { stdout: to_stdout, silent: args.request.quiet && !to_stdout };
+    let urls: Vec<&str> = plan.targets.iter().map(|t| t.url.as_str()).collect();
+    for line in output::legend(&urls) {
+        table.line(&line)?;
+    }
     table.line(&output::header())?;
     let outcome = run_sweep(&plan, &mut measure, &mut |step| table.line(&output::row(step)))
         .map_err(crate::exit::run_failure)?;
@@ -151,7 +155,7 @@ fn targets(args: &SweepArgs, measure: &mut dyn Measure) -> anyhow::Result<Vec<Sw
         config.coalesce = args.schedule.coalesce;
         let policy = args.request.over_capacity.into();
         let (addr, capped) = loadlab_runner::bench::prepare(&mut config, policy, measure)
-            .map_err(crate::exit::bench_failure)?;
+            .map_err(load::bench_failure)?;
         if let Some(w) = capped {
             eprintln!("loadlab: warning: {w}");
         }

@@ -5,6 +5,11 @@ use std::time::Duration;
 /// Parses `10s`, `1m`, `500ms`, `1h 30m`; a bare number means seconds (as wrk's `-d 10`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
+    // The flag takes values that start with '-' so that this, not "unexpected argument", is
+    // what `-d -5s` is told.
+    if s.starts_with('-') {
+        return Err(format!("{s:?}: a duration cannot be negative; use e.g. 10s, 1m, 500ms"));
+    }
     if let Ok(secs) = s.parse::<f64>() {
         if secs.is_finite() && secs >= 0.0 {
             return Ok(Duration::from_secs_f64(secs));
@@ -26,5 +31,6 @@ mod tests {
         assert_eq!(parse_duration("2.5").unwrap(), Duration::from_millis(2500));
         assert!(parse_duration("ten").is_err());
         assert!(parse_duration("-1").is_err());
+        assert!(parse_duration("-5s").unwrap_err().contains("cannot be negative"));
     }
 }
