@@ -201,12 +201,12 @@ pub fn preflight(
 fn untrusted(reason: &str) -> String {
     format!(
         "TLS: reached the server, but its certificate is not trusted ({reason}): pass \
-         {UNTRUSTED_CA} with the CA that signed it, or --insecure to accept any certificate"
+         {UNTRUSTED_CA}, or --insecure to accept any certificate"
     )
 }
 
 /// The flag an untrusted certificate's message names, with FILE for the CA.
-pub const UNTRUSTED_CA: &str = "--cacert FILE";
+pub const UNTRUSTED_CA: &str = "--cacert FILE with the CA that signed it";
 
 /// HTTP/1.1 over TLS on a non-blocking socket.
 #[derive(Debug)]
