@@ -54,7 +54,7 @@ pub struct ScheduleArgs {
     /// arrival due by then (wrk2's timer has 1ms), for less client CPU; each arrival's
     /// lateness, up to a step, is measured and counted in its latency [default: 0s, each
     /// arrival at its own due time].
-    #[arg(long = "coalesce", value_name = "DUR", default_value = "0s", value_parser = parse_duration)]
+    #[arg(long = "coalesce", value_name = "DUR", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub coalesce: Duration,
 }
 
@@ -83,10 +83,10 @@ pub struct RequestArgs {
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
     /// Bound on each request, from its start to its last byte (-s as ab's, in seconds).
-    #[arg(short = 's', long = "timeout", default_value = "30s", value_parser = parse_duration)]
+    #[arg(short = 's', long = "timeout", default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub timeout: Duration,
     /// Bound on establishing each TCP connection.
-    #[arg(long = "connect-timeout", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long = "connect-timeout", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub connect_timeout: Duration,
     /// The request method (ab's -m; h2load's -m is --streams).
     #[arg(short = 'm', long = "method", default_value = "GET")]
@@ -124,7 +124,7 @@ pub struct RequestArgs {
     #[arg(short = 'T', long = "content-type", value_name = "TYPE")]
     pub content_type: Option<String>,
     /// Load applied before measuring, excluded from the results.
-    #[arg(long = "warmup", default_value = "0s", value_parser = parse_duration)]
+    #[arg(long = "warmup", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub warmup: Duration,
     /// Count responses with other status codes as failures (200, 200-299, 2xx, 200,304).
     #[arg(long = "expect-status", value_name = "CODES")]

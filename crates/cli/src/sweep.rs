@@ -34,7 +34,7 @@ pub struct SweepArgs {
     #[arg(long = "rates", value_parser = parse_rates)]
     pub rates: RateList,
     /// How long each step is measured, after its warm-up of at least 1s [default: 10s].
-    #[arg(long = "step-duration", value_parser = parse_duration, conflicts_with = "conns_per_step")]
+    #[arg(long = "step-duration", value_parser = parse_duration, allow_hyphen_values = true, conflicts_with = "conns_per_step")]
     pub step_duration: Option<Duration>,
     /// Connections per step instead of a duration (httperf's --num-conns; implies sessions).
     #[arg(long = "conns-per-step", value_name = "N")]

@@ -236,8 +236,14 @@ fn wrk2s_c_with_r_points_at_max_connections() {
     refused_before_any_load(&["bench", "-c50", "-R", "2000"], &["--max-connections 50", "wrk2"]);
 }
 
-/// Regression: `-d -5s` said "unexpected argument '-5' found".
+/// Regression: `-d -5s` said "unexpected argument '-5' found"; every duration flag of bench
+/// and sweep now says what is wrong with the value.
 #[test]
 fn a_negative_duration_is_said_to_be_one() {
     refused_before_any_load(&["bench", "-d", "-5s"], &["-5s", "negative"]);
+    refused_before_any_load(&["bench", "-n", "1", "--warmup", "-1s"], &["-1s", "negative"]);
+    refused_before_any_load(
+        &["sweep", "--rates", "10", "--step-duration", "-2s"],
+        &["-2s", "negative"],
+    );
 }
