@@ -102,6 +102,15 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     // sweep with its (empty) knee, as one during a step does, not by the default signal.
     crate::signals::control()?;
     let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
+    // The request flags are bench's, and so are the habits they may hide (h2load's -m); each
+    // step has its duration, so -t is never ab's time limit here.
+    let typed = loadlab_runner::habits::Typed {
+        method: &args.request.method,
+        http2: args.request.http2,
+        duration: true,
+        ..Default::default()
+    };
+    loadlab_runner::habits::check(&typed).map_err(usage)?;
     if args.rates.0.is_empty() {
         return Err(usage("--rates: no rate given".into()));
     }

@@ -211,6 +211,10 @@ fn a_method_of_digits_is_refused_as_h2loads_m() {
         &["bench", "-m", "10", "-n", "5"],
         &["did you mean --streams 10 (h2load's -m)?"],
     );
+    refused_before_any_load(
+        &["sweep", "--rates", "10", "-m", "4"],
+        &["did you mean --streams 4 (h2load's -m)?"],
+    );
 }
 
 /// Regression: ab's `-t 5` (a time limit) became 5 worker threads and a 10 s run. `-t` is
