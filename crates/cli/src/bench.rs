@@ -38,15 +38,9 @@ pub struct BenchArgs {
     /// httperf's sessions: new connections per second, each carrying --calls-per-conn requests.
     #[arg(long = "conn-rate", value_name = "R")]
     pub conn_rate: Option<f64>,
-    /// Requests on each new connection with --conn-rate (httperf's --num-calls).
-    #[arg(
-        long = "calls-per-conn",
-        visible_alias = "num-calls",
-        value_name = "K",
-        default_value_t = 1,
-        requires = "conn_rate"
-    )]
-    pub calls_per_conn: u32,
+    /// Requests on each new connection with --conn-rate (httperf's --num-calls) [default: 1].
+    #[arg(long = "calls-per-conn", visible_alias = "num-calls", value_name = "K")]
+    pub calls_per_conn: Option<u32>,
     /// Total connections (sessions) to make with --conn-rate (httperf's --num-conns; httperf's
     /// --rate is --conn-rate here).
     #[arg(
@@ -193,7 +187,7 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
     let mut config = args.request.config(&args.url)?;
     config.pacing = match (args.rate, args.conn_rate) {
         (Some(rate), _) => args.schedule.pacing(rate, None),
-        (None, Some(rate)) => args.schedule.pacing(rate, Some(args.calls_per_conn)),
+        (None, Some(rate)) => args.schedule.pacing(rate, Some(args.calls_per_conn.unwrap_or(1))),
         // A replay is an open loop; its rate, the log's, is set once the log is read.
         (None, None) if args.traffic.replaying() => args.schedule.pacing(1.0, None),
         (None, None) => Pacing::Closed,
@@ -233,6 +227,7 @@ fn typed(args: &BenchArgs) -> loadlab_runner::habits::Typed<'_> {
         rate: args.rate,
         conn_rate: args.conn_rate,
         conns: args.conns,
+        calls: args.calls_per_conn,
         requests: args.requests,
         duration: args.duration.is_some(),
         threads: args.request.threads,

@@ -19,6 +19,8 @@ pub struct Typed<'a> {
     pub conn_rate: Option<f64>,
     /// `--conns`, `--num-conns`.
     pub conns: Option<u64>,
+    /// `--calls-per-conn`, `--num-calls`.
+    pub calls: Option<u32>,
     /// `-n`.
     pub requests: Option<u64>,
     /// Whether `-d` was given.
@@ -41,19 +43,37 @@ pub fn check(t: &Typed) -> Result<(), String> {
     ab(t)
 }
 
-/// httperf's `--num-conns N --rate R` is N sessions at R new connections a second; here
-/// `--rate` is requests a second and httperf's rate is `--conn-rate`.
+/// httperf's `--num-conns N --num-calls K --rate R` is N sessions of K requests at R new
+/// connections a second; here `--rate` is requests a second and httperf's rate is
+/// `--conn-rate`, which the session flags need.
 fn httperf(t: &Typed) -> Result<(), String> {
-    let (Some(n), None) = (t.conns, t.conn_rate) else { return Ok(()) };
-    Err(match t.rate {
-        Some(r) => format!(
-            "--num-conns with --rate is httperf's model, {n} sessions at {r} new connections a \
-             second: here that is --conn-rate {r} --num-conns {n} (--rate is wrk2's, requests \
-             a second)"
+    if t.conn_rate.is_some() || (t.conns.is_none() && t.calls.is_none()) {
+        return Ok(());
+    }
+    let rate = t.rate.map_or("R".to_string(), |r| r.to_string());
+    let mut command = format!("--conn-rate {rate}");
+    let mut given = Vec::new();
+    if let Some(n) = t.conns {
+        command.push_str(&format!(" --num-conns {n}"));
+        given.push("--num-conns");
+    }
+    if let Some(k) = t.calls {
+        command.push_str(&format!(" --num-calls {k}"));
+        given.push("--num-calls");
+    }
+    let given = given.join(" and ");
+    Err(match (t.rate, t.conns) {
+        (Some(_), _) => format!(
+            "{given} with --rate is httperf's model, sessions at {rate} new connections a \
+             second: here that is {command} (--rate is wrk2's, requests a second)"
         ),
-        None => format!(
-            "--conns {n} counts httperf's sessions and needs their rate: --conn-rate R \
-             --conns {n} (new connections a second); for {n} requests, -n {n}"
+        (None, Some(n)) => format!(
+            "{given} counts httperf's sessions and needs their rate: {command} (new \
+             connections a second); for {n} requests, -n {n}"
+        ),
+        (None, None) => format!(
+            "{given} makes httperf's sessions and needs their rate: {command} (new \
+             connections a second)"
         ),
     })
 }
@@ -116,7 +136,7 @@ mod tests {
         let ok = [
             Typed { connections: Some(50), ..typed() },
             Typed { rate: Some(100.0), ..typed() },
-            Typed { conn_rate: Some(10.0), conns: Some(20), ..typed() },
+            Typed { conn_rate: Some(10.0), conns: Some(20), calls: Some(3), ..typed() },
             Typed { threads: Some(4), ..typed() },
             Typed { threads: Some(64), duration: true, ..typed() },
             Typed { method: "PATCH", ..typed() },
@@ -134,6 +154,10 @@ mod tests {
                 "--conn-rate 100 --num-conns 200",
             ),
             (Typed { conns: Some(50), connections: Some(10), ..typed() }, "-n 50"),
+            (
+                Typed { calls: Some(2), rate: Some(100.0), ..typed() },
+                "--conn-rate 100 --num-calls 2",
+            ),
             (
                 Typed { connections: Some(50), rate: Some(2000.0), ..typed() },
                 "--max-connections 50",

@@ -191,8 +191,9 @@ fn refused_before_any_load(args: &[&str], says: &[&str]) {
 }
 
 /// Regression: httperf's `--num-conns 200 --rate 100` (200 sessions at 100 new connections a
-/// second) ran wrk2's open loop of 200 requests at 100 requests a second, and `--conns 50`
-/// without `--conn-rate` a closed loop of 50 requests. httperf's rate is `--conn-rate` here:
+/// second) ran wrk2's open loop of 200 requests at 100 requests a second, `--conns 50`
+/// without `--conn-rate` a closed loop of 50 requests, and `--num-calls 2 --rate 100` an open
+/// loop that ignored --num-calls. httperf's rate is `--conn-rate` here:
 /// refused, with the command that means what httperf meant.
 #[test]
 fn httperfs_num_conns_with_rate_or_without_conn_rate_is_refused_with_the_command_to_type() {
@@ -201,6 +202,11 @@ fn httperfs_num_conns_with_rate_or_without_conn_rate_is_refused_with_the_command
         &["--conn-rate 100 --num-conns 200", "httperf"],
     );
     refused_before_any_load(&["bench", "-c", "10", "--conns", "50"], &["--conn-rate", "-n 50"]);
+    // httperf's --num-calls with its --rate: its sessions, --conn-rate here.
+    refused_before_any_load(
+        &["bench", "--num-calls", "2", "--rate", "100", "-d", "1s"],
+        &["--conn-rate 100 --num-calls 2"],
+    );
 }
 
 /// Regression: h2load's `-m 10` (streams per connection) was read as ab's `-m`, the method:
