@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::check::{BodyCheck, Validation};
+use crate::check::{BodyCheck, KeptAnswer, Validation};
 use crate::result::Tally;
 use crate::ErrorClass;
 
@@ -96,7 +96,11 @@ impl Exchange {
         if let (Some(e), 1..=5) = (entry.as_deref_mut(), status / 100) {
             e.status_classes[usize::from(status / 100) - 1] += 1;
         }
-        if self.check.finish(r.validation, status).is_some() {
+        let mismatch = self.check.finish(r.validation, status);
+        if let (None, Some(body)) = (&t.answer, self.check.kept()) {
+            t.answer = Some(Box::new(KeptAnswer { status, body: body.to_vec() }));
+        }
+        if mismatch.is_some() {
             if let Some(e) = entry {
                 e.failed += 1;
             }
