@@ -169,8 +169,9 @@ pub fn check_workload(
     let mut detail = expected.verify(&answer(&response))?;
     if front == Tier::Varnish {
         let via = response.header("via").unwrap_or_default();
-        if !via.to_ascii_lowercase().contains("varnish") || response.header("x-varnish").is_none() {
-            return Err(format!("not from varnish: Via {via:?}, no X-Varnish"));
+        let id = response.header("x-varnish");
+        if !via.to_ascii_lowercase().contains("varnish") || id.is_none() {
+            return Err(format!("not from varnish: Via {via:?}, X-Varnish {id:?}"));
         }
         detail.push_str(&format!(", Via {via}"));
         let again = http::get(port, workload.path, &[])?;
