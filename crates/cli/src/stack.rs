@@ -129,11 +129,13 @@ struct UpArgs {
     /// Pin every process of the stack to these CPUs (0 or 0,2-3).
     #[arg(long, value_name = "LIST")]
     cpus: Option<CpuList>,
-    /// Run the stack behind a network profile: loopback (the default), lan-100mbit,
-    /// lan-1gbit, wan, or rate=RATE[,delay=D][,jitter=J][,loss=P%]: a namespace of its own
-    /// joined by a veth pair shaped with tc (root). With --listen: no namespace; the stack's
-    /// responses are shaped on ADDR's interface, requests are not (docs/lab.md).
-    #[arg(long, value_name = "PROFILE")]
+    /// Run the stack behind a network link, in a namespace of its own; with --listen, its
+    /// responses shaped on ADDR's interface (docs/lab.md).
+    #[arg(long, value_name = "PROFILE", long_help = crate::help::net_profiles(
+        "Run the stack behind a network link (in a namespace of its own joined by a veth \
+         pair; with --listen no namespace: what the stack sends on ADDR's interface is shaped, \
+         its port only, and requests are not)"
+    ))]
     net: Option<String>,
     /// HTTPS on the front tier (nginx ssl, Apache mod_ssl, hitch in front of Varnish), with a
     /// certificate from a CA made for the instance (`stack show` names the CA file).

@@ -178,8 +178,9 @@ pub enum EngineError {
     /// `Config`.
     #[error("{}", input_message(file, *line, what))]
     Input { file: String, line: Option<usize>, what: String },
-    /// The target could not be resolved or reached before the run.
-    #[error("cannot reach {target}: {reason}")]
+    /// The target could not be resolved or reached before the run, or was reached and its
+    /// TLS handshake failed (the reason says which: `TLS: ...`).
+    #[error("{}", unreachable_message(target, reason))]
     Unreachable { target: String, reason: String },
     /// The operating system refused something the engine needs (threads, epoll). The cause
     /// is only the source, not part of the message, so that a printed chain names it once.
@@ -192,6 +193,23 @@ pub enum EngineError {
     /// A worker thread died; a bug.
     #[error("worker thread {0} panicked")]
     WorkerPanicked(usize),
+}
+
+/// "cannot reach" when the connection was not made; a handshake that failed after it was
+/// (`TLS: ...`) says so itself.
+fn unreachable_message(target: &str, reason: &str) -> String {
+    format!("{}{target}: {reason}", unreachable_prefix(reason, "cannot reach "))
+}
+
+/// `prefix` (e.g. "cannot reach ") for a reason that is about reaching the target, nothing
+/// for a TLS handshake that failed after the connection was made: one rule for every
+/// message built from [`EngineError::Unreachable`]'s reason.
+pub fn unreachable_prefix<'a>(reason: &str, prefix: &'a str) -> &'a str {
+    if reason.starts_with("TLS: ") {
+        ""
+    } else {
+        prefix
+    }
 }
 
 /// `FILE:LINE: what` (as compilers and grep name a line, so an editor can jump to it), or

@@ -367,16 +367,16 @@ fn free_class(dev: &str) -> Option<u16> {
 /// Interfaces of this network namespace with loadlab's root qdisc on them (a crashed stack's
 /// shaping, when no instance records it), for `doctor`.
 pub fn leftovers() -> Vec<String> {
-    let Ok(text) = output(TC, &["qdisc", "show"]) else { return Vec::new() };
+    output(TC, &["qdisc", "show"]).map(|text| shaped_interfaces(&text)).unwrap_or_default()
+}
+
+/// The interfaces whose root qdisc is loadlab's in `tc qdisc show` output.
+fn shaped_interfaces(text: &str) -> Vec<String> {
+    // `qdisc htb 10ad: dev eth0 root refcnt 3 ...`: all devices' lists name each one.
     text.lines()
-        .filter(|l| l.starts_with(&format!("qdisc htb {ROOT} root")))
-        .filter_map(|l| {
-            let words: Vec<&str> = l.split_whitespace().collect();
-            words
-                .iter()
-                .position(|w| *w == "dev")
-                .and_then(|i| words.get(i + 1))
-                .map(|d| d.to_string())
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            ["qdisc", "htb", ROOT, "dev", dev, "root", ..] => Some(dev.to_string()),
+            _ => None,
         })
         .collect()
 }
@@ -415,6 +415,15 @@ mod tests {
         assert!(!lo.is_beyond_loopback());
         let e = Exposure::resolve("fe80::1".parse().unwrap()).unwrap_err();
         assert!(e.contains("link-local"), "{e}");
+    }
+
+    #[test]
+    fn loadlabs_root_qdiscs_are_told_from_others() {
+        let shown = "qdisc noqueue 0: dev lo root refcnt 2\n\
+                     qdisc htb 10ad: dev eth0 root refcnt 3 r2q 10 default 0 direct_packets_stat 0\n\
+                     qdisc bfifo 8957: dev eth0 parent 10ad:1 limit 675000b\n\
+                     qdisc htb 1: dev eth1 root refcnt 2 r2q 10 default 0x10\n";
+        assert_eq!(shaped_interfaces(shown), vec!["eth0".to_string()]);
     }
 
     #[test]

@@ -113,6 +113,13 @@ fn behind_lan_100mbit_b_shapes_the_stacks_responses_alone_and_a_is_limited_by_th
     let qdiscs = hosts.b.qdiscs();
     assert!(qdiscs.contains("qdisc htb 10ad: root"), "{qdiscs}");
     assert!(said.contains("egress, its port only") && said.contains("not shaped"), "{said}");
+    let listen = &shaped["listen"];
+    assert_eq!(
+        (&listen["bind"], &listen["primary"]),
+        (&"0.0.0.0".into(), &true.into()),
+        "{listen}"
+    );
+    assert_eq!(listen["shaping"]["rate_bps"], 100_000_000, "{listen}");
     // A second stack on the same interface, not shaped: its port is not the filter's.
     let (open, _) = up_in(&hosts.b, &lab, "nginx", &["--listen", &b]);
 

@@ -253,7 +253,11 @@ requests = 200
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(5), "{stderr}");
     assert!(stderr.contains("verify failed for hello on tls-server"), "{stderr}");
-    assert!(stderr.contains("not reachable: TLS: invalid peer certificate"), "{stderr}");
+    assert!(
+        stderr.contains("TLS: reached the server, but its certificate is not trusted"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not reachable"), "{stderr}");
 }
 
 #[test]
@@ -402,4 +406,17 @@ fn suite_mistakes_about_external_targets_and_requests_exit_2_at_their_line_and_c
         let start = format!("loadlab: error: {file}:{}: {needle}", position(&text, at));
         assert!(stderr.starts_with(&start), "{stderr:?} does not start {start:?}");
     }
+}
+
+/// Regression: `--dry-run` counted external targets as "stack instances": the lab starts
+/// none for them. Two repetitions of one lab stack and one external target.
+#[test]
+fn a_dry_run_counts_lab_instances_and_external_targets_apart() {
+    let scratch = Scratch::new();
+    let stacks = "[[stacks]]\nname = \"nginx\"\n\n[[stacks]]\nurl = \"http://127.0.0.1:1/\"\n\
+                  label = \"mine\"\n";
+    let file = scratch.write("mixed.toml", &suite(stacks, ""));
+    let dry = scratch.ok(&["run", "--suite", &file, "--dry-run"]);
+    let first = dry.lines().next().unwrap_or_default();
+    assert!(first.contains(" on 2 stack instances and 1 external target, "), "{dry}");
 }
