@@ -5,7 +5,7 @@
 //! or input; 3: the target could not be reached at all; 4: a package the command needs is not
 //! installed; 5: a stack did not start or did not verify; 6: this machine cannot do what was
 //! asked (a network profile without root or iproute2, or through netem on a kernel without it);
-//! 99: the run finished but a `--slo` threshold failed, or `compare --fail-on-regression` found
+//! 10: `merge` refused interval logs that cannot be added (settings or seconds differ); 99: the run finished but a `--slo` threshold failed, or `compare --fail-on-regression` found
 //! one (k6's code for a failed threshold, so a CI job can tell a regression from a broken run);
 //! 130: interrupted (Ctrl-C).
 
@@ -34,6 +34,10 @@ pub enum Failure {
     /// through netem on a kernel without it.
     #[error("{0}")]
     Unsupported(String),
+    /// `loadlab merge`: interval logs whose histogram settings differ or whose seconds do not
+    /// line up.
+    #[error("{0}")]
+    Unmergeable(String),
 }
 
 pub const OK: u8 = 0;
@@ -43,6 +47,7 @@ pub const UNREACHABLE: u8 = 3;
 pub const MISSING_PACKAGE: u8 = 4;
 pub const STACK_FAILED: u8 = 5;
 pub const UNSUPPORTED: u8 = 6;
+pub const UNMERGEABLE: u8 = 10;
 pub const SLO_FAILED: u8 = 99;
 pub const INTERRUPTED: u8 = 130;
 
@@ -55,6 +60,7 @@ impl Failure {
             Failure::StackFailed(_) => STACK_FAILED,
             Failure::Interrupted(_) => INTERRUPTED,
             Failure::Unsupported(_) => UNSUPPORTED,
+            Failure::Unmergeable(_) => UNMERGEABLE,
         }
     }
 }

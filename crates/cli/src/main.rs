@@ -18,12 +18,14 @@ macro_rules! out {
     }};
 }
 
+mod agents_cmd;
 mod bench;
 mod compare;
 mod doctor;
 mod exit;
 mod help;
 mod load;
+mod merge;
 mod progress;
 mod report_cmd;
 mod run;
@@ -67,6 +69,10 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Two stored runs side by side, benchstat-style: medians, CIs, significance.
     Compare(compare::CompareArgs),
+    /// What starts the agents of a test from many hosts: `agents k8s -- bench URL [flags]`.
+    Agents(agents_cmd::AgentsArgs),
+    /// Agents' interval logs (--hdr-log) added into one result, exactly.
+    Merge(merge::MergeArgs),
     /// The delay-and-loss stage of a network profile's link, started by `stack up --net`.
     #[command(hide = true)]
     NetStage {
@@ -93,6 +99,8 @@ fn main() -> ExitCode {
         Command::Runs(args) => runs::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Merge(args) => merge::run(args),
+        Command::Agents(args) => agents_cmd::run(args),
         Command::NetStage { args } => {
             return ExitCode::from(loadlab_lab::net::stage::main(&args) as u8);
         }
