@@ -109,10 +109,15 @@ fn check_command(words: &[String]) -> anyhow::Result<()> {
     match crate::Cli::try_parse_from(line) {
         Ok(_) => Ok(()),
         Err(e) => {
-            let first_line = e.to_string();
-            let first_line =
-                first_line.lines().next().unwrap_or_default().trim_start_matches("error: ");
-            Err(Failure::Usage(format!("the command after --: {first_line}")).into())
+            // clap's message on one line: what it says before its usage and tips.
+            let text = e.to_string();
+            let said: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:"))
+                .map(|l| l.trim().trim_start_matches("error: "))
+                .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+                .collect();
+            Err(Failure::Usage(format!("the command after --: {}", said.join(" "))).into())
         }
     }
 }
