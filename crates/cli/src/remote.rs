@@ -184,6 +184,8 @@ fn hand_over(lab: &Lab, ssh: &Ssh, host: &Host, json: bool) -> anyhow::Result<u8
     BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
     match serde_json::from_str::<Value>(&line) {
         Ok(instance) => {
+            // What the remote said until now (that its stack is reachable from the network).
+            eprint!("{}", std::fs::read_to_string(&log).unwrap_or_default());
             let held = held_record(host, instance)?;
             // The record names the owner, not this process, which ends now.
             let owner = procfs::identify(child.id() as i32).unwrap_or(held.owner);

@@ -162,7 +162,7 @@ fn version(text: &str) -> Vec<u32> {
     text.split('.').map(|p| p.parse().unwrap_or(0)).collect()
 }
 
-/// Finds or puts this binary on `host`; `note` hears of a copy (for stderr).
+/// Finds or puts this binary on `host`; `note` hears of a copy, once made (for stderr).
 pub fn ensure(ssh: &Ssh, host: &Host, local: &Local, note: &mut dyn FnMut(&str)) -> Result<Remote> {
     let probe = finish(ssh.command(host, &probe_script(&local.tag)), Stdio::null(), host, LIMIT)?;
     let probe = parse_probe(&probe.stdout);
@@ -175,12 +175,13 @@ pub fn ensure(ssh: &Ssh, host: &Host, local: &Local, note: &mut dyn FnMut(&str))
         },
         Err(reason) => return Err(Error::Incompatible { host: host.to_string(), reason }),
     };
+    let copied = copy(ssh, host, local)?;
+    let mb = std::fs::metadata(&local.exe).map_or(0, |m| m.len() >> 20);
     note(&format!(
-        "copying this loadlab {} to {host} ({reason}) into its cache {}",
-        local.hello.version,
-        cache_dir(&local.tag).replace(['"', '{', '}'], "").replace(":-$HOME/.cache", "")
+        "copied this loadlab {} ({mb} MB) to {host}, {}: {reason}",
+        local.hello.version, copied.program
     ));
-    copy(ssh, host, local)
+    Ok(copied)
 }
 
 /// Copies this binary into the remote's cache: a temporary name, then a rename.

@@ -120,7 +120,7 @@ fn up_over_ssh_copies_the_binary_once_and_down_leaves_nothing_on_b() {
     for round in 0..2 {
         let (instance, said) = up_held(&sshd, &hosts);
         let id = instance["id"].as_str().unwrap().to_string();
-        let copied = said.contains("copying this loadlab");
+        let copied = said.contains("copied this loadlab");
         assert_eq!(copied, round == 0, "round {round} said: {said}");
         let cached: Vec<_> = std::fs::read_dir(sshd.remote_cache()).expect("B's cache").collect();
         assert_eq!(cached.len(), 1, "one cached build in B");
