@@ -180,8 +180,14 @@ fn hand_over(lab: &Lab, ssh: &Ssh, host: &Host, json: bool) -> anyhow::Result<u8
     }
     owner.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(std::fs::File::create(&log)?);
     let mut child = owner.process_group(0).spawn()?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
+    let Some(line) = first_line(&mut child)? else {
+        // Ctrl-C before the stack was up: the owner goes, its ssh's input closes with it,
+        // and the remote takes down what it started.
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_file(&log);
+        return Err(Failure::Interrupted("interrupted before the stack was up".into()).into());
+    };
     match serde_json::from_str::<Value>(&line) {
         Ok(instance) => {
             // What the remote said until now (that its stack is reachable from the network).
@@ -199,6 +205,27 @@ fn hand_over(lab: &Lab, ssh: &Ssh, host: &Host, json: bool) -> anyhow::Result<u8
             eprint!("{said}");
             let code = status.code().unwrap_or(crate::exit::INTERNAL.into()) as u8;
             Ok(if code == OK { crate::exit::INTERNAL } else { code })
+        }
+    }
+}
+
+/// The owner's first line (empty if it ended without one), or `None` on Ctrl-C first: the
+/// owner is in a process group of its own, so the terminal's Ctrl-C reaches only this one.
+fn first_line(child: &mut std::process::Child) -> anyhow::Result<Option<String>> {
+    let stdout = child.stdout.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let control = signals::control()?;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) => return Ok(Some(line)),
+            Err(_) if signals::interrupted(&control) => return Ok(None),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(Some(String::new())),
         }
     }
 }

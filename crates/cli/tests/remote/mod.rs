@@ -230,9 +230,14 @@ fn other_commands_run_there_and_keep_their_exit_codes() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no-such-stack"));
     let gone = run(&sshd, &hosts, &["stack", "show", "nginx-99", "--host", &url]);
     assert_eq!(gone.status.code(), Some(2), "no such instance there");
-    let down = run(&sshd, &hosts, &["stack", "down", id, "--host", &url]);
-    assert_success(&down, &["stack", "down"]);
-    assert_nothing_left(&sshd, &hosts, id, Duration::from_secs(5));
+    // Taken down on B by B's own loadlab: the session there sees its record gone and ends,
+    // and so does the owner in A.
+    let mut down = crate::support::loadlab();
+    down.args(["stack", "down", id]).env("LOADLAB_STATE_DIR", sshd.remote_state());
+    let down = output_within(hosts.b.within(&down), LIMIT);
+    assert_success(&down, &["stack", "down", "(in B)"]);
+    assert_nothing_left(&sshd, &hosts, id, Duration::from_secs(10));
+    assert!(wait_until(GONE_WITHIN, || held_in_a(&sshd, &hosts).is_empty()), "owner in A kept");
 }
 
 #[test]
