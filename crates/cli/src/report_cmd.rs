@@ -91,12 +91,14 @@ pub fn say_unfinished(store: &Store, id: RunId) -> anyhow::Result<()> {
     let run = store.run(id).map_err(store_failure)?;
     let why = match run.status {
         RunStatus::Finished => return Ok(()),
-        RunStatus::Crashed => {
-            "crashed: the process that ran it is gone (killed, or the machine \
+        RunStatus::Crashed => "crashed: the process that ran it is gone (killed, or the machine \
                                restarted)"
+            .to_string(),
+        RunStatus::Interrupted => "was interrupted (Ctrl-C)".to_string(),
+        RunStatus::Failed => {
+            format!("failed: {}", run.reason.as_deref().unwrap_or("no reason was stored"))
         }
-        RunStatus::Interrupted => "was interrupted",
-        RunStatus::Running => "is still running",
+        RunStatus::Running => "is still running".to_string(),
     };
     let cells = store.cells(id).map_err(store_failure)?.len();
     eprintln!("loadlab: run {id} {why}; its {cells} finished cells are shown");

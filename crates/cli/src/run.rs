@@ -1,9 +1,9 @@
 //! `loadlab run`: a suite's plan, cell by cell, run by [`loadlab_runner::suite`]; this prints
 //! the plan, each stack instance and cell as it ends, and the verdict.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::exit::{run_failure, suite_failure, INTERRUPTED, OK, SLO_FAILED};
+use crate::exit::{run_failure, suite_failure, INTERNAL, INTERRUPTED, OK, SLO_FAILED};
 use crate::load;
 use clap::Args;
 use loadlab_runner::executor::{CellDone, Instance};
@@ -19,7 +19,8 @@ pub struct RunArgs {
     /// Scale counts and durations down as the suite's [quick] section says.
     #[arg(long = "quick")]
     pub quick: bool,
-    /// Directory for report.html and, unless --db says otherwise, loadlab.db.
+    /// Directory for the run's report-RUN.html, report.html (the latest finished run's) and,
+    /// unless --db says otherwise, loadlab.db.
     #[arg(long = "out", default_value = "loadlab-out")]
     pub out: PathBuf,
     /// The SQLite store to add the run to.
@@ -72,16 +73,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let _finishing = crate::signals::Finishing::hold();
     let mut measure = load::EngineMeasure::new(false)?;
     let outcome = suite::execute(&mut started, &plan, &mut measure, &mut Printer);
-    let report = args.out.join("report.html");
     let stopped = measure.stopped();
     let finished =
-        suite::finish(&mut started, &outcome, stopped, &report).map_err(suite_failure)?;
-    print_end(&started, &plan, &finished, &report)?;
+        suite::finish(&mut started, &outcome, stopped, &args.out).map_err(suite_failure)?;
+    print_end(&started, &plan, &finished)?;
+    // A failed run exits with its error's code (5 for a verify that failed), said last.
     outcome.map_err(run_failure)?;
     Ok(match finished.disposition {
         suite::Disposition::Interrupted => INTERRUPTED,
         suite::Disposition::SloFailed => SLO_FAILED,
         suite::Disposition::Finished => OK,
+        // Not reached: a failed run's outcome is its error, returned above.
+        suite::Disposition::Failed => INTERNAL,
     })
 }
 
@@ -140,25 +143,38 @@ fn print_started(started: &suite::Started) -> std::io::Result<()> {
     outln!("run {} into {}", started.run_id, started.db.display())
 }
 
-/// The run's end: how much of it ran, the verdict table, the report's path.
+/// The run's end: how much of it ran, the verdict table, the reports' paths.
 fn print_end(
     started: &suite::Started,
     plan: &Plan,
     finished: &suite::Finished,
-    report: &Path,
 ) -> std::io::Result<()> {
     outln!()?;
-    if finished.status == RunStatus::Interrupted {
-        // Said before the verdict, which covers only what ran.
-        outln!(
-            "run {} interrupted: {} of {} cells finished and stored",
-            started.run_id,
-            finished.cells.len(),
-            plan.cells.len()
-        )?;
+    let (run, done, all) = (started.run_id, finished.cells.len(), plan.cells.len());
+    // Said before the verdict, which covers only what ran.
+    match (finished.status, &finished.reason) {
+        (RunStatus::Interrupted, _) => {
+            outln!("run {run} interrupted: {done} of {all} cells finished and stored")?
+        }
+        (RunStatus::Failed, why) => outln!(
+            "run {run} failed: {done} of {all} cells finished and stored; {}",
+            why.as_deref().unwrap_or("no reason stored")
+        )?,
+        _ => {}
     }
     out!("{}", loadlab_report::verdict_table(&finished.verdicts))?;
-    outln!("\nreport: {}", report.display())
+    let report = finished.report.display();
+    match &finished.latest {
+        suite::Latest::ThisRun(latest) => {
+            outln!("\nreport: {} (this run's, also kept as {report})", latest.display())
+        }
+        suite::Latest::Earlier { path, shows } => outln!(
+            "\nreport: {report} (partial; {} still shows {})",
+            path.display(),
+            shows.as_deref().unwrap_or("an earlier run's report")
+        ),
+        suite::Latest::None => outln!("\nreport: {report} (partial; no run here has finished)"),
+    }
 }
 
 /// `run`'s progress lines.

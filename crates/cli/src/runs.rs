@@ -34,6 +34,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<u8> {
                     "finished_at": r.finished_at.map(loadlab_report::format::utc),
                     "finished_unix_s": r.finished_at.map(unix),
                     "status": r.status,
+                    "reason": r.reason,
                     "cells": r.cells,
                 })
             })
@@ -61,8 +62,16 @@ pub fn run(args: RunsArgs) -> anyhow::Result<u8> {
             loadlab_report::format::utc(r.started_at),
             minutes,
             r.cells,
-            r.status
+            status(&r)
         )?;
     }
     Ok(OK)
+}
+
+/// A run's status as the table shows it: a failed run's with why.
+fn status(r: &loadlab_store::RunSummary) -> String {
+    match &r.reason {
+        Some(why) => format!("{}: {why}", r.status),
+        None => r.status.to_string(),
+    }
 }

@@ -409,6 +409,24 @@ pub fn namespaces() -> Vec<String> {
         .collect()
 }
 
+/// Whether a process runs in namespace `name` now: what tells a live stack's namespace from one
+/// a crash left, whoever made it (another state directory, another user). `/run/netns/NAME` is
+/// a bind mount of the namespace's nsfs inode, and `/proc/PID/ns/net` of each process resolves
+/// to the same (device, inode) when that process is inside it (namespaces(7)).
+pub fn occupied(name: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(ns) = std::fs::metadata(std::path::Path::new("/run/netns").join(name)) else {
+        return false;
+    };
+    let Ok(procs) = std::fs::read_dir("/proc") else { return false };
+    procs.flatten().any(|p| {
+        let is_pid = p.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+        is_pid
+            && std::fs::metadata(p.path().join("ns/net"))
+                .is_ok_and(|m| (m.dev(), m.ino()) == (ns.dev(), ns.ino()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

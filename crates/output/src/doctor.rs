@@ -4,7 +4,7 @@ use std::io::Write;
 
 use loadlab_lab::net::{Capability, DelayPath};
 use loadlab_lab::Health;
-use loadlab_runner::doctor::Findings;
+use loadlab_runner::doctor::{Findings, Namespace, NsState};
 use serde_json::json;
 
 /// `doctor --json`.
@@ -29,7 +29,8 @@ pub fn json(f: &Findings, warnings: &[String]) -> serde_json::Value {
             "shaping": net.shaping(), "delay": net.delay(), "delay_path": net.delay_path(),
             "netem": net.netem,
             "tun": net.tun, "tbf": net.tbf, "root": net.root,
-            "ip": net.ip, "tc": net.tc, "namespaces_left": f.net_left,
+            "ip": net.ip, "tc": net.tc,
+            "namespaces": f.namespaces, "namespaces_left": f.namespaces_left(),
         },
         "warnings": warnings,
     })
@@ -61,6 +62,7 @@ pub fn write_text(out: &mut dyn Write, f: &Findings, warnings: &[String]) -> std
         writeln!(out, "  {id}: stale (the next `loadlab stack up` removes it)")?;
     }
     writeln!(out, "network shaping: {}", shaping(&f.net))?;
+    write_namespaces(out, &f.namespaces)?;
     for warning in warnings {
         writeln!(out, "warning: {warning}")?;
     }
@@ -93,4 +95,34 @@ fn shaping(net: &Capability) -> String {
     };
     let bandwidth = if net.shaping() { "yes" } else { "no" };
     format!("bandwidth {bandwidth}{why}; delay and loss {delay}")
+}
+
+/// loadlab's network namespaces, each with what holds it: a live one is never called a
+/// leftover (issue 21: doctor advised `ip netns del` for a running stack's).
+fn write_namespaces(out: &mut dyn Write, namespaces: &[Namespace]) -> std::io::Result<()> {
+    if namespaces.is_empty() {
+        return Ok(());
+    }
+    let count = |s| namespaces.iter().filter(|n| n.state == s).count();
+    let (in_use, stale, left) =
+        (count(NsState::InUse), count(NsState::Stale), count(NsState::Left));
+    writeln!(out, "network namespaces: {in_use} in use, {stale} stale, {left} left")?;
+    for ns in namespaces {
+        let id = ns.instance.as_deref().unwrap_or("?");
+        let said = match (ns.state, ns.health, &ns.instance) {
+            (NsState::InUse, Some(h), _) => {
+                format!("in use by {id} ({})", crate::stack::health_name(h))
+            }
+            (NsState::InUse, None, Some(_)) => {
+                format!("in use by {id} (processes run in it; another state directory's)")
+            }
+            (NsState::InUse, None, None) => "in use by a loadlab's capability probe".into(),
+            (NsState::Stale, ..) => {
+                format!("of stale instance {id} (the next `loadlab stack up` removes it)")
+            }
+            (NsState::Left, ..) => "left, no instance holds it (`ip netns del NAME`)".into(),
+        };
+        writeln!(out, "  {}: {said}", ns.name)?;
+    }
+    Ok(())
 }

@@ -141,6 +141,16 @@ fn header(o: &mut String, run: &Run, cells: &[CellRecord]) {
         Esc(&run.environment.hostname),
         run.environment.cpu_count
     );
+    // A failed run's report is partial (often empty): why comes first.
+    if let Some(why) = &run.reason {
+        let _ = writeln!(
+            o,
+            "<p class=\"banner\"><span class=\"flag\">✗</span> This run failed: {}. The {} \
+             cells it finished are shown.</p>",
+            Esc(why),
+            cells.len()
+        );
+    }
     let flagged = cells.iter().filter(|c| !c.flags.is_empty()).count();
     if flagged > 0 {
         let _ = writeln!(

@@ -79,6 +79,7 @@ pub fn run() -> Run {
         started_at: UNIX_EPOCH + Duration::from_secs(1_750_000_000),
         finished_at: Some(UNIX_EPOCH + Duration::from_secs(1_750_000_300)),
         status: RunStatus::Finished,
+        reason: None,
         environment: Environment {
             hostname: "lab1".into(),
             cpu_count: 2,

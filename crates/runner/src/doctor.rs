@@ -1,7 +1,8 @@
 //! `doctor`'s findings: what is installed of the lab's packages, which stacks can run, the
 //! limits that bound a load test (through [`crate::capacity::Limits`], the probes a run's
-//! capacity check uses), the lab's instances, what the kernel allows of network profiles, and
-//! what the user should change.
+//! capacity check uses), the lab's instances, what the kernel allows of network profiles, which
+//! of loadlab's network namespaces are in use and which are leftovers, and what the user should
+//! change.
 
 use std::path::PathBuf;
 
@@ -28,7 +29,41 @@ pub struct Findings {
     pub stale: Vec<String>,
     /// Network profiles: what the kernel takes, tried in a throwaway namespace (as root).
     pub net: Capability,
-    pub net_left: Vec<String>,
+    /// loadlab's network namespaces on this machine, each with what holds it.
+    pub namespaces: Vec<Namespace>,
+}
+
+/// A `loadlab-net-*` namespace and what holds it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Namespace {
+    pub name: String,
+    pub state: NsState,
+    /// The instance it was made for: this state directory's record's, else read from the name
+    /// (`loadlab-net-ID-HASH`); `None` for a capability probe's.
+    pub instance: Option<String>,
+    /// The instance's health, when this state directory holds its record.
+    pub health: Option<Health>,
+}
+
+/// Whether a namespace may be removed, and by whom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NsState {
+    /// A live instance's (or a running probe's): never to be deleted by hand.
+    InUse,
+    /// A stale or dead instance's of this state directory: the next `stack up` removes it
+    /// with the instance.
+    Stale,
+    /// No instance holds it: remove it with `ip netns del NAME`.
+    Left,
+}
+
+impl Findings {
+    /// The namespaces no instance holds.
+    pub fn namespaces_left(&self) -> Vec<&str> {
+        let left = self.namespaces.iter().filter(|n| n.state == NsState::Left);
+        left.map(|n| n.name.as_str()).collect()
+    }
 }
 
 /// This machine and the lab's state now.
@@ -46,6 +81,8 @@ pub fn find() -> Result<Findings, loadlab_lab::Error> {
     missing.dedup();
     let instances = lab.instances()?;
     let stale = lab.stale()?;
+    let names = loadlab_lab::net::namespaces();
+    let namespaces = namespaces(&lab, &names, &instances, &stale, &loadlab_lab::net::occupied);
     Ok(Findings {
         lab,
         packages,
@@ -55,7 +92,7 @@ pub fn find() -> Result<Findings, loadlab_lab::Error> {
         instances,
         stale,
         net: loadlab_lab::net::capability(),
-        net_left: loadlab_lab::net::namespaces(),
+        namespaces,
     })
 }
 
@@ -63,10 +100,12 @@ pub fn find() -> Result<Findings, loadlab_lab::Error> {
 pub fn warnings(f: &Findings) -> Vec<String> {
     let (soft, hard) = f.limits.open_files;
     let mut warnings = Vec::new();
-    if !f.net_left.is_empty() {
+    let left = f.namespaces_left();
+    if !left.is_empty() {
         warnings.push(format!(
-            "network namespaces left by loadlab: {} (remove with `ip netns del NAME`)",
-            f.net_left.join(" ")
+            "network namespaces left by loadlab, no instance holds them: {} (remove with `ip \
+             netns del NAME`)",
+            left.join(" ")
         ));
     }
     if soft < FEW_FILES {
@@ -84,4 +123,119 @@ pub fn warnings(f: &Findings) -> Vec<String> {
         warnings.push(format!("missing packages: apt-get install {}", f.missing.join(" ")));
     }
     warnings
+}
+
+/// What holds each of `names`: an instance of this lab's (by its record's link, or the name
+/// the lab gives its namespace before the link is recorded; `stale` are the ids the next
+/// start removes, see `Lab::stale`), or, for a name no record has,
+/// processes running in it (`occupied`: another state directory's or another user's live
+/// stack) or a probe whose loadlab still runs; else nothing, a leftover.
+pub fn namespaces(
+    lab: &Lab,
+    names: &[String],
+    instances: &[(Record, Health)],
+    stale: &[String],
+    occupied: &dyn Fn(&str) -> bool,
+) -> Vec<Namespace> {
+    names
+        .iter()
+        .map(|name| {
+            let ours = instances.iter().find(|(r, _)| {
+                r.net.as_ref().is_some_and(|l| &l.namespace == name)
+                    || &lab.namespace_of(&r.id) == name
+            });
+            let (state, instance, health) = match ours {
+                Some((r, h)) => {
+                    let state = if stale.contains(&r.id) { NsState::Stale } else { NsState::InUse };
+                    (state, Some(r.id.clone()), Some(*h))
+                }
+                None => {
+                    let held = occupied(name) || probe_pid(name).is_some_and(pid_alive);
+                    let state = if held { NsState::InUse } else { NsState::Left };
+                    (state, instance_in(name), None)
+                }
+            };
+            Namespace { name: name.clone(), state, instance, health }
+        })
+        .collect()
+}
+
+/// The instance id in a stack's namespace name, `loadlab-net-ID-HASH` (HASH: 8 hex digits of
+/// its run directory, see the lab's `namespace_of`).
+fn instance_in(name: &str) -> Option<String> {
+    let tag = name.strip_prefix(loadlab_lab::net::NS_PREFIX)?;
+    let (id, hash) = tag.rsplit_once('-')?;
+    let hashed = hash.len() == 8 && hash.bytes().all(|b| b.is_ascii_hexdigit());
+    (hashed && !id.is_empty()).then(|| id.to_string())
+}
+
+/// The loadlab process whose capability probe made `name` (`loadlab-net-probe-PID-N`).
+fn probe_pid(name: &str) -> Option<u32> {
+    let tag = name.strip_prefix(loadlab_lab::net::NS_PREFIX)?.strip_prefix("probe-")?;
+    tag.split_once('-')?.0.parse().ok()
+}
+
+fn pid_alive(pid: u32) -> bool {
+    std::path::Path::new("/proc").join(pid.to_string()).exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadlab_lab::StateDir;
+
+    fn record(lab: &Lab, id: &str) -> Record {
+        Record {
+            id: id.into(),
+            stack: "nginx".into(),
+            url: "http://10.214.0.2:80/".into(),
+            run_dir: lab.state().run_root().join(id),
+            knobs: Knobs::default(),
+            owner: None,
+            created_unix_ms: 1,
+            tiers: vec![],
+            net: None,
+        }
+    }
+
+    /// Issue 21: every `loadlab-net-*` namespace was a leftover to delete, a running stack's
+    /// too. Only those no instance holds are.
+    #[test]
+    fn a_live_instances_namespace_is_in_use_and_only_an_unheld_one_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let lab = Lab::new(StateDir::at(dir.path()));
+        let instances = vec![
+            (record(&lab, "nginx-1"), Health::Running),
+            (record(&lab, "nginx-2"), Health::Stale),
+            (record(&lab, "nginx-3"), Health::Broken),
+        ];
+        let elsewhere = "loadlab-net-apache-4-0123abcd".to_string();
+        let names = vec![
+            lab.namespace_of("nginx-1"),
+            lab.namespace_of("nginx-2"),
+            lab.namespace_of("nginx-3"),
+            elsewhere.clone(),
+            "loadlab-net-varnish-1-89abcdef".into(),
+            format!("loadlab-net-probe-{}-0", std::process::id()),
+            format!("loadlab-net-probe-{}-0", u32::MAX),
+        ];
+        let occupied = |name: &str| name == elsewhere;
+        let found = namespaces(&lab, &names, &instances, &["nginx-2".into()], &occupied);
+        let seen: Vec<_> =
+            found.iter().map(|n| (n.state, n.instance.as_deref(), n.health)).collect();
+        use NsState::*;
+        assert_eq!(
+            seen,
+            [
+                (InUse, Some("nginx-1"), Some(Health::Running)),
+                (Stale, Some("nginx-2"), Some(Health::Stale)),
+                // Some tiers died: `stack down` is its way out, never `ip netns del`.
+                (InUse, Some("nginx-3"), Some(Health::Broken)),
+                (InUse, Some("apache-4"), None),
+                (Left, Some("varnish-1"), None),
+                (InUse, None, None),
+                (Left, None, None),
+            ]
+        );
+    }
 }

@@ -214,51 +214,110 @@ pub fn execute(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Disposition {
     Finished,
-    /// Ctrl-C stopped it (or an error did): its finished cells are stored.
+    /// Ctrl-C stopped it: its finished cells are stored.
     Interrupted,
+    /// An error stopped it (its exit code is the error's): its finished cells are stored.
+    Failed,
     /// It finished, but a workload's cells broke their SLO.
     SloFailed,
+}
+
+/// What `OUT/report.html` shows once a run has ended: the latest finished run's report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Latest {
+    /// This run finished: `report.html` (the path) now points at its report.
+    ThisRun(PathBuf),
+    /// This run did not finish: `report.html` (the path) still shows an earlier run's report,
+    /// `shows` names the file it points at (`None` for a file an older loadlab wrote).
+    Earlier { path: PathBuf, shows: Option<String> },
+    /// No run into this directory has finished yet: there is no `report.html`.
+    None,
 }
 
 /// A run's end: its record closed, its report written, its stored cells judged.
 #[derive(Debug)]
 pub struct Finished {
     pub status: RunStatus,
+    /// Why a failed run stopped, as stored with it.
+    pub reason: Option<String>,
     /// The cells stored, which every verdict covers.
     pub cells: Vec<CellRecord>,
     /// Per workload and load: each stack's figures and the comparisons.
     pub verdicts: Vec<GroupVerdict>,
     pub disposition: Disposition,
+    /// This run's own report, `OUT/report-RUN.html`.
+    pub report: PathBuf,
+    pub latest: Latest,
 }
 
 /// Ends the run after [`execute`] returned `outcome` (`stopped`: the user asked it to stop):
-/// closes its record, writes the HTML report to `report`, and judges the stored cells. The
-/// SLO verdict is the stored cells' (each keeps the SLO its workload was judged by), so the
-/// table, the exit code and every `loadlab report` of the run say the same.
+/// closes its record (`interrupted` for Ctrl-C alone; `failed`, with the error, when an error
+/// stopped it), writes its HTML report into `out` as `report-RUN.html` and, when it finished,
+/// points `report.html` at it (so a partial run never hides the last full report), and judges
+/// the stored cells. The SLO verdict is the stored cells' (each keeps the SLO its workload was
+/// judged by), so the table, the exit code and every `loadlab report` of the run say the same.
 pub fn finish(
     started: &mut Started,
     outcome: &Result<(), RunError>,
     stopped: bool,
-    report: &Path,
+    out: &Path,
 ) -> Result<Finished, SuiteError> {
-    let status = match outcome {
-        Ok(()) if !stopped => RunStatus::Finished,
-        _ => RunStatus::Interrupted,
+    let (status, reason) = match outcome {
+        _ if stopped => (RunStatus::Interrupted, None),
+        Ok(()) => (RunStatus::Finished, None),
+        Err(e) => (RunStatus::Failed, Some(e.to_string())),
     };
     let store = &mut started.store;
-    store.finish_run(started.run_id, status, SystemTime::now())?;
-    write_report(store, started.run_id, report)?;
+    match &reason {
+        Some(why) => store.fail_run(started.run_id, why, SystemTime::now())?,
+        None => store.finish_run(started.run_id, status, SystemTime::now())?,
+    }
+    let report = out.join(format!("report-{}.html", started.run_id));
+    write_report(store, started.run_id, &report)?;
+    let latest = if status == RunStatus::Finished {
+        point_latest(out, &report)?;
+        Latest::ThisRun(out.join(LATEST))
+    } else {
+        latest_now(out)
+    };
     let cells = store.cells(started.run_id)?;
     let verdicts = loadlab_report::verdicts(&cells);
     let gates = loadlab_report::gate::gates(&verdicts);
-    let disposition = if status == RunStatus::Interrupted {
-        Disposition::Interrupted
-    } else if gates.iter().any(|g| !g.verdict.passed) {
-        Disposition::SloFailed
-    } else {
-        Disposition::Finished
+    let disposition = match status {
+        RunStatus::Interrupted => Disposition::Interrupted,
+        RunStatus::Failed => Disposition::Failed,
+        _ if gates.iter().any(|g| !g.verdict.passed) => Disposition::SloFailed,
+        _ => Disposition::Finished,
     };
-    Ok(Finished { status, cells, verdicts, disposition })
+    Ok(Finished { status, reason, cells, verdicts, disposition, report, latest })
+}
+
+/// The name, in a run's output directory, of the latest finished run's report.
+const LATEST: &str = "report.html";
+
+/// Points `OUT/report.html` at `report` (a relative symbolic link, so the directory can move),
+/// replacing what was there in one rename: a reader sees the old report or the new one.
+fn point_latest(out: &Path, report: &Path) -> Result<(), SuiteError> {
+    let link = out.join(LATEST);
+    let tmp = out.join(format!(".{LATEST}.{}", std::process::id()));
+    let io = |what, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SuiteError::Io { what, path, source }
+    };
+    let _ = std::fs::remove_file(&tmp);
+    let target = report.file_name().map(PathBuf::from).unwrap_or_else(|| report.to_path_buf());
+    std::os::unix::fs::symlink(&target, &tmp).map_err(io("linking", &tmp))?;
+    std::fs::rename(&tmp, &link).map_err(io("replacing", &link))
+}
+
+/// What `OUT/report.html` shows, for a run that did not move it.
+fn latest_now(out: &Path) -> Latest {
+    let path = out.join(LATEST);
+    if !path.exists() {
+        return Latest::None;
+    }
+    let shows = std::fs::read_link(&path).ok().map(|target| target.to_string_lossy().into_owned());
+    Latest::Earlier { path, shows }
 }
 
 /// Renders stored run `id` as the self-contained HTML report into `path`.
@@ -276,7 +335,71 @@ pub fn write_report(store: &Store, id: RunId, path: &Path) -> Result<(), SuiteEr
 
 #[cfg(test)]
 mod tests {
-    use super::{load, Overrides, SuiteError};
+    use super::{finish, load, Latest, Overrides, Started, SuiteError};
+    use crate::executor::RunError;
+    use loadlab_store::{RunInfo, RunStatus, Store};
+
+    /// Run `n` of an in-memory store (the runs before it begun too), with a lab of its own
+    /// (nothing is started).
+    fn started(state: &std::path::Path, n: usize) -> Started {
+        let mut store = Store::open_in_memory().unwrap();
+        let info = RunInfo {
+            suite: "external".into(),
+            started_at: std::time::SystemTime::now(),
+            environment: Default::default(),
+        };
+        let mut run_id = store.begin_run(&info).unwrap();
+        for _ in 1..n {
+            run_id = store.begin_run(&info).unwrap();
+        }
+        let lab = loadlab_lab::Lab::new(loadlab_lab::StateDir::at(state));
+        Started { store, db: ":memory:".into(), lab, run_id, stale: vec![], crashed: vec![] }
+    }
+
+    /// Issue 21: a run that a failed verify stopped was stored as `interrupted` (Ctrl-C's
+    /// status) and its empty report replaced the last full one in `report.html`. It is
+    /// `failed` with the error as its reason; each run has its own `report-RUN.html`, and
+    /// `report.html` points at the latest finished run's alone.
+    #[test]
+    fn a_failed_run_is_stored_as_failed_and_report_html_keeps_the_latest_finished_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let verify = RunError::Verify {
+            stack: "mine".into(),
+            workload: "hello".into(),
+            url: "http://127.0.0.1:9/".into(),
+            reason: "connection refused".into(),
+        };
+        let why = verify.to_string();
+
+        let mut failed = started(dir.path(), 1);
+        let end = finish(&mut failed, &Err(verify), false, &out).unwrap();
+        assert_eq!((end.status, end.reason.as_deref()), (RunStatus::Failed, Some(why.as_str())));
+        let run = failed.store.run(failed.run_id).unwrap();
+        assert_eq!((run.status, run.reason.as_deref()), (RunStatus::Failed, Some(why.as_str())));
+        assert_eq!(end.report, out.join("report-1.html"));
+        assert!(end.report.is_file());
+        assert_eq!(end.latest, Latest::None);
+        assert!(!out.join("report.html").exists(), "no finished run yet");
+
+        let mut done = started(dir.path(), 2);
+        let end = finish(&mut done, &Ok(()), false, &out).unwrap();
+        assert_eq!((end.status, end.reason), (RunStatus::Finished, None));
+        assert_eq!(end.latest, Latest::ThisRun(out.join("report.html")));
+        let page = |p: &std::path::Path| std::fs::read_to_string(p).unwrap();
+        assert_eq!(page(&out.join("report.html")), page(&out.join("report-2.html")));
+
+        // Ctrl-C: interrupted, its partial report beside, report.html kept on run 2.
+        let mut stopped = started(dir.path(), 3);
+        let end = finish(&mut stopped, &Ok(()), true, &out).unwrap();
+        assert_eq!((end.status, end.reason), (RunStatus::Interrupted, None));
+        assert!(out.join("report-3.html").is_file());
+        let kept =
+            Latest::Earlier { path: out.join("report.html"), shows: Some("report-2.html".into()) };
+        assert_eq!(end.latest, kept);
+        assert_eq!(page(&out.join("report.html")), page(&out.join("report-2.html")));
+    }
 
     #[test]
     fn overrides_apply_to_every_workload_and_stack() {

@@ -43,7 +43,11 @@ impl fmt::Display for CellId {
 pub enum RunStatus {
     Running,
     Finished,
+    /// Ctrl-C (or SIGTERM) stopped it: the user's choice, never an error's.
     Interrupted,
+    /// An error stopped it (a target that failed verify, a stack that did not start): the
+    /// run's `reason` says which.
+    Failed,
     /// Left `running` by a process that is gone (killed, crashed, the machine rebooted): its
     /// committed cells are kept. Never written: read from the run's process.
     Crashed,
@@ -56,6 +60,7 @@ impl RunStatus {
             RunStatus::Running => "running",
             RunStatus::Finished => "finished",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
             RunStatus::Crashed => "crashed",
         }
     }
@@ -65,6 +70,7 @@ impl RunStatus {
             "running" => Some(RunStatus::Running),
             "finished" => Some(RunStatus::Finished),
             "interrupted" => Some(RunStatus::Interrupted),
+            "failed" => Some(RunStatus::Failed),
             "crashed" => Some(RunStatus::Crashed),
             _ => None,
         }
@@ -155,6 +161,9 @@ pub struct Run {
     /// `None` while the run is (or was left) running.
     pub finished_at: Option<SystemTime>,
     pub status: RunStatus,
+    /// Why a `Failed` run stopped (the error, as the command line said it); `None` otherwise.
+    #[serde(default)]
+    pub reason: Option<String>,
     pub environment: Environment,
 }
 
@@ -166,6 +175,9 @@ pub struct RunSummary {
     pub started_at: SystemTime,
     pub finished_at: Option<SystemTime>,
     pub status: RunStatus,
+    /// Why a `Failed` run stopped; `None` otherwise.
+    #[serde(default)]
+    pub reason: Option<String>,
     /// Cells committed so far.
     pub cells: u64,
 }

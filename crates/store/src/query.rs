@@ -23,7 +23,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT r.id, r.suite, r.started_at, r.finished_at, r.status, \
              (SELECT count(*) FROM cells c WHERE c.run_id = r.id), r.process, \
-             r.crash_noticed_at FROM runs r ORDER BY r.id",
+             r.crash_noticed_at, r.reason FROM runs r ORDER BY r.id",
         )?;
         let mut rows = stmt.query([])?;
         let mut runs = Vec::new();
@@ -35,6 +35,7 @@ impl Store {
                 started_at: from_ms(row.get(2)?),
                 finished_at: row.get::<_, Option<i64>>(3)?.map(from_ms),
                 status: effective(status(&row.get::<_, String>(4)?, id)?, row.get(6)?, row.get(7)?),
+                reason: row.get(8)?,
                 cells: uint(row.get(5)?, "cell count")?,
             });
         }
@@ -53,7 +54,7 @@ impl Store {
             .conn
             .query_row(
                 "SELECT suite, started_at, finished_at, status, environment, process, \
-                 crash_noticed_at FROM runs WHERE id = ?1",
+                 crash_noticed_at, reason FROM runs WHERE id = ?1",
                 [id.0],
                 |row| {
                     Ok((
@@ -64,11 +65,12 @@ impl Store {
                         row.get::<_, String>(4)?,
                         row.get::<_, Option<String>>(5)?,
                         row.get::<_, Option<i64>>(6)?,
+                        row.get::<_, Option<String>>(7)?,
                     ))
                 },
             )
             .optional()?;
-        let (suite, started_at, finished_at, st, environment, process, noticed) =
+        let (suite, started_at, finished_at, st, environment, process, noticed, reason) =
             row.ok_or(StoreError::UnknownRun(id))?;
         Ok(Run {
             id,
@@ -76,6 +78,7 @@ impl Store {
             started_at: from_ms(started_at),
             finished_at: finished_at.map(from_ms),
             status: effective(status(&st, id)?, process, noticed),
+            reason,
             environment: from_json(&environment, &format!("environment of run {id}"))?,
         })
     }

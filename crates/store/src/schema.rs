@@ -130,6 +130,32 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "
     ALTER TABLE cells ADD COLUMN slo TEXT;
     ",
+    // 5: a run stopped by an error (a target that failed verify, a stack that did not start)
+    // is 'failed', with the error as its reason; 'interrupted' is Ctrl-C's alone. SQLite
+    // cannot change a CHECK in place: the table is rebuilt as its documentation says (a new
+    // table, the rows copied, the old one dropped, the new one renamed), with foreign keys off
+    // (see `migrate`) so that dropping the old table does not cascade to the cells.
+    "
+    CREATE TABLE runs_new (
+        id          INTEGER PRIMARY KEY,
+        suite       TEXT    NOT NULL,
+        started_at  INTEGER NOT NULL,
+        finished_at INTEGER,
+        status      TEXT    NOT NULL
+                    CHECK (status IN ('running', 'finished', 'interrupted', 'failed')),
+        environment TEXT    NOT NULL CHECK (json_valid(environment)),
+        process     TEXT    CHECK (process IS NULL OR json_valid(process)),
+        crash_noticed_at INTEGER,
+        reason      TEXT
+    );
+    INSERT INTO runs_new (id, suite, started_at, finished_at, status, environment, process,
+                          crash_noticed_at)
+        SELECT id, suite, started_at, finished_at, status, environment, process,
+               crash_noticed_at
+        FROM runs;
+    DROP TABLE runs;
+    ALTER TABLE runs_new RENAME TO runs;
+    ",
 ];
 
 /// The schema version this build writes.
@@ -161,6 +187,26 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     if found == latest_version() {
         return Ok(());
     }
+    // A migration may rebuild a table that others reference (5 does `runs`): with foreign
+    // keys on, dropping the old table would delete the rows that reference it. The pragma is
+    // a no-op inside a transaction, so it is turned off around the steps, and the references
+    // are checked once it is on again (SQLite's "making other kinds of table schema changes").
+    conn.pragma_update(None, "foreign_keys", false).map_err(open_err)?;
+    let migrated = apply(conn);
+    conn.pragma_update(None, "foreign_keys", true).map_err(open_err)?;
+    migrated?;
+    let broken: i64 = conn
+        .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |row| row.get(0))
+        .map_err(open_err)?;
+    if broken > 0 {
+        let why = format!("{broken} rows reference rows that are gone after migration");
+        return Err(StoreError::Corrupt(format!("{}: {why}", path.display())));
+    }
+    Ok(())
+}
+
+/// Applies the migrations the file lacks, each in its own transaction.
+fn apply(conn: &mut Connection) -> Result<()> {
     for (i, sql) in MIGRATIONS.iter().enumerate() {
         let target = i as i64 + 1;
         let step = |conn: &mut Connection| -> rusqlite::Result<()> {

@@ -129,7 +129,21 @@ impl Store {
         Ok(ids.collect::<rusqlite::Result<Vec<i64>>>()?.into_iter().map(RunId).collect())
     }
 
-    /// Sets a run's final status. `finished_at` is kept unless the status is `Running`.
+    /// Closes a run that an error stopped: status `failed`, with `reason` (the error as the
+    /// user was told it).
+    pub fn fail_run(&mut self, run: RunId, reason: &str, finished_at: SystemTime) -> Result<()> {
+        let changed = self.conn.execute(
+            "UPDATE runs SET status = ?2, finished_at = ?3, reason = ?4 WHERE id = ?1",
+            params![run.0, RunStatus::Failed.as_str(), to_ms(finished_at), reason],
+        )?;
+        if changed == 0 {
+            return Err(StoreError::UnknownRun(run));
+        }
+        Ok(())
+    }
+
+    /// Sets a run's final status (a failed one's: [`Store::fail_run`], which says why).
+    /// `finished_at` is kept unless the status is `Running`.
     pub fn finish_run(
         &mut self,
         run: RunId,

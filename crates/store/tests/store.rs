@@ -217,17 +217,29 @@ fn empty_recorders_series_and_nan_metrics_survive() {
     assert!(got.flags.is_empty());
 }
 
-/// A store written before cells kept their SLO (schema 3) opens, is brought up to date, and
-/// its cells read back with none: their report shows no gate rather than failing.
-#[test]
-fn a_store_from_before_cells_kept_their_slo_opens_with_none() {
-    let dir = TempDir::new().unwrap();
+/// A store of the latest schema in `dir` holding one run of one cell, left with `status`, for
+/// tests that take it back to an older schema: its path, its schema version and the run.
+fn a_store_with_one_cell(
+    dir: &TempDir,
+    status: RunStatus,
+) -> (std::path::PathBuf, i64, loadlab_store::RunId) {
     let path = dir.path().join("results.db");
     let mut store = Store::open(&path).unwrap();
     let latest = store.schema_version().unwrap();
     let run = store.begin_run(&run_info("classic")).unwrap();
     store.record_cell(run, &cell(0, 2, 1)).unwrap();
-    drop(store);
+    if status != RunStatus::Running {
+        store.finish_run(run, status, at(1_750_000_300_000)).unwrap();
+    }
+    (path, latest, run)
+}
+
+/// A store written before cells kept their SLO (schema 3) opens, is brought up to date, and
+/// its cells read back with none: their report shows no gate rather than failing.
+#[test]
+fn a_store_from_before_cells_kept_their_slo_opens_with_none() {
+    let dir = TempDir::new().unwrap();
+    let (path, latest, run) = a_store_with_one_cell(&dir, RunStatus::Running);
     // Back to schema 3 as an older loadlab left it: no slo column.
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch("ALTER TABLE cells DROP COLUMN slo; PRAGMA user_version = 3;").unwrap();
@@ -291,6 +303,84 @@ fn runs_list_status_and_environment() {
     let info = run_info("classic");
     assert_eq!((run.suite.as_str(), run.started_at), ("classic", info.started_at));
     assert_eq!(run.environment, info.environment);
+}
+
+/// Issue 21: a run stopped by a failed verify was stored as `interrupted`, the status the
+/// README keeps for Ctrl-C. It is `failed`, with why, in the list and in the run; a run that
+/// finished or was interrupted has no reason.
+#[test]
+fn a_run_stopped_by_a_failure_is_stored_as_failed_with_its_reason() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let ok = store.begin_run(&run_info("classic")).unwrap();
+    store.finish_run(ok, RunStatus::Finished, at(1_750_000_100_000)).unwrap();
+    let bad = store.begin_run(&run_info("external")).unwrap();
+    store.record_cell(bad, &cell(0, 2, 1)).unwrap();
+    let why = "verify failed for hello on mine (http://127.0.0.1:9/): connection refused";
+    store.fail_run(bad, why, at(1_750_000_200_000)).unwrap();
+
+    let runs = store.runs().unwrap();
+    let seen: Vec<_> = runs.iter().map(|r| (r.status, r.reason.as_deref(), r.cells)).collect();
+    assert_eq!(seen, [(RunStatus::Finished, None, 0), (RunStatus::Failed, Some(why), 1)]);
+    let run = store.run(bad).unwrap();
+    assert_eq!((run.status, run.reason.as_deref()), (RunStatus::Failed, Some(why)));
+    assert_eq!(run.finished_at, Some(at(1_750_000_200_000)));
+    assert_eq!(RunStatus::Failed.to_string(), "failed");
+    assert!(matches!(
+        store.fail_run(loadlab_store::RunId(99), why, at(0)),
+        Err(StoreError::UnknownRun(_))
+    ));
+}
+
+/// A store written before runs could fail (schema 4: no `failed` status, no reason) opens and
+/// is brought up to date keeping every run and cell (rebuilding `runs` must not cascade to its
+/// cells), and then takes a failed run.
+#[test]
+fn a_store_from_before_runs_could_fail_opens_with_its_runs_and_cells() {
+    let dir = TempDir::new().unwrap();
+    let (path, latest, run) = a_store_with_one_cell(&dir, RunStatus::Interrupted);
+    // Back to schema 4 as an older loadlab left it: its `runs` table, same rows.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "PRAGMA foreign_keys = OFF;
+         BEGIN;
+         CREATE TABLE old_runs (
+             id          INTEGER PRIMARY KEY,
+             suite       TEXT    NOT NULL,
+             started_at  INTEGER NOT NULL,
+             finished_at INTEGER,
+             status      TEXT    NOT NULL CHECK (status IN ('running', 'finished', 'interrupted')),
+             environment TEXT    NOT NULL CHECK (json_valid(environment)),
+             process TEXT CHECK (process IS NULL OR json_valid(process)),
+             crash_noticed_at INTEGER
+         );
+         INSERT INTO old_runs SELECT id, suite, started_at, finished_at, status, environment,
+             process, crash_noticed_at FROM runs;
+         DROP TABLE runs;
+         ALTER TABLE old_runs RENAME TO runs;
+         PRAGMA user_version = 4;
+         COMMIT;",
+    )
+    .unwrap();
+    drop(conn);
+
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), latest);
+    let runs = store.runs().unwrap();
+    let seen: Vec<_> = runs.iter().map(|r| (r.id, r.status, r.reason.clone(), r.cells)).collect();
+    assert_eq!(seen, [(run, RunStatus::Interrupted, None, 1)]);
+    assert_eq!(store.cells(run).unwrap()[0].metrics, cell(0, 2, 1).metrics);
+    let next = store.begin_run(&run_info("classic")).unwrap();
+    store.fail_run(next, "the stack did not start", at(1_750_000_400_000)).unwrap();
+    assert_eq!(store.run(next).unwrap().status, RunStatus::Failed);
+    // The references from cells and configs still hold: deleting a run takes its cells.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let broken: i64 =
+        conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(broken, 0);
+    conn.execute_batch("PRAGMA foreign_keys = ON; DELETE FROM runs WHERE id = 1;").unwrap();
+    let cells: i64 = conn.query_row("SELECT count(*) FROM cells", [], |r| r.get(0)).unwrap();
+    assert_eq!(cells, 0, "cells still reference runs");
 }
 
 #[test]

@@ -71,6 +71,12 @@ fn a_killed_loadlabs_stack_is_cleaned_by_the_next_start() {
     assert_eq!(list["instances"][0]["health"], "stale", "{list:#}");
     let doctor = lab.json(&["doctor", "--json"]);
     assert_eq!(doctor["stale"], serde_json::json!([up["id"]]), "{doctor:#}");
+    if let Some(ns) = link["namespace"].as_str() {
+        // Its namespace goes with it at the next start: stale, not a leftover to delete.
+        let all = doctor["network_profiles"]["namespaces"].as_array().unwrap();
+        let entry = all.iter().find(|n| n["name"] == ns).expect("doctor lists its namespace");
+        assert_eq!((&entry["state"], &entry["instance"]), (&"stale".into(), &up["id"]));
+    }
     // ...until the next start of any stack.
     if let Some(stage) = stage {
         assert_eq!(running(&[stage]), [stage], "the delay stage outlives its owner too");

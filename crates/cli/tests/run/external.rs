@@ -7,6 +7,7 @@
 //! without nginx (a failure in CI).
 
 use loadlab_store::{ConfigRecord, RunId, Store};
+use serde_json::Value;
 
 use super::Scratch;
 use crate::support::{require_nginx, Nginx};
@@ -150,6 +151,59 @@ fn a_wrong_answer_from_an_external_target_exits_5_before_any_stack_or_cell() {
     let (cells, _) = stored(&scratch);
     assert!(cells.is_empty(), "{} cells stored", cells.len());
     assert!(scratch.servers_left().is_empty(), "{:?}", scratch.servers_left());
+}
+
+/// Issue 21: a run stopped by a target that failed verify exited 5 but was stored and shown
+/// as `interrupted` (Ctrl-C's status), and its empty report replaced the last full one in
+/// `report.html`. It is `failed`, with why, in `run`'s end, `runs` and `report`; each run has
+/// its `report-RUN.html`, and `report.html` stays on the latest finished run.
+#[test]
+fn a_run_stopped_by_a_failed_verify_is_failed_and_report_html_stays_on_the_finished_run() {
+    let nginx = require_nginx!(&files());
+    let scratch = Scratch::new();
+    let out = scratch.out().display().to_string();
+    let good = scratch.write("good.toml", &suite(&external(&nginx, ""), ""));
+    let stdout = scratch.ok(&["run", "--suite", &good, "--out", &out]);
+    let latest = scratch.out().join("report.html");
+    let first = scratch.out().join("report-1.html");
+    let said =
+        format!("report: {} (this run's, also kept as {})", latest.display(), first.display());
+    assert!(stdout.contains(&said), "{stdout}");
+
+    let wrong = suite(&external(&nginx, ""), "expect_contains = \"Allow: /secret\"");
+    let wrong = scratch.write("wrong.toml", &wrong);
+    let output = scratch.run(&["run", "--suite", &wrong, "--out", &out]);
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(5), "{stdout}\n{stderr}");
+    let why = format!(
+        "verify failed for robots with a header on mine ({}): the body (24 bytes, status 200) \
+         lacks \"Allow: /secret\"",
+        nginx.url("/robots.txt")
+    );
+    assert!(stdout.contains(&format!("run 2 failed: 0 of 4 cells finished and stored; {why}")));
+    assert!(!stdout.contains("interrupted"), "{stdout}");
+    let second = scratch.out().join("report-2.html");
+    let kept = format!(
+        "report: {} (partial; {} still shows report-1.html)",
+        second.display(),
+        latest.display()
+    );
+    assert!(stdout.contains(&kept), "{stdout}");
+
+    let runs = scratch.json(&["runs", "--out", &out, "--json"]);
+    let seen: Vec<_> =
+        runs.as_array().unwrap().iter().map(|r| (&r["status"], &r["reason"])).collect();
+    assert_eq!(seen, [(&"finished".into(), &Value::Null), (&"failed".into(), &why.clone().into())]);
+    let table = scratch.ok(&["runs", "--out", &out]);
+    assert!(table.lines().any(|l| l.ends_with(&format!("failed: {why}"))), "{table}");
+    let report = scratch.run(&["report", "2", "--out", &out, "--format", "text"]);
+    let said = String::from_utf8_lossy(&report.stderr);
+    assert!(said.contains(&format!("run 2 failed: {why}; its 0 finished cells")), "{said}");
+
+    let page = |p: &std::path::Path| std::fs::read_to_string(p).expect("a report");
+    assert_eq!(page(&latest), page(&first), "report.html shows the finished run");
+    assert!(page(&second).contains(&why.replace('"', "&quot;")), "the failed run's says why");
 }
 
 #[test]

@@ -420,8 +420,8 @@ fn an_unknown_suite_name_exits_2_listing_the_built_in_ones() {
 
 /// Ctrl-C twice during a run, as an impatient user presses it: the first stops the cell
 /// under way, the second must not cut the teardown short. The run ends with 130, its
-/// finished cell is stored, its record says interrupted, the report is written, and no
-/// server of it is left running.
+/// finished cell is stored, its record says interrupted, its report is written (beside, not
+/// as, report.html, the latest finished run's), and no server of it is left running.
 #[test]
 fn ctrl_c_twice_stops_a_run_keeping_its_finished_cells_and_leaving_no_server() {
     use std::io::{BufRead, BufReader, Read};
@@ -468,7 +468,10 @@ fn ctrl_c_twice_stops_a_run_keeping_its_finished_cells_and_leaving_no_server() {
     let said = seen.lines().find(|l| l.starts_with("run 1 interrupted: ")).unwrap_or_else(|| {
         panic!("no line saying the run was interrupted:\n{seen}");
     });
-    assert!(scratch.out().join("report.html").is_file(), "no report:\n{seen}\n{stderr}");
+    // Its own report; report.html is the latest finished run's, and none has finished.
+    assert!(scratch.out().join("report-1.html").is_file(), "no report:\n{seen}\n{stderr}");
+    assert!(!scratch.out().join("report.html").exists(), "{seen}");
+    assert!(seen.contains("(partial; no run here has finished)"), "{seen}");
 
     let runs = scratch.json(&["runs", "--db", &scratch.db(), "--json"]);
     let run = &runs[0];
