@@ -287,8 +287,13 @@ fn session_up(lab: &Lab, stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> a
     let mut samples = lab.targets(&id).map(session_samples);
     let started = Instant::now();
     let mut next = Duration::ZERO;
-    while said.is_ok() && !cancel() && lab.record(&id).is_ok() {
+    while said.is_ok() && !cancel() {
         if started.elapsed() >= next {
+            // Taken down by `stack down ID` on this host: nothing is left to hold. Once a
+            // second, as the samples: the loop's 100 ms is for the heartbeat's answer.
+            if lab.record(&id).is_err() {
+                break;
+            }
             if let Ok(sample) = samples.as_mut().map(|take| take(started.elapsed())) {
                 said = sample.map_or(Ok(()), |sample| say(&Event::Sample { sample }));
             }
