@@ -153,12 +153,17 @@ struct UpArgs {
     /// Start the stack on that lab host, through the system's ssh (your keys, agent,
     /// ~/.ssh/config; LOADLAB_SSH_COMMAND replaces `ssh`, as GIT_SSH_COMMAND does). The
     /// loadlab there is used when it is this version, else this binary is copied into a
-    /// cache there (refused on another architecture or an older glibc: exit 7). Without
-    /// --listen it listens where ssh reached the host. The stack lives as long as the ssh
+    /// cache there (refused on another architecture or an older glibc: exit 7). Every knob
+    /// goes through as typed (not --config or --docroot, local directories). It listens where
+    /// `stack up` there would. The stack lives as long as the ssh
     /// session: with --foreground until Ctrl-C; without, held by a process here until `stack
     /// down ID --host ...`; a lost session takes it down there within seconds (docs/hosts.md).
     #[arg(long, value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host)]
     host: Option<Host>,
+    /// Install the stack's missing Debian packages first (apt-get, as root or with `sudo
+    /// -n`): with --host on that host, which is where the servers run.
+    #[arg(long)]
+    install_packages: bool,
     /// The remote end of a `--host` session: JSON lines on stdout, heartbeat on stdin.
     #[arg(long, hide = true)]
     session: bool,
@@ -246,6 +251,9 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
             .transpose()
             .map_err(|e| Failure::Usage(format!("--docroot: {e}")))?,
     };
+    if args.install_packages {
+        install_packages(stack, &knobs)?;
+    }
     if args.session {
         return session_up(lab, stack, &knobs);
     }
@@ -307,6 +315,25 @@ fn session_up(lab: &Lab, stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> a
     }
     let _ = say(&Event::Down { id });
     Ok(OK)
+}
+
+/// Installs what `stack` needs with these knobs and lacks, said on stderr.
+fn install_packages(stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> anyhow::Result<()> {
+    let missing = stack.missing_packages(knobs);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let _ = writeln!(std::io::stderr(), "loadlab: installing {}", missing.join(" "));
+    let status =
+        loadlab_remote::apt::install_command(&missing, loadlab_remote::apt::is_root()).status()?;
+    if !status.success() {
+        return Err(Failure::MissingPackage(format!(
+            "apt-get install {} failed ({status}; its output is above)",
+            missing.join(" ")
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// How often the remote end of a session samples its stack.
