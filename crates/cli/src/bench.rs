@@ -18,17 +18,18 @@ use loadlab_output::bench::{self as output, Format};
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// The target, an http:// URL (host name, IPv4 or [IPv6] literal).
+    #[arg(help = crate::help::URL)]
     pub url: String,
-    /// Closed loop: concurrent connections, each with one request outstanding.
-    #[arg(short = 'c', long = "connections", default_value_t = 10, conflicts_with_all = ["rate", "conn_rate"])]
-    pub connections: usize,
+    /// Closed loop: concurrent connections, each with one request outstanding [default: 10]
+    /// (with --rate, wrk2's -c, the bound is --max-connections).
+    #[arg(short = 'c', long = "connections")]
+    pub connections: Option<usize>,
     /// Total requests to make after warm-up (not with --conn-rate, whose sessions are counted
     /// in connections: --conns).
     #[arg(short = 'n', long = "requests", conflicts_with_all = ["duration", "conns", "conn_rate"])]
     pub requests: Option<u64>,
     /// How long to run (10s, 1m, 500ms); the default when no count is given is 10s.
-    #[arg(short = 'd', long = "duration", value_parser = parse_duration)]
+    #[arg(short = 'd', long = "duration", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// Open loop: requests per second, due on a schedule whatever the server's speed; latency
     /// is measured from when each request was due (-R as wrk2).
@@ -37,21 +38,15 @@ pub struct BenchArgs {
     /// httperf's sessions: new connections per second, each carrying --calls-per-conn requests.
     #[arg(long = "conn-rate", value_name = "R")]
     pub conn_rate: Option<f64>,
-    /// Requests on each new connection with --conn-rate (httperf's --num-calls).
-    #[arg(
-        long = "calls-per-conn",
-        visible_alias = "num-calls",
-        value_name = "K",
-        default_value_t = 1,
-        requires = "conn_rate"
-    )]
-    pub calls_per_conn: u32,
-    /// Total connections (sessions) to make with --conn-rate (httperf's --num-conns).
+    /// Requests on each new connection with --conn-rate (httperf's --num-calls) [default: 1].
+    #[arg(long = "calls-per-conn", visible_alias = "num-calls", value_name = "K")]
+    pub calls_per_conn: Option<u32>,
+    /// Total connections (sessions) to make with --conn-rate (httperf's --num-conns; httperf's
+    /// --rate is --conn-rate here).
     #[arg(
         long = "conns",
         visible_alias = "num-conns",
         value_name = "N",
-        requires = "conn_rate",
         conflicts_with = "duration"
     )]
     pub conns: Option<u64>,
@@ -123,6 +118,7 @@ impl HabitArgs {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
+    loadlab_runner::habits::check(&typed(&args)).map_err(Failure::Usage)?;
     for note in args.habits.notes() {
         eprintln!("loadlab: note: {note}");
     }
@@ -139,8 +135,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     };
     let mut measure = load::EngineMeasure::new(args.request.quiet)?;
     let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
-    let judged =
-        bench::run(request, &mut measure, &mut warn).map_err(crate::exit::bench_failure)?;
+    let judged = bench::run(request, &mut measure, &mut warn).map_err(load::bench_failure)?;
     let (report, result) = (&judged.report, &judged.result);
     if let Some(path) = &args.latency_csv {
         output::write_latency_csv(path, result.latency())
@@ -192,23 +187,24 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
     let mut config = args.request.config(&args.url)?;
     config.pacing = match (args.rate, args.conn_rate) {
         (Some(rate), _) => args.schedule.pacing(rate, None),
-        (None, Some(rate)) => args.schedule.pacing(rate, Some(args.calls_per_conn)),
+        (None, Some(rate)) => args.schedule.pacing(rate, Some(args.calls_per_conn.unwrap_or(1))),
         // A replay is an open loop; its rate, the log's, is set once the log is read.
         (None, None) if args.traffic.replaying() => args.schedule.pacing(1.0, None),
         (None, None) => Pacing::Closed,
     };
     config.coalesce = args.schedule.coalesce;
-    config.connections = args.connections;
+    let connections = args.connections.unwrap_or(DEFAULT_CONNECTIONS);
+    config.connections = connections;
     if config.pacing == Pacing::Closed {
         match args.request.threads {
-            Some(t) if t > args.connections => {
+            Some(t) if t > connections => {
                 return Err(usage(format!(
-                    "--threads {t} is more than --connections {}: each thread needs a connection",
-                    args.connections
+                    "--threads {t} is more than --connections {connections}: each thread needs \
+                     a connection"
                 )))
             }
             Some(_) => {}
-            None => config.threads = config.threads.min(args.connections.max(1)),
+            None => config.threads = config.threads.min(connections.max(1)),
         }
     }
     config.stop = match (args.requests, args.conns, args.duration) {
@@ -219,6 +215,26 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
     args.traffic.apply(&mut config, args.rate, args.requests)?;
     config.check().map_err(crate::exit::engine_failure)?;
     Ok(config)
+}
+
+/// The closed loop's connections when -c is not given.
+const DEFAULT_CONNECTIONS: usize = 10;
+
+/// The flags other tools' habits concern, as typed.
+fn typed(args: &BenchArgs) -> loadlab_runner::habits::Typed<'_> {
+    loadlab_runner::habits::Typed {
+        connections: args.connections,
+        rate: args.rate,
+        conn_rate: args.conn_rate,
+        conns: args.conns,
+        calls: args.calls_per_conn,
+        requests: args.requests,
+        duration: args.duration.is_some(),
+        threads: args.request.threads,
+        method: &args.request.method,
+        http2: args.request.http2,
+        cpus: loadlab_engine::sys::allowed_cpus().len(),
+    }
 }
 
 /// Creates the file an output flag names, before the run: a path that cannot be written is

@@ -179,25 +179,25 @@ pub fn suite_failure(e: loadlab_runner::suite::SuiteError) -> anyhow::Error {
 /// A command line clap refused, said in loadlab's one-line style (`loadlab: error: ...`, exit
 /// 2) instead of clap's paragraph, keeping a useful tip (a similar flag's name) and dropping
 /// the one that misleads (clap suggests `-- -k` to pass an unknown flag as a value). Help and
-/// version requests print as clap prints them, and so does `loadlab` alone; a subcommand
-/// that needs one of its own (`loadlab stack`) names them in one line. `cli` is the command
+/// version requests print as clap prints them; `loadlab` alone, and a subcommand that needs
+/// one of its own (`loadlab stack`), name them in one line. `cli` is the command
 /// tree, to tell which (sub)subcommand the user typed and point at its help.
 pub fn bad_arguments(e: clap::Error, cli: &clap::Command) -> ExitCode {
     use clap::error::ErrorKind;
     let path = subcommand_path(cli, std::env::args().skip(1));
     let missing_subcommand = e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
-    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
-        || (missing_subcommand && path.is_empty())
-    {
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         e.exit();
     }
     let line = if missing_subcommand {
-        let (typed, names) = (path.join(" "), subcommands(cli, &path));
+        // `loadlab` alone as `loadlab stack` alone: the subcommands in one line.
+        let typed: String = path.iter().map(|p| format!(" {p}")).collect();
+        let names = subcommands(cli, &path);
         if names.is_empty() {
-            format!("'loadlab {typed}' needs arguments; see 'loadlab {typed} --help'")
+            format!("'loadlab{typed}' needs arguments; see 'loadlab{typed} --help'")
         } else {
             let names = names.join(", ");
-            format!("'loadlab {typed}' needs a subcommand: {names}; see 'loadlab {typed} --help'")
+            format!("'loadlab{typed}' needs a subcommand: {names}; see 'loadlab{typed} --help'")
         }
     } else {
         one_line(&e.render().to_string(), &path)

@@ -54,7 +54,7 @@ pub struct ScheduleArgs {
     /// arrival due by then (wrk2's timer has 1ms), for less client CPU; each arrival's
     /// lateness, up to a step, is measured and counted in its latency [default: 0s, each
     /// arrival at its own due time].
-    #[arg(long = "coalesce", value_name = "DUR", default_value = "0s", value_parser = parse_duration)]
+    #[arg(long = "coalesce", value_name = "DUR", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub coalesce: Duration,
 }
 
@@ -73,7 +73,7 @@ impl ScheduleArgs {
 #[derive(Debug, Args)]
 pub struct RequestArgs {
     /// Worker threads, each with its own event loop [default: CPUs available, or one per CPU
-    /// of --pin; in bench's closed loop at most -c].
+    /// of --pin; in bench's closed loop at most -c]. Not ab's -t (a time limit): -d here.
     #[arg(short = 't', long = "threads")]
     pub threads: Option<usize>,
     /// CPUs to pin the worker threads to, round-robin (e.g. 0 or 0,2-3).
@@ -83,12 +83,12 @@ pub struct RequestArgs {
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
     /// Bound on each request, from its start to its last byte (-s as ab's, in seconds).
-    #[arg(short = 's', long = "timeout", default_value = "30s", value_parser = parse_duration)]
+    #[arg(short = 's', long = "timeout", default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub timeout: Duration,
     /// Bound on establishing each TCP connection.
-    #[arg(long = "connect-timeout", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long = "connect-timeout", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub connect_timeout: Duration,
-    /// The request method.
+    /// The request method (ab's -m; h2load's -m is --streams).
     #[arg(short = 'm', long = "method", default_value = "GET")]
     pub method: String,
     /// An extra request header, "Name: value" (repeatable).
@@ -124,7 +124,7 @@ pub struct RequestArgs {
     #[arg(short = 'T', long = "content-type", value_name = "TYPE")]
     pub content_type: Option<String>,
     /// Load applied before measuring, excluded from the results.
-    #[arg(long = "warmup", default_value = "0s", value_parser = parse_duration)]
+    #[arg(long = "warmup", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub warmup: Duration,
     /// Count responses with other status codes as failures (200, 200-299, 2xx, 200,304).
     #[arg(long = "expect-status", value_name = "CODES")]
@@ -345,6 +345,21 @@ impl From<OverCapacity> for loadlab_runner::capacity::Policy {
             OverCapacity::Run => Policy::Run,
         }
     }
+}
+
+/// [`crate::exit::bench_failure`], naming the lab instance's CA file when the target is one
+/// whose certificate was not trusted.
+pub fn bench_failure(e: loadlab_runner::bench::BenchError) -> anyhow::Error {
+    use loadlab_runner::bench::BenchError;
+    let instances = || {
+        let lab = loadlab_lab::Lab::from_env().and_then(|lab| lab.instances());
+        lab.map(|all| all.into_iter().map(|(r, _)| r).collect()).unwrap_or_default()
+    };
+    let e = match e {
+        BenchError::Engine(e) => BenchError::Engine(loadlab_runner::advice::lab_ca(e, instances)),
+        other => other,
+    };
+    crate::exit::bench_failure(e)
 }
 
 fn measure_with(

@@ -22,6 +22,7 @@ mod bench;
 mod compare;
 mod doctor;
 mod exit;
+mod help;
 mod load;
 mod progress;
 mod remote;

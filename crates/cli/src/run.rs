@@ -32,9 +32,10 @@ pub struct RunArgs {
     /// Repetitions of every cell, instead of the suite's (or its [quick] section's).
     #[arg(long = "repetitions", value_name = "N")]
     pub repetitions: Option<u32>,
-    /// Run every stack behind this network profile (lan-100mbit, lan-1gbit, rate=RATE),
-    /// whatever the suite says: seeds 000 and 001 measured across a 100 Mbit/s switch.
-    #[arg(long = "net", value_name = "PROFILE")]
+    /// Run every stack behind this network link, whatever the suite says (docs/lab.md).
+    #[arg(long = "net", value_name = "PROFILE", long_help = crate::help::net_profiles(
+        "Run every stack behind this network link, whatever the suite says"
+    ))]
     pub net: Option<String>,
     /// Thresholds every workload's cells must hold over their repetitions ('p99<50ms,
     /// errors<0.1%,rps>1000'), instead of the suite's `slo`; exit 99 when one fails.
@@ -93,13 +94,12 @@ fn print_plan(plan: &Plan) -> std::io::Result<()> {
     let estimate = plan.estimate();
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     outln!(
-        "suite {}{}: {} cell{} on {} stack instance{}, about {:.1} min",
+        "suite {}{}: {} cell{} on {}, about {:.1} min",
         plan.suite,
         if plan.quick { " (quick)" } else { "" },
         estimate.cells,
         plural(estimate.cells),
-        estimate.stack_ups,
-        plural(estimate.stack_ups),
+        estimate.places(),
         estimate.total.as_secs_f64() / 60.0
     )?;
     for s in &plan.skipped {

@@ -122,10 +122,10 @@ struct UpArgs {
     /// Pin every process of the stack to these CPUs (0 or 0,2-3).
     #[arg(long, value_name = "LIST")]
     cpus: Option<CpuList>,
-    /// Run the stack behind a network profile: loopback (the default), lan-100mbit,
-    /// lan-1gbit, or rate=RATE (e.g. rate=50mbit): a namespace of its own joined by a veth
-    /// pair shaped with tc (root; bandwidth only for now: delay and loss are refused).
-    #[arg(long, value_name = "PROFILE")]
+    /// Run the stack behind a network link, in a namespace of its own (docs/lab.md).
+    #[arg(long, value_name = "PROFILE", long_help = crate::help::net_profiles(
+        "Run the stack behind a network link, in a namespace of its own joined by a veth pair"
+    ))]
     net: Option<String>,
     /// HTTPS on the front tier (nginx ssl, Apache mod_ssl, hitch in front of Varnish), with a
     /// certificate from a CA made for the instance (`stack show` names the CA file).

@@ -28,13 +28,13 @@ pub enum SweepFormat {
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
-    /// The target, an http:// URL.
+    #[arg(help = crate::help::URL)]
     pub url: String,
     /// Offered request rates: a range `LOW..HIGH:STEP` or a list `100,200,400`.
     #[arg(long = "rates", value_parser = parse_rates)]
     pub rates: RateList,
     /// How long each step is measured, after its warm-up of at least 1s [default: 10s].
-    #[arg(long = "step-duration", value_parser = parse_duration, conflicts_with = "conns_per_step")]
+    #[arg(long = "step-duration", value_parser = parse_duration, allow_hyphen_values = true, conflicts_with = "conns_per_step")]
     pub step_duration: Option<Duration>,
     /// Connections per step instead of a duration (httperf's --num-conns; implies sessions).
     #[arg(long = "conns-per-step", value_name = "N")]
@@ -102,6 +102,15 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     // sweep with its (empty) knee, as one during a step does, not by the default signal.
     crate::signals::control()?;
     let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
+    // The request flags are bench's, and so are the habits they may hide (h2load's -m); each
+    // step has its duration, so -t is never ab's time limit here.
+    let typed = loadlab_runner::habits::Typed {
+        method: &args.request.method,
+        http2: args.request.http2,
+        duration: true,
+        ..Default::default()
+    };
+    loadlab_runner::habits::check(&typed).map_err(usage)?;
     if args.rates.0.is_empty() {
         return Err(usage("--rates: no rate given".into()));
     }
@@ -112,6 +121,10 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     let plan = plan(&args, targets(&args, &mut measure)?);
     let to_stdout = args.format == SweepFormat::Text;
     let table = Table { stdout: to_stdout, silent: args.request.quiet && !to_stdout };
+    let urls: Vec<&str> = plan.targets.iter().map(|t| t.url.as_str()).collect();
+    for line in output::legend(&urls) {
+        table.line(&line)?;
+    }
     table.line(&output::header())?;
     let outcome = run_sweep(&plan, &mut measure, &mut |step| table.line(&output::row(step)))
         .map_err(crate::exit::run_failure)?;
@@ -151,7 +164,7 @@ fn targets(args: &SweepArgs, measure: &mut dyn Measure) -> anyhow::Result<Vec<Sw
         config.coalesce = args.schedule.coalesce;
         let policy = args.request.over_capacity.into();
         let (addr, capped) = loadlab_runner::bench::prepare(&mut config, policy, measure)
-            .map_err(crate::exit::bench_failure)?;
+            .map_err(load::bench_failure)?;
         if let Some(w) = capped {
             eprintln!("loadlab: warning: {w}");
         }

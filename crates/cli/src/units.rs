@@ -5,6 +5,15 @@ use std::time::Duration;
 /// Parses `10s`, `1m`, `500ms`, `1h 30m`; a bare number means seconds (as wrk's `-d 10`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
+    // The flag takes values that start with '-' so that this, not "unexpected argument", is
+    // what `-d -5s` is told.
+    if let Some(rest) = s.strip_prefix('-') {
+        return Err(if rest.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+            format!("{s:?}: a duration cannot be negative; use e.g. 10s, 1m, 500ms")
+        } else {
+            format!("{s:?} is a flag where a duration should be; use e.g. 10s, 1m, 500ms")
+        });
+    }
     if let Ok(secs) = s.parse::<f64>() {
         if secs.is_finite() && secs >= 0.0 {
             return Ok(Duration::from_secs_f64(secs));
@@ -26,5 +35,7 @@ mod tests {
         assert_eq!(parse_duration("2.5").unwrap(), Duration::from_millis(2500));
         assert!(parse_duration("ten").is_err());
         assert!(parse_duration("-1").is_err());
+        assert!(parse_duration("-5s").unwrap_err().contains("cannot be negative"));
+        assert!(parse_duration("-n").unwrap_err().contains("a flag where a duration should be"));
     }
 }

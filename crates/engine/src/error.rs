@@ -178,8 +178,9 @@ pub enum EngineError {
     /// `Config`.
     #[error("{}", input_message(file, *line, what))]
     Input { file: String, line: Option<usize>, what: String },
-    /// The target could not be resolved or reached before the run.
-    #[error("cannot reach {target}: {reason}")]
+    /// The target could not be resolved or reached before the run, or was reached and its
+    /// TLS handshake failed (the reason says which: `TLS: ...`).
+    #[error("{}", unreachable_message(target, reason))]
     Unreachable { target: String, reason: String },
     /// The operating system refused something the engine needs (threads, epoll). The cause
     /// is only the source, not part of the message, so that a printed chain names it once.
@@ -192,6 +193,16 @@ pub enum EngineError {
     /// A worker thread died; a bug.
     #[error("worker thread {0} panicked")]
     WorkerPanicked(usize),
+}
+
+/// "cannot reach" when the connection was not made; a handshake that failed after it was
+/// (`TLS: ...`) says so itself.
+fn unreachable_message(target: &str, reason: &str) -> String {
+    if reason.starts_with("TLS: ") {
+        format!("{target}: {reason}")
+    } else {
+        format!("cannot reach {target}: {reason}")
+    }
 }
 
 /// `FILE:LINE: what` (as compilers and grep name a line, so an editor can jump to it), or

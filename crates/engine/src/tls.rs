@@ -168,6 +168,10 @@ pub fn preflight(
     while conn.is_handshaking() {
         conn.complete_io(&mut tcp).map_err(|e| match reason(&e) {
             Some(r) => format!("TLS: {r}"),
+            // rustls's own error, as complete_io gives it: "invalid peer certificate: ...".
+            None if e.to_string().starts_with("invalid peer certificate") => {
+                untrusted(&e.to_string())
+            }
             // RFC 7301 section 3.2: the alert a server sends when it has none of the protocols
             // offered.
             None if h2 && e.to_string().contains("NoApplicationProtocol") => {
@@ -190,6 +194,19 @@ pub fn preflight(
         _ => Ok(()),
     }
 }
+
+/// The preflight's words for a certificate the run does not trust: the server was reached
+/// and answered, and what to pass (`--cacert FILE` is what [`UNTRUSTED_CA`] stands for, so
+/// that a caller who knows the CA can name it).
+fn untrusted(reason: &str) -> String {
+    format!(
+        "TLS: reached the server, but its certificate is not trusted ({reason}): pass \
+         {UNTRUSTED_CA}, or --insecure to accept any certificate"
+    )
+}
+
+/// The flag an untrusted certificate's message names, with FILE for the CA.
+pub const UNTRUSTED_CA: &str = "--cacert FILE with the CA that signed it";
 
 /// HTTP/1.1 over TLS on a non-blocking socket.
 #[derive(Debug)]

@@ -59,6 +59,9 @@ impl FromStr for DelayPath {
     }
 }
 
+/// The built-in profiles' names, in the order help texts list them.
+pub const BUILT_IN: [&str; 4] = ["loopback", "lan-100mbit", "lan-1gbit", "wan"];
+
 /// Said when netem is asked for where the kernel has none.
 pub const NO_NETEM: &str = "this kernel has no netem (CONFIG_NET_SCH_NETEM is not set, or its \
                             sch_netem module is missing): leave via= out, or say via=stage for \
@@ -227,6 +230,9 @@ mod tests {
         assert!("loopback".parse::<Profile>().unwrap().is_loopback());
         let wan: Profile = "wan".parse().unwrap();
         assert_eq!((wan.delay, wan.loss, wan.via), (Duration::from_millis(20), 0.001, None));
+        for name in BUILT_IN {
+            assert_eq!(name.parse::<Profile>().unwrap().name, name);
+        }
         assert!(wan.has_delay());
         let c: Profile = "rate=50mbit,delay=10ms,loss=0.5%".parse().unwrap();
         assert_eq!(

@@ -66,6 +66,14 @@ pub fn write_csv(out: &mut dyn Write, steps: &[Step], hosts: usize) -> std::io::
     Ok(())
 }
 
+/// Which URL each `host` of the table is, when there are two (`--compare`); nothing for one.
+pub fn legend(urls: &[&str]) -> Vec<String> {
+    if urls.len() < 2 {
+        return Vec::new();
+    }
+    urls.iter().enumerate().map(|(i, url)| format!("host {}: {url}", i + 1)).collect()
+}
+
 /// The table's header line.
 pub fn header() -> String {
     format!(

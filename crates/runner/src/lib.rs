@@ -1,6 +1,7 @@
 //! loadlab's decisions, between the engine and lab below and the CLI's printing above.
 //!
 //! - [`bench`](mod@bench): one load test from its parsed flags to the judged result ([`bench::run`]).
+//! - [`advice`]: what to do when a run cannot start (the lab's CA for its TLS instances).
 //! - [`trust`]: the one trust verdict. [`trust::Verdict::judge`] turns a run's figures into
 //!   flags with their evidence; `bench`, `sweep`, `run` and so the report all show it.
 //! - [`executor`]: a suite's plan, cell by cell, stack instance by stack instance (the lab's,
@@ -13,6 +14,8 @@
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
 //! - [`capacity`]: whether a run's connections fit the client's descriptors, ports, memory.
+//! - [`habits`]: other tools' flags on a `bench` line, refused where loadlab would read them
+//!   as another test.
 //! - [`doctor`]: what `doctor` finds of the machine and the lab, and what to change.
 //! - [`slo`]: the SLO gate's figures from a run's result.
 //!
@@ -20,11 +23,13 @@
 //! ([`executor::Measure`], [`executor::Stacks`], [`executor::Events`]), so everything here is
 //! tested in process with fakes.
 
+pub mod advice;
 pub mod bench;
 pub mod capacity;
 pub mod cell;
 pub mod doctor;
 pub mod executor;
+pub mod habits;
 pub mod limit;
 pub mod power;
 pub mod slo;

@@ -24,8 +24,14 @@ pub struct Estimate {
     pub total: Duration,
     /// Warm-up and measured load, summed over cells.
     pub load: Duration,
-    /// How many times a stack comes up (stacks times repetitions).
+    /// How many times a stack comes up or an external target is verified (stacks times
+    /// repetitions).
     pub stack_ups: usize,
+    /// Of those, the lab's stack instances (the rest are external targets, which the lab does
+    /// not start).
+    pub lab_ups: usize,
+    /// The external targets (each verified once per repetition).
+    pub external_targets: usize,
     pub cells: usize,
 }
 
@@ -39,7 +45,33 @@ impl Plan {
             + CELL_OVERHEAD * self.cells.len() as u32
             + STACK_UP * lab_ups as u32
             + EXTERNAL_VERIFY * (stack_ups - lab_ups) as u32;
-        Estimate { total, load, stack_ups, cells: self.cells.len() }
+        let mut external: Vec<usize> = self
+            .cells
+            .iter()
+            .filter(|c| c.stack.lab_stack().is_none())
+            .map(|c| c.stack_index)
+            .collect();
+        external.sort_unstable();
+        external.dedup();
+        let external_targets = external.len();
+        Estimate { total, load, stack_ups, lab_ups, external_targets, cells: self.cells.len() }
+    }
+}
+
+impl Estimate {
+    /// Where the cells run, for the plan's line: `2 stack instances and 1 external target`
+    /// (the lab starts the instances; it starts nothing for an external target).
+    pub fn places(&self) -> String {
+        let counted = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        match (self.lab_ups, self.external_targets) {
+            (labs, 0) => counted(labs, "stack instance"),
+            (0, ext) => counted(ext, "external target"),
+            (labs, ext) => format!(
+                "{} and {}",
+                counted(labs, "stack instance"),
+                counted(ext, "external target")
+            ),
+        }
     }
 }
 

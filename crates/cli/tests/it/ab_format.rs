@@ -176,3 +176,35 @@ fn mask_table_numbers(line: &str) -> String {
     }
     out
 }
+
+/// Regression: under `--rate`, ab's "Concurrency Level" was the connection cap
+/// (`--max-connections`) and "Time per request (mean)" that cap times the run's length over
+/// the requests (20 s for latencies of microseconds). Under an open loop they are the most
+/// connections open at once and the mean latency: at most the cap, at most the longest request.
+#[test]
+fn ab_layout_under_an_open_loop_says_the_peak_and_the_mean_latency() {
+    use crate::support::{Behaviour, TestServer};
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let mut command = loadlab();
+    command.args(["bench", &server.url("/"), "--rate", "200", "-d", "500ms"]);
+    command.args(["--max-connections", "3000", "--format", "ab", "--quiet"]);
+    let output = output_within(command, RUN_LIMIT);
+    assert_exit(&output, 0);
+    let report = String::from_utf8(output.stdout).expect("UTF-8 report");
+    let concurrency: usize =
+        value_of(&report, "Concurrency Level:").parse().expect("Concurrency Level is a count");
+    assert!((1..3000).contains(&concurrency), "{report}");
+    let mean: f64 = value_of(&report, "Time per request:")
+        .split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .expect("Time per request in ms");
+    let longest: f64 = report
+        .lines()
+        .find(|l| l.contains("(longest request)"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .expect("the longest request");
+    // ab rounds the longest to whole ms, half up.
+    assert!(mean <= longest + 0.5, "mean {mean} ms, longest {longest} ms:\n{report}");
+}

@@ -147,6 +147,8 @@ fn a_refused_command_line_is_one_line_with_where_to_look() {
             "bench",
         ),
         (vec!["frobnicate"], "unrecognized subcommand", ""),
+        // As `loadlab stack` alone: the subcommands in one line, not clap's whole help.
+        (vec![], "'loadlab' needs a subcommand: bench, sweep, stack, doctor, run", ""),
         (vec!["sweep", "--bogus", "http://127.0.0.1:1/"], bogus, "sweep"),
         (vec!["run", "--bogus", "--dry-run"], bogus, "run"),
         (vec!["stack", "up", "--bogus", "nginx"], bogus, "stack up"),
@@ -169,4 +171,89 @@ fn a_refused_command_line_is_one_line_with_where_to_look() {
         assert!(stderr.trim_end().ends_with(&format!("; see 'loadlab {help}--help'")), "{stderr}");
         assert!(!stderr.contains("use '--"), "{args:?}: {stderr}");
     }
+}
+
+/// `loadlab ARGS URL` against a server that answers: refused with exit 2 in one line that
+/// says each of `says`, and nothing sent. (On a command line read as something else, the
+/// server would have been loaded and the exit 0.)
+fn refused_before_any_load(args: &[&str], says: &[&str]) {
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let mut command = loadlab();
+    command.args(args).arg(server.url("/"));
+    let output = output_within(command, std::time::Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_exit(&output, 2);
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    for said in says {
+        assert!(stderr.contains(said), "{args:?}: no {said:?} in {stderr}");
+    }
+    assert_eq!(server.requests(), 0, "{args:?}: load was sent");
+}
+
+/// Regression: httperf's `--num-conns 200 --rate 100` (200 sessions at 100 new connections a
+/// second) ran wrk2's open loop of 200 requests at 100 requests a second, `--conns 50`
+/// without `--conn-rate` a closed loop of 50 requests, and `--num-calls 2 --rate 100` an open
+/// loop that ignored --num-calls. httperf's rate is `--conn-rate` here:
+/// refused, with the command that means what httperf meant.
+#[test]
+fn httperfs_num_conns_with_rate_or_without_conn_rate_is_refused_with_the_command_to_type() {
+    refused_before_any_load(
+        &["bench", "--num-conns", "200", "--rate", "100"],
+        &["--conn-rate 100 --num-conns 200", "httperf"],
+    );
+    refused_before_any_load(&["bench", "-c", "10", "--conns", "50"], &["--conn-rate", "-n 50"]);
+    // httperf's --num-calls with its --rate: its sessions, --conn-rate here.
+    refused_before_any_load(
+        &["bench", "--num-calls", "2", "--rate", "100", "-d", "1s"],
+        &["--conn-rate 100 --num-calls 2"],
+    );
+}
+
+/// Regression: h2load's `-m 10` (streams per connection) was read as ab's `-m`, the method:
+/// every request went out as method "10" and every 400 counted as completed.
+#[test]
+fn a_method_of_digits_is_refused_as_h2loads_m() {
+    refused_before_any_load(
+        &["bench", "-m", "10", "-n", "5"],
+        &["did you mean --streams 10 (h2load's -m)?"],
+    );
+    refused_before_any_load(
+        &["sweep", "--rates", "10", "-m", "4"],
+        &["did you mean --streams 4 (h2load's -m)?"],
+    );
+}
+
+/// Regression: ab's `-t 5` (a time limit) became 5 worker threads and a 10 s run. `-t` is
+/// threads here (docs/bench.md); more threads than CPUs with no stop given looks like ab's.
+#[test]
+fn abs_t_as_a_time_limit_is_refused_when_it_cannot_be_threads() {
+    // More threads than this machine has CPUs, whatever the machine.
+    let threads = (num_cpus() * 4 + 1).to_string();
+    refused_before_any_load(
+        &["bench", "-t", &threads, "--rate", "50"],
+        &[&format!("-d {threads}s"), "ab's -t"],
+    );
+}
+
+fn num_cpus() -> usize {
+    std::thread::available_parallelism().map_or(64, usize::from).max(64)
+}
+
+/// Regression: wrk2's `-c50 -R 2000` was refused with clap's "'--connections' cannot be used
+/// with '--rate'": wrk2's -c is the open loop's connection count, `--max-connections` here.
+#[test]
+fn wrk2s_c_with_r_points_at_max_connections() {
+    refused_before_any_load(&["bench", "-c50", "-R", "2000"], &["--max-connections 50", "wrk2"]);
+}
+
+/// Regression: `-d -5s` said "unexpected argument '-5' found"; every duration flag of bench
+/// and sweep now says what is wrong with the value.
+#[test]
+fn a_negative_duration_is_said_to_be_one() {
+    refused_before_any_load(&["bench", "-d", "-5s"], &["-5s", "negative"]);
+    refused_before_any_load(&["bench", "-n", "1", "--warmup", "-1s"], &["-1s", "negative"]);
+    refused_before_any_load(
+        &["sweep", "--rates", "10", "--step-duration", "-2s"],
+        &["-2s", "negative"],
+    );
 }

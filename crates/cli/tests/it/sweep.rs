@@ -265,3 +265,23 @@ fn csv_columns_match_the_snapshot_and_compare_runs_both_targets() {
         path.display()
     );
 }
+
+/// Regression: with `--compare`, the table's host column said 1 and 2 and nothing said which
+/// URL each was. A legend names them before the table.
+#[test]
+fn compare_names_host_1_and_host_2_before_the_table() {
+    let first = TestServer::start(Behaviour::ok("first"));
+    let second = TestServer::start(Behaviour::ok("second"));
+    let mut command = crate::support::loadlab();
+    command.args(["sweep", &first.url("/a"), "--compare", &second.url("/b")]);
+    command.args(["--rates", "50", "--step-duration", "200ms"]);
+    let output = crate::support::output_within(command, crate::support::RUN_LIMIT);
+    assert_exit(&output, 0);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let header = stdout.lines().position(|l| l.contains(" offered ")).expect("the header");
+    let legend: Vec<&str> = stdout.lines().take(header).collect();
+    for (host, url) in [(1, first.url("/a")), (2, second.url("/b"))] {
+        let line = format!("host {host}: {url}");
+        assert!(legend.iter().any(|l| l.trim() == line), "no {line:?} before the table:\n{stdout}");
+    }
+}

@@ -156,7 +156,15 @@ fn an_untrusted_certificate_or_a_silent_handshake_is_one_clear_error() {
     let certs = certs();
     let addr = serve(&certs);
     let stderr = refused(&["-n", "10", &format!("https://localhost:{}/", addr.port())]);
-    assert!(stderr.contains("TLS: invalid peer certificate"), "{stderr}");
+    // Regression: it said "cannot reach" a server it had reached, and not what to pass.
+    assert!(!stderr.contains("cannot reach"), "{stderr}");
+    for said in [
+        "reached the server, but its certificate is not trusted (invalid peer certificate: ",
+        "--cacert FILE",
+        "--insecure",
+    ] {
+        assert!(stderr.contains(said), "no {said:?} in {stderr}");
+    }
 
     // A listener that accepts and never says a word: the handshake times out. It holds every
     // connection it takes (the TCP preflight's and the handshake's) until the process ends.

@@ -155,3 +155,15 @@ fn a_counted_runs_warm_up_does_not_lower_its_rate() {
     let rps = float(&report, "rps");
     assert!(rps > 213.0, "{rps} req/s: the warm-up's requests cost the window its rate");
 }
+
+/// Regression: the text's header said "1 threads" (and "1 connections").
+#[test]
+fn the_text_header_counts_one_thread_and_one_connection_in_the_singular() {
+    let server = crate::support::TestServer::start(Behaviour::ok("ok"));
+    let mut command = loadlab();
+    command.args(["bench", &server.url("/"), "-t", "1", "-c", "1", "-n", "5", "--quiet"]);
+    let output = output_within(command, RUN_LIMIT);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("  1 connection, 1 thread, "), "{stdout}");
+}

@@ -403,3 +403,16 @@ fn suite_mistakes_about_external_targets_and_requests_exit_2_at_their_line_and_c
         assert!(stderr.starts_with(&start), "{stderr:?} does not start {start:?}");
     }
 }
+
+/// Regression: `--dry-run` counted external targets as "stack instances": the lab starts
+/// none for them. Two repetitions of one lab stack and one external target.
+#[test]
+fn a_dry_run_counts_lab_instances_and_external_targets_apart() {
+    let scratch = Scratch::new();
+    let stacks = "[[stacks]]\nname = \"nginx\"\n\n[[stacks]]\nurl = \"http://127.0.0.1:1/\"\n\
+                  label = \"mine\"\n";
+    let file = scratch.write("mixed.toml", &suite(stacks, ""));
+    let dry = scratch.ok(&["run", "--suite", &file, "--dry-run"]);
+    let first = dry.lines().next().unwrap_or_default();
+    assert!(first.contains(" on 2 stack instances and 1 external target, "), "{dry}");
+}

@@ -68,7 +68,7 @@ fn totals(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     let e = &r.errors;
     let done = r.requests.completed + r.requests.failed;
     let t = r.duration_s;
-    writeln!(out, "Concurrency Level:      {}", r.config.connections)?;
+    writeln!(out, "Concurrency Level:      {}", concurrency(r))?;
     writeln!(out, "Time taken for tests:   {t:.3} seconds")?;
     writeln!(out, "Complete requests:      {done}")?;
     writeln!(out, "Failed requests:        {}", r.requests.failed)?;
@@ -95,9 +95,8 @@ fn totals(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "HTML transferred:       {} bytes", r.bytes.body)?;
     if t > 0.0 && done > 0 {
         let n = done as f64;
-        let c = r.config.connections as f64;
         writeln!(out, "Requests per second:    {:.2} [#/sec] (mean)", n / t)?;
-        writeln!(out, "Time per request:       {:.3} [ms] (mean)", c * t * 1000.0 / n)?;
+        writeln!(out, "Time per request:       {:.3} [ms] (mean)", mean_ms(r, n, t))?;
         writeln!(
             out,
             "Time per request:       {:.3} [ms] (mean, across all concurrent requests)",
@@ -116,6 +115,29 @@ fn totals(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// ab's concurrency: its -c in the closed loop, where every connection always has a request
+/// outstanding. Under an open loop or sessions the connections are a cap the schedule may
+/// never reach: the most open at once is what the run had.
+fn concurrency(r: &Report) -> usize {
+    if r.mode == "closed" {
+        r.config.connections
+    } else {
+        r.connections.peak
+    }
+}
+
+/// ab's "Time per request (mean)": concurrency x time / requests, which is the mean latency
+/// in the closed loop (Little's law: every connection busy all the time). Under an open loop
+/// or sessions, connections sit idle between arrivals, so that product says nothing: the mean
+/// latency measured (from due time) is given instead.
+fn mean_ms(r: &Report, n: f64, t: f64) -> f64 {
+    if r.mode == "closed" {
+        r.config.connections as f64 * t * 1000.0 / n
+    } else {
+        r.latency_us.mean / 1000.0
+    }
 }
 
 /// ab's connection times, its percentile table, then the warnings.

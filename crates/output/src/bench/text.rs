@@ -70,14 +70,15 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
             "sessions: {rate} new connections/s ({arrival}) x {k} calls, up to {} at once",
             c.connections
         ),
-        _ => format!("{} connections", c.connections),
+        _ => counted(c.connections as u64, "connection"),
     };
     let model = match (r.protocol, c.url.starts_with("https://")) {
         ("h2", true) => format!("{model} x {} streams, h2 (ALPN)", c.streams),
         ("h2", false) => format!("{model} x {} streams, h2c (prior knowledge)", c.streams),
         _ => model,
     };
-    writeln!(out, "  {model}, {} threads, {keepalive}, {stop}{warm}", c.threads)?;
+    let threads = counted(c.threads as u64, "thread");
+    writeln!(out, "  {model}, {threads}, {keepalive}, {stop}{warm}")?;
     writeln!(
         out,
         "  server {} at {}",
@@ -415,4 +416,13 @@ fn timing(out: &mut dyn Write, name: &str, s: &RecorderSummary) -> io::Result<()
         us(s.p50 as f64),
         us(s.max as f64)
     )
+}
+
+/// `1 thread`, `2 threads`.
+fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }

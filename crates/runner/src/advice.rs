@@ -1,0 +1,54 @@
+//! What to tell the user when a run cannot start, beyond the reason: for a lab instance whose
+//! certificate the client does not trust, the instance's own CA file to pass.
+
+use loadlab_engine::tls::UNTRUSTED_CA;
+use loadlab_engine::EngineError;
+use loadlab_lab::Record;
+
+/// `err` with `--cacert FILE` made `--cacert PATH` when the target is one of `instances` (the
+/// lab's, as recorded; asked only for such an error) and that instance serves TLS with a CA
+/// of its own.
+pub fn lab_ca(err: EngineError, instances: impl FnOnce() -> Vec<Record>) -> EngineError {
+    let EngineError::Unreachable { target, reason } = err else { return err };
+    if !reason.contains(UNTRUSTED_CA) {
+        return EngineError::Unreachable { target, reason };
+    }
+    let ca =
+        instances().into_iter().find(|r| same_authority(&r.url, &target)).and_then(|r| r.cacert());
+    let reason = match ca {
+        Some(ca) => reason
+            .replace(UNTRUSTED_CA, &format!("--cacert {} (the lab instance's CA)", ca.display())),
+        None => reason,
+    };
+    EngineError::Unreachable { target, reason }
+}
+
+/// Whether the URL `url` is at `authority` (`host:port`), `localhost` and `127.0.0.1` being
+/// one host.
+fn same_authority(url: &str, authority: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let at = rest.split('/').next().unwrap_or_default();
+    let norm = |a: &str| a.replacen("localhost:", "127.0.0.1:", 1);
+    norm(at) == norm(authority)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorities() {
+        assert!(same_authority("https://127.0.0.1:8443/", "127.0.0.1:8443"));
+        assert!(same_authority("https://127.0.0.1:8443/", "localhost:8443"));
+        assert!(!same_authority("https://127.0.0.1:8443/", "127.0.0.1:8444"));
+        assert!(!same_authority("https://10.214.0.2:8443/", "127.0.0.1:8443"));
+    }
+
+    #[test]
+    fn an_untrusted_target_that_is_no_lab_instance_keeps_the_generic_advice() {
+        let reason = format!("TLS: reached the server, but ...: pass {UNTRUSTED_CA} ...");
+        let err = EngineError::Unreachable { target: "127.0.0.1:1".into(), reason };
+        let EngineError::Unreachable { reason, .. } = lab_ca(err, Vec::new) else { panic!() };
+        assert!(reason.contains(UNTRUSTED_CA), "{reason}");
+    }
+}
