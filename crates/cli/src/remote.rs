@@ -190,8 +190,10 @@ fn hand_over(lab: &Lab, ssh: &Ssh, host: &Host, json: bool) -> anyhow::Result<u8
     };
     match serde_json::from_str::<Value>(&line) {
         Ok(instance) => {
-            // What the remote said until now (that its stack is reachable from the network).
+            // What the remote said until now (that its stack is reachable from the network);
+            // then the log goes, so that a killed owner leaves no file (it writes on, unlinked).
             eprint!("{}", std::fs::read_to_string(&log).unwrap_or_default());
+            let _ = std::fs::remove_file(&log);
             let held = held_record(host, instance)?;
             // The record names the owner, not this process, which ends now.
             let owner = procfs::identify(child.id() as i32).unwrap_or(held.owner);
@@ -230,11 +232,16 @@ fn first_line(child: &mut std::process::Child) -> anyhow::Result<Option<String>>
     }
 }
 
-/// `stack down ID --host H` (or an id only held stacks have): ends the owner's session,
-/// which takes the stack down there. `None` when no held stack has that id.
-pub fn down_held(lab: &Lab, id: &str, host: Option<&Host>) -> anyhow::Result<Option<u8>> {
+/// `stack down ID --host H` (or an id only held stacks have; `None`: `--all`): ends the
+/// owners' sessions, which takes the stacks down there. `None` when no held stack matches.
+pub fn down_held(lab: &Lab, id: Option<&str>, host: Option<&Host>) -> anyhow::Result<Option<u8>> {
     let host_text = host.map(Host::to_string);
-    let found = Holds::new(lab.state()).find(id, host_text.as_deref()).map_err(remote_failure)?;
+    let holds = Holds::new(lab.state());
+    let found = match id {
+        Some(id) => holds.find(id, host_text.as_deref()),
+        None => holds.all(),
+    }
+    .map_err(remote_failure)?;
     if found.is_empty() {
         return Ok(None);
     }

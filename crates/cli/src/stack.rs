@@ -69,7 +69,7 @@ enum StackCommand {
     Down {
         #[arg(required_unless_present = "all")]
         id: Option<String>,
-        /// Every instance in the state directory.
+        /// Every instance in the state directory, and every remote stack held from here.
         #[arg(long, conflicts_with = "id")]
         all: bool,
         /// An instance on that lab host: the one this machine holds a session of (`stack up
@@ -464,16 +464,20 @@ fn show(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
 
 fn down(lab: &Lab, id: Option<String>, all: bool, host: Option<&Host>) -> anyhow::Result<u8> {
     if let (Some(id), Some(host)) = (&id, host) {
-        return match remote::down_held(lab, id, Some(host))? {
+        return match remote::down_held(lab, Some(id), Some(host))? {
             Some(code) => Ok(code),
             None => remote::pass_through(host),
         };
     }
     // An id of no local instance may be that of a remote stack held here.
     if let Some(id) = id.as_deref().filter(|id| !all && lab.record(id).is_err()) {
-        if let Some(code) = remote::down_held(lab, id, None)? {
+        if let Some(code) = remote::down_held(lab, Some(id), None)? {
             return Ok(code);
         }
+    }
+    if all {
+        // The remote stacks this machine holds sessions of are in its state directory too.
+        remote::down_held(lab, None, None)?;
     }
     let ids = if all {
         lab.down_all().map_err(lab_failure)?

@@ -117,7 +117,7 @@ fn assert_left_only(
 #[test]
 fn up_over_ssh_copies_the_binary_once_and_down_leaves_nothing_on_b() {
     let Some((hosts, sshd)) = lab_hosts() else { return };
-    for round in 0..2 {
+    for round in 0..3 {
         let (instance, said) = up_held(&sshd, &hosts);
         let id = instance["id"].as_str().unwrap().to_string();
         let copied = said.contains("copied this loadlab");
@@ -134,11 +134,13 @@ fn up_over_ssh_copies_the_binary_once_and_down_leaves_nothing_on_b() {
             (held[0]["id"].as_str(), held[0]["host"].as_str()),
             (Some(&*id), Some(&*sshd.url()))
         );
-        // With --host the first time; by its id alone (only a held stack has it) the second.
+        // With --host; by its id alone (only a held stack has it); by --all, which ends held
+        // sessions too.
         let url = sshd.url();
         let args: Vec<&str> = match round {
             0 => vec!["stack", "down", &id, "--host", &url],
-            _ => vec!["stack", "down", &id],
+            1 => vec!["stack", "down", &id],
+            _ => vec!["stack", "down", "--all"],
         };
         let out = run(&sshd, &hosts, &args);
         assert_success(&out, &args);
@@ -146,6 +148,10 @@ fn up_over_ssh_copies_the_binary_once_and_down_leaves_nothing_on_b() {
         // The session ended in order: the stack is already gone when `down` returns.
         assert_nothing_left(&sshd, &hosts, &id, Duration::from_secs(5));
         assert!(held_in_a(&sshd, &hosts).is_empty());
+        let kept: Vec<_> = std::fs::read_dir(sshd.local_state().join("remote"))
+            .map(|d| d.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(kept.is_empty(), "A's state keeps {kept:?}");
     }
 }
 
