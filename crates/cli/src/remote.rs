@@ -105,8 +105,12 @@ pub fn up(lab: &Lab, up: Up) -> anyhow::Result<u8> {
     if up.hold.is_some() {
         holds.save(&up.host.file_tag(), &held).map_err(remote_failure)?;
     }
+    // As a local foreground stack: it goes down whatever happens to the output.
     let printed = print_up(&held, up.json, true);
-    let ended = hold_until_asked(&mut session, &cancel);
+    let ended = match &printed {
+        Ok(()) => hold_until_asked(&mut session, &cancel),
+        Err(_) => Ok(()),
+    };
     let _ = holds.forget(&up.host.file_tag(), &held.id);
     if let Some(log) = up.hold {
         let _ = std::fs::remove_file(log);
