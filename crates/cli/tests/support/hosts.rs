@@ -1,12 +1,13 @@
 //! Two "hosts" on one machine for the tests of a lab on another host: network namespaces A and
 //! B made by the test, joined by a veth pair on a private /30 of 10.215.0.0/16 (loadlab's own
-//! profiles use 10.214.0.0/16), with B's default route through A so that B has a primary
-//! address. Commands run in a host with `ip netns exec`. Both namespaces (and the veth with
-//! them) are removed on drop, so also when the test fails or panics. Needs root and iproute2.
+//! profiles use 10.214.0.0/16) and a /64 of the unique local fd15::/16, with B's default
+//! routes through A so that B has a primary address of each family. Commands run in a host
+//! with `ip netns exec`. Both namespaces (and the veth with them) are removed on drop, so also
+//! when the test fails or panics. Needs root and iproute2.
 //!
 //! Nothing here reaches beyond the two namespaces: their only link is the pair between them.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -25,6 +26,7 @@ pub struct Host {
     /// Its end of the veth pair.
     pub interface: String,
     pub addr: Ipv4Addr,
+    pub addr6: Ipv6Addr,
 }
 
 impl Host {
@@ -86,6 +88,7 @@ impl Hosts {
             netns: format!("{PREFIX}{name}-{tag}"),
             interface: format!("llt{name}{n}-{}", std::process::id() % 100_000),
             addr: Ipv4Addr::from(base + offset),
+            addr6: Ipv6Addr::new(0xfd15, block as u16, 0, 0, 0, 0, 0, offset as u16),
         };
         // Made before anything exists, so that a failure halfway is cleaned by its drop.
         let hosts = Hosts { a: host("a", 1), b: host("b", 2) };
@@ -111,13 +114,18 @@ impl Hosts {
             "netns",
             &b.netns,
         ]);
-        for (host, gateway) in [(a, None), (b, Some(a.addr))] {
+        for (host, gateway) in [(a, None), (b, Some(a))] {
             let ns = host.netns.as_str();
+            let dev = host.interface.as_str();
             ip(&["-n", ns, "link", "set", "lo", "up"]);
-            ip(&["-n", ns, "addr", "add", &format!("{}/30", host.addr), "dev", &host.interface]);
-            ip(&["-n", ns, "link", "set", &host.interface, "up"]);
+            ip(&["-n", ns, "addr", "add", &format!("{}/30", host.addr), "dev", dev]);
+            // nodad: usable at once, not after duplicate address detection's second.
+            ip(&["-n", ns, "addr", "add", &format!("{}/64", host.addr6), "dev", dev, "nodad"]);
+            ip(&["-n", ns, "link", "set", dev, "up"]);
             if let Some(gateway) = gateway {
-                ip(&["-n", ns, "route", "add", "default", "via", &gateway.to_string()]);
+                ip(&["-n", ns, "route", "add", "default", "via", &gateway.addr.to_string()]);
+                let via6 = gateway.addr6.to_string();
+                ip(&["-n", ns, "-6", "route", "add", "default", "via", &via6, "dev", dev]);
             }
         }
     }
