@@ -164,8 +164,8 @@ struct UpArgs {
     /// ~/.ssh/config; LOADLAB_SSH_COMMAND replaces `ssh`, as GIT_SSH_COMMAND does). The
     /// loadlab there is used when it is this version, else this binary is copied into a
     /// cache there (refused on another architecture or an older glibc: exit 7). Every knob
-    /// goes through as typed (not --config or --docroot, local directories). It listens where
-    /// `stack up` there would. The stack lives as long as the ssh
+    /// goes through as typed (not --config or --docroot, local directories). Without --listen
+    /// it listens where ssh reached the host. The stack lives as long as the ssh
     /// session: with --foreground until Ctrl-C; without, held by a process here until `stack
     /// down ID --host ...`; a lost session takes it down there within seconds (docs/hosts.md).
     #[arg(long, value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host)]
@@ -266,7 +266,10 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
         install_packages(stack, &knobs)?;
     }
     if args.session {
-        return session_up(lab, stack, &knobs);
+        // Without --listen, where the client's ssh reached this host: a URL it can use.
+        let reached = std::env::var("SSH_CONNECTION").ok();
+        let listen = args.listen.or(loadlab_remote::args::reached_at(reached.as_deref()));
+        return session_up(lab, stack, &Knobs { listen, ..knobs });
     }
     let control = signals::control()?;
     let cancel = || signals::interrupted(&control);
@@ -274,21 +277,8 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
     let _teardown = signals::Finishing::hold();
     let up = lab.up(stack, &knobs, &cancel).map_err(lab_failure)?;
     let mut record = up.record.clone();
-    if let Some(listen) = record.listen.as_ref().filter(|l| l.is_beyond_loopback()) {
-        // On stderr, so that --json stays one document; said whatever the output.
-        eprintln!(
-            "loadlab: {} is reachable from the network at {} (on {}): anyone who can reach it \
-             can read its pages, phpinfo() with this host's configuration among them",
-            record.id, record.url, listen.interface
-        );
-        if let (Some(shaping), Some(net)) = (&listen.shaping, &record.knobs.net) {
-            eprintln!(
-                "loadlab: --net {net} shapes what {} sends on {} (egress, its port only); \
-                 requests to it are not shaped",
-                record.id, shaping.interface
-            );
-        }
-    }
+    // On stderr, so that --json stays one document; said whatever the output.
+    eprint!("{}", exposure(&record));
     if !args.foreground {
         lab.detach(&mut record).map_err(lab_failure)?;
         print_up(&record, &up, &args)?;
@@ -316,6 +306,8 @@ fn session_up(lab: &Lab, stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> a
     let _teardown = signals::Finishing::hold();
     let up = lab.up(stack, knobs, &cancel).map_err(lab_failure)?;
     let id = up.record.id.clone();
+    // Through ssh to the user's terminal; a session whose stderr is gone goes on.
+    let _ = std::io::stderr().write_all(exposure(&up.record).as_bytes());
     let mut said = say(&Event::Up { instance: output::up_json(&up.record, &up) });
     // Samples for a runner here, on the 1 s grid the local sampler keeps.
     let mut samples = lab.targets(&id).map(session_samples);
@@ -360,6 +352,27 @@ fn install_packages(stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> anyhow
         .into());
     }
     Ok(())
+}
+
+/// The lines that say a stack listens beyond loopback (anyone who can reach it can read its
+/// pages), and how --net shapes it there; empty on loopback.
+fn exposure(record: &Record) -> String {
+    let Some(listen) = record.listen.as_ref().filter(|l| l.is_beyond_loopback()) else {
+        return String::new();
+    };
+    let mut said = format!(
+        "loadlab: {} is reachable from the network at {} (on {}): anyone who can reach it can \
+         read its pages, phpinfo() with this host's configuration among them\n",
+        record.id, record.url, listen.interface
+    );
+    if let (Some(shaping), Some(net)) = (&listen.shaping, &record.knobs.net) {
+        said.push_str(&format!(
+            "loadlab: --net {net} shapes what {} sends on {} (egress, its port only); requests \
+             to it are not shaped\n",
+            record.id, shaping.interface
+        ));
+    }
+    said
 }
 
 /// How often the remote end of a session samples its stack.

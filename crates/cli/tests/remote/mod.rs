@@ -1,6 +1,7 @@
 //! A lab host over ssh, on one machine: namespaces A and B made by the test (support::hosts),
 //! an sshd of the test's own in B (support::sshd), loadlab run in A with `--host
-//! ssh://root@B`. B starts without loadlab on its PATH: the binary is copied into the
+//! ssh://root@B`: the stack listens on B's address, where ssh reached B, and a bench from A
+//! gets answers. B starts without loadlab on its PATH: the binary is copied into the
 //! (test's) cache there once, then found. Every way a session can end takes the remote
 //! stack down and leaves nothing in B (no process but sshd's listener, no run directory, no
 //! record): `stack down --host`, the sshd child serving the session killed, the path cut, the
@@ -153,6 +154,28 @@ fn up_over_ssh_copies_the_binary_once_and_down_leaves_nothing_on_b() {
             .unwrap_or_default();
         assert!(kept.is_empty(), "A's state keeps {kept:?}");
     }
+}
+
+#[test]
+fn a_stack_on_b_listens_where_ssh_reached_it_and_a_bench_from_a_gets_answers() {
+    let Some((hosts, sshd)) = lab_hosts() else { return };
+    let (instance, said) = up_held(&sshd, &hosts);
+    let id = instance["id"].as_str().unwrap();
+    let url = instance["url"].as_str().unwrap();
+    assert!(url.starts_with(&format!("http://{}:", hosts.b.addr)), "{url} is not on B's address");
+    assert!(said.contains("reachable from the network"), "the exposure is said: {said}");
+    let bench_url = format!("{url}hello.txt");
+    let args = ["bench", &bench_url, "-n", "200", "-c", "4", "--expect-status", "200"];
+    let mut bench = sshd.loadlab_in(&hosts.a, &args);
+    bench.args(["--format", "json", "--quiet"]);
+    let out = output_within(bench, LIMIT);
+    assert_success(&out, &args);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("bench JSON");
+    assert_eq!(report["requests"]["completed"], 200, "{report:#}");
+    assert_eq!(report["requests"]["failed"], 0, "{report:#}");
+    let down = run(&sshd, &hosts, &["stack", "down", id, "--host", &sshd.url()]);
+    assert_success(&down, &["stack", "down"]);
+    assert_nothing_left(&sshd, &hosts, id, Duration::from_secs(5));
 }
 
 #[test]
