@@ -5,7 +5,9 @@
 //! or input; 3: the target could not be reached at all; 4: a package the command needs is not
 //! installed; 5: a stack did not start or did not verify; 6: this machine cannot do what was
 //! asked (a network profile without root or iproute2, or through netem on a kernel without it);
-//! 10: `merge` refused interval logs that cannot be added (settings or seconds differ); 99: the run finished but a `--slo` threshold failed, or `compare --fail-on-regression` found
+//! 7: a lab host cannot run this binary; 11: `merge` refused interval logs that cannot be added
+//! (settings or seconds differ); 99: the run finished but a `--slo` threshold failed, or
+//! `compare --fail-on-regression` found
 //! one (k6's code for a failed threshold, so a CI job can tell a regression from a broken run);
 //! 130: interrupted (Ctrl-C).
 
@@ -34,6 +36,12 @@ pub enum Failure {
     /// through netem on a kernel without it.
     #[error("{0}")]
     Unsupported(String),
+    /// A lab host cannot run this loadlab binary.
+    #[error("{0}")]
+    Incompatible(String),
+    /// A remote loadlab ended with this exit code (its message is on stderr already).
+    #[error("{0}")]
+    Remote(String, u8),
     /// `loadlab merge`: interval logs whose histogram settings differ or whose seconds do not
     /// line up.
     #[error("{0}")]
@@ -47,7 +55,8 @@ pub const UNREACHABLE: u8 = 3;
 pub const MISSING_PACKAGE: u8 = 4;
 pub const STACK_FAILED: u8 = 5;
 pub const UNSUPPORTED: u8 = 6;
-pub const UNMERGEABLE: u8 = 10;
+pub const INCOMPATIBLE: u8 = 7;
+pub const UNMERGEABLE: u8 = 11;
 pub const SLO_FAILED: u8 = 99;
 pub const INTERRUPTED: u8 = 130;
 
@@ -60,6 +69,8 @@ impl Failure {
             Failure::StackFailed(_) => STACK_FAILED,
             Failure::Interrupted(_) => INTERRUPTED,
             Failure::Unsupported(_) => UNSUPPORTED,
+            Failure::Incompatible(_) => INCOMPATIBLE,
+            Failure::Remote(_, code) => *code,
             Failure::Unmergeable(_) => UNMERGEABLE,
         }
     }
@@ -98,6 +109,21 @@ pub fn lab_failure(err: loadlab_lab::Error) -> anyhow::Error {
         | LabError::Processes(_) => Failure::StackFailed(message).into(),
         LabError::Interrupted => Failure::Interrupted(message).into(),
         LabError::NetUnavailable(_) => Failure::Unsupported(message).into(),
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// Errors on the way to a lab host: a bad `--host` is the user's, an ssh that cannot
+/// connect an unreachable target, a remote loadlab's failure keeps its own exit code.
+pub fn remote_failure(e: loadlab_remote::Error) -> anyhow::Error {
+    use loadlab_remote::Error as RemoteError;
+    let message = e.to_string();
+    match e {
+        RemoteError::BadHost(_) | RemoteError::BadSshCommand(_) => Failure::Usage(message).into(),
+        RemoteError::Ssh { .. } => Failure::Unreachable(message).into(),
+        RemoteError::Incompatible { .. } => Failure::Incompatible(message).into(),
+        RemoteError::Remote { code, .. } => Failure::Remote(message, code).into(),
+        RemoteError::Lab(e) => lab_failure(e),
         other => anyhow::Error::new(other),
     }
 }

@@ -27,6 +27,7 @@ mod help;
 mod load;
 mod merge;
 mod progress;
+mod remote;
 mod report_cmd;
 mod run;
 mod runs;
@@ -73,6 +74,9 @@ enum Command {
     Agents(agents_cmd::AgentsArgs),
     /// Agents' interval logs (--hdr-log) added into one result, exactly.
     Merge(merge::MergeArgs),
+    /// What a lab host's loadlab says of itself (`remote hello`), for `--host`.
+    #[command(hide = true, subcommand)]
+    Remote(remote::RemoteCommand),
     /// The delay-and-loss stage of a network profile's link, started by `stack up --net`.
     #[command(hide = true)]
     NetStage {
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Agents(args) => agents_cmd::run(args),
+        Command::Remote(command) => remote::run(command),
         Command::NetStage { args } => {
             return ExitCode::from(loadlab_lab::net::stage::main(&args) as u8);
         }

@@ -9,4 +9,6 @@ mod schema;
 mod lab;
 mod run;
 
+mod remote;
+
 mod docs;

@@ -113,7 +113,7 @@ fn logs_whose_seconds_do_not_line_up_are_refused_with_their_own_exit_code() {
     };
     let (a, late) = (log("a.hlog", "1700000000.000"), log("late.hlog", "1700000005.000"));
     let output = merge(&[a.to_str().unwrap(), late.to_str().unwrap()]);
-    assert_exit(&output, 10);
+    assert_exit(&output, 11);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("late.hlog") && stderr.contains("5.000 s apart"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
