@@ -29,7 +29,7 @@ pub struct MergeArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MergeFormat {
-    /// bench's latency table
+    /// The latency table bench prints
     Text,
     /// The merged figures, for scripts
     Json,
