@@ -105,8 +105,12 @@ pub fn up(lab: &Lab, up: Up) -> anyhow::Result<u8> {
     if up.hold.is_some() {
         holds.save(&up.host.file_tag(), &held).map_err(remote_failure)?;
     }
+    // As a local foreground stack: it goes down whatever happens to the output.
     let printed = print_up(&held, up.json, true);
-    let ended = hold_until_asked(&mut session, &cancel);
+    let ended = match &printed {
+        Ok(()) => hold_until_asked(&mut session, &cancel),
+        Err(_) => Ok(()),
+    };
     let _ = holds.forget(&up.host.file_tag(), &held.id);
     if let Some(log) = up.hold {
         let _ = std::fs::remove_file(log);
@@ -180,10 +184,20 @@ fn hand_over(lab: &Lab, ssh: &Ssh, host: &Host, json: bool) -> anyhow::Result<u8
     }
     owner.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(std::fs::File::create(&log)?);
     let mut child = owner.process_group(0).spawn()?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
+    let Some(line) = first_line(&mut child)? else {
+        // Ctrl-C before the stack was up: the owner goes, its ssh's input closes with it,
+        // and the remote takes down what it started.
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_file(&log);
+        return Err(Failure::Interrupted("interrupted before the stack was up".into()).into());
+    };
     match serde_json::from_str::<Value>(&line) {
         Ok(instance) => {
+            // What the remote said until now (that its stack is reachable from the network);
+            // then the log goes, so that a killed owner leaves no file (it writes on, unlinked).
+            eprint!("{}", std::fs::read_to_string(&log).unwrap_or_default());
+            let _ = std::fs::remove_file(&log);
             let held = held_record(host, instance)?;
             // The record names the owner, not this process, which ends now.
             let owner = procfs::identify(child.id() as i32).unwrap_or(held.owner);
@@ -201,11 +215,37 @@ fn hand_over(lab: &Lab, ssh: &Ssh, host: &Host, json: bool) -> anyhow::Result<u8
     }
 }
 
-/// `stack down ID --host H` (or an id only held stacks have): ends the owner's session,
-/// which takes the stack down there. `None` when no held stack has that id.
-pub fn down_held(lab: &Lab, id: &str, host: Option<&Host>) -> anyhow::Result<Option<u8>> {
+/// The owner's first line (empty if it ended without one), or `None` on Ctrl-C first: the
+/// owner is in a process group of its own, so the terminal's Ctrl-C reaches only this one.
+fn first_line(child: &mut std::process::Child) -> anyhow::Result<Option<String>> {
+    let stdout = child.stdout.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let control = signals::control()?;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) => return Ok(Some(line)),
+            Err(_) if signals::interrupted(&control) => return Ok(None),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(Some(String::new())),
+        }
+    }
+}
+
+/// `stack down ID --host H` (or an id only held stacks have; `None`: `--all`): ends the
+/// owners' sessions, which takes the stacks down there. `None` when no held stack matches.
+pub fn down_held(lab: &Lab, id: Option<&str>, host: Option<&Host>) -> anyhow::Result<Option<u8>> {
     let host_text = host.map(Host::to_string);
-    let found = Holds::new(lab.state()).find(id, host_text.as_deref()).map_err(remote_failure)?;
+    let holds = Holds::new(lab.state());
+    let found = match id {
+        Some(id) => holds.find(id, host_text.as_deref()),
+        None => holds.all(),
+    }
+    .map_err(remote_failure)?;
     if found.is_empty() {
         return Ok(None);
     }

@@ -69,7 +69,7 @@ enum StackCommand {
     Down {
         #[arg(required_unless_present = "all")]
         id: Option<String>,
-        /// Every instance in the state directory.
+        /// Every instance in the state directory, and every remote stack held from here.
         #[arg(long, conflicts_with = "id")]
         all: bool,
         /// An instance on that lab host: the one this machine holds a session of (`stack up
@@ -163,12 +163,17 @@ struct UpArgs {
     /// Start the stack on that lab host, through the system's ssh (your keys, agent,
     /// ~/.ssh/config; LOADLAB_SSH_COMMAND replaces `ssh`, as GIT_SSH_COMMAND does). The
     /// loadlab there is used when it is this version, else this binary is copied into a
-    /// cache there (refused on another architecture or an older glibc: exit 7). Without
-    /// --listen it listens where ssh reached the host. The stack lives as long as the ssh
+    /// cache there (refused on another architecture or an older glibc: exit 7). Every knob
+    /// goes through as typed (not --config or --docroot, local directories). Without --listen
+    /// it listens where ssh reached the host. The stack lives as long as the ssh
     /// session: with --foreground until Ctrl-C; without, held by a process here until `stack
     /// down ID --host ...`; a lost session takes it down there within seconds (docs/hosts.md).
     #[arg(long, value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host)]
     host: Option<Host>,
+    /// Install the stack's missing Debian packages first (apt-get, as root or with `sudo
+    /// -n`): with --host on that host, which is where the servers run.
+    #[arg(long)]
+    install_packages: bool,
     /// The remote end of a `--host` session: JSON lines on stdout, heartbeat on stdin.
     #[arg(long, hide = true)]
     session: bool,
@@ -257,8 +262,14 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
             .transpose()
             .map_err(|e| Failure::Usage(format!("--docroot: {e}")))?,
     };
+    if args.install_packages {
+        install_packages(stack, &knobs)?;
+    }
     if args.session {
-        return session_up(lab, stack, &knobs);
+        // Without --listen, where the client's ssh reached this host: a URL it can use.
+        let reached = std::env::var("SSH_CONNECTION").ok();
+        let listen = args.listen.or(loadlab_remote::args::reached_at(reached.as_deref()));
+        return session_up(lab, stack, &Knobs { listen, ..knobs });
     }
     let control = signals::control()?;
     let cancel = || signals::interrupted(&control);
@@ -266,21 +277,8 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
     let _teardown = signals::Finishing::hold();
     let up = lab.up(stack, &knobs, &cancel).map_err(lab_failure)?;
     let mut record = up.record.clone();
-    if let Some(listen) = record.listen.as_ref().filter(|l| l.is_beyond_loopback()) {
-        // On stderr, so that --json stays one document; said whatever the output.
-        eprintln!(
-            "loadlab: {} is reachable from the network at {} (on {}): anyone who can reach it \
-             can read its pages, phpinfo() with this host's configuration among them",
-            record.id, record.url, listen.interface
-        );
-        if let (Some(shaping), Some(net)) = (&listen.shaping, &record.knobs.net) {
-            eprintln!(
-                "loadlab: --net {net} shapes what {} sends on {} (egress, its port only); \
-                 requests to it are not shaped",
-                record.id, shaping.interface
-            );
-        }
-    }
+    // On stderr, so that --json stays one document; said whatever the output.
+    eprint!("{}", exposure(&record));
     if !args.foreground {
         lab.detach(&mut record).map_err(lab_failure)?;
         print_up(&record, &up, &args)?;
@@ -308,13 +306,20 @@ fn session_up(lab: &Lab, stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> a
     let _teardown = signals::Finishing::hold();
     let up = lab.up(stack, knobs, &cancel).map_err(lab_failure)?;
     let id = up.record.id.clone();
+    // Through ssh to the user's terminal; a session whose stderr is gone goes on.
+    let _ = std::io::stderr().write_all(exposure(&up.record).as_bytes());
     let mut said = say(&Event::Up { instance: output::up_json(&up.record, &up) });
     // Samples for a runner here, on the 1 s grid the local sampler keeps.
     let mut samples = lab.targets(&id).map(session_samples);
     let started = Instant::now();
     let mut next = Duration::ZERO;
-    while said.is_ok() && !cancel() && lab.record(&id).is_ok() {
+    while said.is_ok() && !cancel() {
         if started.elapsed() >= next {
+            // Taken down by `stack down ID` on this host: nothing is left to hold. Once a
+            // second, as the samples: the loop's 100 ms is for the heartbeat's answer.
+            if lab.record(&id).is_err() {
+                break;
+            }
             if let Ok(sample) = samples.as_mut().map(|take| take(started.elapsed())) {
                 said = sample.map_or(Ok(()), |sample| say(&Event::Sample { sample }));
             }
@@ -328,6 +333,46 @@ fn session_up(lab: &Lab, stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> a
     }
     let _ = say(&Event::Down { id });
     Ok(OK)
+}
+
+/// Installs what `stack` needs with these knobs and lacks, said on stderr.
+fn install_packages(stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> anyhow::Result<()> {
+    let missing = stack.missing_packages(knobs);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let _ = writeln!(std::io::stderr(), "loadlab: installing {}", missing.join(" "));
+    let status =
+        loadlab_remote::apt::install_command(&missing, loadlab_remote::apt::is_root()).status()?;
+    if !status.success() {
+        return Err(Failure::MissingPackage(format!(
+            "apt-get install {} failed ({status}; its output is above)",
+            missing.join(" ")
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// The lines that say a stack listens beyond loopback (anyone who can reach it can read its
+/// pages), and how --net shapes it there; empty on loopback.
+fn exposure(record: &Record) -> String {
+    let Some(listen) = record.listen.as_ref().filter(|l| l.is_beyond_loopback()) else {
+        return String::new();
+    };
+    let mut said = format!(
+        "loadlab: {} is reachable from the network at {} (on {}): anyone who can reach it can \
+         read its pages, phpinfo() with this host's configuration among them\n",
+        record.id, record.url, listen.interface
+    );
+    if let (Some(shaping), Some(net)) = (&listen.shaping, &record.knobs.net) {
+        said.push_str(&format!(
+            "loadlab: --net {net} shapes what {} sends on {} (egress, its port only); requests \
+             to it are not shaped\n",
+            record.id, shaping.interface
+        ));
+    }
+    said
 }
 
 /// How often the remote end of a session samples its stack.
@@ -458,16 +503,20 @@ fn show(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
 
 fn down(lab: &Lab, id: Option<String>, all: bool, host: Option<&Host>) -> anyhow::Result<u8> {
     if let (Some(id), Some(host)) = (&id, host) {
-        return match remote::down_held(lab, id, Some(host))? {
+        return match remote::down_held(lab, Some(id), Some(host))? {
             Some(code) => Ok(code),
             None => remote::pass_through(host),
         };
     }
     // An id of no local instance may be that of a remote stack held here.
     if let Some(id) = id.as_deref().filter(|id| !all && lab.record(id).is_err()) {
-        if let Some(code) = remote::down_held(lab, id, None)? {
+        if let Some(code) = remote::down_held(lab, Some(id), None)? {
             return Ok(code);
         }
+    }
+    if all {
+        // The remote stacks this machine holds sessions of are in its state directory too.
+        remote::down_held(lab, None, None)?;
     }
     let ids = if all {
         lab.down_all().map_err(lab_failure)?

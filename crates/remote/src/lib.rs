@@ -44,6 +44,7 @@
 //!
 //! Nothing here prints; errors are [`Error`]s that say which host and why.
 
+pub mod apt;
 pub mod args;
 mod error;
 pub mod held;

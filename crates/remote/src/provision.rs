@@ -162,9 +162,10 @@ fn version(text: &str) -> Vec<u32> {
     text.split('.').map(|p| p.parse().unwrap_or(0)).collect()
 }
 
-/// Finds or puts this binary on `host`; `note` hears of a copy (for stderr).
+/// Finds or puts this binary on `host`; `note` hears of a copy, once made (for stderr).
 pub fn ensure(ssh: &Ssh, host: &Host, local: &Local, note: &mut dyn FnMut(&str)) -> Result<Remote> {
-    let probe = finish(ssh.command(host, &probe_script(&local.tag)), Stdio::null(), host, LIMIT)?;
+    let probe =
+        finish(ssh.command(host, &in_sh(&probe_script(&local.tag))), Stdio::null(), host, LIMIT)?;
     let probe = parse_probe(&probe.stdout);
     let reason = match decide(&probe, &local.hello) {
         Ok(Some(remote)) => return Ok(remote),
@@ -175,12 +176,19 @@ pub fn ensure(ssh: &Ssh, host: &Host, local: &Local, note: &mut dyn FnMut(&str))
         },
         Err(reason) => return Err(Error::Incompatible { host: host.to_string(), reason }),
     };
+    let copied = copy(ssh, host, local)?;
+    let mb = std::fs::metadata(&local.exe).map_or(0, |m| m.len() >> 20);
     note(&format!(
-        "copying this loadlab {} to {host} ({reason}) into its cache {}",
-        local.hello.version,
-        cache_dir(&local.tag).replace(['"', '{', '}'], "").replace(":-$HOME/.cache", "")
+        "copied this loadlab {} ({mb} MB) to {host}, {}: {reason}",
+        local.hello.version, copied.program
     ));
-    copy(ssh, host, local)
+    Ok(copied)
+}
+
+/// `script` run by `sh`, whatever the remote user's login shell (fish, csh) makes of `;`,
+/// `$(...)` and `${X:-Y}`: it only has to pass three words on.
+fn in_sh(script: &str) -> String {
+    crate::ssh::command_line(&["sh", "-c", script])
 }
 
 /// Copies this binary into the remote's cache: a temporary name, then a rename.
@@ -193,7 +201,7 @@ fn copy(ssh: &Ssh, host: &Host, local: &Local) -> Result<Remote> {
     );
     let exe =
         std::fs::File::open(&local.exe).context(|| format!("reading {}", local.exe.display()))?;
-    let done = finish(ssh.command(host, &script), Stdio::from(exe), host, LIMIT)?;
+    let done = finish(ssh.command(host, &in_sh(&script)), Stdio::from(exe), host, LIMIT)?;
     let path = done.stdout.trim();
     if !done.status.success() || path.is_empty() {
         return Err(Error::Ssh {

@@ -213,3 +213,73 @@ fn beat(mut stdin: std::process::ChildStdin, stop: Receiver<()>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// An "ssh" that runs the remote command line here: the last argument, by `sh -c`.
+    fn fake_ssh(dir: &Path) -> Ssh {
+        let path = dir.join("fake-ssh");
+        std::fs::write(&path, "#!/bin/sh\nfor last; do :; done\nexec sh -c \"$last\"\n").unwrap();
+        let mut mode = std::fs::metadata(&path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+        std::fs::set_permissions(&path, mode).unwrap();
+        Ssh::parse(Some(&path.to_string_lossy())).unwrap()
+    }
+
+    /// A remote end as a script: says up, counts its input's lines until EOF into `count`,
+    /// says down.
+    fn remote(dir: &Path) -> String {
+        let path = dir.join("remote.sh");
+        let count = dir.join("count");
+        let up = Event::Up { instance: serde_json::json!({"id": "nginx-1", "url": "http://b/"}) };
+        let down = Event::Down { id: "nginx-1".into() };
+        let script = format!(
+            "#!/bin/sh\nprintf '%s' '{}'\nn=0\nwhile read l; do n=$((n+1)); done\necho $n > {}\n\
+             printf '%s' '{}'\n",
+            up.line(),
+            count.display(),
+            down.line()
+        );
+        std::fs::write(&path, script).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+
+    fn host() -> Host {
+        "ssh://root@b".parse().unwrap()
+    }
+
+    #[test]
+    fn the_instance_comes_heartbeats_go_and_close_waits_for_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = fake_ssh(dir.path());
+        let args = vec![remote(dir.path())];
+        let mut session = Session::start(&ssh, &host(), "sh", &args, Stdio::null()).unwrap();
+        let instance = session.wait_up(Duration::from_secs(10), &|| false).unwrap();
+        assert_eq!(instance["id"], "nginx-1");
+        std::thread::sleep(Duration::from_millis(2500));
+        assert!(session.close().unwrap(), "the remote said down");
+        let beats: u32 =
+            std::fs::read_to_string(dir.path().join("count")).unwrap().trim().parse().unwrap();
+        assert!((2..=4).contains(&beats), "{beats} heartbeats in 2.5 s");
+    }
+
+    #[test]
+    fn a_remote_failure_keeps_its_exit_code_and_ssh_s_own_is_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let ssh = fake_ssh(dir.path());
+        let fails = |code: &str| {
+            let args = vec!["-c".to_string(), format!("echo refused >&2; exit {code}")];
+            let mut session = Session::start(&ssh, &host(), "sh", &args, Stdio::null()).unwrap();
+            session.wait_up(Duration::from_secs(10), &|| false).unwrap_err()
+        };
+        assert!(matches!(fails("4"), Error::Remote { code: 4, .. }), "{}", fails("4"));
+        assert!(matches!(fails("255"), Error::Ssh { .. }), "{}", fails("255"));
+        let args = vec!["-c".to_string(), "echo Welcome".to_string()];
+        let mut session = Session::start(&ssh, &host(), "sh", &args, Stdio::null()).unwrap();
+        let garbage = session.wait_up(Duration::from_secs(10), &|| false).unwrap_err();
+        assert!(garbage.to_string().contains("\"Welcome\""), "{garbage}");
+    }
+}

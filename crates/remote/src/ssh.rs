@@ -22,7 +22,7 @@ impl Ssh {
         Ssh::parse(std::env::var(SSH_COMMAND_VAR).ok().as_deref())
     }
 
-    fn parse(var: Option<&str>) -> Result<Ssh> {
+    pub(crate) fn parse(var: Option<&str>) -> Result<Ssh> {
         let Some(text) = var.filter(|t| !t.trim().is_empty()) else {
             return Ok(Ssh { words: vec!["ssh".into()] });
         };

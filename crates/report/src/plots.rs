@@ -449,6 +449,16 @@ fn tier_legend<'a>(tiers: impl Iterator<Item = &'a str>, palette: &Palette) -> V
 /// One stack's tiers over the run: CPU (percent of one core: each sample's CPU time over its
 /// interval) and resident memory, with the whole machine's busy CPU for context.
 /// `None` when the stack has no samples.
+/// The cores a stack's tiers ran on, and where: its lab host's (the executor stores them with
+/// each cell), else this machine's.
+fn cores_of(run: &Run, cells: &[&CellRecord]) -> (u32, String) {
+    let knob = |k: &str| cells.first().and_then(|c| c.knobs.get(k));
+    match (knob("host_cpus").and_then(|v| v.as_u64()), knob("host")) {
+        (Some(n), Some(host)) => (n as u32, format!("on {}", host.as_str().unwrap_or("its host"))),
+        _ => (run.environment.cpu_count, "on this machine".to_string()),
+    }
+}
+
 fn resources(run: &Run, stack: &str, cells: &[&CellRecord], palette: &Palette) -> Option<Plot> {
     if cells.iter().all(|c| c.samples.is_empty()) {
         return None;
@@ -457,12 +467,7 @@ fn resources(run: &Run, stack: &str, cells: &[&CellRecord], palette: &Palette) -
         let start = c.started_at.duration_since(run.started_at).unwrap_or_default();
         (start.as_secs_f64() + t_ms as f64 / 1e3) / 60.0
     };
-    // A stack on a lab host ran on that host's cores (the executor stores them per cell).
-    let knob = |k: &str| cells.first().and_then(|c| c.knobs.get(k));
-    let (count, machine_name) = match (knob("host_cpus").and_then(|v| v.as_u64()), knob("host")) {
-        (Some(n), Some(host)) => (n as u32, format!("on {}", host.as_str().unwrap_or("its host"))),
-        _ => (run.environment.cpu_count, "on this machine".to_string()),
-    };
+    let (count, machine_name) = cores_of(run, cells);
     let cores = f64::from(count.max(1));
     let mut cpu: BTreeMap<&str, Line> = BTreeMap::new();
     let mut rss: BTreeMap<&str, Line> = BTreeMap::new();

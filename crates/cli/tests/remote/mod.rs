@@ -1,6 +1,7 @@
 //! A lab host over ssh, on one machine: namespaces A and B made by the test (support::hosts),
 //! an sshd of the test's own in B (support::sshd), loadlab run in A with `--host
-//! ssh://root@B`. B starts without loadlab on its PATH: the binary is copied into the
+//! ssh://root@B`: the stack listens on B's address, where ssh reached B, and a bench from A
+//! gets answers. B starts without loadlab on its PATH: the binary is copied into the
 //! (test's) cache there once, then found. Every way a session can end takes the remote
 //! stack down and leaves nothing in B (no process but sshd's listener, no run directory, no
 //! record): `stack down --host`, the sshd child serving the session killed, the path cut, the
@@ -118,10 +119,10 @@ fn assert_left_only(
 #[test]
 fn up_over_ssh_copies_the_binary_once_and_down_leaves_nothing_on_b() {
     let Some((hosts, sshd)) = lab_hosts() else { return };
-    for round in 0..2 {
+    for round in 0..3 {
         let (instance, said) = up_held(&sshd, &hosts);
         let id = instance["id"].as_str().unwrap().to_string();
-        let copied = said.contains("copying this loadlab");
+        let copied = said.contains("copied this loadlab");
         assert_eq!(copied, round == 0, "round {round} said: {said}");
         let cached: Vec<_> = std::fs::read_dir(sshd.remote_cache()).expect("B's cache").collect();
         assert_eq!(cached.len(), 1, "one cached build in B");
@@ -135,11 +136,13 @@ fn up_over_ssh_copies_the_binary_once_and_down_leaves_nothing_on_b() {
             (held[0]["id"].as_str(), held[0]["host"].as_str()),
             (Some(&*id), Some(&*sshd.url()))
         );
-        // With --host the first time; by its id alone (only a held stack has it) the second.
+        // With --host; by its id alone (only a held stack has it); by --all, which ends held
+        // sessions too.
         let url = sshd.url();
         let args: Vec<&str> = match round {
             0 => vec!["stack", "down", &id, "--host", &url],
-            _ => vec!["stack", "down", &id],
+            1 => vec!["stack", "down", &id],
+            _ => vec!["stack", "down", "--all"],
         };
         let out = run(&sshd, &hosts, &args);
         assert_success(&out, &args);
@@ -147,7 +150,33 @@ fn up_over_ssh_copies_the_binary_once_and_down_leaves_nothing_on_b() {
         // The session ended in order: the stack is already gone when `down` returns.
         assert_nothing_left(&sshd, &hosts, &id, Duration::from_secs(5));
         assert!(held_in_a(&sshd, &hosts).is_empty());
+        let kept: Vec<_> = std::fs::read_dir(sshd.local_state().join("remote"))
+            .map(|d| d.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(kept.is_empty(), "A's state keeps {kept:?}");
     }
+}
+
+#[test]
+fn a_stack_on_b_listens_where_ssh_reached_it_and_a_bench_from_a_gets_answers() {
+    let Some((hosts, sshd)) = lab_hosts() else { return };
+    let (instance, said) = up_held(&sshd, &hosts);
+    let id = instance["id"].as_str().unwrap();
+    let url = instance["url"].as_str().unwrap();
+    assert!(url.starts_with(&format!("http://{}:", hosts.b.addr)), "{url} is not on B's address");
+    assert!(said.contains("reachable from the network"), "the exposure is said: {said}");
+    let bench_url = format!("{url}hello.txt");
+    let args = ["bench", &bench_url, "-n", "200", "-c", "4", "--expect-status", "200"];
+    let mut bench = sshd.loadlab_in(&hosts.a, &args);
+    bench.args(["--format", "json", "--quiet"]);
+    let out = output_within(bench, LIMIT);
+    assert_success(&out, &args);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("bench JSON");
+    assert_eq!(report["requests"]["completed"], 200, "{report:#}");
+    assert_eq!(report["requests"]["failed"], 0, "{report:#}");
+    let down = run(&sshd, &hosts, &["stack", "down", id, "--host", &sshd.url()]);
+    assert_success(&down, &["stack", "down"]);
+    assert_nothing_left(&sshd, &hosts, id, Duration::from_secs(5));
 }
 
 #[test]
@@ -231,17 +260,23 @@ fn other_commands_run_there_and_keep_their_exit_codes() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no-such-stack"));
     let gone = run(&sshd, &hosts, &["stack", "show", "nginx-99", "--host", &url]);
     assert_eq!(gone.status.code(), Some(2), "no such instance there");
-    let down = run(&sshd, &hosts, &["stack", "down", id, "--host", &url]);
-    assert_success(&down, &["stack", "down"]);
-    assert_nothing_left(&sshd, &hosts, id, Duration::from_secs(5));
+    // Taken down on B by B's own loadlab: the session there sees its record gone and ends,
+    // and so does the owner in A.
+    let mut down = crate::support::loadlab();
+    down.args(["stack", "down", id]).env("LOADLAB_STATE_DIR", sshd.remote_state());
+    let down = output_within(hosts.b.within(&down), LIMIT);
+    assert_success(&down, &["stack", "down", "(in B)"]);
+    assert_nothing_left(&sshd, &hosts, id, Duration::from_secs(10));
+    assert!(wait_until(GONE_WITHIN, || held_in_a(&sshd, &hosts).is_empty()), "owner in A kept");
 }
 
 #[test]
 fn ctrl_c_of_a_foreground_session_takes_it_down_in_order() {
     let Some((hosts, sshd)) = lab_hosts() else { return };
     let url = sshd.url();
-    let mut command =
-        sshd.loadlab_in(&hosts.a, &["stack", "up", "nginx", "--host", &url, "--foreground"]);
+    // --install-packages goes through; nginx's packages are all there, so nothing is installed.
+    let up = ["stack", "up", "nginx", "--host", &url, "--foreground", "--install-packages"];
+    let mut command = sshd.loadlab_in(&hosts.a, &up);
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = command.spawn().expect("start loadlab in A");
     let stderr = drain(child.stderr.take().unwrap());
@@ -259,7 +294,9 @@ fn ctrl_c_of_a_foreground_session_takes_it_down_in_order() {
     let ended = wait_until(Duration::from_secs(30), || child.try_wait().unwrap().is_some());
     assert!(ended, "loadlab did not end after Ctrl-C");
     let status = child.wait().unwrap();
-    assert!(status.success(), "{status}: {}", String::from_utf8_lossy(&stderr.join().unwrap()));
+    let said = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+    assert!(status.success(), "{status}: {said}");
+    assert!(!said.contains("installing"), "nothing was missing: {said}");
     // The session was closed in order: the stack is gone when loadlab has ended.
     assert_nothing_left(&sshd, &hosts, id, Duration::from_secs(3));
 }

@@ -36,6 +36,8 @@ fn session() -> Option<(TestLab, std::process::Child, ChildStdin, mpsc::Receiver
     }
     let lab = TestLab::new();
     let mut command = lab.command(&["stack", "up", "nginx", "--foreground", "--session"]);
+    // Not in an ssh session here: it stays on loopback even when the tests run under ssh.
+    command.env_remove("SSH_CONNECTION");
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = command.spawn().expect("start loadlab");
     let stdin = child.stdin.take().unwrap();
