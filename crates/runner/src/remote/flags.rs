@@ -3,14 +3,9 @@
 
 use loadlab_lab::{Knobs, OnOff, Stack};
 
-/// `NAME --flag value...` for `stack up` on another host, listening on `listen` (the address
-/// the client reaches that host at) unless the knobs say where; an error names a knob that
-/// cannot go there (a directory of this machine's).
-pub fn up_words(
-    stack: &Stack,
-    knobs: &Knobs,
-    listen: Option<std::net::IpAddr>,
-) -> Result<Vec<String>, String> {
+/// `NAME --flag value...` for `stack up` on another host; an error names a knob that cannot go
+/// there (a directory of this machine's).
+pub fn up_words(stack: &Stack, knobs: &Knobs) -> Result<Vec<String>, String> {
     if knobs.config.is_some() || knobs.docroot.is_some() {
         return Err(format!(
             "{}: config and docroot name directories of this machine, which a stack on \
@@ -27,7 +22,7 @@ pub fn up_words(
     if let Some(port) = knobs.port {
         flag("port", port.to_string());
     }
-    if let Some(addr) = knobs.listen.or(listen) {
+    if let Some(addr) = knobs.listen {
         flag("listen", addr.to_string());
     }
     flag("keepalive", on_off(knobs.keepalive));
@@ -77,10 +72,9 @@ mod tests {
             net: Some("lan-100mbit".into()),
             ..Knobs::default()
         };
-        let words = up_words(stack, &knobs, "10.215.0.2".parse().ok()).unwrap().join(" ");
+        let words = up_words(stack, &knobs).unwrap().join(" ");
         for expected in [
             "nginx-fpm ",
-            "--listen 10.215.0.2",
             "--workers 2",
             "--php-workers 7",
             "--keepalive-timeout 15s",
@@ -92,9 +86,10 @@ mod tests {
         }
         let mut own = knobs.clone();
         own.listen = "0.0.0.0".parse().ok();
-        assert!(up_words(stack, &own, None).unwrap().join(" ").contains("--listen 0.0.0.0"));
+        assert!(up_words(stack, &own).unwrap().join(" ").contains("--listen 0.0.0.0"));
+        assert!(!words.contains("--listen"), "the remote's default: where ssh reached it");
         own.docroot = Some("/srv/site".into());
-        let e = up_words(stack, &own, None).unwrap_err();
+        let e = up_words(stack, &own).unwrap_err();
         assert!(e.contains("cannot read"), "{e}");
     }
 }

@@ -10,7 +10,6 @@ mod flags;
 pub mod machine;
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::process::Stdio;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -168,11 +167,9 @@ impl RemoteStacks {
         let host: Host = host.parse().map_err(remote_error)?;
         let ssh = Ssh::from_env().map_err(remote_error)?;
         let program = self.program(&ssh, &host).map_err(remote_error)?;
-        // Where the client reaches it: the host's address when the URL gives one. A name
-        // is left to the remote's own default (the address ssh reached it at).
-        let listen = host.host.parse::<IpAddr>().ok();
-        let words =
-            flags::up_words(lab.stack, &lab.knobs, listen).map_err(loadlab_lab::Error::BadKnob)?;
+        // Without a `listen` knob the remote end listens where ssh reached it, which is
+        // where this client reaches it too.
+        let words = flags::up_words(lab.stack, &lab.knobs).map_err(loadlab_lab::Error::BadKnob)?;
         let args =
             loadlab_remote::args::remote_up_args(&words).map_err(loadlab_lab::Error::BadKnob)?;
         let mut session =
