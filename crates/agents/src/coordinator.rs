@@ -180,6 +180,8 @@ impl Coordinator {
         let done = Arc::new(AtomicBool::new(false));
         let writers: Vec<TcpStream> =
             self.members.iter().filter_map(|m| m.stream.try_clone().ok()).collect();
+        let sockets: Vec<TcpStream> =
+            self.members.iter().filter_map(|m| m.stream.try_clone().ok()).collect();
         let mut threads = Vec::new();
         for (slot, m) in self.members.into_iter().enumerate() {
             let (state, done) = (state.clone(), done.clone());
@@ -190,7 +192,7 @@ impl Coordinator {
         let (token, d) = (self.plan.token.clone(), done.clone());
         let listener = self.listener;
         threads.push(std::thread::spawn(move || refuse_late(&listener, &token, &d)));
-        Watch { state, done, threads }
+        Watch { state, done, threads, sockets, start }
     }
 }
 
@@ -242,6 +244,9 @@ pub struct Watch {
     state: Shared,
     done: Arc<AtomicBool>,
     threads: Vec<JoinHandle<Option<Lost>>>,
+    /// The agents' connections, shut down at the end so that no reader stays blocked.
+    sockets: Vec<TcpStream>,
+    start: u64,
 }
 
 impl Watch {
@@ -265,8 +270,17 @@ impl Watch {
             std::thread::sleep(Duration::from_millis(20));
         }
         self.done.store(true, Ordering::Relaxed);
+        for s in &self.sockets {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
         let lost = self.threads.into_iter().filter_map(|t| t.join().ok().flatten()).next();
         let seen = std::mem::take(&mut *self.state.lock().unwrap_or_else(|e| e.into_inner()));
+        // An agent whose connection ended just before the monitor's next look is lost all
+        // the same: never a silent partial result.
+        let second = clock::now_ns().saturating_sub(self.start) / 1_000_000_000;
+        let lost = lost.or_else(|| {
+            seen.iter().find(|s| s.part.is_none()).map(|s| Lost { index: s.index, second })
+        });
         (seen, lost)
     }
 }

@@ -108,7 +108,9 @@ impl Member {
             }
         });
         let mut reader = self.stream.try_clone().map_err(io("starting"))?;
-        let _ = reader.set_read_timeout(Some(Duration::from_millis(250)));
+        // Blocking reads: a timeout could cut a message in two. `end` shuts the reading side
+        // down to end the last one.
+        let _ = reader.set_read_timeout(None);
         let (c, d) = (control, done.clone());
         let stops = std::thread::spawn(move || listen(&mut reader, &c, &d));
         Ok(Running {
@@ -145,14 +147,10 @@ fn listen(reader: &mut TcpStream, control: &Control, done: &AtomicBool) -> Optio
                 return Some(reason);
             }
             Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => {
+            Err(_) if done.load(Ordering::Relaxed) => return None,
+            Err(e) => {
                 control.request_stop();
-                return Some("agent 0 was lost".into());
+                return Some(format!("agent 0 was lost: {e}"));
             }
         }
     }
@@ -178,6 +176,7 @@ impl Running {
     /// Sends the measurements; returns why agent 0 stopped the run early, if it did.
     pub fn end(mut self, part: Part, late_ns: u64) -> Result<Option<String>, AgentsError> {
         self.done.store(true, Ordering::Relaxed);
+        let _ = self.stream.shutdown(std::net::Shutdown::Read);
         for t in self.threads {
             let _ = t.join();
         }

@@ -24,8 +24,10 @@ use serde::{Deserialize, Serialize};
 pub struct Hist {
     v2: Vec<u8>,
     count: u64,
-    sum: u128,
-    sum_sq: u128,
+    /// The exact sums as (high, low) 64-bit halves: serde's internally tagged messages
+    /// (`wire::Msg`) cannot carry a u128.
+    sum: (u64, u64),
+    sum_sq: (u64, u64),
     min: u64,
     max: u64,
 }
@@ -37,15 +39,24 @@ impl Hist {
         // loadlab's u64 histograms are not; an empty encoding would then fail to decode.
         let _ = V2Serializer::new().serialize(r.histogram(), &mut v2);
         let t = r.totals();
-        Hist { v2, count: t.count, sum: t.sum, sum_sq: t.sum_sq, min: t.min, max: t.max }
+        let halves = |v: u128| ((v >> 64) as u64, v as u64);
+        Hist {
+            v2,
+            count: t.count,
+            sum: halves(t.sum),
+            sum_sq: halves(t.sum_sq),
+            min: t.min,
+            max: t.max,
+        }
     }
 
     fn recorder(&self) -> Result<Recorder, String> {
         let hist = decode(&self.v2)?;
+        let whole = |(hi, lo): (u64, u64)| (u128::from(hi) << 64) | u128::from(lo);
         let totals = Totals {
             count: self.count,
-            sum: self.sum,
-            sum_sq: self.sum_sq,
+            sum: whole(self.sum),
+            sum_sq: whole(self.sum_sq),
             min: self.min,
             max: self.max,
         };
@@ -71,7 +82,8 @@ pub struct Part {
     status: Vec<(u16, u64)>,
     /// Failures by class name, and the detail maps of classes `other`, `tls`, `h2_*`.
     errors: Vec<(String, u64)>,
-    other_errno: BTreeMap<i32, u64>,
+    /// (errno, count): a list, as a map's integer keys do not survive the tagged message.
+    other_errno: Vec<(i32, u64)>,
     tls_reasons: BTreeMap<String, u64>,
     h2_reasons: BTreeMap<String, u64>,
     /// The timings' recorders (connect, waiting, processing, total, corrected, late, tls) and
@@ -85,12 +97,25 @@ pub struct Part {
     pub intervals: Vec<(Option<String>, Vec<Seconds>)>,
     /// The agent's own bytes sent (the result's, beside the tally's).
     bytes_sent: u64,
+    /// The agent's own latency percentiles and trust flags, for its row of the report (the
+    /// merged figures come from the histograms, never from these).
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub flags: Vec<String>,
+    /// The agent's connections open at once at most, and the most it could open: the
+    /// merged test's are the sums.
+    peak_open: usize,
+    pool: usize,
+    /// The agent's measured time: the test's is the longest (the agents started together).
+    duration_ns: u64,
 }
 
 impl Part {
     /// The measurements of an agent's finished run.
     pub fn of(result: &BenchResult) -> Part {
         let mut part = Part::of_tally(&result.tally, result.bytes_sent);
+        (part.peak_open, part.pool) = (result.peak_open, result.pool);
+        part.duration_ns = result.duration.as_nanos() as u64;
         part.intervals = result.hdr_log.as_ref().map_or_else(Vec::new, |log| {
             log.latencies.iter().map(|l| (l.tag.map(str::to_string), l.workers.clone())).collect()
         });
@@ -126,7 +151,7 @@ impl Part {
                 .filter(|(_, n)| *n > 0)
                 .map(|(c, n)| (c.name().to_string(), n))
                 .collect(),
-            other_errno: t.errors.other_errno.clone(),
+            other_errno: t.errors.other_errno.iter().map(|(e, n)| (*e, *n)).collect(),
             tls_reasons: t.errors.tls_reasons.clone(),
             h2_reasons: t.errors.h2_reasons.clone(),
             timings: recorders.iter().map(|r| Hist::of(r)).collect(),
@@ -135,6 +160,12 @@ impl Part {
             series: t.series.buckets().iter().map(|b| (b.completed, b.failed, b.bytes)).collect(),
             intervals: Vec::new(),
             bytes_sent,
+            p50_us: 0,
+            p99_us: 0,
+            peak_open: 0,
+            pool: 0,
+            duration_ns: 0,
+            flags: Vec::new(),
         }
     }
 
@@ -205,6 +236,9 @@ impl Part {
 pub fn merge_into(result: &mut BenchResult, part: &Part) -> Result<(), String> {
     result.tally.merge(&part.tally()?);
     result.bytes_sent += part.bytes_sent;
+    result.peak_open += part.peak_open;
+    result.pool += part.pool;
+    result.duration = result.duration.max(std::time::Duration::from_nanos(part.duration_ns));
     if let Some(log) = result.hdr_log.as_mut() {
         for (tag, workers) in &part.intervals {
             let mine = log.latencies.iter_mut().find(|l| l.tag.map(str::to_string) == *tag);
@@ -250,8 +284,14 @@ mod tests {
         agents[1].errors.add(ErrorClass::Other, Some(104));
         agents[1].failed = 1;
         let [mut zero, other] = agents;
-        let sent = serde_json::to_vec(&Part::of_tally(&other, 7)).unwrap();
-        let part: Part = serde_json::from_slice(&sent).unwrap();
+        // Through the wire, as a message: the framing and the tagged enum included.
+        let mut sent = Vec::new();
+        let done = crate::wire::Msg::Done { part: Box::new(Part::of_tally(&other, 7)), late_ns: 3 };
+        crate::wire::send(&mut sent, &done).unwrap();
+        let crate::wire::Msg::Done { part, .. } = crate::wire::recv(&mut sent.as_slice()).unwrap()
+        else {
+            panic!("not the measurements")
+        };
         zero.merge(&part.tally().unwrap());
         let merged = &zero.timings.total;
         let buckets = |r: &Recorder| -> Vec<(u64, u64)> {

@@ -5,6 +5,10 @@
 //! or input; 3: the target could not be reached at all; 4: a package the command needs is not
 //! installed; 5: a stack did not start or did not verify; 6: this machine cannot do what was
 //! asked (a network profile without root or iproute2, or through netem on a kernel without it);
+//! 7: `--agents`: not every agent was ready within `--rendezvous-timeout` (the missing are
+//! named); 8: `--agents`: an agent was lost during the run (the partial result is printed);
+//! 9: `--agents`: this agent was refused by agent 0 (late, its secret not agent 0's, or its
+//! index taken);
 //! 99: the run finished but a `--slo` threshold failed, or `compare --fail-on-regression` found
 //! one (k6's code for a failed threshold, so a CI job can tell a regression from a broken run);
 //! 130: interrupted (Ctrl-C).
@@ -34,6 +38,12 @@ pub enum Failure {
     /// through netem on a kernel without it.
     #[error("{0}")]
     Unsupported(String),
+    /// `--agents`: the agents did not all meet within `--rendezvous-timeout`.
+    #[error("{0}")]
+    Rendezvous(String),
+    /// `--agents`: agent 0 refused or dropped this agent.
+    #[error("{0}")]
+    Refused(String),
 }
 
 pub const OK: u8 = 0;
@@ -43,6 +53,9 @@ pub const UNREACHABLE: u8 = 3;
 pub const MISSING_PACKAGE: u8 = 4;
 pub const STACK_FAILED: u8 = 5;
 pub const UNSUPPORTED: u8 = 6;
+pub const RENDEZVOUS: u8 = 7;
+pub const AGENT_LOST: u8 = 8;
+pub const REFUSED: u8 = 9;
 pub const SLO_FAILED: u8 = 99;
 pub const INTERRUPTED: u8 = 130;
 
@@ -55,6 +68,8 @@ impl Failure {
             Failure::StackFailed(_) => STACK_FAILED,
             Failure::Interrupted(_) => INTERRUPTED,
             Failure::Unsupported(_) => UNSUPPORTED,
+            Failure::Rendezvous(_) => RENDEZVOUS,
+            Failure::Refused(_) => REFUSED,
         }
     }
 }

@@ -390,6 +390,14 @@ impl EngineMeasure {
     }
 }
 
+impl EngineMeasure {
+    /// What stops the runs of this measure (Ctrl-C, or agent 0 for `--agents`), and their
+    /// counters.
+    pub fn control(&self) -> Arc<Control> {
+        self.control.clone()
+    }
+}
+
 impl loadlab_runner::Measure for EngineMeasure {
     fn measure(
         &mut self,
