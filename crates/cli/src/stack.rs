@@ -69,9 +69,16 @@ enum StackCommand {
 struct UpArgs {
     /// The stack (see `loadlab stack list`).
     name: String,
-    /// The front tier's port on 127.0.0.1 (default: a free one).
+    /// The front tier's port (default: a free one).
     #[arg(long)]
     port: Option<u16>,
+    /// Bind the front tier to ADDR, an address of this host, 0.0.0.0 or :: (default
+    /// 127.0.0.1), so that clients on other hosts reach it; every tier behind it stays on
+    /// loopback or unix sockets. The URL is ADDR, or for 0.0.0.0 and :: this host's primary
+    /// address (its default route's source). With --net the profile shapes what the stack
+    /// sends on ADDR's interface (egress only, its port only; docs/lab.md).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::IpAddr>,
     /// HTTP keep-alive or a closed connection after each response.
     #[arg(long, default_value = "on", value_name = "on|off")]
     keepalive: OnOff,
@@ -106,9 +113,12 @@ struct UpArgs {
     /// Pin every process of the stack to these CPUs (0 or 0,2-3).
     #[arg(long, value_name = "LIST")]
     cpus: Option<CpuList>,
-    /// Run the stack behind a network link, in a namespace of its own (docs/lab.md).
+    /// Run the stack behind a network link, in a namespace of its own; with --listen, its
+    /// responses shaped on ADDR's interface (docs/lab.md).
     #[arg(long, value_name = "PROFILE", long_help = crate::help::net_profiles(
-        "Run the stack behind a network link, in a namespace of its own joined by a veth pair"
+        "Run the stack behind a network link (in a namespace of its own joined by a veth \
+         pair; with --listen no namespace: what the stack sends on ADDR's interface is shaped, \
+         its port only, and requests are not)"
     ))]
     net: Option<String>,
     /// HTTPS on the front tier (nginx ssl, Apache mod_ssl, hitch in front of Varnish), with a
@@ -165,6 +175,7 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
     let stack = loadlab_lab::stack(&args.name).map_err(lab_failure)?;
     let knobs = Knobs {
         port: args.port,
+        listen: args.listen,
         keepalive: args.keepalive,
         keepalive_timeout: args.keepalive_timeout,
         keepalive_requests: args.keepalive_requests,
@@ -197,6 +208,21 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
     let _teardown = signals::Finishing::hold();
     let up = lab.up(stack, &knobs, &cancel).map_err(lab_failure)?;
     let mut record = up.record.clone();
+    if let Some(listen) = record.listen.as_ref().filter(|l| l.is_beyond_loopback()) {
+        // On stderr, so that --json stays one document; said whatever the output.
+        eprintln!(
+            "loadlab: {} is reachable from the network at {} (on {}): anyone who can reach it \
+             can read its pages, phpinfo() with this host's configuration among them",
+            record.id, record.url, listen.interface
+        );
+        if let (Some(shaping), Some(net)) = (&listen.shaping, &record.knobs.net) {
+            eprintln!(
+                "loadlab: --net {net} shapes what {} sends on {} (egress, its port only); \
+                 requests to it are not shaped",
+                record.id, shaping.interface
+            );
+        }
+    }
     if !args.foreground {
         lab.detach(&mut record).map_err(lab_failure)?;
         print_up(&record, &up, &args)?;

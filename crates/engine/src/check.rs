@@ -1,8 +1,14 @@
 //! Response validation (`--expect-*`): status sets, body digests and substrings, checked as the
-//! body streams past, without storing it.
+//! body streams past, without storing it; and the one verdict on a whole answer
+//! ([`Validation::verify`]) that every verify gives, the lab's on its stacks and the runner's
+//! on external targets and custom workloads, so a wrong answer reads the same from either.
 
 use memchr::memmem;
 use sha2::{Digest, Sha256};
+
+/// The largest body a verify reads whole, kept by the load ([`Validation::keep_answer`]) or read
+/// by the blocking client ([`crate::client`]): the biggest page a verifier fetches is a few MB.
+pub const MAX_BODY: usize = 64 << 20;
 
 /// What a valid response looks like. Empty means every complete response is valid.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -11,6 +17,36 @@ pub struct Validation {
     pub status: Vec<(u16, u16)>,
     pub body_sha256: Option<[u8; 32]>,
     pub body_contains: Option<Vec<u8>>,
+    /// Verify only: every string a whole answer must hold, and then never `<?php` (markers
+    /// are what only executed PHP produces, so source served as text is told apart). The
+    /// load looks for one substring per response ([`Validation::body_contains`]); a verify,
+    /// which reads one answer whole, for each of these.
+    pub markers: Vec<Vec<u8>>,
+    /// Verify only: the product the answer's `Server` header must name at its start
+    /// (`nginx`, `Apache`), compared without regard to case.
+    pub server: Option<String>,
+    /// Verify only: the load keeps the first answer it judges whole (its body up to
+    /// [`MAX_BODY`]) in [`crate::result::Tally::answer`], so the answer is
+    /// given to [`Validation::verify`] as the lab's client gives it one. Never for load: the
+    /// body is copied as it arrives.
+    pub keep_answer: bool,
+}
+
+/// One whole answer, as a verify judges it: from the lab's blocking client, or kept by the load
+/// from a run of one request ([`Validation::keep_answer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answer<'a> {
+    pub status: u16,
+    /// Its `Server` header, if it had one.
+    pub server: Option<&'a str>,
+    pub body: &'a [u8],
+}
+
+/// The first answer a run of [`Validation::keep_answer`] judged, its headers aside.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptAnswer {
+    pub status: u16,
+    pub body: Vec<u8>,
 }
 
 /// Why a complete response failed validation.
@@ -64,6 +100,8 @@ impl Validation {
         Ok(out)
     }
 
+    /// Whether the load checks nothing ([`Validation::markers`] and [`Validation::server`]
+    /// are a verify's alone).
     pub fn is_empty(&self) -> bool {
         self.status.is_empty() && self.body_sha256.is_none() && self.body_contains.is_none()
     }
@@ -88,7 +126,7 @@ impl Validation {
     }
 
     /// What was wrong with an answer of `status` and `bytes` body bytes that failed this
-    /// validation. `mismatch` is known when the whole answer was judged ([`Validation::judge`]);
+    /// validation. `mismatch` is known when the whole answer was judged ([`Validation::verify`]);
     /// a load's tally counts failures, not their reasons, so without it the body checks it
     /// could have failed are named together.
     pub fn explain(&self, mismatch: Option<Mismatch>, status: u16, bytes: u64) -> String {
@@ -108,11 +146,46 @@ impl Validation {
         }
     }
 
+    /// Whether `answer` is the one expected, judged whole: its status, the server that sent
+    /// it, then the check each response of the load meets ([`BodyCheck`]), then every
+    /// marker. What it was (`status 200, 13 body bytes, Server nginx/1.22`), or what was
+    /// wrong with it. The lab's verify and the runner's give their answers to this function
+    /// alone, so the same wrong answer reads the same whichever found it.
+    pub fn verify(&self, answer: &Answer<'_>) -> Result<String, String> {
+        let Answer { status, server, body } = *answer;
+        if !self.status_ok(status) {
+            // A wrong status is said first, with how the body starts.
+            self.judge(status, body)?;
+        }
+        if let Some(name) = &self.server {
+            let (name_bytes, n) = (name.as_bytes(), name.len());
+            let named = server.is_some_and(|s| {
+                s.len() >= n && s.as_bytes()[..n].eq_ignore_ascii_case(name_bytes)
+            });
+            if !named {
+                return Err(format!("not from {name}: Server {:?}", server.unwrap_or_default()));
+            }
+        }
+        if !self.markers.is_empty() && memmem::find(body, b"<?php").is_some() {
+            return Err("PHP source was served instead of being executed".into());
+        }
+        self.judge(status, body)?;
+        if let Some(marker) = self.markers.iter().find(|m| memmem::find(body, m).is_none()) {
+            return Err(format!(
+                "the body ({} bytes, status {status}) lacks {:?}",
+                body.len(),
+                String::from_utf8_lossy(marker)
+            ));
+        }
+        let server = server.map_or(String::new(), |s| format!(", Server {s}"));
+        Ok(format!("status {status}, {} body bytes{server}", body.len()))
+    }
+
     /// Judges a whole answer already read by the check the load streams each body through, so
     /// that a verify and the cells after it accept the same answers. A wrong status says how
     /// the body starts (an error page names its server); a wrong digest, the one received.
-    pub fn judge(&self, status: u16, body: &[u8]) -> Result<(), String> {
-        let mut check = BodyCheck::new(self);
+    fn judge(&self, status: u16, body: &[u8]) -> Result<(), String> {
+        let mut check = BodyCheck::new(&Validation { keep_answer: false, ..self.clone() });
         check.update(body);
         let Some(mismatch) = check.finish(self, status) else { return Ok(()) };
         let bytes = body.len() as u64;
@@ -144,6 +217,8 @@ pub struct BodyCheck {
     found: bool,
     /// The last `pattern.len() - 1` body bytes, so a match across two reads is seen.
     tail: Vec<u8>,
+    /// [`Validation::keep_answer`]: the body so far, up to [`MAX_BODY`].
+    kept: Option<Vec<u8>>,
 }
 
 impl BodyCheck {
@@ -155,6 +230,7 @@ impl BodyCheck {
             finder,
             found: false,
             tail: Vec::with_capacity(cap),
+            kept: v.keep_answer.then(Vec::new),
         }
     }
 
@@ -164,15 +240,27 @@ impl BodyCheck {
         }
         self.found = false;
         self.tail.clear();
+        if let Some(kept) = self.kept.as_mut() {
+            kept.clear();
+        }
     }
 
     /// Whether body bytes need to be seen at all.
     pub fn wants_body(&self) -> bool {
-        self.sha.is_some() || self.finder.is_some()
+        self.sha.is_some() || self.finder.is_some() || self.kept.is_some()
+    }
+
+    /// [`Validation::keep_answer`]: the body of the response just read.
+    pub fn kept(&self) -> Option<&[u8]> {
+        self.kept.as_deref()
     }
 
     #[inline]
     pub fn update(&mut self, bytes: &[u8]) {
+        if let Some(kept) = self.kept.as_mut() {
+            let room = MAX_BODY.saturating_sub(kept.len());
+            kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
         if let Some(sha) = self.sha.as_mut() {
             sha.update(bytes);
         }
@@ -288,11 +376,62 @@ mod tests {
     }
 
     #[test]
+    fn a_verify_judges_status_server_the_loads_check_and_every_marker() {
+        let v = Validation {
+            status: vec![(200, 200)],
+            body_contains: Some(b"<html".to_vec()),
+            markers: vec![b"<html".to_vec(), b"done".to_vec()],
+            server: Some("nginx".into()),
+            ..Default::default()
+        };
+        let answer = |status, server, body| Answer { status, server, body };
+        let good = answer(200, Some("NGINX/1.22"), &b"<html>all done</html>"[..]);
+        assert_eq!(v.verify(&good), Ok("status 200, 21 body bytes, Server NGINX/1.22".into()));
+        // The status first, then who answered, then PHP source, then the body's checks; the
+        // load looks for the first marker only, a verify for each.
+        let wrong: [(u16, Option<&str>, &[u8], &str); 7] = [
+            (500, Some("Apache"), b"<?php", "status 500, expected 200 (body starts \"<?php\")"),
+            (200, Some("Apache/2.4"), b"<html>done", "not from nginx: Server \"Apache/2.4\""),
+            (200, Some("ngin"), b"<html>done", "not from nginx: Server \"ngin\""),
+            (200, None, b"<html>done", "not from nginx: Server \"\""),
+            (
+                200,
+                Some("nginx"),
+                b"<?php echo '<html>done';",
+                "PHP source was served instead of being executed",
+            ),
+            (200, Some("nginx"), b"done", "the body (4 bytes, status 200) lacks \"<html\""),
+            (200, Some("nginx"), b"<html>half", "the body (10 bytes, status 200) lacks \"done\""),
+        ];
+        for (status, server, body, why) in wrong {
+            assert_eq!(v.verify(&answer(status, server, body)), Err(why.to_string()));
+        }
+        // No server asked for: any, or none, is fine; `<?php` is only refused beside markers.
+        let any = Validation { status: vec![(200, 200)], ..Default::default() };
+        assert_eq!(any.verify(&answer(200, None, b"<?php")), Ok("status 200, 5 body bytes".into()));
+    }
+
+    #[test]
+    fn a_kept_answer_is_the_body_as_it_streamed_past() {
+        let v = Validation { keep_answer: true, ..Default::default() };
+        let mut c = BodyCheck::new(&v);
+        assert!(c.wants_body());
+        c.update(b"hello, ");
+        c.update(b"world!");
+        assert_eq!(c.kept(), Some(&b"hello, world!"[..]));
+        c.reset();
+        assert_eq!(c.kept(), Some(&b""[..]));
+        let load = BodyCheck::new(&Validation::default());
+        assert!(!load.wants_body() && load.kept().is_none());
+    }
+
+    #[test]
     fn a_tallied_failure_names_every_check_it_could_have_failed() {
         let v = Validation {
             status: vec![(200, 299), (304, 304)],
             body_contains: Some(b"ok".to_vec()),
             body_sha256: Some([0; 32]),
+            ..Default::default()
         };
         assert_eq!(v.explain(None, 500, 3), "status 500, expected 2xx,304");
         let e = v.explain(None, 200, 3);

@@ -23,8 +23,8 @@ use crate::tls::{self, Negotiated, TlsOptions};
 
 /// How long each step (connect, handshake, a read or a write) may take unless said otherwise.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
-/// The largest body read (the biggest page a verifier fetches whole is a few MB).
-pub const MAX_BODY: usize = 64 << 20;
+/// The largest body read, as the load keeps it for a verify.
+pub const MAX_BODY: usize = crate::check::MAX_BODY;
 
 /// One response.
 #[derive(Debug, Clone, PartialEq, Eq)]

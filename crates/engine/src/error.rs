@@ -198,10 +198,17 @@ pub enum EngineError {
 /// "cannot reach" when the connection was not made; a handshake that failed after it was
 /// (`TLS: ...`) says so itself.
 fn unreachable_message(target: &str, reason: &str) -> String {
+    format!("{}{target}: {reason}", unreachable_prefix(reason, "cannot reach "))
+}
+
+/// `prefix` (e.g. "cannot reach ") for a reason that is about reaching the target, nothing
+/// for a TLS handshake that failed after the connection was made: one rule for every
+/// message built from [`EngineError::Unreachable`]'s reason.
+pub fn unreachable_prefix<'a>(reason: &str, prefix: &'a str) -> &'a str {
     if reason.starts_with("TLS: ") {
-        format!("{target}: {reason}")
+        ""
     } else {
-        format!("cannot reach {target}: {reason}")
+        prefix
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::check::{BodyCheck, Validation};
+use crate::check::{BodyCheck, KeptAnswer, Validation};
 use crate::result::Tally;
 use crate::ErrorClass;
 
@@ -96,7 +96,11 @@ impl Exchange {
         if let (Some(e), 1..=5) = (entry.as_deref_mut(), status / 100) {
             e.status_classes[usize::from(status / 100) - 1] += 1;
         }
-        if self.check.finish(r.validation, status).is_some() {
+        let mismatch = self.check.finish(r.validation, status);
+        if let (None, Some(body)) = (&t.answer, self.check.kept()) {
+            t.answer = Some(Box::new(KeptAnswer { status, body: body.to_vec() }));
+        }
+        if mismatch.is_some() {
             if let Some(e) = entry {
                 e.failed += 1;
             }
@@ -164,4 +168,43 @@ pub(crate) fn second_of(measure_start: Instant, now: Instant) -> usize {
 #[inline]
 pub(crate) fn us(d: Duration) -> u64 {
     d.as_micros() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A verify's run keeps its first answer, failed or not, and only the first: a later one
+    /// (a URL list's next request) and a later worker's leave it as it is.
+    #[test]
+    fn the_first_answer_is_kept_whole_and_only_the_first() {
+        let v = Validation { status: vec![(200, 200)], keep_answer: true, ..Default::default() };
+        let now = Instant::now();
+        let r = Recording { measure_start: now, validation: &v, scheduled: false };
+        let mut t = Tally::default();
+        let mut ex = Exchange::new(BodyCheck::new(&v), now);
+        for (status, body) in [(404, &b"gone"[..]), (200, b"hello")] {
+            ex.begin(now, now, Duration::from_secs(1), true, 0);
+            ex.check.update(body);
+            ex.record_completion(&mut t, &r, status, body.len() as u64, None, now);
+        }
+        assert_eq!((t.failed, t.completed), (1, 1));
+        let first = KeptAnswer { status: 404, body: b"gone".to_vec() };
+        assert_eq!(t.answer.as_deref(), Some(&first));
+        let mut merged = Tally::default();
+        merged.merge(&t);
+        let later = Tally {
+            answer: Some(Box::new(KeptAnswer { status: 200, body: Vec::new() })),
+            ..Tally::default()
+        };
+        merged.merge(&later);
+        assert_eq!(merged.answer.as_deref(), Some(&first));
+        // A load keeps nothing.
+        let load = Validation::default();
+        let r = Recording { measure_start: now, validation: &load, scheduled: false };
+        let (mut t, mut ex) = (Tally::default(), Exchange::new(BodyCheck::new(&load), now));
+        ex.check.update(b"hello");
+        ex.record_completion(&mut t, &r, 200, 5, None, now);
+        assert_eq!((t.completed, t.answer.is_none()), (1, true));
+    }
 }

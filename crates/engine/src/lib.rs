@@ -46,7 +46,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub use check::Validation;
+pub use check::{Answer, KeptAnswer, Validation};
 pub use config::BenchConfig;
 pub use error::{EngineError, ErrorClass, ErrorCounts};
 pub use link::Link;

@@ -173,6 +173,8 @@ pub struct Tally {
     /// `--hdr-log`: per-second histograms; `None` unless asked for (and in a merged tally,
     /// whose workers' seconds go to [`BenchResult::hdr_log`]).
     pub intervals: Option<Box<IntervalTally>>,
+    /// [`crate::Validation::keep_answer`] (a verify): the first measured answer, whole.
+    pub answer: Option<Box<crate::check::KeptAnswer>>,
 }
 
 impl Default for Tally {
@@ -198,6 +200,7 @@ impl Default for Tally {
             bytes_sent: 0,
             entries: Vec::new(),
             intervals: None,
+            answer: None,
         }
     }
 }
@@ -229,6 +232,9 @@ impl Tally {
         }
         for (a, b) in self.entries.iter_mut().zip(&o.entries) {
             a.merge(b);
+        }
+        if self.answer.is_none() {
+            self.answer.clone_from(&o.answer);
         }
     }
 

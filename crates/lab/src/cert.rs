@@ -213,6 +213,7 @@ mod tests {
             apache_modules: "/usr/lib/apache2/modules".into(),
             mod_php: "/usr/lib/apache2/modules/libphp8.2.so".into(),
             net: None,
+            listen: None,
         }
     }
 

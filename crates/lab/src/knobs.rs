@@ -45,8 +45,13 @@ impl fmt::Display for OnOff {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Knobs {
-    /// The front tier's port on 127.0.0.1; `None` picks a free one.
+    /// The front tier's port; `None` picks a free one.
     pub port: Option<u16>,
+    /// The address the front tier binds (one of this host's, `0.0.0.0` or `::`) so that
+    /// clients elsewhere reach it; `None` is 127.0.0.1. Every tier behind it stays on loopback
+    /// or unix sockets. Not written when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<std::net::IpAddr>,
     /// HTTP keep-alive on the front tier (off: each response closes its connection).
     pub keepalive: OnOff,
     /// How long an idle kept-alive connection stays open; `None` is 15 s (seed 003's), or
@@ -99,6 +104,7 @@ impl Default for Knobs {
     fn default() -> Self {
         Knobs {
             port: None,
+            listen: None,
             keepalive: OnOff::On,
             keepalive_timeout: None,
             keepalive_requests: None,

@@ -102,39 +102,20 @@ impl Lab {
         if let Some(port) = knobs.port {
             self.check_port_free(stack, knobs, port)?;
         }
-        // A network profile other than loopback: the stack runs in a namespace of its own
-        // behind a shaped link, made for each attempt and removed with the instance.
-        let profile = match knobs.net.as_deref() {
-            None | Some("loopback") => None,
-            Some(p) => Some(p.parse::<loadlab_net::Profile>().map_err(Error::BadKnob)?),
-        };
-        let named = knobs.net.as_deref().unwrap_or_default();
-        if let (Some(_), Some(why)) = (&profile, loadlab_net::unavailable()) {
-            return Err(Error::NetUnavailable(format!("--net {named}: {why}")));
-        }
-        // What carries delay, jitter and loss: decided once, before anything is made.
-        let delay = match &profile {
-            Some(p) => p
-                .delay_path(loadlab_net::netem)
-                .map_err(|why| Error::NetUnavailable(format!("--net {named}: {why}")))?,
-            None => None,
-        };
+        let reach = Reach::decide(stack, knobs)?;
         let id = self.state.claim_id(stack.name)?;
         for attempt in 1..=PORT_ATTEMPTS {
             let mut plan = self.plan(&id, stack, knobs)?;
-            let link = match &profile {
-                Some(p) => match loadlab_net::Link::create(&net_tag(&id, &plan.run), p, delay) {
-                    Ok(link) => Some(link),
-                    Err(e) => {
-                        self.state.forget(&id)?;
-                        return Err(Error::BadKnob(format!("--net {named}: {e}")));
-                    }
-                },
-                None => None,
+            let link = match reach.make(&id, &mut plan) {
+                Ok(link) => link,
+                Err(e) => {
+                    self.state.forget(&id)?;
+                    return Err(e);
+                }
             };
-            plan.net = link.as_ref().map(net_plan);
             let mut record = new_record(&plan);
             record.net = link;
+            record.listen = plan.listen.clone();
             self.state.save(&record)?;
             let mut phases = Vec::new();
             match self.bring_up(&plan, &mut record, cancel, &mut phases) {
@@ -170,7 +151,8 @@ impl Lab {
     fn check_port_free(&self, stack: &'static Stack, knobs: &Knobs, port: u16) -> Result<()> {
         // std's bind sets SO_REUSEADDR, as the servers do: a port left in TIME_WAIT is free
         // to them and to this check, a listening one to neither.
-        match std::net::TcpListener::bind(("127.0.0.1", port)) {
+        let bind = knobs.listen.unwrap_or(loadlab_net::host::LOOPBACK);
+        match std::net::TcpListener::bind((bind, port)) {
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
                 let holder = self
                     .state
@@ -183,7 +165,10 @@ impl Lab {
                 let front = stack.tiers(knobs).into_iter().find(|t| listens_on_tcp(*t));
                 Err(Error::Start {
                     tier: front.map_or(stack.name, |t| t.name()).to_string(),
-                    reason: format!("127.0.0.1:{port} is already in use{holder}"),
+                    reason: format!(
+                        "{} is already in use{holder}",
+                        std::net::SocketAddr::new(bind, port)
+                    ),
                     log: String::new(),
                 })
             }
@@ -213,6 +198,7 @@ impl Lab {
         let ports = record.tiers.iter().filter_map(|t| Some((t.tier.name(), t.port?))).collect();
         let mut plan = system_plan(&record.id, stack, &record.knobs, record.run_dir.clone(), ports);
         plan.net = record.net.as_ref().map(net_plan);
+        plan.listen = record.listen.clone();
         Ok(plan)
     }
 
@@ -323,6 +309,12 @@ impl Lab {
             let profile = record.knobs.net.as_deref().unwrap_or_default();
             let text = format!("--net {profile}\n{}", link.show());
             out.push(Captured { tier: "net".into(), what: "link".into(), text });
+        }
+        if let Some(listen) = &record.listen {
+            let profile =
+                record.knobs.net.as_ref().map_or(String::new(), |p| format!(" --net {p}"));
+            let text = format!("--listen {}{profile}\n{}", listen.bind, listen.show());
+            out.push(Captured { tier: "net".into(), what: "listen".into(), text });
         }
         Ok(out)
     }
@@ -452,6 +444,7 @@ fn system_plan(
         apache_modules: "/usr/lib/apache2/modules".into(),
         mod_php: programs::MOD_PHP.find().unwrap_or_default(),
         net: None,
+        listen: None,
     }
 }
 
@@ -463,6 +456,97 @@ fn net_tag(id: &str, run: &std::path::Path) -> String {
         h = (h ^ u32::from(*b)).wrapping_mul(16_777_619);
     }
     format!("{id}-{h:08x}")
+}
+
+/// How an instance reaches its clients, decided once before anything is made: behind a
+/// network profile (a namespace of its own behind a shaped link, made for each attempt and
+/// removed with the instance, and what carries its delay), and with `--listen` on an address
+/// of this host (whose interface a profile then shapes instead).
+struct Reach {
+    link: Option<(loadlab_net::Profile, Option<loadlab_net::DelayPath>)>,
+    exposure: Option<loadlab_net::host::Exposure>,
+    shaped: Option<loadlab_net::Profile>,
+    named: String,
+}
+
+impl Reach {
+    fn decide(stack: &'static Stack, knobs: &Knobs) -> Result<Reach> {
+        let profile = match knobs.net.as_deref() {
+            None | Some("loopback") => None,
+            Some(p) => Some(p.parse::<loadlab_net::Profile>().map_err(Error::BadKnob)?),
+        };
+        let named = knobs.net.clone().unwrap_or_default();
+        if let (Some(_), Some(why)) = (&profile, loadlab_net::unavailable()) {
+            return Err(Error::NetUnavailable(format!("--net {named}: {why}")));
+        }
+        let exposure = knobs.listen.map(|a| expose(stack, a, profile.is_some())).transpose()?;
+        if exposure.is_some() {
+            return Ok(Reach { link: None, exposure, shaped: profile, named });
+        }
+        let link = match profile {
+            Some(p) => {
+                let delay = p
+                    .delay_path(loadlab_net::netem)
+                    .map_err(|why| Error::NetUnavailable(format!("--net {named}: {why}")))?;
+                Some((p, delay))
+            }
+            None => None,
+        };
+        Ok(Reach { link, exposure: None, shaped: None, named })
+    }
+
+    /// Makes one attempt's link or shaping for `plan`'s ports, and sets them in `plan`.
+    fn make(&self, id: &str, plan: &mut Plan) -> Result<Option<loadlab_net::Link>> {
+        if let Some(exposure) = &self.exposure {
+            plan.listen = Some(shape(exposure, plan, self.shaped.as_ref(), &self.named)?);
+        }
+        let Some((profile, delay)) = &self.link else { return Ok(None) };
+        let link = loadlab_net::Link::create(&net_tag(id, &plan.run), profile, *delay)
+            .map_err(|e| Error::BadKnob(format!("--net {}: {e}", self.named)))?;
+        plan.net = Some(net_plan(&link));
+        Ok(Some(link))
+    }
+}
+
+/// Checks `--listen ADDR` before anything is made: an address of this host, a stack whose
+/// front is a web server (the database's user is granted from loopback only), and not
+/// loopback with a profile (which `--net` alone runs behind a link on this host).
+fn expose(
+    stack: &'static Stack,
+    addr: std::net::IpAddr,
+    profiled: bool,
+) -> Result<loadlab_net::host::Exposure> {
+    let bad = |why: String| Error::BadKnob(format!("--listen {addr}: {why}"));
+    if stack.http_tiers.is_empty() {
+        return Err(bad(format!("the {} stack's user is granted from loopback only", stack.name)));
+    }
+    if addr.is_loopback() && profiled {
+        return Err(bad("with --net, give an address beyond loopback, or leave --listen out \
+                        to run the stack behind a shaped link on this host"
+            .into()));
+    }
+    loadlab_net::host::Exposure::resolve(addr).map_err(bad)
+}
+
+/// The exposure of one attempt: with a profile, the host's interface shaped for the front's
+/// port. What cannot be shaped here fails as a profile this machine cannot run (exit 6).
+fn shape(
+    exposure: &loadlab_net::host::Exposure,
+    plan: &Plan,
+    profile: Option<&loadlab_net::Profile>,
+    named: &str,
+) -> Result<loadlab_net::host::Exposure> {
+    let mut exposure = exposure.clone();
+    if let Some(profile) = profile {
+        let port = plan.port(plan.front().name());
+        let shaping =
+            loadlab_net::host::Shaping::create(&exposure, port, profile, &loadlab_net::netem)
+                .map_err(|why| {
+                    Error::NetUnavailable(format!("--net {named} with --listen: {why}"))
+                })?;
+        exposure.shaping = Some(shaping);
+    }
+    Ok(exposure)
 }
 
 /// Where the servers of a stack behind `link` run, and whom their status pages answer.
@@ -495,12 +579,19 @@ fn with_loopback_check(mut report: Report, record: &Record) -> Report {
         });
         return report;
     }
-    let exposed = ready::exposed(&supervise::members(&record.leaders()));
+    // With --listen the front's own socket is the one allowed beyond loopback.
+    let front = record.listen.as_ref().zip(record.tiers.first().and_then(|t| t.port));
+    let allowed = front.map(|(l, port)| std::net::SocketAddr::new(l.bind, port));
+    let exposed = ready::exposed(&supervise::members(&record.leaders()), allowed);
+    let ok = match allowed {
+        Some(front) => format!("every listening socket is on loopback but the front's, {front}"),
+        None => "every listening socket is on 127.0.0.1".into(),
+    };
     report.checks.push(verify::Check {
         workload: "loopback".into(),
         ok: exposed.is_empty(),
         detail: if exposed.is_empty() {
-            "every listening socket is on 127.0.0.1".into()
+            ok
         } else {
             format!("listening beyond loopback (address:port in hex): {}", exposed.join(", "))
         },
@@ -526,6 +617,7 @@ fn new_record(plan: &Plan) -> Record {
         owner: procfs::identify(std::process::id() as i32),
         created_unix_ms: crate::sampler::unix_ms(),
         net: None,
+        listen: None,
         tiers: plan
             .tiers()
             .into_iter()
@@ -611,6 +703,10 @@ fn teardown(record: &Record) -> Result<()> {
     // The namespace and its link go with the servers that ran in it.
     if let Some(link) = &record.net {
         link.remove();
+    }
+    // As does the shaping of the host's interface for a stack listening beyond loopback.
+    if let Some(shaping) = record.listen.as_ref().and_then(|l| l.shaping.as_ref()) {
+        shaping.remove();
     }
     match fs::remove_dir_all(&record.run_dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

@@ -3,6 +3,7 @@
 //! directory its files go. Pure data: rendering a plan's configs touches nothing, so tests pin
 //! them as snapshots.
 
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -20,7 +21,8 @@ pub struct Plan {
     pub knobs: Knobs,
     /// The instance's private run directory.
     pub run: PathBuf,
-    /// The port of each tier that listens on TCP (all on 127.0.0.1).
+    /// The port of each tier that listens on TCP (on 127.0.0.1, but the front's with
+    /// `listen`).
     pub ports: Vec<(&'static str, u16)>,
     /// The user and group that workers switch to; `Some` only when loadlab runs as root.
     pub run_as: Option<(String, String)>,
@@ -30,7 +32,12 @@ pub struct Plan {
     /// Behind a network profile: the namespace the servers run in (/run/netns/NAME), the
     /// stack's address there, and the client's on the other end of the link. `None`: loopback.
     pub net: Option<NetPlan>,
+    /// With the `listen` knob: the address the front tier binds, where clients reach it, and
+    /// its shaping behind a profile. `None`: loopback, or a profile's namespace.
+    pub listen: Option<loadlab_net::host::Exposure>,
 }
+
+const LOOPBACK: IpAddr = loadlab_net::host::LOOPBACK;
 
 /// Where a stack behind a network profile lives.
 #[derive(Clone, Debug)]
@@ -100,24 +107,60 @@ impl Plan {
         TlsFiles::in_run(&self.run)
     }
 
-    /// The address clients reach the stack at: 127.0.0.1, or its namespace's end of the link.
-    pub fn host(&self) -> std::net::Ipv4Addr {
-        self.net.as_ref().map_or(std::net::Ipv4Addr::LOCALHOST, |n| n.stack_ip)
+    /// The address clients reach the stack at: 127.0.0.1, its namespace's end of the link,
+    /// or with `listen` the address it binds (the host's primary one for a wildcard).
+    pub fn host(&self) -> IpAddr {
+        match (&self.net, &self.listen) {
+            (Some(n), _) => n.stack_ip.into(),
+            (None, Some(l)) => l.public,
+            (None, None) => LOOPBACK,
+        }
     }
 
-    /// `tier`'s listening address as the client reaches it.
-    pub fn addr(&self, tier: &str) -> std::net::SocketAddr {
-        std::net::SocketAddr::from((self.host(), self.port(tier)))
+    /// `tier`'s listening address as the client reaches it: with `listen`, only the front is
+    /// beyond loopback.
+    pub fn addr(&self, tier: &str) -> SocketAddr {
+        let inner = self.listen.is_some() && tier != self.front().name();
+        SocketAddr::new(if inner { LOOPBACK } else { self.host() }, self.port(tier))
+    }
+
+    /// The address `tier` binds: every address of a profile's namespace (its loopback and its
+    /// end of the link, nothing else is there), the `listen` address for the front, and
+    /// 127.0.0.1 for everything else.
+    pub fn bind(&self, tier: Tier) -> IpAddr {
+        match &self.listen {
+            _ if self.net.is_some() => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            Some(l) if tier == self.front() => l.bind,
+            _ => LOOPBACK,
+        }
+    }
+
+    /// [`Plan::bind`] as nginx, Apache and Varnish write a host before `:PORT` (`[::]`).
+    pub fn bind_host(&self, tier: Tier) -> String {
+        match self.bind(tier) {
+            IpAddr::V6(v6) => format!("[{v6}]"),
+            v4 => v4.to_string(),
+        }
     }
 
     pub fn url(&self) -> String {
         let front = self.front();
-        let port = self.port(front.name());
-        let host = self.host();
+        let at = SocketAddr::new(self.host(), self.port(front.name()));
         match front {
-            Tier::Mariadb => format!("mysql://{host}:{port}/loadlab"),
-            _ if self.knobs.tls.is_on() => format!("https://{host}:{port}/"),
-            _ => format!("http://{host}:{port}/"),
+            Tier::Mariadb => format!("mysql://{at}/loadlab"),
+            _ if self.knobs.tls.is_on() => format!("https://{at}/"),
+            _ => format!("http://{at}/"),
+        }
+    }
+
+    /// Whom the status pages answer beyond loopback: the client's end of a profile's link, or
+    /// with `listen` this host's own address the front is reached at (the lab's verify and
+    /// sampler come from it).
+    fn status_client(&self) -> Option<IpAddr> {
+        match (&self.net, &self.listen) {
+            (Some(n), _) => Some(n.client_ip.into()),
+            (None, Some(l)) if l.is_beyond_loopback() => Some(l.public),
+            _ => None,
         }
     }
 
@@ -132,21 +175,16 @@ impl Plan {
             ("stack", self.stack.name.to_string()),
             ("run", self.run.to_string_lossy().into_owned()),
             ("docroot", self.docroot().to_string_lossy().into_owned()),
-            // Servers listen on loopback, or in their own namespace on every address (its
-            // loopback and its end of the link: nothing else is there).
-            ("bind", if self.net.is_some() { "0.0.0.0" } else { "127.0.0.1" }.to_string()),
-            // The status pages answer loopback, and behind a profile the client's address.
+            // Each server adds `bind`, its own (see `Plan::bind`).
+            // The status pages answer loopback, and the lab's client beyond it.
             (
                 "status_allow",
-                self.net
-                    .as_ref()
-                    .map_or(String::new(), |n| format!("            allow {};\n", n.client_ip)),
+                self.status_client()
+                    .map_or(String::new(), |ip| format!("            allow {ip};\n")),
             ),
             (
                 "status_require",
-                self.net
-                    .as_ref()
-                    .map_or(String::new(), |n| format!("    Require ip {}\n", n.client_ip)),
+                self.status_client().map_or(String::new(), |ip| format!("    Require ip {ip}\n")),
             ),
         ]
     }

@@ -57,17 +57,34 @@ pub fn wait(
     }
 }
 
-/// Inodes of the sockets listening on 127.0.0.1:`port` (or any address).
+/// Inodes of the sockets listening on `port`, on any address (127.0.0.1, every address of a
+/// profile's namespace, or the front's `--listen` address, IPv4 or IPv6).
 fn listening_inodes(pid: i32, port: u16) -> Vec<u64> {
-    // The process's own view: the table of the network namespace it runs in (the lab's, or a
-    // network profile's).
-    let text = fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
-    let wanted = [format!("0100007F:{port:04X}"), format!("00000000:{port:04X}")];
-    listeners(&text)
-        .into_iter()
-        .filter(|(local, _)| wanted.contains(local))
+    // The process's own view: the tables of the network namespace it runs in (the lab's, or
+    // a network profile's).
+    let suffix = format!(":{port:04X}");
+    ["tcp", "tcp6"]
+        .iter()
+        .flat_map(|t| {
+            listeners(&fs::read_to_string(format!("/proc/{pid}/net/{t}")).unwrap_or_default())
+        })
+        .filter(|(local, _)| local.ends_with(&suffix))
         .map(|(_, i)| i)
         .collect()
+}
+
+/// `addr` as /proc/net/tcp{,6} prints a local address: each 32-bit word of the address in
+/// network order, printed as the host reads it (`%08X`), then the port.
+fn proc_hex(addr: std::net::SocketAddr) -> String {
+    let bytes = match addr.ip() {
+        std::net::IpAddr::V4(v4) => v4.octets().to_vec(),
+        std::net::IpAddr::V6(v6) => v6.octets().to_vec(),
+    };
+    let words: String = bytes
+        .chunks(4)
+        .map(|w| format!("{:08X}", u32::from_ne_bytes([w[0], w[1], w[2], w[3]])))
+        .collect();
+    format!("{words}:{:04X}", addr.port())
 }
 
 /// The listening sockets in a /proc/net/tcp or tcp6 table: local address (hex, as the
@@ -95,13 +112,16 @@ fn is_loopback(local: &str) -> bool {
 }
 
 /// The listening sockets of these processes that are not on loopback, as `address:port` in
-/// /proc's hex: what must be empty, since nothing of the lab may listen beyond 127.0.0.1.
-pub fn exposed(pids: &[i32]) -> Vec<String> {
+/// /proc's hex, but for `allowed` (the front's `--listen` address): what must be empty, since
+/// nothing else of the lab may listen beyond 127.0.0.1.
+pub fn exposed(pids: &[i32], allowed: Option<std::net::SocketAddr>) -> Vec<String> {
     let ours: Vec<u64> = pids.iter().flat_map(|p| socket_inodes(*p)).collect();
+    let allowed = allowed.map(proc_hex);
     ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()
         .flat_map(|path| listeners(&fs::read_to_string(path).unwrap_or_default()))
         .filter(|(local, inode)| ours.contains(inode) && !is_loopback(local))
+        .filter(|(local, _)| allowed.as_ref() != Some(local))
         .map(|(local, _)| local)
         .collect()
 }
@@ -138,6 +158,12 @@ mod tests {
         assert!(!is_loopback("00000000:1F91"));
         assert!(is_loopback("00000000000000000000000001000000:1F90"));
         assert!(!is_loopback("00000000000000000000000000000000:1F90"));
+        assert_eq!(proc_hex("127.0.0.1:8080".parse().unwrap()), "0100007F:1F90");
+        assert_eq!(proc_hex("10.215.0.2:80".parse().unwrap()), "0200D70A:0050");
+        assert_eq!(
+            proc_hex("[::1]:8080".parse().unwrap()),
+            "00000000000000000000000001000000:1F90"
+        );
     }
 
     #[test]
@@ -147,9 +173,18 @@ mod tests {
         let inodes = listening_inodes(std::process::id() as i32, port);
         assert_eq!(inodes.len(), 1);
         assert!(socket_inodes(std::process::id() as i32).contains(&inodes[0]));
-        assert!(exposed(&[std::process::id() as i32]).is_empty());
+        let me = std::process::id() as i32;
+        assert!(exposed(&[me], None).is_empty());
         let everywhere = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
-        assert_eq!(exposed(&[std::process::id() as i32]).len(), 1);
+        assert_eq!(exposed(&[me], None).len(), 1);
+        // The front's --listen address is allowed; the same address on another port is not.
+        let front = everywhere.local_addr().unwrap();
+        assert!(exposed(&[me], Some(front)).is_empty());
+        let other = std::net::SocketAddr::new(front.ip(), front.port().wrapping_add(1));
+        assert_eq!(exposed(&[me], Some(other)).len(), 1);
         drop(everywhere);
+        // Listening on the port at any address is ready, IPv6 included.
+        let v6 = std::net::TcpListener::bind("[::1]:0").unwrap();
+        assert_eq!(listening_inodes(me, v6.local_addr().unwrap().port()).len(), 1);
     }
 }

@@ -34,6 +34,10 @@ pub struct Record {
     /// The namespace and link of a stack behind a network profile; `None` on loopback.
     #[serde(default)]
     pub net: Option<loadlab_net::Link>,
+    /// With `--listen`: where the front tier listens and is reached, and its shaping behind a
+    /// profile (removed with the instance); `None` on loopback. Not written when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<loadlab_net::host::Exposure>,
 }
 
 /// One tier of a recorded instance.
@@ -49,9 +53,23 @@ pub struct TierRecord {
 }
 
 impl Record {
-    /// Where clients reach the instance: 127.0.0.1, or its namespace's end of the link.
-    pub fn host(&self) -> std::net::Ipv4Addr {
-        self.net.as_ref().map_or(std::net::Ipv4Addr::LOCALHOST, |l| l.ns_ip)
+    /// Where clients reach the instance: 127.0.0.1, its namespace's end of the link, or the
+    /// address it listens on (`--listen`).
+    pub fn host(&self) -> std::net::IpAddr {
+        match (&self.net, &self.listen) {
+            (Some(l), _) => l.ns_ip.into(),
+            (None, Some(e)) => e.public,
+            (None, None) => loadlab_net::host::LOOPBACK,
+        }
+    }
+
+    /// Where `tier` listens on TCP, as a client reaches it: with `--listen` only the front
+    /// (the first tier) is beyond loopback.
+    pub fn tier_addr(&self, tier: &TierRecord) -> Option<std::net::SocketAddr> {
+        let front = self.tiers.first().is_some_and(|t| t.name == tier.name);
+        let host =
+            if self.listen.is_some() && !front { loadlab_net::host::LOOPBACK } else { self.host() };
+        Some(std::net::SocketAddr::new(host, tier.port?))
     }
 
     /// The CA a client trusts the instance by, when its front speaks TLS.
@@ -273,6 +291,7 @@ mod tests {
             created_unix_ms: 1,
             tiers: vec![],
             net: None,
+            listen: None,
         }
     }
 

@@ -13,9 +13,9 @@ use crate::error::Error;
 use crate::knobs::Knobs;
 use crate::servers::{mariadb::Mariadb, Plan};
 use crate::supervise;
-use crate::workloads::{self, Expect, Workload, STATUS_PATH};
+use crate::workloads::{self, Workload, STATUS_PATH};
 use loadlab_engine::client::{self as http, Endpoint, Response};
-use loadlab_engine::Validation;
+use loadlab_engine::{Answer, Validation};
 
 /// How the lab's own client reaches `tier`: its address, over TLS trusting only the
 /// instance's CA when `tier` is the one that speaks TLS. Fails when the CA cannot be read.
@@ -76,7 +76,7 @@ pub fn verify(plan: &Plan) -> Report {
     let mut jobs: Vec<Box<dyn FnOnce() -> Check + Send + '_>> = Vec::new();
     for workload in workloads::for_stack(stack, knobs) {
         jobs.push(Box::new(move || {
-            let outcome = check_workload(port, front, &workload);
+            let outcome = check_workload(port, front, &workload, &expected(plan, &workload));
             to_check(workload.name, outcome)
         }));
     }
@@ -154,14 +154,28 @@ fn to_check(name: &str, outcome: Result<String, String>) -> Check {
     Check { workload: name.into(), ok: outcome.is_ok(), detail: outcome.unwrap_or_else(|e| e) }
 }
 
-/// GETs the workload; through Varnish, twice, the second time expecting a cache hit.
-fn check_workload(port: &Endpoint, front: Tier, workload: &Workload) -> Result<String, String> {
+/// GETs the workload and judges its answer by `expected` (the workload's check, the one its
+/// cells' responses will meet, from the intended server) with the engine's verdict on a whole
+/// answer ([`Validation::verify`]), the one the runner's verify gives too. Through Varnish,
+/// twice: Varnish must have answered (it names itself in `Via` and `X-Varnish`, passing on its
+/// backend's `Server`), the second time from its cache.
+pub fn check_workload(
+    port: &Endpoint,
+    front: Tier,
+    workload: &Workload,
+    expected: &Validation,
+) -> Result<String, String> {
     let response = http::get(port, workload.path, &[])?;
-    check_answer(&response, front, workload)?;
-    let mut detail = format!("200, {} bytes, {}", response.body.len(), describe(&response, front));
+    let mut detail = expected.verify(&answer(&response))?;
     if front == Tier::Varnish {
+        let via = response.header("via").unwrap_or_default();
+        let id = response.header("x-varnish");
+        if !via.to_ascii_lowercase().contains("varnish") || id.is_none() {
+            return Err(format!("not from varnish: Via {via:?}, X-Varnish {id:?}"));
+        }
+        detail.push_str(&format!(", Via {via}"));
         let again = http::get(port, workload.path, &[])?;
-        check_answer(&again, front, workload)?;
+        expected.verify(&answer(&again))?;
         // X-Varnish holds this request's id, then, on a hit, the id of the request that
         // filled the cache.
         let ids = again.header("x-varnish").unwrap_or_default().split_whitespace().count();
@@ -177,61 +191,23 @@ fn check_workload(port: &Endpoint, front: Tier, workload: &Workload) -> Result<S
     Ok(detail)
 }
 
-/// The answer judged by the engine's check of the workload ([`Expect::validation`]), the one
-/// its cells' responses will meet; with the right status, from the intended server and, for
-/// PHP, PHP's output rather than its source.
-fn check_answer(response: &Response, front: Tier, workload: &Workload) -> Result<(), String> {
-    let validation = workload.expect.validation();
-    let (status, body) = (response.status, &response.body);
-    if !validation.status_ok(status) {
-        return validation.judge(status, body);
-    }
-    check_server(response, front)?;
-    let markers = match &workload.expect {
-        Expect::Markers(markers) => markers.as_slice(),
-        Expect::Sha256 { .. } => &[],
-    };
-    if !markers.is_empty() && body.windows(5).any(|w| w == b"<?php") {
-        return Err("PHP source was served instead of being executed".into());
-    }
-    validation.judge(status, body)?;
-    // The load looks for the first marker in every response; verify for each, once.
-    for marker in markers.iter().skip(1) {
-        let one =
-            Validation { body_contains: Some(marker.as_bytes().to_vec()), ..validation.clone() };
-        one.judge(status, body)?;
-    }
-    Ok(())
+/// The lab client's response as a verify judges it.
+pub fn answer(response: &Response) -> Answer<'_> {
+    Answer { status: response.status, server: response.header("server"), body: &response.body }
 }
 
-/// Whether the answer came from the intended front server.
-fn check_server(response: &Response, front: Tier) -> Result<(), String> {
-    let server = response.header("server").unwrap_or_default();
-    let ok = match front {
-        Tier::Varnish => {
-            response.header("via").is_some_and(|v| v.to_ascii_lowercase().contains("varnish"))
-                && response.header("x-varnish").is_some()
-        }
-        Tier::Nginx { .. } => server.starts_with("nginx"),
-        Tier::Apache { .. } => server.starts_with("Apache"),
-        _ => false,
+/// What `workload`'s answer from the instance `plan` describes must be: the check its cells'
+/// responses will meet ([`crate::workloads::Expect::validation`]), from the front server,
+/// whose product its `Server` header names. Varnish is known by `Via` and `X-Varnish` instead
+/// ([`check_workload`]): the `Server` it passes on is its backend's, which a user's VCL may
+/// remove.
+pub fn expected(plan: &Plan, workload: &Workload) -> Validation {
+    let server = match plan.answering() {
+        Tier::Nginx { .. } => Some("nginx".to_string()),
+        Tier::Apache { .. } => Some("Apache".to_string()),
+        _ => None,
     };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "not from {}: Server {server:?}, Via {:?}",
-            front.name(),
-            response.header("via")
-        ))
-    }
-}
-
-fn describe(response: &Response, front: Tier) -> String {
-    match front {
-        Tier::Varnish => format!("Via {}", response.header("via").unwrap_or_default()),
-        _ => format!("Server {}", response.header("server").unwrap_or_default()),
-    }
+    Validation { server, ..workload.expect.validation() }
 }
 
 /// The SAPI that must answer PHP requests: it proves which tier ran the page.
@@ -377,45 +353,60 @@ mod tests {
             apache_modules: "/usr/lib/apache2/modules".into(),
             mod_php: "/usr/lib/apache2/modules/libphp8.2.so".into(),
             net: None,
+            listen: None,
         }
     }
 
-    fn answer(status: u16, server: &str, body: &[u8]) -> Response {
+    fn response(status: u16, server: &str, body: &[u8]) -> Response {
         let headers = vec![("server".to_string(), server.to_string())];
         Response { status, headers, body: body.to_vec() }
     }
 
     #[test]
-    fn an_answer_is_judged_by_the_check_its_cells_meet() {
-        let nginx = Tier::Nginx { php: crate::catalog::NginxPhp::None };
-        let all =
-            workloads::for_stack(crate::catalog::stack("nginx-fpm").unwrap(), &Knobs::default());
+    fn an_answer_is_judged_by_the_check_its_cells_meet_from_the_front_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan(dir.path(), OnOff::Off);
+        let all = workloads::for_stack(plan.stack, &Knobs::default());
         let hello = all.iter().find(|w| w.name == "hello.txt").unwrap();
-        assert_eq!(
-            check_answer(&answer(200, "nginx/1.22", workloads::HELLO), nginx, hello),
-            Ok(())
-        );
-        let e = check_answer(&answer(404, "nginx/1.22", b"gone"), nginx, hello).unwrap_err();
+        let judge = |r: &Response, w: &Workload| expected(&plan, w).verify(&answer(r));
+        let ok = judge(&response(200, "nginx/1.22", workloads::HELLO), hello);
+        assert_eq!(ok, Ok("status 200, 13 body bytes, Server nginx/1.22".into()));
+        let e = judge(&response(404, "nginx/1.22", b"gone"), hello).unwrap_err();
         assert_eq!(e, "status 404, expected 200 (body starts \"gone\")");
-        let e = check_answer(&answer(200, "Apache", workloads::HELLO), nginx, hello).unwrap_err();
-        assert!(e.starts_with("not from nginx: Server \"Apache\""), "{e}");
-        let e = check_answer(&answer(200, "nginx", b"hello"), nginx, hello).unwrap_err();
+        // nginx-proxy-apache: nginx in front, its Server header on every answer.
+        let e = judge(&response(200, "Apache", workloads::HELLO), hello).unwrap_err();
+        assert_eq!(e, "not from nginx: Server \"Apache\"");
+        let e = judge(&response(200, "nginx", b"hello"), hello).unwrap_err();
         assert!(e.starts_with("the body (5 bytes, status 200) has SHA-256 "), "{e}");
 
         let page = Workload {
             name: "page",
             path: "/page.php",
-            expect: Expect::Markers(vec!["<html".into(), "done".into()]),
+            expect: workloads::Expect::Markers(vec!["<html".into(), "done".into()]),
             php: true,
         };
-        let ok = answer(200, "nginx", b"<html>all done</html>");
-        assert_eq!(check_answer(&ok, nginx, &page), Ok(()));
-        let source = answer(200, "nginx", b"<?php echo '<html>done'; ?>");
-        let e = check_answer(&source, nginx, &page).unwrap_err();
+        assert!(judge(&response(200, "nginx", b"<html>all done</html>"), &page).is_ok());
+        let source = response(200, "nginx", b"<?php echo '<html>done'; ?>");
+        let e = judge(&source, &page).unwrap_err();
         assert_eq!(e, "PHP source was served instead of being executed");
         // The load checks the first marker only; verify checks every one.
-        let e = check_answer(&answer(200, "nginx", b"<html>half"), nginx, &page).unwrap_err();
+        let e = judge(&response(200, "nginx", b"<html>half"), &page).unwrap_err();
         assert_eq!(e, "the body (10 bytes, status 200) lacks \"done\"");
+    }
+
+    #[test]
+    fn the_front_server_is_named_but_varnish_by_its_own_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut plan = plan(dir.path(), OnOff::Off);
+        let hello = &workloads::for_stack(plan.stack, &Knobs::default())[0];
+        for (stack, server) in [
+            ("apache-event-fpm", Some("Apache")),
+            ("nginx-proxy-apache", Some("nginx")),
+            ("varnish-nginx-fpm", None),
+        ] {
+            plan.stack = crate::catalog::stack(stack).unwrap();
+            assert_eq!(expected(&plan, hello).server.as_deref(), server, "{stack}");
+        }
     }
 
     #[test]

@@ -26,17 +26,18 @@ pub enum Expect {
 }
 
 impl Expect {
-    /// The engine's check of an answer: status 200 and these bytes, or the first marker. The
-    /// lab's verify judges its answer by it, as the load judges each response, so both accept
-    /// the same answers; the engine looks for one substring per response, and verify looks
-    /// for the other markers once besides.
+    /// The engine's check of an answer: status 200 and these bytes, or the first marker. Every
+    /// verify judges its answer by it ([`Validation::verify`]), as the load judges each
+    /// response, so both accept the same answers; the engine looks for one substring per
+    /// response, and a verify for every marker (and no `<?php`) besides.
     pub fn validation(&self) -> Validation {
         let mut v = Validation { status: vec![(200, 200)], ..Validation::default() };
         match self {
             // The lab writes its digests as 64 hex digits, so this always parses.
             Expect::Sha256 { sha256, .. } => v.body_sha256 = Validation::parse_sha256(sha256).ok(),
             Expect::Markers(markers) => {
-                v.body_contains = markers.first().map(|m| m.as_bytes().to_vec());
+                v.markers = markers.iter().map(|m| m.as_bytes().to_vec()).collect();
+                v.body_contains = v.markers.first().cloned();
             }
         }
         v

@@ -21,6 +21,7 @@ use loadlab_programs::{Need, IP, TC};
 
 use crate::sys::is_root;
 
+pub mod host;
 pub mod netem;
 pub mod profile;
 pub mod stage;

@@ -23,11 +23,19 @@ const FULL_FRAME: u64 = 1514;
 /// as `profile` says: `[-n NS] qdisc add dev DEV root netem limit N [delay D [J]] [loss P%]
 /// [rate R]`.
 pub fn qdisc_args(profile: &Profile, ns: Option<&str>, dev: &str) -> Vec<String> {
+    qdisc_args_at(profile, ns, dev, &["root"])
+}
+
+/// The same at `at` in the device's tree: `root`, or `parent CLASSID` (below the htb class
+/// that shapes a stack listening beyond loopback, [`crate::host`]).
+pub fn qdisc_args_at(profile: &Profile, ns: Option<&str>, dev: &str, at: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = Vec::new();
     if let Some(ns) = ns {
         args.extend(["-n".into(), ns.into()]);
     }
-    args.extend(["qdisc", "add", "dev", dev, "root", "netem"].map(String::from));
+    args.extend(["qdisc", "add", "dev", dev].map(String::from));
+    args.extend(at.iter().map(|a| a.to_string()));
+    args.push("netem".into());
     args.extend(["limit".into(), limit(profile).to_string()]);
     if !profile.delay.is_zero() || !profile.jitter.is_zero() {
         args.extend(["delay".into(), micros(profile.delay)]);

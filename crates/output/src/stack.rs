@@ -70,7 +70,7 @@ pub fn health_name(health: Health) -> &'static str {
 
 /// One instance as `stack list --json` and `stack up --json` show it.
 pub fn instance_json(record: &Record, health: Health) -> Value {
-    json!({
+    let mut value = json!({
         "id": record.id,
         "name": record.stack,
         "url": record.url,
@@ -88,7 +88,12 @@ pub fn instance_json(record: &Record, health: Health) -> Value {
         "knobs": record.knobs,
         // The link of a network profile: its namespace, devices, addresses, delay stage.
         "net": record.net,
-    })
+    });
+    // With --listen only: where the front listens, is reached, and its shaping.
+    if let Some(listen) = &record.listen {
+        value["listen"] = json!(listen);
+    }
+    value
 }
 
 /// Every live process of the instance, leaders first.
@@ -164,7 +169,7 @@ pub fn write_up(out: &mut dyn Write, record: &Record, up: &Up, foreground: bool)
         for tier in &record.tiers {
             let pid = tier.leader.map_or(0, |l| l.pid);
             let at = match (&tier.port, &tier.socket) {
-                (Some(port), _) => format!("{}:{port}", record.host()),
+                (Some(_), _) => record.tier_addr(tier).map(|a| a.to_string()).unwrap_or_default(),
                 (None, Some(socket)) => socket.display().to_string(),
                 _ => String::new(),
             };

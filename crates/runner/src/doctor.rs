@@ -195,6 +195,7 @@ mod tests {
             created_unix_ms: 1,
             tiers: vec![],
             net: None,
+            listen: None,
         }
     }
 

@@ -527,7 +527,8 @@ pub fn verify_answers(
         let addr = match measure.reach(&mut config) {
             Ok(addr) => addr,
             Err(EngineError::Unreachable { reason, .. }) => {
-                return Err(failed(format!("not reachable: {reason}")))
+                let not = loadlab_engine::error::unreachable_prefix(&reason, "not reachable: ");
+                return Err(failed(format!("{not}{reason}")));
             }
             Err(e) => return Err(e.into()),
         };

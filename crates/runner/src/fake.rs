@@ -126,6 +126,8 @@ impl Measure for FakeEngine {
             r.tally.failed = n;
             r.tally.bytes_body = 13;
             r.tally.errors.add(loadlab_engine::ErrorClass::Validation, None);
+            let body = b"hello, world!".to_vec();
+            r.tally.answer = Some(Box::new(loadlab_engine::KeptAnswer { status: 200, body }));
         }
         let stopping = self.stop_after.is_some_and(|n| self.measured.borrow().len() >= n);
         if stopping && self.interrupt_in_measure {

@@ -1,12 +1,13 @@
 //! Verify by answers, judged: a cell's configuration made into one request of each workload
 //! ([`one_request`]), sent by the engine exactly as its cells will send it (method, headers,
-//! body, TLS) and checked by the same validation, and what its answer says ([`judge`]). It is
+//! body, TLS) and checked by the same validation, the answer kept whole and judged by the
+//! engine's verdict on a whole answer, the one the lab's verify gives ([`judge`]). It is
 //! an external target's whole verify (there is no lab to ask), and a custom workload's on a
 //! lab stack (the lab's verify knows only its own workloads); the executor sends the requests
 //! (`verify_answers`). Ready means verified: a wrong answer stops the run before the
 //! instance's cells.
 
-use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Order, Pacing, Stop, Traffic};
+use loadlab_engine::{Answer, BenchConfig, BenchResult, ErrorClass, Order, Pacing, Stop, Traffic};
 
 /// `config` as one request on one connection, nothing before it. Keep-alive and the protocol
 /// stay the cell's (HTTP/2 has no connection per request): the run ends after its request. A
@@ -18,6 +19,7 @@ pub(crate) fn one_request(mut config: BenchConfig) -> BenchConfig {
     config.pin.clear();
     config.stop = Stop::Count(1);
     config.warmup = std::time::Duration::ZERO;
+    config.validation.keep_answer = true;
     if let Traffic::Mix(mix) = &config.traffic {
         let mut each = (**mix).clone();
         each.order = Order::Sequential;
@@ -51,24 +53,26 @@ pub(crate) fn judge_entries(r: &BenchResult, config: &BenchConfig) -> Option<Str
     ))
 }
 
-/// Whether the one answer of `r`, sent as `config` says, passed its validation: what it was,
-/// or what was wrong with it.
+/// Whether the one answer of `r`, sent as `config` says, is the one expected: what it was, or
+/// what was wrong with it ([`loadlab_engine::Validation::verify`] on the answer the run kept,
+/// with the Server header it saw). Without an answer, how the exchange failed.
 pub fn judge(r: &BenchResult, config: &BenchConfig) -> Result<String, String> {
-    let (t, v) = (&r.tally, &config.validation);
-    let status = t.status_counts().into_keys().next();
+    let t = &r.tally;
+    let server = r.server.as_deref();
+    if let Some(kept) = &t.answer {
+        let answer = Answer { status: kept.status, server, body: &kept.body };
+        return config.validation.verify(&answer);
+    }
     if t.completed >= 1 {
-        let server = r.server.as_deref().map_or(String::new(), |s| format!(", Server {s}"));
-        return Ok(format!(
-            "status {}, {} body bytes{server}",
-            status.map_or("?".into(), |s| s.to_string()),
-            t.bytes_body
-        ));
+        // A measure that keeps no answer (the fakes): the load's check passed it.
+        let status = t.status_counts().into_keys().next().unwrap_or(0);
+        let server = server.map_or(String::new(), |s| format!(", Server {s}"));
+        return Ok(format!("status {status}, {} body bytes{server}", t.bytes_body));
     }
     let Some((class, _)) = t.errors.iter().find(|(_, n)| *n > 0) else {
         return Err(format!("no answer within {:?}", config.timeout));
     };
     Err(match class {
-        ErrorClass::Validation => v.explain(None, status.unwrap_or(0), t.bytes_body),
         ErrorClass::Tls => {
             let reasons: Vec<&str> = t.errors.tls_reasons.keys().map(String::as_str).collect();
             format!("TLS failed: {}", reasons.join("; "))
@@ -97,17 +101,21 @@ fn describe(class: ErrorClass) -> &'static str {
 mod tests {
     use super::*;
     use crate::fake::result;
-    use loadlab_engine::Validation;
+    use loadlab_engine::{KeptAnswer, Validation};
 
-    fn failed(class: ErrorClass, status: u16, body: u64) -> BenchResult {
+    /// A run of one request that failed as `class`; a validation failure keeps its answer.
+    fn failed(class: ErrorClass, status: u16, body: &[u8]) -> BenchResult {
         let mut r = result(Pacing::Closed, 0, 0.01, 100, 0.1);
         r.tally.status = Box::new([0; 1000]);
         if status > 0 {
             r.tally.status[usize::from(status)] = 1;
         }
-        r.tally.bytes_body = body;
+        r.tally.bytes_body = body.len() as u64;
         r.tally.failed = 1;
         r.tally.errors.add(class, None);
+        if class == ErrorClass::Validation {
+            r.tally.answer = Some(Box::new(KeptAnswer { status, body: body.to_vec() }));
+        }
         r
     }
 
@@ -119,20 +127,20 @@ mod tests {
     #[test]
     fn a_wrong_answer_says_what_was_wrong() {
         let two_xx = checked(Validation { status: vec![(200, 299)], ..Validation::default() });
-        let e = judge(&failed(ErrorClass::Validation, 404, 153), &two_xx).unwrap_err();
-        assert_eq!(e, "status 404, expected 2xx");
+        let e = judge(&failed(ErrorClass::Validation, 404, b"gone"), &two_xx).unwrap_err();
+        assert_eq!(e, "status 404, expected 2xx (body starts \"gone\")");
         let contains = checked(Validation {
             status: vec![(200, 200), (304, 304)],
             body_contains: Some(b"welcome".to_vec()),
             ..Validation::default()
         });
-        let e = judge(&failed(ErrorClass::Validation, 200, 13), &contains).unwrap_err();
-        assert_eq!(e, "the body (13 bytes, status 200) lacks \"welcome\"");
-        let e = judge(&failed(ErrorClass::Validation, 500, 13), &contains).unwrap_err();
-        assert_eq!(e, "status 500, expected 200,304");
-        let e = judge(&failed(ErrorClass::Connreset, 0, 0), &two_xx).unwrap_err();
+        let e = judge(&failed(ErrorClass::Validation, 200, b"hello, world!"), &contains);
+        assert_eq!(e.unwrap_err(), "the body (13 bytes, status 200) lacks \"welcome\"");
+        let e = judge(&failed(ErrorClass::Validation, 500, b""), &contains).unwrap_err();
+        assert_eq!(e, "status 500, expected 200,304 (body starts \"\")");
+        let e = judge(&failed(ErrorClass::Connreset, 0, b""), &two_xx).unwrap_err();
         assert!(e.contains("reset"), "{e}");
-        let mut tls = failed(ErrorClass::Tls, 0, 0);
+        let mut tls = failed(ErrorClass::Tls, 0, b"");
         tls.tally.errors.tls_reasons.insert("invalid peer certificate: UnknownIssuer".into(), 1);
         let e = judge(&tls, &two_xx).unwrap_err();
         assert_eq!(e, "TLS failed: invalid peer certificate: UnknownIssuer");
@@ -140,8 +148,122 @@ mod tests {
 
     #[test]
     fn a_good_answer_says_its_status_size_and_server() {
-        let r = result(Pacing::Closed, 1, 0.01, 100, 0.1);
+        let mut r = result(Pacing::Closed, 1, 0.01, 100, 0.1);
         let ok = judge(&r, &checked(Validation::default())).unwrap();
         assert_eq!(ok, "status 200, 0 body bytes, Server fake");
+        r.tally.answer = Some(Box::new(KeptAnswer { status: 200, body: b"welcome".to_vec() }));
+        let ok = judge(&r, &checked(Validation::default())).unwrap();
+        assert_eq!(ok, "status 200, 7 body bytes, Server fake");
+        // The answer kept whole is judged whole: the server a verify asks for, too.
+        let from_apache = Validation { server: Some("Apache".into()), ..Validation::default() };
+        let e = judge(&r, &checked(from_apache)).unwrap_err();
+        assert_eq!(e, "not from Apache: Server \"fake\"");
+    }
+
+    #[test]
+    fn one_request_keeps_its_answer() {
+        assert!(one_request(checked(Validation::default())).validation.keep_answer);
+    }
+
+    /// Answers every request on 127.0.0.1 with `answer` and closes, until dropped (at most
+    /// 16 connections and 20 s).
+    struct Server {
+        addr: std::net::SocketAddr,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl Server {
+        fn answering(answer: String) -> Server {
+            use std::io::{ErrorKind, Read, Write};
+            use std::sync::atomic::Ordering;
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+            listener.set_nonblocking(true).expect("nonblocking");
+            let addr = listener.local_addr().expect("its address");
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let stopped = stop.clone();
+            let thread = std::thread::spawn(move || {
+                let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+                let mut served = 0;
+                while served < 16 && !stopped.load(Ordering::Relaxed) {
+                    let mut tcp = match listener.accept() {
+                        Ok((tcp, _)) => tcp,
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                            if std::time::Instant::now() > until {
+                                return;
+                            }
+                            std::thread::sleep(std::time::Duration::from_millis(5));
+                            continue;
+                        }
+                        Err(_) => return,
+                    };
+                    served += 1;
+                    let _ = tcp.set_nonblocking(false);
+                    let _ = tcp.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+                    let (mut head, mut byte) = (Vec::new(), [0u8; 1]);
+                    while !head.ends_with(b"\r\n\r\n") && matches!(tcp.read(&mut byte), Ok(1)) {
+                        head.push(byte[0]);
+                    }
+                    let _ = tcp.write_all(answer.as_bytes());
+                }
+            });
+            Server { addr, stop, thread: Some(thread) }
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+
+    /// The issue's "one verifier": a wrong answer reads the same from the lab's verify of its
+    /// own stacks (its blocking client) and from the runner's (one request sent by the load,
+    /// its answer kept), for each way an answer can be wrong.
+    #[test]
+    fn the_same_wrong_answer_reads_the_same_from_the_lab_and_from_the_runner() {
+        use loadlab_lab::workloads::{self, Expect, Workload};
+        let nginx_fpm = loadlab_lab::stack("nginx-fpm").expect("a stack");
+        let all = workloads::for_stack(nginx_fpm, &loadlab_lab::Knobs::default());
+        let hello = all.iter().find(|w| w.name == "hello.txt").expect("hello.txt").clone();
+        let markers = workloads::FRONT_PAGE_MARKERS.iter().map(|m| m.to_string()).collect();
+        let page =
+            Workload { name: "wordpress", path: "/", expect: Expect::Markers(markers), php: true };
+        let half = format!("<html>{}</html>", workloads::FRONT_PAGE_MARKERS[0]);
+        let cases: [(&Workload, u16, &str, &str, &str); 5] = [
+            (&hello, 200, "nginx/1.22", "hello", "has SHA-256"),
+            (&hello, 404, "nginx/1.22", "<h1>Not Found</h1>", "status 404, expected 200"),
+            (&hello, 200, "Apache/2.4", "hello, world!", "not from nginx"),
+            (&page, 200, "nginx", &half, "lacks \"loadlab post 5\""),
+            (&page, 200, "nginx", "<?php the_content(); ?>", "PHP source"),
+        ];
+        for (workload, status, server, body, wrong) in cases {
+            let expected =
+                Validation { server: Some("nginx".into()), ..workload.expect.validation() };
+            let len = body.len();
+            let answer = format!(
+                "HTTP/1.1 {status} X\r\nServer: {server}\r\nContent-Length: {len}\r\n\
+                 Connection: close\r\n\r\n{body}"
+            );
+            let server = Server::answering(answer);
+            let port = loadlab_engine::client::Endpoint::plain(server.addr);
+            let front = loadlab_lab::Tier::Nginx { php: loadlab_lab::catalog::NginxPhp::Fpm };
+            let lab = loadlab_lab::verify::check_workload(&port, front, workload, &expected);
+
+            let url = format!("http://{}{}", server.addr, workload.path);
+            let target = loadlab_engine::Target::parse(&url).expect("a URL");
+            let config =
+                one_request(BenchConfig { validation: expected, ..BenchConfig::new(target) });
+            let control = std::sync::Arc::new(loadlab_engine::Control::default());
+            let r = loadlab_engine::run(&config, server.addr, control).expect("a run");
+            let runner = judge(&r, &config);
+
+            let lab = lab.expect_err("a wrong answer");
+            assert!(lab.contains(wrong), "{lab}");
+            assert_eq!(runner, Err(lab));
+        }
     }
 }

@@ -208,6 +208,7 @@ impl Checker<'_> {
         };
         let knobs = Knobs {
             port: None,
+            listen: None,
             keepalive: s.keepalive.as_ref().map_or(OnOff::On, on_off),
             keepalive_timeout,
             keepalive_requests: count(&s.keepalive_requests, "keepalive_requests")?,

@@ -7,6 +7,7 @@
 mod errors;
 mod hygiene;
 mod knobs;
+mod listen;
 mod net;
 mod own;
 mod stacks;

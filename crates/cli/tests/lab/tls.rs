@@ -125,7 +125,10 @@ fn apache_event_fpm_serves_h2c_beside_http1() {
     assert!(up["url"].as_str().unwrap().starts_with("http://"), "{up:#}");
     assert_eq!(up["cacert"], Value::Null, "{up:#}");
     assert!(passed(&up, "http2").starts_with("h2c with prior knowledge: SETTINGS"), "{up:#}");
-    assert!(passed(&up, "hello.txt").starts_with("200"), "{up:#}");
+    assert!(
+        passed(&up, "hello.txt").starts_with("status 200, 13 body bytes, Server Apache"),
+        "{up:#}"
+    );
     lab.down(up["id"].as_str().unwrap());
 }
 

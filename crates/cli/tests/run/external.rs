@@ -253,7 +253,11 @@ requests = 200
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(5), "{stderr}");
     assert!(stderr.contains("verify failed for hello on tls-server"), "{stderr}");
-    assert!(stderr.contains("not reachable: TLS: invalid peer certificate"), "{stderr}");
+    assert!(
+        stderr.contains("TLS: reached the server, but its certificate is not trusted"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not reachable"), "{stderr}");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 #![allow(dead_code, unused_imports, unused_macros)]
 
 pub mod h2peer;
+pub mod hosts;
 pub mod nginx;
 pub mod servers;
 pub mod skip;

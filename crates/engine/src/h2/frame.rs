@@ -112,18 +112,63 @@ impl Head {
 enum State {
     /// Reading a frame header; `have` bytes of it are in `head`.
     Head { have: usize },
-    /// Inside a DATA frame: its pad-length byte still to come, body bytes left, then padding.
-    Data {
-        stream: u32,
-        pad_byte: bool,
-        data_left: usize,
-        pad_left: usize,
-        end_stream: bool,
-        /// The header's bytes, counted with the frame's first piece.
-        head_wire: usize,
-    },
+    /// Inside a DATA frame.
+    Data(DataFrame),
     /// A non-DATA frame whose payload spans reads: what came so far is in `spill`.
     Payload(Head),
+}
+
+/// A DATA frame being read: its pad-length byte still to come, body bytes left, then padding.
+/// Its body is handed on in the pieces the reads bring, never copied.
+#[derive(Debug)]
+struct DataFrame {
+    stream: u32,
+    pad_byte: bool,
+    data_left: usize,
+    pad_left: usize,
+    end_stream: bool,
+    /// The header's bytes, counted with the frame's first piece.
+    head_wire: usize,
+}
+
+impl DataFrame {
+    /// Takes what `input` holds of this frame: the piece of body it carries, if any is to be
+    /// told (with the flow-controlled bytes and the wire bytes it took), and whether the
+    /// frame is over.
+    fn take<'a>(
+        &mut self,
+        input: &mut &'a [u8],
+    ) -> Result<(Option<(Frame<'a>, usize)>, bool), ConnError> {
+        let mut flow = 0;
+        if self.pad_byte {
+            let pad = usize::from(input[0]);
+            *input = &input[1..];
+            self.pad_byte = false;
+            // The pad length counts in the payload, so it must leave room for itself
+            // (section 6.1).
+            if pad >= self.data_left {
+                return Err(ConnError::protocol("DATA padding exceeds the frame"));
+            }
+            self.data_left -= 1 + pad;
+            self.pad_left = pad;
+            flow += 1;
+        }
+        let take = self.data_left.min(input.len());
+        let data = &input[..take];
+        *input = &input[take..];
+        self.data_left -= take;
+        flow += take;
+        let skip = if self.data_left == 0 { self.pad_left.min(input.len()) } else { 0 };
+        self.pad_left -= skip;
+        *input = &input[skip..];
+        flow += skip;
+        let done = self.data_left == 0 && self.pad_left == 0;
+        let end_stream = done && self.end_stream;
+        let wire = flow + std::mem::take(&mut self.head_wire);
+        let piece = (take > 0 || end_stream || flow > 0)
+            .then_some((Frame::Data { stream: self.stream, data, flow, end_stream }, wire));
+        Ok((piece, done))
+    }
 }
 
 /// Reads frames from a connection's bytes, in pieces of any size.
@@ -161,14 +206,14 @@ impl Reader {
                     let head = Head::parse(&self.head);
                     check_head(&head)?;
                     if head.kind == DATA {
-                        self.state = State::Data {
+                        self.state = State::Data(DataFrame {
                             stream: head.stream,
                             pad_byte: head.flags & PADDED != 0,
                             data_left: head.len,
                             pad_left: 0,
                             end_stream: head.flags & END_STREAM != 0,
                             head_wire: HEAD_LEN,
-                        };
+                        });
                         if head.len == 0 {
                             self.finish_data(on_frame)?;
                         }
@@ -199,39 +244,13 @@ impl Reader {
                     self.spill = spill;
                     handled?;
                 }
-                State::Data { stream, pad_byte, data_left, pad_left, end_stream, head_wire } => {
-                    let stream = *stream;
-                    let mut flow = 0;
-                    if *pad_byte {
-                        let pad = usize::from(input[0]);
-                        input = &input[1..];
-                        *pad_byte = false;
-                        // The pad length counts in the payload, so it must leave room for
-                        // itself (section 6.1).
-                        if pad >= *data_left {
-                            return Err(ConnError::protocol("DATA padding exceeds the frame"));
-                        }
-                        *data_left -= 1 + pad;
-                        *pad_left = pad;
-                        flow += 1;
-                    }
-                    let take = (*data_left).min(input.len());
-                    let data = &input[..take];
-                    input = &input[take..];
-                    *data_left -= take;
-                    flow += take;
-                    let skip = if *data_left == 0 { (*pad_left).min(input.len()) } else { 0 };
-                    *pad_left -= skip;
-                    input = &input[skip..];
-                    flow += skip;
-                    let done = *data_left == 0 && *pad_left == 0;
-                    let end = done && *end_stream;
-                    let wire = flow + std::mem::take(head_wire);
+                State::Data(frame) => {
+                    let (piece, done) = frame.take(&mut input)?;
                     if done {
                         self.state = State::Head { have: 0 };
                     }
-                    if take > 0 || end || flow > 0 {
-                        on_frame(Frame::Data { stream, data, flow, end_stream: end }, wire)?;
+                    if let Some((frame, wire)) = piece {
+                        on_frame(frame, wire)?;
                     }
                 }
             }
@@ -244,7 +263,7 @@ impl Reader {
         &mut self,
         on_frame: &mut impl FnMut(Frame<'_>, usize) -> Result<(), ConnError>,
     ) -> Result<(), ConnError> {
-        if let State::Data { stream, end_stream, pad_byte: false, .. } = self.state {
+        if let State::Data(DataFrame { stream, end_stream, pad_byte: false, .. }) = self.state {
             self.state = State::Head { have: 0 };
             return on_frame(Frame::Data { stream, data: &[], flow: 0, end_stream }, HEAD_LEN);
         }

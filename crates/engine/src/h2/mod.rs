@@ -582,41 +582,10 @@ impl Session {
                 self.on_data(stream, data, flow, wire, end_stream)?
             }
             Frame::Headers { stream, fragment, end_stream, end_headers } => {
-                if stream.is_multiple_of(2) || stream >= self.next_id {
-                    return Err(ConnError::protocol("HEADERS on a stream never opened"));
-                }
-                if let Some(s) = self.slot_of(stream) {
-                    self.slots[s].ex.first_byte.get_or_insert(now);
-                }
-                if end_headers {
-                    self.on_block(stream, fragment, end_stream, wire)?;
-                } else {
-                    if fragment.len() > self.max_block {
-                        return Err(ConnError::protocol(BLOCK_TOO_LARGE));
-                    }
-                    self.block.clear();
-                    self.block.extend_from_slice(fragment);
-                    self.block_wire = wire;
-                    self.block_of = Some((stream, end_stream));
-                }
+                self.on_headers(stream, fragment, end_stream, end_headers, wire, now)?
             }
             Frame::Continuation { stream, fragment, end_headers } => {
-                let Some((_, end_stream)) = self.block_of else {
-                    return Err(ConnError::protocol("CONTINUATION without HEADERS"));
-                };
-                if self.block.len() + fragment.len() > self.max_block {
-                    return Err(ConnError::protocol(BLOCK_TOO_LARGE));
-                }
-                self.block.extend_from_slice(fragment);
-                self.block_wire += wire;
-                if end_headers {
-                    self.block_of = None;
-                    let block = std::mem::take(&mut self.block);
-                    let wire = self.block_wire;
-                    let done = self.on_block(stream, &block, end_stream, wire);
-                    self.block = block;
-                    done?;
-                }
+                self.on_continuation(stream, fragment, end_headers, wire)?
             }
             Frame::RstStream { stream, code } => match self.slot_of(stream) {
                 Some(s) => {
@@ -637,27 +606,92 @@ impl Session {
             Frame::Ping { ack: true, .. } => {}
             Frame::GoAway { last_stream, code } => self.on_goaway(last_stream, code),
             Frame::WindowUpdate { stream, increment } => {
-                if increment == 0 {
-                    return Err(ConnError::protocol("WINDOW_UPDATE of 0"));
-                }
-                let window = match stream {
-                    0 => Some(&mut self.send_window),
-                    _ => self.slot_of(stream).map(|s| &mut self.slots[s].send_window),
-                };
-                if let Some(w) = window {
-                    *w += i64::from(increment);
-                    if *w > MAX_WINDOW {
-                        return Err(ConnError {
-                            code: ErrorCode::FlowControl,
-                            what: "a window beyond 2^31-1",
-                        });
-                    }
-                }
+                self.on_window_update(stream, increment)?
             }
             Frame::PushPromise => {
                 return Err(ConnError::protocol("PUSH_PROMISE with push disabled"));
             }
             Frame::Ignored { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// A HEADERS frame: the whole block, or its first fragment kept until the CONTINUATION
+    /// that ends it (section 6.10). Its stream's first byte arrived at `now`.
+    fn on_headers(
+        &mut self,
+        stream: u32,
+        fragment: &[u8],
+        end_stream: bool,
+        end_headers: bool,
+        wire: usize,
+        now: Instant,
+    ) -> Result<(), ConnError> {
+        if stream.is_multiple_of(2) || stream >= self.next_id {
+            return Err(ConnError::protocol("HEADERS on a stream never opened"));
+        }
+        if let Some(s) = self.slot_of(stream) {
+            self.slots[s].ex.first_byte.get_or_insert(now);
+        }
+        if end_headers {
+            return self.on_block(stream, fragment, end_stream, wire);
+        }
+        if fragment.len() > self.max_block {
+            return Err(ConnError::protocol(BLOCK_TOO_LARGE));
+        }
+        self.block.clear();
+        self.block.extend_from_slice(fragment);
+        self.block_wire = wire;
+        self.block_of = Some((stream, end_stream));
+        Ok(())
+    }
+
+    /// A CONTINUATION frame: one more fragment of the block its HEADERS began, which is
+    /// decoded once it ends. The block's buffer is lent to the decoder and kept for reuse.
+    fn on_continuation(
+        &mut self,
+        stream: u32,
+        fragment: &[u8],
+        end_headers: bool,
+        wire: usize,
+    ) -> Result<(), ConnError> {
+        let Some((_, end_stream)) = self.block_of else {
+            return Err(ConnError::protocol("CONTINUATION without HEADERS"));
+        };
+        if self.block.len() + fragment.len() > self.max_block {
+            return Err(ConnError::protocol(BLOCK_TOO_LARGE));
+        }
+        self.block.extend_from_slice(fragment);
+        self.block_wire += wire;
+        if !end_headers {
+            return Ok(());
+        }
+        self.block_of = None;
+        let block = std::mem::take(&mut self.block);
+        let wire = self.block_wire;
+        let done = self.on_block(stream, &block, end_stream, wire);
+        self.block = block;
+        done
+    }
+
+    /// A WINDOW_UPDATE: more room to send on the connection (stream 0) or on one stream; a
+    /// window past 2^31-1 is a flow-control error (section 6.9.1).
+    fn on_window_update(&mut self, stream: u32, increment: u32) -> Result<(), ConnError> {
+        if increment == 0 {
+            return Err(ConnError::protocol("WINDOW_UPDATE of 0"));
+        }
+        let window = match stream {
+            0 => Some(&mut self.send_window),
+            _ => self.slot_of(stream).map(|s| &mut self.slots[s].send_window),
+        };
+        if let Some(w) = window {
+            *w += i64::from(increment);
+            if *w > MAX_WINDOW {
+                return Err(ConnError {
+                    code: ErrorCode::FlowControl,
+                    what: "a window beyond 2^31-1",
+                });
+            }
         }
         Ok(())
     }

@@ -96,6 +96,28 @@ fn a_response_in_pieces_of_every_size_completes_once() {
     }
 }
 
+/// A verify's run keeps its answer whole over HTTP/2 too: the DATA frames' bodies, in
+/// whatever pieces they came, without their padding.
+#[test]
+fn a_kept_answer_is_the_streams_body_without_padding() {
+    let request = get();
+    let keep = Validation { keep_answer: true, ..Validation::default() };
+    for piece in [1, 3, 4096] {
+        let mut s = with_requests(1, 1, &request);
+        s.slots[0].ex.check = BodyCheck::new(&keep);
+        let mut wire = settings(&[]);
+        wire.extend(headers(1, b"200", 0));
+        put_head(&mut wire, 1 + 3 + 2, frame::DATA, frame::PADDED, 1);
+        wire.extend_from_slice(&[2, b'h', b'e', b'l', 0, 0]);
+        wire.extend(data(1, b"lo", frame::END_STREAM));
+        for chunk in wire.chunks(piece) {
+            s.feed(chunk, Instant::now()).unwrap();
+        }
+        assert_eq!(outcomes(&mut s), [(0, Outcome::Complete)], "pieces of {piece}");
+        assert_eq!(s.slots[0].ex.check.kept(), Some(&b"hello"[..]), "pieces of {piece}");
+    }
+}
+
 #[test]
 fn a_header_block_split_into_continuation_frames_is_decoded_whole() {
     let request = get();

@@ -58,70 +58,80 @@ impl ChunkedDecoder {
             }
             let b = data[i];
             i += 1;
-            match self.state {
-                State::Size => match b {
-                    b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
-                        let digit = u64::from((b as char).to_digit(16).unwrap_or(0));
-                        self.digits += 1;
-                        self.line(limits)?;
-                        self.size = self
-                            .size
-                            .checked_mul(16)
-                            .and_then(|s| s.checked_add(digit))
-                            .filter(|s| *s <= limits.max_chunk_bytes)
-                            .ok_or(ParseError::ChunkTooLarge(limits.max_chunk_bytes))?;
-                    }
-                    _ if self.digits == 0 => return Err(ParseError::InvalidChunk),
-                    b';' | b' ' | b'\t' => self.state = State::Ext,
-                    b'\r' => self.state = State::SizeLf,
-                    // A bare LF is accepted as a line end (RFC 9112 section 2.2).
-                    b'\n' => self.end_size_line(),
-                    _ => return Err(ParseError::InvalidChunk),
-                },
-                State::Ext => match b {
-                    b'\r' => self.state = State::SizeLf,
-                    b'\n' => self.end_size_line(),
-                    _ => self.line(limits)?,
-                },
-                State::SizeLf => match b {
-                    b'\n' => self.end_size_line(),
-                    _ => return Err(ParseError::InvalidChunk),
-                },
-                State::DataCr => match b {
-                    b'\r' => self.state = State::DataLf,
-                    b'\n' => self.state = State::Size,
-                    _ => return Err(ParseError::InvalidChunk),
-                },
-                State::DataLf => match b {
-                    b'\n' => self.state = State::Size,
-                    _ => return Err(ParseError::InvalidChunk),
-                },
-                State::TrailerStart => match b {
-                    b'\r' => self.state = State::FinalLf,
-                    b'\n' => return Ok((i, true)),
-                    _ => {
-                        self.state = State::Trailer;
-                        self.line_len = 0;
-                        self.trailer(limits)?;
-                    }
-                },
-                State::Trailer => match b {
-                    b'\r' => self.state = State::TrailerLf,
-                    b'\n' => self.state = State::TrailerStart,
-                    _ => self.trailer(limits)?,
-                },
-                State::TrailerLf => match b {
-                    b'\n' => self.state = State::TrailerStart,
-                    _ => return Err(ParseError::InvalidChunk),
-                },
-                State::FinalLf => match b {
-                    b'\n' => return Ok((i, true)),
-                    _ => return Err(ParseError::InvalidChunk),
-                },
-                State::Data => unreachable!("data is consumed in bulk above"),
+            if self.step(b, limits)? {
+                return Ok((i, true));
             }
         }
         Ok((i, false))
+    }
+
+    /// One byte of framing (a size line, the CRLF after data, a trailer line) in the current
+    /// state; whether it ended the message.
+    #[inline]
+    fn step(&mut self, b: u8, limits: &Limits) -> Result<bool, ParseError> {
+        match self.state {
+            State::Size => match b {
+                b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
+                    let digit = u64::from((b as char).to_digit(16).unwrap_or(0));
+                    self.digits += 1;
+                    self.line(limits)?;
+                    self.size = self
+                        .size
+                        .checked_mul(16)
+                        .and_then(|s| s.checked_add(digit))
+                        .filter(|s| *s <= limits.max_chunk_bytes)
+                        .ok_or(ParseError::ChunkTooLarge(limits.max_chunk_bytes))?;
+                }
+                _ if self.digits == 0 => return Err(ParseError::InvalidChunk),
+                b';' | b' ' | b'\t' => self.state = State::Ext,
+                b'\r' => self.state = State::SizeLf,
+                // A bare LF is accepted as a line end (RFC 9112 section 2.2).
+                b'\n' => self.end_size_line(),
+                _ => return Err(ParseError::InvalidChunk),
+            },
+            State::Ext => match b {
+                b'\r' => self.state = State::SizeLf,
+                b'\n' => self.end_size_line(),
+                _ => self.line(limits)?,
+            },
+            State::SizeLf => match b {
+                b'\n' => self.end_size_line(),
+                _ => return Err(ParseError::InvalidChunk),
+            },
+            State::DataCr => match b {
+                b'\r' => self.state = State::DataLf,
+                b'\n' => self.state = State::Size,
+                _ => return Err(ParseError::InvalidChunk),
+            },
+            State::DataLf => match b {
+                b'\n' => self.state = State::Size,
+                _ => return Err(ParseError::InvalidChunk),
+            },
+            State::TrailerStart => match b {
+                b'\r' => self.state = State::FinalLf,
+                b'\n' => return Ok(true),
+                _ => {
+                    self.state = State::Trailer;
+                    self.line_len = 0;
+                    self.trailer(limits)?;
+                }
+            },
+            State::Trailer => match b {
+                b'\r' => self.state = State::TrailerLf,
+                b'\n' => self.state = State::TrailerStart,
+                _ => self.trailer(limits)?,
+            },
+            State::TrailerLf => match b {
+                b'\n' => self.state = State::TrailerStart,
+                _ => return Err(ParseError::InvalidChunk),
+            },
+            State::FinalLf => match b {
+                b'\n' => return Ok(true),
+                _ => return Err(ParseError::InvalidChunk),
+            },
+            State::Data => unreachable!("data is consumed in bulk by decode"),
+        }
+        Ok(false)
     }
 
     fn end_size_line(&mut self) {

@@ -328,39 +328,7 @@ impl Parser {
             return Ok(Some(n));
         }
 
-        let mut content_length: Option<u64> = None;
-        let mut transfer_encoding = false;
-        let mut chunked = false;
-        let mut close = false;
-        let mut keep_alive_token = false;
-        for h in resp.headers.iter() {
-            let name = h.name;
-            if name.eq_ignore_ascii_case("content-length") {
-                for part in h.value.split(|&b| b == b',') {
-                    let v = parse_decimal(trim(part)).ok_or(ParseError::InvalidContentLength)?;
-                    match content_length {
-                        Some(prev) if prev != v => {
-                            return Err(ParseError::ConflictingContentLength)
-                        }
-                        _ => content_length = Some(v),
-                    }
-                }
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                transfer_encoding = true;
-                // Only the final coding decides the framing (RFC 9112 section 6.3, item 4).
-                let last = h.value.rsplit(|&b| b == b',').next().map(trim).unwrap_or(&[]);
-                chunked = last.eq_ignore_ascii_case(b"chunked");
-            } else if name.eq_ignore_ascii_case("connection") {
-                for token in h.value.split(|&b| b == b',').map(trim) {
-                    close |= token.eq_ignore_ascii_case(b"close");
-                    keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
-                }
-            } else if self.capture_server && name.eq_ignore_ascii_case("server") {
-                self.server = Some(String::from_utf8_lossy(h.value).into_owned());
-                self.capture_server = false;
-            }
-        }
-
+        let framing = self.framing(resp.headers)?;
         if self.capture_headers {
             self.headers = resp
                 .headers
@@ -374,37 +342,91 @@ impl Parser {
         self.status = code;
         // HTTP/1.1 connections persist unless closed; HTTP/1.0 ones only when asked to
         // (RFC 9112 section 9.3).
-        self.keep_alive = if http10 { keep_alive_token && !close } else { !close };
-        self.phase = if self.head_request || code == 204 || code == 304 {
-            Phase::Done
-        } else if transfer_encoding {
+        self.keep_alive =
+            if http10 { framing.keep_alive_token && !framing.close } else { !framing.close };
+        self.phase = self.body_phase(code, http10, &framing)?;
+        Ok(Some(n))
+    }
+
+    /// What the head's headers say of the body's framing and the connection (and the Server
+    /// header, when it is asked for).
+    fn framing(&mut self, headers: &[httparse::Header<'_>]) -> Result<Framing, ParseError> {
+        let mut f = Framing::default();
+        for h in headers {
+            let name = h.name;
+            if name.eq_ignore_ascii_case("content-length") {
+                for part in h.value.split(|&b| b == b',') {
+                    let v = parse_decimal(trim(part)).ok_or(ParseError::InvalidContentLength)?;
+                    match f.content_length {
+                        Some(prev) if prev != v => {
+                            return Err(ParseError::ConflictingContentLength)
+                        }
+                        _ => f.content_length = Some(v),
+                    }
+                }
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                f.transfer_encoding = true;
+                // Only the final coding decides the framing (RFC 9112 section 6.3, item 4).
+                let last = h.value.rsplit(|&b| b == b',').next().map(trim).unwrap_or(&[]);
+                f.chunked = last.eq_ignore_ascii_case(b"chunked");
+            } else if name.eq_ignore_ascii_case("connection") {
+                for token in h.value.split(|&b| b == b',').map(trim) {
+                    f.close |= token.eq_ignore_ascii_case(b"close");
+                    f.keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
+            } else if self.capture_server && name.eq_ignore_ascii_case("server") {
+                self.server = Some(String::from_utf8_lossy(h.value).into_owned());
+                self.capture_server = false;
+            }
+        }
+        Ok(f)
+    }
+
+    /// How the body of a final response with status `code` is delimited, RFC 9112 section
+    /// 6.3's rules in order; a framing that leaves the body's end uncertain also ends the
+    /// connection's reuse.
+    fn body_phase(&mut self, code: u16, http10: bool, f: &Framing) -> Result<Phase, ParseError> {
+        if self.head_request || code == 204 || code == 304 {
+            return Ok(Phase::Done);
+        }
+        if f.transfer_encoding {
             if http10 {
                 // RFC 9112 section 6.1: treat the framing as faulty.
                 return Err(ParseError::TransferEncodingInHttp10);
             }
-            if content_length.is_some() {
+            if f.content_length.is_some() {
                 // Both headers: Transfer-Encoding wins, and the connection must be closed
                 // after the response because the message may be a smuggling attempt.
                 self.keep_alive = false;
             }
-            if chunked {
-                Phase::Chunked
-            } else {
+            if f.chunked {
+                return Ok(Phase::Chunked);
+            }
+            self.keep_alive = false;
+            return Ok(Phase::UntilClose);
+        }
+        Ok(match f.content_length {
+            Some(0) => Phase::Done,
+            Some(len) => Phase::Length(len),
+            None => {
                 self.keep_alive = false;
                 Phase::UntilClose
             }
-        } else {
-            match content_length {
-                Some(0) => Phase::Done,
-                Some(len) => Phase::Length(len),
-                None => {
-                    self.keep_alive = false;
-                    Phase::UntilClose
-                }
-            }
-        };
-        Ok(Some(n))
+        })
     }
+}
+
+/// What a head's headers say of its body's framing and of its connection.
+#[derive(Debug, Default)]
+struct Framing {
+    content_length: Option<u64>,
+    transfer_encoding: bool,
+    /// The final transfer coding is `chunked`.
+    chunked: bool,
+    /// `Connection: close`.
+    close: bool,
+    /// `Connection: keep-alive` (what keeps an HTTP/1.0 connection open).
+    keep_alive_token: bool,
 }
 
 fn trim(b: &[u8]) -> &[u8] {

@@ -247,22 +247,8 @@ impl Worker {
                     self.adopt_warm_up();
                 }
             }
-            if self.control.stop.load(Ordering::Relaxed) {
-                break now;
-            }
-            if let Some(end) = self.spec.end {
-                if now >= end {
-                    // Arrivals due before the end go out (and stay unfinished), so that only
-                    // what the client truly could not send counts as never sent.
-                    self.dispatch(now, end - Duration::from_nanos(1));
-                    break end;
-                }
-            }
-            if self.budget_spent
-                && self.restart.is_empty()
-                && !self.conns.iter().any(Conn::in_flight)
-            {
-                break self.last_event;
+            if let Some(end_at) = self.ended(now) {
+                break end_at;
             }
             if now >= next_sweep {
                 self.sweep(now);
@@ -283,29 +269,7 @@ impl Worker {
             if !measuring {
                 wake = wake.min(self.spec.measure_start);
             }
-            let mut timeout = if self.restart.is_empty() {
-                wake.saturating_duration_since(now)
-            } else {
-                Duration::ZERO
-            };
-            // The open loop's next send is near: sleep until it whatever becomes ready, then
-            // take everything that did (responses keep the kernel's arrival stamps). One
-            // wake-up per send rather than one per send and one per response.
-            // Not while a response is arriving in pieces: one larger than the socket's buffer
-            // would stall the server until it is read, and the stamps would time that stall.
-            let receiving = || {
-                self.conns.iter().any(|c| c.state == State::Reading && c.ex.first_byte.is_some())
-            };
-            if let (true, false, Some(timer)) = (self.stamped, timeout.is_zero(), &self.timer) {
-                // A send time already past means dispatch found no connection for it: then
-                // only an event (a response, a connect) can let it go, so wait for one.
-                let near = |at: &Instant| *at > now && *at - now <= HARVEST;
-                if let Some(send_at) = timer.armed().filter(near).filter(|_| !receiving()) {
-                    timer.sleep_until(send_at.min(wake));
-                    timeout = Duration::ZERO;
-                    self.harvesting = true;
-                }
-            }
+            let timeout = self.wait_for(now, wake);
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -330,7 +294,58 @@ impl Worker {
                 published = done;
             }
         };
-        let account = ThreadAccount::thread().since(&account_start);
+        Ok(self.report(ThreadAccount::thread().since(&account_start), end_at))
+    }
+
+    /// Whether the run is over at `now`, and then when it ended: a stop asked for (Ctrl-C), the
+    /// planned end of a timed run, or a counted run's budget spent with nothing left in
+    /// flight (it ended with its last event).
+    fn ended(&mut self, now: Instant) -> Option<Instant> {
+        if self.control.stop.load(Ordering::Relaxed) {
+            return Some(now);
+        }
+        if let Some(end) = self.spec.end {
+            if now >= end {
+                // Arrivals due before the end go out (and stay unfinished), so that only
+                // what the client truly could not send counts as never sent.
+                self.dispatch(now, end - Duration::from_nanos(1));
+                return Some(end);
+            }
+        }
+        let idle = || self.restart.is_empty() && !self.conns.iter().any(Conn::in_flight);
+        (self.budget_spent && idle()).then_some(self.last_event)
+    }
+
+    /// How long the loop may wait for events at `now` before its next duty at `wake`: none
+    /// when failed slots wait to start again.
+    fn wait_for(&mut self, now: Instant, wake: Instant) -> Duration {
+        if !self.restart.is_empty() {
+            return Duration::ZERO;
+        }
+        let timeout = wake.saturating_duration_since(now);
+        // The open loop's next send is near: sleep until it whatever becomes ready, then
+        // take everything that did (responses keep the kernel's arrival stamps). One
+        // wake-up per send rather than one per send and one per response.
+        // Not while a response is arriving in pieces: one larger than the socket's buffer
+        // would stall the server until it is read, and the stamps would time that stall.
+        let receiving =
+            || self.conns.iter().any(|c| c.state == State::Reading && c.ex.first_byte.is_some());
+        if let (true, false, Some(timer)) = (self.stamped, timeout.is_zero(), &self.timer) {
+            // A send time already past means dispatch found no connection for it: then
+            // only an event (a response, a connect) can let it go, so wait for one.
+            let near = |at: &Instant| *at > now && *at - now <= HARVEST;
+            if let Some(send_at) = timer.armed().filter(near).filter(|_| !receiving()) {
+                timer.sleep_until(send_at.min(wake));
+                self.harvesting = true;
+                return Duration::ZERO;
+            }
+        }
+        timeout
+    }
+
+    /// What the worker measured, once its loop ended at `end_at`, with the CPU its thread
+    /// used meanwhile.
+    fn report(mut self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
         self.tally.unfinished =
             self.refused_at_end + self.conns.iter().map(Conn::measured_in_flight).sum::<u64>();
         if let (Some(schedule), false) = (self.schedule.as_mut(), self.budget_spent) {
@@ -339,7 +354,7 @@ impl Worker {
             self.tally.not_sent += schedule.drain_before(self.spec.measure_start, end_at);
         }
         let measure_start = self.spec.measure_start;
-        Ok(WorkerReport {
+        WorkerReport {
             cpu: account.cpu,
             cpu_wait: account.cpu_wait,
             involuntary_switches: account.involuntary_switches,
@@ -351,7 +366,7 @@ impl Worker {
             server: self.server.take(),
             negotiated: self.negotiated.take(),
             tally: self.tally,
-        })
+        }
     }
 
     /// A counted closed loop, as its window opens: the requests the warm-up left in flight

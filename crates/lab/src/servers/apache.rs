@@ -198,6 +198,7 @@ impl Server for Apache {
         let (tls_modules, tls) = self.tls_and_http2(plan);
         let mut vars = plan.common_vars();
         vars.extend([
+            ("bind", plan.bind_host(self.tier())),
             ("tls_modules", tls_modules),
             ("tls", tls),
             ("port", plan.port("apache").to_string()),

@@ -39,6 +39,7 @@ impl Server for Hitch {
         let files = plan.tls_files();
         let mut vars = plan.common_vars();
         vars.extend([
+            ("bind", plan.bind(Tier::Hitch).to_string()),
             ("port", plan.port("hitch").to_string()),
             ("backend_port", plan.port("varnish").to_string()),
             ("cert", files.cert.display().to_string()),

@@ -56,6 +56,7 @@ impl Server for Mariadb {
     fn configs(&self, plan: &Plan) -> Vec<Generated> {
         let mut vars = plan.common_vars();
         vars.extend([
+            ("bind", plan.bind(Tier::Mariadb).to_string()),
             ("port", plan.port("mariadb").to_string()),
             // As root mariadbd refuses to start unless told to stay root.
             ("user", user_line(plan, |_, _| "user = root\n".to_string())),

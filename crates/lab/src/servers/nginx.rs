@@ -132,6 +132,7 @@ impl Server for Nginx {
         let tls_block = if tls { tls_lines(plan) } else { String::new() };
         let mut vars = plan.common_vars();
         vars.extend([
+            ("bind", plan.bind_host(self.tier())),
             ("listen_flags", listen_flags),
             ("tls", tls_block),
             ("workers", knobs.workers.map_or("auto".to_string(), |n| n.to_string())),

@@ -27,6 +27,7 @@ pub(crate) fn plan(stack: &'static crate::Stack, knobs: Knobs, root: bool) -> Pl
         apache_modules: "/usr/lib/apache2/modules".into(),
         mod_php: "/usr/lib/apache2/modules/libphp8.2.so".into(),
         net: None,
+        listen: None,
     }
 }
 
@@ -190,4 +191,37 @@ fn the_users_files_at_their_include_points() {
         }
         assert_snapshot(&format!("{name}-own"), &text);
     }
+}
+
+/// `--listen`: the front tier alone binds the address (IPv6 in brackets where nginx, Apache and
+/// Varnish write a host before its port, bare in hitch's own brackets), every tier behind it
+/// 127.0.0.1; the URL and the status pages name the public address.
+#[test]
+fn listen_binds_the_front_alone() {
+    use loadlab_net::host::Exposure;
+    let exposure = |bind: &str, public: &str| Exposure {
+        bind: bind.parse().unwrap(),
+        public: public.parse().unwrap(),
+        primary: bind != public,
+        interface: "eth0".into(),
+        shaping: None,
+    };
+    let stack = crate::stack("nginx-proxy-apache").unwrap();
+    let mut p = plan(stack, Knobs::default(), true);
+    p.listen = Some(exposure("::", "fd00::2"));
+    let text = render(&p);
+    assert!(text.contains("listen [::]:$PORT_nginx"), "{text}");
+    assert!(text.contains("Listen 127.0.0.1:$PORT_apache"), "{text}");
+    assert!(text.contains("allow fd00::2;") && text.contains("Require ip fd00::2"), "{text}");
+    assert_eq!(p.url(), format!("http://[fd00::2]:{}/", p.port("nginx")));
+    assert_eq!(p.addr("apache").ip(), loadlab_net::host::LOOPBACK);
+    assert_eq!(p.addr("nginx").ip().to_string(), "fd00::2");
+
+    let tls = Knobs { tls: OnOff::On, ..Knobs::default() };
+    let mut p = plan(crate::stack("varnish-nginx-fpm").unwrap(), tls, true);
+    p.listen = Some(exposure("10.0.0.2", "10.0.0.2"));
+    let text = render(&p);
+    assert!(text.contains("frontend = \"[10.0.0.2]:$PORT_hitch\""), "{text}");
+    assert!(text.contains("listen 127.0.0.1:$PORT_nginx"), "{text}");
+    assert_eq!(crate::cert::names(&p)[0], "10.0.0.2");
 }

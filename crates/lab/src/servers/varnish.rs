@@ -58,8 +58,7 @@ impl Server for Varnish {
         let listen = if plan.knobs.tls.is_on() {
             format!("127.0.0.1:{},PROXY", plan.port("varnish"))
         } else {
-            let bind = if plan.net.is_some() { "0.0.0.0" } else { "127.0.0.1" };
-            format!("{bind}:{}", plan.port("varnish"))
+            format!("{}:{}", plan.bind_host(Tier::Varnish), plan.port("varnish"))
         };
         command
             .args(["-F", "-j", "none", "-T", "none", "-s", "malloc,64m"])
