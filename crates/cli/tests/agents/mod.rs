@@ -76,6 +76,9 @@ fn closed_loop_shares_add_up_to_the_count_and_agent_0_reports_the_whole() {
     assert!(rows.iter().all(|r| r["p99_us"].as_u64().unwrap() > 0), "{rows:?}");
     assert!(merged["start_skew_us"].as_f64().is_some());
     assert!(json(&outs[1]).get("agents").is_none(), "only agent 0 reports the test");
+    let validator = crate::schema::validator();
+    crate::schema::assert_valid(&validator, &merged);
+    crate::schema::assert_valid(&validator, &json(&outs[1]));
 }
 
 #[test]
@@ -200,6 +203,7 @@ fn kill_9_of_one_agent_ends_the_test_within_3_s_with_a_partial_result() {
     assert_eq!(a0.status.code(), Some(8), "{}", stderr(&a0));
     let merged = json(&a0);
     assert_eq!(merged["agent_lost"]["index"], 2, "{merged:#}");
+    crate::schema::assert_valid(&crate::schema::validator(), &merged);
     assert!(merged["requests"]["completed"].as_u64().unwrap() > 0, "what was measured");
     assert_eq!(a1.status.code(), Some(8), "agent 1 was stopped: {}", stderr(&a1));
 }
