@@ -280,3 +280,32 @@ impl BenchConfig {
 fn invalid(message: &str) -> Result<(), EngineError> {
     Err(EngineError::Config(message.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Arrival;
+
+    fn config(pacing: Pacing, connections: usize, stop: Stop) -> BenchConfig {
+        let mut c = BenchConfig::new(Target::parse("http://127.0.0.1:9/").unwrap());
+        (c.pacing, c.connections, c.stop, c.threads) = (pacing, connections, stop, 4);
+        c
+    }
+
+    #[test]
+    fn a_share_splits_connections_count_and_threads_and_refuses_an_empty_part() {
+        let mut c = config(Pacing::Closed, 10, Stop::Count(1001));
+        c.take_share(Share { index: 2, of: 4 }).unwrap();
+        // floor(3 x 10 / 4) - floor(2 x 10 / 4) = 7 - 5; floor(3003/4) - floor(2002/4) = 750 - 500.
+        assert_eq!((c.connections, c.stop, c.threads), (2, Stop::Count(250), 2));
+        let open = Pacing::Open { rate: 100.0, arrival: Arrival::Fixed, max_connections: 9 };
+        let mut c = config(open, 10, Stop::Count(10));
+        c.take_share(Share { index: 1, of: 3 }).unwrap();
+        // Arrivals 1, 4, 7 of 0..10.
+        assert_eq!(c.stop, Stop::Count(3));
+        assert!(matches!(c.pacing, Pacing::Open { max_connections: 3, .. }));
+        let e = config(Pacing::Closed, 2, Stop::Count(10)).take_share(Share { index: 0, of: 3 });
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("--connections 2") && e.contains("3 agents"), "{e}");
+    }
+}

@@ -204,6 +204,38 @@ fn kill_9_of_one_agent_ends_the_test_within_3_s_with_a_partial_result() {
     let merged = json(&a0);
     assert_eq!(merged["agent_lost"]["index"], 2, "{merged:#}");
     crate::schema::assert_valid(&crate::schema::validator(), &merged);
+    let lost = &merged["agents"][2];
+    assert!(lost["p99_us"].is_null() && lost["flags"][0] == "lost", "{lost:#}");
     assert!(merged["requests"]["completed"].as_u64().unwrap() > 0, "what was measured");
     assert_eq!(a1.status.code(), Some(8), "agent 1 was stopped: {}", stderr(&a1));
+}
+
+#[test]
+fn bad_agent_flags_are_refused_with_one_line_and_exit_2() {
+    let url = "http://127.0.0.1:9/";
+    let cases: [(&[&str], &str); 3] = [
+        (&["--agents", "3", "--agent", "5", "--rendezvous", "127.0.0.1:9"], "--agent 5"),
+        (
+            &["-c", "1", "--agents", "2", "--agent", "0", "--rendezvous", "127.0.0.1:9"],
+            "--connections 1",
+        ),
+        (&["--agents", "2", "--rendezvous", "127.0.0.1:9"], "JOB_COMPLETION_INDEX"),
+    ];
+    for (args, names) in cases {
+        let mut c = loadlab();
+        c.args(["bench", url])
+            .args(args)
+            .env("LOADLAB_TOKEN", TOKEN)
+            .env_remove("JOB_COMPLETION_INDEX");
+        let o = output_within(c, LIMIT);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(names), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    }
+    let mut c = loadlab();
+    c.args(["bench", url, "--agents", "2", "--agent", "1", "--rendezvous", "127.0.0.1:9"]);
+    c.env_remove("LOADLAB_TOKEN");
+    let o = output_within(c, LIMIT);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("LOADLAB_TOKEN"), "{}", stderr(&o));
 }

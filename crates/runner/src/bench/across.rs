@@ -14,7 +14,8 @@ pub struct AgentRow {
     pub host: String,
     /// Its share, e.g. "agent 1 of 4".
     pub share: String,
-    /// Null for an agent whose measurements never came (lost).
+    /// For an agent lost, its last heartbeat's counts: requests it made that the merged
+    /// figures do not hold (its measurements never came).
     pub completed: Option<u64>,
     pub failed: Option<u64>,
     pub p50_us: Option<u64>,
@@ -32,15 +33,17 @@ pub struct AgentRow {
 }
 
 impl AgentRow {
-    pub fn new(r: &Roster, share: Share, part: Option<(&Part, u64)>) -> AgentRow {
+    /// The row of agent `r`: from its measurements, or else from `beat`, its last heartbeat's
+    /// (completed, failed).
+    pub fn new(r: &Roster, share: Share, part: Option<(&Part, u64)>, beat: (u64, u64)) -> AgentRow {
         let Offset { offset_ns, rtt_ns } = r.offset;
         let us = |ns: f64| ns / 1000.0;
         AgentRow {
             index: r.index,
             host: r.host.clone(),
             share: format!("agent {} of {}", share.index, share.of),
-            completed: part.map(|(p, _)| p.completed_failed().0),
-            failed: part.map(|(p, _)| p.completed_failed().1),
+            completed: Some(part.map_or(beat.0, |(p, _)| p.completed_failed().0)),
+            failed: Some(part.map_or(beat.1, |(p, _)| p.completed_failed().1)),
             p50_us: part.map(|(p, _)| p.p50_us),
             p99_us: part.map(|(p, _)| p.p99_us),
             clock_offset_us: us(offset_ns as f64),

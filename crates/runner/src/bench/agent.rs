@@ -135,15 +135,14 @@ fn rows(roster: &[Roster], seen: &[Seen], own: (&Part, u64), share: &Share) -> V
     roster
         .iter()
         .map(|r| {
-            let part = match r.index {
-                0 => Some(own),
-                i => seen
-                    .iter()
-                    .find(|s| s.index == i)
-                    .and_then(|s| s.part.as_ref())
-                    .map(|(p, l)| (&**p, *l)),
+            let seen = seen.iter().find(|s| s.index == r.index);
+            let part = match (r.index, seen) {
+                (0, _) => Some(own),
+                (_, Some(s)) => s.part.as_ref().map(|(p, l)| (&**p, *l)),
+                (_, None) => None,
             };
-            AgentRow::new(r, Share { index: r.index, of: share.of }, part)
+            let beat = seen.map_or((0, 0), |s| (s.completed, s.failed));
+            AgentRow::new(r, Share { index: r.index, of: share.of }, part, beat)
         })
         .collect()
 }
