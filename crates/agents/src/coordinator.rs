@@ -6,7 +6,7 @@
 
 use std::io;
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -174,7 +174,7 @@ impl Coordinator {
 
     /// From the start at `start` (agent 0's clock, ns): watches the agents; a lost one stops
     /// `control` (agent 0's own run) and every other agent.
-    pub fn watch(self, control: Arc<Control>, start: u64) -> Watch {
+    pub fn watch(self, control: Arc<Control>, counters: Arc<Counters>, start: u64) -> Watch {
         let state: Shared =
             Arc::new(Mutex::new(self.members.iter().map(|m| Seen::new(m.index)).collect()));
         let done = Arc::new(AtomicBool::new(false));
@@ -184,8 +184,9 @@ impl Coordinator {
             self.members.iter().filter_map(|m| m.stream.try_clone().ok()).collect();
         let mut threads = Vec::new();
         for (slot, m) in self.members.into_iter().enumerate() {
-            let (state, done) = (state.clone(), done.clone());
-            threads.push(std::thread::spawn(move || listen(m.stream, slot, &state, &done)));
+            let (state, done, counters) = (state.clone(), done.clone(), counters.clone());
+            threads
+                .push(std::thread::spawn(move || listen(m.stream, slot, &state, &done, &counters)));
         }
         let (s, d, c) = (state.clone(), done.clone(), control);
         threads.push(std::thread::spawn(move || monitor(&s, &d, &c, writers, start)));
@@ -230,6 +231,14 @@ impl Seen {
 }
 
 type Shared = Arc<Mutex<Vec<Seen>>>;
+
+/// The other agents' counters summed, as their heartbeats tell them: for agent 0's live
+/// progress line of the whole test.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub completed: AtomicU64,
+    pub failed: AtomicU64,
+}
 
 /// An agent that stopped: its index, and the second of the test in which it was lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -286,7 +295,13 @@ impl Watch {
 }
 
 /// One agent's messages until its measurements come or its connection ends.
-fn listen(mut stream: TcpStream, slot: usize, state: &Shared, done: &AtomicBool) -> Option<Lost> {
+fn listen(
+    mut stream: TcpStream,
+    slot: usize,
+    state: &Shared,
+    done: &AtomicBool,
+    counters: &Counters,
+) -> Option<Lost> {
     let _ = stream.set_read_timeout(Some(Duration::from_millis(250)));
     while !done.load(Ordering::Relaxed) {
         let msg = match wire::recv(&mut stream) {
@@ -302,14 +317,18 @@ fn listen(mut stream: TcpStream, slot: usize, state: &Shared, done: &AtomicBool)
         let mut seen = state.lock().unwrap_or_else(|e| e.into_inner());
         let s = &mut seen[slot];
         s.last = Instant::now();
-        match msg {
-            Msg::Beat { completed, failed } => (s.completed, s.failed) = (completed, failed),
-            Msg::Done { part, late_ns } => {
-                (s.completed, s.failed) = part.completed_failed();
-                s.part = Some((part, late_ns));
-                return None;
-            }
-            _ => {}
+        let (completed, failed) = match &msg {
+            Msg::Beat { completed, failed } => (*completed, *failed),
+            Msg::Done { part, .. } => part.completed_failed(),
+            _ => (s.completed, s.failed),
+        };
+        // The sums move by this agent's progress since its last message.
+        counters.completed.fetch_add(completed.saturating_sub(s.completed), Ordering::Relaxed);
+        counters.failed.fetch_add(failed.saturating_sub(s.failed), Ordering::Relaxed);
+        (s.completed, s.failed) = (completed, failed);
+        if let Msg::Done { part, late_ns } = msg {
+            s.part = Some((part, late_ns));
+            return None;
         }
     }
     None

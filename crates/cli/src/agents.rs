@@ -74,6 +74,7 @@ impl AgentArgs {
             token,
             timeout: self.rendezvous_timeout,
             host: host_name(),
+            others: Default::default(),
         }))
     }
 }

@@ -143,6 +143,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
         return print(&args, &judged);
     };
     let control = measure.control();
+    if agents.share.index == 0 {
+        measure.show_others(agents.others.clone());
+    }
     let outcome = agent::run(request, &agents, &mut measure, control, &mut warn)
         .map_err(crate::agents::failure)?;
     match outcome {

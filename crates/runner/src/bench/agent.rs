@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadlab_agents::auth::Token;
-use loadlab_agents::coordinator::{Coordinator, Lost, Plan, Roster, Seen};
+use loadlab_agents::coordinator::{Coordinator, Counters, Lost, Plan, Roster, Seen};
 use loadlab_agents::member::{Hello, Member};
 use loadlab_agents::part::{self, Part};
 use loadlab_agents::{clock, load, AgentsError};
@@ -31,6 +31,9 @@ pub struct Agents {
     pub timeout: Duration,
     /// This host's name, for the report.
     pub host: String,
+    /// Agent 0: the other agents' counters as their heartbeats arrive, for a live progress
+    /// line of the whole test.
+    pub others: Arc<Counters>,
 }
 
 /// How an agent's part ended.
@@ -107,7 +110,7 @@ fn coordinate(
     let mut coordinator = Coordinator::gather(listener, plan)?;
     let start = coordinator.start()?;
     let roster = coordinator.roster(&agents.host);
-    let watch = coordinator.watch(control, start);
+    let watch = coordinator.watch(control, agents.others.clone(), start);
     let late = clock::sleep_until(start);
     let own = measure.measure(&mine.config, address, "");
     // The others are awaited even when this host's run failed, so that they are stopped and
