@@ -5,6 +5,7 @@ use std::io::Write;
 
 use clap::Args;
 use loadlab_output::doctor as output;
+use loadlab_remote::Host;
 use loadlab_runner::doctor;
 
 use crate::exit::{lab_failure, OK};
@@ -14,9 +15,16 @@ pub struct DoctorArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Ask that lab host's loadlab instead, over ssh (the binary is copied there if need
+    /// be, as `stack up --host` does).
+    #[arg(long, value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host)]
+    host: Option<Host>,
 }
 
 pub fn run(args: DoctorArgs) -> anyhow::Result<u8> {
+    if let Some(host) = &args.host {
+        return crate::remote::pass_through(host);
+    }
     let found = doctor::find().map_err(lab_failure)?;
     let warnings = doctor::warnings(&found);
     if args.json {

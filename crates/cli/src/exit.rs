@@ -5,10 +5,10 @@
 //! or input; 3: the target could not be reached at all; 4: a package the command needs is not
 //! installed; 5: a stack did not start or did not verify; 6: this machine cannot do what was
 //! asked (a network profile without root or iproute2, or through netem on a kernel without it);
-//! 7: `--agents`: not every agent was ready within `--rendezvous-timeout` (the missing are
-//! named); 8: `--agents`: an agent was lost during the run (the partial result is printed);
-//! 9: `--agents`: this agent was refused by agent 0 (late, its secret not agent 0's, or its
-//! index taken);
+//! 7: a lab host cannot run this binary; 8: `--agents`: not every agent was ready within
+//! `--rendezvous-timeout` (the missing are named); 9: `--agents`: an agent was lost during the
+//! run (the partial result is printed); 10: `--agents`: this agent was refused by agent 0
+//! (late, its secret not agent 0's, or its index taken);
 //! 99: the run finished but a `--slo` threshold failed, or `compare --fail-on-regression` found
 //! one (k6's code for a failed threshold, so a CI job can tell a regression from a broken run);
 //! 130: interrupted (Ctrl-C).
@@ -38,6 +38,12 @@ pub enum Failure {
     /// through netem on a kernel without it.
     #[error("{0}")]
     Unsupported(String),
+    /// A lab host cannot run this loadlab binary.
+    #[error("{0}")]
+    Incompatible(String),
+    /// A remote loadlab ended with this exit code (its message is on stderr already).
+    #[error("{0}")]
+    Remote(String, u8),
     /// `--agents`: the agents did not all meet within `--rendezvous-timeout`.
     #[error("{0}")]
     Rendezvous(String),
@@ -53,9 +59,10 @@ pub const UNREACHABLE: u8 = 3;
 pub const MISSING_PACKAGE: u8 = 4;
 pub const STACK_FAILED: u8 = 5;
 pub const UNSUPPORTED: u8 = 6;
-pub const RENDEZVOUS: u8 = 7;
-pub const AGENT_LOST: u8 = 8;
-pub const REFUSED: u8 = 9;
+pub const INCOMPATIBLE: u8 = 7;
+pub const RENDEZVOUS: u8 = 8;
+pub const AGENT_LOST: u8 = 9;
+pub const REFUSED: u8 = 10;
 pub const SLO_FAILED: u8 = 99;
 pub const INTERRUPTED: u8 = 130;
 
@@ -68,6 +75,8 @@ impl Failure {
             Failure::StackFailed(_) => STACK_FAILED,
             Failure::Interrupted(_) => INTERRUPTED,
             Failure::Unsupported(_) => UNSUPPORTED,
+            Failure::Incompatible(_) => INCOMPATIBLE,
+            Failure::Remote(_, code) => *code,
             Failure::Rendezvous(_) => RENDEZVOUS,
             Failure::Refused(_) => REFUSED,
         }
@@ -107,6 +116,21 @@ pub fn lab_failure(err: loadlab_lab::Error) -> anyhow::Error {
         | LabError::Processes(_) => Failure::StackFailed(message).into(),
         LabError::Interrupted => Failure::Interrupted(message).into(),
         LabError::NetUnavailable(_) => Failure::Unsupported(message).into(),
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// Errors on the way to a lab host: a bad `--host` is the user's, an ssh that cannot
+/// connect an unreachable target, a remote loadlab's failure keeps its own exit code.
+pub fn remote_failure(e: loadlab_remote::Error) -> anyhow::Error {
+    use loadlab_remote::Error as RemoteError;
+    let message = e.to_string();
+    match e {
+        RemoteError::BadHost(_) | RemoteError::BadSshCommand(_) => Failure::Usage(message).into(),
+        RemoteError::Ssh { .. } => Failure::Unreachable(message).into(),
+        RemoteError::Incompatible { .. } => Failure::Incompatible(message).into(),
+        RemoteError::Remote { code, .. } => Failure::Remote(message, code).into(),
+        RemoteError::Lab(e) => lab_failure(e),
         other => anyhow::Error::new(other),
     }
 }

@@ -26,6 +26,7 @@ mod exit;
 mod help;
 mod load;
 mod progress;
+mod remote;
 mod report_cmd;
 mod run;
 mod runs;
@@ -68,6 +69,9 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Two stored runs side by side, benchstat-style: medians, CIs, significance.
     Compare(compare::CompareArgs),
+    /// What a lab host's loadlab says of itself (`remote hello`), for `--host`.
+    #[command(hide = true, subcommand)]
+    Remote(remote::RemoteCommand),
     /// The delay-and-loss stage of a network profile's link, started by `stack up --net`.
     #[command(hide = true)]
     NetStage {
@@ -94,6 +98,7 @@ fn main() -> ExitCode {
         Command::Runs(args) => runs::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Remote(command) => remote::run(command),
         Command::NetStage { args } => {
             return ExitCode::from(loadlab_lab::net::stage::main(&args) as u8);
         }

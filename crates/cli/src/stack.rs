@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use loadlab_lab::{own, CpuList, Knobs, Lab, OnOff, Record, Sampler, Timeout, Up};
 use loadlab_output::stack as output;
+use loadlab_remote::Host;
 use serde_json::json;
 
 use crate::exit::{lab_failure, Failure, OK};
-use crate::signals;
 use crate::units::parse_duration;
+use crate::{remote, signals};
 
 #[derive(Debug, Args)]
 pub struct StackArgs {
@@ -35,6 +36,9 @@ enum StackCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Run it on that lab host's loadlab, over ssh (see `stack up --host`).
+        #[arg(long, value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host)]
+        host: Option<Host>,
     },
     /// Sample an instance's tiers (CPU, memory, processes) and the machine every interval.
     Sample {
@@ -47,6 +51,9 @@ enum StackCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Run it on that lab host's loadlab, over ssh (see `stack up --host`).
+        #[arg(long, value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host)]
+        host: Option<Host>,
     },
     /// An instance's effective configuration and versions, tier by tier.
     Show {
@@ -54,14 +61,23 @@ enum StackCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Run it on that lab host's loadlab, over ssh (see `stack up --host`).
+        #[arg(long, value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host)]
+        host: Option<Host>,
     },
     /// Stop an instance, wait until every one of its processes is gone, remove its files.
     Down {
         #[arg(required_unless_present = "all")]
         id: Option<String>,
-        /// Every instance in the state directory.
+        /// Every instance in the state directory, and every remote stack held from here.
         #[arg(long, conflicts_with = "id")]
         all: bool,
+        /// An instance on that lab host: the one this machine holds a session of (`stack up
+        /// --host` without `--foreground`) has its session ended, which takes it down there;
+        /// any other is taken down by that host's loadlab.
+        #[arg(long, value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host,
+              conflicts_with = "all", requires = "id")]
+        host: Option<Host>,
     },
 }
 
@@ -144,29 +160,73 @@ struct UpArgs {
     /// Stay in the foreground and take the stack down on Ctrl-C or SIGTERM.
     #[arg(long)]
     foreground: bool,
+    /// Start the stack on that lab host, through the system's ssh (your keys, agent,
+    /// ~/.ssh/config; LOADLAB_SSH_COMMAND replaces `ssh`, as GIT_SSH_COMMAND does). The
+    /// loadlab there is used when it is this version, else this binary is copied into a
+    /// cache there (refused on another architecture or an older glibc: exit 7). Every knob
+    /// goes through as typed (not --config or --docroot, local directories). Without --listen
+    /// it listens where ssh reached the host. The stack lives as long as the ssh
+    /// session: with --foreground until Ctrl-C; without, held by a process here until `stack
+    /// down ID --host ...`; a lost session takes it down there within seconds (docs/hosts.md).
+    #[arg(long, value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host)]
+    host: Option<Host>,
+    /// Install the stack's missing Debian packages first (apt-get, as root or with `sudo
+    /// -n`): with --host on that host, which is where the servers run.
+    #[arg(long)]
+    install_packages: bool,
+    /// The remote end of a `--host` session: JSON lines on stdout, heartbeat on stdin.
+    #[arg(long, hide = true)]
+    session: bool,
+    /// The process holding a `--host` session in the background; its log file.
+    #[arg(long, hide = true, value_name = "LOG", requires = "host")]
+    hold: Option<PathBuf>,
 }
 
 pub fn run(args: StackArgs) -> anyhow::Result<u8> {
     let lab = Lab::from_env().map_err(lab_failure)?;
     match args.command {
         StackCommand::List { json } => list(&lab, json),
-        StackCommand::Up(up_args) => up(&lab, up_args),
-        StackCommand::Verify { id, json } => verify(&lab, &id, json),
-        StackCommand::Sample { id, duration, interval, json } => {
+        StackCommand::Up(up_args) => match &up_args.host {
+            Some(host) => {
+                let up = remote::Up {
+                    host,
+                    json: up_args.json,
+                    foreground: up_args.foreground,
+                    hold: up_args.hold.as_deref(),
+                };
+                remote::up(&lab, up)
+            }
+            None => up(&lab, up_args),
+        },
+        StackCommand::Verify { host: Some(host), .. }
+        | StackCommand::Sample { host: Some(host), .. }
+        | StackCommand::Show { host: Some(host), .. } => remote::pass_through(&host),
+        StackCommand::Verify { id, json, .. } => verify(&lab, &id, json),
+        StackCommand::Sample { id, duration, interval, json, .. } => {
             sample(&lab, &id, duration, interval, json)
         }
-        StackCommand::Show { id, json } => show(&lab, &id, json),
-        StackCommand::Down { id, all } => down(&lab, id, all),
+        StackCommand::Show { id, json, .. } => show(&lab, &id, json),
+        StackCommand::Down { id, all, host } => down(&lab, id, all, host.as_ref()),
     }
 }
 
 fn list(lab: &Lab, json: bool) -> anyhow::Result<u8> {
     let instances = lab.instances().map_err(lab_failure)?;
+    let held = remote::held(lab)?;
     let mut out = std::io::stdout().lock();
     if json {
-        writeln!(out, "{:#}", output::list_json(&instances))?;
+        let mut value = output::list_json(&instances);
+        value["remote"] = json!(held);
+        writeln!(out, "{value:#}")?;
     } else {
         output::write_list(&mut out, &instances)?;
+        for h in &held {
+            writeln!(
+                out,
+                "{}  {}  on {} (session held by pid {})",
+                h.id, h.url, h.host, h.owner.pid
+            )?;
+        }
     }
     Ok(OK)
 }
@@ -202,27 +262,23 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
             .transpose()
             .map_err(|e| Failure::Usage(format!("--docroot: {e}")))?,
     };
+    if args.install_packages {
+        install_packages(stack, &knobs)?;
+    }
+    if args.session {
+        // Without --listen, where the client's ssh reached this host: a URL it can use.
+        let reached = std::env::var("SSH_CONNECTION").ok();
+        let listen = args.listen.or(loadlab_remote::args::reached_at(reached.as_deref()));
+        return session_up(lab, stack, &Knobs { listen, ..knobs });
+    }
     let control = signals::control()?;
     let cancel = || signals::interrupted(&control);
     // From here until the stack is down or detached, a second Ctrl-C must not leave it running.
     let _teardown = signals::Finishing::hold();
     let up = lab.up(stack, &knobs, &cancel).map_err(lab_failure)?;
     let mut record = up.record.clone();
-    if let Some(listen) = record.listen.as_ref().filter(|l| l.is_beyond_loopback()) {
-        // On stderr, so that --json stays one document; said whatever the output.
-        eprintln!(
-            "loadlab: {} is reachable from the network at {} (on {}): anyone who can reach it \
-             can read its pages, phpinfo() with this host's configuration among them",
-            record.id, record.url, listen.interface
-        );
-        if let (Some(shaping), Some(net)) = (&listen.shaping, &record.knobs.net) {
-            eprintln!(
-                "loadlab: --net {net} shapes what {} sends on {} (egress, its port only); \
-                 requests to it are not shaped",
-                record.id, shaping.interface
-            );
-        }
-    }
+    // On stderr, so that --json stays one document; said whatever the output.
+    eprint!("{}", exposure(&record));
     if !args.foreground {
         lab.detach(&mut record).map_err(lab_failure)?;
         print_up(&record, &up, &args)?;
@@ -235,6 +291,112 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
     }
     lab.down(&record.id).map_err(lab_failure)?;
     printed.map(|()| OK)
+}
+
+/// The remote end of a `--host` session (`--session`): the stack up, its instance as an
+/// event line, then held until the session's input ends or falls silent (see
+/// loadlab_remote::protocol), Ctrl-C or SIGTERM, or `stack down ID` here; then down, said
+/// as an event. Nothing else is printed: a cut session's stderr may be gone, and a failed
+/// write must not stop the teardown.
+fn session_up(lab: &Lab, stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> anyhow::Result<u8> {
+    use loadlab_remote::protocol::{Event, Watch};
+    let watch = Watch::stdin();
+    let control = signals::control()?;
+    let cancel = || signals::interrupted(&control) || !watch.alive();
+    let _teardown = signals::Finishing::hold();
+    let up = lab.up(stack, knobs, &cancel).map_err(lab_failure)?;
+    let id = up.record.id.clone();
+    // Through ssh to the user's terminal; a session whose stderr is gone goes on.
+    let _ = std::io::stderr().write_all(exposure(&up.record).as_bytes());
+    let mut said = say(&Event::Up { instance: output::up_json(&up.record, &up) });
+    // Samples for a runner here, on the 1 s grid the local sampler keeps.
+    let mut samples = lab.targets(&id).map(session_samples);
+    let started = Instant::now();
+    let mut next = Duration::ZERO;
+    while said.is_ok() && !cancel() {
+        if started.elapsed() >= next {
+            // Taken down by `stack down ID` on this host: nothing is left to hold. Once a
+            // second, as the samples: the loop's 100 ms is for the heartbeat's answer.
+            if lab.record(&id).is_err() {
+                break;
+            }
+            if let Ok(sample) = samples.as_mut().map(|take| take(started.elapsed())) {
+                said = sample.map_or(Ok(()), |sample| say(&Event::Sample { sample }));
+            }
+            next += SESSION_SAMPLE_EVERY;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    match lab.down(&id) {
+        Ok(()) | Err(loadlab_lab::Error::NoSuchInstance(_)) => {}
+        Err(e) => return Err(lab_failure(e)),
+    }
+    let _ = say(&Event::Down { id });
+    Ok(OK)
+}
+
+/// Installs what `stack` needs with these knobs and lacks, said on stderr.
+fn install_packages(stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> anyhow::Result<()> {
+    let missing = stack.missing_packages(knobs);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let _ = writeln!(std::io::stderr(), "loadlab: installing {}", missing.join(" "));
+    let status =
+        loadlab_remote::apt::install_command(&missing, loadlab_remote::apt::is_root()).status()?;
+    if !status.success() {
+        return Err(Failure::MissingPackage(format!(
+            "apt-get install {} failed ({status}; its output is above)",
+            missing.join(" ")
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// The lines that say a stack listens beyond loopback (anyone who can reach it can read its
+/// pages), and how --net shapes it there; empty on loopback.
+fn exposure(record: &Record) -> String {
+    let Some(listen) = record.listen.as_ref().filter(|l| l.is_beyond_loopback()) else {
+        return String::new();
+    };
+    let mut said = format!(
+        "loadlab: {} is reachable from the network at {} (on {}): anyone who can reach it can \
+         read its pages, phpinfo() with this host's configuration among them\n",
+        record.id, record.url, listen.interface
+    );
+    if let (Some(shaping), Some(net)) = (&listen.shaping, &record.knobs.net) {
+        said.push_str(&format!(
+            "loadlab: --net {net} shapes what {} sends on {} (egress, its port only); requests \
+             to it are not shaped\n",
+            record.id, shaping.interface
+        ));
+    }
+    said
+}
+
+/// How often the remote end of a session samples its stack.
+const SESSION_SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// A reading of these tiers and the machine from /proc, each call a sample of the interval
+/// since the last (the first call only starts the count).
+fn session_samples(
+    targets: Vec<loadlab_lab::sampler::Target>,
+) -> impl FnMut(Duration) -> Option<serde_json::Value> {
+    use loadlab_lab::procfs;
+    use loadlab_lab::sampler::{Proc, ProcSource, Tracker};
+    let mut tracker = Tracker::new(targets, procfs::clock_ticks(), procfs::page_size());
+    move |at| {
+        let sample = tracker.observe(at, &Proc.processes(), Proc.machine())?;
+        serde_json::to_value(sample).ok()
+    }
+}
+
+/// One event line on stdout, flushed at once (the other side waits for it).
+fn say(event: &loadlab_remote::protocol::Event) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(event.line().as_bytes())?;
+    out.flush()
 }
 
 fn print_up(record: &Record, up: &Up, args: &UpArgs) -> anyhow::Result<()> {
@@ -339,7 +501,23 @@ fn show(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
     Ok(OK)
 }
 
-fn down(lab: &Lab, id: Option<String>, all: bool) -> anyhow::Result<u8> {
+fn down(lab: &Lab, id: Option<String>, all: bool, host: Option<&Host>) -> anyhow::Result<u8> {
+    if let (Some(id), Some(host)) = (&id, host) {
+        return match remote::down_held(lab, Some(id), Some(host))? {
+            Some(code) => Ok(code),
+            None => remote::pass_through(host),
+        };
+    }
+    // An id of no local instance may be that of a remote stack held here.
+    if let Some(id) = id.as_deref().filter(|id| !all && lab.record(id).is_err()) {
+        if let Some(code) = remote::down_held(lab, Some(id), None)? {
+            return Ok(code);
+        }
+    }
+    if all {
+        // The remote stacks this machine holds sessions of are in its state directory too.
+        remote::down_held(lab, None, None)?;
+    }
     let ids = if all {
         lab.down_all().map_err(lab_failure)?
     } else {

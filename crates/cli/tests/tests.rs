@@ -10,4 +10,6 @@ mod schema;
 mod lab;
 mod run;
 
+mod remote;
+
 mod docs;

@@ -108,9 +108,9 @@ fn a_wrong_secret_is_dropped_and_nothing_is_sent() {
         agent(&url, &args, 0, 2, &at, TOKEN),
         agent(&url, &args, 1, 2, &at, "another-secret-entirely"),
     ]);
-    assert_eq!(outs[1].status.code(), Some(9), "{}", stderr(&outs[1]));
+    assert_eq!(outs[1].status.code(), Some(10), "{}", stderr(&outs[1]));
     assert!(stderr(&outs[1]).contains("secret"), "{}", stderr(&outs[1]));
-    assert_eq!(outs[0].status.code(), Some(7), "{}", stderr(&outs[0]));
+    assert_eq!(outs[0].status.code(), Some(8), "{}", stderr(&outs[0]));
     assert!(stderr(&outs[0]).contains("agent 1"), "names the missing: {}", stderr(&outs[0]));
     assert_eq!(server.requests(), 0, "no load without every agent");
 }
@@ -125,7 +125,7 @@ fn a_differing_load_is_refused_naming_the_option() {
     ]);
     assert_eq!(outs[0].status.code(), Some(2), "{}", stderr(&outs[0]));
     assert!(stderr(&outs[0]).contains("--connections"), "{}", stderr(&outs[0]));
-    assert_eq!(outs[1].status.code(), Some(9), "{}", stderr(&outs[1]));
+    assert_eq!(outs[1].status.code(), Some(10), "{}", stderr(&outs[1]));
     assert!(stderr(&outs[1]).contains("--connections"), "{}", stderr(&outs[1]));
     assert_eq!(server.requests(), 0);
 }
@@ -174,7 +174,7 @@ fn a_late_agent_refuses_to_run() {
         thread::sleep(Duration::from_millis(20));
     }
     let late = output_within(agent(&url, &args, 1, 2, &at, TOKEN), LIMIT);
-    assert_eq!(late.status.code(), Some(9), "{}", stderr(&late));
+    assert_eq!(late.status.code(), Some(10), "{}", stderr(&late));
     assert!(stderr(&late).contains("late"), "{}", stderr(&late));
     let (a0, _) = wait(c0, o0, e0, LIMIT);
     let (a1, _) = wait(c1, o1, e1, LIMIT);
@@ -200,14 +200,14 @@ fn kill_9_of_one_agent_ends_the_test_within_3_s_with_a_partial_result() {
     let (a0, took) = wait(zero.0, zero.1, zero.2, Duration::from_secs(10));
     let (a1, _) = wait(one.0, one.1, one.2, Duration::from_secs(10));
     assert!(took < Duration::from_secs(3), "agent 0 took {took:?} after the kill");
-    assert_eq!(a0.status.code(), Some(8), "{}", stderr(&a0));
+    assert_eq!(a0.status.code(), Some(9), "{}", stderr(&a0));
     let merged = json(&a0);
     assert_eq!(merged["agent_lost"]["index"], 2, "{merged:#}");
     crate::schema::assert_valid(&crate::schema::validator(), &merged);
     let lost = &merged["agents"][2];
     assert!(lost["p99_us"].is_null() && lost["flags"][0] == "lost", "{lost:#}");
     assert!(merged["requests"]["completed"].as_u64().unwrap() > 0, "what was measured");
-    assert_eq!(a1.status.code(), Some(8), "agent 1 was stopped: {}", stderr(&a1));
+    assert_eq!(a1.status.code(), Some(9), "agent 1 was stopped: {}", stderr(&a1));
 }
 
 #[test]

@@ -9,6 +9,7 @@ pub mod hosts;
 pub mod nginx;
 pub mod servers;
 pub mod skip;
+pub mod sshd;
 pub mod sys;
 
 #[cfg(test)]

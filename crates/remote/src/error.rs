@@ -1,0 +1,45 @@
+//! What can go wrong on the way to a remote lab host, told apart by who can fix it.
+
+/// The remote crate's errors.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `--host` is not `ssh://[user@]host[:port]`, or `LOADLAB_SSH_COMMAND` cannot be split.
+    #[error("--host {0}")]
+    BadHost(String),
+    #[error("LOADLAB_SSH_COMMAND: {0}")]
+    BadSshCommand(String),
+    /// ssh itself failed (exit 255: no connection, refused key, unknown host key).
+    #[error("ssh to {host} failed: {reason}")]
+    Ssh { host: String, reason: String },
+    /// The remote cannot run this binary: another architecture or an older glibc.
+    #[error("{host} cannot run this loadlab: {reason}")]
+    Incompatible { host: String, reason: String },
+    /// The remote loadlab ended with an error of its own (printed on stderr by it); `code`
+    /// is its exit code, one of loadlab's.
+    #[error("loadlab on {host} failed (exit {code})")]
+    Remote { host: String, code: u8 },
+    /// The remote said something this side cannot read.
+    #[error("{host}: {reason}")]
+    Protocol { host: String, reason: String },
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Lab(#[from] loadlab_lab::Error),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// `.context(|| "what was being done")` on io results.
+pub trait IoContext<T> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn context(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|source| Error::Io { context: what(), source })
+    }
+}
