@@ -265,6 +265,14 @@ impl Watch {
         seen.iter().fold((0, 0), |(c, f), s| (c + s.completed, f + s.failed))
     }
 
+    /// Stops every agent (agent 0's own run ended early: Ctrl-C), so that none runs on to
+    /// its end for nothing; each still sends what it measured.
+    pub fn stop_all(&mut self, reason: &str) {
+        for s in &mut self.sockets {
+            let _ = wire::send(s, &Msg::Stop { reason: reason.to_string() });
+        }
+    }
+
     /// After agent 0's own run: waits for every agent's measurements (or its loss, which the
     /// heartbeat rule bounds), then returns them and the first agent lost.
     pub fn finish(self) -> (Vec<Seen>, Option<Lost>) {

@@ -239,3 +239,28 @@ fn bad_agent_flags_are_refused_with_one_line_and_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("LOADLAB_TOKEN"), "{}", stderr(&o));
 }
+
+#[test]
+fn ctrl_c_on_agent_0_stops_every_agent_with_what_was_measured() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let (url, at) = (server.url("/"), rendezvous());
+    let args = ["-c", "2", "-d", "30s"];
+    let (c0, o0, e0) = spawn(agent(&url, &args, 0, 2, &at, TOKEN));
+    let (c1, o1, e1) = spawn(agent(&url, &args, 1, 2, &at, TOKEN));
+    let started = Instant::now();
+    while server.requests() < 50 && started.elapsed() < Duration::from_secs(20) {
+        thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
+    let sent = unsafe { libc::kill(c0.id() as i32, libc::SIGINT) };
+    assert_eq!(sent, 0, "SIGINT to agent 0");
+    let (a0, took) = wait(c0, o0, e0, Duration::from_secs(10));
+    let (a1, _) = wait(c1, o1, e1, Duration::from_secs(10));
+    assert!(took < Duration::from_secs(5), "agent 0 took {took:?} after Ctrl-C");
+    assert_eq!(a0.status.code(), Some(0), "{}", stderr(&a0));
+    let merged = json(&a0);
+    assert_eq!(merged["interrupted"], true);
+    let rows = merged["agents"].as_array().expect("agents");
+    assert!(rows.iter().all(|r| r["completed"].as_u64().unwrap() > 0), "{rows:?}");
+    assert!(stderr(&a1).contains("interrupted"), "{}", stderr(&a1));
+}

@@ -110,9 +110,12 @@ fn coordinate(
     let mut coordinator = Coordinator::gather(listener, plan)?;
     let start = coordinator.start()?;
     let roster = coordinator.roster(&agents.host);
-    let watch = coordinator.watch(control, agents.others.clone(), start);
+    let mut watch = coordinator.watch(control, agents.others.clone(), start);
     let late = clock::sleep_until(start);
     let own = measure.measure(&mine.config, address, "");
+    if own.as_ref().map_or(true, |r| r.interrupted) {
+        watch.stop_all("agent 0's run was interrupted or failed");
+    }
     // The others are awaited even when this host's run failed, so that they are stopped and
     // none is left waiting.
     let (seen, lost) = watch.finish();
