@@ -8,6 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use serde_json::Value;
 
 use crate::support::{drain, loadlab, output_within, Behaviour, TestServer};
@@ -263,4 +264,67 @@ fn ctrl_c_on_agent_0_stops_every_agent_with_what_was_measured() {
     let rows = merged["agents"].as_array().expect("agents");
     assert!(rows.iter().all(|r| r["completed"].as_u64().unwrap() > 0), "{rows:?}");
     assert!(stderr(&a1).contains("interrupted"), "{}", stderr(&a1));
+}
+
+/// Per tag, the histograms of an interval log added over all its seconds, read with
+/// HdrHistogram's own reader.
+fn log_histograms(path: &std::path::Path) -> std::collections::BTreeMap<String, Histogram<u64>> {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let bytes = std::fs::read(path).expect("the interval log was written");
+    let mut decoder = hdrhistogram::serialization::Deserializer::new();
+    let mut out = std::collections::BTreeMap::new();
+    for entry in IntervalLogIterator::new(&bytes) {
+        if let LogEntry::Interval(i) = entry.expect("an entry HdrHistogram reads") {
+            let raw =
+                base64::engine::general_purpose::STANDARD.decode(i.encoded_histogram()).unwrap();
+            let h: Histogram<u64> = decoder.deserialize(&mut &raw[..]).expect("a V2 histogram");
+            let tag = i.tag().map_or(String::new(), |t| t.as_str().to_string());
+            let sum = out.entry(tag).or_insert_with(|| Histogram::new(3).unwrap());
+            sum.add(&h).unwrap();
+        }
+    }
+    out
+}
+
+#[test]
+fn the_merged_interval_log_is_the_agents_own_logs_added() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let (url, at) = (server.url("/"), rendezvous());
+    let dir = tempfile::tempdir().unwrap();
+    let log = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let (own0, own1, merged) = (log("own0.hlog"), log("own1.hlog"), log("merged.hlog"));
+    let args = ["-R", "300", "-n", "300"];
+    let mut a0 = agent(&url, &args, 0, 2, &at, TOKEN);
+    a0.args(["--hdr-log", &own0, "--merged-hdr-log", &merged]);
+    let mut a1 = agent(&url, &args, 1, 2, &at, TOKEN);
+    a1.args(["--hdr-log", &own1]);
+    let outs = all(vec![a0, a1]);
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    }
+    let (m, x, y) = (
+        log_histograms(merged.as_ref()),
+        log_histograms(own0.as_ref()),
+        log_histograms(own1.as_ref()),
+    );
+    assert_eq!(
+        m.keys().collect::<Vec<_>>(),
+        ["corrected", "uncorrected"],
+        "open loop: both latencies"
+    );
+    for (tag, merged) in &m {
+        let mut added = x[tag].clone();
+        added.add(&y[tag]).unwrap();
+        assert_eq!(merged.len(), 300, "{tag}: every request once");
+        let buckets = |h: &Histogram<u64>| -> Vec<(u64, u64)> {
+            h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect()
+        };
+        assert_eq!(buckets(merged), buckets(&added), "{tag}: bucket by bucket");
+        assert_eq!(merged.value_at_quantile(0.99), added.value_at_quantile(0.99));
+    }
+    // The merged JSON's p99 is the one of the added histograms (µs, as the log).
+    let p99 = json(&outs[0])["latency_us"]["p99"].as_u64().unwrap();
+    let from_log = m["corrected"].value_at_quantile(0.99);
+    assert!(m["corrected"].equivalent(p99, from_log), "JSON {p99} against the log's {from_log}");
 }
