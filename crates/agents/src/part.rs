@@ -7,8 +7,7 @@
 //! whole-run recorders in V2 encoding with their exact sums, the per-second series) and its
 //! per-second interval histograms (`--hdr-log`'s), which agent 0 adds second by second for
 //! `--merged-hdr-log`. The rebuilt tally is merged by the engine's own [`Tally::merge`], the
-//! same addition that merges one host's workers. Per-URL figures of a URL list (`entries`)
-//! are not carried yet: the merged per-URL table is agent 0's alone.
+//! same addition that merges one host's workers, a URL list's per-entry figures included.
 
 use std::collections::BTreeMap;
 
@@ -93,6 +92,8 @@ pub struct Part {
     lengths: (Option<u64>, u64, u64),
     /// Per second: completed, failed, bytes.
     series: Vec<(u64, u64, u64)>,
+    /// A URL list's entries, in the list's order: completed, failed, status classes, latency.
+    entries: Vec<(u64, u64, [u64; 5], Hist)>,
     /// The interval histograms: per tag, per worker, (second, V2).
     pub intervals: Vec<(Option<String>, Vec<Seconds>)>,
     /// The agent's own bytes sent (the result's, beside the tally's).
@@ -158,6 +159,11 @@ impl Part {
             conn_life: Hist::of(&t.conn_life),
             lengths: (t.lengths.first, t.lengths.min, t.lengths.max),
             series: t.series.buckets().iter().map(|b| (b.completed, b.failed, b.bytes)).collect(),
+            entries: t
+                .entries
+                .iter()
+                .map(|e| (e.completed, e.failed, e.status_classes, Hist::of(&e.latency)))
+                .collect(),
             intervals: Vec::new(),
             bytes_sent,
             p50_us: 0,
@@ -200,6 +206,17 @@ impl Part {
                 failed: *failed,
                 bytes: *bytes,
             };
+        }
+        for (completed, failed, status_classes, latency) in &self.entries {
+            // Added into an entry's own two-digit recorder, as the engine's merge does.
+            let mut entry = loadlab_engine::EntryTally {
+                completed: *completed,
+                failed: *failed,
+                status_classes: *status_classes,
+                ..Default::default()
+            };
+            entry.latency.merge(&latency.recorder()?);
+            t.entries.push(entry);
         }
         Ok(t)
     }

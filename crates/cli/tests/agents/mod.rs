@@ -328,3 +328,26 @@ fn the_merged_interval_log_is_the_agents_own_logs_added() {
     let from_log = m["corrected"].value_at_quantile(0.99);
     assert!(m["corrected"].equivalent(p99, from_log), "JSON {p99} against the log's {from_log}");
 }
+
+#[test]
+fn a_url_lists_per_entry_figures_are_merged_as_the_server_counts() {
+    let server = TestServer::start(Behaviour::ok("mixed"));
+    let (url, at) = (server.url("/"), rendezvous());
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("urls.txt");
+    std::fs::write(&list, "/a\nweight=3 /b\n").unwrap();
+    let list = list.to_string_lossy().into_owned();
+    let args = ["--urls", &list, "-n", "400", "-c", "4", "--seed", "3"];
+    let outs = all((0..2).map(|i| agent(&url, &args, i, 2, &at, TOKEN)).collect());
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    }
+    let merged = json(&outs[0]);
+    let seen = server.targets();
+    for entry in merged["urls"].as_array().expect("urls") {
+        let path = entry["path"].as_str().unwrap();
+        assert_eq!(entry["completed"].as_u64(), Some(seen[path]), "{path}: {seen:?}");
+        assert_eq!(entry["latency_us"]["count"], entry["completed"], "{entry:#}");
+    }
+    assert_eq!(seen.values().sum::<u64>(), 400);
+}
