@@ -16,8 +16,9 @@ LAB_PACKAGES   := nginx apache2 libapache2-mod-php php-fpm php-cgi php-cli php-m
                   wordpress-theme-twentytwentyone
 # iproute2: the link test puts a server in a network namespace behind a veth pair (as root).
 # openssh: the `--host` tests run an sshd of their own in a namespace host, and ssh to it.
+# python3-venv: the venv that holds kubernetes-validate (below).
 TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time chromium iproute2 python3 \
-                  openssh-server openssh-client
+                  openssh-server openssh-client python3-venv
 # The demo runs the classic suite, which uses every stack of the lab.
 DEMO_PACKAGES  := $(LAB_PACKAGES)
 BENCH_PACKAGES := nginx wrk apache2-utils httperf time python3 iproute2 openssl nghttp2-client valgrind \
@@ -52,8 +53,18 @@ define apt_install
 	fi
 endef
 
+# kubernetes-validate (PyPI) checks `loadlab agents k8s`'s manifests against the Kubernetes API's
+# schemas offline (kubectl cannot without a cluster); Debian has no package of it, so it lives
+# in a venv under target/, where the test looks for it. Installed once; pinned.
+K8S_VALIDATE         := target/kubernetes-validate/bin/kubernetes-validate
+K8S_VALIDATE_VERSION := 1.37.0
+
 deps-test:
 	@$(call apt_install,$(TEST_PACKAGES))
+	@[ -x $(K8S_VALIDATE) ] || { \
+	  python3 -m venv target/kubernetes-validate \
+	  && target/kubernetes-validate/bin/pip install --quiet \
+	       kubernetes-validate==$(K8S_VALIDATE_VERSION); }
 
 deps-demo:
 	@$(call apt_install,$(DEMO_PACKAGES))

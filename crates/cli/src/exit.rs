@@ -8,8 +8,9 @@
 //! 7: a lab host cannot run this binary; 8: `--agents`: not every agent was ready within
 //! `--rendezvous-timeout` (the missing are named); 9: `--agents`: an agent was lost during the
 //! run (the partial result is printed); 10: `--agents`: this agent was refused by agent 0
-//! (late, its secret not agent 0's, or its index taken);
-//! 99: the run finished but a `--slo` threshold failed, or `compare --fail-on-regression` found
+//! (late, its secret not agent 0's, or its index taken); 11: `merge` refused interval logs
+//! that cannot be added (settings or seconds differ); 99: the run finished but a `--slo`
+//! threshold failed, or `compare --fail-on-regression` found
 //! one (k6's code for a failed threshold, so a CI job can tell a regression from a broken run);
 //! 130: interrupted (Ctrl-C).
 
@@ -50,6 +51,10 @@ pub enum Failure {
     /// `--agents`: agent 0 refused or dropped this agent.
     #[error("{0}")]
     Refused(String),
+    /// `loadlab merge`: interval logs whose histogram settings differ or whose seconds do not
+    /// line up.
+    #[error("{0}")]
+    Unmergeable(String),
 }
 
 pub const OK: u8 = 0;
@@ -63,6 +68,7 @@ pub const INCOMPATIBLE: u8 = 7;
 pub const RENDEZVOUS: u8 = 8;
 pub const AGENT_LOST: u8 = 9;
 pub const REFUSED: u8 = 10;
+pub const UNMERGEABLE: u8 = 11;
 pub const SLO_FAILED: u8 = 99;
 pub const INTERRUPTED: u8 = 130;
 
@@ -79,6 +85,7 @@ impl Failure {
             Failure::Remote(_, code) => *code,
             Failure::Rendezvous(_) => RENDEZVOUS,
             Failure::Refused(_) => REFUSED,
+            Failure::Unmergeable(_) => UNMERGEABLE,
         }
     }
 }

@@ -19,12 +19,14 @@ macro_rules! out {
 }
 
 mod agents;
+mod agents_cmd;
 mod bench;
 mod compare;
 mod doctor;
 mod exit;
 mod help;
 mod load;
+mod merge;
 mod progress;
 mod remote;
 mod report_cmd;
@@ -69,6 +71,10 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Two stored runs side by side, benchstat-style: medians, CIs, significance.
     Compare(compare::CompareArgs),
+    /// What starts the agents of a test from many hosts: `agents k8s -- bench URL [flags]`.
+    Agents(agents_cmd::AgentsArgs),
+    /// Agents' interval logs (--hdr-log) added into one result, exactly.
+    Merge(merge::MergeArgs),
     /// What a lab host's loadlab says of itself (`remote hello`), for `--host`.
     #[command(hide = true, subcommand)]
     Remote(remote::RemoteCommand),
@@ -98,6 +104,8 @@ fn main() -> ExitCode {
         Command::Runs(args) => runs::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Merge(args) => merge::run(args),
+        Command::Agents(args) => agents_cmd::run(args),
         Command::Remote(command) => remote::run(command),
         Command::NetStage { args } => {
             return ExitCode::from(loadlab_lab::net::stage::main(&args) as u8);

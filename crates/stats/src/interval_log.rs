@@ -13,7 +13,7 @@
 use std::io;
 use std::time::{Duration, SystemTime};
 
-use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::interval_log::{IntervalLogWriter, IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer, V2Serializer};
 use hdrhistogram::Histogram;
 
@@ -107,14 +107,7 @@ pub fn write_log<W: io::Write>(
     latencies: &[Tagged],
 ) -> io::Result<()> {
     let mut serializer = V2DeflateSerializer::new();
-    let mut builder = IntervalLogWriterBuilder::new();
-    builder
-        .add_comment(comment)
-        .add_comment("values in microseconds; the max column in milliseconds")
-        .with_start_time(start)
-        .with_base_time(start)
-        .with_max_value_divisor(1000.0);
-    let mut log = builder.begin_log_with(out, &mut serializer)?;
+    let mut log = begin(out, &mut serializer, start, comment)?;
     let mut seconds: Vec<u32> =
         latencies.iter().flat_map(|l| l.workers.iter().flatten().map(|(s, _)| *s)).collect();
     seconds.sort_unstable();
@@ -137,17 +130,41 @@ pub fn write_log<W: io::Write>(
             if merged.is_empty() {
                 continue;
             }
-            let tag = latency.tag.and_then(Tag::new);
-            log.write_histogram(
-                &merged,
-                Duration::from_secs(u64::from(second)),
-                Duration::from_secs(1),
-                tag,
-            )
-            .map_err(|e| io::Error::other(e.to_string()))?;
+            let at = Duration::from_secs(u64::from(second));
+            put(&mut log, &merged, at, Duration::from_secs(1), latency.tag)?;
         }
     }
     Ok(())
+}
+
+/// The log writer every interval log of loadlab's starts with: its comment, the unit, and
+/// `start` as both StartTime and BaseTime (interval timestamps count from it).
+pub(crate) fn begin<'a, 'b, W: io::Write>(
+    out: &'a mut W,
+    serializer: &'b mut V2DeflateSerializer,
+    start: SystemTime,
+    comment: &str,
+) -> io::Result<IntervalLogWriter<'a, 'b, W, V2DeflateSerializer>> {
+    let mut builder = IntervalLogWriterBuilder::new();
+    builder
+        .add_comment(comment)
+        .add_comment("values in microseconds; the max column in milliseconds")
+        .with_start_time(start)
+        .with_base_time(start)
+        .with_max_value_divisor(1000.0);
+    builder.begin_log_with(out, serializer)
+}
+
+/// Writes one interval: `hist`, from `at` after the log's BaseTime, `length` long.
+pub(crate) fn put<W: io::Write>(
+    log: &mut IntervalLogWriter<'_, '_, W, V2DeflateSerializer>,
+    hist: &Histogram<u64>,
+    at: Duration,
+    length: Duration,
+    tag: Option<&str>,
+) -> io::Result<()> {
+    log.write_histogram(hist, at, length, tag.and_then(Tag::new))
+        .map_err(|e| io::Error::other(e.to_string()))
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 //! - [`Series`] is a per-second time series of counters, one bucket per elapsed second, so its
 //!   memory grows with the run's duration in seconds, never with the number of requests.
 //! - [`interval_log`] writes a histogram per second in HdrHistogram's interval-log format.
+//! - [`log_merge`] adds several agents' interval logs into one, exactly, and refuses logs whose
+//!   histogram settings or seconds differ (`loadlab merge`).
 //! - [`summary`] has the small helpers (mean, standard deviation, median) used on series.
 //! - [`knee`] finds the highest rate a target sustained in a sweep.
 //! - [`ci`] gives the median of repetitions with a distribution-free 95% confidence interval
@@ -23,6 +25,7 @@ pub mod ci;
 pub mod format;
 pub mod interval_log;
 pub mod knee;
+pub mod log_merge;
 pub mod mann_whitney;
 pub mod outliers;
 pub mod recorder;

@@ -2,6 +2,7 @@
 //! running `bench` and reading its JSON report.
 
 mod ab_format;
+mod agents_k8s;
 mod cli_errors;
 mod error_classes;
 mod fd_limit;
@@ -12,6 +13,7 @@ mod hostile_framing;
 mod http2;
 mod interrupt;
 mod link;
+mod merge;
 mod mixes;
 mod nginx_bench;
 mod open_loop;

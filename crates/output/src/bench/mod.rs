@@ -7,6 +7,9 @@ mod httperf;
 mod json;
 mod text;
 
+/// The latency table's head and rows, for `loadlab merge`, which prints bench's table.
+pub use text::{latency_header, percentiles as latency_row};
+
 use std::io::{self, Write};
 use std::path::Path;
 

@@ -219,11 +219,7 @@ fn link(r: &Report, out: &mut dyn Write) -> io::Result<()> {
 fn latency(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     let q = &r.requests;
     if q.completed > 0 {
-        writeln!(
-            out,
-            "  Latency      {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max", "mean"
-        )?;
+        latency_header(out)?;
         match &r.service_time_us {
             Some(service) => {
                 percentiles(out, "from due", &r.latency_us)?;
@@ -420,7 +416,17 @@ fn url_table(
     Ok(())
 }
 
-fn percentiles(out: &mut dyn Write, name: &str, l: &RecorderSummary) -> io::Result<()> {
+/// The head of the latency table: its columns (`loadlab merge` prints the same table).
+pub fn latency_header(out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "  Latency      {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max", "mean"
+    )
+}
+
+/// One row of the latency table.
+pub fn percentiles(out: &mut dyn Write, name: &str, l: &RecorderSummary) -> io::Result<()> {
     writeln!(
         out,
         "  {name:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
