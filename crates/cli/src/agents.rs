@@ -27,7 +27,7 @@ pub struct AgentArgs {
     /// Where agent 0 listens and the others connect.
     #[arg(long = "rendezvous", value_name = "HOST:PORT", requires = "agents")]
     pub rendezvous: Option<String>,
-    /// How long agent 0 waits for every agent to be ready (exit 7 naming the missing ones),
+    /// How long agent 0 waits for every agent to be ready (exit 8 naming the missing ones),
     /// and an agent for agent 0.
     #[arg(long = "rendezvous-timeout", value_parser = parse_duration, default_value = "60s", allow_hyphen_values = true)]
     pub rendezvous_timeout: Duration,
