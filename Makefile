@@ -33,7 +33,7 @@ endif
 
 LOCKED := $(if $(wildcard Cargo.lock),--locked)
 
-.PHONY: deps-test deps-demo deps-bench deps-lab deps-netem build test demo demo-bench bench bench-mix bench-replay lab-cycles bench-rate bench-scale bench-wake bench-netem clean
+.PHONY: deps-test deps-demo deps-bench deps-lab deps-netem build test demo demo-bench bench bench-mix bench-replay lab-cycles bench-rate bench-agents bench-scale bench-wake bench-netem clean
 
 # apt_install: install those of the packages in $(1) that are not installed yet; apt-get update
 # runs only if something is missing, so a ready machine needs no network and no root. "dpkg -s"
@@ -127,6 +127,11 @@ bench-wake: deps-bench
 # to what it needs, which takes root (or a hard limit already high enough).
 bench-scale: deps-bench build
 	bench/scale.sh
+
+# One test from 4 agents on this machine (issue 23): achieved against offered, start skew,
+# what the coordination costs an agent.
+bench-agents: deps-bench build
+	bench/agents.sh
 
 # Every lab stack brought up and down 50 times: up-and-verify times, and no process left.
 lab-cycles: deps-lab build

@@ -7,10 +7,11 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use loadlab_engine::{BenchConfig, Pacing, Stop};
+use loadlab_runner::bench::agent::{self, Outcome};
 use loadlab_runner::bench::{self, Disposition};
 use loadlab_runner::slo::Slo;
 
-use crate::exit::{Failure, OK, SLO_FAILED, UNREACHABLE};
+use crate::exit::{Failure, AGENT_LOST, OK, SLO_FAILED, UNREACHABLE};
 use crate::load::{self, RequestArgs, ScheduleArgs};
 use crate::traffic::TrafficArgs;
 use crate::units::parse_duration;
@@ -58,6 +59,8 @@ pub struct BenchArgs {
     pub traffic: TrafficArgs,
     #[command(flatten)]
     pub habits: HabitArgs,
+    #[command(flatten)]
+    pub agent: crate::agents::AgentArgs,
     /// Output format.
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -127,24 +130,74 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
         over_capacity: args.request.over_capacity.into(),
         slo: args.slo.clone(),
     };
-    // The interval log's file is made before the load, so that a path that cannot be
+    let agents = args.agent.agents()?;
+    // The interval logs' files are made before the load, so that a path that cannot be
     // written is refused before the run, not after it.
-    let hdr_log = match &args.traffic.hdr_log {
-        Some(path) => Some((path, create(path, "--hdr-log")?)),
-        None => None,
-    };
+    let hdr_log = open(args.traffic.hdr_log.as_deref(), "--hdr-log")?;
+    let merged_log = open(args.agent.merged_hdr_log.as_deref(), "--merged-hdr-log")?;
     let mut measure = load::EngineMeasure::new(args.request.quiet)?;
     let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
-    let judged = bench::run(request, &mut measure, &mut warn).map_err(load::bench_failure)?;
-    let (report, result) = (&judged.report, &judged.result);
-    if let Some(path) = &args.latency_csv {
-        output::write_latency_csv(path, result.latency())
-            .with_context(|| format!("writing {}", path.display()))?;
+    let Some(agents) = agents else {
+        let judged = bench::run(request, &mut measure, &mut warn).map_err(load::bench_failure)?;
+        write_log(hdr_log, judged.result.hdr_log.as_ref(), &judged)?;
+        return print(&args, &judged);
+    };
+    let control = measure.control();
+    if agents.share.index == 0 {
+        measure.show_others(agents.others.clone());
     }
-    if let (Some((path, file)), Some(log)) = (hdr_log, &result.hdr_log) {
+    let outcome = agent::run(request, &agents, &mut measure, control, &mut warn)
+        .map_err(crate::agents::failure)?;
+    match outcome {
+        Outcome::Merged { judged, own_log, lost } => {
+            write_log(hdr_log, own_log.as_ref(), &judged)?;
+            write_log(merged_log, judged.result.hdr_log.as_ref(), &judged)?;
+            let code = print(&args, &judged)?;
+            Ok(if lost.is_some() { AGENT_LOST } else { code })
+        }
+        Outcome::Member { judged, stopped } => {
+            write_log(hdr_log, judged.result.hdr_log.as_ref(), &judged)?;
+            // The figures of this agent's part; the test's verdict (--slo) is agent 0's.
+            print(&args, &judged)?;
+            match stopped {
+                Some(reason) => {
+                    eprintln!("loadlab: error: agent 0 stopped the test: {reason}");
+                    Ok(AGENT_LOST)
+                }
+                None => Ok(OK),
+            }
+        }
+    }
+}
+
+/// The file an interval-log flag names, created before the run.
+fn open<'a>(
+    path: Option<&'a Path>,
+    flag: &str,
+) -> anyhow::Result<Option<(&'a Path, std::fs::File)>> {
+    path.map(|p| Ok((p, create(p, flag)?))).transpose()
+}
+
+/// Writes an interval log into the file made before the run.
+fn write_log(
+    file: Option<(&Path, std::fs::File)>,
+    log: Option<&loadlab_engine::HdrLog>,
+    judged: &bench::Judged,
+) -> anyhow::Result<()> {
+    if let (Some((path, file)), Some(log)) = (file, log) {
         let url = &judged.config.target.url;
         let comment = format!("loadlab {} bench {url}", env!("CARGO_PKG_VERSION"));
         output::write_hdr_log(file, log, &comment)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Prints a judged run in the chosen format; returns its exit code.
+fn print(args: &BenchArgs, judged: &bench::Judged) -> anyhow::Result<u8> {
+    let (report, result) = (&judged.report, &judged.result);
+    if let Some(path) = &args.latency_csv {
+        output::write_latency_csv(path, result.latency())
             .with_context(|| format!("writing {}", path.display()))?;
     }
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());

@@ -5,9 +5,12 @@
 //! or input; 3: the target could not be reached at all; 4: a package the command needs is not
 //! installed; 5: a stack did not start or did not verify; 6: this machine cannot do what was
 //! asked (a network profile without root or iproute2, or through netem on a kernel without it);
-//! 7: a lab host cannot run this binary; 11: `merge` refused interval logs that cannot be added
-//! (settings or seconds differ); 99: the run finished but a `--slo` threshold failed, or
-//! `compare --fail-on-regression` found
+//! 7: a lab host cannot run this binary; 8: `--agents`: not every agent was ready within
+//! `--rendezvous-timeout` (the missing are named); 9: `--agents`: an agent was lost during the
+//! run (the partial result is printed); 10: `--agents`: this agent was refused by agent 0
+//! (late, its secret not agent 0's, or its index taken); 11: `merge` refused interval logs
+//! that cannot be added (settings or seconds differ); 99: the run finished but a `--slo`
+//! threshold failed, or `compare --fail-on-regression` found
 //! one (k6's code for a failed threshold, so a CI job can tell a regression from a broken run);
 //! 130: interrupted (Ctrl-C).
 
@@ -42,6 +45,12 @@ pub enum Failure {
     /// A remote loadlab ended with this exit code (its message is on stderr already).
     #[error("{0}")]
     Remote(String, u8),
+    /// `--agents`: the agents did not all meet within `--rendezvous-timeout`.
+    #[error("{0}")]
+    Rendezvous(String),
+    /// `--agents`: agent 0 refused or dropped this agent.
+    #[error("{0}")]
+    Refused(String),
     /// `loadlab merge`: interval logs whose histogram settings differ or whose seconds do not
     /// line up.
     #[error("{0}")]
@@ -56,6 +65,9 @@ pub const MISSING_PACKAGE: u8 = 4;
 pub const STACK_FAILED: u8 = 5;
 pub const UNSUPPORTED: u8 = 6;
 pub const INCOMPATIBLE: u8 = 7;
+pub const RENDEZVOUS: u8 = 8;
+pub const AGENT_LOST: u8 = 9;
+pub const REFUSED: u8 = 10;
 pub const UNMERGEABLE: u8 = 11;
 pub const SLO_FAILED: u8 = 99;
 pub const INTERRUPTED: u8 = 130;
@@ -71,6 +83,8 @@ impl Failure {
             Failure::Unsupported(_) => UNSUPPORTED,
             Failure::Incompatible(_) => INCOMPATIBLE,
             Failure::Remote(_, code) => *code,
+            Failure::Rendezvous(_) => RENDEZVOUS,
+            Failure::Refused(_) => REFUSED,
             Failure::Unmergeable(_) => UNMERGEABLE,
         }
     }

@@ -365,11 +365,9 @@ pub fn bench_failure(e: loadlab_runner::bench::BenchError) -> anyhow::Error {
 fn measure_with(
     config: &BenchConfig,
     addr: SocketAddr,
-    quiet: bool,
-    label: &str,
+    progress: Option<Progress>,
     control: &Arc<Control>,
 ) -> Result<BenchResult, EngineError> {
-    let progress = (!quiet).then(|| Progress::start(control.clone(), config, label)).flatten();
     let result = loadlab_engine::run(config, addr, control.clone());
     if let Some(p) = progress {
         p.finish();
@@ -382,11 +380,26 @@ fn measure_with(
 pub struct EngineMeasure {
     control: Arc<Control>,
     quiet: bool,
+    /// `bench --agents` on agent 0: the other agents' counters, for the progress line.
+    others: Option<Arc<loadlab_agents::coordinator::Counters>>,
 }
 
 impl EngineMeasure {
     pub fn new(quiet: bool) -> anyhow::Result<EngineMeasure> {
-        Ok(EngineMeasure { control: crate::signals::control()?, quiet })
+        Ok(EngineMeasure { control: crate::signals::control()?, quiet, others: None })
+    }
+}
+
+impl EngineMeasure {
+    /// What stops the runs of this measure (Ctrl-C, or agent 0 for `--agents`), and their
+    /// counters.
+    pub fn control(&self) -> Arc<Control> {
+        self.control.clone()
+    }
+
+    /// Adds the other agents' counters to the progress line (agent 0 of `bench --agents`).
+    pub fn show_others(&mut self, others: Arc<loadlab_agents::coordinator::Counters>) {
+        self.others = Some(others);
     }
 }
 
@@ -397,7 +410,10 @@ impl loadlab_runner::Measure for EngineMeasure {
         addr: SocketAddr,
         label: &str,
     ) -> Result<BenchResult, EngineError> {
-        measure_with(config, addr, self.quiet, label, &self.control)
+        let progress = (!self.quiet)
+            .then(|| Progress::start(self.control.clone(), self.others.clone(), config, label))
+            .flatten();
+        measure_with(config, addr, progress, &self.control)
     }
 
     fn stopped(&self) -> bool {

@@ -18,6 +18,7 @@ macro_rules! out {
     }};
 }
 
+mod agents;
 mod agents_cmd;
 mod bench;
 mod compare;
@@ -53,9 +54,9 @@ struct Cli {
 enum Command {
     /// One load test against a URL: closed loop (ab, wrk), open loop (--rate, as wrk2) or
     /// sessions (--conn-rate, as httperf).
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// An offered-rate sweep with knee detection, optionally of two targets (autobench).
-    Sweep(sweep::SweepArgs),
+    Sweep(Box<sweep::SweepArgs>),
     /// The lab's server stacks: list, up, verify, sample, show, down.
     Stack(stack::StackArgs),
     /// What is installed, the limits that matter for load (open files, ports), CPUs, and
@@ -95,8 +96,8 @@ fn main() -> ExitCode {
         loadlab_lab::net::stage::set_program(me);
     }
     let outcome = match cli.command {
-        Command::Bench(args) => bench::run(args),
-        Command::Sweep(args) => sweep::run(args),
+        Command::Bench(args) => bench::run(*args),
+        Command::Sweep(args) => sweep::run(*args),
         Command::Stack(args) => stack::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Run(args) => run::run(args),

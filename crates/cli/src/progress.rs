@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use loadlab_agents::coordinator::Counters;
 use loadlab_engine::{BenchConfig, Control};
 
 use loadlab_stats::format::count;
@@ -18,7 +19,14 @@ pub struct Progress {
 impl Progress {
     /// Starts the display on stderr, or returns `None` when stderr is not a terminal.
     /// `label` goes before the figures (`loadlab run` names the cell there).
-    pub fn start(control: Arc<Control>, config: &BenchConfig, label: &str) -> Option<Progress> {
+    /// `others`: `bench --agents` on agent 0, the other agents' counters, added so that the
+    /// line is the whole test's.
+    pub fn start(
+        control: Arc<Control>,
+        others: Option<Arc<Counters>>,
+        config: &BenchConfig,
+        label: &str,
+    ) -> Option<Progress> {
         if !std::io::stderr().is_terminal() {
             return None;
         }
@@ -35,8 +43,11 @@ impl Progress {
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(250));
                 let now = Instant::now();
-                let completed = control.completed.load(Ordering::Relaxed) - base.0;
-                let failed = control.failed.load(Ordering::Relaxed) - base.1;
+                let (more, more_failed) = others.as_ref().map_or((0, 0), |o| {
+                    (o.completed.load(Ordering::Relaxed), o.failed.load(Ordering::Relaxed))
+                });
+                let completed = control.completed.load(Ordering::Relaxed) - base.0 + more;
+                let failed = control.failed.load(Ordering::Relaxed) - base.1 + more_failed;
                 let dt = now.duration_since(last.0).as_secs_f64();
                 let rate = if dt > 0.0 { (completed - last.1) as f64 / dt } else { 0.0 };
                 last = (now, completed);

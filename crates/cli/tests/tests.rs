@@ -3,6 +3,7 @@
 
 mod support;
 
+mod agents;
 mod it;
 mod schema;
 

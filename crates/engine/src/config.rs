@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::mix::{Table, Traffic};
 use crate::{check::Validation, http::Limits, EngineError, Pacing, Protocol, RequestSpec};
-use crate::{Stop, Target};
+use crate::{Share, Stop, Target};
 
 /// Everything a run needs. Built by the CLI (or a suite), checked by [`BenchConfig::check`].
 #[derive(Debug, Clone)]
@@ -54,6 +54,8 @@ pub struct BenchConfig {
     /// arrival's lateness, up to a step, is measured and counted in its latency. Zero: every
     /// arrival is sent at its own due time (the default).
     pub coalesce: Duration,
+    /// This host's part of a test spread over several (`--agents`); agent 0 of 1 alone.
+    pub share: Share,
 }
 
 impl BenchConfig {
@@ -81,6 +83,49 @@ impl BenchConfig {
             coalesce: Duration::ZERO,
             unix_socket: None,
             tls: crate::tls::TlsOptions { resume: true, ..Default::default() },
+            share: Share::default(),
+        }
+    }
+
+    /// Makes this configuration, the whole test's, agent `share`'s part of it: the closed
+    /// loop's connections and count split by [`Share::part`]; the open loop's and the sessions'
+    /// arrivals dealt from the one schedule (the workers' streams, see [`Share::stream`]), a
+    /// count becoming the arrivals k < n that are this agent's, the connection bound split
+    /// like the closed loop's connections. A replay keeps its `-n` (the first n lines of the
+    /// log, of which this agent sends its stream's). Refused when the part would be empty.
+    pub fn take_share(&mut self, share: Share) -> Result<(), EngineError> {
+        self.share = share;
+        let of = share.of as u64;
+        let empty = |what: &str, total: u64| {
+            EngineError::Config(format!(
+                "{what} {total} cannot be split over {of} agents: agent {} would have none",
+                share.index
+            ))
+        };
+        match &mut self.pacing {
+            Pacing::Closed => {
+                let total = self.connections as u64;
+                self.connections = share.part(total) as usize;
+                if self.connections == 0 {
+                    return Err(empty("--connections", total));
+                }
+                self.threads = self.threads.min(self.connections);
+            }
+            Pacing::Open { max_connections, .. } | Pacing::Sessions { max_connections, .. } => {
+                *max_connections = (share.part(*max_connections as u64) as usize).max(1);
+                self.threads = self.threads.min(*max_connections);
+            }
+        }
+        let whole = self.stop;
+        self.stop = match (self.stop, &self.pacing, self.traffic.replay()) {
+            (Stop::Count(n), _, Some(_)) => Stop::Count(n),
+            (Stop::Count(n), Pacing::Closed, None) => Stop::Count(share.part(n)),
+            (Stop::Count(n), _, None) => Stop::Count(share.arrivals(n)),
+            (d @ Stop::Duration(_), ..) => d,
+        };
+        match (whole, self.stop) {
+            (Stop::Count(n), Stop::Count(0)) => Err(empty("the count", n)),
+            _ => Ok(()),
         }
     }
 
@@ -234,4 +279,33 @@ impl BenchConfig {
 /// A configuration error with this message.
 fn invalid(message: &str) -> Result<(), EngineError> {
     Err(EngineError::Config(message.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Arrival;
+
+    fn config(pacing: Pacing, connections: usize, stop: Stop) -> BenchConfig {
+        let mut c = BenchConfig::new(Target::parse("http://127.0.0.1:9/").unwrap());
+        (c.pacing, c.connections, c.stop, c.threads) = (pacing, connections, stop, 4);
+        c
+    }
+
+    #[test]
+    fn a_share_splits_connections_count_and_threads_and_refuses_an_empty_part() {
+        let mut c = config(Pacing::Closed, 10, Stop::Count(1001));
+        c.take_share(Share { index: 2, of: 4 }).unwrap();
+        // floor(3 x 10 / 4) - floor(2 x 10 / 4) = 7 - 5; floor(3003/4) - floor(2002/4) = 750 - 500.
+        assert_eq!((c.connections, c.stop, c.threads), (2, Stop::Count(250), 2));
+        let open = Pacing::Open { rate: 100.0, arrival: Arrival::Fixed, max_connections: 9 };
+        let mut c = config(open, 10, Stop::Count(10));
+        c.take_share(Share { index: 1, of: 3 }).unwrap();
+        // Arrivals 1, 4, 7 of 0..10.
+        assert_eq!(c.stop, Stop::Count(3));
+        assert!(matches!(c.pacing, Pacing::Open { max_connections: 3, .. }));
+        let e = config(Pacing::Closed, 2, Stop::Count(10)).take_share(Share { index: 0, of: 3 });
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("--connections 2") && e.contains("3 agents"), "{e}");
+    }
 }

@@ -51,7 +51,7 @@ pub use config::BenchConfig;
 pub use error::{EngineError, ErrorClass, ErrorCounts};
 pub use link::Link;
 pub use mix::{Entry, Mix, Order, Traffic};
-pub use pacing::{Pacing, Stop};
+pub use pacing::{Pacing, Share, Stop};
 pub use probe::{NoIdleRtt, PathRtt};
 pub use replay::{Replay, Skip};
 pub use request::{Protocol, RequestSpec};
@@ -312,7 +312,10 @@ fn worker_spec(
     Ok(worker::WorkerSpec {
         addr,
         table: setup.table.clone(),
-        picker: mix::Picker::new(&config.traffic, i, config.threads, config.seed)?,
+        picker: {
+            let (stream, streams) = config.share.stream(i, config.threads);
+            mix::Picker::new(&config.traffic, stream, streams, config.seed)?
+        },
         tallied: config.traffic.tallied(),
         hdr_log: config.hdr_log,
         keepalive: config.keepalive,
@@ -343,7 +346,9 @@ fn worker_schedule(config: &BenchConfig, clock: &Clock, i: usize) -> Option<sche
         Pacing::Open { arrival, .. } | Pacing::Sessions { arrival, .. } => arrival,
         Pacing::Closed => Arrival::Fixed,
     };
-    let threads = config.threads;
+    // Worker i as one stream of the global schedule: on a single host stream i of the threads,
+    // as agent I of N stream I + N i of N x threads (see `Share::stream`).
+    let (i, threads) = config.share.stream(i, config.threads);
     let s = schedule::Schedule::new(rate, arrival, clock.start, i, threads, config.seed);
     match &config.traffic {
         Traffic::Replay(r) => {

@@ -59,6 +59,49 @@ impl Pacing {
     }
 }
 
+/// One agent's part of a test spread over several hosts (`--agents N --agent I`): agent
+/// `index` of `of`. A single host is agent 0 of 1.
+///
+/// The split is exact, so that the agents together send what one host would: an open loop's
+/// arrivals are dealt out from the one global schedule (agent I takes arrivals k with
+/// k mod N = I, see [`Share::stream`]); a closed loop's connections and a count are split by
+/// [`Share::part`], whose parts add up to the whole whatever N.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    pub index: usize,
+    pub of: usize,
+}
+
+impl Default for Share {
+    fn default() -> Self {
+        Share { index: 0, of: 1 }
+    }
+}
+
+impl Share {
+    /// This agent's part of `total`: floor((I+1)T/N) - floor(IT/N). The parts telescope to T
+    /// and differ by at most one.
+    pub fn part(&self, total: u64) -> u64 {
+        let (i, n) = (self.index as u128, self.of.max(1) as u128);
+        let t = u128::from(total);
+        ((i + 1) * t / n - i * t / n) as u64
+    }
+
+    /// The arrivals k < `total` with k mod N = I: this agent's share of a counted open loop.
+    pub fn arrivals(&self, total: u64) -> u64 {
+        let (i, n) = (self.index as u64, self.of.max(1) as u64);
+        total.saturating_sub(i).div_ceil(n)
+    }
+
+    /// Worker `worker` of `workers` on this agent as one stream of the global schedule:
+    /// (its index, the number of streams). Global arrival k goes to stream k mod (N x W); the
+    /// streams I, I+N, I+2N, ... are this agent's, so it takes exactly the arrivals k mod N = I,
+    /// and its workers interleave as a single host's do.
+    pub fn stream(&self, worker: usize, workers: usize) -> (usize, usize) {
+        (self.index + self.of * worker, self.of * workers)
+    }
+}
+
 /// One worker's view of the run's request budget.
 #[derive(Debug)]
 pub(crate) struct Budget {
@@ -124,6 +167,22 @@ mod tests {
             }
         }
         assert_eq!(taken, 1001);
+    }
+
+    #[test]
+    fn shares_add_up_to_the_whole_and_differ_by_at_most_one() {
+        for n in 1..=7usize {
+            for total in [0u64, 1, 5, 10, 99, 1000, 1001] {
+                let parts: Vec<u64> =
+                    (0..n).map(|index| Share { index, of: n }.part(total)).collect();
+                assert_eq!(parts.iter().sum::<u64>(), total, "{n} agents, {total}");
+                let (lo, hi) = (parts.iter().min().unwrap(), parts.iter().max().unwrap());
+                assert!(hi - lo <= 1, "{parts:?}");
+                let arrivals: u64 =
+                    (0..n).map(|index| Share { index, of: n }.arrivals(total)).sum();
+                assert_eq!(arrivals, total, "{n} agents, {total} arrivals");
+            }
+        }
     }
 
     #[test]

@@ -259,3 +259,64 @@ mod tests {
         assert_eq!(dues, [0, 50, 150]);
     }
 }
+
+#[cfg(test)]
+mod agents {
+    use super::*;
+    use crate::Share;
+
+    /// Every due time of `agents` agents with `threads` workers each, `per_stream` arrivals a
+    /// worker, sorted: the workers' schedules as `lib.rs` makes them, through `Share::stream`.
+    fn union(
+        rate: f64,
+        arrival: Arrival,
+        agents: usize,
+        threads: usize,
+        per_stream: usize,
+    ) -> Vec<u128> {
+        let t0 = Instant::now();
+        let mut all = Vec::new();
+        for index in 0..agents {
+            for w in 0..threads {
+                let (i, of) = Share { index, of: agents }.stream(w, threads);
+                let mut s = Schedule::new(rate, arrival, t0, i, of, 7);
+                all.extend((0..per_stream).map(|_| (s.pop().0 - t0).as_nanos()));
+            }
+        }
+        all.sort_unstable();
+        all
+    }
+
+    #[test]
+    fn the_agents_arrivals_are_the_single_host_schedule() {
+        // A single host with N x W workers is the same schedule as N agents of W workers: the
+        // same streams. And for evenly spaced arrivals any worker count gives the one
+        // schedule k / rate, so the union is exactly what one host with 2 workers sends.
+        for arrival in [Arrival::Fixed, Arrival::Poisson] {
+            let same = union(3000.0, arrival, 3, 2, 400) == union(3000.0, arrival, 1, 6, 400);
+            assert!(same, "{arrival:?}: 3 agents x 2 workers differ from 1 host x 6");
+        }
+        // Within the nanosecond by which float rounding of a due time can move it.
+        let close = |a: &[u128], b: &[u128]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.abs_diff(*y) <= 1)
+        };
+        let agents = union(3000.0, Arrival::Fixed, 4, 3, 250);
+        assert!(close(&agents, &union(3000.0, Arrival::Fixed, 1, 2, 1500)), "not one host's");
+        let each: Vec<u128> = (0..3000u128).map(|k| k * 1_000_000_000 / 3000).collect();
+        assert!(close(&agents, &each), "not k / rate");
+    }
+
+    #[test]
+    fn agent_i_takes_the_arrivals_k_mod_n() {
+        let t0 = Instant::now();
+        let gap = 1_000_000_000u128 / 1000;
+        for index in 0..3 {
+            let (i, of) = Share { index, of: 3 }.stream(0, 1);
+            let mut s = Schedule::new(1000.0, Arrival::Fixed, t0, i, of, 1);
+            for _ in 0..50 {
+                let k = ((s.pop().0 - t0).as_nanos() + gap / 2) / gap;
+                assert_eq!(k as usize % 3, index);
+            }
+        }
+    }
+}

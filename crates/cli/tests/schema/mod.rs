@@ -15,7 +15,7 @@ fn schema_path() -> PathBuf {
 }
 
 /// The schema, itself checked against the draft 2020-12 meta-schema.
-fn validator() -> Validator {
+pub(crate) fn validator() -> Validator {
     let path = schema_path();
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
@@ -41,7 +41,7 @@ fn violations(validator: &Validator, doc: &Value) -> Vec<String> {
 }
 
 #[track_caller]
-fn assert_valid(validator: &Validator, doc: &Value) {
+pub(crate) fn assert_valid(validator: &Validator, doc: &Value) {
     let errors = violations(validator, doc);
     assert!(
         errors.is_empty(),

@@ -20,6 +20,7 @@ impl Render for Text {
         link(r, out)?;
         latency(r, out)?;
         outcomes(r, out)?;
+        agents(r, out)?;
         client(r, out)?;
         Ok(())
     }
@@ -299,6 +300,35 @@ fn outcomes(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     if let Some(urls) = &r.urls {
         url_table(out, urls)?;
+    }
+    Ok(())
+}
+
+/// `--agents N` (agent 0): each agent's part, its own figures beside the merged ones above.
+fn agents(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let Some(rows) = &r.agents else { return Ok(()) };
+    let skew = r.start_skew_us.map_or("-".into(), us);
+    writeln!(out, "  Agents       {} agents, start skew at most {skew}", rows.len())?;
+    for a in rows {
+        let p = |v: Option<u64>| v.map_or("-".into(), |v| us(v as f64));
+        let n = |v: Option<u64>| v.map_or("-".into(), |n| count(n as f64));
+        let flags = if a.flags.is_empty() { "-".into() } else { a.flags.join(", ") };
+        writeln!(
+            out,
+            "    {:>3} {:<16} completed {}  failed {}  p50 {}  p99 {}  clock {:+.0} µs (±{:.0})  \
+             flags {flags}",
+            a.index,
+            a.host,
+            n(a.completed),
+            n(a.failed),
+            p(a.p50_us),
+            p(a.p99_us),
+            a.clock_offset_us,
+            a.clock_error_us,
+        )?;
+    }
+    if let Some(l) = &r.agent_lost {
+        writeln!(out, "  AGENT LOST   agent {} in second {}: partial result", l.index, l.second)?;
     }
     Ok(())
 }

@@ -3,6 +3,8 @@
 //! throughput, the SLO verdict and how the run ended. The command line calls [`run`] and
 //! prints what it returns; a remote agent can call the same function.
 
+pub mod across;
+pub mod agent;
 pub mod report;
 pub mod traffic;
 

@@ -78,6 +78,15 @@ pub struct Report {
     pub urls: Option<Vec<super::traffic::UrlFigures>>,
     /// `--replay`, `--timing-script`: what was read, replayed and skipped; null otherwise.
     pub replay: Option<super::traffic::ReplayEcho>,
+    /// `--agents N`: one row per agent (on agent 0's merged report only; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<super::across::AgentRow>>,
+    /// `--agents N`: the agent lost, if one was, and when (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_lost: Option<super::across::AgentLost>,
+    /// `--agents N`: the largest start skew, an upper bound, microseconds (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_skew_us: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -385,6 +394,9 @@ impl Report {
             slo: None,
             urls: super::traffic::urls(cfg, r),
             replay: super::traffic::replay(cfg),
+            agents: None,
+            agent_lost: None,
+            start_skew_us: None,
         };
         // Lines of a log that were not replayed are said beside the figures, never dropped.
         let skipped = report.replay.as_ref().and_then(|r| r.skipped_sentence());

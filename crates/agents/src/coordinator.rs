@@ -1,0 +1,399 @@
+//! Agent 0's side of the rendezvous: it listens, admits each agent that proves the secret,
+//! is of the same test (N, a free index) and has the same load, measures every agent's clock,
+//! announces one start time, then watches the run: heartbeats, a lost agent (silent for
+//! [`HEARTBEAT_LOSS`], or its connection gone) stops everyone, and each agent's measurements
+//! arrive at its end. An agent that connects after the start is refused.
+
+use std::io;
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use loadlab_engine::Control;
+
+use crate::auth::{self, Token};
+use crate::clock::{self, Offset, Sample};
+use crate::part::Part;
+use crate::wire::{self, Msg};
+use crate::{io, load, AgentsError, HEARTBEAT_LOSS};
+
+/// Clock samples per agent; the shortest round trip of them is kept.
+const PINGS: usize = 8;
+/// How long one connection may take to prove the secret and say it is ready.
+const HANDSHAKE: Duration = Duration::from_secs(5);
+
+/// What agent 0 expects of the others.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub of: usize,
+    pub token: Token,
+    /// `--rendezvous-timeout`: how long to wait for every agent to be ready.
+    pub timeout: Duration,
+    /// Agent 0's load ([`load::describe`]).
+    pub load: Vec<(String, String)>,
+}
+
+/// An admitted agent.
+#[derive(Debug)]
+struct Joined {
+    index: usize,
+    host: String,
+    stream: TcpStream,
+    offset: Offset,
+}
+
+/// Agent 0 with every other agent admitted.
+#[derive(Debug)]
+pub struct Coordinator {
+    listener: TcpListener,
+    plan: Plan,
+    members: Vec<Joined>,
+}
+
+/// What one admitted agent is, for the report.
+#[derive(Debug, Clone)]
+pub struct Roster {
+    pub index: usize,
+    pub host: String,
+    pub offset: Offset,
+}
+
+impl Coordinator {
+    /// Admits agents on `listener` until all N-1 are ready or `plan.timeout` has passed (then
+    /// [`AgentsError::Missing`], naming them). A load that differs ends the rendezvous at once
+    /// ([`AgentsError::LoadDiffers`]); every admitted agent is told why.
+    pub fn gather(listener: TcpListener, plan: Plan) -> Result<Coordinator, AgentsError> {
+        listener.set_nonblocking(true).map_err(io("listening"))?;
+        let deadline = Instant::now() + plan.timeout;
+        let mut c = Coordinator { listener, plan, members: Vec::new() };
+        while c.members.len() + 1 < c.plan.of {
+            if Instant::now() >= deadline {
+                let missing = c.missing();
+                c.refuse_all(&format!("the rendezvous timed out: {}", crate::list(&missing)));
+                return Err(AgentsError::Missing { missing, timeout: c.plan.timeout });
+            }
+            let stream = match c.listener.accept() {
+                Ok((s, _)) => s,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+                Err(e) => return Err(AgentsError::Io { context: "accepting an agent", source: e }),
+            };
+            if let Err(e) = c.admit(stream) {
+                c.refuse_all(&e.to_string());
+                return Err(e);
+            }
+        }
+        Ok(c)
+    }
+
+    /// The indices 1..N not admitted yet.
+    fn missing(&self) -> Vec<usize> {
+        (1..self.plan.of).filter(|i| !self.members.iter().any(|m| m.index == *i)).collect()
+    }
+
+    fn refuse_all(&mut self, reason: &str) {
+        for m in &mut self.members {
+            let _ = wire::send(&mut m.stream, &Msg::Refused { reason: reason.to_string() });
+        }
+    }
+
+    /// One connection: the secret (dropped in silence without it), then its readiness. A
+    /// connection that fails the handshake is not the test's concern: it is dropped and the
+    /// rendezvous goes on; a differing load is.
+    fn admit(&mut self, mut stream: TcpStream) -> Result<(), AgentsError> {
+        let Some(Msg::Ready { index, of, host, load: theirs }) =
+            handshake(&mut stream, &self.plan.token)
+        else {
+            return Ok(());
+        };
+        let refuse = |stream: &mut TcpStream, reason: String| {
+            let _ = wire::send(stream, &Msg::Refused { reason });
+        };
+        if of != self.plan.of {
+            refuse(&mut stream, format!("--agents {of} here, {} on agent 0", self.plan.of));
+            return Ok(());
+        }
+        if index == 0 || index >= of || self.members.iter().any(|m| m.index == index) {
+            refuse(&mut stream, format!("--agent {index} is taken or not in 1..{}", of - 1));
+            return Ok(());
+        }
+        if let Some((option, ours, theirs)) = load::differs(&self.plan.load, &theirs) {
+            let e = AgentsError::LoadDiffers { index, option, ours, theirs };
+            refuse(&mut stream, e.to_string());
+            return Err(e);
+        }
+        wire::send(&mut stream, &Msg::Accepted).map_err(io("admitting an agent"))?;
+        self.members.push(Joined { index, host, stream, offset: Offset::default() });
+        Ok(())
+    }
+
+    /// Measures every agent's clock, then sends each the one start time (by agent 0's clock)
+    /// with its offset; returns the start time.
+    pub fn start(&mut self) -> Result<u64, AgentsError> {
+        for m in &mut self.members {
+            let mut samples = Vec::with_capacity(PINGS);
+            for _ in 0..PINGS {
+                let t0 = clock::now_ns();
+                wire::send(&mut m.stream, &Msg::Ping { t0 }).map_err(io("measuring a clock"))?;
+                let Msg::Pong { t0: back, t1 } =
+                    wire::recv(&mut m.stream).map_err(io("measuring a clock"))?
+                else {
+                    return Err(AgentsError::Refused(format!(
+                        "agent {} answered a ping oddly",
+                        m.index
+                    )));
+                };
+                samples.push(Sample { t0: back, t1, t2: clock::now_ns() });
+            }
+            m.offset = clock::estimate(&samples).unwrap_or_default();
+        }
+        let slowest = self.members.iter().map(|m| m.offset.rtt_ns).max().unwrap_or(0);
+        let at = clock::start_at(clock::now_ns(), slowest);
+        for m in &mut self.members {
+            let start = Msg::Start { at, offset: m.offset.offset_ns };
+            wire::send(&mut m.stream, &start).map_err(io("sending the start"))?;
+        }
+        Ok(at)
+    }
+
+    /// Who is in the test, agent 0 first.
+    pub fn roster(&self, host: &str) -> Vec<Roster> {
+        let mut r = vec![Roster { index: 0, host: host.to_string(), offset: Offset::default() }];
+        r.extend(self.members.iter().map(|m| Roster {
+            index: m.index,
+            host: m.host.clone(),
+            offset: m.offset,
+        }));
+        r.sort_by_key(|r| r.index);
+        r
+    }
+
+    /// From the start at `start` (agent 0's clock, ns): watches the agents; a lost one stops
+    /// `control` (agent 0's own run) and every other agent.
+    pub fn watch(self, control: Arc<Control>, counters: Arc<Counters>, start: u64) -> Watch {
+        let state: Shared =
+            Arc::new(Mutex::new(self.members.iter().map(|m| Seen::new(m.index)).collect()));
+        let done = Arc::new(AtomicBool::new(false));
+        let writers: Vec<TcpStream> =
+            self.members.iter().filter_map(|m| m.stream.try_clone().ok()).collect();
+        let sockets: Vec<TcpStream> =
+            self.members.iter().filter_map(|m| m.stream.try_clone().ok()).collect();
+        let mut threads = Vec::new();
+        for (slot, m) in self.members.into_iter().enumerate() {
+            let (state, done, counters) = (state.clone(), done.clone(), counters.clone());
+            threads
+                .push(std::thread::spawn(move || listen(m.stream, slot, &state, &done, &counters)));
+        }
+        let (s, d, c) = (state.clone(), done.clone(), control);
+        threads.push(std::thread::spawn(move || monitor(&s, &d, &c, writers, start)));
+        let (token, d) = (self.plan.token.clone(), done.clone());
+        let listener = self.listener;
+        threads.push(std::thread::spawn(move || refuse_late(&listener, &token, &d)));
+        Watch { state, done, threads, sockets, start }
+    }
+}
+
+/// The secret, then the first message; `None` (the connection to be dropped) when the peer
+/// cannot prove the secret or says nothing sensible in time.
+fn handshake(stream: &mut TcpStream, token: &Token) -> Option<Msg> {
+    stream.set_nonblocking(false).ok()?;
+    stream.set_read_timeout(Some(HANDSHAKE)).ok()?;
+    stream.set_write_timeout(Some(HANDSHAKE)).ok()?;
+    stream.set_nodelay(true).ok()?;
+    if !auth::challenge(stream, token).ok()? {
+        return None;
+    }
+    let msg = wire::recv(stream).ok()?;
+    stream.set_read_timeout(None).ok()?;
+    Some(msg)
+}
+
+/// What agent 0 knows of one agent during the run.
+#[derive(Debug)]
+pub struct Seen {
+    pub index: usize,
+    last: Instant,
+    pub completed: u64,
+    pub failed: u64,
+    pub part: Option<(Box<Part>, u64)>,
+    /// The connection ended or broke before the agent's measurements came.
+    gone: bool,
+}
+
+impl Seen {
+    fn new(index: usize) -> Seen {
+        Seen { index, last: Instant::now(), completed: 0, failed: 0, part: None, gone: false }
+    }
+}
+
+type Shared = Arc<Mutex<Vec<Seen>>>;
+
+/// The other agents' counters summed, as their heartbeats tell them: for agent 0's live
+/// progress line of the whole test.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub completed: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+/// An agent that stopped: its index, and the second of the test in which it was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lost {
+    pub index: usize,
+    pub second: u64,
+}
+
+/// The run being watched.
+#[derive(Debug)]
+pub struct Watch {
+    state: Shared,
+    done: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<Option<Lost>>>,
+    /// The agents' connections, shut down at the end so that no reader stays blocked.
+    sockets: Vec<TcpStream>,
+    start: u64,
+}
+
+impl Watch {
+    /// The other agents' counters so far (completed, failed), from their heartbeats.
+    pub fn progress(&self) -> (u64, u64) {
+        let seen = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        seen.iter().fold((0, 0), |(c, f), s| (c + s.completed, f + s.failed))
+    }
+
+    /// Stops every agent (agent 0's own run ended early: Ctrl-C), so that none runs on to
+    /// its end for nothing; each still sends what it measured.
+    pub fn stop_all(&mut self, reason: &str) {
+        for s in &mut self.sockets {
+            let _ = wire::send(s, &Msg::Stop { reason: reason.to_string() });
+        }
+    }
+
+    /// After agent 0's own run: waits for every agent's measurements (or its loss, which the
+    /// heartbeat rule bounds), then returns them and the first agent lost.
+    pub fn finish(self) -> (Vec<Seen>, Option<Lost>) {
+        loop {
+            let settled = {
+                let seen = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                seen.iter().all(|s| s.part.is_some() || s.gone)
+            };
+            if settled {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.done.store(true, Ordering::Relaxed);
+        for s in &self.sockets {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+        let lost = self.threads.into_iter().filter_map(|t| t.join().ok().flatten()).next();
+        let seen = std::mem::take(&mut *self.state.lock().unwrap_or_else(|e| e.into_inner()));
+        // An agent whose connection ended just before the monitor's next look is lost all
+        // the same: never a silent partial result.
+        let second = clock::now_ns().saturating_sub(self.start) / 1_000_000_000;
+        let lost = lost.or_else(|| {
+            seen.iter().find(|s| s.part.is_none()).map(|s| Lost { index: s.index, second })
+        });
+        (seen, lost)
+    }
+}
+
+/// One agent's messages until its measurements come or its connection ends.
+fn listen(
+    mut stream: TcpStream,
+    slot: usize,
+    state: &Shared,
+    done: &AtomicBool,
+    counters: &Counters,
+) -> Option<Lost> {
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(250)));
+    while !done.load(Ordering::Relaxed) {
+        let msg = match wire::recv(&mut stream) {
+            Ok(m) => m,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                continue
+            }
+            Err(_) => {
+                state.lock().unwrap_or_else(|e| e.into_inner())[slot].gone = true;
+                return None;
+            }
+        };
+        let mut seen = state.lock().unwrap_or_else(|e| e.into_inner());
+        let s = &mut seen[slot];
+        s.last = Instant::now();
+        let (completed, failed) = match &msg {
+            Msg::Beat { completed, failed } => (*completed, *failed),
+            Msg::Done { part, .. } => part.completed_failed(),
+            _ => (s.completed, s.failed),
+        };
+        // The sums move by this agent's progress since its last message.
+        counters.completed.fetch_add(completed.saturating_sub(s.completed), Ordering::Relaxed);
+        counters.failed.fetch_add(failed.saturating_sub(s.failed), Ordering::Relaxed);
+        (s.completed, s.failed) = (completed, failed);
+        if let Msg::Done { part, late_ns } = msg {
+            s.part = Some((part, late_ns));
+            return None;
+        }
+    }
+    None
+}
+
+/// The heartbeat rule: an agent silent for [`HEARTBEAT_LOSS`], or whose connection ended
+/// without its measurements, is lost; then agent 0's run and every other agent stop.
+fn monitor(
+    state: &Shared,
+    done: &AtomicBool,
+    control: &Control,
+    mut writers: Vec<TcpStream>,
+    start: u64,
+) -> Option<Lost> {
+    let mut first = None;
+    while !done.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+        let lost = {
+            let mut seen = state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut lost = None;
+            for s in seen.iter_mut() {
+                let silent = s.last.elapsed() > HEARTBEAT_LOSS;
+                if s.part.is_none() && !s.gone && silent {
+                    // A lost agent is settled: nothing more is awaited from it.
+                    s.gone = true;
+                }
+                if s.part.is_none() && s.gone && lost.is_none() {
+                    lost = Some(s.index);
+                }
+            }
+            lost
+        };
+        if let (Some(index), None) = (lost, first) {
+            let second = clock::now_ns().saturating_sub(start) / 1_000_000_000;
+            control.request_stop();
+            let reason = format!("agent {index} was lost in second {second}");
+            for w in &mut writers {
+                let _ = wire::send(w, &Msg::Stop { reason: reason.clone() });
+            }
+            first = Some(Lost { index, second });
+        }
+    }
+    first
+}
+
+/// After the start: whoever connects and proves the secret is told it is late.
+fn refuse_late(listener: &TcpListener, token: &Token, done: &AtomicBool) -> Option<Lost> {
+    while !done.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((mut stream, _)) => {
+                if let Some(Msg::Ready { index, .. }) = handshake(&mut stream, token) {
+                    let reason = format!("agent {index} is late: the test has started without it");
+                    let _ = wire::send(&mut stream, &Msg::Refused { reason });
+                }
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    None
+}

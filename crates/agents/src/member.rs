@@ -1,0 +1,194 @@
+//! Every agent but agent 0: it connects to the rendezvous (retrying until agent 0 listens),
+//! proves the secret, says it is ready with its load, answers the clock pings, and learns the
+//! start time. During the run it sends heartbeats and stops when agent 0 says so or is gone;
+//! at its end it sends its measurements.
+
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use loadlab_engine::Control;
+
+use crate::auth::{self, Token};
+use crate::clock;
+use crate::part::Part;
+use crate::wire::{self, Msg};
+use crate::{io, AgentsError, HEARTBEAT_EVERY};
+
+/// Who this agent is, as it tells agent 0.
+#[derive(Debug, Clone)]
+pub struct Hello {
+    pub index: usize,
+    pub of: usize,
+    pub host: String,
+    pub load: Vec<(String, String)>,
+}
+
+/// An agent admitted, with its start time by its own clock.
+#[derive(Debug)]
+pub struct Member {
+    stream: TcpStream,
+    /// The start, by this agent's wall clock, ns since the epoch.
+    pub start_local: u64,
+    /// This agent's clock minus agent 0's, as agent 0 measured it.
+    pub offset_ns: i64,
+}
+
+impl Member {
+    /// Joins the rendezvous at `addr` within `timeout`.
+    pub fn join(
+        addr: SocketAddr,
+        token: &Token,
+        hello: Hello,
+        timeout: Duration,
+    ) -> Result<Member, AgentsError> {
+        let deadline = Instant::now() + timeout;
+        let mut stream = connect(addr, deadline)?;
+        stream.set_read_timeout(Some(timeout)).map_err(io("joining"))?;
+        stream.set_nodelay(true).map_err(io("joining"))?;
+        let dropped = || {
+            AgentsError::Refused(format!(
+                "agent 0 at {addr} dropped this agent: its secret (--token-file or LOADLAB_TOKEN) is not agent 0's"
+            ))
+        };
+        match auth::respond(&mut stream, token) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(AgentsError::Refused(format!(
+                    "{addr} could not prove the shared secret"
+                )))
+            }
+            Err(_) => return Err(dropped()),
+        }
+        let Hello { index, of, host, load } = hello;
+        wire::send(&mut stream, &Msg::Ready { index, of, host, load })
+            .map_err(io("saying ready"))?;
+        loop {
+            match wire::recv(&mut stream).map_err(io("waiting for the start"))? {
+                Msg::Accepted => {}
+                Msg::Ping { t0 } => {
+                    let pong = Msg::Pong { t0, t1: clock::now_ns() };
+                    wire::send(&mut stream, &pong).map_err(io("answering a ping"))?;
+                }
+                Msg::Start { at, offset } => {
+                    let start_local = at.saturating_add_signed(offset);
+                    return Ok(Member { stream, start_local, offset_ns: offset });
+                }
+                Msg::Refused { reason } | Msg::Stop { reason } => {
+                    return Err(AgentsError::Refused(reason))
+                }
+                other => {
+                    return Err(AgentsError::Refused(format!(
+                        "agent 0 sent {other:?} before the start"
+                    )))
+                }
+            }
+        }
+    }
+
+    /// Heartbeats from now on (the counters of `control`), and a stop from agent 0 (or its
+    /// loss) stops `control`. Then call [`Running::wait_start`] and run.
+    pub fn begin(self, control: Arc<Control>) -> Result<Running, AgentsError> {
+        let done = Arc::new(AtomicBool::new(false));
+        let mut writer = self.stream.try_clone().map_err(io("starting"))?;
+        let (c, d) = (control.clone(), done.clone());
+        let beats = std::thread::spawn(move || {
+            while !d.load(Ordering::Relaxed) {
+                let beat = Msg::Beat {
+                    completed: c.completed.load(Ordering::Relaxed),
+                    failed: c.failed.load(Ordering::Relaxed),
+                };
+                if wire::send(&mut writer, &beat).is_err() {
+                    c.request_stop();
+                    return;
+                }
+                std::thread::sleep(HEARTBEAT_EVERY);
+            }
+        });
+        let mut reader = self.stream.try_clone().map_err(io("starting"))?;
+        // Blocking reads: a timeout could cut a message in two. `end` shuts the reading side
+        // down to end the last one.
+        let _ = reader.set_read_timeout(None);
+        let (c, d) = (control, done.clone());
+        let stops = std::thread::spawn(move || listen(&mut reader, &c, &d));
+        Ok(Running {
+            stream: self.stream,
+            start_local: self.start_local,
+            done,
+            threads: vec![beats],
+            stops,
+        })
+    }
+}
+
+/// Connects, retrying while nobody listens yet (agent 0 may start last).
+fn connect(addr: SocketAddr, deadline: Instant) -> Result<TcpStream, AgentsError> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match TcpStream::connect_timeout(&addr, left.max(Duration::from_millis(1))) {
+            Ok(s) => return Ok(s),
+            Err(e) if Instant::now() >= deadline => {
+                return Err(AgentsError::Io { context: "connecting to agent 0", source: e })
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+/// Agent 0's messages during the run: a stop, or the connection's end, stops the run. Returns
+/// why it stopped, if it did.
+fn listen(reader: &mut TcpStream, control: &Control, done: &AtomicBool) -> Option<String> {
+    while !done.load(Ordering::Relaxed) {
+        match wire::recv(reader) {
+            Ok(Msg::Stop { reason }) => {
+                control.request_stop();
+                return Some(reason);
+            }
+            Ok(_) => {}
+            Err(_) if done.load(Ordering::Relaxed) => return None,
+            Err(e) => {
+                control.request_stop();
+                return Some(format!("agent 0 was lost: {e}"));
+            }
+        }
+    }
+    None
+}
+
+/// An agent's run under way.
+#[derive(Debug)]
+pub struct Running {
+    stream: TcpStream,
+    start_local: u64,
+    done: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    stops: JoinHandle<Option<String>>,
+}
+
+impl Running {
+    /// Sleeps until the start; returns how late the wake-up was, ns.
+    pub fn wait_start(&self) -> u64 {
+        clock::sleep_until(self.start_local)
+    }
+
+    /// Sends the measurements; returns why agent 0 stopped the run early, if it did.
+    pub fn end(mut self, part: Part, late_ns: u64) -> Result<Option<String>, AgentsError> {
+        self.done.store(true, Ordering::Relaxed);
+        let _ = self.stream.shutdown(std::net::Shutdown::Read);
+        for t in self.threads {
+            let _ = t.join();
+        }
+        let stopped = self.stops.join().ok().flatten();
+        let sent = wire::send(&mut self.stream, &Msg::Done { part: Box::new(part), late_ns });
+        match (sent, &stopped) {
+            // Agent 0 gone: nobody to send to, and the stop says so.
+            (Err(_), Some(_)) => Ok(stopped),
+            (Err(e), None) => {
+                Err(AgentsError::Io { context: "sending the measurements", source: e })
+            }
+            (Ok(()), _) => Ok(stopped),
+        }
+    }
+}

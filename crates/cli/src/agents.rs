@@ -1,0 +1,107 @@
+//! `bench`'s flags for one test from many hosts (`--agents N --agent I --rendezvous HOST:PORT`),
+//! turned into the runner's [`Agents`]; the rendezvous and the merge are the libraries'
+//! (`loadlab_agents`, `loadlab_runner::bench::agent`).
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use loadlab_agents::auth::Token;
+use loadlab_agents::AgentsError;
+use loadlab_engine::Share;
+use loadlab_runner::bench::agent::{AgentError, Agents};
+
+use crate::exit::Failure;
+use crate::units::parse_duration;
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// One test from N hosts: run this same command on each (docs/many-hosts.md).
+    #[arg(long = "agents", value_name = "N", requires = "rendezvous")]
+    pub agents: Option<usize>,
+    /// This host's index, 0 to N-1 (agent 0 listens on --rendezvous and prints the merged
+    /// result) [default: $JOB_COMPLETION_INDEX, a Kubernetes Indexed Job's].
+    #[arg(long = "agent", value_name = "I", requires = "agents")]
+    pub agent: Option<usize>,
+    /// Where agent 0 listens and the others connect.
+    #[arg(long = "rendezvous", value_name = "HOST:PORT", requires = "agents")]
+    pub rendezvous: Option<String>,
+    /// How long agent 0 waits for every agent to be ready (exit 8 naming the missing ones),
+    /// and an agent for agent 0.
+    #[arg(long = "rendezvous-timeout", value_parser = parse_duration, default_value = "60s", allow_hyphen_values = true)]
+    pub rendezvous_timeout: Duration,
+    /// The shared secret of the rendezvous, in FILE [default: $LOADLAB_TOKEN]; required with
+    /// --agents above 1.
+    #[arg(long = "token-file", value_name = "FILE", requires = "agents")]
+    pub token_file: Option<PathBuf>,
+    /// Agent 0: write the merged test's HdrHistogram interval log to FILE (--hdr-log holds
+    /// this host's own).
+    #[arg(long = "merged-hdr-log", value_name = "FILE", requires = "agents")]
+    pub merged_hdr_log: Option<PathBuf>,
+}
+
+impl AgentArgs {
+    /// The runner's view of these flags; `None` without `--agents` (or with `--agents 1`,
+    /// which is a single host).
+    pub fn agents(&self) -> anyhow::Result<Option<Agents>> {
+        let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
+        let Some(of) = self.agents else { return Ok(None) };
+        if of == 0 {
+            return Err(usage("--agents must be at least 1".into()));
+        }
+        let index = match self.agent {
+            Some(i) => i,
+            None => std::env::var("JOB_COMPLETION_INDEX")
+                .map_err(|_| usage("--agents needs --agent I (or JOB_COMPLETION_INDEX)".into()))?
+                .trim()
+                .parse()
+                .map_err(|_| usage("JOB_COMPLETION_INDEX is not a number".into()))?,
+        };
+        if index >= of {
+            return Err(usage(format!("--agent {index} is not in 0..{}", of - 1)));
+        }
+        if of == 1 {
+            return Ok(None);
+        }
+        let spec = self.rendezvous.as_deref().unwrap_or_default();
+        let rendezvous = resolve(spec).map_err(|e| usage(format!("--rendezvous {spec}: {e}")))?;
+        let token = Token::load(self.token_file.as_deref(), std::env::var("LOADLAB_TOKEN").ok())
+            .map_err(|e| usage(e.to_string()))?;
+        Ok(Some(Agents {
+            share: Share { index, of },
+            rendezvous,
+            token,
+            timeout: self.rendezvous_timeout,
+            host: host_name(),
+            others: Default::default(),
+        }))
+    }
+}
+
+fn resolve(spec: &str) -> Result<SocketAddr, String> {
+    let mut addrs = spec.to_socket_addrs().map_err(|e| e.to_string())?;
+    addrs.next().ok_or_else(|| "resolves to no address".to_string())
+}
+
+/// This host's name, for agent 0's report.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// An agent's failure, as its exit code says it.
+pub fn failure(e: AgentError) -> anyhow::Error {
+    match e {
+        AgentError::Bench(e) => crate::load::bench_failure(e),
+        AgentError::Agents(e @ AgentsError::Missing { .. }) => {
+            Failure::Rendezvous(e.to_string()).into()
+        }
+        AgentError::Agents(e @ (AgentsError::LoadDiffers { .. } | AgentsError::Token(_))) => {
+            Failure::Usage(e.to_string()).into()
+        }
+        AgentError::Agents(AgentsError::Refused(m)) => Failure::Refused(m).into(),
+        other => anyhow::Error::new(other),
+    }
+}
