@@ -348,7 +348,7 @@ fn root_is_ours(dev: &str) -> bool {
 }
 
 /// The minor numbers of loadlab's classes on `dev`.
-fn classes(dev: &str) -> Vec<u16> {
+pub fn classes(dev: &str) -> Vec<u16> {
     let shown = output(TC, &["class", "show", "dev", dev, "parent", ROOT]).unwrap_or_default();
     shown
         .lines()

@@ -31,6 +31,7 @@ pub fn json(f: &Findings, warnings: &[String]) -> serde_json::Value {
             "tun": net.tun, "tbf": net.tbf, "root": net.root,
             "ip": net.ip, "tc": net.tc,
             "namespaces": f.namespaces, "namespaces_left": f.namespaces_left(),
+            "shaped_interfaces": f.shaped,
         },
         "warnings": warnings,
     })

@@ -31,6 +31,40 @@ pub struct Findings {
     pub net: Capability,
     /// loadlab's network namespaces on this machine, each with what holds it.
     pub namespaces: Vec<Namespace>,
+    /// Interfaces carrying loadlab's `--listen --net` shaping (htb root `10ad:`).
+    pub shaped: Vec<Shaped>,
+}
+
+/// An interface with loadlab's shaping root, its classes, and this state directory's live
+/// instances that hold one of them.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Shaped {
+    pub interface: String,
+    pub classes: usize,
+    pub held_by: Vec<String>,
+}
+
+/// What holds each shaped interface: the live (not stale) instances whose record shapes it.
+pub fn shaped(
+    interfaces: &[(String, usize)],
+    instances: &[(Record, Health)],
+    stale: &[String],
+) -> Vec<Shaped> {
+    let on = |r: &Record, dev: &str| {
+        r.listen.as_ref().and_then(|l| l.shaping.as_ref()).is_some_and(|s| s.interface == dev)
+    };
+    interfaces
+        .iter()
+        .map(|(dev, classes)| Shaped {
+            interface: dev.clone(),
+            classes: *classes,
+            held_by: instances
+                .iter()
+                .filter(|(r, _)| on(r, dev) && !stale.contains(&r.id))
+                .map(|(r, _)| r.id.clone())
+                .collect(),
+        })
+        .collect()
 }
 
 /// A `loadlab-net-*` namespace and what holds it.
@@ -83,6 +117,14 @@ pub fn find() -> Result<Findings, loadlab_lab::Error> {
     let stale = lab.stale()?;
     let names = loadlab_lab::net::namespaces();
     let namespaces = namespaces(&lab, &names, &instances, &stale, &loadlab_lab::net::occupied);
+    let roots: Vec<(String, usize)> = loadlab_lab::net::host::leftovers()
+        .into_iter()
+        .map(|dev| {
+            let n = loadlab_lab::net::host::classes(&dev).len();
+            (dev, n)
+        })
+        .collect();
+    let shaped = shaped(&roots, &instances, &stale);
     Ok(Findings {
         lab,
         packages,
@@ -93,6 +135,7 @@ pub fn find() -> Result<Findings, loadlab_lab::Error> {
         stale,
         net: loadlab_lab::net::capability(),
         namespaces,
+        shaped,
     })
 }
 
@@ -107,6 +150,22 @@ pub fn warnings(f: &Findings) -> Vec<String> {
              netns del NAME`)",
             left.join(" ")
         ));
+    }
+    for s in f.shaped.iter().filter(|s| s.held_by.is_empty()) {
+        warnings.push(if s.classes == 0 {
+            format!(
+                "loadlab's shaping root (htb 10ad:) is left on {} with no class under it \
+                 (remove with `tc qdisc del dev {} root`)",
+                s.interface, s.interface
+            )
+        } else {
+            format!(
+                "loadlab's shaping on {} has {} class(es) no instance of this state directory \
+                 holds: another state directory's live stack, or a killed one's (the next \
+                 `stack up --listen --net` on this host removes those)",
+                s.interface, s.classes
+            )
+        });
     }
     if soft < FEW_FILES {
         warnings.push(format!(
@@ -237,6 +296,43 @@ mod tests {
                 (InUse, None, None),
                 (Left, None, None),
             ]
+        );
+    }
+
+    /// `--listen --net` shaping left by a killed stack was found by nothing (issue 22): an
+    /// interface is held only by a live instance whose record shapes it.
+    #[test]
+    fn a_shaped_interface_is_held_only_by_a_live_instance_that_shapes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let lab = Lab::new(StateDir::at(dir.path()));
+        let shaping = |dev: &str| loadlab_lab::net::host::Exposure {
+            bind: "10.0.0.2".parse().unwrap(),
+            public: "10.0.0.2".parse().unwrap(),
+            primary: false,
+            interface: dev.into(),
+            shaping: Some(loadlab_lab::net::host::Shaping {
+                interface: dev.into(),
+                class: 1,
+                port: 80,
+                source: None,
+                rate_bps: 100_000_000,
+                netem: false,
+            }),
+        };
+        let mut live = record(&lab, "nginx-1");
+        live.listen = Some(shaping("eth0"));
+        let mut dead = record(&lab, "nginx-2");
+        dead.listen = Some(shaping("eth1"));
+        let unshaped = record(&lab, "nginx-3");
+        let instances =
+            vec![(live, Health::Running), (dead, Health::Stale), (unshaped, Health::Running)];
+        let roots = vec![("eth0".to_string(), 1), ("eth1".to_string(), 1), ("eth2".into(), 0)];
+        let found = shaped(&roots, &instances, &["nginx-2".to_string()]);
+        let held: Vec<_> =
+            found.iter().map(|s| (s.interface.as_str(), s.held_by.clone())).collect();
+        assert_eq!(
+            held,
+            [("eth0", vec!["nginx-1".to_string()]), ("eth1", vec![]), ("eth2", vec![])]
         );
     }
 }
