@@ -7,6 +7,7 @@
 //! record): `stack down --host`, the sshd child serving the session killed, the path cut, the
 //! local loadlab killed with -9. Needs root, iproute2, openssh and nginx.
 
+mod listen;
 mod net;
 mod session;
 mod suite;
