@@ -419,6 +419,10 @@ impl loadlab_runner::Measure for EngineMeasure {
     fn stopped(&self) -> bool {
         crate::signals::interrupted(&self.control)
     }
+
+    fn control(&self) -> Option<Arc<Control>> {
+        Some(self.control.clone())
+    }
 }
 
 /// Parses `127.0.0.1-127.0.0.16` (an IPv4 range) or a comma-separated list of addresses.

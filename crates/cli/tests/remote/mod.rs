@@ -8,6 +8,7 @@
 //! local loadlab killed with -9. Needs root, iproute2, openssh and nginx.
 
 mod listen;
+mod lost;
 mod net;
 mod session;
 mod suite;
