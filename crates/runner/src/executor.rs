@@ -488,6 +488,35 @@ impl Execution<'_, '_> {
         Ok(())
     }
 
+    /// One cell's load while `watch` samples, stopped at once if the stack goes out of reach:
+    /// then its figures are of a path that went away, and the run ends with
+    /// [`loadlab_remote::Error::Lost`] naming `place` (the lab host).
+    fn measure_sampled(
+        &mut self,
+        config: &BenchConfig,
+        addr: SocketAddr,
+        label: &str,
+        watch: &Watch,
+        place: &str,
+    ) -> Result<(BenchResult, Sampled), RunError> {
+        let sampler = match watch {
+            Watch::Lab(id) => self.stacks.sample(id)?,
+            Watch::Processes(roots) => self.stacks.sample_processes(roots)?,
+            Watch::Nothing => Box::new(NoSamples),
+        };
+        let lost = sampler.lost();
+        let measure = &mut *self.measure;
+        let (result, lost) = crate::lost::watched(measure.control(), lost.as_ref(), || {
+            measure.measure(config, addr, label)
+        });
+        let sampled = sampler.stop();
+        if let Some(reason) = lost {
+            let host = place.to_string();
+            return Err(RunError::Remote(loadlab_remote::Error::Lost { host, reason }));
+        }
+        Ok((result?, sampled))
+    }
+
     /// An instance's cells, each measured while `watch` samples, judged and stored at once;
     /// the first Ctrl-C ends them.
     fn cells(
@@ -506,27 +535,10 @@ impl Execution<'_, '_> {
             let mut config = cell_config(cell, &url, instance, self.cx)?;
             let addr = self.measure.reach(&mut config)?;
             let label = cell_label(cell, self.total);
-            let sampler = match watch {
-                Watch::Lab(id) => self.stacks.sample(id)?,
-                Watch::Processes(roots) => self.stacks.sample_processes(roots)?,
-                Watch::Nothing => Box::new(NoSamples),
-            };
             let started_at = SystemTime::now();
-            let lost = sampler.lost();
-            let (result, lost) = crate::lost::measure_watched(
-                &mut *self.measure,
-                &config,
-                addr,
-                &label,
-                lost.as_ref(),
-            );
-            let sampled = sampler.stop();
-            if let Some(reason) = lost {
-                // Its figures are of a path that went away: the run ends, naming the host.
-                let host = host.map_or_else(|| instance.id.clone(), |h| h.host.clone());
-                return Err(RunError::Remote(loadlab_remote::Error::Lost { host, reason }));
-            }
-            let mut result = result?;
+            let place = host.map_or(instance.id.as_str(), |h| h.host.as_str());
+            let (mut result, sampled) =
+                self.measure_sampled(&config, addr, &label, watch, place)?;
             // Behind a network profile the lab knows the link's speed, which the veth does not
             // report (it says 10000 Mbit/s): the verdict's link rule then judges against it.
             let net = cell.stack.knobs().and_then(|k| k.net.as_deref());
