@@ -195,6 +195,7 @@ pub fn suite_failure(e: loadlab_runner::suite::SuiteError) -> anyhow::Error {
         SuiteError::Usage(m) => Failure::Usage(m).into(),
         SuiteError::MissingPackages(m) => Failure::MissingPackage(m).into(),
         SuiteError::Lab(e) => lab_failure(e),
+        SuiteError::Remote(e) => remote_failure(e),
         SuiteError::Store(e) => store_failure(e),
         e @ SuiteError::Io { .. } => anyhow::Error::new(e),
     }

@@ -10,6 +10,7 @@
 mod listen;
 mod lost;
 mod net;
+mod packages;
 mod session;
 mod suite;
 

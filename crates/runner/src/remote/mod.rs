@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use loadlab_lab::named::Processes;
 use loadlab_lab::procfs::ProcId;
+use loadlab_lab::programs::Need;
 use loadlab_lab::sampler::{Sample, Sampled};
 use loadlab_lab::{Captured, Lab};
 use loadlab_remote::protocol::Event;
@@ -100,6 +101,8 @@ pub struct RemoteStacks {
     live: Mutex<BTreeMap<String, Live>>,
     /// The environment's package names to ask each host about.
     packages: Vec<String>,
+    /// `--install-packages`: each remote `stack up` installs what its stack lacks there.
+    install: bool,
 }
 
 /// One instance's session, read by its own thread.
@@ -127,7 +130,32 @@ impl RemoteStacks {
             facts: Mutex::default(),
             live: Mutex::default(),
             packages,
+            install: false,
         }
+    }
+
+    /// Has each remote `stack up` install its stack's missing packages there first
+    /// (`--install-packages`, the apt logic of that host's loadlab).
+    pub fn installing(mut self, install: bool) -> RemoteStacks {
+        self.install = install;
+        self
+    }
+
+    /// The packages of `needs` that `host` lacks, as its own loadlab finds them (`doctor
+    /// --json` there: the programs each package gives, looked for where that host looks).
+    pub fn missing(&self, host: &str, needs: &[Need]) -> Result<Vec<&'static str>, StackError> {
+        let host: Host = host.parse()?;
+        let ssh = Ssh::from_env()?;
+        let program = self.program(&ssh, &host)?;
+        let line = loadlab_remote::ssh::command_line(&[&program, "doctor", "--json"]);
+        let command = ssh.command(&host, &line);
+        let found = loadlab_remote::run::finish(command, Stdio::null(), &host, SHOW_LIMIT)?;
+        let doctor: serde_json::Value =
+            serde_json::from_str(&found.stdout).map_err(|e| loadlab_remote::Error::Protocol {
+                host: host.to_string(),
+                reason: format!("doctor --json: {e}: {}", found.stderr.trim()),
+            })?;
+        Ok(lacking(&doctor, needs))
     }
 
     fn holds(&self, id: &str) -> bool {
@@ -164,7 +192,11 @@ impl RemoteStacks {
         let program = self.program(&ssh, &host)?;
         // Without a `listen` knob the remote end listens where ssh reached it, which is
         // where this client reaches it too.
-        let words = flags::up_words(lab.stack, &lab.knobs).map_err(loadlab_lab::Error::BadKnob)?;
+        let mut words =
+            flags::up_words(lab.stack, &lab.knobs).map_err(loadlab_lab::Error::BadKnob)?;
+        if self.install {
+            words.push("--install-packages".into());
+        }
         let args =
             loadlab_remote::args::remote_up_args(&words).map_err(loadlab_lab::Error::BadKnob)?;
         let mut session = Session::start(&ssh, &host, &program, &args, Stdio::inherit())?;
@@ -265,6 +297,22 @@ impl Drop for RemoteStacks {
             let _ = live.close();
         }
     }
+}
+
+/// The packages of `needs` whose program `doctor --json`'s `packages` says is not installed
+/// (one it does not list is left for that host's `stack up` to find).
+fn lacking(doctor: &serde_json::Value, needs: &[Need]) -> Vec<&'static str> {
+    let listed = doctor["packages"].as_array().cloned().unwrap_or_default();
+    let mut missing: Vec<&'static str> = Vec::new();
+    for need in needs {
+        let absent = listed.iter().any(|p| {
+            p["package"] == need.package && p["needs"] == need.name() && p["installed"] == false
+        });
+        if absent && !missing.contains(&need.package) {
+            missing.push(need.package);
+        }
+    }
+    missing
 }
 
 /// `stack show --json`'s `captured` list.

@@ -116,3 +116,20 @@ fn a_silent_session_is_lost_after_the_limit_and_closes_at_once() {
     assert!(!reader.join().unwrap().unwrap(), "not said to be down");
     assert!(closing_at.elapsed() < Duration::from_secs(3), "{:?}", closing_at.elapsed());
 }
+
+/// What a host lacks is read from its doctor's packages: a program there not installed
+/// names its package once; one the doctor does not list is left to that host's stack up.
+#[test]
+fn a_hosts_missing_packages_are_read_from_its_doctor() {
+    let nginx = loadlab_lab::stack("nginx-fpm").unwrap();
+    let needs = nginx.needs(&loadlab_lab::Knobs::default());
+    let entry = |need: &Need, installed: bool| serde_json::json!({"package": need.package, "needs": need.name(), "installed": installed});
+    let all: Vec<_> = needs.iter().map(|n| entry(n, true)).collect();
+    assert!(lacking(&serde_json::json!({ "packages": all }), &needs).is_empty());
+    let none: Vec<_> = needs.iter().map(|n| entry(n, false)).collect();
+    let mut expected: Vec<&str> = needs.iter().map(|n| n.package).collect();
+    expected.dedup();
+    assert_eq!(lacking(&serde_json::json!({ "packages": none }), &needs), expected);
+    assert!(expected.contains(&"nginx") && expected.contains(&"php-fpm"), "{expected:?}");
+    assert!(lacking(&serde_json::json!({}), &needs).is_empty(), "an old doctor says nothing");
+}
