@@ -64,7 +64,12 @@ pub fn pass_through(host: &Host) -> anyhow::Result<u8> {
     let mut words = vec![remote_program(&ssh, host)?];
     words.extend(args::remote_command_args(&argv()));
     let line = loadlab_remote::ssh::command_line(&words);
-    let status = ssh.command(host, &line).stdin(Stdio::null()).status()?;
+    // stdin a pipe held until ssh ends: when this loadlab dies (Ctrl-C, kill), the remote
+    // reads EOF, and a `stack sample` there stops (args::UNTIL_EOF_FLAG).
+    let mut child = ssh.command(host, &line).stdin(Stdio::piped()).spawn()?;
+    let held = child.stdin.take();
+    let status = child.wait()?;
+    drop(held);
     match status.code() {
         Some(loadlab_remote::run::SSH_FAILED) | None => {
             Err(remote_failure(loadlab_remote::Error::Ssh {

@@ -54,6 +54,9 @@ enum StackCommand {
         /// Run it on that lab host's loadlab, over ssh (see `stack up --host`).
         #[arg(long, value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host)]
         host: Option<Host>,
+        /// Stop, as Ctrl-C does, when stdin closes (`--host`'s ssh session ended).
+        #[arg(long = "until-eof", hide = true)]
+        until_eof: bool,
     },
     /// An instance's effective configuration and versions, tier by tier.
     Show {
@@ -202,8 +205,13 @@ pub fn run(args: StackArgs) -> anyhow::Result<u8> {
         | StackCommand::Sample { host: Some(host), .. }
         | StackCommand::Show { host: Some(host), .. } => remote::pass_through(&host),
         StackCommand::Verify { id, json, .. } => verify(&lab, &id, json),
-        StackCommand::Sample { id, duration, interval, json, .. } => {
-            sample(&lab, &id, duration, interval, json)
+        StackCommand::Sample { id, duration, interval, json, until_eof, .. } => {
+            // Over ssh, the session's end closes stdin: nobody is left to print to.
+            let session = until_eof.then(|| {
+                let stdin = std::io::BufReader::new(std::io::stdin());
+                loadlab_remote::protocol::Watch::reading(stdin, Duration::MAX)
+            });
+            sample(&lab, &id, duration, interval, json, session.as_ref())
         }
         StackCommand::Show { id, json, .. } => show(&lab, &id, json),
         StackCommand::Down { id, all, host } => down(&lab, id, all, host.as_ref()),
@@ -437,6 +445,7 @@ fn sample(
     duration: Duration,
     interval: Duration,
     json: bool,
+    session: Option<&loadlab_remote::protocol::Watch>,
 ) -> anyhow::Result<u8> {
     let targets = lab.targets(id).map_err(lab_failure)?;
     let control = signals::control()?;
@@ -449,7 +458,8 @@ fn sample(
         tiers.join(", ")
     );
     let end = Instant::now() + duration;
-    while Instant::now() < end && !signals::interrupted(&control) {
+    let session_alive = || session.is_none_or(|w| w.alive());
+    while Instant::now() < end && !signals::interrupted(&control) && session_alive() {
         std::thread::sleep(
             Duration::from_millis(20).min(end.saturating_duration_since(Instant::now())),
         );

@@ -11,6 +11,7 @@ mod listen;
 mod lost;
 mod net;
 mod packages;
+mod sample;
 mod session;
 mod suite;
 
