@@ -6,8 +6,6 @@
 
 use std::time::Duration;
 
-use loadlab_store::{metric, Store};
-
 use super::{lab_hosts, left_in_b};
 use crate::support::{output_within, wait_until};
 
@@ -41,13 +39,8 @@ fn a_suites_listen_puts_the_front_there_and_mariadb_stays_on_loopback() {
     assert!(stdout.contains(&at), "the front is not on {listen}:\n{stdout}");
     assert!(wait_until(Duration::from_secs(5), || left_in_b(&hosts, &sshd).is_empty()));
 
-    let store = Store::open(out.join("loadlab.db")).expect("the run's store");
-    let run = store.runs().expect("runs").pop().expect("one run");
-    let cells = store.cells(run.id).expect("cells");
-    assert_eq!(cells.len(), 1);
-    assert_eq!(cells[0].metrics[metric::COMPLETED], 50.0, "{:?}", cells[0].metrics);
-    assert_eq!(cells[0].metrics[metric::FAILED], 0.0, "{:?}", cells[0].metrics);
-    assert_eq!(cells[0].knobs.get("listen").and_then(|l| l.as_str()), Some(&*listen));
-    let tiers: Vec<&str> = cells[0].samples.iter().map(|s| s.tier.as_str()).collect();
+    let cell = super::only_cell(&out, 50.0);
+    assert_eq!(cell.knobs.get("listen").and_then(|l| l.as_str()), Some(&*listen));
+    let tiers: Vec<&str> = cell.samples.iter().map(|s| s.tier.as_str()).collect();
     assert!(tiers.contains(&"mariadb"), "MariaDB sampled on B: {tiers:?}");
 }

@@ -103,6 +103,8 @@ pub struct RemoteStacks {
     packages: Vec<String>,
     /// `--install-packages`: each remote `stack up` installs what its stack lacks there.
     install: bool,
+    /// The CAs of TLS stacks there, copied here for the client: removed with this.
+    cas: Mutex<Option<tempfile::TempDir>>,
 }
 
 /// One instance's session, read by its own thread.
@@ -131,6 +133,7 @@ impl RemoteStacks {
             live: Mutex::default(),
             packages,
             install: false,
+            cas: Mutex::default(),
         }
     }
 
@@ -213,18 +216,64 @@ impl RemoteStacks {
             .into());
         };
         let id = id.to_string();
+        // Its CA is a file there: the client here trusts a copy.
+        let cacert = match instance["cacert"].as_str() {
+            Some(there) => Some(self.fetch_ca(&ssh, &host, &id, there)?),
+            None => None,
+        };
         let up = Instance {
             id: id.clone(),
             url: url.to_string(),
             elapsed: started.elapsed(),
             checks: instance["checks"].as_array().map_or(0, Vec::len),
-            // Its CA is a file there; a TLS front on another host is loaded without it.
-            cacert: None,
+            cacert,
             net_delay: None,
         };
         self.learn(&ssh, &host, &up.url);
         lock(&self.live).insert(id, Live::read(session, host, program));
         Ok(up)
+    }
+
+    /// Copies instance `id`'s CA from `there` on `host` (through ssh) into this run's
+    /// directory of CAs: the file the client's TLS trusts.
+    fn fetch_ca(
+        &self,
+        ssh: &Ssh,
+        host: &Host,
+        id: &str,
+        there: &str,
+    ) -> Result<std::path::PathBuf, StackError> {
+        let line = loadlab_remote::ssh::command_line(&["cat", there]);
+        let read =
+            loadlab_remote::run::finish(ssh.command(host, &line), Stdio::null(), host, SHOW_LIMIT)?;
+        if !read.status.success() || !read.stdout.contains("BEGIN CERTIFICATE") {
+            return Err(loadlab_remote::Error::Protocol {
+                host: host.to_string(),
+                reason: format!("{id}'s CA {there}: {}", read.stderr.trim()),
+            }
+            .into());
+        }
+        let mut cas = lock(&self.cas);
+        let dir = match &mut *cas {
+            Some(dir) => dir,
+            None => {
+                let made = tempfile::Builder::new().prefix("loadlab-remote-ca-").tempdir();
+                let made = made.map_err(|source| loadlab_remote::Error::Io {
+                    context: "making a directory for lab hosts' CAs".into(),
+                    source,
+                })?;
+                cas.insert(made)
+            }
+        };
+        // Two hosts may each have an nginx-1.
+        let tag: String =
+            host.to_string().chars().map(|c| if c.is_alphanumeric() { c } else { '_' }).collect();
+        let here = dir.path().join(format!("{tag}-{id}-ca.pem"));
+        std::fs::write(&here, read.stdout).map_err(|source| loadlab_remote::Error::Io {
+            context: format!("writing {}", here.display()),
+            source,
+        })?;
+        Ok(here)
     }
 
     /// The host's machine and the path to it, once per host (a failure to read them is no
