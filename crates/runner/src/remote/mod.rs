@@ -195,11 +195,8 @@ impl RemoteStacks {
         let program = self.program(&ssh, &host)?;
         // Without a `listen` knob the remote end listens where ssh reached it, which is
         // where this client reaches it too.
-        let mut words =
-            flags::up_words(lab.stack, &lab.knobs).map_err(loadlab_lab::Error::BadKnob)?;
-        if self.install {
-            words.push("--install-packages".into());
-        }
+        let words = flags::up_words(lab.stack, &lab.knobs, self.install)
+            .map_err(loadlab_lab::Error::BadKnob)?;
         let args =
             loadlab_remote::args::remote_up_args(&words).map_err(loadlab_lab::Error::BadKnob)?;
         let mut session = Session::start(&ssh, &host, &program, &args, Stdio::inherit())?;
