@@ -7,6 +7,8 @@ use loadlab_agents::part::Part;
 use loadlab_engine::Share;
 use serde::Serialize;
 
+use crate::limit::{Limit, LimitedBy};
+
 /// One agent of the test, as agent 0 saw it.
 #[derive(Debug, Clone, Serialize)]
 pub struct AgentRow {
@@ -27,9 +29,12 @@ pub struct AgentRow {
     /// How late it started after the agreed time by its own clock, microseconds; with the
     /// clock error, a bound on its start skew.
     pub start_late_us: Option<f64>,
-    /// Its own trust flags (saturated, starved, network_bound, schedule_missed,
-    /// client_limited): each is also a warning on the merged figures.
+    /// Its own trust flags (saturated, starved, network_bound, schedule_missed): each is
+    /// also a warning on the merged figures.
     pub flags: Vec<String>,
+    /// What limited its own figures, as it judged them, with the evidence (null for an
+    /// agent lost): the merged verdict is chosen from these ([`merged_limit`]).
+    pub limited_by: Option<LimitedBy>,
 }
 
 impl AgentRow {
@@ -50,6 +55,7 @@ impl AgentRow {
             clock_error_us: us(rtt_ns as f64 / 2.0),
             start_late_us: part.map(|(_, late)| us(late as f64)),
             flags: part.map(|(p, _)| p.flags.clone()).unwrap_or_else(|| vec!["lost".into()]),
+            limited_by: part.and_then(|(p, _)| p.limited_by.clone()),
         }
     }
 }
@@ -70,4 +76,67 @@ pub struct AgentLost {
     pub index: usize,
     /// The second of the test in which it was lost.
     pub second: u64,
+}
+
+/// The merged test's limit, chosen from the agents' own verdicts: the client's when any
+/// agent's is (a client-bound agent sent less than its share, so the sum is the clients'
+/// figure, not the server's), else the network's when any agent's is (the same reasoning for
+/// its link); each naming the agents and their evidence. Otherwise `merged`, the judgement
+/// of the merged result.
+pub fn merged_limit(merged: LimitedBy, rows: &[AgentRow]) -> LimitedBy {
+    for limit in [Limit::Client, Limit::Network] {
+        let held: Vec<String> = rows
+            .iter()
+            .filter_map(|r| {
+                let l = r.limited_by.as_ref().filter(|l| l.limit == limit)?;
+                Some(format!("agent {} ({}): {}", r.index, r.host, l.evidence))
+            })
+            .collect();
+        if !held.is_empty() {
+            return LimitedBy { limit, evidence: held.join("; ") };
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(index: usize, limit: Option<(Limit, &str)>) -> AgentRow {
+        AgentRow {
+            index,
+            host: format!("h{index}"),
+            share: String::new(),
+            completed: None,
+            failed: None,
+            p50_us: None,
+            p99_us: None,
+            clock_offset_us: 0.0,
+            clock_error_us: 0.0,
+            start_late_us: None,
+            flags: Vec::new(),
+            limited_by: limit.map(|(limit, e)| LimitedBy { limit, evidence: e.to_string() }),
+        }
+    }
+
+    #[test]
+    fn the_merged_limit_is_the_clients_when_any_agents_is_naming_it_and_its_evidence() {
+        let offered = LimitedBy { limit: Limit::Offered, evidence: "kept up".into() };
+        let rows = [
+            row(0, Some((Limit::Offered, "kept up"))),
+            row(1, Some((Limit::Network, "link 98% of 1 Gbit/s"))),
+            row(2, Some((Limit::Client, "1.00 of 1 CPUs busy"))),
+            row(3, None),
+        ];
+        let merged = merged_limit(offered.clone(), &rows);
+        assert_eq!(merged.limit, Limit::Client);
+        assert_eq!(merged.evidence, "agent 2 (h2): 1.00 of 1 CPUs busy");
+        // Without a client-bound agent, the network-bound one decides, its evidence kept.
+        let merged = merged_limit(offered.clone(), &rows[..2]);
+        assert_eq!(merged.limit, Limit::Network);
+        assert!(merged.evidence.contains("agent 1 (h1): link 98%"), "{}", merged.evidence);
+        // No agent bound by its client or link: the merged result's own judgement stands.
+        assert_eq!(merged_limit(offered.clone(), &rows[..1]), offered);
+    }
 }

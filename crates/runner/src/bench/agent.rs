@@ -19,7 +19,6 @@ use super::across::{self, AgentLost, AgentRow};
 use super::report::Report;
 use super::{judge, prepare, BenchError, Judged, Request};
 use crate::executor::Measure;
-use crate::limit::{Limit, LimitedBy};
 
 /// This host's place in the test.
 #[derive(Debug, Clone)]
@@ -164,13 +163,7 @@ fn across_hosts(report: &mut Report, rows: &[AgentRow], lost: Option<Lost>) {
             row.flags.join(", ")
         ));
     }
-    let client = rows.iter().find(|r| r.flags.iter().any(|f| f == "client_limited"));
-    if let (Some(row), false) = (client, report.limited_by.limit == Limit::Client) {
-        report.limited_by = LimitedBy {
-            limit: Limit::Client,
-            evidence: format!("agent {} ({}) was limited by its client", row.index, row.host),
-        };
-    }
+    report.limited_by = across::merged_limit(report.limited_by.clone(), rows);
     report.agent_lost = lost.map(|l| AgentLost { index: l.index, second: l.second });
     if let Some(l) = lost {
         report.warnings.push(format!(
@@ -185,6 +178,7 @@ fn part_of(result: &BenchResult, report: &Report) -> Part {
     let mut part = Part::of(result);
     (part.p50_us, part.p99_us) = (report.latency_us.p50, report.latency_us.p99);
     part.flags = flags_of(report);
+    part.limited_by = Some(report.limited_by.clone());
     part
 }
 
@@ -196,7 +190,6 @@ fn flags_of(report: &Report) -> Vec<String> {
         (c.starved, "starved"),
         (c.network_bound, "network_bound"),
         (report.rate.as_ref().is_some_and(|r| !r.schedule_kept), "schedule_missed"),
-        (report.limited_by.limit == Limit::Client, "client_limited"),
     ]
     .into_iter()
     .filter(|(on, _)| *on)
