@@ -8,6 +8,7 @@ use std::io::{self, Read, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::part::Part;
+use crate::stream::Second;
 
 /// The largest message: an agent's measurements of a long run (a few hundred bytes a second
 /// of histograms) fit many times over.
@@ -32,10 +33,13 @@ pub enum Msg {
     Start { at: u64, offset: i64 },
     /// The agent's counters so far, every [`crate::HEARTBEAT_EVERY`].
     Beat { completed: u64, failed: u64 },
+    /// The seconds measured since the last ones ([`crate::stream`]), before each heartbeat.
+    Seconds { seconds: Vec<Second> },
     /// The agent's measurements, at its end, and how late it started by its clock (ns).
     Done { part: Box<Part>, late_ns: u64 },
-    /// Agent 0 stops the test (an agent was lost).
-    Stop { reason: String },
+    /// Agent 0 stops the test: an agent was lost (`lost`), or agent 0's own run was
+    /// interrupted (Ctrl-C) or failed.
+    Stop { reason: String, lost: bool },
 }
 
 /// Sends one message.

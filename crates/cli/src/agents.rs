@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use loadlab_agents::auth::Token;
+use loadlab_agents::coordinator::OnLoss;
 use loadlab_agents::AgentsError;
 use loadlab_engine::Share;
 use loadlab_runner::bench::agent::{AgentError, Agents};
@@ -39,6 +40,17 @@ pub struct AgentArgs {
     /// this host's own).
     #[arg(long = "merged-hdr-log", value_name = "FILE", requires = "agents")]
     pub merged_hdr_log: Option<PathBuf>,
+    /// Agent 0: when an agent is lost, stop every agent (stop, the default) or go on without
+    /// it (continue: the merged result is partial, with the shortfall per second).
+    #[arg(long = "on-agent-loss", value_enum, default_value = "stop", requires = "agents")]
+    pub on_agent_loss: OnAgentLoss,
+}
+
+/// `--on-agent-loss`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum OnAgentLoss {
+    Stop,
+    Continue,
 }
 
 impl AgentArgs {
@@ -75,6 +87,10 @@ impl AgentArgs {
             timeout: self.rendezvous_timeout,
             host: host_name(),
             others: Default::default(),
+            on_loss: match self.on_agent_loss {
+                OnAgentLoss::Stop => OnLoss::Stop,
+                OnAgentLoss::Continue => OnLoss::Continue,
+            },
         }))
     }
 }

@@ -139,6 +139,11 @@ impl Schedule {
         (due, entry)
     }
 
+    /// Arrivals taken so far.
+    pub fn popped(&self) -> u64 {
+        self.popped
+    }
+
     /// Counts (and takes) the arrivals due in `[from, end)`: at the end of a run these are the
     /// requests that were due but never sent.
     pub fn drain_before(&mut self, from: Instant, end: Instant) -> u64 {

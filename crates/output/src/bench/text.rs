@@ -330,6 +330,27 @@ fn agents(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     if let Some(l) = &r.agent_lost {
         writeln!(out, "  AGENT LOST   agent {} in second {}: partial result", l.index, l.second)?;
     }
+    if let Some(p) = &r.partial {
+        shortfall(p, out)?;
+    }
+    Ok(())
+}
+
+/// A test that lost an agent: the arrivals due and not sent, second by second (open loop).
+fn shortfall(p: &loadlab_runner::bench::across::Partial, out: &mut dyn Write) -> io::Result<()> {
+    let how = if p.continued { "the others went on" } else { "every agent stopped" };
+    let short: u64 = p.shortfall.iter().map(|s| s.not_sent).sum();
+    if p.shortfall.is_empty() {
+        return writeln!(out, "  Partial      {how}; closed loop: no schedule to fall short of");
+    }
+    writeln!(out, "  Partial      {how}; due and not sent: {} in all", count(short as f64))?;
+    for s in &p.shortfall {
+        writeln!(
+            out,
+            "    second {:>4}  due {:>8}  sent {:>8}  not sent {:>8}",
+            s.second, s.due, s.sent, s.not_sent
+        )?;
+    }
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 use loadlab_agents::clock::Offset;
 use loadlab_agents::coordinator::Roster;
 use loadlab_agents::part::Part;
+use loadlab_agents::stream::Seconds;
 use loadlab_engine::Share;
 use serde::Serialize;
 
@@ -99,6 +100,56 @@ pub fn merged_limit(merged: LimitedBy, rows: &[AgentRow]) -> LimitedBy {
     merged
 }
 
+/// A test that lost an agent: who was lost and when (all of them, in order), and with an open
+/// loop the shortfall of each second.
+#[derive(Debug, Clone, Serialize)]
+pub struct Partial {
+    pub lost: Vec<AgentLost>,
+    /// Whether the others went on (`--on-agent-loss continue`) or all stopped.
+    pub continued: bool,
+    /// Open loop and sessions: per second of the test, the arrivals due over all agents and
+    /// the requests sent; empty in the closed loop, which has no schedule to fall short of.
+    pub shortfall: Vec<Shortfall>,
+}
+
+/// One second's arrivals due and requests sent, over all agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shortfall {
+    pub second: u64,
+    pub due: u64,
+    pub sent: u64,
+    /// Due and not sent: `due - sent`, or 0.
+    pub not_sent: u64,
+}
+
+/// The shortfall of each of `seconds` seconds: each agent's streamed `due` and `sent`
+/// (`agents`: index and its seconds); a lost agent's due from its loss on is what its share
+/// of the schedule, `due_each` arrivals a second, would have been. `None` for `due_each`
+/// (the closed loop): no shortfall.
+pub fn shortfall(
+    agents: &[(usize, &Seconds)],
+    lost: &[AgentLost],
+    due_each: Option<f64>,
+    seconds: u64,
+) -> Vec<Shortfall> {
+    let Some(due_each) = due_each else { return Vec::new() };
+    (0..seconds)
+        .map(|second| {
+            let (mut due, mut sent) = (0u64, 0u64);
+            for (index, streamed) in agents {
+                let at = u32::try_from(second).ok().and_then(|s| streamed.get(&s));
+                let gone = lost.iter().any(|l| l.index == *index && second >= l.second);
+                match at {
+                    Some(s) => (due, sent) = (due + s.counts.due, sent + s.counts.sent),
+                    None if gone => due += due_each.round() as u64,
+                    None => {}
+                }
+            }
+            Shortfall { second, due, sent, not_sent: due.saturating_sub(sent) }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,5 +189,37 @@ mod tests {
         assert!(merged.evidence.contains("agent 1 (h1): link 98%"), "{}", merged.evidence);
         // No agent bound by its client or link: the merged result's own judgement stands.
         assert_eq!(merged_limit(offered.clone(), &rows[..1]), offered);
+    }
+}
+
+#[cfg(test)]
+mod shortfall_tests {
+    use super::*;
+    use loadlab_agents::stream::Second;
+    use loadlab_engine::live::Counts;
+
+    fn seconds(per_second: &[(u64, u64)]) -> Seconds {
+        per_second
+            .iter()
+            .enumerate()
+            .map(|(i, (due, sent))| {
+                let second = i as u32;
+                let counts = Counts { due: *due, sent: *sent, ..Default::default() };
+                (second, Second { second, counts, ..Default::default() })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_lost_agents_seconds_count_until_its_loss_and_its_share_is_short_after() {
+        // Agent 1 streamed two seconds, then was lost in second 2; agent 0 ran all four.
+        let zero = seconds(&[(50, 50), (50, 49), (50, 50), (50, 50)]);
+        let one = seconds(&[(50, 50), (50, 50)]);
+        let lost = [AgentLost { index: 1, second: 2 }];
+        let s = shortfall(&[(0, &zero), (1, &one)], &lost, Some(50.0), 4);
+        let rows: Vec<(u64, u64, u64)> = s.iter().map(|r| (r.due, r.sent, r.not_sent)).collect();
+        assert_eq!(rows, [(100, 100, 0), (100, 99, 1), (100, 50, 50), (100, 50, 50)]);
+        // The closed loop has no schedule: no shortfall to give.
+        assert!(shortfall(&[(0, &zero)], &lost, None, 4).is_empty());
     }
 }

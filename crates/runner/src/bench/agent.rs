@@ -9,13 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadlab_agents::auth::Token;
-use loadlab_agents::coordinator::{Coordinator, Counters, Lost, Plan, Roster, Seen};
-use loadlab_agents::member::{Hello, Member};
+use loadlab_agents::coordinator::{Coordinator, Counters, Lost, OnLoss, Plan, Roster, Seen};
+use loadlab_agents::member::{Hello, Member, Stopped};
 use loadlab_agents::part::{self, Part};
+use loadlab_agents::stream::{self, Deltas, Seconds};
 use loadlab_agents::{clock, load, AgentsError};
 use loadlab_engine::{BenchResult, Control, HdrLog, Share};
 
-use super::across::{self, AgentLost, AgentRow};
+use super::across::{self, AgentLost, AgentRow, Partial};
 use super::report::Report;
 use super::{judge, prepare, BenchError, Judged, Request};
 use crate::executor::Measure;
@@ -33,6 +34,8 @@ pub struct Agents {
     /// Agent 0: the other agents' counters as their heartbeats arrive, for a live progress
     /// line of the whole test.
     pub others: Arc<Counters>,
+    /// `--on-agent-loss`: stop every agent (the default) or go on without the lost one.
+    pub on_loss: OnLoss,
 }
 
 /// How an agent's part ended.
@@ -42,8 +45,8 @@ pub enum Outcome {
     /// `--hdr-log`; the merged one is the judged result's).
     Merged { judged: Box<Judged>, own_log: Option<HdrLog>, lost: Option<Lost> },
     /// Another agent: its own part, judged as such, and why agent 0 stopped it early, if it
-    /// did.
-    Member { judged: Box<Judged>, stopped: Option<String> },
+    /// did (an agent lost, or on purpose: agent 0 was interrupted).
+    Member { judged: Box<Judged>, stopped: Option<Stopped> },
 }
 
 /// Why an agent's part did not run or could not be merged.
@@ -104,14 +107,18 @@ fn coordinate(
 ) -> Result<Outcome, AgentError> {
     let listener = TcpListener::bind(agents.rendezvous)
         .map_err(|source| AgentsError::Io { context: "listening on --rendezvous", source })?;
-    let plan =
-        Plan { of: agents.share.of, token: agents.token.clone(), timeout: agents.timeout, load };
+    let (of, on_loss) = (agents.share.of, agents.on_loss);
+    let plan = Plan { of, token: agents.token.clone(), timeout: agents.timeout, load, on_loss };
     let mut coordinator = Coordinator::gather(listener, plan)?;
     let start = coordinator.start()?;
     let roster = coordinator.roster(&agents.host);
-    let mut watch = coordinator.watch(control, agents.others.clone(), start);
+    // Agent 0's own seconds too, for the shortfall of a test that lost an agent.
+    control.live.enable();
+    let mut watch = coordinator.watch(control.clone(), agents.others.clone(), start);
     let late = clock::sleep_until(start);
     let own = measure.measure(&mine.config, address, "");
+    let mut own_seconds = Seconds::new();
+    stream::add_all(&mut own_seconds, &Deltas::default().seconds(control.live.take()));
     if own.as_ref().map_or(true, |r| r.interrupted) {
         watch.stop_all("agent 0's run was interrupted or failed");
     }
@@ -122,16 +129,32 @@ fn coordinate(
     let own_log = result.hdr_log.clone();
     let own_part = part_of(&result, &Report::new(&mine.config, address, &result));
     for s in &seen {
-        if let Some((p, _)) = &s.part {
-            part::merge_into(&mut result, p)
-                .map_err(|reason| AgentError::Merge { index: s.index, reason })?;
-        }
+        let merged = match &s.part {
+            Some((p, _)) => part::merge_into(&mut result, p),
+            // A lost agent: what it streamed until its loss.
+            None => stream::merge_lost(&mut result, &s.seconds),
+        };
+        merged.map_err(|reason| AgentError::Merge { index: s.index, reason })?;
     }
+    let (due_each, secs) = (
+        whole.config.pacing.rate().map(|r| r / of as f64),
+        result.duration.as_secs_f64().ceil() as u64,
+    );
     let mut judged = judge(whole, address, result, None);
     let rows = rows(&roster, &seen, (&own_part, late), &agents.share);
-    across_hosts(&mut judged.report, &rows, lost);
+    across_hosts(&mut judged.report, &rows, &lost, on_loss == OnLoss::Continue);
+    if !lost.is_empty() {
+        let mut streamed = vec![(0, &own_seconds)];
+        streamed.extend(seen.iter().map(|s| (s.index, &s.seconds)));
+        let lost: Vec<AgentLost> =
+            lost.iter().map(|l| AgentLost { index: l.index, second: l.second }).collect();
+        let shortfall = across::shortfall(&streamed, &lost, due_each, secs);
+        let continued = on_loss == OnLoss::Continue;
+        judged.report.partial = Some(Partial { lost, continued, shortfall });
+    }
     judged.report.start_skew_us = Some(across::start_skew_us(&rows));
     judged.report.agents = Some(rows);
+    let lost = lost.first().copied();
     Ok(Outcome::Merged { judged: Box::new(judged), own_log, lost })
 }
 
@@ -146,7 +169,14 @@ fn rows(roster: &[Roster], seen: &[Seen], own: (&Part, u64), share: &Share) -> V
                 (_, Some(s)) => s.part.as_ref().map(|(p, l)| (&**p, *l)),
                 (_, None) => None,
             };
-            let beat = seen.map_or((0, 0), |s| (s.completed, s.failed));
+            // A lost agent: what it streamed, else its last heartbeat's counts.
+            let beat = seen.map_or((0, 0), |s| match s.seconds.is_empty() {
+                true => (s.completed, s.failed),
+                false => s
+                    .seconds
+                    .values()
+                    .fold((0, 0), |(c, f), x| (c + x.counts.completed, f + x.counts.failed)),
+            });
             AgentRow::new(r, Share { index: r.index, of: share.of }, part, beat)
         })
         .collect()
@@ -154,7 +184,7 @@ fn rows(roster: &[Roster], seen: &[Seen], own: (&Part, u64), share: &Share) -> V
 
 /// Trust across hosts: a flag on any agent is a flag on the merged figure, naming the agent;
 /// the merged limit is the client's when any agent's is; a lost agent marks the result.
-fn across_hosts(report: &mut Report, rows: &[AgentRow], lost: Option<Lost>) {
+fn across_hosts(report: &mut Report, rows: &[AgentRow], lost: &[Lost], continued: bool) {
     for row in rows.iter().filter(|r| !r.flags.is_empty()) {
         report.warnings.push(format!(
             "agent {} ({}): {}",
@@ -164,11 +194,16 @@ fn across_hosts(report: &mut Report, rows: &[AgentRow], lost: Option<Lost>) {
         ));
     }
     report.limited_by = across::merged_limit(report.limited_by.clone(), rows);
-    report.agent_lost = lost.map(|l| AgentLost { index: l.index, second: l.second });
-    if let Some(l) = lost {
+    report.agent_lost = lost.first().map(|l| AgentLost { index: l.index, second: l.second });
+    for l in lost {
         report.warnings.push(format!(
-            "agent {} was lost in second {}: every agent stopped; the figures are what was measured until then",
-            l.index, l.second
+            "agent {} was lost in second {}: its figures until then are in the merged ones; {}",
+            l.index,
+            l.second,
+            match continued {
+                true => "the others went on without it (partial: see the shortfall)",
+                false => "every agent stopped; the figures are what was measured until then",
+            }
         ));
     }
 }
