@@ -128,3 +128,68 @@ pub(crate) fn counts(t: &crate::Tally, due: u64) -> Counts {
         errors: t.errors.iter().filter(|(_, n)| *n > 0).collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::{BenchConfig, Control, Stop, Target};
+
+    /// A keep-alive server on 127.0.0.1 that answers every request read with one fixed
+    /// response, until its listener's thread is left behind by the test's end (each
+    /// connection's thread ends when the client closes it).
+    fn server() -> std::net::SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut conn in listener.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = conn.read(&mut buf) {
+                        let requests = buf[..n].windows(4).filter(|w| w == b"\r\n\r\n").count();
+                        let answer =
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".repeat(requests);
+                        if n == 0 || conn.write_all(&answer).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn published_seconds_add_up_to_the_runs_result() {
+        let addr = server();
+        let target = Target::parse(&format!("http://{addr}/")).unwrap();
+        let mut config = BenchConfig::new(target);
+        (config.connections, config.threads, config.hdr_log) = (2, 2, true);
+        config.stop = Stop::Duration(Duration::from_millis(2300));
+        let control = Arc::new(Control::default());
+        control.live.enable();
+        let result = crate::run(&config, addr, control.clone()).unwrap();
+        let snapshots = control.live.take();
+        // Each worker published seconds 0 and 1 as they ended, then its end in second 2.
+        for worker in 0..2 {
+            let seconds: Vec<u32> =
+                snapshots.iter().filter(|s| s.worker == worker).map(|s| s.second).collect();
+            assert_eq!(seconds, [0, 1, 2], "worker {worker}");
+        }
+        // The last snapshot of each worker holds its whole counts: their sum is the result's.
+        let mut last = super::Counts::default();
+        for worker in 0..2 {
+            last.add(&snapshots.iter().rev().find(|s| s.worker == worker).unwrap().counts);
+        }
+        assert!(result.tally.completed > 0);
+        assert_eq!(last.completed, result.tally.completed);
+        assert_eq!(last.status, [(200, result.tally.completed)]);
+        // Seconds 0 and 1 were closed and published with their histograms.
+        let histograms: Vec<u32> =
+            snapshots.iter().flat_map(|s| s.latency.iter().map(|(second, _)| *second)).collect();
+        assert!(histograms.contains(&0) && histograms.contains(&1), "{histograms:?}");
+    }
+}
