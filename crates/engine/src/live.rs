@@ -73,8 +73,9 @@ impl Counts {
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     pub worker: usize,
-    /// The second of measurement the counts run to (the one just closed, or at the worker's
-    /// end the one in progress), counted from the start of measurement.
+    /// The second of measurement the counts run to (the one in progress at the worker's last
+    /// snapshot, now over; or at the worker's end the last one), counted from the start of
+    /// measurement.
     pub second: u32,
     pub counts: Counts,
     /// Interval histograms closed since the worker's last snapshot: (second, HdrHistogram V2)

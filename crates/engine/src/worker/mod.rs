@@ -378,11 +378,11 @@ impl Worker {
         if second <= l.second && !end {
             return;
         }
-        let mut snapshot = crate::live::Snapshot {
-            worker: l.worker,
-            second: if end { second } else { second - 1 },
-            ..Default::default()
-        };
+        // What happened since the last snapshot belongs to the second in progress then: a
+        // loop turn late past the second's end (or the run's end at 5.000 s of a 5 s run)
+        // does not move it into the next.
+        let mut snapshot =
+            crate::live::Snapshot { worker: l.worker, second: l.second, ..Default::default() };
         l.second = second;
         if let Some(i) = self.tally.intervals.as_deref_mut() {
             i.latency.advance(second);
