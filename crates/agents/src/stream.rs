@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use loadlab_engine::live::{Counts, Snapshot};
-use loadlab_engine::{BenchResult, Pacing, Tally};
+use loadlab_engine::{BenchResult, HdrLog, Pacing, Tally};
 use loadlab_stats::recorder::{Recorder, Totals};
 use serde::{Deserialize, Serialize};
 
@@ -86,19 +86,25 @@ pub fn merge_lost(result: &mut BenchResult, seconds: &Seconds) -> Result<(), Str
     let scheduled = result.pacing != Pacing::Closed;
     add_counts(&mut result.tally, seconds, scheduled)?;
     if let Some(log) = result.hdr_log.as_mut() {
-        for tagged in log.latencies.iter_mut() {
-            let uncorrected = tagged.tag == Some("uncorrected");
-            let worker: Vec<(u32, Vec<u8>)> = seconds
-                .values()
-                .flat_map(|s| {
-                    let v = if uncorrected { &s.service } else { &s.latency };
-                    v.iter().map(|h| (s.second, h.clone()))
-                })
-                .collect();
-            tagged.workers.push(worker);
-        }
+        add_to_log(log, seconds);
     }
     Ok(())
+}
+
+/// The interval log's part of [`merge_lost`]: the lost agent's seconds as one more worker of
+/// each tagged latency (the log's writer adds a second's histograms over its workers).
+fn add_to_log(log: &mut HdrLog, seconds: &Seconds) {
+    for tagged in log.latencies.iter_mut() {
+        let uncorrected = tagged.tag == Some("uncorrected");
+        let worker: Vec<(u32, Vec<u8>)> = seconds
+            .values()
+            .flat_map(|s| {
+                let v = if uncorrected { &s.service } else { &s.latency };
+                v.iter().map(|h| (s.second, h.clone()))
+            })
+            .collect();
+        tagged.workers.push(worker);
+    }
 }
 
 /// The tally's part of [`merge_lost`].
@@ -225,5 +231,39 @@ mod tests {
         assert_eq!(total.totals().count, 7);
         assert_eq!(total.totals().max, total.histogram().highest_equivalent(700));
         assert_eq!(t.series.buckets()[1].completed, 7);
+    }
+
+    #[test]
+    fn under_a_schedule_the_corrected_and_uncorrected_seconds_go_to_their_own_places() {
+        let mut seconds = Seconds::new();
+        let second = |n: u32, latency: &[u64], service: &[u64]| Second {
+            second: n,
+            counts: Counts { completed: latency.len() as u64, ..Default::default() },
+            latency: vec![v2(latency)],
+            service: vec![v2(service)],
+        };
+        add_all(&mut seconds, &[second(0, &[900, 1000], &[100, 200]), second(1, &[3000], &[300])]);
+        let mut t = Tally::default();
+        add_counts(&mut t, &seconds, true).unwrap();
+        let (corrected, total) = (&t.timings.corrected, &t.timings.total);
+        assert_eq!((corrected.totals().count, total.totals().count), (3, 3));
+        assert_eq!(corrected.totals().min, 900);
+        assert_eq!(total.totals().max, total.histogram().highest_equivalent(300));
+
+        use loadlab_stats::interval_log::Tagged;
+        let mut log = HdrLog {
+            start: std::time::SystemTime::UNIX_EPOCH,
+            latencies: vec![
+                Tagged { tag: Some("corrected"), workers: vec![Vec::new()] },
+                Tagged { tag: Some("uncorrected"), workers: vec![Vec::new()] },
+            ],
+        };
+        add_to_log(&mut log, &seconds);
+        // One more worker per tag, holding the lost agent's two seconds of that latency.
+        for (tagged, first) in log.latencies.iter().zip([900, 100]) {
+            let lost = &tagged.workers[1];
+            assert_eq!(lost.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [0, 1]);
+            assert_eq!(decode(&lost[0].1).unwrap().min(), first, "{:?}", tagged.tag);
+        }
     }
 }
