@@ -36,6 +36,8 @@ pub struct Plan {
     pub load: Vec<(String, String)>,
     /// `--on-agent-loss`: what a lost agent does to the others.
     pub on_loss: OnLoss,
+    /// Agent 0's `--agent-weight`.
+    pub weight: u64,
 }
 
 /// `--on-agent-loss`: what the loss of an agent does to the test.
@@ -55,6 +57,7 @@ struct Joined {
     host: String,
     stream: TcpStream,
     offset: Offset,
+    weight: u64,
 }
 
 /// Agent 0 with every other agent admitted.
@@ -118,7 +121,7 @@ impl Coordinator {
     /// connection that fails the handshake is not the test's concern: it is dropped and the
     /// rendezvous goes on; a differing load is.
     fn admit(&mut self, mut stream: TcpStream) -> Result<(), AgentsError> {
-        let Some(Msg::Ready { index, of, host, load: theirs }) =
+        let Some(Msg::Ready { index, of, host, load: theirs, weight }) =
             handshake(&mut stream, &self.plan.token)
         else {
             return Ok(());
@@ -134,13 +137,17 @@ impl Coordinator {
             refuse(&mut stream, format!("--agent {index} is taken or not in 1..{}", of - 1));
             return Ok(());
         }
+        if weight == 0 {
+            refuse(&mut stream, format!("--agent-weight 0 on agent {index}: at least 1"));
+            return Ok(());
+        }
         if let Some((option, ours, theirs)) = load::differs(&self.plan.load, &theirs) {
             let e = AgentsError::LoadDiffers { index, option, ours, theirs };
             refuse(&mut stream, e.to_string());
             return Err(e);
         }
         wire::send(&mut stream, &Msg::Accepted).map_err(io("admitting an agent"))?;
-        self.members.push(Joined { index, host, stream, offset: Offset::default() });
+        self.members.push(Joined { index, host, stream, offset: Offset::default(), weight });
         Ok(())
     }
 
@@ -166,11 +173,21 @@ impl Coordinator {
         }
         let slowest = self.members.iter().map(|m| m.offset.rtt_ns).max().unwrap_or(0);
         let at = clock::start_at(clock::now_ns(), slowest);
+        let weights = self.weights();
         for m in &mut self.members {
-            let start = Msg::Start { at, offset: m.offset.offset_ns };
+            let start = Msg::Start { at, offset: m.offset.offset_ns, weights: weights.clone() };
             wire::send(&mut m.stream, &start).map_err(io("sending the start"))?;
         }
         Ok(at)
+    }
+
+    /// Every agent's `--agent-weight`, in index order (once all are admitted).
+    pub fn weights(&self) -> Vec<u64> {
+        let mut w = vec![self.plan.weight];
+        let mut members: Vec<&Joined> = self.members.iter().collect();
+        members.sort_by_key(|m| m.index);
+        w.extend(members.iter().map(|m| m.weight));
+        w
     }
 
     /// Who is in the test, agent 0 first.

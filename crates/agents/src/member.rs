@@ -25,6 +25,8 @@ pub struct Hello {
     pub of: usize,
     pub host: String,
     pub load: Vec<(String, String)>,
+    /// `--agent-weight`.
+    pub weight: u64,
 }
 
 /// An agent admitted, with its start time by its own clock.
@@ -35,6 +37,8 @@ pub struct Member {
     pub start_local: u64,
     /// This agent's clock minus agent 0's, as agent 0 measured it.
     pub offset_ns: i64,
+    /// Every agent's `--agent-weight`, in index order, as agent 0 learnt them.
+    pub weights: Vec<u64>,
 }
 
 impl Member {
@@ -63,8 +67,8 @@ impl Member {
             }
             Err(_) => return Err(dropped()),
         }
-        let Hello { index, of, host, load } = hello;
-        wire::send(&mut stream, &Msg::Ready { index, of, host, load })
+        let Hello { index, of, host, load, weight } = hello;
+        wire::send(&mut stream, &Msg::Ready { index, of, host, load, weight })
             .map_err(io("saying ready"))?;
         loop {
             match wire::recv(&mut stream).map_err(io("waiting for the start"))? {
@@ -73,9 +77,9 @@ impl Member {
                     let pong = Msg::Pong { t0, t1: clock::now_ns() };
                     wire::send(&mut stream, &pong).map_err(io("answering a ping"))?;
                 }
-                Msg::Start { at, offset } => {
+                Msg::Start { at, offset, weights } => {
                     let start_local = at.saturating_add_signed(offset);
-                    return Ok(Member { stream, start_local, offset_ns: offset });
+                    return Ok(Member { stream, start_local, offset_ns: offset, weights });
                 }
                 Msg::Refused { reason } | Msg::Stop { reason, .. } => {
                     return Err(AgentsError::Refused(reason))

@@ -52,7 +52,7 @@ pub use config::BenchConfig;
 pub use error::{EngineError, ErrorClass, ErrorCounts};
 pub use link::Link;
 pub use mix::{Entry, Mix, Order, Traffic};
-pub use pacing::{Pacing, Share, Stop};
+pub use pacing::{Pacing, Share, Stop, Weighted};
 pub use probe::{NoIdleRtt, PathRtt};
 pub use replay::{Replay, Skip};
 pub use request::{Protocol, RequestSpec};

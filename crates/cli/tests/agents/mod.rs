@@ -416,3 +416,39 @@ fn a_url_lists_per_entry_figures_are_merged_as_the_server_counts() {
     }
     assert_eq!(seen.values().sum::<u64>(), 400);
 }
+
+#[test]
+fn weights_3_to_1_share_the_connections_and_the_arrivals_as_documented() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    // Closed loop: 8 connections and -n 400 by weight, 3/4 and 1/4.
+    let at = rendezvous();
+    let weighted = |args: &[&str], i: usize, w: &str, at: &str| {
+        let mut c = agent(&server.url("/"), args, i, 2, at, TOKEN);
+        c.args(["--agent-weight", w]);
+        c
+    };
+    let args = ["-c", "8", "-n", "400"];
+    let outs = all(vec![weighted(&args, 0, "3", &at), weighted(&args, 1, "1", &at)]);
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    }
+    let merged = json(&outs[0]);
+    crate::schema::assert_valid(&crate::schema::validator(), &merged);
+    let rows = merged["agents"].as_array().expect("agents");
+    let completed: Vec<u64> = rows.iter().map(|r| r["completed"].as_u64().unwrap()).collect();
+    assert_eq!(completed, [300, 100], "{rows:#?}");
+    assert_eq!(rows[1]["share"], "agent 1 of 2, weight 1 of 4");
+    assert_eq!(json(&outs[1])["config"]["connections"], 2, "a quarter of the 8 connections");
+    // Open loop: arrivals k < 201 with k mod 4 in 0..3 are agent 0's (151), k mod 4 = 3
+    // agent 1's (50); together the single-host count.
+    let at = rendezvous();
+    let args = ["-R", "400", "-n", "201"];
+    let outs = all(vec![weighted(&args, 0, "3", &at), weighted(&args, 1, "1", &at)]);
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    }
+    assert_eq!(sent(&json(&outs[1])), 50);
+    assert_eq!(sent(&json(&outs[0])), 201, "agent 0 reports the whole");
+    assert_eq!(json(&outs[0])["agents"][0]["completed"], 151);
+    assert_eq!(server.requests(), 400 + 201);
+}

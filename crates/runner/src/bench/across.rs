@@ -47,7 +47,13 @@ impl AgentRow {
         AgentRow {
             index: r.index,
             host: r.host.clone(),
-            share: format!("agent {} of {}", share.index, share.of),
+            share: match share.weighted {
+                None => format!("agent {} of {}", share.index, share.of),
+                Some(w) => format!(
+                    "agent {} of {}, weight {} of {}",
+                    share.index, share.of, w.weight, w.total
+                ),
+            },
             completed: Some(part.map_or(beat.0, |(p, _)| p.completed_failed().0)),
             failed: Some(part.map_or(beat.1, |(p, _)| p.completed_failed().1)),
             p50_us: part.map(|(p, _)| p.p50_us),
@@ -124,12 +130,12 @@ pub struct Shortfall {
 
 /// The shortfall of each of `seconds` seconds: each agent's streamed `due` and `sent`
 /// (`agents`: index and its seconds); a lost agent's due from its loss on is what its share
-/// of the schedule, `due_each` arrivals a second, would have been. `None` for `due_each`
-/// (the closed loop): no shortfall.
+/// of the schedule, `due_each[index]` arrivals a second, would have been. `None` for
+/// `due_each` (the closed loop): no shortfall.
 pub fn shortfall(
     agents: &[(usize, &Seconds)],
     lost: &[AgentLost],
-    due_each: Option<f64>,
+    due_each: Option<&[f64]>,
     seconds: u64,
 ) -> Vec<Shortfall> {
     let Some(due_each) = due_each else { return Vec::new() };
@@ -141,7 +147,7 @@ pub fn shortfall(
                 let gone = lost.iter().any(|l| l.index == *index && second >= l.second);
                 match at {
                     Some(s) => (due, sent) = (due + s.counts.due, sent + s.counts.sent),
-                    None if gone => due += due_each.round() as u64,
+                    None if gone => due += due_each.get(*index).map_or(0, |d| d.round() as u64),
                     None => {}
                 }
             }
@@ -216,7 +222,7 @@ mod shortfall_tests {
         let zero = seconds(&[(50, 50), (50, 49), (50, 50), (50, 50)]);
         let one = seconds(&[(50, 50), (50, 50)]);
         let lost = [AgentLost { index: 1, second: 2 }];
-        let s = shortfall(&[(0, &zero), (1, &one)], &lost, Some(50.0), 4);
+        let s = shortfall(&[(0, &zero), (1, &one)], &lost, Some(&[50.0, 50.0]), 4);
         let rows: Vec<(u64, u64, u64)> = s.iter().map(|r| (r.due, r.sent, r.not_sent)).collect();
         assert_eq!(rows, [(100, 100, 0), (100, 99, 1), (100, 50, 50), (100, 50, 50)]);
         // The closed loop has no schedule: no shortfall to give.

@@ -36,6 +36,9 @@ pub struct Agents {
     pub others: Arc<Counters>,
     /// `--on-agent-loss`: stop every agent (the default) or go on without the lost one.
     pub on_loss: OnLoss,
+    /// `--agent-weight`: this host's share is its weight over the sum of all agents' weights,
+    /// which agent 0 learns at ready time and sends with the start.
+    pub weight: u64,
 }
 
 /// How an agent's part ended.
@@ -84,9 +87,10 @@ pub fn run(
     if agents.share.index == 0 {
         return coordinate(whole, mine, agents, load, measure, control, address);
     }
-    let hello =
-        Hello { index: agents.share.index, of: agents.share.of, host: agents.host.clone(), load };
+    let (index, of, weight) = (agents.share.index, agents.share.of, agents.weight);
+    let hello = Hello { index, of, host: agents.host.clone(), load, weight };
     let member = Member::join(agents.rendezvous, &agents.token, hello, agents.timeout)?;
+    let (mine, capped) = reshare(&whole, mine, capped, index, &member.weights)?;
     let running = member.begin(control)?;
     let late = running.wait_start();
     let result = measure.measure(&mine.config, address, "").map_err(BenchError::Engine)?;
@@ -108,8 +112,11 @@ fn coordinate(
     let listener = TcpListener::bind(agents.rendezvous)
         .map_err(|source| AgentsError::Io { context: "listening on --rendezvous", source })?;
     let (of, on_loss) = (agents.share.of, agents.on_loss);
-    let plan = Plan { of, token: agents.token.clone(), timeout: agents.timeout, load, on_loss };
+    let (token, timeout) = (agents.token.clone(), agents.timeout);
+    let plan = Plan { of, token, timeout, load, on_loss, weight: agents.weight };
     let mut coordinator = Coordinator::gather(listener, plan)?;
+    let weights = coordinator.weights();
+    let (mine, _) = reshare(&whole, mine, None, 0, &weights)?;
     let start = coordinator.start()?;
     let roster = coordinator.roster(&agents.host);
     // Agent 0's own seconds too, for the shortfall of a test that lost an agent.
@@ -137,18 +144,21 @@ fn coordinate(
         merged.map_err(|reason| AgentError::Merge { index: s.index, reason })?;
     }
     let (due_each, secs) = (
-        whole.config.pacing.rate().map(|r| r / of as f64),
+        whole.config.pacing.rate().map(|r| {
+            let total = weights.iter().sum::<u64>() as f64;
+            weights.iter().map(|w| r * *w as f64 / total).collect::<Vec<f64>>()
+        }),
         result.duration.as_secs_f64().ceil() as u64,
     );
     let mut judged = judge(whole, address, result, None);
-    let rows = rows(&roster, &seen, (&own_part, late), &agents.share);
+    let rows = rows(&roster, &seen, (&own_part, late), &weights);
     across_hosts(&mut judged.report, &rows, &lost, on_loss == OnLoss::Continue);
     if !lost.is_empty() {
         let mut streamed = vec![(0, &own_seconds)];
         streamed.extend(seen.iter().map(|s| (s.index, &s.seconds)));
         let lost: Vec<AgentLost> =
             lost.iter().map(|l| AgentLost { index: l.index, second: l.second }).collect();
-        let shortfall = across::shortfall(&streamed, &lost, due_each, secs);
+        let shortfall = across::shortfall(&streamed, &lost, due_each.as_deref(), secs);
         let continued = on_loss == OnLoss::Continue;
         judged.report.partial = Some(Partial { lost, continued, shortfall });
     }
@@ -159,7 +169,7 @@ fn coordinate(
 }
 
 /// The `agents` rows: each agent's share, counts, percentiles, clock and start, flags.
-fn rows(roster: &[Roster], seen: &[Seen], own: (&Part, u64), share: &Share) -> Vec<AgentRow> {
+fn rows(roster: &[Roster], seen: &[Seen], own: (&Part, u64), weights: &[u64]) -> Vec<AgentRow> {
     roster
         .iter()
         .map(|r| {
@@ -177,7 +187,7 @@ fn rows(roster: &[Roster], seen: &[Seen], own: (&Part, u64), share: &Share) -> V
                     .values()
                     .fold((0, 0), |(c, f), x| (c + x.counts.completed, f + x.counts.failed)),
             });
-            AgentRow::new(r, Share { index: r.index, of: share.of }, part, beat)
+            AgentRow::new(r, share_of(r.index, weights), part, beat)
         })
         .collect()
 }
@@ -206,6 +216,38 @@ fn across_hosts(report: &mut Report, rows: &[AgentRow], lost: &[Lost], continued
             }
         ));
     }
+}
+
+/// Agent `index`'s share: by `weights` (every agent's, in index order) when any is not 1.
+fn share_of(index: usize, weights: &[u64]) -> Share {
+    match weights.iter().all(|w| *w == 1) {
+        true => Share::new(index, weights.len()),
+        false => Share::weighted(index, weights),
+    }
+}
+
+/// This host's part once every agent's weight is known: taken again from the whole test by
+/// its weight (the capacity fitted again to it; the target stays as the pre-flight resolved
+/// it), or `mine` as it was when every weight is 1.
+fn reshare(
+    whole: &Request,
+    mine: Request,
+    capped: Option<String>,
+    index: usize,
+    weights: &[u64],
+) -> Result<(Request, Option<String>), AgentError> {
+    let share = share_of(index, weights);
+    if share.weighted.is_none() {
+        return Ok((mine, capped));
+    }
+    let mut again = whole.clone();
+    again.config.take_share(share).map_err(BenchError::Engine)?;
+    again.config.hdr_log = true;
+    again.config.target = mine.config.target;
+    let has = crate::capacity::Has::for_config(&again.config);
+    let capped = crate::capacity::fit(&mut again.config, again.over_capacity, &has)
+        .map_err(BenchError::Capacity)?;
+    Ok((again, capped))
 }
 
 /// An agent's measurements with its own percentiles and flags.
