@@ -10,7 +10,9 @@
 //! `--rendezvous-timeout` (the missing are named); 9: `--agents`: an agent was lost during the
 //! run (the partial result is printed); 10: `--agents`: this agent was refused by agent 0
 //! (late, its secret not agent 0's, or its index taken); 11: `merge` refused interval logs
-//! that cannot be added (settings or seconds differ); 99: the run finished but a `--slo`
+//! that cannot be added (settings or seconds differ); 12: `--agents`: this agent was stopped
+//! by agent 0 on purpose (agent 0 was interrupted, Ctrl-C, or its own run failed), its part
+//! printed; 99: the run finished but a `--slo`
 //! threshold failed, or `compare --fail-on-regression` found
 //! one (k6's code for a failed threshold, so a CI job can tell a regression from a broken run);
 //! 130: interrupted (Ctrl-C).
@@ -70,6 +72,8 @@ pub const RENDEZVOUS: u8 = 8;
 pub const AGENT_LOST: u8 = 9;
 pub const REFUSED: u8 = 10;
 pub const UNMERGEABLE: u8 = 11;
+/// `--agents`: agent 0 stopped this agent on purpose (it was interrupted); not a loss.
+pub const STOPPED: u8 = 12;
 pub const SLO_FAILED: u8 = 99;
 pub const INTERRUPTED: u8 = 130;
 
