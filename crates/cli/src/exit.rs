@@ -17,6 +17,8 @@
 use std::io;
 use std::process::ExitCode;
 
+use loadlab_runner::class::{Class, Classify};
+
 /// The outcome classes a subcommand can end with besides success.
 #[derive(Debug, thiserror::Error)]
 pub enum Failure {
@@ -108,115 +110,29 @@ pub fn finish(outcome: anyhow::Result<u8>) -> ExitCode {
     }
 }
 
-/// Lab errors: a missing package or a bad name is the user's to fix.
-pub fn lab_failure(err: loadlab_lab::Error) -> anyhow::Error {
-    use loadlab_lab::Error as LabError;
-    let message = err.to_string();
-    match err {
-        LabError::MissingPackage { .. } => Failure::MissingPackage(message).into(),
-        LabError::UnknownStack(_) | LabError::BadKnob(_) | LabError::NoSuchInstance(_) => {
-            Failure::Usage(message).into()
-        }
-        LabError::Start { .. }
-        | LabError::Config { .. }
-        | LabError::Verify { .. }
-        | LabError::Processes(_) => Failure::StackFailed(message).into(),
-        LabError::Interrupted => Failure::Interrupted(message).into(),
-        LabError::NetUnavailable(_) => Failure::Unsupported(message).into(),
-        other => anyhow::Error::new(other),
+/// A library error as its class says (`loadlab_runner::class`): the user's, an unreachable
+/// target, a missing package, ... each its own code; an internal one keeps its chain. A
+/// failed write of output into a closed pipe stays the io error, which ends quietly.
+pub fn failure<E>(e: E) -> anyhow::Error
+where
+    E: Classify + std::error::Error + Send + Sync + 'static,
+{
+    if let Some(out) = e.output().filter(|o| o.kind() == io::ErrorKind::BrokenPipe) {
+        return io::Error::from(out.kind()).into();
     }
-}
-
-/// Errors on the way to a lab host: a bad `--host` is the user's, an ssh that cannot
-/// connect an unreachable target, a remote loadlab's failure keeps its own exit code.
-pub fn remote_failure(e: loadlab_remote::Error) -> anyhow::Error {
-    use loadlab_remote::Error as RemoteError;
     let message = e.to_string();
-    match e {
-        RemoteError::BadHost(_) | RemoteError::BadSshCommand(_) | RemoteError::Usage(_) => {
-            Failure::Usage(message).into()
-        }
-        RemoteError::Interrupted(_) => Failure::Interrupted(message).into(),
-        RemoteError::OwnerStuck(_) => Failure::StackFailed(message).into(),
-        RemoteError::Ssh { .. } => Failure::Unreachable(message).into(),
-        RemoteError::Incompatible { .. } => Failure::Incompatible(message).into(),
-        RemoteError::Remote { code, .. } => Failure::Remote(message, code).into(),
-        RemoteError::Lab(e) => lab_failure(e),
-        // Printing what the session shows into a closed pipe: the quiet end of `| head`.
-        RemoteError::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe => {
-            source.into()
-        }
-        other => anyhow::Error::new(other),
-    }
-}
-
-/// `loadlab stack`'s sequences: a failed install is a missing package; a failed print (a
-/// closed pipe) stays an io error, which ends quietly.
-pub fn stack_failure(e: loadlab_runner::stack::StackError) -> anyhow::Error {
-    use loadlab_runner::stack::StackError;
-    match e {
-        StackError::Lab(e) => lab_failure(e),
-        StackError::Remote(e) => remote_failure(e),
-        StackError::Install(m) => Failure::MissingPackage(m).into(),
-        StackError::Print(e) => e.into(),
-        e @ StackError::Io { .. } => anyhow::Error::new(e),
-    }
-}
-
-/// Store errors: a bad path or a file that is not a store is the user's; the rest internal.
-pub fn store_failure(e: loadlab_store::StoreError) -> anyhow::Error {
-    if e.is_user_error() {
-        Failure::Usage(e.to_string()).into()
-    } else {
-        anyhow::Error::new(e)
-    }
-}
-
-/// Engine errors: a bad configuration or input file is the user's; an unreachable target has
-/// its own code.
-pub fn engine_failure(e: loadlab_engine::EngineError) -> anyhow::Error {
-    use loadlab_engine::EngineError;
-    match e {
-        EngineError::Config(m) => Failure::Usage(m).into(),
-        e @ EngineError::Input { .. } => Failure::Usage(e.to_string()).into(),
-        EngineError::Unreachable { .. } => Failure::Unreachable(e.to_string()).into(),
-        other => anyhow::Error::new(other),
-    }
-}
-
-/// `bench`'s (and a sweep target's) errors: a capacity refusal is the user's to fix.
-pub fn bench_failure(e: loadlab_runner::bench::BenchError) -> anyhow::Error {
-    use loadlab_runner::bench::BenchError;
-    match e {
-        BenchError::Capacity(m) => Failure::Usage(m).into(),
-        BenchError::Engine(e) => engine_failure(e),
-    }
-}
-
-/// The executor's errors.
-pub fn run_failure(e: loadlab_runner::RunError) -> anyhow::Error {
-    use loadlab_runner::RunError;
-    match e {
-        RunError::Lab(e) => lab_failure(e),
-        RunError::Store(e) => store_failure(e),
-        RunError::Engine(e) => engine_failure(e),
-        RunError::Events(e) => e.into(),
-        RunError::Unsupported(why) => Failure::Unsupported(why).into(),
-        // As a lab stack that does not verify: the stack is not what the suite measures.
-        e @ RunError::Verify { .. } => Failure::StackFailed(e.to_string()).into(),
-    }
-}
-
-/// A suite run's preparation and finish.
-pub fn suite_failure(e: loadlab_runner::suite::SuiteError) -> anyhow::Error {
-    use loadlab_runner::suite::SuiteError;
-    match e {
-        SuiteError::Usage(m) => Failure::Usage(m).into(),
-        SuiteError::MissingPackages(m) => Failure::MissingPackage(m).into(),
-        SuiteError::Lab(e) => lab_failure(e),
-        SuiteError::Store(e) => store_failure(e),
-        e @ SuiteError::Io { .. } => anyhow::Error::new(e),
-    }
+    let failure = match e.class() {
+        Class::Usage => Failure::Usage(message),
+        Class::Unreachable => Failure::Unreachable(message),
+        Class::MissingPackage => Failure::MissingPackage(message),
+        Class::StackFailed => Failure::StackFailed(message),
+        Class::Interrupted => Failure::Interrupted(message),
+        Class::Unsupported => Failure::Unsupported(message),
+        Class::Incompatible => Failure::Incompatible(message),
+        Class::Remote(code) => Failure::Remote(message, code),
+        Class::Internal => return anyhow::Error::new(e),
+    };
+    failure.into()
 }
 
 /// A command line clap refused, said in loadlab's one-line style (`loadlab: error: ...`, exit

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use loadlab_store::{RunId, RunStatus, Store};
 
-use crate::exit::{store_failure, suite_failure, Failure, OK};
+use crate::exit::{failure, Failure, OK};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
@@ -63,22 +63,22 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
     match args.format {
         ReportFormat::Html => {
             let out = args.output.unwrap_or_else(|| PathBuf::from("report.html"));
-            loadlab_runner::suite::write_report(&store, id, &out).map_err(suite_failure)?;
+            loadlab_runner::suite::write_report(&store, id, &out).map_err(failure)?;
             outln!("{}", out.display())?;
         }
         ReportFormat::Text => {
-            let cells = store.cells(id).map_err(store_failure)?;
+            let cells = store.cells(id).map_err(failure)?;
             let table = loadlab_report::verdict_table(&loadlab_report::verdicts(&cells));
             emit(args.output.as_deref(), &table)?;
         }
         ReportFormat::Json => {
-            let cells = store.cells(id).map_err(store_failure)?;
+            let cells = store.cells(id).map_err(failure)?;
             let verdicts = loadlab_report::verdicts(&cells);
             let text = serde_json::to_string_pretty(&verdicts)? + "\n";
             emit(args.output.as_deref(), &text)?;
         }
         ReportFormat::Csv => {
-            let cells = store.cells(id).map_err(store_failure)?;
+            let cells = store.cells(id).map_err(failure)?;
             emit(args.output.as_deref(), &loadlab_output::cells::csv(&cells))?;
         }
     }
@@ -88,7 +88,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
 /// A run that did not finish is said before its figures, on stderr so that every format's
 /// output keeps its shape: which cells the report covers, and why there are no more.
 pub fn say_unfinished(store: &Store, id: RunId) -> anyhow::Result<()> {
-    let run = store.run(id).map_err(store_failure)?;
+    let run = store.run(id).map_err(failure)?;
     let why = match run.status {
         RunStatus::Finished => return Ok(()),
         RunStatus::Crashed => "crashed: the process that ran it is gone (killed, or the machine \
@@ -100,7 +100,7 @@ pub fn say_unfinished(store: &Store, id: RunId) -> anyhow::Result<()> {
         }
         RunStatus::Running => "is still running".to_string(),
     };
-    let cells = store.cells(id).map_err(store_failure)?.len();
+    let cells = store.cells(id).map_err(failure)?.len();
     eprintln!("loadlab: run {id} {why}; its {cells} finished cells are shown");
     Ok(())
 }
@@ -115,13 +115,13 @@ pub fn open_existing(which: &StoreArgs) -> anyhow::Result<Store> {
         ))
         .into());
     }
-    Store::open(&path).map_err(store_failure)
+    Store::open(&path).map_err(failure)
 }
 
 /// The run asked for, or the latest one; a run the store does not hold is named with the
 /// store's file and the runs it does hold.
 pub fn pick_run(store: &Store, run: Option<i64>) -> anyhow::Result<RunId> {
-    let held: Vec<i64> = store.runs().map_err(store_failure)?.iter().map(|r| r.id.0).collect();
+    let held: Vec<i64> = store.runs().map_err(failure)?.iter().map(|r| r.id.0).collect();
     let path = store.path().display();
     match run {
         Some(id) if held.contains(&id) => Ok(RunId(id)),
@@ -134,7 +134,7 @@ pub fn pick_run(store: &Store, run: Option<i64>) -> anyhow::Result<RunId> {
         .into()),
         None => store
             .latest_run()
-            .map_err(store_failure)?
+            .map_err(failure)?
             .ok_or_else(|| Failure::Usage(format!("{path} holds no run yet")).into()),
     }
 }

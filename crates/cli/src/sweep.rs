@@ -127,7 +127,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     }
     table.line(&output::header())?;
     let outcome = run_sweep(&plan, &mut measure, &mut |step| table.line(&output::row(step)))
-        .map_err(crate::exit::run_failure)?;
+        .map_err(crate::exit::failure)?;
     table.line("")?;
     for line in output::knees(&outcome.knees) {
         table.line(&line)?;
@@ -160,8 +160,9 @@ fn targets(args: &SweepArgs, measure: &mut dyn Measure) -> anyhow::Result<Vec<Sw
             (Some(n), _) => Stop::Count(n),
             (None, d) => Stop::Duration(d.unwrap_or(Duration::from_secs(10))),
         };
-        config.pacing = args.schedule.pacing(1.0, None);
-        config.coalesce = args.schedule.coalesce;
+        let schedule = args.schedule.schedule();
+        config.pacing = schedule.pacing(1.0, None);
+        config.coalesce = schedule.coalesce;
         let policy = args.request.over_capacity.into();
         let (addr, capped) = loadlab_runner::bench::prepare(&mut config, policy, measure)
             .map_err(load::bench_failure)?;

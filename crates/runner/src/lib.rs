@@ -13,6 +13,8 @@
 //! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]).
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
+//! - [`class`]: which class of failure (and so exit code) each library error is.
+//! - [`merge`]: agents' interval logs read, added and written as one.
 //! - [`capacity`]: whether a run's connections fit the client's descriptors, ports, memory.
 //! - [`habits`]: other tools' flags on a `bench` line, refused where loadlab would read them
 //!   as another test.
@@ -29,10 +31,12 @@ pub mod advice;
 pub mod bench;
 pub mod capacity;
 pub mod cell;
+pub mod class;
 pub mod doctor;
 pub mod executor;
 pub mod habits;
 pub mod limit;
+pub mod merge;
 pub mod power;
 pub mod remote;
 pub mod slo;
