@@ -99,31 +99,22 @@ pub struct HabitArgs {
 }
 
 impl HabitArgs {
-    /// What each habit flag given does here.
-    pub fn notes(&self) -> Vec<&'static str> {
-        [
-            (self.keepalive, "-k: keep-alive is already on (--no-keepalive turns it off)"),
-            (
-                self.variable_length,
-                "-l: a varying response length is never a failure here (it is a note)",
-            ),
-            (self.keep_going, "-r: socket errors never stop a run here (they are counted)"),
-            (self.latency, "--latency: the latency percentiles are always printed"),
-            (
-                self.hog,
-                "--hog: connections take any local port of net.ipv4.ip_local_port_range \
-                 (--source-ips gives more)",
-            ),
-        ]
-        .into_iter()
-        .filter_map(|(given, note)| given.then_some(note))
-        .collect()
+    fn anyway(&self) -> loadlab_runner::habits::Anyway {
+        let (keepalive, variable_length, keep_going) =
+            (self.keepalive, self.variable_length, self.keep_going);
+        loadlab_runner::habits::Anyway {
+            keepalive,
+            variable_length,
+            keep_going,
+            latency: self.latency,
+            hog: self.hog,
+        }
     }
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     loadlab_runner::habits::check(&typed(&args)).map_err(Failure::Usage)?;
-    for note in args.habits.notes() {
+    for note in args.habits.anyway().notes() {
         eprintln!("loadlab: note: {note}");
     }
     let request = bench::Request {

@@ -230,17 +230,8 @@ impl From<OverCapacity> for loadlab_runner::capacity::Policy {
     }
 }
 
-/// [`crate::exit::bench_failure`], naming the lab instance's CA file when the target is one
-/// whose certificate was not trusted.
+/// A bench's error as its class says, naming the lab instance's CA file when the target is
+/// one whose certificate was not trusted.
 pub fn bench_failure(e: loadlab_runner::bench::BenchError) -> anyhow::Error {
-    use loadlab_runner::bench::BenchError;
-    let instances = || {
-        let lab = loadlab_lab::Lab::from_env().and_then(|lab| lab.instances());
-        lab.map(|all| all.into_iter().map(|(r, _)| r).collect()).unwrap_or_default()
-    };
-    let e = match e {
-        BenchError::Engine(e) => BenchError::Engine(loadlab_runner::advice::lab_ca(e, instances)),
-        other => other,
-    };
-    crate::exit::failure(e)
+    crate::exit::failure(loadlab_runner::advice::bench_with_lab_ca(e))
 }

@@ -315,10 +315,7 @@ fn verify(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
             json!({ "id": id, "ok": report.ok(), "checks": report.checks })
         )?;
     } else {
-        for check in &report.checks {
-            let mark = if check.ok { "ok  " } else { "FAIL" };
-            writeln!(std::io::stdout(), "{mark} {:<12} {}", check.workload, check.detail)?;
-        }
+        output::write_checks(&mut std::io::stdout().lock(), &report.checks)?;
     }
     match report.error() {
         Some(e) if !json => Err(failure(e)),
@@ -351,28 +348,7 @@ fn sample(
         return Ok(OK);
     }
     let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{:>7} {:<11} {:>7} {:>7} {:>10} {:>5} {:>6} {:>5}",
-        "t", "tier", "user%", "sys%", "rss", "procs", "cpu%", "load1"
-    )?;
-    for s in &samples {
-        for t in &s.tiers {
-            let (busy, load) = s.machine.as_ref().map_or((0.0, 0.0), |m| (m.cpu_busy_pct, m.load1));
-            writeln!(
-                out,
-                "{:>6.1}s {:<11} {:>7.1} {:>7.1} {:>10} {:>5} {:>6.1} {:>5.2}",
-                s.t_ms as f64 / 1000.0,
-                t.tier,
-                t.cpu_user_pct,
-                t.cpu_sys_pct,
-                loadlab_stats::format::bytes(t.rss_bytes as f64),
-                t.processes,
-                busy,
-                load
-            )?;
-        }
-    }
+    output::write_samples(&mut out, &samples)?;
     Ok(OK)
 }
 

@@ -20,6 +20,7 @@
 //!   as another test.
 //! - [`doctor`]: what `doctor` finds of the machine and the lab, and what to change.
 //! - [`slo`]: the SLO gate's figures from a run's result.
+//! - [`stored`]: the store and run that `report`, `runs` and `compare` read.
 //! - [`stack`]: `loadlab stack`'s sequences: up held or detached, the remote end of a
 //!   `--host` session, sampling, and which way a `stack down` goes.
 //!
@@ -41,6 +42,7 @@ pub mod power;
 pub mod remote;
 pub mod slo;
 pub mod stack;
+pub mod stored;
 pub mod suite;
 pub mod sweep;
 pub mod trust;
