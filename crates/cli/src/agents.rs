@@ -9,7 +9,6 @@ use std::time::Duration;
 use clap::Args;
 use loadlab_agents::auth::Token;
 use loadlab_agents::coordinator::OnLoss;
-use loadlab_agents::AgentsError;
 use loadlab_engine::Share;
 use loadlab_runner::bench::agent::{AgentError, Agents};
 
@@ -61,7 +60,7 @@ impl AgentArgs {
     /// The runner's view of these flags; `None` without `--agents` (or with `--agents 1`,
     /// which is a single host).
     pub fn agents(&self) -> anyhow::Result<Option<Agents>> {
-        let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
+        let usage = |m: String| anyhow::Error::new(Failure::usage(m));
         let Some(of) = self.agents else { return Ok(None) };
         if of == 0 {
             return Err(usage("--agents must be at least 1".into()));
@@ -115,17 +114,10 @@ fn host_name() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// An agent's failure, as its exit code says it.
+/// An agent's failure, as its class says it (a bench's names the lab's CA when it helps).
 pub fn failure(e: AgentError) -> anyhow::Error {
     match e {
         AgentError::Bench(e) => crate::load::bench_failure(e),
-        AgentError::Agents(e @ AgentsError::Missing { .. }) => {
-            Failure::Rendezvous(e.to_string()).into()
-        }
-        AgentError::Agents(e @ (AgentsError::LoadDiffers { .. } | AgentsError::Token(_))) => {
-            Failure::Usage(e.to_string()).into()
-        }
-        AgentError::Agents(AgentsError::Refused(m)) => Failure::Refused(m).into(),
-        other => anyhow::Error::new(other),
+        other => crate::exit::failure(other),
     }
 }

@@ -64,12 +64,12 @@ fn kubernetes(args: K8sArgs) -> anyhow::Result<u8> {
     let token = match &args.token_file {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| {
-                Failure::Usage(format!("--token-file {}: cannot read it: {e}", path.display()))
+                Failure::usage(format!("--token-file {}: cannot read it: {e}", path.display()))
             })?;
             let value = text.trim_end_matches(['\n', '\r']).to_string();
             if value.is_empty() {
                 let file = path.display();
-                return Err(Failure::Usage(format!("--token-file {file}: it is empty")).into());
+                return Err(Failure::usage(format!("--token-file {file}: it is empty")).into());
             }
             Token::Value { secret, value }
         }
@@ -84,7 +84,7 @@ fn kubernetes(args: K8sArgs) -> anyhow::Result<u8> {
         command: args.command,
         token,
     };
-    let manifests = loadlab_k8s::manifests(&spec).map_err(|e| Failure::Usage(e.to_string()))?;
+    let manifests = loadlab_k8s::manifests(&spec).map_err(|e| Failure::usage(e.to_string()))?;
     let yaml = manifests.to_yaml().context("writing the manifests")?;
     if let Token::Existing { secret } = &spec.token {
         eprintln!(
@@ -103,7 +103,7 @@ fn check_command(words: &[String]) -> anyhow::Result<()> {
     if !matches!(first, Some("bench" | "sweep")) {
         let given = first.unwrap_or_default();
         let msg = format!("after --: `bench URL [flags]` or `sweep ...`, not {given:?}");
-        return Err(Failure::Usage(msg).into());
+        return Err(Failure::usage(msg).into());
     }
     let line = std::iter::once("loadlab".to_string()).chain(words.iter().cloned());
     match crate::Cli::try_parse_from(line) {
@@ -117,7 +117,7 @@ fn check_command(words: &[String]) -> anyhow::Result<()> {
                 .map(|l| l.trim().trim_start_matches("error: "))
                 .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
                 .collect();
-            Err(Failure::Usage(format!("the command after --: {}", said.join(" "))).into())
+            Err(Failure::usage(format!("the command after --: {}", said.join(" "))).into())
         }
     }
 }

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use loadlab_engine::{BenchConfig, Pacing, Stop};
+use loadlab_engine::BenchConfig;
 use loadlab_runner::bench::agent::{self, Outcome};
+use loadlab_runner::bench::flags::LoadFlags;
 use loadlab_runner::bench::{self, Disposition};
 use loadlab_runner::slo::Slo;
 
@@ -98,31 +99,22 @@ pub struct HabitArgs {
 }
 
 impl HabitArgs {
-    /// What each habit flag given does here.
-    pub fn notes(&self) -> Vec<&'static str> {
-        [
-            (self.keepalive, "-k: keep-alive is already on (--no-keepalive turns it off)"),
-            (
-                self.variable_length,
-                "-l: a varying response length is never a failure here (it is a note)",
-            ),
-            (self.keep_going, "-r: socket errors never stop a run here (they are counted)"),
-            (self.latency, "--latency: the latency percentiles are always printed"),
-            (
-                self.hog,
-                "--hog: connections take any local port of net.ipv4.ip_local_port_range \
-                 (--source-ips gives more)",
-            ),
-        ]
-        .into_iter()
-        .filter_map(|(given, note)| given.then_some(note))
-        .collect()
+    fn anyway(&self) -> loadlab_runner::habits::Anyway {
+        let (keepalive, variable_length, keep_going) =
+            (self.keepalive, self.variable_length, self.keep_going);
+        loadlab_runner::habits::Anyway {
+            keepalive,
+            variable_length,
+            keep_going,
+            latency: self.latency,
+            hog: self.hog,
+        }
     }
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
-    loadlab_runner::habits::check(&typed(&args)).map_err(Failure::Usage)?;
-    for note in args.habits.notes() {
+    loadlab_runner::habits::check(&typed(&args)).map_err(Failure::usage)?;
+    for note in args.habits.anyway().notes() {
         eprintln!("loadlab: note: {note}");
     }
     let request = bench::Request {
@@ -240,42 +232,19 @@ fn print(args: &BenchArgs, judged: &bench::Judged) -> anyhow::Result<u8> {
 /// Turns the flags into the engine's configuration, checking everything that can be checked
 /// before a single byte is sent.
 fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
-    let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
-    let mut config = args.request.config(&args.url)?;
-    config.pacing = match (args.rate, args.conn_rate) {
-        (Some(rate), _) => args.schedule.pacing(rate, None),
-        (None, Some(rate)) => args.schedule.pacing(rate, Some(args.calls_per_conn.unwrap_or(1))),
-        // A replay is an open loop; its rate, the log's, is set once the log is read.
-        (None, None) if args.traffic.replaying() => args.schedule.pacing(1.0, None),
-        (None, None) => Pacing::Closed,
+    let load = LoadFlags {
+        connections: args.connections,
+        requests: args.requests,
+        duration: args.duration,
+        rate: args.rate,
+        conn_rate: args.conn_rate,
+        calls_per_conn: args.calls_per_conn,
+        conns: args.conns,
+        schedule: args.schedule.schedule(),
+        traffic: args.traffic.flags(),
     };
-    config.coalesce = args.schedule.coalesce;
-    let connections = args.connections.unwrap_or(DEFAULT_CONNECTIONS);
-    config.connections = connections;
-    if config.pacing == Pacing::Closed {
-        match args.request.threads {
-            Some(t) if t > connections => {
-                return Err(usage(format!(
-                    "--threads {t} is more than --connections {connections}: each thread needs \
-                     a connection"
-                )))
-            }
-            Some(_) => {}
-            None => config.threads = config.threads.min(connections.max(1)),
-        }
-    }
-    config.stop = match (args.requests, args.conns, args.duration) {
-        (Some(n), _, _) | (None, Some(n), _) => Stop::Count(n),
-        (None, None, Some(d)) => Stop::Duration(d),
-        (None, None, None) => Stop::Duration(Duration::from_secs(10)),
-    };
-    args.traffic.apply(&mut config, args.rate, args.requests)?;
-    config.check().map_err(crate::exit::engine_failure)?;
-    Ok(config)
+    load.config(&args.request.flags(), &args.url).map_err(crate::exit::failure)
 }
-
-/// The closed loop's connections when -c is not given.
-const DEFAULT_CONNECTIONS: usize = 10;
 
 /// The flags other tools' habits concern, as typed.
 fn typed(args: &BenchArgs) -> loadlab_runner::habits::Typed<'_> {
@@ -298,6 +267,6 @@ fn typed(args: &BenchArgs) -> loadlab_runner::habits::Typed<'_> {
 /// the user's to fix (exit 2), found before any load.
 fn create(path: &Path, flag: &str) -> anyhow::Result<std::fs::File> {
     std::fs::File::create(path).map_err(|e| {
-        Failure::Usage(format!("{flag} {}: cannot create it: {e}", path.display())).into()
+        Failure::usage(format!("{flag} {}: cannot create it: {e}", path.display())).into()
     })
 }

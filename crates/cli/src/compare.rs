@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use crate::exit::store_failure;
+use crate::exit::failure;
 use crate::exit::{OK, SLO_FAILED};
 use crate::report_cmd::{open_existing, pick_run};
 
@@ -26,8 +26,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<u8> {
     for id in [run_a, run_b] {
         crate::report_cmd::say_unfinished(&store, id)?;
     }
-    let a = store.cells(run_a).map_err(store_failure)?;
-    let b = store.cells(run_b).map_err(store_failure)?;
+    let a = store.cells(run_a).map_err(failure)?;
+    let b = store.cells(run_b).map_err(failure)?;
     let table = loadlab_report::compare_table(
         &format!("run {}", args.run_a),
         &a,

@@ -8,7 +8,7 @@ use loadlab_output::doctor as output;
 use loadlab_remote::Host;
 use loadlab_runner::doctor;
 
-use crate::exit::{lab_failure, OK};
+use crate::exit::{failure, OK};
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
@@ -25,7 +25,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<u8> {
     if let Some(host) = &args.host {
         return crate::remote::pass_through(host);
     }
-    let found = doctor::find().map_err(lab_failure)?;
+    let found = doctor::find().map_err(failure)?;
     let warnings = doctor::warnings(&found);
     if args.json {
         writeln!(std::io::stdout(), "{:#}", output::json(&found, &warnings))?;

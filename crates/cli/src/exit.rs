@@ -20,44 +20,14 @@
 use std::io;
 use std::process::ExitCode;
 
-/// The outcome classes a subcommand can end with besides success.
+use loadlab_runner::class::{Class, Classify};
+
+/// A failure of a class (and so of an exit code), with what to tell the user.
 #[derive(Debug, thiserror::Error)]
-pub enum Failure {
-    /// The user's input is wrong: a bad flag value, URL or file.
-    #[error("{0}")]
-    Usage(String),
-    /// The target could not be reached at all.
-    #[error("{0}")]
-    Unreachable(String),
-    /// A Debian package is missing; the message names the apt-get command.
-    #[error("{0}")]
-    MissingPackage(String),
-    /// A stack did not start, or did not verify.
-    #[error("{0}")]
-    StackFailed(String),
-    /// Ctrl-C or SIGTERM ended the command before it finished.
-    #[error("{0}")]
-    Interrupted(String),
-    /// This machine cannot do what was asked: a network profile without root or iproute2, or
-    /// through netem on a kernel without it.
-    #[error("{0}")]
-    Unsupported(String),
-    /// A lab host cannot run this loadlab binary.
-    #[error("{0}")]
-    Incompatible(String),
-    /// A remote loadlab ended with this exit code (its message is on stderr already).
-    #[error("{0}")]
-    Remote(String, u8),
-    /// `--agents`: the agents did not all meet within `--rendezvous-timeout`.
-    #[error("{0}")]
-    Rendezvous(String),
-    /// `--agents`: agent 0 refused or dropped this agent.
-    #[error("{0}")]
-    Refused(String),
-    /// `loadlab merge`: interval logs whose histogram settings differ or whose seconds do not
-    /// line up.
-    #[error("{0}")]
-    Unmergeable(String),
+#[error("{message}")]
+pub struct Failure {
+    class: Class,
+    message: String,
 }
 
 pub const OK: u8 = 0;
@@ -78,19 +48,29 @@ pub const SLO_FAILED: u8 = 99;
 pub const INTERRUPTED: u8 = 130;
 
 impl Failure {
+    pub fn new(class: Class, message: impl Into<String>) -> Failure {
+        Failure { class, message: message.into() }
+    }
+
+    /// The user's input is wrong: a bad flag value, URL or file.
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure::new(Class::Usage, message)
+    }
+
     fn code(&self) -> u8 {
-        match self {
-            Failure::Usage(_) => USAGE,
-            Failure::Unreachable(_) => UNREACHABLE,
-            Failure::MissingPackage(_) => MISSING_PACKAGE,
-            Failure::StackFailed(_) => STACK_FAILED,
-            Failure::Interrupted(_) => INTERRUPTED,
-            Failure::Unsupported(_) => UNSUPPORTED,
-            Failure::Incompatible(_) => INCOMPATIBLE,
-            Failure::Remote(_, code) => *code,
-            Failure::Rendezvous(_) => RENDEZVOUS,
-            Failure::Refused(_) => REFUSED,
-            Failure::Unmergeable(_) => UNMERGEABLE,
+        match self.class {
+            Class::Usage => USAGE,
+            Class::Unreachable => UNREACHABLE,
+            Class::MissingPackage => MISSING_PACKAGE,
+            Class::StackFailed => STACK_FAILED,
+            Class::Interrupted => INTERRUPTED,
+            Class::Unsupported => UNSUPPORTED,
+            Class::Incompatible => INCOMPATIBLE,
+            Class::Remote(code) => code,
+            Class::Rendezvous => RENDEZVOUS,
+            Class::Refused => REFUSED,
+            Class::Unmergeable => UNMERGEABLE,
+            Class::Internal => INTERNAL,
         }
     }
 }
@@ -113,116 +93,19 @@ pub fn finish(outcome: anyhow::Result<u8>) -> ExitCode {
     }
 }
 
-/// Lab errors: a missing package or a bad name is the user's to fix.
-pub fn lab_failure(err: loadlab_lab::Error) -> anyhow::Error {
-    use loadlab_lab::Error as LabError;
-    let message = err.to_string();
-    match err {
-        LabError::MissingPackage { .. } => Failure::MissingPackage(message).into(),
-        LabError::UnknownStack(_) | LabError::BadKnob(_) | LabError::NoSuchInstance(_) => {
-            Failure::Usage(message).into()
-        }
-        LabError::Start { .. }
-        | LabError::Config { .. }
-        | LabError::Verify { .. }
-        | LabError::Processes(_) => Failure::StackFailed(message).into(),
-        LabError::Interrupted => Failure::Interrupted(message).into(),
-        LabError::NetUnavailable(_) => Failure::Unsupported(message).into(),
-        other => anyhow::Error::new(other),
+/// A library error as its class says (`loadlab_runner::class`): the user's, an unreachable
+/// target, a missing package, ... each its own code; an internal one keeps its chain. A
+/// failed write of output into a closed pipe stays the io error, which ends quietly.
+pub fn failure<E>(e: E) -> anyhow::Error
+where
+    E: Classify + std::error::Error + Send + Sync + 'static,
+{
+    if let Some(out) = e.output().filter(|o| o.kind() == io::ErrorKind::BrokenPipe) {
+        return io::Error::from(out.kind()).into();
     }
-}
-
-/// Errors on the way to a lab host: a bad `--host` is the user's, an ssh that cannot
-/// connect an unreachable target, a remote loadlab's failure keeps its own exit code.
-pub fn remote_failure(e: loadlab_remote::Error) -> anyhow::Error {
-    use loadlab_remote::Error as RemoteError;
-    let message = e.to_string();
-    match e {
-        RemoteError::BadHost(_) | RemoteError::BadSshCommand(_) | RemoteError::Usage(_) => {
-            Failure::Usage(message).into()
-        }
-        RemoteError::Interrupted(_) => Failure::Interrupted(message).into(),
-        RemoteError::OwnerStuck(_) => Failure::StackFailed(message).into(),
-        RemoteError::Ssh { .. } | RemoteError::Lost { .. } => Failure::Unreachable(message).into(),
-        RemoteError::Incompatible { .. } => Failure::Incompatible(message).into(),
-        RemoteError::Remote { code, .. } => Failure::Remote(message, code).into(),
-        RemoteError::Lab(e) => lab_failure(e),
-        // Printing what the session shows into a closed pipe: the quiet end of `| head`.
-        RemoteError::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe => {
-            source.into()
-        }
-        other => anyhow::Error::new(other),
-    }
-}
-
-/// `loadlab stack`'s sequences: a failed install is a missing package; a failed print (a
-/// closed pipe) stays an io error, which ends quietly.
-pub fn stack_failure(e: loadlab_runner::stack::StackError) -> anyhow::Error {
-    use loadlab_runner::stack::StackError;
-    match e {
-        StackError::Lab(e) => lab_failure(e),
-        StackError::Remote(e) => remote_failure(e),
-        StackError::Install(m) => Failure::MissingPackage(m).into(),
-        StackError::Print(e) => e.into(),
-        e @ StackError::Io { .. } => anyhow::Error::new(e),
-    }
-}
-
-/// Store errors: a bad path or a file that is not a store is the user's; the rest internal.
-pub fn store_failure(e: loadlab_store::StoreError) -> anyhow::Error {
-    if e.is_user_error() {
-        Failure::Usage(e.to_string()).into()
-    } else {
-        anyhow::Error::new(e)
-    }
-}
-
-/// Engine errors: a bad configuration or input file is the user's; an unreachable target has
-/// its own code.
-pub fn engine_failure(e: loadlab_engine::EngineError) -> anyhow::Error {
-    use loadlab_engine::EngineError;
-    match e {
-        EngineError::Config(m) => Failure::Usage(m).into(),
-        e @ EngineError::Input { .. } => Failure::Usage(e.to_string()).into(),
-        EngineError::Unreachable { .. } => Failure::Unreachable(e.to_string()).into(),
-        other => anyhow::Error::new(other),
-    }
-}
-
-/// `bench`'s (and a sweep target's) errors: a capacity refusal is the user's to fix.
-pub fn bench_failure(e: loadlab_runner::bench::BenchError) -> anyhow::Error {
-    use loadlab_runner::bench::BenchError;
-    match e {
-        BenchError::Capacity(m) => Failure::Usage(m).into(),
-        BenchError::Engine(e) => engine_failure(e),
-    }
-}
-
-/// The executor's errors.
-pub fn run_failure(e: loadlab_runner::RunError) -> anyhow::Error {
-    use loadlab_runner::RunError;
-    match e {
-        RunError::Lab(e) => lab_failure(e),
-        RunError::Remote(e) => remote_failure(e),
-        RunError::Store(e) => store_failure(e),
-        RunError::Engine(e) => engine_failure(e),
-        RunError::Events(e) => e.into(),
-        RunError::Unsupported(why) => Failure::Unsupported(why).into(),
-        // As a lab stack that does not verify: the stack is not what the suite measures.
-        e @ RunError::Verify { .. } => Failure::StackFailed(e.to_string()).into(),
-    }
-}
-
-/// A suite run's preparation and finish.
-pub fn suite_failure(e: loadlab_runner::suite::SuiteError) -> anyhow::Error {
-    use loadlab_runner::suite::SuiteError;
-    match e {
-        SuiteError::Usage(m) => Failure::Usage(m).into(),
-        SuiteError::MissingPackages(m) => Failure::MissingPackage(m).into(),
-        SuiteError::Lab(e) => lab_failure(e),
-        SuiteError::Remote(e) => remote_failure(e),
-        SuiteError::Store(e) => store_failure(e),
-        e @ SuiteError::Io { .. } => anyhow::Error::new(e),
+    match e.class() {
+        Class::Internal => anyhow::Error::new(e),
+        class => Failure::new(class, e.to_string()).into(),
     }
 }
 

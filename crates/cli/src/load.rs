@@ -2,14 +2,13 @@
 //! translation into the engine's configuration, and running one measured load with its
 //! progress line and Ctrl-C handling.
 
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use loadlab_engine::{sys, Arrival, BenchConfig, Pacing, RequestSpec, Target, Validation};
+use loadlab_engine::{Arrival, BenchConfig};
+use loadlab_runner::bench::flags::{RequestFlags, Schedule};
 
-use crate::exit::{engine_failure, Failure};
 use crate::units::parse_duration;
 
 /// `--slo THRESHOLDS`, checked before anything runs.
@@ -54,13 +53,10 @@ pub struct ScheduleArgs {
 }
 
 impl ScheduleArgs {
-    /// Arrivals at `rate` per second: single requests, or sessions of `calls` requests.
-    pub fn pacing(&self, rate: f64, calls: Option<u32>) -> Pacing {
+    /// The schedule as typed, for the runner.
+    pub fn schedule(&self) -> Schedule {
         let (arrival, max_connections) = (self.arrival.into(), self.max_connections);
-        match calls {
-            Some(calls) => Pacing::Sessions { rate, arrival, calls, max_connections },
-            None => Pacing::Open { rate, arrival, max_connections },
-        }
+        Schedule { arrival, max_connections, coalesce: self.coalesce }
     }
 }
 
@@ -175,148 +171,40 @@ pub struct RequestArgs {
 impl RequestArgs {
     /// A configuration for `url` with everything but the load model and the stop condition.
     pub fn config(&self, url: &str) -> anyhow::Result<BenchConfig> {
-        let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
-        let target = Target::parse(url).map_err(engine_failure)?;
-        let mut config = BenchConfig::new(target);
-        let cpus = sys::allowed_cpus();
-        config.threads = self.threads.unwrap_or(cpus.len()).max(1);
-        if let Some(pin) = &self.pin {
-            config.pin =
-                pin.parse::<loadlab_lab::CpuList>().map_err(|e| usage(format!("--pin: {e}")))?.0;
-            if let Some(bad) = config.pin.iter().find(|c| !cpus.contains(c)) {
-                return Err(usage(format!(
-                    "--pin: CPU {bad} is not available (allowed: {cpus:?})"
-                )));
-            }
-            // Pinned, the workers have the listed CPUs only: one worker per CPU unless -t says
-            // otherwise (two workers on one CPU would only take turns on it).
-            if self.threads.is_none() {
-                config.threads = config.pin.len().max(1);
-            }
-        }
-        config.keepalive = !self.no_keepalive;
-        config.timeout = self.timeout;
-        config.connect_timeout = self.connect_timeout;
-        config.warmup = self.warmup;
-        config.seed = self.seed;
-        if let Some(s) = &self.source_ips {
-            config.source_ips = parse_ip_list(s).map_err(usage)?;
-        }
-        config.unix_socket.clone_from(&self.unix_socket);
-        if self.http2 {
-            config.protocol = loadlab_engine::Protocol::Http2 { streams: self.streams };
-        }
-        config.tls = loadlab_engine::TlsOptions {
+        self.flags().config(url).map_err(crate::exit::failure)
+    }
+
+    /// The flags as typed, for the runner.
+    pub fn flags(&self) -> RequestFlags {
+        RequestFlags {
+            threads: self.threads,
+            pin: self.pin.clone(),
+            keepalive: !self.no_keepalive,
+            timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            warmup: self.warmup,
+            seed: self.seed,
+            source_ips: self.source_ips.clone(),
+            unix_socket: self.unix_socket.clone(),
+            http2_streams: self.http2.then_some(self.streams),
             insecure: self.insecure,
             cacert: self.cacert.clone(),
-            resume: !self.no_tls_resume,
-            version: self.tls_version.as_deref().map(|v| match v {
-                "1.2" => loadlab_engine::TlsVersion::Tls12,
-                _ => loadlab_engine::TlsVersion::Tls13,
-            }),
-        };
-        if config.target.tls && config.unix_socket.is_some() {
-            return Err(usage("https:// over --unix-socket is not supported".into()));
+            tls_resume: !self.no_tls_resume,
+            tls_version: self.tls_version.clone(),
+            head: self.head,
+            method: self.method.clone(),
+            headers: self.headers.clone(),
+            cookies: self.cookies.clone(),
+            basic_auth: self.basic_auth.clone(),
+            body: self.body.clone(),
+            body_string: self.body_string.clone(),
+            post_file: self.post_file.clone(),
+            put_file: self.put_file.clone(),
+            content_type: self.content_type.clone(),
+            expect_status: self.expect_status.clone(),
+            expect_body_sha256: self.expect_body_sha256.clone(),
+            expect_contains: self.expect_contains.clone(),
         }
-
-        config.request = self.request()?;
-        config.validation = self.validation()?;
-        Ok(config)
-    }
-
-    /// The request: method, headers (ab's -C, -A and -T among them) and body.
-    fn request(&self) -> anyhow::Result<RequestSpec> {
-        let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
-        let method = if self.head { "HEAD".to_string() } else { self.method.clone() };
-        let mut request = RequestSpec { method, ..RequestSpec::default() };
-        for h in &self.headers {
-            request.headers.push(RequestSpec::parse_header(h).map_err(engine_failure)?);
-        }
-        for (flag, header) in self.ab_headers().map_err(usage)? {
-            if request.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(&header.0)) {
-                return Err(usage(format!(
-                    "{flag} and -H '{}: ...' both set the {} header: give it one way",
-                    header.0, header.0
-                )));
-            }
-            request.headers.push(header);
-        }
-        if let Some(t) = &self.content_type {
-            let header = format!("Content-Type: {t}");
-            request.headers.push(RequestSpec::parse_header(&header).map_err(engine_failure)?);
-        }
-        // ab's -p and -u say the method as well as the body; an explicit -m still wins.
-        let ab_body = [("-p", &self.post_file, "POST"), ("-u", &self.put_file, "PUT")];
-        let body_file =
-            ab_body.into_iter().find_map(|(flag, f, m)| f.as_ref().map(|f| (flag, f, m)));
-        if let Some((flag, path, method)) = body_file {
-            if self.method == "GET" {
-                request.method = method.to_string();
-            }
-            request.body = std::fs::read(path)
-                .map_err(|e| usage(format!("{flag} {}: {e}", path.display())))?;
-        } else if let Some(path) = &self.body {
-            request.body = std::fs::read(path)
-                .map_err(|e| usage(format!("--body {}: {e}", path.display())))?;
-        } else if let Some(s) = &self.body_string {
-            request.body = s.as_bytes().to_vec();
-        }
-        Ok(request)
-    }
-
-    /// What a response must be to count as completed (--expect-*).
-    fn validation(&self) -> anyhow::Result<Validation> {
-        let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
-        let mut v = Validation::default();
-        if let Some(s) = &self.expect_status {
-            v.status =
-                Validation::parse_status(s).map_err(|e| usage(format!("--expect-status: {e}")))?;
-        }
-        if let Some(s) = &self.expect_body_sha256 {
-            v.body_sha256 = Some(
-                Validation::parse_sha256(s)
-                    .map_err(|e| usage(format!("--expect-body-sha256: {e}")))?,
-            );
-        }
-        if let Some(s) = &self.expect_contains {
-            if s.is_empty() {
-                return Err(usage("--expect-contains: the text must not be empty".into()));
-            }
-            v.body_contains = Some(s.as_bytes().to_vec());
-        }
-        Ok(v)
-    }
-}
-
-/// A header one of ab's flags sets, with the flag (for messages).
-type FlagHeader = (&'static str, (String, String));
-
-impl RequestArgs {
-    /// The headers of ab's -C (one Cookie header: RFC 6265 section 5.4 lets a client send
-    /// only one, its pairs joined with "; "; ab itself keeps only the last -C) and -A (Basic
-    /// authentication, RFC 7617: "user:password" in Base64), each with its flag.
-    fn ab_headers(&self) -> Result<Vec<FlagHeader>, String> {
-        use base64::Engine as _;
-        let mut out = Vec::new();
-        if !self.cookies.is_empty() {
-            for c in &self.cookies {
-                let name = c.split_once('=').map_or("", |(n, _)| n.trim());
-                if name.is_empty() || c.contains([';', '\r', '\n']) {
-                    return Err(format!("-C {c:?}: a cookie is NAME=VALUE (e.g. -C session=abc)"));
-                }
-            }
-            out.push(("-C", ("Cookie".to_string(), self.cookies.join("; "))));
-        }
-        if let Some(auth) = &self.basic_auth {
-            // As ab, leading blanks are not part of the user name.
-            let auth = auth.trim_start();
-            if !auth.contains(':') || auth.contains(['\r', '\n']) {
-                return Err(format!("-A {auth:?}: write USER:PASSWORD (e.g. -A admin:secret)"));
-            }
-            let encoded = base64::engine::general_purpose::STANDARD.encode(auth);
-            out.push(("-A", ("Authorization".to_string(), format!("Basic {encoded}"))));
-        }
-        Ok(out)
     }
 }
 
@@ -342,52 +230,8 @@ impl From<OverCapacity> for loadlab_runner::capacity::Policy {
     }
 }
 
-/// [`crate::exit::bench_failure`], naming the lab instance's CA file when the target is one
-/// whose certificate was not trusted.
+/// A bench's error as its class says, naming the lab instance's CA file when the target is
+/// one whose certificate was not trusted.
 pub fn bench_failure(e: loadlab_runner::bench::BenchError) -> anyhow::Error {
-    use loadlab_runner::bench::BenchError;
-    let instances = || {
-        let lab = loadlab_lab::Lab::from_env().and_then(|lab| lab.instances());
-        lab.map(|all| all.into_iter().map(|(r, _)| r).collect()).unwrap_or_default()
-    };
-    let e = match e {
-        BenchError::Engine(e) => BenchError::Engine(loadlab_runner::advice::lab_ca(e, instances)),
-        other => other,
-    };
-    crate::exit::bench_failure(e)
-}
-
-/// Parses `127.0.0.1-127.0.0.16` (an IPv4 range) or a comma-separated list of addresses.
-pub fn parse_ip_list(s: &str) -> Result<Vec<IpAddr>, String> {
-    let bad = |p: &str| format!("--source-ips: invalid address {p:?} in {s:?}");
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim) {
-        if let Some((a, b)) = part.split_once('-') {
-            let a: std::net::Ipv4Addr = a.trim().parse().map_err(|_| bad(a))?;
-            let b: std::net::Ipv4Addr = b.trim().parse().map_err(|_| bad(b))?;
-            let (a, b) = (u32::from(a), u32::from(b));
-            if a > b || b - a >= 65_536 {
-                return Err(format!("--source-ips: range {part:?} is empty or too large"));
-            }
-            out.extend((a..=b).map(|ip| IpAddr::V4(ip.into())));
-        } else {
-            out.push(part.parse().map_err(|_| bad(part))?);
-        }
-    }
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ip_lists() {
-        let ips = parse_ip_list("127.0.0.1-127.0.0.16").unwrap();
-        assert_eq!(ips.len(), 16);
-        assert_eq!(ips[15], "127.0.0.16".parse::<IpAddr>().unwrap());
-        assert_eq!(parse_ip_list("::1, 127.0.0.2").unwrap().len(), 2);
-        assert!(parse_ip_list("127.0.0.5-127.0.0.1").is_err());
-        assert!(parse_ip_list("nope").is_err());
-    }
+    crate::exit::failure(loadlab_runner::advice::bench_with_lab_ca(e))
 }

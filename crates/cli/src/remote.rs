@@ -13,7 +13,7 @@ use loadlab_remote::owner::{self, HandedOver};
 use loadlab_remote::protocol::Event;
 use loadlab_remote::{provision, Host};
 
-use crate::exit::{remote_failure, OK};
+use crate::exit::{failure, OK};
 use crate::signals;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -49,7 +49,7 @@ fn note(line: &str) {
 
 /// `loadlab ARGS` (without `--host`) on `host`, its output and exit code passed through.
 pub fn pass_through(host: &Host) -> anyhow::Result<u8> {
-    owner::pass_through(host, &argv(), VERSION, &mut note).map_err(remote_failure)
+    owner::pass_through(host, &argv(), VERSION, &mut note).map_err(failure)
 }
 
 /// `stack up NAME --host H ...`: held here with `--foreground` (in the owner process too,
@@ -76,12 +76,12 @@ pub fn up(
                 eprint!("{said}");
                 Ok(code)
             }
-            Err(e) => Err(remote_failure(e)),
+            Err(e) => Err(failure(e)),
         };
     }
     let _teardown = signals::Finishing::hold();
     let mut print = |held: &Held| print_up(held, json, true);
-    owner::hold(lab.state(), &up, &cancel, &mut note, &mut print).map_err(remote_failure)?;
+    owner::hold(lab.state(), &up, &cancel, &mut note, &mut print).map_err(failure)?;
     Ok(OK)
 }
 
@@ -106,5 +106,5 @@ fn print_up(held: &Held, json: bool, foreground: bool) -> std::io::Result<()> {
 
 /// The held remote stacks, for `stack list`.
 pub fn held(lab: &Lab) -> anyhow::Result<Vec<Held>> {
-    Holds::new(lab.state()).all().map_err(remote_failure)
+    Holds::new(lab.state()).all().map_err(failure)
 }

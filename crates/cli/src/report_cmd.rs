@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use loadlab_store::{RunId, RunStatus, Store};
+use loadlab_runner::stored;
+use loadlab_store::{RunId, Store};
 
-use crate::exit::{store_failure, suite_failure, Failure, OK};
+use crate::exit::{failure, OK};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
@@ -63,22 +64,22 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
     match args.format {
         ReportFormat::Html => {
             let out = args.output.unwrap_or_else(|| PathBuf::from("report.html"));
-            loadlab_runner::suite::write_report(&store, id, &out).map_err(suite_failure)?;
+            loadlab_runner::suite::write_report(&store, id, &out).map_err(failure)?;
             outln!("{}", out.display())?;
         }
         ReportFormat::Text => {
-            let cells = store.cells(id).map_err(store_failure)?;
+            let cells = store.cells(id).map_err(failure)?;
             let table = loadlab_report::verdict_table(&loadlab_report::verdicts(&cells));
             emit(args.output.as_deref(), &table)?;
         }
         ReportFormat::Json => {
-            let cells = store.cells(id).map_err(store_failure)?;
+            let cells = store.cells(id).map_err(failure)?;
             let verdicts = loadlab_report::verdicts(&cells);
             let text = serde_json::to_string_pretty(&verdicts)? + "\n";
             emit(args.output.as_deref(), &text)?;
         }
         ReportFormat::Csv => {
-            let cells = store.cells(id).map_err(store_failure)?;
+            let cells = store.cells(id).map_err(failure)?;
             emit(args.output.as_deref(), &loadlab_output::cells::csv(&cells))?;
         }
     }
@@ -86,57 +87,22 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
 }
 
 /// A run that did not finish is said before its figures, on stderr so that every format's
-/// output keeps its shape: which cells the report covers, and why there are no more.
+/// output keeps its shape.
 pub fn say_unfinished(store: &Store, id: RunId) -> anyhow::Result<()> {
-    let run = store.run(id).map_err(store_failure)?;
-    let why = match run.status {
-        RunStatus::Finished => return Ok(()),
-        RunStatus::Crashed => "crashed: the process that ran it is gone (killed, or the machine \
-                               restarted)"
-            .to_string(),
-        RunStatus::Interrupted => "was interrupted (Ctrl-C)".to_string(),
-        RunStatus::Failed => {
-            format!("failed: {}", run.reason.as_deref().unwrap_or("no reason was stored"))
-        }
-        RunStatus::Running => "is still running".to_string(),
-    };
-    let cells = store.cells(id).map_err(store_failure)?.len();
-    eprintln!("loadlab: run {id} {why}; its {cells} finished cells are shown");
+    if let Some(line) = stored::unfinished(store, id).map_err(failure)? {
+        eprintln!("loadlab: {line}");
+    }
     Ok(())
 }
 
 /// Opens a store that must already exist: reading commands never create one.
 pub fn open_existing(which: &StoreArgs) -> anyhow::Result<Store> {
-    let path = which.path();
-    if !path.exists() {
-        return Err(Failure::Usage(format!(
-            "no store at {} (run `loadlab run` first, or pass --db FILE or --out DIR)",
-            path.display()
-        ))
-        .into());
-    }
-    Store::open(&path).map_err(store_failure)
+    stored::open_existing(&which.path()).map_err(failure)
 }
 
-/// The run asked for, or the latest one; a run the store does not hold is named with the
-/// store's file and the runs it does hold.
+/// The run asked for, or the latest one.
 pub fn pick_run(store: &Store, run: Option<i64>) -> anyhow::Result<RunId> {
-    let held: Vec<i64> = store.runs().map_err(store_failure)?.iter().map(|r| r.id.0).collect();
-    let path = store.path().display();
-    match run {
-        Some(id) if held.contains(&id) => Ok(RunId(id)),
-        Some(id) => Err(Failure::Usage(match (held.first(), held.last()) {
-            (Some(a), Some(b)) => {
-                format!("run {id} is not in {path}, which holds runs {a} to {b}")
-            }
-            _ => format!("run {id} is not in {path}, which holds no run yet"),
-        })
-        .into()),
-        None => store
-            .latest_run()
-            .map_err(store_failure)?
-            .ok_or_else(|| Failure::Usage(format!("{path} holds no run yet")).into()),
-    }
+    stored::pick_run(store, run).map_err(failure)
 }
 
 fn emit(path: Option<&Path>, text: &str) -> anyhow::Result<()> {

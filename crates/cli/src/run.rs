@@ -3,13 +3,11 @@
 
 use std::path::PathBuf;
 
-use crate::exit::{run_failure, suite_failure, INTERNAL, INTERRUPTED, OK, SLO_FAILED};
+use crate::exit::{failure, INTERNAL, INTERRUPTED, OK, SLO_FAILED};
 use crate::load;
 use clap::Args;
-use loadlab_runner::executor::{CellDone, Instance};
-use loadlab_runner::{suite, Events, Measure};
-use loadlab_store::{metric, RunStatus};
-use loadlab_suite::{Cell, Plan};
+use loadlab_output::suite as output;
+use loadlab_runner::{suite, Measure};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -59,42 +57,48 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         repetitions: args.repetitions,
         host: args.host.as_ref().map(ToString::to_string),
     };
-    let (suite, notes) = suite::load(&args.suite, &overrides).map_err(suite_failure)?;
+    let (suite, notes) = suite::load(&args.suite, &overrides).map_err(failure)?;
     for note in notes {
         eprintln!("loadlab: {note}");
     }
     let plan = loadlab_suite::plan(&suite, args.quick);
-    print_plan(&plan)?;
-    suite::check(&plan).map_err(suite_failure)?;
+    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+    output::write_plan(&mut out, &plan)?;
+    suite::check(&plan).map_err(failure)?;
     // Said before anything runs: a plan that cannot answer its question is no surprise later.
     if let Some(line) = loadlab_runner::power::underpowered(&plan) {
         outln!("  note: {line}")?;
     }
     if args.dry_run {
-        print_cells(&plan)?;
+        output::write_cells(&mut out, &plan)?;
         return Ok(OK);
     }
-    suite::check_packages(&suite).map_err(suite_failure)?;
+    suite::check_packages(&suite).map_err(failure)?;
     let remote = suite::remote_stacks(&suite, Box::new(|note| eprintln!("loadlab: {note}")))
         .installing(args.install_packages);
     if !args.install_packages {
-        suite::check_remote_packages(&suite, &remote).map_err(suite_failure)?;
+        suite::check_remote_packages(&suite, &remote).map_err(failure)?;
     }
     let mut started =
-        suite::begin(&suite, &plan, &args.out, args.db.as_deref()).map_err(suite_failure)?;
-    print_started(&started)?;
+        suite::begin(&suite, &plan, &args.out, args.db.as_deref()).map_err(failure)?;
+    output::write_started(&mut out, &mut err, &started)?;
 
     // Stacks come and go inside, and the run's record is closed and reported after: a second
     // Ctrl-C waits for both.
     let _finishing = crate::signals::Finishing::hold();
     let mut measure = crate::progress::measure(false)?;
-    let outcome = suite::execute(&mut started, &plan, &remote, &mut measure, &mut Printer);
+    let outcome = suite::execute(
+        &mut started,
+        &plan,
+        &remote,
+        &mut measure,
+        &mut output::Progress(std::io::stdout()),
+    );
     let stopped = measure.stopped();
-    let finished =
-        suite::finish(&mut started, &outcome, stopped, &args.out).map_err(suite_failure)?;
-    print_end(&started, &plan, &finished)?;
+    let finished = suite::finish(&mut started, &outcome, stopped, &args.out).map_err(failure)?;
+    output::write_end(&mut out, &started, &plan, &finished)?;
     // A failed run exits with its error's code (5 for a verify that failed), said last.
-    outcome.map_err(run_failure)?;
+    outcome.map_err(failure)?;
     Ok(match finished.disposition {
         suite::Disposition::Interrupted => INTERRUPTED,
         suite::Disposition::SloFailed => SLO_FAILED,
@@ -102,136 +106,4 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         // Not reached: a failed run's outcome is its error, returned above.
         suite::Disposition::Failed => INTERNAL,
     })
-}
-
-/// The plan's first lines: its size and duration, and what it skips.
-fn print_plan(plan: &Plan) -> std::io::Result<()> {
-    let estimate = plan.estimate();
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
-    outln!(
-        "suite {}{}: {} cell{} on {}, about {:.1} min",
-        plan.suite,
-        if plan.quick { " (quick)" } else { "" },
-        estimate.cells,
-        plural(estimate.cells),
-        estimate.places(),
-        estimate.total.as_secs_f64() / 60.0
-    )?;
-    for s in &plan.skipped {
-        outln!("  skipped: {} on {}: {}", s.workload, s.stack, s.reason)?;
-    }
-    Ok(())
-}
-
-/// `--dry-run`: every cell of the plan, in the order it would run.
-fn print_cells(plan: &Plan) -> std::io::Result<()> {
-    for cell in &plan.cells {
-        outln!(
-            "  {:>4} rep {} {:<28} {:<14} {}",
-            cell.ordinal,
-            loadlab_report::format::repetition(cell.repetition),
-            cell.stack.label,
-            cell.workload.name,
-            loadlab_runner::executor::load_label(cell)
-        )?;
-    }
-    Ok(())
-}
-
-/// What beginning the run found and where it goes.
-fn print_started(started: &suite::Started) -> std::io::Result<()> {
-    for id in &started.stale {
-        eprintln!("loadlab: removed stale stack instance {id} left by an earlier run");
-    }
-    // Said once: a run whose process died is noticed by the next run into its store.
-    for crashed in &started.crashed {
-        eprintln!(
-            "loadlab: run {} ({}) did not finish: the process that ran it is gone (killed, or the \
-             machine restarted); its {} finished cells are kept (loadlab report {} --db {})",
-            crashed.id,
-            crashed.suite,
-            crashed.cells,
-            crashed.id,
-            started.db.display()
-        );
-    }
-    outln!("run {} into {}", started.run_id, started.db.display())
-}
-
-/// The run's end: how much of it ran, the verdict table, the reports' paths.
-fn print_end(
-    started: &suite::Started,
-    plan: &Plan,
-    finished: &suite::Finished,
-) -> std::io::Result<()> {
-    outln!()?;
-    let (run, done, all) = (started.run_id, finished.cells.len(), plan.cells.len());
-    // Said before the verdict, which covers only what ran.
-    match (finished.status, &finished.reason) {
-        (RunStatus::Interrupted, _) => {
-            outln!("run {run} interrupted: {done} of {all} cells finished and stored")?
-        }
-        (RunStatus::Failed, why) => outln!(
-            "run {run} failed: {done} of {all} cells finished and stored; {}",
-            why.as_deref().unwrap_or("no reason stored")
-        )?,
-        _ => {}
-    }
-    out!("{}", loadlab_report::verdict_table(&finished.verdicts))?;
-    let report = finished.report.display();
-    match &finished.latest {
-        suite::Latest::ThisRun(latest) => {
-            outln!("\nreport: {} (this run's, also kept as {report})", latest.display())
-        }
-        suite::Latest::Earlier { path, shows } => outln!(
-            "\nreport: {report} (partial; {} still shows {})",
-            path.display(),
-            shows.as_deref().unwrap_or("an earlier run's report")
-        ),
-        suite::Latest::None => outln!("\nreport: {report} (partial; no run here has finished)"),
-    }
-}
-
-/// `run`'s progress lines.
-struct Printer;
-
-impl Events for Printer {
-    fn stack_up(&mut self, cell: &Cell, up: &Instance) -> std::io::Result<()> {
-        // An external target is not started: only its answers are checked.
-        let what = match (cell.stack.external_target(), cell.stack.lab_stack()) {
-            (Some(e), _) => format!("{} (external, {}) verified", cell.stack.label, e.url),
-            (None, Some(lab)) if lab.host.is_some() => format!(
-                "{} up on {} as {} at {} and verified",
-                cell.stack.label,
-                lab.host.as_deref().unwrap_or_default(),
-                up.id,
-                up.url
-            ),
-            (None, _) => format!("{} up and verified", cell.stack.label),
-        };
-        outln!(
-            "{what} in {:.2} s ({} checks), repetition {}",
-            up.elapsed.as_secs_f64(),
-            up.checks,
-            loadlab_report::format::repetition(cell.repetition)
-        )
-    }
-
-    fn cell_done(&mut self, d: &CellDone<'_>) -> std::io::Result<()> {
-        let flags: Vec<&str> = d.verdict.findings.iter().map(|f| f.flag.name()).collect();
-        let store_ms = d.stored_in.as_secs_f64() * 1e3;
-        outln!(
-            "{}{:>10.1} req/s  p99 {:>9}  {}  [{}]{}",
-            d.label,
-            d.result.rps(),
-            loadlab_report::format::micros(d.record.metrics[metric::P99_US]),
-            if flags.is_empty() { "ok".to_string() } else { flags.join(",") },
-            d.limited_by.limit.name(),
-            if store_ms > 50.0 { format!("  (stored in {store_ms:.0} ms)") } else { String::new() }
-        )
-    }
-
-    fn cell_interrupted(&mut self, label: &str) -> std::io::Result<()> {
-        outln!("{label}interrupted")
-    }
 }

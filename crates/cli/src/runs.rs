@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use crate::exit::store_failure;
+use crate::exit::failure;
 use crate::exit::OK;
 use crate::report_cmd::open_existing;
 
@@ -17,7 +17,7 @@ pub struct RunsArgs {
 
 pub fn run(args: RunsArgs) -> anyhow::Result<u8> {
     let store = open_existing(&args.store)?;
-    let runs = store.runs().map_err(store_failure)?;
+    let runs = store.runs().map_err(failure)?;
     if args.json {
         // Times as Unix seconds and as text, not serde's raw SystemTime structure.
         let unix = |t: std::time::SystemTime| {

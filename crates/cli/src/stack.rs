@@ -13,7 +13,7 @@ use loadlab_remote::Host;
 use loadlab_runner::stack::{self as runner, Down};
 use serde_json::json;
 
-use crate::exit::{lab_failure, stack_failure, Failure, OK};
+use crate::exit::{failure, Failure, OK};
 use crate::units::parse_duration;
 use crate::{remote, signals};
 
@@ -189,7 +189,7 @@ struct UpArgs {
 }
 
 pub fn run(args: StackArgs) -> anyhow::Result<u8> {
-    let lab = Lab::from_env().map_err(lab_failure)?;
+    let lab = Lab::from_env().map_err(failure)?;
     match args.command {
         StackCommand::List { json } => list(&lab, json),
         StackCommand::Up(up_args) => match &up_args.host {
@@ -217,7 +217,7 @@ pub fn run(args: StackArgs) -> anyhow::Result<u8> {
 }
 
 fn list(lab: &Lab, json: bool) -> anyhow::Result<u8> {
-    let instances = lab.instances().map_err(lab_failure)?;
+    let instances = lab.instances().map_err(failure)?;
     let held = remote::held(lab)?;
     let mut out = std::io::stdout().lock();
     if json {
@@ -238,14 +238,14 @@ fn list(lab: &Lab, json: bool) -> anyhow::Result<u8> {
 }
 
 fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
-    let stack = loadlab_lab::stack(&args.name).map_err(lab_failure)?;
+    let stack = loadlab_lab::stack(&args.name).map_err(failure)?;
     let knobs = knobs(&args)?;
     // On stderr, so that --json stays one document (and a session's stdout its events).
     let mut note = |said: &str| {
         let _ = std::io::stderr().write_all(said.as_bytes());
     };
     if args.install_packages {
-        runner::install_packages(stack, &knobs, &mut note).map_err(stack_failure)?;
+        runner::install_packages(stack, &knobs, &mut note).map_err(failure)?;
     }
     let control = signals::control()?;
     let cancel = || signals::interrupted(&control);
@@ -255,12 +255,12 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
         let mut say = |event: &Event| say(event);
         let instance = output::up_json;
         runner::session(lab, stack, &knobs, instance, &cancel, &mut note, &mut say)
-            .map_err(stack_failure)?;
+            .map_err(failure)?;
         return Ok(OK);
     }
     let mut print = |record: &Record, up: &Up| print_up(record, up, &args);
     runner::up(lab, stack, &knobs, args.foreground, &cancel, &mut note, &mut print)
-        .map_err(stack_failure)?;
+        .map_err(failure)?;
     Ok(OK)
 }
 
@@ -287,13 +287,13 @@ fn knobs(args: &UpArgs) -> anyhow::Result<Knobs> {
             .as_deref()
             .map(own::Config::read)
             .transpose()
-            .map_err(|e| Failure::Usage(format!("--config: {e}")))?,
+            .map_err(|e| Failure::usage(format!("--config: {e}")))?,
         docroot: args
             .docroot
             .as_deref()
             .map(own::read_docroot)
             .transpose()
-            .map_err(|e| Failure::Usage(format!("--docroot: {e}")))?,
+            .map_err(|e| Failure::usage(format!("--docroot: {e}")))?,
     })
 }
 
@@ -315,7 +315,7 @@ fn print_up(record: &Record, up: &Up, args: &UpArgs) -> std::io::Result<()> {
 }
 
 fn verify(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
-    let report = lab.verify(id).map_err(lab_failure)?;
+    let report = lab.verify(id).map_err(failure)?;
     if json {
         writeln!(
             std::io::stdout(),
@@ -323,13 +323,10 @@ fn verify(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
             json!({ "id": id, "ok": report.ok(), "checks": report.checks })
         )?;
     } else {
-        for check in &report.checks {
-            let mark = if check.ok { "ok  " } else { "FAIL" };
-            writeln!(std::io::stdout(), "{mark} {:<12} {}", check.workload, check.detail)?;
-        }
+        output::write_checks(&mut std::io::stdout().lock(), &report.checks)?;
     }
     match report.error() {
-        Some(e) if !json => Err(lab_failure(e)),
+        Some(e) if !json => Err(failure(e)),
         Some(_) => Ok(crate::exit::STACK_FAILED),
         None => Ok(OK),
     }
@@ -354,43 +351,22 @@ fn sample(
             tiers.join(", ")
         )
     };
-    let samples = runner::sample(lab, id, duration, interval, &cancel, &mut started)
-        .map_err(stack_failure)?;
+    let samples =
+        runner::sample(lab, id, duration, interval, &cancel, &mut started).map_err(failure)?;
     if json {
         writeln!(std::io::stdout(), "{:#}", json!({ "id": id, "samples": samples }))?;
         return Ok(OK);
     }
     let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{:>7} {:<11} {:>7} {:>7} {:>10} {:>5} {:>6} {:>5}",
-        "t", "tier", "user%", "sys%", "rss", "procs", "cpu%", "load1"
-    )?;
-    for s in &samples {
-        for t in &s.tiers {
-            let (busy, load) = s.machine.as_ref().map_or((0.0, 0.0), |m| (m.cpu_busy_pct, m.load1));
-            writeln!(
-                out,
-                "{:>6.1}s {:<11} {:>7.1} {:>7.1} {:>10} {:>5} {:>6.1} {:>5.2}",
-                s.t_ms as f64 / 1000.0,
-                t.tier,
-                t.cpu_user_pct,
-                t.cpu_sys_pct,
-                loadlab_stats::format::bytes(t.rss_bytes as f64),
-                t.processes,
-                busy,
-                load
-            )?;
-        }
-    }
+    output::write_samples(&mut out, &samples)?;
     Ok(OK)
 }
 
 fn show(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
-    let record = lab.record(id).map_err(lab_failure)?;
-    let captured = lab.capture(id).map_err(lab_failure)?;
+    let record = lab.record(id).map_err(failure)?;
+    let captured = lab.capture(id).map_err(failure)?;
     if json {
-        let tls = lab.tls_settings(id).map_err(lab_failure)?;
+        let tls = lab.tls_settings(id).map_err(failure)?;
         let value = json!({ "instance": record, "tls": tls, "captured": captured });
         writeln!(std::io::stdout(), "{value:#}")?;
         return Ok(OK);
@@ -404,7 +380,7 @@ fn show(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
 
 fn down(lab: &Lab, id: Option<String>, all: bool, host: Option<&Host>) -> anyhow::Result<u8> {
     let mut released = |held: &Held| outln!("{} down on {}", held.id, held.host);
-    match runner::down(lab, id.as_deref(), all, host, &mut released).map_err(stack_failure)? {
+    match runner::down(lab, id.as_deref(), all, host, &mut released).map_err(failure)? {
         Down::Released => Ok(OK),
         Down::Elsewhere => remote::pass_through(host.expect("only with --host")),
         Down::Local(ids) => {

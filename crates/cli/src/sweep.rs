@@ -101,7 +101,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     // Ctrl-C is ours from the start: one that comes during the pre-flight checks ends the
     // sweep with its (empty) knee, as one during a step does, not by the default signal.
     crate::signals::control()?;
-    let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
+    let usage = |m: String| anyhow::Error::new(Failure::usage(m));
     // The request flags are bench's, and so are the habits they may hide (h2load's -m); each
     // step has its duration, so -t is never ab's time limit here.
     let typed = loadlab_runner::habits::Typed {
@@ -127,7 +127,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     }
     table.line(&output::header())?;
     let outcome = run_sweep(&plan, &mut measure, &mut |step| table.line(&output::row(step)))
-        .map_err(crate::exit::run_failure)?;
+        .map_err(crate::exit::failure)?;
     table.line("")?;
     for line in output::knees(&outcome.knees) {
         table.line(&line)?;
@@ -160,8 +160,9 @@ fn targets(args: &SweepArgs, measure: &mut dyn Measure) -> anyhow::Result<Vec<Sw
             (Some(n), _) => Stop::Count(n),
             (None, d) => Stop::Duration(d.unwrap_or(Duration::from_secs(10))),
         };
-        config.pacing = args.schedule.pacing(1.0, None);
-        config.coalesce = args.schedule.coalesce;
+        let schedule = args.schedule.schedule();
+        config.pacing = schedule.pacing(1.0, None);
+        config.coalesce = schedule.coalesce;
         let policy = args.request.over_capacity.into();
         let (addr, capped) = loadlab_runner::bench::prepare(&mut config, policy, measure)
             .map_err(load::bench_failure)?;

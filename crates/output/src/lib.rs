@@ -7,6 +7,7 @@
 //!   its latency spectrum and interval log as files.
 //! - [`sweep`]: the sweep's table, its knee lines and autobench's CSV.
 //! - [`stack`]: the lab's stacks and instances, as `stack list` and `stack up` show them.
+//! - [`suite`]: `loadlab run`'s plan, progress lines and end.
 //! - [`doctor`]: doctor's findings as text and JSON.
 //! - [`cells`]: a stored run's cells as CSV.
 
@@ -14,4 +15,5 @@ pub mod bench;
 pub mod cells;
 pub mod doctor;
 pub mod stack;
+pub mod suite;
 pub mod sweep;

@@ -3,7 +3,8 @@
 
 use std::io::{self, Write};
 
-use loadlab_lab::{Health, Knobs, Record, Up};
+use loadlab_lab::verify::Check;
+use loadlab_lab::{Health, Knobs, Record, Sample, Up};
 use serde_json::{json, Value};
 
 /// `stack list --json`: the built-in stacks and the instances.
@@ -178,6 +179,42 @@ pub fn write_up(out: &mut dyn Write, record: &Record, up: &Up, foreground: bool)
         if !foreground {
             writeln!(out, "stop it with: loadlab stack down {}", record.id)?;
         }
+    }
+    Ok(())
+}
+
+/// `stack sample`'s table: each sample's tiers, with the machine's busy CPU and load.
+pub fn write_samples(out: &mut dyn Write, samples: &[Sample]) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:>7} {:<11} {:>7} {:>7} {:>10} {:>5} {:>6} {:>5}",
+        "t", "tier", "user%", "sys%", "rss", "procs", "cpu%", "load1"
+    )?;
+    for s in samples {
+        for t in &s.tiers {
+            let (busy, load) = s.machine.as_ref().map_or((0.0, 0.0), |m| (m.cpu_busy_pct, m.load1));
+            writeln!(
+                out,
+                "{:>6.1}s {:<11} {:>7.1} {:>7.1} {:>10} {:>5} {:>6.1} {:>5.2}",
+                s.t_ms as f64 / 1000.0,
+                t.tier,
+                t.cpu_user_pct,
+                t.cpu_sys_pct,
+                loadlab_stats::format::bytes(t.rss_bytes as f64),
+                t.processes,
+                busy,
+                load
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `stack verify`'s lines: each check, ok or FAIL, with its workload and what was seen.
+pub fn write_checks(out: &mut dyn Write, checks: &[Check]) -> io::Result<()> {
+    for check in checks {
+        let mark = if check.ok { "ok  " } else { "FAIL" };
+        writeln!(out, "{mark} {:<12} {}", check.workload, check.detail)?;
     }
     Ok(())
 }

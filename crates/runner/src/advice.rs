@@ -32,6 +32,20 @@ fn same_authority(url: &str, authority: &str) -> bool {
     norm(at) == norm(authority)
 }
 
+/// A bench's error with [`lab_ca`]'s advice, the instances read from this user's lab (as
+/// `StateDir::from_env` finds it).
+pub fn bench_with_lab_ca(e: crate::bench::BenchError) -> crate::bench::BenchError {
+    use crate::bench::BenchError;
+    let instances = || {
+        let lab = loadlab_lab::Lab::from_env().and_then(|lab| lab.instances());
+        lab.map(|all| all.into_iter().map(|(r, _)| r).collect()).unwrap_or_default()
+    };
+    match e {
+        BenchError::Engine(e) => BenchError::Engine(lab_ca(e, instances)),
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -123,6 +123,45 @@ fn ab(t: &Typed) -> Result<(), String> {
     ))
 }
 
+/// Flags that ab's, wrk's and httperf's users type out of habit and that loadlab does anyway,
+/// as given: accepted, with a note on what loadlab does instead, rather than refused.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Anyway {
+    /// ab's -k.
+    pub keepalive: bool,
+    /// ab's -l.
+    pub variable_length: bool,
+    /// ab's -r.
+    pub keep_going: bool,
+    /// wrk's --latency.
+    pub latency: bool,
+    /// httperf's --hog.
+    pub hog: bool,
+}
+
+impl Anyway {
+    /// What each habit flag given does here.
+    pub fn notes(&self) -> Vec<&'static str> {
+        [
+            (self.keepalive, "-k: keep-alive is already on (--no-keepalive turns it off)"),
+            (
+                self.variable_length,
+                "-l: a varying response length is never a failure here (it is a note)",
+            ),
+            (self.keep_going, "-r: socket errors never stop a run here (they are counted)"),
+            (self.latency, "--latency: the latency percentiles are always printed"),
+            (
+                self.hog,
+                "--hog: connections take any local port of net.ipv4.ip_local_port_range \
+                 (--source-ips gives more)",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(given, note)| given.then_some(note))
+        .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,11 +14,14 @@
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
 //! - [`lost`]: a cell stopped at once when its stack goes out of reach (a lab host lost).
+//! - [`class`]: which class of failure (and so exit code) each library error is.
+//! - [`merge`]: agents' interval logs read, added and written as one.
 //! - [`capacity`]: whether a run's connections fit the client's descriptors, ports, memory.
 //! - [`habits`]: other tools' flags on a `bench` line, refused where loadlab would read them
 //!   as another test.
 //! - [`doctor`]: what `doctor` finds of the machine and the lab, and what to change.
 //! - [`slo`]: the SLO gate's figures from a run's result.
+//! - [`stored`]: the store and run that `report`, `runs` and `compare` read.
 //! - [`stack`]: `loadlab stack`'s sequences: up held or detached, the remote end of a
 //!   `--host` session, sampling, and which way a `stack down` goes.
 //!
@@ -30,15 +33,18 @@ pub mod advice;
 pub mod bench;
 pub mod capacity;
 pub mod cell;
+pub mod class;
 pub mod doctor;
 pub mod executor;
 pub mod habits;
 pub mod limit;
 pub mod lost;
+pub mod merge;
 pub mod power;
 pub mod remote;
 pub mod slo;
 pub mod stack;
+pub mod stored;
 pub mod suite;
 pub mod sweep;
 pub mod trust;

@@ -19,6 +19,7 @@ use base64::Engine as _;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
+use serde::Serialize;
 
 use crate::interval_log::{begin, put};
 use crate::recorder::Totals;
@@ -39,6 +40,43 @@ pub enum MergeError {
     Misaligned { file: String, other: String, what: String },
     #[error("no interval in any of the logs")]
     Empty,
+}
+
+impl MergeError {
+    /// Logs that were read but cannot be added (their settings or seconds differ), as against
+    /// input that is not a log at all.
+    pub fn unmergeable(&self) -> bool {
+        matches!(self, MergeError::Settings { .. } | MergeError::Misaligned { .. })
+    }
+}
+
+/// The figures of a merged test, under bench's JSON names for the same figures (what
+/// `loadlab merge --format json` prints).
+#[derive(Debug, Serialize)]
+pub struct Figures {
+    pub files: Vec<String>,
+    /// When the merged test's first interval began, seconds since the epoch.
+    pub start_unix_s: f64,
+    pub interval_s: f64,
+    /// Intervals from the first to the last (with or without requests).
+    pub intervals: u64,
+    /// Corrected latency in the open loop (from each request's due time); the only latency of
+    /// the closed loop.
+    pub latency_us: Option<RecorderSummary>,
+    /// Open loop only: from when each request was sent.
+    pub service_time_us: Option<RecorderSummary>,
+    /// Per interval and tag: its index, count, p50 and p99.
+    pub per_interval: Vec<IntervalFigures>,
+}
+
+/// One interval of one tag in [`Figures`].
+#[derive(Debug, Serialize)]
+pub struct IntervalFigures {
+    pub index: u64,
+    pub tag: Option<String>,
+    pub count: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
 }
 
 /// One interval of a log, its histogram decoded.
@@ -209,6 +247,33 @@ impl Merged {
     /// When the merged test's first interval began.
     pub fn start(&self) -> SystemTime {
         UNIX_EPOCH + self.base
+    }
+
+    /// The figures of the merged test: each tag's intervals added, and each interval's own.
+    /// bench's tags: the open loop writes "corrected" and "uncorrected", the closed loop one
+    /// untagged latency.
+    pub fn figures(&self, files: Vec<String>) -> Figures {
+        let total = |tag: Option<&str>| self.total(tag).map(|h| summary(&h));
+        let per_interval = self
+            .intervals
+            .iter()
+            .map(|((index, tag), h)| IntervalFigures {
+                index: *index,
+                tag: tag.clone(),
+                count: h.len(),
+                p50_us: h.value_at_quantile(0.5),
+                p99_us: h.value_at_quantile(0.99),
+            })
+            .collect();
+        Figures {
+            files,
+            start_unix_s: self.base.as_secs_f64(),
+            interval_s: self.length.as_secs_f64(),
+            intervals: self.span(),
+            latency_us: total(Some("corrected")).or_else(|| total(None)),
+            service_time_us: total(Some("uncorrected")),
+            per_interval,
+        }
     }
 }
 

@@ -5,10 +5,11 @@ mod ab;
 mod csv;
 mod httperf;
 mod json;
+mod merged;
 mod text;
 
-/// The latency table's head and rows, for `loadlab merge`, which prints bench's table.
-pub use text::{latency_header, percentiles as latency_row};
+/// `loadlab merge`'s text, bench's latency table of the added logs.
+pub use merged::write_merged;
 
 use std::io::{self, Write};
 use std::path::Path;

@@ -1,0 +1,156 @@
+//! `loadlab run`'s lines: the plan, its cells (`--dry-run`), where the run goes, each stack
+//! and cell as they finish, and the run's end with its verdict table and reports.
+
+use std::io::{self, Write};
+
+use loadlab_runner::executor::{CellDone, Instance};
+use loadlab_runner::{suite, Events};
+use loadlab_store::{metric, RunStatus};
+use loadlab_suite::{Cell, Plan};
+
+/// The plan's first lines: its size and duration, and what it skips.
+pub fn write_plan(out: &mut dyn Write, plan: &Plan) -> io::Result<()> {
+    let estimate = plan.estimate();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    writeln!(
+        out,
+        "suite {}{}: {} cell{} on {}, about {:.1} min",
+        plan.suite,
+        if plan.quick { " (quick)" } else { "" },
+        estimate.cells,
+        plural(estimate.cells),
+        estimate.places(),
+        estimate.total.as_secs_f64() / 60.0
+    )?;
+    for s in &plan.skipped {
+        writeln!(out, "  skipped: {} on {}: {}", s.workload, s.stack, s.reason)?;
+    }
+    Ok(())
+}
+
+/// `--dry-run`: every cell of the plan, in the order it would run.
+pub fn write_cells(out: &mut dyn Write, plan: &Plan) -> io::Result<()> {
+    for cell in &plan.cells {
+        writeln!(
+            out,
+            "  {:>4} rep {} {:<28} {:<14} {}",
+            cell.ordinal,
+            loadlab_report::format::repetition(cell.repetition),
+            cell.stack.label,
+            cell.workload.name,
+            loadlab_runner::executor::load_label(cell)
+        )?;
+    }
+    Ok(())
+}
+
+/// What beginning the run found (on `err`: stale instances removed, crashed runs) and where
+/// it goes.
+pub fn write_started(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    started: &suite::Started,
+) -> io::Result<()> {
+    for id in &started.stale {
+        writeln!(err, "loadlab: removed stale stack instance {id} left by an earlier run")?;
+    }
+    // Said once: a run whose process died is noticed by the next run into its store.
+    for crashed in &started.crashed {
+        writeln!(
+            err,
+            "loadlab: run {} ({}) did not finish: the process that ran it is gone (killed, or the \
+             machine restarted); its {} finished cells are kept (loadlab report {} --db {})",
+            crashed.id,
+            crashed.suite,
+            crashed.cells,
+            crashed.id,
+            started.db.display()
+        )?;
+    }
+    writeln!(out, "run {} into {}", started.run_id, started.db.display())
+}
+
+/// The run's end: how much of it ran, the verdict table, the reports' paths.
+pub fn write_end(
+    out: &mut dyn Write,
+    started: &suite::Started,
+    plan: &Plan,
+    finished: &suite::Finished,
+) -> std::io::Result<()> {
+    writeln!(out)?;
+    let (run, done, all) = (started.run_id, finished.cells.len(), plan.cells.len());
+    // Said before the verdict, which covers only what ran.
+    match (finished.status, &finished.reason) {
+        (RunStatus::Interrupted, _) => {
+            writeln!(out, "run {run} interrupted: {done} of {all} cells finished and stored")?
+        }
+        (RunStatus::Failed, why) => writeln!(
+            out,
+            "run {run} failed: {done} of {all} cells finished and stored; {}",
+            why.as_deref().unwrap_or("no reason stored")
+        )?,
+        _ => {}
+    }
+    write!(out, "{}", loadlab_report::verdict_table(&finished.verdicts))?;
+    let report = finished.report.display();
+    match &finished.latest {
+        suite::Latest::ThisRun(latest) => {
+            writeln!(out, "\nreport: {} (this run's, also kept as {report})", latest.display())
+        }
+        suite::Latest::Earlier { path, shows } => writeln!(
+            out,
+            "\nreport: {report} (partial; {} still shows {})",
+            path.display(),
+            shows.as_deref().unwrap_or("an earlier run's report")
+        ),
+        suite::Latest::None => {
+            writeln!(out, "\nreport: {report} (partial; no run here has finished)")
+        }
+    }
+}
+
+/// `run`'s progress lines, as its cells go.
+pub struct Progress<W: Write>(pub W);
+
+impl<W: Write> Events for Progress<W> {
+    fn stack_up(&mut self, cell: &Cell, up: &Instance) -> std::io::Result<()> {
+        // An external target is not started: only its answers are checked.
+        let what = match (cell.stack.external_target(), cell.stack.lab_stack()) {
+            (Some(e), _) => format!("{} (external, {}) verified", cell.stack.label, e.url),
+            (None, Some(lab)) if lab.host.is_some() => format!(
+                "{} up on {} as {} at {} and verified",
+                cell.stack.label,
+                lab.host.as_deref().unwrap_or_default(),
+                up.id,
+                up.url
+            ),
+            (None, _) => format!("{} up and verified", cell.stack.label),
+        };
+        writeln!(
+            self.0,
+            "{what} in {:.2} s ({} checks), repetition {}",
+            up.elapsed.as_secs_f64(),
+            up.checks,
+            loadlab_report::format::repetition(cell.repetition)
+        )
+    }
+
+    fn cell_done(&mut self, d: &CellDone<'_>) -> std::io::Result<()> {
+        let flags: Vec<&str> = d.verdict.findings.iter().map(|f| f.flag.name()).collect();
+        let store_ms = d.stored_in.as_secs_f64() * 1e3;
+        writeln!(
+            self.0,
+            "{}{:>10.1} req/s  p99 {:>9}  {}  [{}]{}",
+            d.label,
+            d.result.rps(),
+            loadlab_report::format::micros(d.record.metrics[metric::P99_US]),
+            if flags.is_empty() { "ok".to_string() } else { flags.join(",") },
+            d.limited_by.limit.name(),
+            if store_ms > 50.0 { format!("  (stored in {store_ms:.0} ms)") } else { String::new() }
+        )
+    }
+
+    fn cell_interrupted(&mut self, label: &str) -> std::io::Result<()> {
+        writeln!(self.0, "{label}interrupted")
+    }
+}

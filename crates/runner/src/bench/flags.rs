@@ -1,0 +1,485 @@
+//! The flags of `bench` and `sweep` as typed (the command line parses them): each request and
+//! connection, the load model and stop condition, what is sent beyond one URL; made into the
+//! engine's configuration with everything that can be checked checked before a byte is sent,
+//! each refusal naming its flag.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use loadlab_engine::{
+    input, sys, Arrival, BenchConfig, EngineError, Order, Pacing, Replay, RequestSpec, Stop,
+    Target, Traffic, Validation,
+};
+
+/// A flag's value the user has to change, or the engine's refusal of what they made.
+#[derive(Debug, thiserror::Error)]
+pub enum FlagError {
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Engine(EngineError),
+}
+
+/// The request, connection and client flags, as typed.
+#[derive(Debug, Clone, Default)]
+pub struct RequestFlags {
+    /// `-t`: worker threads [default: CPUs available, or one per CPU of `pin`].
+    pub threads: Option<usize>,
+    /// `--pin`: CPUs (a list such as 0,2-3) for the workers, round-robin.
+    pub pin: Option<String>,
+    /// Not `--no-keepalive`.
+    pub keepalive: bool,
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub warmup: Duration,
+    pub seed: u64,
+    /// `--source-ips`: a range or a list.
+    pub source_ips: Option<String>,
+    pub unix_socket: Option<PathBuf>,
+    /// `--http2` with its `--streams`.
+    pub http2_streams: Option<usize>,
+    pub insecure: bool,
+    pub cacert: Option<PathBuf>,
+    /// Not `--no-tls-resume`.
+    pub tls_resume: bool,
+    /// "1.2" or "1.3".
+    pub tls_version: Option<String>,
+    /// ab's -i: HEAD.
+    pub head: bool,
+    pub method: String,
+    /// `-H`, "Name: value" each.
+    pub headers: Vec<String>,
+    /// ab's -C, NAME=VALUE each.
+    pub cookies: Vec<String>,
+    /// ab's -A, USER:PASSWORD.
+    pub basic_auth: Option<String>,
+    pub body: Option<PathBuf>,
+    pub body_string: Option<String>,
+    /// ab's -p and -u.
+    pub post_file: Option<PathBuf>,
+    pub put_file: Option<PathBuf>,
+    /// ab's -T.
+    pub content_type: Option<String>,
+    pub expect_status: Option<String>,
+    pub expect_body_sha256: Option<String>,
+    pub expect_contains: Option<String>,
+}
+
+impl RequestFlags {
+    /// A configuration for `url` with everything but the load model and the stop condition.
+    pub fn config(&self, url: &str) -> Result<BenchConfig, FlagError> {
+        let target = Target::parse(url).map_err(FlagError::Engine)?;
+        let mut config = BenchConfig::new(target);
+        let cpus = sys::allowed_cpus();
+        config.threads = self.threads.unwrap_or(cpus.len()).max(1);
+        if let Some(pin) = &self.pin {
+            config.pin = pin
+                .parse::<loadlab_lab::CpuList>()
+                .map_err(|e| FlagError::Usage(format!("--pin: {e}")))?
+                .0;
+            if let Some(bad) = config.pin.iter().find(|c| !cpus.contains(c)) {
+                return Err(FlagError::Usage(format!(
+                    "--pin: CPU {bad} is not available (allowed: {cpus:?})"
+                )));
+            }
+            // Pinned, the workers have the listed CPUs only: one worker per CPU unless -t says
+            // otherwise (two workers on one CPU would only take turns on it).
+            if self.threads.is_none() {
+                config.threads = config.pin.len().max(1);
+            }
+        }
+        config.keepalive = self.keepalive;
+        config.timeout = self.timeout;
+        config.connect_timeout = self.connect_timeout;
+        config.warmup = self.warmup;
+        config.seed = self.seed;
+        if let Some(s) = &self.source_ips {
+            config.source_ips = parse_ip_list(s).map_err(FlagError::Usage)?;
+        }
+        config.unix_socket.clone_from(&self.unix_socket);
+        if let Some(streams) = self.http2_streams {
+            config.protocol = loadlab_engine::Protocol::Http2 { streams };
+        }
+        config.tls = loadlab_engine::TlsOptions {
+            insecure: self.insecure,
+            cacert: self.cacert.clone(),
+            resume: self.tls_resume,
+            version: self.tls_version.as_deref().map(|v| match v {
+                "1.2" => loadlab_engine::TlsVersion::Tls12,
+                _ => loadlab_engine::TlsVersion::Tls13,
+            }),
+        };
+        if config.target.tls && config.unix_socket.is_some() {
+            return Err(FlagError::Usage("https:// over --unix-socket is not supported".into()));
+        }
+
+        config.request = self.request()?;
+        config.validation = self.validation()?;
+        Ok(config)
+    }
+
+    /// The request: method, headers (ab's -C, -A and -T among them) and body.
+    fn request(&self) -> Result<RequestSpec, FlagError> {
+        let method = if self.head { "HEAD".to_string() } else { self.method.clone() };
+        let mut request = RequestSpec { method, ..RequestSpec::default() };
+        for h in &self.headers {
+            request.headers.push(RequestSpec::parse_header(h).map_err(FlagError::Engine)?);
+        }
+        for (flag, header) in self.ab_headers().map_err(FlagError::Usage)? {
+            if request.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(&header.0)) {
+                return Err(FlagError::Usage(format!(
+                    "{flag} and -H '{}: ...' both set the {} header: give it one way",
+                    header.0, header.0
+                )));
+            }
+            request.headers.push(header);
+        }
+        if let Some(t) = &self.content_type {
+            let header = format!("Content-Type: {t}");
+            request.headers.push(RequestSpec::parse_header(&header).map_err(FlagError::Engine)?);
+        }
+        // ab's -p and -u say the method as well as the body; an explicit -m still wins.
+        let ab_body = [("-p", &self.post_file, "POST"), ("-u", &self.put_file, "PUT")];
+        let body_file =
+            ab_body.into_iter().find_map(|(flag, f, m)| f.as_ref().map(|f| (flag, f, m)));
+        if let Some((flag, path, method)) = body_file {
+            if self.method == "GET" {
+                request.method = method.to_string();
+            }
+            request.body = std::fs::read(path)
+                .map_err(|e| FlagError::Usage(format!("{flag} {}: {e}", path.display())))?;
+        } else if let Some(path) = &self.body {
+            request.body = std::fs::read(path)
+                .map_err(|e| FlagError::Usage(format!("--body {}: {e}", path.display())))?;
+        } else if let Some(s) = &self.body_string {
+            request.body = s.as_bytes().to_vec();
+        }
+        Ok(request)
+    }
+
+    /// What a response must be to count as completed (--expect-*).
+    fn validation(&self) -> Result<Validation, FlagError> {
+        let mut v = Validation::default();
+        if let Some(s) = &self.expect_status {
+            v.status = Validation::parse_status(s)
+                .map_err(|e| FlagError::Usage(format!("--expect-status: {e}")))?;
+        }
+        if let Some(s) = &self.expect_body_sha256 {
+            v.body_sha256 = Some(
+                Validation::parse_sha256(s)
+                    .map_err(|e| FlagError::Usage(format!("--expect-body-sha256: {e}")))?,
+            );
+        }
+        if let Some(s) = &self.expect_contains {
+            if s.is_empty() {
+                return Err(FlagError::Usage(
+                    "--expect-contains: the text must not be empty".into(),
+                ));
+            }
+            v.body_contains = Some(s.as_bytes().to_vec());
+        }
+        Ok(v)
+    }
+}
+
+/// A header one of ab's flags sets, with the flag (for messages).
+type FlagHeader = (&'static str, (String, String));
+
+impl RequestFlags {
+    /// The headers of ab's -C (one Cookie header: RFC 6265 section 5.4 lets a client send
+    /// only one, its pairs joined with "; "; ab itself keeps only the last -C) and -A (Basic
+    /// authentication, RFC 7617: "user:password" in Base64), each with its flag.
+    fn ab_headers(&self) -> Result<Vec<FlagHeader>, String> {
+        use base64::Engine as _;
+        let mut out = Vec::new();
+        if !self.cookies.is_empty() {
+            for c in &self.cookies {
+                let name = c.split_once('=').map_or("", |(n, _)| n.trim());
+                if name.is_empty() || c.contains([';', '\r', '\n']) {
+                    return Err(format!("-C {c:?}: a cookie is NAME=VALUE (e.g. -C session=abc)"));
+                }
+            }
+            out.push(("-C", ("Cookie".to_string(), self.cookies.join("; "))));
+        }
+        if let Some(auth) = &self.basic_auth {
+            // As ab, leading blanks are not part of the user name.
+            let auth = auth.trim_start();
+            if !auth.contains(':') || auth.contains(['\r', '\n']) {
+                return Err(format!("-A {auth:?}: write USER:PASSWORD (e.g. -A admin:secret)"));
+            }
+            let encoded = base64::engine::general_purpose::STANDARD.encode(auth);
+            out.push(("-A", ("Authorization".to_string(), format!("Basic {encoded}"))));
+        }
+        Ok(out)
+    }
+}
+
+/// Parses `127.0.0.1-127.0.0.16` (an IPv4 range) or a comma-separated list of addresses.
+pub fn parse_ip_list(s: &str) -> Result<Vec<IpAddr>, String> {
+    let bad = |p: &str| format!("--source-ips: invalid address {p:?} in {s:?}");
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        if let Some((a, b)) = part.split_once('-') {
+            let a: std::net::Ipv4Addr = a.trim().parse().map_err(|_| bad(a))?;
+            let b: std::net::Ipv4Addr = b.trim().parse().map_err(|_| bad(b))?;
+            let (a, b) = (u32::from(a), u32::from(b));
+            if a > b || b - a >= 65_536 {
+                return Err(format!("--source-ips: range {part:?} is empty or too large"));
+            }
+            out.extend((a..=b).map(|ip| IpAddr::V4(ip.into())));
+        } else {
+            out.push(part.parse().map_err(|_| bad(part))?);
+        }
+    }
+    Ok(out)
+}
+
+/// How scheduled load (open loop and sessions) is spaced and bounded, for `bench` and `sweep`.
+#[derive(Debug, Clone, Copy)]
+pub struct Schedule {
+    pub arrival: Arrival,
+    /// Connections may grow up to this many rather than the rate silently dropping.
+    pub max_connections: usize,
+    /// `--coalesce`: the send wake-ups' grid step (zero: each arrival at its own due time).
+    pub coalesce: Duration,
+}
+
+impl Schedule {
+    /// Arrivals at `rate` per second: single requests, or sessions of `calls` requests.
+    pub fn pacing(&self, rate: f64, calls: Option<u32>) -> Pacing {
+        let (arrival, max_connections) = (self.arrival, self.max_connections);
+        match calls {
+            Some(calls) => Pacing::Sessions { rate, arrival, calls, max_connections },
+            None => Pacing::Open { rate, arrival, max_connections },
+        }
+    }
+}
+
+/// `bench`'s load model and stop condition, as typed.
+#[derive(Debug, Clone)]
+pub struct LoadFlags {
+    /// `-c` [default: 10].
+    pub connections: Option<usize>,
+    /// `-n`.
+    pub requests: Option<u64>,
+    /// `-d` [default, with no count: 10 s].
+    pub duration: Option<Duration>,
+    /// `--rate`: the open loop.
+    pub rate: Option<f64>,
+    /// `--conn-rate`: sessions, each of `calls_per_conn` requests [default: 1].
+    pub conn_rate: Option<f64>,
+    pub calls_per_conn: Option<u32>,
+    /// `--conns`: sessions in all.
+    pub conns: Option<u64>,
+    pub schedule: Schedule,
+    pub traffic: TrafficFlags,
+}
+
+/// The closed loop's connections when -c is not given.
+pub const DEFAULT_CONNECTIONS: usize = 10;
+
+impl LoadFlags {
+    /// `bench URL`'s configuration: `request`'s, with this load model and stop condition and
+    /// what is sent beyond one URL, checked as a whole before a byte is sent.
+    pub fn config(&self, request: &RequestFlags, url: &str) -> Result<BenchConfig, FlagError> {
+        let mut config = request.config(url)?;
+        config.pacing = match (self.rate, self.conn_rate) {
+            (Some(rate), _) => self.schedule.pacing(rate, None),
+            (None, Some(rate)) => {
+                self.schedule.pacing(rate, Some(self.calls_per_conn.unwrap_or(1)))
+            }
+            // A replay is an open loop; its rate, the log's, is set once the log is read.
+            (None, None) if self.traffic.replaying() => self.schedule.pacing(1.0, None),
+            (None, None) => Pacing::Closed,
+        };
+        config.coalesce = self.schedule.coalesce;
+        let connections = self.connections.unwrap_or(DEFAULT_CONNECTIONS);
+        config.connections = connections;
+        if config.pacing == Pacing::Closed {
+            match request.threads {
+                Some(t) if t > connections => {
+                    return Err(FlagError::Usage(format!(
+                        "--threads {t} is more than --connections {connections}: each thread \
+                         needs a connection"
+                    )))
+                }
+                Some(_) => {}
+                None => config.threads = config.threads.min(connections.max(1)),
+            }
+        }
+        config.stop = match (self.requests, self.conns, self.duration) {
+            (Some(n), _, _) | (None, Some(n), _) => Stop::Count(n),
+            (None, None, Some(d)) => Stop::Duration(d),
+            (None, None, None) => Stop::Duration(Duration::from_secs(10)),
+        };
+        self.traffic.apply(&mut config, self.rate, self.requests)?;
+        config.check().map_err(FlagError::Engine)?;
+        Ok(config)
+    }
+}
+
+/// What `bench` sends beyond one URL (a URL list, a replayed log or timing script), and
+/// whether it keeps an interval log; the files themselves are read by
+/// `loadlab_engine::input`.
+#[derive(Debug, Clone)]
+pub struct TrafficFlags {
+    pub urls: Option<PathBuf>,
+    pub urls_order: Order,
+    /// `--replay`: an access log.
+    pub replay: Option<PathBuf>,
+    /// h2load's timing script.
+    pub timing_script: Option<PathBuf>,
+    pub speed: Option<f64>,
+    /// `--hdr-log` given.
+    pub hdr_log: bool,
+}
+
+impl TrafficFlags {
+    /// The log or script to replay, if any.
+    fn replay_file(&self) -> Option<&PathBuf> {
+        self.replay.as_ref().or(self.timing_script.as_ref())
+    }
+
+    /// Whether a log or script is replayed: an open loop whatever -c says.
+    pub fn replaying(&self) -> bool {
+        self.replay_file().is_some()
+    }
+
+    /// Reads the list, log or script into `config` (already built from the other flags, with
+    /// its load model and stop condition), and checks what does not go with a replay. `rate`
+    /// is `--rate`, `requests` `-n`.
+    fn apply(
+        &self,
+        config: &mut BenchConfig,
+        rate: Option<f64>,
+        requests: Option<u64>,
+    ) -> Result<(), FlagError> {
+        let usage = |m: &str| Err(FlagError::Usage(m.to_string()));
+        config.hdr_log = self.hdr_log;
+        if let Some(path) = &self.urls {
+            let mix = input::url_list::read(path, &config.target, self.urls_order)
+                .map_err(FlagError::Engine)?;
+            config.traffic = Traffic::Mix(Arc::new(mix));
+            return self.no_speed();
+        }
+        let Some(path) = self.replay_file() else { return self.no_speed() };
+        let flag = if self.replay.is_some() { "--replay" } else { "--timing-script" };
+        if self.replay.is_some() && config.request.method != "GET" {
+            return usage("-m has no meaning with --replay: each line gives its method");
+        }
+        if !config.request.body.is_empty() {
+            return usage(&format!("{flag} sends no body (logs hold none): drop the body flag"));
+        }
+        let mut replay: Replay = match &self.replay {
+            Some(_) => input::access_log::read(path, &config.target),
+            None => input::timing_script::read(path, &config.target),
+        }
+        .map_err(FlagError::Engine)?;
+        if let Some(speed) = self.speed {
+            if !(speed.is_finite() && speed > 0.0) {
+                return usage(&format!("--speed {speed}: a speed is a positive number"));
+            }
+            if rate.is_some() {
+                return usage("--speed scales the log's timing, which --rate replaces");
+            }
+            replay.speed = speed;
+        }
+        let lines = replay.len() as u64;
+        let n = requests.unwrap_or(lines).min(lines);
+        config.stop = Stop::Count(n);
+        if let (Pacing::Open { arrival, max_connections, .. }, None) = (config.pacing, rate) {
+            if arrival == Arrival::Poisson {
+                return usage(&format!(
+                    "--arrival poisson needs --rate with {flag}: without it each line is due at \
+                     its time in the file"
+                ));
+            }
+            config.pacing = Pacing::Open {
+                rate: replay.mean_rate(n as usize),
+                arrival: Arrival::Log,
+                max_connections,
+            };
+        }
+        config.traffic = Traffic::Replay(Arc::new(replay));
+        Ok(())
+    }
+
+    fn no_speed(&self) -> Result<(), FlagError> {
+        match self.speed {
+            Some(_) => Err(FlagError::Usage(
+                "--speed scales a replay's timing: it goes with --replay or --timing-script".into(),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ip_lists() {
+        let ips = parse_ip_list("127.0.0.1-127.0.0.16").unwrap();
+        assert_eq!(ips.len(), 16);
+        assert_eq!(ips[15], "127.0.0.16".parse::<IpAddr>().unwrap());
+        assert_eq!(parse_ip_list("::1, 127.0.0.2").unwrap().len(), 2);
+        assert!(parse_ip_list("127.0.0.5-127.0.0.1").is_err());
+        assert!(parse_ip_list("nope").is_err());
+    }
+
+    fn flags() -> RequestFlags {
+        RequestFlags { method: "GET".into(), keepalive: true, ..RequestFlags::default() }
+    }
+
+    fn refusal(flags: RequestFlags, url: &str) -> String {
+        match flags.config(url) {
+            Err(FlagError::Usage(m)) => m,
+            other => panic!("not refused as usage: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ab_headers_are_one_cookie_and_basic_auth_and_clash_with_the_same_h() {
+        let cookies = vec!["a=1".to_string(), "b=2".to_string()];
+        let f = RequestFlags { cookies, basic_auth: Some(" admin:secret".into()), ..flags() };
+        let request = f.config("http://127.0.0.1:1/").unwrap().request;
+        let header = |n: &str| request.headers.iter().find(|(h, _)| h == n).map(|(_, v)| v.clone());
+        assert_eq!(header("Cookie").as_deref(), Some("a=1; b=2"));
+        assert_eq!(header("Authorization").as_deref(), Some("Basic YWRtaW46c2VjcmV0"));
+        let clash = RequestFlags {
+            cookies: vec!["a=1".into()],
+            headers: vec!["cookie: x=y".into()],
+            ..flags()
+        };
+        assert!(refusal(clash, "http://127.0.0.1:1/").contains("-C and -H"));
+        let bad = RequestFlags { cookies: vec!["novalue".into()], ..flags() };
+        assert!(refusal(bad, "http://127.0.0.1:1/").starts_with("-C \"novalue\""));
+    }
+
+    #[test]
+    fn a_post_file_makes_the_method_post_unless_m_names_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("body");
+        std::fs::write(&file, b"x=1").unwrap();
+        let f = RequestFlags { post_file: Some(file.clone()), ..flags() };
+        let request = f.config("http://127.0.0.1:1/").unwrap().request;
+        assert_eq!((request.method.as_str(), request.body.as_slice()), ("POST", &b"x=1"[..]));
+        let f = RequestFlags { post_file: Some(file), method: "PATCH".into(), ..flags() };
+        assert_eq!(f.config("http://127.0.0.1:1/").unwrap().request.method, "PATCH");
+    }
+
+    #[test]
+    fn what_cannot_work_is_refused_naming_the_flag() {
+        let socket = RequestFlags { unix_socket: Some("/tmp/s".into()), ..flags() };
+        assert!(refusal(socket, "https://127.0.0.1:1/").contains("--unix-socket"));
+        let cpus = sys::allowed_cpus();
+        let absent = (0..).find(|c| !cpus.contains(c)).unwrap();
+        let pin = RequestFlags { pin: Some(absent.to_string()), ..flags() };
+        assert!(refusal(pin, "http://127.0.0.1:1/").starts_with("--pin: CPU"));
+        let empty = RequestFlags { expect_contains: Some(String::new()), ..flags() };
+        assert!(refusal(empty, "http://127.0.0.1:1/").starts_with("--expect-contains"));
+    }
+}
