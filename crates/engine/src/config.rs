@@ -56,6 +56,10 @@ pub struct BenchConfig {
     pub coalesce: Duration,
     /// This host's part of a test spread over several (`--agents`); agent 0 of 1 alone.
     pub share: Share,
+    /// A rate that changes over time (`--rate A..B`, `--stages`): the open loop's or the
+    /// sessions' arrivals follow it (the pacing's rate is then its mean, for the report). The
+    /// run lasts the shape's duration, with no warm-up: the shape is its own ramp.
+    pub shape: Option<std::sync::Arc<crate::Shape>>,
 }
 
 impl BenchConfig {
@@ -84,6 +88,7 @@ impl BenchConfig {
             unix_socket: None,
             tls: crate::tls::TlsOptions { resume: true, ..Default::default() },
             share: Share::default(),
+            shape: None,
         }
     }
 
@@ -137,6 +142,7 @@ impl BenchConfig {
             return invalid("--source-ips has no meaning over a unix socket");
         }
         self.check_pacing()?;
+        self.check_shape()?;
         self.check_source_family()?;
         self.check_bounds()?;
         self.check_replay()?;
@@ -186,6 +192,30 @@ impl BenchConfig {
             Pacing::Closed => {}
         }
         Ok(())
+    }
+
+    /// A shape paces a schedule over a timed run of its own length, from its start.
+    fn check_shape(&self) -> Result<(), EngineError> {
+        let Some(shape) = &self.shape else { return Ok(()) };
+        if self.pacing == Pacing::Closed {
+            return invalid("a rate shape needs --rate or --conn-rate (an open loop or sessions)");
+        }
+        if self.traffic.replay().is_some() {
+            return invalid(
+                "a replay's log sets its own pace: a rate shape has no meaning with it",
+            );
+        }
+        if !self.warmup.is_zero() {
+            return invalid("a rate shape has no warm-up: start it low instead (e.g. 30s:0..1000)");
+        }
+        match self.stop {
+            Stop::Duration(d) if d.abs_diff(shape.duration()) < Duration::from_millis(1) => Ok(()),
+            Stop::Duration(d) => Err(EngineError::Config(format!(
+                "the run lasts {d:?} but its shape {:?}: a shape sets the duration",
+                shape.duration()
+            ))),
+            Stop::Count(_) => invalid("a rate shape sets the duration: -n has no meaning with it"),
+        }
     }
 
     /// Source addresses of the target's family.

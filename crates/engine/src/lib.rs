@@ -34,6 +34,7 @@ pub mod replay;
 pub mod request;
 pub mod result;
 mod schedule;
+pub mod shape;
 pub mod sys;
 pub mod target;
 mod timer;
@@ -57,6 +58,7 @@ pub use replay::{Replay, Skip};
 pub use request::{Protocol, RequestSpec};
 pub use result::{BenchResult, EntryTally, HdrLog, Tally, Timings, WorkerSummary};
 pub use schedule::Arrival;
+pub use shape::{Level, Shape, ShapeError, Stage};
 pub use target::Target;
 pub use tls::{Negotiated, TlsOptions, TlsVersion};
 
@@ -349,7 +351,10 @@ fn worker_schedule(config: &BenchConfig, clock: &Clock, i: usize) -> Option<sche
     // Worker i as one stream of the global schedule: on a single host stream i of the threads,
     // as agent I of N stream I + N i of N x threads (see `Share::stream`).
     let (i, threads) = config.share.stream(i, config.threads);
-    let s = schedule::Schedule::new(rate, arrival, clock.start, i, threads, config.seed);
+    let mut s = schedule::Schedule::new(rate, arrival, clock.start, i, threads, config.seed);
+    if let Some(shape) = &config.shape {
+        s = s.shaped(shape.clone(), i, threads);
+    }
     match &config.traffic {
         Traffic::Replay(r) => {
             let replayed = match config.stop {

@@ -18,6 +18,7 @@
 //!   as another test.
 //! - [`doctor`]: what `doctor` finds of the machine and the lab, and what to change.
 //! - [`slo`]: the SLO gate's figures from a run's result.
+//! - [`seconds`]: the figures and flags of every second of a load that changes over time.
 //!
 //! What measures, what stands stacks up and who is told are traits
 //! ([`executor::Measure`], [`executor::Stacks`], [`executor::Events`]), so everything here is
@@ -33,6 +34,7 @@ pub mod habits;
 pub mod limit;
 pub mod power;
 pub mod remote;
+pub mod seconds;
 pub mod slo;
 pub mod suite;
 pub mod sweep;

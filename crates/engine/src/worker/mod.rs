@@ -24,7 +24,7 @@ use mio::{Events, Poll, Token};
 use crate::check::{BodyCheck, Validation};
 use crate::conn::Stream;
 use crate::conn::{Conn, State};
-use crate::exchange::{us, Exchange, Recording};
+use crate::exchange::{second_of, us, Exchange, Recording};
 use crate::h2::Session;
 use crate::http::{Limits, Parser, Progress};
 use crate::mix::{Picker, Table};
@@ -47,6 +47,10 @@ const HARVEST: Duration = Duration::from_millis(1);
 /// How long a closed-loop slot rests after the client itself ran out of descriptors or ports,
 /// so that an exhausted client does not spin.
 const BACKOFF: Duration = Duration::from_millis(10);
+
+/// A scheduled arrival sent more than this late (µs) counts as late in its second's figures:
+/// the trust verdict's tolerance for a schedule kept (`SCHEDULE_TOLERANCE_US` in the runner).
+pub const LATE_BOUND_US: u64 = 1_000;
 
 /// The timer's token; slots use their index.
 const TIMER: Token = Token(usize::MAX);
@@ -135,6 +139,17 @@ pub(crate) struct Worker {
     /// arrived earlier, and its stamp says when. Otherwise a read's time is its own, as in
     /// every other model (the client's copy of a large body included).
     harvesting: bool,
+    /// The figures of every second: the one in progress and its CPU account (see
+    /// [`Worker::turn_second`]).
+    second: SecondClock,
+}
+
+/// The measured second in progress: its index, when it ends, and the thread's account at its
+/// start, so that each second gets the CPU used in it.
+struct SecondClock {
+    index: usize,
+    ends: Instant,
+    account: ThreadAccount,
 }
 
 impl Worker {
@@ -193,6 +208,11 @@ impl Worker {
                 && spec.tls.is_none()
                 && spec.protocol == Protocol::Http1,
             harvesting: false,
+            second: SecondClock {
+                index: 0,
+                ends: spec.measure_start + Duration::from_secs(1),
+                account: ThreadAccount::default(),
+            },
             spec,
             control,
         };
@@ -243,12 +263,17 @@ impl Worker {
             if !measuring && now >= self.spec.measure_start {
                 measuring = true;
                 account_start = ThreadAccount::thread();
+                self.second.account = account_start;
+                self.open_into_second();
                 if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
                     self.adopt_warm_up();
                 }
             }
             if let Some(end_at) = self.ended(now) {
                 break end_at;
+            }
+            if measuring && now >= self.second.ends {
+                self.turn_second(now);
             }
             if now >= next_sweep {
                 self.sweep(now);
@@ -348,10 +373,14 @@ impl Worker {
     fn report(mut self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
         self.tally.unfinished =
             self.refused_at_end + self.conns.iter().map(Conn::measured_in_flight).sum::<u64>();
+        self.account_second();
         if let (Some(schedule), false) = (self.schedule.as_mut(), self.budget_spent) {
             // Arrivals due in the measured window that never went out: the schedule was not
-            // kept, and the report must say by how much.
-            self.tally.not_sent += schedule.drain_before(self.spec.measure_start, end_at);
+            // kept, and the report must say by how much. Each is offered in its second.
+            let start = self.spec.measure_start;
+            let series = &mut self.tally.series;
+            self.tally.not_sent += schedule
+                .drain_before(start, end_at, |due| series.at(second_of(start, due)).due += 1);
         }
         let measure_start = self.spec.measure_start;
         WorkerReport {
@@ -422,6 +451,9 @@ impl Worker {
             let schedule = self.schedule.as_mut().expect("dispatch has a schedule");
             let (this, entry) = schedule.pop();
             let next = schedule.peek();
+            if this >= self.spec.measure_start {
+                self.tally.series.at(second_of(self.spec.measure_start, this)).due += 1;
+            }
             if let Pacing::Sessions { calls, .. } = self.spec.pacing {
                 self.conns[idx].calls_left = calls;
                 self.conns[idx].calls_unstarted = calls;
@@ -513,8 +545,9 @@ impl Worker {
         conn.ex.begin(now, due, self.spec.timeout, measured, entry);
         conn.parser.reset(self.spec.table.is_head(entry));
         if measured && scheduled {
-            self.tally.timings.late.record(us(now.saturating_duration_since(due)));
+            self.record_late(now, due);
         }
+        let conn = &mut self.conns[idx];
         if conn.stream.is_some() {
             conn.state = State::Writing { sent: 0 };
             self.write(idx, now);
@@ -545,6 +578,7 @@ impl Worker {
         if conn.ex.measured {
             self.tally.connections_opened += 1;
         }
+        self.open_into_second();
         Ok(())
     }
 
@@ -633,6 +667,7 @@ impl Worker {
                 if conn.ex.measured {
                     self.tally.sent += 1;
                     self.tally.bytes_sent += self.spec.table.wire_len(entry);
+                    self.tally.series.at(second_of(self.spec.measure_start, now)).sent += 1;
                 }
             }
             Ok(false) => {}
@@ -819,6 +854,45 @@ impl Worker {
     }
 
     /// Closes slot `idx`'s connection, if it has one, and records how long it lived.
+    /// A scheduled arrival sent at `now`, due at `due`: its lateness, and in its due second
+    /// whether it was later than [`LATE_BOUND_US`].
+    fn record_late(&mut self, now: Instant, due: Instant) {
+        let late = us(now.saturating_duration_since(due));
+        self.tally.timings.late.record(late);
+        if late > LATE_BOUND_US {
+            self.tally.series.at(second_of(self.spec.measure_start, due)).late += 1;
+        }
+    }
+
+    /// The second in progress has ended at `now`: it gets the CPU used since it began, and
+    /// the next one starts with the connections open now. Once a second, so it costs nothing
+    /// per request; the loop wakes at least every sweep tick, so a second's figures move by
+    /// at most a tick.
+    fn turn_second(&mut self, now: Instant) {
+        self.account_second();
+        let passed = now.saturating_duration_since(self.second.ends).as_secs() as usize + 1;
+        self.second.index += passed;
+        self.second.ends += Duration::from_secs(passed as u64);
+        self.open_into_second();
+    }
+
+    /// Puts the CPU used since the second in progress began into it.
+    fn account_second(&mut self) {
+        let now = ThreadAccount::thread();
+        let used = now.since(&self.second.account);
+        let bucket = self.tally.series.at(self.second.index);
+        bucket.cpu_us += us(used.cpu.user + used.cpu.sys);
+        bucket.cpu_wait_us += us(used.cpu_wait);
+        self.second.account = now;
+    }
+
+    /// The second in progress has had at least the connections open now.
+    fn open_into_second(&mut self) {
+        let open = self.open as u64;
+        let bucket = self.tally.series.at(self.second.index);
+        bucket.open = bucket.open.max(open);
+    }
+
     fn close(&mut self, idx: usize) {
         let conn = &mut self.conns[idx];
         if let Some(h2) = conn.h2.as_mut() {
