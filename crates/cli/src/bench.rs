@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use loadlab_engine::{BenchConfig, Pacing, Stop};
+use loadlab_engine::{BenchConfig, Level, Pacing, Stop};
 use loadlab_runner::bench::agent::{self, Outcome};
 use loadlab_runner::bench::{self, Disposition};
 use loadlab_runner::slo::Slo;
@@ -33,12 +33,31 @@ pub struct BenchArgs {
     #[arg(short = 'd', long = "duration", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// Open loop: requests per second, due on a schedule whatever the server's speed; latency
-    /// is measured from when each request was due (-R as wrk2).
-    #[arg(short = 'R', long = "rate", value_name = "R", conflicts_with = "conn_rate")]
-    pub rate: Option<f64>,
-    /// httperf's sessions: new connections per second, each carrying --calls-per-conn requests.
-    #[arg(long = "conn-rate", value_name = "R")]
-    pub conn_rate: Option<f64>,
+    /// is measured from when each request was due (-R as wrk2). A ramp over the run
+    /// (100..5000) or stages (30s:0..1000,2m:1000) make the rate change over time, with the
+    /// figures of every second.
+    #[arg(
+        short = 'R',
+        long = "rate",
+        value_name = "R",
+        conflicts_with = "conn_rate",
+        value_parser = load::parse_level
+    )]
+    pub rate: Option<Level>,
+    /// httperf's sessions: new connections per second, each carrying --calls-per-conn
+    /// requests; a ramp or stages as --rate's.
+    #[arg(long = "conn-rate", value_name = "R", value_parser = load::parse_level)]
+    pub conn_rate: Option<Level>,
+    /// The open loop's rate in stages (k6's ramping arrival rate): DURATION:LEVEL or
+    /// DURATION:FROM..TO, comma-separated, e.g. '30s:0..1000,2m:1000,30s:1000..0'; the run
+    /// lasts their sum.
+    #[arg(
+        long = "stages",
+        value_name = "STAGES",
+        conflicts_with_all = ["rate", "conn_rate", "duration", "requests"],
+        value_parser = load::parse_stages
+    )]
+    pub stages: Option<Level>,
     /// Requests on each new connection with --conn-rate (httperf's --num-calls) [default: 1].
     #[arg(long = "calls-per-conn", visible_alias = "num-calls", value_name = "K")]
     pub calls_per_conn: Option<u32>,
@@ -238,9 +257,12 @@ fn print(args: &BenchArgs, judged: &bench::Judged) -> anyhow::Result<u8> {
 fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
     let usage = |m: String| anyhow::Error::new(Failure::Usage(m));
     let mut config = args.request.config(&args.url)?;
-    config.pacing = match (args.rate, args.conn_rate) {
-        (Some(rate), _) => args.schedule.pacing(rate, None),
-        (None, Some(rate)) => args.schedule.pacing(rate, Some(args.calls_per_conn.unwrap_or(1))),
+    let rate = args.rate.as_ref().or(args.stages.as_ref());
+    config.pacing = match (rate, &args.conn_rate) {
+        (Some(rate), _) => args.schedule.pacing(rate.mean(), None),
+        (None, Some(rate)) => {
+            args.schedule.pacing(rate.mean(), Some(args.calls_per_conn.unwrap_or(1)))
+        }
         // A replay is an open loop; its rate, the log's, is set once the log is read.
         (None, None) if args.traffic.replaying() => args.schedule.pacing(1.0, None),
         (None, None) => Pacing::Closed,
@@ -265,7 +287,10 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         (None, None, Some(d)) => Stop::Duration(d),
         (None, None, None) => Stop::Duration(Duration::from_secs(10)),
     };
-    args.traffic.apply(&mut config, args.rate, args.requests)?;
+    args.traffic.apply(&mut config, rate.map(Level::mean), args.requests)?;
+    if let Some(level) = rate.or(args.conn_rate.as_ref()) {
+        load::shape(&mut config, level)?;
+    }
     config.check().map_err(crate::exit::engine_failure)?;
     Ok(config)
 }
@@ -277,8 +302,8 @@ const DEFAULT_CONNECTIONS: usize = 10;
 fn typed(args: &BenchArgs) -> loadlab_runner::habits::Typed<'_> {
     loadlab_runner::habits::Typed {
         connections: args.connections,
-        rate: args.rate,
-        conn_rate: args.conn_rate,
+        rate: args.rate.as_ref().or(args.stages.as_ref()).map(Level::mean),
+        conn_rate: args.conn_rate.as_ref().map(Level::mean),
         conns: args.conns,
         calls: args.calls_per_conn,
         requests: args.requests,

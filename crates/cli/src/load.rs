@@ -22,6 +22,34 @@ pub fn parse_slo(s: &str) -> Result<loadlab_runner::slo::Slo, String> {
     s.parse().map_err(|e: loadlab_runner::slo::SloError| e.to_string())
 }
 
+/// `--rate`, `--conn-rate`: a level, a ramp `A..B` or stages `30s:0..1000,2m:1000`.
+pub fn parse_level(s: &str) -> Result<loadlab_engine::Level, String> {
+    loadlab_engine::Level::parse(s).map_err(|e| e.to_string())
+}
+
+/// `--stages`: stages only, each `DURATION:LEVEL` or `DURATION:FROM..TO`.
+pub fn parse_stages(s: &str) -> Result<loadlab_engine::Level, String> {
+    loadlab_engine::Shape::parse_stages(s)
+        .map(loadlab_engine::Level::Stages)
+        .map_err(|e| e.to_string())
+}
+
+/// A rate that changes over time paces `config` (already built, its duration the run's `-d`):
+/// a ramp over that duration, or stages that set it.
+pub fn shape(config: &mut BenchConfig, level: &loadlab_engine::Level) -> anyhow::Result<()> {
+    let duration = match config.stop {
+        loadlab_engine::Stop::Duration(d) => d,
+        loadlab_engine::Stop::Count(_) => {
+            let m = "a rate that changes over time needs a duration (-d), not a count".into();
+            return Err(Failure::Usage(m).into());
+        }
+    };
+    if let Some(shape) = level.shape(duration) {
+        config.shaped(shape.map_err(|e| Failure::Usage(e.to_string()))?);
+    }
+    Ok(())
+}
+
 /// How open-loop arrivals are spaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ArrivalArg {

@@ -92,6 +92,18 @@ impl BenchConfig {
         }
     }
 
+    /// Paces the schedule by `shape`: the run lasts the shape's duration, keeps its interval
+    /// histograms (the figures of every second read them), and its pacing's rate becomes the
+    /// shape's mean (the offered rate of the whole run).
+    pub fn shaped(&mut self, shape: crate::Shape) {
+        self.stop = Stop::Duration(shape.duration());
+        self.hdr_log = true;
+        if let Pacing::Open { rate, .. } | Pacing::Sessions { rate, .. } = &mut self.pacing {
+            *rate = shape.mean();
+        }
+        self.shape = Some(std::sync::Arc::new(shape));
+    }
+
     /// Makes this configuration, the whole test's, agent `share`'s part of it: the closed
     /// loop's connections and count split by [`Share::part`]; the open loop's and the sessions'
     /// arrivals dealt from the one schedule (the workers' streams, see [`Share::stream`]), a

@@ -63,16 +63,21 @@ impl fmt::Display for ShapeError {
 
 impl std::error::Error for ShapeError {}
 
-/// What `--rate` (or `-c`, `--conn-rate`) was given: one level, or a ramp over the run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// What `--rate` (or `--conn-rate`) was given: one level, a ramp over the run, or stages.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Level {
     Fixed(f64),
     Ramp(f64, f64),
+    Stages(Shape),
 }
 
 impl Level {
-    /// `5000`, `5k` or a ramp `100..5000`; levels are numbers >= 0 (a fixed one above 0).
+    /// `5000` or `5k`; a ramp `100..5000`; stages `30s:0..1000,2m:1000` (anything with a
+    /// colon). Levels are numbers >= 0, a fixed one above 0.
     pub fn parse(s: &str) -> Result<Level, ShapeError> {
+        if s.contains(':') {
+            return Shape::parse_stages(s).map(Level::Stages);
+        }
         match s.split_once("..") {
             Some((a, b)) => Ok(Level::Ramp(level(a, s)?, level(b, s)?)),
             None => match level(s, s)? {
@@ -82,13 +87,32 @@ impl Level {
         }
     }
 
-    /// The ramp as a shape over `duration`; `None` for a fixed level.
-    pub fn shape(self, duration: Duration) -> Option<Result<Shape, ShapeError>> {
+    /// The level when it does not change.
+    pub fn fixed(&self) -> Option<f64> {
+        match self {
+            Level::Fixed(r) => Some(*r),
+            _ => None,
+        }
+    }
+
+    /// The mean level (a ramp's is the mean of its ends): what stands for the load where one
+    /// number is asked.
+    pub fn mean(&self) -> f64 {
+        match self {
+            Level::Fixed(r) => *r,
+            Level::Ramp(a, b) => (a + b) / 2.0,
+            Level::Stages(s) => s.mean(),
+        }
+    }
+
+    /// The shape: a ramp over `duration`, the stages as given; `None` for a fixed level.
+    pub fn shape(&self, duration: Duration) -> Option<Result<Shape, ShapeError>> {
         match self {
             Level::Fixed(_) => None,
             Level::Ramp(from, to) => {
-                Some(Shape::new(vec![Stage { secs: duration.as_secs_f64(), from, to }]))
+                Some(Shape::new(vec![Stage { secs: duration.as_secs_f64(), from: *from, to: *to }]))
             }
+            Level::Stages(s) => Some(Ok(s.clone())),
         }
     }
 }
@@ -321,6 +345,7 @@ mod tests {
         assert!(err("5s:-3").contains("not a level"), "{}", err("5s:-3"));
         assert!(err("5s:0..0").contains("nothing to send"), "{}", err("5s:0..0"));
         assert!(Level::parse("0").is_err() && Level::parse("1..x").is_err());
+        assert!(matches!(Level::parse("10s:5..50"), Ok(Level::Stages(_))));
         assert_eq!(Level::parse("2k").unwrap(), Level::Fixed(2000.0));
         assert_eq!(Level::parse("0..20k").unwrap(), Level::Ramp(0.0, 20_000.0));
     }

@@ -1,5 +1,6 @@
 //! `--format csv`: one header line and one row, for spreadsheets and shell loops; a URL list's
-//! requests add columns (`url1`, `url1_completed`, ...), never rows.
+//! requests add columns (`url1`, `url1_completed`, ...), never rows. A load that changes over
+//! time has a row for each second instead (`seconds`).
 
 use std::io::{self, Write};
 
@@ -12,6 +13,10 @@ pub struct Csv;
 
 impl Render for Csv {
     fn render(&self, r: &Report, _: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
+        // A load that changes over time: one row a second, not one for the run.
+        if let Some(seconds) = &r.seconds {
+            return super::seconds::csv(seconds, out);
+        }
         let l = &r.latency_us;
         let mut cols: Vec<(&str, String)> = vec![
             ("url", quote(&r.config.url)),
