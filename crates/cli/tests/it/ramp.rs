@@ -1,0 +1,122 @@
+//! Load that changes over time (`--rate A..B`, `--stages`): the first must-reach at a
+//! bounded scale (a ramp 0..2,000 req/s over 5 s against a server the test starts: each second
+//! not limited by the client achieves its offered rate within 1%, the total sent is the
+//! integral of the shape within one request, and every per-second row is the `--hdr-log`
+//! interval of that second, read back with HdrHistogram's own reader), and bad shapes refused
+//! with exit 2.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+use serde_json::Value;
+
+use super::cli_errors::fails;
+use super::{at, bench, uint};
+use crate::support::{timing_lock, Behaviour, TestServer};
+
+/// The `corrected` intervals of an interval log: second -> (count, p50, p90, p99).
+fn intervals(path: &std::path::Path) -> BTreeMap<u64, (u64, u64, u64, u64)> {
+    let bytes = std::fs::read(path).expect("the interval log was written");
+    let mut decoder = Deserializer::new();
+    let mut out = BTreeMap::new();
+    for entry in IntervalLogIterator::new(&bytes) {
+        let Ok(LogEntry::Interval(i)) = entry else { continue };
+        if i.tag().map(|t| t.as_str()) != Some("corrected") {
+            continue;
+        }
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(i.encoded_histogram())
+            .expect("base64");
+        let h: Histogram<u64> = decoder.deserialize(&mut &raw[..]).expect("a V2 histogram");
+        let q = |q: f64| h.value_at_quantile(q);
+        out.insert(i.start_timestamp().as_secs(), (h.len(), q(0.5), q(0.9), q(0.99)));
+    }
+    out
+}
+
+fn seconds(report: &Value) -> &Vec<Value> {
+    at(report, "seconds").as_array().expect("seconds is an array")
+}
+
+/// Whether a second's flags say the client, not the server, set its pace.
+fn client_limited(row: &Value) -> bool {
+    let flags = row["flags"].as_array().expect("flags");
+    flags
+        .iter()
+        .any(|f| matches!(f.as_str(), Some("client_saturated" | "client_starved" | "fd_exhausted")))
+}
+
+#[test]
+fn a_ramp_offers_its_integral_second_by_second_and_its_rows_are_the_hdr_log() {
+    let server = TestServer::start(Behaviour::ok("x"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("ramp.hlog");
+    let _timing = timing_lock();
+    let args = ["--rate", "0..2000", "-d", "5s", "--hdr-log", log.to_str().unwrap()];
+    let report = bench(&server.url("/"), &args, 0);
+    let rows = seconds(&report);
+    assert_eq!(rows.len(), 5, "{report:#}");
+    // Rate 400 t: the integral over second s is 200((s+1)^2 - s^2), 5,000 in all.
+    let offered: Vec<u64> = rows.iter().map(|r| uint(r, "offered")).collect();
+    assert_eq!(offered, [200, 600, 1000, 1400, 1800], "{report:#}");
+    let sent = uint(&report, "requests.sent");
+    assert!(sent.abs_diff(5000) <= 1, "sent {sent}, the integral is 5,000");
+    let mut checked = 0;
+    for row in rows.iter().filter(|r| !client_limited(r)) {
+        let (offered, achieved) = (uint(row, "offered"), uint(row, "achieved"));
+        assert!(achieved.abs_diff(offered) * 100 <= offered, "{row:#}");
+        checked += 1;
+    }
+    // On a machine so busy that every second was the client's, nothing above was checked.
+    assert!(checked > 0, "every second client-limited:\n{report:#}");
+
+    let log = intervals(&log);
+    for row in rows {
+        let s = uint(row, "second");
+        let (count, p50, p90, p99) = log[&s];
+        assert_eq!(count, uint(row, "completed"), "second {s}: {row:#}");
+        let row_p = |k: &str| uint(row, k);
+        assert_eq!((row_p("p50_us"), row_p("p90_us"), row_p("p99_us")), (p50, p90, p99), "{s}");
+    }
+    let total: u64 = rows.iter().map(|r| uint(r, "completed")).sum();
+    assert_eq!(total, uint(&report, "requests.completed"), "{report:#}");
+}
+
+#[test]
+fn stages_set_the_duration_and_sessions_take_a_ramp() {
+    let server = TestServer::start(Behaviour::ok("x"));
+    let report = bench(&server.url("/"), &["--stages", "1s:100,1s:100..300"], 0);
+    let offered: Vec<u64> = seconds(&report).iter().map(|r| uint(r, "offered")).collect();
+    assert_eq!(offered, [100, 200], "{report:#}");
+    assert_eq!(at(&report, "duration_s").as_f64(), Some(2.0));
+    let args = ["--conn-rate", "0..200", "--calls-per-conn", "2", "-d", "2s"];
+    let report = bench(&server.url("/"), &args, 0);
+    // 50 then 150 sessions of 2 calls.
+    let offered: Vec<u64> = seconds(&report).iter().map(|r| uint(r, "offered")).collect();
+    assert_eq!(offered, [100, 300], "{report:#}");
+    // A fixed rate has no rows of every second.
+    let report = bench(&server.url("/"), &["--rate", "100", "-d", "1s"], 0);
+    assert!(report.get("seconds").is_none(), "{report:#}");
+}
+
+#[test]
+fn bad_shapes_are_refused_with_exit_2_before_any_load() {
+    let server = TestServer::start(Behaviour::ok("never asked"));
+    let url = server.url("/");
+    for (args, says) in [
+        (vec!["--rate", "0..x"], "not a level"),
+        (vec!["--stages", "30s:10,5q:20"], "no known unit"),
+        (vec!["--stages", "10s:0..0"], "nothing to send"),
+        (vec!["--rate", "0..100", "-n", "10"], "needs a duration"),
+        (vec!["--rate", "0..100", "--warmup", "1s"], "no warm-up"),
+    ] {
+        let all: Vec<&str> = ["bench", url.as_str()].into_iter().chain(args.clone()).collect();
+        let stderr = fails(&all, 2);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    }
+    assert_eq!(server.requests(), 0);
+}
