@@ -10,7 +10,8 @@
 //!   the store's record, the report, how the run ends).
 //! - [`verify`]: a workload's answer checked through the engine before its cells: an external
 //!   target's verify, and a custom workload's on a lab stack.
-//! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]).
+//! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]); [`ramp`] the knee
+//!   from one rising ramp, judged second by second by the same rule.
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
 //! - [`capacity`]: whether a run's connections fit the client's descriptors, ports, memory.
@@ -33,6 +34,7 @@ pub mod executor;
 pub mod habits;
 pub mod limit;
 pub mod power;
+pub mod ramp;
 pub mod remote;
 pub mod seconds;
 pub mod slo;

@@ -120,3 +120,50 @@ fn bad_shapes_are_refused_with_exit_2_before_any_load() {
     }
     assert_eq!(server.requests(), 0);
 }
+
+/// The second must-reach: against a server that serves at most 350 req/s and queues
+/// beyond (the test support's `Capacity`), one ramp finds the knee within 15% of 350 and of a
+/// sweep of 25 req/s steps' knee, in under a fifth of that sweep's time.
+#[test]
+fn a_ramp_finds_the_knee_of_a_350_per_second_server_in_a_fifth_of_a_sweeps_time() {
+    const CAPACITY: f64 = 350.0;
+    let server =
+        TestServer::start(Behaviour::Capacity { per_second: CAPACITY, body: b"served".to_vec() });
+    let url = server.url("/");
+    let _timing = timing_lock();
+    let run = |args: &[&str]| {
+        let started = std::time::Instant::now();
+        let all: Vec<&str> =
+            ["sweep", url.as_str()].into_iter().chain(args.iter().copied()).collect();
+        let (report, output) = crate::support::run_json(&all);
+        super::assert_exit(&output, 0);
+        (report, started.elapsed())
+    };
+    let ramp_args = ["--ramp", "200..500", "--ramp-duration", "6s", "--max-connections", "200"];
+    let (ramp, ramp_took) = run(&ramp_args);
+    let sweep_args = [
+        "--rates",
+        "100..600:25",
+        "--step-duration",
+        "2s",
+        "--stop-after-knee",
+        "1",
+        "--max-connections",
+        "200",
+    ];
+    let (sweep, sweep_took) = run(&sweep_args);
+    let knee = at(&ramp, "knee");
+    let found = knee["knee_rps"].as_f64().unwrap_or_else(|| panic!("no knee:\n{ramp:#}"));
+    let swept = at(&sweep, "knee.offered_rps").as_f64();
+    let swept = swept.unwrap_or_else(|| panic!("the sweep found no knee:\n{sweep:#}"));
+    let near = |a: f64, b: f64| (a - b).abs() <= 0.15 * b;
+    assert!(near(found, CAPACITY), "ramp knee {found} vs capacity 350:\n{ramp:#}");
+    assert!(near(found, swept), "ramp knee {found} vs sweep knee {swept}:\n{ramp:#}");
+    assert_eq!(at(knee, "reason"), "throughput", "{ramp:#}");
+    let sentence = at(&ramp, "sentence").as_str().unwrap();
+    assert!(sentence.contains("req/s offered (second"), "{sentence}");
+    assert!(
+        ramp_took * 5 < sweep_took,
+        "ramp {ramp_took:?}, sweep {sweep_took:?}: not a fifth of the sweep's time"
+    );
+}
