@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use loadlab_engine::{BenchConfig, Shape, Stage};
-use loadlab_stats::knee::{self, Breach, Criteria, StepPoint};
+use loadlab_stats::knee::{self, Criteria, StepPoint};
 use serde::Serialize;
 
 use crate::executor::{Measure, RunError};
@@ -116,7 +116,9 @@ pub fn knee(seconds: &[Second], from: f64, slope: f64, criteria: &Criteria) -> R
         knee_rps: k.last_good.map(|i| from + slope * f64::from(seconds[i].second + 1)),
         offered_rps: good.map(|p| p.offered_rps),
         achieved_rps: good.map(|p| p.achieved_rps),
-        reason: k.first_bad.map_or("none".to_string(), |(_, b)| breach_name(b).to_string()),
+        reason: k
+            .first_bad
+            .map_or("none".to_string(), |(_, b)| crate::sweep::breach_name(b).to_string()),
         next_offered_rps: k.first_bad.map(|(i, _)| points[i].offered_rps),
         slope_rps_per_s: slope,
         seconds_judged: points.len(),
@@ -127,16 +129,6 @@ pub fn knee(seconds: &[Second], from: f64, slope: f64, criteria: &Criteria) -> R
 /// user's (exit 2).
 fn usage(message: String) -> RunError {
     RunError::Engine(loadlab_engine::EngineError::Config(message))
-}
-
-fn breach_name(b: Breach) -> &'static str {
-    match b {
-        Breach::Throughput => "throughput",
-        Breach::Errors => "errors",
-        Breach::Latency => "latency",
-        Breach::ClientLimited => "client_limited",
-        Breach::NetworkBound => "network_bound",
-    }
 }
 
 /// What a ramp sweep found: every second's figures and the knee.
