@@ -23,8 +23,10 @@ pub struct BenchArgs {
     pub url: String,
     /// Closed loop: concurrent connections, each with one request outstanding [default: 10]
     /// (with --rate, wrk2's -c, the bound is --max-connections).
-    #[arg(short = 'c', long = "connections")]
-    pub connections: Option<usize>,
+    /// A ramp (0..100 over -d) or stages (30s:0..100,1m:100) open and close connections on
+    /// schedule (k6's ramping VUs), with the figures of every second.
+    #[arg(short = 'c', long = "connections", value_parser = load::parse_connections)]
+    pub connections: Option<Level>,
     /// Total requests to make after warm-up (not with --conn-rate, whose sessions are counted
     /// in connections: --conns).
     #[arg(short = 'n', long = "requests", conflicts_with_all = ["duration", "conns", "conn_rate"])]
@@ -268,7 +270,19 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         (None, None) => Pacing::Closed,
     };
     config.coalesce = args.schedule.coalesce;
-    let connections = args.connections.unwrap_or(DEFAULT_CONNECTIONS);
+    let connections = match &args.connections {
+        None => DEFAULT_CONNECTIONS,
+        Some(Level::Fixed(n)) => *n as usize,
+        Some(shaped) if rate.is_some() || args.conn_rate.is_some() => {
+            return Err(usage(format!(
+                "-c {}: connections that change over time are a closed loop's; with --rate \
+                 the rate changes instead",
+                shaped.mean()
+            )))
+        }
+        // The pool is the shape's peak.
+        Some(shaped) => (shaped.peak().floor() as usize).max(1),
+    };
     config.connections = connections;
     if config.pacing == Pacing::Closed {
         match args.request.threads {
@@ -288,7 +302,8 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         (None, None, None) => Stop::Duration(Duration::from_secs(10)),
     };
     args.traffic.apply(&mut config, rate.map(Level::mean), args.requests)?;
-    if let Some(level) = rate.or(args.conn_rate.as_ref()) {
+    let shaped = rate.or(args.conn_rate.as_ref()).or(args.connections.as_ref());
+    if let Some(level) = shaped {
         load::shape(&mut config, level)?;
     }
     config.check().map_err(crate::exit::engine_failure)?;
@@ -301,7 +316,7 @@ const DEFAULT_CONNECTIONS: usize = 10;
 /// The flags other tools' habits concern, as typed.
 fn typed(args: &BenchArgs) -> loadlab_runner::habits::Typed<'_> {
     loadlab_runner::habits::Typed {
-        connections: args.connections,
+        connections: args.connections.as_ref().map(|c| c.mean() as usize),
         rate: args.rate.as_ref().or(args.stages.as_ref()).map(Level::mean),
         conn_rate: args.conn_rate.as_ref().map(Level::mean),
         conns: args.conns,

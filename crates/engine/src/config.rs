@@ -92,14 +92,20 @@ impl BenchConfig {
         }
     }
 
-    /// Paces the schedule by `shape`: the run lasts the shape's duration, keeps its interval
-    /// histograms (the figures of every second read them), and its pacing's rate becomes the
-    /// shape's mean (the offered rate of the whole run).
+    /// Paces the run by `shape`: the schedule's rate (open loop, sessions), or in the closed
+    /// loop the connections open (k6's ramping VUs: each level rounded down, the pool its
+    /// peak). The run lasts the shape's duration, keeps its interval histograms (the figures
+    /// of every second read them), and a schedule's rate becomes the shape's mean (the offered
+    /// rate of the whole run).
     pub fn shaped(&mut self, shape: crate::Shape) {
         self.stop = Stop::Duration(shape.duration());
         self.hdr_log = true;
-        if let Pacing::Open { rate, .. } | Pacing::Sessions { rate, .. } = &mut self.pacing {
-            *rate = shape.mean();
+        match &mut self.pacing {
+            Pacing::Open { rate, .. } | Pacing::Sessions { rate, .. } => *rate = shape.mean(),
+            Pacing::Closed => {
+                self.connections = (shape.peak().floor() as usize).max(1);
+                self.threads = self.threads.min(self.connections);
+            }
         }
         self.shape = Some(std::sync::Arc::new(shape));
     }
@@ -209,8 +215,8 @@ impl BenchConfig {
     /// A shape paces a schedule over a timed run of its own length, from its start.
     fn check_shape(&self) -> Result<(), EngineError> {
         let Some(shape) = &self.shape else { return Ok(()) };
-        if self.pacing == Pacing::Closed {
-            return invalid("a rate shape needs --rate or --conn-rate (an open loop or sessions)");
+        if self.pacing == Pacing::Closed && self.protocol.is_h2() {
+            return invalid("connections that change over time are HTTP/1.1's only, for now");
         }
         if self.traffic.replay().is_some() {
             return invalid(

@@ -290,7 +290,15 @@ fn plan_workers(
     let mut workers = Vec::with_capacity(threads);
     for (i, budget) in budgets.into_iter().enumerate() {
         // Connections spread evenly; the first `connections % threads` workers take one more.
-        let connections = pool / threads + usize::from(i < pool % threads);
+        // Closed-loop stages: the worker's stream's part of the peak, as its part of every
+        // level is (`Share::part` of the whole test's, so agents and workers add up).
+        let connections = match (&config.shape, config.pacing) {
+            (Some(shape), Pacing::Closed) => {
+                let (index, of) = config.share.stream(i, threads);
+                Share { index, of }.part(shape.peak().floor() as u64) as usize
+            }
+            _ => pool / threads + usize::from(i < pool % threads),
+        };
         let spec = worker_spec(config, addr, setup, clock, i, connections)?;
         let schedule = worker_schedule(config, clock, i);
         let worker =
@@ -324,6 +332,13 @@ fn worker_spec(
         pacing: config.pacing,
         protocol: config.protocol,
         connections,
+        levels: match (&config.shape, config.pacing) {
+            (Some(shape), Pacing::Closed) => {
+                let (index, of) = config.share.stream(i, config.threads);
+                Some(worker::Levels { shape: shape.clone(), share: Share { index, of } })
+            }
+            _ => None,
+        },
         timeout: config.timeout,
         connect_timeout: config.connect_timeout,
         validation: config.validation.clone(),

@@ -105,6 +105,15 @@ impl Level {
         }
     }
 
+    /// The highest level it reaches.
+    pub fn peak(&self) -> f64 {
+        match self {
+            Level::Fixed(r) => *r,
+            Level::Ramp(a, b) => a.max(*b),
+            Level::Stages(s) => s.peak(),
+        }
+    }
+
     /// The shape: a ramp over `duration`, the stages as given; `None` for a fixed level.
     pub fn shape(&self, duration: Duration) -> Option<Result<Shape, ShapeError>> {
         match self {

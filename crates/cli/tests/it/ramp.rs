@@ -167,3 +167,27 @@ fn a_ramp_finds_the_knee_of_a_350_per_second_server_in_a_fifth_of_a_sweeps_time(
         "ramp {ramp_took:?}, sweep {sweep_took:?}: not a fifth of the sweep's time"
     );
 }
+
+/// Closed-loop stages (k6's ramping VUs): `-c` with a ramp or stages opens and closes
+/// connections on schedule, and each second's row says how many were open.
+#[test]
+fn connections_open_and_close_on_schedule() {
+    let server = TestServer::start(Behaviour::ok("x"));
+    let open = |report: &Value| -> Vec<u64> {
+        seconds(report).iter().map(|r| uint(r, "connections_open")).collect()
+    };
+    // Level 2t, rounded down: at most 1, 3, 5, 7 open in seconds 0..4.
+    let report = bench(&server.url("/"), &["-c", "0..8", "-d", "4s"], 0);
+    let up = open(&report);
+    assert_eq!(up.len(), 4, "{report:#}");
+    assert!(up.windows(2).all(|w| w[0] <= w[1]), "rising: {up:?}");
+    assert!(up[0] <= 1 && up[3] >= 5 && up[3] <= 7, "{up:?}");
+    assert!(uint(&report, "requests.completed") > 0);
+    // 4 held for a second, then down to 0 over two: at most 2 open in the last second.
+    let report = bench(&server.url("/"), &["-c", "1s:4,2s:4..0"], 0);
+    let down = open(&report);
+    assert_eq!(down.len(), 3, "{report:#}");
+    assert_eq!(down[0], 4, "{down:?}");
+    assert!(down[2] <= 2, "falling: {down:?}");
+    assert!(uint(&report, "connections.opened") >= 4, "{report:#}");
+}

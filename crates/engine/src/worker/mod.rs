@@ -79,6 +79,8 @@ pub(crate) struct WorkerSpec {
     pub protocol: Protocol,
     /// Closed loop: this worker's connections. Open loop and sessions: the most it may open.
     pub connections: usize,
+    /// Closed-loop stages: how many of its connections are open over time.
+    pub levels: Option<Levels>,
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub validation: Validation,
@@ -142,6 +144,26 @@ pub(crate) struct Worker {
     /// The figures of every second: the one in progress and its CPU account (see
     /// [`Worker::turn_second`]).
     second: SecondClock,
+    /// Closed-loop stages: slots resting with no connection (above the level), and how many
+    /// more should rest as soon as their request ends.
+    parked: Vec<usize>,
+    to_park: usize,
+}
+
+/// Closed-loop stages (k6's ramping VUs): the whole test's connection level over time, and
+/// this worker's stream, whose [`Share::part`] of each level it keeps open.
+#[derive(Debug, Clone)]
+pub(crate) struct Levels {
+    pub shape: Arc<crate::Shape>,
+    pub share: crate::Share,
+}
+
+impl Levels {
+    /// This worker's connections at `t` seconds into the run: its part of the level, rounded
+    /// down.
+    fn at(&self, t: f64) -> usize {
+        self.share.part(self.shape.at(t).floor() as u64) as usize
+    }
 }
 
 /// The measured second in progress: its index, when it ends, and the thread's account at its
@@ -208,6 +230,8 @@ impl Worker {
                 && spec.tls.is_none()
                 && spec.protocol == Protocol::Http1,
             harvesting: false,
+            parked: Vec::new(),
+            to_park: 0,
             second: SecondClock {
                 index: 0,
                 ends: spec.measure_start + Duration::from_secs(1),
@@ -253,7 +277,10 @@ impl Worker {
         let mut published = (0u64, 0u64);
         let mut now = Instant::now();
         if self.spec.pacing == Pacing::Closed {
-            for idx in 0..self.conns.len() {
+            // Under stages, every slot starts parked and the level opens what it asks for.
+            let start = if self.spec.levels.is_some() { 0 } else { self.conns.len() };
+            self.parked.extend((start..self.conns.len()).rev());
+            for idx in 0..start {
                 self.start_request(idx, now, now);
             }
         }
@@ -274,6 +301,9 @@ impl Worker {
             }
             if measuring && now >= self.second.ends {
                 self.turn_second(now);
+            }
+            if self.spec.levels.is_some() {
+                self.follow_levels(now);
             }
             if now >= next_sweep {
                 self.sweep(now);
@@ -780,6 +810,7 @@ impl Worker {
             self.tally.keepalive += 1;
         }
         match self.spec.pacing {
+            Pacing::Closed if self.to_park > 0 => self.park(idx),
             Pacing::Closed => self.start_request(idx, now, now),
             Pacing::Open { .. } => self.release(idx),
             Pacing::Sessions { .. } => {
@@ -854,6 +885,37 @@ impl Worker {
     }
 
     /// Closes slot `idx`'s connection, if it has one, and records how long it lived.
+    /// Closed-loop stages: opens parked slots up to the level at `now`, or marks slots to park
+    /// when their request ends (a request in flight is never cut short). Each loop turn, which
+    /// is at least every sweep tick.
+    fn follow_levels(&mut self, now: Instant) {
+        let Some(levels) = &self.spec.levels else { return };
+        let t = now.saturating_duration_since(self.spec.measure_start).as_secs_f64();
+        let want = levels.at(t).min(self.conns.len());
+        let active = self.conns.len() - self.parked.len() - self.to_park;
+        if want > active {
+            let mut more = want - active;
+            // Slots marked to park but still busy stay on first: they need no new connection.
+            let kept = more.min(self.to_park);
+            self.to_park -= kept;
+            more -= kept;
+            for _ in 0..more {
+                let Some(idx) = self.parked.pop() else { break };
+                self.start_request(idx, now, now);
+            }
+        } else {
+            self.to_park += active - want;
+        }
+    }
+
+    /// A closed-loop slot above the level rests: its connection closes and it waits parked.
+    fn park(&mut self, idx: usize) {
+        self.to_park -= 1;
+        self.close(idx);
+        self.conns[idx].state = State::Idle;
+        self.parked.push(idx);
+    }
+
     /// A scheduled arrival sent at `now`, due at `due`: its lateness, and in its due second
     /// whether it was later than [`LATE_BOUND_US`].
     fn record_late(&mut self, now: Instant, due: Instant) {
