@@ -47,6 +47,9 @@ pub fn parse_stages(s: &str) -> Result<loadlab_engine::Level, String> {
 /// A rate that changes over time paces `config` (already built, its duration the run's `-d`):
 /// a ramp over that duration, or stages that set it.
 pub fn shape(config: &mut BenchConfig, level: &loadlab_engine::Level) -> anyhow::Result<()> {
+    if level.fixed().is_some() {
+        return Ok(());
+    }
     let duration = match config.stop {
         loadlab_engine::Stop::Duration(d) => d,
         loadlab_engine::Stop::Count(_) => {
