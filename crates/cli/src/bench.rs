@@ -156,7 +156,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     // written is refused before the run, not after it.
     let hdr_log = open(args.traffic.hdr_log.as_deref(), "--hdr-log")?;
     let merged_log = open(args.agent.merged_hdr_log.as_deref(), "--merged-hdr-log")?;
-    let mut measure = load::EngineMeasure::new(args.request.quiet)?;
+    let mut measure = crate::progress::measure(args.request.quiet)?;
     let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
     let Some(agents) = agents else {
         let judged = bench::run(request, &mut measure, &mut warn).map_err(load::bench_failure)?;
@@ -304,7 +304,7 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
     args.traffic.apply(&mut config, rate.map(Level::mean), args.requests)?;
     let shaped = rate.or(args.conn_rate.as_ref()).or(args.connections.as_ref());
     if let Some(level) = shaped {
-        load::shape(&mut config, level)?;
+        config.shaped_by(level).map_err(crate::exit::engine_failure)?;
     }
     config.check().map_err(crate::exit::engine_failure)?;
     Ok(config)

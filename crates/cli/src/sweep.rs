@@ -142,7 +142,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     if let Some((from, to)) = args.ramp {
         return ramp(&args, from, to);
     }
-    let mut measure = load::EngineMeasure::new(true)?;
+    let mut measure = crate::progress::measure(true)?;
     let plan = plan(&args, targets(&args, &mut measure)?);
     let to_stdout = args.format == SweepFormat::Text;
     let table = Table { stdout: to_stdout, silent: args.request.quiet && !to_stdout };
@@ -223,7 +223,7 @@ fn plan(args: &SweepArgs, targets: Vec<SweepTarget>) -> SweepPlan {
 
 /// `sweep --ramp FROM..TO`: one shaped run, its seconds and its knee.
 fn ramp(args: &SweepArgs, from: f64, to: f64) -> anyhow::Result<u8> {
-    let mut measure = load::EngineMeasure::new(args.request.quiet)?;
+    let mut measure = crate::progress::measure(args.request.quiet)?;
     let target = targets(args, &mut measure)?.remove(0);
     let plan = RampPlan {
         config: target.config,

@@ -110,6 +110,21 @@ impl BenchConfig {
         self.shape = Some(std::sync::Arc::new(shape));
     }
 
+    /// Paces the run by `level` as the flags gave it: nothing for a fixed level; a ramp over
+    /// the run's duration; stages, which set it. A count (`-n`) has no duration to ramp over.
+    pub fn shaped_by(&mut self, level: &crate::Level) -> Result<(), EngineError> {
+        if level.fixed().is_some() {
+            return Ok(());
+        }
+        let Stop::Duration(duration) = self.stop else {
+            return invalid("a rate that changes over time needs a duration (-d), not a count");
+        };
+        if let Some(shape) = level.shape(duration) {
+            self.shaped(shape.map_err(|e| EngineError::Config(e.to_string()))?);
+        }
+        Ok(())
+    }
+
     /// Makes this configuration, the whole test's, agent `share`'s part of it: the closed
     /// loop's connections and count split by [`Share::part`]; the open loop's and the sessions'
     /// arrivals dealt from the one schedule (the workers' streams, see [`Share::stream`]), a

@@ -20,6 +20,8 @@
 //! - [`doctor`]: what `doctor` finds of the machine and the lab, and what to change.
 //! - [`slo`]: the SLO gate's figures from a run's result.
 //! - [`seconds`]: the figures and flags of every second of a load that changes over time.
+//! - [`stack`]: `loadlab stack`'s sequences: up held or detached, the remote end of a
+//!   `--host` session, sampling, and which way a `stack down` goes.
 //!
 //! What measures, what stands stacks up and who is told are traits
 //! ([`executor::Measure`], [`executor::Stacks`], [`executor::Events`]), so everything here is
@@ -38,6 +40,7 @@ pub mod ramp;
 pub mod remote;
 pub mod seconds;
 pub mod slo;
+pub mod stack;
 pub mod suite;
 pub mod sweep;
 pub mod trust;
