@@ -156,6 +156,7 @@ fn a_ramp_finds_the_knee_of_a_350_per_second_server_in_a_fifth_of_a_sweeps_time(
     let found = knee["knee_rps"].as_f64().unwrap_or_else(|| panic!("no knee:\n{ramp:#}"));
     let swept = at(&sweep, "knee.offered_rps").as_f64();
     let swept = swept.unwrap_or_else(|| panic!("the sweep found no knee:\n{sweep:#}"));
+    eprintln!("ramp knee {found} in {ramp_took:?}; sweep knee {swept} in {sweep_took:?}");
     let near = |a: f64, b: f64| (a - b).abs() <= 0.15 * b;
     assert!(near(found, CAPACITY), "ramp knee {found} vs capacity 350:\n{ramp:#}");
     assert!(near(found, swept), "ramp knee {found} vs sweep knee {swept}:\n{ramp:#}");
