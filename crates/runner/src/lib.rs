@@ -14,6 +14,7 @@
 //!   from one rising ramp, judged second by second by the same rule.
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
+//! - [`lost`]: a cell stopped at once when its stack goes out of reach (a lab host lost).
 //! - [`capacity`]: whether a run's connections fit the client's descriptors, ports, memory.
 //! - [`habits`]: other tools' flags on a `bench` line, refused where loadlab would read them
 //!   as another test.
@@ -35,6 +36,7 @@ pub mod doctor;
 pub mod executor;
 pub mod habits;
 pub mod limit;
+pub mod lost;
 pub mod power;
 pub mod ramp;
 pub mod remote;
