@@ -1,6 +1,6 @@
 # make demo: the classic suite on the lab's stacks, report in out/report.html. make test: everything
 # CI checks. make demo-bench: loadlab bench against a private nginx.
-# make bench, bench-mix, bench-replay, bench-rate, bench-scale, bench-wake: the benchmarks in
+# make bench, bench-mix, bench-replay, bench-rate, bench-ramp, bench-scale, bench-wake: the benchmarks in
 # BENCHMARKS.md.
 # make bench-netem: netem beside loadlab's delay stage under Debian's stock kernel, in a VM
 # (docs/lab.md).
@@ -120,6 +120,11 @@ bench-replay: deps-bench build
 # Open-loop accuracy at 1k-20k req/s and client CPU per request against httperf.
 bench-rate: deps-bench build
 	bench/rate-accuracy.sh
+
+# Issue 24: a ramp 0..20,000 req/s against nginx second by second, and a fixed rate's CPU per
+# request against main's build (BASELINE=...).
+bench-ramp: deps-bench build
+	bench/ramp.sh
 
 # What one timer wake-up costs a sleeping thread here: the floor under on-time sends (issue 11).
 bench-wake: deps-bench

@@ -211,6 +211,7 @@ impl Part {
                 completed: *completed,
                 failed: *failed,
                 bytes: *bytes,
+                ..Default::default()
             };
         }
         for (completed, failed, status_classes, latency) in &self.entries {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use loadlab_engine::BenchConfig;
+use loadlab_engine::{BenchConfig, Level};
 use loadlab_runner::bench::agent::{self, Outcome};
 use loadlab_runner::bench::flags::LoadFlags;
 use loadlab_runner::bench::{self, Disposition};
@@ -24,8 +24,10 @@ pub struct BenchArgs {
     pub url: String,
     /// Closed loop: concurrent connections, each with one request outstanding [default: 10]
     /// (with --rate, wrk2's -c, the bound is --max-connections).
-    #[arg(short = 'c', long = "connections")]
-    pub connections: Option<usize>,
+    /// A ramp (0..100 over -d) or stages (30s:0..100,1m:100) open and close connections on
+    /// schedule (k6's ramping VUs), with the figures of every second.
+    #[arg(short = 'c', long = "connections", value_parser = load::parse_connections)]
+    pub connections: Option<Level>,
     /// Total requests to make after warm-up (not with --conn-rate, whose sessions are counted
     /// in connections: --conns).
     #[arg(short = 'n', long = "requests", conflicts_with_all = ["duration", "conns", "conn_rate"])]
@@ -34,12 +36,31 @@ pub struct BenchArgs {
     #[arg(short = 'd', long = "duration", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// Open loop: requests per second, due on a schedule whatever the server's speed; latency
-    /// is measured from when each request was due (-R as wrk2).
-    #[arg(short = 'R', long = "rate", value_name = "R", conflicts_with = "conn_rate")]
-    pub rate: Option<f64>,
-    /// httperf's sessions: new connections per second, each carrying --calls-per-conn requests.
-    #[arg(long = "conn-rate", value_name = "R")]
-    pub conn_rate: Option<f64>,
+    /// is measured from when each request was due (-R as wrk2). A ramp over the run
+    /// (100..5000) or stages (30s:0..1000,2m:1000) make the rate change over time, with the
+    /// figures of every second.
+    #[arg(
+        short = 'R',
+        long = "rate",
+        value_name = "R",
+        conflicts_with = "conn_rate",
+        value_parser = load::parse_level
+    )]
+    pub rate: Option<Level>,
+    /// httperf's sessions: new connections per second, each carrying --calls-per-conn
+    /// requests; a ramp or stages as --rate's.
+    #[arg(long = "conn-rate", value_name = "R", value_parser = load::parse_level)]
+    pub conn_rate: Option<Level>,
+    /// The open loop's rate in stages (k6's ramping arrival rate): DURATION:LEVEL or
+    /// DURATION:FROM..TO, comma-separated, e.g. '30s:0..1000,2m:1000,30s:1000..0'; the run
+    /// lasts their sum.
+    #[arg(
+        long = "stages",
+        value_name = "STAGES",
+        conflicts_with_all = ["rate", "conn_rate", "duration", "requests"],
+        value_parser = load::parse_stages
+    )]
+    pub stages: Option<Level>,
     /// Requests on each new connection with --conn-rate (httperf's --num-calls) [default: 1].
     #[arg(long = "calls-per-conn", visible_alias = "num-calls", value_name = "K")]
     pub calls_per_conn: Option<u32>,
@@ -233,11 +254,11 @@ fn print(args: &BenchArgs, judged: &bench::Judged) -> anyhow::Result<u8> {
 /// before a single byte is sent.
 fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
     let load = LoadFlags {
-        connections: args.connections,
+        connections: args.connections.clone(),
         requests: args.requests,
         duration: args.duration,
-        rate: args.rate,
-        conn_rate: args.conn_rate,
+        rate: args.rate.clone().or(args.stages.clone()),
+        conn_rate: args.conn_rate.clone(),
         calls_per_conn: args.calls_per_conn,
         conns: args.conns,
         schedule: args.schedule.schedule(),
@@ -249,9 +270,9 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
 /// The flags other tools' habits concern, as typed.
 fn typed(args: &BenchArgs) -> loadlab_runner::habits::Typed<'_> {
     loadlab_runner::habits::Typed {
-        connections: args.connections,
-        rate: args.rate,
-        conn_rate: args.conn_rate,
+        connections: args.connections.as_ref().map(|c| c.mean() as usize),
+        rate: args.rate.as_ref().or(args.stages.as_ref()).map(Level::mean),
+        conn_rate: args.conn_rate.as_ref().map(Level::mean),
         conns: args.conns,
         calls: args.calls_per_conn,
         requests: args.requests,

@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use loadlab_engine::{Pacing, Stop};
 use loadlab_output::sweep as output;
+use loadlab_runner::ramp::{run_ramp, RampPlan};
 use loadlab_runner::slo::Slo;
 use loadlab_runner::sweep::{run_sweep, SweepPlan, SweepTarget};
 use loadlab_runner::Measure;
@@ -31,8 +32,21 @@ pub struct SweepArgs {
     #[arg(help = crate::help::URL)]
     pub url: String,
     /// Offered request rates: a range `LOW..HIGH:STEP` or a list `100,200,400`.
-    #[arg(long = "rates", value_parser = parse_rates)]
-    pub rates: RateList,
+    #[arg(long = "rates", value_parser = parse_rates, required_unless_present = "ramp")]
+    pub rates: Option<RateList>,
+    /// Instead of steps, one run whose rate rises from FROM to TO over --ramp-duration, its
+    /// knee found second by second by the same rule (known to within the ramp's slope: a
+    /// sweep of steps around it confirms).
+    #[arg(
+        long = "ramp",
+        value_name = "FROM..TO",
+        value_parser = parse_ramp,
+        conflicts_with_all = ["rates", "compare", "find_knee", "conns_per_step", "stop_after_knee", "slo", "csv"]
+    )]
+    pub ramp: Option<(f64, f64)>,
+    /// How long the ramp lasts [default: 10s].
+    #[arg(long = "ramp-duration", value_parser = parse_duration, requires = "ramp")]
+    pub ramp_duration: Option<Duration>,
     /// How long each step is measured, after its warm-up of at least 1s [default: 10s].
     #[arg(long = "step-duration", value_parser = parse_duration, allow_hyphen_values = true, conflicts_with = "conns_per_step")]
     pub step_duration: Option<Duration>,
@@ -78,6 +92,14 @@ pub struct RateList(pub Vec<f64>);
 
 /// Parses `100..2000:100` (the suite files' sweep syntax, one parser for both) or
 /// `100,200,400` into ascending, distinct rates.
+/// `--ramp FROM..TO`.
+fn parse_ramp(s: &str) -> Result<(f64, f64), String> {
+    match loadlab_engine::Level::parse(s).map_err(|e| e.to_string())? {
+        loadlab_engine::Level::Ramp(from, to) if to > from => Ok((from, to)),
+        _ => Err(format!("{s:?}: a ramp is FROM..TO, rising (e.g. 0..2000)")),
+    }
+}
+
 fn parse_rates(s: &str) -> Result<RateList, String> {
     let mut rates = if s.contains("..") {
         loadlab_suite::parse_sweep(s)?
@@ -111,11 +133,14 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         ..Default::default()
     };
     loadlab_runner::habits::check(&typed).map_err(usage)?;
-    if args.rates.0.is_empty() {
+    if args.rates.as_ref().is_some_and(|r| r.0.is_empty()) {
         return Err(usage("--rates: no rate given".into()));
     }
     if !(0.0..=1.0).contains(&args.max_errors) {
         return Err(usage("--max-errors is a ratio between 0 and 1 (0.01 = 1%)".into()));
+    }
+    if let Some((from, to)) = args.ramp {
+        return ramp(&args, from, to);
     }
     let mut measure = crate::progress::measure(true)?;
     let plan = plan(&args, targets(&args, &mut measure)?);
@@ -184,7 +209,7 @@ fn plan(args: &SweepArgs, targets: Vec<SweepTarget>) -> SweepPlan {
         Pacing::Closed => args.schedule.max_connections,
     };
     SweepPlan {
-        rates: args.rates.0.clone(),
+        rates: args.rates.as_ref().map_or_else(Vec::new, |r| r.0.clone()),
         targets,
         calls: (args.calls_per_conn.is_some() || args.conns_per_step.is_some())
             .then(|| args.calls_per_conn.unwrap_or(1).max(1)),
@@ -195,6 +220,29 @@ fn plan(args: &SweepArgs, targets: Vec<SweepTarget>) -> SweepPlan {
         find_knee: args.find_knee,
         slo: args.slo.clone(),
     }
+}
+
+/// `sweep --ramp FROM..TO`: one shaped run, its seconds and its knee.
+fn ramp(args: &SweepArgs, from: f64, to: f64) -> anyhow::Result<u8> {
+    let mut measure = crate::progress::measure(args.request.quiet)?;
+    let target = targets(args, &mut measure)?.remove(0);
+    let plan = RampPlan {
+        config: target.config,
+        addr: target.addr,
+        url: target.url,
+        from,
+        to,
+        duration: args.ramp_duration.unwrap_or(Duration::from_secs(10)),
+        criteria: Criteria { max_error_ratio: args.max_errors, ..Criteria::default() },
+    };
+    let outcome = run_ramp(&plan, &mut measure).map_err(crate::exit::failure)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match args.format {
+        SweepFormat::Text => output::write_ramp_text(&mut out, &outcome)?,
+        SweepFormat::Json => output::write_ramp_json(&mut out, &outcome)?,
+    }
+    out.flush()?;
+    Ok(OK)
 }
 
 /// `--slo`: thresholds, or a bare duration as a p99 bound (what the flag took before it took

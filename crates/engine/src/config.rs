@@ -56,6 +56,10 @@ pub struct BenchConfig {
     pub coalesce: Duration,
     /// This host's part of a test spread over several (`--agents`); agent 0 of 1 alone.
     pub share: Share,
+    /// A rate that changes over time (`--rate A..B`, `--stages`): the open loop's or the
+    /// sessions' arrivals follow it (the pacing's rate is then its mean, for the report). The
+    /// run lasts the shape's duration, with no warm-up: the shape is its own ramp.
+    pub shape: Option<std::sync::Arc<crate::Shape>>,
 }
 
 impl BenchConfig {
@@ -84,7 +88,41 @@ impl BenchConfig {
             unix_socket: None,
             tls: crate::tls::TlsOptions { resume: true, ..Default::default() },
             share: Share::default(),
+            shape: None,
         }
+    }
+
+    /// Paces the run by `shape`: the schedule's rate (open loop, sessions), or in the closed
+    /// loop the connections open (k6's ramping VUs: each level rounded down, the pool its
+    /// peak). The run lasts the shape's duration, keeps its interval histograms (the figures
+    /// of every second read them), and a schedule's rate becomes the shape's mean (the offered
+    /// rate of the whole run).
+    pub fn shaped(&mut self, shape: crate::Shape) {
+        self.stop = Stop::Duration(shape.duration());
+        self.hdr_log = true;
+        match &mut self.pacing {
+            Pacing::Open { rate, .. } | Pacing::Sessions { rate, .. } => *rate = shape.mean(),
+            Pacing::Closed => {
+                self.connections = (shape.peak().floor() as usize).max(1);
+                self.threads = self.threads.min(self.connections);
+            }
+        }
+        self.shape = Some(std::sync::Arc::new(shape));
+    }
+
+    /// Paces the run by `level` as the flags gave it: nothing for a fixed level; a ramp over
+    /// the run's duration; stages, which set it. A count (`-n`) has no duration to ramp over.
+    pub fn shaped_by(&mut self, level: &crate::Level) -> Result<(), EngineError> {
+        if level.fixed().is_some() {
+            return Ok(());
+        }
+        let Stop::Duration(duration) = self.stop else {
+            return invalid("a rate that changes over time needs a duration (-d), not a count");
+        };
+        if let Some(shape) = level.shape(duration) {
+            self.shaped(shape.map_err(|e| EngineError::Config(e.to_string()))?);
+        }
+        Ok(())
     }
 
     /// Makes this configuration, the whole test's, agent `share`'s part of it: the closed
@@ -140,6 +178,7 @@ impl BenchConfig {
             return invalid("--source-ips has no meaning over a unix socket");
         }
         self.check_pacing()?;
+        self.check_shape()?;
         self.check_source_family()?;
         self.check_bounds()?;
         self.check_replay()?;
@@ -189,6 +228,30 @@ impl BenchConfig {
             Pacing::Closed => {}
         }
         Ok(())
+    }
+
+    /// A shape paces a schedule over a timed run of its own length, from its start.
+    fn check_shape(&self) -> Result<(), EngineError> {
+        let Some(shape) = &self.shape else { return Ok(()) };
+        if self.pacing == Pacing::Closed && self.protocol.is_h2() {
+            return invalid("connections that change over time are HTTP/1.1's only, for now");
+        }
+        if self.traffic.replay().is_some() {
+            return invalid(
+                "a replay's log sets its own pace: a rate shape has no meaning with it",
+            );
+        }
+        if !self.warmup.is_zero() {
+            return invalid("a rate shape has no warm-up: start it low instead (e.g. 30s:0..1000)");
+        }
+        match self.stop {
+            Stop::Duration(d) if d.abs_diff(shape.duration()) < Duration::from_millis(1) => Ok(()),
+            Stop::Duration(d) => Err(EngineError::Config(format!(
+                "the run lasts {d:?} but its shape {:?}: a shape sets the duration",
+                shape.duration()
+            ))),
+            Stop::Count(_) => invalid("a rate shape sets the duration: -n has no meaning with it"),
+        }
     }
 
     /// Source addresses of the target's family.

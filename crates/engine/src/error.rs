@@ -64,6 +64,11 @@ impl ErrorClass {
         ErrorClass::Other,
     ];
 
+    /// Its index in [`ErrorClass::ALL`] (and in a per-second bucket's `failed_by`).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// The JSON key (also used in text and CSV output).
     pub fn name(self) -> &'static str {
         match self {
@@ -113,6 +118,9 @@ impl ErrorClass {
         }
     }
 }
+
+// A per-second bucket counts failures by class in `ALL`'s order.
+const _: () = assert!(ErrorClass::ALL.len() == loadlab_stats::series::FAILURE_CLASSES);
 
 /// Failure counts per class, plus the errno of every `other` failure.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -35,6 +35,7 @@ pub mod replay;
 pub mod request;
 pub mod result;
 mod schedule;
+pub mod shape;
 pub mod sys;
 pub mod target;
 mod timer;
@@ -58,6 +59,7 @@ pub use replay::{Replay, Skip};
 pub use request::{Protocol, RequestSpec};
 pub use result::{BenchResult, EntryTally, HdrLog, Tally, Timings, WorkerSummary};
 pub use schedule::Arrival;
+pub use shape::{Level, Shape, ShapeError, Stage};
 pub use target::Target;
 pub use tls::{Negotiated, TlsOptions, TlsVersion};
 
@@ -291,7 +293,15 @@ fn plan_workers(
     let mut workers = Vec::with_capacity(threads);
     for (i, budget) in budgets.into_iter().enumerate() {
         // Connections spread evenly; the first `connections % threads` workers take one more.
-        let connections = pool / threads + usize::from(i < pool % threads);
+        // Closed-loop stages: the worker's stream's part of the peak, as its part of every
+        // level is (`Share::part` of the whole test's, so agents and workers add up).
+        let connections = match (&config.shape, config.pacing) {
+            (Some(shape), Pacing::Closed) => {
+                let (index, of) = config.share.stream(i, threads);
+                Share::new(index, of).part(shape.peak().floor() as u64) as usize
+            }
+            _ => pool / threads + usize::from(i < pool % threads),
+        };
         let spec = worker_spec(config, addr, setup, clock, i, connections)?;
         let schedule = worker_schedule(config, clock, i);
         let worker =
@@ -325,6 +335,13 @@ fn worker_spec(
         pacing: config.pacing,
         protocol: config.protocol,
         connections,
+        levels: match (&config.shape, config.pacing) {
+            (Some(shape), Pacing::Closed) => {
+                let (index, of) = config.share.stream(i, config.threads);
+                Some(worker::Levels { shape: shape.clone(), share: Share::new(index, of) })
+            }
+            _ => None,
+        },
         timeout: config.timeout,
         connect_timeout: config.connect_timeout,
         validation: config.validation.clone(),
@@ -352,7 +369,10 @@ fn worker_schedule(config: &BenchConfig, clock: &Clock, i: usize) -> Option<sche
     // Worker i as one stream of the global schedule: on a single host stream i of the threads,
     // as agent I of N stream I + N i of N x threads (see `Share::stream`).
     let (i, threads) = config.share.stream(i, config.threads);
-    let s = schedule::Schedule::new(rate, arrival, clock.start, i, threads, config.seed);
+    let mut s = schedule::Schedule::new(rate, arrival, clock.start, i, threads, config.seed);
+    if let Some(shape) = &config.shape {
+        s = s.shaped(shape.clone(), i, threads);
+    }
     match &config.traffic {
         Traffic::Replay(r) => {
             let replayed = match config.stop {

@@ -243,7 +243,9 @@ impl Tally {
     pub fn count_failure(&mut self, class: ErrorClass, errno: Option<i32>, second: usize) {
         self.failed += 1;
         self.errors.add(class, errno);
-        self.series.at(second).failed += 1;
+        let bucket = self.series.at(second);
+        bucket.failed += 1;
+        bucket.failed_by[class as usize] += 1;
     }
 
     /// Status codes that occurred, with their counts.

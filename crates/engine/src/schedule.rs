@@ -13,6 +13,11 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::replay::Replay;
+use crate::shape::Shape;
+
+/// Due times beyond this (in ns after the origin, ~31 years) stand for "never": a shape that
+/// ends at zero has no arrival after its end.
+const NEVER_NS: f64 = 1e18;
 
 /// How arrivals are spaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +48,20 @@ pub(crate) struct Schedule {
     next_ns: f64,
     /// A replay: the lines this worker sends.
     lines: Option<Lines>,
+    /// A rate that changes over time: arrivals are placed in the shape's integrated time.
+    shaped: Option<Shaped>,
+}
+
+/// One stream of a shaped schedule: where it stands in the shape's integral Λ (arrivals due
+/// so far), and how its arrivals step through Λ.
+#[derive(Debug)]
+struct Shaped {
+    shape: Arc<Shape>,
+    /// This stream's index and the number of streams: fixed arrivals at Λ = index + k x
+    /// streams (the global arrival k x streams + index), Poisson gaps of mean `streams` in Λ.
+    index: f64,
+    streams: f64,
+    lambda: f64,
 }
 
 /// One worker's lines of a replay: every `stride`-th line from its index, up to `limit`.
@@ -83,7 +102,23 @@ impl Schedule {
             first_ns,
             next_ns: first_ns,
             lines: None,
+            shaped: None,
         }
+    }
+
+    /// The same stream under a rate that changes over time: the global arrival k is due when
+    /// the shape's integral reaches k (fixed), or a unit-rate Poisson process in the
+    /// integral's time is mapped back to real time (Poisson), so that the streams together are
+    /// one schedule, dealt k mod streams as at a fixed rate.
+    pub fn shaped(mut self, shape: Arc<Shape>, index: usize, workers: usize) -> Self {
+        let streams = workers.max(1) as f64;
+        let lambda = match self.arrival {
+            Arrival::Poisson => exponential(&mut self.rng, streams),
+            Arrival::Fixed | Arrival::Log => index as f64,
+        };
+        self.next_ns = shape_ns(&shape, lambda);
+        self.shaped = Some(Shaped { shape, index: index as f64, streams, lambda });
+        self
     }
 
     /// The same worker's share of a replay's first `limit` lines: lines index, index+W, ...,
@@ -126,6 +161,15 @@ impl Schedule {
             entry = Some(l.replay.requests[l.next]);
             l.next += l.stride;
         }
+        if let Some(s) = self.shaped.as_mut() {
+            // Only a shaped schedule pays for the shape, once per arrival.
+            s.lambda = match self.arrival {
+                Arrival::Poisson => s.lambda + exponential(&mut self.rng, s.streams),
+                Arrival::Fixed | Arrival::Log => s.index + s.streams * self.popped as f64,
+            };
+            self.next_ns = shape_ns(&s.shape, s.lambda);
+            return (due, entry);
+        }
         match self.arrival {
             // From the count, not by adding gaps, so rounding never accumulates.
             Arrival::Fixed => self.next_ns = self.first_ns + self.gap_ns * self.popped as f64,
@@ -145,16 +189,30 @@ impl Schedule {
     }
 
     /// Counts (and takes) the arrivals due in `[from, end)`: at the end of a run these are the
-    /// requests that were due but never sent.
-    pub fn drain_before(&mut self, from: Instant, end: Instant) -> u64 {
+    /// requests that were due but never sent. Each is shown to `each` with its due time.
+    pub fn drain_before(
+        &mut self,
+        from: Instant,
+        end: Instant,
+        mut each: impl FnMut(Instant),
+    ) -> u64 {
         let mut n = 0;
         // Bounded: a schedule has at most rate x duration arrivals before its end, a replay
         // its lines.
         while self.peek().is_some_and(|at| at < end) {
-            n += u64::from(self.pop().0 >= from);
+            let due = self.pop().0;
+            if due >= from {
+                n += 1;
+                each(due);
+            }
         }
         n
     }
+}
+
+/// When the shape's integral reaches `lambda`, in ns after the origin ([`NEVER_NS`] for never).
+fn shape_ns(shape: &Shape, lambda: f64) -> f64 {
+    (shape.time_of(lambda) * 1e9).min(NEVER_NS)
 }
 
 /// An exponential variate with the given mean, by inversion: -ln(U) * mean.
@@ -208,10 +266,10 @@ mod tests {
         let mut s = Schedule::new(100.0, Arrival::Fixed, t0, 0, 1, 0);
         s.pop();
         // Arrivals at 10 ms, 20 ms, ... 990 ms are before the 1 s end.
-        assert_eq!(s.drain_before(t0, t0 + Duration::from_secs(1)), 99);
+        assert_eq!(s.drain_before(t0, t0 + Duration::from_secs(1), |_| {}), 99);
         let mut s = Schedule::new(100.0, Arrival::Fixed, t0, 0, 1, 0);
         let from = t0 + Duration::from_millis(500);
-        assert_eq!(s.drain_before(from, t0 + Duration::from_secs(1)), 50);
+        assert_eq!(s.drain_before(from, t0 + Duration::from_secs(1), |_| {}), 50);
     }
 
     fn replay(offsets_ms: &[u64]) -> Arc<Replay> {
@@ -241,7 +299,7 @@ mod tests {
         }
         seen.sort();
         assert_eq!(seen, [(0, 0), (10, 1), (10, 2), (40, 3), (100, 4)]);
-        assert_eq!(a.drain_before(t0, t0 + Duration::from_secs(9)), 0, "nothing left");
+        assert_eq!(a.drain_before(t0, t0 + Duration::from_secs(9), |_| {}), 0, "nothing left");
     }
 
     #[test]
@@ -262,6 +320,64 @@ mod tests {
         let mut s = Schedule::new(1.0, Arrival::Log, t0, 0, 1, 1).replaying(Arc::new(log), 0, 1, 3);
         let dues: Vec<u128> = (0..3).map(|_| (s.pop().0 - t0).as_millis()).collect();
         assert_eq!(dues, [0, 50, 150]);
+    }
+}
+
+#[cfg(test)]
+mod shaped {
+    use super::*;
+
+    fn ramp() -> Arc<Shape> {
+        Arc::new(Shape::parse_stages("5s:0..2000").unwrap())
+    }
+
+    /// Every due time (ns) of `streams` streams of one shaped schedule, before `secs`, sorted.
+    fn union(arrival: Arrival, streams: usize, secs: u64) -> Vec<u128> {
+        let t0 = Instant::now();
+        let mut all = Vec::new();
+        for i in 0..streams {
+            let mut s = Schedule::new(1.0, arrival, t0, i, streams, 7).shaped(ramp(), i, streams);
+            while s.peek().is_some_and(|at| at < t0 + Duration::from_secs(secs)) {
+                all.push((s.pop().0 - t0).as_nanos());
+            }
+        }
+        all.sort_unstable();
+        all
+    }
+
+    #[test]
+    fn the_kth_fixed_arrival_is_due_when_the_integral_reaches_k() {
+        // Rate 400 t, integral 200 t^2: arrival k at sqrt(k / 200) s, whatever the streams.
+        for streams in [1, 3] {
+            let all = union(Arrival::Fixed, streams, 5);
+            assert_eq!(all.len(), 5000, "{streams} streams: k = 0..4999 before 5 s");
+            for (k, ns) in all.iter().enumerate() {
+                let want = (k as f64 / 200.0).sqrt() * 1e9;
+                assert!((*ns as f64 - want).abs() <= 2.0, "{k}: {ns} vs {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn poisson_arrivals_follow_the_shape_second_by_second() {
+        let all = union(Arrival::Poisson, 2, 5);
+        let shape = ramp();
+        for s in 1..5u32 {
+            let n = all.iter().filter(|&&ns| (ns / 1_000_000_000) as u32 == s).count() as f64;
+            let want = shape.in_second(s);
+            // A Poisson count has standard deviation sqrt(mean): 5 of them is far outside chance.
+            assert!((n - want).abs() < 5.0 * want.sqrt(), "second {s}: {n} vs {want}");
+        }
+        assert_eq!(all, union(Arrival::Poisson, 2, 5), "the same seed, the same arrivals");
+    }
+
+    #[test]
+    fn a_shape_that_ends_at_zero_has_nothing_after_it() {
+        let t0 = Instant::now();
+        let shape = Arc::new(Shape::parse_stages("1s:100..0").unwrap());
+        let mut s = Schedule::new(1.0, Arrival::Fixed, t0, 0, 1, 1).shaped(shape, 0, 1);
+        // The integral is 50: arrivals 0..=49, then never.
+        assert_eq!(s.drain_before(t0, t0 + Duration::from_secs(3600), |_| {}), 50);
     }
 }
 

@@ -1,6 +1,7 @@
 //! `sweep`'s layouts: the table printed as the sweep goes (one line per step, with its trust
 //! flags), the knee of each target in a sentence, and autobench's CSV.
 
+use loadlab_runner::ramp::RampOutcome;
 use std::io::Write;
 
 use loadlab_runner::sweep::{Gate, KneeReport, Step, SweepOutcome};
@@ -180,5 +181,32 @@ pub fn write_json(out: &mut dyn Write, outcome: &SweepOutcome) -> std::io::Resul
         gates,
     };
     serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)
+}
+
+/// `sweep --ramp`: the figures of every second, then the knee in a sentence.
+pub fn write_ramp_text(out: &mut dyn Write, outcome: &RampOutcome) -> std::io::Result<()> {
+    writeln!(out, "loadlab sweep {} (one rising ramp)", outcome.url)?;
+    crate::bench::seconds::text(&outcome.seconds, out)?;
+    writeln!(out, "{}", outcome.knee.sentence())
+}
+
+/// `sweep --ramp --format json`: the seconds and the knee, with its sentence.
+pub fn write_ramp_json(out: &mut dyn Write, outcome: &RampOutcome) -> std::io::Result<()> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        loadlab_version: &'static str,
+        mode: &'static str,
+        #[serde(flatten)]
+        outcome: &'a RampOutcome,
+        sentence: String,
+    }
+    let doc = Out {
+        loadlab_version: env!("CARGO_PKG_VERSION"),
+        mode: "ramp",
+        outcome,
+        sentence: outcome.knee.sentence(),
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
     writeln!(out)
 }

@@ -10,7 +10,8 @@
 //!   the store's record, the report, how the run ends).
 //! - [`verify`]: a workload's answer checked through the engine before its cells: an external
 //!   target's verify, and a custom workload's on a lab stack.
-//! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]).
+//! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]); [`ramp`] the knee
+//!   from one rising ramp, judged second by second by the same rule.
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
 //! - [`lost`]: a cell stopped at once when its stack goes out of reach (a lab host lost).
@@ -22,6 +23,7 @@
 //! - [`doctor`]: what `doctor` finds of the machine and the lab, and what to change.
 //! - [`slo`]: the SLO gate's figures from a run's result.
 //! - [`stored`]: the store and run that `report`, `runs` and `compare` read.
+//! - [`seconds`]: the figures and flags of every second of a load that changes over time.
 //! - [`stack`]: `loadlab stack`'s sequences: up held or detached, the remote end of a
 //!   `--host` session, sampling, and which way a `stack down` goes.
 //!
@@ -41,7 +43,9 @@ pub mod limit;
 pub mod lost;
 pub mod merge;
 pub mod power;
+pub mod ramp;
 pub mod remote;
+pub mod seconds;
 pub mod slo;
 pub mod stack;
 pub mod stored;

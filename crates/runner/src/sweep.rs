@@ -453,7 +453,8 @@ fn knee_report(steps: &[&Step], criteria: &Criteria, url: &str) -> KneeReport {
     }
 }
 
-fn breach_name(b: Breach) -> &'static str {
+/// A breach's name in JSON and text (also a ramp's knee's reason).
+pub(crate) fn breach_name(b: Breach) -> &'static str {
     match b {
         Breach::Throughput => "throughput",
         Breach::Errors => "errors",

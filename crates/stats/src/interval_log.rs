@@ -121,25 +121,11 @@ pub fn write_log<W: io::Write>(
 ) -> io::Result<()> {
     let mut serializer = V2DeflateSerializer::new();
     let mut log = begin(out, &mut serializer, start, comment)?;
-    let mut seconds: Vec<u32> =
-        latencies.iter().flat_map(|l| l.workers.iter().flatten().map(|(s, _)| *s)).collect();
-    seconds.sort_unstable();
-    seconds.dedup();
-    let mut merged = Histogram::<u64>::new_with_bounds(1, MAX_TRACKABLE_US, SIGNIFICANT_DIGITS)
-        .expect("valid histogram bounds");
+    let mut merged = empty();
     let mut decoder = Deserializer::new();
-    let bad = |e: String| io::Error::new(io::ErrorKind::InvalidData, e);
-    for second in seconds {
+    for second in seconds(latencies) {
         for latency in latencies {
-            merged.reset();
-            for worker in &latency.workers {
-                for (_, bytes) in worker.iter().filter(|(s, _)| *s == second) {
-                    let h: Histogram<u64> = decoder
-                        .deserialize(&mut &bytes[..])
-                        .map_err(|e| bad(format!("an interval histogram: {e:?}")))?;
-                    merged.add(&h).map_err(|e| bad(format!("merging intervals: {e:?}")))?;
-                }
-            }
+            merge_second(latency, second, &mut merged, &mut decoder)?;
             if merged.is_empty() {
                 continue;
             }
@@ -148,6 +134,83 @@ pub fn write_log<W: io::Write>(
         }
     }
     Ok(())
+}
+
+/// An empty histogram of the recorders' bounds and precision.
+fn empty() -> Histogram<u64> {
+    Histogram::<u64>::new_with_bounds(1, MAX_TRACKABLE_US, SIGNIFICANT_DIGITS)
+        .expect("valid histogram bounds")
+}
+
+/// Every second any worker recorded in, ascending.
+fn seconds(latencies: &[Tagged]) -> Vec<u32> {
+    let mut seconds: Vec<u32> =
+        latencies.iter().flat_map(|l| l.workers.iter().flatten().map(|(s, _)| *s)).collect();
+    seconds.sort_unstable();
+    seconds.dedup();
+    seconds
+}
+
+/// Sets `merged` to `second`'s histogram of `latency`, added over the workers: what the log
+/// writes for that second, and what the per-second figures read.
+fn merge_second(
+    latency: &Tagged,
+    second: u32,
+    merged: &mut Histogram<u64>,
+    decoder: &mut Deserializer,
+) -> io::Result<()> {
+    let bad = |e: String| io::Error::new(io::ErrorKind::InvalidData, e);
+    merged.reset();
+    for worker in &latency.workers {
+        for (_, bytes) in worker.iter().filter(|(s, _)| *s == second) {
+            let h: Histogram<u64> = decoder
+                .deserialize(&mut &bytes[..])
+                .map_err(|e| bad(format!("an interval histogram: {e:?}")))?;
+            merged.add(&h).map_err(|e| bad(format!("merging intervals: {e:?}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// One second's latency figures, from the same merged histogram the interval log writes for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct SecondLatency {
+    pub second: u32,
+    /// Values recorded in the second.
+    pub count: u64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+}
+
+impl SecondLatency {
+    /// The figures of one histogram (HdrHistogram's `value_at_quantile`, as the log's readers
+    /// compute them).
+    pub fn of(second: u32, h: &Histogram<u64>) -> SecondLatency {
+        SecondLatency {
+            second,
+            count: h.len(),
+            p50_us: h.value_at_quantile(0.50),
+            p90_us: h.value_at_quantile(0.90),
+            p99_us: h.value_at_quantile(0.99),
+            max_us: h.max(),
+        }
+    }
+}
+
+/// `latency`'s figures for each second that recorded anything, ascending.
+pub fn per_second(latency: &Tagged) -> io::Result<Vec<SecondLatency>> {
+    let mut merged = empty();
+    let mut decoder = Deserializer::new();
+    let mut out = Vec::new();
+    for second in seconds(std::slice::from_ref(latency)) {
+        merge_second(latency, second, &mut merged, &mut decoder)?;
+        if !merged.is_empty() {
+            out.push(SecondLatency::of(second, &merged));
+        }
+    }
+    Ok(out)
 }
 
 /// The log writer every interval log of loadlab's starts with: its comment, the unit, and

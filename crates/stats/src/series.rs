@@ -2,12 +2,39 @@
 
 use serde::Serialize;
 
+/// Failure classes a bucket counts apart: the engine's `ErrorClass::ALL`, in its order (the
+/// engine checks the two agree when it compiles).
+pub const FAILURE_CLASSES: usize = 13;
+
 /// Counters for one second of a run.
+///
+/// The JSON `throughput.series` carries the first three (docs/json-schema.md); the rest feed
+/// the figures of every second that a run whose load changes over time reports (`seconds`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Bucket {
     pub completed: u64,
     pub failed: u64,
     pub bytes: u64,
+    /// Scheduled arrivals due in this second (sent or not): the offered load.
+    #[serde(skip)]
+    pub due: u64,
+    /// Requests whose last byte was written in this second: the achieved load.
+    #[serde(skip)]
+    pub sent: u64,
+    /// Arrivals due in this second that went out more than the engine's lateness bound late.
+    #[serde(skip)]
+    pub late: u64,
+    /// The most connections open at once in this second (added over workers).
+    #[serde(skip)]
+    pub open: u64,
+    /// CPU time the client's workers used in this second, and waited for a CPU, in µs.
+    #[serde(skip)]
+    pub cpu_us: u64,
+    #[serde(skip)]
+    pub cpu_wait_us: u64,
+    /// `failed` by class, in the engine's `ErrorClass::ALL` order.
+    #[serde(skip)]
+    pub failed_by: [u64; FAILURE_CLASSES],
 }
 
 impl Bucket {
@@ -15,6 +42,15 @@ impl Bucket {
         self.completed += other.completed;
         self.failed += other.failed;
         self.bytes += other.bytes;
+        self.due += other.due;
+        self.sent += other.sent;
+        self.late += other.late;
+        self.open += other.open;
+        self.cpu_us += other.cpu_us;
+        self.cpu_wait_us += other.cpu_wait_us;
+        for (a, b) in self.failed_by.iter_mut().zip(other.failed_by) {
+            *a += b;
+        }
     }
 }
 

@@ -280,6 +280,7 @@ fn read_series(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> 
                 completed: uint(row.get(2)?, "series completed")?,
                 failed: uint(row.get(3)?, "series failed")?,
                 bytes: uint(row.get(4)?, "series bytes")?,
+                ..Bucket::default()
             };
             *cells.get(row.get(0)?)?.series.at(second) = bucket;
             Ok(())

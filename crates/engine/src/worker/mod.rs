@@ -24,7 +24,7 @@ use mio::{Events, Poll, Token};
 use crate::check::{BodyCheck, Validation};
 use crate::conn::Stream;
 use crate::conn::{Conn, State};
-use crate::exchange::{us, Exchange, Recording};
+use crate::exchange::{second_of, us, Exchange, Recording};
 use crate::h2::Session;
 use crate::http::{Limits, Parser, Progress};
 use crate::mix::{Picker, Table};
@@ -47,6 +47,10 @@ const HARVEST: Duration = Duration::from_millis(1);
 /// How long a closed-loop slot rests after the client itself ran out of descriptors or ports,
 /// so that an exhausted client does not spin.
 const BACKOFF: Duration = Duration::from_millis(10);
+
+/// A scheduled arrival sent more than this late (µs) counts as late in its second's figures:
+/// the trust verdict's tolerance for a schedule kept (`SCHEDULE_TOLERANCE_US` in the runner).
+pub const LATE_BOUND_US: u64 = 1_000;
 
 /// The timer's token; slots use their index.
 const TIMER: Token = Token(usize::MAX);
@@ -75,6 +79,8 @@ pub(crate) struct WorkerSpec {
     pub protocol: Protocol,
     /// Closed loop: this worker's connections. Open loop and sessions: the most it may open.
     pub connections: usize,
+    /// Closed-loop stages: how many of its connections are open over time.
+    pub levels: Option<Levels>,
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub validation: Validation,
@@ -137,6 +143,13 @@ pub(crate) struct Worker {
     harvesting: bool,
     /// [`crate::live`]: where this worker's per-second snapshots stand, when asked for.
     live: Option<LiveCursor>,
+    /// The figures of every second: the one in progress and its CPU account (see
+    /// [`Worker::turn_second`]).
+    second: SecondClock,
+    /// Closed-loop stages: slots resting with no connection (above the level), and how many
+    /// more should rest as soon as their request ends.
+    parked: Vec<usize>,
+    to_park: usize,
 }
 
 /// A worker's place in its per-second snapshots ([`crate::live`]).
@@ -150,6 +163,30 @@ struct LiveCursor {
     service: usize,
     /// Arrivals the schedule gave before measuring began (the warm-up's).
     due_base: u64,
+}
+
+/// Closed-loop stages (k6's ramping VUs): the whole test's connection level over time, and
+/// this worker's stream, whose [`Share::part`] of each level it keeps open.
+#[derive(Debug, Clone)]
+pub(crate) struct Levels {
+    pub shape: Arc<crate::Shape>,
+    pub share: crate::Share,
+}
+
+impl Levels {
+    /// This worker's connections at `t` seconds into the run: its part of the level, rounded
+    /// down.
+    fn at(&self, t: f64) -> usize {
+        self.share.part(self.shape.at(t).floor() as u64) as usize
+    }
+}
+
+/// The measured second in progress: its index, when it ends, and the thread's account at its
+/// start, so that each second gets the CPU used in it.
+struct SecondClock {
+    index: usize,
+    ends: Instant,
+    account: ThreadAccount,
 }
 
 impl Worker {
@@ -213,6 +250,13 @@ impl Worker {
                 .live
                 .enabled()
                 .then(|| LiveCursor { worker: index, ..Default::default() }),
+            parked: Vec::new(),
+            to_park: 0,
+            second: SecondClock {
+                index: 0,
+                ends: spec.measure_start + Duration::from_secs(1),
+                account: ThreadAccount::default(),
+            },
             spec,
             control,
         };
@@ -253,7 +297,10 @@ impl Worker {
         let mut published = (0u64, 0u64);
         let mut now = Instant::now();
         if self.spec.pacing == Pacing::Closed {
-            for idx in 0..self.conns.len() {
+            // Under stages, every slot starts parked and the level opens what it asks for.
+            let start = if self.spec.levels.is_some() { 0 } else { self.conns.len() };
+            self.parked.extend((start..self.conns.len()).rev());
+            for idx in 0..start {
                 self.start_request(idx, now, now);
             }
         }
@@ -266,12 +313,20 @@ impl Worker {
                 if let (Some(l), Some(s)) = (self.live.as_mut(), self.schedule.as_ref()) {
                     l.due_base = s.popped();
                 }
+                self.second.account = account_start;
+                self.open_into_second();
                 if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
                     self.adopt_warm_up();
                 }
             }
             if let Some(end_at) = self.ended(now) {
                 break end_at;
+            }
+            if measuring && now >= self.second.ends {
+                self.turn_second(now);
+            }
+            if self.spec.levels.is_some() {
+                self.follow_levels(now);
             }
             if now >= next_sweep {
                 self.sweep(now);
@@ -404,10 +459,14 @@ impl Worker {
     fn report(mut self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
         self.tally.unfinished =
             self.refused_at_end + self.conns.iter().map(Conn::measured_in_flight).sum::<u64>();
+        self.account_second();
         if let (Some(schedule), false) = (self.schedule.as_mut(), self.budget_spent) {
             // Arrivals due in the measured window that never went out: the schedule was not
-            // kept, and the report must say by how much.
-            self.tally.not_sent += schedule.drain_before(self.spec.measure_start, end_at);
+            // kept, and the report must say by how much. Each is offered in its second.
+            let start = self.spec.measure_start;
+            let series = &mut self.tally.series;
+            self.tally.not_sent += schedule
+                .drain_before(start, end_at, |due| series.at(second_of(start, due)).due += 1);
         }
         let measure_start = self.spec.measure_start;
         WorkerReport {
@@ -478,6 +537,9 @@ impl Worker {
             let schedule = self.schedule.as_mut().expect("dispatch has a schedule");
             let (this, entry) = schedule.pop();
             let next = schedule.peek();
+            if this >= self.spec.measure_start {
+                self.tally.series.at(second_of(self.spec.measure_start, this)).due += 1;
+            }
             if let Pacing::Sessions { calls, .. } = self.spec.pacing {
                 self.conns[idx].calls_left = calls;
                 self.conns[idx].calls_unstarted = calls;
@@ -569,8 +631,9 @@ impl Worker {
         conn.ex.begin(now, due, self.spec.timeout, measured, entry);
         conn.parser.reset(self.spec.table.is_head(entry));
         if measured && scheduled {
-            self.tally.timings.late.record(us(now.saturating_duration_since(due)));
+            self.record_late(now, due);
         }
+        let conn = &mut self.conns[idx];
         if conn.stream.is_some() {
             conn.state = State::Writing { sent: 0 };
             self.write(idx, now);
@@ -601,6 +664,7 @@ impl Worker {
         if conn.ex.measured {
             self.tally.connections_opened += 1;
         }
+        self.open_into_second();
         Ok(())
     }
 
@@ -689,6 +753,7 @@ impl Worker {
                 if conn.ex.measured {
                     self.tally.sent += 1;
                     self.tally.bytes_sent += self.spec.table.wire_len(entry);
+                    self.tally.series.at(second_of(self.spec.measure_start, now)).sent += 1;
                 }
             }
             Ok(false) => {}
@@ -801,6 +866,7 @@ impl Worker {
             self.tally.keepalive += 1;
         }
         match self.spec.pacing {
+            Pacing::Closed if self.to_park > 0 => self.park(idx),
             Pacing::Closed => self.start_request(idx, now, now),
             Pacing::Open { .. } => self.release(idx),
             Pacing::Sessions { .. } => {
@@ -875,6 +941,76 @@ impl Worker {
     }
 
     /// Closes slot `idx`'s connection, if it has one, and records how long it lived.
+    /// Closed-loop stages: opens parked slots up to the level at `now`, or marks slots to park
+    /// when their request ends (a request in flight is never cut short). Each loop turn, which
+    /// is at least every sweep tick.
+    fn follow_levels(&mut self, now: Instant) {
+        let Some(levels) = &self.spec.levels else { return };
+        let t = now.saturating_duration_since(self.spec.measure_start).as_secs_f64();
+        let want = levels.at(t).min(self.conns.len());
+        let active = self.conns.len() - self.parked.len() - self.to_park;
+        if want > active {
+            let mut more = want - active;
+            // Slots marked to park but still busy stay on first: they need no new connection.
+            let kept = more.min(self.to_park);
+            self.to_park -= kept;
+            more -= kept;
+            for _ in 0..more {
+                let Some(idx) = self.parked.pop() else { break };
+                self.start_request(idx, now, now);
+            }
+        } else {
+            self.to_park += active - want;
+        }
+    }
+
+    /// A closed-loop slot above the level rests: its connection closes and it waits parked.
+    fn park(&mut self, idx: usize) {
+        self.to_park -= 1;
+        self.close(idx);
+        self.conns[idx].state = State::Idle;
+        self.parked.push(idx);
+    }
+
+    /// A scheduled arrival sent at `now`, due at `due`: its lateness, and in its due second
+    /// whether it was later than [`LATE_BOUND_US`].
+    fn record_late(&mut self, now: Instant, due: Instant) {
+        let late = us(now.saturating_duration_since(due));
+        self.tally.timings.late.record(late);
+        if late > LATE_BOUND_US {
+            self.tally.series.at(second_of(self.spec.measure_start, due)).late += 1;
+        }
+    }
+
+    /// The second in progress has ended at `now`: it gets the CPU used since it began, and
+    /// the next one starts with the connections open now. Once a second, so it costs nothing
+    /// per request; the loop wakes at least every sweep tick, so a second's figures move by
+    /// at most a tick.
+    fn turn_second(&mut self, now: Instant) {
+        self.account_second();
+        let passed = now.saturating_duration_since(self.second.ends).as_secs() as usize + 1;
+        self.second.index += passed;
+        self.second.ends += Duration::from_secs(passed as u64);
+        self.open_into_second();
+    }
+
+    /// Puts the CPU used since the second in progress began into it.
+    fn account_second(&mut self) {
+        let now = ThreadAccount::thread();
+        let used = now.since(&self.second.account);
+        let bucket = self.tally.series.at(self.second.index);
+        bucket.cpu_us += us(used.cpu.user + used.cpu.sys);
+        bucket.cpu_wait_us += us(used.cpu_wait);
+        self.second.account = now;
+    }
+
+    /// The second in progress has had at least the connections open now.
+    fn open_into_second(&mut self) {
+        let open = self.open as u64;
+        let bucket = self.tally.series.at(self.second.index);
+        bucket.open = bucket.open.max(open);
+    }
+
     fn close(&mut self, idx: usize) {
         let conn = &mut self.conns[idx];
         if let Some(h2) = conn.h2.as_mut() {

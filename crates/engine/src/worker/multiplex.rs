@@ -14,7 +14,7 @@ use mio::event::Event;
 
 use super::{Worker, BACKOFF};
 use crate::conn::{State, Stream};
-use crate::exchange::{us, Recording};
+use crate::exchange::{second_of, Recording};
 use crate::h2::{Outcome, Reason, StreamState};
 use crate::pacing::Pacing;
 use crate::ErrorClass;
@@ -51,7 +51,7 @@ impl Worker {
             slot.ex.begin(now, due, self.spec.timeout, measured, request);
             session.place(s, self.spec.table.is_head(request));
             if measured && scheduled {
-                self.tally.timings.late.record(us(now.saturating_duration_since(due)));
+                self.record_late(now, due);
             }
             if matches!(self.spec.pacing, Pacing::Open { .. }) {
                 break;
@@ -89,6 +89,7 @@ impl Worker {
         let (sent, bytes) = session.send(self.spec.table.h2s(), now);
         self.tally.sent += sent;
         self.tally.bytes_sent += bytes;
+        self.tally.series.at(second_of(self.spec.measure_start, now)).sent += sent;
         if !session.output().is_empty() && !self.dirty.contains(&idx) {
             self.dirty.push(idx);
         }

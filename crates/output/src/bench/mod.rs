@@ -6,6 +6,7 @@ mod csv;
 mod httperf;
 mod json;
 mod merged;
+pub mod seconds;
 mod text;
 
 /// `loadlab merge`'s text, bench's latency table of the added logs.

@@ -22,6 +22,10 @@ impl Render for Text {
         outcomes(r, out)?;
         agents(r, out)?;
         client(r, out)?;
+        if let Some(seconds) = &r.seconds {
+            writeln!(out)?;
+            super::seconds::text(seconds, out)?;
+        }
         Ok(())
     }
 }

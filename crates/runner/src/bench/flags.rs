@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadlab_engine::{
-    input, sys, Arrival, BenchConfig, EngineError, Order, Pacing, Replay, RequestSpec, Stop,
+    input, sys, Arrival, BenchConfig, EngineError, Level, Order, Pacing, Replay, RequestSpec, Stop,
     Target, Traffic, Validation,
 };
 
@@ -260,16 +260,16 @@ impl Schedule {
 /// `bench`'s load model and stop condition, as typed.
 #[derive(Debug, Clone)]
 pub struct LoadFlags {
-    /// `-c` [default: 10].
-    pub connections: Option<usize>,
+    /// `-c` [default: 10]: a level, or (a closed loop's stages) a shape.
+    pub connections: Option<Level>,
     /// `-n`.
     pub requests: Option<u64>,
     /// `-d` [default, with no count: 10 s].
     pub duration: Option<Duration>,
-    /// `--rate`: the open loop.
-    pub rate: Option<f64>,
+    /// `--rate` (or `--stages`): the open loop, at a level or in a shape.
+    pub rate: Option<Level>,
     /// `--conn-rate`: sessions, each of `calls_per_conn` requests [default: 1].
-    pub conn_rate: Option<f64>,
+    pub conn_rate: Option<Level>,
     pub calls_per_conn: Option<u32>,
     /// `--conns`: sessions in all.
     pub conns: Option<u64>,
@@ -284,26 +284,40 @@ impl LoadFlags {
     /// `bench URL`'s configuration: `request`'s, with this load model and stop condition and
     /// what is sent beyond one URL, checked as a whole before a byte is sent.
     pub fn config(&self, request: &RequestFlags, url: &str) -> Result<BenchConfig, FlagError> {
+        let usage = |m: String| Err(FlagError::Usage(m));
         let mut config = request.config(url)?;
-        config.pacing = match (self.rate, self.conn_rate) {
-            (Some(rate), _) => self.schedule.pacing(rate, None),
+        let rate = self.rate.as_ref();
+        config.pacing = match (rate, &self.conn_rate) {
+            (Some(rate), _) => self.schedule.pacing(rate.mean(), None),
             (None, Some(rate)) => {
-                self.schedule.pacing(rate, Some(self.calls_per_conn.unwrap_or(1)))
+                self.schedule.pacing(rate.mean(), Some(self.calls_per_conn.unwrap_or(1)))
             }
             // A replay is an open loop; its rate, the log's, is set once the log is read.
             (None, None) if self.traffic.replaying() => self.schedule.pacing(1.0, None),
             (None, None) => Pacing::Closed,
         };
         config.coalesce = self.schedule.coalesce;
-        let connections = self.connections.unwrap_or(DEFAULT_CONNECTIONS);
+        let connections = match &self.connections {
+            None => DEFAULT_CONNECTIONS,
+            Some(Level::Fixed(n)) => *n as usize,
+            Some(shaped) if rate.is_some() || self.conn_rate.is_some() => {
+                return usage(format!(
+                    "-c {}: connections that change over time are a closed loop's; with --rate \
+                     the rate changes instead",
+                    shaped.mean()
+                ))
+            }
+            // The pool is the shape's peak.
+            Some(shaped) => (shaped.peak().floor() as usize).max(1),
+        };
         config.connections = connections;
         if config.pacing == Pacing::Closed {
             match request.threads {
                 Some(t) if t > connections => {
-                    return Err(FlagError::Usage(format!(
+                    return usage(format!(
                         "--threads {t} is more than --connections {connections}: each thread \
                          needs a connection"
-                    )))
+                    ))
                 }
                 Some(_) => {}
                 None => config.threads = config.threads.min(connections.max(1)),
@@ -314,7 +328,11 @@ impl LoadFlags {
             (None, None, Some(d)) => Stop::Duration(d),
             (None, None, None) => Stop::Duration(Duration::from_secs(10)),
         };
-        self.traffic.apply(&mut config, self.rate, self.requests)?;
+        self.traffic.apply(&mut config, rate.map(Level::mean), self.requests)?;
+        let shaped = rate.or(self.conn_rate.as_ref()).or(self.connections.as_ref());
+        if let Some(level) = shaped {
+            config.shaped_by(level).map_err(FlagError::Engine)?;
+        }
         config.check().map_err(FlagError::Engine)?;
         Ok(config)
     }

@@ -91,6 +91,10 @@ pub struct Report {
     /// `--agents N`: the largest start skew, an upper bound, microseconds (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_skew_us: Option<f64>,
+    /// A rate that changes over time (a ramp, stages): the figures of every measured second,
+    /// each with its own flags (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<Vec<crate::seconds::Second>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -402,6 +406,7 @@ impl Report {
             agent_lost: None,
             partial: None,
             start_skew_us: None,
+            seconds: cfg.shape.is_some().then(|| crate::seconds::of(cfg, r)),
         };
         // Lines of a log that were not replayed are said beside the figures, never dropped.
         let skipped = report.replay.as_ref().and_then(|r| r.skipped_sentence());
