@@ -51,6 +51,19 @@ pub struct BenchArgs {
         conflicts_with = "duration"
     )]
     pub conns: Option<u64>,
+    /// httperf's session log: N sessions of FILE's bursts (httperf's format), X the think time
+    /// in seconds of a burst that names none; --rate is sessions per second (docs/visits.md).
+    #[arg(
+        long = "wsesslog",
+        value_name = "N,X,FILE",
+        requires = "rate",
+        conflicts_with_all = ["requests", "duration", "conn_rate", "conns", "urls", "replay", "timing_script"]
+    )]
+    pub wsesslog: Option<String>,
+    /// With --wsesslog: connections one visitor may hold at once, a burst's requests spread
+    /// over them (httperf's --max-connections with sessions) [default: 4].
+    #[arg(long = "visitor-connections", value_name = "K", requires = "wsesslog")]
+    pub visitor_connections: Option<usize>,
     #[command(flatten)]
     pub schedule: ScheduleArgs,
     #[command(flatten)]
@@ -207,7 +220,8 @@ fn print(args: &BenchArgs, judged: &bench::Judged) -> anyhow::Result<u8> {
     let own_layout = matches!(args.format, Format::Ab | Format::Httperf | Format::Csv);
     if matches!(args.format, Format::Ab | Format::Httperf) {
         // Those layouts have no place for these; stdout stays the tool's layout.
-        if report.urls.is_some() {
+        // A session log's requests are a list too; its session figures have their lines.
+        if report.urls.is_some() && report.sessions.is_none() {
             eprintln!(
                 "loadlab: note: the per-URL figures of --urls have no place in this layout; \
                  --format text, json or csv shows them"
@@ -266,6 +280,12 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         (None, None, None) => Stop::Duration(Duration::from_secs(10)),
     };
     args.traffic.apply(&mut config, args.rate, args.requests)?;
+    if let (Some(spec), Some(rate)) = (&args.wsesslog, args.rate) {
+        let per_visitor = args.visitor_connections.unwrap_or(loadlab_engine::visits::PER_VISITOR);
+        let w = loadlab_engine::visits::Wsesslog::read(spec, per_visitor)
+            .map_err(crate::exit::engine_failure)?;
+        w.apply(&mut config, rate, args.schedule.arrival.into());
+    }
     config.check().map_err(crate::exit::engine_failure)?;
     Ok(config)
 }

@@ -56,6 +56,9 @@ pub struct BenchConfig {
     pub coalesce: Duration,
     /// This host's part of a test spread over several (`--agents`); agent 0 of 1 alone.
     pub share: Share,
+    /// Visits (`--wsesslog`): what each visitor requests, as entries of `traffic`'s list;
+    /// driven by `visits` instead of the request loop. `None` for requests alone.
+    pub visits: Option<std::sync::Arc<crate::visits::Plan>>,
 }
 
 impl BenchConfig {
@@ -84,6 +87,7 @@ impl BenchConfig {
             unix_socket: None,
             tls: crate::tls::TlsOptions { resume: true, ..Default::default() },
             share: Share::default(),
+            visits: None,
         }
     }
 
@@ -140,6 +144,9 @@ impl BenchConfig {
         self.check_source_family()?;
         self.check_bounds()?;
         self.check_replay()?;
+        if self.visits.is_some() {
+            crate::visits::check(&self.pacing, self.protocol, self.target.tls, &self.traffic)?;
+        }
         self.check_requests()
     }
 

@@ -6,6 +6,7 @@
 pub mod across;
 pub mod agent;
 pub mod report;
+pub mod sessions;
 pub mod traffic;
 
 use std::net::SocketAddr;
