@@ -340,7 +340,10 @@ impl VisitWorker {
         slot.call = call;
         slot.conn.ex.begin(now, due, self.spec.timeout, measured, entry);
         slot.conn.parser.reset(self.spec.table.is_head(entry));
-        if measured {
+        // Lateness is the schedule's: how late a visit's first call left after the visit was
+        // due. A later call waiting for one of its visitor's connections is the visit's own
+        // pace (it counts in its latency), not the client falling behind.
+        if measured && call == (0, 0) {
             self.tally.timings.late.record(us(now.saturating_duration_since(due)));
         }
         if slot.conn.stream.is_some() {

@@ -5,6 +5,7 @@ mod ab;
 mod csv;
 mod httperf;
 mod json;
+mod sessions_text;
 mod text;
 
 /// The latency table's head and rows, for `loadlab merge`, which prints bench's table.
