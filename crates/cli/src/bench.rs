@@ -64,6 +64,18 @@ pub struct BenchArgs {
     /// over them (httperf's --max-connections with sessions) [default: 4].
     #[arg(long = "visitor-connections", value_name = "K", requires = "wsesslog")]
     pub visitor_connections: Option<usize>,
+    /// Page views at --rate a second: the URL's page, then the resources its HTML and CSS name
+    /// (same host), found once before the run, over up to --browser-connections connections
+    /// of each viewer; -n counts views (docs/visits.md).
+    #[arg(
+        long = "view",
+        requires = "rate",
+        conflicts_with_all = ["wsesslog", "conn_rate", "conns", "urls", "replay", "timing_script"]
+    )]
+    pub view: bool,
+    /// With --view: connections one viewer may hold, as a browser's per host [default: 6].
+    #[arg(long = "browser-connections", value_name = "K", requires = "view")]
+    pub browser_connections: Option<usize>,
     #[command(flatten)]
     pub schedule: ScheduleArgs,
     #[command(flatten)]
@@ -286,9 +298,24 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
             .map_err(crate::exit::engine_failure)?;
         w.apply(&mut config, rate, args.schedule.arrival.into());
     }
+    if let (true, Some(rate)) = (args.view, args.rate) {
+        let connections = args.browser_connections.unwrap_or(BROWSER_CONNECTIONS);
+        let view = loadlab_engine::visits::View::discover(&mut config, connections)
+            .map_err(crate::exit::engine_failure)?;
+        eprintln!(
+            "loadlab: note: --view: {} and its {} resources: {}",
+            config.target.path,
+            view.resources.len(),
+            view.resources.join(" ")
+        );
+        view.apply(&mut config, rate, args.schedule.arrival.into());
+    }
     config.check().map_err(crate::exit::engine_failure)?;
     Ok(config)
 }
+
+/// A viewer's connections when --browser-connections is not given: a browser's per host.
+const BROWSER_CONNECTIONS: usize = 6;
 
 /// The closed loop's connections when -c is not given.
 const DEFAULT_CONNECTIONS: usize = 10;

@@ -111,3 +111,26 @@ fn a_bad_session_log_is_refused_by_line_and_column() {
     assert!(stderr.contains(&expected), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "one line:\n{stderr}");
 }
+
+#[test]
+fn a_view_fetches_the_page_then_its_resources_on_its_host() {
+    // Every path answers this page, so the stylesheet, read once to find what it names, names
+    // nothing more; the CDN's image is another host's and never fetched.
+    let page = r#"<html><head><link rel="stylesheet" href="/s.css"><script src="/a.js"></script>
+        </head><body><img src="/i.png"><img src="http://cdn.example.com/x.png"><a href="/next">
+        </a></body></html>"#;
+    let server = TestServer::start(Behaviour::ok(page));
+    let args = ["--view", "--rate", "20", "-n", "10", "--browser-connections", "2"];
+    let report = bench(&server.url("/"), &args, 0);
+    // 10 views of the page and its 3 resources.
+    assert_accounted(&report, 40);
+    assert_eq!(uint(&report, "sessions.completed"), 10, "{report:#}");
+    assert_eq!(uint(&report, "sessions.lifetime_us.count"), 10, "{report:#}");
+    assert!(float(&report, "sessions.connections_per_session") <= 2.0, "{report:#}");
+    let targets = server.targets();
+    // The page and the stylesheet once more each: read before the run to find the resources.
+    let expected = [("/", 11), ("/s.css", 11), ("/a.js", 10), ("/i.png", 10)];
+    let expected: std::collections::HashMap<String, u64> =
+        expected.into_iter().map(|(p, n)| (p.to_string(), n)).collect();
+    assert_eq!(targets, expected);
+}

@@ -16,6 +16,7 @@
 
 mod driver;
 mod tally;
+mod view;
 mod wsesslog;
 
 use std::collections::HashMap;
@@ -23,6 +24,7 @@ use std::sync::Arc;
 
 pub(crate) use driver::VisitWorker;
 pub use tally::{SessionTally, StepFailure};
+pub use view::View;
 pub use wsesslog::Wsesslog;
 
 use loadlab_visit::{Think, Visit};

@@ -49,17 +49,28 @@ impl Wsesslog {
     /// Makes `config` run these visits: `rate` sessions a second arriving as `arrival` says,
     /// N of them, each visitor on up to `plan.per_visitor` connections.
     pub fn apply(self, config: &mut crate::BenchConfig, rate: f64, arrival: crate::Arrival) {
-        let (requests, visits) = (self.plan.requests(), self.plan.visits.len());
-        // For the offered request rate: sessions a second times their mean requests.
-        let calls = (requests as f64 / visits as f64).round().max(1.0) as u32;
-        let max_connections = match config.pacing {
-            crate::Pacing::Open { max_connections, .. }
-            | crate::Pacing::Sessions { max_connections, .. } => max_connections,
-            crate::Pacing::Closed => 10_000,
-        };
-        config.pacing = crate::Pacing::Sessions { rate, arrival, calls, max_connections };
         config.stop = crate::Stop::Count(self.sessions);
-        config.traffic = crate::Traffic::Mix(Arc::new(self.mix));
-        config.visits = Some(Arc::new(self.plan));
+        run_plan(config, self.plan, self.mix, rate, arrival);
     }
+}
+
+/// Makes `config` run `plan`'s visits (its requests `mix`) at `rate` visits a second.
+pub(super) fn run_plan(
+    config: &mut crate::BenchConfig,
+    plan: Plan,
+    mix: Mix,
+    rate: f64,
+    arrival: crate::Arrival,
+) {
+    let (requests, visits) = (plan.requests(), plan.visits.len());
+    // For the offered request rate: sessions a second times their mean requests.
+    let calls = (requests as f64 / visits as f64).round().max(1.0) as u32;
+    let max_connections = match config.pacing {
+        crate::Pacing::Open { max_connections, .. }
+        | crate::Pacing::Sessions { max_connections, .. } => max_connections,
+        crate::Pacing::Closed => 10_000,
+    };
+    config.pacing = crate::Pacing::Sessions { rate, arrival, calls, max_connections };
+    config.traffic = crate::Traffic::Mix(Arc::new(mix));
+    config.visits = Some(Arc::new(plan));
 }
