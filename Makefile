@@ -1,7 +1,7 @@
 # make demo: the classic suite on the lab's stacks, report in out/report.html. make test: everything
 # CI checks. make demo-bench: loadlab bench against a private nginx.
-# make bench, bench-mix, bench-replay, bench-rate, bench-ramp, bench-scale, bench-wake: the benchmarks in
-# BENCHMARKS.md.
+# make bench, bench-mix, bench-replay, bench-rate, bench-ramp, bench-wsesslog, bench-scale,
+# bench-wake: the benchmarks in BENCHMARKS.md.
 # make bench-netem: netem beside loadlab's delay stage under Debian's stock kernel, in a VM
 # (docs/lab.md).
 # Each installs the Debian packages it needs first (Debian 12; sudo only when not root).
@@ -33,7 +33,7 @@ endif
 
 LOCKED := $(if $(wildcard Cargo.lock),--locked)
 
-.PHONY: deps-test deps-demo deps-bench deps-lab deps-netem build test demo demo-bench bench bench-mix bench-replay lab-cycles bench-rate bench-agents bench-scale bench-wake bench-netem clean
+.PHONY: deps-test deps-demo deps-bench deps-lab deps-netem build test demo demo-bench bench bench-mix bench-replay lab-cycles bench-rate bench-wsesslog bench-agents bench-scale bench-wake bench-netem clean
 
 # apt_install: install those of the packages in $(1) that are not installed yet; apt-get update
 # runs only if something is missing, so a ready machine needs no network and no root. "dpkg -s"
@@ -116,6 +116,11 @@ bench-mix: deps-bench build
 # A 100,000-line access log replayed at its own timing: lateness and memory (issue 13).
 bench-replay: deps-bench build
 	bench/replay.sh
+
+# httperf's --wsesslog sessions run by httperf and by loadlab: same requests, CPU per request
+# (issue 25).
+bench-wsesslog: deps-bench build
+	bench/wsesslog.sh
 
 # Open-loop accuracy at 1k-20k req/s and client CPU per request against httperf.
 bench-rate: deps-bench build

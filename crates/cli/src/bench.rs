@@ -73,6 +73,31 @@ pub struct BenchArgs {
         conflicts_with = "duration"
     )]
     pub conns: Option<u64>,
+    /// httperf's session log: N sessions of FILE's bursts (httperf's format), X the think time
+    /// in seconds of a burst that names none; --rate is sessions per second (docs/visits.md).
+    #[arg(
+        long = "wsesslog",
+        value_name = "N,X,FILE",
+        requires = "rate",
+        conflicts_with_all = ["requests", "duration", "conn_rate", "conns", "urls", "replay", "timing_script"]
+    )]
+    pub wsesslog: Option<String>,
+    /// With --wsesslog: connections one visitor may hold at once, a burst's requests spread
+    /// over them (httperf's --max-connections with sessions) [default: 4].
+    #[arg(long = "visitor-connections", value_name = "K", requires = "wsesslog")]
+    pub visitor_connections: Option<usize>,
+    /// Page views at --rate a second: the URL's page, then the resources its HTML and CSS name
+    /// (same host), found once before the run, over up to --browser-connections connections
+    /// of each viewer; -n counts views (docs/visits.md).
+    #[arg(
+        long = "view",
+        requires = "rate",
+        conflicts_with_all = ["wsesslog", "conn_rate", "conns", "urls", "replay", "timing_script"]
+    )]
+    pub view: bool,
+    /// With --view: connections one viewer may hold, as a browser's per host [default: 6].
+    #[arg(long = "browser-connections", value_name = "K", requires = "view")]
+    pub browser_connections: Option<usize>,
     #[command(flatten)]
     pub schedule: ScheduleArgs,
     #[command(flatten)]
@@ -144,6 +169,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
         slo: args.slo.clone(),
     };
     let agents = args.agent.agents()?;
+    if agents.is_some() && (args.wsesslog.is_some() || args.view) {
+        // Their figures of sessions are not carried in what agents send agent 0 yet.
+        let m = "--wsesslog and --view run on one host for now: not with --agents";
+        return Err(Failure::usage(m.to_string()).into());
+    }
     // The interval logs' files are made before the load, so that a path that cannot be
     // written is refused before the run, not after it.
     let hdr_log = open(args.traffic.hdr_log.as_deref(), "--hdr-log")?;
@@ -224,7 +254,8 @@ fn print(args: &BenchArgs, judged: &bench::Judged) -> anyhow::Result<u8> {
     let own_layout = matches!(args.format, Format::Ab | Format::Httperf | Format::Csv);
     if matches!(args.format, Format::Ab | Format::Httperf) {
         // Those layouts have no place for these; stdout stays the tool's layout.
-        if report.urls.is_some() {
+        // A session log's requests are a list too; its session figures have their lines.
+        if report.urls.is_some() && report.sessions.is_none() {
             eprintln!(
                 "loadlab: note: the per-URL figures of --urls have no place in this layout; \
                  --format text, json or csv shows them"
@@ -263,8 +294,11 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         conns: args.conns,
         schedule: args.schedule.schedule(),
         traffic: args.traffic.flags(),
+        wsesslog: args.wsesslog.clone().map(|spec| (spec, args.visitor_connections)),
+        view: args.view.then_some(args.browser_connections),
     };
-    load.config(&args.request.flags(), &args.url).map_err(crate::exit::failure)
+    let mut note = |said: &str| eprintln!("loadlab: note: {said}");
+    load.config(&args.request.flags(), &args.url, &mut note).map_err(crate::exit::failure)
 }
 
 /// The flags other tools' habits concern, as typed.

@@ -60,6 +60,9 @@ pub struct BenchConfig {
     /// sessions' arrivals follow it (the pacing's rate is then its mean, for the report). The
     /// run lasts the shape's duration, with no warm-up: the shape is its own ramp.
     pub shape: Option<std::sync::Arc<crate::Shape>>,
+    /// Visits (`--wsesslog`): what each visitor requests, as entries of `traffic`'s list;
+    /// driven by `visits` instead of the request loop. `None` for requests alone.
+    pub visits: Option<std::sync::Arc<crate::visits::Plan>>,
 }
 
 impl BenchConfig {
@@ -89,6 +92,7 @@ impl BenchConfig {
             tls: crate::tls::TlsOptions { resume: true, ..Default::default() },
             share: Share::default(),
             shape: None,
+            visits: None,
         }
     }
 
@@ -182,6 +186,9 @@ impl BenchConfig {
         self.check_source_family()?;
         self.check_bounds()?;
         self.check_replay()?;
+        if self.visits.is_some() {
+            crate::visits::check(&self.pacing, self.protocol, self.target.tls, &self.traffic)?;
+        }
         self.check_requests()
     }
 

@@ -40,6 +40,7 @@ pub mod sys;
 pub mod target;
 mod timer;
 pub mod tls;
+pub mod visits;
 mod worker;
 
 use std::net::{SocketAddr, TcpStream};
@@ -280,7 +281,7 @@ fn plan_workers(
     setup: &Setup,
     clock: &Clock,
     control: &Arc<Control>,
-) -> Result<Vec<worker::Worker>, EngineError> {
+) -> Result<Vec<Job>, EngineError> {
     let threads = config.threads;
     let pool = config.pool();
     // A replay's lines are its budget: each worker sends its own share of them (`-n` cuts the
@@ -304,11 +305,31 @@ fn plan_workers(
         };
         let spec = worker_spec(config, addr, setup, clock, i, connections)?;
         let schedule = worker_schedule(config, clock, i);
-        let worker =
-            worker::Worker::new(spec, budget, schedule, control.clone(), i).map_err(|source| {
-                EngineError::Io { context: "creating a worker's event loop", source }
-            })?;
-        workers.push(worker);
+        let creating =
+            |source| EngineError::Io { context: "creating a worker's event loop", source };
+        let job: Job = match (&config.visits, schedule) {
+            // Visits have a loop of their own (see `visits`); their arrivals are a schedule.
+            (Some(plan), Some(schedule)) => {
+                let stream = config.share.stream(i, config.threads);
+                let w = visits::VisitWorker::new(
+                    spec,
+                    plan.clone(),
+                    budget,
+                    schedule,
+                    stream,
+                    config.seed,
+                    control.clone(),
+                )
+                .map_err(creating)?;
+                Box::new(move || w.run())
+            }
+            (_, schedule) => {
+                let w = worker::Worker::new(spec, budget, schedule, control.clone(), i)
+                    .map_err(creating)?;
+                Box::new(move || w.run())
+            }
+        };
+        workers.push(job);
     }
     Ok(workers)
 }
@@ -387,16 +408,15 @@ fn worker_schedule(config: &BenchConfig, clock: &Clock, i: usize) -> Option<sche
 
 type WorkerHandle = JoinHandle<std::io::Result<result::WorkerReport>>;
 
+/// One worker's event loop, ready to run on its thread: the request loop or the visits'.
+type Job = Box<dyn FnOnce() -> std::io::Result<result::WorkerReport> + Send>;
+
 /// Starts one thread per worker. If one cannot start, the workers already running are stopped
 /// and joined before the error is returned, so none outlives the run.
-fn spawn_workers(
-    workers: Vec<worker::Worker>,
-    control: &Control,
-) -> Result<Vec<WorkerHandle>, EngineError> {
+fn spawn_workers(workers: Vec<Job>, control: &Control) -> Result<Vec<WorkerHandle>, EngineError> {
     let mut handles = Vec::with_capacity(workers.len());
     for (i, worker) in workers.into_iter().enumerate() {
-        match std::thread::Builder::new().name(format!("loadlab-w{i}")).spawn(move || worker.run())
-        {
+        match std::thread::Builder::new().name(format!("loadlab-w{i}")).spawn(worker) {
             Ok(handle) => handles.push(handle),
             Err(source) => {
                 control.request_stop();

@@ -175,6 +175,8 @@ pub struct Tally {
     pub intervals: Option<Box<IntervalTally>>,
     /// [`crate::Validation::keep_answer`] (a verify): the first measured answer, whole.
     pub answer: Option<Box<crate::check::KeptAnswer>>,
+    /// Visits (`--wsesslog`): the visits' own figures; `None` in every other run.
+    pub sessions: Option<Box<crate::visits::SessionTally>>,
 }
 
 impl Default for Tally {
@@ -201,6 +203,7 @@ impl Default for Tally {
             entries: Vec::new(),
             intervals: None,
             answer: None,
+            sessions: None,
         }
     }
 }
@@ -235,6 +238,9 @@ impl Tally {
         }
         if self.answer.is_none() {
             self.answer.clone_from(&o.answer);
+        }
+        if let Some(s) = &o.sessions {
+            self.sessions.get_or_insert_default().merge(s);
         }
     }
 

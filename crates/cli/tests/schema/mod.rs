@@ -345,3 +345,17 @@ fn schema_rejects_broken_reports() {
     doc["errors_other_errno"]["113"] = json!(2);
     assert_valid(&v, &doc);
 }
+
+#[test]
+fn schema_accepts_a_run_of_visits() {
+    let v = validator();
+    let server = TestServer::start(Behaviour::ok("hello, schema\n"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("visits.log");
+    std::fs::write(&log, "/page think=0.05\n  /a.css\n  /b.js\n/next\n").expect("write the log");
+    let spec = format!("6,0,{}", log.display());
+    let doc = bench(&v, &server, &["--wsesslog", &spec, "--rate", "50"]);
+    assert_eq!(n(&doc, "/sessions/completed"), 6);
+    assert_eq!(n(&doc, "/requests/completed"), 24);
+    assert_eq!(doc["sessions"]["failures"], json!([]));
+}

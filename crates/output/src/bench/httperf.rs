@@ -25,6 +25,7 @@ impl Render for Httperf {
         connections(r, out)?;
         replies(r, out)?;
         cost(r, out)?;
+        sessions(r, out)?;
         schedule(r, out)
     }
 }
@@ -44,6 +45,11 @@ fn header(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         _ => String::new(),
     };
     let model = match (c.rate, c.calls_per_connection) {
+        (Some(rate), Some(_)) if r.sessions.is_some() => {
+            let n = c.conns.unwrap_or_default();
+            let file = c.urls.as_deref().unwrap_or_default();
+            format!(" --rate={rate} --wsesslog={n},{file} (think times as the file and X say)")
+        }
         (Some(rate), Some(k)) => {
             let conns = c.conns.map_or(String::new(), |n| format!(" --num-conns={n}"));
             format!(" --rate={rate}{conns} --num-calls={k}")
@@ -224,4 +230,25 @@ fn schedule(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "WARNING: {w}")?;
     }
     Ok(())
+}
+
+/// `--wsesslog`: httperf's session lines, after its errors, as httperf prints them.
+fn sessions(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let Some(s) = &r.sessions else { return Ok(()) };
+    writeln!(out)?;
+    let (min, avg, max, stddev) = match &s.rate_samples {
+        Some(x) => (x.min, x.avg, x.max, x.stddev),
+        None => (s.rate_per_s, s.rate_per_s, s.rate_per_s, 0.0),
+    };
+    writeln!(
+        out,
+        "Session rate [sess/s]: min {min:.2} avg {avg:.2} max {max:.2} stddev {stddev:.2} ({}/{})",
+        s.completed, s.started
+    )?;
+    writeln!(out, "Session: avg {:.2} connections/session", s.connections_per_session)?;
+    let secs = |us: f64| us / 1e6;
+    writeln!(out, "Session lifetime [s]: {:.1}", secs(s.lifetime_us.mean))?;
+    writeln!(out, "Session failtime [s]: {:.1}", secs(s.failtime_us.mean))?;
+    let histogram: Vec<String> = s.length_histogram.iter().map(u64::to_string).collect();
+    writeln!(out, "Session length histogram: {}", histogram.join(" "))
 }

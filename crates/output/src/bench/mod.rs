@@ -7,6 +7,7 @@ mod httperf;
 mod json;
 mod merged;
 pub mod seconds;
+mod sessions_text;
 mod text;
 
 /// `loadlab merge`'s text, bench's latency table of the added logs.

@@ -19,6 +19,7 @@ impl Render for Text {
         throughput(r, out)?;
         link(r, out)?;
         latency(r, out)?;
+        super::sessions_text::write(r.sessions.as_ref(), out)?;
         outcomes(r, out)?;
         agents(r, out)?;
         client(r, out)?;
@@ -34,6 +35,7 @@ impl Render for Text {
 fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     let c = &r.config;
     let stop = match (c.requests.or(c.conns), c.duration_s) {
+        (Some(n), _) if r.sessions.is_some() => format!("{} sessions", count(n as f64)),
         (Some(n), _) if c.conns.is_some() => format!("{} connections", count(n as f64)),
         (Some(n), _) => format!("{} requests", count(n as f64)),
         (_, Some(d)) => format!("{d}s"),
@@ -70,6 +72,9 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         }
         ("open", Some(rate), _) => {
             format!("open loop at {rate} req/s ({arrival}), up to {} connections", c.connections)
+        }
+        ("sessions", Some(rate), Some(k)) if r.sessions.is_some() => {
+            format!("visits: {rate} sessions/s ({arrival}), about {k} requests each")
         }
         ("sessions", Some(rate), Some(k)) => format!(
             "sessions: {rate} new connections/s ({arrival}) x {k} calls, up to {} at once",

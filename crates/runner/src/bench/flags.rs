@@ -275,15 +275,28 @@ pub struct LoadFlags {
     pub conns: Option<u64>,
     pub schedule: Schedule,
     pub traffic: TrafficFlags,
+    /// `--wsesslog N,X,FILE` and its `--visitor-connections`.
+    pub wsesslog: Option<(String, Option<usize>)>,
+    /// `--view` and its `--browser-connections`.
+    pub view: Option<Option<usize>>,
 }
+
+/// A viewer's connections when --browser-connections is not given: a browser's per host.
+const BROWSER_CONNECTIONS: usize = 6;
 
 /// The closed loop's connections when -c is not given.
 pub const DEFAULT_CONNECTIONS: usize = 10;
 
 impl LoadFlags {
     /// `bench URL`'s configuration: `request`'s, with this load model and stop condition and
-    /// what is sent beyond one URL, checked as a whole before a byte is sent.
-    pub fn config(&self, request: &RequestFlags, url: &str) -> Result<BenchConfig, FlagError> {
+    /// what is sent beyond one URL, checked as a whole before a byte is sent. `note` hears
+    /// what a view found to fetch.
+    pub fn config(
+        &self,
+        request: &RequestFlags,
+        url: &str,
+        note: &mut dyn FnMut(&str),
+    ) -> Result<BenchConfig, FlagError> {
         let usage = |m: String| Err(FlagError::Usage(m));
         let mut config = request.config(url)?;
         let rate = self.rate.as_ref();
@@ -333,8 +346,42 @@ impl LoadFlags {
         if let Some(level) = shaped {
             config.shaped_by(level).map_err(FlagError::Engine)?;
         }
+        if let Some(rate) = rate.map(Level::mean) {
+            self.visits(&mut config, rate, note)?;
+        }
         config.check().map_err(FlagError::Engine)?;
         Ok(config)
+    }
+}
+
+impl LoadFlags {
+    /// `--wsesslog`'s sessions or `--view`'s page views at `rate` a second, into `config`.
+    fn visits(
+        &self,
+        config: &mut BenchConfig,
+        rate: f64,
+        note: &mut dyn FnMut(&str),
+    ) -> Result<(), FlagError> {
+        let arrival = self.schedule.arrival;
+        if let Some((spec, per_visitor)) = &self.wsesslog {
+            let per_visitor = per_visitor.unwrap_or(loadlab_engine::visits::PER_VISITOR);
+            let w = loadlab_engine::visits::Wsesslog::read(spec, per_visitor)
+                .map_err(FlagError::Engine)?;
+            w.apply(config, rate, arrival);
+        }
+        if let Some(connections) = self.view {
+            let connections = connections.unwrap_or(BROWSER_CONNECTIONS);
+            let view = loadlab_engine::visits::View::discover(config, connections)
+                .map_err(FlagError::Engine)?;
+            note(&format!(
+                "--view: {} and its {} resources: {}",
+                config.target.path,
+                view.resources.len(),
+                view.resources.join(" ")
+            ));
+            view.apply(config, rate, arrival);
+        }
+        Ok(())
     }
 }
 

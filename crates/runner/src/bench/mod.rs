@@ -8,6 +8,7 @@ pub mod agent;
 pub mod flags;
 pub mod live;
 pub mod report;
+pub mod sessions;
 pub mod traffic;
 
 use std::net::SocketAddr;

@@ -78,6 +78,9 @@ pub struct Report {
     pub urls: Option<Vec<super::traffic::UrlFigures>>,
     /// `--replay`, `--timing-script`: what was read, replayed and skipped; null otherwise.
     pub replay: Option<super::traffic::ReplayEcho>,
+    /// `--wsesslog`: the visits' own figures (the requests' stay above); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<super::sessions::Sessions>,
     /// `--agents N`: one row per agent (on agent 0's merged report only; absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agents: Option<Vec<super::across::AgentRow>>,
@@ -402,6 +405,7 @@ impl Report {
             slo: None,
             urls: super::traffic::urls(cfg, r),
             replay: super::traffic::replay(cfg),
+            sessions: super::sessions::Sessions::of(r),
             agents: None,
             agent_lost: None,
             partial: None,

@@ -1,0 +1,640 @@
+//! The visits' event loop: one per worker thread, owning its visitors, their connections and
+//! its recorders, like the request loop (`worker`) whose connection slots, request table and
+//! tallies it reuses. A visitor holds up to `Plan::per_visitor` connections; a burst's first
+//! call goes on one of them, the others spread over them once its answer is in, each
+//! connection carrying one call at a time (no pipelining). Between bursts the visitor thinks:
+//! its connections stay open (a server that closes an idle one costs a reconnect, as it costs
+//! a browser), and a heap of wake-up times holds the thinking visitors.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, Read};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::event::Event;
+use mio::{Events, Poll, Token};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+
+use super::{Plan, SessionTally, StepFailure};
+use crate::check::BodyCheck;
+use crate::conn::{Conn, State, To};
+use crate::exchange::{second_of, us, Exchange, Recording};
+use crate::http::{Parser, Progress};
+use crate::pacing::Budget;
+use crate::result::{EntryTally, Tally, WorkerReport};
+use crate::schedule::Schedule;
+use crate::sys::ThreadAccount;
+use crate::timer::Timer;
+use crate::worker::WorkerSpec;
+use crate::{Control, ErrorClass};
+
+const TIMER: Token = Token(usize::MAX);
+const READ_BUFFER: usize = 64 * 1024;
+
+/// One visitor's visit in progress.
+#[derive(Debug)]
+struct Visitor {
+    /// Which visit of the plan.
+    visit: usize,
+    /// When the visit was due (its arrival on the schedule).
+    due: Instant,
+    measured: bool,
+    burst: usize,
+    /// The next call of the burst to issue.
+    next: usize,
+    /// The burst's first answer is in: its other calls may go.
+    opened_up: bool,
+    /// When the burst's calls not yet issued became due (its first call's due time, then the
+    /// first answer's arrival).
+    ready_at: Instant,
+    in_flight: u32,
+    replies: u32,
+    /// Its connection slots.
+    slots: Vec<usize>,
+    think: Duration,
+}
+
+/// A connection of a visitor, with the call it carries.
+#[derive(Debug)]
+struct Slot {
+    conn: Conn,
+    visitor: usize,
+    /// The call in flight: its burst and its place there.
+    call: (usize, usize),
+}
+
+pub(crate) struct VisitWorker {
+    spec: WorkerSpec,
+    plan: Arc<Plan>,
+    poll: Poll,
+    timer: Timer,
+    schedule: Schedule,
+    /// This worker's stream of the global arrivals (index, streams): arrival k of this worker
+    /// is global arrival `index + k x streams`, and visits go round-robin over the plan by it.
+    stream: (usize, usize),
+    arrivals: usize,
+    budget: Budget,
+    budget_spent: bool,
+    schedule_end: Option<Instant>,
+    visitors: Vec<Option<Visitor>>,
+    free_visitors: Vec<usize>,
+    live: usize,
+    slots: Vec<Slot>,
+    free_slots: Vec<usize>,
+    /// Thinking visitors by wake-up time.
+    thinking: BinaryHeap<Reverse<(Instant, usize)>>,
+    rng: SmallRng,
+    buf: Box<[u8]>,
+    tally: Tally,
+    sessions: SessionTally,
+    server: Option<String>,
+    open: usize,
+    peak_open: usize,
+    last_event: Instant,
+    control: Arc<Control>,
+}
+
+impl VisitWorker {
+    pub fn new(
+        spec: WorkerSpec,
+        plan: Arc<Plan>,
+        budget: Budget,
+        schedule: Schedule,
+        stream: (usize, usize),
+        seed: u64,
+        control: Arc<Control>,
+    ) -> io::Result<VisitWorker> {
+        let poll = Poll::new()?;
+        let timer = Timer::new(poll.registry(), TIMER)?;
+        let mut tally = Tally::default();
+        tally.entries.resize_with(spec.tallied, EntryTally::default);
+        if let Some(end) = spec.end {
+            tally.series = loadlab_stats::Series::with_capacity(
+                end.saturating_duration_since(spec.measure_start).as_secs() as usize + 2,
+            );
+        }
+        Ok(VisitWorker {
+            last_event: spec.measure_start,
+            rng: SmallRng::seed_from_u64(seed ^ (stream.0 as u64).wrapping_mul(0x9e37_79b9)),
+            spec,
+            plan,
+            poll,
+            timer,
+            schedule,
+            stream,
+            arrivals: 0,
+            budget,
+            budget_spent: false,
+            schedule_end: None,
+            visitors: Vec::new(),
+            free_visitors: Vec::new(),
+            live: 0,
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            thinking: BinaryHeap::new(),
+            buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
+            tally,
+            sessions: SessionTally::default(),
+            server: None,
+            open: 0,
+            peak_open: 0,
+            control,
+        })
+    }
+
+    /// Runs the loop until the run ends, then reports.
+    pub fn run(mut self) -> io::Result<WorkerReport> {
+        if let Some(cpu) = self.spec.pin {
+            let _ = crate::sys::pin_current_thread(cpu);
+        }
+        let tick = (self.spec.timeout.min(self.spec.connect_timeout) / 10)
+            .clamp(Duration::from_millis(1), Duration::from_millis(100));
+        let mut events = Events::with_capacity(1024);
+        let mut measuring = false;
+        let mut account_start = ThreadAccount::thread();
+        let mut published = (0u64, 0u64);
+        let mut next_sweep = Instant::now() + tick;
+        let end_at = loop {
+            let now = Instant::now();
+            if !measuring && now >= self.spec.measure_start {
+                measuring = true;
+                account_start = ThreadAccount::thread();
+            }
+            if let Some(end_at) = self.ended(now) {
+                break end_at;
+            }
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + tick;
+            }
+            self.wake_thinkers(now);
+            self.arrive(now);
+            let mut wake = next_sweep;
+            if let Some(end) = self.spec.end {
+                wake = wake.min(end);
+            }
+            if !measuring {
+                wake = wake.min(self.spec.measure_start);
+            }
+            let timed = [self.next_arrival(), self.thinking.peek().map(|Reverse((at, _))| *at)];
+            if let Some(at) = timed.into_iter().flatten().min() {
+                // Should arming fail, the sweep tick still wakes the loop, only later; the
+                // lateness is then measured like any other.
+                let _ = self.timer.arm(at);
+            }
+            let timeout = wake.saturating_duration_since(now);
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            for event in events.iter() {
+                if event.token() == TIMER {
+                    self.timer.fired();
+                } else {
+                    self.on_event(event);
+                }
+            }
+            let done = (self.tally.completed, self.tally.failed);
+            if done != published {
+                self.control.completed.fetch_add(done.0 - published.0, Ordering::Relaxed);
+                self.control.failed.fetch_add(done.1 - published.1, Ordering::Relaxed);
+                published = done;
+            }
+        };
+        let account = ThreadAccount::thread().since(&account_start);
+        Ok(self.report(account, end_at))
+    }
+
+    /// The run is over: a stop asked for, a timed run's end, or every budgeted visit ended.
+    fn ended(&mut self, now: Instant) -> Option<Instant> {
+        if self.control.stop.load(Ordering::Relaxed) {
+            return Some(now);
+        }
+        if let Some(end) = self.spec.end.filter(|end| now >= *end) {
+            return Some(end);
+        }
+        (self.budget_spent && self.live == 0).then_some(self.last_event)
+    }
+
+    fn next_arrival(&self) -> Option<Instant> {
+        (!self.budget_spent).then(|| self.schedule.peek()).flatten()
+    }
+
+    /// Starts the visits due by `now`.
+    fn arrive(&mut self, now: Instant) {
+        while let Some(due) = self.next_arrival().filter(|due| *due <= now) {
+            let measured = due >= self.spec.measure_start;
+            if measured && !self.budget.take() {
+                self.budget_spent = true;
+                self.schedule_end = Some(due);
+                return;
+            }
+            self.schedule.pop();
+            let global = self.stream.0 + self.arrivals * self.stream.1;
+            self.arrivals += 1;
+            let visitor = Visitor {
+                visit: global % self.plan.visits.len(),
+                due,
+                measured,
+                burst: 0,
+                next: 0,
+                opened_up: false,
+                ready_at: due,
+                in_flight: 0,
+                replies: 0,
+                slots: Vec::new(),
+                think: Duration::ZERO,
+            };
+            let v = match self.free_visitors.pop() {
+                Some(v) => {
+                    self.visitors[v] = Some(visitor);
+                    v
+                }
+                None => {
+                    self.visitors.push(Some(visitor));
+                    self.visitors.len() - 1
+                }
+            };
+            self.live += 1;
+            self.sessions.started += u64::from(measured);
+            self.issue(v, now);
+        }
+    }
+
+    /// Visitors whose think time is over start their next burst.
+    fn wake_thinkers(&mut self, now: Instant) {
+        while let Some(&Reverse((at, v))) = self.thinking.peek() {
+            if at > now {
+                return;
+            }
+            self.thinking.pop();
+            if let Some(visitor) = self.visitors[v].as_mut() {
+                visitor.ready_at = at;
+                self.issue(v, now);
+            }
+        }
+    }
+
+    /// Issues what visitor `v` may issue now: the burst's first call alone, the others once
+    /// its answer is in, each on an idle connection of the visitor or a new one while it
+    /// holds fewer than the plan allows.
+    fn issue(&mut self, v: usize, now: Instant) {
+        loop {
+            let Some(visitor) = self.visitors[v].as_ref() else { return };
+            let burst = &self.plan.visits[visitor.visit].bursts[visitor.burst];
+            let limit = if visitor.opened_up { burst.entries.len() } else { 1 };
+            if visitor.next >= limit {
+                return;
+            }
+            let idle =
+                visitor.slots.iter().copied().find(|s| self.slots[*s].conn.state == State::Idle);
+            let slot = match idle {
+                Some(s) => s,
+                None if visitor.slots.len() < self.plan.per_visitor => self.new_slot(v),
+                None => return,
+            };
+            let visitor = self.visitors[v].as_mut().expect("a live visitor");
+            let call = (visitor.burst, visitor.next);
+            visitor.next += 1;
+            visitor.in_flight += 1;
+            let (due, measured) = (visitor.ready_at, visitor.measured);
+            let entry = self.plan.visits[visitor.visit].bursts[call.0].entries[call.1];
+            self.start(slot, call, entry, now, due, measured);
+        }
+    }
+
+    fn new_slot(&mut self, v: usize) -> usize {
+        let now = Instant::now();
+        let idx = match self.free_slots.pop() {
+            Some(idx) => idx,
+            None => {
+                let mut parser = Parser::new(self.spec.limits);
+                parser.capture_server();
+                let ex = Exchange::new(BodyCheck::new(&self.spec.validation), now);
+                let conn = Conn::new(parser, ex, None, now);
+                self.slots.push(Slot { conn, visitor: v, call: (0, 0) });
+                self.slots.len() - 1
+            }
+        };
+        self.slots[idx].visitor = v;
+        self.slots[idx].conn.state = State::Idle;
+        self.visitors[v].as_mut().expect("a live visitor").slots.push(idx);
+        idx
+    }
+
+    fn start(
+        &mut self,
+        idx: usize,
+        call: (usize, usize),
+        entry: u32,
+        now: Instant,
+        due: Instant,
+        measured: bool,
+    ) {
+        let slot = &mut self.slots[idx];
+        slot.call = call;
+        slot.conn.ex.begin(now, due, self.spec.timeout, measured, entry);
+        slot.conn.parser.reset(self.spec.table.is_head(entry));
+        // Lateness is the schedule's: how late a visit's first call left after the visit was
+        // due. A later call waiting for one of its visitor's connections is the visit's own
+        // pace (it counts in its latency), not the client falling behind.
+        if measured && call == (0, 0) {
+            self.tally.timings.late.record(us(now.saturating_duration_since(due)));
+        }
+        if slot.conn.stream.is_some() {
+            slot.conn.state = State::Writing { sent: 0 };
+            return self.write(idx, now);
+        }
+        let to = To { addr: self.spec.addr, unix: self.spec.unix.as_deref(), tls: None };
+        let conn = &mut slot.conn;
+        if let Err(e) = conn.connect(self.poll.registry(), Token(idx), to, None, false) {
+            return self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now);
+        }
+        conn.ex.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);
+        conn.opened = now;
+        conn.replies_on_socket = 0;
+        self.open += 1;
+        self.peak_open = self.peak_open.max(self.open);
+        if measured {
+            self.tally.connections_opened += 1;
+            self.sessions.connections += 1;
+        }
+    }
+
+    fn on_event(&mut self, event: &Event) {
+        let idx = event.token().0;
+        let now = Instant::now();
+        let state = self.slots[idx].conn.state;
+        if state == State::Idle {
+            // An idle connection of a thinking visitor became readable: the server closed
+            // it (its keep-alive timeout). The next call reconnects.
+            if event.is_readable() || event.is_read_closed() || event.is_error() {
+                self.close(idx);
+            }
+            return;
+        }
+        if state == State::Connecting {
+            match self.slots[idx].conn.finish_connect() {
+                Ok(true) => {
+                    let conn = &mut self.slots[idx].conn;
+                    conn.ex.connected = now;
+                    conn.ex.deadline = conn.ex.started + self.spec.timeout;
+                    conn.state = State::Writing { sent: 0 };
+                }
+                Ok(false) => return,
+                Err(e) => return self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
+            }
+        }
+        if matches!(self.slots[idx].conn.state, State::Writing { .. }) {
+            self.write(idx, now);
+        }
+        let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+        if self.slots[idx].conn.state == State::Reading && readable {
+            self.read(idx, now, event.is_read_closed() || event.is_error());
+        }
+    }
+
+    fn write(&mut self, idx: usize, now: Instant) {
+        let conn = &mut self.slots[idx].conn;
+        let entry = conn.ex.entry;
+        match conn.write_request(self.spec.table.h1(entry)) {
+            Ok(true) => {
+                conn.ex.written = now;
+                conn.state = State::Reading;
+                if conn.ex.measured {
+                    self.tally.sent += 1;
+                    self.tally.bytes_sent += self.spec.table.wire_len(entry);
+                }
+            }
+            Ok(false) => {}
+            Err(e) => self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
+        }
+    }
+
+    fn read(&mut self, idx: usize, now: Instant, must_drain: bool) {
+        loop {
+            let conn = &mut self.slots[idx].conn;
+            let Some(stream) = conn.stream.as_mut() else { return };
+            let n = match stream.read(&mut self.buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
+            };
+            if n == 0 {
+                return match conn.parser.on_eof() {
+                    Ok(()) => self.complete(idx, now, true),
+                    Err(e) => self.fail(idx, e.class(), None, now),
+                };
+            }
+            conn.ex.first_byte.get_or_insert(now);
+            let check = &mut conn.ex.check;
+            match conn.parser.feed(&self.buf[..n], &mut |b| check.update(b)) {
+                Ok(Progress::Partial) => {
+                    conn.ex.resp_bytes += n as u64;
+                    if n < self.buf.len() && !must_drain {
+                        return;
+                    }
+                }
+                Ok(Progress::Complete { consumed }) => {
+                    conn.ex.resp_bytes += consumed as u64;
+                    return self.complete(idx, now, consumed < n);
+                }
+                Err(e) => {
+                    conn.ex.resp_bytes += n as u64;
+                    return self.fail(idx, e.class(), None, now);
+                }
+            }
+        }
+    }
+
+    fn past_end(&self, now: Instant) -> bool {
+        self.spec.end.is_some_and(|end| now >= end)
+    }
+
+    /// A full answer arrived on slot `idx`: recorded, checked, and the visit goes on.
+    fn complete(&mut self, idx: usize, now: Instant, must_close: bool) {
+        if self.past_end(now) {
+            return;
+        }
+        let slot = &mut self.slots[idx];
+        let (v, call) = (slot.visitor, slot.call);
+        let conn = &mut slot.conn;
+        if self.server.is_none() {
+            self.server = conn.parser.take_server();
+        }
+        conn.count_reply();
+        let status = conn.parser.status();
+        // A run's own checks (--expect-status, --expect-contains) fail a call as they fail a
+        // request anywhere; here the visit ends with it, counted under `validation`.
+        let mut invalid = false;
+        if conn.ex.measured {
+            let recording = Recording {
+                measure_start: self.spec.measure_start,
+                validation: &self.spec.validation,
+                scheduled: true,
+            };
+            let body_len = conn.parser.body_len();
+            let failed = self.tally.failed;
+            conn.ex.record_completion(&mut self.tally, &recording, status, body_len, None, now);
+            invalid = self.tally.failed > failed;
+            self.last_event = now;
+        }
+        conn.state = State::Idle;
+        let reusable = !must_close && self.spec.keepalive && conn.parser.keep_alive();
+        if !reusable {
+            self.close(idx);
+        } else if self.slots[idx].conn.ex.measured {
+            self.tally.keepalive += 1;
+        }
+        let visitor = self.visitors[v].as_mut().expect("a live visitor");
+        visitor.in_flight -= 1;
+        visitor.replies += 1;
+        let burst = &self.plan.visits[visitor.visit].bursts[call.0];
+        let expected = &burst.status[call.1];
+        if invalid {
+            return self.end_visit(v, now, Some((call, ErrorClass::Validation.name().to_string())));
+        }
+        if !expected.is_empty() && !expected.contains(&status) {
+            return self.end_visit(v, now, Some((call, "status".to_string())));
+        }
+        if call.1 == 0 {
+            visitor.opened_up = true;
+            visitor.ready_at = now;
+        }
+        if visitor.next < burst.entries.len() || visitor.in_flight > 0 {
+            return self.issue(v, now);
+        }
+        // The burst is over: the visit ends, or its visitor thinks.
+        if visitor.burst + 1 == self.plan.visits[visitor.visit].bursts.len() {
+            return self.end_visit(v, now, None);
+        }
+        let think = burst.think.sample(&mut self.rng);
+        visitor.think += think;
+        visitor.burst += 1;
+        visitor.next = 0;
+        visitor.opened_up = false;
+        self.thinking.push(Reverse((now + think, v)));
+    }
+
+    /// The call on slot `idx` failed: counted as a request, and its visit fails.
+    fn fail(&mut self, idx: usize, class: ErrorClass, errno: Option<i32>, now: Instant) {
+        if self.past_end(now) {
+            return;
+        }
+        let slot = &mut self.slots[idx];
+        let (v, call) = (slot.visitor, slot.call);
+        if slot.conn.ex.measured {
+            let ms = self.spec.measure_start;
+            slot.conn.ex.record_failure(&mut self.tally, ms, class, errno, now);
+            self.last_event = now;
+        }
+        slot.conn.state = State::Idle;
+        self.close(idx);
+        if let Some(visitor) = self.visitors[v].as_mut() {
+            visitor.in_flight -= 1;
+        }
+        self.end_visit(v, now, Some((call, class.name().to_string())));
+    }
+
+    /// Visit `v` ends at `now`, completed or failed (where and why); its connections close.
+    fn end_visit(&mut self, v: usize, now: Instant, failure: Option<((usize, usize), String)>) {
+        let visitor = self.visitors[v].take().expect("a live visitor");
+        let plan = self.plan.clone();
+        let plan = &plan.visits[visitor.visit];
+        let mut abandoned = 0;
+        for &s in &visitor.slots {
+            if self.slots[s].conn.in_flight() {
+                abandoned += 1;
+            }
+            self.slots[s].conn.state = State::Idle;
+            self.close(s);
+            self.free_slots.push(s);
+        }
+        self.free_visitors.push(v);
+        self.live -= 1;
+        if !visitor.measured {
+            return;
+        }
+        let life = us(now.saturating_duration_since(visitor.due));
+        self.sessions.think_us += us(visitor.think);
+        self.sessions.count_replies(visitor.replies);
+        match failure {
+            None => {
+                self.sessions.completed += 1;
+                self.sessions.lifetime.record(life);
+                self.sessions.count_completed_at(second_of(self.spec.measure_start, now));
+            }
+            Some(((burst, call), class)) => {
+                self.sessions.failed += 1;
+                self.sessions.failtime.record(life);
+                self.sessions.abandoned += abandoned;
+                let planned: usize = plan.bursts.iter().map(|b| b.entries.len()).sum();
+                let issued: usize =
+                    plan.bursts[..burst].iter().map(|b| b.entries.len()).sum::<usize>()
+                        + visitor.next;
+                self.sessions.not_issued += (planned - issued) as u64;
+                let at = StepFailure { step: burst as u32 + 1, call: call as u32 + 1, class };
+                *self.sessions.failures.entry(at).or_insert(0) += 1;
+            }
+        }
+    }
+
+    /// Fails calls past their deadline.
+    fn sweep(&mut self, now: Instant) {
+        for idx in 0..self.slots.len() {
+            let conn = &self.slots[idx].conn;
+            let class = match conn.state {
+                State::Connecting => ErrorClass::ConnectTimeout,
+                State::Writing { .. } | State::Reading => ErrorClass::ClientTimeout,
+                _ => continue,
+            };
+            if now >= conn.ex.deadline && self.visitors[self.slots[idx].visitor].is_some() {
+                self.fail(idx, class, None, now);
+            }
+        }
+    }
+
+    fn close(&mut self, idx: usize) {
+        let conn = &mut self.slots[idx].conn;
+        if conn.stream.is_some() {
+            let life = Instant::now().saturating_duration_since(conn.opened);
+            if conn.ex.measured {
+                self.tally.conn_life.record(us(life));
+                self.tally.conn_replies += conn.replies_on_socket;
+            }
+            conn.close();
+            self.open -= 1;
+        }
+    }
+
+    fn report(mut self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
+        self.tally.unfinished = self.slots.iter().map(|s| s.conn.measured_in_flight()).sum();
+        self.sessions.unfinished =
+            self.visitors.iter().flatten().filter(|v| v.measured).count() as u64;
+        if !self.budget_spent {
+            self.tally.not_sent +=
+                self.schedule.drain_before(self.spec.measure_start, end_at, |_| {});
+        }
+        let measure_start = self.spec.measure_start;
+        self.tally.sessions = Some(Box::new(self.sessions));
+        WorkerReport {
+            cpu: account.cpu,
+            cpu_wait: account.cpu_wait,
+            involuntary_switches: account.involuntary_switches,
+            wall: end_at.saturating_duration_since(measure_start),
+            last_event: self.last_event.saturating_duration_since(measure_start),
+            schedule_end: self.schedule_end.map(|due| due.saturating_duration_since(measure_start)),
+            peak_open: self.peak_open,
+            slots: self.slots.len(),
+            server: self.server.take(),
+            negotiated: None,
+            tally: self.tally,
+        }
+    }
+}
