@@ -56,6 +56,10 @@ pub struct BenchConfig {
     pub coalesce: Duration,
     /// This host's part of a test spread over several (`--agents`); agent 0 of 1 alone.
     pub share: Share,
+    /// A test from several hosts: the wall-clock time agreed at the rendezvous when the run's
+    /// clock starts, after its setup (the engine's `start` module); `None`: as soon as it is
+    /// set up. Not part of the load: each host has its own, by its own clock.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 impl BenchConfig {
@@ -84,6 +88,7 @@ impl BenchConfig {
             unix_socket: None,
             tls: crate::tls::TlsOptions { resume: true, ..Default::default() },
             share: Share::default(),
+            start_at: None,
         }
     }
 

@@ -12,7 +12,7 @@ use loadlab_agents::auth::Token;
 use loadlab_agents::coordinator::{Coordinator, Counters, Lost, Plan, Roster, Seen};
 use loadlab_agents::member::{Hello, Member};
 use loadlab_agents::part::{self, Part};
-use loadlab_agents::{clock, load, AgentsError};
+use loadlab_agents::{load, AgentsError};
 use loadlab_engine::{BenchResult, Control, HdrLog, Share};
 
 use super::across::{self, AgentLost, AgentRow};
@@ -85,9 +85,11 @@ pub fn run(
     let hello =
         Hello { index: agents.share.index, of: agents.share.of, host: agents.host.clone(), load };
     let member = Member::join(agents.rendezvous, &agents.token, hello, agents.timeout)?;
+    // The engine waits for the start after its setup, and its clock's origin is the start.
+    mine.config.start_at = Some(wall(member.start_local));
     let running = member.begin(control)?;
-    let late = running.wait_start();
     let result = measure.measure(&mine.config, address, "").map_err(BenchError::Engine)?;
+    let late = result.start_late.as_nanos() as u64;
     let judged = judge(mine, address, result, capped);
     let stopped = running.end(part_of(&judged.result, &judged.report), late)?;
     Ok(Outcome::Member { judged: Box::new(judged), stopped })
@@ -96,7 +98,7 @@ pub fn run(
 /// Agent 0: the rendezvous, its own part, then the merge and one judgement of the whole.
 fn coordinate(
     whole: Request,
-    mine: Request,
+    mut mine: Request,
     agents: &Agents,
     load: Vec<(String, String)>,
     measure: &mut dyn Measure,
@@ -111,8 +113,9 @@ fn coordinate(
     let start = coordinator.start()?;
     let roster = coordinator.roster(&agents.host);
     let mut watch = coordinator.watch(control, agents.others.clone(), start);
-    let late = clock::sleep_until(start);
+    mine.config.start_at = Some(wall(start));
     let own = measure.measure(&mine.config, address, "");
+    let late = own.as_ref().map_or(0, |r| r.start_late.as_nanos() as u64);
     if own.as_ref().map_or(true, |r| r.interrupted) {
         watch.stop_all("agent 0's run was interrupted or failed");
     }
@@ -131,7 +134,8 @@ fn coordinate(
     let mut judged = judge(whole, address, result, None);
     let rows = rows(&roster, &seen, (&own_part, late), &agents.share);
     across_hosts(&mut judged.report, &rows, lost);
-    judged.report.start_skew_us = Some(across::start_skew_us(&rows));
+    let scheduled = judged.report.rate.is_some();
+    judged.report.start_skew_us = Some(across::start_skew_us(&rows, scheduled));
     judged.report.agents = Some(rows);
     Ok(Outcome::Merged { judged: Box::new(judged), own_log, lost })
 }
@@ -202,4 +206,9 @@ fn flags_of(report: &Report) -> Vec<String> {
     .filter(|(on, _)| *on)
     .map(|(_, name)| name.to_string())
     .collect()
+}
+
+/// A start time of the rendezvous (ns since the epoch) on the wall clock.
+fn wall(ns: u64) -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + Duration::from_nanos(ns)
 }
