@@ -88,6 +88,9 @@ test: deps-test
 	# its layouts and the runner are (the engine's parser and suite parsing still have some).
 	python3 .ci/import-cycles.py
 	python3 .ci/long-functions.py crates/cli/src crates/output/src crates/runner/src crates/report/src crates/store/src
+	# Issue 20: the cli only parses and prints, within 2,500 lines of non-test code. Printed
+	# only until it is under the limit; then this line fails the build.
+	python3 .ci/cli-lines.py || echo "cli-lines: over the limit (not yet enforced)"
 	if cargo nextest --version >/dev/null 2>&1; then \
 	  cargo nextest run --workspace --no-fail-fast; \
 	else \

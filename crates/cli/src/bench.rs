@@ -135,7 +135,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     // written is refused before the run, not after it.
     let hdr_log = open(args.traffic.hdr_log.as_deref(), "--hdr-log")?;
     let merged_log = open(args.agent.merged_hdr_log.as_deref(), "--merged-hdr-log")?;
-    let mut measure = load::EngineMeasure::new(args.request.quiet)?;
+    let mut measure = crate::progress::measure(args.request.quiet)?;
     let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
     let Some(agents) = agents else {
         let judged = bench::run(request, &mut measure, &mut warn).map_err(load::bench_failure)?;

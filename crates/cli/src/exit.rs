@@ -133,12 +133,33 @@ pub fn remote_failure(e: loadlab_remote::Error) -> anyhow::Error {
     use loadlab_remote::Error as RemoteError;
     let message = e.to_string();
     match e {
-        RemoteError::BadHost(_) | RemoteError::BadSshCommand(_) => Failure::Usage(message).into(),
+        RemoteError::BadHost(_) | RemoteError::BadSshCommand(_) | RemoteError::Usage(_) => {
+            Failure::Usage(message).into()
+        }
+        RemoteError::Interrupted(_) => Failure::Interrupted(message).into(),
+        RemoteError::OwnerStuck(_) => Failure::StackFailed(message).into(),
         RemoteError::Ssh { .. } => Failure::Unreachable(message).into(),
         RemoteError::Incompatible { .. } => Failure::Incompatible(message).into(),
         RemoteError::Remote { code, .. } => Failure::Remote(message, code).into(),
         RemoteError::Lab(e) => lab_failure(e),
+        // Printing what the session shows into a closed pipe: the quiet end of `| head`.
+        RemoteError::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe => {
+            source.into()
+        }
         other => anyhow::Error::new(other),
+    }
+}
+
+/// `loadlab stack`'s sequences: a failed install is a missing package; a failed print (a
+/// closed pipe) stays an io error, which ends quietly.
+pub fn stack_failure(e: loadlab_runner::stack::StackError) -> anyhow::Error {
+    use loadlab_runner::stack::StackError;
+    match e {
+        StackError::Lab(e) => lab_failure(e),
+        StackError::Remote(e) => remote_failure(e),
+        StackError::Install(m) => Failure::MissingPackage(m).into(),
+        StackError::Print(e) => e.into(),
+        e @ StackError::Io { .. } => anyhow::Error::new(e),
     }
 }
 

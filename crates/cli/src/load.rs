@@ -2,19 +2,14 @@
 //! translation into the engine's configuration, and running one measured load with its
 //! progress line and Ctrl-C handling.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use loadlab_engine::{
-    sys, Arrival, BenchConfig, BenchResult, Control, EngineError, Pacing, RequestSpec, Target,
-    Validation,
-};
+use loadlab_engine::{sys, Arrival, BenchConfig, Pacing, RequestSpec, Target, Validation};
 
 use crate::exit::{engine_failure, Failure};
-use crate::progress::Progress;
 use crate::units::parse_duration;
 
 /// `--slo THRESHOLDS`, checked before anything runs.
@@ -360,65 +355,6 @@ pub fn bench_failure(e: loadlab_runner::bench::BenchError) -> anyhow::Error {
         other => other,
     };
     crate::exit::bench_failure(e)
-}
-
-fn measure_with(
-    config: &BenchConfig,
-    addr: SocketAddr,
-    progress: Option<Progress>,
-    control: &Arc<Control>,
-) -> Result<BenchResult, EngineError> {
-    let result = loadlab_engine::run(config, addr, control.clone());
-    if let Some(p) = progress {
-        p.finish();
-    }
-    result
-}
-
-/// The engine, as the suite executor and the sweep driver measure with it: the live progress
-/// line unless quiet, Ctrl-C through the one signal handler.
-pub struct EngineMeasure {
-    control: Arc<Control>,
-    quiet: bool,
-    /// `bench --agents` on agent 0: the other agents' counters, for the progress line.
-    others: Option<Arc<loadlab_agents::coordinator::Counters>>,
-}
-
-impl EngineMeasure {
-    pub fn new(quiet: bool) -> anyhow::Result<EngineMeasure> {
-        Ok(EngineMeasure { control: crate::signals::control()?, quiet, others: None })
-    }
-}
-
-impl EngineMeasure {
-    /// What stops the runs of this measure (Ctrl-C, or agent 0 for `--agents`), and their
-    /// counters.
-    pub fn control(&self) -> Arc<Control> {
-        self.control.clone()
-    }
-
-    /// Adds the other agents' counters to the progress line (agent 0 of `bench --agents`).
-    pub fn show_others(&mut self, others: Arc<loadlab_agents::coordinator::Counters>) {
-        self.others = Some(others);
-    }
-}
-
-impl loadlab_runner::Measure for EngineMeasure {
-    fn measure(
-        &mut self,
-        config: &BenchConfig,
-        addr: SocketAddr,
-        label: &str,
-    ) -> Result<BenchResult, EngineError> {
-        let progress = (!self.quiet)
-            .then(|| Progress::start(self.control.clone(), self.others.clone(), config, label))
-            .flatten();
-        measure_with(config, addr, progress, &self.control)
-    }
-
-    fn stopped(&self) -> bool {
-        crate::signals::interrupted(&self.control)
-    }
 }
 
 /// Parses `127.0.0.1-127.0.0.16` (an IPv4 range) or a comma-separated list of addresses.

@@ -78,7 +78,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     // Stacks come and go inside, and the run's record is closed and reported after: a second
     // Ctrl-C waits for both.
     let _finishing = crate::signals::Finishing::hold();
-    let mut measure = load::EngineMeasure::new(false)?;
+    let mut measure = crate::progress::measure(false)?;
     let remote = suite::remote_stacks(&suite, Box::new(|note| eprintln!("loadlab: {note}")));
     let outcome = suite::execute(&mut started, &plan, &remote, &mut measure, &mut Printer);
     let stopped = measure.stopped();

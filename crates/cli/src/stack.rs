@@ -2,15 +2,18 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use loadlab_lab::{own, CpuList, Knobs, Lab, OnOff, Record, Sampler, Timeout, Up};
+use loadlab_lab::{own, CpuList, Knobs, Lab, OnOff, Record, Timeout, Up};
 use loadlab_output::stack as output;
+use loadlab_remote::held::Held;
+use loadlab_remote::protocol::Event;
 use loadlab_remote::Host;
+use loadlab_runner::stack::{self as runner, Down};
 use serde_json::json;
 
-use crate::exit::{lab_failure, Failure, OK};
+use crate::exit::{lab_failure, stack_failure, Failure, OK};
 use crate::units::parse_duration;
 use crate::{remote, signals};
 
@@ -188,13 +191,8 @@ pub fn run(args: StackArgs) -> anyhow::Result<u8> {
         StackCommand::List { json } => list(&lab, json),
         StackCommand::Up(up_args) => match &up_args.host {
             Some(host) => {
-                let up = remote::Up {
-                    host,
-                    json: up_args.json,
-                    foreground: up_args.foreground,
-                    hold: up_args.hold.as_deref(),
-                };
-                remote::up(&lab, up)
+                let (json, foreground) = (up_args.json, up_args.foreground);
+                remote::up(&lab, host, json, foreground, up_args.hold.as_deref())
             }
             None => up(&lab, up_args),
         },
@@ -233,7 +231,34 @@ fn list(lab: &Lab, json: bool) -> anyhow::Result<u8> {
 
 fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
     let stack = loadlab_lab::stack(&args.name).map_err(lab_failure)?;
-    let knobs = Knobs {
+    let knobs = knobs(&args)?;
+    // On stderr, so that --json stays one document (and a session's stdout its events).
+    let mut note = |said: &str| {
+        let _ = std::io::stderr().write_all(said.as_bytes());
+    };
+    if args.install_packages {
+        runner::install_packages(stack, &knobs, &mut note).map_err(stack_failure)?;
+    }
+    let control = signals::control()?;
+    let cancel = || signals::interrupted(&control);
+    // From here until the stack is down or detached, a second Ctrl-C must not leave it running.
+    let _teardown = signals::Finishing::hold();
+    if args.session {
+        let mut say = |event: &Event| say(event);
+        let instance = output::up_json;
+        runner::session(lab, stack, &knobs, instance, &cancel, &mut note, &mut say)
+            .map_err(stack_failure)?;
+        return Ok(OK);
+    }
+    let mut print = |record: &Record, up: &Up| print_up(record, up, &args);
+    runner::up(lab, stack, &knobs, args.foreground, &cancel, &mut note, &mut print)
+        .map_err(stack_failure)?;
+    Ok(OK)
+}
+
+/// The stack's knobs as typed; `--config` and `--docroot` read.
+fn knobs(args: &UpArgs) -> anyhow::Result<Knobs> {
+    Ok(Knobs {
         port: args.port,
         listen: args.listen,
         keepalive: args.keepalive,
@@ -261,153 +286,24 @@ fn up(lab: &Lab, args: UpArgs) -> anyhow::Result<u8> {
             .map(own::read_docroot)
             .transpose()
             .map_err(|e| Failure::Usage(format!("--docroot: {e}")))?,
-    };
-    if args.install_packages {
-        install_packages(stack, &knobs)?;
-    }
-    if args.session {
-        // Without --listen, where the client's ssh reached this host: a URL it can use.
-        let reached = std::env::var("SSH_CONNECTION").ok();
-        let listen = args.listen.or(loadlab_remote::args::reached_at(reached.as_deref()));
-        return session_up(lab, stack, &Knobs { listen, ..knobs });
-    }
-    let control = signals::control()?;
-    let cancel = || signals::interrupted(&control);
-    // From here until the stack is down or detached, a second Ctrl-C must not leave it running.
-    let _teardown = signals::Finishing::hold();
-    let up = lab.up(stack, &knobs, &cancel).map_err(lab_failure)?;
-    let mut record = up.record.clone();
-    // On stderr, so that --json stays one document; said whatever the output.
-    eprint!("{}", exposure(&record));
-    if !args.foreground {
-        lab.detach(&mut record).map_err(lab_failure)?;
-        print_up(&record, &up, &args)?;
-        return Ok(OK);
-    }
-    // In the foreground the stack goes down whatever happens to the output (a closed pipe).
-    let printed = print_up(&record, &up, &args);
-    while printed.is_ok() && !cancel() {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    lab.down(&record.id).map_err(lab_failure)?;
-    printed.map(|()| OK)
-}
-
-/// The remote end of a `--host` session (`--session`): the stack up, its instance as an
-/// event line, then held until the session's input ends or falls silent (see
-/// loadlab_remote::protocol), Ctrl-C or SIGTERM, or `stack down ID` here; then down, said
-/// as an event. Nothing else is printed: a cut session's stderr may be gone, and a failed
-/// write must not stop the teardown.
-fn session_up(lab: &Lab, stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> anyhow::Result<u8> {
-    use loadlab_remote::protocol::{Event, Watch};
-    let watch = Watch::stdin();
-    let control = signals::control()?;
-    let cancel = || signals::interrupted(&control) || !watch.alive();
-    let _teardown = signals::Finishing::hold();
-    let up = lab.up(stack, knobs, &cancel).map_err(lab_failure)?;
-    let id = up.record.id.clone();
-    // Through ssh to the user's terminal; a session whose stderr is gone goes on.
-    let _ = std::io::stderr().write_all(exposure(&up.record).as_bytes());
-    let mut said = say(&Event::Up { instance: output::up_json(&up.record, &up) });
-    // Samples for a runner here, on the 1 s grid the local sampler keeps.
-    let mut samples = lab.targets(&id).map(session_samples);
-    let started = Instant::now();
-    let mut next = Duration::ZERO;
-    while said.is_ok() && !cancel() {
-        if started.elapsed() >= next {
-            // Taken down by `stack down ID` on this host: nothing is left to hold. Once a
-            // second, as the samples: the loop's 100 ms is for the heartbeat's answer.
-            if lab.record(&id).is_err() {
-                break;
-            }
-            if let Ok(sample) = samples.as_mut().map(|take| take(started.elapsed())) {
-                said = sample.map_or(Ok(()), |sample| say(&Event::Sample { sample }));
-            }
-            next += SESSION_SAMPLE_EVERY;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    match lab.down(&id) {
-        Ok(()) | Err(loadlab_lab::Error::NoSuchInstance(_)) => {}
-        Err(e) => return Err(lab_failure(e)),
-    }
-    let _ = say(&Event::Down { id });
-    Ok(OK)
-}
-
-/// Installs what `stack` needs with these knobs and lacks, said on stderr.
-fn install_packages(stack: &'static loadlab_lab::Stack, knobs: &Knobs) -> anyhow::Result<()> {
-    let missing = stack.missing_packages(knobs);
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let _ = writeln!(std::io::stderr(), "loadlab: installing {}", missing.join(" "));
-    let status =
-        loadlab_remote::apt::install_command(&missing, loadlab_remote::apt::is_root()).status()?;
-    if !status.success() {
-        return Err(Failure::MissingPackage(format!(
-            "apt-get install {} failed ({status}; its output is above)",
-            missing.join(" ")
-        ))
-        .into());
-    }
-    Ok(())
-}
-
-/// The lines that say a stack listens beyond loopback (anyone who can reach it can read its
-/// pages), and how --net shapes it there; empty on loopback.
-fn exposure(record: &Record) -> String {
-    let Some(listen) = record.listen.as_ref().filter(|l| l.is_beyond_loopback()) else {
-        return String::new();
-    };
-    let mut said = format!(
-        "loadlab: {} is reachable from the network at {} (on {}): anyone who can reach it can \
-         read its pages, phpinfo() with this host's configuration among them\n",
-        record.id, record.url, listen.interface
-    );
-    if let (Some(shaping), Some(net)) = (&listen.shaping, &record.knobs.net) {
-        said.push_str(&format!(
-            "loadlab: --net {net} shapes what {} sends on {} (egress, its port only); requests \
-             to it are not shaped\n",
-            record.id, shaping.interface
-        ));
-    }
-    said
-}
-
-/// How often the remote end of a session samples its stack.
-const SESSION_SAMPLE_EVERY: Duration = Duration::from_secs(1);
-
-/// A reading of these tiers and the machine from /proc, each call a sample of the interval
-/// since the last (the first call only starts the count).
-fn session_samples(
-    targets: Vec<loadlab_lab::sampler::Target>,
-) -> impl FnMut(Duration) -> Option<serde_json::Value> {
-    use loadlab_lab::procfs;
-    use loadlab_lab::sampler::{Proc, ProcSource, Tracker};
-    let mut tracker = Tracker::new(targets, procfs::clock_ticks(), procfs::page_size());
-    move |at| {
-        let sample = tracker.observe(at, &Proc.processes(), Proc.machine())?;
-        serde_json::to_value(sample).ok()
-    }
+    })
 }
 
 /// One event line on stdout, flushed at once (the other side waits for it).
-fn say(event: &loadlab_remote::protocol::Event) -> std::io::Result<()> {
+fn say(event: &Event) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(event.line().as_bytes())?;
     out.flush()
 }
 
-fn print_up(record: &Record, up: &Up, args: &UpArgs) -> anyhow::Result<()> {
+fn print_up(record: &Record, up: &Up, args: &UpArgs) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", output::up_json(record, up))?;
     } else {
         output::write_up(&mut out, record, up, args.foreground)?;
     }
-    out.flush()?;
-    Ok(())
+    out.flush()
 }
 
 fn verify(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
@@ -438,23 +334,18 @@ fn sample(
     interval: Duration,
     json: bool,
 ) -> anyhow::Result<u8> {
-    let targets = lab.targets(id).map_err(lab_failure)?;
     let control = signals::control()?;
-    let tiers: Vec<&str> = targets.iter().map(|t| t.tier.as_str()).collect();
-    let sampler = Sampler::start(targets.clone(), interval);
+    let cancel = || signals::interrupted(&control);
     // On stderr, so that --json output stays clean; it also tells a script that the first
     // reading is taken and its load may start.
-    eprintln!(
-        "sampling {id} ({}) every {interval:?} for {duration:?}; Ctrl-C stops",
-        tiers.join(", ")
-    );
-    let end = Instant::now() + duration;
-    while Instant::now() < end && !signals::interrupted(&control) {
-        std::thread::sleep(
-            Duration::from_millis(20).min(end.saturating_duration_since(Instant::now())),
-        );
-    }
-    let samples = sampler.stop();
+    let mut started = |tiers: &[&str]| {
+        eprintln!(
+            "sampling {id} ({}) every {interval:?} for {duration:?}; Ctrl-C stops",
+            tiers.join(", ")
+        )
+    };
+    let samples = runner::sample(lab, id, duration, interval, &cancel, &mut started)
+        .map_err(stack_failure)?;
     if json {
         writeln!(std::io::stdout(), "{:#}", json!({ "id": id, "samples": samples }))?;
         return Ok(OK);
@@ -502,31 +393,15 @@ fn show(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
 }
 
 fn down(lab: &Lab, id: Option<String>, all: bool, host: Option<&Host>) -> anyhow::Result<u8> {
-    if let (Some(id), Some(host)) = (&id, host) {
-        return match remote::down_held(lab, Some(id), Some(host))? {
-            Some(code) => Ok(code),
-            None => remote::pass_through(host),
-        };
-    }
-    // An id of no local instance may be that of a remote stack held here.
-    if let Some(id) = id.as_deref().filter(|id| !all && lab.record(id).is_err()) {
-        if let Some(code) = remote::down_held(lab, Some(id), None)? {
-            return Ok(code);
+    let mut released = |held: &Held| outln!("{} down on {}", held.id, held.host);
+    match runner::down(lab, id.as_deref(), all, host, &mut released).map_err(stack_failure)? {
+        Down::Released => Ok(OK),
+        Down::Elsewhere => remote::pass_through(host.expect("only with --host")),
+        Down::Local(ids) => {
+            for id in ids {
+                outln!("{id} down")?;
+            }
+            Ok(OK)
         }
     }
-    if all {
-        // The remote stacks this machine holds sessions of are in its state directory too.
-        remote::down_held(lab, None, None)?;
-    }
-    let ids = if all {
-        lab.down_all().map_err(lab_failure)?
-    } else {
-        let id = id.expect("clap requires an id without --all");
-        lab.down(&id).map_err(lab_failure)?;
-        vec![id]
-    };
-    for id in ids {
-        writeln!(std::io::stdout(), "{id} down")?;
-    }
-    Ok(OK)
 }

@@ -117,7 +117,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     if !(0.0..=1.0).contains(&args.max_errors) {
         return Err(usage("--max-errors is a ratio between 0 and 1 (0.01 = 1%)".into()));
     }
-    let mut measure = load::EngineMeasure::new(true)?;
+    let mut measure = crate::progress::measure(true)?;
     let plan = plan(&args, targets(&args, &mut measure)?);
     let to_stdout = args.format == SweepFormat::Text;
     let table = Table { stdout: to_stdout, silent: args.request.quiet && !to_stdout };

@@ -21,6 +21,16 @@ pub enum Error {
     /// The remote said something this side cannot read.
     #[error("{host}: {reason}")]
     Protocol { host: String, reason: String },
+    /// A command line the remote end would refuse (`stack up --host` with a local
+    /// directory), refused here first.
+    #[error("{0}")]
+    Usage(String),
+    /// Ctrl-C or SIGTERM before the remote stack was up.
+    #[error("{0}")]
+    Interrupted(String),
+    /// The local process holding a session did not end it when asked.
+    #[error("{0}")]
+    OwnerStuck(String),
     #[error("{context}: {source}")]
     Io {
         context: String,

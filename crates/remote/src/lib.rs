@@ -9,7 +9,8 @@
 //!   and a heartbeat written ([`session`]); the lines themselves are in [`protocol`], the
 //!   one module both ends share.
 //! - [`args`]: the remote `stack up`'s arguments; [`held`]: the local records of sessions
-//!   held in the background by an owner process.
+//!   held in the background by an owner process; [`owner`]: this side of `--host` (the
+//!   session held, handed to an owner process, or ended; other commands passed through).
 //!
 //! # For a runner that puts stacks on other hosts
 //! Per stack: find the binary, start the session, read the instance, read samples while the
@@ -49,6 +50,7 @@ pub mod args;
 mod error;
 pub mod held;
 pub mod host;
+pub mod owner;
 pub mod protocol;
 pub mod provision;
 pub mod run;

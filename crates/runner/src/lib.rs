@@ -18,6 +18,8 @@
 //!   as another test.
 //! - [`doctor`]: what `doctor` finds of the machine and the lab, and what to change.
 //! - [`slo`]: the SLO gate's figures from a run's result.
+//! - [`stack`]: `loadlab stack`'s sequences: up held or detached, the remote end of a
+//!   `--host` session, sampling, and which way a `stack down` goes.
 //!
 //! What measures, what stands stacks up and who is told are traits
 //! ([`executor::Measure`], [`executor::Stacks`], [`executor::Events`]), so everything here is
@@ -34,6 +36,7 @@ pub mod limit;
 pub mod power;
 pub mod remote;
 pub mod slo;
+pub mod stack;
 pub mod suite;
 pub mod sweep;
 pub mod trust;

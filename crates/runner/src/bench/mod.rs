@@ -5,6 +5,7 @@
 
 pub mod across;
 pub mod agent;
+pub mod live;
 pub mod report;
 pub mod traffic;
 
