@@ -16,6 +16,7 @@ use loadlab_engine::Control;
 use crate::auth::{self, Token};
 use crate::clock::{self, Offset, Sample};
 use crate::part::Part;
+use crate::stream::{self, Seconds};
 use crate::wire::{self, Msg};
 use crate::{io, load, AgentsError, HEARTBEAT_LOSS};
 
@@ -33,6 +34,20 @@ pub struct Plan {
     pub timeout: Duration,
     /// Agent 0's load ([`load::describe`]).
     pub load: Vec<(String, String)>,
+    /// `--on-agent-loss`: what a lost agent does to the others.
+    pub on_loss: OnLoss,
+    /// Agent 0's `--agent-weight`.
+    pub weight: u64,
+}
+
+/// `--on-agent-loss`: what the loss of an agent does to the test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnLoss {
+    /// Every agent stops; agent 0 reports what was measured until then.
+    #[default]
+    Stop,
+    /// The others go on; the merged result is partial and gives the shortfall per second.
+    Continue,
 }
 
 /// An admitted agent.
@@ -42,6 +57,7 @@ struct Joined {
     host: String,
     stream: TcpStream,
     offset: Offset,
+    weight: u64,
 }
 
 /// Agent 0 with every other agent admitted.
@@ -105,7 +121,7 @@ impl Coordinator {
     /// connection that fails the handshake is not the test's concern: it is dropped and the
     /// rendezvous goes on; a differing load is.
     fn admit(&mut self, mut stream: TcpStream) -> Result<(), AgentsError> {
-        let Some(Msg::Ready { index, of, host, load: theirs }) =
+        let Some(Msg::Ready { index, of, host, load: theirs, weight }) =
             handshake(&mut stream, &self.plan.token)
         else {
             return Ok(());
@@ -121,13 +137,17 @@ impl Coordinator {
             refuse(&mut stream, format!("--agent {index} is taken or not in 1..{}", of - 1));
             return Ok(());
         }
+        if weight == 0 {
+            refuse(&mut stream, format!("--agent-weight 0 on agent {index}: at least 1"));
+            return Ok(());
+        }
         if let Some((option, ours, theirs)) = load::differs(&self.plan.load, &theirs) {
             let e = AgentsError::LoadDiffers { index, option, ours, theirs };
             refuse(&mut stream, e.to_string());
             return Err(e);
         }
         wire::send(&mut stream, &Msg::Accepted).map_err(io("admitting an agent"))?;
-        self.members.push(Joined { index, host, stream, offset: Offset::default() });
+        self.members.push(Joined { index, host, stream, offset: Offset::default(), weight });
         Ok(())
     }
 
@@ -153,11 +173,21 @@ impl Coordinator {
         }
         let slowest = self.members.iter().map(|m| m.offset.rtt_ns).max().unwrap_or(0);
         let at = clock::start_at(clock::now_ns(), slowest);
+        let weights = self.weights();
         for m in &mut self.members {
-            let start = Msg::Start { at, offset: m.offset.offset_ns };
+            let start = Msg::Start { at, offset: m.offset.offset_ns, weights: weights.clone() };
             wire::send(&mut m.stream, &start).map_err(io("sending the start"))?;
         }
         Ok(at)
+    }
+
+    /// Every agent's `--agent-weight`, in index order (once all are admitted).
+    pub fn weights(&self) -> Vec<u64> {
+        let mut w = vec![self.plan.weight];
+        let mut members: Vec<&Joined> = self.members.iter().collect();
+        members.sort_by_key(|m| m.index);
+        w.extend(members.iter().map(|m| m.weight));
+        w
     }
 
     /// Who is in the test, agent 0 first.
@@ -188,12 +218,12 @@ impl Coordinator {
             threads
                 .push(std::thread::spawn(move || listen(m.stream, slot, &state, &done, &counters)));
         }
-        let (s, d, c) = (state.clone(), done.clone(), control);
-        threads.push(std::thread::spawn(move || monitor(&s, &d, &c, writers, start)));
+        let (s, d, c, on_loss) = (state.clone(), done.clone(), control, self.plan.on_loss);
+        let monitor = std::thread::spawn(move || monitor(&s, &d, &c, writers, start, on_loss));
         let (token, d) = (self.plan.token.clone(), done.clone());
         let listener = self.listener;
         threads.push(std::thread::spawn(move || refuse_late(&listener, &token, &d)));
-        Watch { state, done, threads, sockets, start }
+        Watch { state, done, threads, monitor, sockets }
     }
 }
 
@@ -220,13 +250,23 @@ pub struct Seen {
     pub completed: u64,
     pub failed: u64,
     pub part: Option<(Box<Part>, u64)>,
+    /// Its seconds as streamed during the run ([`crate::stream`]).
+    pub seconds: Seconds,
     /// The connection ended or broke before the agent's measurements came.
     gone: bool,
 }
 
 impl Seen {
     fn new(index: usize) -> Seen {
-        Seen { index, last: Instant::now(), completed: 0, failed: 0, part: None, gone: false }
+        Seen {
+            index,
+            last: Instant::now(),
+            completed: 0,
+            failed: 0,
+            part: None,
+            seconds: Seconds::new(),
+            gone: false,
+        }
     }
 }
 
@@ -252,10 +292,10 @@ pub struct Lost {
 pub struct Watch {
     state: Shared,
     done: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<Option<Lost>>>,
+    threads: Vec<JoinHandle<()>>,
+    monitor: JoinHandle<Vec<Lost>>,
     /// The agents' connections, shut down at the end so that no reader stays blocked.
     sockets: Vec<TcpStream>,
-    start: u64,
 }
 
 impl Watch {
@@ -269,13 +309,13 @@ impl Watch {
     /// its end for nothing; each still sends what it measured.
     pub fn stop_all(&mut self, reason: &str) {
         for s in &mut self.sockets {
-            let _ = wire::send(s, &Msg::Stop { reason: reason.to_string() });
+            let _ = wire::send(s, &Msg::Stop { reason: reason.to_string(), lost: false });
         }
     }
 
     /// After agent 0's own run: waits for every agent's measurements (or its loss, which the
-    /// heartbeat rule bounds), then returns them and the first agent lost.
-    pub fn finish(self) -> (Vec<Seen>, Option<Lost>) {
+    /// heartbeat rule bounds), then returns them and the agents lost, in the order they were.
+    pub fn finish(self) -> (Vec<Seen>, Vec<Lost>) {
         loop {
             let settled = {
                 let seen = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -290,14 +330,19 @@ impl Watch {
         for s in &self.sockets {
             let _ = s.shutdown(std::net::Shutdown::Both);
         }
-        let lost = self.threads.into_iter().filter_map(|t| t.join().ok().flatten()).next();
+        for t in self.threads {
+            let _ = t.join();
+        }
+        let mut lost = self.monitor.join().unwrap_or_default();
         let seen = std::mem::take(&mut *self.state.lock().unwrap_or_else(|e| e.into_inner()));
         // An agent whose connection ended just before the monitor's next look is lost all
-        // the same: never a silent partial result.
-        let second = clock::now_ns().saturating_sub(self.start) / 1_000_000_000;
-        let lost = lost.or_else(|| {
-            seen.iter().find(|s| s.part.is_none()).map(|s| Lost { index: s.index, second })
-        });
+        // the same (in the second after its last streamed one): never a silent partial result.
+        for s in seen.iter().filter(|s| s.part.is_none()) {
+            if !lost.iter().any(|l| l.index == s.index) {
+                let second = s.seconds.keys().next_back().map_or(0, |l| u64::from(*l) + 1);
+                lost.push(Lost { index: s.index, second });
+            }
+        }
         (seen, lost)
     }
 }
@@ -309,7 +354,7 @@ fn listen(
     state: &Shared,
     done: &AtomicBool,
     counters: &Counters,
-) -> Option<Lost> {
+) {
     let _ = stream.set_read_timeout(Some(Duration::from_millis(250)));
     while !done.load(Ordering::Relaxed) {
         let msg = match wire::recv(&mut stream) {
@@ -319,12 +364,16 @@ fn listen(
             }
             Err(_) => {
                 state.lock().unwrap_or_else(|e| e.into_inner())[slot].gone = true;
-                return None;
+                return;
             }
         };
         let mut seen = state.lock().unwrap_or_else(|e| e.into_inner());
         let s = &mut seen[slot];
         s.last = Instant::now();
+        if let Msg::Seconds { seconds } = &msg {
+            stream::add_all(&mut s.seconds, seconds);
+            continue;
+        }
         let (completed, failed) = match &msg {
             Msg::Beat { completed, failed } => (*completed, *failed),
             Msg::Done { part, .. } => part.completed_failed(),
@@ -336,54 +385,56 @@ fn listen(
         (s.completed, s.failed) = (completed, failed);
         if let Msg::Done { part, late_ns } = msg {
             s.part = Some((part, late_ns));
-            return None;
+            return;
         }
     }
-    None
 }
 
 /// The heartbeat rule: an agent silent for [`HEARTBEAT_LOSS`], or whose connection ended
-/// without its measurements, is lost; then agent 0's run and every other agent stop.
+/// without its measurements, is lost; then (by default) agent 0's run and every other agent
+/// stop, or with [`OnLoss::Continue`] the others go on.
 fn monitor(
     state: &Shared,
     done: &AtomicBool,
     control: &Control,
     mut writers: Vec<TcpStream>,
     start: u64,
-) -> Option<Lost> {
-    let mut first = None;
+    on_loss: OnLoss,
+) -> Vec<Lost> {
+    let mut lost: Vec<Lost> = Vec::new();
     while !done.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
-        let lost = {
+        let newly: Vec<usize> = {
             let mut seen = state.lock().unwrap_or_else(|e| e.into_inner());
-            let mut lost = None;
             for s in seen.iter_mut() {
-                let silent = s.last.elapsed() > HEARTBEAT_LOSS;
-                if s.part.is_none() && !s.gone && silent {
+                if s.part.is_none() && !s.gone && s.last.elapsed() > HEARTBEAT_LOSS {
                     // A lost agent is settled: nothing more is awaited from it.
                     s.gone = true;
                 }
-                if s.part.is_none() && s.gone && lost.is_none() {
-                    lost = Some(s.index);
+            }
+            seen.iter()
+                .filter(|s| s.part.is_none() && s.gone)
+                .map(|s| s.index)
+                .filter(|i| !lost.iter().any(|l| l.index == *i))
+                .collect()
+        };
+        for index in newly {
+            let second = clock::now_ns().saturating_sub(start) / 1_000_000_000;
+            if lost.is_empty() && on_loss == OnLoss::Stop {
+                control.request_stop();
+                let reason = format!("agent {index} was lost in second {second}");
+                for w in &mut writers {
+                    let _ = wire::send(w, &Msg::Stop { reason: reason.clone(), lost: true });
                 }
             }
-            lost
-        };
-        if let (Some(index), None) = (lost, first) {
-            let second = clock::now_ns().saturating_sub(start) / 1_000_000_000;
-            control.request_stop();
-            let reason = format!("agent {index} was lost in second {second}");
-            for w in &mut writers {
-                let _ = wire::send(w, &Msg::Stop { reason: reason.clone() });
-            }
-            first = Some(Lost { index, second });
+            lost.push(Lost { index, second });
         }
     }
-    first
+    lost
 }
 
 /// After the start: whoever connects and proves the secret is told it is late.
-fn refuse_late(listener: &TcpListener, token: &Token, done: &AtomicBool) -> Option<Lost> {
+fn refuse_late(listener: &TcpListener, token: &Token, done: &AtomicBool) {
     while !done.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((mut stream, _)) => {
@@ -395,5 +446,4 @@ fn refuse_late(listener: &TcpListener, token: &Token, done: &AtomicBool) -> Opti
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
-    None
 }

@@ -10,6 +10,7 @@
 //! - [`load`]: the load's identity, option by option.
 //! - [`clock`]: clock offset and round trip from ping samples; the start time.
 //! - [`part`]: an agent's measurements, as sent to agent 0 and added into its result.
+//! - [`stream`]: the same, second by second during the run, so that a lost agent counts.
 //! - [`coordinator`]: agent 0's side; [`member`]: every other agent's.
 
 pub mod auth;
@@ -18,6 +19,7 @@ pub mod coordinator;
 pub mod load;
 pub mod member;
 pub mod part;
+pub mod stream;
 pub mod wire;
 
 use std::time::Duration;

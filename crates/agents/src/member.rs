@@ -14,6 +14,7 @@ use loadlab_engine::Control;
 use crate::auth::{self, Token};
 use crate::clock;
 use crate::part::Part;
+use crate::stream::Deltas;
 use crate::wire::{self, Msg};
 use crate::{io, AgentsError, HEARTBEAT_EVERY};
 
@@ -24,6 +25,8 @@ pub struct Hello {
     pub of: usize,
     pub host: String,
     pub load: Vec<(String, String)>,
+    /// `--agent-weight`.
+    pub weight: u64,
 }
 
 /// An agent admitted, with its start time by its own clock.
@@ -34,6 +37,8 @@ pub struct Member {
     pub start_local: u64,
     /// This agent's clock minus agent 0's, as agent 0 measured it.
     pub offset_ns: i64,
+    /// Every agent's `--agent-weight`, in index order, as agent 0 learnt them.
+    pub weights: Vec<u64>,
 }
 
 impl Member {
@@ -62,8 +67,8 @@ impl Member {
             }
             Err(_) => return Err(dropped()),
         }
-        let Hello { index, of, host, load } = hello;
-        wire::send(&mut stream, &Msg::Ready { index, of, host, load })
+        let Hello { index, of, host, load, weight } = hello;
+        wire::send(&mut stream, &Msg::Ready { index, of, host, load, weight })
             .map_err(io("saying ready"))?;
         loop {
             match wire::recv(&mut stream).map_err(io("waiting for the start"))? {
@@ -72,11 +77,11 @@ impl Member {
                     let pong = Msg::Pong { t0, t1: clock::now_ns() };
                     wire::send(&mut stream, &pong).map_err(io("answering a ping"))?;
                 }
-                Msg::Start { at, offset } => {
+                Msg::Start { at, offset, weights } => {
                     let start_local = at.saturating_add_signed(offset);
-                    return Ok(Member { stream, start_local, offset_ns: offset });
+                    return Ok(Member { stream, start_local, offset_ns: offset, weights });
                 }
-                Msg::Refused { reason } | Msg::Stop { reason } => {
+                Msg::Refused { reason } | Msg::Stop { reason, .. } => {
                     return Err(AgentsError::Refused(reason))
                 }
                 other => {
@@ -93,32 +98,41 @@ impl Member {
     pub fn begin(self, control: Arc<Control>) -> Result<Running, AgentsError> {
         let done = Arc::new(AtomicBool::new(false));
         let mut writer = self.stream.try_clone().map_err(io("starting"))?;
+        // The workers publish their seconds from now on (`loadlab_engine::live`).
+        control.live.enable();
         let (c, d) = (control.clone(), done.clone());
         let beats = std::thread::spawn(move || {
+            let mut deltas = Deltas::default();
             while !d.load(Ordering::Relaxed) {
+                let seconds = Msg::Seconds { seconds: deltas.seconds(c.live.take()) };
                 let beat = Msg::Beat {
                     completed: c.completed.load(Ordering::Relaxed),
                     failed: c.failed.load(Ordering::Relaxed),
                 };
-                if wire::send(&mut writer, &beat).is_err() {
+                if wire::send(&mut writer, &seconds)
+                    .and_then(|_| wire::send(&mut writer, &beat))
+                    .is_err()
+                {
                     c.request_stop();
-                    return;
+                    return deltas;
                 }
                 std::thread::sleep(HEARTBEAT_EVERY);
             }
+            deltas
         });
         let mut reader = self.stream.try_clone().map_err(io("starting"))?;
         // Blocking reads: a timeout could cut a message in two. `end` shuts the reading side
         // down to end the last one.
         let _ = reader.set_read_timeout(None);
-        let (c, d) = (control, done.clone());
+        let (c, d) = (control.clone(), done.clone());
         let stops = std::thread::spawn(move || listen(&mut reader, &c, &d));
         Ok(Running {
             stream: self.stream,
             start_local: self.start_local,
             done,
-            threads: vec![beats],
+            beats,
             stops,
+            control,
         })
     }
 }
@@ -137,20 +151,29 @@ fn connect(addr: SocketAddr, deadline: Instant) -> Result<TcpStream, AgentsError
     }
 }
 
+/// Why agent 0 stopped this agent's run early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    pub reason: String,
+    /// An agent (or agent 0 itself) was lost; otherwise agent 0's own run was interrupted
+    /// (Ctrl-C) or failed, and this agent was stopped on purpose.
+    pub lost: bool,
+}
+
 /// Agent 0's messages during the run: a stop, or the connection's end, stops the run. Returns
 /// why it stopped, if it did.
-fn listen(reader: &mut TcpStream, control: &Control, done: &AtomicBool) -> Option<String> {
+fn listen(reader: &mut TcpStream, control: &Control, done: &AtomicBool) -> Option<Stopped> {
     while !done.load(Ordering::Relaxed) {
         match wire::recv(reader) {
-            Ok(Msg::Stop { reason }) => {
+            Ok(Msg::Stop { reason, lost }) => {
                 control.request_stop();
-                return Some(reason);
+                return Some(Stopped { reason, lost });
             }
             Ok(_) => {}
             Err(_) if done.load(Ordering::Relaxed) => return None,
             Err(e) => {
                 control.request_stop();
-                return Some(format!("agent 0 was lost: {e}"));
+                return Some(Stopped { reason: format!("agent 0 was lost: {e}"), lost: true });
             }
         }
     }
@@ -163,8 +186,9 @@ pub struct Running {
     stream: TcpStream,
     start_local: u64,
     done: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
-    stops: JoinHandle<Option<String>>,
+    beats: JoinHandle<Deltas>,
+    stops: JoinHandle<Option<Stopped>>,
+    control: Arc<Control>,
 }
 
 impl Running {
@@ -173,15 +197,17 @@ impl Running {
         clock::sleep_until(self.start_local)
     }
 
-    /// Sends the measurements; returns why agent 0 stopped the run early, if it did.
-    pub fn end(mut self, part: Part, late_ns: u64) -> Result<Option<String>, AgentsError> {
+    /// Sends the last seconds and the measurements; returns why agent 0 stopped the run
+    /// early, if it did.
+    pub fn end(mut self, part: Part, late_ns: u64) -> Result<Option<Stopped>, AgentsError> {
         self.done.store(true, Ordering::Relaxed);
         let _ = self.stream.shutdown(std::net::Shutdown::Read);
-        for t in self.threads {
-            let _ = t.join();
-        }
+        let mut deltas = self.beats.join().unwrap_or_default();
         let stopped = self.stops.join().ok().flatten();
-        let sent = wire::send(&mut self.stream, &Msg::Done { part: Box::new(part), late_ns });
+        let last = Msg::Seconds { seconds: deltas.seconds(self.control.live.take()) };
+        let sent = wire::send(&mut self.stream, &last).and_then(|_| {
+            wire::send(&mut self.stream, &Msg::Done { part: Box::new(part), late_ns })
+        });
         match (sent, &stopped) {
             // Agent 0 gone: nobody to send to, and the stop says so.
             (Err(_), Some(_)) => Ok(stopped),

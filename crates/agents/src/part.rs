@@ -16,6 +16,7 @@ use hdrhistogram::Histogram;
 use loadlab_engine::{BenchResult, ErrorClass, Tally};
 use loadlab_stats::interval_log::Tagged;
 use loadlab_stats::recorder::{Recorder, Totals};
+use loadlab_store::LimitedBy;
 use serde::{Deserialize, Serialize};
 
 /// One recorder: its histogram (HdrHistogram V2) and its exact totals.
@@ -103,6 +104,10 @@ pub struct Part {
     pub p50_us: u64,
     pub p99_us: u64,
     pub flags: Vec<String>,
+    /// What limited the agent's own figures, as its runner judged it, with the evidence: the
+    /// merged verdict is chosen from these (`runner::bench::across::merged_limit`).
+    #[serde(default)]
+    pub limited_by: Option<LimitedBy>,
     /// The agent's connections open at once at most, and the most it could open: the
     /// merged test's are the sums.
     peak_open: usize,
@@ -172,6 +177,7 @@ impl Part {
             pool: 0,
             duration_ns: 0,
             flags: Vec::new(),
+            limited_by: None,
         }
     }
 

@@ -8,6 +8,7 @@ use std::io::{self, Read, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::part::Part;
+use crate::stream::Second;
 
 /// The largest message: an agent's measurements of a long run (a few hundred bytes a second
 /// of histograms) fit many times over.
@@ -18,7 +19,8 @@ pub const MAX_FRAME: usize = 256 << 20;
 pub enum Msg {
     /// An agent is ready: pre-flight done. `load` is its load, option by option
     /// ([`crate::load`]), for agent 0 to compare with its own.
-    Ready { index: usize, of: usize, host: String, load: Vec<(String, String)> },
+    /// `weight`: its `--agent-weight`, which agent 0 learns here.
+    Ready { index: usize, of: usize, host: String, load: Vec<(String, String)>, weight: u64 },
     /// Agent 0 takes the agent.
     Accepted,
     /// Agent 0 will not run this agent, and why.
@@ -29,13 +31,18 @@ pub enum Msg {
     Pong { t0: u64, t1: u64 },
     /// The start time by agent 0's clock, and this agent's clock offset from agent 0's (its
     /// clock minus agent 0's), so that the agent starts at `at + offset` by its own.
-    Start { at: u64, offset: i64 },
+    /// `weights`: every agent's `--agent-weight`, in index order, from which each takes its
+    /// share ([`loadlab_engine::Share::weighted`]).
+    Start { at: u64, offset: i64, weights: Vec<u64> },
     /// The agent's counters so far, every [`crate::HEARTBEAT_EVERY`].
     Beat { completed: u64, failed: u64 },
+    /// The seconds measured since the last ones ([`crate::stream`]), before each heartbeat.
+    Seconds { seconds: Vec<Second> },
     /// The agent's measurements, at its end, and how late it started by its clock (ns).
     Done { part: Box<Part>, late_ns: u64 },
-    /// Agent 0 stops the test (an agent was lost).
-    Stop { reason: String },
+    /// Agent 0 stops the test: an agent was lost (`lost`), or agent 0's own run was
+    /// interrupted (Ctrl-C) or failed.
+    Stop { reason: String, lost: bool },
 }
 
 /// Sends one message.
@@ -69,8 +76,8 @@ mod tests {
     #[test]
     fn a_message_round_trips_and_an_oversized_length_is_refused() {
         let mut buf = Vec::new();
-        send(&mut buf, &Msg::Start { at: 5, offset: -3 }).unwrap();
-        let Msg::Start { at, offset } = recv(&mut buf.as_slice()).unwrap() else { panic!() };
+        send(&mut buf, &Msg::Start { at: 5, offset: -3, weights: vec![3, 1] }).unwrap();
+        let Msg::Start { at, offset, .. } = recv(&mut buf.as_slice()).unwrap() else { panic!() };
         assert_eq!((at, offset), (5, -3));
         let huge = ((MAX_FRAME + 1) as u32).to_be_bytes();
         assert_eq!(recv(&mut &huge[..]).unwrap_err().kind(), io::ErrorKind::InvalidData);

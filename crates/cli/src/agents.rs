@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use loadlab_agents::auth::Token;
+use loadlab_agents::coordinator::OnLoss;
 use loadlab_agents::AgentsError;
 use loadlab_engine::Share;
 use loadlab_runner::bench::agent::{AgentError, Agents};
@@ -39,6 +40,21 @@ pub struct AgentArgs {
     /// this host's own).
     #[arg(long = "merged-hdr-log", value_name = "FILE", requires = "agents")]
     pub merged_hdr_log: Option<PathBuf>,
+    /// Agent 0: when an agent is lost, stop every agent (stop, the default) or go on without
+    /// it (continue: the merged result is partial, with the shortfall per second).
+    #[arg(long = "on-agent-loss", value_enum, default_value = "stop", requires = "agents")]
+    pub on_agent_loss: OnAgentLoss,
+    /// This host's weight: its share of the load is W over the sum of every agent's weights
+    /// (agent 0 learns them as the agents say they are ready).
+    #[arg(long = "agent-weight", value_name = "W", default_value_t = 1, requires = "agents")]
+    pub agent_weight: u64,
+}
+
+/// `--on-agent-loss`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum OnAgentLoss {
+    Stop,
+    Continue,
 }
 
 impl AgentArgs {
@@ -58,6 +74,9 @@ impl AgentArgs {
                 .parse()
                 .map_err(|_| usage("JOB_COMPLETION_INDEX is not a number".into()))?,
         };
+        if self.agent_weight == 0 {
+            return Err(usage("--agent-weight must be at least 1".into()));
+        }
         if index >= of {
             return Err(usage(format!("--agent {index} is not in 0..{}", of - 1)));
         }
@@ -69,12 +88,17 @@ impl AgentArgs {
         let token = Token::load(self.token_file.as_deref(), std::env::var("LOADLAB_TOKEN").ok())
             .map_err(|e| usage(e.to_string()))?;
         Ok(Some(Agents {
-            share: Share { index, of },
+            share: Share::new(index, of),
             rendezvous,
             token,
             timeout: self.rendezvous_timeout,
             host: host_name(),
             others: Default::default(),
+            on_loss: match self.on_agent_loss {
+                OnAgentLoss::Stop => OnLoss::Stop,
+                OnAgentLoss::Continue => OnLoss::Continue,
+            },
+            weight: self.agent_weight,
         }))
     }
 }

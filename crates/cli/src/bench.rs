@@ -11,7 +11,7 @@ use loadlab_runner::bench::agent::{self, Outcome};
 use loadlab_runner::bench::{self, Disposition};
 use loadlab_runner::slo::Slo;
 
-use crate::exit::{Failure, AGENT_LOST, OK, SLO_FAILED, UNREACHABLE};
+use crate::exit::{Failure, AGENT_LOST, OK, SLO_FAILED, STOPPED, UNREACHABLE};
 use crate::load::{self, RequestArgs, ScheduleArgs};
 use crate::traffic::TrafficArgs;
 use crate::units::parse_duration;
@@ -160,9 +160,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
             // The figures of this agent's part; the test's verdict (--slo) is agent 0's.
             print(&args, &judged)?;
             match stopped {
-                Some(reason) => {
-                    eprintln!("loadlab: error: agent 0 stopped the test: {reason}");
+                Some(s) if s.lost => {
+                    eprintln!("loadlab: error: agent 0 stopped the test: {}", s.reason);
                     Ok(AGENT_LOST)
+                }
+                Some(s) => {
+                    eprintln!("loadlab: agent 0 stopped the test: {}", s.reason);
+                    Ok(STOPPED)
                 }
                 None => Ok(OK),
             }

@@ -2,14 +2,17 @@
 //! library's errors mapped to the failure classes (and so to exit codes).
 //!
 //! 0: the run finished (request failures are in the report); 1: internal error; 2: bad usage
-//! or input; 3: the target could not be reached at all; 4: a package the command needs is not
+//! or input; 3: the target could not be reached at all, or a lab host was lost (ssh could not
+//! connect, or a session went silent); 4: a package the command needs is not
 //! installed; 5: a stack did not start or did not verify; 6: this machine cannot do what was
 //! asked (a network profile without root or iproute2, or through netem on a kernel without it);
 //! 7: a lab host cannot run this binary; 8: `--agents`: not every agent was ready within
 //! `--rendezvous-timeout` (the missing are named); 9: `--agents`: an agent was lost during the
 //! run (the partial result is printed); 10: `--agents`: this agent was refused by agent 0
 //! (late, its secret not agent 0's, or its index taken); 11: `merge` refused interval logs
-//! that cannot be added (settings or seconds differ); 99: the run finished but a `--slo`
+//! that cannot be added (settings or seconds differ); 12: `--agents`: this agent was stopped
+//! by agent 0 on purpose (agent 0 was interrupted, Ctrl-C, or its own run failed), its part
+//! printed; 99: the run finished but a `--slo`
 //! threshold failed, or `compare --fail-on-regression` found
 //! one (k6's code for a failed threshold, so a CI job can tell a regression from a broken run);
 //! 130: interrupted (Ctrl-C).
@@ -69,6 +72,8 @@ pub const RENDEZVOUS: u8 = 8;
 pub const AGENT_LOST: u8 = 9;
 pub const REFUSED: u8 = 10;
 pub const UNMERGEABLE: u8 = 11;
+/// `--agents`: agent 0 stopped this agent on purpose (it was interrupted); not a loss.
+pub const STOPPED: u8 = 12;
 pub const SLO_FAILED: u8 = 99;
 pub const INTERRUPTED: u8 = 130;
 
@@ -138,7 +143,7 @@ pub fn remote_failure(e: loadlab_remote::Error) -> anyhow::Error {
         }
         RemoteError::Interrupted(_) => Failure::Interrupted(message).into(),
         RemoteError::OwnerStuck(_) => Failure::StackFailed(message).into(),
-        RemoteError::Ssh { .. } => Failure::Unreachable(message).into(),
+        RemoteError::Ssh { .. } | RemoteError::Lost { .. } => Failure::Unreachable(message).into(),
         RemoteError::Incompatible { .. } => Failure::Incompatible(message).into(),
         RemoteError::Remote { code, .. } => Failure::Remote(message, code).into(),
         RemoteError::Lab(e) => lab_failure(e),
@@ -198,6 +203,7 @@ pub fn run_failure(e: loadlab_runner::RunError) -> anyhow::Error {
     use loadlab_runner::RunError;
     match e {
         RunError::Lab(e) => lab_failure(e),
+        RunError::Remote(e) => remote_failure(e),
         RunError::Store(e) => store_failure(e),
         RunError::Engine(e) => engine_failure(e),
         RunError::Events(e) => e.into(),
@@ -214,6 +220,7 @@ pub fn suite_failure(e: loadlab_runner::suite::SuiteError) -> anyhow::Error {
         SuiteError::Usage(m) => Failure::Usage(m).into(),
         SuiteError::MissingPackages(m) => Failure::MissingPackage(m).into(),
         SuiteError::Lab(e) => lab_failure(e),
+        SuiteError::Remote(e) => remote_failure(e),
         SuiteError::Store(e) => store_failure(e),
         e @ SuiteError::Io { .. } => anyhow::Error::new(e),
     }

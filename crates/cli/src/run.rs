@@ -46,6 +46,10 @@ pub struct RunArgs {
     /// session (docs/hosts.md).
     #[arg(long = "host", value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host)]
     pub host: Option<loadlab_remote::Host>,
+    /// Stacks on lab hosts: install the Debian packages they lack there first (apt-get, as
+    /// root or with sudo -n), instead of stopping before the run with the list (exit 4).
+    #[arg(long = "install-packages")]
+    pub install_packages: bool,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
@@ -71,6 +75,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         return Ok(OK);
     }
     suite::check_packages(&suite).map_err(suite_failure)?;
+    let remote = suite::remote_stacks(&suite, Box::new(|note| eprintln!("loadlab: {note}")))
+        .installing(args.install_packages);
+    if !args.install_packages {
+        suite::check_remote_packages(&suite, &remote).map_err(suite_failure)?;
+    }
     let mut started =
         suite::begin(&suite, &plan, &args.out, args.db.as_deref()).map_err(suite_failure)?;
     print_started(&started)?;
@@ -79,7 +88,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     // Ctrl-C waits for both.
     let _finishing = crate::signals::Finishing::hold();
     let mut measure = crate::progress::measure(false)?;
-    let remote = suite::remote_stacks(&suite, Box::new(|note| eprintln!("loadlab: {note}")));
     let outcome = suite::execute(&mut started, &plan, &remote, &mut measure, &mut Printer);
     let stopped = measure.stopped();
     let finished =

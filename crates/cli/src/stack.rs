@@ -57,6 +57,9 @@ enum StackCommand {
         /// Run it on that lab host's loadlab, over ssh (see `stack up --host`).
         #[arg(long, value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host)]
         host: Option<Host>,
+        /// Stop, as Ctrl-C does, when stdin closes (`--host`'s ssh session ended).
+        #[arg(long = "until-eof", hide = true)]
+        until_eof: bool,
     },
     /// An instance's effective configuration and versions, tier by tier.
     Show {
@@ -200,8 +203,13 @@ pub fn run(args: StackArgs) -> anyhow::Result<u8> {
         | StackCommand::Sample { host: Some(host), .. }
         | StackCommand::Show { host: Some(host), .. } => remote::pass_through(&host),
         StackCommand::Verify { id, json, .. } => verify(&lab, &id, json),
-        StackCommand::Sample { id, duration, interval, json, .. } => {
-            sample(&lab, &id, duration, interval, json)
+        StackCommand::Sample { id, duration, interval, json, until_eof, .. } => {
+            // Over ssh, the session's end closes stdin: nobody is left to print to.
+            let session = until_eof.then(|| {
+                let stdin = std::io::BufReader::new(std::io::stdin());
+                loadlab_remote::protocol::Watch::reading(stdin, Duration::MAX)
+            });
+            sample(&lab, &id, duration, interval, json, session.as_ref())
         }
         StackCommand::Show { id, json, .. } => show(&lab, &id, json),
         StackCommand::Down { id, all, host } => down(&lab, id, all, host.as_ref()),
@@ -333,9 +341,11 @@ fn sample(
     duration: Duration,
     interval: Duration,
     json: bool,
+    session: Option<&loadlab_remote::protocol::Watch>,
 ) -> anyhow::Result<u8> {
     let control = signals::control()?;
-    let cancel = || signals::interrupted(&control);
+    // Ctrl-C, or (--until-eof) the ssh session that asked for it ended: nobody to print to.
+    let cancel = || signals::interrupted(&control) || session.is_some_and(|w| !w.alive());
     // On stderr, so that --json output stays clean; it also tells a script that the first
     // reading is taken and its load may start.
     let mut started = |tiers: &[&str]| {

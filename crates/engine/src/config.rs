@@ -117,8 +117,11 @@ impl BenchConfig {
                 self.threads = self.threads.min(self.connections);
             }
             Pacing::Open { max_connections, .. } | Pacing::Sessions { max_connections, .. } => {
-                *max_connections = (share.part(*max_connections as u64) as usize).max(1);
-                self.threads = self.threads.min(*max_connections);
+                // A weighted agent runs a worker per slot of the schedule (`Share::stream`),
+                // each with a connection at least.
+                let least = share.min_workers();
+                *max_connections = (share.part(*max_connections as u64) as usize).max(least);
+                self.threads = self.threads.min(*max_connections).max(least);
             }
         }
         let whole = self.stop;
@@ -300,16 +303,16 @@ mod tests {
     #[test]
     fn a_share_splits_connections_count_and_threads_and_refuses_an_empty_part() {
         let mut c = config(Pacing::Closed, 10, Stop::Count(1001));
-        c.take_share(Share { index: 2, of: 4 }).unwrap();
+        c.take_share(Share::new(2, 4)).unwrap();
         // floor(3 x 10 / 4) - floor(2 x 10 / 4) = 7 - 5; floor(3003/4) - floor(2002/4) = 750 - 500.
         assert_eq!((c.connections, c.stop, c.threads), (2, Stop::Count(250), 2));
         let open = Pacing::Open { rate: 100.0, arrival: Arrival::Fixed, max_connections: 9 };
         let mut c = config(open, 10, Stop::Count(10));
-        c.take_share(Share { index: 1, of: 3 }).unwrap();
+        c.take_share(Share::new(1, 3)).unwrap();
         // Arrivals 1, 4, 7 of 0..10.
         assert_eq!(c.stop, Stop::Count(3));
         assert!(matches!(c.pacing, Pacing::Open { max_connections: 3, .. }));
-        let e = config(Pacing::Closed, 2, Stop::Count(10)).take_share(Share { index: 0, of: 3 });
+        let e = config(Pacing::Closed, 2, Stop::Count(10)).take_share(Share::new(0, 3));
         let e = e.unwrap_err().to_string();
         assert!(e.contains("--connections 2") && e.contains("3 agents"), "{e}");
     }

@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 use std::io;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Why a request failed. The names are the JSON keys under `errors`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
     /// The server refused the connection (ECONNREFUSED).

@@ -27,6 +27,7 @@ pub mod h2;
 pub mod http;
 pub mod input;
 pub mod link;
+pub mod live;
 pub mod mix;
 mod pacing;
 pub mod probe;
@@ -52,7 +53,7 @@ pub use config::BenchConfig;
 pub use error::{EngineError, ErrorClass, ErrorCounts};
 pub use link::Link;
 pub use mix::{Entry, Mix, Order, Traffic};
-pub use pacing::{Pacing, Share, Stop};
+pub use pacing::{Pacing, Share, Stop, Weighted};
 pub use probe::{NoIdleRtt, PathRtt};
 pub use replay::{Replay, Skip};
 pub use request::{Protocol, RequestSpec};
@@ -68,6 +69,8 @@ pub struct Control {
     pub stop: AtomicBool,
     pub completed: AtomicU64,
     pub failed: AtomicU64,
+    /// Per-second snapshots for whoever asked for them (`bench --agents`), see [`live`].
+    pub live: live::Live,
 }
 
 impl Control {
@@ -297,7 +300,7 @@ fn plan_workers(
         let spec = worker_spec(config, addr, setup, clock, i, connections)?;
         let schedule = worker_schedule(config, clock, i);
         let worker =
-            worker::Worker::new(spec, budget, schedule, control.clone()).map_err(|source| {
+            worker::Worker::new(spec, budget, schedule, control.clone(), i).map_err(|source| {
                 EngineError::Io { context: "creating a worker's event loop", source }
             })?;
         workers.push(worker);

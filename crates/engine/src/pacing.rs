@@ -66,39 +66,89 @@ impl Pacing {
 /// arrivals are dealt out from the one global schedule (agent I takes arrivals k with
 /// k mod N = I, see [`Share::stream`]); a closed loop's connections and a count are split by
 /// [`Share::part`], whose parts add up to the whole whatever N.
+///
+/// With weights (`--agent-weight`, [`Weighted`]) the agent holds `weight` consecutive slots of
+/// `total`, as if it were that many agents of equal weight: arrivals k with k mod total in its
+/// slots, and its slots' parts of the connections and the count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Share {
     pub index: usize,
     pub of: usize,
+    /// `None`: every agent weighs 1.
+    pub weighted: Option<Weighted>,
+}
+
+/// An agent's slots: `offset..offset + weight` of `total` (the sum of every agent's weight).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Weighted {
+    pub offset: u64,
+    pub weight: u64,
+    pub total: u64,
 }
 
 impl Default for Share {
     fn default() -> Self {
-        Share { index: 0, of: 1 }
+        Share::new(0, 1)
     }
 }
 
 impl Share {
-    /// This agent's part of `total`: floor((I+1)T/N) - floor(IT/N). The parts telescope to T
-    /// and differ by at most one.
-    pub fn part(&self, total: u64) -> u64 {
-        let (i, n) = (self.index as u128, self.of.max(1) as u128);
-        let t = u128::from(total);
-        ((i + 1) * t / n - i * t / n) as u64
+    /// Agent `index` of `of`, every agent of weight 1.
+    pub fn new(index: usize, of: usize) -> Share {
+        Share { index, of, weighted: None }
     }
 
-    /// The arrivals k < `total` with k mod N = I: this agent's share of a counted open loop.
+    /// Agent `index` whose weight is `weights[index]`, of `weights.len()` agents.
+    pub fn weighted(index: usize, weights: &[u64]) -> Share {
+        let offset = weights[..index].iter().sum();
+        let (weight, total) = (weights[index], weights.iter().sum());
+        Share { index, of: weights.len(), weighted: Some(Weighted { offset, weight, total }) }
+    }
+
+    /// (first slot, slots, all slots).
+    fn slots(&self) -> (u64, u64, u64) {
+        self.weighted.map_or((self.index as u64, 1, self.of.max(1) as u64), |w| {
+            (w.offset, w.weight, w.total.max(1))
+        })
+    }
+
+    /// This agent's part of `total`: floor((o+w)T/W) - floor(oT/W) for its slots o..o+w of
+    /// W (unweighted: floor((I+1)T/N) - floor(IT/N)). The parts telescope to T; unweighted
+    /// they differ by at most one.
+    pub fn part(&self, total: u64) -> u64 {
+        let (o, w, n) = self.slots();
+        let (o, w, n, t) = (u128::from(o), u128::from(w), u128::from(n), u128::from(total));
+        ((o + w) * t / n - o * t / n) as u64
+    }
+
+    /// The arrivals k < `total` whose k mod W is one of this agent's slots (unweighted:
+    /// k mod N = I): this agent's share of a counted open loop.
     pub fn arrivals(&self, total: u64) -> u64 {
-        let (i, n) = (self.index as u64, self.of.max(1) as u64);
-        total.saturating_sub(i).div_ceil(n)
+        let (o, w, n) = self.slots();
+        (o..o + w).map(|slot| total.saturating_sub(slot).div_ceil(n)).sum()
+    }
+
+    /// The fewest workers this agent may run: one per slot, so that every slot's arrivals
+    /// have a worker.
+    pub fn min_workers(&self) -> usize {
+        self.slots().1 as usize
     }
 
     /// Worker `worker` of `workers` on this agent as one stream of the global schedule:
-    /// (its index, the number of streams). Global arrival k goes to stream k mod (N x W); the
-    /// streams I, I+N, I+2N, ... are this agent's, so it takes exactly the arrivals k mod N = I,
-    /// and its workers interleave as a single host's do.
+    /// (its index, the number of streams). Unweighted, global arrival k goes to stream
+    /// k mod (N x W); the streams I, I+N, I+2N, ... are this agent's, so it takes exactly the
+    /// arrivals k mod N = I, and its workers interleave as a single host's do. Weighted, the
+    /// workers are dealt to the agent's slots in turn (at least one each, see
+    /// [`Share::min_workers`]); the c workers of slot v take the streams v + W m of W c
+    /// (m < c), which together are the arrivals k mod W = v.
     pub fn stream(&self, worker: usize, workers: usize) -> (usize, usize) {
-        (self.index + self.of * worker, self.of * workers)
+        let Some(w) = self.weighted else {
+            return (self.index + self.of * worker, self.of * workers);
+        };
+        let (slots, total) = (w.weight.max(1) as usize, w.total.max(1) as usize);
+        let (slot, m) = (worker % slots, worker / slots);
+        let on_slot = workers / slots + usize::from(slot < workers % slots);
+        (w.offset as usize + slot + total * m, total * on_slot)
     }
 }
 
@@ -174,15 +224,41 @@ mod tests {
         for n in 1..=7usize {
             for total in [0u64, 1, 5, 10, 99, 1000, 1001] {
                 let parts: Vec<u64> =
-                    (0..n).map(|index| Share { index, of: n }.part(total)).collect();
+                    (0..n).map(|index| Share::new(index, n).part(total)).collect();
                 assert_eq!(parts.iter().sum::<u64>(), total, "{n} agents, {total}");
                 let (lo, hi) = (parts.iter().min().unwrap(), parts.iter().max().unwrap());
                 assert!(hi - lo <= 1, "{parts:?}");
-                let arrivals: u64 =
-                    (0..n).map(|index| Share { index, of: n }.arrivals(total)).sum();
+                let arrivals: u64 = (0..n).map(|index| Share::new(index, n).arrivals(total)).sum();
                 assert_eq!(arrivals, total, "{n} agents, {total} arrivals");
             }
         }
+    }
+
+    #[test]
+    fn weighted_shares_add_up_and_their_streams_are_every_arrival_once() {
+        let weights = [3u64, 1, 2];
+        let shares: Vec<Share> = (0..3).map(|i| Share::weighted(i, &weights)).collect();
+        // 600 connections by weight: 300, 100, 200; a count's arrivals likewise.
+        let parts: Vec<u64> = shares.iter().map(|s| s.part(600)).collect();
+        assert_eq!(parts, [300, 100, 200]);
+        let arrivals: Vec<u64> = shares.iter().map(|s| s.arrivals(601)).collect();
+        assert_eq!((arrivals.iter().sum::<u64>(), arrivals[1]), (601, 100), "{arrivals:?}");
+        // Every agent's workers (2, 1, 5 of them) as streams: each global arrival k < 6000
+        // is in exactly one stream, of the agent whose slot k mod 6 is.
+        let workers = [3usize, 1, 5];
+        let mut owner = vec![None; 6000];
+        for (a, share) in shares.iter().enumerate() {
+            for w in 0..workers[a] {
+                let (i, of) = share.stream(w, workers[a]);
+                assert!(i < of, "agent {a} worker {w}: stream {i} of {of}");
+                for k in (i..6000).step_by(of) {
+                    assert_eq!(owner[k], None, "arrival {k} twice");
+                    owner[k] = Some(a);
+                }
+            }
+        }
+        let slot_owner = [0, 0, 0, 1, 2, 2];
+        assert!(owner.iter().enumerate().all(|(k, o)| *o == Some(slot_owner[k % 6])));
     }
 
     #[test]

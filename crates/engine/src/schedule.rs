@@ -139,6 +139,11 @@ impl Schedule {
         (due, entry)
     }
 
+    /// Arrivals taken so far.
+    pub fn popped(&self) -> u64 {
+        self.popped
+    }
+
     /// Counts (and takes) the arrivals due in `[from, end)`: at the end of a run these are the
     /// requests that were due but never sent.
     pub fn drain_before(&mut self, from: Instant, end: Instant) -> u64 {
@@ -278,7 +283,7 @@ mod agents {
         let mut all = Vec::new();
         for index in 0..agents {
             for w in 0..threads {
-                let (i, of) = Share { index, of: agents }.stream(w, threads);
+                let (i, of) = Share::new(index, agents).stream(w, threads);
                 let mut s = Schedule::new(rate, arrival, t0, i, of, 7);
                 all.extend((0..per_stream).map(|_| (s.pop().0 - t0).as_nanos()));
             }
@@ -311,7 +316,7 @@ mod agents {
         let t0 = Instant::now();
         let gap = 1_000_000_000u128 / 1000;
         for index in 0..3 {
-            let (i, of) = Share { index, of: 3 }.stream(0, 1);
+            let (i, of) = Share::new(index, 3).stream(0, 1);
             let mut s = Schedule::new(1000.0, Arrival::Fixed, t0, i, of, 1);
             for _ in 0..50 {
                 let k = ((s.pop().0 - t0).as_nanos() + gap / 2) / gap;

@@ -262,6 +262,9 @@ impl Stack {
         if !http && knobs.access_log.is_on() {
             return problem("access_log", format!("{name} serves no HTTP"));
         }
+        if let Some(reason) = listen_problem(self, knobs) {
+            return problem("listen", reason);
+        }
         if !http && knobs.tls.is_on() {
             return problem("tls", format!("{name} serves no HTTP"));
         }
@@ -305,6 +308,24 @@ impl Stack {
         }
         None
     }
+}
+
+/// Why `listen` does not apply, if it does not: a stack whose front is the database (its user
+/// is granted from loopback only), or loopback with a profile, which `net` alone runs behind a
+/// link on this host. Whether the address is the host's is the lab's to check there.
+fn listen_problem(stack: &Stack, knobs: &Knobs) -> Option<String> {
+    let addr = knobs.listen?;
+    if stack.http_tiers.is_empty() {
+        return Some(format!("the {} stack's user is granted from loopback only", stack.name));
+    }
+    let profiled = knobs.net.as_deref().is_some_and(|n| n != "loopback");
+    if addr.is_loopback() && profiled {
+        return Some(format!(
+            "{addr} with a network profile: give an address beyond loopback, or leave listen \
+             out to run the stack behind a shaped link on this host"
+        ));
+    }
+    None
 }
 
 /// A knob that does not apply to a stack: its key (as suite files spell it; the CLI flag is

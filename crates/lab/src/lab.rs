@@ -102,7 +102,7 @@ impl Lab {
         if let Some(port) = knobs.port {
             self.check_port_free(stack, knobs, port)?;
         }
-        let reach = Reach::decide(stack, knobs)?;
+        let reach = Reach::decide(knobs)?;
         let id = self.state.claim_id(stack.name)?;
         for attempt in 1..=PORT_ATTEMPTS {
             let mut plan = self.plan(&id, stack, knobs)?;
@@ -470,7 +470,7 @@ struct Reach {
 }
 
 impl Reach {
-    fn decide(stack: &'static Stack, knobs: &Knobs) -> Result<Reach> {
+    fn decide(knobs: &Knobs) -> Result<Reach> {
         let profile = match knobs.net.as_deref() {
             None | Some("loopback") => None,
             Some(p) => Some(p.parse::<loadlab_net::Profile>().map_err(Error::BadKnob)?),
@@ -479,7 +479,7 @@ impl Reach {
         if let (Some(_), Some(why)) = (&profile, loadlab_net::unavailable()) {
             return Err(Error::NetUnavailable(format!("--net {named}: {why}")));
         }
-        let exposure = knobs.listen.map(|a| expose(stack, a, profile.is_some())).transpose()?;
+        let exposure = knobs.listen.map(expose).transpose()?;
         if exposure.is_some() {
             return Ok(Reach { link: None, exposure, shaped: profile, named });
         }
@@ -508,24 +508,11 @@ impl Reach {
     }
 }
 
-/// Checks `--listen ADDR` before anything is made: an address of this host, a stack whose
-/// front is a web server (the database's user is granted from loopback only), and not
-/// loopback with a profile (which `--net` alone runs behind a link on this host).
-fn expose(
-    stack: &'static Stack,
-    addr: std::net::IpAddr,
-    profiled: bool,
-) -> Result<loadlab_net::host::Exposure> {
-    let bad = |why: String| Error::BadKnob(format!("--listen {addr}: {why}"));
-    if stack.http_tiers.is_empty() {
-        return Err(bad(format!("the {} stack's user is granted from loopback only", stack.name)));
-    }
-    if addr.is_loopback() && profiled {
-        return Err(bad("with --net, give an address beyond loopback, or leave --listen out \
-                        to run the stack behind a shaped link on this host"
-            .into()));
-    }
-    loadlab_net::host::Exposure::resolve(addr).map_err(bad)
+/// Checks `--listen ADDR` before anything is made: an address of this host (the knob's other
+/// rules are [`Stack::knob_problem`]'s, checked before).
+fn expose(addr: std::net::IpAddr) -> Result<loadlab_net::host::Exposure> {
+    loadlab_net::host::Exposure::resolve(addr)
+        .map_err(|why| Error::BadKnob(format!("--listen {addr}: {why}")))
 }
 
 /// The exposure of one attempt: with a profile, the host's interface shaped for the front's

@@ -16,8 +16,14 @@ const LOCAL_FILES: &[&str] = &["--config", "--docroot"];
 /// the heartbeat on stdin.
 pub const SESSION_FLAG: &str = "--session";
 
+/// The hidden flag of `stack sample` that ends it when its stdin closes: over ssh, when the
+/// session that asked for it ends (Ctrl-C or a killed loadlab here), instead of sampling on
+/// for its whole `--duration` with nobody to print to.
+pub const UNTIL_EOF_FLAG: &str = "--until-eof";
+
 /// A command's arguments for the remote loadlab, from the local ones after the program
-/// (`stack show ID --host H --json`): `--host` taken out, the rest as typed.
+/// (`stack show ID --host H --json`): `--host` taken out, the rest as typed; a `stack sample`
+/// ends with its session ([`UNTIL_EOF_FLAG`]).
 pub fn remote_command_args(local: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     let mut words = local.iter();
@@ -29,6 +35,9 @@ pub fn remote_command_args(local: &[String]) -> Vec<String> {
             }
             _ => out.push(word.clone()),
         }
+    }
+    if out.windows(2).any(|w| w[0] == "stack" && w[1] == "sample") {
+        out.push(UNTIL_EOF_FLAG.to_string());
     }
     out
 }
@@ -95,6 +104,11 @@ mod tests {
         assert_eq!(remote_command_args(&local).join(" "), "stack show nginx-1 --json");
         let local = words("doctor --json --host=ssh://b");
         assert_eq!(remote_command_args(&local).join(" "), "doctor --json");
+        let local = words("stack sample nginx-1 -d 60s --host ssh://b");
+        assert_eq!(
+            remote_command_args(&local).join(" "),
+            "stack sample nginx-1 -d 60s --until-eof"
+        );
     }
 
     #[test]

@@ -18,6 +18,10 @@ pub enum Error {
     /// is its exit code, one of loadlab's.
     #[error("loadlab on {host} failed (exit {code})")]
     Remote { host: String, code: u8 },
+    /// A session that was up ended, or went silent, before it was closed: the host or the
+    /// path to it is lost (the remote takes its stack down when its heartbeat stops).
+    #[error("lost {host}: {reason}")]
+    Lost { host: String, reason: String },
     /// The remote said something this side cannot read.
     #[error("{host}: {reason}")]
     Protocol { host: String, reason: String },

@@ -45,8 +45,13 @@ pub fn pass_through(
     let mut words = vec![program(&ssh, host, version, note)?];
     words.extend(args::remote_command_args(argv));
     let line = crate::ssh::command_line(&words);
-    let status =
-        ssh.command(host, &line).stdin(Stdio::null()).status().context(|| "running ssh".into())?;
+    // stdin a pipe held until ssh ends: when this loadlab dies (Ctrl-C, kill), the remote
+    // reads EOF, and a `stack sample` there stops (args::UNTIL_EOF_FLAG).
+    let mut child =
+        ssh.command(host, &line).stdin(Stdio::piped()).spawn().context(|| "running ssh".into())?;
+    let held = child.stdin.take();
+    let status = child.wait().context(|| "waiting for ssh".into())?;
+    drop(held);
     match status.code() {
         Some(crate::run::SSH_FAILED) | None => {
             Err(Error::Ssh { host: host.to_string(), reason: format!("ssh {status}") })

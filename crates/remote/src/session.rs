@@ -154,6 +154,19 @@ impl Session {
         Ok(down)
     }
 
+    /// Ends a session whose path is lost without waiting for it: ssh is killed (its own
+    /// keepalives would take 15 s to give up) and the heartbeat stops; the remote takes its
+    /// stack down by itself when no heartbeat comes for [`HEARTBEAT_TIMEOUT`].
+    ///
+    /// [`HEARTBEAT_TIMEOUT`]: crate::protocol::HEARTBEAT_TIMEOUT
+    pub fn abandon(mut self) {
+        // Killed first: a heartbeat blocked on a full pipe then fails instead of waiting.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.ended = true;
+        self.stop_heartbeat();
+    }
+
     fn stop_heartbeat(&mut self) {
         drop(self.stop.take());
         if let Some(beat) = self.heartbeat.take() {

@@ -22,7 +22,8 @@ impl Ssh {
         Ssh::parse(std::env::var(SSH_COMMAND_VAR).ok().as_deref())
     }
 
-    pub(crate) fn parse(var: Option<&str>) -> Result<Ssh> {
+    /// The ssh command `var` names (split as a shell splits words), or `ssh` when unset.
+    pub fn parse(var: Option<&str>) -> Result<Ssh> {
         let Some(text) = var.filter(|t| !t.trim().is_empty()) else {
             return Ok(Ssh { words: vec!["ssh".into()] });
         };

@@ -32,6 +32,10 @@ pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
 pub enum RunError {
     #[error(transparent)]
     Lab(#[from] loadlab_lab::Error),
+    /// On the way to a lab host, or its loadlab's: the class kept (ssh could not connect, the
+    /// host cannot run this binary, the remote loadlab's own exit code, the host lost).
+    #[error(transparent)]
+    Remote(loadlab_remote::Error),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -46,6 +50,27 @@ pub enum RunError {
     /// custom workload's on a lab stack.
     #[error("verify failed for {workload} on {stack} ({url}): {reason}")]
     Verify { stack: String, workload: String, url: String, reason: String },
+}
+
+/// What a [`Stacks`] call failed with: the lab's error here, or the way to a lab host's, so
+/// that a remote failure keeps its class (and `run --host` its exit code).
+#[derive(Debug, thiserror::Error)]
+pub enum StackError {
+    #[error(transparent)]
+    Lab(#[from] loadlab_lab::Error),
+    #[error(transparent)]
+    Remote(#[from] loadlab_remote::Error),
+}
+
+impl From<StackError> for RunError {
+    fn from(e: StackError) -> RunError {
+        match e {
+            StackError::Lab(e) | StackError::Remote(loadlab_remote::Error::Lab(e)) => {
+                RunError::Lab(e)
+            }
+            StackError::Remote(e) => RunError::Remote(e),
+        }
+    }
 }
 
 /// Runs one load: the engine, or a fake.
@@ -64,6 +89,11 @@ pub trait Measure {
     ) -> Result<BenchResult, EngineError>;
     /// Whether the user asked the run to stop.
     fn stopped(&self) -> bool;
+    /// What stops the measurement running now from another thread ([`crate::lost`]: a lab
+    /// host lost mid-cell); `None` where nothing can.
+    fn control(&self) -> Option<std::sync::Arc<loadlab_engine::Control>> {
+        None
+    }
 }
 
 /// A stack instance that is up and verified.
@@ -86,23 +116,27 @@ pub struct Instance {
 /// where it counts them, the tiers' CPU from its start to its stop.
 pub trait Sampling {
     fn stop(self: Box<Self>) -> Sampled;
+    /// Why the sampled stack went out of reach, asked while the cell runs: a stack on a lab
+    /// host whose session went silent. `None`: this one cannot be lost.
+    fn lost(&self) -> Option<crate::lost::Lost> {
+        None
+    }
 }
 
 /// The lab as the executor uses it.
 pub trait Stacks {
     /// Brings `lab`'s stack up with its knobs (on its host) and verifies it; `cancel`
     /// interrupts the start.
-    fn up(&self, lab: &LabStack, cancel: &dyn Fn() -> bool)
-        -> Result<Instance, loadlab_lab::Error>;
-    fn down(&self, id: &str) -> Result<(), loadlab_lab::Error>;
+    fn up(&self, lab: &LabStack, cancel: &dyn Fn() -> bool) -> Result<Instance, StackError>;
+    fn down(&self, id: &str) -> Result<(), StackError>;
     /// The effective configuration and versions of every tier, to store with the run.
-    fn capture(&self, id: &str) -> Result<Vec<loadlab_lab::Captured>, loadlab_lab::Error>;
+    fn capture(&self, id: &str) -> Result<Vec<loadlab_lab::Captured>, StackError>;
     /// Starts sampling the instance's tiers.
-    fn sample(&self, id: &str) -> Result<Box<dyn Sampling>, loadlab_lab::Error>;
+    fn sample(&self, id: &str) -> Result<Box<dyn Sampling>, StackError>;
     /// The processes the suite named for an external target, as they are now.
-    fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, loadlab_lab::Error>;
+    fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, StackError>;
     /// Starts sampling those processes and their descendants as the tier [`EXTERNAL_TIER`].
-    fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, loadlab_lab::Error>;
+    fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, StackError>;
     /// The lab host instance `id` runs on, when it is not this machine.
     fn host_facts(&self, _id: &str) -> Option<crate::remote::HostFacts> {
         None
@@ -128,17 +162,14 @@ impl Sampling for Sampler {
 }
 
 impl Stacks for loadlab_lab::Lab {
-    fn up(
-        &self,
-        lab: &LabStack,
-        cancel: &dyn Fn() -> bool,
-    ) -> Result<Instance, loadlab_lab::Error> {
+    fn up(&self, lab: &LabStack, cancel: &dyn Fn() -> bool) -> Result<Instance, StackError> {
         if let Some(host) = &lab.host {
             return Err(loadlab_lab::Error::BadKnob(format!(
                 "{} runs on {host}: this lab starts stacks here only (runner::remote::Placed \
                  puts them there)",
                 lab.stack.name
-            )));
+            ))
+            .into());
         }
         let up = loadlab_lab::Lab::up(self, lab.stack, &lab.knobs, cancel)?;
         Ok(Instance {
@@ -151,23 +182,23 @@ impl Stacks for loadlab_lab::Lab {
         })
     }
 
-    fn down(&self, id: &str) -> Result<(), loadlab_lab::Error> {
-        loadlab_lab::Lab::down(self, id)
+    fn down(&self, id: &str) -> Result<(), StackError> {
+        Ok(loadlab_lab::Lab::down(self, id)?)
     }
 
-    fn capture(&self, id: &str) -> Result<Vec<loadlab_lab::Captured>, loadlab_lab::Error> {
-        loadlab_lab::Lab::capture(self, id)
+    fn capture(&self, id: &str) -> Result<Vec<loadlab_lab::Captured>, StackError> {
+        Ok(loadlab_lab::Lab::capture(self, id)?)
     }
 
-    fn sample(&self, id: &str) -> Result<Box<dyn Sampling>, loadlab_lab::Error> {
+    fn sample(&self, id: &str) -> Result<Box<dyn Sampling>, StackError> {
         Ok(Box::new(Sampler::start(self.targets(id)?, SAMPLE_INTERVAL)))
     }
 
-    fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, loadlab_lab::Error> {
-        processes.resolve()
+    fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, StackError> {
+        Ok(processes.resolve()?)
     }
 
-    fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, loadlab_lab::Error> {
+    fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, StackError> {
         let tier = Watched {
             tier: EXTERNAL_TIER.to_string(),
             members: Members::Trees(roots.to_vec()),
@@ -313,7 +344,7 @@ impl Execution<'_, '_> {
             let stop = &*self.measure;
             match self.stacks.up(lab, &|| stop.stopped()) {
                 Ok(up) => up,
-                Err(loadlab_lab::Error::Interrupted) => return Ok(false),
+                Err(StackError::Lab(loadlab_lab::Error::Interrupted)) => return Ok(false),
                 Err(e) => return Err(e.into()),
             }
         };
@@ -457,6 +488,35 @@ impl Execution<'_, '_> {
         Ok(())
     }
 
+    /// One cell's load while `watch` samples, stopped at once if the stack goes out of reach:
+    /// then its figures are of a path that went away, and the run ends with
+    /// [`loadlab_remote::Error::Lost`] naming `place` (the lab host).
+    fn measure_sampled(
+        &mut self,
+        config: &BenchConfig,
+        addr: SocketAddr,
+        label: &str,
+        watch: &Watch,
+        place: &str,
+    ) -> Result<(BenchResult, Sampled), RunError> {
+        let sampler = match watch {
+            Watch::Lab(id) => self.stacks.sample(id)?,
+            Watch::Processes(roots) => self.stacks.sample_processes(roots)?,
+            Watch::Nothing => Box::new(NoSamples),
+        };
+        let lost = sampler.lost();
+        let measure = &mut *self.measure;
+        let (result, lost) = crate::lost::watched(measure.control(), lost.as_ref(), || {
+            measure.measure(config, addr, label)
+        });
+        let sampled = sampler.stop();
+        if let Some(reason) = lost {
+            let host = place.to_string();
+            return Err(RunError::Remote(loadlab_remote::Error::Lost { host, reason }));
+        }
+        Ok((result?, sampled))
+    }
+
     /// An instance's cells, each measured while `watch` samples, judged and stored at once;
     /// the first Ctrl-C ends them.
     fn cells(
@@ -475,15 +535,10 @@ impl Execution<'_, '_> {
             let mut config = cell_config(cell, &url, instance, self.cx)?;
             let addr = self.measure.reach(&mut config)?;
             let label = cell_label(cell, self.total);
-            let sampler = match watch {
-                Watch::Lab(id) => self.stacks.sample(id)?,
-                Watch::Processes(roots) => self.stacks.sample_processes(roots)?,
-                Watch::Nothing => Box::new(NoSamples),
-            };
             let started_at = SystemTime::now();
-            let result = self.measure.measure(&config, addr, &label);
-            let sampled = sampler.stop();
-            let mut result = result?;
+            let place = host.map_or(instance.id.as_str(), |h| h.host.as_str());
+            let (mut result, sampled) =
+                self.measure_sampled(&config, addr, &label, watch, place)?;
             // Behind a network profile the lab knows the link's speed, which the veth does not
             // report (it says 10000 Mbit/s): the verdict's link rule then judges against it.
             let net = cell.stack.knobs().and_then(|k| k.net.as_deref());

@@ -10,7 +10,7 @@ use loadlab_engine::{
     BenchConfig, BenchResult, EngineError, Link, Pacing, PathRtt, Tally, WorkerSummary,
 };
 
-use crate::executor::{Instance, Measure, NoSamples, Sampling, Stacks};
+use crate::executor::{Instance, Measure, NoSamples, Sampling, StackError, Stacks};
 use loadlab_lab::named::Processes;
 use loadlab_lab::procfs::ProcId;
 
@@ -197,13 +197,14 @@ impl Stacks for FakeLab {
         &self,
         lab: &loadlab_suite::LabStack,
         _cancel: &dyn Fn() -> bool,
-    ) -> Result<Instance, loadlab_lab::Error> {
+    ) -> Result<Instance, StackError> {
         let (stack, knobs) = (lab.stack, &lab.knobs);
         if self.broken == Some(stack.name) {
             return Err(loadlab_lab::Error::Verify {
                 workload: "hello.txt".into(),
                 reason: "a fake failure".into(),
-            });
+            }
+            .into());
         }
         let n = self.log.borrow().iter().filter(|l| l.starts_with("up")).count();
         let id = format!("{}-{n}", stack.name);
@@ -240,31 +241,31 @@ impl Stacks for FakeLab {
         self.remote.borrow().get(id).cloned()
     }
 
-    fn down(&self, id: &str) -> Result<(), loadlab_lab::Error> {
+    fn down(&self, id: &str) -> Result<(), StackError> {
         self.log.borrow_mut().push(format!("down {id}"));
         Ok(())
     }
 
-    fn capture(&self, _id: &str) -> Result<Vec<loadlab_lab::Captured>, loadlab_lab::Error> {
+    fn capture(&self, _id: &str) -> Result<Vec<loadlab_lab::Captured>, StackError> {
         Ok(Vec::new())
     }
 
-    fn sample(&self, _id: &str) -> Result<Box<dyn Sampling>, loadlab_lab::Error> {
+    fn sample(&self, _id: &str) -> Result<Box<dyn Sampling>, StackError> {
         Ok(match &self.tier_cpu {
             Some(cpu) => Box::new(Counted(cpu.clone())),
             None => Box::new(NoSamples),
         })
     }
 
-    fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, loadlab_lab::Error> {
+    fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, StackError> {
         self.log.borrow_mut().push(format!("resolve {}", processes.describe()));
         if self.gone {
-            return Err(loadlab_lab::Error::Processes("pid 4242 is not running".into()));
+            return Err(loadlab_lab::Error::Processes("pid 4242 is not running".into()).into());
         }
         Ok(vec![ProcId { pid: 4242, start: 1 }])
     }
 
-    fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, loadlab_lab::Error> {
+    fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, StackError> {
         self.log.borrow_mut().push(format!("sample {} processes", roots.len()));
         Ok(Box::new(ExternalSamples))
     }

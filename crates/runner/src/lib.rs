@@ -13,6 +13,7 @@
 //! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]).
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
+//! - [`lost`]: a cell stopped at once when its stack goes out of reach (a lab host lost).
 //! - [`capacity`]: whether a run's connections fit the client's descriptors, ports, memory.
 //! - [`habits`]: other tools' flags on a `bench` line, refused where loadlab would read them
 //!   as another test.
@@ -33,6 +34,7 @@ pub mod doctor;
 pub mod executor;
 pub mod habits;
 pub mod limit;
+pub mod lost;
 pub mod power;
 pub mod remote;
 pub mod slo;

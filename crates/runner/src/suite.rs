@@ -6,6 +6,7 @@
 //! written, and how the run ends decided from the stored cells' SLO gates. The command line
 //! prints what these return; nothing here prints.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -43,6 +44,9 @@ pub enum SuiteError {
     MissingPackages(String),
     #[error(transparent)]
     Lab(#[from] loadlab_lab::Error),
+    /// On the way to a lab host (its class kept, as [`RunError::Remote`]).
+    #[error(transparent)]
+    Remote(loadlab_remote::Error),
     #[error(transparent)]
     Store(#[from] loadlab_store::StoreError),
     #[error("{what} {}: {source}", path.display())]
@@ -143,6 +147,33 @@ pub fn check_packages(suite: &Suite) -> Result<(), SuiteError> {
         missing.join(" "),
         missing.join(" ")
     )))
+}
+
+/// Every package the suite's stacks on lab hosts need, checked on each host before anything
+/// starts (that host's loadlab looks for them, as [`check_packages`] does here); `remote`
+/// finds (or copies) the binary there, once.
+pub fn check_remote_packages(suite: &Suite, remote: &RemoteStacks) -> Result<(), SuiteError> {
+    let mut hosts: BTreeMap<&str, Vec<loadlab_lab::programs::Need>> = BTreeMap::new();
+    for spec in suite.stacks.iter().filter_map(|s| s.lab_stack()) {
+        if let Some(host) = spec.host.as_deref() {
+            hosts.entry(host).or_default().extend(spec.stack.needs(&spec.knobs));
+        }
+    }
+    for (host, needs) in hosts {
+        let missing = remote.missing(host, &needs).map_err(|e| match e {
+            crate::executor::StackError::Lab(e) => SuiteError::Lab(e),
+            crate::executor::StackError::Remote(e) => SuiteError::Remote(e),
+        })?;
+        if !missing.is_empty() {
+            let list = missing.join(" ");
+            return Err(SuiteError::MissingPackages(format!(
+                "suite {} needs packages that {host} lacks: {list} (install them there with: \
+                 apt-get install -y {list}; or run with --install-packages)",
+                suite.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A run that has begun: its store and record, the lab, and what was found on the way.

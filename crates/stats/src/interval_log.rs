@@ -75,6 +75,19 @@ impl Intervals {
         self.second = next;
     }
 
+    /// Closes the second in progress if `second` is later: time has moved on even when no
+    /// value came (a live reader, [`Intervals::done`], then sees the seconds before it).
+    pub fn advance(&mut self, second: u32) {
+        if second > self.second {
+            self.roll(second);
+        }
+    }
+
+    /// The seconds closed so far, in order: (second, V2 encoding).
+    pub fn done(&self) -> &[(u32, Vec<u8>)] {
+        &self.done
+    }
+
     /// Every second recorded, the one in progress included.
     pub fn finish(mut self) -> Vec<(u32, Vec<u8>)> {
         let last = self.second + 1;

@@ -208,7 +208,7 @@ impl Checker<'_> {
         };
         let knobs = Knobs {
             port: None,
-            listen: None,
+            listen: s.listen.as_ref().map(|l| self.listen(l)).transpose()?,
             keepalive: s.keepalive.as_ref().map_or(OnOff::On, on_off),
             keepalive_timeout,
             keepalive_requests: count(&s.keepalive_requests, "keepalive_requests")?,
@@ -627,6 +627,22 @@ impl Checker<'_> {
             Ok(_) => Ok(s.get_ref().clone()),
             Err(e) => self.fail(s.span(), format!("net: {e}")),
         }
+    }
+
+    /// `listen = "ADDR"`: an IP address, `0.0.0.0` or `::` (`[::]` as URLs write it); whether
+    /// it is the stack's host's is checked there when the stack starts.
+    fn listen(&self, s: &Spanned<String>) -> Checked<std::net::IpAddr> {
+        let text = s.get_ref().trim();
+        let bare = text.strip_prefix('[').and_then(|t| t.strip_suffix(']')).unwrap_or(text);
+        bare.parse().or_else(|_| {
+            self.fail(
+                s.span(),
+                format!(
+                    "listen: {text:?} is not an IP address; give one of the stack's host, \
+                     0.0.0.0 or ::"
+                ),
+            )
+        })
     }
 
     fn cpus(&self, s: &Spanned<String>) -> Checked<CpuList> {

@@ -52,6 +52,9 @@ pub struct RawStack {
     pub access_log: Option<Spanned<bool>>,
     pub cpus: Option<Spanned<String>>,
     pub net: Option<Spanned<String>>,
+    /// The address the front tier binds (an address of the stack's host, `0.0.0.0` or `::`)
+    /// instead of 127.0.0.1, for a client on another host.
+    pub listen: Option<Spanned<String>>,
     /// HTTPS on the front tier; the runner loads it at https:// trusting the instance's CA.
     pub tls: Option<Spanned<bool>>,
     /// HTTP/2 on the front tier (h2 by ALPN with `tls`, h2c without).
@@ -89,6 +92,7 @@ impl RawStack {
         "access_log",
         "cpus",
         "net",
+        "listen",
         "tls",
         "http2",
         "config",
@@ -123,6 +127,7 @@ impl RawStack {
             "access_log" => flag(&self.access_log),
             "cpus" => self.cpus.as_ref().map(Spanned::span),
             "net" => self.net.as_ref().map(Spanned::span),
+            "listen" => self.listen.as_ref().map(Spanned::span),
             "tls" => flag(&self.tls),
             "http2" => flag(&self.http2),
             "config" => self.config.as_ref().map(Spanned::span),

@@ -239,3 +239,27 @@ fn a_stack_on_a_lab_host_is_read_and_a_bad_url_refused_at_its_value() {
     let (message, _) = refused(external);
     assert!(message.contains("host"), "{message}");
 }
+
+/// Issue 22: `listen` binds the front tier where clients on other hosts reach it; a value that
+/// is no address, the database stack, and loopback behind a profile are refused at the value.
+#[test]
+fn listen_is_read_and_a_bad_address_refused_at_its_value() {
+    for (written, read) in [("0.0.0.0", "0.0.0.0"), ("[::]", "::"), ("10.215.0.2", "10.215.0.2")] {
+        let text = suite("nginx-fpm", &format!("listen = \"{written}\"\nhost = \"ssh://lab1\""));
+        let parsed = parse(&text, "k.toml").unwrap_or_else(|e| panic!("{e}"));
+        let knobs = parsed.stacks[0].knobs().unwrap();
+        assert_eq!(knobs.listen, Some(read.parse().unwrap()), "{written}");
+    }
+    let here = parse(&suite("nginx", ""), "k.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(here.stacks[0].knobs().unwrap().listen, None, "127.0.0.1 by default");
+
+    refused_at("nginx", "listen = \"lab1\"", "\"lab1\"", "listen: \"lab1\" is not an IP address");
+    refused_at("nginx", "listen = \"10.0.0.1:80\"", "\"10.0.0.1:80\"", "not an IP address");
+    refused_at("mariadb", "listen = \"0.0.0.0\"", "\"0.0.0.0\"", "granted from loopback only");
+    refused_at(
+        "nginx",
+        "net = \"lan-100mbit\"\nlisten = \"127.0.0.1\"",
+        "\"127.0.0.1\"",
+        "beyond loopback",
+    );
+}

@@ -134,7 +134,10 @@ fn a_differing_load_is_refused_naming_the_option() {
 }
 
 /// Spawns an agent whose pid the test needs.
-fn spawn(mut c: Command) -> (Child, JoinHandle<Vec<u8>>, JoinHandle<Vec<u8>>) {
+/// A running agent and the threads draining its stdout and stderr.
+type Running = (Child, JoinHandle<Vec<u8>>, JoinHandle<Vec<u8>>);
+
+fn spawn(mut c: Command) -> Running {
     c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = c.spawn().expect("spawn an agent");
     let (out, err) = (drain(child.stdout.take().unwrap()), drain(child.stderr.take().unwrap()));
@@ -185,32 +188,92 @@ fn a_late_agent_refuses_to_run() {
     assert_eq!(a1.status.code(), Some(0), "{}", stderr(&a1));
 }
 
-#[test]
-fn kill_9_of_one_agent_ends_the_test_within_3_s_with_a_partial_result() {
-    let server = TestServer::start(Behaviour::ok("hello"));
+/// Starts `n` agents with `args`, waits until the server has seen `seen` requests and agent
+/// `victim` has streamed at least one whole second, then kill -9s it.
+fn run_and_kill(server: &TestServer, args: &[&str], n: usize, victim: usize) -> Vec<Running> {
     let (url, at) = (server.url("/"), rendezvous());
-    let args = ["-c", "3", "-d", "30s"];
-    let agents: Vec<_> = (0..3).map(|i| spawn(agent(&url, &args, i, 3, &at, TOKEN))).collect();
+    let mut agents: Vec<_> = (0..n).map(|i| spawn(agent(&url, args, i, n, &at, TOKEN))).collect();
     let started = Instant::now();
     while server.requests() < 100 && started.elapsed() < Duration::from_secs(20) {
         thread::sleep(Duration::from_millis(20));
     }
-    let mut agents = agents.into_iter();
-    let (zero, one, mut two) =
-        (agents.next().unwrap(), agents.next().unwrap(), agents.next().unwrap());
-    two.0.kill().expect("kill -9 agent 2");
-    let _ = two.0.wait();
-    let (a0, took) = wait(zero.0, zero.1, zero.2, Duration::from_secs(10));
+    // Two seconds more: the victim has streamed its first second (and its heartbeat).
+    thread::sleep(Duration::from_millis(2200));
+    let (mut child, out, err) = agents.remove(victim);
+    child.kill().expect("kill -9 the agent");
+    let _ = child.wait();
+    let _ = (out.join(), err.join());
+    agents
+}
+
+/// The lost agent's row and its share of the merged counts: what it streamed until its loss
+/// is in the merged figures, which are the rows' sum.
+fn assert_lost_seconds_merged(merged: &Value, lost: usize) {
+    let rows = merged["agents"].as_array().expect("agents");
+    let row = &rows[lost];
+    assert!(row["p99_us"].is_null() && row["flags"][0] == "lost", "{row:#}");
+    let streamed = row["completed"].as_u64().unwrap();
+    assert!(streamed > 0, "the lost agent's seconds before its loss: {row:#}");
+    let sum: u64 = rows.iter().map(|r| r["completed"].as_u64().unwrap()).sum();
+    assert_eq!(merged["requests"]["completed"].as_u64().unwrap(), sum, "{rows:#?}");
+    assert_eq!(merged["partial"]["lost"][0]["index"], lost, "{merged:#}");
+}
+
+#[test]
+fn kill_9_of_one_agent_ends_the_test_within_3_s_with_a_partial_result() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let mut agents = run_and_kill(&server, &["-c", "3", "-d", "30s"], 3, 2).into_iter();
+    let killed = Instant::now();
+    let (zero, one) = (agents.next().unwrap(), agents.next().unwrap());
+    let (a0, _) = wait(zero.0, zero.1, zero.2, Duration::from_secs(10));
     let (a1, _) = wait(one.0, one.1, one.2, Duration::from_secs(10));
-    assert!(took < Duration::from_secs(3), "agent 0 took {took:?} after the kill");
+    let took = killed.elapsed();
+    assert!(took < Duration::from_secs(3), "the agents took {took:?} after the kill");
     assert_eq!(a0.status.code(), Some(9), "{}", stderr(&a0));
     let merged = json(&a0);
     assert_eq!(merged["agent_lost"]["index"], 2, "{merged:#}");
     crate::schema::assert_valid(&crate::schema::validator(), &merged);
-    let lost = &merged["agents"][2];
-    assert!(lost["p99_us"].is_null() && lost["flags"][0] == "lost", "{lost:#}");
-    assert!(merged["requests"]["completed"].as_u64().unwrap() > 0, "what was measured");
+    assert_lost_seconds_merged(&merged, 2);
+    assert_eq!(merged["partial"]["continued"], false);
     assert_eq!(a1.status.code(), Some(9), "agent 1 was stopped: {}", stderr(&a1));
+    // All three processes were waited for above: none is left.
+}
+
+#[test]
+fn on_agent_loss_continue_goes_on_and_reports_the_shortfall_per_second() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let args = ["-R", "300", "-d", "6s", "--on-agent-loss", "continue"];
+    let mut agents = run_and_kill(&server, &args, 3, 2).into_iter();
+    let (zero, one) = (agents.next().unwrap(), agents.next().unwrap());
+    let (a0, _) = wait(zero.0, zero.1, zero.2, LIMIT);
+    let (a1, _) = wait(one.0, one.1, one.2, LIMIT);
+    // Agent 1 was not stopped: it ran its part to the end.
+    assert_eq!(a1.status.code(), Some(0), "{}", stderr(&a1));
+    assert_eq!(json(&a1)["interrupted"], false);
+    assert_eq!(a0.status.code(), Some(9), "{}", stderr(&a0));
+    let merged = json(&a0);
+    crate::schema::assert_valid(&crate::schema::validator(), &merged);
+    assert_eq!(merged["interrupted"], false, "agent 0 went on to its end");
+    assert_lost_seconds_merged(&merged, 2);
+    let partial = &merged["partial"];
+    assert_eq!(partial["continued"], true);
+    let lost_in = partial["lost"][0]["second"].as_u64().unwrap();
+    let seconds = partial["shortfall"].as_array().expect("shortfall");
+    assert_eq!(seconds.len(), 6, "{partial:#}");
+    for s in seconds {
+        let (second, due, sent) = (
+            s["second"].as_u64().unwrap(),
+            s["due"].as_u64().unwrap(),
+            s["sent"].as_u64().unwrap(),
+        );
+        assert_eq!(s["not_sent"].as_u64().unwrap(), due.saturating_sub(sent), "{s}");
+        // After the loss, agent 2's share (100 a second) was due and never sent.
+        if second > lost_in {
+            assert!(s["not_sent"].as_u64().unwrap() >= 90, "{partial:#}");
+        }
+    }
+    let warned = merged["warnings"].as_array().expect("warnings");
+    assert!(warned.iter().any(|w| w.as_str().unwrap().contains("agent 2 was lost")), "{warned:?}");
 }
 
 #[test]
@@ -266,6 +329,8 @@ fn ctrl_c_on_agent_0_stops_every_agent_with_what_was_measured() {
     let rows = merged["agents"].as_array().expect("agents");
     assert!(rows.iter().all(|r| r["completed"].as_u64().unwrap() > 0), "{rows:?}");
     assert!(stderr(&a1).contains("interrupted"), "{}", stderr(&a1));
+    // Stopped on purpose, not lost: exit 12, not 9.
+    assert_eq!(a1.status.code(), Some(12), "{}", stderr(&a1));
 }
 
 /// Per tag, the histograms of an interval log added over all its seconds, read with
@@ -352,4 +417,40 @@ fn a_url_lists_per_entry_figures_are_merged_as_the_server_counts() {
         assert_eq!(entry["latency_us"]["count"], entry["completed"], "{entry:#}");
     }
     assert_eq!(seen.values().sum::<u64>(), 400);
+}
+
+#[test]
+fn weights_3_to_1_share_the_connections_and_the_arrivals_as_documented() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    // Closed loop: 8 connections and -n 400 by weight, 3/4 and 1/4.
+    let at = rendezvous();
+    let weighted = |args: &[&str], i: usize, w: &str, at: &str| {
+        let mut c = agent(&server.url("/"), args, i, 2, at, TOKEN);
+        c.args(["--agent-weight", w]);
+        c
+    };
+    let args = ["-c", "8", "-n", "400"];
+    let outs = all(vec![weighted(&args, 0, "3", &at), weighted(&args, 1, "1", &at)]);
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    }
+    let merged = json(&outs[0]);
+    crate::schema::assert_valid(&crate::schema::validator(), &merged);
+    let rows = merged["agents"].as_array().expect("agents");
+    let completed: Vec<u64> = rows.iter().map(|r| r["completed"].as_u64().unwrap()).collect();
+    assert_eq!(completed, [300, 100], "{rows:#?}");
+    assert_eq!(rows[1]["share"], "agent 1 of 2, weight 1 of 4");
+    assert_eq!(json(&outs[1])["config"]["connections"], 2, "a quarter of the 8 connections");
+    // Open loop: arrivals k < 201 with k mod 4 in 0..3 are agent 0's (151), k mod 4 = 3
+    // agent 1's (50); together the single-host count.
+    let at = rendezvous();
+    let args = ["-R", "400", "-n", "201"];
+    let outs = all(vec![weighted(&args, 0, "3", &at), weighted(&args, 1, "1", &at)]);
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    }
+    assert_eq!(sent(&json(&outs[1])), 50);
+    assert_eq!(sent(&json(&outs[0])), 201, "agent 0 reports the whole");
+    assert_eq!(json(&outs[0])["agents"][0]["completed"], 151);
+    assert_eq!(server.requests(), 400 + 201);
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{pids, running, TestLab, LIMIT};
+use crate::support::busy::{busy_since, cpu_times};
 use crate::support::hosts::{leftover_namespaces, Host, Hosts};
 use crate::support::{assert_success, output_within, wait_until};
 
@@ -168,28 +169,6 @@ fn behind_lan_100mbit_b_shapes_the_stacks_responses_alone_and_a_is_limited_by_th
         );
         crate::support::Skip(why).report();
     }
-}
-
-/// The machine's CPU time so far, busy and in all (the first line of /proc/stat).
-fn cpu_times() -> (u64, u64) {
-    let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
-    let fields: Vec<u64> = stat
-        .lines()
-        .next()
-        .unwrap()
-        .split_whitespace()
-        .skip(1)
-        .map(|f| f.parse().unwrap())
-        .collect();
-    let idle = fields[3] + fields[4];
-    let total: u64 = fields.iter().take(8).sum();
-    (total - idle, total)
-}
-
-/// The share of the machine's CPU time that was busy since `before`.
-fn busy_since(before: (u64, u64)) -> f64 {
-    let now = cpu_times();
-    (now.0 - before.0) as f64 / (now.1 - before.1).max(1) as f64
 }
 
 /// `::` takes this host's primary IPv6 address for its URL, and its shaping classifies both

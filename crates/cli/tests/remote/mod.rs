@@ -7,8 +7,14 @@
 //! record): `stack down --host`, the sshd child serving the session killed, the path cut, the
 //! local loadlab killed with -9. Needs root, iproute2, openssh and nginx.
 
+mod listen;
+mod lost;
+mod net;
+mod packages;
+mod sample;
 mod session;
 mod suite;
+mod tls;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -38,6 +44,20 @@ fn lab_hosts() -> Option<(Hosts, Sshd)> {
             None
         }
     }
+}
+
+/// The one cell of the one run stored in `out`, checked to have completed `requests` and
+/// failed none.
+fn only_cell(out: &std::path::Path, requests: f64) -> loadlab_store::CellRecord {
+    use loadlab_store::{metric, Store};
+    let store = Store::open(out.join("loadlab.db")).expect("the run's store");
+    let run = store.runs().expect("runs").pop().expect("one run");
+    let mut cells = store.cells(run.id).expect("cells");
+    assert_eq!(cells.len(), 1);
+    let cell = cells.remove(0);
+    assert_eq!(cell.metrics[metric::COMPLETED], requests, "{:?}", cell.metrics);
+    assert_eq!(cell.metrics[metric::FAILED], 0.0, "{:?}", cell.metrics);
+    cell
 }
 
 /// The pids in B other than sshd's listener: what a remote stack and its session run.

@@ -4,6 +4,7 @@
 // Each test module uses a different part of this; what one build leaves unused is not dead.
 #![allow(dead_code, unused_imports, unused_macros)]
 
+pub mod busy;
 pub mod h2peer;
 pub mod hosts;
 pub mod nginx;

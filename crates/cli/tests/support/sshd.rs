@@ -88,6 +88,19 @@ impl Sshd {
         format!("ssh -F {}", self.dir.path().join("ssh_config").display())
     }
 
+    /// As [`Sshd::ssh_command`], with `NAME=VALUE` also set in the remote loadlab's
+    /// environment (sshd accepts `LOADLAB_SEARCH_PATH` besides the state and cache).
+    pub fn ssh_command_setting(&self, var: &str) -> String {
+        let d = self.dir.path();
+        let config = ssh_config(d).replace(
+            &format!("XDG_CACHE_HOME={}/cache-b", d.display()),
+            &format!("XDG_CACHE_HOME={}/cache-b {var}", d.display()),
+        );
+        let path = d.join("ssh_config-setting");
+        std::fs::write(&path, config).expect("write an ssh config");
+        format!("ssh -F {}", path.display())
+    }
+
     /// The listening sshd's pid: the one process of B's that is not the test's doing.
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
@@ -142,7 +155,8 @@ fn sshd_config(dir: &Path, addr: &str) -> String {
         "ListenAddress {addr}\nPort 22\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
          AuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\n\
          StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-         UsePAM no\nPrintMotd no\nAcceptEnv LOADLAB_STATE_DIR XDG_CACHE_HOME\n"
+         UsePAM no\nPrintMotd no\n\
+         AcceptEnv LOADLAB_STATE_DIR XDG_CACHE_HOME LOADLAB_SEARCH_PATH\n"
     )
 }
 

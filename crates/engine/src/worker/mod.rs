@@ -135,6 +135,21 @@ pub(crate) struct Worker {
     /// arrived earlier, and its stamp says when. Otherwise a read's time is its own, as in
     /// every other model (the client's copy of a large body included).
     harvesting: bool,
+    /// [`crate::live`]: where this worker's per-second snapshots stand, when asked for.
+    live: Option<LiveCursor>,
+}
+
+/// A worker's place in its per-second snapshots ([`crate::live`]).
+#[derive(Debug, Default)]
+struct LiveCursor {
+    worker: usize,
+    /// The second in progress: its snapshot goes out once it is over.
+    second: u32,
+    /// Interval histograms already published, of each latency.
+    latency: usize,
+    service: usize,
+    /// Arrivals the schedule gave before measuring began (the warm-up's).
+    due_base: u64,
 }
 
 impl Worker {
@@ -143,6 +158,7 @@ impl Worker {
         budget: Budget,
         schedule: Option<Schedule>,
         control: Arc<Control>,
+        index: usize,
     ) -> io::Result<Worker> {
         let poll = Poll::new()?;
         let timer = match schedule {
@@ -193,6 +209,10 @@ impl Worker {
                 && spec.tls.is_none()
                 && spec.protocol == Protocol::Http1,
             harvesting: false,
+            live: control
+                .live
+                .enabled()
+                .then(|| LiveCursor { worker: index, ..Default::default() }),
             spec,
             control,
         };
@@ -243,6 +263,9 @@ impl Worker {
             if !measuring && now >= self.spec.measure_start {
                 measuring = true;
                 account_start = ThreadAccount::thread();
+                if let (Some(l), Some(s)) = (self.live.as_mut(), self.schedule.as_ref()) {
+                    l.due_base = s.popped();
+                }
                 if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
                     self.adopt_warm_up();
                 }
@@ -293,7 +316,11 @@ impl Worker {
                 self.control.failed.fetch_add(done.1 - published.1, Ordering::Relaxed);
                 published = done;
             }
+            if measuring {
+                self.publish_second(now, false);
+            }
         };
+        self.publish_second(now, true);
         Ok(self.report(ThreadAccount::thread().since(&account_start), end_at))
     }
 
@@ -341,6 +368,35 @@ impl Worker {
             }
         }
         timeout
+    }
+
+    /// [`crate::live`]: once a measured second is over (or at the worker's `end`), its counts
+    /// so far and the interval histograms closed since the last snapshot.
+    fn publish_second(&mut self, now: Instant, end: bool) {
+        let Some(l) = self.live.as_mut() else { return };
+        let second = now.saturating_duration_since(self.spec.measure_start).as_secs() as u32;
+        if second <= l.second && !end {
+            return;
+        }
+        // What happened since the last snapshot belongs to the second in progress then: a
+        // loop turn late past the second's end (or the run's end at 5.000 s of a 5 s run)
+        // does not move it into the next.
+        let mut snapshot =
+            crate::live::Snapshot { worker: l.worker, second: l.second, ..Default::default() };
+        l.second = second;
+        if let Some(i) = self.tally.intervals.as_deref_mut() {
+            i.latency.advance(second);
+            snapshot.latency = i.latency.done().get(l.latency..).unwrap_or_default().to_vec();
+            l.latency = i.latency.done().len();
+            if let Some(s) = i.service.as_mut() {
+                s.advance(second);
+                snapshot.service = s.done().get(l.service..).unwrap_or_default().to_vec();
+                l.service = s.done().len();
+            }
+        }
+        let due = self.schedule.as_ref().map_or(0, |s| s.popped().saturating_sub(l.due_base));
+        snapshot.counts = crate::live::counts(&self.tally, due);
+        self.control.live.publish(snapshot);
     }
 
     /// What the worker measured, once its loop ended at `end_at`, with the CPU its thread

@@ -330,6 +330,30 @@ fn agents(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     if let Some(l) = &r.agent_lost {
         writeln!(out, "  AGENT LOST   agent {} in second {}: partial result", l.index, l.second)?;
     }
+    if let Some(p) = &r.partial {
+        shortfall(p, out)?;
+    }
+    Ok(())
+}
+
+/// A test that lost an agent: the arrivals due and not sent, second by second (open loop).
+fn shortfall(p: &loadlab_runner::bench::across::Partial, out: &mut dyn Write) -> io::Result<()> {
+    let how = if p.continued { "the others went on" } else { "every agent stopped" };
+    // Over the whole test, not the sum of the seconds': a request sent just after a second's
+    // turn can count as due in one second and sent in the next.
+    let (due, sent) = p.shortfall.iter().fold((0, 0), |(d, s), x| (d + x.due, s + x.sent));
+    let short: u64 = due.saturating_sub(sent);
+    if p.shortfall.is_empty() {
+        return writeln!(out, "  Partial      {how}; closed loop: no schedule to fall short of");
+    }
+    writeln!(out, "  Partial      {how}; due and not sent: {} in all", count(short as f64))?;
+    for s in &p.shortfall {
+        writeln!(
+            out,
+            "    second {:>4}  due {:>8}  sent {:>8}  not sent {:>8}",
+            s.second, s.due, s.sent, s.not_sent
+        )?;
+    }
     Ok(())
 }
 

@@ -4,8 +4,11 @@
 use loadlab_agents::clock::Offset;
 use loadlab_agents::coordinator::Roster;
 use loadlab_agents::part::Part;
+use loadlab_agents::stream::Seconds;
 use loadlab_engine::Share;
 use serde::Serialize;
+
+use crate::limit::{Limit, LimitedBy};
 
 /// One agent of the test, as agent 0 saw it.
 #[derive(Debug, Clone, Serialize)]
@@ -27,9 +30,12 @@ pub struct AgentRow {
     /// How late it started after the agreed time by its own clock, microseconds; with the
     /// clock error, a bound on its start skew.
     pub start_late_us: Option<f64>,
-    /// Its own trust flags (saturated, starved, network_bound, schedule_missed,
-    /// client_limited): each is also a warning on the merged figures.
+    /// Its own trust flags (saturated, starved, network_bound, schedule_missed): each is
+    /// also a warning on the merged figures.
     pub flags: Vec<String>,
+    /// What limited its own figures, as it judged them, with the evidence (null for an
+    /// agent lost): the merged verdict is chosen from these ([`merged_limit`]).
+    pub limited_by: Option<LimitedBy>,
 }
 
 impl AgentRow {
@@ -41,7 +47,13 @@ impl AgentRow {
         AgentRow {
             index: r.index,
             host: r.host.clone(),
-            share: format!("agent {} of {}", share.index, share.of),
+            share: match share.weighted {
+                None => format!("agent {} of {}", share.index, share.of),
+                Some(w) => format!(
+                    "agent {} of {}, weight {} of {}",
+                    share.index, share.of, w.weight, w.total
+                ),
+            },
             completed: Some(part.map_or(beat.0, |(p, _)| p.completed_failed().0)),
             failed: Some(part.map_or(beat.1, |(p, _)| p.completed_failed().1)),
             p50_us: part.map(|(p, _)| p.p50_us),
@@ -50,6 +62,7 @@ impl AgentRow {
             clock_error_us: us(rtt_ns as f64 / 2.0),
             start_late_us: part.map(|(_, late)| us(late as f64)),
             flags: part.map(|(p, _)| p.flags.clone()).unwrap_or_else(|| vec!["lost".into()]),
+            limited_by: part.and_then(|(p, _)| p.limited_by.clone()),
         }
     }
 }
@@ -77,4 +90,149 @@ pub struct AgentLost {
     pub index: usize,
     /// The second of the test in which it was lost.
     pub second: u64,
+}
+
+/// The merged test's limit, chosen from the agents' own verdicts: the client's when any
+/// agent's is (a client-bound agent sent less than its share, so the sum is the clients'
+/// figure, not the server's), else the network's when any agent's is (the same reasoning for
+/// its link); each naming the agents and their evidence. Otherwise `merged`, the judgement
+/// of the merged result.
+pub fn merged_limit(merged: LimitedBy, rows: &[AgentRow]) -> LimitedBy {
+    for limit in [Limit::Client, Limit::Network] {
+        let held: Vec<String> = rows
+            .iter()
+            .filter_map(|r| {
+                let l = r.limited_by.as_ref().filter(|l| l.limit == limit)?;
+                Some(format!("agent {} ({}): {}", r.index, r.host, l.evidence))
+            })
+            .collect();
+        if !held.is_empty() {
+            return LimitedBy { limit, evidence: held.join("; ") };
+        }
+    }
+    merged
+}
+
+/// A test that lost an agent: who was lost and when (all of them, in order), and with an open
+/// loop the shortfall of each second.
+#[derive(Debug, Clone, Serialize)]
+pub struct Partial {
+    pub lost: Vec<AgentLost>,
+    /// Whether the others went on (`--on-agent-loss continue`) or all stopped.
+    pub continued: bool,
+    /// Open loop and sessions: per second of the test, the arrivals due over all agents and
+    /// the requests sent; empty in the closed loop, which has no schedule to fall short of.
+    pub shortfall: Vec<Shortfall>,
+}
+
+/// One second's arrivals due and requests sent, over all agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shortfall {
+    pub second: u64,
+    pub due: u64,
+    pub sent: u64,
+    /// Due and not sent: `due - sent`, or 0.
+    pub not_sent: u64,
+}
+
+/// The shortfall of each of `seconds` seconds: each agent's streamed `due` and `sent`
+/// (`agents`: index and its seconds); a lost agent's due from its loss on is what its share
+/// of the schedule, `due_each[index]` arrivals a second, would have been. `None` for
+/// `due_each` (the closed loop): no shortfall.
+pub fn shortfall(
+    agents: &[(usize, &Seconds)],
+    lost: &[AgentLost],
+    due_each: Option<&[f64]>,
+    seconds: u64,
+) -> Vec<Shortfall> {
+    let Some(due_each) = due_each else { return Vec::new() };
+    (0..seconds)
+        .map(|second| {
+            let (mut due, mut sent) = (0u64, 0u64);
+            for (index, streamed) in agents {
+                let at = u32::try_from(second).ok().and_then(|s| streamed.get(&s));
+                let gone = lost.iter().any(|l| l.index == *index && second >= l.second);
+                match at {
+                    Some(s) => (due, sent) = (due + s.counts.due, sent + s.counts.sent),
+                    None if gone => due += due_each.get(*index).map_or(0, |d| d.round() as u64),
+                    None => {}
+                }
+            }
+            Shortfall { second, due, sent, not_sent: due.saturating_sub(sent) }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(index: usize, limit: Option<(Limit, &str)>) -> AgentRow {
+        AgentRow {
+            index,
+            host: format!("h{index}"),
+            share: String::new(),
+            completed: None,
+            failed: None,
+            p50_us: None,
+            p99_us: None,
+            clock_offset_us: 0.0,
+            clock_error_us: 0.0,
+            start_late_us: None,
+            flags: Vec::new(),
+            limited_by: limit.map(|(limit, e)| LimitedBy { limit, evidence: e.to_string() }),
+        }
+    }
+
+    #[test]
+    fn the_merged_limit_is_the_clients_when_any_agents_is_naming_it_and_its_evidence() {
+        let offered = LimitedBy { limit: Limit::Offered, evidence: "kept up".into() };
+        let rows = [
+            row(0, Some((Limit::Offered, "kept up"))),
+            row(1, Some((Limit::Network, "link 98% of 1 Gbit/s"))),
+            row(2, Some((Limit::Client, "1.00 of 1 CPUs busy"))),
+            row(3, None),
+        ];
+        let merged = merged_limit(offered.clone(), &rows);
+        assert_eq!(merged.limit, Limit::Client);
+        assert_eq!(merged.evidence, "agent 2 (h2): 1.00 of 1 CPUs busy");
+        // Without a client-bound agent, the network-bound one decides, its evidence kept.
+        let merged = merged_limit(offered.clone(), &rows[..2]);
+        assert_eq!(merged.limit, Limit::Network);
+        assert!(merged.evidence.contains("agent 1 (h1): link 98%"), "{}", merged.evidence);
+        // No agent bound by its client or link: the merged result's own judgement stands.
+        assert_eq!(merged_limit(offered.clone(), &rows[..1]), offered);
+    }
+}
+
+#[cfg(test)]
+mod shortfall_tests {
+    use super::*;
+    use loadlab_agents::stream::Second;
+    use loadlab_engine::live::Counts;
+
+    fn seconds(per_second: &[(u64, u64)]) -> Seconds {
+        per_second
+            .iter()
+            .enumerate()
+            .map(|(i, (due, sent))| {
+                let second = i as u32;
+                let counts = Counts { due: *due, sent: *sent, ..Default::default() };
+                (second, Second { second, counts, ..Default::default() })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_lost_agents_seconds_count_until_its_loss_and_its_share_is_short_after() {
+        // Agent 1 streamed two seconds, then was lost in second 2; agent 0 ran all four.
+        let zero = seconds(&[(50, 50), (50, 49), (50, 50), (50, 50)]);
+        let one = seconds(&[(50, 50), (50, 50)]);
+        let lost = [AgentLost { index: 1, second: 2 }];
+        let s = shortfall(&[(0, &zero), (1, &one)], &lost, Some(&[50.0, 50.0]), 4);
+        let rows: Vec<(u64, u64, u64)> = s.iter().map(|r| (r.due, r.sent, r.not_sent)).collect();
+        assert_eq!(rows, [(100, 100, 0), (100, 99, 1), (100, 50, 50), (100, 50, 50)]);
+        // The closed loop has no schedule: no shortfall to give.
+        assert!(shortfall(&[(0, &zero)], &lost, None, 4).is_empty());
+    }
 }

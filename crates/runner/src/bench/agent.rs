@@ -9,17 +9,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadlab_agents::auth::Token;
-use loadlab_agents::coordinator::{Coordinator, Counters, Lost, Plan, Roster, Seen};
-use loadlab_agents::member::{Hello, Member};
+use loadlab_agents::coordinator::{Coordinator, Counters, Lost, OnLoss, Plan, Roster, Seen};
+use loadlab_agents::member::{Hello, Member, Stopped};
 use loadlab_agents::part::{self, Part};
+use loadlab_agents::stream::{self, Deltas, Seconds};
 use loadlab_agents::{load, AgentsError};
 use loadlab_engine::{BenchResult, Control, HdrLog, Share};
 
-use super::across::{self, AgentLost, AgentRow};
+use super::across::{self, AgentLost, AgentRow, Partial};
 use super::report::Report;
 use super::{judge, prepare, BenchError, Judged, Request};
 use crate::executor::Measure;
-use crate::limit::{Limit, LimitedBy};
 
 /// This host's place in the test.
 #[derive(Debug, Clone)]
@@ -34,6 +34,11 @@ pub struct Agents {
     /// Agent 0: the other agents' counters as their heartbeats arrive, for a live progress
     /// line of the whole test.
     pub others: Arc<Counters>,
+    /// `--on-agent-loss`: stop every agent (the default) or go on without the lost one.
+    pub on_loss: OnLoss,
+    /// `--agent-weight`: this host's share is its weight over the sum of all agents' weights,
+    /// which agent 0 learns at ready time and sends with the start.
+    pub weight: u64,
 }
 
 /// How an agent's part ended.
@@ -43,8 +48,8 @@ pub enum Outcome {
     /// `--hdr-log`; the merged one is the judged result's).
     Merged { judged: Box<Judged>, own_log: Option<HdrLog>, lost: Option<Lost> },
     /// Another agent: its own part, judged as such, and why agent 0 stopped it early, if it
-    /// did.
-    Member { judged: Box<Judged>, stopped: Option<String> },
+    /// did (an agent lost, or on purpose: agent 0 was interrupted).
+    Member { judged: Box<Judged>, stopped: Option<Stopped> },
 }
 
 /// Why an agent's part did not run or could not be merged.
@@ -82,9 +87,10 @@ pub fn run(
     if agents.share.index == 0 {
         return coordinate(whole, mine, agents, load, measure, control, address);
     }
-    let hello =
-        Hello { index: agents.share.index, of: agents.share.of, host: agents.host.clone(), load };
+    let (index, of, weight) = (agents.share.index, agents.share.of, agents.weight);
+    let hello = Hello { index, of, host: agents.host.clone(), load, weight };
     let member = Member::join(agents.rendezvous, &agents.token, hello, agents.timeout)?;
+    let (mut mine, capped) = reshare(&whole, mine, capped, index, &member.weights)?;
     // The engine waits for the start after its setup, and its clock's origin is the start.
     mine.config.start_at = Some(wall(member.start_local));
     let running = member.begin(control)?;
@@ -98,7 +104,7 @@ pub fn run(
 /// Agent 0: the rendezvous, its own part, then the merge and one judgement of the whole.
 fn coordinate(
     whole: Request,
-    mut mine: Request,
+    mine: Request,
     agents: &Agents,
     load: Vec<(String, String)>,
     measure: &mut dyn Measure,
@@ -107,15 +113,22 @@ fn coordinate(
 ) -> Result<Outcome, AgentError> {
     let listener = TcpListener::bind(agents.rendezvous)
         .map_err(|source| AgentsError::Io { context: "listening on --rendezvous", source })?;
-    let plan =
-        Plan { of: agents.share.of, token: agents.token.clone(), timeout: agents.timeout, load };
+    let (of, on_loss) = (agents.share.of, agents.on_loss);
+    let (token, timeout) = (agents.token.clone(), agents.timeout);
+    let plan = Plan { of, token, timeout, load, on_loss, weight: agents.weight };
     let mut coordinator = Coordinator::gather(listener, plan)?;
+    let weights = coordinator.weights();
+    let (mut mine, _) = reshare(&whole, mine, None, 0, &weights)?;
     let start = coordinator.start()?;
     let roster = coordinator.roster(&agents.host);
-    let mut watch = coordinator.watch(control, agents.others.clone(), start);
+    // Agent 0's own seconds too, for the shortfall of a test that lost an agent.
+    control.live.enable();
+    let mut watch = coordinator.watch(control.clone(), agents.others.clone(), start);
     mine.config.start_at = Some(wall(start));
     let own = measure.measure(&mine.config, address, "");
     let late = own.as_ref().map_or(0, |r| r.start_late.as_nanos() as u64);
+    let mut own_seconds = Seconds::new();
+    stream::add_all(&mut own_seconds, &Deltas::default().seconds(control.live.take()));
     if own.as_ref().map_or(true, |r| r.interrupted) {
         watch.stop_all("agent 0's run was interrupted or failed");
     }
@@ -126,22 +139,41 @@ fn coordinate(
     let own_log = result.hdr_log.clone();
     let own_part = part_of(&result, &Report::new(&mine.config, address, &result));
     for s in &seen {
-        if let Some((p, _)) = &s.part {
-            part::merge_into(&mut result, p)
-                .map_err(|reason| AgentError::Merge { index: s.index, reason })?;
-        }
+        let merged = match &s.part {
+            Some((p, _)) => part::merge_into(&mut result, p),
+            // A lost agent: what it streamed until its loss.
+            None => stream::merge_lost(&mut result, &s.seconds),
+        };
+        merged.map_err(|reason| AgentError::Merge { index: s.index, reason })?;
     }
+    let (due_each, secs) = (
+        whole.config.pacing.rate().map(|r| {
+            let total = weights.iter().sum::<u64>() as f64;
+            weights.iter().map(|w| r * *w as f64 / total).collect::<Vec<f64>>()
+        }),
+        result.duration.as_secs_f64().ceil() as u64,
+    );
     let mut judged = judge(whole, address, result, None);
-    let rows = rows(&roster, &seen, (&own_part, late), &agents.share);
-    across_hosts(&mut judged.report, &rows, lost);
+    let rows = rows(&roster, &seen, (&own_part, late), &weights);
+    across_hosts(&mut judged.report, &rows, &lost, on_loss == OnLoss::Continue);
+    if !lost.is_empty() {
+        let mut streamed = vec![(0, &own_seconds)];
+        streamed.extend(seen.iter().map(|s| (s.index, &s.seconds)));
+        let lost: Vec<AgentLost> =
+            lost.iter().map(|l| AgentLost { index: l.index, second: l.second }).collect();
+        let shortfall = across::shortfall(&streamed, &lost, due_each.as_deref(), secs);
+        let continued = on_loss == OnLoss::Continue;
+        judged.report.partial = Some(Partial { lost, continued, shortfall });
+    }
     let scheduled = judged.report.rate.is_some();
     judged.report.start_skew_us = Some(across::start_skew_us(&rows, scheduled));
     judged.report.agents = Some(rows);
+    let lost = lost.first().copied();
     Ok(Outcome::Merged { judged: Box::new(judged), own_log, lost })
 }
 
 /// The `agents` rows: each agent's share, counts, percentiles, clock and start, flags.
-fn rows(roster: &[Roster], seen: &[Seen], own: (&Part, u64), share: &Share) -> Vec<AgentRow> {
+fn rows(roster: &[Roster], seen: &[Seen], own: (&Part, u64), weights: &[u64]) -> Vec<AgentRow> {
     roster
         .iter()
         .map(|r| {
@@ -151,15 +183,22 @@ fn rows(roster: &[Roster], seen: &[Seen], own: (&Part, u64), share: &Share) -> V
                 (_, Some(s)) => s.part.as_ref().map(|(p, l)| (&**p, *l)),
                 (_, None) => None,
             };
-            let beat = seen.map_or((0, 0), |s| (s.completed, s.failed));
-            AgentRow::new(r, Share { index: r.index, of: share.of }, part, beat)
+            // A lost agent: what it streamed, else its last heartbeat's counts.
+            let beat = seen.map_or((0, 0), |s| match s.seconds.is_empty() {
+                true => (s.completed, s.failed),
+                false => s
+                    .seconds
+                    .values()
+                    .fold((0, 0), |(c, f), x| (c + x.counts.completed, f + x.counts.failed)),
+            });
+            AgentRow::new(r, share_of(r.index, weights), part, beat)
         })
         .collect()
 }
 
 /// Trust across hosts: a flag on any agent is a flag on the merged figure, naming the agent;
 /// the merged limit is the client's when any agent's is; a lost agent marks the result.
-fn across_hosts(report: &mut Report, rows: &[AgentRow], lost: Option<Lost>) {
+fn across_hosts(report: &mut Report, rows: &[AgentRow], lost: &[Lost], continued: bool) {
     for row in rows.iter().filter(|r| !r.flags.is_empty()) {
         report.warnings.push(format!(
             "agent {} ({}): {}",
@@ -168,20 +207,51 @@ fn across_hosts(report: &mut Report, rows: &[AgentRow], lost: Option<Lost>) {
             row.flags.join(", ")
         ));
     }
-    let client = rows.iter().find(|r| r.flags.iter().any(|f| f == "client_limited"));
-    if let (Some(row), false) = (client, report.limited_by.limit == Limit::Client) {
-        report.limited_by = LimitedBy {
-            limit: Limit::Client,
-            evidence: format!("agent {} ({}) was limited by its client", row.index, row.host),
-        };
-    }
-    report.agent_lost = lost.map(|l| AgentLost { index: l.index, second: l.second });
-    if let Some(l) = lost {
+    report.limited_by = across::merged_limit(report.limited_by.clone(), rows);
+    report.agent_lost = lost.first().map(|l| AgentLost { index: l.index, second: l.second });
+    for l in lost {
         report.warnings.push(format!(
-            "agent {} was lost in second {}: every agent stopped; the figures are what was measured until then",
-            l.index, l.second
+            "agent {} was lost in second {}: its figures until then are in the merged ones; {}",
+            l.index,
+            l.second,
+            match continued {
+                true => "the others went on without it (partial: see the shortfall)",
+                false => "every agent stopped; the figures are what was measured until then",
+            }
         ));
     }
+}
+
+/// Agent `index`'s share: by `weights` (every agent's, in index order) when any is not 1.
+fn share_of(index: usize, weights: &[u64]) -> Share {
+    match weights.iter().all(|w| *w == 1) {
+        true => Share::new(index, weights.len()),
+        false => Share::weighted(index, weights),
+    }
+}
+
+/// This host's part once every agent's weight is known: taken again from the whole test by
+/// its weight (the capacity fitted again to it; the target stays as the pre-flight resolved
+/// it), or `mine` as it was when every weight is 1.
+fn reshare(
+    whole: &Request,
+    mine: Request,
+    capped: Option<String>,
+    index: usize,
+    weights: &[u64],
+) -> Result<(Request, Option<String>), AgentError> {
+    let share = share_of(index, weights);
+    if share.weighted.is_none() {
+        return Ok((mine, capped));
+    }
+    let mut again = whole.clone();
+    again.config.take_share(share).map_err(BenchError::Engine)?;
+    again.config.hdr_log = true;
+    again.config.target = mine.config.target;
+    let has = crate::capacity::Has::for_config(&again.config);
+    let capped = crate::capacity::fit(&mut again.config, again.over_capacity, &has)
+        .map_err(BenchError::Capacity)?;
+    Ok((again, capped))
 }
 
 /// An agent's measurements with its own percentiles and flags.
@@ -189,6 +259,7 @@ fn part_of(result: &BenchResult, report: &Report) -> Part {
     let mut part = Part::of(result);
     (part.p50_us, part.p99_us) = (report.latency_us.p50, report.latency_us.p99);
     part.flags = flags_of(report);
+    part.limited_by = Some(report.limited_by.clone());
     part
 }
 
@@ -200,7 +271,6 @@ fn flags_of(report: &Report) -> Vec<String> {
         (c.starved, "starved"),
         (c.network_bound, "network_bound"),
         (report.rate.as_ref().is_some_and(|r| !r.schedule_kept), "schedule_missed"),
-        (report.limited_by.limit == Limit::Client, "client_limited"),
     ]
     .into_iter()
     .filter(|(on, _)| *on)

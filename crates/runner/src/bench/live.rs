@@ -129,6 +129,10 @@ impl Measure for EngineMeasure {
     fn stopped(&self) -> bool {
         self.control.stop.load(Ordering::Relaxed)
     }
+
+    fn control(&self) -> Option<Arc<Control>> {
+        Some(self.control.clone())
+    }
 }
 
 #[cfg(test)]

@@ -84,6 +84,10 @@ pub struct Report {
     /// `--agents N`: the agent lost, if one was, and when (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_lost: Option<super::across::AgentLost>,
+    /// `--agents N`: an agent was lost; its measurements until then are in the figures, and
+    /// this says what the test is short of (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<super::across::Partial>,
     /// `--agents N`: the largest start skew, an upper bound, microseconds (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_skew_us: Option<f64>,
@@ -396,6 +400,7 @@ impl Report {
             replay: super::traffic::replay(cfg),
             agents: None,
             agent_lost: None,
+            partial: None,
             start_skew_us: None,
         };
         // Lines of a log that were not replayed are said beside the figures, never dropped.

@@ -3,9 +3,10 @@
 
 use loadlab_lab::{Knobs, OnOff, Stack};
 
-/// `NAME --flag value...` for `stack up` on another host; an error names a knob that cannot go
-/// there (a directory of this machine's).
-pub fn up_words(stack: &Stack, knobs: &Knobs) -> Result<Vec<String>, String> {
+/// `NAME --flag value...` for `stack up` on another host, with `--install-packages` when
+/// `install` (its apt logic, there); an error names a knob that cannot go there (a directory
+/// of this machine's).
+pub fn up_words(stack: &Stack, knobs: &Knobs, install: bool) -> Result<Vec<String>, String> {
     if knobs.config.is_some() || knobs.docroot.is_some() {
         return Err(format!(
             "{}: config and docroot name directories of this machine, which a stack on \
@@ -54,6 +55,9 @@ pub fn up_words(stack: &Stack, knobs: &Knobs) -> Result<Vec<String>, String> {
     }
     flag("tls", on_off(knobs.tls));
     flag("http2", on_off(knobs.http2));
+    if install {
+        words.push("--install-packages".into());
+    }
     Ok(words)
 }
 
@@ -72,7 +76,7 @@ mod tests {
             net: Some("lan-100mbit".into()),
             ..Knobs::default()
         };
-        let words = up_words(stack, &knobs).unwrap().join(" ");
+        let words = up_words(stack, &knobs, false).unwrap().join(" ");
         for expected in [
             "nginx-fpm ",
             "--workers 2",
@@ -86,10 +90,13 @@ mod tests {
         }
         let mut own = knobs.clone();
         own.listen = "0.0.0.0".parse().ok();
-        assert!(up_words(stack, &own).unwrap().join(" ").contains("--listen 0.0.0.0"));
+        assert!(up_words(stack, &own, false).unwrap().join(" ").contains("--listen 0.0.0.0"));
         assert!(!words.contains("--listen"), "the remote's default: where ssh reached it");
+        assert!(!words.contains("--install-packages"));
+        let installing = up_words(stack, &knobs, true).unwrap();
+        assert_eq!(installing.last().map(String::as_str), Some("--install-packages"));
         own.docroot = Some("/srv/site".into());
-        let e = up_words(stack, &own).unwrap_err();
+        let e = up_words(stack, &own, false).unwrap_err();
         assert!(e.contains("cannot read"), "{e}");
     }
 }

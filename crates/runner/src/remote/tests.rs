@@ -66,3 +66,70 @@ fn stack_show_captures_are_read() {
     assert_eq!((c[0].tier.as_str(), c[0].what.as_str()), ("nginx", "nginx -T"));
     assert!(captured(&serde_json::json!({})).is_empty());
 }
+
+/// An "ssh" that runs the remote command line here (`sh -c`), and a remote end that says up,
+/// sends one sample, then nothing, as a host behind a cut path.
+fn silent_session(dir: &std::path::Path) -> Session {
+    let ssh = dir.join("fake-ssh");
+    std::fs::write(&ssh, "#!/bin/sh\nfor last; do :; done\nexec sh -c \"$last\"\n").unwrap();
+    let mut mode = std::fs::metadata(&ssh).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+    std::fs::set_permissions(&ssh, mode).unwrap();
+    let ssh = Ssh::parse(Some(&ssh.to_string_lossy())).unwrap();
+    let up = Event::Up { instance: serde_json::json!({"id": "nginx-1", "url": "http://b/"}) };
+    let sample = Event::Sample { sample: serde_json::to_value(sample(1000)).unwrap() };
+    let script = format!("printf '%s%s' '{}' '{}'; exec sleep 60", up.line(), sample.line());
+    let host: Host = "ssh://root@b".parse().unwrap();
+    let args = vec!["-c".to_string(), script];
+    let mut session = Session::start(&ssh, &host, "sh", &args, Stdio::null()).unwrap();
+    session.wait_up(Duration::from_secs(10), &|| false).unwrap();
+    session
+}
+
+/// Issue 22: a session that goes silent is lost after the limit: the cell's window says so
+/// (the executor stops the cell), and closing it does not wait for ssh's own 15 s.
+#[test]
+fn a_silent_session_is_lost_after_the_limit_and_closes_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = silent_session(dir.path());
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    let ended = Arc::new(Mutex::new(None));
+    let (close, closing) = mpsc::channel();
+    let silent = Duration::from_millis(600);
+    let started = Instant::now();
+    let reader = {
+        let (samples, ended) = (samples.clone(), ended.clone());
+        std::thread::spawn(move || pump(session, &closing, &samples, &ended, silent))
+    };
+    let window = Window { from: started, samples: samples.clone(), ended: ended.clone() };
+    let lost = window.lost().expect("a remote window can be lost");
+    while lost().is_none() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = started.elapsed();
+    let why = lost().expect("lost within 10 s");
+    assert!(why.contains("nothing from it"), "{why}");
+    assert!(took >= silent && took < silent * 4, "lost after {took:?}");
+    assert_eq!(lock(&samples).len(), 1, "the one sample it sent is kept");
+    let closing_at = Instant::now();
+    drop(close);
+    assert!(!reader.join().unwrap().unwrap(), "not said to be down");
+    assert!(closing_at.elapsed() < Duration::from_secs(3), "{:?}", closing_at.elapsed());
+}
+
+/// What a host lacks is read from its doctor's packages: a program there not installed
+/// names its package once; one the doctor does not list is left to that host's stack up.
+#[test]
+fn a_hosts_missing_packages_are_read_from_its_doctor() {
+    let nginx = loadlab_lab::stack("nginx-fpm").unwrap();
+    let needs = nginx.needs(&loadlab_lab::Knobs::default());
+    let entry = |need: &Need, installed: bool| serde_json::json!({"package": need.package, "needs": need.name(), "installed": installed});
+    let all: Vec<_> = needs.iter().map(|n| entry(n, true)).collect();
+    assert!(lacking(&serde_json::json!({ "packages": all }), &needs).is_empty());
+    let none: Vec<_> = needs.iter().map(|n| entry(n, false)).collect();
+    let mut expected: Vec<&str> = needs.iter().map(|n| n.package).collect();
+    expected.dedup();
+    assert_eq!(lacking(&serde_json::json!({ "packages": none }), &needs), expected);
+    assert!(expected.contains(&"nginx") && expected.contains(&"php-fpm"), "{expected:?}");
+    assert!(lacking(&serde_json::json!({}), &needs).is_empty(), "an old doctor says nothing");
+}

@@ -1,0 +1,196 @@
+//! Measurements published while a run goes on, second by second, for whoever must have them
+//! before the run ends: `bench --agents` streams them to agent 0, so that an agent lost
+//! mid-run still counts for what it measured until then. Off unless asked for
+//! ([`Live::enable`]): a worker then publishes, at the first loop turn of each measured
+//! second, its counters so far and the interval histograms it closed, and once more at its
+//! end. Cumulative counters, not deltas: a snapshot lost or taken late loses nothing.
+
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ErrorClass;
+
+/// Counters of a run: one worker's since measuring began, at the end of a second (as
+/// published), or one second's (their differences, [`Counts::since`]), added over workers and
+/// agents ([`Counts::add`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Arrivals taken off the schedule (open loop and sessions; 0 in the closed loop).
+    pub due: u64,
+    pub sent: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// Every byte received.
+    pub bytes: u64,
+    /// Status codes seen: (code, count), codes in order.
+    pub status: Vec<(u16, u64)>,
+    /// Failures by class.
+    pub errors: Vec<(ErrorClass, u64)>,
+}
+
+impl Counts {
+    /// What happened since `earlier`, the same worker's earlier counts.
+    pub fn since(&self, earlier: &Counts) -> Counts {
+        fn pairs<K: PartialEq + Copy>(now: &[(K, u64)], then: &[(K, u64)]) -> Vec<(K, u64)> {
+            now.iter()
+                .map(|(k, n)| (*k, n - then.iter().find(|(x, _)| x == k).map_or(0, |(_, m)| *m)))
+                .filter(|(_, n)| *n > 0)
+                .collect()
+        }
+        Counts {
+            due: self.due.saturating_sub(earlier.due),
+            sent: self.sent.saturating_sub(earlier.sent),
+            completed: self.completed.saturating_sub(earlier.completed),
+            failed: self.failed.saturating_sub(earlier.failed),
+            bytes: self.bytes.saturating_sub(earlier.bytes),
+            status: pairs(&self.status, &earlier.status),
+            errors: pairs(&self.errors, &earlier.errors),
+        }
+    }
+
+    /// Adds `o` into these counts.
+    pub fn add(&mut self, o: &Counts) {
+        fn pairs<K: PartialEq + Copy>(into: &mut Vec<(K, u64)>, from: &[(K, u64)]) {
+            for (k, n) in from {
+                match into.iter_mut().find(|(x, _)| x == k) {
+                    Some((_, m)) => *m += n,
+                    None => into.push((*k, *n)),
+                }
+            }
+        }
+        self.due += o.due;
+        self.sent += o.sent;
+        self.completed += o.completed;
+        self.failed += o.failed;
+        self.bytes += o.bytes;
+        pairs(&mut self.status, &o.status);
+        pairs(&mut self.errors, &o.errors);
+    }
+}
+
+/// What one worker publishes as a second turns.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub worker: usize,
+    /// The second of measurement the counts run to (the one in progress at the worker's last
+    /// snapshot, now over; or at the worker's end the last one), counted from the start of
+    /// measurement.
+    pub second: u32,
+    pub counts: Counts,
+    /// Interval histograms closed since the worker's last snapshot: (second, HdrHistogram V2)
+    /// of the latency every output shows, and of the uncorrected latency under a schedule.
+    pub latency: Vec<(u32, Vec<u8>)>,
+    pub service: Vec<(u32, Vec<u8>)>,
+}
+
+/// The workers' snapshots not taken yet; `None` while nobody asked for them.
+#[derive(Debug, Default)]
+pub struct Live {
+    pending: Mutex<Option<Vec<Snapshot>>>,
+}
+
+impl Live {
+    /// Asks the next runs' workers to publish.
+    pub fn enable(&self) {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        p.get_or_insert_with(Vec::new);
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    /// The snapshots published since the last call, in the order they came.
+    pub fn take(&self) -> Vec<Snapshot> {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        p.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    pub(crate) fn publish(&self, snapshot: Snapshot) {
+        if let Some(p) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            p.push(snapshot);
+        }
+    }
+}
+
+/// The counts of a worker's tally, `due` given (the schedule's).
+pub(crate) fn counts(t: &crate::Tally, due: u64) -> Counts {
+    Counts {
+        due,
+        sent: t.sent,
+        completed: t.completed,
+        failed: t.failed,
+        bytes: t.bytes_total,
+        status: (0..1000u16)
+            .filter(|c| t.status[*c as usize] > 0)
+            .map(|c| (c, t.status[c as usize]))
+            .collect(),
+        errors: t.errors.iter().filter(|(_, n)| *n > 0).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::{BenchConfig, Control, Stop, Target};
+
+    /// A keep-alive server on 127.0.0.1 that answers every request read with one fixed
+    /// response, until its listener's thread is left behind by the test's end (each
+    /// connection's thread ends when the client closes it).
+    fn server() -> std::net::SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for mut conn in listener.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = conn.read(&mut buf) {
+                        let requests = buf[..n].windows(4).filter(|w| w == b"\r\n\r\n").count();
+                        let answer =
+                            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".repeat(requests);
+                        if n == 0 || conn.write_all(&answer).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn published_seconds_add_up_to_the_runs_result() {
+        let addr = server();
+        let target = Target::parse(&format!("http://{addr}/")).unwrap();
+        let mut config = BenchConfig::new(target);
+        (config.connections, config.threads, config.hdr_log) = (2, 2, true);
+        config.stop = Stop::Duration(Duration::from_millis(2300));
+        let control = Arc::new(Control::default());
+        control.live.enable();
+        let result = crate::run(&config, addr, control.clone()).unwrap();
+        let snapshots = control.live.take();
+        // Each worker published seconds 0 and 1 as they ended, then its end in second 2.
+        for worker in 0..2 {
+            let seconds: Vec<u32> =
+                snapshots.iter().filter(|s| s.worker == worker).map(|s| s.second).collect();
+            assert_eq!(seconds, [0, 1, 2], "worker {worker}");
+        }
+        // The last snapshot of each worker holds its whole counts: their sum is the result's.
+        let mut last = super::Counts::default();
+        for worker in 0..2 {
+            last.add(&snapshots.iter().rev().find(|s| s.worker == worker).unwrap().counts);
+        }
+        assert!(result.tally.completed > 0);
+        assert_eq!(last.completed, result.tally.completed);
+        assert_eq!(last.status, [(200, result.tally.completed)]);
+        // Seconds 0 and 1 were closed and published with their histograms.
+        let histograms: Vec<u32> =
+            snapshots.iter().flat_map(|s| s.latency.iter().map(|(second, _)| *second)).collect();
+        assert!(histograms.contains(&0) && histograms.contains(&1), "{histograms:?}");
+    }
+}
