@@ -12,8 +12,12 @@
 # difference (the rendezvous, heartbeats, the merge and the process's start) as a share of
 # the process's CPU.
 #
+# Then the closed loop, AGENTS x CONNECTIONS connections: the merged req/s against the sum of
+# the agents' own (each agent's completed over its own measured time).
+#
 # Env: AGENTS (default 4), RATE (req/s in all, default 20000), DURATION (s, default 10),
-#      ROUNDS (default 3), LOADLAB (binary; default target/release/loadlab, rebuilt).
+#      CONNECTIONS (per agent in the closed loop, default 50), ROUNDS (default 3 of each),
+#      LOADLAB (binary; default target/release/loadlab, rebuilt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -22,11 +26,15 @@ AGENTS=${AGENTS:-4}
 RATE=${RATE:-20000}
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
+CONNECTIONS=${CONNECTIONS:-50}
 LOADLAB=${LOADLAB:-target/release/loadlab}
-positive_ints AGENTS RATE DURATION ROUNDS
+positive_ints AGENTS RATE DURATION ROUNDS CONNECTIONS
 # Every agent is bounded: one that has not ended this long after its nominal end is a hang.
 GRACE=$((DURATION * 3 + 60))
 
+# The merged p99 is checked against HdrHistogram's reference reader (PyPI `hdrhistogram`,
+# imported as hdrh): each agent's own --hdr-log, added by it, must give agent 0's p99.
+python3 -c 'import hdrh.log' 2>/dev/null || die "needs PyPI hdrhistogram: pip install hdrhistogram"
 ensure_loadlab
 private_nginx_dir agents
 port=$(free_port)
@@ -35,39 +43,33 @@ head -c 32 /dev/urandom | base64 >"$work/token"
 machine_context
 echo "# $AGENTS agents, $RATE req/s in all, ${DURATION}s, $ROUNDS rounds"
 
-for round in $(seq "$ROUNDS"); do
+
+# run_agents KIND LOAD...: one round of AGENTS agents, each with its own --hdr-log, /usr/bin/time
+# around each; fails the script when an agent fails.
+run_agents() {
+  local kind=$1 rv i p failed=0
+  shift
   rv="127.0.0.1:$(free_port)"
   pids=()
   for i in $(seq 0 $((AGENTS - 1))); do
     timeout "$GRACE" /usr/bin/time -f '%U %S' -o "$work/time.$i" \
-      "$LOADLAB" bench "http://127.0.0.1:$port/hello.txt" -R "$RATE" -d "${DURATION}s" \
+      "$LOADLAB" bench "http://127.0.0.1:$port/hello.txt" "$@" -d "${DURATION}s" \
       --agents "$AGENTS" --agent "$i" --rendezvous "$rv" --token-file "$work/token" \
-      --format json -q >"$work/out.$i.json" 2>"$work/err.$i" &
+      --hdr-log "$work/own.$i.hlog" --format json -q >"$work/out.$i.json" 2>"$work/err.$i" &
     pids+=($!)
   done
-  failed=0
   for p in "${pids[@]}"; do wait "$p" || failed=1; done
   if [ "$failed" = 1 ]; then
     cat "$work"/err.* >&2
-    die "round $round: an agent failed"
+    die "$kind round: an agent failed"
   fi
-  python3 - "$work" "$AGENTS" "$round" <<'PY'
-import json, sys
-work, n, rnd = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-merged = json.load(open(f"{work}/out.0.json"))
-rate = merged["rate"]
-own = [json.load(open(f"{work}/out.{i}.json")) for i in range(1, n)]
-print(f"round {rnd}: offered {rate['offered_rps']:.0f} achieved {rate['achieved_rps']:.1f} "
-      f"({100 * rate['achieved_rps'] / rate['offered_rps']:.2f}%), merged p99 "
-      f"{merged['latency_us']['p99']} us, agents' own p99 "
-      f"{[r['p99_us'] for r in merged['agents']]}, start skew <= {merged['start_skew_us']:.0f} us")
-for i in range(n):
-    user, sys_ = (float(x) for x in open(f"{work}/time.{i}").read().split()[-2:])
-    report = merged if i == 0 else own[i - 1]
-    engine = report["client"]["cpu_user_s"] + report["client"]["cpu_sys_s"]
-    process = user + sys_
-    other = max(process - engine, 0.0)
-    print(f"  agent {i}: process CPU {process:.2f} s, engine workers {engine:.2f} s, "
-          f"the rest {other:.2f} s ({100 * other / process if process else 0:.1f}%)")
-PY
+}
+
+for round in $(seq "$ROUNDS"); do
+  run_agents open -R "$RATE"
+  python3 bench/agents-report.py open "$work" "$AGENTS" "$round"
+done
+for round in $(seq "$ROUNDS"); do
+  run_agents closed -c $((AGENTS * CONNECTIONS))
+  python3 bench/agents-report.py closed "$work" "$AGENTS" "$round"
 done

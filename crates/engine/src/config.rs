@@ -63,6 +63,10 @@ pub struct BenchConfig {
     /// Visits (`--wsesslog`): what each visitor requests, as entries of `traffic`'s list;
     /// driven by `visits` instead of the request loop. `None` for requests alone.
     pub visits: Option<std::sync::Arc<crate::visits::Plan>>,
+    /// A test from several hosts: the wall-clock time agreed at the rendezvous when the run's
+    /// clock starts, after its setup (the engine's `start` module); `None`: as soon as it is
+    /// set up. Not part of the load: each host has its own, by its own clock.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 impl BenchConfig {
@@ -93,6 +97,7 @@ impl BenchConfig {
             share: Share::default(),
             shape: None,
             visits: None,
+            start_at: None,
         }
     }
 

@@ -36,6 +36,7 @@ pub mod request;
 pub mod result;
 mod schedule;
 pub mod shape;
+mod start;
 pub mod sys;
 pub mod target;
 mod timer;
@@ -179,7 +180,7 @@ pub fn run(
 ) -> Result<BenchResult, EngineError> {
     config.check()?;
     let setup = Setup::new(config, addr)?;
-    let clock = Clock::start(config);
+    let (clock, start_late) = Clock::start(config);
     let workers = plan_workers(config, addr, &setup, &clock, &control)?;
     let path_probe =
         setup.idle_rtt.clone().map(|idle| probe::Probe::start(addr, clock.measure_start, idle));
@@ -200,7 +201,9 @@ pub fn run(
     let path = path_probe.map(probe::Probe::finish).unwrap_or_default();
     let cgroup_throttle = cgroup::CgroupCpu::now().throttled_since(&cgroup_start);
     let reports = worker_reports(joined)?;
-    Ok(merge(config, &control, setup, &clock, reports, path, cgroup_throttle))
+    let mut result = merge(config, &control, setup, &clock, reports, path, cgroup_throttle);
+    result.start_late = start_late;
+    Ok(result)
 }
 
 /// What a run settles before its clock starts, in this order.
@@ -257,15 +260,17 @@ struct Clock {
 }
 
 impl Clock {
-    fn start(config: &BenchConfig) -> Clock {
-        let start = Instant::now();
-        let wall_start = std::time::SystemTime::now();
+    /// Starts now, or at `config.start_at` (see [`start`]); returns the clock and how late
+    /// the start was.
+    fn start(config: &BenchConfig) -> (Clock, Duration) {
+        let started = config.start_at.map_or_else(start::now, start::at);
+        let (start, wall_start) = (started.origin, started.wall);
         let measure_start = start + config.warmup;
         let end = match config.stop {
             Stop::Duration(d) => Some(measure_start + d),
             Stop::Count(_) => None,
         };
-        Clock { start, wall_start, measure_start, end }
+        (Clock { start, wall_start, measure_start, end }, started.late)
     }
 }
 
@@ -498,6 +503,7 @@ fn merge(
         path,
         cgroup_throttle,
         hdr_log,
+        start_late: Duration::ZERO,
     }
 }
 

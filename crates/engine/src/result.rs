@@ -340,6 +340,9 @@ pub struct BenchResult {
     /// `--hdr-log`: each worker's per-second histograms, to be merged second by second into
     /// HdrHistogram's interval log ([`loadlab_stats::interval_log::write_log`]).
     pub hdr_log: Option<HdrLog>,
+    /// With [`crate::BenchConfig::start_at`]: how late the run's thread woke after that time
+    /// (the clock's origin is the time itself: see the engine's `start` module). Zero otherwise.
+    pub start_late: Duration,
 }
 
 /// The per-second histograms of a run, as the interval log needs them.

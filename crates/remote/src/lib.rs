@@ -8,6 +8,8 @@
 //! - [`Session`]: the remote loadlab in the foreground of one ssh session, its events read
 //!   and a heartbeat written ([`session`]); the lines themselves are in [`protocol`], the
 //!   one module both ends share.
+//! - [`agents`]: an agent of `bench --agents` started on a host through ssh, its secret on
+//!   the session's stdin.
 //! - [`args`]: the remote `stack up`'s arguments; [`held`]: the local records of sessions
 //!   held in the background by an owner process; [`owner`]: this side of `--host` (the
 //!   session held, handed to an owner process, or ended; other commands passed through).
@@ -45,6 +47,7 @@
 //!
 //! Nothing here prints; errors are [`Error`]s that say which host and why.
 
+pub mod agents;
 pub mod apt;
 pub mod args;
 mod error;

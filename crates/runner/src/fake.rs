@@ -65,6 +65,7 @@ pub fn result(
         path: PathRtt::default(),
         cgroup_throttle: None,
         hdr_log: None,
+        start_late: Duration::ZERO,
     }
 }
 

@@ -13,6 +13,8 @@ use serde_json::Value;
 
 use crate::support::{drain, loadlab, output_within, Behaviour, TestServer};
 
+mod netns;
+
 const TOKEN: &str = "a-test-secret-of-some-length";
 /// Every agent of a test must be done within this.
 const LIMIT: Duration = Duration::from_secs(60);

@@ -141,14 +141,24 @@ impl Drop for Hosts {
     /// first (`ip netns pids`), then the namespaces go, and the veth pair with them.
     fn drop(&mut self) {
         for host in [&self.a, &self.b] {
-            let pids = Command::new("ip").args(["netns", "pids", &host.netns]).output();
-            let text = pids.map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
-            for pid in text.unwrap_or_default().split_whitespace() {
-                let _ = Command::new("kill").args(["-9", pid]).status();
-            }
-            let _ = Command::new("ip").args(["netns", "del", &host.netns]).status();
+            remove_namespace(&host.netns);
         }
     }
+}
+
+/// The processes in namespace `netns` now (`ip netns pids`).
+pub fn namespace_pids(netns: &str) -> Vec<String> {
+    let pids = Command::new("ip").args(["netns", "pids", netns]).output();
+    let text = pids.map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    text.unwrap_or_default().split_whitespace().map(str::to_string).collect()
+}
+
+/// Kills what runs in `netns`, then removes it (and its end of every veth pair with it).
+pub fn remove_namespace(netns: &str) {
+    for pid in namespace_pids(netns) {
+        let _ = Command::new("kill").args(["-9", &pid]).status();
+    }
+    let _ = Command::new("ip").args(["netns", "del", netns]).status();
 }
 
 /// Namespaces of these tests' that exist now.
@@ -162,7 +172,8 @@ pub fn leftover_namespaces() -> Vec<String> {
         .collect()
 }
 
-fn ip(args: &[&str]) {
+/// Runs `ip ARGS`, panicking with its stderr when it fails.
+pub fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("ip runs");
     assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }

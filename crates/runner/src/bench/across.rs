@@ -67,14 +67,21 @@ impl AgentRow {
     }
 }
 
-/// The largest start skew of the test: the spread of the agents' start lateness plus the
-/// largest clock error, an upper bound, microseconds.
-pub fn start_skew_us(rows: &[AgentRow]) -> f64 {
+/// The largest start skew of the test, an upper bound, microseconds. Under a schedule (open
+/// loop, sessions) every agent's clock origin is the agreed start itself, whenever its thread
+/// woke, so the schedules are apart by the clock error alone (a late wake-up makes that
+/// agent's first arrivals late, measured in their latency). The closed loop has no schedule:
+/// its connections start when the agent wakes, so the spread of the agents' lateness adds.
+pub fn start_skew_us(rows: &[AgentRow], scheduled: bool) -> f64 {
     let late: Vec<f64> = rows.iter().filter_map(|r| r.start_late_us).collect();
     let spread = late.iter().cloned().fold(f64::MIN, f64::max)
         - late.iter().cloned().fold(f64::MAX, f64::min);
     let error = rows.iter().map(|r| r.clock_error_us).fold(0.0, f64::max);
-    spread.max(0.0) + error
+    if scheduled {
+        error
+    } else {
+        spread.max(0.0) + error
+    }
 }
 
 /// An agent lost during the run.

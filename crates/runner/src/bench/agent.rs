@@ -13,7 +13,7 @@ use loadlab_agents::coordinator::{Coordinator, Counters, Lost, OnLoss, Plan, Ros
 use loadlab_agents::member::{Hello, Member, Stopped};
 use loadlab_agents::part::{self, Part};
 use loadlab_agents::stream::{self, Deltas, Seconds};
-use loadlab_agents::{clock, load, AgentsError};
+use loadlab_agents::{load, AgentsError};
 use loadlab_engine::{BenchResult, Control, HdrLog, Share};
 
 use super::across::{self, AgentLost, AgentRow, Partial};
@@ -90,10 +90,12 @@ pub fn run(
     let (index, of, weight) = (agents.share.index, agents.share.of, agents.weight);
     let hello = Hello { index, of, host: agents.host.clone(), load, weight };
     let member = Member::join(agents.rendezvous, &agents.token, hello, agents.timeout)?;
-    let (mine, capped) = reshare(&whole, mine, capped, index, &member.weights)?;
+    let (mut mine, capped) = reshare(&whole, mine, capped, index, &member.weights)?;
+    // The engine waits for the start after its setup, and its clock's origin is the start.
+    mine.config.start_at = Some(wall(member.start_local));
     let running = member.begin(control)?;
-    let late = running.wait_start();
     let result = measure.measure(&mine.config, address, "").map_err(BenchError::Engine)?;
+    let late = result.start_late.as_nanos() as u64;
     let judged = judge(mine, address, result, capped);
     let stopped = running.end(part_of(&judged.result, &judged.report), late)?;
     Ok(Outcome::Member { judged: Box::new(judged), stopped })
@@ -116,14 +118,15 @@ fn coordinate(
     let plan = Plan { of, token, timeout, load, on_loss, weight: agents.weight };
     let mut coordinator = Coordinator::gather(listener, plan)?;
     let weights = coordinator.weights();
-    let (mine, _) = reshare(&whole, mine, None, 0, &weights)?;
+    let (mut mine, _) = reshare(&whole, mine, None, 0, &weights)?;
     let start = coordinator.start()?;
     let roster = coordinator.roster(&agents.host);
     // Agent 0's own seconds too, for the shortfall of a test that lost an agent.
     control.live.enable();
     let mut watch = coordinator.watch(control.clone(), agents.others.clone(), start);
-    let late = clock::sleep_until(start);
+    mine.config.start_at = Some(wall(start));
     let own = measure.measure(&mine.config, address, "");
+    let late = own.as_ref().map_or(0, |r| r.start_late.as_nanos() as u64);
     let mut own_seconds = Seconds::new();
     stream::add_all(&mut own_seconds, &Deltas::default().seconds(control.live.take()));
     if own.as_ref().map_or(true, |r| r.interrupted) {
@@ -162,7 +165,8 @@ fn coordinate(
         let continued = on_loss == OnLoss::Continue;
         judged.report.partial = Some(Partial { lost, continued, shortfall });
     }
-    judged.report.start_skew_us = Some(across::start_skew_us(&rows));
+    let scheduled = judged.report.rate.is_some();
+    judged.report.start_skew_us = Some(across::start_skew_us(&rows, scheduled));
     judged.report.agents = Some(rows);
     let lost = lost.first().copied();
     Ok(Outcome::Merged { judged: Box::new(judged), own_log, lost })
@@ -272,4 +276,9 @@ fn flags_of(report: &Report) -> Vec<String> {
     .filter(|(on, _)| *on)
     .map(|(_, name)| name.to_string())
     .collect()
+}
+
+/// A start time of the rendezvous (ns since the epoch) on the wall clock.
+fn wall(ns: u64) -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + Duration::from_nanos(ns)
 }
