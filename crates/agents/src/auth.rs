@@ -52,6 +52,15 @@ impl Token {
         Token::new(bytes.trim_ascii().to_vec(), &from)
     }
 
+    /// The secret in `file` as text, checked as [`Token::load`] checks it: what a Kubernetes
+    /// Secret carries to the agents, refused now rather than in every pod later.
+    pub fn read_text(file: &Path) -> Result<String, AgentsError> {
+        let token = Token::load(Some(file), None)?;
+        let from = file.display();
+        String::from_utf8(token.0)
+            .map_err(|_| AgentsError::Token(format!("--token-file {from}: the secret is not text")))
+    }
+
     fn new(bytes: Vec<u8>, from: &str) -> Result<Token, AgentsError> {
         if bytes.len() < MIN_TOKEN {
             return Err(AgentsError::Token(format!(
@@ -115,6 +124,19 @@ mod tests {
 
     fn token(s: &str) -> Token {
         Token::new(s.as_bytes().to_vec(), "test").unwrap()
+    }
+
+    #[test]
+    fn a_secret_file_is_read_as_text_checked_as_the_agents_check_it() {
+        let dir = std::env::temp_dir().join(format!("loadlab-auth-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (good, short) = (dir.join("good"), dir.join("short"));
+        std::fs::write(&good, "0123456789abcdef0123\n").unwrap();
+        std::fs::write(&short, "short\n").unwrap();
+        assert_eq!(Token::read_text(&good).unwrap(), "0123456789abcdef0123");
+        assert!(matches!(Token::read_text(&short), Err(AgentsError::Token(_))));
+        assert!(Token::read_text(&dir.join("absent")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Agent 0 with `ours`, an agent with `theirs`, over loopback: (agent 0 accepted, the agent

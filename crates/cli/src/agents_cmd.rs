@@ -63,14 +63,8 @@ fn kubernetes(args: K8sArgs) -> anyhow::Result<u8> {
     let secret = args.token_secret.clone().unwrap_or_else(|| format!("{}-token", args.name));
     let token = match &args.token_file {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                Failure::usage(format!("--token-file {}: cannot read it: {e}", path.display()))
-            })?;
-            let value = text.trim_end_matches(['\n', '\r']).to_string();
-            if value.is_empty() {
-                let file = path.display();
-                return Err(Failure::usage(format!("--token-file {file}: it is empty")).into());
-            }
+            let value = loadlab_agents::auth::Token::read_text(path)
+                .map_err(|e| crate::agents::failure(e.into()))?;
             Token::Value { secret, value }
         }
         None => Token::Existing { secret },

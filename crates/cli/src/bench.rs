@@ -11,6 +11,7 @@ use loadlab_runner::bench::agent::{self, Outcome};
 use loadlab_runner::bench::flags::LoadFlags;
 use loadlab_runner::bench::{self, Disposition};
 use loadlab_runner::slo::Slo;
+use loadlab_runner::values;
 
 use crate::exit::{Failure, AGENT_LOST, OK, SLO_FAILED, STOPPED, UNREACHABLE};
 use crate::load::{self, RequestArgs, ScheduleArgs};
@@ -26,7 +27,7 @@ pub struct BenchArgs {
     /// (with --rate, wrk2's -c, the bound is --max-connections).
     /// A ramp (0..100 over -d) or stages (30s:0..100,1m:100) open and close connections on
     /// schedule (k6's ramping VUs), with the figures of every second.
-    #[arg(short = 'c', long = "connections", value_parser = load::parse_connections)]
+    #[arg(short = 'c', long = "connections", value_parser = values::connections)]
     pub connections: Option<Level>,
     /// Total requests to make after warm-up (not with --conn-rate, whose sessions are counted
     /// in connections: --conns).
@@ -44,12 +45,12 @@ pub struct BenchArgs {
         long = "rate",
         value_name = "R",
         conflicts_with = "conn_rate",
-        value_parser = load::parse_level
+        value_parser = values::level
     )]
     pub rate: Option<Level>,
     /// httperf's sessions: new connections per second, each carrying --calls-per-conn
     /// requests; a ramp or stages as --rate's.
-    #[arg(long = "conn-rate", value_name = "R", value_parser = load::parse_level)]
+    #[arg(long = "conn-rate", value_name = "R", value_parser = values::level)]
     pub conn_rate: Option<Level>,
     /// The open loop's rate in stages (k6's ramping arrival rate): DURATION:LEVEL or
     /// DURATION:FROM..TO, comma-separated, e.g. '30s:0..1000,2m:1000,30s:1000..0'; the run
@@ -58,7 +59,7 @@ pub struct BenchArgs {
         long = "stages",
         value_name = "STAGES",
         conflicts_with_all = ["rate", "conn_rate", "duration", "requests"],
-        value_parser = load::parse_stages
+        value_parser = values::stages
     )]
     pub stages: Option<Level>,
     /// Requests on each new connection with --conn-rate (httperf's --num-calls) [default: 1].
@@ -117,7 +118,7 @@ pub struct BenchArgs {
     pub latency_csv: Option<PathBuf>,
     /// A pass/fail gate: thresholds that must all hold, e.g. 'p99<50ms,errors<0.1%,rps>1000'
     /// (pNN, mean, max against a duration; errors as a share; rps); exit 99 when one fails.
-    #[arg(long = "slo", value_name = "THRESHOLDS", value_parser = load::parse_slo)]
+    #[arg(long = "slo", value_name = "THRESHOLDS", value_parser = values::slo)]
     pub slo: Option<Slo>,
 }
 
@@ -169,11 +170,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
         slo: args.slo.clone(),
     };
     let agents = args.agent.agents()?;
-    if agents.is_some() && (args.wsesslog.is_some() || args.view) {
-        // Their figures of sessions are not carried in what agents send agent 0 yet.
-        let m = "--wsesslog and --view run on one host for now: not with --agents";
-        return Err(Failure::usage(m.to_string()).into());
-    }
     // The interval logs' files are made before the load, so that a path that cannot be
     // written is refused before the run, not after it.
     let hdr_log = open(args.traffic.hdr_log.as_deref(), "--hdr-log")?;

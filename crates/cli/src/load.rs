@@ -6,37 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use loadlab_engine::{Arrival, BenchConfig};
+use loadlab_engine::Arrival;
 use loadlab_runner::bench::flags::{RequestFlags, Schedule};
 
 use crate::units::parse_duration;
-
-/// `--slo THRESHOLDS`, checked before anything runs.
-pub fn parse_slo(s: &str) -> Result<loadlab_runner::slo::Slo, String> {
-    s.parse().map_err(|e: loadlab_runner::slo::SloError| e.to_string())
-}
-
-/// `--rate`, `--conn-rate`: a level, a ramp `A..B` or stages `30s:0..1000,2m:1000`.
-pub fn parse_level(s: &str) -> Result<loadlab_engine::Level, String> {
-    loadlab_engine::Level::parse(s).map_err(|e| e.to_string())
-}
-
-/// `-c`: a whole number of connections, a ramp `0..100` or stages `30s:0..100,1m:100`.
-pub fn parse_connections(s: &str) -> Result<loadlab_engine::Level, String> {
-    match parse_level(s)? {
-        loadlab_engine::Level::Fixed(n) if n.fract() != 0.0 => {
-            Err(format!("{s:?}: connections are a whole number"))
-        }
-        level => Ok(level),
-    }
-}
-
-/// `--stages`: stages only, each `DURATION:LEVEL` or `DURATION:FROM..TO`.
-pub fn parse_stages(s: &str) -> Result<loadlab_engine::Level, String> {
-    loadlab_engine::Shape::parse_stages(s)
-        .map(loadlab_engine::Level::Stages)
-        .map_err(|e| e.to_string())
-}
 
 /// How open-loop arrivals are spaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -191,11 +164,6 @@ pub struct RequestArgs {
 }
 
 impl RequestArgs {
-    /// A configuration for `url` with everything but the load model and the stop condition.
-    pub fn config(&self, url: &str) -> anyhow::Result<BenchConfig> {
-        self.flags().config(url).map_err(crate::exit::failure)
-    }
-
     /// The flags as typed, for the runner.
     pub fn flags(&self) -> RequestFlags {
         RequestFlags {

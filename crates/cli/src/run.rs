@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 
 use crate::exit::{failure, INTERNAL, INTERRUPTED, OK, SLO_FAILED};
-use crate::load;
 use clap::Args;
 use loadlab_output::suite as output;
+use loadlab_runner::values;
 use loadlab_runner::{suite, Measure};
 
 #[derive(Debug, Args)]
@@ -37,7 +37,7 @@ pub struct RunArgs {
     pub net: Option<String>,
     /// Thresholds every workload's cells must hold over their repetitions ('p99<50ms,
     /// errors<0.1%,rps>1000'), instead of the suite's `slo`; exit 99 when one fails.
-    #[arg(long = "slo", value_name = "THRESHOLDS", value_parser = load::parse_slo)]
+    #[arg(long = "slo", value_name = "THRESHOLDS", value_parser = values::slo)]
     pub slo: Option<loadlab_runner::slo::Slo>,
     /// Run every stack of the suite on this lab host over ssh (as a stack's `host = ` in the
     /// suite does); the load stays on this machine. Each stack lives as long as its ssh

@@ -7,16 +7,16 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use loadlab_engine::{Pacing, Stop};
 use loadlab_output::sweep as output;
-use loadlab_runner::ramp::{run_ramp, RampPlan};
+use loadlab_runner::ramp::run_ramp;
 use loadlab_runner::slo::Slo;
-use loadlab_runner::sweep::{run_sweep, SweepPlan, SweepTarget};
+use loadlab_runner::sweep::{run_sweep, SweepTarget};
+use loadlab_runner::sweep_plan::SweepFlags;
+use loadlab_runner::values::{self, RateList};
 use loadlab_runner::Measure;
-use loadlab_stats::knee::Criteria;
 
 use crate::exit::{Failure, OK, SLO_FAILED};
-use crate::load::{self, RequestArgs, ScheduleArgs};
+use crate::load::{RequestArgs, ScheduleArgs};
 use crate::units::parse_duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -32,7 +32,7 @@ pub struct SweepArgs {
     #[arg(help = crate::help::URL)]
     pub url: String,
     /// Offered request rates: a range `LOW..HIGH:STEP` or a list `100,200,400`.
-    #[arg(long = "rates", value_parser = parse_rates, required_unless_present = "ramp")]
+    #[arg(long = "rates", value_parser = values::rates, required_unless_present = "ramp")]
     pub rates: Option<RateList>,
     /// Instead of steps, one run whose rate rises from FROM to TO over --ramp-duration, its
     /// knee found second by second by the same rule (known to within the ramp's slope: a
@@ -40,7 +40,7 @@ pub struct SweepArgs {
     #[arg(
         long = "ramp",
         value_name = "FROM..TO",
-        value_parser = parse_ramp,
+        value_parser = values::ramp,
         conflicts_with_all = ["rates", "compare", "find_knee", "conns_per_step", "stop_after_knee", "slo", "csv"]
     )]
     pub ramp: Option<(f64, f64)>,
@@ -86,39 +86,6 @@ pub struct SweepArgs {
     pub request: RequestArgs,
 }
 
-/// A parsed `--rates` value.
-#[derive(Debug, Clone)]
-pub struct RateList(pub Vec<f64>);
-
-/// Parses `100..2000:100` (the suite files' sweep syntax, one parser for both) or
-/// `100,200,400` into ascending, distinct rates.
-/// `--ramp FROM..TO`.
-fn parse_ramp(s: &str) -> Result<(f64, f64), String> {
-    match loadlab_engine::Level::parse(s).map_err(|e| e.to_string())? {
-        loadlab_engine::Level::Ramp(from, to) if to > from => Ok((from, to)),
-        _ => Err(format!("{s:?}: a ramp is FROM..TO, rising (e.g. 0..2000)")),
-    }
-}
-
-fn parse_rates(s: &str) -> Result<RateList, String> {
-    let mut rates = if s.contains("..") {
-        loadlab_suite::parse_sweep(s)?
-    } else {
-        s.split(',')
-            .map(|x| {
-                x.trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|v| v.is_finite() && *v > 0.0)
-                    .ok_or_else(|| format!("invalid rate {x:?} in {s:?}"))
-            })
-            .collect::<Result<Vec<f64>, String>>()?
-    };
-    rates.sort_by(f64::total_cmp);
-    rates.dedup();
-    Ok(RateList(rates))
-}
-
 pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     // Ctrl-C is ours from the start: one that comes during the pre-flight checks ends the
     // sweep with its (empty) knee, as one during a step does, not by the default signal.
@@ -139,11 +106,16 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     if !(0.0..=1.0).contains(&args.max_errors) {
         return Err(usage("--max-errors is a ratio between 0 and 1 (0.01 = 1%)".into()));
     }
-    if let Some((from, to)) = args.ramp {
-        return ramp(&args, from, to);
+    let flags = flags(&args);
+    // A sweep's table is its progress; a ramp's one run shows the bench's line.
+    let mut measure = crate::progress::measure(args.ramp.is_none() || args.request.quiet)?;
+    let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
+    let mut targets = (flags.targets(&args.request.flags(), &mut measure, &mut warn))
+        .map_err(crate::exit::failure)?;
+    if let Some(range) = args.ramp {
+        return ramp(&args, &flags, targets.remove(0), &mut measure, range);
     }
-    let mut measure = crate::progress::measure(true)?;
-    let plan = plan(&args, targets(&args, &mut measure)?);
+    let plan = flags.plan(targets);
     let to_stdout = args.format == SweepFormat::Text;
     let table = Table { stdout: to_stdout, silent: args.request.quiet && !to_stdout };
     let urls: Vec<&str> = plan.targets.iter().map(|t| t.url.as_str()).collect();
@@ -176,46 +148,17 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     Ok(if outcome.gates_passed() { OK } else { SLO_FAILED })
 }
 
-/// Each target's configuration, fitted to what the client has and reached once.
-fn targets(args: &SweepArgs, measure: &mut dyn Measure) -> anyhow::Result<Vec<SweepTarget>> {
-    let mut targets = Vec::new();
-    for url in std::iter::once(&args.url).chain(args.compare.as_ref()) {
-        let mut config = args.request.config(url)?;
-        config.stop = match (args.conns_per_step, args.step_duration) {
-            (Some(n), _) => Stop::Count(n),
-            (None, d) => Stop::Duration(d.unwrap_or(Duration::from_secs(10))),
-        };
-        let schedule = args.schedule.schedule();
-        config.pacing = schedule.pacing(1.0, None);
-        config.coalesce = schedule.coalesce;
-        let policy = args.request.over_capacity.into();
-        let (addr, capped) = loadlab_runner::bench::prepare(&mut config, policy, measure)
-            .map_err(load::bench_failure)?;
-        if let Some(w) = capped {
-            eprintln!("loadlab: warning: {w}");
-        }
-        targets.push(SweepTarget { config, addr, url: url.clone() });
-    }
-    Ok(targets)
-}
-
-/// The sweep the flags ask for, over `targets`.
-fn plan(args: &SweepArgs, targets: Vec<SweepTarget>) -> SweepPlan {
-    // As fitted to what the client has (the same machine for every target).
-    let max_connections = match targets[0].config.pacing {
-        Pacing::Open { max_connections, .. } | Pacing::Sessions { max_connections, .. } => {
-            max_connections
-        }
-        Pacing::Closed => args.schedule.max_connections,
-    };
-    SweepPlan {
+/// The flags as the runner takes them.
+fn flags(args: &SweepArgs) -> SweepFlags {
+    SweepFlags {
+        urls: std::iter::once(&args.url).chain(&args.compare).cloned().collect(),
         rates: args.rates.as_ref().map_or_else(Vec::new, |r| r.0.clone()),
-        targets,
-        calls: (args.calls_per_conn.is_some() || args.conns_per_step.is_some())
-            .then(|| args.calls_per_conn.unwrap_or(1).max(1)),
-        arrival: args.schedule.arrival.into(),
-        max_connections,
-        criteria: Criteria { max_error_ratio: args.max_errors, ..Criteria::default() },
+        step_duration: args.step_duration,
+        conns_per_step: args.conns_per_step,
+        calls_per_conn: args.calls_per_conn,
+        schedule: args.schedule.schedule(),
+        over_capacity: args.request.over_capacity.into(),
+        max_errors: args.max_errors,
         stop_after_knee: args.stop_after_knee,
         find_knee: args.find_knee,
         slo: args.slo.clone(),
@@ -223,19 +166,16 @@ fn plan(args: &SweepArgs, targets: Vec<SweepTarget>) -> SweepPlan {
 }
 
 /// `sweep --ramp FROM..TO`: one shaped run, its seconds and its knee.
-fn ramp(args: &SweepArgs, from: f64, to: f64) -> anyhow::Result<u8> {
-    let mut measure = crate::progress::measure(args.request.quiet)?;
-    let target = targets(args, &mut measure)?.remove(0);
-    let plan = RampPlan {
-        config: target.config,
-        addr: target.addr,
-        url: target.url,
-        from,
-        to,
-        duration: args.ramp_duration.unwrap_or(Duration::from_secs(10)),
-        criteria: Criteria { max_error_ratio: args.max_errors, ..Criteria::default() },
-    };
-    let outcome = run_ramp(&plan, &mut measure).map_err(crate::exit::failure)?;
+fn ramp(
+    args: &SweepArgs,
+    flags: &SweepFlags,
+    target: SweepTarget,
+    measure: &mut dyn Measure,
+    (from, to): (f64, f64),
+) -> anyhow::Result<u8> {
+    let duration = args.ramp_duration.unwrap_or(Duration::from_secs(10));
+    let outcome =
+        run_ramp(&flags.ramp(target, from, to, duration), measure).map_err(crate::exit::failure)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.format {
         SweepFormat::Text => output::write_ramp_text(&mut out, &outcome)?,
@@ -249,8 +189,8 @@ fn ramp(args: &SweepArgs, from: f64, to: f64) -> anyhow::Result<u8> {
 /// thresholds).
 fn parse_sweep_slo(s: &str) -> Result<Slo, String> {
     match crate::units::parse_duration(s) {
-        Ok(d) => load::parse_slo(&format!("p99<={}us", d.as_micros())),
-        Err(_) => load::parse_slo(s),
+        Ok(d) => values::slo(&format!("p99<={}us", d.as_micros())),
+        Err(_) => values::slo(s),
     }
 }
 
@@ -272,21 +212,6 @@ impl Table {
         } else {
             eprintln!("{s}");
             Ok(())
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rate_lists() {
-        assert_eq!(parse_rates("100..500:100").unwrap().0, vec![100.0, 200.0, 300.0, 400.0, 500.0]);
-        assert_eq!(parse_rates("400,100,200,100").unwrap().0, vec![100.0, 200.0, 400.0]);
-        assert_eq!(parse_rates("10..15:10").unwrap().0, vec![10.0]);
-        for bad in ["", "a", "100..50:10", "0,100", "1..2", "1..1000000:1"] {
-            assert!(parse_rates(bad).is_err(), "{bad}");
         }
     }
 }

@@ -189,12 +189,22 @@ impl Classify for FlagError {
     }
 }
 
+impl Classify for crate::sweep_plan::SweepFlagError {
+    fn class(&self) -> Class {
+        match self {
+            Self::Flags(e) => e.class(),
+            Self::Bench(e) => e.class(),
+        }
+    }
+}
+
 /// An agent's: the rendezvous missed, a load or secret that is the user's to fix, a refusal.
 impl Classify for AgentError {
     fn class(&self) -> Class {
         use loadlab_agents::AgentsError as E;
         match self {
             AgentError::Bench(e) => e.class(),
+            AgentError::Unsupported(_) => Class::Usage,
             AgentError::Agents(E::Missing { .. }) => Class::Rendezvous,
             AgentError::Agents(E::LoadDiffers { .. } | E::Token(_)) => Class::Usage,
             AgentError::Agents(E::Refused(_)) => Class::Refused,

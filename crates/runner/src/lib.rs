@@ -24,6 +24,7 @@
 //! - [`slo`]: the SLO gate's figures from a run's result.
 //! - [`stored`]: the store and run that `report`, `runs` and `compare` read.
 //! - [`seconds`]: the figures and flags of every second of a load that changes over time.
+//! - [`values`]: flag values beyond numbers (levels, shapes, rate lists, SLOs) parsed.
 //! - [`stack`]: `loadlab stack`'s sequences: up held or detached, the remote end of a
 //!   `--host` session, sampling, and which way a `stack down` goes.
 //!
@@ -51,7 +52,9 @@ pub mod stack;
 pub mod stored;
 pub mod suite;
 pub mod sweep;
+pub mod sweep_plan;
 pub mod trust;
+pub mod values;
 pub mod verify;
 
 pub use executor::{run_plan, Events, Measure, RunContext, RunError, Stacks};

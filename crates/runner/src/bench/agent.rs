@@ -59,6 +59,9 @@ pub enum AgentError {
     Bench(#[from] BenchError),
     #[error(transparent)]
     Agents(#[from] AgentsError),
+    /// What agents cannot run together yet: the user's to change.
+    #[error("{0}")]
+    Unsupported(String),
     /// An agent's measurements could not be added (another version, a corrupt message).
     #[error("agent {index}'s measurements: {reason}")]
     Merge { index: usize, reason: String },
@@ -74,6 +77,11 @@ pub fn run(
     control: Arc<Control>,
     warn: &mut dyn FnMut(&str),
 ) -> Result<Outcome, AgentError> {
+    if request.config.visits.is_some() {
+        // Their figures of sessions are not in what agents send agent 0 yet.
+        let why = "--wsesslog and --view run on one host for now: not with --agents";
+        return Err(AgentError::Unsupported(why.into()));
+    }
     let whole = request.clone();
     let mut mine = request;
     mine.config.take_share(agents.share).map_err(BenchError::Engine)?;
