@@ -335,6 +335,18 @@ impl Link {
     }
 }
 
+impl Bytes {
+    fn of(r: &BenchResult) -> Bytes {
+        let t = &r.tally;
+        Bytes {
+            total: t.bytes_total,
+            body: t.bytes_body,
+            sent: r.bytes_sent,
+            total_per_s: per_second(t.bytes_total as f64, r.duration),
+        }
+    }
+}
+
 impl Report {
     pub fn new(cfg: &BenchConfig, address: std::net::SocketAddr, r: &BenchResult) -> Report {
         let t = &r.tally;
@@ -373,18 +385,13 @@ impl Report {
                 .errors
                 .other_errno
                 .iter()
-                .map(|(errno, n)| (errno.to_string(), *n))
+                .map(|(e, n)| (e.to_string(), *n))
                 .collect(),
             errors_tls: t.errors.tls_reasons.clone(),
             errors_h2: t.errors.h2_reasons.clone(),
             status: t.status_counts().into_iter().map(|(c, n)| (c.to_string(), n)).collect(),
             status_class,
-            bytes: Bytes {
-                total: t.bytes_total,
-                body: t.bytes_body,
-                sent: r.bytes_sent,
-                total_per_s: per_second(t.bytes_total as f64, r.duration),
-            },
+            bytes: Bytes::of(r),
             body_length: BodyLength::of(t),
             server: Server::of(cfg, r),
             tls: r.tls.clone(),
