@@ -39,7 +39,7 @@ fn the_printed_job_service_and_secret_pass_the_api_schema_strictly() {
     let Some(program) = validator() else { return };
     let dir = tempfile::tempdir().expect("temp dir");
     let token = dir.path().join("token");
-    std::fs::write(&token, "s3cret\n").unwrap();
+    std::fs::write(&token, "s3cret-s3cret-s3cret\n").unwrap();
     let output = agents_k8s(&[
         "--image",
         "registry.example/loadlab:1",
@@ -75,6 +75,29 @@ fn the_printed_job_service_and_secret_pass_the_api_schema_strictly() {
     assert_ne!(wrong, yaml);
     std::fs::write(&file, &wrong).unwrap();
     assert!(!validate(&program, &file).status.success(), "{wrong}");
+}
+
+#[test]
+fn a_secret_the_agents_would_refuse_is_refused_before_any_manifest() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret\n").unwrap();
+    let file = token.to_str().unwrap();
+    let output = agents_k8s(&[
+        "--image",
+        "i:1",
+        "--agents",
+        "2",
+        "--token-file",
+        file,
+        "--",
+        "bench",
+        "http://a/",
+    ]);
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("fewer than 16"), "{stderr}");
+    assert!(output.stdout.is_empty(), "no manifest printed");
 }
 
 #[test]
