@@ -45,25 +45,6 @@ pub fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// Sleeps until the wall clock reads `at_ns`; returns how late the wake-up was, ns (negative
-/// never: a time already past returns at once with its lateness).
-pub fn sleep_until(at_ns: u64) -> u64 {
-    loop {
-        let now = now_ns();
-        if now >= at_ns {
-            return now - at_ns;
-        }
-        let left = at_ns - now;
-        // The last 200 µs are spun: thread::sleep can overshoot by the timer slack (50 µs by
-        // default) and more on a busy machine, and the start skew is what is at stake.
-        if left > 200_000 {
-            std::thread::sleep(Duration::from_nanos(left - 200_000));
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -94,7 +94,8 @@ impl Member {
     }
 
     /// Heartbeats from now on (the counters of `control`), and a stop from agent 0 (or its
-    /// loss) stops `control`. Then call [`Running::wait_start`] and run.
+    /// loss) stops `control`. The engine itself waits for the start after its setup
+    /// (`BenchConfig::start_at`), so that a slow wake-up does not shift the schedule.
     pub fn begin(self, control: Arc<Control>) -> Result<Running, AgentsError> {
         let done = Arc::new(AtomicBool::new(false));
         let mut writer = self.stream.try_clone().map_err(io("starting"))?;
@@ -126,14 +127,7 @@ impl Member {
         let _ = reader.set_read_timeout(None);
         let (c, d) = (control.clone(), done.clone());
         let stops = std::thread::spawn(move || listen(&mut reader, &c, &d));
-        Ok(Running {
-            stream: self.stream,
-            start_local: self.start_local,
-            done,
-            beats,
-            stops,
-            control,
-        })
+        Ok(Running { stream: self.stream, done, beats, stops, control })
     }
 }
 
@@ -184,7 +178,6 @@ fn listen(reader: &mut TcpStream, control: &Control, done: &AtomicBool) -> Optio
 #[derive(Debug)]
 pub struct Running {
     stream: TcpStream,
-    start_local: u64,
     done: Arc<AtomicBool>,
     beats: JoinHandle<Deltas>,
     stops: JoinHandle<Option<Stopped>>,
@@ -192,11 +185,6 @@ pub struct Running {
 }
 
 impl Running {
-    /// Sleeps until the start; returns how late the wake-up was, ns.
-    pub fn wait_start(&self) -> u64 {
-        clock::sleep_until(self.start_local)
-    }
-
     /// Sends the last seconds and the measurements; returns why agent 0 stopped the run
     /// early, if it did.
     pub fn end(mut self, part: Part, late_ns: u64) -> Result<Option<Stopped>, AgentsError> {
