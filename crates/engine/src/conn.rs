@@ -15,7 +15,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::exchange::Exchange;
 use crate::h2::Session;
-use crate::http::Parser;
+use crate::http::{Parser, Progress};
+use crate::ErrorClass;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum State {
@@ -59,7 +60,47 @@ pub(crate) struct Conn {
     pub h2: Option<Box<Session>>,
 }
 
+/// What a read's bytes made of the HTTP/1.1 answer in progress ([`Conn::feed`]).
+pub(crate) enum Fed {
+    /// More is to come.
+    Partial,
+    /// The answer is whole; `spoiled` when bytes came after it or the peer closed, so that
+    /// the connection's framing can no longer be trusted and it is not reused.
+    Complete {
+        spoiled: bool,
+    },
+    Failed(ErrorClass),
+}
+
 impl Conn {
+    /// Feeds `bytes`, read at `at`, to the answer in progress (no bytes: the peer closed),
+    /// counting them and checking the body as it streams by. One step for every loop that
+    /// reads HTTP/1.1 answers (requests, visits), so that they count and judge alike.
+    pub fn feed(&mut self, bytes: &[u8], at: Instant) -> Fed {
+        if bytes.is_empty() {
+            return match self.parser.on_eof() {
+                Ok(()) => Fed::Complete { spoiled: true },
+                Err(e) => Fed::Failed(e.class()),
+            };
+        }
+        self.ex.first_byte.get_or_insert(at);
+        let check = &mut self.ex.check;
+        match self.parser.feed(bytes, &mut |b| check.update(b)) {
+            Ok(Progress::Partial) => {
+                self.ex.resp_bytes += bytes.len() as u64;
+                Fed::Partial
+            }
+            Ok(Progress::Complete { consumed }) => {
+                self.ex.resp_bytes += consumed as u64;
+                Fed::Complete { spoiled: consumed < bytes.len() }
+            }
+            Err(e) => {
+                self.ex.resp_bytes += bytes.len() as u64;
+                Fed::Failed(e.class())
+            }
+        }
+    }
+
     pub fn new(parser: Parser, ex: Exchange, h2: Option<Box<Session>>, now: Instant) -> Conn {
         Conn {
             stream: None,

@@ -20,9 +20,9 @@ use rand::SeedableRng;
 
 use super::{Plan, SessionTally, StepFailure};
 use crate::check::BodyCheck;
-use crate::conn::{Conn, State, To};
+use crate::conn::{Conn, Fed, State, To};
 use crate::exchange::{second_of, us, Exchange, Recording};
-use crate::http::{Parser, Progress};
+use crate::http::Parser;
 use crate::pacing::Budget;
 use crate::result::{EntryTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
@@ -426,29 +426,11 @@ impl VisitWorker {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
             };
-            if n == 0 {
-                return match conn.parser.on_eof() {
-                    Ok(()) => self.complete(idx, now, true),
-                    Err(e) => self.fail(idx, e.class(), None, now),
-                };
-            }
-            conn.ex.first_byte.get_or_insert(now);
-            let check = &mut conn.ex.check;
-            match conn.parser.feed(&self.buf[..n], &mut |b| check.update(b)) {
-                Ok(Progress::Partial) => {
-                    conn.ex.resp_bytes += n as u64;
-                    if n < self.buf.len() && !must_drain {
-                        return;
-                    }
-                }
-                Ok(Progress::Complete { consumed }) => {
-                    conn.ex.resp_bytes += consumed as u64;
-                    return self.complete(idx, now, consumed < n);
-                }
-                Err(e) => {
-                    conn.ex.resp_bytes += n as u64;
-                    return self.fail(idx, e.class(), None, now);
-                }
+            match conn.feed(&self.buf[..n], now) {
+                Fed::Partial if n < self.buf.len() && !must_drain => return,
+                Fed::Partial => {}
+                Fed::Complete { spoiled } => return self.complete(idx, now, spoiled),
+                Fed::Failed(class) => return self.fail(idx, class, None, now),
             }
         }
     }

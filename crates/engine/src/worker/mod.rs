@@ -23,10 +23,10 @@ use mio::{Events, Poll, Token};
 
 use crate::check::{BodyCheck, Validation};
 use crate::conn::Stream;
-use crate::conn::{Conn, State};
+use crate::conn::{Conn, Fed, State};
 use crate::exchange::{second_of, us, Exchange, Recording};
 use crate::h2::Session;
-use crate::http::{Limits, Parser, Progress};
+use crate::http::{Limits, Parser};
 use crate::mix::{Picker, Table};
 use crate::pacing::{Budget, Pacing};
 use crate::result::{EntryTally, IntervalTally, Tally, WorkerReport};
@@ -790,32 +790,17 @@ impl Worker {
                 (true, Some(s)) => arrived(s, now, conn.ex.written),
                 _ => now,
             };
-            if n == 0 {
-                return match conn.parser.on_eof() {
-                    Ok(()) => self.complete(idx, at, true),
-                    Err(e) => self.fail(idx, e.class(), None, now),
-                };
-            }
-            conn.ex.first_byte.get_or_insert(at);
-            let check = &mut conn.ex.check;
-            match conn.parser.feed(&self.buf[..n], &mut |b| check.update(b)) {
-                Ok(Progress::Partial) => {
-                    conn.ex.resp_bytes += n as u64;
+            match conn.feed(&self.buf[..n], at) {
+                Fed::Partial => {
                     let ended = matches!(&conn.stream, Some(Stream::Tls(t)) if t.ended());
                     if n < self.buf.len() && !must_drain && !ended {
                         return;
                     }
                 }
-                Ok(Progress::Complete { consumed }) => {
-                    conn.ex.resp_bytes += consumed as u64;
-                    // Bytes after the response were never asked for (no pipelining): the
-                    // connection's framing can no longer be trusted, so it is not reused.
-                    return self.complete(idx, at, consumed < n);
-                }
-                Err(e) => {
-                    conn.ex.resp_bytes += n as u64;
-                    return self.fail(idx, e.class(), None, now);
-                }
+                // Bytes after the response were never asked for (no pipelining): the
+                // connection's framing can no longer be trusted, so it is not reused.
+                Fed::Complete { spoiled } => return self.complete(idx, at, spoiled),
+                Fed::Failed(class) => return self.fail(idx, class, None, now),
             }
         }
     }
