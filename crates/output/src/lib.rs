@@ -10,6 +10,7 @@
 //! - [`suite`]: `loadlab run`'s plan, progress lines and end.
 //! - [`doctor`]: doctor's findings as text and JSON.
 //! - [`cells`]: a stored run's cells as CSV.
+//! - [`usage`]: a command line clap refused, as one line.
 
 pub mod bench;
 pub mod cells;
@@ -17,3 +18,4 @@ pub mod doctor;
 pub mod stack;
 pub mod suite;
 pub mod sweep;
+pub mod usage;
