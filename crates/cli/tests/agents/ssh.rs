@@ -212,3 +212,85 @@ fn ctrl_c_to_agent_0s_process_group_stops_the_remote_agents_on_purpose() {
     }
     assert!(lab.left_after(Duration::from_secs(3)).is_empty(), "left: {:?}", lab.left());
 }
+
+/// An ssh of the test's own for the tests that need no hosts: it runs the remote command line
+/// here, with `sh -c` as sshd would; the session of a host whose name holds `broken` fails
+/// as a remote agent that cannot run would (its line on stderr, exit 3), after the probe.
+const FAKE_SSH: &str = r#"#!/bin/sh
+for word; do dest=$remote; remote=$word; done
+case "$dest:$remote" in
+  *broken*LOADLAB_TOKEN*) echo "loadlab: error: this host cannot reach the target" >&2; exit 3 ;;
+esac
+exec sh -c "$remote"
+"#;
+
+/// `loadlab bench URL ARGS --agents 3 --agent-hosts HOSTS` with [`FAKE_SSH`], this loadlab
+/// on its PATH (so that the probe finds it and nothing is copied).
+fn fake_bench(dir: &std::path::Path, url: &str, args: &[&str], hosts: &str) -> Command {
+    use std::os::unix::fs::PermissionsExt;
+    let ssh = dir.join("ssh");
+    std::fs::write(&ssh, FAKE_SSH).expect("write the fake ssh");
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_loadlab")).parent().unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let mut c = loadlab();
+    c.args(["bench", url]).args(args);
+    c.args(["--agents", "3", "--agent-hosts", hosts, "--format", "json", "--quiet"]);
+    c.env("LOADLAB_SSH_COMMAND", &ssh).env("PATH", path).env("XDG_CACHE_HOME", dir);
+    c
+}
+
+/// The processes whose command line holds `text` (the test's URL: its agents).
+fn running_with(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(text) {
+            found.push(cmdline);
+        }
+    }
+    found
+}
+
+#[test]
+fn an_agent_that_fails_before_the_start_ends_the_rendezvous_at_once_naming_it() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = server.url("/");
+    let hosts = "ssh://good,ssh://broken";
+    // Names this host cannot resolve: the rendezvous is given.
+    let args = ["-c", "3", "-n", "30", "--rendezvous", &super::rendezvous()];
+    let t0 = Instant::now();
+    let out = output_within(fake_bench(dir.path(), &url, &args, hosts), LIMIT);
+    let took = t0.elapsed();
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    let said = "agent 2 (ssh://broken) ended with exit 3: loadlab: error: this host cannot reach";
+    assert!(stderr(&out).contains(said), "{}", stderr(&out));
+    // Not after --rendezvous-timeout's 60 s.
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    assert_eq!(server.requests(), 0, "no load without every agent");
+    // Agent 1, started and waiting, ended with agent 0.
+    let t0 = Instant::now();
+    while !running_with(&url).is_empty() && t0.elapsed() < Duration::from_secs(3) {
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(running_with(&url).is_empty(), "left: {:?}", running_with(&url));
+}
+
+#[test]
+fn hosts_that_are_not_n_minus_1_or_not_ssh_urls_are_refused_with_exit_2() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = "http://127.0.0.1:9/";
+    for (hosts, says) in [
+        ("ssh://a", "--agent-hosts names 1 hosts and --agents 3 needs 2"),
+        ("ssh://a,ssh://b,ssh://c", "--agent-hosts names 3 hosts and --agents 3 needs 2"),
+        ("ssh://a,b", "expected ssh://[user@]host[:port]"),
+    ] {
+        let out = output_within(fake_bench(dir.path(), url, &["-n", "9"], hosts), LIMIT);
+        assert_eq!(out.status.code(), Some(2), "{hosts}: {}", stderr(&out));
+        let line = stderr(&out);
+        assert_eq!(line.lines().count(), 1, "one line: {line}");
+        assert!(line.contains(says), "{hosts}: {line}");
+    }
+}
