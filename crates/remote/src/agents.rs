@@ -221,10 +221,11 @@ impl RemoteAgent {
             RemoteAgent { host: host.clone(), child, stdin: None, outputs: Some(outputs) };
         let mut line = token.to_vec();
         line.push(b'\n');
-        if let Err(e) = stdin.write_all(&line).and_then(|()| stdin.flush()) {
-            return Err(Error::Ssh { host: host.to_string(), reason: e.to_string() });
+        // A session that ended already (ssh refused, or the remote shell exited) cannot take
+        // the line: its input is left closed, and its end (exit code, last words) says why.
+        if stdin.write_all(&line).and_then(|()| stdin.flush()).is_ok() {
+            agent.stdin = Some(stdin);
         }
-        agent.stdin = Some(stdin);
         Ok(agent)
     }
 

@@ -208,13 +208,16 @@ impl Fleet {
         match gathered {
             Ok(c) => Ok(c),
             Err(_) if interrupted() => Err(HostsError::Interrupted),
-            Err(e) => {
+            // Only a rendezvous given up is the ended session's doing; a refusal (a differing
+            // load) is its own error, whatever the refused agents did since.
+            Err(e @ AgentsError::Missing { .. }) => {
                 let Some(i) = self.agents.iter_mut().position(|a| a.has_ended()) else {
                     return Err(e.into());
                 };
                 let ended = self.agents.remove(i).finish(Duration::ZERO);
                 Err(HostsError::Ended { index: i + 1, ended: Box::new(ended) })
             }
+            Err(e) => Err(e.into()),
         }
     }
 
