@@ -97,7 +97,7 @@ impl AgentArgs {
         if index >= of {
             return Err(usage(format!("--agent {index} is not in 0..{}", of - 1)));
         }
-        if of == 1 {
+        if of == 1 && self.agent_hosts.is_none() {
             return Ok(None);
         }
         let spec = match (&self.rendezvous, &self.agent_hosts) {

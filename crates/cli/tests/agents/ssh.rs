@@ -293,4 +293,10 @@ fn hosts_that_are_not_n_minus_1_or_not_ssh_urls_are_refused_with_exit_2() {
         assert_eq!(line.lines().count(), 1, "one line: {line}");
         assert!(line.contains(says), "{hosts}: {line}");
     }
+    // --agents 1 is a single host: a host to start is one too many, not ignored.
+    let mut one = loadlab();
+    one.args(["bench", url, "-n", "9", "--agents", "1", "--agent-hosts", "ssh://a"]);
+    let out = output_within(one, LIMIT);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("names 1 hosts and --agents 1 needs 0"), "{}", stderr(&out));
 }
