@@ -2,9 +2,11 @@
 //! the two other agents through ssh, on hosts of their own (the namespaces of [`Star`], each
 //! of B and C with an sshd of the test's own, its keys made by the test, listening only in
 //! its namespace), against a server in the hub. The shares add up exactly; kill -9 of a
-//! remote agent's ssh, or of the remote agent, stops every agent within 3 s with exit 9; a
+//! remote agent's ssh, or of the remote agent, stops every agent within 3 s with exit 9; kill
+//! -9 of agent 0 ends its sessions and the remote agents; Ctrl-C stops them on purpose; a
 //! host that refuses ssh is exit 3, named; no loadlab process is left on any host after any
-//! of them. Needs root, iproute2 and openssh.
+//! of them. Needs root, iproute2 and openssh. Without hosts, through a fake ssh: a session
+//! that ends before the start ends the rendezvous at once (exit 8), and bad host lists exit 2.
 
 use std::net::IpAddr;
 use std::process::{Command, Output};
@@ -299,4 +301,31 @@ fn hosts_that_are_not_n_minus_1_or_not_ssh_urls_are_refused_with_exit_2() {
     let out = output_within(one, LIMIT);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("names 1 hosts and --agents 1 needs 0"), "{}", stderr(&out));
+}
+
+/// kill -9 of agent 0 itself: nothing of it can clean up, yet its end of each session's input
+/// closes with it, so its ssh sessions and the remote agents end within 3 s.
+#[test]
+fn kill_9_of_agent_0_leaves_no_agent_and_no_ssh_on_any_host() {
+    let Some(lab) = Lab::new() else { return };
+    let (mut child, out, err) = spawn(lab.bench(&["-c", "3", "-d", "30s"], &lab.hosts()));
+    let t0 = Instant::now();
+    while lab.server.requests() < 100 && t0.elapsed() < Duration::from_secs(30) {
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert!(lab.server.requests() >= 100, "the test did not start");
+    let sessions = children(child.id());
+    assert_eq!(sessions.len(), 2, "an ssh per host: {sessions:?}");
+    child.kill().expect("kill -9 agent 0");
+    let _ = child.wait();
+    let (_, _) = (out.join(), err.join());
+    let left = lab.left_after(Duration::from_secs(3));
+    assert!(left.is_empty(), "left on the hosts: {left:?}");
+    let alive = |pid: &u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+    let t0 = Instant::now();
+    while sessions.iter().any(|(p, _)| alive(p)) && t0.elapsed() < Duration::from_secs(3) {
+        thread::sleep(Duration::from_millis(50));
+    }
+    let ssh_left: Vec<_> = sessions.iter().filter(|(p, _)| alive(p)).collect();
+    assert!(ssh_left.is_empty(), "ssh left: {ssh_left:?}");
 }
