@@ -29,8 +29,11 @@ pub const TOKEN_VAR: &str = "LOADLAB_TOKEN";
 pub const EOF_FLAG: &str = "--until-eof";
 
 /// Flags of agent 0's command line that are about agent 0 only, with a value: its place and
-/// rendezvous (each remote agent gets its own), its files and output, its verdict.
+/// rendezvous (each remote agent gets its own), its files and output, its verdict, and what
+/// names this machine's own addresses or CPUs (another host has others).
 const LOCAL_WITH_VALUE: &[&str] = &[
+    "--source-ips",
+    "--pin",
     "--agents",
     "--agent",
     "--agent-hosts",
@@ -288,7 +291,7 @@ mod tests {
     fn the_others_get_agent_0s_load_without_what_is_agent_0s_own() {
         let argv: Vec<String> = "bench http://t/ -c 6 --agents 3 --agent-hosts ssh://a,ssh://b \
              --rendezvous=10.0.0.1:7 --token-file /t --format json -q --hdr-log h -H x:y \
-             --slo p99<1s --merged-hdr-log=m -e e.csv -d 5s"
+             --slo p99<1s --merged-hdr-log=m -e e.csv --pin 0-1 --source-ips=10.0.0.2 -d 5s"
             .split_whitespace()
             .map(String::from)
             .collect();
