@@ -54,6 +54,7 @@ impl Lab {
         let sshds: Vec<&Sshd> = self.sshds.iter().collect();
         c.env("LOADLAB_SSH_COMMAND", sshd::ssh_command_for_all(&sshds));
         c.env("LOADLAB_STATE_DIR", self.sshds[0].local_state());
+        c.env("LOADLAB_TOKEN", super::TOKEN);
         self.star.agents[0].within(&c)
     }
 
@@ -129,6 +130,10 @@ fn kill_9_stops_all(victim: &dyn Fn(&Lab, u32) -> u32) {
         thread::sleep(Duration::from_millis(20));
     }
     assert!(lab.server.requests() >= 100, "the test did not start");
+    // Agent 0 and the two remote agents run the test's URL; the secret is in no argv.
+    let url = lab.server.url("/");
+    assert!(running_with(&url).len() >= 3, "{:?}", running_with(&url));
+    assert!(running_with(super::TOKEN).is_empty(), "{:?}", running_with(super::TOKEN));
     let pid = victim(&lab, child.id());
     let killed = Instant::now();
     let status = Command::new("kill").args(["-9", &pid.to_string()]).status().expect("kill");
