@@ -224,7 +224,10 @@ impl Fleet {
     /// After the run: each session's end, waited for; what the report should say of those
     /// that did not end well (an agent stopped or lost says why in its last line).
     pub fn finish(self) -> Vec<String> {
-        let ended: Vec<Ended> = self.agents.into_iter().map(|a| a.finish(END_LIMIT)).collect();
+        // One limit for all: a hung host costs END_LIMIT once, not once per host.
+        let deadline = std::time::Instant::now() + END_LIMIT;
+        let left = || deadline.saturating_duration_since(std::time::Instant::now());
+        let ended: Vec<Ended> = self.agents.into_iter().map(|a| a.finish(left())).collect();
         ended
             .iter()
             .enumerate()
@@ -251,4 +254,43 @@ pub fn how(ended: &Ended) -> String {
 /// agent).
 pub fn ssh_failed(ended: &Ended) -> bool {
     ended.code == Some(SSH_FAILED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(code: Option<i32>, stderr: &str) -> Ended {
+        let host = "ssh://root@b".parse().unwrap();
+        Ended { host, code, stdout: String::new(), stderr: stderr.into() }
+    }
+
+    #[test]
+    fn a_sessions_end_says_who_failed_and_its_last_line() {
+        let refused = ended(Some(SSH_FAILED), "ssh: connect to host b port 22: refused\n");
+        assert_eq!(
+            how(&refused),
+            "could not be reached by ssh: ssh: connect to host b port 22: refused"
+        );
+        assert!(ssh_failed(&refused));
+        let stopped = ended(Some(12), "loadlab: agent 0 stopped the test: interrupted\n\n");
+        assert_eq!(
+            how(&stopped),
+            "ended with exit 12: loadlab: agent 0 stopped the test: interrupted"
+        );
+        assert!(!ssh_failed(&stopped));
+        assert_eq!(how(&ended(None, "")), "lost its ssh session (killed)");
+    }
+
+    #[test]
+    fn without_a_secret_given_each_test_gets_a_new_random_one() {
+        let (a, _) = Secret::new(None, None).unwrap();
+        let (b, _) = Secret::new(None, None).unwrap();
+        assert_eq!(a.0.len(), 32);
+        assert_ne!(a.0, b.0);
+        assert_eq!(format!("{a:?}"), "Secret(..)", "never printed");
+        let (given, _) = Secret::new(None, Some(" a-secret-of-some-length \n".into())).unwrap();
+        assert_eq!(given.0, "a-secret-of-some-length");
+        assert!(Secret::new(None, Some("short".into())).is_err());
+    }
 }
