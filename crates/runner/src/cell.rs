@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
-use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec, Sample};
+use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec, Sample, SecondRecord};
 use loadlab_suite::{Cell, Point, StackSource};
 
 use crate::limit::LimitedBy;
@@ -35,6 +35,7 @@ pub fn record(
         metrics: metrics(config, r),
         histograms: histograms(config, r),
         series: r.tally.series.clone(),
+        seconds: judged_seconds(config, r),
         samples: samples.iter().flat_map(store_samples).collect(),
         flags: verdict.store_flags(),
         limited_by: Some(limited_by.clone()),
@@ -42,6 +43,26 @@ pub fn record(
         // replaces them in the suite before the plan is made.
         slo: cell.workload.slo.as_ref().map(|s| s.text.clone()),
     }
+}
+
+/// Under a load that changes over time, every second as [`crate::seconds`] judged it (the
+/// rows `bench` prints), for the report to draw; nothing for a fixed load.
+fn judged_seconds(config: &BenchConfig, r: &BenchResult) -> Vec<SecondRecord> {
+    if config.shape.is_none() {
+        return Vec::new();
+    }
+    crate::seconds::of(config, r)
+        .into_iter()
+        .map(|s| SecondRecord {
+            offered: s.offered,
+            achieved: s.achieved,
+            p50_us: s.p50_us,
+            p90_us: s.p90_us,
+            p99_us: s.p99_us,
+            connections_open: s.connections_open,
+            flags: s.flags,
+        })
+        .collect()
 }
 
 /// The cell's named figures (`metric::` names), a URL list's per request too.
@@ -174,6 +195,11 @@ fn load_spec(cell: &Cell) -> LoadSpec {
     // load are one group, compared; several streams per connection make another load.
     if cell.http2() && l.streams > 1 {
         spec.extra.insert("streams".into(), (l.streams as u64).into());
+    }
+    // A load that changes over time is its own load (its rate is the shape's mean), drawn
+    // second by second in the report.
+    if let Some(stages) = l.shape_label() {
+        spec.extra.insert(LoadSpec::STAGES.into(), stages.into());
     }
     spec
 }
