@@ -48,6 +48,7 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
     let verdicts = verdicts(cells);
     let palette = Palette::new(cells);
     let plots = plots(run, cells, &palette);
+    let seconds = crate::per_second::plots(cells, &palette);
     let mut out = String::with_capacity(256 * 1024);
     // Writing into a String cannot fail: the fmt::Results below are always Ok.
     let o = &mut out;
@@ -84,7 +85,7 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
             "Load over time",
             "Cells whose load changed over time (a ramp, stages), second by second: offered \
              against achieved requests, and p50 and p99 latency.",
-            plots.seconds.iter().collect(),
+            seconds.iter().collect(),
         ),
         (
             "resources",

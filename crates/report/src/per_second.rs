@@ -76,7 +76,8 @@ fn plot(c: &CellRecord, stages: &str, stack: &str, palette: &Palette) -> Plot {
                     y_desc: "requests per second".into(),
                     y_log: false,
                     from_zero: true,
-                    lines: vec![offered_line, achieved_line],
+                    // Offered last, so that its dashes show where achieved keeps up with it.
+                    lines: vec![achieved_line, offered_line],
                 },
                 Panel {
                     y_desc: "latency (ms)".into(),
@@ -177,9 +178,9 @@ mod tests {
         assert_eq!(plots.len(), 1, "the fixed cell has no chart of seconds");
         let p = &plots[0];
         let rate = &p.chart.panels[0];
-        assert_eq!(rate.lines[0].pieces[0][5], (5.0, 457.0), "offered");
-        assert_eq!(rate.lines[1].pieces[0][5], (5.0, 442.0), "achieved");
-        assert_eq!(rate.lines[1].flagged, [(4.0, 362.0), (5.0, 442.0)]);
+        assert_eq!(rate.lines[1].pieces[0][5], (5.0, 457.0), "offered");
+        assert_eq!(rate.lines[0].pieces[0][5], (5.0, 442.0), "achieved");
+        assert_eq!(rate.lines[0].flagged, [(4.0, 362.0), (5.0, 442.0)]);
         let latency = &p.chart.panels[1];
         assert_eq!(latency.lines[1].pieces[0][0], (1.0, 3.0), "p99 in ms, none at second 0");
         assert_eq!(latency.lines[1].flagged, [(4.0, 6.0), (5.0, 7.0)]);

@@ -82,8 +82,6 @@ pub struct Plots {
     pub throughput: Vec<Plot>,
     pub latency: Vec<Plot>,
     pub sweeps: Vec<Plot>,
-    /// Cells whose load changed over time, second by second (`per_second.rs`).
-    pub seconds: Vec<Plot>,
     pub resources: Vec<Plot>,
 }
 
@@ -103,7 +101,6 @@ pub fn plots(run: &Run, cells: &[CellRecord], palette: &Palette) -> Plots {
             _ => out.latency.extend(f.points.iter().map(|(_, g)| spectrum(g, palette))),
         }
     }
-    out.seconds = crate::per_second::plots(cells, palette);
     let labels = stack_labels(cells);
     for stack in palette.stacks() {
         let mine: Vec<&CellRecord> =
