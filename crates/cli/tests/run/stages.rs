@@ -69,3 +69,20 @@ fn the_ramp_suite_stores_each_second_as_the_run_measured_it() {
     assert!(page.contains("<section id=\"seconds\">"), "no section of seconds");
     assert_eq!(page.matches("every second of ").count(), cells.len(), "a chart per cell");
 }
+
+/// A bad shape in a suite file stops `run` before anything starts: one line naming the file,
+/// line, column and key, exit 2.
+#[test]
+fn a_bad_shape_in_a_suite_is_refused_in_one_line_with_exit_2() {
+    let scratch = Scratch::new();
+    let text =
+        "name = \"bad\"\n[[stacks]]\nname = \"nginx\"\n[[workloads]]\nname = \"hello.txt\"\n\
+                [[loads]]\nmodel = \"open\"\nstages = \"10s:0..100,5x:100\"\n";
+    let file = scratch.write("bad.toml", text);
+    let output = scratch.run(&["run", "--suite", &file, "--dry-run"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    let want = format!("{file}:8:10: stages: \"5x:100\": \"5x\" has no known unit");
+    assert!(stderr.contains(&want), "{want}\n{stderr}");
+}
