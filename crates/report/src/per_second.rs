@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use loadlab_store::{CellRecord, SecondRecord};
+use loadlab_store::{CellRecord, LoadModel, SecondRecord};
 
 use crate::charts::{wants_log, Chart, Line, Panel, Ticks, XAxis, FLAG_RING, REFERENCE};
 use crate::group::stack_labels;
@@ -34,11 +34,9 @@ fn plot(c: &CellRecord, stages: &str, stack: &str, palette: &Palette) -> Plot {
         points.iter().copied().filter(|p| !c.seconds[p.0 as usize].flags.is_empty()).collect()
     };
 
-    let offered = at(|r| Some(r.offered as f64));
     let achieved = at(|r| Some(r.achieved as f64));
     let p50 = at(|r| r.p50_us.map(ms));
     let p99 = at(|r| r.p99_us.map(ms));
-    let offered_line = Line { dashed: true, markers: false, ..Line::new(REFERENCE, offered) };
     let achieved_line =
         Line { markers: false, flagged: flagged(&achieved), ..Line::new(color, achieved.clone()) };
     let p50_line = Line { dashed: true, markers: false, ..Line::new(color, p50.clone()) };
@@ -46,8 +44,15 @@ fn plot(c: &CellRecord, stages: &str, stack: &str, palette: &Palette) -> Plot {
     let latencies = p50.iter().chain(&p99).map(|p| p.1).filter(|v| *v > 0.0);
     let (lo, hi) = latencies.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
 
+    let (mut panels, reference) = load_panels(c, achieved_line);
+    panels.push(Panel {
+        y_desc: "latency (ms)".into(),
+        y_log: wants_log(lo, hi),
+        from_zero: true,
+        lines: vec![p50_line, p99_line],
+    });
     let mut legend = vec![
-        LegendEntry { label: "offered".into(), color: REFERENCE, dashed: true },
+        reference,
         LegendEntry { label: format!("{stack}: achieved, p99"), color, dashed: false },
         LegendEntry { label: "p50".into(), color, dashed: true },
     ];
@@ -71,25 +76,39 @@ fn plot(c: &CellRecord, stages: &str, stack: &str, palette: &Palette) -> Plot {
             title: format!("{stack} {}", c.workload),
             x_desc: "second of the run".into(),
             x: XAxis::Numbers { ticks: Ticks::Number, log: false },
-            panels: vec![
-                Panel {
-                    y_desc: "requests per second".into(),
-                    y_log: false,
-                    from_zero: true,
-                    // Offered last, so that its dashes show where achieved keeps up with it.
-                    lines: vec![achieved_line, offered_line],
-                },
-                Panel {
-                    y_desc: "latency (ms)".into(),
-                    y_log: wants_log(lo, hi),
-                    from_zero: true,
-                    lines: vec![p50_line, p99_line],
-                },
-            ],
+            panels,
             width: WIDTH,
             panel_height: 200,
         },
     }
+}
+
+/// The panels of what the load did each second, with the legend of its grey line: requests
+/// achieved against offered; a closed loop offers no schedule, so its achieved requests stand
+/// alone over the connections it held open (what its stages change).
+fn load_panels(c: &CellRecord, achieved: Line) -> (Vec<Panel>, LegendEntry) {
+    let points = |f: fn(&SecondRecord) -> u64| -> Vec<(f64, f64)> {
+        c.seconds.iter().enumerate().map(|(s, r)| (s as f64, f(r) as f64)).collect()
+    };
+    let panel =
+        |y_desc: &str, lines| Panel { y_desc: y_desc.into(), y_log: false, from_zero: true, lines };
+    if c.load.model == LoadModel::Closed {
+        let open = Line { markers: false, ..Line::new(REFERENCE, points(|r| r.connections_open)) };
+        let legend =
+            LegendEntry { label: "connections open".into(), color: REFERENCE, dashed: false };
+        return (
+            vec![
+                panel("requests per second", vec![achieved]),
+                panel("connections open", vec![open]),
+            ],
+            legend,
+        );
+    }
+    let offered =
+        Line { dashed: true, markers: false, ..Line::new(REFERENCE, points(|r| r.offered)) };
+    let legend = LegendEntry { label: "offered".into(), color: REFERENCE, dashed: true };
+    // Offered last, so that its dashes show where achieved keeps up with it.
+    (vec![panel("requests per second", vec![achieved, offered])], legend)
 }
 
 /// Microseconds as milliseconds.
@@ -201,6 +220,20 @@ mod tests {
         assert!(html.contains("every second of 6s:0..500"));
         assert!(html.contains("client_starved at seconds 4-5"));
         assert_eq!(html.matches("every second of").count(), 1, "one chart: the staged cell's");
+    }
+
+    /// A closed loop's stages change its connections: they are drawn, not an offered rate it
+    /// never had.
+    #[test]
+    fn a_closed_loop_s_seconds_show_its_connections_instead_of_an_offered_rate() {
+        let mut c = staged_cell();
+        c.load.model = LoadModel::Closed;
+        let plots = plots(std::slice::from_ref(&c), &Palette::new(std::slice::from_ref(&c)));
+        let panels = &plots[0].chart.panels;
+        assert_eq!(panels.len(), 3);
+        assert_eq!(panels[0].lines.len(), 1, "achieved alone");
+        assert_eq!(panels[1].lines[0].pieces[0][3], (3.0, 5.0), "connections open");
+        assert_eq!(plots[0].legend[0].label, "connections open");
     }
 
     #[test]
