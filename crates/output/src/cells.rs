@@ -104,6 +104,7 @@ mod tests {
             metrics: [("rps".to_string(), 100.0)].into(),
             histograms: BTreeMap::new(),
             series: Series::default(),
+            seconds: Vec::new(),
             samples: Vec::new(),
             flags: Vec::new(),
             limited_by: None,

@@ -48,6 +48,7 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
     let verdicts = verdicts(cells);
     let palette = Palette::new(cells);
     let plots = plots(run, cells, &palette);
+    let seconds = crate::per_second::plots(cells, &palette);
     let mut out = String::with_capacity(256 * 1024);
     // Writing into a String cannot fail: the fmt::Results below are always Ok.
     let o = &mut out;
@@ -64,7 +65,7 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
     verdict_table(o, &verdicts, &palette);
     let _ = writeln!(o, "</section>");
     let throughput: Vec<&Plot> = plots.throughput.iter().chain(&plots.latency).collect();
-    let sections: [(&str, &str, &str, Vec<&Plot>); 3] = [
+    let sections: [(&str, &str, &str, Vec<&Plot>); 4] = [
         (
             "throughput",
             "Throughput and latency",
@@ -80,6 +81,13 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
             plots.sweeps.iter().collect(),
         ),
         (
+            "seconds",
+            "Load over time",
+            "Cells whose load changed over time (a ramp, stages), second by second: offered \
+             against achieved requests, and p50 and p99 latency.",
+            seconds.iter().collect(),
+        ),
+        (
             "resources",
             "Server CPU and memory",
             "What each tier of each stack used while it was measured, from the lab's sampler.",
@@ -89,28 +97,7 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
     let unsampled = unsampled_externals(cells);
     for (id, title, lead, section) in sections {
         let notes: &[String] = if id == "resources" { &unsampled } else { &[] };
-        if section.is_empty() && notes.is_empty() {
-            continue;
-        }
-        let _ = writeln!(
-            o,
-            "<section id=\"{id}\">\n<h2>{title}</h2>\n<p class=\"lead\">{lead}</p>\n\
-             <div class=\"grid\">"
-        );
-        for p in section {
-            chart(o, p);
-        }
-        let _ = writeln!(o, "</div>");
-        for stack in notes {
-            let _ = writeln!(
-                o,
-                "<p class=\"note\">{}: not sampled: external target (loadlab samples a server \
-                 it did not start only when the suite names its processes: pids, pidfile or \
-                 unit).</p>",
-                Esc(stack)
-            );
-        }
-        let _ = writeln!(o, "</section>");
+        plot_section(o, [id, title, lead], &section, notes);
     }
     cells_section(o, cells);
     environment(o, run, cells, configs);
@@ -122,6 +109,32 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
         Esc(&run.environment.loadlab_version)
     );
     out
+}
+
+/// A section of charts (`[id, title, lead]`), with the notes on stacks it has no chart of;
+/// nothing when it has neither.
+fn plot_section(o: &mut String, [id, title, lead]: [&str; 3], plots: &[&Plot], notes: &[String]) {
+    if plots.is_empty() && notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<section id=\"{id}\">\n<h2>{title}</h2>\n<p class=\"lead\">{lead}</p>\n\
+         <div class=\"grid\">"
+    );
+    for p in plots {
+        chart(o, p);
+    }
+    let _ = writeln!(o, "</div>");
+    for stack in notes {
+        let _ = writeln!(
+            o,
+            "<p class=\"note\">{}: not sampled: external target (loadlab samples a server it \
+             did not start only when the suite names its processes: pids, pidfile or unit).</p>",
+            Esc(stack)
+        );
+    }
+    let _ = writeln!(o, "</section>");
 }
 
 fn header(o: &mut String, run: &Run, cells: &[CellRecord]) {

@@ -13,7 +13,8 @@
 //!   (`loadlab compare RUN_A RUN_B`).
 //! - [`render_html`] writes the whole report as one self-contained HTML file: inline CSS and
 //!   SVG charts, no script and no external URL, so it opens offline and can be mailed.
-//!   `plots.rs` decides what to plot from the cells, `charts.rs` draws it with plotters (SVG
+//!   `plots.rs` decides what to plot from the cells (`per_second.rs`: a changing load's
+//!   seconds), `charts.rs` draws it with plotters (SVG
 //!   backend only, no font features, so no fontconfig), `detail.rs` writes each cell's figures
 //!   in ab's and httperf's layouts, `html.rs` puts the page together and escapes all text.
 //!
@@ -27,6 +28,7 @@ pub mod gate;
 pub mod group;
 mod html;
 mod limit;
+mod per_second;
 mod plots;
 pub mod requests;
 pub mod slo;

@@ -53,6 +53,7 @@ pub fn with_load(
         metrics: metrics.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
         histograms: BTreeMap::new(),
         series: Series::default(),
+        seconds: Vec::new(),
         samples: Vec::new(),
         flags: Vec::new(),
         limited_by: None,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
-use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec, Sample};
+use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec, Sample, SecondRecord};
 use loadlab_suite::{Cell, Point, StackSource};
 
 use crate::limit::LimitedBy;
@@ -35,6 +35,7 @@ pub fn record(
         metrics: metrics(config, r),
         histograms: histograms(config, r),
         series: r.tally.series.clone(),
+        seconds: judged_seconds(config, r),
         samples: samples.iter().flat_map(store_samples).collect(),
         flags: verdict.store_flags(),
         limited_by: Some(limited_by.clone()),
@@ -42,6 +43,26 @@ pub fn record(
         // replaces them in the suite before the plan is made.
         slo: cell.workload.slo.as_ref().map(|s| s.text.clone()),
     }
+}
+
+/// Under a load that changes over time, every second as [`crate::seconds`] judged it (the
+/// rows `bench` prints), for the report to draw; nothing for a fixed load.
+fn judged_seconds(config: &BenchConfig, r: &BenchResult) -> Vec<SecondRecord> {
+    if config.shape.is_none() {
+        return Vec::new();
+    }
+    crate::seconds::of(config, r)
+        .into_iter()
+        .map(|s| SecondRecord {
+            offered: s.offered,
+            achieved: s.achieved,
+            p50_us: s.p50_us,
+            p90_us: s.p90_us,
+            p99_us: s.p99_us,
+            connections_open: s.connections_open,
+            flags: s.flags,
+        })
+        .collect()
 }
 
 /// The cell's named figures (`metric::` names), a URL list's per request too.
@@ -175,6 +196,11 @@ fn load_spec(cell: &Cell) -> LoadSpec {
     if cell.http2() && l.streams > 1 {
         spec.extra.insert("streams".into(), (l.streams as u64).into());
     }
+    // A load that changes over time is its own load (its rate is the shape's mean), drawn
+    // second by second in the report.
+    if let Some(stages) = l.shape_label() {
+        spec.extra.insert(LoadSpec::STAGES.into(), stages.into());
+    }
     spec
 }
 
@@ -195,4 +221,60 @@ fn store_samples(s: &loadlab_lab::Sample) -> Vec<Sample> {
             machine_cpu: machine.map_or(0.0, |m| m.cpu_busy_pct / 100.0),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::SystemTime;
+
+    use loadlab_engine::Target;
+
+    use super::*;
+
+    const SUITE: &str = "name = \"s\"\n[[stacks]]\nname = \"nginx\"\n[[workloads]]\n\
+                         name = \"hello.txt\"\n[[loads]]\nmodel = \"open\"\nrates = [100]\n\
+                         duration = \"3s\"\n[[loads]]\nmodel = \"open\"\nstages = \"3s:0..200\"\n";
+
+    /// A staged cell is stored with its stages and every second as `seconds` judged it (the
+    /// rows `bench` prints); a fixed cell with neither.
+    #[test]
+    fn a_staged_cell_keeps_its_stages_and_every_judged_second() {
+        let suite = loadlab_suite::parse(SUITE, "s.toml").unwrap_or_else(|e| panic!("{e}"));
+        let plan = loadlab_suite::plan(&suite, false);
+        let mut staged = 0;
+        for cell in &plan.cells {
+            let target = Target::parse("http://127.0.0.1:9/hello.txt").unwrap();
+            let mut config = BenchConfig::new(target);
+            cell.apply(&mut config);
+            let mut r = crate::fake::result(config.pacing, 300, 3.0, 1_000, 0.1);
+            for s in 0..3 {
+                let b = r.tally.series.at(s);
+                (b.due, b.sent) = (50 + 100 * s as u64, 40 + 100 * s as u64);
+            }
+            let verdict = Verdict::judge(&config, &r);
+            let limited = crate::limit::of_bench(&r, &verdict);
+            let rec = record(cell, &config, &r, SystemTime::UNIX_EPOCH, &[], &verdict, &limited);
+            let Some(stages) = cell.load.shape_label() else {
+                assert_eq!(rec.load.stages(), None);
+                assert!(rec.seconds.is_empty(), "{:?}", rec.seconds);
+                continue;
+            };
+            staged += 1;
+            assert_eq!(rec.load.stages(), Some(stages.as_str()));
+            let judged: Vec<_> = crate::seconds::of(&config, &r)
+                .into_iter()
+                .map(|s| (s.offered, s.achieved, s.p99_us, s.connections_open, s.flags))
+                .collect();
+            let stored: Vec<_> = rec
+                .seconds
+                .iter()
+                .map(|s| (s.offered, s.achieved, s.p99_us, s.connections_open, s.flags.clone()))
+                .collect();
+            assert_eq!(stored, judged);
+            let offered: Vec<u64> = rec.seconds.iter().map(|s| s.offered).collect();
+            assert_eq!(offered, [50, 150, 250]);
+        }
+        // One staged cell in each of the suite's 3 (default) repetitions.
+        assert_eq!((staged, plan.cells.len()), (3, 6));
+    }
 }

@@ -766,6 +766,9 @@ pub fn load_label(cell: &Cell) -> String {
         Stop::Count(n) => format!("n={n}"),
         Stop::Duration(d) => format!("{}s", d.as_secs_f64()),
     };
+    if let Some(shaped) = shaped_label(cell) {
+        return shaped;
+    }
     let no_ka = !cell.load.keepalive && !matches!(cell.load.point, Point::Sessions { .. });
     let full = !cell.load.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on());
     let ka =
@@ -778,4 +781,17 @@ pub fn load_label(cell: &Cell) -> String {
         Point::Open { rate } => format!("open {rate}/s {stop}{ka}"),
         Point::Sessions { rate, calls } => format!("sessions {rate}/s x{calls} {stop}{ka}"),
     }
+}
+
+/// A load that changes over time, for the plan: its model, stages and length
+/// (`open stages 10s:0..1000,20s:1000 30s`); `None` for a fixed load.
+fn shaped_label(cell: &Cell) -> Option<String> {
+    let stages = cell.load.shape_label()?;
+    let secs = cell.load.shape.as_ref()?.duration().as_secs_f64();
+    let model = match cell.load.point {
+        Point::Closed { .. } => "closed connections".to_string(),
+        Point::Open { .. } => "open".to_string(),
+        Point::Sessions { calls, .. } => format!("sessions x{calls}"),
+    };
+    Some(format!("{model} stages {stages} {secs}s"))
 }

@@ -221,6 +221,15 @@ pub struct LoadSpec {
 }
 
 impl LoadSpec {
+    /// The `extra` key of a load that changes over time: its stages as `bench --stages`
+    /// spells them (`30s:0..1000,120s:1000`).
+    pub const STAGES: &'static str = "stages";
+
+    /// The stages of a load that changes over time; `None` for a fixed load.
+    pub fn stages(&self) -> Option<&str> {
+        self.extra.get(Self::STAGES).and_then(|v| v.as_str())
+    }
+
     /// A load of `model` with every optional field unset.
     pub fn new(model: LoadModel) -> LoadSpec {
         LoadSpec {
@@ -278,6 +287,10 @@ pub struct CellRecord {
     pub histograms: BTreeMap<String, Recorder>,
     /// Completed, failed and bytes per second of the cell.
     pub series: Series,
+    /// Under a load that changes over time: the judged figures of every measured second, from
+    /// second 0 (at most as many as `series` has). Empty for a fixed load, and for cells
+    /// stored before loadlab kept them.
+    pub seconds: Vec<SecondRecord>,
     pub samples: Vec<Sample>,
     pub flags: Vec<TrustFlag>,
     /// What limited the cell's figures; `None` for cells stored before loadlab judged it.
@@ -286,6 +299,24 @@ pub struct CellRecord {
     /// judges the cell's stack by it. `None` without one, and for cells stored before it was
     /// kept.
     pub slo: Option<String>,
+}
+
+/// One second of a cell whose load changes over time, as the runner judged it (its
+/// `seconds` module): what the report draws per second, read back exactly as judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecondRecord {
+    /// Requests the shape offered in this second (due, sent or not).
+    pub offered: u64,
+    /// Requests sent in full in this second.
+    pub achieved: u64,
+    /// Latency of the requests that completed in this second; `None` with none.
+    pub p50_us: Option<u64>,
+    pub p90_us: Option<u64>,
+    pub p99_us: Option<u64>,
+    /// The most connections open at once in this second.
+    pub connections_open: u64,
+    /// The trust flags raised in this second (the run's rules on its counters).
+    pub flags: Vec<Flag>,
 }
 
 /// A captured piece of a stack's configuration: an effective config file, a version string, a

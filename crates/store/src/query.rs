@@ -13,7 +13,8 @@ use rusqlite::{Connection, OptionalExtension, Row};
 use crate::codec::{decode_histogram, from_json, from_ms, parse_u128, real, uint};
 use crate::error::{Result, StoreError};
 use crate::model::{
-    CellRecord, ConfigRecord, Flag, Run, RunId, RunStatus, RunSummary, Sample, TrustFlag,
+    CellRecord, ConfigRecord, Flag, Run, RunId, RunStatus, RunSummary, Sample, SecondRecord,
+    TrustFlag,
 };
 use crate::store::Store;
 
@@ -209,6 +210,7 @@ fn read_cells(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
                 metrics: BTreeMap::new(),
                 histograms: BTreeMap::new(),
                 series: Series::default(),
+                seconds: Vec::new(),
                 samples: Vec::new(),
                 flags: Vec::new(),
                 limited_by: row
@@ -265,12 +267,13 @@ fn read_histograms(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<
     )
 }
 
-/// Their per-second series.
+/// Their per-second series, and a changing load's judged seconds (the rows with `offered`).
 fn read_series(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
     each_row(
         tx,
-        "SELECT s.cell_id, s.second, s.completed, s.failed, s.bytes FROM series s \
-         JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1",
+        "SELECT s.cell_id, s.second, s.completed, s.failed, s.bytes, s.offered, s.achieved, \
+         s.p50_us, s.p90_us, s.p99_us, s.connections_open, s.flags FROM series s \
+         JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 ORDER BY s.cell_id, s.second",
         run,
         |row| {
             let second = uint(row.get(1)?, "series second")?;
@@ -282,10 +285,42 @@ fn read_series(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> 
                 bytes: uint(row.get(4)?, "series bytes")?,
                 ..Bucket::default()
             };
-            *cells.get(row.get(0)?)?.series.at(second) = bucket;
+            let judged = judged_second(row)?;
+            let cell = cells.get(row.get(0)?)?;
+            *cell.series.at(second) = bucket;
+            if let Some(judged) = judged {
+                // Rows come in order of second, each judged one after the last.
+                if cell.seconds.len() != second {
+                    return Err(StoreError::Corrupt(format!(
+                        "judged second {second} out of order"
+                    )));
+                }
+                cell.seconds.push(judged);
+            }
             Ok(())
         },
     )
+}
+
+/// A series row's judged figures (columns 5 to 11); `None` where the cell kept none.
+fn judged_second(row: &Row<'_>) -> Result<Option<SecondRecord>> {
+    let Some(offered) = row.get::<_, Option<i64>>(5)? else { return Ok(None) };
+    let opt = |i: usize, what: &str| -> Result<Option<u64>> {
+        row.get::<_, Option<i64>>(i)?.map(|v| uint(v, what)).transpose()
+    };
+    let flags: Vec<String> = match row.get::<_, Option<String>>(11)? {
+        Some(j) => from_json(&j, "flags of a second")?,
+        None => Vec::new(),
+    };
+    Ok(Some(SecondRecord {
+        offered: uint(offered, "offered per second")?,
+        achieved: opt(6, "achieved per second")?.unwrap_or(0),
+        p50_us: opt(7, "p50 of a second")?,
+        p90_us: opt(8, "p90 of a second")?,
+        p99_us: opt(9, "p99 of a second")?,
+        connections_open: opt(10, "connections open per second")?.unwrap_or(0),
+        flags: flags.into_iter().map(Flag::from).collect(),
+    }))
 }
 
 /// Their resource samples, in the order written.

@@ -156,6 +156,20 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     DROP TABLE runs;
     ALTER TABLE runs_new RENAME TO runs;
     ",
+    // 6: the figures of every second of a cell whose load changes over time (a ramp, stages),
+    // as the runner judged them: offered and achieved requests, p50/p90/p99 from that
+    // second's histogram (NULL with no completion), the most connections open, and the trust
+    // flags raised in that second (a JSON array of flag names). NULL in every row of a fixed
+    // load's cell and of cells stored before.
+    "
+    ALTER TABLE series ADD COLUMN offered INTEGER;
+    ALTER TABLE series ADD COLUMN achieved INTEGER;
+    ALTER TABLE series ADD COLUMN p50_us INTEGER;
+    ALTER TABLE series ADD COLUMN p90_us INTEGER;
+    ALTER TABLE series ADD COLUMN p99_us INTEGER;
+    ALTER TABLE series ADD COLUMN connections_open INTEGER;
+    ALTER TABLE series ADD COLUMN flags TEXT CHECK (flags IS NULL OR json_valid(flags));
+    ",
 ];
 
 /// The schema version this build writes.

@@ -276,16 +276,36 @@ fn insert_histograms(
 
 fn insert_series(tx: &Transaction<'_>, id: i64, cell: &CellRecord) -> Result<()> {
     let mut stmt = tx.prepare_cached(
-        "INSERT INTO series (cell_id, second, completed, failed, bytes) \
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO series (cell_id, second, completed, failed, bytes, offered, achieved, \
+         p50_us, p90_us, p99_us, connections_open, flags) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?;
-    for (second, b) in cell.series.buckets().iter().enumerate() {
+    let buckets = cell.series.buckets();
+    // A ramp down to zero may leave its last seconds without a bucket: their judged rows are
+    // kept all the same, with zero counts.
+    for second in 0..buckets.len().max(cell.seconds.len()) {
+        let b = buckets.get(second).copied().unwrap_or_default();
+        let judged = cell.seconds.get(second);
+        let opt = |v: Option<u64>, what| v.map(|v| int(v, what)).transpose();
+        let flags = judged
+            .map(|j| {
+                let names: Vec<&str> = j.flags.iter().map(|f| f.as_str()).collect();
+                to_json(&names, "flags of a second")
+            })
+            .transpose()?;
         stmt.execute(params![
             id,
             int(second as u64, "series second")?,
             int(b.completed, "completed per second")?,
             int(b.failed, "failed per second")?,
             int(b.bytes, "bytes per second")?,
+            opt(judged.map(|j| j.offered), "offered per second")?,
+            opt(judged.map(|j| j.achieved), "achieved per second")?,
+            opt(judged.and_then(|j| j.p50_us), "p50 of a second")?,
+            opt(judged.and_then(|j| j.p90_us), "p90 of a second")?,
+            opt(judged.and_then(|j| j.p99_us), "p99 of a second")?,
+            opt(judged.map(|j| j.connections_open), "connections open per second")?,
+            flags,
         ])?;
     }
     Ok(())

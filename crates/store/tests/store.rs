@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use loadlab_stats::{Recorder, Series};
 use loadlab_store::{
     metric, CellRecord, ConfigRecord, Environment, Flag, Limit, LimitedBy, LoadModel, LoadSpec,
-    RunInfo, RunStatus, Sample, Store, StoreError, TrustFlag,
+    RunInfo, RunStatus, Sample, SecondRecord, Store, StoreError, TrustFlag,
 };
 use serde_json::json;
 use tempfile::TempDir;
@@ -103,6 +103,7 @@ fn cell(ordinal: u32, seconds: usize, tiers: usize) -> CellRecord {
             ("ttfb".into(), latencies(4, 100_000)),
         ]),
         series,
+        seconds: judged_seconds(seconds),
         samples,
         flags: vec![
             TrustFlag { flag: Flag::Errors, detail: "3 connreset of 1 192 350".into() },
@@ -114,6 +115,26 @@ fn cell(ordinal: u32, seconds: usize, tiers: usize) -> CellRecord {
         }),
         slo: ordinal.is_multiple_of(2).then(|| "p99<50ms,errors<0.1%".into()),
     }
+}
+
+/// The judged figures of `n` seconds of a ramp: rising offered rate, a second with no
+/// completion (no percentiles), a flagged one.
+fn judged_seconds(n: usize) -> Vec<SecondRecord> {
+    (0..n)
+        .map(|s| SecondRecord {
+            offered: 100 * s as u64,
+            achieved: 100 * s as u64 - (s as u64 % 3),
+            p50_us: (s > 0).then_some(800 + s as u64),
+            p90_us: (s > 0).then_some(2_000 + s as u64),
+            p99_us: (s > 0).then_some(9_000 + s as u64),
+            connections_open: 4 + s as u64,
+            flags: match s % 4 {
+                3 => vec![Flag::ClientStarved, Flag::Errors],
+                1 => vec![Flag::Other("from_a_newer_loadlab".into())],
+                _ => Vec::new(),
+            },
+        })
+        .collect()
 }
 
 fn assert_same_cell(got: &CellRecord, want: &CellRecord) {
@@ -129,6 +150,7 @@ fn assert_same_cell(got: &CellRecord, want: &CellRecord) {
     assert_eq!(got.duration_s, want.duration_s);
     assert_eq!(got.metrics, want.metrics);
     assert_eq!(got.series, want.series);
+    assert_eq!(got.seconds, want.seconds);
     assert_eq!(got.samples, want.samples);
     assert_eq!(got.flags, want.flags);
     assert_eq!(
@@ -234,6 +256,27 @@ fn a_store_with_one_cell(
     (path, latest, run)
 }
 
+/// Takes the series table back to migration 1's (completed, failed and bytes only), as every
+/// loadlab before schema 6 left it, keeping its rows.
+fn series_before_judged_seconds(conn: &rusqlite::Connection) {
+    conn.execute_batch(
+        "BEGIN;
+         CREATE TABLE old_series (
+             cell_id   INTEGER NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+             second    INTEGER NOT NULL,
+             completed INTEGER NOT NULL,
+             failed    INTEGER NOT NULL,
+             bytes     INTEGER NOT NULL,
+             PRIMARY KEY (cell_id, second)
+         ) WITHOUT ROWID;
+         INSERT INTO old_series SELECT cell_id, second, completed, failed, bytes FROM series;
+         DROP TABLE series;
+         ALTER TABLE old_series RENAME TO series;
+         COMMIT;",
+    )
+    .unwrap();
+}
+
 /// A store written before cells kept their SLO (schema 3) opens, is brought up to date, and
 /// its cells read back with none: their report shows no gate rather than failing.
 #[test]
@@ -242,6 +285,7 @@ fn a_store_from_before_cells_kept_their_slo_opens_with_none() {
     let (path, latest, run) = a_store_with_one_cell(&dir, RunStatus::Running);
     // Back to schema 3 as an older loadlab left it: no slo column.
     let conn = rusqlite::Connection::open(&path).unwrap();
+    series_before_judged_seconds(&conn);
     conn.execute_batch("ALTER TABLE cells DROP COLUMN slo; PRAGMA user_version = 3;").unwrap();
     drop(conn);
 
@@ -251,6 +295,49 @@ fn a_store_from_before_cells_kept_their_slo_opens_with_none() {
     assert_eq!(cells.len(), 1);
     assert_eq!(cells[0].slo, None);
     assert_eq!(cells[0].metrics, cell(0, 2, 1).metrics);
+}
+
+/// A store written before the series kept judged seconds (schema 5: completed, failed and
+/// bytes only) opens, is brought up to date, and reads its cells back with the same series and
+/// no judged seconds; a staged cell stored after the migration reads back whole beside them.
+#[test]
+fn a_store_from_before_judged_seconds_opens_with_its_series() {
+    let dir = TempDir::new().unwrap();
+    let (path, latest, run) = a_store_with_one_cell(&dir, RunStatus::Finished);
+    // Back to schema 5 as an older loadlab left it: the series table of migration 1.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    series_before_judged_seconds(&conn);
+    conn.execute_batch("PRAGMA user_version = 5;").unwrap();
+    let columns: i64 = conn
+        .query_row("SELECT count(*) FROM pragma_table_info('series')", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(columns, 5, "the old schema's series table");
+    drop(conn);
+
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), latest);
+    let old = store.cells(run).unwrap();
+    assert_eq!(old[0].series, cell(0, 2, 1).series);
+    assert!(old[0].seconds.is_empty(), "{:?}", old[0].seconds);
+    let next = store.begin_run(&run_info("ramp")).unwrap();
+    let staged = cell(0, 9, 1);
+    store.record_cell(next, &staged).unwrap();
+    assert_same_cell(&store.cells(next).unwrap()[0], &staged);
+}
+
+/// A ramp down to zero leaves its last seconds without a bucket: their judged rows are kept.
+#[test]
+fn judged_seconds_past_the_series_are_kept() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let run = store.begin_run(&run_info("ramp")).unwrap();
+    let mut c = cell(0, 3, 0);
+    c.seconds = judged_seconds(5);
+    store.record_cell(run, &c).unwrap();
+    let got = &store.cells(run).unwrap()[0];
+    assert_eq!(got.seconds, c.seconds);
+    assert_eq!(got.series.buckets().len(), 5);
+    assert_eq!(got.series.buckets()[..3], c.series.buckets()[..]);
 }
 
 #[test]
@@ -341,6 +428,7 @@ fn a_store_from_before_runs_could_fail_opens_with_its_runs_and_cells() {
     let (path, latest, run) = a_store_with_one_cell(&dir, RunStatus::Interrupted);
     // Back to schema 4 as an older loadlab left it: its `runs` table, same rows.
     let conn = rusqlite::Connection::open(&path).unwrap();
+    series_before_judged_seconds(&conn);
     conn.execute_batch(
         "PRAGMA foreign_keys = OFF;
          BEGIN;

@@ -10,7 +10,8 @@ use crate::suite::Suite;
 /// The suite `loadlab run` runs when none is named.
 pub const DEFAULT: &str = "classic";
 
-/// Name and text of every built-in suite; the tour first, then the seeds in order.
+/// Name and text of every built-in suite; the tour first, then the seeds in order, then
+/// today's questions.
 pub const BUILTIN: &[(&str, &str)] = &[
     ("classic", include_str!("../suites/classic.toml")),
     ("php-modphp-vs-fastcgi", include_str!("../suites/php-modphp-vs-fastcgi.toml")),
@@ -19,6 +20,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("robots-autobench", include_str!("../suites/robots-autobench.toml")),
     ("wordpress-cache-layers", include_str!("../suites/wordpress-cache-layers.toml")),
     ("modern", include_str!("../suites/modern.toml")),
+    ("ramp", include_str!("../suites/ramp.toml")),
 ];
 
 /// The names of the built-in suites.

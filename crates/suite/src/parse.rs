@@ -21,6 +21,7 @@ use crate::suite::{
 };
 
 mod own;
+mod shape;
 
 /// A sweep longer than this is surely a typo (a step of 1 instead of 10).
 const MAX_POINTS: usize = 1_000;
@@ -403,6 +404,7 @@ impl Checker<'_> {
             ("concurrency", l.concurrency.as_ref().map(Spanned::span)),
             ("rates", l.rates.as_ref().map(Spanned::span)),
             ("sweep", l.sweep.as_ref().map(Spanned::span)),
+            ("stages", l.stages.as_ref().map(Spanned::span)),
             ("calls_per_conn", l.calls_per_conn.as_ref().map(Spanned::span)),
             ("requests", l.requests.as_ref().map(Spanned::span)),
             ("conns", l.conns.as_ref().map(Spanned::span)),
@@ -410,11 +412,19 @@ impl Checker<'_> {
             ("max_connections", l.max_connections.as_ref().map(Spanned::span)),
         ];
         let allowed: &[&str] = match model {
-            ModelName::Closed => &["concurrency", "requests"],
-            ModelName::Open => &["rates", "sweep", "requests", "arrival", "max_connections"],
-            ModelName::Sessions => {
-                &["rates", "sweep", "calls_per_conn", "conns", "arrival", "max_connections"]
+            ModelName::Closed => &["concurrency", "stages", "requests"],
+            ModelName::Open => {
+                &["rates", "sweep", "stages", "requests", "arrival", "max_connections"]
             }
+            ModelName::Sessions => &[
+                "rates",
+                "sweep",
+                "stages",
+                "calls_per_conn",
+                "conns",
+                "arrival",
+                "max_connections",
+            ],
         };
         for (key, span) in present {
             if let Some(span) = span {
@@ -430,51 +440,31 @@ impl Checker<'_> {
             }
         }
 
-        let points = match model {
+        let (points, shape) = match model {
             ModelName::Closed => {
-                let Some(c) = &l.concurrency else {
-                    return self.fail(l.model.span(), "a closed load needs concurrency = [...]");
-                };
-                if c.get_ref().is_empty() {
-                    return self.fail(c.span(), "concurrency: give at least one");
-                }
-                let list = c
-                    .get_ref()
-                    .iter()
-                    .map(|n| self.at_least_one(n, "concurrency").map(|n| n as usize))
-                    .collect::<Checked<Vec<usize>>>()?;
-                Points::Closed { concurrency: list }
+                let (concurrency, shape) = self.concurrency_points(l)?;
+                (Points::Closed { concurrency }, shape)
             }
-            ModelName::Open => Points::Open { rates: self.rates(l)? },
+            ModelName::Open => {
+                let (rates, shape) = self.rate_points(l)?;
+                (Points::Open { rates }, shape)
+            }
             ModelName::Sessions => {
                 let calls = match &l.calls_per_conn {
                     Some(c) => self.at_least_one(c, "calls_per_conn")?,
                     // httperf's --num-calls default: one request per connection.
                     None => 1,
                 };
-                Points::Sessions { rates: self.rates(l)?, calls }
+                let (rates, shape) = self.rate_points(l)?;
+                (Points::Sessions { rates, calls }, shape)
             }
         };
 
         let count_key = if model == ModelName::Sessions { "conns" } else { "requests" };
         let count = if model == ModelName::Sessions { &l.conns } else { &l.requests };
-        let stop = match (count, &l.duration) {
-            (Some(_), Some(d)) => {
-                return self.fail(d.span(), format!("give {count_key} or duration, not both"))
-            }
-            (Some(n), None) => {
-                if *n.get_ref() == 0 {
-                    return self.fail(n.span(), format!("{count_key} must be at least 1"));
-                }
-                Stop::Count(*n.get_ref())
-            }
-            (None, Some(d)) => Stop::Duration(self.duration(d, false)?),
-            (None, None) => {
-                return self.fail(
-                    l.model.span(),
-                    format!("{a_model} load needs {count_key} = N or duration = \"10s\""),
-                )
-            }
+        let stop = match self.shaped_stop(l, shape.as_ref(), count_key, count.as_ref())? {
+            Some(stop) => stop,
+            None => self.stop(l, a_model, count_key, count.as_ref())?,
         };
 
         let keepalive = l.keepalive.as_ref().is_none_or(|k| *k.get_ref());
@@ -542,36 +532,44 @@ impl Checker<'_> {
             streams,
             tls_resume: l.tls_resume.as_ref().is_none_or(|r| *r.get_ref()),
             workloads,
+            shape,
         })
     }
 
-    /// `rates = [..]` or `sweep = "LOW..HIGH:STEP"`, exactly one.
-    fn rates(&self, l: &RawLoad) -> Checked<Vec<f64>> {
-        match (&l.rates, &l.sweep) {
-            (Some(_), Some(s)) => self.fail(s.span(), "give rates or sweep, not both"),
-            (Some(r), None) => {
-                if r.get_ref().is_empty() {
-                    return self.fail(r.span(), "rates: give at least one");
-                }
-                r.get_ref()
-                    .iter()
-                    .map(|v| {
-                        let x = *v.get_ref();
-                        if x.is_finite() && x > 0.0 {
-                            Ok(x)
-                        } else {
-                            self.fail(v.span(), "a rate must be a positive number")
-                        }
-                    })
-                    .collect()
+    /// A fixed load's stop: `requests` (`conns` for sessions) or `duration`, exactly one.
+    fn stop(
+        &self,
+        l: &RawLoad,
+        a_model: &str,
+        count_key: &str,
+        count: Option<&Spanned<u64>>,
+    ) -> Checked<Stop> {
+        match (count, &l.duration) {
+            (Some(_), Some(d)) => {
+                self.fail(d.span(), format!("give {count_key} or duration, not both"))
             }
-            (None, Some(s)) => match parse_sweep(s.get_ref()) {
+            (Some(n), None) if *n.get_ref() == 0 => {
+                self.fail(n.span(), format!("{count_key} must be at least 1"))
+            }
+            (Some(n), None) => Ok(Stop::Count(*n.get_ref())),
+            (None, Some(d)) => Ok(Stop::Duration(self.duration(d, false)?)),
+            (None, None) => self.fail(
+                l.model.span(),
+                format!("{a_model} load needs {count_key} = N or duration = \"10s\""),
+            ),
+        }
+    }
+
+    /// `sweep = "LOW..HIGH:STEP"`, for a load that gives neither `rates` nor `stages`.
+    fn rates(&self, l: &RawLoad) -> Checked<Vec<f64>> {
+        match &l.sweep {
+            Some(s) => match parse_sweep(s.get_ref()) {
                 Ok(rates) => Ok(rates),
                 Err(e) => self.fail(s.span(), format!("sweep: {e}")),
             },
-            (None, None) => self.fail(
+            None => self.fail(
                 l.model.span(),
-                "this load needs rates = [...] or sweep = \"LOW..HIGH:STEP\"",
+                "this load needs rates = [...], sweep = \"LOW..HIGH:STEP\" or stages = \"...\"",
             ),
         }
     }

@@ -9,7 +9,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use loadlab_engine::{Arrival, BenchConfig, Pacing, Protocol, RequestSpec, Stop, Validation};
+use loadlab_engine::{
+    Arrival, BenchConfig, Level, Pacing, Protocol, RequestSpec, Shape, Stage, Stop, Validation,
+};
 use loadlab_lab::knobs::CpuList;
 use loadlab_lab::workloads::{Expect, Workload};
 
@@ -100,6 +102,10 @@ pub struct LoadPoint {
     pub streams: usize,
     /// TLS session resumption, for a stack with `tls` on.
     pub tls_resume: bool,
+    /// A load that changes over time, its ramp laid over the point's duration (and under
+    /// `--quick` its stages shortened alike): the engine paces the cell by it, keeps every
+    /// second's figures, and runs no warm-up (the shape starts where it says).
+    pub shape: Option<Arc<Shape>>,
 }
 
 /// The x of a cell: one concurrency or one rate.
@@ -140,7 +146,50 @@ impl LoadPoint {
             config.request.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("accept-encoding"));
             config.request.headers.push(("Accept-Encoding".to_string(), enc.clone()));
         }
+        if let Some(shape) = &self.shape {
+            config.shaped(Shape::clone(shape));
+        }
     }
+
+    /// The shape as `bench --stages` spells it (`30s:0..1000,120s:1000`), for the plan and
+    /// the stored load; `None` for a fixed point.
+    pub fn shape_label(&self) -> Option<String> {
+        let shape = self.shape.as_ref()?;
+        let level = |v: f64| format!("{}", (v * 1000.0).round() / 1000.0);
+        let stages: Vec<String> = shape
+            .stages()
+            .iter()
+            .map(|s| {
+                let secs = (s.secs * 1000.0).round() / 1000.0;
+                let levels = if s.from == s.to {
+                    level(s.from)
+                } else {
+                    format!("{}..{}", level(s.from), level(s.to))
+                };
+                format!("{secs}s:{levels}")
+            })
+            .collect();
+        Some(stages.join(","))
+    }
+}
+
+/// A load's shape for one of its points: a ramp over the point's duration; stages as written,
+/// or under `--quick` each stage shortened by the suite's factor (the rates, being the
+/// question, stay), the whole no shorter than `quick.min_duration`.
+fn shape_of(level: &Level, stop: Stop, quick: Option<&crate::suite::Quick>) -> Option<Arc<Shape>> {
+    let Stop::Duration(duration) = stop else { return None };
+    let shape = match (level, quick) {
+        (Level::Stages(s), Some(q)) => {
+            let whole = s.duration();
+            let Stop::Duration(short) = q.stop(Stop::Duration(whole), false) else { return None };
+            let factor = short.as_secs_f64() / whole.as_secs_f64();
+            let stages = s.stages().iter().map(|st| Stage { secs: st.secs * factor, ..*st });
+            // Shortening keeps every stage above zero and the levels as they were.
+            Shape::new(stages.collect()).ok()?
+        }
+        _ => level.shape(duration)?.ok()?,
+    };
+    Some(Arc::new(shape))
 }
 
 impl Cell {
@@ -210,6 +259,13 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
                 .flat_map(|(load_index, l)| {
                     let sessions = matches!(l.points, Points::Sessions { .. });
                     let stop = if quick { suite.quick.stop(l.stop, sessions) } else { l.stop };
+                    let shape = l
+                        .shape
+                        .as_ref()
+                        .and_then(|level| shape_of(level, stop, quick.then_some(&suite.quick)));
+                    // A shape sets the duration, and starts where it says: no warm-up.
+                    let stop = shape.as_ref().map_or(stop, |s| Stop::Duration(s.duration()));
+                    let warmup = if shape.is_some() { Duration::ZERO } else { warmup };
                     points_of(&l.points).into_iter().map(move |point| LoadPoint {
                         load_index,
                         point,
@@ -222,6 +278,7 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
                         accept_encoding: l.accept_encoding.clone(),
                         streams: l.streams,
                         tls_resume: l.tls_resume,
+                        shape: shape.clone(),
                     })
                 })
                 .collect();

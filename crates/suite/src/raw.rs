@@ -172,8 +172,10 @@ pub struct RawLoad {
     pub model: Spanned<ModelName>,
     pub workloads: Option<Vec<Spanned<String>>>,
     pub concurrency: Option<Spanned<Vec<Spanned<u32>>>>,
-    pub rates: Option<Spanned<Vec<Spanned<f64>>>>,
+    pub rates: Option<Spanned<Vec<Spanned<RateValue>>>>,
     pub sweep: Option<Spanned<String>>,
+    /// A load that changes over time, as `bench --stages` takes it.
+    pub stages: Option<Spanned<String>>,
     pub calls_per_conn: Option<Spanned<u32>>,
     pub requests: Option<Spanned<u64>>,
     pub conns: Option<Spanned<u64>>,
@@ -233,6 +235,39 @@ impl<'de> Deserialize<'de> for StatusValue {
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<StatusValue, E> {
                 Ok(StatusValue(v.to_string()))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// One entry of `rates`: a number (`500`), or a string the engine's `--rate` takes (`"2k"`, a
+/// ramp `"100..5000"`), so that lists of numbers read as they always did.
+#[derive(Debug)]
+pub enum RateValue {
+    Number(f64),
+    Text(String),
+}
+
+impl<'de> Deserialize<'de> for RateValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = RateValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a rate (500) or a ramp (\"100..5000\")")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RateValue, E> {
+                Ok(RateValue::Number(v as f64))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RateValue, E> {
+                Ok(RateValue::Number(v as f64))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<RateValue, E> {
+                Ok(RateValue::Number(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RateValue, E> {
+                Ok(RateValue::Text(v.to_string()))
             }
         }
         d.deserialize_any(Visitor)

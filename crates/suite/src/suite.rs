@@ -214,6 +214,9 @@ pub struct Load {
     pub tls_resume: bool,
     /// Names of the workloads it applies to; `None`: all of the suite's.
     pub workloads: Option<Vec<String>>,
+    /// A load that changes over time (`stages`, or a ramp in `rates`): its one point is the
+    /// shape's mean rate (the closed loop's: its peak connections). `None`: fixed points.
+    pub shape: Option<loadlab_engine::Level>,
 }
 
 impl Load {

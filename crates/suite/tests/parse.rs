@@ -219,13 +219,13 @@ fn sessions_need_rates_and_keep_their_connection() {
     let text = format!("{}keepalive = false\n", sessions());
     fails_on(&text, "false", "keepalive = false does not apply to sessions");
     let text = sessions().replace("sweep = \"100..300:100\"\n", "");
-    fails_on(&text, "\"sessions\"", "needs rates = [...] or sweep");
+    fails_on(&text, "\"sessions\"", "needs rates = [...], sweep");
     let text = sessions().replace("sweep = \"100..300:100\"", "sweep = \"300..100:10\"");
     fails_on(&text, "\"300..100:10\"", "LOW is above HIGH");
     let text = sessions().replace("sweep = \"100..300:100\"", "rates = [10, -1]");
     fails_on(&text, "-1]", "a rate must be a positive number");
     let text = sessions().replace("sweep = \"100..300:100\"", "rates = [10]\nsweep = \"1..2:1\"");
-    fails_on(&text, "\"1..2:1\"", "give rates or sweep, not both");
+    fails_on(&text, "\"1..2:1\"", "give one of rates, sweep and stages");
 }
 
 #[test]

@@ -19,6 +19,7 @@ mod own;
 mod pools;
 mod regression;
 mod slo;
+mod stages;
 mod urls;
 
 /// A run of the tiny suite takes about 3 s; this bounds a hung one (as the lab tests' limit
@@ -131,9 +132,14 @@ impl Drop for Scratch {
 /// `Err(Skip)` (a panic in CI) when a package of `STACKS` is missing, as `stack list` says.
 /// The skip names nginx-fpm, whose packages (nginx, php-fpm) include nginx's.
 fn require_stacks(scratch: &Scratch) -> Result<(), skip::Skip> {
+    require(scratch, STACKS)
+}
+
+/// `Err(Skip)` (a panic in CI) when a package of the stacks `names` is missing.
+fn require(scratch: &Scratch, names: &[&str]) -> Result<(), skip::Skip> {
     let list = scratch.json(&["stack", "list", "--json"]);
     let mut missing: Vec<String> = Vec::new();
-    for name in STACKS {
+    for name in names {
         let stack = list["stacks"]
             .as_array()
             .expect("stacks")
@@ -150,7 +156,7 @@ fn require_stacks(scratch: &Scratch) -> Result<(), skip::Skip> {
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(skip::missing("nginx-fpm", &missing.join(" ")))
+        Err(skip::missing(names.last().copied().unwrap_or("a stack"), &missing.join(" ")))
     }
 }
 

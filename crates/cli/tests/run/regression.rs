@@ -26,6 +26,7 @@ fn cell(ordinal: u32, repetition: u32, rps: f64) -> CellRecord {
         metrics: [(metric::RPS.to_string(), rps)].into(),
         histograms: BTreeMap::new(),
         series: Default::default(),
+        seconds: Vec::new(),
         samples: Vec::new(),
         flags: Vec::new(),
         limited_by: None,

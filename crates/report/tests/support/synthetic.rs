@@ -134,6 +134,7 @@ fn record(
         metrics,
         histograms: BTreeMap::from([("latency".to_owned(), latency)]),
         series,
+        seconds: Vec::new(),
         samples,
         flags: Vec::new(),
         limited_by: None,
