@@ -63,6 +63,8 @@ fn a_login_visit_passes_when_its_cookie_and_captured_token_are_carried() {
     assert_eq!(uint(&report, "visits.failed"), 0, "{report:#}");
     assert_accounted(&report, 36);
     assert_eq!(server.requests(), 36);
+    // Each visitor's steps went on its one connection: a connection a visit.
+    assert_eq!(super::float(&report, "sessions.connections_per_session"), 1.0, "{report:#}");
     let none = serde_json::json!({});
     let expected = ["1 GET /login", "2 GET /home", "3 GET /private"]
         .map(|s| (s.to_string(), 12, 12, none.clone()));
