@@ -155,3 +155,33 @@ fn a_population_past_the_open_file_limit_is_refused_counting_each_visitors_conne
     );
     assert_eq!(server.requests(), 0);
 }
+
+#[test]
+fn a_bad_visit_file_or_load_model_is_refused_in_one_line() {
+    let (_dir, bad) = file("bad.toml", "[[step]]\npath = \"/\"\ncolour = 1\n");
+    let (_d, used) = file("used.toml", "[[step]]\npath = \"/p?n={nonce}\"\n");
+    let (_e, good) = file("good.toml", "[[step]]\npath = \"/\"\n");
+    let cases = [
+        (
+            vec!["--visits", &bad, "-c", "2", "-n", "2"],
+            format!("{bad}:3:1: unknown field `colour`"),
+        ),
+        (
+            vec!["--visits", &used, "-c", "2", "-n", "2"],
+            "step 1: {nonce} is used before any step captures it".to_string(),
+        ),
+        (
+            vec!["--visits", &good, "-c", "1..5", "-d", "2s"],
+            "--visits: visitors arrive at --rate visits a second, or a fixed -c".to_string(),
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut cmd = loadlab();
+        cmd.args(["bench", "http://127.0.0.1:9/"]).args(&args);
+        let out = output_within(cmd, RUN_LIMIT);
+        assert_exit(&out, 2);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&expected), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one line:\n{stderr}");
+    }
+}
