@@ -4,7 +4,9 @@
 //! call goes on one of them, the others spread over them once its answer is in, each
 //! connection carrying one call at a time (no pipelining). Between bursts the visitor thinks:
 //! its connections stay open (a server that closes an idle one costs a reconnect, as it costs
-//! a browser), and a heap of wake-up times holds the thinking visitors.
+//! a browser), and a heap of wake-up times holds the thinking visitors. Without a schedule the
+//! visitors are a closed population: as many as the worker's share of `-c`, a new visit
+//! starting as soon as one ends.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
