@@ -75,6 +75,9 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         ("open", Some(rate), _) => {
             format!("open loop at {rate} req/s ({arrival}), up to {} connections", c.connections)
         }
+        ("sessions", Some(rate), Some(k)) if r.visits.is_some() => {
+            format!("visits: {rate} visits/s ({arrival}), about {k} requests each")
+        }
         ("sessions", Some(rate), Some(k)) if r.sessions.is_some() => {
             format!("visits: {rate} sessions/s ({arrival}), about {k} requests each")
         }
