@@ -4,7 +4,9 @@
 //! call goes on one of them, the others spread over them once its answer is in, each
 //! connection carrying one call at a time (no pipelining). Between bursts the visitor thinks:
 //! its connections stay open (a server that closes an idle one costs a reconnect, as it costs
-//! a browser), and a heap of wake-up times holds the thinking visitors.
+//! a browser), and a heap of wake-up times holds the thinking visitors. Without a schedule the
+//! visitors are a closed population: as many as the worker's share of `-c`, a new visit
+//! starting as soon as one ends.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -271,38 +273,36 @@ impl VisitWorker {
 
     /// A visit due at `due` begins at `now` with its first call.
     fn begin_visit(&mut self, due: Instant, measured: bool, now: Instant) {
-        {
-            let global = self.stream.0 + self.arrivals * self.stream.1;
-            self.arrivals += 1;
-            let visitor = Visitor {
-                visit: global % self.plan.visits.len(),
-                due,
-                measured,
-                burst: 0,
-                next: 0,
-                opened_up: false,
-                ready_at: due,
-                in_flight: 0,
-                replies: 0,
-                slots: Vec::new(),
-                think: Duration::ZERO,
-                step_due: due,
-                carry: self.plan.render.as_ref().map(Carry::new),
-            };
-            let v = match self.free_visitors.pop() {
-                Some(v) => {
-                    self.visitors[v] = Some(visitor);
-                    v
-                }
-                None => {
-                    self.visitors.push(Some(visitor));
-                    self.visitors.len() - 1
-                }
-            };
-            self.live += 1;
-            self.sessions.started += u64::from(measured);
-            self.issue(v, now);
-        }
+        let global = self.stream.0 + self.arrivals * self.stream.1;
+        self.arrivals += 1;
+        let visitor = Visitor {
+            visit: global % self.plan.visits.len(),
+            due,
+            measured,
+            burst: 0,
+            next: 0,
+            opened_up: false,
+            ready_at: due,
+            in_flight: 0,
+            replies: 0,
+            slots: Vec::new(),
+            think: Duration::ZERO,
+            step_due: due,
+            carry: self.plan.render.as_ref().map(Carry::new),
+        };
+        let v = match self.free_visitors.pop() {
+            Some(v) => {
+                self.visitors[v] = Some(visitor);
+                v
+            }
+            None => {
+                self.visitors.push(Some(visitor));
+                self.visitors.len() - 1
+            }
+        };
+        self.live += 1;
+        self.sessions.started += u64::from(measured);
+        self.issue(v, now);
     }
 
     /// Visitors whose think time is over start their next burst.

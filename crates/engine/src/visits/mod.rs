@@ -1,6 +1,10 @@
 //! Visits: a visitor's requests in bursts with think times between them, on that visitor's own
-//! connections (httperf's `--wsesslog` sessions, issue 25). Visitors arrive on the run's
-//! schedule (`Pacing::Sessions`: `--rate` counts visits); the budget counts visits.
+//! connections (issue 25): httperf's `--wsesslog` sessions, `--view`'s page views, and visit
+//! files' steps (`--visits`, `steps`), whose visitors carry a cookie jar and captured values
+//! from one answer to the next request (`carry`). Visitors arrive on the run's schedule
+//! (`Pacing::Sessions`: `--rate` counts visits) or, for a visit file, as a closed population
+//! (`Pacing::Closed`: `-c` visitors, each starting its next visit when one ends); the budget
+//! counts visits.
 //!
 //! The plan ([`Plan`]) is fixed before the run: every distinct request of the visits becomes
 //! an entry of a URL list ([`Mix`]), encoded once into the run's table like any list, so each
@@ -8,7 +12,9 @@
 //! loop of its own beside the request loop (`worker`): a visit's state (its burst, the calls
 //! in flight, its think time) has no place in that loop's slots, and keeping it out leaves the
 //! plain path as it was. What it records goes into the same [`Tally`](crate::Tally), plus the
-//! visits' own figures ([`SessionTally`]).
+//! visits' own figures ([`SessionTally`], a visit file's steps among them). A visit file's
+//! request is rendered per visitor (its own bytes); the table's entry is then only where its
+//! figures go.
 //!
 //! Latency: a burst's first call counts from when it was due: the visit's arrival for the
 //! first burst (corrected for coordinated omission), the end of the think time for the others;

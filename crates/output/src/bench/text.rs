@@ -36,6 +36,7 @@ impl Render for Text {
 fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     let c = &r.config;
     let stop = match (c.requests.or(c.conns), c.duration_s) {
+        (Some(n), _) if r.visits.is_some() => format!("{} visits", count(n as f64)),
         (Some(n), _) if r.sessions.is_some() => format!("{} sessions", count(n as f64)),
         (Some(n), _) if c.conns.is_some() => format!("{} connections", count(n as f64)),
         (Some(n), _) => format!("{} requests", count(n as f64)),
@@ -74,6 +75,9 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         ("open", Some(rate), _) => {
             format!("open loop at {rate} req/s ({arrival}), up to {} connections", c.connections)
         }
+        ("sessions", Some(rate), Some(k)) if r.visits.is_some() => {
+            format!("visits: {rate} visits/s ({arrival}), about {k} requests each")
+        }
         ("sessions", Some(rate), Some(k)) if r.sessions.is_some() => {
             format!("visits: {rate} sessions/s ({arrival}), about {k} requests each")
         }
@@ -81,6 +85,8 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
             "sessions: {rate} new connections/s ({arrival}) x {k} calls, up to {} at once",
             c.connections
         ),
+        // A visit file's closed population: visitors, each on its own connections.
+        _ if r.visits.is_some() => counted(c.connections as u64, "visitor"),
         _ => counted(c.connections as u64, "connection"),
     };
     let model = match (r.protocol, c.url.starts_with("https://")) {

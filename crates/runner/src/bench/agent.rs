@@ -85,7 +85,7 @@ pub fn run(
 ) -> Result<Outcome, AgentError> {
     if request.config.visits.is_some() {
         // Their figures of sessions are not in what agents send agent 0 yet.
-        let why = "--wsesslog and --view run on one host for now: not with --agents";
+        let why = "--wsesslog, --view and --visits run on one host for now: not with --agents";
         return Err(AgentError::Unsupported(why.into()));
     }
     let whole = request.clone();

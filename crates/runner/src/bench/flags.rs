@@ -366,9 +366,11 @@ impl LoadFlags {
     ) -> Result<(), FlagError> {
         let arrival = self.schedule.arrival;
         if let Some((file, per_visitor)) = &self.visits {
-            if self.conn_rate.is_some() {
+            let fixed = matches!(self.connections, Some(Level::Fixed(_)) | None);
+            if self.conn_rate.is_some() || (rate.is_none() && !fixed) {
                 return Err(FlagError::Usage(
-                    "--visits: visitors arrive at --rate visits a second, or -c of them loop"
+                    "--visits: visitors arrive at --rate visits a second, or a fixed -c of them \
+                     loop"
                         .to_string(),
                 ));
             }

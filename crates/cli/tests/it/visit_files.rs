@@ -1,0 +1,187 @@
+//! Visit files (`--visits FILE`, issue 25): a visitor's steps in order with its own cookie jar
+//! and captured values, against the login server (`Behaviour::Login`): the visit passes only
+//! when both the cookie and the captured token are carried; a step that breaks a check or
+//! finds no capture ends its visit, counted by step and class; a closed population and an open
+//! loop both make exactly the visits asked for; think time is in no latency.
+
+use serde_json::Value;
+
+use super::mixes::file;
+use super::{assert_accounted, assert_exit, at, bench, uint};
+use crate::support::{
+    loadlab, output_within, timing_lock, with_fd_limit, Behaviour, TestServer, RUN_LIMIT,
+};
+
+/// Log in (capturing the token the page holds), read a page after `think`, then open the
+/// private page with the token in `private_headers` (the cookie goes by itself).
+fn login_visit(capture: &str, think: &str, private_headers: &str) -> String {
+    format!(
+        r#"name = "log in"
+[[step]]
+path = "/login"
+status = 200
+contains = "token"
+[[step.capture]]
+name = "token"
+regex = '{capture}'
+[[step.capture]]
+name = "sid"
+cookie = "sid"
+[[step]]
+path = "/home"
+think = "{think}"
+[[step]]
+path = "/private"
+headers = {{ {private_headers} }}
+status = 200
+contains = "secret"
+"#
+    )
+}
+
+const TOKEN: &str = r#"name="token" value="([^"]+)""#;
+
+/// The report's `visits.steps`: (step, started, completed, failed by class).
+fn steps(report: &Value) -> Vec<(String, u64, u64, Value)> {
+    let all = at(report, "visits.steps").as_array().expect("an array");
+    all.iter()
+        .map(|s| {
+            let n = |k: &str| s[k].as_u64().expect("a count");
+            let name = s["step"].as_str().expect("a name").to_string();
+            (name, n("started"), n("completed"), s["failed"].clone())
+        })
+        .collect()
+}
+
+#[test]
+fn a_login_visit_passes_when_its_cookie_and_captured_token_are_carried() {
+    let server = TestServer::start(Behaviour::Login);
+    let (_dir, visit) = file("login.toml", &login_visit(TOKEN, "0s", r#"X-Token = "{token}""#));
+    // A closed population: 3 visitors, 12 visits in all.
+    let report = bench(&server.url("/"), &["--visits", &visit, "-c", "3", "-n", "12"], 0);
+    assert_eq!(uint(&report, "visits.completed"), 12, "{report:#}");
+    assert_eq!(uint(&report, "visits.failed"), 0, "{report:#}");
+    assert_accounted(&report, 36);
+    assert_eq!(server.requests(), 36);
+    // Each visitor's steps went on its one connection: a connection a visit.
+    assert_eq!(super::float(&report, "sessions.connections_per_session"), 1.0, "{report:#}");
+    let none = serde_json::json!({});
+    let expected = ["1 GET /login", "2 GET /home", "3 GET /private"]
+        .map(|s| (s.to_string(), 12, 12, none.clone()));
+    assert_eq!(steps(&report), expected, "{report:#}");
+    assert_eq!(at(&report, "visits.steps")[0]["latency_us"]["count"], 12, "{report:#}");
+    // The report, `visits` among it, is the published schema's.
+    let errors: Vec<String> =
+        crate::schema::validator().iter_errors(&report).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // The server's side: every private request carried a cookie of the session it was given.
+    let private: Vec<_> =
+        server.received().into_iter().filter(|(_, r)| r.target == "/private").collect();
+    assert_eq!(private.len(), 12);
+    assert!(private
+        .iter()
+        .all(|(_, r)| r.header("cookie").is_some_and(|c| c.starts_with("sid=s"))));
+}
+
+#[test]
+fn a_visit_without_the_token_or_its_capture_fails_at_that_step() {
+    let server = TestServer::start(Behaviour::Login);
+    // The private page without the token: refused (403), the visit ends at step 3.
+    let (_dir, visit) = file("no-token.toml", &login_visit(TOKEN, "0s", r#"X-Token = "{sid}""#));
+    let report = bench(&server.url("/"), &["--visits", &visit, "--rate", "50", "-n", "8"], 0);
+    assert_eq!(uint(&report, "visits.completed"), 0, "{report:#}");
+    assert_eq!(uint(&report, "visits.failed"), 8, "{report:#}");
+    let s = steps(&report);
+    assert_eq!((s[0].2, s[1].2, s[2].1, s[2].2), (8, 8, 8, 0), "{report:#}");
+    assert_eq!(s[2].3, serde_json::json!({ "status": 8 }), "{report:#}");
+    // Every request went and was answered: the failure is the visit's, not a request's.
+    assert_accounted(&report, 24);
+    // A capture that finds nothing ends the visit at its step: nothing more is sent.
+    let (_d, visit) =
+        file("no-capture.toml", &login_visit("nonce=(\\d+)", "0s", "X-A = \"{token}\""));
+    let report = bench(&server.url("/"), &["--visits", &visit, "--rate", "50", "-n", "5"], 0);
+    let s = steps(&report);
+    assert_eq!((s[0].1, s[0].2, s[1].1), (5, 0, 0), "{report:#}");
+    assert_eq!(s[0].3, serde_json::json!({ "capture": 5 }), "{report:#}");
+    assert_eq!(uint(&report, "sessions.not_issued"), 10, "{report:#}");
+    assert_eq!(server.requests(), 24 + 5);
+}
+
+#[test]
+fn an_open_loop_makes_exactly_the_visits_asked_for() {
+    let server = TestServer::start(Behaviour::Login);
+    let (_dir, visit) = file("login.toml", &login_visit(TOKEN, "10ms", r#"X-Token = "{token}""#));
+    let report = bench(&server.url("/"), &["--visits", &visit, "--rate", "40", "-n", "20"], 0);
+    assert_eq!(at(&report, "mode"), "sessions");
+    assert_eq!(uint(&report, "sessions.started"), 20, "{report:#}");
+    assert_eq!(uint(&report, "visits.completed"), 20, "{report:#}");
+    assert_eq!(uint(&report, "visits.duration_us.count"), 20, "{report:#}");
+    assert_accounted(&report, 60);
+    assert_eq!(server.requests(), 60);
+}
+
+#[test]
+fn think_time_is_in_no_step_latency() {
+    let _quiet = timing_lock();
+    let server = TestServer::start(Behaviour::Login);
+    let (_dir, visit) = file("think.toml", &login_visit(TOKEN, "300ms", r#"X-Token = "{token}""#));
+    let report = bench(&server.url("/"), &["--visits", &visit, "--rate", "20", "-n", "5"], 0);
+    assert_eq!(uint(&report, "visits.completed"), 5, "{report:#}");
+    // The think before step 2 lies inside each visit...
+    assert!(uint(&report, "visits.duration_us.min") >= 300_000, "{report:#}");
+    // ...and in no step's latency nor any request's: on loopback an answer takes well under a
+    // millisecond, so even a busy machine's worst stays far below one think.
+    for i in 0..3 {
+        let max = at(&report, "visits.steps")[i]["latency_us"]["max"].as_u64().expect("a max");
+        assert!(max < 150_000, "step {} holds think time ({max} us):\n{report:#}", i + 1);
+    }
+    assert!(uint(&report, "latency_us.max") < 150_000, "{report:#}");
+}
+
+#[test]
+fn a_population_past_the_open_file_limit_is_refused_counting_each_visitors_connections() {
+    let server = TestServer::start(Behaviour::Login);
+    // A step with a resource: each visitor may hold two connections.
+    let (_dir, visit) = file("two.toml", "[[step]]\npath = \"/a\"\nresources = [\"/b\"]\n");
+    let mut command = loadlab();
+    // 200 connections would fit under 256 descriptors; 200 visitors of 2 each do not.
+    command.args(["bench", &server.url("/"), "--visits", &visit, "-c", "200", "-d", "2s"]);
+    let output = output_within(with_fd_limit(command, 256), RUN_LIMIT);
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("200 visitors of up to 2 connections each: 400 connections"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests(), 0);
+}
+
+#[test]
+fn a_bad_visit_file_or_load_model_is_refused_in_one_line() {
+    let (_dir, bad) = file("bad.toml", "[[step]]\npath = \"/\"\ncolour = 1\n");
+    let (_d, used) = file("used.toml", "[[step]]\npath = \"/p?n={nonce}\"\n");
+    let (_e, good) = file("good.toml", "[[step]]\npath = \"/\"\n");
+    let cases = [
+        (
+            vec!["--visits", &bad, "-c", "2", "-n", "2"],
+            format!("{bad}:3:1: unknown field `colour`"),
+        ),
+        (
+            vec!["--visits", &used, "-c", "2", "-n", "2"],
+            "step 1: {nonce} is used before any step captures it".to_string(),
+        ),
+        (
+            vec!["--visits", &good, "-c", "1..5", "-d", "2s"],
+            "--visits: visitors arrive at --rate visits a second, or a fixed -c".to_string(),
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut cmd = loadlab();
+        cmd.args(["bench", "http://127.0.0.1:9/"]).args(&args);
+        let out = output_within(cmd, RUN_LIMIT);
+        assert_exit(&out, 2);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&expected), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one line:\n{stderr}");
+    }
+}
