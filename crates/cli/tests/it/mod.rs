@@ -27,6 +27,7 @@ pub(crate) mod tls;
 mod trust;
 mod unix_socket;
 mod validation;
+mod views;
 mod visits;
 
 use std::process::Output;

@@ -43,6 +43,8 @@ struct Visitor {
     due: Instant,
     measured: bool,
     burst: usize,
+    /// When the burst began to be due (the visit's due time, then its think's end).
+    burst_due: Instant,
     /// The next call of the burst to issue.
     next: usize,
     /// The burst's first answer is in: its other calls may go.
@@ -242,6 +244,7 @@ impl VisitWorker {
                 due,
                 measured,
                 burst: 0,
+                burst_due: due,
                 next: 0,
                 opened_up: false,
                 ready_at: due,
@@ -275,6 +278,7 @@ impl VisitWorker {
             self.thinking.pop();
             if let Some(visitor) = self.visitors[v].as_mut() {
                 visitor.ready_at = at;
+                visitor.burst_due = at;
                 self.issue(v, now);
             }
         }
@@ -493,6 +497,10 @@ impl VisitWorker {
             return self.issue(v, now);
         }
         // The burst is over: the visit ends, or its visitor thinks.
+        if visitor.measured {
+            let took = us(now.saturating_duration_since(visitor.burst_due));
+            self.sessions.count_step(visitor.burst, took);
+        }
         if visitor.burst + 1 == self.plan.visits[visitor.visit].bursts.len() {
             return self.end_visit(v, now, None);
         }

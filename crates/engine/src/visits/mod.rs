@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 pub(crate) use driver::VisitWorker;
 pub use tally::{SessionTally, StepFailure};
-pub use view::View;
+pub use view::{View, ViewPlan, ViewResource, ViewTimes};
 pub use wsesslog::Wsesslog;
 
 use loadlab_visit::{Think, Visit};
@@ -44,6 +44,8 @@ pub struct Plan {
     pub visits: Vec<PlannedVisit>,
     /// Connections one visitor may hold at once (a burst's calls spread over them).
     pub per_visitor: usize,
+    /// Page views (`--view`): what each view fetches; `None` for other visits.
+    pub view: Option<ViewPlan>,
 }
 
 #[derive(Debug, Clone)]
@@ -72,7 +74,10 @@ impl Plan {
         default_think: Think,
         per_visitor: usize,
     ) -> Result<(Plan, Mix), EngineError> {
-        let mut index: HashMap<(String, String, Option<String>), u32> = HashMap::new();
+        // A request is its method, path, body and header fields: a repeat view's conditional GET
+        // of a resource is another request than its first fetch.
+        type Key = (String, String, Option<String>, Vec<(String, String)>);
+        let mut index: HashMap<Key, u32> = HashMap::new();
         let mut entries: Vec<Entry> = Vec::new();
         let mut planned = Vec::with_capacity(visits.len());
         let none = Default::default();
@@ -98,15 +103,16 @@ impl Plan {
                     }
                     let path = call.path.to_string_with(&none).unwrap_or_default();
                     let body = call.body.as_ref().and_then(|b| b.to_string_with(&none).ok());
-                    let key = (call.method.clone(), path.clone(), body.clone());
+                    let headers: Vec<(String, String)> = call
+                        .headers
+                        .iter()
+                        .map(|(n, v)| (n.clone(), v.to_string_with(&none).unwrap_or_default()))
+                        .collect();
+                    let key = (call.method.clone(), path.clone(), body.clone(), headers.clone());
                     let id = *index.entry(key).or_insert_with(|| {
                         let mut e = Entry::new(path, entries.len() + 1);
                         e.method = Some(call.method.clone());
-                        e.headers = call
-                            .headers
-                            .iter()
-                            .map(|(n, v)| (n.clone(), v.to_string_with(&none).unwrap_or_default()))
-                            .collect();
+                        e.headers = headers;
                         e.body = body.map(String::into_bytes);
                         entries.push(e);
                         (entries.len() - 1) as u32
@@ -142,8 +148,12 @@ impl Plan {
             });
         }
         let mix = Mix { file: file.to_string(), entries, order: Order::Sequential };
-        let plan =
-            Plan { file: file.to_string(), visits: planned, per_visitor: per_visitor.max(1) };
+        let plan = Plan {
+            file: file.to_string(),
+            visits: planned,
+            per_visitor: per_visitor.max(1),
+            view: None,
+        };
         Ok((plan, mix))
     }
 

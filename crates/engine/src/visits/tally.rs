@@ -19,6 +19,10 @@ pub struct SessionTally {
     pub lifetime: Recorder,
     /// Failed visits: from the due time to the failure.
     pub failtime: Recorder,
+    /// Completed bursts by their place in the visit (a page view's first and repeat views):
+    /// from when the burst was due (the visit's due time, then its think's end) to its last
+    /// answer, microseconds.
+    pub steps: Vec<Recorder>,
     /// Think time the completed and failed visits spent, microseconds, in total.
     pub think_us: u64,
     /// Calls of failed visits that were in flight on the visitor's other connections when it
@@ -55,6 +59,12 @@ impl SessionTally {
         self.unfinished += o.unfinished;
         self.lifetime.merge(&o.lifetime);
         self.failtime.merge(&o.failtime);
+        if self.steps.len() < o.steps.len() {
+            self.steps.resize_with(o.steps.len(), Recorder::default);
+        }
+        for (a, b) in self.steps.iter_mut().zip(&o.steps) {
+            a.merge(b);
+        }
         self.think_us += o.think_us;
         self.abandoned += o.abandoned;
         self.not_issued += o.not_issued;
@@ -68,6 +78,13 @@ impl SessionTally {
 
     pub(crate) fn count_replies(&mut self, replies: u32) {
         bump(&mut self.replies, replies as usize);
+    }
+
+    pub(crate) fn count_step(&mut self, step: usize, us: u64) {
+        if self.steps.len() <= step {
+            self.steps.resize_with(step + 1, Recorder::default);
+        }
+        self.steps[step].record(us);
     }
 
     pub(crate) fn count_completed_at(&mut self, second: usize) {

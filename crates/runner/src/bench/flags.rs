@@ -277,8 +277,8 @@ pub struct LoadFlags {
     pub traffic: TrafficFlags,
     /// `--wsesslog N,X,FILE` and its `--visitor-connections`.
     pub wsesslog: Option<(String, Option<usize>)>,
-    /// `--view` and its `--browser-connections`.
-    pub view: Option<Option<usize>>,
+    /// `--view`, its `--browser-connections` and `--repeat-view`.
+    pub view: Option<(Option<usize>, bool)>,
 }
 
 /// A viewer's connections when --browser-connections is not given: a browser's per host.
@@ -369,16 +369,11 @@ impl LoadFlags {
                 .map_err(FlagError::Engine)?;
             w.apply(config, rate, arrival);
         }
-        if let Some(connections) = self.view {
+        if let Some((connections, repeat)) = self.view {
             let connections = connections.unwrap_or(BROWSER_CONNECTIONS);
-            let view = loadlab_engine::visits::View::discover(config, connections)
+            let view = loadlab_engine::visits::View::discover(config, connections, repeat)
                 .map_err(FlagError::Engine)?;
-            note(&format!(
-                "--view: {} and its {} resources: {}",
-                config.target.path,
-                view.resources.len(),
-                view.resources.join(" ")
-            ));
+            note(&super::views::found(view.plan()));
             view.apply(config, rate, arrival);
         }
         Ok(())
