@@ -20,6 +20,7 @@ mod pools;
 mod regression;
 mod slo;
 mod urls;
+mod views;
 
 /// A run of the tiny suite takes about 3 s; this bounds a hung one (as the lab tests' limit
 /// does, with room for a two-CPU machine starting other tests' stacks at the same time).

@@ -188,4 +188,14 @@ impl ViewTimes {
             repeat: plan.repeat.then(|| step(1)),
         }
     }
+
+    /// Completed views per second of a run that measured for `wall`.
+    pub fn per_second(&self, wall: std::time::Duration) -> f64 {
+        let secs = wall.as_secs_f64();
+        if secs > 0.0 {
+            self.completed as f64 / secs
+        } else {
+            0.0
+        }
+    }
 }

@@ -282,7 +282,7 @@ pub struct LoadFlags {
 }
 
 /// A viewer's connections when --browser-connections is not given: a browser's per host.
-const BROWSER_CONNECTIONS: usize = 6;
+pub(crate) const BROWSER_CONNECTIONS: usize = 6;
 
 /// The closed loop's connections when -c is not given.
 pub const DEFAULT_CONNECTIONS: usize = 10;

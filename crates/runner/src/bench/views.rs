@@ -48,7 +48,6 @@ impl Views {
     pub fn of(cfg: &BenchConfig, r: &BenchResult) -> Option<Views> {
         let plan = cfg.visits.as_ref()?.view.as_ref()?;
         let times = ViewTimes::of(r.tally.sessions.as_deref()?, plan);
-        let secs = r.duration.as_secs_f64();
         let figures = |rec: &loadlab_stats::Recorder| ViewFigures {
             completed: rec.count(),
             load_time_us: rec.summary(),
@@ -66,7 +65,7 @@ impl Views {
                 .collect(),
             completed: times.completed,
             failed: times.failed,
-            rps: if secs > 0.0 { times.completed as f64 / secs } else { 0.0 },
+            rps: times.per_second(r.duration),
             load_time_us: times.all.summary(),
             first: figures(&times.first),
             repeat: times.repeat.as_ref().map(figures),
