@@ -514,6 +514,7 @@ fn a_plan_that_cannot_reach_significance_says_so_before_it_runs() {
         "modphp-vs-fpm-keepalive",
         "robots-autobench",
         "wordpress-cache-layers",
+        "wordpress-visits",
     ] {
         for quick in [false, true] {
             let mut args = vec!["run", "--suite", suite, "--dry-run"];
