@@ -51,7 +51,7 @@ fn wordpress_visits_counts_views_and_fetches_each_resource_once_per_view() {
     let cells = store.cells(RunId(1)).expect("cells");
     let views: Vec<_> = cells.iter().filter(|c| c.workload == "front page views").collect();
     let alone = cells.iter().filter(|c| c.workload == "wordpress").count();
-    assert_eq!((views.len(), alone), (3, 3), "three rates of each");
+    assert_eq!((views.len(), alone), (2, 2), "two rates of each");
     for c in views {
         let m = |name: &str| c.metrics.get(name).copied().unwrap_or(f64::NAN);
         let n = m(metric::VIEWS);

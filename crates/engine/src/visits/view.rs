@@ -68,7 +68,7 @@ impl View {
                 (false, _) => None,
                 (true, Some(fields)) => Some(cache::reuse(&fields, within)),
                 (true, None) => {
-                    let answer = client::get(&endpoint, &path, &[]).map_err(|reason| {
+                    let answer = fetch(&endpoint, &path, config).map_err(|reason| {
                         EngineError::Unreachable { target: config.target.authority.clone(), reason }
                     })?;
                     Some(cache::reuse(&answer.headers, within))
@@ -125,7 +125,7 @@ fn resources(config: &BenchConfig, endpoint: &Endpoint) -> Result<Vec<Found>, En
     };
     let page = Url::parse(&config.target.url)
         .map_err(|e| EngineError::Config(format!("{}: {e}", config.target.url)))?;
-    let answer = client::get(endpoint, &config.target.path, &[]).map_err(unreachable)?;
+    let answer = fetch(endpoint, &config.target.path, config).map_err(unreachable)?;
     if !(200..300).contains(&answer.status) {
         return Err(EngineError::Config(format!(
             "--view: the page {} answered {}, not a page to view",
@@ -138,7 +138,7 @@ fn resources(config: &BenchConfig, endpoint: &Endpoint) -> Result<Vec<Found>, En
     let sheets: Vec<Url> = found.iter().filter(|u| u.path().ends_with(".css")).cloned().collect();
     let mut fields = std::collections::HashMap::new();
     for sheet in sheets {
-        let Ok(answer) = client::get(endpoint, &origin_form(&sheet), &[]) else { continue };
+        let Ok(answer) = fetch(endpoint, &origin_form(&sheet), config) else { continue };
         let css = String::from_utf8_lossy(&answer.body);
         for u in discover::css_resources(&css, &sheet, &page, &allow) {
             if !found.contains(&u) {
@@ -152,6 +152,17 @@ fn resources(config: &BenchConfig, endpoint: &Endpoint) -> Result<Vec<Found>, En
 
 /// A resource's path, and the header fields of its answer when discovery read it.
 type Found = (String, Option<Vec<(String, String)>>);
+
+/// One GET of discovery, as patient as the run's requests (at least 10 s): in a suite it may
+/// follow a cell that left the server a backlog, and a page that answers late is still one
+/// to view.
+fn fetch(
+    endpoint: &Endpoint,
+    path: &str,
+    config: &BenchConfig,
+) -> Result<client::Response, String> {
+    client::get_within(endpoint, path, config.timeout.max(std::time::Duration::from_secs(10)))
+}
 
 /// A URL's path and query, as a request line carries them.
 fn origin_form(u: &Url) -> String {
