@@ -19,10 +19,6 @@ pub struct SessionTally {
     pub lifetime: Recorder,
     /// Failed visits: from the due time to the failure.
     pub failtime: Recorder,
-    /// Completed bursts by their place in the visit (a page view's first and repeat views):
-    /// from when the burst was due (the visit's due time, then its think's end) to its last
-    /// answer, microseconds.
-    pub steps: Vec<Recorder>,
     /// Think time the completed and failed visits spent, microseconds, in total.
     pub think_us: u64,
     /// Calls of failed visits that were in flight on the visitor's other connections when it
@@ -38,6 +34,29 @@ pub struct SessionTally {
     pub per_second: Vec<u64>,
     /// Failed visits by where (burst, 1-based, and the call in it) and why.
     pub failures: BTreeMap<StepFailure, u64>,
+    /// A visit file's steps, each with its own figures (empty for other visits).
+    pub steps: Vec<StepTally>,
+}
+
+/// One step of a visit file: how often it began, completed and failed (by class), and its
+/// latency: from the step's due time to the last answer of its request and resources.
+#[derive(Debug, Clone, Default)]
+pub struct StepTally {
+    pub started: u64,
+    pub completed: u64,
+    pub failed: BTreeMap<String, u64>,
+    pub latency: Recorder,
+}
+
+impl StepTally {
+    fn merge(&mut self, o: &StepTally) {
+        self.started += o.started;
+        self.completed += o.completed;
+        for (k, v) in &o.failed {
+            *self.failed.entry(k.clone()).or_insert(0) += v;
+        }
+        self.latency.merge(&o.latency);
+    }
 }
 
 /// Where and why a visit failed.
@@ -59,12 +78,6 @@ impl SessionTally {
         self.unfinished += o.unfinished;
         self.lifetime.merge(&o.lifetime);
         self.failtime.merge(&o.failtime);
-        if self.steps.len() < o.steps.len() {
-            self.steps.resize_with(o.steps.len(), Recorder::default);
-        }
-        for (a, b) in self.steps.iter_mut().zip(&o.steps) {
-            a.merge(b);
-        }
         self.think_us += o.think_us;
         self.abandoned += o.abandoned;
         self.not_issued += o.not_issued;
@@ -74,17 +87,16 @@ impl SessionTally {
         for (k, v) in &o.failures {
             *self.failures.entry(k.clone()).or_insert(0) += v;
         }
+        if self.steps.len() < o.steps.len() {
+            self.steps.resize_with(o.steps.len(), StepTally::default);
+        }
+        for (a, b) in self.steps.iter_mut().zip(&o.steps) {
+            a.merge(b);
+        }
     }
 
     pub(crate) fn count_replies(&mut self, replies: u32) {
         bump(&mut self.replies, replies as usize);
-    }
-
-    pub(crate) fn count_step(&mut self, step: usize, us: u64) {
-        if self.steps.len() <= step {
-            self.steps.resize_with(step + 1, Recorder::default);
-        }
-        self.steps[step].record(us);
     }
 
     pub(crate) fn count_completed_at(&mut self, second: usize) {

@@ -3,7 +3,8 @@
 //! `--browser-connections` connections of that visitor. The resources are found once, before
 //! the run (a blocking GET of the page and of its stylesheets, for the fonts and images they
 //! name), and fixed for it; each view is a burst of a visit, so its figures are the visits'
-//! (a view's page-load time runs from its due time to its last answer: `SessionTally::steps`).
+//! (a view is a step: its page-load time runs from its due time to its last answer,
+//! `SessionTally::steps`).
 //!
 //! A repeat view (`--repeat-view`) is the question of a returning visitor: each visitor views
 //! the page twice, the second time with a browser's cache of the first (`loadlab_visit::cache`:
@@ -99,6 +100,11 @@ impl View {
         let visit = Visit { name: format!("view of {page}"), bursts };
         let no_think = Think::Fixed(Default::default());
         let (mut plan, mix) = Plan::new(&config.target.url, &[visit], no_think, connections)?;
+        // Each view is a step of the visit, timed from its due time (`SessionTally::steps`).
+        plan.steps = ["first view", "repeat view"][..1 + usize::from(repeat)]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         plan.view = Some(ViewPlan { page, resources: listed, repeat });
         Ok(View { plan, mix })
     }
@@ -189,8 +195,8 @@ pub struct ViewTimes {
 impl ViewTimes {
     pub fn of(s: &super::SessionTally, plan: &ViewPlan) -> ViewTimes {
         let mut all = loadlab_stats::Recorder::default();
-        s.steps.iter().for_each(|r| all.merge(r));
-        let step = |i: usize| s.steps.get(i).cloned().unwrap_or_default();
+        s.steps.iter().for_each(|t| all.merge(&t.latency));
+        let step = |i: usize| s.steps.get(i).map(|t| t.latency.clone()).unwrap_or_default();
         ViewTimes {
             completed: all.count(),
             failed: s.failed,

@@ -21,6 +21,7 @@ impl Render for Text {
         latency(r, out)?;
         super::views_text::write(r.views.as_ref(), out)?;
         super::sessions_text::write(r.sessions.as_ref(), out)?;
+        super::sessions_text::steps(r.visits.as_ref(), out)?;
         outcomes(r, out)?;
         agents(r, out)?;
         client(r, out)?;

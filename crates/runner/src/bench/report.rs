@@ -84,6 +84,9 @@ pub struct Report {
     /// `--view`: the page views' figures and what each fetched (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub views: Option<super::views::Views>,
+    /// `--visits`: the visits of a visit file, step by step; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub visits: Option<super::sessions::Visits>,
     /// `--agents N`: one row per agent (on agent 0's merged report only; absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agents: Option<Vec<super::across::AgentRow>>,
@@ -417,6 +420,7 @@ impl Report {
             replay: super::traffic::replay(cfg),
             sessions: super::sessions::Sessions::of(r),
             views: super::views::Views::of(cfg, r),
+            visits: super::sessions::Visits::of(cfg, r),
             agents: None,
             agent_lost: None,
             partial: None,
