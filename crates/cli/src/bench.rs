@@ -105,6 +105,10 @@ pub struct BenchArgs {
     /// With --view: connections one viewer may hold, as a browser's per host [default: 6].
     #[arg(long = "browser-connections", value_name = "K", requires = "view")]
     pub browser_connections: Option<usize>,
+    /// With --view: each visitor views the page twice, the second time with a browser's cache
+    /// of the first (fresh resources skipped, stale ones revalidated); -n counts visitors.
+    #[arg(long = "repeat-view", requires = "view")]
+    pub repeat_view: bool,
     #[command(flatten)]
     pub schedule: ScheduleArgs,
     #[command(flatten)]
@@ -297,7 +301,7 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         schedule: args.schedule.schedule(),
         traffic: args.traffic.flags(),
         wsesslog: args.wsesslog.clone().map(|spec| (spec, args.visitor_connections)),
-        view: args.view.then_some(args.browser_connections),
+        view: args.view.then_some((args.browser_connections, args.repeat_view)),
         visits: args.visits.clone().map(|file| (file, args.visitor_connections)),
     };
     let mut note = |said: &str| eprintln!("loadlab: note: {said}");

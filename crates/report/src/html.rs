@@ -200,6 +200,7 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
         stack_rows(o, g, palette);
         group_notes(o, g);
         requests_table(o, g);
+        views_rows(o, g);
     }
     let _ = writeln!(o, "</tbody>\n</table>");
     footnotes(o, verdicts);
@@ -321,6 +322,19 @@ fn requests_table(o: &mut String, g: &GroupVerdict) {
         let _ = write!(o, "</tr>");
     }
     let _ = writeln!(o, "</tbody></table></td></tr>");
+}
+
+/// A view workload's views/s and page-load percentiles, a line per stack under its group;
+/// nothing for other workloads.
+fn views_rows(o: &mut String, g: &GroupVerdict) {
+    for (s, v) in g.stacks.iter().filter_map(|s| Some((s, s.views.as_ref()?))) {
+        let _ = writeln!(
+            o,
+            "<tr class=\"views-row\"><td colspan=\"8\">page views on {}: {}</td></tr>",
+            Esc(&s.stack),
+            Esc(&v.line())
+        );
+    }
 }
 
 /// What limited a stack's cells, the evidence in a tooltip: "php-fpm pool", "client (2/5)".

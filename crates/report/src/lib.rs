@@ -8,7 +8,8 @@
 //!   [`slo`].
 //! - `limit.rs` reads what limited each stored cell (the runner's decision): a winner is
 //!   withheld when a repetition's limit was the client or the network.
-//! - [`requests`] gives each request of a URL list workload its figures over repetitions.
+//! - [`requests`] gives each request of a URL list workload its figures over repetitions;
+//!   [`views`] a view workload's views/s and page-load percentiles.
 //! - [`text`] prints the verdict as a terminal table and compares two runs benchstat-style
 //!   (`loadlab compare RUN_A RUN_B`).
 //! - [`render_html`] writes the whole report as one self-contained HTML file: inline CSS and
@@ -34,6 +35,7 @@ pub mod requests;
 pub mod slo;
 pub mod text;
 pub mod verdict;
+pub mod views;
 
 #[cfg(test)]
 mod testcell;

@@ -248,6 +248,9 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
                 let _ = writeln!(out, "  · {}: {}", s.stack, l.sentence(s.repetitions));
             }
         }
+        for (s, v) in g.stacks.iter().filter_map(|s| Some((s, s.views.as_ref()?))) {
+            let _ = writeln!(out, "  views {}: {}", s.stack, v.line());
+        }
         for (s, v) in g.stacks.iter().filter_map(|s| Some((s, s.slo.as_ref()?))) {
             let _ =
                 writeln!(out, "  {} {}: {}", if v.passed { "✓" } else { "✗" }, s.stack, v.line());

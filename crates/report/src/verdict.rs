@@ -172,6 +172,10 @@ pub struct StackSummary {
     /// Each request of a URL list workload (`urls = FILE`) with its figures, medians over the
     /// repetitions ([`crate::requests::requests`]); empty for other workloads.
     pub requests: Vec<RequestFigures>,
+    /// A view workload's (`view = true`) views/s and page-load percentiles, medians over the
+    /// repetitions; `None` for other workloads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub views: Option<crate::views::ViewFigures>,
 }
 
 /// One limit and the repetitions it limited.
@@ -560,6 +564,7 @@ pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
         limits: limits(&stack.cells),
         slo: slo::judge(&stack.cells),
         requests: crate::requests::requests(&stack.cells),
+        views: crate::views::ViewFigures::of(&stack.cells),
     }
 }
 

@@ -99,7 +99,19 @@ fn metrics(config: &BenchConfig, r: &BenchResult) -> BTreeMap<String, f64> {
         put(metric::NOT_SENT, r.not_sent_requests() as f64);
     }
     url_metrics(config, r, &mut put);
+    view_metrics(config, r, &mut put);
     metrics
+}
+
+/// A view workload's figures: views per second and page-load percentiles.
+fn view_metrics(config: &BenchConfig, r: &BenchResult, put: &mut impl FnMut(&str, f64)) {
+    let Some(plan) = config.visits.as_ref().and_then(|p| p.view.as_ref()) else { return };
+    let Some(sessions) = r.tally.sessions.as_deref() else { return };
+    let times = loadlab_engine::visits::ViewTimes::of(sessions, plan);
+    put(metric::VIEWS, times.completed as f64);
+    put(metric::VIEWS_RPS, times.per_second(r.duration));
+    put(metric::VIEW_P50_US, times.all.percentile(50.0) as f64);
+    put(metric::VIEW_P99_US, times.all.percentile(99.0) as f64);
 }
 
 /// A URL list: each request's own figures, named by its method and path

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
-use loadlab_engine::{BenchConfig, BenchResult, EngineError, Stop, Target};
+use loadlab_engine::{BenchConfig, BenchResult, EngineError, Pacing, Stop, Target};
 use loadlab_lab::named::Processes;
 use loadlab_lab::procfs::ProcId;
 use loadlab_lab::sampler::{Members, Sampled, Watched};
@@ -714,6 +714,13 @@ fn plural(n: usize) -> &'static str {
 /// stack with `http2` on (HTTP/2 has no connection per request; a session of one call is one).
 /// Said before any stack starts.
 pub fn unsupported(cell: &Cell) -> Option<String> {
+    if cell.workload.view && matches!(cell.load.point, Point::Closed { .. }) {
+        return Some(format!(
+            "cell {} ({}): {} has view = true: page views arrive at a rate, so its load must be \
+             open or sessions (rate = ...), not closed",
+            cell.ordinal, cell.stack.label, cell.workload.name
+        ));
+    }
     (cell.http2() && !cell.load.keepalive).then(|| {
         format!(
             "cell {} ({}): keepalive = false has no meaning over HTTP/2 (http2 is on): use a \
@@ -745,8 +752,29 @@ pub(crate) fn cell_config(
         config.threads = cpus.0.len().max(1);
     }
     cell.apply(&mut config);
+    if cell.workload.view {
+        view(&mut config)?;
+    }
     config.check()?;
     Ok(config)
+}
+
+/// A view workload's cell: its page's resources found (a GET of the page and of its
+/// stylesheets, before the cell) and its views planned at the load's rate, on up to a
+/// browser's 6 connections per visitor.
+fn view(config: &mut BenchConfig) -> Result<(), EngineError> {
+    let (rate, arrival) = match config.pacing {
+        Pacing::Open { rate, arrival, .. } | Pacing::Sessions { rate, arrival, .. } => {
+            (rate, arrival)
+        }
+        Pacing::Closed => {
+            return Err(EngineError::Config("page views need a rate (an open load)".into()))
+        }
+    };
+    let connections = crate::bench::flags::BROWSER_CONNECTIONS;
+    let view = loadlab_engine::visits::View::discover(config, connections, false)?;
+    view.apply(config, rate, arrival);
+    Ok(())
 }
 
 /// A cell's label on the progress lines: `[  3/165] nginx  hello.txt  closed c=10 n=5000 `.

@@ -633,3 +633,29 @@ fn a_stack_on_a_lab_host_is_judged_on_that_hosts_cpus_and_the_host_is_stored_onc
     assert_eq!(get("server nic"), Some("eth0, 1000 Mbit/s"));
     assert_eq!((hosts[0].name.as_str(), hosts[0].stack.as_str()), ("ssh://root@lab2", "nginx-fpm"));
 }
+
+/// Page views arrive at a rate: a `view = true` workload under a closed load is refused
+/// before any stack starts, and under an open load its cells check a 2xx or 304 only.
+#[test]
+fn a_view_workload_needs_a_rate_and_checks_statuses_alone() {
+    let text = |model: &str| {
+        format!(
+            "name = \"v\"\n[[stacks]]\nname = \"nginx\"\n[[workloads]]\nname = \"page\"\n\
+             path = \"/\"\nview = true\nexpect_contains = \"html\"\n[[loads]]\n{model}\n\
+             duration = \"1s\"\n"
+        )
+    };
+    let planned = |model: &str| {
+        let suite = loadlab_suite::parse(&text(model), "v.toml").expect("the suite parses");
+        loadlab_suite::plan(&suite, false)
+    };
+    let closed = planned("model = \"closed\"\nconcurrency = [2]");
+    let why = closed.cells.iter().find_map(crate::executor::unsupported).expect("refused");
+    assert!(why.contains("page has view = true: page views arrive at a rate"), "{why}");
+    let open = planned("model = \"open\"\nrates = [5]");
+    assert!(open.cells.iter().all(|c| crate::executor::unsupported(c).is_none()));
+    let mut config = BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap());
+    open.cells[0].apply(&mut config);
+    assert_eq!(config.validation.status, [(200, 299), (304, 304)]);
+    assert!(config.validation.body_contains.is_none(), "{:?}", config.validation);
+}

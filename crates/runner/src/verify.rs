@@ -20,6 +20,8 @@ pub(crate) fn one_request(mut config: BenchConfig) -> BenchConfig {
     config.stop = Stop::Count(1);
     config.warmup = std::time::Duration::ZERO;
     config.validation.keep_answer = true;
+    // Page views: their requests, the page and each resource, are verified one by one.
+    config.visits = None;
     if let Traffic::Mix(mix) = &config.traffic {
         let mut each = (**mix).clone();
         each.order = Order::Sequential;

@@ -38,6 +38,14 @@ pub const LATE_P99_US: &str = "late_p99_us";
 /// Open loop: requests due in the measured window that were never sent.
 pub const NOT_SENT: &str = "not_sent";
 
+/// Page views (a workload with `view = true`): completed views per second, and the page-load
+/// time's percentiles (from a view's due time to its last resource's last byte), microseconds.
+pub const VIEWS_RPS: &str = "views_rps";
+/// Page views completed in the measured time.
+pub const VIEWS: &str = "views";
+pub const VIEW_P50_US: &str = "view_p50_us";
+pub const VIEW_P99_US: &str = "view_p99_us";
+
 /// The name of one error class's count: `errors.connreset`.
 pub fn error_class(class: &str) -> String {
     format!("{ERRORS}.{class}")

@@ -21,6 +21,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("wordpress-cache-layers", include_str!("../suites/wordpress-cache-layers.toml")),
     ("modern", include_str!("../suites/modern.toml")),
     ("ramp", include_str!("../suites/ramp.toml")),
+    ("wordpress-visits", include_str!("../suites/wordpress-visits.toml")),
 ];
 
 /// The names of the built-in suites.
@@ -209,6 +210,27 @@ mod tests {
         let p = planned("wordpress-cache-layers", false);
         assert!(p.cells.iter().all(|c| c.load.point == Point::Closed { concurrency: 25 }
             && c.load.stop == Stop::Count(5_000)));
+    }
+
+    #[test]
+    fn wordpress_visits_compares_three_stacks_on_views_and_on_the_page_alone() {
+        let suite = builtin("wordpress-visits").unwrap();
+        let stacks: Vec<&str> =
+            suite.stacks.iter().map(|s| s.lab_stack().unwrap().stack.name).collect();
+        assert_eq!(
+            stacks,
+            ["wordpress-nginx-fpm", "wordpress-nginx-fpm", "wordpress-varnish-nginx-fpm"]
+        );
+        let views: Vec<(&str, bool)> =
+            suite.workloads.iter().map(|w| (w.name.as_str(), w.view)).collect();
+        assert_eq!(views, [("wordpress", false), ("front page views", true)]);
+        // Every cell, views and page alone, on every stack, at a rate: views arrive on a
+        // schedule.
+        let p = planned("wordpress-visits", true);
+        assert!(p.skipped.is_empty(), "{:?}", p.skipped);
+        assert!(p.cells.iter().all(|c| matches!(c.load.point, Point::Open { .. })));
+        let view_cells = p.cells.iter().filter(|c| c.workload.view).count();
+        assert_eq!(view_cells * 2, p.cells.len());
     }
 
     #[test]

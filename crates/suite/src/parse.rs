@@ -290,7 +290,11 @@ impl Checker<'_> {
                 stacks: None,
                 expect: self.expect(w)?,
                 slo,
+                view: w.view.as_ref().is_some_and(|v| *v.get_ref()),
             };
+            if let (true, Some(urls)) = (spec.view, &w.urls) {
+                return self.fail(urls.span(), format!("{name}: a view fetches its page's resources, not a URL list: view = true or urls, not both"));
+            }
             spec.stacks = self.filter(w, &spec, stacks)?;
             out.push(spec);
         }

@@ -61,6 +61,8 @@ pub struct CellWorkload {
     /// The thresholds its cells must hold over their repetitions (the workload's `slo`, the
     /// suite's, or `run --slo`'s), stored with each cell for the report to judge.
     pub slo: Option<loadlab_stats::slo::Slo>,
+    /// Page views (`view = true`): the runner plans each cell's view of the page.
+    pub view: bool,
 }
 
 /// How each response of a cell is checked.
@@ -212,6 +214,13 @@ impl Cell {
             config.protocol = Protocol::Http2 { streams: self.load.streams };
         }
         config.validation = self.workload.check.validation();
+        if self.workload.view {
+            // A view's checks fall on each of its requests, the resources too: a status a
+            // browser takes (a 304 answers a repeat view's revalidation); the page's content
+            // was checked at verify.
+            let status = vec![(200, 299), (304, 304)];
+            config.validation = Validation { status, ..Validation::default() };
+        }
     }
 }
 
@@ -352,6 +361,7 @@ fn cell_workload(
         custom: w.request.is_some(),
         urls: w.request.as_ref().and_then(|r| r.urls.clone()),
         slo: w.slo.clone(),
+        view: w.view,
     })
 }
 

@@ -163,6 +163,8 @@ pub struct RawWorkload {
     pub expect_sha256: Option<Spanned<String>>,
     /// Thresholds this workload's cells must hold (`p99<50ms,errors<0.1%`), over the suite's.
     pub slo: Option<Spanned<String>>,
+    /// Page views: the page and the resources its HTML names, as `bench --view` fetches them.
+    pub view: Option<Spanned<bool>>,
 }
 
 /// `[[loads]]`: one load model and the points (concurrencies or rates) it is run at.

@@ -155,6 +155,9 @@ pub struct WorkloadSpec {
     /// Thresholds its cells must hold, over their repetitions (the workload's `slo`, or the
     /// suite's); `loadlab run` exits 99 when one fails.
     pub slo: Option<loadlab_stats::slo::Slo>,
+    /// `view = true`: each cell makes page views (the page and its resources, as `bench
+    /// --view`), at the load's rate.
+    pub view: bool,
 }
 
 /// A custom workload's request: its path on the stack, method, headers and body.

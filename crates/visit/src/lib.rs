@@ -8,8 +8,10 @@
 //!   `--wsesslog` session log (`wsesslog`), read as its man page documents it.
 //! - A visitor's state: its cookie jar (`cookies`) and the values it captured (`capture`,
 //!   used by later calls' [`Template`]s as `{name}`); [`Check`]s say when a visit fails.
-//! - `discover` finds a page's resources in its HTML and CSS, once, before any load.
+//! - `discover` finds a page's resources in its HTML and CSS, once, before any load; `cache`
+//!   says what a repeat view does with each (RFC 9111).
 
+pub mod cache;
 pub mod capture;
 pub mod cookies;
 pub mod discover;

@@ -28,6 +28,7 @@ mod trust;
 mod unix_socket;
 mod validation;
 mod visit_files;
+mod views;
 mod visits;
 
 use std::process::Output;

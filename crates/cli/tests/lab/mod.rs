@@ -13,6 +13,7 @@ mod own;
 mod stacks;
 mod tls;
 mod user;
+mod views;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};

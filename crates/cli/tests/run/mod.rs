@@ -21,6 +21,7 @@ mod regression;
 mod slo;
 mod stages;
 mod urls;
+mod views;
 
 /// A run of the tiny suite takes about 3 s; this bounds a hung one (as the lab tests' limit
 /// does, with room for a two-CPU machine starting other tests' stacks at the same time).
@@ -519,6 +520,7 @@ fn a_plan_that_cannot_reach_significance_says_so_before_it_runs() {
         "modphp-vs-fpm-keepalive",
         "robots-autobench",
         "wordpress-cache-layers",
+        "wordpress-visits",
     ] {
         for quick in [false, true] {
             let mut args = vec!["run", "--suite", suite, "--dry-run"];

@@ -359,3 +359,16 @@ fn schema_accepts_a_run_of_visits() {
     assert_eq!(n(&doc, "/requests/completed"), 24);
     assert_eq!(doc["sessions"]["failures"], json!([]));
 }
+
+#[test]
+fn schema_accepts_a_run_of_page_views() {
+    let v = validator();
+    let page = r#"<html><head><link rel="stylesheet" href="/s.css"></head><img src="/i.png">"#;
+    let server = TestServer::start(Behaviour::ok(page));
+    let doc = bench(&v, &server, &["--view", "--repeat-view", "--rate", "50", "-n", "4"]);
+    assert_eq!(n(&doc, "/views/completed"), 8);
+    assert_eq!(doc["views"]["resources"][1], json!({"path": "/i.png", "repeat_view": "fetched"}));
+    let mut broken = doc.clone();
+    broken["views"]["cache"] = json!("warm");
+    assert!(!violations(&v, &broken).is_empty(), "a cache the schema does not name");
+}

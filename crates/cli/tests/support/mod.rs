@@ -21,7 +21,7 @@ pub use h2peer::{H2Behaviour, H2Peer};
 /// reaches eventually, so tests wait for it instead of sleeping. The lab's own poller.
 pub use loadlab_lab::wait::until as wait_until;
 pub(crate) use nginx::{require_nginx, Listen, Nginx};
-pub use servers::{closed_port, Behaviour, Request, TestServer};
+pub use servers::{closed_port, Behaviour, Request, SitePath, TestServer};
 pub use skip::Skip;
 pub use sys::with_fd_limit;
 

@@ -68,6 +68,31 @@ pub enum Behaviour {
     /// answers 200 `secret` only to a request carrying that cookie and its token, in an
     /// `X-Token` header or a `token=` form field, else 403; any other path 200 `page`.
     Login,
+    /// A small site (page views): each path its own 200 after its own delay; a request whose
+    /// `If-None-Match` is the path's `ETag` gets a 304 without body (RFC 9110 section 13.1.2);
+    /// a path not listed a 404.
+    Site(Vec<SitePath>),
+}
+
+/// One path of a [`Behaviour::Site`].
+#[derive(Debug, Clone)]
+pub struct SitePath {
+    pub path: String,
+    pub delay: Duration,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl SitePath {
+    /// `path` answering `body` at once, with these header fields.
+    pub fn new(path: &str, headers: &[(&str, &str)], body: &str) -> SitePath {
+        SitePath {
+            path: path.to_string(),
+            delay: Duration::ZERO,
+            headers: headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+            body: body.as_bytes().to_vec(),
+        }
+    }
 }
 
 impl Behaviour {

@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 pub(crate) use driver::VisitWorker;
 pub use tally::{SessionTally, StepFailure, StepTally};
-pub use view::View;
+pub use view::{View, ViewPlan, ViewResource, ViewTimes};
 pub use wsesslog::Wsesslog;
 
 use std::time::Duration;
@@ -59,8 +59,11 @@ pub struct Plan {
     pub per_visitor: usize,
     /// A visit file's: how each visitor renders its own requests; `None`, the table's bytes.
     pub render: Option<Render>,
-    /// A visit file's steps, named for their figures (`1 GET /login`); empty otherwise.
+    /// A visit file's steps, named for their figures (`1 GET /login`), and a page view's
+    /// (`first view`, `repeat view`); empty otherwise.
     pub steps: Vec<String>,
+    /// Page views (`--view`): what each view fetches; `None` for other visits.
+    pub view: Option<ViewPlan>,
 }
 
 #[derive(Debug, Clone)]
@@ -128,7 +131,10 @@ impl Plan {
         default_think: Think,
         per_visitor: usize,
     ) -> Result<(Plan, Mix), EngineError> {
-        let mut index: HashMap<(String, String, Option<String>), u32> = HashMap::new();
+        // A request is its method, path, body and header fields: a repeat view's conditional
+        // GET of a resource is another request than its first fetch.
+        type Key = (String, String, Option<String>, Vec<(String, String)>);
+        let mut index: HashMap<Key, u32> = HashMap::new();
         let mut entries: Vec<Entry> = Vec::new();
         let mut planned = Vec::with_capacity(visits.len());
         for visit in visits {
@@ -138,12 +144,13 @@ impl Plan {
                 for call in &burst.calls {
                     let path = call.path.text();
                     let body = call.body.as_ref().map(Template::text);
-                    let key = (call.method.clone(), path.clone(), body.clone());
+                    let headers: Vec<(String, String)> =
+                        call.headers.iter().map(|(n, v)| (n.clone(), v.text())).collect();
+                    let key = (call.method.clone(), path.clone(), body.clone(), headers.clone());
                     let id = *index.entry(key).or_insert_with(|| {
                         let mut e = Entry::new(path, entries.len() + 1);
                         e.method = Some(call.method.clone());
-                        e.headers =
-                            call.headers.iter().map(|(n, v)| (n.clone(), v.text())).collect();
+                        e.headers = headers;
                         e.body = body.map(String::into_bytes);
                         entries.push(e);
                         (entries.len() - 1) as u32
@@ -176,6 +183,7 @@ impl Plan {
             per_visitor: per_visitor.max(1),
             render: None,
             steps: Vec::new(),
+            view: None,
         };
         Ok((plan, mix))
     }

@@ -9,6 +9,7 @@ mod merged;
 pub mod seconds;
 mod sessions_text;
 mod text;
+mod views_text;
 
 /// `loadlab merge`'s text, bench's latency table of the added logs.
 pub use merged::write_merged;

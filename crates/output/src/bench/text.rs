@@ -19,6 +19,7 @@ impl Render for Text {
         throughput(r, out)?;
         link(r, out)?;
         latency(r, out)?;
+        super::views_text::write(r.views.as_ref(), out)?;
         super::sessions_text::write(r.sessions.as_ref(), out)?;
         super::sessions_text::steps(r.visits.as_ref(), out)?;
         outcomes(r, out)?;

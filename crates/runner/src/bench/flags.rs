@@ -277,14 +277,14 @@ pub struct LoadFlags {
     pub traffic: TrafficFlags,
     /// `--wsesslog N,X,FILE` and its `--visitor-connections`.
     pub wsesslog: Option<(String, Option<usize>)>,
-    /// `--view` and its `--browser-connections`.
-    pub view: Option<Option<usize>>,
+    /// `--view`, its `--browser-connections` and `--repeat-view`.
+    pub view: Option<(Option<usize>, bool)>,
     /// `--visits FILE` (a visit file) and its `--visitor-connections`.
     pub visits: Option<(String, Option<usize>)>,
 }
 
 /// A viewer's connections when --browser-connections is not given: a browser's per host.
-const BROWSER_CONNECTIONS: usize = 6;
+pub(crate) const BROWSER_CONNECTIONS: usize = 6;
 
 /// The closed loop's connections when -c is not given.
 pub const DEFAULT_CONNECTIONS: usize = 10;
@@ -385,16 +385,11 @@ impl LoadFlags {
                 .map_err(FlagError::Engine)?;
             w.apply(config, rate, arrival);
         }
-        if let Some(connections) = self.view {
+        if let Some((connections, repeat)) = self.view {
             let connections = connections.unwrap_or(BROWSER_CONNECTIONS);
-            let view = loadlab_engine::visits::View::discover(config, connections)
+            let view = loadlab_engine::visits::View::discover(config, connections, repeat)
                 .map_err(FlagError::Engine)?;
-            note(&format!(
-                "--view: {} and its {} resources: {}",
-                config.target.path,
-                view.resources.len(),
-                view.resources.join(" ")
-            ));
+            note(&super::views::found(view.plan()));
             view.apply(config, rate, arrival);
         }
         Ok(())

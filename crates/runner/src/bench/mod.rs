@@ -11,6 +11,7 @@ pub mod live;
 pub mod report;
 pub mod sessions;
 pub mod traffic;
+pub mod views;
 
 use std::net::SocketAddr;
 

@@ -81,6 +81,9 @@ pub struct Report {
     /// `--wsesslog`: the visits' own figures (the requests' stay above); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sessions: Option<super::sessions::Sessions>,
+    /// `--view`: the page views' figures and what each fetched (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub views: Option<super::views::Views>,
     /// `--visits`: the visits of a visit file, step by step; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub visits: Option<super::sessions::Visits>,
@@ -416,6 +419,7 @@ impl Report {
             urls: super::traffic::urls(cfg, r),
             replay: super::traffic::replay(cfg),
             sessions: super::sessions::Sessions::of(r),
+            views: super::views::Views::of(cfg, r),
             visits: super::sessions::Visits::of(cfg, r),
             agents: None,
             agent_lost: None,

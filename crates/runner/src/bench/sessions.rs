@@ -131,7 +131,8 @@ pub struct Step {
 impl Visits {
     /// The figures of a run of a visit file; `None` for any other run.
     pub fn of(cfg: &loadlab_engine::BenchConfig, r: &BenchResult) -> Option<Visits> {
-        let plan = cfg.visits.as_deref().filter(|p| !p.steps.is_empty())?;
+        // A page view's steps (first and repeat view) are in its own `views` object.
+        let plan = cfg.visits.as_deref().filter(|p| !p.steps.is_empty() && p.view.is_none())?;
         let s: &SessionTally = r.tally.sessions.as_deref()?;
         let secs = r.duration.as_secs_f64();
         let steps = plan

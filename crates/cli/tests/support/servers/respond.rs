@@ -169,6 +169,23 @@ pub(super) fn answer(
             out.write_all(&response("HTTP/1.1", status, &headers, body.as_bytes(), head))?;
             Ok(After::KeepAlive)
         }
+        Behaviour::Site(paths) => {
+            let Some(p) = paths.iter().find(|p| p.path == request.target) else {
+                out.write_all(&response("HTTP/1.1", 404, &[], b"not here\n", head))?;
+                return Ok(After::KeepAlive);
+            };
+            if !sleep_unless_stopped(p.delay, stop) {
+                return Ok(After::Close);
+            }
+            let etag = p.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("etag"));
+            let matched = etag.is_some_and(|(_, tag)| request.header("if-none-match") == Some(tag));
+            if matched {
+                out.write_all(b"HTTP/1.1 304 Not Modified\r\n\r\n")?;
+            } else {
+                out.write_all(&response("HTTP/1.1", 200, &p.headers, &p.body, head))?;
+            }
+            Ok(After::KeepAlive)
+        }
         Behaviour::StatusCycle(statuses) => {
             let Some(&status) = statuses.get((index % statuses.len().max(1) as u64) as usize)
             else {

@@ -1,0 +1,87 @@
+//! The page views' own figures in a bench report (`--view`): what a view fetched, how many
+//! views completed and failed, at what rate, and their page-load time (from a view's due time
+//! to the last byte of its last resource); the requests' figures stay where they are, and the
+//! visits' (`sessions`) beside them.
+
+use loadlab_engine::visits::{ViewPlan, ViewTimes};
+use loadlab_engine::{BenchConfig, BenchResult};
+use loadlab_stats::RecorderSummary;
+use serde::Serialize;
+
+#[derive(Debug, Serialize)]
+pub struct Views {
+    /// Which question the run asked: `first view` (an empty cache each time) or `first and
+    /// repeat view` (`--repeat-view`: each visitor views twice, the second time with a
+    /// browser's cache of the first).
+    pub cache: &'static str,
+    /// The page's path.
+    pub page: String,
+    /// What each view fetched after the page, in order.
+    pub resources: Vec<Resource>,
+    pub completed: u64,
+    pub failed: u64,
+    /// Completed views per second of the run.
+    pub rps: f64,
+    /// Completed views, from when each was due to its last resource's last byte.
+    pub load_time_us: RecorderSummary,
+    /// First views alone, then repeat views alone (null without `--repeat-view`).
+    pub first: ViewFigures,
+    pub repeat: Option<ViewFigures>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Resource {
+    pub path: String,
+    /// With `--repeat-view`: `fresh` (not asked for), `revalidated` (a conditional GET) or
+    /// `fetched` (whole again); null without.
+    pub repeat_view: Option<&'static str>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ViewFigures {
+    pub completed: u64,
+    pub load_time_us: RecorderSummary,
+}
+
+impl Views {
+    /// The figures of a run of page views; `None` for any other run.
+    pub fn of(cfg: &BenchConfig, r: &BenchResult) -> Option<Views> {
+        let plan = cfg.visits.as_ref()?.view.as_ref()?;
+        let times = ViewTimes::of(r.tally.sessions.as_deref()?, plan);
+        let figures = |rec: &loadlab_stats::Recorder| ViewFigures {
+            completed: rec.count(),
+            load_time_us: rec.summary(),
+        };
+        Some(Views {
+            cache: if plan.repeat { "first and repeat view" } else { "first view" },
+            page: plan.page.clone(),
+            resources: plan
+                .resources
+                .iter()
+                .map(|r| Resource {
+                    path: r.path.clone(),
+                    repeat_view: r.repeat.as_ref().map(|c| c.name()),
+                })
+                .collect(),
+            completed: times.completed,
+            failed: times.failed,
+            rps: times.per_second(r.duration),
+            load_time_us: times.all.summary(),
+            first: figures(&times.first),
+            repeat: times.repeat.as_ref().map(figures),
+        })
+    }
+}
+
+/// One line on what a view fetches, said before the run.
+pub fn found(plan: &ViewPlan) -> String {
+    let list: Vec<String> = plan
+        .resources
+        .iter()
+        .map(|r| match &r.repeat {
+            Some(reuse) => format!("{} ({} on a repeat view)", r.path, reuse.name()),
+            None => r.path.clone(),
+        })
+        .collect();
+    format!("--view: {} and its {} resources: {}", plan.page, list.len(), list.join(" "))
+}
