@@ -298,6 +298,9 @@ impl Lab {
             };
             out.push(Captured { tier: "php".into(), what: "status.php".into(), text });
         }
+        if plan.stack.wordpress {
+            out.push(wordpress::capture_admin(&plan));
+        }
         if !plan.stack.http_tiers.is_empty() {
             out.push(Captured {
                 tier: "tls".into(),
