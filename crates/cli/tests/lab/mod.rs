@@ -13,6 +13,7 @@ mod own;
 mod stacks;
 mod tls;
 mod user;
+mod visits;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
