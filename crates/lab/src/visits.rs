@@ -78,6 +78,45 @@ impl Builtin {
     }
 }
 
+/// A `--visits` argument that names a built-in visit, made ready for the instance at `url`:
+/// its file's text with the values the instance gives filled in (`{user}` and `{password}`
+/// become the administrator's), so that the visit reads as any visit file. `Ok(None)`: not a
+/// built-in name, or a file of that name exists (the user's own, read as such).
+pub fn resolve(
+    lab: &crate::Lab,
+    spec: &str,
+    url: &str,
+) -> Result<Option<(&'static Builtin, String)>> {
+    let Some(visit) = builtin(spec).filter(|_| !std::path::Path::new(spec).exists()) else {
+        return Ok(None);
+    };
+    if visit.given.is_empty() {
+        return Ok(Some((visit, visit.text.to_string())));
+    }
+    let records: Vec<Record> = lab.instances()?.into_iter().map(|(r, _)| r).collect();
+    let values = visit.values(instance_for(&records, url, visit)?)?;
+    Ok(Some((visit, visit.fill(&values)?)))
+}
+
+impl Builtin {
+    /// The visit's text with each given `{name}` replaced by its value. A value is written
+    /// into the file's TOML strings as it is, so one that TOML or a template would read
+    /// otherwise (a quote, a backslash, a brace, a line break) is refused.
+    pub fn fill(&self, values: &[(String, String)]) -> Result<String> {
+        let mut text = self.text.to_string();
+        for (name, value) in values {
+            if value.chars().any(|c| matches!(c, '"' | '\\' | '\'' | '{' | '}') || c.is_control()) {
+                return Err(Error::NoVisit(format!(
+                    "{}: the {name} of this instance cannot be written into the visit",
+                    self.name
+                )));
+            }
+            text = text.replace(&format!("{{{name}}}"), value);
+        }
+        Ok(text)
+    }
+}
+
 /// The running instance of `records` that a load to `url` reaches: the same scheme, host and
 /// port as its URL (any path). `None` when the URL is not one of the lab's.
 pub fn instance_at<'a>(records: &'a [Record], url: &str) -> Option<&'a Record> {
@@ -173,5 +212,13 @@ mod tests {
         other.stack = "nginx".into();
         assert!(login.values(&other).unwrap_err().to_string().contains("use a wordpress-* stack"));
         assert!(builtin("wordpress:front").unwrap().values(&other).unwrap().is_empty());
+        let values =
+            [("user".to_string(), "loadlab".to_string()), ("password".into(), "Pw9".into())];
+        let filled = login.fill(&values).unwrap();
+        assert!(filled.contains("log=loadlab&pwd=Pw9&"), "{filled}");
+        let visit = loadlab_visit::visit_file::parse(&filled, login.name, &[]).unwrap();
+        assert_eq!(visit.requests(), 4);
+        let quote = [("password".to_string(), "a\"b".to_string())];
+        assert!(login.fill(&quote).unwrap_err().to_string().contains("cannot be written"));
     }
 }

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use loadlab_lab::visits::{self, Builtin};
+use loadlab_lab::visits;
 use loadlab_visit::{visit_file, Jar, Response, Vars, Visit};
 use serde_json::Value;
 
@@ -110,13 +110,14 @@ fn walk(addr: &str, visit: &Visit, given: &Vars, carry: Carry) -> Result<usize, 
     Ok(requests)
 }
 
-/// A built-in visit as the lab gives it to the instance `up`: the visit and its values.
+/// A built-in visit as `--visits NAME` gets it for the instance `up`: its text with the
+/// instance's values filled in, read as any visit file; and the values themselves.
 fn builtin(lab: &TestLab, up: &Value, name: &str) -> (Visit, Vars) {
-    let b: &Builtin = visits::builtin(name).expect("a built-in visit");
-    let visit = visit_file::parse(b.text, b.name, b.given).expect("a built-in visit parses");
+    let url = up["url"].as_str().expect("url");
+    let (b, text) = visits::resolve(&lab.lab(), name, url).expect("resolved").expect("built in");
+    let visit = visit_file::parse(&text, b.name, &[]).expect("a built-in visit parses");
     let records: Vec<_> =
         lab.lab().instances().expect("instances").into_iter().map(|(r, _)| r).collect();
-    let url = up["url"].as_str().expect("url");
     let record = visits::instance_for(&records, url, b).expect("the instance at its URL");
     (visit, b.values(record).expect("the instance's values").into_iter().collect())
 }
@@ -135,17 +136,23 @@ fn visits_pass_and_the_login_needs_what_it_carries(lab: &TestLab, up: &Value) {
         let made = walk(&addr, &visit, &given, Carry::Everything);
         assert_eq!(made, Ok(visit.requests()), "{name} on {}", up["name"]);
     }
+    // The lab filled in the administrator: the visit needs nothing more.
     let (login, given) = builtin(lab, up, "wordpress:login");
     assert_eq!(given.len(), 2, "{given:?}");
-    assert_eq!(walk(&addr, &login, &given, Carry::Everything), Ok(4), "{}", up["name"]);
+    let none = Vars::new();
+    assert_eq!(walk(&addr, &login, &none, Carry::Everything), Ok(4), "{}", up["name"]);
     // The same visit twice: a visitor logs in again after logging out.
-    assert_eq!(walk(&addr, &login, &given, Carry::Everything), Ok(4), "{}", up["name"]);
-    let refused = |carry| walk(&addr, &login, &given, carry).unwrap_err();
+    assert_eq!(walk(&addr, &login, &none, Carry::Everything), Ok(4), "{}", up["name"]);
+    let refused = |carry| walk(&addr, &login, &none, carry).unwrap_err();
     assert_eq!(refused(Carry::NoCookies), (2, "status (answered 200)".to_string()));
     assert_eq!(refused(Carry::NoNonce), (4, "status (answered 403)".to_string()));
+    // With {user} and {password} left for the walk to give, a wrong password is refused.
+    let b = visits::builtin("wordpress:login").unwrap();
+    let unfilled = visit_file::parse(b.text, b.name, b.given).unwrap();
+    assert_eq!(walk(&addr, &unfilled, &given, Carry::Everything), Ok(4));
     let mut wrong = given.clone();
     wrong.insert("password".into(), "not-the-password".into());
-    assert_eq!(walk(&addr, &login, &wrong, Carry::Everything).unwrap_err().0, 2);
+    assert_eq!(walk(&addr, &unfilled, &wrong, Carry::Everything).unwrap_err().0, 2);
 }
 
 #[test]
