@@ -78,6 +78,17 @@ impl Builtin {
     }
 }
 
+/// The built-in visits as `stack show` lists them for an instance at `url`: each name, its
+/// title, and the command that runs it.
+pub fn describe(url: &str) -> String {
+    let mut out = String::new();
+    for b in BUILTINS {
+        out.push_str(&format!("{:<18} {}\n", b.name, b.title()));
+    }
+    out.push_str(&format!("run one with: loadlab bench {url} --visits NAME (-c N or --rate R)"));
+    out
+}
+
 /// A `--visits` argument that names a built-in visit, made ready for the instance at `url`:
 /// its file's text with the values the instance gives filled in (`{user}` and `{password}`
 /// become the administrator's), so that the visit reads as any visit file. `Ok(None)`: not a
@@ -163,6 +174,9 @@ mod tests {
         }
         assert_eq!(builtin("wordpress:login").unwrap().title(), "log in and open the dashboard");
         assert!(builtin("wordpress:nope").is_none());
+        let listed = describe("http://127.0.0.1:8080/");
+        assert!(listed.contains("wordpress:search   search\n"), "{listed}");
+        assert!(listed.ends_with("bench http://127.0.0.1:8080/ --visits NAME (-c N or --rate R)"));
     }
 
     #[test]

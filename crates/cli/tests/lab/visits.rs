@@ -162,12 +162,20 @@ fn wordpress_nginx_fpm_builtin_visits() {
     // `stack show` tells the administrator the visit was given.
     let id = up["id"].as_str().expect("id");
     let show = lab.json(&["stack", "show", id, "--json"]);
-    let admin = show["captured"]
-        .as_array()
-        .expect("captured")
-        .iter()
-        .find(|c| c["tier"] == "wordpress" && c["what"] == "administrator")
-        .unwrap_or_else(|| panic!("no administrator in {show:#}"));
+    let section = |what: &str| {
+        show["captured"]
+            .as_array()
+            .expect("captured")
+            .iter()
+            .find(|c| c["tier"] == "wordpress" && c["what"] == what)
+            .unwrap_or_else(|| panic!("no {what} in {show:#}"))
+            .clone()
+    };
+    let admin = section("administrator");
+    let listed = section("built-in visits")["text"].as_str().unwrap().to_string();
+    for b in visits::BUILTINS {
+        assert!(listed.contains(b.name), "{listed}");
+    }
     let (_, given) = builtin(&lab, &up, "wordpress:login");
     let text = admin["text"].as_str().unwrap();
     assert!(text.contains(&format!("password: {}\n", given["password"])), "{text}");
