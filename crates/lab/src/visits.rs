@@ -89,12 +89,12 @@ pub fn describe(url: &str) -> String {
     out
 }
 
-/// A `--visits` argument that names a built-in visit, made ready for the instance at `url`:
+/// A `--visits` argument that names a built-in visit, made ready for the instance of `records` (the lab's) at `url`:
 /// its file's text with the values the instance gives filled in (`{user}` and `{password}`
 /// become the administrator's), so that the visit reads as any visit file. `Ok(None)`: not a
 /// built-in name, or a file of that name exists (the user's own, read as such).
 pub fn resolve(
-    lab: &crate::Lab,
+    records: &[Record],
     spec: &str,
     url: &str,
 ) -> Result<Option<(&'static Builtin, String)>> {
@@ -104,8 +104,7 @@ pub fn resolve(
     if visit.given.is_empty() {
         return Ok(Some((visit, visit.text.to_string())));
     }
-    let records: Vec<Record> = lab.instances()?.into_iter().map(|(r, _)| r).collect();
-    let values = visit.values(instance_for(&records, url, visit)?)?;
+    let values = visit.values(instance_for(records, url, visit)?)?;
     Ok(Some((visit, visit.fill(&values)?)))
 }
 

@@ -114,10 +114,10 @@ fn walk(addr: &str, visit: &Visit, given: &Vars, carry: Carry) -> Result<usize, 
 /// instance's values filled in, read as any visit file; and the values themselves.
 fn builtin(lab: &TestLab, up: &Value, name: &str) -> (Visit, Vars) {
     let url = up["url"].as_str().expect("url");
-    let (b, text) = visits::resolve(&lab.lab(), name, url).expect("resolved").expect("built in");
-    let visit = visit_file::parse(&text, b.name, &[]).expect("a built-in visit parses");
     let records: Vec<_> =
         lab.lab().instances().expect("instances").into_iter().map(|(r, _)| r).collect();
+    let (b, text) = visits::resolve(&records, name, url).expect("resolved").expect("built in");
+    let visit = visit_file::parse(&text, b.name, &[]).expect("a built-in visit parses");
     let record = visits::instance_for(&records, url, b).expect("the instance at its URL");
     (visit, b.values(record).expect("the instance's values").into_iter().collect())
 }
@@ -159,6 +159,7 @@ fn visits_pass_and_the_login_needs_what_it_carries(lab: &TestLab, up: &Value) {
 fn wordpress_nginx_fpm_builtin_visits() {
     let (lab, up) = require_stack!("wordpress-nginx-fpm", &[]);
     visits_pass_and_the_login_needs_what_it_carries(&lab, &up);
+    bench_runs_the_login(&lab, &up);
     // `stack show` tells the administrator the visit was given.
     let id = up["id"].as_str().expect("id");
     let show = lab.json(&["stack", "show", id, "--json"]);
@@ -202,10 +203,64 @@ fn wordpress_nginx_fpm_builtin_visits() {
 fn wordpress_varnish_builtin_visits() {
     let (lab, up) = require_stack!("wordpress-varnish-nginx-fpm", &[]);
     visits_pass_and_the_login_needs_what_it_carries(&lab, &up);
+    bench_runs_the_login(&lab, &up);
 }
 
 #[test]
 fn wordpress_apache_builtin_visits() {
     let (lab, up) = require_stack!("wordpress-apache-modphp", &[]);
     visits_pass_and_the_login_needs_what_it_carries(&lab, &up);
+}
+
+/// `loadlab bench URL --visits NAME ARGS --format json` against the stack `up`: the report
+/// and the exit code.
+fn bench(lab: &TestLab, up: &Value, visits: &str, args: &[&str]) -> (Value, Option<i32>) {
+    let url = up["url"].as_str().expect("url");
+    let mut words = vec!["bench", url, "--visits", visits, "--format", "json"];
+    words.extend_from_slice(args);
+    let output = lab.run(&words);
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!("{words:?} printed no JSON ({e}): {}", String::from_utf8_lossy(&output.stderr))
+    });
+    (report, output.status.code())
+}
+
+/// The per-step figures of a report: each step's (started, completed, failures by class).
+fn steps(report: &Value) -> Vec<(u64, u64, Value)> {
+    let steps = report["visits"]["steps"].as_array().unwrap_or_else(|| panic!("{report:#}"));
+    steps
+        .iter()
+        .map(|s| {
+            (s["started"].as_u64().unwrap(), s["completed"].as_u64().unwrap(), s["failed"].clone())
+        })
+        .collect()
+}
+
+/// The built-in login run by `loadlab bench --visits wordpress:login`: every step of every
+/// visit passes (one visitor: see docs/lab.md on one administrator); the same visit with
+/// another session's nonce fails every visit at step 4, by its status, after 3 steps passed.
+fn bench_runs_the_login(lab: &TestLab, up: &Value) {
+    let (report, _) = bench(lab, up, "wordpress:login", &["-c", "1", "-n", "3"]);
+    assert_eq!(report["visits"]["completed"], 3, "{report:#}");
+    assert_eq!(report["visits"]["failed"], 0, "{report:#}");
+    for (started, completed, failed) in steps(&report) {
+        assert_eq!((started, completed, failed), (3, 3, serde_json::json!({})), "{report:#}");
+    }
+    let url = up["url"].as_str().unwrap();
+    let records: Vec<_> = lab.lab().instances().unwrap().into_iter().map(|(r, _)| r).collect();
+    let (_, text) = visits::resolve(&records, "wordpress:login", url).unwrap().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("login-without-nonce.toml");
+    let without = text.replace("_wpnonce={nonce}", "_wpnonce=0123456789");
+    assert_ne!(without, text);
+    std::fs::write(&file, without).unwrap();
+    let (report, _) = bench(lab, up, file.to_str().unwrap(), &["-c", "1", "-n", "3"]);
+    assert_eq!(report["visits"]["completed"], 0, "{report:#}");
+    assert_eq!(report["visits"]["failed"], 3, "{report:#}");
+    let steps = steps(&report);
+    assert_eq!(steps.len(), 4, "{report:#}");
+    for step in &steps[..3] {
+        assert_eq!(step, &(3, 3, serde_json::json!({})), "{report:#}");
+    }
+    assert_eq!(steps[3], (3, 0, serde_json::json!({ "status": 3 })), "{report:#}");
 }

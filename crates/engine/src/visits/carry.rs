@@ -16,6 +16,8 @@ pub struct Render {
     pub base: RequestSpec,
     pub target: Target,
     pub keepalive: bool,
+    /// Values every visitor holds from the start, as if captured (a user, a password).
+    pub given: Vars,
 }
 
 /// One visitor's state, dropped with its visit.
@@ -31,7 +33,8 @@ pub(crate) type Broken = &'static str;
 
 impl Carry {
     pub fn new(render: &Render) -> Carry {
-        Carry { jar: Jar::new(&render.target.host, render.target.tls), vars: Vars::new() }
+        let jar = Jar::new(&render.target.host, render.target.tls);
+        Carry { jar, vars: render.given.clone() }
     }
 
     /// `call`'s request for this visitor, into `out`: its templates filled with the values
@@ -132,7 +135,7 @@ regex = 'token=(\w+)'
 method = "POST"
 path = "/private?t={token}"
 headers = { X-Token = "{token}" }
-body = "token={token}"
+body = "token={token}&log={user}"
 header = "X-Ok"
 "#;
 
@@ -143,12 +146,13 @@ header = "X-Ok"
             headers: vec![("Accept-Language".into(), "en".into())],
             body: Vec::new(),
         };
-        Render { base, target, keepalive: true }
+        let given = [("user".to_string(), "ann".to_string())].into_iter().collect();
+        Render { base, target, keepalive: true, given }
     }
 
     #[test]
     fn captures_and_cookies_go_into_the_next_request() {
-        let visit = visit_file::parse(VISIT, "v.toml", &[]).unwrap();
+        let visit = visit_file::parse(VISIT, "v.toml", &["user"]).unwrap();
         let (login, private) = (&visit.bursts[0].calls[0], &visit.bursts[1].calls[0]);
         let (r, now) = (render(), Instant::now());
         let mut carry = Carry::new(&r);
@@ -166,7 +170,7 @@ header = "X-Ok"
         for field in ["X-Token: ab12\r\n", "Cookie: sid=42\r\n", "Accept-Language: en\r\n"] {
             assert!(text.contains(field), "{field} in {text}");
         }
-        assert!(text.ends_with("\r\n\r\ntoken=ab12"), "{text}");
+        assert!(text.ends_with("\r\n\r\ntoken=ab12&log=ann"), "{text}");
         // The second answer lacks its header: a broken check, by class.
         let plain = Response { status: 200, headers: &[], body: b"" };
         assert_eq!(carry.judge(private, "/private", &plain, now), Err("header"));
@@ -174,7 +178,7 @@ header = "X-Ok"
 
     #[test]
     fn a_capture_that_finds_nothing_breaks_the_visit() {
-        let visit = visit_file::parse(VISIT, "v.toml", &[]).unwrap();
+        let visit = visit_file::parse(VISIT, "v.toml", &["user"]).unwrap();
         let login = &visit.bursts[0].calls[0];
         let (r, now) = (render(), Instant::now());
         let mut carry = Carry::new(&r);

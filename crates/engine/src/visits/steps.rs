@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use loadlab_visit::Vars;
+
 use super::carry::Render;
 use super::Plan;
 use crate::mix::Mix;
@@ -31,7 +33,21 @@ impl VisitFile {
             line: None,
             what: e.to_string(),
         })?;
-        let visit = loadlab_visit::visit_file::parse(&text, file, &[])
+        VisitFile::parse(&text, file, config, per_visitor, Vars::new())
+    }
+
+    /// A visit file's `text` (named `file` in messages), with values the run gives every
+    /// visitor before its first step (`given`: a user and a password a lab set up), which its
+    /// steps may use as `{name}` like captured ones.
+    pub fn parse(
+        text: &str,
+        file: &str,
+        config: &crate::BenchConfig,
+        per_visitor: Option<usize>,
+        given: Vars,
+    ) -> Result<VisitFile, EngineError> {
+        let names: Vec<&str> = given.keys().map(String::as_str).collect();
+        let visit = loadlab_visit::visit_file::parse(text, file, &names)
             .map_err(|e| EngineError::Config(e.to_string()))?;
         let widest = visit.bursts.iter().map(|b| b.calls.len()).max().unwrap_or(1);
         let per_visitor = per_visitor.unwrap_or(widest.min(super::PER_VISITOR));
@@ -39,6 +55,7 @@ impl VisitFile {
             base: config.request.clone(),
             target: config.target.clone(),
             keepalive: config.keepalive,
+            given,
         };
         let (plan, mix) = Plan::carrying(file, &visit, per_visitor, render)?;
         Ok(VisitFile { plan, mix })
