@@ -56,6 +56,10 @@ pub enum Error {
     /// gone, an empty pidfile, a unit stopped).
     #[error("{0}")]
     Processes(String),
+    /// A built-in visit cannot run where it was sent (no stack of the lab there, or not the
+    /// stack it was written for).
+    #[error("{0}")]
+    NoVisit(String),
     /// Ctrl-C (or SIGTERM) arrived while a stack was starting; it was torn down.
     #[error("interrupted while starting; what had started was stopped")]
     Interrupted,

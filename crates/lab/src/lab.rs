@@ -298,6 +298,11 @@ impl Lab {
             };
             out.push(Captured { tier: "php".into(), what: "status.php".into(), text });
         }
+        if plan.stack.wordpress {
+            out.push(wordpress::capture_admin(&plan));
+            let text = crate::visits::describe(&plan.url());
+            out.push(Captured { tier: "wordpress".into(), what: "built-in visits".into(), text });
+        }
         if !plan.stack.http_tiers.is_empty() {
             out.push(Captured {
                 tier: "tls".into(),

@@ -9,7 +9,8 @@
 //!   include point each fills.
 //! - [`plan`]: everything an instance's configs are generated from, and its run directory's
 //!   layout; [`state`]: the records of running instances (process ids with start times).
-//! - [`workloads`]: the deterministic files and pages the experiments request.
+//! - [`workloads`]: the deterministic files and pages the experiments request; [`visits`]:
+//!   the built-in visits of the WordPress stacks, and the values an instance gives them.
 //!
 //! Behaviour:
 //! - [`servers`]: one module per server behind the [`servers::Server`] trait: config from
@@ -55,6 +56,7 @@ mod sys;
 mod template;
 pub mod tier;
 pub mod verify;
+pub mod visits;
 pub mod wait;
 pub mod workloads;
 

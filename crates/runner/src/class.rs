@@ -59,7 +59,9 @@ impl Classify for loadlab_lab::Error {
         use loadlab_lab::Error as E;
         match self {
             E::MissingPackage { .. } => Class::MissingPackage,
-            E::UnknownStack(_) | E::BadKnob(_) | E::NoSuchInstance(_) => Class::Usage,
+            E::UnknownStack(_) | E::BadKnob(_) | E::NoSuchInstance(_) | E::NoVisit(_) => {
+                Class::Usage
+            }
             E::Start { .. } | E::Config { .. } | E::Verify { .. } | E::Processes(_) => {
                 Class::StackFailed
             }

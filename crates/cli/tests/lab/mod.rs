@@ -14,6 +14,7 @@ mod stacks;
 mod tls;
 mod user;
 mod views;
+mod visits;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};

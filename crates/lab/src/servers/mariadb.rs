@@ -21,7 +21,7 @@ use loadlab_programs as programs;
 
 const CNF: &str = include_str!("../../templates/mariadb.cnf");
 /// Bumped whenever what a template holds changes, so old templates are not reused.
-const TEMPLATE_VERSION: u32 = 1;
+const TEMPLATE_VERSION: u32 = 2;
 const START_LIMIT: Duration = Duration::from_secs(30);
 
 pub struct Mariadb;
@@ -60,12 +60,23 @@ impl Server for Mariadb {
             ("port", plan.port("mariadb").to_string()),
             // As root mariadbd refuses to start unless told to stay root.
             ("user", user_line(plan, |_, _| "user = root\n".to_string())),
+            // WordPress's administrator gets the instance's own password as the server starts.
+            (
+                "init_file",
+                match plan.stack.wordpress {
+                    true => format!("init-file = {}\n", wordpress::init_file(&plan.run).display()),
+                    false => String::new(),
+                },
+            ),
         ]);
         vec![("mariadb/my.cnf".into(), render(CNF, &vars))]
     }
 
     fn prepare(&self, plan: &Plan, state: &StateDir) -> Result<()> {
         let template = ensure_template(state, plan.stack.wordpress)?;
+        if plan.stack.wordpress {
+            wordpress::prepare_admin(plan)?;
+        }
         copy_tree(&template, &plan.run.join("mariadb/data"))
     }
 

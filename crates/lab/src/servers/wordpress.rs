@@ -2,14 +2,23 @@
 //! /usr/share/wordpress (directories linked, top-level scripts copied so that WordPress
 //! finds this site's wp-config.php beside them, not Debian's, which reads /etc/wordpress),
 //! and a blog installed once into the MariaDB template.
+//!
+//! Each instance has an administrator of its own: `loadlab` with a password made when the
+//! instance is prepared, kept in its run directory (`wordpress-admin.json`, mode 0600), shown
+//! by `stack show` and given to the built-in visits that log in. MariaDB sets its hash as it
+//! starts (`init-file`), so the template's own password, random at install, is never used: a
+//! password in loadlab's source would open every stack that listens beyond loopback.
 
 use std::fs;
-use std::os::unix::fs::symlink;
-use std::path::Path;
+use std::io::{Read, Write};
+use std::os::unix::fs::{symlink, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::error::{IoContext, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, IoContext, Result};
 use crate::plan::Plan;
 use crate::state::make_dir_all;
 use crate::supervise;
@@ -27,13 +36,29 @@ pub fn write_site(docroot: &Path, id: &str, db_host: &str) -> Result<()> {
     let package = package.parent().expect("wp-settings.php has a directory");
     let themes = programs::WORDPRESS_THEME.find()?;
     let themes = themes.parent().expect("a theme has a directory");
-    make_dir_all(docroot)?;
-    for entry in fs::read_dir(package).context(|| format!("reading {}", package.display()))? {
-        let entry = entry.context(|| format!("reading {}", package.display()))?;
+    mirror(package, docroot, &["wp-config.php", "wp-content", "wp-admin"])?;
+    // wp-admin's scripts load `dirname(__DIR__)/wp-load.php`, which through a linked
+    // directory is the package's, and so Debian's config: the dashboard needs them copied too.
+    mirror(&package.join("wp-admin"), &docroot.join("wp-admin"), &[])?;
+    let content = docroot.join("wp-content");
+    make_dir_all(&content.join("plugins"))?;
+    make_dir_all(&content.join("uploads"))?;
+    symlink(themes, content.join("themes")).context(|| "linking the themes")?;
+    let config = render(WP_CONFIG, &[("id", id.to_string()), ("db_host", db_host.to_string())]);
+    write(&docroot.join("wp-config.php"), config.as_bytes())
+}
+
+/// Makes `to` a copy of `from` in which the top-level PHP scripts are copied (PHP resolves a
+/// script's `__DIR__` through links, so each finds its site's files beside it) and everything
+/// else is linked; `skip` names entries left out.
+fn mirror(from: &Path, to: &Path, skip: &[&str]) -> Result<()> {
+    make_dir_all(to)?;
+    for entry in fs::read_dir(from).context(|| format!("reading {}", from.display()))? {
+        let entry = entry.context(|| format!("reading {}", from.display()))?;
         let name = entry.file_name();
-        let (src, dst) = (entry.path(), docroot.join(&name));
+        let (src, dst) = (entry.path(), to.join(&name));
         match name.to_str() {
-            Some("wp-config.php" | "wp-content") => continue,
+            Some(n) if skip.contains(&n) => continue,
             Some(n) if n.ends_with(".php") => {
                 let bytes = fs::read(&src).context(|| format!("reading {}", src.display()))?;
                 write(&dst, &bytes)?;
@@ -41,12 +66,7 @@ pub fn write_site(docroot: &Path, id: &str, db_host: &str) -> Result<()> {
             _ => symlink(&src, &dst).context(|| format!("linking {}", dst.display()))?,
         }
     }
-    let content = docroot.join("wp-content");
-    make_dir_all(&content.join("plugins"))?;
-    make_dir_all(&content.join("uploads"))?;
-    symlink(themes, content.join("themes")).context(|| "linking the themes")?;
-    let config = render(WP_CONFIG, &[("id", id.to_string()), ("db_host", db_host.to_string())]);
-    write(&docroot.join("wp-config.php"), config.as_bytes())
+    Ok(())
 }
 
 /// What [`write_site`] makes in a docroot that a file of the user's must not replace: the
@@ -81,4 +101,115 @@ pub fn install(dir: &Path, socket: &Path) -> Result<()> {
     php.arg(site.join("loadlab-install.php")).current_dir(&site);
     supervise::run(php, Duration::from_secs(120))?;
     Ok(())
+}
+
+/// The site's administrator, as a visit logs in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Admin {
+    pub user: String,
+    pub password: String,
+}
+
+/// The user the template's install creates (templates/wp-install.php).
+const ADMIN_USER: &str = "loadlab";
+
+/// Where an instance's administrator is kept.
+pub fn admin_file(run: &Path) -> PathBuf {
+    run.join("wordpress-admin.json")
+}
+
+/// The SQL MariaDB runs as it starts (its `init-file`): the administrator's password hash.
+pub fn init_file(run: &Path) -> PathBuf {
+    run.join("mariadb/init.sql")
+}
+
+impl Admin {
+    /// The administrator of the instance whose run directory is `run`.
+    pub fn read(run: &Path) -> Result<Admin> {
+        let path = admin_file(run);
+        let text = fs::read_to_string(&path).context(|| format!("reading {}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| Error::Command {
+            command: format!("reading {}", path.display()),
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// The administrator as `stack show` prints it (and a run stores with its configs: the
+/// password opens only this instance, and only while it runs).
+pub fn capture_admin(plan: &Plan) -> crate::Captured {
+    let text = match Admin::read(&plan.run) {
+        Ok(a) => format!(
+            "user: {}\npassword: {}\nlog in at {}wp-login.php; the built-in visit \
+             wordpress:login is given both",
+            a.user,
+            a.password,
+            plan.url()
+        ),
+        Err(e) => format!("capture failed: {e}"),
+    };
+    crate::Captured { tier: "wordpress".into(), what: "administrator".into(), text }
+}
+
+/// Makes the instance's administrator: a new password, kept in the run directory, and the
+/// SQL that sets its hash when MariaDB starts. The hash is WordPress's own (phpass, as
+/// `wp_hash_password` makes it), so that a login does the work it does on any site.
+pub fn prepare_admin(plan: &Plan) -> Result<Admin> {
+    let admin = Admin { user: ADMIN_USER.to_string(), password: password()? };
+    let path = admin_file(&plan.run);
+    let json = serde_json::to_string_pretty(&admin).expect("two strings serialise");
+    write_private(&path, json.as_bytes())?;
+    let package = programs::WORDPRESS.find()?;
+    let phpass = package.parent().expect("a directory").join("wp-includes/class-phpass.php");
+    // The password goes by the file, not by an argument or the environment, which a failed
+    // command's error message would show.
+    let mut php = Command::new(programs::PHP_CLI.find()?);
+    php.arg("-r")
+        .arg(
+            "require $argv[1]; $a = json_decode(file_get_contents($argv[2])); \
+             echo (new PasswordHash(8, true))->HashPassword($a->password);",
+        )
+        .arg("--")
+        .arg(phpass)
+        .arg(&path);
+    let hash = supervise::run(php, Duration::from_secs(30))?;
+    if !hash.starts_with("$P$") || !hash.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(Error::Command {
+            command: "php-cli hashing the WordPress password".into(),
+            reason: format!("not a phpass hash: {hash:?}"),
+        });
+    }
+    // One statement per line: MariaDB's init-file reads it so.
+    let sql = format!(
+        "UPDATE wordpress.wp_users SET user_pass = '{hash}' WHERE user_login = '{}';\n",
+        admin.user
+    );
+    write_private(&init_file(&plan.run), sql.as_bytes())?;
+    Ok(admin)
+}
+
+/// 24 letters and digits from the kernel's random source: about 143 bits, and nothing a
+/// form body or a URL must escape.
+fn password() -> Result<String> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut bytes = [0u8; 24];
+    fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context(|| "reading /dev/urandom")?;
+    // 256 is not a multiple of 62, so the first 8 letters are a little likelier: a bias of
+    // 1 in 32 on a few letters costs well under a bit of the 143.
+    Ok(bytes.iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect())
+}
+
+/// Writes `bytes` to a new file only its owner reads.
+fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    make_dir_all(path.parent().expect("inside the run directory"))?;
+    let _ = fs::remove_file(path);
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .context(|| format!("writing {}", path.display()))
 }

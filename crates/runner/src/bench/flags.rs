@@ -374,8 +374,17 @@ impl LoadFlags {
                         .to_string(),
                 ));
             }
-            let v = loadlab_engine::visits::VisitFile::read(file, config, *per_visitor)
-                .map_err(FlagError::Engine)?;
+            let v = match builtin_visit(file, &config.target.url)? {
+                Some((name, text)) => loadlab_engine::visits::VisitFile::parse(
+                    &text,
+                    name,
+                    config,
+                    *per_visitor,
+                    Default::default(),
+                ),
+                None => loadlab_engine::visits::VisitFile::read(file, config, *per_visitor),
+            }
+            .map_err(FlagError::Engine)?;
             v.apply(config, rate, arrival);
         }
         let Some(rate) = rate else { return Ok(()) };
@@ -490,6 +499,19 @@ impl TrafficFlags {
             None => Ok(()),
         }
     }
+}
+
+/// `--visits NAME` of one of the lab's built-in visits (docs/lab.md): its text with the values
+/// the lab's stack at `url` gives it filled in; `None` for a visit file.
+fn builtin_visit(spec: &str, url: &str) -> Result<Option<(&'static str, String)>, FlagError> {
+    if loadlab_lab::visits::builtin(spec).is_none() {
+        return Ok(None);
+    }
+    let usage = |e: loadlab_lab::Error| FlagError::Usage(format!("--visits {spec}: {e}"));
+    let lab = loadlab_lab::Lab::from_env().map_err(usage)?;
+    let records: Vec<_> = lab.instances().map_err(usage)?.into_iter().map(|(r, _)| r).collect();
+    let found = loadlab_lab::visits::resolve(&records, spec, url).map_err(usage)?;
+    Ok(found.map(|(visit, text)| (visit.name, text)))
 }
 
 #[cfg(test)]
