@@ -183,6 +183,7 @@ mod tests {
             connections_open: 4,
             client_cpu: 0.1,
             flags: Vec::new(),
+            flagged_agents: Vec::new(),
         }
     }
 

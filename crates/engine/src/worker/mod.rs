@@ -165,19 +165,24 @@ struct LiveCursor {
     due_base: u64,
 }
 
-/// Closed-loop stages (k6's ramping VUs): the whole test's connection level over time, and
-/// this worker's stream, whose [`Share::part`] of each level it keeps open.
+/// Closed-loop stages (k6's ramping VUs): the whole test's connection level over time, this
+/// host's share of it (its agent's, weighted or not; the whole on one host) and this worker's
+/// share of the host's part.
 #[derive(Debug, Clone)]
 pub(crate) struct Levels {
     pub shape: Arc<crate::Shape>,
-    pub share: crate::Share,
+    pub agent: crate::Share,
+    pub worker: crate::Share,
 }
 
 impl Levels {
-    /// This worker's connections at `t` seconds into the run: its part of the level, rounded
-    /// down.
+    /// This worker's connections at `t` seconds into the run: the level rounded down, the
+    /// agent's [`Share::part`](crate::Share::part) of it, and the worker's part of that. Each
+    /// split telescopes, so the workers of all agents hold the level exactly, and a weighted
+    /// agent its weight's part (3:1 over 8 connections: 6 and 2).
     fn at(&self, t: f64) -> usize {
-        self.share.part(self.shape.at(t).floor() as u64) as usize
+        let level = self.shape.at(t).floor() as u64;
+        self.worker.part(self.agent.part(level)) as usize
     }
 }
 

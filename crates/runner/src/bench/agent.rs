@@ -162,6 +162,10 @@ fn coordinate(
         result.duration.as_secs_f64().ceil() as u64,
     );
     let mut judged = judge(whole, address, result, None);
+    let mut parts = vec![(0, &own_part)];
+    parts.extend(seen.iter().filter_map(|s| Some((s.index, &*s.part.as_ref()?.0))));
+    let seconds = judged.report.seconds.as_deref_mut().unwrap_or_default();
+    across::merged_seconds(seconds, &parts, own_part.workers);
     let rows = rows(&roster, &seen, (&own_part, late), &weights);
     across_hosts(&mut judged.report, &rows, &lost, on_loss == OnLoss::Continue);
     if !lost.is_empty() {
@@ -268,6 +272,7 @@ fn part_of(result: &BenchResult, report: &Report) -> Part {
     (part.p50_us, part.p99_us) = (report.latency_us.p50, report.latency_us.p99);
     part.flags = flags_of(report);
     part.limited_by = Some(report.limited_by.clone());
+    part.second_flags = report.seconds.iter().flatten().map(|s| s.flags.clone()).collect();
     part
 }
 
