@@ -11,6 +11,7 @@ use loadlab_output::sweep as output;
 use loadlab_runner::ramp::run_ramp;
 use loadlab_runner::slo::Slo;
 use loadlab_runner::sweep::{run_sweep, SweepTarget};
+use loadlab_runner::sweep_agents as agents;
 use loadlab_runner::sweep_plan::SweepFlags;
 use loadlab_runner::values::{self, RateList};
 use loadlab_runner::Measure;
@@ -41,7 +42,7 @@ pub struct SweepArgs {
         long = "ramp",
         value_name = "FROM..TO",
         value_parser = values::ramp,
-        conflicts_with_all = ["rates", "compare", "find_knee", "conns_per_step", "stop_after_knee", "slo", "csv"]
+        conflicts_with_all = ["rates", "compare", "find_knee", "conns_per_step", "stop_after_knee", "slo", "csv", "agents"]
     )]
     pub ramp: Option<(f64, f64)>,
     /// How long the ramp lasts [default: 10s].
@@ -84,6 +85,8 @@ pub struct SweepArgs {
     pub schedule: ScheduleArgs,
     #[command(flatten)]
     pub request: RequestArgs,
+    #[command(flatten)]
+    pub agent: crate::agents::AgentArgs,
 }
 
 pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
@@ -123,8 +126,17 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         table.line(&line)?;
     }
     table.line(&output::header())?;
-    let outcome = run_sweep(&plan, &mut measure, &mut |step| table.line(&output::row(step)))
-        .map_err(crate::exit::failure)?;
+    let on_step = &mut |step: &_| table.line(&output::row(step));
+    let (outcome, ended) = match args.agent.agents()? {
+        None => (run_sweep(&plan, &mut measure, on_step), Default::default()),
+        Some(a) => match agents::run_sweep(&plan, &mut measure, &a, on_step)
+            .map_err(crate::agents::failure)?
+        {
+            Ok((outcome, ended)) => (Ok(outcome), ended),
+            Err(e) => (Err(e), Default::default()),
+        },
+    };
+    let outcome = outcome.map_err(crate::exit::failure)?;
     table.line("")?;
     for line in output::knees(&outcome.knees) {
         table.line(&line)?;
@@ -145,7 +157,18 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         output::write_json(&mut w, &outcome)?;
         w.flush()?;
     }
-    Ok(if outcome.gates_passed() { OK } else { SLO_FAILED })
+    Ok(agents_ended(&ended).unwrap_or(if outcome.gates_passed() { OK } else { SLO_FAILED }))
+}
+
+/// `--agents`: an agent lost, or this agent stopped by agent 0, said and made the exit code.
+fn agents_ended(ended: &agents::Ended) -> Option<u8> {
+    for (l, step) in &ended.lost {
+        eprintln!("loadlab: error: agent {} was lost in step {step}, second {}", l.index, l.second);
+    }
+    if let Some(s) = &ended.stopped_by {
+        eprintln!("loadlab: error: agent 0 stopped the sweep: {s}");
+    }
+    (!ended.lost.is_empty() || ended.stopped_by.is_some()).then_some(crate::exit::AGENT_LOST)
 }
 
 /// The flags as the runner takes them.

@@ -94,6 +94,11 @@ pub trait Measure {
     fn control(&self) -> Option<std::sync::Arc<loadlab_engine::Control>> {
         None
     }
+    /// What limited another host's part of the last measurement (`sweep --agents`: an agent
+    /// bound by its client or link, named), which the measurement's own verdict cannot see.
+    fn limit_elsewhere(&self) -> Option<crate::limit::LimitedBy> {
+        None
+    }
 }
 
 /// A stack instance that is up and verified.
