@@ -42,7 +42,7 @@ pub struct SweepArgs {
         long = "ramp",
         value_name = "FROM..TO",
         value_parser = values::ramp,
-        conflicts_with_all = ["rates", "compare", "find_knee", "conns_per_step", "stop_after_knee", "slo", "csv", "agents"]
+        conflicts_with_all = ["rates", "compare", "find_knee", "conns_per_step", "stop_after_knee", "slo", "csv"]
     )]
     pub ramp: Option<(f64, f64)>,
     /// How long the ramp lasts [default: 10s].
@@ -129,12 +129,9 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     let on_step = &mut |step: &_| table.line(&output::row(step));
     let (outcome, ended) = match args.agent.agents()? {
         None => (run_sweep(&plan, &mut measure, on_step), Default::default()),
-        Some(a) => match agents::run_sweep(&plan, &mut measure, &a, on_step)
-            .map_err(crate::agents::failure)?
-        {
-            Ok((outcome, ended)) => (Ok(outcome), ended),
-            Err(e) => (Err(e), Default::default()),
-        },
+        Some(a) => {
+            agents::run_sweep(&plan, &mut measure, &a, on_step).map_err(crate::agents::failure)?
+        }
     };
     let outcome = outcome.map_err(crate::exit::failure)?;
     table.line("")?;
@@ -197,15 +194,19 @@ fn ramp(
     (from, to): (f64, f64),
 ) -> anyhow::Result<u8> {
     let duration = args.ramp_duration.unwrap_or(Duration::from_secs(10));
-    let outcome =
-        run_ramp(&flags.ramp(target, from, to, duration), measure).map_err(crate::exit::failure)?;
+    let plan = flags.ramp(target, from, to, duration);
+    let (outcome, ended) = match args.agent.agents()? {
+        None => (run_ramp(&plan, measure), Default::default()),
+        Some(a) => agents::run_ramp(&plan, measure, &a).map_err(crate::agents::failure)?,
+    };
+    let outcome = outcome.map_err(crate::exit::failure)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.format {
         SweepFormat::Text => output::write_ramp_text(&mut out, &outcome)?,
         SweepFormat::Json => output::write_ramp_json(&mut out, &outcome)?,
     }
     out.flush()?;
-    Ok(OK)
+    Ok(agents_ended(&ended).unwrap_or(OK))
 }
 
 /// `--slo`: thresholds, or a bare duration as a p99 bound (what the flag took before it took

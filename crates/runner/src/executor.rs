@@ -99,6 +99,9 @@ pub trait Measure {
     fn limit_elsewhere(&self) -> Option<crate::limit::LimitedBy> {
         None
     }
+    /// Makes the last measurement's per-second rows the whole test's where other hosts had
+    /// parts in it (their flags and CPU); nothing on one host.
+    fn whole_seconds(&self, _rows: &mut [crate::seconds::Second]) {}
 }
 
 /// A stack instance that is up and verified.

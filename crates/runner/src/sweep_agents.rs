@@ -5,7 +5,8 @@
 //! agent runs the same steps from its own command line (the load is compared once, the rates
 //! with it), each at the start agent 0 gives, and sends agent 0 its part.
 //!
-//! It is a [`Measure`] around the one that measures, so the sweep driver is the single host's.
+//! It is a [`Measure`] around the one that measures, so the sweep driver is the single host's
+//! (and `sweep --ramp`'s: its one shaped run started together, its rows the whole test's).
 //! An agent lost in a step ends the sweep there (that step is interrupted, never judged), or
 //! with `--on-agent-loss continue` the sweep goes on without it, its part until the loss kept.
 
@@ -24,6 +25,8 @@ use crate::bench::report::Report;
 use crate::executor::Measure;
 use crate::executor::RunError;
 use crate::limit::{Limit, LimitedBy};
+use crate::ramp::{RampOutcome, RampPlan};
+use crate::seconds::Second;
 use crate::sweep::{Step, SweepOutcome, SweepPlan};
 
 /// This host's side of the rendezvous between steps.
@@ -49,6 +52,8 @@ pub struct AgentsMeasure<'a> {
     pub stopped_by: Option<String>,
     /// The client- or network-bound agents of the last step, naming them (agent 0).
     elsewhere: Option<LimitedBy>,
+    /// The last step's parts (agent 0): their per-second flags and workers.
+    parts: Vec<(usize, Part)>,
 }
 
 /// The sweep's load as agents compare it: the first step's load and the rates, the calls and
@@ -64,20 +69,14 @@ pub fn sweep_load(plan: &SweepPlan) -> Vec<(String, String)> {
 }
 
 impl<'a> AgentsMeasure<'a> {
-    /// The rendezvous, before the first step: agent 0 gathers every agent (a differing load
-    /// refused, naming the option), the others join it. `--find-knee` and `--stop-after-knee`
-    /// decide steps from the judged ones, which only agent 0 has: refused.
+    /// The rendezvous, before the first step: agent 0 gathers every agent (a differing `load`
+    /// refused, naming the option), the others join it.
     pub fn rendezvous(
         inner: &'a mut dyn Measure,
         agents: &Agents,
-        plan: &SweepPlan,
+        load: Vec<(String, String)>,
     ) -> Result<AgentsMeasure<'a>, AgentError> {
-        if plan.find_knee || plan.stop_after_knee.is_some() {
-            let why = "--find-knee and --stop-after-knee decide steps on one host for now: not with --agents";
-            return Err(AgentError::Unsupported(why.into()));
-        }
         let control = inner.control().unwrap_or_default();
-        let load = sweep_load(plan);
         let (index, of, weight) = (agents.share.index, agents.share.of, agents.weight);
         let role = if index == 0 {
             let listener = TcpListener::bind(agents.rendezvous).map_err(|source| {
@@ -100,6 +99,7 @@ impl<'a> AgentsMeasure<'a> {
             lost: Vec::new(),
             stopped_by: None,
             elsewhere: None,
+            parts: Vec::new(),
         })
     }
 
@@ -137,6 +137,7 @@ impl<'a> AgentsMeasure<'a> {
         let mut parts: Vec<(usize, &Part)> = vec![(0, &own_part)];
         parts.extend(seen.iter().filter_map(|s| Some((s.index, &*s.part.as_ref()?.0))));
         self.elsewhere = limited_elsewhere(&parts);
+        self.parts = parts.into_iter().map(|(i, p)| (i, p.clone())).collect();
         if !lost.is_empty() && self.agents.on_loss == OnLoss::Stop {
             // What the step measured until the loss is shown, never judged.
             result.interrupted = true;
@@ -211,6 +212,12 @@ impl Measure for AgentsMeasure<'_> {
     fn limit_elsewhere(&self) -> Option<LimitedBy> {
         self.elsewhere.clone()
     }
+
+    fn whole_seconds(&self, rows: &mut [Second]) {
+        let parts: Vec<(usize, &Part)> = self.parts.iter().map(|(i, p)| (*i, p)).collect();
+        let own = self.parts.first().map_or(1, |(_, p)| p.workers);
+        crate::bench::across::merged_seconds(rows, &parts, own);
+    }
 }
 
 /// How a sweep from several hosts ended for this host, beside its outcome.
@@ -230,13 +237,40 @@ pub fn run_sweep(
     inner: &mut dyn Measure,
     agents: &Agents,
     on_step: &mut dyn FnMut(&Step) -> std::io::Result<()>,
-) -> Result<Result<(SweepOutcome, Ended), RunError>, AgentError> {
-    let mut measure = AgentsMeasure::rendezvous(inner, agents, plan)?;
+) -> Result<(Result<SweepOutcome, RunError>, Ended), AgentError> {
+    if plan.find_knee || plan.stop_after_knee.is_some() {
+        // They decide steps from the judged ones, which only agent 0 has.
+        let why =
+            "--find-knee and --stop-after-knee decide steps on one host for now: not with --agents";
+        return Err(AgentError::Unsupported(why.into()));
+    }
+    let mut measure = AgentsMeasure::rendezvous(inner, agents, sweep_load(plan))?;
     let outcome = crate::sweep::run_sweep(plan, &mut measure, on_step);
     let ended =
         Ended { lost: std::mem::take(&mut measure.lost), stopped_by: measure.stopped_by.take() };
     measure.finish();
-    Ok(outcome.map(|o| (o, ended)))
+    Ok((outcome, ended))
+}
+
+/// `sweep --ramp` as this host's part of one ramp from several hosts: the rendezvous (its
+/// errors the outer one), the ramp, its per-second rows the whole test's (every agent's flags
+/// and workers: [`crate::bench::across::merged_seconds`]), then the word that it is over.
+pub fn run_ramp(
+    plan: &RampPlan,
+    inner: &mut dyn Measure,
+    agents: &Agents,
+) -> Result<(Result<RampOutcome, RunError>, Ended), AgentError> {
+    let mut load = load::describe(&plan.config);
+    load.push((
+        "--ramp, --ramp-duration".into(),
+        format!("{}..{} {:?}", plan.from, plan.to, plan.duration),
+    ));
+    let mut measure = AgentsMeasure::rendezvous(inner, agents, load)?;
+    let outcome = crate::ramp::run_ramp(plan, &mut measure);
+    let ended =
+        Ended { lost: std::mem::take(&mut measure.lost), stopped_by: measure.stopped_by.take() };
+    measure.finish();
+    Ok((outcome, ended))
 }
 
 /// The client's limit when any agent's own part was client-bound, else the network's when

@@ -52,12 +52,13 @@ fn every_step_of_a_sweep_starts_on_every_agent_and_is_judged_merged() {
         // differ by one at most, and together they are the step's schedule.
         let own = m.1 - a.1;
         assert!(own.abs_diff(a.1) <= 1, "step {rate}: agent 0 {own}, agent 1 {}", a.1);
-        assert!(m.2.abs_diff(*rate as u64) <= 2, "step {rate}: {m:?}");
+        // Requests of the warm-up still in flight as the step began end inside it: a few.
+        assert!(m.2.abs_diff(*rate as u64) <= 5, "step {rate}: {m:?}");
         sent += m.2;
     }
     // Each step's 1 s warm-up (at its rate) and its measured second reached the server.
     let warmups = 100 + 200 + 300;
-    assert!(server.requests().abs_diff(sent + warmups) <= 6, "{} vs {sent}", server.requests());
+    assert!(server.requests().abs_diff(sent + warmups) <= 12, "{} vs {sent}", server.requests());
     let knee = &json(&outs[0])["knees"][0];
     assert_eq!(knee["steps_judged"], 3, "{knee:#}");
 }
@@ -108,4 +109,27 @@ fn kill_9_of_an_agent_mid_step_ends_the_sweep_within_3_s_that_step_not_judged() 
     assert_eq!(steps[0]["interrupted"], true, "the step of the loss is not judged");
     assert_eq!(merged["knee"]["steps_judged"], 0);
     assert_eq!(a1.status.code(), Some(9), "agent 1 was stopped: {}", stderr(&a1));
+}
+
+#[test]
+fn a_ramp_sweep_over_agents_offers_the_whole_shape_each_second() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let (url, at) = (server.url("/"), rendezvous());
+    let args = ["--ramp", "0..400", "--ramp-duration", "4s"];
+    let outs = all((0..2).map(|i| sweeper(&url, &args, i, 2, &at)).collect());
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    }
+    let offered = |v: &Value| -> Vec<u64> {
+        let rows = v["seconds"].as_array().unwrap_or_else(|| panic!("no seconds: {v:#}"));
+        rows.iter().map(|r| r["offered"].as_u64().expect("offered")).collect()
+    };
+    let (merged, theirs) = (offered(&json(&outs[0])), offered(&json(&outs[1])));
+    assert_eq!(merged.len(), 4, "{merged:?}");
+    // 100 t req/s over 4 s: 50, 150, 250, 350 due each second, agent 1 about half of each.
+    for (s, (m, a)) in merged.iter().zip(&theirs).enumerate() {
+        let want = 50 + 100 * s as u64;
+        assert!(m.abs_diff(want) <= 1, "second {s}: {m} offered, {want} wanted: {merged:?}");
+        assert!((2 * a).abs_diff(*m) <= 2, "second {s}: agent 1 {a} of {m}");
+    }
 }
