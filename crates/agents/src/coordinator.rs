@@ -81,11 +81,22 @@ impl Coordinator {
     /// [`AgentsError::Missing`], naming them). A load that differs ends the rendezvous at once
     /// ([`AgentsError::LoadDiffers`]); every admitted agent is told why.
     pub fn gather(listener: TcpListener, plan: Plan) -> Result<Coordinator, AgentsError> {
+        Coordinator::gather_while(listener, plan, &mut || true)
+    }
+
+    /// [`Coordinator::gather`], given up early (as if the timeout had passed) once `go_on`
+    /// says so: agent 0 that started the others itself knows when one ended before the start,
+    /// or was interrupted, and need not wait out the timeout.
+    pub fn gather_while(
+        listener: TcpListener,
+        plan: Plan,
+        go_on: &mut dyn FnMut() -> bool,
+    ) -> Result<Coordinator, AgentsError> {
         listener.set_nonblocking(true).map_err(io("listening"))?;
         let deadline = Instant::now() + plan.timeout;
         let mut c = Coordinator { listener, plan, members: Vec::new() };
         while c.members.len() + 1 < c.plan.of {
-            if Instant::now() >= deadline {
+            if Instant::now() >= deadline || !go_on() {
                 let missing = c.missing();
                 c.refuse_all(&format!("the rendezvous timed out: {}", crate::list(&missing)));
                 return Err(AgentsError::Missing { missing, timeout: c.plan.timeout });

@@ -11,6 +11,7 @@ use loadlab_agents::auth::Token;
 use loadlab_agents::coordinator::OnLoss;
 use loadlab_engine::Share;
 use loadlab_runner::bench::agent::{AgentError, Agents};
+use loadlab_runner::bench::hosts::Launch;
 
 use crate::exit::Failure;
 use crate::units::parse_duration;
@@ -18,15 +19,28 @@ use crate::units::parse_duration;
 #[derive(Debug, Args)]
 pub struct AgentArgs {
     /// One test from N hosts: run this same command on each (docs/many-hosts.md).
-    #[arg(long = "agents", value_name = "N", requires = "rendezvous")]
+    #[arg(long = "agents", value_name = "N")]
     pub agents: Option<usize>,
     /// This host's index, 0 to N-1 (agent 0 listens on --rendezvous and prints the merged
     /// result) [default: $JOB_COMPLETION_INDEX, a Kubernetes Indexed Job's].
     #[arg(long = "agent", value_name = "I", requires = "agents")]
     pub agent: Option<usize>,
-    /// Where agent 0 listens and the others connect.
+    /// Where agent 0 listens and the others connect [with --agent-hosts: this host's address
+    /// towards each, a port the system picks].
     #[arg(long = "rendezvous", value_name = "HOST:PORT", requires = "agents")]
     pub rendezvous: Option<String>,
+    /// Agent 0 starts agents 1 to N-1 itself through ssh, one per host, comma-separated
+    /// ssh://[user@]host[:port] (this loadlab copied there when missing).
+    #[arg(
+        long = "agent-hosts",
+        value_name = "HOSTS",
+        requires = "agents",
+        conflicts_with = "agent"
+    )]
+    pub agent_hosts: Option<String>,
+    /// A remote agent of --agent-hosts: exit when stdin (its ssh session) closes.
+    #[arg(long = "until-eof", hide = true)]
+    pub until_eof: bool,
     /// How long agent 0 waits for every agent to be ready (exit 8 naming the missing ones),
     /// and an agent for agent 0.
     #[arg(long = "rendezvous-timeout", value_parser = parse_duration, default_value = "60s", allow_hyphen_values = true)]
@@ -65,8 +79,12 @@ impl AgentArgs {
         if of == 0 {
             return Err(usage("--agents must be at least 1".into()));
         }
+        if self.until_eof {
+            loadlab_remote::agents::exit_on_eof(crate::exit::AGENT_LOST.into());
+        }
         let index = match self.agent {
             Some(i) => i,
+            None if self.agent_hosts.is_some() => 0,
             None => std::env::var("JOB_COMPLETION_INDEX")
                 .map_err(|_| usage("--agents needs --agent I (or JOB_COMPLETION_INDEX)".into()))?
                 .trim()
@@ -79,13 +97,23 @@ impl AgentArgs {
         if index >= of {
             return Err(usage(format!("--agent {index} is not in 0..{}", of - 1)));
         }
-        if of == 1 {
+        if of == 1 && self.agent_hosts.is_none() {
             return Ok(None);
         }
-        let spec = self.rendezvous.as_deref().unwrap_or_default();
+        let spec = match (&self.rendezvous, &self.agent_hosts) {
+            (Some(spec), _) => spec.as_str(),
+            // Unused: agent 0 of --agent-hosts listens where each host routes to.
+            (None, Some(_)) => "0.0.0.0:0",
+            (None, None) => return Err(usage("--agents needs --rendezvous HOST:PORT".into())),
+        };
         let rendezvous = resolve(spec).map_err(|e| usage(format!("--rendezvous {spec}: {e}")))?;
-        let token = Token::load(self.token_file.as_deref(), std::env::var("LOADLAB_TOKEN").ok())
-            .map_err(|e| usage(e.to_string()))?;
+        let (file, env) = (self.token_file.as_deref(), std::env::var("LOADLAB_TOKEN").ok());
+        let (launch, token) = match &self.agent_hosts {
+            Some(hosts) => Launch::agent_0(hosts, of, (file, env), self.rendezvous.clone())
+                .map(|(launch, token)| (Some(launch), token))
+                .map_err(crate::exit::failure)?,
+            None => (None, Token::load(file, env).map_err(|e| usage(e.to_string()))?),
+        };
         Ok(Some(Agents {
             share: Share::new(index, of),
             rendezvous,
@@ -98,6 +126,7 @@ impl AgentArgs {
                 OnAgentLoss::Continue => OnLoss::Continue,
             },
             weight: self.agent_weight,
+            launch,
         }))
     }
 }

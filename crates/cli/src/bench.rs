@@ -20,6 +20,7 @@ use crate::units::parse_duration;
 use loadlab_output::bench::{self as output, Format};
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("visitors").args(["wsesslog", "visits"])))]
 pub struct BenchArgs {
     #[arg(help = crate::help::URL)]
     pub url: String,
@@ -83,9 +84,14 @@ pub struct BenchArgs {
         conflicts_with_all = ["requests", "duration", "conn_rate", "conns", "urls", "replay", "timing_script"]
     )]
     pub wsesslog: Option<String>,
-    /// With --wsesslog: connections one visitor may hold at once, a burst's requests spread
-    /// over them (httperf's --max-connections with sessions) [default: 4].
-    #[arg(long = "visitor-connections", value_name = "K", requires = "wsesslog")]
+    /// A visit file's visits (TOML steps with checks and captures, docs/visits.md): at --rate
+    /// visits a second, or -c visitors each starting the next when one ends; -n counts visits.
+    #[arg(long = "visits", value_name = "FILE", conflicts_with_all = ["wsesslog", "view", "urls", "replay", "timing_script"])]
+    pub visits: Option<String>,
+    /// With --wsesslog or --visits: connections one visitor may hold at once, a burst's
+    /// requests spread over them (httperf's --max-connections with sessions) [default: 4;
+    /// --visits: its widest step's, up to 4].
+    #[arg(long = "visitor-connections", value_name = "K", requires = "visitors")]
     pub visitor_connections: Option<usize>,
     /// Page views at --rate a second: the URL's page, then the resources its HTML and CSS name
     /// (same host), found once before the run, over up to --browser-connections connections
@@ -292,6 +298,7 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         traffic: args.traffic.flags(),
         wsesslog: args.wsesslog.clone().map(|spec| (spec, args.visitor_connections)),
         view: args.view.then_some(args.browser_connections),
+        visits: args.visits.clone().map(|file| (file, args.visitor_connections)),
     };
     let mut note = |said: &str| eprintln!("loadlab: note: {said}");
     load.config(&args.request.flags(), &args.url, &mut note).map_err(crate::exit::failure)

@@ -191,8 +191,14 @@ impl BenchConfig {
         self.check_source_family()?;
         self.check_bounds()?;
         self.check_replay()?;
-        if self.visits.is_some() {
-            crate::visits::check(&self.pacing, self.protocol, self.target.tls, &self.traffic)?;
+        if let Some(plan) = &self.visits {
+            crate::visits::check(
+                plan,
+                &self.pacing,
+                self.protocol,
+                self.target.tls,
+                &self.traffic,
+            )?;
         }
         self.check_requests()
     }

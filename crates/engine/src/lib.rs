@@ -314,7 +314,7 @@ fn plan_workers(
             |source| EngineError::Io { context: "creating a worker's event loop", source };
         let job: Job = match (&config.visits, schedule) {
             // Visits have a loop of their own (see `visits`); their arrivals are a schedule.
-            (Some(plan), Some(schedule)) => {
+            (Some(plan), schedule) => {
                 let stream = config.share.stream(i, config.threads);
                 let w = visits::VisitWorker::new(
                     spec,

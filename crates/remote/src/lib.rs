@@ -8,8 +8,8 @@
 //! - [`Session`]: the remote loadlab in the foreground of one ssh session, its events read
 //!   and a heartbeat written ([`session`]); the lines themselves are in [`protocol`], the
 //!   one module both ends share.
-//! - [`agents`]: an agent of `bench --agents` started on a host through ssh, its secret on
-//!   the session's stdin.
+//! - [`agents`]: an agent of `bench --agent-hosts` started on a host through ssh, its secret
+//!   on the session's stdin, ending with the session (the remote side's stdin-EOF watch).
 //! - [`args`]: the remote `stack up`'s arguments; [`held`]: the local records of sessions
 //!   held in the background by an owner process; [`owner`]: this side of `--host` (the
 //!   session held, handed to an owner process, or ended; other commands passed through).

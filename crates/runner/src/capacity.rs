@@ -215,7 +215,15 @@ pub fn fit(
     let threads = config.threads;
     match &mut config.pacing {
         Pacing::Closed => {
-            let Err(short) = check(has, config.connections, threads) else { return Ok(None) };
+            // A visit file's population: each visitor holds up to `per_visitor` connections.
+            let per = config.visits.as_ref().map_or(1, |p| p.per_visitor);
+            let Err(short) = check(has, config.connections * per, threads) else {
+                return Ok(None);
+            };
+            if per > 1 && policy != Policy::Run {
+                let n = fmt(config.connections);
+                return Err(format!("{n} visitors of up to {per} connections each: {short}"));
+            }
             match policy {
                 Policy::Refuse => Err(short.to_string()),
                 Policy::Run => Ok(Some(format!(

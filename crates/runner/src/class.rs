@@ -8,6 +8,7 @@ use loadlab_store::StoreError;
 
 use crate::bench::agent::AgentError;
 use crate::bench::flags::FlagError;
+use crate::bench::hosts::HostsError;
 use crate::bench::BenchError;
 use crate::merge::MergeFailure;
 use crate::stack::StackError;
@@ -201,14 +202,41 @@ impl Classify for crate::sweep_plan::SweepFlagError {
 /// An agent's: the rendezvous missed, a load or secret that is the user's to fix, a refusal.
 impl Classify for AgentError {
     fn class(&self) -> Class {
-        use loadlab_agents::AgentsError as E;
         match self {
             AgentError::Bench(e) => e.class(),
             AgentError::Unsupported(_) => Class::Usage,
-            AgentError::Agents(E::Missing { .. }) => Class::Rendezvous,
-            AgentError::Agents(E::LoadDiffers { .. } | E::Token(_)) => Class::Usage,
-            AgentError::Agents(E::Refused(_)) => Class::Refused,
-            _ => Class::Internal,
+            AgentError::Agents(e) => e.class(),
+            AgentError::Hosts(e) => e.class(),
+            AgentError::Merge { .. } => Class::Internal,
+        }
+    }
+}
+
+/// The rendezvous's: missed, a load or secret that is the user's to fix, a refusal.
+impl Classify for loadlab_agents::AgentsError {
+    fn class(&self) -> Class {
+        use loadlab_agents::AgentsError as E;
+        match self {
+            E::Missing { .. } => Class::Rendezvous,
+            E::LoadDiffers { .. } | E::Token(_) => Class::Usage,
+            E::Refused(_) => Class::Refused,
+            E::Io { .. } => Class::Internal,
+        }
+    }
+}
+
+/// Starting the agents of `--agent-hosts`: the host's classes as `--host`'s; an agent whose
+/// session ended before the start was not ready (unless ssh itself failed: the host's).
+impl Classify for HostsError {
+    fn class(&self) -> Class {
+        match self {
+            HostsError::Remote(e) => e.class(),
+            HostsError::Agents(e) => e.class(),
+            HostsError::Ended { ended, .. } if crate::bench::hosts::ssh_failed(ended) => {
+                Class::Unreachable
+            }
+            HostsError::Ended { .. } => Class::Rendezvous,
+            HostsError::Interrupted => Class::Interrupted,
         }
     }
 }

@@ -25,6 +25,10 @@ pub enum Check {
     Status(Vec<u16>),
     /// The body contains this text.
     BodyContains(String),
+    /// The body matches this regular expression.
+    BodyRegex(Regex),
+    /// The answer has this header field, and, when given, its value contains this text.
+    Header { name: String, contains: Option<String> },
 }
 
 impl PartialEq for Check {
@@ -32,6 +36,10 @@ impl PartialEq for Check {
         match (self, other) {
             (Check::Status(a), Check::Status(b)) => a == b,
             (Check::BodyContains(a), Check::BodyContains(b)) => a == b,
+            (Check::BodyRegex(a), Check::BodyRegex(b)) => a.as_str() == b.as_str(),
+            (Check::Header { name: a, contains: x }, Check::Header { name: b, contains: y }) => {
+                a.eq_ignore_ascii_case(b) && x == y
+            }
             _ => false,
         }
     }
@@ -45,6 +53,12 @@ impl Check {
             Check::BodyContains(text) => {
                 r.body.windows(text.len().max(1)).any(|w| w == text.as_bytes())
             }
+            Check::BodyRegex(re) => re.is_match(&String::from_utf8_lossy(r.body)),
+            Check::Header { name, contains } => match (r.header(name), contains) {
+                (Some(value), Some(text)) => value.contains(text.as_str()),
+                (found, None) => found.is_some(),
+                (None, Some(_)) => false,
+            },
         }
     }
 
@@ -52,13 +66,14 @@ impl Check {
     pub fn class(&self) -> &'static str {
         match self {
             Check::Status(_) => "status",
-            Check::BodyContains(_) => "body",
+            Check::BodyContains(_) | Check::BodyRegex(_) => "body",
+            Check::Header { .. } => "header",
         }
     }
 
     /// Whether the check needs the body kept (the engine keeps it only then).
     pub fn needs_body(&self) -> bool {
-        matches!(self, Check::BodyContains(_))
+        matches!(self, Check::BodyContains(_) | Check::BodyRegex(_))
     }
 }
 
@@ -158,5 +173,15 @@ mod tests {
         let missing = Check::BodyContains("Dashboard".into());
         assert!(!missing.holds(&r));
         assert_eq!(missing.class(), "body");
+        assert!(Check::BodyRegex(Regex::new("W[a-z]+ back").unwrap()).holds(&r));
+        let location = |contains: Option<&str>| Check::Header {
+            name: "location".into(),
+            contains: contains.map(str::to_string),
+        };
+        assert!(location(None).holds(&r) && location(Some("wp-admin")).holds(&r));
+        assert!(!location(Some("login")).holds(&r));
+        let etag = Check::Header { name: "ETag".into(), contains: None };
+        assert!(!etag.holds(&r));
+        assert_eq!(etag.class(), "header");
     }
 }

@@ -58,6 +58,17 @@ impl Template {
         self.parts.iter().all(|p| matches!(p, Part::Text(_)))
     }
 
+    /// The text as written, holes as `{name}` (a step's name in the figures).
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Text(t) => t.clone(),
+                Part::Var(n) => format!("{{{n}}}"),
+            })
+            .collect()
+    }
+
     /// The names of the holes.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.parts.iter().filter_map(|p| match p {
@@ -101,6 +112,7 @@ mod tests {
         assert_eq!(t.to_string_with(&vars).unwrap(), "/p?n=ab12&x={}&{a b}&id=7");
         assert_eq!(t.to_string_with(&Vars::new()), Err("nonce".to_string()));
         assert!(Template::parse("/plain{").is_static());
+        assert_eq!(t.text(), "/p?n={nonce}&x={}&{a b}&id={post_id}");
         assert_eq!(Template::parse("").to_string_with(&vars).unwrap(), "");
     }
 }

@@ -16,7 +16,8 @@
 //! headers = { Content-Type = "application/x-www-form-urlencoded" }
 //! body = "log={user}&pwd={password}&_wpnonce={nonce}"
 //! think = { exponential = "2s" }
-//! contains = "Dashboard"
+//! contains = "Dashboard"              # matches = 'regex', header = "Location" or
+//!                                    # header = { name = "Location", contains = "/wp-admin" }
 //! resources = ["/wp-admin/css/dashboard.css"]
 //! ```
 //!
@@ -51,6 +52,9 @@ struct Step {
     think: Option<ThinkSpec>,
     status: Option<OneOrMany>,
     contains: Option<String>,
+    /// A regular expression the body must match.
+    matches: Option<String>,
+    header: Option<HeaderSpec>,
     #[serde(default)]
     capture: Vec<CaptureSpec>,
     #[serde(default)]
@@ -69,6 +73,14 @@ enum ThinkSpec {
 enum OneOrMany {
     One(u16),
     Many(Vec<u16>),
+}
+
+/// `header = "Location"` (present) or `header = { name = "Location", contains = "/wp-admin" }`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum HeaderSpec {
+    Present(String),
+    Contains { name: String, contains: String },
 }
 
 #[derive(Deserialize)]
@@ -125,6 +137,17 @@ fn burst(step: Step, default_think: Option<Think>) -> Result<Burst, String> {
     }
     if let Some(text) = step.contains {
         checks.push(Check::BodyContains(text));
+    }
+    if let Some(re) = step.matches {
+        let re = regex::Regex::new(&re).map_err(|e| format!("matches: bad regex: {e}"))?;
+        checks.push(Check::BodyRegex(re));
+    }
+    match step.header {
+        Some(HeaderSpec::Present(name)) => checks.push(Check::Header { name, contains: None }),
+        Some(HeaderSpec::Contains { name, contains }) => {
+            checks.push(Check::Header { name, contains: Some(contains) })
+        }
+        None => {}
     }
     let captures = step.capture.into_iter().map(capture).collect::<Result<Vec<_>, _>>()?;
     let method = step.method.unwrap_or_else(|| "GET".to_string());
@@ -205,6 +228,8 @@ body = "log={user}&_wpnonce={nonce}"
 think = { exponential = "2s" }
 status = [200, 302]
 contains = "Dashboard"
+matches = 'Welcome, \w+'
+header = { name = "Content-Type", contains = "html" }
 resources = ["/a.css", "/b.js"]
 "#;
 
@@ -218,7 +243,8 @@ resources = ["/a.css", "/b.js"]
         let post = &v.bursts[1];
         assert_eq!(post.think, Some(Think::Exponential { mean: Duration::from_secs(2) }));
         assert_eq!(post.calls.len(), 3);
-        assert_eq!(post.calls[0].checks.len(), 2);
+        assert_eq!(post.calls[0].checks.len(), 4);
+        assert_eq!(post.calls[0].checks[3].class(), "header");
         assert!(!post.calls[0].is_static() && post.calls[1].is_static());
         assert_eq!(v.requests(), 4);
     }

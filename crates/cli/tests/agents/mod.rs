@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::support::{drain, loadlab, output_within, Behaviour, TestServer};
 
 mod netns;
+mod ssh;
 mod sweep;
 
 const TOKEN: &str = "a-test-secret-of-some-length";

@@ -24,16 +24,16 @@ const RENDEZVOUS_PORT: u16 = 7070;
 /// A hub namespace (the server's) and one namespace per agent, each joined to the hub by a
 /// veth pair on a /30 of 10.216.0.0/16 (hosts.rs takes 10.215/16, loadlab's profiles 10.214/16).
 /// Every namespace is removed on drop, so also when the test fails.
-struct Star {
+pub(super) struct Star {
     hub: String,
     /// The hub's address on each agent's link.
-    hub_addrs: Vec<Ipv4Addr>,
-    agents: Vec<Host>,
+    pub(super) hub_addrs: Vec<Ipv4Addr>,
+    pub(super) agents: Vec<Host>,
 }
 
 impl Star {
     /// `None` (a visible skip, a failure in CI) without root.
-    fn new(n: usize) -> Option<Star> {
+    pub(super) fn new(n: usize) -> Option<Star> {
         if !crate::support::sys::is_root() {
             assert!(!crate::support::skip::servers_required(), "CI must run host tests as root");
             crate::support::Skip("agents on hosts of their own need root".into()).report();
@@ -102,7 +102,7 @@ impl Star {
     /// An in-process server listening in the hub on its first link's address. A socket
     /// belongs to the namespace of the thread that made it: a thread joins the hub (setns
     /// moves only that thread) to bind it, and the server's threads serve it from anywhere.
-    fn serve(&self, behaviour: Behaviour) -> TestServer {
+    pub(super) fn serve(&self, behaviour: Behaviour) -> TestServer {
         let path = Path::new("/run/netns").join(&self.hub);
         let bind = format!("{}:0", self.hub_addrs[0]);
         let joined = thread::spawn(move || {
@@ -129,7 +129,7 @@ impl Star {
     }
 
     /// The processes left in any of the star's namespaces.
-    fn processes(&self) -> Vec<String> {
+    pub(super) fn processes(&self) -> Vec<String> {
         let mut all = hosts::namespace_pids(&self.hub);
         for a in &self.agents {
             all.extend(hosts::namespace_pids(&a.netns));

@@ -63,6 +63,11 @@ pub enum Behaviour {
     /// second across all connections, one every 1/`per_second` s; requests beyond that wait
     /// their turn. Time the server spends idle is not saved up, so it never bursts.
     Capacity { per_second: f64, body: Vec<u8> },
+    /// A site with a login (visits' tests): `/login` sets the cookie `sid=sN` (N the request's
+    /// index) and puts the token `tN` in its body (`name="token" value="tN"`); `/private`
+    /// answers 200 `secret` only to a request carrying that cookie and its token, in an
+    /// `X-Token` header or a `token=` form field, else 403; any other path 200 `page`.
+    Login,
 }
 
 impl Behaviour {

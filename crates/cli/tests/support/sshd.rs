@@ -135,6 +135,19 @@ impl Sshd {
     }
 }
 
+/// What `LOADLAB_SSH_COMMAND` is set to for reaching every one of `sshds`: a `Host` block per
+/// address, each with its own key, known host and remote directories (the config written into
+/// the first one's temp dir).
+pub fn ssh_command_for_all(sshds: &[&Sshd]) -> String {
+    let config: String = sshds
+        .iter()
+        .map(|s| ssh_config(s.dir.path()).replacen("Host *", &format!("Host {}", s.addr), 1))
+        .collect();
+    let path = sshds[0].dir.path().join("ssh_config-all");
+    std::fs::write(&path, config).expect("write an ssh config");
+    format!("ssh -F {}", path.display())
+}
+
 impl Drop for Sshd {
     /// What a failed test left in B goes: its stacks (through B's own state), then sshd.
     fn drop(&mut self) {

@@ -18,6 +18,9 @@ use mio::{Events, Poll, Token};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
+use loadlab_visit::Response;
+
+use super::carry::{self, Carry};
 use super::{Plan, SessionTally, StepFailure};
 use crate::check::BodyCheck;
 use crate::conn::{Conn, Fed, State, To};
@@ -55,6 +58,10 @@ struct Visitor {
     /// Its connection slots.
     slots: Vec<usize>,
     think: Duration,
+    /// When the current burst (a visit file's step) was due: its latency counts from there.
+    step_due: Instant,
+    /// A visit file's visitor: its cookie jar and captured values.
+    carry: Option<Carry>,
 }
 
 /// A connection of a visitor, with the call it carries.
@@ -64,6 +71,8 @@ struct Slot {
     visitor: usize,
     /// The call in flight: its burst and its place there.
     call: (usize, usize),
+    /// A visit file's call: this visitor's own request bytes, sent instead of the table's.
+    own: Option<Vec<u8>>,
 }
 
 pub(crate) struct VisitWorker {
@@ -71,7 +80,10 @@ pub(crate) struct VisitWorker {
     plan: Arc<Plan>,
     poll: Poll,
     timer: Timer,
-    schedule: Schedule,
+    /// The arrivals; `None` for a closed population of `spec.connections` visitors.
+    schedule: Option<Schedule>,
+    /// Answers' bodies are kept (up to `check::MAX_BODY`) for a check or a capture.
+    keep_body: bool,
     /// This worker's stream of the global arrivals (index, streams): arrival k of this worker
     /// is global arrival `index + k x streams`, and visits go round-robin over the plan by it.
     stream: (usize, usize),
@@ -102,7 +114,7 @@ impl VisitWorker {
         spec: WorkerSpec,
         plan: Arc<Plan>,
         budget: Budget,
-        schedule: Schedule,
+        schedule: Option<Schedule>,
         stream: (usize, usize),
         seed: u64,
         control: Arc<Control>,
@@ -116,7 +128,10 @@ impl VisitWorker {
                 end.saturating_duration_since(spec.measure_start).as_secs() as usize + 2,
             );
         }
+        let mut sessions = SessionTally::default();
+        sessions.steps.resize_with(plan.steps.len(), Default::default);
         Ok(VisitWorker {
+            keep_body: plan.needs_body(),
             last_event: spec.measure_start,
             rng: SmallRng::seed_from_u64(seed ^ (stream.0 as u64).wrapping_mul(0x9e37_79b9)),
             spec,
@@ -137,7 +152,7 @@ impl VisitWorker {
             thinking: BinaryHeap::new(),
             buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
             tally,
-            sessions: SessionTally::default(),
+            sessions,
             server: None,
             open: 0,
             peak_open: 0,
@@ -222,11 +237,24 @@ impl VisitWorker {
     }
 
     fn next_arrival(&self) -> Option<Instant> {
-        (!self.budget_spent).then(|| self.schedule.peek()).flatten()
+        (!self.budget_spent).then(|| self.schedule.as_ref()?.peek()).flatten()
     }
 
-    /// Starts the visits due by `now`.
+    /// Starts the visits due by `now`: the schedule's, or, for a closed population, as many
+    /// as bring its visitors back to `spec.connections` (a visitor that ended one visit starts
+    /// its next at once: it is due when the last one ended).
     fn arrive(&mut self, now: Instant) {
+        if self.schedule.is_none() {
+            while !self.budget_spent && self.live < self.spec.connections && !self.past_end(now) {
+                let measured = now >= self.spec.measure_start;
+                if measured && !self.budget.take() {
+                    self.budget_spent = true;
+                    return;
+                }
+                self.begin_visit(now, measured, now);
+            }
+            return;
+        }
         while let Some(due) = self.next_arrival().filter(|due| *due <= now) {
             let measured = due >= self.spec.measure_start;
             if measured && !self.budget.take() {
@@ -234,7 +262,16 @@ impl VisitWorker {
                 self.schedule_end = Some(due);
                 return;
             }
-            self.schedule.pop();
+            if let Some(s) = self.schedule.as_mut() {
+                s.pop();
+            }
+            self.begin_visit(due, measured, now);
+        }
+    }
+
+    /// A visit due at `due` begins at `now` with its first call.
+    fn begin_visit(&mut self, due: Instant, measured: bool, now: Instant) {
+        {
             let global = self.stream.0 + self.arrivals * self.stream.1;
             self.arrivals += 1;
             let visitor = Visitor {
@@ -249,6 +286,8 @@ impl VisitWorker {
                 replies: 0,
                 slots: Vec::new(),
                 think: Duration::ZERO,
+                step_due: due,
+                carry: self.plan.render.as_ref().map(Carry::new),
             };
             let v = match self.free_visitors.pop() {
                 Some(v) => {
@@ -298,14 +337,39 @@ impl VisitWorker {
                 None if visitor.slots.len() < self.plan.per_visitor => self.new_slot(v),
                 None => return,
             };
+            if let Err(class) = self.render(v, slot, now) {
+                let visitor = self.visitors[v].as_ref().expect("a live visitor");
+                let call = (visitor.burst, visitor.next);
+                return self.end_visit(v, now, Some((call, class.to_string())));
+            }
             let visitor = self.visitors[v].as_mut().expect("a live visitor");
             let call = (visitor.burst, visitor.next);
             visitor.next += 1;
             visitor.in_flight += 1;
             let (due, measured) = (visitor.ready_at, visitor.measured);
+            if call.1 == 0 {
+                visitor.step_due = due;
+                if let Some(i) = self.plan.step_index(visitor.visit, call.0).filter(|_| measured) {
+                    self.sessions.steps[i].started += 1;
+                }
+            }
             let entry = self.plan.visits[visitor.visit].bursts[call.0].entries[call.1];
             self.start(slot, call, entry, now, due, measured);
         }
+    }
+
+    /// A visit file's call: visitor `v`'s next request rendered into slot `slot`'s own bytes
+    /// (its captured values, its cookies). Other visits send the table's bytes.
+    fn render(&mut self, v: usize, slot: usize, now: Instant) -> Result<(), &'static str> {
+        let plan = self.plan.clone();
+        let Some(render) = &plan.render else { return Ok(()) };
+        let visitor = self.visitors[v].as_ref().expect("a live visitor");
+        let call = &plan.visits[visitor.visit].bursts[visitor.burst].calls[visitor.next];
+        let carry = visitor.carry.as_ref().expect("a visit file's visitor carries");
+        let out = self.slots[slot].own.get_or_insert_with(Vec::new);
+        // Reading the file checked every name against earlier captures, and a capture that
+        // finds nothing ends its visit: a name without a value here is that capture's failure.
+        carry.render(render, call, now, out).map_err(|_| "capture")
     }
 
     fn new_slot(&mut self, v: usize) -> usize {
@@ -315,9 +379,18 @@ impl VisitWorker {
             None => {
                 let mut parser = Parser::new(self.spec.limits);
                 parser.capture_server();
-                let ex = Exchange::new(BodyCheck::new(&self.spec.validation), now);
+                if self.plan.render.is_some() {
+                    parser.capture_headers();
+                }
+                // A check or capture on the body reads it whole: the answer is kept as a
+                // verify's is (and dropped from the run's figures at the end, see `report`).
+                let validation = crate::check::Validation {
+                    keep_answer: self.keep_body || self.spec.validation.keep_answer,
+                    ..self.spec.validation.clone()
+                };
+                let ex = Exchange::new(BodyCheck::new(&validation), now);
                 let conn = Conn::new(parser, ex, None, now);
-                self.slots.push(Slot { conn, visitor: v, call: (0, 0) });
+                self.slots.push(Slot { conn, visitor: v, call: (0, 0), own: None });
                 self.slots.len() - 1
             }
         };
@@ -343,7 +416,7 @@ impl VisitWorker {
         // Lateness is the schedule's: how late a visit's first call left after the visit was
         // due. A later call waiting for one of its visitor's connections is the visit's own
         // pace (it counts in its latency), not the client falling behind.
-        if measured && call == (0, 0) {
+        if measured && call == (0, 0) && self.schedule.is_some() {
             self.tally.timings.late.record(us(now.saturating_duration_since(due)));
         }
         if slot.conn.stream.is_some() {
@@ -400,15 +473,20 @@ impl VisitWorker {
     }
 
     fn write(&mut self, idx: usize, now: Instant) {
-        let conn = &mut self.slots[idx].conn;
+        let slot = &mut self.slots[idx];
+        let conn = &mut slot.conn;
         let entry = conn.ex.entry;
-        match conn.write_request(self.spec.table.h1(entry)) {
+        let request = match &slot.own {
+            Some(own) if self.plan.render.is_some() => own.as_slice(),
+            _ => self.spec.table.h1(entry),
+        };
+        match conn.write_request(request) {
             Ok(true) => {
                 conn.ex.written = now;
                 conn.state = State::Reading;
                 if conn.ex.measured {
                     self.tally.sent += 1;
-                    self.tally.bytes_sent += self.spec.table.wire_len(entry);
+                    self.tally.bytes_sent += request.len() as u64;
                 }
             }
             Ok(false) => {}
@@ -474,17 +552,28 @@ impl VisitWorker {
         } else if self.slots[idx].conn.ex.measured {
             self.tally.keepalive += 1;
         }
+        let plan = self.plan.clone();
         let visitor = self.visitors[v].as_mut().expect("a live visitor");
         visitor.in_flight -= 1;
         visitor.replies += 1;
-        let burst = &self.plan.visits[visitor.visit].bursts[call.0];
-        let expected = &burst.status[call.1];
+        let burst = &plan.visits[visitor.visit].bursts[call.0];
         if invalid {
             return self.end_visit(v, now, Some((call, ErrorClass::Validation.name().to_string())));
         }
-        if !expected.is_empty() && !expected.contains(&status) {
-            return self.end_visit(v, now, Some((call, "status".to_string())));
+        let slot = &mut self.slots[idx];
+        let headers = slot.conn.parser.take_headers();
+        let body = slot.conn.ex.check.kept().unwrap_or_default();
+        let answer = Response { status, headers: &headers, body };
+        let verdict = match (visitor.carry.as_mut(), &slot.own) {
+            (Some(carry), Some(own)) => {
+                carry.judge(&burst.calls[call.1], carry::request_path(own), &answer, now)
+            }
+            _ => carry::judge_checks(&burst.calls[call.1], &answer),
+        };
+        if let Err(class) = verdict {
+            return self.end_visit(v, now, Some((call, class.to_string())));
         }
+        let visitor = self.visitors[v].as_mut().expect("a live visitor");
         if call.1 == 0 {
             visitor.opened_up = true;
             visitor.ready_at = now;
@@ -493,7 +582,13 @@ impl VisitWorker {
             return self.issue(v, now);
         }
         // The burst is over: the visit ends, or its visitor thinks.
-        if visitor.burst + 1 == self.plan.visits[visitor.visit].bursts.len() {
+        if let Some(i) = plan.step_index(visitor.visit, visitor.burst).filter(|_| visitor.measured)
+        {
+            let step = &mut self.sessions.steps[i];
+            step.completed += 1;
+            step.latency.record(us(now.saturating_duration_since(visitor.step_due)));
+        }
+        if visitor.burst + 1 == plan.visits[visitor.visit].bursts.len() {
             return self.end_visit(v, now, None);
         }
         let think = burst.think.sample(&mut self.rng);
@@ -561,6 +656,9 @@ impl VisitWorker {
                     plan.bursts[..burst].iter().map(|b| b.entries.len()).sum::<usize>()
                         + visitor.next;
                 self.sessions.not_issued += (planned - issued) as u64;
+                if let Some(i) = self.plan.step_index(visitor.visit, burst) {
+                    *self.sessions.steps[i].failed.entry(class.clone()).or_insert(0) += 1;
+                }
                 let at = StepFailure { step: burst as u32 + 1, call: call as u32 + 1, class };
                 *self.sessions.failures.entry(at).or_insert(0) += 1;
             }
@@ -599,9 +697,12 @@ impl VisitWorker {
         self.tally.unfinished = self.slots.iter().map(|s| s.conn.measured_in_flight()).sum();
         self.sessions.unfinished =
             self.visitors.iter().flatten().filter(|v| v.measured).count() as u64;
-        if !self.budget_spent {
-            self.tally.not_sent +=
-                self.schedule.drain_before(self.spec.measure_start, end_at, |_| {});
+        if let Some(schedule) = self.schedule.as_mut().filter(|_| !self.budget_spent) {
+            self.tally.not_sent += schedule.drain_before(self.spec.measure_start, end_at, |_| {});
+        }
+        if !self.spec.validation.keep_answer {
+            // Kept for the visits' checks and captures only, not a verify's answer.
+            self.tally.answer = None;
         }
         let measure_start = self.spec.measure_start;
         self.tally.sessions = Some(Box::new(self.sessions));

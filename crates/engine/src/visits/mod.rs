@@ -14,7 +14,9 @@
 //! first burst (corrected for coordinated omission), the end of the think time for the others;
 //! the burst's other calls from the first call's answer. Think time is never latency.
 
+mod carry;
 mod driver;
+mod steps;
 mod tally;
 mod view;
 mod wsesslog;
@@ -23,11 +25,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub(crate) use driver::VisitWorker;
-pub use tally::{SessionTally, StepFailure};
+pub use tally::{SessionTally, StepFailure, StepTally};
 pub use view::View;
 pub use wsesslog::Wsesslog;
 
-use loadlab_visit::{Think, Visit};
+use std::time::Duration;
+
+pub use carry::Render;
+pub use steps::VisitFile;
+
+use loadlab_visit::{Call, Template, Think, Visit};
 
 use crate::mix::{Entry, Mix, Order};
 use crate::EngineError;
@@ -44,6 +51,10 @@ pub struct Plan {
     pub visits: Vec<PlannedVisit>,
     /// Connections one visitor may hold at once (a burst's calls spread over them).
     pub per_visitor: usize,
+    /// A visit file's: how each visitor renders its own requests; `None`, the table's bytes.
+    pub render: Option<Render>,
+    /// A visit file's steps, named for their figures (`1 GET /login`); empty otherwise.
+    pub steps: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -56,17 +67,56 @@ pub struct PlannedVisit {
 pub struct PlannedBurst {
     /// The calls, as entries of the run's table; the first goes alone.
     pub entries: Vec<u32>,
-    /// Statuses each call's answer must have (empty: any), as the visit file's checks say.
-    pub status: Vec<Vec<u16>>,
+    /// The calls themselves: their checks, captures and templates.
+    pub calls: Vec<Call>,
     /// The pause after the burst's last answer.
     pub think: Think,
 }
 
 impl Plan {
     /// The plan of `visits` and the URL list of their distinct requests. `default_think` is
-    /// for bursts that name none (httperf's X). Visits that capture values or check bodies
-    /// need per-visitor request bytes, which this driver does not build yet: refused here.
+    /// for bursts that name none (httperf's X). Their requests are the same bytes for every
+    /// visitor: a visit that captures values is a visit file's ([`Plan::carrying`]).
     pub fn new(
+        file: &str,
+        visits: &[Visit],
+        default_think: Think,
+        per_visitor: usize,
+    ) -> Result<(Plan, Mix), EngineError> {
+        if let Some(v) = visits.iter().find(|v| v.calls().any(|c| !c.is_static())) {
+            let what =
+                format!("{}: {{name}} is a visit file's (--visits), not this file's", v.name);
+            return Err(EngineError::Input { file: file.to_string(), line: None, what });
+        }
+        Plan::build(file, visits, default_think, per_visitor)
+    }
+
+    /// The plan of a visit file's visit: each visitor renders its own requests (captured
+    /// values, its cookies) through `render`, and each step has figures of its own. The URL
+    /// list holds each distinct request as written (`{name}` unfilled), for its figures.
+    pub fn carrying(
+        file: &str,
+        visit: &Visit,
+        per_visitor: usize,
+        render: Render,
+    ) -> Result<(Plan, Mix), EngineError> {
+        let (mut plan, mix) = Plan::build(
+            file,
+            std::slice::from_ref(visit),
+            Think::Fixed(Duration::ZERO),
+            per_visitor,
+        )?;
+        plan.steps = visit
+            .bursts
+            .iter()
+            .enumerate()
+            .map(|(i, b)| format!("{} {} {}", i + 1, b.calls[0].method, b.calls[0].path.text()))
+            .collect();
+        plan.render = Some(render);
+        Ok((plan, mix))
+    }
+
+    fn build(
         file: &str,
         visits: &[Visit],
         default_think: Think,
@@ -75,56 +125,28 @@ impl Plan {
         let mut index: HashMap<(String, String, Option<String>), u32> = HashMap::new();
         let mut entries: Vec<Entry> = Vec::new();
         let mut planned = Vec::with_capacity(visits.len());
-        let none = Default::default();
         for visit in visits {
             let mut bursts = Vec::with_capacity(visit.bursts.len());
             for burst in &visit.bursts {
                 let mut ids = Vec::with_capacity(burst.calls.len());
-                let mut status = Vec::with_capacity(burst.calls.len());
                 for call in &burst.calls {
-                    let unsupported = !call.is_static()
-                        || !call.captures.is_empty()
-                        || call.checks.iter().any(|c| c.needs_body());
-                    if unsupported {
-                        return Err(EngineError::Input {
-                            file: file.to_string(),
-                            line: None,
-                            what: format!(
-                                "{}: captures, {{name}} and body checks are not run by the \
-                                 engine yet (status checks are)",
-                                visit.name
-                            ),
-                        });
-                    }
-                    let path = call.path.to_string_with(&none).unwrap_or_default();
-                    let body = call.body.as_ref().and_then(|b| b.to_string_with(&none).ok());
+                    let path = call.path.text();
+                    let body = call.body.as_ref().map(Template::text);
                     let key = (call.method.clone(), path.clone(), body.clone());
                     let id = *index.entry(key).or_insert_with(|| {
                         let mut e = Entry::new(path, entries.len() + 1);
                         e.method = Some(call.method.clone());
-                        e.headers = call
-                            .headers
-                            .iter()
-                            .map(|(n, v)| (n.clone(), v.to_string_with(&none).unwrap_or_default()))
-                            .collect();
+                        e.headers =
+                            call.headers.iter().map(|(n, v)| (n.clone(), v.text())).collect();
                         e.body = body.map(String::into_bytes);
                         entries.push(e);
                         (entries.len() - 1) as u32
                     });
                     ids.push(id);
-                    status.push(
-                        call.checks
-                            .iter()
-                            .find_map(|c| match c {
-                                loadlab_visit::Check::Status(s) => Some(s.clone()),
-                                _ => None,
-                            })
-                            .unwrap_or_default(),
-                    );
                 }
                 bursts.push(PlannedBurst {
                     entries: ids,
-                    status,
+                    calls: burst.calls.clone(),
                     think: burst.think.unwrap_or(default_think),
                 });
             }
@@ -142,9 +164,27 @@ impl Plan {
             });
         }
         let mix = Mix { file: file.to_string(), entries, order: Order::Sequential };
-        let plan =
-            Plan { file: file.to_string(), visits: planned, per_visitor: per_visitor.max(1) };
+        let plan = Plan {
+            file: file.to_string(),
+            visits: planned,
+            per_visitor: per_visitor.max(1),
+            render: None,
+            steps: Vec::new(),
+        };
         Ok((plan, mix))
+    }
+
+    /// Whether the answers' bodies must be kept for a check or a capture.
+    pub(crate) fn needs_body(&self) -> bool {
+        let calls = self.visits.iter().flat_map(|v| &v.bursts).flat_map(|b| &b.calls);
+        calls.into_iter().any(|c| {
+            c.checks.iter().any(|k| k.needs_body()) || c.captures.iter().any(|k| k.needs_body())
+        })
+    }
+
+    /// The step's index among [`Plan::steps`], when steps have figures of their own.
+    pub(crate) fn step_index(&self, visit: usize, burst: usize) -> Option<usize> {
+        (!self.steps.is_empty() && visit == 0).then_some(burst)
     }
 
     /// Requests of one pass through every visit of the plan.
@@ -156,18 +196,25 @@ impl Plan {
 /// A shared plan, as the configuration carries it.
 pub type SharedPlan = Arc<Plan>;
 
-/// What a run of visits needs of its configuration: visitors arriving on a schedule, over
-/// HTTP/1.1 without TLS (the driver does not run TLS handshakes or HTTP/2 streams yet), with
-/// their own requests as the run's list.
+/// What a run of visits needs of its configuration: visitors arriving on a schedule (or, for a
+/// visit file, a closed population), over HTTP/1.1 without TLS (the driver does not run TLS
+/// handshakes or HTTP/2 streams yet), with their own requests as the run's list.
 pub(crate) fn check(
+    plan: &Plan,
     pacing: &crate::Pacing,
     protocol: crate::Protocol,
     tls: bool,
     traffic: &crate::Traffic,
 ) -> Result<(), EngineError> {
     let refuse = |m: &str| Err(EngineError::Config(m.to_string()));
-    if !matches!(pacing, crate::Pacing::Sessions { .. }) {
-        return refuse("visits arrive at a rate: --wsesslog needs --rate (sessions per second)");
+    match pacing {
+        crate::Pacing::Sessions { .. } => {}
+        crate::Pacing::Closed if plan.render.is_some() => {}
+        _ => {
+            return refuse(
+                "visits arrive at a rate: --wsesslog and --view need --rate (visits per second)",
+            )
+        }
     }
     if protocol.is_h2() || tls {
         return refuse("visits run over HTTP/1.1 without TLS for now (no --http2, no https://)");

@@ -34,6 +34,29 @@ pub struct SessionTally {
     pub per_second: Vec<u64>,
     /// Failed visits by where (burst, 1-based, and the call in it) and why.
     pub failures: BTreeMap<StepFailure, u64>,
+    /// A visit file's steps, each with its own figures (empty for other visits).
+    pub steps: Vec<StepTally>,
+}
+
+/// One step of a visit file: how often it began, completed and failed (by class), and its
+/// latency: from the step's due time to the last answer of its request and resources.
+#[derive(Debug, Clone, Default)]
+pub struct StepTally {
+    pub started: u64,
+    pub completed: u64,
+    pub failed: BTreeMap<String, u64>,
+    pub latency: Recorder,
+}
+
+impl StepTally {
+    fn merge(&mut self, o: &StepTally) {
+        self.started += o.started;
+        self.completed += o.completed;
+        for (k, v) in &o.failed {
+            *self.failed.entry(k.clone()).or_insert(0) += v;
+        }
+        self.latency.merge(&o.latency);
+    }
 }
 
 /// Where and why a visit failed.
@@ -63,6 +86,12 @@ impl SessionTally {
         add(&mut self.per_second, &o.per_second);
         for (k, v) in &o.failures {
             *self.failures.entry(k.clone()).or_insert(0) += v;
+        }
+        if self.steps.len() < o.steps.len() {
+            self.steps.resize_with(o.steps.len(), StepTally::default);
+        }
+        for (a, b) in self.steps.iter_mut().zip(&o.steps) {
+            a.merge(b);
         }
     }
 

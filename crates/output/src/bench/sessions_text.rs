@@ -1,9 +1,10 @@
-//! `--format text`'s section for visits (`--wsesslog`): how many visits began, completed and
-//! failed, their rate, their lifetime percentiles, and where the failed ones failed.
+//! `--format text`'s section for visits (`--wsesslog`, `--view`, `--visits`): how many visits
+//! began, completed and failed, their rate, their lifetime percentiles, and where the failed
+//! ones failed; for a visit file, a table of its steps.
 
 use std::io::{self, Write};
 
-use loadlab_runner::bench::sessions::Sessions;
+use loadlab_runner::bench::sessions::{Sessions, Visits};
 use loadlab_stats::format::{count, micros as us};
 
 /// The visits' lines, after the requests' latency; nothing for other runs.
@@ -45,5 +46,42 @@ pub fn write(s: Option<&Sessions>, out: &mut dyn Write) -> io::Result<()> {
             n(s.not_issued)
         )?;
     }
+    writeln!(out)
+}
+
+/// A visit file's steps, one row each: how many began, completed and failed (by class), and
+/// their latency from each step's due time; nothing for other runs.
+pub fn steps(v: Option<&Visits>, out: &mut dyn Write) -> io::Result<()> {
+    let Some(v) = v else { return Ok(()) };
+    let n = |x: u64| count(x as f64);
+    let width = v.steps.iter().map(|s| s.step.len()).max().unwrap_or(4).max(4);
+    writeln!(
+        out,
+        "  {:<width$}  {:>8} {:>8} {:>8} {:>9} {:>9} {:>9}  failed by class",
+        "Step", "begun", "done", "failed", "p50", "p99", "max"
+    )?;
+    for s in &v.steps {
+        let failed: u64 = s.failed.values().sum();
+        let classes: Vec<String> = s.failed.iter().map(|(c, k)| format!("{c} {}", n(*k))).collect();
+        let l = &s.latency_us;
+        let lat = |x: u64| if l.count > 0 { us(x as f64) } else { "-".to_string() };
+        writeln!(
+            out,
+            "  {:<width$}  {:>8} {:>8} {:>8} {:>9} {:>9} {:>9}  {}",
+            s.step,
+            n(s.started),
+            n(s.completed),
+            n(failed),
+            lat(l.p50),
+            lat(l.p99),
+            lat(l.max),
+            classes.join(", ")
+        )?;
+    }
+    writeln!(
+        out,
+        "  (a step's latency runs from its due time, the visit's arrival or the previous step's \
+         last answer plus think, to its last answer; think time is in none)"
+    )?;
     writeln!(out)
 }

@@ -20,6 +20,7 @@ impl Render for Text {
         link(r, out)?;
         latency(r, out)?;
         super::sessions_text::write(r.sessions.as_ref(), out)?;
+        super::sessions_text::steps(r.visits.as_ref(), out)?;
         outcomes(r, out)?;
         agents(r, out)?;
         client(r, out)?;

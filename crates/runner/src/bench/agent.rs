@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadlab_agents::auth::Token;
-use loadlab_agents::coordinator::{self, Coordinator, Counters, Lost, OnLoss, Plan, Roster, Seen};
+use loadlab_agents::coordinator::{self, Counters, Lost, OnLoss, Plan, Roster, Seen};
 use loadlab_agents::member::{Hello, Member, Stopped};
 use loadlab_agents::part::Part;
 use loadlab_agents::stream::{self, Deltas, Seconds};
@@ -17,6 +17,7 @@ use loadlab_agents::{load, AgentsError};
 use loadlab_engine::{BenchResult, Control, HdrLog, Share};
 
 use super::across::{self, AgentLost, AgentRow, Partial};
+use super::hosts::{self, Fleet, HostsError, Launch};
 use super::report::Report;
 use super::{judge, prepare, BenchError, Judged, Request};
 use crate::executor::Measure;
@@ -39,6 +40,8 @@ pub struct Agents {
     /// `--agent-weight`: this host's share is its weight over the sum of all agents' weights,
     /// which agent 0 learns at ready time and sends with the start.
     pub weight: u64,
+    /// Agent 0 of `--agent-hosts`: the others, started by it through ssh.
+    pub launch: Option<Launch>,
 }
 
 /// How an agent's part ended.
@@ -65,6 +68,9 @@ pub enum AgentError {
     /// An agent's measurements could not be added (another version, a corrupt message).
     #[error("agent {index}'s measurements: {reason}")]
     Merge { index: usize, reason: String },
+    /// `--agent-hosts`: starting the others, or their sessions' end before the start.
+    #[error(transparent)]
+    Hosts(#[from] HostsError),
 }
 
 /// Runs this host's part of `request` (the whole test, as every agent's command line gives
@@ -93,7 +99,7 @@ pub fn run(
     }
     let load = load::describe(&whole.config);
     if agents.share.index == 0 {
-        return coordinate(whole, mine, agents, load, measure, control, address);
+        return coordinate(whole, mine, agents, (load, address), measure, control, warn);
     }
     let (index, of, weight) = (agents.share.index, agents.share.of, agents.weight);
     let hello = Hello { index, of, host: agents.host.clone(), load, weight };
@@ -109,22 +115,30 @@ pub fn run(
     Ok(Outcome::Member { judged: Box::new(judged), stopped })
 }
 
-/// Agent 0: the rendezvous, its own part, then the merge and one judgement of the whole.
+/// Agent 0: the rendezvous (the others started first with `--agent-hosts`), its own part, then
+/// the merge and one judgement of the whole.
 fn coordinate(
     whole: Request,
     mine: Request,
     agents: &Agents,
-    load: Vec<(String, String)>,
+    (load, address): (Vec<(String, String)>, SocketAddr),
     measure: &mut dyn Measure,
     control: Arc<Control>,
-    address: SocketAddr,
+    warn: &mut dyn FnMut(&str),
 ) -> Result<Outcome, AgentError> {
-    let listener = TcpListener::bind(agents.rendezvous)
-        .map_err(|source| AgentsError::Io { context: "listening on --rendezvous", source })?;
     let (of, on_loss) = (agents.share.of, agents.on_loss);
+    let (listener, mut fleet) = match &agents.launch {
+        Some(launch) => hosts::start(
+            launch,
+            of,
+            launch.rendezvous.is_some().then_some(agents.rendezvous),
+            warn,
+        )?,
+        None => (bind(agents.rendezvous)?, Fleet::default()),
+    };
     let (token, timeout) = (agents.token.clone(), agents.timeout);
     let plan = Plan { of, token, timeout, load, on_loss, weight: agents.weight };
-    let mut coordinator = Coordinator::gather(listener, plan)?;
+    let mut coordinator = fleet.gather(listener, plan, &control)?;
     let weights = coordinator.weights();
     let (mut mine, _) = reshare(&whole, mine, None, 0, &weights)?;
     let start = coordinator.start()?;
@@ -143,6 +157,7 @@ fn coordinate(
     // The others are awaited even when this host's run failed, so that they are stopped and
     // none is left waiting.
     let (seen, lost) = watch.finish();
+    let sessions = fleet.finish();
     let mut result = own.map_err(BenchError::Engine)?;
     let own_log = result.hdr_log.clone();
     let own_part = part_of(&result, &Report::new(&mine.config, address, &result));
@@ -162,20 +177,39 @@ fn coordinate(
     across::merged_seconds(seconds, &parts, own_part.workers);
     let rows = rows(&roster, &seen, (&own_part, late), &weights);
     across_hosts(&mut judged.report, &rows, &lost, on_loss == OnLoss::Continue);
+    judged.report.warnings.extend(sessions);
     if !lost.is_empty() {
         let mut streamed = vec![(0, &own_seconds)];
         streamed.extend(seen.iter().map(|s| (s.index, &s.seconds)));
-        let lost: Vec<AgentLost> =
-            lost.iter().map(|l| AgentLost { index: l.index, second: l.second }).collect();
-        let shortfall = across::shortfall(&streamed, &lost, due_each.as_deref(), secs);
         let continued = on_loss == OnLoss::Continue;
-        judged.report.partial = Some(Partial { lost, continued, shortfall });
+        judged.report.partial =
+            Some(partial(&streamed, &lost, due_each.as_deref(), secs, continued));
     }
     let scheduled = judged.report.rate.is_some();
     judged.report.start_skew_us = Some(across::start_skew_us(&rows, scheduled));
     judged.report.agents = Some(rows);
     let lost = lost.first().copied();
     Ok(Outcome::Merged { judged: Box::new(judged), own_log, lost })
+}
+
+/// The rendezvous listener of an agent 0 whose others start by themselves.
+fn bind(at: SocketAddr) -> Result<TcpListener, AgentsError> {
+    TcpListener::bind(at)
+        .map_err(|source| AgentsError::Io { context: "listening on --rendezvous", source })
+}
+
+/// A result that lost agents: which, when, and the shortfall per second (due and not sent).
+fn partial(
+    streamed: &[(usize, &Seconds)],
+    lost: &[Lost],
+    due_each: Option<&[f64]>,
+    secs: u64,
+    continued: bool,
+) -> Partial {
+    let lost: Vec<AgentLost> =
+        lost.iter().map(|l| AgentLost { index: l.index, second: l.second }).collect();
+    let shortfall = across::shortfall(streamed, &lost, due_each, secs);
+    Partial { lost, continued, shortfall }
 }
 
 /// The `agents` rows: each agent's share, counts, percentiles, clock and start, flags.

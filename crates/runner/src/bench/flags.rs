@@ -279,6 +279,8 @@ pub struct LoadFlags {
     pub wsesslog: Option<(String, Option<usize>)>,
     /// `--view` and its `--browser-connections`.
     pub view: Option<Option<usize>>,
+    /// `--visits FILE` (a visit file) and its `--visitor-connections`.
+    pub visits: Option<(String, Option<usize>)>,
 }
 
 /// A viewer's connections when --browser-connections is not given: a browser's per host.
@@ -346,23 +348,35 @@ impl LoadFlags {
         if let Some(level) = shaped {
             config.shaped_by(level).map_err(FlagError::Engine)?;
         }
-        if let Some(rate) = rate.map(Level::mean) {
-            self.visits(&mut config, rate, note)?;
-        }
+        self.visits(&mut config, rate.map(Level::mean), note)?;
         config.check().map_err(FlagError::Engine)?;
         Ok(config)
     }
 }
 
 impl LoadFlags {
-    /// `--wsesslog`'s sessions or `--view`'s page views at `rate` a second, into `config`.
+    /// `--wsesslog`'s sessions or `--view`'s page views at `rate` a second, or `--visits`'
+    /// visits at `rate` a second or (without `--rate`) by a closed population of `-c`
+    /// visitors, into `config`.
     fn visits(
         &self,
         config: &mut BenchConfig,
-        rate: f64,
+        rate: Option<f64>,
         note: &mut dyn FnMut(&str),
     ) -> Result<(), FlagError> {
         let arrival = self.schedule.arrival;
+        if let Some((file, per_visitor)) = &self.visits {
+            if self.conn_rate.is_some() {
+                return Err(FlagError::Usage(
+                    "--visits: visitors arrive at --rate visits a second, or -c of them loop"
+                        .to_string(),
+                ));
+            }
+            let v = loadlab_engine::visits::VisitFile::read(file, config, *per_visitor)
+                .map_err(FlagError::Engine)?;
+            v.apply(config, rate, arrival);
+        }
+        let Some(rate) = rate else { return Ok(()) };
         if let Some((spec, per_visitor)) = &self.wsesslog {
             let per_visitor = per_visitor.unwrap_or(loadlab_engine::visits::PER_VISITOR);
             let w = loadlab_engine::visits::Wsesslog::read(spec, per_visitor)

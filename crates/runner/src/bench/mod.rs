@@ -6,6 +6,7 @@
 pub mod across;
 pub mod agent;
 pub mod flags;
+pub mod hosts;
 pub mod live;
 pub mod report;
 pub mod sessions;

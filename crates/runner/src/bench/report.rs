@@ -81,6 +81,9 @@ pub struct Report {
     /// `--wsesslog`: the visits' own figures (the requests' stay above); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sessions: Option<super::sessions::Sessions>,
+    /// `--visits`: the visits of a visit file, step by step; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub visits: Option<super::sessions::Visits>,
     /// `--agents N`: one row per agent (on agent 0's merged report only; absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agents: Option<Vec<super::across::AgentRow>>,
@@ -413,6 +416,7 @@ impl Report {
             urls: super::traffic::urls(cfg, r),
             replay: super::traffic::replay(cfg),
             sessions: super::sessions::Sessions::of(r),
+            visits: super::sessions::Visits::of(cfg, r),
             agents: None,
             agent_lost: None,
             partial: None,

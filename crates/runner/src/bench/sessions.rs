@@ -1,6 +1,7 @@
-//! The visits' own figures in a bench report (`--wsesslog`): how many visits began, completed
-//! and failed, at what rate, how long they lived, and where the failed ones failed; beside the
-//! requests' figures, which stay where they are.
+//! The visits' own figures in a bench report (`--wsesslog`, `--view`, `--visits`): how many
+//! visits began, completed and failed, at what rate, how long they lived, and where the failed
+//! ones failed; for a visit file ([`Visits`]) each step's figures too. The requests' figures
+//! stay where they are.
 
 use loadlab_engine::visits::SessionTally;
 use loadlab_engine::BenchResult;
@@ -92,6 +93,66 @@ impl Sessions {
                     count: *n,
                 })
                 .collect(),
+        })
+    }
+}
+
+/// A visit file's visits (`--visits`): JSON `visits`.
+#[derive(Debug, Serialize)]
+pub struct Visits {
+    pub completed: u64,
+    pub failed: u64,
+    /// Visits still going when a timed or interrupted run ended.
+    pub unfinished: u64,
+    /// Completed visits per second of the run.
+    pub rate_per_s: f64,
+    /// Completed visits, from when each was due to its last answer, think times included.
+    pub duration_us: RecorderSummary,
+    pub steps: Vec<Step>,
+}
+
+/// One step of a visit file: its request and resources.
+#[derive(Debug, Serialize)]
+pub struct Step {
+    /// Its number (from 1), method and path as the file writes it (`2 POST /login`).
+    pub step: String,
+    /// Measured visits that began the step, completed it, and failed at it.
+    pub started: u64,
+    pub completed: u64,
+    /// Failed visits ended at this step, by class: a request's error class, `validation`
+    /// (--expect-*), a broken check (`status`, `body`, `header`) or a capture that found
+    /// nothing (`capture`).
+    pub failed: std::collections::BTreeMap<String, u64>,
+    /// From the step's due time (its visit's arrival, or the previous step's last answer plus
+    /// the think time) to its last answer; completed steps only.
+    pub latency_us: RecorderSummary,
+}
+
+impl Visits {
+    /// The figures of a run of a visit file; `None` for any other run.
+    pub fn of(cfg: &loadlab_engine::BenchConfig, r: &BenchResult) -> Option<Visits> {
+        let plan = cfg.visits.as_deref().filter(|p| !p.steps.is_empty())?;
+        let s: &SessionTally = r.tally.sessions.as_deref()?;
+        let secs = r.duration.as_secs_f64();
+        let steps = plan
+            .steps
+            .iter()
+            .zip(&s.steps)
+            .map(|(name, t)| Step {
+                step: name.clone(),
+                started: t.started,
+                completed: t.completed,
+                failed: t.failed.clone(),
+                latency_us: t.latency.summary(),
+            })
+            .collect();
+        Some(Visits {
+            completed: s.completed,
+            failed: s.failed,
+            unfinished: s.unfinished,
+            rate_per_s: if secs > 0.0 { s.completed as f64 / secs } else { 0.0 },
+            duration_us: s.lifetime.summary(),
+            steps,
         })
     }
 }

@@ -164,6 +164,11 @@ pub(super) fn answer(
             out.write_all(&response("HTTP/1.1", 200, &[], &vec![b'v'; len], head))?;
             Ok(After::KeepAlive)
         }
+        Behaviour::Login => {
+            let (status, headers, body) = login(request, index);
+            out.write_all(&response("HTTP/1.1", status, &headers, body.as_bytes(), head))?;
+            Ok(After::KeepAlive)
+        }
         Behaviour::StatusCycle(statuses) => {
             let Some(&status) = statuses.get((index % statuses.len().max(1) as u64) as usize)
             else {
@@ -309,5 +314,34 @@ fn reason(status: u16) -> &'static str {
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
         _ => "Status",
+    }
+}
+
+/// `Behaviour::Login`'s answer to `request`, the server's `index`th.
+fn login(request: &Request, index: u64) -> (u16, Vec<(String, String)>, String) {
+    let path = request.target.split('?').next().unwrap_or("");
+    match path {
+        "/login" => {
+            let cookie = ("Set-Cookie".to_string(), format!("sid=s{index}; Path=/; HttpOnly"));
+            let body = format!("<form><input name=\"token\" value=\"t{index}\"></form>\n");
+            (200, vec![cookie], body)
+        }
+        "/private" => {
+            // The session the cookie names, and the token that session was given.
+            let sid = request.header("cookie").and_then(|c| {
+                c.split(';').find_map(|p| p.trim().strip_prefix("sid=s").map(str::to_string))
+            });
+            let body = String::from_utf8_lossy(&request.body).into_owned();
+            let ok = sid.is_some_and(|n| {
+                let token = format!("t{n}");
+                request.header("x-token") == Some(token.as_str())
+                    || body.split('&').any(|f| f == format!("token={token}"))
+            });
+            match ok {
+                true => (200, Vec::new(), "secret\n".to_string()),
+                false => (403, Vec::new(), "forbidden\n".to_string()),
+            }
+        }
+        _ => (200, Vec::new(), "page\n".to_string()),
     }
 }
