@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use loadlab_engine::Control;
+use loadlab_engine::{BenchResult, Control};
 
 use crate::auth::{self, Token};
 use crate::clock::{self, Offset, Sample};
@@ -214,8 +214,9 @@ impl Coordinator {
     }
 
     /// From the start at `start` (agent 0's clock, ns): watches the agents; a lost one stops
-    /// `control` (agent 0's own run) and every other agent.
-    pub fn watch(self, control: Arc<Control>, counters: Arc<Counters>, start: u64) -> Watch {
+    /// `control` (agent 0's own run) and every other agent. The connections stay agent 0's:
+    /// a sweep starts its next step on them ([`Coordinator::start`] again).
+    pub fn watch(&self, control: Arc<Control>, counters: Arc<Counters>, start: u64) -> Watch {
         let state: Shared =
             Arc::new(Mutex::new(self.members.iter().map(|m| Seen::new(m.index)).collect()));
         let done = Arc::new(AtomicBool::new(false));
@@ -224,17 +225,33 @@ impl Coordinator {
         let sockets: Vec<TcpStream> =
             self.members.iter().filter_map(|m| m.stream.try_clone().ok()).collect();
         let mut threads = Vec::new();
-        for (slot, m) in self.members.into_iter().enumerate() {
+        for (slot, m) in self.members.iter().enumerate() {
+            let Ok(stream) = m.stream.try_clone() else { continue };
             let (state, done, counters) = (state.clone(), done.clone(), counters.clone());
             threads
-                .push(std::thread::spawn(move || listen(m.stream, slot, &state, &done, &counters)));
+                .push(std::thread::spawn(move || listen(stream, slot, &state, &done, &counters)));
         }
         let (s, d, c, on_loss) = (state.clone(), done.clone(), control, self.plan.on_loss);
         let monitor = std::thread::spawn(move || monitor(&s, &d, &c, writers, start, on_loss));
         let (token, d) = (self.plan.token.clone(), done.clone());
-        let listener = self.listener;
-        threads.push(std::thread::spawn(move || refuse_late(&listener, &token, &d)));
+        if let Ok(listener) = self.listener.try_clone() {
+            threads.push(std::thread::spawn(move || refuse_late(&listener, &token, &d)));
+        }
         Watch { state, done, threads, monitor, sockets }
+    }
+
+    /// Between a sweep's steps: the agents lost in the last one are not awaited again (their
+    /// connections close).
+    pub fn forget(&mut self, lost: &[Lost]) {
+        self.members.retain(|m| !lost.iter().any(|l| l.index == m.index));
+    }
+
+    /// The sweep is over: every agent still here is told so, between steps.
+    pub fn end(mut self, reason: &str) {
+        for m in &mut self.members {
+            let stop = Msg::Stop { reason: reason.to_string(), lost: false };
+            let _ = wire::send(&mut m.stream, &stop);
+        }
     }
 }
 
@@ -281,6 +298,19 @@ impl Seen {
     }
 }
 
+/// Adds every agent's measurements into agent 0's `result`: its part, or for an agent lost
+/// what it streamed until its loss. An error names the agent whose part could not be added.
+pub fn merge_all(result: &mut BenchResult, seen: &[Seen]) -> Result<(), (usize, String)> {
+    for s in seen {
+        let merged = match &s.part {
+            Some((p, _)) => crate::part::merge_into(result, p),
+            None => stream::merge_lost(result, &s.seconds),
+        };
+        merged.map_err(|reason| (s.index, reason))?;
+    }
+    Ok(())
+}
+
 type Shared = Arc<Mutex<Vec<Seen>>>;
 
 /// The other agents' counters summed, as their heartbeats tell them: for agent 0's live
@@ -305,7 +335,7 @@ pub struct Watch {
     done: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     monitor: JoinHandle<Vec<Lost>>,
-    /// The agents' connections, shut down at the end so that no reader stays blocked.
+    /// The agents' connections, to stop them all ([`Watch::stop_all`]).
     sockets: Vec<TcpStream>,
 }
 
@@ -337,10 +367,9 @@ impl Watch {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        // Every reader ends within its read timeout; the connections stay open for a sweep's
+        // next step (a lost agent's closes when its coordinator forgets it, or at the end).
         self.done.store(true, Ordering::Relaxed);
-        for s in &self.sockets {
-            let _ = s.shutdown(std::net::Shutdown::Both);
-        }
         for t in self.threads {
             let _ = t.join();
         }
@@ -396,6 +425,8 @@ fn listen(
         (s.completed, s.failed) = (completed, failed);
         if let Msg::Done { part, late_ns } = msg {
             s.part = Some((part, late_ns));
+            // Its run is over on both sides: the agent's reader ends on this.
+            let _ = wire::send(&mut stream, &Msg::Over);
             return;
         }
     }

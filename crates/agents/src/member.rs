@@ -70,26 +70,9 @@ impl Member {
         let Hello { index, of, host, load, weight } = hello;
         wire::send(&mut stream, &Msg::Ready { index, of, host, load, weight })
             .map_err(io("saying ready"))?;
-        loop {
-            match wire::recv(&mut stream).map_err(io("waiting for the start"))? {
-                Msg::Accepted => {}
-                Msg::Ping { t0 } => {
-                    let pong = Msg::Pong { t0, t1: clock::now_ns() };
-                    wire::send(&mut stream, &pong).map_err(io("answering a ping"))?;
-                }
-                Msg::Start { at, offset, weights } => {
-                    let start_local = at.saturating_add_signed(offset);
-                    return Ok(Member { stream, start_local, offset_ns: offset, weights });
-                }
-                Msg::Refused { reason } | Msg::Stop { reason, .. } => {
-                    return Err(AgentsError::Refused(reason))
-                }
-                other => {
-                    return Err(AgentsError::Refused(format!(
-                        "agent 0 sent {other:?} before the start"
-                    )))
-                }
-            }
+        match next_start(stream)? {
+            Next::Start(member) => Ok(member),
+            Next::Over(reason) => Err(AgentsError::Refused(reason)),
         }
     }
 
@@ -131,6 +114,52 @@ impl Member {
     }
 }
 
+/// What agent 0 says between runs: the next start, or that the test (a sweep) is over.
+#[derive(Debug)]
+pub enum Next {
+    Start(Member),
+    Over(String),
+}
+
+/// Agent 0's messages until a start (the clock pings answered on the way) or a stop.
+fn next_start(mut stream: TcpStream) -> Result<Next, AgentsError> {
+    loop {
+        match wire::recv(&mut stream).map_err(io("waiting for the start"))? {
+            // `Over`: the end of a step agent 0 stopped early, read after its stop.
+            Msg::Accepted | Msg::Over => {}
+            Msg::Ping { t0 } => {
+                let pong = Msg::Pong { t0, t1: clock::now_ns() };
+                wire::send(&mut stream, &pong).map_err(io("answering a ping"))?;
+            }
+            Msg::Start { at, offset, weights } => {
+                let start_local = at.saturating_add_signed(offset);
+                return Ok(Next::Start(Member { stream, start_local, offset_ns: offset, weights }));
+            }
+            Msg::Stop { reason, .. } => return Ok(Next::Over(reason)),
+            Msg::Refused { reason } => return Err(AgentsError::Refused(reason)),
+            other => {
+                return Err(AgentsError::Refused(format!(
+                    "agent 0 sent {other:?} before the start"
+                )))
+            }
+        }
+    }
+}
+
+/// An agent between a sweep's steps, its connection to agent 0 kept.
+#[derive(Debug)]
+pub struct Idle {
+    stream: TcpStream,
+}
+
+impl Idle {
+    /// Waits (at most `timeout`) for agent 0's next start, or its word that the sweep is over.
+    pub fn next(self, timeout: Duration) -> Result<Next, AgentsError> {
+        self.stream.set_read_timeout(Some(timeout)).map_err(io("waiting for the start"))?;
+        next_start(self.stream)
+    }
+}
+
 /// Connects, retrying while nobody listens yet (agent 0 may start last).
 fn connect(addr: SocketAddr, deadline: Instant) -> Result<TcpStream, AgentsError> {
     loop {
@@ -163,6 +192,8 @@ fn listen(reader: &mut TcpStream, control: &Control, done: &AtomicBool) -> Optio
                 control.request_stop();
                 return Some(Stopped { reason, lost });
             }
+            // Agent 0 has this agent's measurements.
+            Ok(Msg::Over) => return None,
             Ok(_) => {}
             Err(_) if done.load(Ordering::Relaxed) => return None,
             Err(e) => {
@@ -187,22 +218,36 @@ pub struct Running {
 impl Running {
     /// Sends the last seconds and the measurements; returns why agent 0 stopped the run
     /// early, if it did.
-    pub fn end(mut self, part: Part, late_ns: u64) -> Result<Option<Stopped>, AgentsError> {
+    pub fn end(self, part: Part, late_ns: u64) -> Result<Option<Stopped>, AgentsError> {
+        self.end_step(part, late_ns).map(|(stopped, _)| stopped)
+    }
+
+    /// [`Running::end`], the connection kept for a sweep's next step: agent 0 answers the
+    /// measurements with [`Msg::Over`], which ends this agent's reader.
+    pub fn end_step(
+        mut self,
+        part: Part,
+        late_ns: u64,
+    ) -> Result<(Option<Stopped>, Idle), AgentsError> {
         self.done.store(true, Ordering::Relaxed);
-        let _ = self.stream.shutdown(std::net::Shutdown::Read);
         let mut deltas = self.beats.join().unwrap_or_default();
-        let stopped = self.stops.join().ok().flatten();
         let last = Msg::Seconds { seconds: deltas.seconds(self.control.live.take()) };
         let sent = wire::send(&mut self.stream, &last).and_then(|_| {
             wire::send(&mut self.stream, &Msg::Done { part: Box::new(part), late_ns })
         });
+        if sent.is_err() {
+            // Agent 0 gone: its reader ends on the broken connection.
+            let _ = self.stream.shutdown(std::net::Shutdown::Read);
+        }
+        let stopped = self.stops.join().ok().flatten();
+        let idle = Idle { stream: self.stream };
         match (sent, &stopped) {
             // Agent 0 gone: nobody to send to, and the stop says so.
-            (Err(_), Some(_)) => Ok(stopped),
+            (Err(_), Some(_)) => Ok((stopped, idle)),
             (Err(e), None) => {
                 Err(AgentsError::Io { context: "sending the measurements", source: e })
             }
-            (Ok(()), _) => Ok(stopped),
+            (Ok(()), _) => Ok((stopped, idle)),
         }
     }
 }

@@ -16,7 +16,8 @@ use hdrhistogram::Histogram;
 use loadlab_engine::{BenchResult, ErrorClass, Tally};
 use loadlab_stats::interval_log::Tagged;
 use loadlab_stats::recorder::{Recorder, Totals};
-use loadlab_store::LimitedBy;
+use loadlab_stats::series::Bucket;
+use loadlab_store::{Flag, LimitedBy};
 use serde::{Deserialize, Serialize};
 
 /// One recorder: its histogram (HdrHistogram V2) and its exact totals.
@@ -91,8 +92,9 @@ pub struct Part {
     timings: Vec<Hist>,
     conn_life: Hist,
     lengths: (Option<u64>, u64, u64),
-    /// Per second: completed, failed, bytes.
-    series: Vec<(u64, u64, u64)>,
+    /// Per second, every counter of the engine's bucket ([`bucket_row`]'s order), so that the
+    /// merged test has the per-second table of one host: offered, sent, open, CPU, failures.
+    series: Vec<Vec<u64>>,
     /// A URL list's entries, in the list's order: completed, failed, status classes, latency.
     entries: Vec<(u64, u64, [u64; 5], Hist)>,
     /// The interval histograms: per tag, per worker, (second, V2).
@@ -114,6 +116,13 @@ pub struct Part {
     pool: usize,
     /// The agent's measured time: the test's is the longest (the agents started together).
     duration_ns: u64,
+    /// Its workers (threads): the merged test's CPU share of a second is over all agents'.
+    #[serde(default)]
+    pub workers: usize,
+    /// Under a shape, each measured second's trust flags as the agent judged its own second
+    /// (`runner::seconds`): a flag on any agent is one on the merged row, naming it.
+    #[serde(default)]
+    pub second_flags: Vec<Vec<Flag>>,
 }
 
 impl Part {
@@ -122,6 +131,7 @@ impl Part {
         let mut part = Part::of_tally(&result.tally, result.bytes_sent);
         (part.peak_open, part.pool) = (result.peak_open, result.pool);
         part.duration_ns = result.duration.as_nanos() as u64;
+        part.workers = result.workers.len();
         part.intervals = result.hdr_log.as_ref().map_or_else(Vec::new, |log| {
             log.latencies.iter().map(|l| (l.tag.map(str::to_string), l.workers.clone())).collect()
         });
@@ -163,7 +173,7 @@ impl Part {
             timings: recorders.iter().map(|r| Hist::of(r)).collect(),
             conn_life: Hist::of(&t.conn_life),
             lengths: (t.lengths.first, t.lengths.min, t.lengths.max),
-            series: t.series.buckets().iter().map(|b| (b.completed, b.failed, b.bytes)).collect(),
+            series: t.series.buckets().iter().map(bucket_row).collect(),
             entries: t
                 .entries
                 .iter()
@@ -178,6 +188,8 @@ impl Part {
             duration_ns: 0,
             flags: Vec::new(),
             limited_by: None,
+            workers: 0,
+            second_flags: Vec::new(),
         }
     }
 
@@ -206,13 +218,8 @@ impl Part {
             loadlab_engine::Timings { connect, waiting, processing, total, corrected, late, tls };
         t.conn_life = self.conn_life.recorder()?;
         (t.lengths.first, t.lengths.min, t.lengths.max) = self.lengths;
-        for (s, (completed, failed, bytes)) in self.series.iter().enumerate() {
-            *t.series.at(s) = loadlab_stats::series::Bucket {
-                completed: *completed,
-                failed: *failed,
-                bytes: *bytes,
-                ..Default::default()
-            };
+        for (s, row) in self.series.iter().enumerate() {
+            *t.series.at(s) = bucket_of(row);
         }
         for (completed, failed, status_classes, latency) in &self.entries {
             // Added into an entry's own two-digit recorder, as the engine's merge does.
@@ -253,6 +260,45 @@ impl Part {
         t.errors.h2_reasons.clone_from(&self.h2_reasons);
         Ok(())
     }
+}
+
+/// One second's bucket as a row: completed, failed, bytes, due, sent, late, open, cpu_us,
+/// cpu_wait_us, then the failures by class in the engine's order.
+fn bucket_row(b: &Bucket) -> Vec<u64> {
+    let mut row = vec![
+        b.completed,
+        b.failed,
+        b.bytes,
+        b.due,
+        b.sent,
+        b.late,
+        b.open,
+        b.cpu_us,
+        b.cpu_wait_us,
+    ];
+    row.extend_from_slice(&b.failed_by);
+    row
+}
+
+/// The bucket of a [`bucket_row`]; a shorter row (an older agent's) leaves the rest 0.
+fn bucket_of(row: &[u64]) -> Bucket {
+    let at = |i: usize| row.get(i).copied().unwrap_or(0);
+    let mut b = Bucket {
+        completed: at(0),
+        failed: at(1),
+        bytes: at(2),
+        due: at(3),
+        sent: at(4),
+        late: at(5),
+        open: at(6),
+        cpu_us: at(7),
+        cpu_wait_us: at(8),
+        ..Default::default()
+    };
+    for (i, n) in b.failed_by.iter_mut().enumerate() {
+        *n = at(9 + i);
+    }
+    b
 }
 
 /// Adds `part` into `result`: its tally by [`Tally::merge`], its interval histograms beside
@@ -307,6 +353,12 @@ mod tests {
         }
         agents[1].errors.add(ErrorClass::Other, Some(104));
         agents[1].failed = 1;
+        // A second of every counter, on both: the merged second is their sum, field by field.
+        let second = Bucket { due: 7, sent: 6, late: 1, open: 3, cpu_us: 900, ..Bucket::default() };
+        for t in agents.iter_mut() {
+            *t.series.at(1) = second;
+            t.series.at(1).failed_by[ErrorClass::ClientTimeout.index()] = 2;
+        }
         let [mut zero, other] = agents;
         // Through the wire, as a message: the framing and the tagged enum included.
         let mut sent = Vec::new();
@@ -329,5 +381,8 @@ mod tests {
         assert_eq!(merged.percentile(99.0), all.percentile(99.0));
         assert_eq!((zero.completed, zero.status[200], zero.failed), (8000, 8000, 1));
         assert_eq!(zero.errors.other_errno.get(&104), Some(&1));
+        let b = zero.series.buckets()[1];
+        assert_eq!((b.due, b.sent, b.late, b.open, b.cpu_us), (14, 12, 2, 6, 1800));
+        assert_eq!(b.failed_by[ErrorClass::ClientTimeout.index()], 4);
     }
 }

@@ -41,8 +41,11 @@ pub enum Msg {
     /// The agent's measurements, at its end, and how late it started by its clock (ns).
     Done { part: Box<Part>, late_ns: u64 },
     /// Agent 0 stops the test: an agent was lost (`lost`), or agent 0's own run was
-    /// interrupted (Ctrl-C) or failed.
+    /// interrupted (Ctrl-C) or failed. Between a sweep's steps: the sweep is over.
     Stop { reason: String, lost: bool },
+    /// Agent 0 has this agent's measurements: its run (a sweep's step) is over, and the
+    /// connection stays for the next step's start, if any.
+    Over,
 }
 
 /// Sends one message.

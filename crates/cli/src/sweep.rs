@@ -11,6 +11,7 @@ use loadlab_output::sweep as output;
 use loadlab_runner::ramp::run_ramp;
 use loadlab_runner::slo::Slo;
 use loadlab_runner::sweep::{run_sweep, SweepTarget};
+use loadlab_runner::sweep_agents as agents;
 use loadlab_runner::sweep_plan::SweepFlags;
 use loadlab_runner::values::{self, RateList};
 use loadlab_runner::Measure;
@@ -84,6 +85,8 @@ pub struct SweepArgs {
     pub schedule: ScheduleArgs,
     #[command(flatten)]
     pub request: RequestArgs,
+    #[command(flatten)]
+    pub agent: crate::agents::AgentArgs,
 }
 
 pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
@@ -123,8 +126,14 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         table.line(&line)?;
     }
     table.line(&output::header())?;
-    let outcome = run_sweep(&plan, &mut measure, &mut |step| table.line(&output::row(step)))
-        .map_err(crate::exit::failure)?;
+    let on_step = &mut |step: &_| table.line(&output::row(step));
+    let (outcome, ended) = match args.agent.agents()? {
+        None => (run_sweep(&plan, &mut measure, on_step), Default::default()),
+        Some(a) => {
+            agents::run_sweep(&plan, &mut measure, &a, on_step).map_err(crate::agents::failure)?
+        }
+    };
+    let outcome = outcome.map_err(crate::exit::failure)?;
     table.line("")?;
     for line in output::knees(&outcome.knees) {
         table.line(&line)?;
@@ -145,7 +154,18 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         output::write_json(&mut w, &outcome)?;
         w.flush()?;
     }
-    Ok(if outcome.gates_passed() { OK } else { SLO_FAILED })
+    Ok(agents_ended(&ended).unwrap_or(if outcome.gates_passed() { OK } else { SLO_FAILED }))
+}
+
+/// `--agents`: an agent lost, or this agent stopped by agent 0, said and made the exit code.
+fn agents_ended(ended: &agents::Ended) -> Option<u8> {
+    for (l, step) in &ended.lost {
+        eprintln!("loadlab: error: agent {} was lost in step {step}, second {}", l.index, l.second);
+    }
+    if let Some(s) = &ended.stopped_by {
+        eprintln!("loadlab: error: agent 0 stopped the sweep: {s}");
+    }
+    (!ended.lost.is_empty() || ended.stopped_by.is_some()).then_some(crate::exit::AGENT_LOST)
 }
 
 /// The flags as the runner takes them.
@@ -174,15 +194,19 @@ fn ramp(
     (from, to): (f64, f64),
 ) -> anyhow::Result<u8> {
     let duration = args.ramp_duration.unwrap_or(Duration::from_secs(10));
-    let outcome =
-        run_ramp(&flags.ramp(target, from, to, duration), measure).map_err(crate::exit::failure)?;
+    let plan = flags.ramp(target, from, to, duration);
+    let (outcome, ended) = match args.agent.agents()? {
+        None => (run_ramp(&plan, measure), Default::default()),
+        Some(a) => agents::run_ramp(&plan, measure, &a).map_err(crate::agents::failure)?,
+    };
+    let outcome = outcome.map_err(crate::exit::failure)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.format {
         SweepFormat::Text => output::write_ramp_text(&mut out, &outcome)?,
         SweepFormat::Json => output::write_ramp_json(&mut out, &outcome)?,
     }
     out.flush()?;
-    Ok(OK)
+    Ok(agents_ended(&ended).unwrap_or(OK))
 }
 
 /// `--slo`: thresholds, or a bare duration as a p99 bound (what the flag took before it took

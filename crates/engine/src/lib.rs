@@ -299,12 +299,12 @@ fn plan_workers(
     let mut workers = Vec::with_capacity(threads);
     for (i, budget) in budgets.into_iter().enumerate() {
         // Connections spread evenly; the first `connections % threads` workers take one more.
-        // Closed-loop stages: the worker's stream's part of the peak, as its part of every
-        // level is (`Share::part` of the whole test's, so agents and workers add up).
+        // Closed-loop stages: the worker's part of the agent's part of the peak, as of every
+        // level (`worker::Levels`: each a `Share::part`, so agents and workers add up).
         let connections = match (&config.shape, config.pacing) {
             (Some(shape), Pacing::Closed) => {
-                let (index, of) = config.share.stream(i, threads);
-                Share::new(index, of).part(shape.peak().floor() as u64) as usize
+                let peak = config.share.part(shape.peak().floor() as u64);
+                Share::new(i, threads).part(peak) as usize
             }
             _ => pool / threads + usize::from(i < pool % threads),
         };
@@ -362,10 +362,11 @@ fn worker_spec(
         protocol: config.protocol,
         connections,
         levels: match (&config.shape, config.pacing) {
-            (Some(shape), Pacing::Closed) => {
-                let (index, of) = config.share.stream(i, config.threads);
-                Some(worker::Levels { shape: shape.clone(), share: Share::new(index, of) })
-            }
+            (Some(shape), Pacing::Closed) => Some(worker::Levels {
+                shape: shape.clone(),
+                agent: config.share,
+                worker: Share::new(i, config.threads),
+            }),
             _ => None,
         },
         timeout: config.timeout,

@@ -1,9 +1,9 @@
 //! Measurements published while a run goes on, second by second, for whoever must have them
 //! before the run ends: `bench --agents` streams them to agent 0, so that an agent lost
 //! mid-run still counts for what it measured until then. Off unless asked for
-//! ([`Live::enable`]): a worker then publishes, at the first loop turn of each measured
-//! second, its counters so far and the interval histograms it closed, and once more at its
-//! end. Cumulative counters, not deltas: a snapshot lost or taken late loses nothing.
+//! ([`Live::enable`]): a worker then publishes, as its second clock closes each measured
+//! second (the clock that also closes the per-second series' CPU and connections), its
+//! counters so far and the interval histograms it closed, and once more at its end. Cumulative counters, not deltas: a snapshot lost or taken late loses nothing.
 
 use std::sync::Mutex;
 

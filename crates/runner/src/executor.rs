@@ -94,6 +94,14 @@ pub trait Measure {
     fn control(&self) -> Option<std::sync::Arc<loadlab_engine::Control>> {
         None
     }
+    /// What limited another host's part of the last measurement (`sweep --agents`: an agent
+    /// bound by its client or link, named), which the measurement's own verdict cannot see.
+    fn limit_elsewhere(&self) -> Option<crate::limit::LimitedBy> {
+        None
+    }
+    /// Makes the last measurement's per-second rows the whole test's where other hosts had
+    /// parts in it (their flags and CPU); nothing on one host.
+    fn whole_seconds(&self, _rows: &mut [crate::seconds::Second]) {}
 }
 
 /// A stack instance that is up and verified.

@@ -52,6 +52,7 @@ pub mod stack;
 pub mod stored;
 pub mod suite;
 pub mod sweep;
+pub mod sweep_agents;
 pub mod sweep_plan;
 pub mod trust;
 pub mod values;

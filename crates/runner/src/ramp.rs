@@ -154,7 +154,8 @@ pub fn run_ramp(plan: &RampPlan, measure: &mut dyn Measure) -> Result<RampOutcom
     config.shaped(shape);
     config.check()?;
     let result = measure.measure(&config, plan.addr, "ramp").map_err(RunError::Engine)?;
-    let seconds = crate::seconds::of(&config, &result);
+    let mut seconds = crate::seconds::of(&config, &result);
+    measure.whole_seconds(&mut seconds);
     let slope = (plan.to - plan.from) / plan.duration.as_secs_f64();
     Ok(RampOutcome {
         url: plan.url.clone(),
@@ -183,6 +184,7 @@ mod tests {
             connections_open: 4,
             client_cpu: 0.1,
             flags: Vec::new(),
+            flagged_agents: Vec::new(),
         }
     }
 

@@ -44,6 +44,17 @@ pub struct Second {
     pub client_cpu: f64,
     /// The trust flags of this second (the run's rules on this second's counters).
     pub flags: Vec<Flag>,
+    /// `--agents`: the agents whose own second was flagged, with their flags (each is in
+    /// `flags` too); absent on one host and when no agent's second was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flagged_agents: Vec<AgentFlags>,
+}
+
+/// One agent's flags of one second of a test from several hosts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentFlags {
+    pub agent: usize,
+    pub flags: Vec<Flag>,
 }
 
 impl Second {
@@ -84,6 +95,7 @@ pub fn of(cfg: &BenchConfig, r: &BenchResult) -> Vec<Second> {
                 connections_open: b.open,
                 client_cpu: b.cpu_us as f64 / (1e6 * r.workers.len().max(1) as f64),
                 flags: flags(r, &b),
+                flagged_agents: Vec::new(),
             }
         })
         .collect()

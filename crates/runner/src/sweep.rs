@@ -358,6 +358,10 @@ fn run_step(
     let result = measure.measure(&config, target.addr, "")?;
     let verdict = Verdict::judge(&config, &result);
     let mut step = step_of(&result, &verdict, &target.url, t + 1, bisect, request_len as u64);
+    if let Some(limit) = measure.limit_elsewhere().filter(|l| l.limit.not_the_servers()) {
+        // Another host's part was its client's or link's figure: so is the sum.
+        (step.trusted, step.limited_by) = (false, limit);
+    }
     step.slo = plan
         .slo
         .as_ref()

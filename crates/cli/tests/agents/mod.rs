@@ -15,6 +15,7 @@ use crate::support::{drain, loadlab, output_within, Behaviour, TestServer};
 
 mod netns;
 mod ssh;
+mod sweep;
 
 const TOKEN: &str = "a-test-secret-of-some-length";
 /// Every agent of a test must be done within this.
@@ -454,4 +455,69 @@ fn weights_3_to_1_share_the_connections_and_the_arrivals_as_documented() {
     assert_eq!(sent(&json(&outs[0])), 201, "agent 0 reports the whole");
     assert_eq!(json(&outs[0])["agents"][0]["completed"], 151);
     assert_eq!(server.requests(), 400 + 201);
+}
+
+/// The `seconds` rows of a report: (offered, achieved, completed, connections open, CPU).
+fn rows_of(v: &Value) -> Vec<(u64, u64, u64, u64, f64)> {
+    let rows = v["seconds"].as_array().unwrap_or_else(|| panic!("no seconds: {v:#}"));
+    let n = |r: &Value, k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
+    rows.iter()
+        .map(|r| {
+            let cpu = r["client_cpu"].as_f64().expect("client_cpu");
+            (n(r, "offered"), n(r, "achieved"), n(r, "completed"), n(r, "connections_open"), cpu)
+        })
+        .collect()
+}
+
+#[test]
+fn a_ramp_over_agents_has_the_single_hosts_per_second_table() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let url = server.url("/");
+    let args = ["--rate", "0..400", "-d", "4s"];
+    let mut one = loadlab();
+    one.args(["bench", &url]).args(args).args(["--format", "json", "--quiet"]);
+    let one = output_within(one, LIMIT);
+    assert_eq!(one.status.code(), Some(0), "{}", stderr(&one));
+    let single = rows_of(&json(&one));
+    let at = rendezvous();
+    let outs = all((0..2).map(|i| agent(&url, &args, i, 2, &at, TOKEN)).collect());
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    }
+    let (merged, theirs) = (json(&outs[0]), rows_of(&json(&outs[1])));
+    crate::schema::assert_valid(&crate::schema::validator(), &merged);
+    let rows = rows_of(&merged);
+    // The one global schedule, dealt over two agents: the same arrivals due each second.
+    let offered = |r: &[(u64, u64, u64, u64, f64)]| r.iter().map(|r| r.0).collect::<Vec<_>>();
+    assert_eq!(offered(&rows), offered(&single), "merged {rows:?}\nsingle {single:?}");
+    assert!(offered(&rows).iter().sum::<u64>() > 0);
+    for (s, (m, a)) in rows.iter().zip(&theirs).enumerate() {
+        // Agent 1's own second is part of the merged one: every count is a sum.
+        assert!(m.1 >= a.1 && m.2 >= a.2 && m.3 >= a.3, "second {s}: {m:?} vs agent 1 {a:?}");
+        assert!(a.0 > 0 && m.0 > a.0, "second {s}: both agents had arrivals due");
+    }
+    // Offered sent as offered on an idle loopback: achieved, open connections and CPU came.
+    let last = rows.last().unwrap();
+    assert!(last.1 > 0 && last.3 > 0 && last.4 > 0.0, "{rows:?}");
+    let completed: u64 = rows.iter().map(|r| r.2).sum();
+    assert!(completed <= merged["requests"]["completed"].as_u64().unwrap());
+}
+
+#[test]
+fn closed_loop_stages_take_the_weighted_share_of_each_level() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let at = rendezvous();
+    let weighted = |i: usize, w: &str| {
+        let mut c = agent(&server.url("/"), &["-c", "2s:8"], i, 2, &at, TOKEN);
+        c.args(["--agent-weight", w]);
+        c
+    };
+    let outs = all(vec![weighted(0, "3"), weighted(1, "1")]);
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    }
+    // Level 8 by weights 3:1: agent 1 holds 2 connections each second, the test 8 (6 + 2).
+    let open = |v: &Value| rows_of(v).iter().map(|r| r.3).collect::<Vec<_>>();
+    assert_eq!(open(&json(&outs[1])), [2, 2], "{}", json(&outs[1]));
+    assert_eq!(open(&json(&outs[0])), [8, 8], "{}", json(&outs[0]));
 }

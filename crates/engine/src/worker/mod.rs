@@ -152,11 +152,12 @@ pub(crate) struct Worker {
     to_park: usize,
 }
 
-/// A worker's place in its per-second snapshots ([`crate::live`]).
+/// A worker's place in its per-second snapshots ([`crate::live`]), which the second clock
+/// ([`SecondClock`], [`Worker::turn_second`]) sends as it closes each second.
 #[derive(Debug, Default)]
 struct LiveCursor {
     worker: usize,
-    /// The second in progress: its snapshot goes out once it is over.
+    /// The second in progress at the last snapshot: the next one is that second's.
     second: u32,
     /// Interval histograms already published, of each latency.
     latency: usize,
@@ -165,24 +166,31 @@ struct LiveCursor {
     due_base: u64,
 }
 
-/// Closed-loop stages (k6's ramping VUs): the whole test's connection level over time, and
-/// this worker's stream, whose [`Share::part`] of each level it keeps open.
+/// Closed-loop stages (k6's ramping VUs): the whole test's connection level over time, this
+/// host's share of it (its agent's, weighted or not; the whole on one host) and this worker's
+/// share of the host's part.
 #[derive(Debug, Clone)]
 pub(crate) struct Levels {
     pub shape: Arc<crate::Shape>,
-    pub share: crate::Share,
+    pub agent: crate::Share,
+    pub worker: crate::Share,
 }
 
 impl Levels {
-    /// This worker's connections at `t` seconds into the run: its part of the level, rounded
-    /// down.
+    /// This worker's connections at `t` seconds into the run: the level rounded down, the
+    /// agent's [`Share::part`](crate::Share::part) of it, and the worker's part of that. Each
+    /// split telescopes, so the workers of all agents hold the level exactly, and a weighted
+    /// agent its weight's part (3:1 over 8 connections: 6 and 2).
     fn at(&self, t: f64) -> usize {
-        self.share.part(self.shape.at(t).floor() as u64) as usize
+        let level = self.shape.at(t).floor() as u64;
+        self.worker.part(self.agent.part(level)) as usize
     }
 }
 
 /// The measured second in progress: its index, when it ends, and the thread's account at its
-/// start, so that each second gets the CPU used in it.
+/// start, so that each second gets the CPU used in it. The one clock of the worker's seconds:
+/// as it turns, the closed second's CPU and connections go to the per-second series and,
+/// when asked for, its counts and histograms to [`crate::live`]'s listeners.
 struct SecondClock {
     index: usize,
     ends: Instant,
@@ -296,28 +304,13 @@ impl Worker {
         let mut account_start = ThreadAccount::thread();
         let mut published = (0u64, 0u64);
         let mut now = Instant::now();
-        if self.spec.pacing == Pacing::Closed {
-            // Under stages, every slot starts parked and the level opens what it asks for.
-            let start = if self.spec.levels.is_some() { 0 } else { self.conns.len() };
-            self.parked.extend((start..self.conns.len()).rev());
-            for idx in 0..start {
-                self.start_request(idx, now, now);
-            }
-        }
+        self.start_closed_loop(now);
         let mut next_sweep = now + tick;
         let end_at = loop {
             now = Instant::now();
             if !measuring && now >= self.spec.measure_start {
                 measuring = true;
-                account_start = ThreadAccount::thread();
-                if let (Some(l), Some(s)) = (self.live.as_mut(), self.schedule.as_ref()) {
-                    l.due_base = s.popped();
-                }
-                self.second.account = account_start;
-                self.open_into_second();
-                if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
-                    self.adopt_warm_up();
-                }
+                account_start = self.start_measuring();
             }
             if let Some(end_at) = self.ended(now) {
                 break end_at;
@@ -348,35 +341,75 @@ impl Worker {
                 wake = wake.min(self.spec.measure_start);
             }
             let timeout = self.wait_for(now, wake);
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
+            if !self.poll_events(&mut events, timeout)? {
+                continue;
             }
-            for event in events.iter() {
-                if event.token() == TIMER {
-                    if let Some(t) = self.timer.as_mut() {
-                        t.fired();
-                    }
-                } else {
-                    self.on_event(event);
-                }
-            }
-            self.harvesting = false;
             self.flush_dirty(now);
-            let done = (self.tally.completed, self.tally.failed);
-            if done != published {
-                self.control.completed.fetch_add(done.0 - published.0, Ordering::Relaxed);
-                self.control.failed.fetch_add(done.1 - published.1, Ordering::Relaxed);
-                published = done;
-            }
-            if measuring {
-                self.publish_second(now, false);
-            }
+            self.publish_progress(&mut published);
         };
-        self.publish_second(now, true);
+        self.publish_second(Some(now));
         Ok(self.report(ThreadAccount::thread().since(&account_start), end_at))
+    }
+
+    /// The closed loop's slots start at once (under stages, every slot starts parked and the
+    /// level opens what it asks for).
+    fn start_closed_loop(&mut self, now: Instant) {
+        if self.spec.pacing != Pacing::Closed {
+            return;
+        }
+        let start = if self.spec.levels.is_some() { 0 } else { self.conns.len() };
+        self.parked.extend((start..self.conns.len()).rev());
+        for idx in 0..start {
+            self.start_request(idx, now, now);
+        }
+    }
+
+    /// Measuring begins: the thread's account from now, the first second opened, and the
+    /// arrivals the warm-up took off the schedule set aside for the live counts.
+    fn start_measuring(&mut self) -> ThreadAccount {
+        let account = ThreadAccount::thread();
+        if let (Some(l), Some(s)) = (self.live.as_mut(), self.schedule.as_ref()) {
+            l.due_base = s.popped();
+        }
+        self.second.account = account;
+        self.open_into_second();
+        if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
+            self.adopt_warm_up();
+        }
+        account
+    }
+
+    /// Waits at most `timeout` for events and handles them; false when a signal interrupted
+    /// the wait (the loop then turns again at once).
+    fn poll_events(&mut self, events: &mut Events, timeout: Duration) -> io::Result<bool> {
+        if let Err(e) = self.poll.poll(events, Some(timeout)) {
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            return Err(e);
+        }
+        for event in events.iter() {
+            if event.token() == TIMER {
+                if let Some(t) = self.timer.as_mut() {
+                    t.fired();
+                }
+            } else {
+                self.on_event(event);
+            }
+        }
+        self.harvesting = false;
+        Ok(true)
+    }
+
+    /// The run's shared counters (the progress line, agents' heartbeats) move by what this
+    /// worker finished since it last told them; nothing when nothing finished.
+    fn publish_progress(&mut self, published: &mut (u64, u64)) {
+        let done = (self.tally.completed, self.tally.failed);
+        if done != *published {
+            self.control.completed.fetch_add(done.0 - published.0, Ordering::Relaxed);
+            self.control.failed.fetch_add(done.1 - published.1, Ordering::Relaxed);
+            *published = done;
+        }
     }
 
     /// Whether the run is over at `now`, and then when it ended: a stop asked for (Ctrl-C), the
@@ -425,17 +458,20 @@ impl Worker {
         timeout
     }
 
-    /// [`crate::live`]: once a measured second is over (or at the worker's `end`), its counts
-    /// so far and the interval histograms closed since the last snapshot.
-    fn publish_second(&mut self, now: Instant, end: bool) {
+    /// [`crate::live`]: the second that just closed (or, at the worker's end at `end`, the
+    /// one in progress), its counts so far and the interval histograms closed since the last
+    /// snapshot. Called by the second clock ([`Worker::turn_second`]) as it closes a second,
+    /// the one place where a second ends for the per-second rows and for the stream alike.
+    fn publish_second(&mut self, end: Option<Instant>) {
         let Some(l) = self.live.as_mut() else { return };
-        let second = now.saturating_duration_since(self.spec.measure_start).as_secs() as u32;
-        if second <= l.second && !end {
-            return;
-        }
-        // What happened since the last snapshot belongs to the second in progress then: a
+        // What happened since the last snapshot belongs to the second then in progress: a
         // loop turn late past the second's end (or the run's end at 5.000 s of a 5 s run)
-        // does not move it into the next.
+        // does not move it into the next. At the end, the histograms of every second over by
+        // then are closed.
+        let second = match end {
+            Some(now) => now.saturating_duration_since(self.spec.measure_start).as_secs() as u32,
+            None => self.second.index as u32,
+        };
         let mut snapshot =
             crate::live::Snapshot { worker: l.worker, second: l.second, ..Default::default() };
         l.second = second;
@@ -967,8 +1003,9 @@ impl Worker {
         }
     }
 
-    /// The second in progress has ended at `now`: it gets the CPU used since it began, and
-    /// the next one starts with the connections open now. Once a second, so it costs nothing
+    /// The second in progress has ended at `now`: it gets the CPU used since it began, the
+    /// next one starts with the connections open now, and the live listeners get the closed
+    /// one ([`Worker::publish_second`]). Once a second, so it costs nothing
     /// per request; the loop wakes at least every sweep tick, so a second's figures move by
     /// at most a tick.
     fn turn_second(&mut self, now: Instant) {
@@ -977,6 +1014,7 @@ impl Worker {
         self.second.index += passed;
         self.second.ends += Duration::from_secs(passed as u64);
         self.open_into_second();
+        self.publish_second(None);
     }
 
     /// Puts the CPU used since the second in progress began into it.

@@ -1,14 +1,16 @@
 //! What the report of a test run from several hosts adds: one row per agent (`agents` in the
-//! JSON) and the mark of an agent lost.
+//! JSON), the mark of an agent lost, and the per-second rows made the whole test's.
 
 use loadlab_agents::clock::Offset;
 use loadlab_agents::coordinator::Roster;
 use loadlab_agents::part::Part;
 use loadlab_agents::stream::Seconds;
 use loadlab_engine::Share;
+use loadlab_store::Flag;
 use serde::Serialize;
 
 use crate::limit::{Limit, LimitedBy};
+use crate::seconds::{AgentFlags, Second};
 
 /// One agent of the test, as agent 0 saw it.
 #[derive(Debug, Clone, Serialize)]
@@ -81,6 +83,32 @@ pub fn start_skew_us(rows: &[AgentRow], scheduled: bool) -> f64 {
         error
     } else {
         spread.max(0.0) + error
+    }
+}
+
+/// The merged test's per-second rows, as [`crate::seconds::of`] gave them from the added
+/// buckets and histograms, made the whole test's: the client's CPU share over every agent's
+/// workers (not agent 0's alone, `own_workers`, over which the rows' share was taken), and
+/// each second's flags those of every agent's own second (each agent judged its CPU,
+/// descriptors and schedule on its own counters), naming the agents. `parts`: each agent's
+/// index and measurements (an agent lost has none, and no flags to give).
+pub fn merged_seconds(rows: &mut [Second], parts: &[(usize, &Part)], own_workers: usize) {
+    let workers: usize = parts.iter().map(|(_, p)| p.workers).sum();
+    for row in rows.iter_mut() {
+        row.client_cpu *= own_workers.max(1) as f64 / workers.max(1) as f64;
+        let mut flags: Vec<Flag> = Vec::new();
+        row.flagged_agents.clear();
+        for (agent, part) in parts {
+            let Some(theirs) = part.second_flags.get(row.second as usize) else { continue };
+            if theirs.is_empty() {
+                continue;
+            }
+            for f in theirs.iter().filter(|f| !flags.contains(f)).cloned().collect::<Vec<_>>() {
+                flags.push(f);
+            }
+            row.flagged_agents.push(AgentFlags { agent: *agent, flags: theirs.clone() });
+        }
+        row.flags = flags;
     }
 }
 
@@ -202,6 +230,52 @@ mod tests {
         assert!(merged.evidence.contains("agent 1 (h1): link 98%"), "{}", merged.evidence);
         // No agent bound by its client or link: the merged result's own judgement stands.
         assert_eq!(merged_limit(offered.clone(), &rows[..1]), offered);
+    }
+}
+
+#[cfg(test)]
+mod seconds_tests {
+    use super::*;
+    use loadlab_engine::Pacing;
+
+    fn second(n: u32, flags: Vec<Flag>) -> Second {
+        Second {
+            second: n,
+            offered: 10,
+            achieved: 10,
+            completed: 10,
+            failed: 0,
+            failed_by: Default::default(),
+            p50_us: None,
+            p90_us: None,
+            p99_us: None,
+            connections_open: 2,
+            client_cpu: 0.6,
+            flags,
+            flagged_agents: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_second_flagged_on_any_agent_is_flagged_on_the_merged_row_naming_it() {
+        let part = |workers: usize, flags: Vec<Vec<Flag>>| {
+            let mut p = Part::of(&crate::fake::result(Pacing::Closed, 1, 2.0, 100, 0.01));
+            (p.workers, p.second_flags) = (workers, flags);
+            p
+        };
+        let zero = part(1, vec![vec![], vec![Flag::Errors]]);
+        let one =
+            part(2, vec![vec![Flag::ClientStarved], vec![Flag::Errors, Flag::ScheduleMissed]]);
+        // The merged rows as judged on agent 0's thread count, with its CPU flag wrongly raised.
+        let mut rows = vec![second(0, vec![Flag::ClientSaturated]), second(1, vec![])];
+        merged_seconds(&mut rows, &[(0, &zero), (1, &one)], 1);
+        assert_eq!(rows[0].flags, [Flag::ClientStarved]);
+        assert_eq!(rows[1].flags, [Flag::Errors, Flag::ScheduleMissed]);
+        let named: Vec<usize> = rows[1].flagged_agents.iter().map(|a| a.agent).collect();
+        assert_eq!(named, [0, 1]);
+        assert_eq!(rows[0].flagged_agents[0].agent, 1);
+        // 0.6 of agent 0's one thread is 0.2 of the test's three.
+        assert!((rows[0].client_cpu - 0.2).abs() < 1e-9, "{}", rows[0].client_cpu);
     }
 }
 

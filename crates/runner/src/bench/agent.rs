@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadlab_agents::auth::Token;
-use loadlab_agents::coordinator::{Counters, Lost, OnLoss, Plan, Roster, Seen};
+use loadlab_agents::coordinator::{self, Counters, Lost, OnLoss, Plan, Roster, Seen};
 use loadlab_agents::member::{Hello, Member, Stopped};
-use loadlab_agents::part::{self, Part};
+use loadlab_agents::part::Part;
 use loadlab_agents::stream::{self, Deltas, Seconds};
 use loadlab_agents::{load, AgentsError};
 use loadlab_engine::{BenchResult, Control, HdrLog, Share};
@@ -161,14 +161,8 @@ fn coordinate(
     let mut result = own.map_err(BenchError::Engine)?;
     let own_log = result.hdr_log.clone();
     let own_part = part_of(&result, &Report::new(&mine.config, address, &result));
-    for s in &seen {
-        let merged = match &s.part {
-            Some((p, _)) => part::merge_into(&mut result, p),
-            // A lost agent: what it streamed until its loss.
-            None => stream::merge_lost(&mut result, &s.seconds),
-        };
-        merged.map_err(|reason| AgentError::Merge { index: s.index, reason })?;
-    }
+    coordinator::merge_all(&mut result, &seen)
+        .map_err(|(index, reason)| AgentError::Merge { index, reason })?;
     let (due_each, secs) = (
         whole.config.pacing.rate().map(|r| {
             let total = weights.iter().sum::<u64>() as f64;
@@ -177,6 +171,10 @@ fn coordinate(
         result.duration.as_secs_f64().ceil() as u64,
     );
     let mut judged = judge(whole, address, result, None);
+    let mut parts = vec![(0, &own_part)];
+    parts.extend(seen.iter().filter_map(|s| Some((s.index, &*s.part.as_ref()?.0))));
+    let seconds = judged.report.seconds.as_deref_mut().unwrap_or_default();
+    across::merged_seconds(seconds, &parts, own_part.workers);
     let rows = rows(&roster, &seen, (&own_part, late), &weights);
     across_hosts(&mut judged.report, &rows, &lost, on_loss == OnLoss::Continue);
     judged.report.warnings.extend(sessions);
@@ -265,7 +263,7 @@ fn across_hosts(report: &mut Report, rows: &[AgentRow], lost: &[Lost], continued
 }
 
 /// Agent `index`'s share: by `weights` (every agent's, in index order) when any is not 1.
-fn share_of(index: usize, weights: &[u64]) -> Share {
+pub(crate) fn share_of(index: usize, weights: &[u64]) -> Share {
     match weights.iter().all(|w| *w == 1) {
         true => Share::new(index, weights.len()),
         false => Share::weighted(index, weights),
@@ -297,11 +295,12 @@ fn reshare(
 }
 
 /// An agent's measurements with its own percentiles and flags.
-fn part_of(result: &BenchResult, report: &Report) -> Part {
+pub(crate) fn part_of(result: &BenchResult, report: &Report) -> Part {
     let mut part = Part::of(result);
     (part.p50_us, part.p99_us) = (report.latency_us.p50, report.latency_us.p99);
     part.flags = flags_of(report);
     part.limited_by = Some(report.limited_by.clone());
+    part.second_flags = report.seconds.iter().flatten().map(|s| s.flags.clone()).collect();
     part
 }
 
