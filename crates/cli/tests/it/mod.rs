@@ -27,8 +27,8 @@ pub(crate) mod tls;
 mod trust;
 mod unix_socket;
 mod validation;
-mod visit_files;
 mod views;
+mod visit_files;
 mod visits;
 
 use std::process::Output;
