@@ -105,6 +105,7 @@ mod tests {
             histograms: BTreeMap::new(),
             series: Series::default(),
             seconds: Vec::new(),
+            steps: Vec::new(),
             samples: Vec::new(),
             flags: Vec::new(),
             limited_by: None,

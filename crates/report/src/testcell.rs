@@ -54,6 +54,7 @@ pub fn with_load(
         histograms: BTreeMap::new(),
         series: Series::default(),
         seconds: Vec::new(),
+        steps: Vec::new(),
         samples: Vec::new(),
         flags: Vec::new(),
         limited_by: None,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
-use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec, Sample, SecondRecord};
+use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec, Sample, SecondRecord, StepRecord};
 use loadlab_suite::{Cell, Point, StackSource};
 
 use crate::limit::LimitedBy;
@@ -36,6 +36,7 @@ pub fn record(
         histograms: histograms(config, r),
         series: r.tally.series.clone(),
         seconds: judged_seconds(config, r),
+        steps: visit_steps(config, r),
         samples: samples.iter().flat_map(store_samples).collect(),
         flags: verdict.store_flags(),
         limited_by: Some(limited_by.clone()),
@@ -100,7 +101,39 @@ fn metrics(config: &BenchConfig, r: &BenchResult) -> BTreeMap<String, f64> {
     }
     url_metrics(config, r, &mut put);
     view_metrics(config, r, &mut put);
+    visit_metrics(config, r, &mut put);
     metrics
+}
+
+/// A visit workload's figures, as `bench --visits` reports them: visits completed and failed,
+/// completed visits per second, and the visit duration's percentiles.
+fn visit_metrics(config: &BenchConfig, r: &BenchResult, put: &mut impl FnMut(&str, f64)) {
+    let Some(v) = crate::bench::sessions::Visits::of(config, r) else { return };
+    put(metric::VISITS, v.completed as f64);
+    put(metric::VISITS_FAILED, v.failed as f64);
+    put(metric::VISITS_RPS, v.rate_per_s);
+    put(metric::VISIT_P50_US, v.duration_us.p50 as f64);
+    put(metric::VISIT_P99_US, v.duration_us.p99 as f64);
+}
+
+/// A visit workload's steps, each with its figures (`bench --visits`' JSON `steps`); none for
+/// other cells.
+fn visit_steps(config: &BenchConfig, r: &BenchResult) -> Vec<StepRecord> {
+    let Some(v) = crate::bench::sessions::Visits::of(config, r) else { return Vec::new() };
+    v.steps
+        .into_iter()
+        .map(|s| {
+            let done = s.completed > 0;
+            StepRecord {
+                label: s.step,
+                started: s.started,
+                completed: s.completed,
+                failed: s.failed,
+                p50_us: done.then_some(s.latency_us.p50),
+                p99_us: done.then_some(s.latency_us.p99),
+            }
+        })
+        .collect()
 }
 
 /// A view workload's figures: views per second and page-load percentiles.

@@ -763,6 +763,9 @@ pub(crate) fn cell_config(
     if cell.workload.view {
         view(&mut config)?;
     }
+    if let Some(spec) = &cell.workload.visits {
+        visits(&mut config, spec)?;
+    }
     config.check()?;
     Ok(config)
 }
@@ -782,6 +785,24 @@ fn view(config: &mut BenchConfig) -> Result<(), EngineError> {
     let connections = crate::bench::flags::BROWSER_CONNECTIONS;
     let view = loadlab_engine::visits::View::discover(config, connections, false)?;
     view.apply(config, rate, arrival);
+    Ok(())
+}
+
+/// A visit workload's cell: its visits, as `bench --visits` runs them, at the load's rate
+/// (counting visits) or, under a closed load, by its concurrency of visitors, each starting
+/// its next visit when one ends.
+fn visits(config: &mut BenchConfig, spec: &str) -> Result<(), EngineError> {
+    let (rate, arrival) = match config.pacing {
+        Pacing::Open { rate, arrival, .. } | Pacing::Sessions { rate, arrival, .. } => {
+            (Some(rate), arrival)
+        }
+        Pacing::Closed => (None, loadlab_engine::Arrival::Fixed),
+    };
+    let v = crate::bench::flags::visit_file(spec, config, None).map_err(|e| match e {
+        crate::bench::flags::FlagError::Engine(e) => e,
+        e => EngineError::Config(e.to_string()),
+    })?;
+    v.apply(config, rate, arrival);
     Ok(())
 }
 

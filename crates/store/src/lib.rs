@@ -5,7 +5,7 @@
 //!   its own transaction, so a run stopped by Ctrl-C or a crash keeps every cell it finished.
 //! - [`model`] has the plain data written and read back: [`RunInfo`], [`CellRecord`] (with its
 //!   metrics, HDR histograms as [`loadlab_stats::Recorder`]s, per-second series (and a
-//!   changing load's judged [`SecondRecord`]s), resource samples and trust flags), [`ConfigRecord`]. The runner builds them from engine and lab
+//!   changing load's judged [`SecondRecord`]s), a visit's [`StepRecord`]s, resource samples and trust flags), [`ConfigRecord`]. The runner builds them from engine and lab
 //!   results; the report reads them; neither sees SQL.
 //! - [`trust`] has the runner's judgement as kept with a cell: the one [`Flag`] type and
 //!   [`LimitedBy`], what limited the cell's figures.
@@ -25,7 +25,7 @@ pub mod trust;
 pub use error::{Result, StoreError};
 pub use model::{
     CellId, CellRecord, ConfigRecord, Environment, LoadModel, LoadSpec, Run, RunId, RunInfo,
-    RunProcess, RunStatus, RunSummary, Sample, SecondRecord,
+    RunProcess, RunStatus, RunSummary, Sample, SecondRecord, StepRecord,
 };
 pub use store::Store;
 pub use trust::{Flag, Limit, LimitedBy, TrustFlag};

@@ -46,6 +46,16 @@ pub const VIEWS: &str = "views";
 pub const VIEW_P50_US: &str = "view_p50_us";
 pub const VIEW_P99_US: &str = "view_p99_us";
 
+/// Visits of several steps (a workload with `visits = ...`): completed and failed visits in
+/// the measured time, completed visits per second, and the visit duration's percentiles (from
+/// a visit's due time to its last answer, think times included), microseconds. Each step's
+/// figures are the cell's `steps`.
+pub const VISITS: &str = "visits";
+pub const VISITS_FAILED: &str = "visits_failed";
+pub const VISITS_RPS: &str = "visits_rps";
+pub const VISIT_P50_US: &str = "visit_p50_us";
+pub const VISIT_P99_US: &str = "visit_p99_us";
+
 /// The name of one error class's count: `errors.connreset`.
 pub fn error_class(class: &str) -> String {
     format!("{ERRORS}.{class}")

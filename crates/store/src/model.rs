@@ -291,6 +291,9 @@ pub struct CellRecord {
     /// second 0 (at most as many as `series` has). Empty for a fixed load, and for cells
     /// stored before loadlab kept them.
     pub seconds: Vec<SecondRecord>,
+    /// A visit workload's steps, in the visit's order; empty for other cells, and for cells
+    /// stored before loadlab kept them.
+    pub steps: Vec<StepRecord>,
     pub samples: Vec<Sample>,
     pub flags: Vec<TrustFlag>,
     /// What limited the cell's figures; `None` for cells stored before loadlab judged it.
@@ -317,6 +320,27 @@ pub struct SecondRecord {
     pub connections_open: u64,
     /// The trust flags raised in this second (the run's rules on its counters).
     pub flags: Vec<Flag>,
+}
+
+/// One step of a visit workload's cell, as the engine counted it over the measured visits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// Its number (from 1), method and path as the visit writes it (`2 POST /login`).
+    pub label: String,
+    pub started: u64,
+    pub completed: u64,
+    /// Visits that failed at this step, by class (`status`, `capture`, `timeout`...).
+    pub failed: BTreeMap<String, u64>,
+    /// From the step's due time to its last answer, completed steps only; `None` with none.
+    pub p50_us: Option<u64>,
+    pub p99_us: Option<u64>,
+}
+
+impl StepRecord {
+    /// Visits that failed at this step, whatever the class.
+    pub fn failed_total(&self) -> u64 {
+        self.failed.values().sum()
+    }
 }
 
 /// A captured piece of a stack's configuration: an effective config file, a version string, a

@@ -14,7 +14,7 @@ use crate::codec::{decode_histogram, from_json, from_ms, parse_u128, real, uint}
 use crate::error::{Result, StoreError};
 use crate::model::{
     CellRecord, ConfigRecord, Flag, Run, RunId, RunStatus, RunSummary, Sample, SecondRecord,
-    TrustFlag,
+    StepRecord, TrustFlag,
 };
 use crate::store::Store;
 
@@ -96,6 +96,7 @@ impl Store {
         read_series(&tx, run, &mut cells)?;
         read_samples(&tx, run, &mut cells)?;
         read_flags(&tx, run, &mut cells)?;
+        read_steps(&tx, run, &mut cells)?;
 
         // Nothing was written; ending the read transaction either way is the same.
         tx.commit()?;
@@ -211,6 +212,7 @@ fn read_cells(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
                 histograms: BTreeMap::new(),
                 series: Series::default(),
                 seconds: Vec::new(),
+                steps: Vec::new(),
                 samples: Vec::new(),
                 flags: Vec::new(),
                 limited_by: row
@@ -358,6 +360,32 @@ fn read_flags(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
         |row| {
             let flag = Flag::from(row.get::<_, String>(1)?);
             cells.get(row.get(0)?)?.flags.push(TrustFlag { flag, detail: row.get(2)? });
+            Ok(())
+        },
+    )
+}
+
+/// A visit workload's steps, in the visit's order.
+fn read_steps(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
+    each_row(
+        tx,
+        "SELECT s.cell_id, s.label, s.started, s.completed, s.failed, s.p50_us, s.p99_us \
+         FROM steps s JOIN cells c ON c.id = s.cell_id WHERE c.run_id = ?1 \
+         ORDER BY s.cell_id, s.step",
+        run,
+        |row| {
+            let opt = |i: usize, what: &str| -> Result<Option<u64>> {
+                row.get::<_, Option<i64>>(i)?.map(|v| uint(v, what)).transpose()
+            };
+            let step = StepRecord {
+                label: row.get(1)?,
+                started: uint(row.get(2)?, "step started")?,
+                completed: uint(row.get(3)?, "step completed")?,
+                failed: from_json(&row.get::<_, String>(4)?, "failed of a step")?,
+                p50_us: opt(5, "p50 of a step")?,
+                p99_us: opt(6, "p99 of a step")?,
+            };
+            cells.get(row.get(0)?)?.steps.push(step);
             Ok(())
         },
     )

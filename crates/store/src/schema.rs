@@ -170,6 +170,23 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE series ADD COLUMN connections_open INTEGER;
     ALTER TABLE series ADD COLUMN flags TEXT CHECK (flags IS NULL OR json_valid(flags));
     ",
+    // 7: the steps of a visit workload's cell (a suite's `visits = ...`), in the visit's
+    // order: its label (`2 GET /?s=hello`), the measured visits that began, completed and
+    // failed it (failed: a JSON object of counts by class), and its latency p50/p99 (NULL with
+    // no completion). Other cells, and cells stored before, have none.
+    "
+    CREATE TABLE steps (
+        cell_id   INTEGER NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+        step      INTEGER NOT NULL,
+        label     TEXT    NOT NULL,
+        started   INTEGER NOT NULL,
+        completed INTEGER NOT NULL,
+        failed    TEXT    NOT NULL CHECK (json_valid(failed)),
+        p50_us    INTEGER,
+        p99_us    INTEGER,
+        PRIMARY KEY (cell_id, step)
+    ) WITHOUT ROWID;
+    ",
 ];
 
 /// The schema version this build writes.

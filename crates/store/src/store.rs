@@ -210,6 +210,7 @@ impl Store {
         insert_series(&tx, id, cell)?;
         insert_samples(&tx, id, cell)?;
         insert_flags(&tx, id, cell)?;
+        insert_steps(&tx, id, cell)?;
         tx.commit()?;
         Ok(CellId(id))
     }
@@ -337,6 +338,27 @@ fn insert_flags(tx: &Transaction<'_>, id: i64, cell: &CellRecord) -> Result<()> 
         tx.prepare_cached("INSERT INTO flags (cell_id, flag, detail) VALUES (?1, ?2, ?3)")?;
     for f in &cell.flags {
         stmt.execute(params![id, f.flag.as_str(), f.detail])?;
+    }
+    Ok(())
+}
+
+fn insert_steps(tx: &Transaction<'_>, id: i64, cell: &CellRecord) -> Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO steps (cell_id, step, label, started, completed, failed, p50_us, p99_us) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for (i, s) in cell.steps.iter().enumerate() {
+        let opt = |v: Option<u64>, what| v.map(|v| int(v, what)).transpose();
+        stmt.execute(params![
+            id,
+            int(i as u64, "step number")?,
+            s.label,
+            int(s.started, "step started")?,
+            int(s.completed, "step completed")?,
+            to_json(&s.failed, "failed of a step")?,
+            opt(s.p50_us, "p50 of a step")?,
+            opt(s.p99_us, "p99 of a step")?,
+        ])?;
     }
     Ok(())
 }

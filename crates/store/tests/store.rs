@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use loadlab_stats::{Recorder, Series};
 use loadlab_store::{
     metric, CellRecord, ConfigRecord, Environment, Flag, Limit, LimitedBy, LoadModel, LoadSpec,
-    RunInfo, RunStatus, Sample, SecondRecord, Store, StoreError, TrustFlag,
+    RunInfo, RunStatus, Sample, SecondRecord, StepRecord, Store, StoreError, TrustFlag,
 };
 use serde_json::json;
 use tempfile::TempDir;
@@ -104,6 +104,7 @@ fn cell(ordinal: u32, seconds: usize, tiers: usize) -> CellRecord {
         ]),
         series,
         seconds: judged_seconds(seconds),
+        steps: visit_steps(ordinal),
         samples,
         flags: vec![
             TrustFlag { flag: Flag::Errors, detail: "3 connreset of 1 192 350".into() },
@@ -137,6 +138,32 @@ fn judged_seconds(n: usize) -> Vec<SecondRecord> {
         .collect()
 }
 
+/// An odd cell is a visit workload's: a step completed by every visit, then one that some
+/// failed (two classes) and none completed (no latency).
+fn visit_steps(ordinal: u32) -> Vec<StepRecord> {
+    if ordinal.is_multiple_of(2) {
+        return Vec::new();
+    }
+    vec![
+        StepRecord {
+            label: "1 GET /".into(),
+            started: 40,
+            completed: 40,
+            failed: BTreeMap::new(),
+            p50_us: Some(12_000),
+            p99_us: Some(90_000 + u64::from(ordinal)),
+        },
+        StepRecord {
+            label: "2 GET /?s={word}".into(),
+            started: 40,
+            completed: 0,
+            failed: BTreeMap::from([("status".into(), 37), ("timeout".into(), 3)]),
+            p50_us: None,
+            p99_us: None,
+        },
+    ]
+}
+
 fn assert_same_cell(got: &CellRecord, want: &CellRecord) {
     assert_eq!(got.ordinal, want.ordinal);
     assert_eq!(got.stack, want.stack);
@@ -151,6 +178,7 @@ fn assert_same_cell(got: &CellRecord, want: &CellRecord) {
     assert_eq!(got.metrics, want.metrics);
     assert_eq!(got.series, want.series);
     assert_eq!(got.seconds, want.seconds);
+    assert_eq!(got.steps, want.steps);
     assert_eq!(got.samples, want.samples);
     assert_eq!(got.flags, want.flags);
     assert_eq!(
@@ -257,10 +285,11 @@ fn a_store_with_one_cell(
 }
 
 /// Takes the series table back to migration 1's (completed, failed and bytes only), as every
-/// loadlab before schema 6 left it, keeping its rows.
+/// loadlab before schema 6 left it, keeping its rows (and drops schema 7's steps).
 fn series_before_judged_seconds(conn: &rusqlite::Connection) {
     conn.execute_batch(
         "BEGIN;
+         DROP TABLE steps;
          CREATE TABLE old_series (
              cell_id   INTEGER NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
              second    INTEGER NOT NULL,
@@ -325,6 +354,28 @@ fn a_store_from_before_judged_seconds_opens_with_its_series() {
     assert_same_cell(&store.cells(next).unwrap()[0], &staged);
 }
 
+/// A store written before visit steps were kept (schema 6) opens, is brought up to date, and
+/// reads its cells back with no steps; a visit cell stored after it reads back whole.
+#[test]
+fn a_store_from_before_visit_steps_opens_without_them() {
+    let dir = TempDir::new().unwrap();
+    let (path, latest, run) = a_store_with_one_cell(&dir, RunStatus::Finished);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("DROP TABLE steps; PRAGMA user_version = 6;").unwrap();
+    drop(conn);
+
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), latest);
+    let old = store.cells(run).unwrap();
+    assert!(old[0].steps.is_empty(), "{:?}", old[0].steps);
+    assert_eq!(old[0].metrics, cell(0, 2, 1).metrics);
+    let next = store.begin_run(&run_info("visits")).unwrap();
+    let visit = cell(1, 3, 1);
+    assert_eq!(visit.steps.len(), 2);
+    store.record_cell(next, &visit).unwrap();
+    assert_same_cell(&store.cells(next).unwrap()[0], &visit);
+}
+
 /// A ramp down to zero leaves its last seconds without a bucket: their judged rows are kept.
 #[test]
 fn judged_seconds_past_the_series_are_kept() {
@@ -361,7 +412,7 @@ fn a_new_file_is_migrated_and_reopening_changes_nothing() {
     let tables: i64 = conn
         .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(tables, 8, "runs cells metrics histograms series samples configs flags");
+    assert_eq!(tables, 9, "runs cells metrics histograms series samples configs flags steps");
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
 }

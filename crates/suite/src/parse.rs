@@ -22,6 +22,7 @@ use crate::suite::{
 
 mod own;
 mod shape;
+mod visits;
 
 /// A sweep longer than this is surely a typo (a step of 1 instead of 10).
 const MAX_POINTS: usize = 1_000;
@@ -276,7 +277,11 @@ impl Checker<'_> {
         let mut out: Vec<WorkloadSpec> = Vec::new();
         for w in raw.get_ref() {
             let name = w.name.get_ref();
-            let request = self.request(w)?;
+            let visits = self.visits(w)?;
+            let request = match (&visits, &w.path) {
+                (Some(_), None) => Some(self.visit_base()),
+                _ => self.request(w)?,
+            };
             if out.iter().any(|o| &o.name == name) {
                 return self.fail(w.name.span(), format!("workload {name:?} appears twice"));
             }
@@ -291,6 +296,7 @@ impl Checker<'_> {
                 expect: self.expect(w)?,
                 slo,
                 view: w.view.as_ref().is_some_and(|v| *v.get_ref()),
+                visits,
             };
             if let (true, Some(urls)) = (spec.view, &w.urls) {
                 return self.fail(urls.span(), format!("{name}: a view fetches its page's resources, not a URL list: view = true or urls, not both"));

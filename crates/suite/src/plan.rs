@@ -63,6 +63,9 @@ pub struct CellWorkload {
     pub slo: Option<loadlab_stats::slo::Slo>,
     /// Page views (`view = true`): the runner plans each cell's view of the page.
     pub view: bool,
+    /// Visits (`visits = ...`): the visit file (absolute) or built-in name the runner loads
+    /// for each cell.
+    pub visits: Option<String>,
 }
 
 /// How each response of a cell is checked.
@@ -221,6 +224,11 @@ impl Cell {
             let status = vec![(200, 299), (304, 304)];
             config.validation = Validation { status, ..Validation::default() };
         }
+        if self.workload.visits.is_some() {
+            // A visit's steps carry their own checks (a login answers 302); a step that fails
+            // one ends its visit, counted by step and class.
+            config.validation = Validation::default();
+        }
     }
 }
 
@@ -362,6 +370,7 @@ fn cell_workload(
         urls: w.request.as_ref().and_then(|r| r.urls.clone()),
         slo: w.slo.clone(),
         view: w.view,
+        visits: w.visits.clone(),
     })
 }
 

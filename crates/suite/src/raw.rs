@@ -165,6 +165,9 @@ pub struct RawWorkload {
     pub slo: Option<Spanned<String>>,
     /// Page views: the page and the resources its HTML names, as `bench --view` fetches them.
     pub view: Option<Spanned<bool>>,
+    /// Visits of several steps: a visit file (relative to the suite file) or a built-in
+    /// visit's name (`wordpress:search`), as `bench --visits` takes them.
+    pub visits: Option<Spanned<String>>,
 }
 
 /// `[[loads]]`: one load model and the points (concurrencies or rates) it is run at.

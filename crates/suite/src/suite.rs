@@ -158,6 +158,10 @@ pub struct WorkloadSpec {
     /// `view = true`: each cell makes page views (the page and its resources, as `bench
     /// --view`), at the load's rate.
     pub view: bool,
+    /// `visits = ...`: each cell runs visits of this file (absolute) or built-in visit
+    /// (`wordpress:search`), as `bench --visits`: an open load's rate counts visits, a closed
+    /// load's concurrency visitors.
+    pub visits: Option<String>,
 }
 
 /// A custom workload's request: its path on the stack, method, headers and body.

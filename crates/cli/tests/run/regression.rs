@@ -27,6 +27,7 @@ fn cell(ordinal: u32, repetition: u32, rps: f64) -> CellRecord {
         histograms: BTreeMap::new(),
         series: Default::default(),
         seconds: Vec::new(),
+        steps: Vec::new(),
         samples: Vec::new(),
         flags: Vec::new(),
         limited_by: None,

@@ -135,6 +135,7 @@ fn record(
         histograms: BTreeMap::from([("latency".to_owned(), latency)]),
         series,
         seconds: Vec::new(),
+        steps: Vec::new(),
         samples,
         flags: Vec::new(),
         limited_by: None,

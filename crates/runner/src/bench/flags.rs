@@ -374,18 +374,7 @@ impl LoadFlags {
                         .to_string(),
                 ));
             }
-            let v = match builtin_visit(file, &config.target.url)? {
-                Some((name, text)) => loadlab_engine::visits::VisitFile::parse(
-                    &text,
-                    name,
-                    config,
-                    *per_visitor,
-                    Default::default(),
-                ),
-                None => loadlab_engine::visits::VisitFile::read(file, config, *per_visitor),
-            }
-            .map_err(FlagError::Engine)?;
-            v.apply(config, rate, arrival);
+            visit_file(file, config, *per_visitor)?.apply(config, rate, arrival);
         }
         let Some(rate) = rate else { return Ok(()) };
         if let Some((spec, per_visitor)) = &self.wsesslog {
@@ -499,6 +488,26 @@ impl TrafficFlags {
             None => Ok(()),
         }
     }
+}
+
+/// The visits of `spec` for `config`'s target: a built-in visit's name (`wordpress:login`)
+/// or a visit file, as `bench --visits` and a suite's `visits = ...` take them.
+pub(crate) fn visit_file(
+    spec: &str,
+    config: &BenchConfig,
+    per_visitor: Option<usize>,
+) -> Result<loadlab_engine::visits::VisitFile, FlagError> {
+    match builtin_visit(spec, &config.target.url)? {
+        Some((name, text)) => loadlab_engine::visits::VisitFile::parse(
+            &text,
+            name,
+            config,
+            per_visitor,
+            Default::default(),
+        ),
+        None => loadlab_engine::visits::VisitFile::read(spec, config, per_visitor),
+    }
+    .map_err(FlagError::Engine)
 }
 
 /// `--visits NAME` of one of the lab's built-in visits (docs/lab.md): its text with the values

@@ -1,0 +1,65 @@
+//! A workload's `visits = "FILE"` or `visits = "wordpress:NAME"` (issue 25): the visit file
+//! checked when the suite is (a wrong step is refused before any stack starts, at this key), a
+//! built-in name known to the lab, and the keys that do not go with a visit refused.
+
+use loadlab_engine::{BenchConfig, RequestSpec, Target};
+use toml::Spanned;
+
+use super::{Checked, Checker};
+use crate::raw::RawWorkload;
+use crate::suite::{builtin_workload, CustomRequest};
+
+impl Checker<'_> {
+    /// The workload's visit (a built-in name as written, a file made absolute), checked; `None`
+    /// without `visits`.
+    pub(super) fn visits(&self, w: &RawWorkload) -> Checked<Option<String>> {
+        let Some(v) = &w.visits else { return Ok(None) };
+        let name = w.name.get_ref();
+        let others = [
+            ("urls", w.urls.as_ref().map(Spanned::span)),
+            ("view", w.view.as_ref().filter(|v| *v.get_ref()).map(Spanned::span)),
+            ("body", w.body.as_ref().map(Spanned::span)),
+            ("body_file", w.body_file.as_ref().map(Spanned::span)),
+        ];
+        if let Some((key, span)) = others.into_iter().find_map(|(k, s)| Some((k, s?))) {
+            return self.fail(
+                span,
+                format!(
+                    "{name}: {key} does not go with visits: the visit's steps are its requests"
+                ),
+            );
+        }
+        if builtin_workload(name).is_some() {
+            return self.fail(
+                w.name.span(),
+                format!("{name:?} is a built-in workload: name the visit workload otherwise"),
+            );
+        }
+        let spec = v.get_ref();
+        if spec.starts_with("wordpress:") || loadlab_lab::visits::builtin(spec).is_some() {
+            if loadlab_lab::visits::builtin(spec).is_none() {
+                let known: Vec<&str> =
+                    loadlab_lab::visits::BUILTINS.iter().map(|b| b.name).collect();
+                return self.fail(
+                    v.span(),
+                    format!("visits: no built-in visit {spec:?}; they are: {}", known.join(", ")),
+                );
+            }
+            return Ok(Some(spec.clone()));
+        }
+        let file = self.dir.join(spec);
+        let file = file.display().to_string();
+        // Any host: each stack has its own; the steps' paths and checks are what is checked.
+        let probe = BenchConfig::new(Target::parse("http://localhost/").expect("a valid URL"));
+        if let Err(e) = loadlab_engine::visits::VisitFile::read(&file, &probe, None) {
+            return self.fail(v.span(), format!("visits: {e}"));
+        }
+        Ok(Some(file))
+    }
+
+    /// A visit workload's base request when it gives no `path`: GET / (what verify asks of
+    /// the stack before its cells; the steps carry their own paths).
+    pub(super) fn visit_base(&self) -> CustomRequest {
+        CustomRequest { path: "/".into(), spec: RequestSpec::default(), urls: None }
+    }
+}

@@ -1,0 +1,107 @@
+//! A workload's `visits = ...` (issue 25): a built-in visit or a visit file relative to the
+//! suite file, checked when the suite is; refused with the keys it does not go with, an
+//! unknown built-in name, or a visit file with a wrong step, each at the value to fix.
+
+use loadlab_suite::{parse, plan, SuiteError};
+
+const SUITE: &str = r#"name = "visits"
+
+[[stacks]]
+name = "wordpress-nginx-fpm"
+
+[[workloads]]
+name = "searches"
+visits = "wordpress:search"
+
+[[loads]]
+model = "open"
+rates = [2]
+duration = "4s"
+"#;
+
+/// The message and `line:column` of the error `text` (read as `file`) gives.
+fn error(text: &str, file: &str) -> (String, String) {
+    match parse(text, file) {
+        Err(e @ SuiteError::Invalid { at: Some(at), .. }) => {
+            (e.to_string(), format!("{}:{}", at.line, at.column))
+        }
+        Err(other) => panic!("expected a located error, got {other}"),
+        Ok(_) => panic!("accepted:\n{text}"),
+    }
+}
+
+/// The `line:column` of the first `needle` in `text`.
+fn position(text: &str, needle: &str) -> String {
+    let offset = text.find(needle).unwrap_or_else(|| panic!("{needle:?} is not in the text"));
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before[before.rfind('\n').map_or(0, |i| i + 1)..].chars().count() + 1;
+    format!("{line}:{column}")
+}
+
+#[test]
+fn a_built_in_visit_runs_on_the_stack_with_its_base_request() {
+    let suite = parse(SUITE, "s.toml").unwrap_or_else(|e| panic!("{e}"));
+    let w = &suite.workloads[0];
+    assert_eq!(w.visits.as_deref(), Some("wordpress:search"));
+    assert_eq!(w.request.as_ref().map(|r| r.path.as_str()), Some("/"));
+    let p = plan(&suite, false);
+    assert_eq!(p.cells.len(), p.repetitions as usize, "a cell a repetition");
+    assert!(p.cells.iter().all(|c| c.workload.visits.as_deref() == Some("wordpress:search")));
+    let plain = SUITE.replace("visits = \"wordpress:search\"", "path = \"/\"");
+    let p = plan(&parse(&plain, "s.toml").unwrap(), false);
+    assert_eq!(p.cells[0].workload.visits, None);
+}
+
+#[test]
+fn keys_that_do_not_go_with_visits_and_unknown_names_are_refused_where_written() {
+    for (extra, at, needle) in [
+        ("view = true", "true", "view does not go with visits"),
+        ("urls = \"u.txt\"", "\"u.txt\"", "urls does not go with visits"),
+        ("body = \"a=1\"", "\"a=1\"", "body does not go with visits"),
+    ] {
+        let text = SUITE.replace(
+            "visits = \"wordpress:search\"",
+            &format!("visits = \"wordpress:search\"\n{extra}"),
+        );
+        let (message, got) = error(&text, "s.toml");
+        assert_eq!(got, position(&text, at), "{message}");
+        assert!(message.contains(needle), "{message}");
+        assert!(message.starts_with(&format!("s.toml:{got}: ")), "{message}");
+    }
+    let text = SUITE.replace("wordpress:search", "wordpress:shop");
+    let (message, got) = error(&text, "s.toml");
+    assert_eq!(got, position(&text, "\"wordpress:shop\""));
+    assert!(
+        message.contains("no built-in visit \"wordpress:shop\"; they are: wordpress:front"),
+        "{message}"
+    );
+    let text = SUITE.replace("name = \"searches\"", "name = \"wordpress\"");
+    let (message, _) = error(&text, "s.toml");
+    assert!(message.contains("is a built-in workload"), "{message}");
+}
+
+#[test]
+fn a_visit_file_is_read_relative_to_the_suite_file_and_a_wrong_step_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let visit = "name = \"browse\"\n\n[[step]]\npath = \"/\"\n\n[[step]]\npath = \"/?p={id}\"\n";
+    std::fs::write(dir.path().join("browse.toml"), visit).unwrap();
+    let text = SUITE.replace("wordpress:search", "browse.toml");
+    let file = dir.path().join("s.toml");
+    std::fs::write(&file, &text).unwrap();
+    // A step that uses a value nothing captured: the visit file's own error, at the key.
+    let err = loadlab_suite::read(&file).map(|_| ()).unwrap_err().to_string();
+    let at = format!("{}:{}: visits: ", file.display(), position(&text, "\"browse.toml\""));
+    assert!(err.starts_with(&at), "{err}");
+    assert!(err.contains("browse.toml"), "the visit file named: {err}");
+
+    std::fs::write(dir.path().join("browse.toml"), visit.replace("={id}", "=1")).unwrap();
+    let suite = loadlab_suite::read(&file).unwrap_or_else(|e| panic!("{e}"));
+    let want = dir.path().join("browse.toml").display().to_string();
+    assert_eq!(suite.workloads[0].visits.as_deref(), Some(want.as_str()));
+
+    let missing = SUITE.replace("wordpress:search", "nowhere.toml");
+    std::fs::write(&file, &missing).unwrap();
+    let err = loadlab_suite::read(&file).map(|_| ()).unwrap_err().to_string();
+    assert!(err.contains("visits: ") && err.contains("nowhere.toml"), "{err}");
+}
