@@ -201,6 +201,9 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
         group_notes(o, g);
         requests_table(o, g);
         views_rows(o, g);
+        for (s, v) in g.stacks.iter().filter_map(|s| Some((s, s.visits.as_ref()?))) {
+            visits_rows(o, &s.stack, v);
+        }
     }
     let _ = writeln!(o, "</tbody>\n</table>");
     footnotes(o, verdicts);
@@ -335,6 +338,31 @@ fn views_rows(o: &mut String, g: &GroupVerdict) {
             Esc(&v.line())
         );
     }
+}
+
+/// The HTML of one stack's visits, a row of the verdict table under its group: the line, then
+/// the step table, a failed step's row marked `failed-step`.
+fn visits_rows(o: &mut String, stack: &str, v: &crate::visits::VisitFigures) {
+    let _ = write!(
+        o,
+        "<tr class=\"visits-row\"><td colspan=\"8\">visits on {}: {}<table class=\"requests \
+         steps\"><thead><tr><th>step</th>",
+        Esc(stack),
+        Esc(&v.line())
+    );
+    for c in crate::visits::COLUMNS {
+        let _ = write!(o, "<th class=\"num\">{c}</th>");
+    }
+    let _ = write!(o, "</tr></thead><tbody>");
+    for s in &v.steps {
+        let class = if s.failed_total() > 0 { " class=\"failed-step\"" } else { "" };
+        let _ = write!(o, "<tr{class}><td>{}</td>", Esc(&s.label()));
+        for c in s.shown() {
+            let _ = write!(o, "<td class=\"num\">{}</td>", Esc(&c));
+        }
+        let _ = write!(o, "</tr>");
+    }
+    let _ = writeln!(o, "</tbody></table></td></tr>");
 }
 
 /// What limited a stack's cells, the evidence in a tooltip: "php-fpm pool", "client (2/5)".

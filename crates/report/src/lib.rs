@@ -9,7 +9,8 @@
 //! - `limit.rs` reads what limited each stored cell (the runner's decision): a winner is
 //!   withheld when a repetition's limit was the client or the network.
 //! - [`requests`] gives each request of a URL list workload its figures over repetitions;
-//!   [`views`] a view workload's views/s and page-load percentiles.
+//!   [`views`] a view workload's views/s and page-load percentiles; [`visits`] a visit
+//!   workload's visits/s, visit duration and per-step table.
 //! - [`text`] prints the verdict as a terminal table and compares two runs benchstat-style
 //!   (`loadlab compare RUN_A RUN_B`).
 //! - [`render_html`] writes the whole report as one self-contained HTML file: inline CSS and
@@ -36,6 +37,7 @@ pub mod slo;
 pub mod text;
 pub mod verdict;
 pub mod views;
+pub mod visits;
 
 #[cfg(test)]
 mod testcell;

@@ -251,6 +251,9 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
         for (s, v) in g.stacks.iter().filter_map(|s| Some((s, s.views.as_ref()?))) {
             let _ = writeln!(out, "  views {}: {}", s.stack, v.line());
         }
+        for (s, v) in g.stacks.iter().filter_map(|s| Some((s, s.visits.as_ref()?))) {
+            out.push_str(&visit_steps(&s.stack, v));
+        }
         for (s, v) in g.stacks.iter().filter_map(|s| Some((s, s.slo.as_ref()?))) {
             let _ =
                 writeln!(out, "  {} {}: {}", if v.passed { "✓" } else { "✗" }, s.stack, v.line());
@@ -282,6 +285,21 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
     if let Some(line) = crate::gate::summary(&crate::gate::gates(verdicts)) {
         let _ = writeln!(out, "\n{line}");
     }
+    out
+}
+
+/// A visit workload's line on one stack, then its step table (a failed step marked `✗`).
+fn visit_steps(stack: &str, v: &crate::visits::VisitFigures) -> String {
+    let mut out = format!("  visits {stack}: {}\n", v.line());
+    let mut header = vec!["    step".to_owned()];
+    header.extend(crate::visits::COLUMNS.map(str::to_owned));
+    let mut t = Table::new(header);
+    for s in &v.steps {
+        let mut row = vec![format!("    {}", s.label())];
+        row.extend(s.shown());
+        t.row(row);
+    }
+    out.push_str(&t.render());
     out
 }
 

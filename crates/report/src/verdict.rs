@@ -176,6 +176,10 @@ pub struct StackSummary {
     /// repetitions; `None` for other workloads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub views: Option<crate::views::ViewFigures>,
+    /// A visit workload's (`visits = ...`) visits/s, visit duration and steps ([`crate::visits`]);
+    /// `None` for other workloads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub visits: Option<crate::visits::VisitFigures>,
 }
 
 /// One limit and the repetitions it limited.
@@ -565,6 +569,7 @@ pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
         slo: slo::judge(&stack.cells),
         requests: crate::requests::requests(&stack.cells),
         views: crate::views::ViewFigures::of(&stack.cells),
+        visits: crate::visits::VisitFigures::of(&stack.cells),
     }
 }
 
