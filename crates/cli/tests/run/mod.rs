@@ -22,6 +22,7 @@ mod slo;
 mod stages;
 mod urls;
 mod views;
+mod visits;
 
 /// A run of the tiny suite takes about 3 s; this bounds a hung one (as the lab tests' limit
 /// does, with room for a two-CPU machine starting other tests' stacks at the same time).
