@@ -69,3 +69,5 @@ mod fake;
 mod tests;
 #[cfg(test)]
 mod trust_tests;
+#[cfg(test)]
+mod visit_tests;
