@@ -16,6 +16,7 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VisitFigures {
     pub visits_per_s: f64,
+    /// NaN (shown "—", JSON null) when no repetition completed a visit.
     pub p50_us: f64,
     pub p99_us: f64,
     /// Failed visits over all the repetitions.
@@ -49,8 +50,9 @@ impl VisitFigures {
         let failed = values(metric::VISITS_FAILED).iter().sum::<f64>() as u64;
         Some(VisitFigures {
             visits_per_s: median(&values(metric::VISITS_RPS))?,
-            p50_us: median(&values(metric::VISIT_P50_US))?,
-            p99_us: median(&values(metric::VISIT_P99_US))?,
+            // None when no repetition completed a visit: "—".
+            p50_us: median(&values(metric::VISIT_P50_US)).unwrap_or(f64::NAN),
+            p99_us: median(&values(metric::VISIT_P99_US)).unwrap_or(f64::NAN),
             failed,
             steps: steps(cells),
         })
@@ -184,8 +186,11 @@ mod tests {
 
     #[test]
     fn a_step_no_visit_completed_has_no_latency() {
-        let cell = visit_cell("wp", 0, 0.0, 8);
+        let mut cell = visit_cell("wp", 0, 0.0, 8);
+        cell.metrics.remove(metric::VISIT_P50_US);
+        cell.metrics.remove(metric::VISIT_P99_US);
         let v = VisitFigures::of(&[&cell]).unwrap();
+        assert!(v.line().contains("visit p50 — p99 —"), "{}", v.line());
         assert_eq!(
             v.steps[1].shown(),
             ["0".to_owned(), "8 (status 8)".into(), "—".into(), "—".into()]

@@ -112,8 +112,11 @@ fn visit_metrics(config: &BenchConfig, r: &BenchResult, put: &mut impl FnMut(&st
     put(metric::VISITS, v.completed as f64);
     put(metric::VISITS_FAILED, v.failed as f64);
     put(metric::VISITS_RPS, v.rate_per_s);
-    put(metric::VISIT_P50_US, v.duration_us.p50 as f64);
-    put(metric::VISIT_P99_US, v.duration_us.p99 as f64);
+    // No completed visit has no duration (the report shows "—"), not one of 0 µs.
+    if v.completed > 0 {
+        put(metric::VISIT_P50_US, v.duration_us.p50 as f64);
+        put(metric::VISIT_P99_US, v.duration_us.p99 as f64);
+    }
 }
 
 /// A visit workload's steps, each with its figures (`bench --visits`' JSON `steps`); none for
