@@ -961,7 +961,6 @@ impl Worker {
         }
     }
 
-    /// Closes slot `idx`'s connection, if it has one, and records how long it lived.
     /// Closed-loop stages: opens parked slots up to the level at `now`, or marks slots to park
     /// when their request ends (a request in flight is never cut short). Each loop turn, which
     /// is at least every sweep tick.
@@ -1034,6 +1033,7 @@ impl Worker {
         bucket.open = bucket.open.max(open);
     }
 
+    /// Closes slot `idx`'s connection, if it has one, and records how long it lived.
     fn close(&mut self, idx: usize) {
         let conn = &mut self.conns[idx];
         if let Some(h2) = conn.h2.as_mut() {
