@@ -266,6 +266,22 @@ impl Conn {
     pub fn close(&mut self) {
         self.stream = None;
     }
+
+    /// Closes the socket, if there is one, recording how long it lived and how many replies it
+    /// carried when its exchange is measured. Whether a socket was closed (the caller's count
+    /// of open connections drops by one): the request loop and the visits loop both end
+    /// connections here.
+    pub fn retire(&mut self, tally: &mut crate::result::Tally) -> bool {
+        if self.stream.is_none() {
+            return false;
+        }
+        if self.ex.measured {
+            tally.conn_life.record(crate::exchange::us(self.opened.elapsed()));
+            tally.conn_replies += self.replies_on_socket;
+        }
+        self.close();
+        true
+    }
 }
 
 /// A connection's socket: TCP, or a unix-domain stream (`--unix-socket`).

@@ -681,14 +681,7 @@ impl VisitWorker {
     }
 
     fn close(&mut self, idx: usize) {
-        let conn = &mut self.slots[idx].conn;
-        if conn.stream.is_some() {
-            let life = Instant::now().saturating_duration_since(conn.opened);
-            if conn.ex.measured {
-                self.tally.conn_life.record(us(life));
-                self.tally.conn_replies += conn.replies_on_socket;
-            }
-            conn.close();
+        if self.slots[idx].conn.retire(&mut self.tally) {
             self.open -= 1;
         }
     }

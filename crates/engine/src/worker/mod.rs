@@ -1039,13 +1039,7 @@ impl Worker {
         if let Some(h2) = conn.h2.as_mut() {
             h2.disconnected();
         }
-        if conn.stream.is_some() {
-            let life = Instant::now().saturating_duration_since(conn.opened);
-            if conn.ex.measured {
-                self.tally.conn_life.record(us(life));
-                self.tally.conn_replies += conn.replies_on_socket;
-            }
-            conn.close();
+        if conn.retire(&mut self.tally) {
             self.open -= 1;
         }
     }
