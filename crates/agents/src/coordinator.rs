@@ -17,7 +17,7 @@ use crate::auth::{self, Token};
 use crate::clock::{self, Offset, Sample};
 use crate::part::Part;
 use crate::stream::{self, Seconds};
-use crate::wire::{self, Msg};
+use crate::wire::{self, Msg, SweepStep};
 use crate::{io, load, AgentsError, HEARTBEAT_LOSS};
 
 /// Clock samples per agent; the shortest round trip of them is kept.
@@ -66,6 +66,9 @@ pub struct Coordinator {
     listener: TcpListener,
     plan: Plan,
     members: Vec<Joined>,
+    /// The index and weight of each agent forgotten (lost in a sweep's step): its share stays
+    /// its own, due and not sent, never dealt out to the others.
+    forgotten: Vec<(usize, u64)>,
 }
 
 /// What one admitted agent is, for the report.
@@ -94,7 +97,7 @@ impl Coordinator {
     ) -> Result<Coordinator, AgentsError> {
         listener.set_nonblocking(true).map_err(io("listening"))?;
         let deadline = Instant::now() + plan.timeout;
-        let mut c = Coordinator { listener, plan, members: Vec::new() };
+        let mut c = Coordinator { listener, plan, members: Vec::new(), forgotten: Vec::new() };
         while c.members.len() + 1 < c.plan.of {
             if Instant::now() >= deadline || !go_on() {
                 let missing = c.missing();
@@ -165,6 +168,12 @@ impl Coordinator {
     /// Measures every agent's clock, then sends each the one start time (by agent 0's clock)
     /// with its offset; returns the start time.
     pub fn start(&mut self) -> Result<u64, AgentsError> {
+        self.start_step(None)
+    }
+
+    /// [`Coordinator::start`] of a sweep's `step`, which every agent checks against its own
+    /// command line.
+    pub fn start_step(&mut self, step: Option<SweepStep>) -> Result<u64, AgentsError> {
         for m in &mut self.members {
             let mut samples = Vec::with_capacity(PINGS);
             for _ in 0..PINGS {
@@ -186,19 +195,20 @@ impl Coordinator {
         let at = clock::start_at(clock::now_ns(), slowest);
         let weights = self.weights();
         for m in &mut self.members {
-            let start = Msg::Start { at, offset: m.offset.offset_ns, weights: weights.clone() };
+            let (offset, weights) = (m.offset.offset_ns, weights.clone());
+            let start = Msg::Start { at, offset, weights, step };
             wire::send(&mut m.stream, &start).map_err(io("sending the start"))?;
         }
         Ok(at)
     }
 
-    /// Every agent's `--agent-weight`, in index order (once all are admitted).
+    /// Every agent's `--agent-weight`, in index order (once all are admitted), the forgotten
+    /// ones' included.
     pub fn weights(&self) -> Vec<u64> {
-        let mut w = vec![self.plan.weight];
-        let mut members: Vec<&Joined> = self.members.iter().collect();
-        members.sort_by_key(|m| m.index);
-        w.extend(members.iter().map(|m| m.weight));
-        w
+        let mut all: Vec<(usize, u64)> = self.members.iter().map(|m| (m.index, m.weight)).collect();
+        all.extend(&self.forgotten);
+        all.sort_by_key(|(index, _)| *index);
+        std::iter::once(self.plan.weight).chain(all.into_iter().map(|(_, w)| w)).collect()
     }
 
     /// Who is in the test, agent 0 first.
@@ -241,9 +251,13 @@ impl Coordinator {
     }
 
     /// Between a sweep's steps: the agents lost in the last one are not awaited again (their
-    /// connections close).
+    /// connections close); their weights stay in [`Coordinator::weights`].
     pub fn forget(&mut self, lost: &[Lost]) {
-        self.members.retain(|m| !lost.iter().any(|l| l.index == m.index));
+        let (gone, kept) = std::mem::take(&mut self.members)
+            .into_iter()
+            .partition(|m| lost.iter().any(|l| l.index == m.index));
+        self.members = kept;
+        self.forgotten.extend(gone.iter().map(|m: &Joined| (m.index, m.weight)));
     }
 
     /// The sweep is over: every agent still here is told so, between steps.

@@ -15,7 +15,7 @@ use crate::auth::{self, Token};
 use crate::clock;
 use crate::part::Part;
 use crate::stream::Deltas;
-use crate::wire::{self, Msg};
+use crate::wire::{self, Msg, SweepStep};
 use crate::{io, AgentsError, HEARTBEAT_EVERY};
 
 /// Who this agent is, as it tells agent 0.
@@ -39,6 +39,8 @@ pub struct Member {
     pub offset_ns: i64,
     /// Every agent's `--agent-weight`, in index order, as agent 0 learnt them.
     pub weights: Vec<u64>,
+    /// A sweep's step, as agent 0 named it (to be checked against this agent's own).
+    pub step: Option<SweepStep>,
 }
 
 impl Member {
@@ -131,9 +133,10 @@ fn next_start(mut stream: TcpStream) -> Result<Next, AgentsError> {
                 let pong = Msg::Pong { t0, t1: clock::now_ns() };
                 wire::send(&mut stream, &pong).map_err(io("answering a ping"))?;
             }
-            Msg::Start { at, offset, weights } => {
+            Msg::Start { at, offset, weights, step } => {
                 let start_local = at.saturating_add_signed(offset);
-                return Ok(Next::Start(Member { stream, start_local, offset_ns: offset, weights }));
+                let offset_ns = offset;
+                return Ok(Next::Start(Member { stream, start_local, offset_ns, weights, step }));
             }
             Msg::Stop { reason, .. } => return Ok(Next::Over(reason)),
             Msg::Refused { reason } => return Err(AgentsError::Refused(reason)),

@@ -1,7 +1,8 @@
 //! The rendezvous's messages, after the challenge-response: each a JSON object behind its
 //! length (4 bytes, big-endian), bounded so that a broken peer cannot make us allocate without
 //! limit. The set is closed: readiness, clocks, start, heartbeat, results, stop, refusal.
-//! None of them carries a target or a load.
+//! None of them carries a target or a load: a sweep's start names its step ([`SweepStep`]),
+//! which each agent takes only if its own command line defines or derives it.
 
 use std::io::{self, Read, Write};
 
@@ -33,7 +34,14 @@ pub enum Msg {
     /// clock minus agent 0's), so that the agent starts at `at + offset` by its own.
     /// `weights`: every agent's `--agent-weight`, in index order, from which each takes its
     /// share ([`loadlab_engine::Share::weighted`]).
-    Start { at: u64, offset: i64, weights: Vec<u64> },
+    /// `step`: a sweep's step, as agent 0 chose it from the merged results.
+    Start {
+        at: u64,
+        offset: i64,
+        weights: Vec<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step: Option<SweepStep>,
+    },
     /// The agent's counters so far, every [`crate::HEARTBEAT_EVERY`].
     Beat { completed: u64, failed: u64 },
     /// The seconds measured since the last ones ([`crate::stream`]), before each heartbeat.
@@ -46,6 +54,16 @@ pub enum Msg {
     /// Agent 0 has this agent's measurements: its run (a sweep's step) is over, and the
     /// connection stays for the next step's start, if any.
     Over,
+}
+
+/// A sweep's step (`loadlab_runner::sweep::NextStep`): its target (0 the URL, 1
+/// `--compare`'s), its offered rate, whether bisection added it. An agent runs it only if it
+/// is one of the steps its own command line allows at that point, and refuses otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SweepStep {
+    pub target: usize,
+    pub rate: f64,
+    pub bisect: bool,
 }
 
 /// Sends one message.
@@ -79,7 +97,7 @@ mod tests {
     #[test]
     fn a_message_round_trips_and_an_oversized_length_is_refused() {
         let mut buf = Vec::new();
-        send(&mut buf, &Msg::Start { at: 5, offset: -3, weights: vec![3, 1] }).unwrap();
+        send(&mut buf, &Msg::Start { at: 5, offset: -3, weights: vec![3, 1], step: None }).unwrap();
         let Msg::Start { at, offset, .. } = recv(&mut buf.as_slice()).unwrap() else { panic!() };
         assert_eq!((at, offset), (5, -3));
         let huge = ((MAX_FRAME + 1) as u32).to_be_bytes();

@@ -127,6 +127,7 @@ impl AgentArgs {
             },
             weight: self.agent_weight,
             launch,
+            merged_hdr_log: self.merged_hdr_log.clone(),
         }))
     }
 }

@@ -210,6 +210,8 @@ impl Classify for AgentError {
             AgentError::Agents(e) => e.class(),
             AgentError::Hosts(e) => e.class(),
             AgentError::Merge { .. } => Class::Internal,
+            // As `bench`'s output flags: the path is the user's to fix.
+            AgentError::File { .. } => Class::Usage,
         }
     }
 }

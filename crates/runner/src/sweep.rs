@@ -11,6 +11,7 @@ use loadlab_stats::knee::{self, Breach, Criteria, StepPoint};
 use loadlab_stats::Moments;
 use serde::Serialize;
 
+use crate::bench::across::Partial;
 use crate::executor::Measure;
 use crate::limit::Limit;
 use crate::slo::{Figures, Slo, SloVerdict};
@@ -100,6 +101,10 @@ pub struct Step {
     pub interrupted: bool,
     /// `--slo`: the step's latency and error thresholds; null without them.
     pub slo: Option<SloVerdict>,
+    /// `sweep --agents`, `--on-agent-loss continue`: agents were lost in this step or before
+    /// it, so part of its schedule was due and never sent (the shortfall per second). Shown,
+    /// never judged: the server was not offered the step's rate. Null otherwise.
+    pub partial: Option<Partial>,
 }
 
 impl Step {
@@ -115,6 +120,13 @@ impl Step {
         if self.interrupted {
             // What a step stopped part-way shows is no finding about anyone.
             groups.push("INTERRUPTED: not judged".to_owned());
+        } else if let Some(p) = &self.partial {
+            let lost: Vec<String> = p.lost.iter().map(|l| l.index.to_string()).collect();
+            let not_sent: u64 = p.shortfall.iter().map(|s| s.not_sent).sum();
+            groups.push(format!(
+                "PARTIAL: agent {} lost, {not_sent} due not sent; not judged",
+                lost.join(", ")
+            ));
         } else {
             let client = [
                 (f.client_saturated, "CLIENT SATURATED"),
@@ -238,63 +250,69 @@ impl SweepOutcome {
     }
 }
 
+/// One step a sweep runs: its target (0 for the URL, 1 for `--compare`'s), its offered rate,
+/// and whether bisection added it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NextStep {
+    pub target: usize,
+    pub rate: f64,
+    pub bisect: bool,
+}
+
+/// What runs a sweep's steps, and who chooses each. On one host (and on agent 0) the steps'
+/// results choose; every other agent of `sweep --agents` runs the step agent 0 names, once
+/// it has checked that its own command line allows it.
+pub trait Conduct {
+    /// What measures the steps.
+    fn measurer(&mut self) -> &mut dyn Measure;
+    /// The next step, or `None` to end: `chosen` is what this host's results choose, and
+    /// `allowed` every step the command line allows now (`chosen` among them).
+    fn next_step(
+        &mut self,
+        chosen: Option<NextStep>,
+        _allowed: &[NextStep],
+    ) -> Result<Option<NextStep>, loadlab_engine::EngineError> {
+        Ok(chosen)
+    }
+    /// The agents missing from the last step, if any were (its [`Step::partial`]).
+    fn partial(&self) -> Option<Partial> {
+        None
+    }
+}
+
+/// One host: the results choose.
+struct Alone<'a>(&'a mut dyn Measure);
+
+impl Conduct for Alone<'_> {
+    fn measurer(&mut self) -> &mut dyn Measure {
+        self.0
+    }
+}
+
 /// Runs `plan`; `on_step` sees each step as it ends (the CLI prints its row).
 pub fn run_sweep(
     plan: &SweepPlan,
     measure: &mut dyn Measure,
     on_step: &mut dyn FnMut(&Step) -> std::io::Result<()>,
 ) -> Result<SweepOutcome, crate::executor::RunError> {
+    drive(plan, &mut Alone(measure), on_step)
+}
+
+/// [`run_sweep`] with `conduct` choosing each step: the one driver of one host and of agents.
+pub fn drive(
+    plan: &SweepPlan,
+    conduct: &mut dyn Conduct,
+    on_step: &mut dyn FnMut(&Step) -> std::io::Result<()>,
+) -> Result<SweepOutcome, crate::executor::RunError> {
     let mut steps: Vec<Step> = Vec::new();
     let mut interrupted = false;
-    'rates: for (i, &rate) in plan.rates.iter().enumerate() {
-        // Alternate which target goes first, so neither always runs on a machine the other
-        // just warmed (or heated).
-        let order: Vec<usize> = if i % 2 == 0 {
-            (0..plan.targets.len()).collect()
-        } else {
-            (0..plan.targets.len()).rev().collect()
-        };
-        for t in order {
-            let (step, stop) = run_step(plan, measure, t, rate, false)?;
-            on_step(&step)?;
-            steps.push(step);
-            if stop {
-                interrupted = true;
-                break 'rates;
-            }
-        }
-        if let Some(n) = plan.stop_after_knee {
-            let past = |host: usize| {
-                let points = points(&sorted_steps(&steps, host));
-                knee::find(&points, &plan.criteria)
-                    .first_bad
-                    .is_some_and(|(bad, _)| points.len() > bad + n)
-            };
-            if (1..=plan.targets.len()).all(past) {
-                break;
-            }
-        }
-    }
-    if plan.find_knee && !interrupted {
-        'targets: for t in 0..plan.targets.len() {
-            let host = t + 1;
-            for _ in 0..BISECT_STEPS {
-                let mine = sorted_steps(&steps, host);
-                let k = knee::find(&points(&mine), &plan.criteria);
-                let (Some(good), Some((bad, _))) = (k.last_good, k.first_bad) else { break };
-                let (lo, hi) = (mine[good].offered_rps, mine[bad].offered_rps);
-                // Closer than 1% apart is below what one run of this length can tell apart.
-                if hi - lo <= lo * 0.01 {
-                    break;
-                }
-                let (step, stop) = run_step(plan, measure, t, (lo + hi) / 2.0, true)?;
-                on_step(&step)?;
-                steps.push(step);
-                if stop {
-                    interrupted = true;
-                    break 'targets;
-                }
-            }
+    while let Some(next) = conduct.next_step(choose(plan, &steps), &allowed(plan, &steps))? {
+        let (step, stop) = run_step(plan, conduct, next)?;
+        on_step(&step)?;
+        steps.push(step);
+        if stop {
+            interrupted = true;
+            break;
         }
     }
     let knees = plan
@@ -316,6 +334,81 @@ pub fn run_sweep(
     Ok(SweepOutcome { steps, knees, interrupted, gates })
 }
 
+/// The `k`th planned step: rate by rate, from low to high, each rate's targets in turn. The
+/// order of the targets alternates, so that neither always runs on a machine the other just
+/// warmed (or heated).
+fn planned(plan: &SweepPlan, k: usize) -> Option<NextStep> {
+    let n = plan.targets.len();
+    let (i, j) = (k / n, k % n);
+    let rate = *plan.rates.get(i)?;
+    let target = if i % 2 == 0 { j } else { n - 1 - j };
+    Some(NextStep { target, rate, bisect: false })
+}
+
+/// The steps the command line allows after `steps`, read from their targets, rates and
+/// marks only (never their results, so that every agent of a sweep finds the same): the
+/// next planned step while no bisection has begun; with `--find-knee`, the midpoint of any
+/// two rates run on a target bisected fewer than [`BISECT_STEPS`] times (any two, not only
+/// neighbours: the judged steps agent 0 bisects between skip the partial ones).
+pub fn allowed(plan: &SweepPlan, steps: &[Step]) -> Vec<NextStep> {
+    let mut out = Vec::new();
+    if !steps.iter().any(|s| s.bisect) {
+        out.extend(planned(plan, steps.len()));
+    }
+    if !plan.find_knee {
+        return out;
+    }
+    for t in 0..plan.targets.len() {
+        let mine: Vec<&Step> = steps.iter().filter(|s| s.host == t + 1).collect();
+        if mine.iter().filter(|s| s.bisect).count() >= BISECT_STEPS {
+            continue;
+        }
+        let mut rates: Vec<f64> = mine.iter().map(|s| s.offered_rps).collect();
+        rates.sort_by(f64::total_cmp);
+        rates.dedup();
+        for (i, lo) in rates.iter().enumerate() {
+            let between = rates[i + 1..].iter().map(|hi| (lo + hi) / 2.0);
+            out.extend(between.map(|rate| NextStep { target: t, rate, bisect: true }));
+        }
+    }
+    out
+}
+
+/// The step the results of `steps` choose next, or `None` when the sweep is over: the next
+/// planned one, unless `--stop-after-knee`'s steps past every target's knee have run; then,
+/// with `--find-knee`, each target in turn bisected between its last good and first bad step
+/// until they are within 1% of each other or [`BISECT_STEPS`] were added.
+pub fn choose(plan: &SweepPlan, steps: &[Step]) -> Option<NextStep> {
+    let n = plan.targets.len();
+    let k = steps.len();
+    let planning = !steps.iter().any(|s| s.bisect);
+    // --stop-after-knee is judged once a rate has run on every target.
+    let past = |host: usize| {
+        let points = points(&sorted_steps(steps, host));
+        let first_bad = knee::find(&points, &plan.criteria).first_bad;
+        plan.stop_after_knee
+            .is_some_and(|n| first_bad.is_some_and(|(bad, _)| points.len() > bad + n))
+    };
+    let stopped = k > 0 && k.is_multiple_of(n) && (1..=n).all(past);
+    if let Some(next) = planned(plan, k).filter(|_| planning && !stopped) {
+        return Some(next);
+    }
+    if !plan.find_knee {
+        return None;
+    }
+    (0..n).find_map(|t| {
+        let mine = sorted_steps(steps, t + 1);
+        if mine.iter().filter(|s| s.bisect).count() >= BISECT_STEPS {
+            return None;
+        }
+        let k = knee::find(&points(&mine), &plan.criteria);
+        let (good, (bad, _)) = (k.last_good?, k.first_bad?);
+        let (lo, hi) = (mine[good].offered_rps, mine[bad].offered_rps);
+        // Closer than 1% apart is below what one run of this length can tell apart.
+        (hi - lo > lo * 0.01).then_some(NextStep { target: t, rate: (lo + hi) / 2.0, bisect: true })
+    })
+}
+
 /// One target's gate: the knee's achieved rate against the `rps` thresholds (see [`Gate`]).
 fn gate(rate: &Slo, per_step: Option<&Slo>, knee: &KneeReport) -> Gate {
     let capacity = knee.achieved_rps.unwrap_or(0.0);
@@ -333,14 +426,14 @@ fn gate(rate: &Slo, per_step: Option<&Slo>, knee: &KneeReport) -> Gate {
     Gate { target: knee.target.clone(), passed: verdict.passed, detail }
 }
 
-/// Runs one step of target `t`; returns it and whether the user asked the sweep to stop.
+/// Runs one step; returns it and whether the user asked the sweep to stop.
 fn run_step(
     plan: &SweepPlan,
-    measure: &mut dyn Measure,
-    t: usize,
-    rate: f64,
-    bisect: bool,
+    conduct: &mut dyn Conduct,
+    next: NextStep,
 ) -> Result<(Step, bool), crate::executor::RunError> {
+    let measure = conduct.measurer();
+    let NextStep { target: t, rate, bisect } = next;
     let target = &plan.targets[t];
     let mut config = target.config.clone();
     config.warmup = config.warmup.max(STEP_WARMUP);
@@ -367,7 +460,9 @@ fn run_step(
         .as_ref()
         .and_then(|s| s.split_rate().0)
         .map(|s| s.judge(&crate::slo::figures(&result)));
-    Ok((step, measure.stopped()))
+    let stopped = measure.stopped();
+    step.partial = conduct.partial();
+    Ok((step, stopped))
 }
 
 fn step_of(
@@ -411,6 +506,7 @@ fn step_of(
         bisect,
         interrupted: r.interrupted,
         slo: None,
+        partial: None,
     }
 }
 
@@ -431,10 +527,11 @@ fn points(steps: &[&Step]) -> Vec<StepPoint> {
     steps.iter().map(|s| point(s)).collect()
 }
 
-/// One target's finished steps in ascending order of offered rate: an interrupted step is
-/// never judged (it would read as a server that broke).
+/// One target's finished steps in ascending order of offered rate: an interrupted or partial
+/// step is never judged (it would read as a server that broke).
 pub fn sorted_steps(steps: &[Step], host: usize) -> Vec<&Step> {
-    let mut mine: Vec<&Step> = steps.iter().filter(|s| s.host == host && !s.interrupted).collect();
+    let judged = |s: &&Step| s.host == host && !s.interrupted && s.partial.is_none();
+    let mut mine: Vec<&Step> = steps.iter().filter(judged).collect();
     mine.sort_by(|a, b| a.offered_rps.total_cmp(&b.offered_rps));
     mine
 }
@@ -465,5 +562,91 @@ pub(crate) fn breach_name(b: Breach) -> &'static str {
         Breach::Latency => "latency",
         Breach::ClientLimited => "client_limited",
         Breach::NetworkBound => "network_bound",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::FakeEngine;
+
+    fn plan(rates: &[f64], targets: usize) -> SweepPlan {
+        let mut plan = crate::tests::sweep_plan(rates);
+        plan.targets = vec![plan.targets[0].clone(); targets];
+        plan
+    }
+
+    /// Checks that every chosen step is one the command line allows, as another agent does.
+    struct Checked<'a> {
+        engine: &'a mut FakeEngine,
+        chosen: Vec<NextStep>,
+    }
+
+    impl Conduct for Checked<'_> {
+        fn measurer(&mut self) -> &mut dyn Measure {
+            self.engine
+        }
+        fn next_step(
+            &mut self,
+            chosen: Option<NextStep>,
+            allowed: &[NextStep],
+        ) -> Result<Option<NextStep>, loadlab_engine::EngineError> {
+            if let Some(c) = chosen {
+                assert!(allowed.contains(&c), "{c:?} not in {allowed:?}");
+                self.chosen.push(c);
+            }
+            Ok(chosen)
+        }
+    }
+
+    #[test]
+    fn every_step_the_results_choose_is_one_the_command_line_allows() {
+        let mut p = plan(&[1000.0, 2000.0, 3000.0, 4000.0], 2);
+        (p.find_knee, p.stop_after_knee) = (true, Some(1));
+        let mut engine = FakeEngine::new(1_300.0);
+        let mut checked = Checked { engine: &mut engine, chosen: Vec::new() };
+        let out = drive(&p, &mut checked, &mut |_| Ok(())).expect("the sweep runs");
+        let rates: Vec<(usize, f64)> = checked.chosen.iter().map(|s| (s.target, s.rate)).collect();
+        // Both targets at 1000, then 2000 (the order alternating), 3000 one step past the
+        // knee, then each target bisected four times between 1000 and 2000.
+        let planned = [(0, 1000.0), (1, 1000.0), (1, 2000.0), (0, 2000.0), (0, 3000.0)];
+        assert_eq!(rates[..6], [planned.as_slice(), &[(1, 3000.0)]].concat(), "{rates:?}");
+        let bisect = [1500.0, 1250.0, 1375.0, 1312.5];
+        let want: Vec<(usize, f64)> = (0..2).flat_map(|t| bisect.map(|r| (t, r))).collect();
+        assert_eq!(rates[6..], want, "{rates:?}");
+        assert_eq!(out.knees[1].offered_rps, Some(1312.5));
+    }
+
+    #[test]
+    fn a_partial_step_is_shown_with_its_shortfall_and_never_judged() {
+        use crate::bench::across::{AgentLost, Shortfall};
+        let p = plan(&[100.0, 200.0], 1);
+        let mut engine = FakeEngine::new(1_000.0);
+        let mut out = run_sweep(&p, &mut engine, &mut |_| Ok(())).expect("the sweep runs");
+        let short = |second, not_sent| Shortfall { second, due: 70, sent: 70 - not_sent, not_sent };
+        out.steps[1].partial = Some(Partial {
+            lost: vec![AgentLost { index: 2, second: 0 }],
+            continued: true,
+            shortfall: vec![short(0, 33), short(1, 34)],
+        });
+        let column = out.steps[1].trust_column();
+        assert_eq!(column, "PARTIAL: agent 2 lost, 67 due not sent; not judged");
+        assert_eq!(sorted_steps(&out.steps, 1).len(), 1, "only the whole step is judged");
+    }
+
+    #[test]
+    fn without_find_knee_no_midpoint_is_allowed_and_after_the_rates_nothing() {
+        let p = plan(&[100.0, 200.0], 1);
+        let mut engine = FakeEngine::new(1_000.0);
+        let out = run_sweep(&p, &mut engine, &mut |_| Ok(())).expect("the sweep runs");
+        assert!(allowed(&p, &out.steps).is_empty());
+        assert_eq!(
+            allowed(&p, &out.steps[..1]),
+            [NextStep { target: 0, rate: 200.0, bisect: false }]
+        );
+        let mut p = p;
+        p.find_knee = true;
+        let mids: Vec<f64> = allowed(&p, &out.steps).iter().map(|s| s.rate).collect();
+        assert_eq!(mids, [150.0]);
     }
 }

@@ -7,27 +7,39 @@
 //!
 //! It is a [`Measure`] around the one that measures, so the sweep driver is the single host's
 //! (and `sweep --ramp`'s: its one shaped run started together, its rows the whole test's).
+//! Which step runs next is agent 0's to say, from the merged results, by the single host's
+//! rule ([`crate::sweep::choose`]: `--stop-after-knee`, `--find-knee`'s bisection): it names
+//! the step with each start. Another agent decides nothing; it runs the named step only if it
+//! is one its own command line allows at that point ([`crate::sweep::allowed`]: the next of
+//! `--rates`, or a midpoint of two neighbouring rates already run), and refuses any other.
 //! An agent lost in a step ends the sweep there (that step is interrupted, never judged), or
 //! with `--on-agent-loss continue` the sweep goes on without it, its part until the loss kept.
 
+use std::fs::File;
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use loadlab_agents::coordinator::{self, Coordinator, Lost, OnLoss, Plan};
 use loadlab_agents::member::{Hello, Idle, Member, Next};
 use loadlab_agents::part::Part;
+use loadlab_agents::stream::{self, Deltas, Seconds};
+use loadlab_agents::wire::SweepStep;
 use loadlab_agents::{load, AgentsError};
-use loadlab_engine::{BenchConfig, BenchResult, Control, EngineError};
+use loadlab_engine::{BenchConfig, BenchResult, Control, EngineError, HdrLog};
+use loadlab_stats::interval_log::{self, Section};
 
-use crate::bench::agent::{part_of, share_of, AgentError, Agents};
+use crate::bench::across::Partial;
+use crate::bench::agent::{self, part_of, share_of, AgentError, Agents};
 use crate::bench::report::Report;
 use crate::executor::Measure;
 use crate::executor::RunError;
 use crate::limit::{Limit, LimitedBy};
 use crate::ramp::{RampOutcome, RampPlan};
 use crate::seconds::Second;
-use crate::sweep::{Step, SweepOutcome, SweepPlan};
+use crate::sweep::{Conduct, NextStep, Step, SweepOutcome, SweepPlan};
 
 /// This host's side of the rendezvous between steps.
 enum Role {
@@ -54,10 +66,16 @@ pub struct AgentsMeasure<'a> {
     elsewhere: Option<LimitedBy>,
     /// The last step's parts (agent 0): their per-second flags and workers.
     parts: Vec<(usize, Part)>,
+    /// Agent 0: the step it chose to run next, named with the start.
+    next: Option<NextStep>,
+    /// Agent 0: the agents missing from the last step, and the shortfall they left.
+    partial: Option<Partial>,
+    /// Agent 0 with `--merged-hdr-log`: each step's merged intervals, by step (from 1).
+    logs: Option<Vec<(usize, HdrLog)>>,
 }
 
 /// The sweep's load as agents compare it: the first step's load and the rates, the calls and
-/// the targets of every step.
+/// the targets of every step, and whether bisection may add steps.
 pub fn sweep_load(plan: &SweepPlan) -> Vec<(String, String)> {
     let mut load = plan.targets.first().map(|t| load::describe(&t.config)).unwrap_or_default();
     let urls: Vec<&str> = plan.targets.iter().map(|t| t.url.as_str()).collect();
@@ -65,6 +83,8 @@ pub fn sweep_load(plan: &SweepPlan) -> Vec<(String, String)> {
     load.push(("--calls-per-conn".into(), format!("{:?}", plan.calls)));
     load.push(("--arrival, --max-connections".into(), format!("{:?}", plan.arrival)));
     load.push(("--compare".into(), urls.join(" ")));
+    // Without it an agent would refuse agent 0's bisection steps: said before any load.
+    load.push(("--find-knee".into(), plan.find_knee.to_string()));
     load
 }
 
@@ -89,6 +109,7 @@ impl<'a> AgentsMeasure<'a> {
             let hello = Hello { index, of, host: agents.host.clone(), load, weight };
             Role::Ready(Member::join(agents.rendezvous, &agents.token, hello, agents.timeout)?)
         };
+        let logs = (index == 0 && agents.merged_hdr_log.is_some()).then(Vec::new);
         let (agents, step) = (agents.clone(), 0);
         Ok(AgentsMeasure {
             inner,
@@ -100,6 +121,9 @@ impl<'a> AgentsMeasure<'a> {
             stopped_by: None,
             elsewhere: None,
             parts: Vec::new(),
+            next: None,
+            partial: None,
+            logs,
         })
     }
 
@@ -121,21 +145,44 @@ impl<'a> AgentsMeasure<'a> {
         let mut mine = config.clone();
         mine.take_share(share_of(0, &c.weights()))?;
         mine.hdr_log = true;
-        let start = c.start().map_err(rendezvous)?;
+        let start = c.start_step(self.next.map(wire_step)).map_err(rendezvous)?;
         let mut watch = c.watch(self.control.clone(), self.agents.others.clone(), start);
         mine.start_at = Some(wall(start));
+        // Agent 0's own seconds too, for the shortfall of a step that misses an agent.
+        self.control.live.enable();
         let own = self.inner.measure(&mine, addr, label);
+        let mut own_seconds = Seconds::new();
+        stream::add_all(&mut own_seconds, &Deltas::default().seconds(self.control.live.take()));
         if own.as_ref().map_or(true, |r| r.interrupted) {
             watch.stop_all("agent 0's run was interrupted or failed");
         }
         let (seen, lost) = watch.finish();
         c.forget(&lost);
+        // Those lost before this step are missing from all of it.
+        let mut missing: Vec<Lost> =
+            self.lost.iter().map(|(l, _)| Lost { index: l.index, second: 0 }).collect();
+        missing.extend(&lost);
         let mut result = own?;
+        let nothing = Seconds::new();
+        self.partial = (!missing.is_empty()).then(|| {
+            let mut streamed = vec![(0, &own_seconds)];
+            streamed.extend(seen.iter().map(|s| (s.index, &s.seconds)));
+            // An agent lost before the step streamed nothing in it: all its share is due.
+            let earlier = missing.iter().filter(|m| !seen.iter().any(|s| s.index == m.index));
+            streamed.extend(earlier.map(|m| (m.index, &nothing)));
+            let due_each = agent::due_each(config, &c.weights());
+            let (secs, continued) =
+                (agent::seconds_of(&result), self.agents.on_loss == OnLoss::Continue);
+            agent::partial(&streamed, &missing, due_each.as_deref(), secs, continued)
+        });
         let own_part = part_of(&result, &Report::new(&mine, addr, &result));
         coordinator::merge_all(&mut result, &seen)
             .map_err(|(i, reason)| EngineError::Config(format!("agent {i}'s part: {reason}")))?;
         let mut parts: Vec<(usize, &Part)> = vec![(0, &own_part)];
         parts.extend(seen.iter().filter_map(|s| Some((s.index, &*s.part.as_ref()?.0))));
+        if let (Some(logs), Some(log)) = (&mut self.logs, &result.hdr_log) {
+            logs.push((self.step, log.clone()));
+        }
         self.elsewhere = limited_elsewhere(&parts);
         self.parts = parts.into_iter().map(|(i, p)| (i, p.clone())).collect();
         if !lost.is_empty() && self.agents.on_loss == OnLoss::Stop {
@@ -153,17 +200,9 @@ impl<'a> AgentsMeasure<'a> {
         addr: SocketAddr,
         label: &str,
     ) -> Result<BenchResult, EngineError> {
-        let member = match std::mem::replace(&mut self.role, Role::Over) {
-            Role::Ready(m) => m,
-            Role::Idle(idle) => match idle.next(self.agents.timeout).map_err(rendezvous)? {
-                Next::Start(m) => m,
-                Next::Over(reason) => {
-                    let why =
-                        format!("agent 0 ended the sweep before step {}: {reason}", self.step);
-                    return Err(EngineError::Config(why));
-                }
-            },
-            _ => return Err(EngineError::Config("the rendezvous is over".into())),
+        let Role::Ready(member) = std::mem::replace(&mut self.role, Role::Over) else {
+            let why = format!("the rendezvous is over before step {}", self.step);
+            return Err(EngineError::Config(why));
         };
         let mut mine = config.clone();
         mine.take_share(share_of(self.agents.share.index, &member.weights))?;
@@ -194,6 +233,7 @@ impl Measure for AgentsMeasure<'_> {
         label: &str,
     ) -> Result<BenchResult, EngineError> {
         self.step += 1;
+        self.partial = None;
         match self.role {
             Role::Conductor(_) => self.conduct(config, addr, label),
             _ => self.take_part(config, addr, label),
@@ -220,6 +260,67 @@ impl Measure for AgentsMeasure<'_> {
     }
 }
 
+impl Conduct for AgentsMeasure<'_> {
+    fn measurer(&mut self) -> &mut dyn Measure {
+        self
+    }
+
+    fn partial(&self) -> Option<Partial> {
+        self.partial.clone()
+    }
+
+    /// Agent 0: the step its (merged) results chose, named with the next start. Another
+    /// agent: the step agent 0 names, once found among those its command line allows (and
+    /// then its own figure of it); `None` when agent 0 says the sweep is over.
+    fn next_step(
+        &mut self,
+        chosen: Option<NextStep>,
+        allowed: &[NextStep],
+    ) -> Result<Option<NextStep>, EngineError> {
+        if let Role::Conductor(_) = self.role {
+            self.next = chosen;
+            return Ok(chosen);
+        }
+        let member = match std::mem::replace(&mut self.role, Role::Over) {
+            Role::Ready(m) => m,
+            Role::Idle(idle) => match idle.next(self.agents.timeout).map_err(rendezvous)? {
+                Next::Start(m) => m,
+                Next::Over(_) => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        let step = named(member.step, allowed)?;
+        self.role = Role::Ready(member);
+        Ok(Some(step))
+    }
+}
+
+/// The allowed step agent 0 named, or why this agent refuses to run it.
+pub fn named(step: Option<SweepStep>, allowed: &[NextStep]) -> Result<NextStep, EngineError> {
+    let Some(s) = step else {
+        return Err(EngineError::Config("agent 0 started a sweep step without naming it".into()));
+    };
+    // The rate came as JSON's decimal text: equal to within rounding, the figure used is ours.
+    let same = |a: &NextStep| {
+        a.target == s.target && a.bisect == s.bisect && (a.rate - s.rate).abs() <= a.rate * 1e-9
+    };
+    allowed.iter().find(|a| same(a)).copied().ok_or_else(|| {
+        let rates: Vec<String> = allowed.iter().map(|a| a.rate.to_string()).collect();
+        EngineError::Config(format!(
+            "agent 0 named a sweep step at {} req/s (target {}{}), which this agent's command \
+             line does not allow now ({}): refused",
+            s.rate,
+            s.target + 1,
+            if s.bisect { ", bisecting" } else { "" },
+            if rates.is_empty() { "no step".into() } else { rates.join(", ") },
+        ))
+    })
+}
+
+fn wire_step(s: NextStep) -> SweepStep {
+    SweepStep { target: s.target, rate: s.rate, bisect: s.bisect }
+}
+
 /// How a sweep from several hosts ended for this host, beside its outcome.
 #[derive(Debug, Default)]
 pub struct Ended {
@@ -238,18 +339,9 @@ pub fn run_sweep(
     agents: &Agents,
     on_step: &mut dyn FnMut(&Step) -> std::io::Result<()>,
 ) -> Result<(Result<SweepOutcome, RunError>, Ended), AgentError> {
-    if plan.find_knee || plan.stop_after_knee.is_some() {
-        // They decide steps from the judged ones, which only agent 0 has.
-        let why =
-            "--find-knee and --stop-after-knee decide steps on one host for now: not with --agents";
-        return Err(AgentError::Unsupported(why.into()));
-    }
-    let mut measure = AgentsMeasure::rendezvous(inner, agents, sweep_load(plan))?;
-    let outcome = crate::sweep::run_sweep(plan, &mut measure, on_step);
-    let ended =
-        Ended { lost: std::mem::take(&mut measure.lost), stopped_by: measure.stopped_by.take() };
-    measure.finish();
-    Ok((outcome, ended))
+    let urls: Vec<&str> = plan.targets.iter().map(|t| t.url.as_str()).collect();
+    let log = (format!("sweep {}", urls.join(" ")), true);
+    conducted(inner, agents, sweep_load(plan), log, |m| crate::sweep::drive(plan, m, on_step))
 }
 
 /// `sweep --ramp` as this host's part of one ramp from several hosts: the rendezvous (its
@@ -265,12 +357,70 @@ pub fn run_ramp(
         "--ramp, --ramp-duration".into(),
         format!("{}..{} {:?}", plan.from, plan.to, plan.duration),
     ));
+    let log = (format!("sweep --ramp {}", plan.url), false);
+    conducted(inner, agents, load, log, |m| crate::ramp::run_ramp(plan, m))
+}
+
+/// The rendezvous of `load`, `run` over it, how it ended for this host, and the word to every
+/// agent that it is over; on agent 0 `--merged-hdr-log` is made before the rendezvous (a path
+/// that cannot be written is refused before any load) and written after: `log` says what ran,
+/// and whether it was steps, each then tagged with its step (one run, a ramp: as `bench`'s).
+fn conducted<T>(
+    inner: &mut dyn Measure,
+    agents: &Agents,
+    load: Vec<(String, String)>,
+    log: (String, bool),
+    run: impl FnOnce(&mut AgentsMeasure<'_>) -> Result<T, RunError>,
+) -> Result<(Result<T, RunError>, Ended), AgentError> {
+    let log_file = match (&agents.merged_hdr_log, agents.share.index) {
+        (Some(path), 0) => Some((path, File::create(path).map_err(log_error(path))?)),
+        _ => None,
+    };
     let mut measure = AgentsMeasure::rendezvous(inner, agents, load)?;
-    let outcome = crate::ramp::run_ramp(plan, &mut measure);
+    let outcome = run(&mut measure);
     let ended =
         Ended { lost: std::mem::take(&mut measure.lost), stopped_by: measure.stopped_by.take() };
+    let logs = measure.logs.take().unwrap_or_default();
     measure.finish();
+    if let Some((path, file)) = log_file {
+        write_merged_log(file, (&log.0, log.1), &logs).map_err(log_error(path))?;
+    }
     Ok((outcome, ended))
+}
+
+/// `--merged-hdr-log`'s failure, naming the file.
+fn log_error(path: &Path) -> impl FnOnce(std::io::Error) -> AgentError + '_ {
+    move |source| AgentError::File { flag: "--merged-hdr-log", path: path.to_owned(), source }
+}
+
+/// The merged interval log: every step's seconds at their own time, tagged with the step
+/// (`step2.corrected`, `step2.uncorrected`: the second of the JSON's `steps`) when `steps`.
+fn write_merged_log(
+    file: File,
+    (what, steps): (&str, bool),
+    logs: &[(usize, HdrLog)],
+) -> std::io::Result<()> {
+    let names: Vec<String> = logs.iter().map(|(step, _)| format!("step{step}")).collect();
+    let sections: Vec<Section> = logs
+        .iter()
+        .zip(&names)
+        .map(|((_, log), name)| Section {
+            name: steps.then_some(name.as_str()),
+            start: log.start,
+            latencies: &log.latencies,
+        })
+        .collect();
+    let version = env!("CARGO_PKG_VERSION");
+    let comment = match steps {
+        true => format!(
+            "loadlab {version} {what}: every agent's intervals added, tagged stepN.corrected \
+             and stepN.uncorrected (N: the step's place in the JSON's steps, from 1)"
+        ),
+        false => format!("loadlab {version} {what}: every agent's intervals added"),
+    };
+    let mut out = std::io::BufWriter::new(file);
+    interval_log::write_sections(&mut out, &comment, &sections)?;
+    out.flush()
 }
 
 /// The client's limit when any agent's own part was client-bound, else the network's when
@@ -296,4 +446,32 @@ fn rendezvous(e: AgentsError) -> EngineError {
 /// A start time of the rendezvous (ns since the epoch) on the wall clock.
 fn wall(ns: u64) -> std::time::SystemTime {
     std::time::UNIX_EPOCH + Duration::from_nanos(ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_runs_only_a_step_its_command_line_allows() {
+        let allowed = [
+            NextStep { target: 0, rate: 800.0, bisect: false },
+            NextStep { target: 0, rate: 600.0, bisect: true },
+        ];
+        let step = |rate, bisect| Some(SweepStep { target: 0, rate, bisect });
+        // Agent 0's rate, read back from JSON, may differ in the last digit: ours is run.
+        let near = named(step(600.000_000_000_1, true), &allowed).expect("allowed");
+        assert_eq!(near, allowed[1]);
+        for (s, says) in [
+            (step(650.0, true), "at 650 req/s (target 1, bisecting)"),
+            (step(600.0, false), "(800, 600)"),
+            (Some(SweepStep { target: 1, rate: 800.0, bisect: false }), "target 2"),
+            (None, "without naming it"),
+        ] {
+            let e = named(s, &allowed).expect_err("refused").to_string();
+            assert!(e.contains(says), "{e}");
+        }
+        let e = named(step(100.0, false), &[]).expect_err("refused").to_string();
+        assert!(e.contains("(no step): refused"), "{e}");
+    }
 }

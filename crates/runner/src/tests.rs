@@ -257,7 +257,7 @@ fn a_load_without_keepalive_on_an_http2_stack_is_refused_before_anything_starts(
     assert!(engine.measured.borrow().is_empty());
 }
 
-fn sweep_plan(rates: &[f64]) -> SweepPlan {
+pub(crate) fn sweep_plan(rates: &[f64]) -> SweepPlan {
     let config = BenchConfig::new(Target::parse("http://127.0.0.1:9/").expect("a URL"));
     SweepPlan {
         rates: rates.to_vec(),

@@ -119,18 +119,47 @@ pub fn write_log<W: io::Write>(
     comment: &str,
     latencies: &[Tagged],
 ) -> io::Result<()> {
+    write_sections(out, comment, &[Section { name: None, start, latencies }])
+}
+
+/// One run of a log that holds several (a sweep's steps): the name its tags begin with
+/// (`step2` makes `step2.corrected`, or `step2` for an untagged latency), when it began
+/// measuring, and its latencies.
+#[derive(Debug, Clone, Copy)]
+pub struct Section<'a> {
+    pub name: Option<&'a str>,
+    pub start: SystemTime,
+    pub latencies: &'a [Tagged],
+}
+
+/// [`write_log`] of several runs in one log, in order: the first one's start is the log's
+/// BaseTime, and each run's seconds are placed at their own time after it, tagged with its
+/// name, so that HdrHistogram's tools can select a run by its tags.
+pub fn write_sections<W: io::Write>(
+    out: &mut W,
+    comment: &str,
+    sections: &[Section<'_>],
+) -> io::Result<()> {
+    let base = sections.first().map_or(SystemTime::UNIX_EPOCH, |s| s.start);
     let mut serializer = V2DeflateSerializer::new();
-    let mut log = begin(out, &mut serializer, start, comment)?;
+    let mut log = begin(out, &mut serializer, base, comment)?;
     let mut merged = empty();
     let mut decoder = Deserializer::new();
-    for second in seconds(latencies) {
-        for latency in latencies {
-            merge_second(latency, second, &mut merged, &mut decoder)?;
-            if merged.is_empty() {
-                continue;
+    for section in sections {
+        let offset = section.start.duration_since(base).unwrap_or_default();
+        for second in seconds(section.latencies) {
+            for latency in section.latencies {
+                merge_second(latency, second, &mut merged, &mut decoder)?;
+                if merged.is_empty() {
+                    continue;
+                }
+                let tag = match (section.name, latency.tag) {
+                    (Some(name), Some(tag)) => Some(format!("{name}.{tag}")),
+                    (name, tag) => name.or(tag).map(str::to_string),
+                };
+                let at = offset + Duration::from_secs(u64::from(second));
+                put(&mut log, &merged, at, Duration::from_secs(1), tag.as_deref())?;
             }
-            let at = Duration::from_secs(u64::from(second));
-            put(&mut log, &merged, at, Duration::from_secs(1), latency.tag)?;
         }
     }
     Ok(())
@@ -282,6 +311,35 @@ mod tests {
         assert_eq!((seen[0].0, seen[0].1), (0, 4));
         assert!(seen[0].2 >= 1_000 && seen[0].2 < 1_002, "{seen:?}");
         assert_eq!((seen[1].0, seen[1].1), (2, 2));
+    }
+
+    /// Two runs in one log (a sweep's steps): each interval at its run's own time after the
+    /// first run's start, tagged with the run's name.
+    #[test]
+    fn sections_are_placed_at_their_own_time_and_tagged_with_their_name() {
+        let (mut a, mut b) = (Intervals::new(), Intervals::new());
+        a.record(0, 100);
+        b.record(1, 200);
+        b.record(1, 300);
+        let one = [Tagged { tag: Some("corrected"), workers: vec![a.finish()] }];
+        let two = [Tagged { tag: None, workers: vec![b.finish()] }];
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let later = start + Duration::from_secs(5);
+        let sections = [
+            Section { name: Some("step1"), start, latencies: &one },
+            Section { name: Some("step2"), start: later, latencies: &two },
+        ];
+        let mut out = Vec::new();
+        write_sections(&mut out, "two steps", &sections).unwrap();
+        let mut seen = Vec::new();
+        for entry in IntervalLogIterator::new(&out) {
+            if let LogEntry::Interval(i) = entry.unwrap() {
+                let tag = i.tag().map(|t| t.as_str().to_string());
+                seen.push((i.start_timestamp().as_secs(), tag));
+            }
+        }
+        let want = [(0, Some("step1.corrected".into())), (6, Some("step2".into()))];
+        assert_eq!(seen, want);
     }
 
     #[test]

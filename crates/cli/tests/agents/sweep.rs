@@ -1,14 +1,17 @@
 //! `sweep --agents N`: every step of a sweep started on every agent together, agent 0 judging
 //! each step's merged result; a sweep whose load differs between agents refused, naming it;
-//! an agent killed mid-step ends the sweep for all, that step shown but not judged.
+//! an agent killed mid-step ends the sweep for all, that step shown but not judged, or with
+//! `--on-agent-loss continue` the sweep goes on, the steps without it partial; `--find-knee`
+//! and `--stop-after-knee` decided by agent 0 from the merged steps, the others running the
+//! steps it names; `--merged-hdr-log` one log of every step's merged intervals.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{all, json, rendezvous, spawn, stderr, wait, TOKEN};
-use crate::support::{loadlab, Behaviour, TestServer};
+use super::{all, json, log_histograms, rendezvous, spawn, stderr, wait, Running, LIMIT, TOKEN};
+use crate::support::{loadlab, timing_lock, Behaviour, TestServer};
 
 /// `loadlab sweep URL ARGS --agents N --agent I --rendezvous AT`, JSON on stdout.
 fn sweeper(url: &str, args: &[&str], i: usize, n: usize, at: &str) -> Command {
@@ -77,25 +80,36 @@ fn a_sweep_whose_rates_differ_between_agents_is_refused_naming_them() {
     assert_eq!(server.requests(), 0);
 }
 
-#[test]
-fn kill_9_of_an_agent_mid_step_ends_the_sweep_within_3_s_that_step_not_judged() {
-    let server = TestServer::start(Behaviour::ok("hello"));
+/// Three agents sweeping with `args`; once the server has seen `seen` requests (bounded in
+/// time) and `then` more has passed, agent 2 is killed -9. Agents 0 and 1, running.
+fn sweep_and_kill_2(
+    server: &TestServer,
+    args: &[&str],
+    seen: u64,
+    then: Duration,
+) -> (Running, Running) {
     let (url, at) = (server.url("/"), rendezvous());
-    let args = ["--rates", "100,200", "--step-duration", "20s"];
-    let mut agents: Vec<_> = (0..3).map(|i| spawn(sweeper(&url, &args, i, 3, &at))).collect();
-    // Bounded: into the first step's measured part (its warm-up is 1 s), then the kill.
+    let mut agents: Vec<_> = (0..3).map(|i| spawn(sweeper(&url, args, i, 3, &at))).collect();
     let started = Instant::now();
-    while server.requests() < 150 && started.elapsed() < Duration::from_secs(20) {
+    while server.requests() < seen && started.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(then);
     let (mut victim, out, err) = agents.remove(2);
     victim.kill().expect("kill -9 the agent");
     let _ = victim.wait();
     let _ = (out.join(), err.join());
-    let killed = Instant::now();
     let mut left = agents.into_iter();
-    let (zero, one) = (left.next().unwrap(), left.next().unwrap());
+    (left.next().unwrap(), left.next().unwrap())
+}
+
+#[test]
+fn kill_9_of_an_agent_mid_step_ends_the_sweep_within_3_s_that_step_not_judged() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let args = ["--rates", "100,200", "--step-duration", "20s"];
+    // Into the first step's measured part (its warm-up is 1 s), then the kill.
+    let (zero, one) = sweep_and_kill_2(&server, &args, 150, Duration::from_millis(1500));
+    let killed = Instant::now();
     let (a0, _) = wait(zero.0, zero.1, zero.2, Duration::from_secs(10));
     let (a1, _) = wait(one.0, one.1, one.2, Duration::from_secs(10));
     let took = killed.elapsed();
@@ -116,10 +130,20 @@ fn a_ramp_sweep_over_agents_offers_the_whole_shape_each_second() {
     let server = TestServer::start(Behaviour::ok("hello"));
     let (url, at) = (server.url("/"), rendezvous());
     let args = ["--ramp", "0..400", "--ramp-duration", "4s"];
-    let outs = all((0..2).map(|i| sweeper(&url, &args, i, 2, &at)).collect());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("ramp.hlog");
+    let mut a0 = sweeper(&url, &args, 0, 2, &at);
+    a0.args(["--merged-hdr-log".as_ref(), log.as_os_str()]);
+    let outs = all(vec![a0, sweeper(&url, &args, 1, 2, &at)]);
     for o in &outs {
         assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
     }
+    // One run: its merged log as bench's, every completed request of every agent in it.
+    let h = log_histograms(&log);
+    assert_eq!(h.keys().collect::<Vec<_>>(), ["corrected", "uncorrected"]);
+    let rows = json(&outs[0])["seconds"].as_array().cloned().unwrap_or_default();
+    let completed: u64 = rows.iter().map(|r| r["completed"].as_u64().unwrap()).sum();
+    assert_eq!(h["corrected"].len(), completed, "{rows:#?}");
     let offered = |v: &Value| -> Vec<u64> {
         let rows = v["seconds"].as_array().unwrap_or_else(|| panic!("no seconds: {v:#}"));
         rows.iter().map(|r| r["offered"].as_u64().expect("offered")).collect()
@@ -132,4 +156,130 @@ fn a_ramp_sweep_over_agents_offers_the_whole_shape_each_second() {
         assert!(m.abs_diff(want) <= 1, "second {s}: {m} offered, {want} wanted: {merged:?}");
         assert!((2 * a).abs_diff(*m) <= 2, "second {s}: agent 1 {a} of {m}");
     }
+}
+
+/// Each step's offered rate and whether bisection added it, in the order they ran.
+fn rates(v: &Value) -> Vec<(f64, bool)> {
+    let steps = v["steps"].as_array().unwrap_or_else(|| panic!("no steps: {v:#}"));
+    steps.iter().map(|s| (s["offered_rps"].as_f64().unwrap(), s["bisect"] == true)).collect()
+}
+
+/// As the single host's `it::sweep::find_knee_bisects_between_last_good_and_first_bad`, from
+/// two agents: a server of 600 req/s, the planned steps stopped at the first failing one
+/// (`--stop-after-knee 0`: 1200 and 1600 never run), then bisection between 400 and 800 from
+/// the merged steps, which agent 1 follows step by step; the knee within the single host's
+/// tolerance, 50 req/s under the capacity.
+#[test]
+fn find_knee_over_agents_bisects_the_merged_steps_and_every_agent_runs_them() {
+    const CAPACITY: f64 = 600.0;
+    let server =
+        TestServer::start(Behaviour::Capacity { per_second: CAPACITY, body: b"x".to_vec() });
+    let (url, at) = (server.url("/"), rendezvous());
+    let _timing = timing_lock();
+    let args = [
+        "--rates",
+        "400,800,1200,1600",
+        "--step-duration",
+        "2s",
+        "--max-connections",
+        "50",
+        "--find-knee",
+        "--stop-after-knee",
+        "0",
+    ];
+    let outs = all((0..2).map(|i| sweeper(&url, &args, i, 2, &at)).collect());
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    }
+    let (merged, theirs) = (json(&outs[0]), json(&outs[1]));
+    let ran = rates(&merged);
+    assert_eq!(ran.get(..2), Some(&[(400.0, false), (800.0, false)][..]), "{merged:#}");
+    // At most four bisection steps, each halving the interval: 600 first.
+    assert!((3..=6).contains(&ran.len()), "{ran:?}");
+    assert_eq!(ran[2], (600.0, true), "{ran:?}");
+    assert!(ran[2..].iter().all(|(r, b)| *b && *r > 400.0 && *r < 800.0), "{ran:?}");
+    assert_eq!(rates(&theirs), ran, "agent 1 ran the steps agent 0 named");
+    let knee = &merged["knee"];
+    let found = knee["offered_rps"].as_f64().unwrap_or_else(|| panic!("{merged:#}"));
+    assert!((CAPACITY - 50.0..=CAPACITY).contains(&found), "knee at {found}:\n{merged:#}");
+    assert_eq!(knee["reason"], "throughput", "{merged:#}");
+}
+
+/// Three agents, a sweep of 3 steps with `--on-agent-loss continue`; agent 2 is killed -9 in
+/// the measured part of step 2. The sweep goes on to step 3 with agents 0 and 1 (agent 1's
+/// share unchanged: no silent rebalance); steps 2 and 3 are partial, with the shortfall (step
+/// 3: agent 2's third of it all, due and never sent), shown but not judged; agent 0 exits 9
+/// naming the loss, agent 1 exits 0.
+#[test]
+fn on_agent_loss_continue_goes_on_and_marks_the_steps_without_it_partial() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let args = ["--rates", "150,300,450", "--step-duration", "4s", "--on-agent-loss", "continue"];
+    // Step 1 is 1 s of warm-up and 4 s at 150 (750), step 2's warm-up 300 more: past 1,350
+    // and a second more, step 2 is in its measured part.
+    let (zero, one) = sweep_and_kill_2(&server, &args, 1_350, Duration::from_secs(1));
+    let (a0, _) = wait(zero.0, zero.1, zero.2, LIMIT);
+    let (a1, _) = wait(one.0, one.1, one.2, LIMIT);
+    assert_eq!(a1.status.code(), Some(0), "agent 1 went on: {}", stderr(&a1));
+    assert_eq!(a0.status.code(), Some(9), "{}", stderr(&a0));
+    assert!(stderr(&a0).contains("agent 2 was lost in step 2"), "{}", stderr(&a0));
+    let merged = json(&a0);
+    assert_eq!(merged["interrupted"], false, "{merged:#}");
+    let steps = merged["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 3, "the sweep went on: {merged:#}");
+    assert!(steps[0]["partial"].is_null(), "{:#}", steps[0]);
+    let not_sent = |s: &Value| -> u64 {
+        let p = &s["partial"];
+        assert_eq!(
+            (p["continued"].clone(), p["lost"][0]["index"].clone()),
+            (true.into(), 2.into())
+        );
+        let seconds = p["shortfall"].as_array().unwrap_or_else(|| panic!("{s:#}"));
+        assert_eq!(seconds.len(), 4, "a shortfall per second of the step: {s:#}");
+        seconds.iter().map(|x| x["not_sent"].as_u64().unwrap()).sum()
+    };
+    assert!(not_sent(&steps[1]) > 0, "{:#}", steps[1]);
+    // Step 3: 450 req/s for 4 s, agent 2's third (600) due and not sent.
+    let short = not_sent(&steps[2]);
+    assert!(short.abs_diff(600) <= 10, "step 3 not sent {short}: {:#}", steps[2]);
+    let completed = steps[2]["completed"].as_u64().unwrap();
+    assert!(completed.abs_diff(1_200) <= 10, "agents 0 and 1 kept their shares: {completed}");
+    assert_eq!(merged["knee"]["steps_judged"], 1, "partial steps are not judged: {merged:#}");
+    assert_eq!(rates(&json(&a1)).len(), 3, "agent 1 ran every step");
+}
+
+/// `--merged-hdr-log`: one interval log of every step, its intervals tagged `stepN.corrected`
+/// and `stepN.uncorrected`; each step's intervals, added with HdrHistogram's own reader, give
+/// that step's reported p99 and count.
+#[test]
+fn the_merged_interval_log_holds_every_steps_intervals_tagged_with_the_step() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let (url, at) = (server.url("/"), rendezvous());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("merged.hlog");
+    let args = ["--rates", "100,200", "--step-duration", "2s"];
+    let mut a0 = sweeper(&url, &args, 0, 2, &at);
+    a0.args(["--merged-hdr-log".as_ref(), log.as_os_str()]);
+    let outs = all(vec![a0, sweeper(&url, &args, 1, 2, &at)]);
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    }
+    let merged = json(&outs[0]);
+    let h = log_histograms(&log);
+    let tags = ["step1.corrected", "step1.uncorrected", "step2.corrected", "step2.uncorrected"];
+    assert_eq!(h.keys().collect::<Vec<_>>(), tags, "{merged:#}");
+    for (n, step) in merged["steps"].as_array().expect("steps").iter().enumerate() {
+        let corrected = &h[&format!("step{}.corrected", n + 1)];
+        assert_eq!(corrected.len(), step["completed"].as_u64().unwrap(), "{step:#}");
+        let p99 = step["p99_us"].as_u64().unwrap();
+        let from_log = corrected.value_at_quantile(0.99);
+        assert!(corrected.equivalent(p99, from_log), "step {n}: {p99} against {from_log}");
+    }
+    // Agent 0 refuses a path it cannot write before any load: exit 2, one line.
+    let (url, at) = (server.url("/"), rendezvous());
+    let mut c = sweeper(&url, &args, 0, 2, &at);
+    c.args(["--merged-hdr-log", "/nonexistent/dir/merged.hlog"]);
+    let o = crate::support::output_within(c, LIMIT);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--merged-hdr-log /nonexistent"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
 }

@@ -14,7 +14,7 @@ use loadlab_agents::member::{Hello, Member, Stopped};
 use loadlab_agents::part::Part;
 use loadlab_agents::stream::{self, Deltas, Seconds};
 use loadlab_agents::{load, AgentsError};
-use loadlab_engine::{BenchResult, Control, HdrLog, Share};
+use loadlab_engine::{BenchConfig, BenchResult, Control, HdrLog, Share};
 
 use super::across::{self, AgentLost, AgentRow, Partial};
 use super::hosts::{self, Fleet, HostsError, Launch};
@@ -42,6 +42,9 @@ pub struct Agents {
     pub weight: u64,
     /// Agent 0 of `--agent-hosts`: the others, started by it through ssh.
     pub launch: Option<Launch>,
+    /// Agent 0 of `sweep`: `--merged-hdr-log`, every step's merged intervals (`bench` writes
+    /// its own from the merged result).
+    pub merged_hdr_log: Option<std::path::PathBuf>,
 }
 
 /// How an agent's part ended.
@@ -71,6 +74,9 @@ pub enum AgentError {
     /// `--agent-hosts`: starting the others, or their sessions' end before the start.
     #[error(transparent)]
     Hosts(#[from] HostsError),
+    /// A file an output flag names could not be created or written.
+    #[error("{flag} {}: {source}", path.display())]
+    File { flag: &'static str, path: std::path::PathBuf, source: std::io::Error },
 }
 
 /// Runs this host's part of `request` (the whole test, as every agent's command line gives
@@ -163,13 +169,7 @@ fn coordinate(
     let own_part = part_of(&result, &Report::new(&mine.config, address, &result));
     coordinator::merge_all(&mut result, &seen)
         .map_err(|(index, reason)| AgentError::Merge { index, reason })?;
-    let (due_each, secs) = (
-        whole.config.pacing.rate().map(|r| {
-            let total = weights.iter().sum::<u64>() as f64;
-            weights.iter().map(|w| r * *w as f64 / total).collect::<Vec<f64>>()
-        }),
-        result.duration.as_secs_f64().ceil() as u64,
-    );
+    let (due_each, secs) = (due_each(&whole.config, &weights), seconds_of(&result));
     let mut judged = judge(whole, address, result, None);
     let mut parts = vec![(0, &own_part)];
     parts.extend(seen.iter().filter_map(|s| Some((s.index, &*s.part.as_ref()?.0))));
@@ -198,8 +198,19 @@ fn bind(at: SocketAddr) -> Result<TcpListener, AgentsError> {
         .map_err(|source| AgentsError::Io { context: "listening on --rendezvous", source })
 }
 
+/// Each agent's arrivals due a second, by `weights`; `None` in the closed loop.
+pub(crate) fn due_each(whole: &BenchConfig, weights: &[u64]) -> Option<Vec<f64>> {
+    let total = weights.iter().sum::<u64>() as f64;
+    whole.pacing.rate().map(|r| weights.iter().map(|w| r * *w as f64 / total).collect())
+}
+
+/// The seconds a result's shortfall is given for: its measured ones, a partial last included.
+pub(crate) fn seconds_of(result: &BenchResult) -> u64 {
+    result.duration.as_secs_f64().ceil() as u64
+}
+
 /// A result that lost agents: which, when, and the shortfall per second (due and not sent).
-fn partial(
+pub(crate) fn partial(
     streamed: &[(usize, &Seconds)],
     lost: &[Lost],
     due_each: Option<&[f64]>,
