@@ -158,6 +158,17 @@ fn a_ramp_sweep_over_agents_offers_the_whole_shape_each_second() {
     }
 }
 
+/// One line per step (what decided its verdict), then the knee: for assertion messages.
+fn table(v: &Value) -> String {
+    let mut out = String::from("offered achieved completed p99_us limited_by flags\n");
+    for s in v["steps"].as_array().into_iter().flatten() {
+        let (o, a, c, p) = (&s["offered_rps"], &s["achieved_rps"], &s["completed"], &s["p99_us"]);
+        let l = &s["limited_by"]["kind"];
+        out.push_str(&format!("{o} {a} {c} {p} {l} {}\n", s["flags"]));
+    }
+    out + &format!("knee {}", v["knee"])
+}
+
 /// Each step's offered rate and whether bisection added it, in the order they ran.
 fn rates(v: &Value) -> Vec<(f64, bool)> {
     let steps = v["steps"].as_array().unwrap_or_else(|| panic!("no steps: {v:#}"));
@@ -201,8 +212,9 @@ fn find_knee_over_agents_bisects_the_merged_steps_and_every_agent_runs_them() {
     assert_eq!(rates(&theirs), ran, "agent 1 ran the steps agent 0 named");
     let knee = &merged["knee"];
     let found = knee["offered_rps"].as_f64().unwrap_or_else(|| panic!("{merged:#}"));
-    assert!((CAPACITY - 50.0..=CAPACITY).contains(&found), "knee at {found}:\n{merged:#}");
-    assert_eq!(knee["reason"], "throughput", "{merged:#}");
+    let table = table(&merged);
+    assert!((CAPACITY - 50.0..=CAPACITY).contains(&found), "knee at {found}:\n{table}");
+    assert_eq!(knee["reason"], "throughput", "{table}");
 }
 
 /// Three agents, a sweep of 3 steps with `--on-agent-loss continue`; agent 2 is killed -9 in
