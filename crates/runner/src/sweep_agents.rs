@@ -22,7 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use loadlab_agents::coordinator::{self, Coordinator, Lost, OnLoss, Plan};
+use loadlab_agents::coordinator::{self, Coordinator, Lost, OnLoss, Plan, Seen};
 use loadlab_agents::member::{Hello, Idle, Member, Next};
 use loadlab_agents::part::Part;
 use loadlab_agents::stream::{self, Deltas, Seconds};
@@ -158,22 +158,16 @@ impl<'a> AgentsMeasure<'a> {
         }
         let (seen, lost) = watch.finish();
         c.forget(&lost);
+        let mut result = own?;
         // Those lost before this step are missing from all of it.
         let mut missing: Vec<Lost> =
             self.lost.iter().map(|(l, _)| Lost { index: l.index, second: 0 }).collect();
         missing.extend(&lost);
-        let mut result = own?;
-        let nothing = Seconds::new();
+        let continued = self.agents.on_loss == OnLoss::Continue;
+        let due_each = agent::due_each(config, &c.weights());
+        let secs = agent::seconds_of(&result);
         self.partial = (!missing.is_empty()).then(|| {
-            let mut streamed = vec![(0, &own_seconds)];
-            streamed.extend(seen.iter().map(|s| (s.index, &s.seconds)));
-            // An agent lost before the step streamed nothing in it: all its share is due.
-            let earlier = missing.iter().filter(|m| !seen.iter().any(|s| s.index == m.index));
-            streamed.extend(earlier.map(|m| (m.index, &nothing)));
-            let due_each = agent::due_each(config, &c.weights());
-            let (secs, continued) =
-                (agent::seconds_of(&result), self.agents.on_loss == OnLoss::Continue);
-            agent::partial(&streamed, &missing, due_each.as_deref(), secs, continued)
+            shortfall(&own_seconds, &seen, &missing, (due_each.as_deref(), secs), continued)
         });
         let own_part = part_of(&result, &Report::new(&mine, addr, &result));
         coordinator::merge_all(&mut result, &seen)
@@ -436,6 +430,24 @@ fn limited_elsewhere(parts: &[(usize, &Part)]) -> Option<LimitedBy> {
             .collect();
         (!held.is_empty()).then(|| LimitedBy { limit, evidence: held.join("; ") })
     })
+}
+
+/// A step that missed agents (`missing`, lost in it or before it): the shortfall of each of
+/// its `secs` seconds from agent 0's own seconds and the others' streamed ones, an agent lost
+/// before the step having streamed nothing in it (all its share due and not sent).
+fn shortfall(
+    own: &Seconds,
+    seen: &[Seen],
+    missing: &[Lost],
+    (due_each, secs): (Option<&[f64]>, u64),
+    continued: bool,
+) -> Partial {
+    let nothing = Seconds::new();
+    let mut streamed = vec![(0, own)];
+    streamed.extend(seen.iter().map(|s| (s.index, &s.seconds)));
+    let earlier = missing.iter().filter(|m| !seen.iter().any(|s| s.index == m.index));
+    streamed.extend(earlier.map(|m| (m.index, &nothing)));
+    agent::partial(&streamed, missing, due_each, secs, continued)
 }
 
 /// A rendezvous failure in the middle of a sweep, as the measure's error.

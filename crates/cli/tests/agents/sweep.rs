@@ -81,12 +81,12 @@ fn a_sweep_whose_rates_differ_between_agents_is_refused_naming_them() {
 }
 
 /// Three agents sweeping with `args`; once the server has seen `seen` requests (bounded in
-/// time) and `then` more has passed, agent 2 is killed -9. Agents 0 and 1, running.
-fn sweep_and_kill_2(
+/// time) and `then` more has passed, agent `victim` is killed -9. The other two, running.
+fn sweep_and_kill(
     server: &TestServer,
     args: &[&str],
-    seen: u64,
-    then: Duration,
+    (seen, then): (u64, Duration),
+    victim: usize,
 ) -> (Running, Running) {
     let (url, at) = (server.url("/"), rendezvous());
     let mut agents: Vec<_> = (0..3).map(|i| spawn(sweeper(&url, args, i, 3, &at))).collect();
@@ -95,7 +95,7 @@ fn sweep_and_kill_2(
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(then);
-    let (mut victim, out, err) = agents.remove(2);
+    let (mut victim, out, err) = agents.remove(victim);
     victim.kill().expect("kill -9 the agent");
     let _ = victim.wait();
     let _ = (out.join(), err.join());
@@ -108,7 +108,7 @@ fn kill_9_of_an_agent_mid_step_ends_the_sweep_within_3_s_that_step_not_judged() 
     let server = TestServer::start(Behaviour::ok("hello"));
     let args = ["--rates", "100,200", "--step-duration", "20s"];
     // Into the first step's measured part (its warm-up is 1 s), then the kill.
-    let (zero, one) = sweep_and_kill_2(&server, &args, 150, Duration::from_millis(1500));
+    let (zero, one) = sweep_and_kill(&server, &args, (150, Duration::from_millis(1500)), 2);
     let killed = Instant::now();
     let (a0, _) = wait(zero.0, zero.1, zero.2, Duration::from_secs(10));
     let (a1, _) = wait(one.0, one.1, one.2, Duration::from_secs(10));
@@ -217,23 +217,23 @@ fn find_knee_over_agents_bisects_the_merged_steps_and_every_agent_runs_them() {
     assert_eq!(knee["reason"], "throughput", "{table}");
 }
 
-/// Three agents, a sweep of 3 steps with `--on-agent-loss continue`; agent 2 is killed -9 in
-/// the measured part of step 2. The sweep goes on to step 3 with agents 0 and 1 (agent 1's
-/// share unchanged: no silent rebalance); steps 2 and 3 are partial, with the shortfall (step
-/// 3: agent 2's third of it all, due and never sent), shown but not judged; agent 0 exits 9
-/// naming the loss, agent 1 exits 0.
+/// Three agents, a sweep of 3 steps with `--on-agent-loss continue`; agent 1 (a middle index)
+/// is killed -9 in the measured part of step 2. The sweep goes on to step 3 with agents 0 and
+/// 2, each with its own share (no silent rebalance: the lost agent's weight stays in the
+/// split); steps 2 and 3 are partial, with the shortfall (step 3: agent 1's third of it all,
+/// due and never sent), shown but not judged; agent 0 exits 9 naming the loss, agent 2 exits 0.
 #[test]
 fn on_agent_loss_continue_goes_on_and_marks_the_steps_without_it_partial() {
     let server = TestServer::start(Behaviour::ok("hello"));
     let args = ["--rates", "150,300,450", "--step-duration", "4s", "--on-agent-loss", "continue"];
     // Step 1 is 1 s of warm-up and 4 s at 150 (750), step 2's warm-up 300 more: past 1,350
     // and a second more, step 2 is in its measured part.
-    let (zero, one) = sweep_and_kill_2(&server, &args, 1_350, Duration::from_secs(1));
+    let (zero, two) = sweep_and_kill(&server, &args, (1_350, Duration::from_secs(1)), 1);
     let (a0, _) = wait(zero.0, zero.1, zero.2, LIMIT);
-    let (a1, _) = wait(one.0, one.1, one.2, LIMIT);
-    assert_eq!(a1.status.code(), Some(0), "agent 1 went on: {}", stderr(&a1));
+    let (a2, _) = wait(two.0, two.1, two.2, LIMIT);
+    assert_eq!(a2.status.code(), Some(0), "agent 2 went on: {}", stderr(&a2));
     assert_eq!(a0.status.code(), Some(9), "{}", stderr(&a0));
-    assert!(stderr(&a0).contains("agent 2 was lost in step 2"), "{}", stderr(&a0));
+    assert!(stderr(&a0).contains("agent 1 was lost in step 2"), "{}", stderr(&a0));
     let merged = json(&a0);
     assert_eq!(merged["interrupted"], false, "{merged:#}");
     let steps = merged["steps"].as_array().expect("steps");
@@ -243,20 +243,20 @@ fn on_agent_loss_continue_goes_on_and_marks_the_steps_without_it_partial() {
         let p = &s["partial"];
         assert_eq!(
             (p["continued"].clone(), p["lost"][0]["index"].clone()),
-            (true.into(), 2.into())
+            (true.into(), 1.into())
         );
         let seconds = p["shortfall"].as_array().unwrap_or_else(|| panic!("{s:#}"));
         assert_eq!(seconds.len(), 4, "a shortfall per second of the step: {s:#}");
         seconds.iter().map(|x| x["not_sent"].as_u64().unwrap()).sum()
     };
     assert!(not_sent(&steps[1]) > 0, "{:#}", steps[1]);
-    // Step 3: 450 req/s for 4 s, agent 2's third (600) due and not sent.
+    // Step 3: 450 req/s for 4 s, agent 1's third (600) due and not sent.
     let short = not_sent(&steps[2]);
     assert!(short.abs_diff(600) <= 10, "step 3 not sent {short}: {:#}", steps[2]);
     let completed = steps[2]["completed"].as_u64().unwrap();
-    assert!(completed.abs_diff(1_200) <= 10, "agents 0 and 1 kept their shares: {completed}");
+    assert!(completed.abs_diff(1_200) <= 10, "agents 0 and 2 kept their shares: {completed}");
     assert_eq!(merged["knee"]["steps_judged"], 1, "partial steps are not judged: {merged:#}");
-    assert_eq!(rates(&json(&a1)).len(), 3, "agent 1 ran every step");
+    assert_eq!(rates(&json(&a2)).len(), 3, "agent 2 ran every step");
 }
 
 /// `--merged-hdr-log`: one interval log of every step, its intervals tagged `stepN.corrected`
