@@ -32,9 +32,11 @@ pub fn write_csv(out: &mut dyn Write, steps: &[Step], hosts: usize) -> std::io::
         header.extend(CSV_COLUMNS.iter().map(|c| format!("{c}{}", suffix(h))));
     }
     writeln!(out, "{}", header.join(","))?;
-    // autobench's columns have no place to say a step was cut short: interrupted steps are
-    // left out (the table and the JSON show them).
-    let steps: Vec<&Step> = steps.iter().filter(|s| !s.interrupted).collect();
+    // autobench's columns have no place to say a step was cut short, or ran without a lost
+    // agent's share: interrupted and partial steps are left out (the table and the JSON show
+    // them).
+    let steps: Vec<&Step> =
+        steps.iter().filter(|s| !s.interrupted && s.partial.is_none()).collect();
     let mut rates: Vec<f64> = steps.iter().map(|s| s.offered_rps).collect();
     rates.sort_by(f64::total_cmp);
     rates.dedup();
