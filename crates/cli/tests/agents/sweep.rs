@@ -295,3 +295,35 @@ fn the_merged_interval_log_holds_every_steps_intervals_tagged_with_the_step() {
     assert!(stderr(&o).contains("--merged-hdr-log /nonexistent"), "{}", stderr(&o));
     assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
 }
+
+/// An agent 0 (this test, speaking the rendezvous's protocol with the right secret) that names
+/// a step the agent's command line does not define: 350 req/s, neither the next of `--rates`
+/// nor, without `--find-knee`, any bisection. The agent refuses it with one line and exit 2,
+/// and sends nothing to the server: the rendezvous carries no load of its own.
+#[test]
+fn an_agent_refuses_a_step_its_command_line_does_not_define() {
+    use loadlab_agents::wire::{self, Msg, SweepStep};
+    use loadlab_agents::{auth, clock};
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let at = listener.local_addr().unwrap().to_string();
+    let args = ["--rates", "100,200", "--step-duration", "1s"];
+    let (child, out, err) = spawn(sweeper(&server.url("/"), &args, 1, 2, &at));
+    let (mut stream, _) = listener.accept().expect("the agent connects");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let token = auth::Token::load(None, Some(TOKEN.into())).unwrap();
+    assert!(auth::challenge(&mut stream, &token).expect("the challenge"), "the agent's secret");
+    let Msg::Ready { .. } = wire::recv(&mut stream).expect("ready") else { panic!("not ready") };
+    let step = Some(SweepStep { target: 0, rate: 350.0, bisect: false });
+    let at = clock::now_ns() + 500_000_000;
+    for msg in [Msg::Accepted, Msg::Start { at, offset: 0, weights: vec![1, 1], step }] {
+        wire::send(&mut stream, &msg).expect("sent");
+    }
+    let (o, _) = wait(child, out, err, LIMIT);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let says = "named a sweep step at 350 req/s (target 1), which this agent's command line";
+    assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    assert!(stderr(&o).contains("does not allow now (100): refused"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    assert_eq!(server.requests(), 0, "nothing sent");
+}
