@@ -201,6 +201,19 @@ impl Plan {
         (!self.steps.is_empty() && visit == 0).then_some(burst)
     }
 
+    /// What makes these visits the same on every agent of a test (`--agents` compares it): the
+    /// visits' steps as read (requests, checks, captures, think times), the connections a
+    /// visitor holds, a view's resources, and the values given to every visitor. The run's
+    /// base request and target are compared on their own.
+    pub fn identity(&self) -> String {
+        let given: std::collections::BTreeMap<_, _> =
+            self.render.iter().flat_map(|r| r.given.iter()).collect();
+        format!(
+            "{:?} per visitor {} steps {:?} view {:?} given {given:?}",
+            self.visits, self.per_visitor, self.steps, self.view
+        )
+    }
+
     /// Requests of one pass through every visit of the plan.
     pub fn requests(&self) -> usize {
         self.visits.iter().flat_map(|v| &v.bursts).map(|b| b.entries.len()).sum()
