@@ -102,6 +102,15 @@ pub struct BenchArgs {
         conflicts_with_all = ["wsesslog", "conn_rate", "conns", "urls", "replay", "timing_script"]
     )]
     pub view: bool,
+    /// With --view: also fetch the resources on these hosts (HOST: any port), over each
+    /// viewer's own connections to them; other hosts' are listed as skipped.
+    #[arg(
+        long = "view-hosts",
+        value_name = "HOST[:PORT],...",
+        value_delimiter = ',',
+        requires = "view"
+    )]
+    pub view_hosts: Vec<String>,
     /// With --view: connections one viewer may hold, as a browser's per host [default: 6].
     #[arg(long = "browser-connections", value_name = "K", requires = "view")]
     pub browser_connections: Option<usize>,
@@ -286,7 +295,9 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         schedule: args.schedule.schedule(),
         traffic: args.traffic.flags(),
         wsesslog: args.wsesslog.clone().map(|spec| (spec, args.visitor_connections)),
-        view: args.view.then_some((args.browser_connections, args.repeat_view)),
+        view: args
+            .view
+            .then(|| (args.browser_connections, args.repeat_view, args.view_hosts.clone())),
         visits: args.visits.clone().map(|file| (file, args.visitor_connections)),
     };
     let mut note = |said: &str| eprintln!("loadlab: note: {said}");

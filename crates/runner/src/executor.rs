@@ -783,7 +783,7 @@ fn view(config: &mut BenchConfig) -> Result<(), EngineError> {
         }
     };
     let connections = crate::bench::flags::BROWSER_CONNECTIONS;
-    let view = loadlab_engine::visits::View::discover(config, connections, false)?;
+    let view = loadlab_engine::visits::View::discover(config, connections, false, &[])?;
     view.apply(config, rate, arrival);
     Ok(())
 }

@@ -122,3 +122,68 @@ fn the_text_output_says_what_a_view_fetched_and_which_view_ran() {
         "{text}"
     );
 }
+
+/// A page on `page`'s server naming a stylesheet on `other` (by its whole URL) and a script
+/// on its own host; `other` serves the stylesheet.
+fn two_origins() -> (TestServer, TestServer) {
+    let other = TestServer::start(Behaviour::Site(vec![SitePath::new(
+        "/s.css",
+        &[],
+        "body { color: black }",
+    )]));
+    let sheet = other.url("/s.css");
+    let page = format!(
+        r#"<html><head><link rel="stylesheet" href="{sheet}"><script src="/a.js"></script>
+        </head><body></body></html>"#
+    );
+    let page = TestServer::start(Behaviour::Site(vec![
+        SitePath::new("/", &[], &page),
+        SitePath::new("/a.js", &[], "var a;"),
+    ]));
+    (page, other)
+}
+
+#[test]
+fn another_hosts_stylesheet_is_skipped_unless_view_hosts_names_it() {
+    let (page, other) = two_origins();
+    let sheet = other.url("/s.css");
+    let report = bench(&page.url("/"), &["--view", "--rate", "20", "-n", "5"], 0);
+    assert_eq!(uint(&report, "views.completed"), 5, "{report:#}");
+    assert_eq!(at(&report, "views.skipped"), &serde_json::json!([sheet]), "{report:#}");
+    assert_eq!(other.requests(), 0, "a host not allowed is never asked");
+
+    let views = 8;
+    let n = views.to_string();
+    let authority = other.addr().to_string();
+    let args = ["--view", "--view-hosts", &authority, "--rate", "20", "-n", &n];
+    let report = bench(&page.url("/"), &args, 0);
+    assert_eq!(uint(&report, "views.completed"), views, "{report:#}");
+    assert_eq!(uint(&report, "views.failed"), 0, "{report:#}");
+    assert!(at(&report, "views.skipped").as_array().unwrap().is_empty(), "{report:#}");
+    let listed: Vec<String> = resources(&report).into_iter().map(|(p, _)| p).collect();
+    assert_eq!(listed, [sheet.as_str(), "/a.js"], "{report:#}");
+    // One fetch of the stylesheet per view, and one read at discovery for what it names.
+    assert_eq!(other.targets(), counts(&[("/s.css", views + 1)]));
+    // On the visitor's own connection to that origin, with that origin's Host.
+    let hosts: Vec<Option<String>> =
+        other.received().iter().map(|(_, r)| r.header("host").map(str::to_string)).collect();
+    assert!(hosts.iter().skip(1).all(|h| h.as_deref() == Some(authority.as_str())), "{hosts:?}");
+    assert_eq!(other.connections(), views + 1, "one connection of each viewer, and discovery's");
+    // Both runs on the page's own host: 5 views and 8, each run reading the page once before.
+    assert_eq!(page.targets(), counts(&[("/", 6 + views + 1), ("/a.js", 5 + views)]));
+    assert_accounted(&report, 3 * views);
+}
+
+#[test]
+fn a_view_host_that_does_not_resolve_stops_the_run_before_any_load() {
+    let (page, other) = two_origins();
+    let mut cmd = loadlab();
+    let url = page.url("/");
+    cmd.args(["bench", &url, "--view", "--rate", "20", "-n", "3"]);
+    cmd.args(["--view-hosts", &format!("{},nowhere.invalid:80", other.addr())]);
+    let out = output_within(cmd, RUN_LIMIT);
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--view-hosts: nowhere.invalid:80 does not resolve"), "{stderr}");
+    assert_eq!((page.requests(), other.requests()), (0, 0), "{stderr}");
+}

@@ -189,7 +189,7 @@ fn wordpress_nginx_fpm_builtin_visits() {
         &Default::default(),
     );
     let found: Vec<String> =
-        found.iter().map(|u| format!("{}?{}", u.path(), u.query().unwrap_or(""))).collect();
+        found.kept.iter().map(|u| format!("{}?{}", u.path(), u.query().unwrap_or(""))).collect();
     let (front, _) = builtin(&lab, &up, "wordpress:front");
     let listed: Vec<String> = front.bursts[0].calls[1..]
         .iter()

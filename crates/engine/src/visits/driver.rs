@@ -1,6 +1,7 @@
 //! The visits' event loop: one per worker thread, owning its visitors, their connections and
 //! its recorders, like the request loop (`worker`) whose connection slots, request table and
-//! tallies it reuses. A visitor holds up to `Plan::per_visitor` connections; a burst's first
+//! tallies it reuses. A visitor holds up to `Plan::per_visitor` connections per origin (the
+//! target's, and a page view's allowed hosts', `Plan::origins`); a burst's first
 //! call goes on one of them, the others spread over them once its answer is in, each
 //! connection carrying one call at a time (no pipelining). Between bursts the visitor thinks:
 //! its connections stay open (a server that closes an idle one costs a reconnect, as it costs
@@ -71,6 +72,8 @@ struct Visitor {
 struct Slot {
     conn: Conn,
     visitor: usize,
+    /// The origin it connects to (`Plan::origins`): 0, the target.
+    origin: usize,
     /// The call in flight: its burst and its place there.
     call: (usize, usize),
     /// A visit file's call: this visitor's own request bytes, sent instead of the table's.
@@ -333,11 +336,13 @@ impl VisitWorker {
             if visitor.next >= limit {
                 return;
             }
-            let idle =
-                visitor.slots.iter().copied().find(|s| self.slots[*s].conn.state == State::Idle);
-            let slot = match idle {
+            let entry = burst.entries[visitor.next];
+            let origin = self.plan.origins.of(entry);
+            let mut own = visitor.slots.iter().copied().filter(|s| self.slots[*s].origin == origin);
+            let held = own.clone().count();
+            let slot = match own.find(|s| self.slots[*s].conn.state == State::Idle) {
                 Some(s) => s,
-                None if visitor.slots.len() < self.plan.per_visitor => self.new_slot(v),
+                None if held < self.plan.per_visitor => self.new_slot(v, origin),
                 None => return,
             };
             if let Err(class) = self.render(v, slot, now) {
@@ -375,7 +380,7 @@ impl VisitWorker {
         carry.render(render, call, now, out).map_err(|_| "capture")
     }
 
-    fn new_slot(&mut self, v: usize) -> usize {
+    fn new_slot(&mut self, v: usize, origin: usize) -> usize {
         let now = Instant::now();
         let idx = match self.free_slots.pop() {
             Some(idx) => idx,
@@ -393,11 +398,12 @@ impl VisitWorker {
                 };
                 let ex = Exchange::new(BodyCheck::new(&validation), now);
                 let conn = Conn::new(parser, ex, None, now);
-                self.slots.push(Slot { conn, visitor: v, call: (0, 0), own: None });
+                self.slots.push(Slot { conn, visitor: v, origin, call: (0, 0), own: None });
                 self.slots.len() - 1
             }
         };
         self.slots[idx].visitor = v;
+        self.slots[idx].origin = origin;
         self.slots[idx].conn.state = State::Idle;
         self.visitors[v].as_mut().expect("a live visitor").slots.push(idx);
         idx
@@ -427,11 +433,15 @@ impl VisitWorker {
             return self.write(idx, now);
         }
         // Over TLS, the run's one client configuration: a visitor's new connection resumes a
-        // session as the request loop's do (its cache is shared by every connection).
-        let to = To {
-            addr: self.spec.addr,
-            unix: self.spec.unix.as_deref(),
-            tls: self.spec.tls.as_ref(),
+        // session as the request loop's do (its cache is shared by every connection). An
+        // allowed host's origin is spoken to in the clear at its own address.
+        let to = match self.plan.origins.addr(slot.origin) {
+            Some(addr) => To { addr, unix: None, tls: None },
+            None => To {
+                addr: self.spec.addr,
+                unix: self.spec.unix.as_deref(),
+                tls: self.spec.tls.as_ref(),
+            },
         };
         let conn = &mut slot.conn;
         if let Err(e) = conn.connect(self.poll.registry(), Token(idx), to, None, false) {

@@ -64,6 +64,31 @@ pub struct Plan {
     pub steps: Vec<String>,
     /// Page views (`--view`): what each view fetches; `None` for other visits.
     pub view: Option<ViewPlan>,
+    /// Where each request goes: the target's origin unless a page view's resource is on an
+    /// allowed host's (`--view-hosts`).
+    pub origins: OriginTable,
+}
+
+/// The origins of a run's requests beyond the target's: a visitor holds its own connections
+/// to each, up to `Plan::per_visitor` per origin, as a browser holds up to six per host.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OriginTable {
+    /// Each entry's origin: 0 the target's, `i` the address `addrs[i - 1]`; empty, all 0.
+    pub of_entry: Vec<usize>,
+    /// The other origins' addresses, resolved before the run.
+    pub addrs: Vec<std::net::SocketAddr>,
+}
+
+impl OriginTable {
+    /// The origin entry `entry` of the table goes to.
+    pub(crate) fn of(&self, entry: u32) -> usize {
+        self.of_entry.get(entry as usize).copied().unwrap_or(0)
+    }
+
+    /// Origin `origin`'s address; `None` for the target's (the run's own address).
+    pub(crate) fn addr(&self, origin: usize) -> Option<std::net::SocketAddr> {
+        origin.checked_sub(1).map(|i| self.addrs[i])
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -184,6 +209,7 @@ impl Plan {
             render: None,
             steps: Vec::new(),
             view: None,
+            origins: OriginTable::default(),
         };
         Ok((plan, mix))
     }
@@ -209,8 +235,8 @@ impl Plan {
         let given: std::collections::BTreeMap<_, _> =
             self.render.iter().flat_map(|r| r.given.iter()).collect();
         format!(
-            "{:?} per visitor {} steps {:?} view {:?} given {given:?}",
-            self.visits, self.per_visitor, self.steps, self.view
+            "{:?} per visitor {} steps {:?} view {:?} origins {:?} given {given:?}",
+            self.visits, self.per_visitor, self.steps, self.view, self.origins
         )
     }
 

@@ -12,12 +12,15 @@
 //! What the cache does with each resource is decided once, from its answer at discovery, for
 //! a repeat view that comes at most `2 x timeout` after the first view's answer.
 //!
-//! Only the target's own host and port are fetched: the visitor's connections go to the
-//! target's address, so another host's resources (a CDN) are left out: the list of what is
-//! fetched (`ViewPlan::resources`) shows what a view is.
+//! Only the target's own host and port are fetched unless `--view-hosts` names others: their
+//! names are resolved once, before the page is read (one that does not resolve stops the run
+//! before any load), and a visitor opens its own connections to each such origin, up to
+//! `--browser-connections` per origin as a browser does. Another host's resources not named
+//! (a CDN, a tracker) are left out and listed as such (`ViewPlan::skipped`); so are an allowed
+//! host's over `https`, which the visitor's connections do not speak yet.
 
 use loadlab_visit::cache::{self, Reuse};
-use loadlab_visit::discover::{self, Allow};
+use loadlab_visit::discover::{self, Allow, Links};
 use loadlab_visit::{Burst, Call, Template, Think, Visit};
 use url::Url;
 
@@ -41,25 +44,32 @@ pub struct ViewPlan {
     pub resources: Vec<ViewResource>,
     /// Each visitor views the page twice, the second time with the first's cache.
     pub repeat: bool,
+    /// The links left out: on hosts not allowed, or an allowed host's over `https`.
+    pub skipped: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ViewResource {
     /// Path and query, as requested.
     pub path: String,
+    /// Another origin's authority (`host:port`, an allowed host's); `None` on the target's.
+    pub host: Option<String>,
     /// With a repeat view: what the second view does with it; `None` without one.
     pub repeat: Option<Reuse>,
 }
 
 impl View {
     /// Fetches the page of `config`'s target and its stylesheets once (with `repeat`, every
-    /// resource, for its cache headers) and plans its view on up to `connections` connections.
+    /// resource, for its cache headers) and plans its view on up to `connections` connections
+    /// per origin: the target's, and those of `hosts` (`HOST[:PORT]`) its page names.
     pub fn discover(
         config: &mut BenchConfig,
         connections: usize,
         repeat: bool,
+        hosts: &[String],
     ) -> Result<View, EngineError> {
         config.target.resolve()?;
+        let mut origins = Origins::resolve(hosts)?;
         let mut endpoint = Endpoint::plain(config.target.addrs[0]);
         if config.target.tls {
             // Found as the run will fetch it: the same trust, the same server name.
@@ -67,25 +77,27 @@ impl View {
                 .map_err(EngineError::Config)?;
             endpoint.tls = Some(tls);
         }
-        let found = resources(config, &endpoint)?;
+        let (found, skipped) = resources(config, &endpoint, &mut origins)?;
         let within = config.timeout * 2;
         let mut listed = Vec::with_capacity(found.len());
-        for (path, fields) in found {
+        for (url, fields) in found {
+            let (path, host) = (origin_form(&url), origins.authority(&url));
             let reuse = match (repeat, fields) {
                 (false, _) => None,
                 (true, Some(fields)) => Some(cache::reuse(&fields, within)),
                 (true, None) => {
-                    let answer = fetch(&endpoint, &path, config).map_err(|reason| {
+                    let at = origins.endpoint(&url).unwrap_or_else(|| endpoint.clone());
+                    let answer = fetch(&at, &path, config).map_err(|reason| {
                         EngineError::Unreachable { target: config.target.authority.clone(), reason }
                     })?;
                     Some(cache::reuse(&answer.headers, within))
                 }
             };
-            listed.push(ViewResource { path, repeat: reuse });
+            listed.push(ViewResource { path, host, repeat: reuse });
         }
         let page = config.target.path.clone();
         let mut first = vec![Call::get(&page)];
-        first.extend(listed.iter().map(|r| Call::get(&r.path)));
+        first.extend(listed.iter().map(ViewResource::call));
         let mut bursts = vec![Burst { calls: first, think: None }];
         if repeat {
             let mut again = vec![Call::get(&page)];
@@ -93,12 +105,12 @@ impl View {
                 match &r.repeat {
                     Some(Reuse::Fresh) => {}
                     Some(Reuse::Revalidate(ask)) => {
-                        let mut call = Call::get(&r.path);
-                        call.headers =
-                            ask.iter().map(|(n, v)| (n.clone(), Template::literal(v))).collect();
+                        let mut call = r.call();
+                        call.headers
+                            .extend(ask.iter().map(|(n, v)| (n.clone(), Template::literal(v))));
                         again.push(call);
                     }
-                    _ => again.push(Call::get(&r.path)),
+                    _ => again.push(r.call()),
                 }
             }
             bursts.push(Burst { calls: again, think: None });
@@ -111,7 +123,8 @@ impl View {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        plan.view = Some(ViewPlan { page, resources: listed, repeat });
+        plan.origins = origins.table(&mix);
+        plan.view = Some(ViewPlan { page, resources: listed, repeat, skipped });
         Ok(View { plan, mix })
     }
 
@@ -127,10 +140,130 @@ impl View {
     }
 }
 
-/// The paths of the resources the page at `config`'s target names, and those its
-/// stylesheets name, on the target's own host; a stylesheet's with the header fields of its
-/// answer (read here for what it names, not asked again for its cache headers).
-fn resources(config: &BenchConfig, endpoint: &Endpoint) -> Result<Vec<Found>, EngineError> {
+impl ViewResource {
+    /// Its request: another origin's carries that origin's `Host` (RFC 9110 section 7.2),
+    /// which also tells the driver which of the visitor's connections it goes on.
+    fn call(&self) -> Call {
+        let mut call = Call::get(&self.path);
+        if let Some(host) = &self.host {
+            call.headers.push(("Host".to_string(), Template::literal(host)));
+        }
+        call
+    }
+
+    /// As listed: the path on the target's origin, the whole URL on another.
+    pub fn shown(&self) -> String {
+        match &self.host {
+            Some(host) => format!("http://{host}{}", self.path),
+            None => self.path.clone(),
+        }
+    }
+}
+
+/// The allowed hosts, resolved once, and the other origins a page's resources are on.
+struct Origins {
+    allow: Allow,
+    /// Each allowed host (lower case, as `Url::host_str` gives it) and its address.
+    resolved: Vec<(String, std::net::IpAddr)>,
+    /// Other origins met, by authority, in the order found: origin `i + 1` of the plan.
+    used: Vec<(String, std::net::SocketAddr)>,
+    /// The page's URL, once read: its own origin is the target's, whatever the allow-list.
+    page: Option<Url>,
+}
+
+impl Origins {
+    /// Resolves every allowed host before anything is sent: one that does not resolve is the
+    /// user's mistake, told by name.
+    fn resolve(hosts: &[String]) -> Result<Origins, EngineError> {
+        use std::net::ToSocketAddrs;
+        let mut resolved = Vec::with_capacity(hosts.len());
+        for entry in hosts {
+            let (host, port) = discover::split_port(entry);
+            let bare = host.trim_start_matches('[').trim_end_matches(']');
+            let refuse = |why: String| {
+                EngineError::Config(format!("--view-hosts: {entry} does not resolve: {why}"))
+            };
+            let mut addrs =
+                (bare, port.unwrap_or(80)).to_socket_addrs().map_err(|e| refuse(e.to_string()))?;
+            let addr = addrs.next().ok_or_else(|| refuse("no address".to_string()))?;
+            resolved.push((host.to_ascii_lowercase(), addr.ip()));
+        }
+        Ok(Origins {
+            allow: Allow { hosts: hosts.to_vec() },
+            resolved,
+            used: Vec::new(),
+            page: None,
+        })
+    }
+
+    /// The address of `u`'s origin when it is an allowed host's, over `http`, and not the
+    /// page's own.
+    fn addr(&self, u: &Url) -> Option<std::net::SocketAddr> {
+        if self.page.as_ref().is_some_and(|page| Allow::same_origin(page, u)) {
+            return None;
+        }
+        let host = u.host_str()?.to_ascii_lowercase();
+        let ip = self.resolved.iter().find(|(h, _)| *h == host)?.1;
+        let port = u.port_or_known_default()?;
+        (u.scheme() == "http").then_some(std::net::SocketAddr::new(ip, port))
+    }
+
+    fn endpoint(&self, u: &Url) -> Option<Endpoint> {
+        self.addr(u).map(Endpoint::plain)
+    }
+
+    /// `u`'s authority when it is on another origin than the page's.
+    fn authority(&self, u: &Url) -> Option<String> {
+        let (host, port) = (u.host_str()?, u.port_or_known_default()?);
+        self.addr(u).map(|_| format!("{host}:{port}"))
+    }
+
+    /// Sorts a page's other-origin links: an allowed host's over `http` is kept (its origin
+    /// noted), any other left out.
+    fn sort(&mut self, page: &Url, links: Links, found: &mut Vec<Url>, skipped: &mut Vec<String>) {
+        for u in links.kept {
+            match (Allow::same_origin(page, &u), self.addr(&u), self.authority(&u)) {
+                (true, ..) => {}
+                (false, Some(addr), Some(authority)) => {
+                    if !self.used.iter().any(|(a, _)| *a == authority) {
+                        self.used.push((authority, addr));
+                    }
+                }
+                _ => {
+                    note(skipped, u.to_string());
+                    continue;
+                }
+            }
+            if !found.contains(&u) {
+                found.push(u);
+            }
+        }
+        links.skipped.iter().for_each(|u| note(skipped, u.to_string()));
+    }
+
+    /// The run's table of origins: each entry's (by its `Host` field, 0 for the target's) and
+    /// each other origin's address.
+    fn table(&self, mix: &crate::mix::Mix) -> super::OriginTable {
+        let of = |e: &crate::mix::Entry| {
+            let host = e.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("host"));
+            host.and_then(|(_, v)| self.used.iter().position(|(a, _)| a == v)).map_or(0, |i| i + 1)
+        };
+        super::OriginTable {
+            of_entry: mix.entries.iter().map(of).collect(),
+            addrs: self.used.iter().map(|(_, addr)| *addr).collect(),
+        }
+    }
+}
+
+/// The resources the page at `config`'s target names, and those its stylesheets name, on the
+/// target's own origin or an allowed one; a stylesheet's with the header fields of its answer
+/// (read here for what it names, not asked again for its cache headers). Then what was left
+/// out.
+fn resources(
+    config: &BenchConfig,
+    endpoint: &Endpoint,
+    origins: &mut Origins,
+) -> Result<(Vec<Found>, Vec<String>), EngineError> {
     let unreachable = |reason: String| EngineError::Unreachable {
         target: config.target.authority.clone(),
         reason,
@@ -145,25 +278,36 @@ fn resources(config: &BenchConfig, endpoint: &Endpoint) -> Result<Vec<Found>, En
         )));
     }
     let html = String::from_utf8_lossy(&answer.body);
-    let allow = Allow::default();
-    let mut found = discover::page_resources(&html, &page, &allow);
+    origins.page = Some(page.clone());
+    let allow = origins.allow.clone();
+    let (mut found, mut skipped) = (Vec::new(), Vec::new());
+    let links = discover::page_resources(&html, &page, &allow);
+    origins.sort(&page, links, &mut found, &mut skipped);
     let sheets: Vec<Url> = found.iter().filter(|u| u.path().ends_with(".css")).cloned().collect();
     let mut fields = std::collections::HashMap::new();
     for sheet in sheets {
-        let Ok(answer) = fetch(endpoint, &origin_form(&sheet), config) else { continue };
+        let at = origins.endpoint(&sheet).unwrap_or_else(|| endpoint.clone());
+        let Ok(answer) = fetch(&at, &origin_form(&sheet), config) else { continue };
         let css = String::from_utf8_lossy(&answer.body);
-        for u in discover::css_resources(&css, &sheet, &page, &allow) {
-            if !found.contains(&u) {
-                found.push(u);
-            }
-        }
+        let links = discover::css_resources(&css, &sheet, &page, &allow);
+        origins.sort(&page, links, &mut found, &mut skipped);
         fields.insert(sheet, answer.headers);
     }
-    Ok(found.iter().map(|u| (origin_form(u), fields.remove(u))).collect())
+    let found = found.into_iter().map(|u| {
+        let f = fields.remove(&u);
+        (u, f)
+    });
+    Ok((found.collect(), skipped))
 }
 
-/// A resource's path, and the header fields of its answer when discovery read it.
-type Found = (String, Option<Vec<(String, String)>>);
+fn note(skipped: &mut Vec<String>, url: String) {
+    if !skipped.contains(&url) {
+        skipped.push(url);
+    }
+}
+
+/// A resource, and the header fields of its answer when discovery read it.
+type Found = (Url, Option<Vec<(String, String)>>);
 
 /// One GET of discovery, as patient as the run's requests (at least 10 s): in a suite it may
 /// follow a cell that left the server a backlog, and a page that answers late is still one

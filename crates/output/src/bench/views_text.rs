@@ -42,6 +42,9 @@ pub fn write(v: Option<&Views>, out: &mut dyn Write) -> io::Result<()> {
         })
         .collect();
     writeln!(out, "  Resources    {}: {}", list.len(), list.join(" "))?;
+    if !v.skipped.is_empty() {
+        writeln!(out, "  Skipped      {}: {}", v.skipped.len(), v.skipped.join(" "))?;
+    }
     writeln!(out)
 }
 

@@ -277,8 +277,8 @@ pub struct LoadFlags {
     pub traffic: TrafficFlags,
     /// `--wsesslog N,X,FILE` and its `--visitor-connections`.
     pub wsesslog: Option<(String, Option<usize>)>,
-    /// `--view`, its `--browser-connections` and `--repeat-view`.
-    pub view: Option<(Option<usize>, bool)>,
+    /// `--view`, its `--browser-connections`, `--repeat-view` and `--view-hosts`.
+    pub view: Option<(Option<usize>, bool, Vec<String>)>,
     /// `--visits FILE` (a visit file) and its `--visitor-connections`.
     pub visits: Option<(String, Option<usize>)>,
 }
@@ -383,9 +383,9 @@ impl LoadFlags {
                 .map_err(FlagError::Engine)?;
             w.apply(config, rate, arrival);
         }
-        if let Some((connections, repeat)) = self.view {
+        if let Some((connections, repeat, hosts)) = &self.view {
             let connections = connections.unwrap_or(BROWSER_CONNECTIONS);
-            let view = loadlab_engine::visits::View::discover(config, connections, repeat)
+            let view = loadlab_engine::visits::View::discover(config, connections, *repeat, hosts)
                 .map_err(FlagError::Engine)?;
             note(&super::views::found(view.plan()));
             view.apply(config, rate, arrival);

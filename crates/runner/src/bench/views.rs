@@ -18,6 +18,9 @@ pub struct Views {
     pub page: String,
     /// What each view fetched after the page, in order.
     pub resources: Vec<Resource>,
+    /// What the page and its stylesheets name that no view fetched: another host's (not in
+    /// `--view-hosts`), or an allowed host's over https.
+    pub skipped: Vec<String>,
     pub completed: u64,
     pub failed: u64,
     /// Completed views per second of the run.
@@ -59,10 +62,11 @@ impl Views {
                 .resources
                 .iter()
                 .map(|r| Resource {
-                    path: r.path.clone(),
+                    path: r.shown(),
                     repeat_view: r.repeat.as_ref().map(|c| c.name()),
                 })
                 .collect(),
+            skipped: plan.skipped.clone(),
             completed: times.completed,
             failed: times.failed,
             rps: times.per_second(r.duration),
@@ -79,9 +83,15 @@ pub fn found(plan: &ViewPlan) -> String {
         .resources
         .iter()
         .map(|r| match &r.repeat {
-            Some(reuse) => format!("{} ({} on a repeat view)", r.path, reuse.name()),
-            None => r.path.clone(),
+            Some(reuse) => format!("{} ({} on a repeat view)", r.shown(), reuse.name()),
+            None => r.shown(),
         })
         .collect();
-    format!("--view: {} and its {} resources: {}", plan.page, list.len(), list.join(" "))
+    let mut said =
+        format!("--view: {} and its {} resources: {}", plan.page, list.len(), list.join(" "));
+    if !plan.skipped.is_empty() {
+        let n = plan.skipped.len();
+        said += &format!("; {n} skipped (not in --view-hosts): {}", plan.skipped.join(" "));
+    }
+    said
 }
