@@ -151,6 +151,14 @@ fn another_hosts_stylesheet_is_skipped_unless_view_hosts_names_it() {
     assert_eq!(uint(&report, "views.completed"), 5, "{report:#}");
     assert_eq!(at(&report, "views.skipped"), &serde_json::json!([sheet]), "{report:#}");
     assert_eq!(other.requests(), 0, "a host not allowed is never asked");
+    let mut cmd = loadlab();
+    cmd.args(["bench", &page.url("/"), "--view", "--rate", "20", "-n", "2"]);
+    let out = output_within(cmd, RUN_LIMIT);
+    assert_exit(&out, 0);
+    let (text, said) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&format!("Skipped      1: {sheet}")), "{text}");
+    assert!(said.contains(&format!("1 skipped (not in --view-hosts): {sheet}")), "{said}");
+    assert_eq!(other.requests(), 0, "a host not allowed is never asked");
 
     let views = 8;
     let n = views.to_string();
@@ -169,8 +177,8 @@ fn another_hosts_stylesheet_is_skipped_unless_view_hosts_names_it() {
         other.received().iter().map(|(_, r)| r.header("host").map(str::to_string)).collect();
     assert!(hosts.iter().skip(1).all(|h| h.as_deref() == Some(authority.as_str())), "{hosts:?}");
     assert_eq!(other.connections(), views + 1, "one connection of each viewer, and discovery's");
-    // Both runs on the page's own host: 5 views and 8, each run reading the page once before.
-    assert_eq!(page.targets(), counts(&[("/", 6 + views + 1), ("/a.js", 5 + views)]));
+    // The three runs on the page's own host: 5 views, 2 and 8, each reading the page once before.
+    assert_eq!(page.targets(), counts(&[("/", 6 + 3 + views + 1), ("/a.js", 5 + 2 + views)]));
     assert_accounted(&report, 3 * views);
 }
 
