@@ -41,7 +41,7 @@ def read_threads(pid, names, ns):
         try:
             # A new thread has its parent's name until it names itself (pthread_setname_np
             # runs in the thread, after the clone): read again until it has a name of its own.
-            if names.get(tid, "loadlab") == names.get(str(pid), "loadlab") or tid == str(pid):
+            if tid not in names or tid == str(pid) or names[tid] == names.get(str(pid)):
                 with open(f"/proc/{pid}/task/{tid}/comm") as f:
                     names[tid] = f.read().strip()
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
