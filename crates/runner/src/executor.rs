@@ -798,7 +798,7 @@ fn visits(config: &mut BenchConfig, spec: &str) -> Result<(), EngineError> {
         }
         Pacing::Closed => (None, loadlab_engine::Arrival::Fixed),
     };
-    let v = crate::bench::flags::visit_file(spec, config, None).map_err(|e| match e {
+    let v = crate::bench::flags::visit_file(spec, config, None, &[]).map_err(|e| match e {
         crate::bench::flags::FlagError::Engine(e) => e,
         e => EngineError::Config(e.to_string()),
     })?;

@@ -27,3 +27,7 @@ pub use cookies::Jar;
 pub use error::VisitError;
 pub use model::{Burst, Call, Think, Visit};
 pub use template::{Template, Vars};
+
+/// The name every visit may use without capturing it: `{visitor}`, the visitor's number
+/// (from 1; no two visitors in a visit at once share one), in a step and in a given value.
+pub const VISITOR: &str = "visitor";

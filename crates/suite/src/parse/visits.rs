@@ -51,7 +51,9 @@ impl Checker<'_> {
         let file = file.display().to_string();
         // Any host: each stack has its own; the steps' paths and checks are what is checked.
         let probe = BenchConfig::new(Target::parse("http://localhost/").expect("a valid URL"));
-        if let Err(e) = loadlab_engine::visits::VisitFile::read(&file, &probe, None) {
+        if let Err(e) =
+            loadlab_engine::visits::VisitFile::read(&file, &probe, None, Default::default())
+        {
             return self.fail(v.span(), format!("visits: {e}"));
         }
         Ok(Some(file))
