@@ -495,8 +495,7 @@ impl TrafficFlags {
 
 /// `--given NAME=VALUE`s (a suite workload's `given` table, written so): each a name a
 /// visit's steps use as `{NAME}` and its value, which may hold `{visitor}`, the visitor's
-/// number. A name twice, a name a template cannot hold, or a control character (a value goes
-/// into request lines and header fields as it is) is refused.
+/// number. A name twice, or one [`loadlab_visit::given_refusal`] refuses, is refused.
 pub fn parse_given(items: &[String]) -> Result<Vec<(String, String)>, FlagError> {
     let mut given: Vec<(String, String)> = Vec::with_capacity(items.len());
     for item in items {
@@ -504,15 +503,8 @@ pub fn parse_given(items: &[String]) -> Result<Vec<(String, String)>, FlagError>
         let Some((name, value)) = item.split_once('=') else {
             return usage("write it NAME=VALUE");
         };
-        let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-        if name.is_empty() || !name.chars().all(valid) {
-            return usage("a name is letters, digits, _ and - (as {NAME} in the visit file)");
-        }
-        if name == loadlab_visit::VISITOR {
-            return usage("{visitor} is the visitor's number, which no run gives");
-        }
-        if value.chars().any(char::is_control) {
-            return usage("a value holds no control characters");
+        if let Some(why) = loadlab_visit::given_refusal(name, value) {
+            return usage(why);
         }
         if given.iter().any(|(n, _)| n == name) {
             return usage("given twice");
@@ -539,8 +531,8 @@ pub(crate) fn visit_file(
     };
     let mut lab_given = false;
     for (name, value) in builtin.given {
-        if !vars.contains_key(&name) {
-            vars.insert(name, value);
+        if let std::collections::hash_map::Entry::Vacant(free) = vars.entry(name) {
+            free.insert(value);
             lab_given = true;
         }
     }
