@@ -572,6 +572,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn given_values_are_name_equals_value_once_each() {
+        let typed = |items: &[&str]| {
+            parse_given(&items.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .map_err(|e| e.to_string())
+        };
+        let ok = typed(&["user=member-{visitor}", "q=a=b"]).unwrap();
+        assert_eq!(ok[0], ("user".to_string(), "member-{visitor}".to_string()));
+        assert_eq!(ok[1], ("q".to_string(), "a=b".to_string()));
+        for (items, said) in [
+            (&["user"][..], "--given user: write it NAME=VALUE"),
+            (&["a=1", "a=2"][..], "--given a=2: given twice"),
+            (&["visitor=3"][..], "--given visitor=3: {visitor} is the visitor's number"),
+            (&["a b=1"][..], "--given a b=1: a name is letters"),
+        ] {
+            let e = typed(items).unwrap_err();
+            assert!(e.starts_with(said), "{e}");
+        }
+    }
+
+    #[test]
     fn ip_lists() {
         let ips = parse_ip_list("127.0.0.1-127.0.0.16").unwrap();
         assert_eq!(ips.len(), 16);
