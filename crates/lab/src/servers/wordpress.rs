@@ -6,8 +6,8 @@
 //! Each instance has an administrator of its own: `loadlab` with a password made when the
 //! instance is prepared, kept in its run directory (`wordpress-admin.json`, mode 0600; `stack
 //! show` says where, never the password, which a stored run would keep). MariaDB sets its hash
-//! as it starts (`init-file`), so the template's own password, random at install, is never used: a
-//! password in loadlab's source would open every stack that listens beyond loopback.
+//! as it starts (`init-file`), so the template's own password, random at install, is never
+//! used: a password in loadlab's source would open every stack that listens beyond loopback.
 //!
 //! Beside it, [`VISITORS`] users of its own for the visitors that log in (`loadlab-1` to
 //! `loadlab-256`, subscribers): WordPress keeps one user's sessions in one row that each login
