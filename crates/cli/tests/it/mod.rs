@@ -28,8 +28,9 @@ mod trust;
 mod unix_socket;
 mod validation;
 mod views;
-mod visit_files;
+pub(crate) mod visit_files;
 mod visits;
+mod visits_tls;
 
 use std::process::Output;
 
