@@ -764,7 +764,7 @@ pub(crate) fn cell_config(
         view(&mut config)?;
     }
     if let Some(spec) = &cell.workload.visits {
-        visits(&mut config, spec)?;
+        visits(&mut config, spec, &cell.workload.given)?;
     }
     config.check()?;
     Ok(config)
@@ -791,14 +791,18 @@ fn view(config: &mut BenchConfig) -> Result<(), EngineError> {
 /// A visit workload's cell: its visits, as `bench --visits` runs them, at the load's rate
 /// (counting visits) or, under a closed load, by its concurrency of visitors, each starting
 /// its next visit when one ends.
-fn visits(config: &mut BenchConfig, spec: &str) -> Result<(), EngineError> {
+fn visits(
+    config: &mut BenchConfig,
+    spec: &str,
+    given: &[(String, String)],
+) -> Result<(), EngineError> {
     let (rate, arrival) = match config.pacing {
         Pacing::Open { rate, arrival, .. } | Pacing::Sessions { rate, arrival, .. } => {
             (Some(rate), arrival)
         }
         Pacing::Closed => (None, loadlab_engine::Arrival::Fixed),
     };
-    let v = crate::bench::flags::visit_file(spec, config, None).map_err(|e| match e {
+    let v = crate::bench::flags::visit_file(spec, config, None, given).map_err(|e| match e {
         crate::bench::flags::FlagError::Engine(e) => e,
         e => EngineError::Config(e.to_string()),
     })?;

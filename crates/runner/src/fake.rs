@@ -120,6 +120,21 @@ impl Measure for FakeEngine {
             // The schedule is kept: the requests were sent, the server queued them.
             r.tally.unfinished = ((offered - achieved) * secs) as u64;
         }
+        if let Some(plan) = &config.visits {
+            // Visits that all passed: as many as the requests allow, each step of each.
+            let per = plan.requests().max(1) as u64;
+            let visits = r.tally.completed / per;
+            let mut sessions = loadlab_engine::visits::SessionTally {
+                started: visits,
+                completed: visits,
+                ..Default::default()
+            };
+            sessions.steps.resize_with(plan.steps.len(), Default::default);
+            for s in &mut sessions.steps {
+                (s.started, s.completed) = (visits, visits);
+            }
+            r.tally.sessions = Some(Box::new(sessions));
+        }
         if self.wrong_body_at == Some(config.target.path.as_str()) {
             let n = r.tally.completed;
             r.tally.completed = 0;

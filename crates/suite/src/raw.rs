@@ -168,6 +168,9 @@ pub struct RawWorkload {
     /// Visits of several steps: a visit file (relative to the suite file) or a built-in
     /// visit's name (`wordpress:search`), as `bench --visits` takes them.
     pub visits: Option<Spanned<String>>,
+    /// Values the visit's steps use as `{NAME}` (`given = { user = "member-{visitor}" }`), as
+    /// `bench --given` gives them.
+    pub given: Option<Spanned<std::collections::BTreeMap<String, String>>>,
 }
 
 /// `[[loads]]`: one load model and the points (concurrencies or rates) it is run at.

@@ -105,3 +105,31 @@ fn a_visit_file_is_read_relative_to_the_suite_file_and_a_wrong_step_refused() {
     let err = loadlab_suite::read(&file).map(|_| ()).unwrap_err().to_string();
     assert!(err.contains("visits: ") && err.contains("nowhere.toml"), "{err}");
 }
+
+/// `given = {...}`: values a visit's steps use, carried to each cell; a name no step uses, a
+/// name a step captures, or `given` without `visits` is refused at the key.
+#[test]
+fn given_values_reach_the_cells_and_a_name_no_step_uses_is_refused() {
+    let login = SUITE.replace(
+        "visits = \"wordpress:search\"",
+        "visits = \"wordpress:login\"\ngiven = { user = \"member-{visitor}\" }",
+    );
+    let suite = parse(&login, "s.toml").unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&suite, false);
+    let given = vec![("user".to_string(), "member-{visitor}".to_string())];
+    assert!(p.cells.iter().all(|c| c.workload.given == given));
+    let (e, at) = error(&login.replace("{ user =", "{ colour ="), "s.toml");
+    assert!(e.contains("given for {colour}, which no step uses"), "{e}");
+    assert_eq!(at, position(&login, "\"wordpress:login\""));
+    let searching = SUITE.replace(
+        "visits = \"wordpress:search\"",
+        "visits = \"wordpress:search\"\ngiven = { visitor = \"7\" }",
+    );
+    let (e, _) = error(&searching, "s.toml");
+    assert!(e.contains("given visitor: {visitor} is the visitor's number"), "{e}");
+    let plain =
+        SUITE.replace("visits = \"wordpress:search\"", "path = \"/\"\ngiven = { a = \"b\" }");
+    let (e, at) = error(&plain, "s.toml");
+    assert!(e.contains("given goes with visits"), "{e}");
+    assert_eq!(at, position(&plain, "{ a = "));
+}

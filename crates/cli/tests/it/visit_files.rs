@@ -101,6 +101,10 @@ fn a_visit_without_the_token_or_its_capture_fails_at_that_step() {
     assert_eq!(s[2].3, serde_json::json!({ "status": 8 }), "{report:#}");
     // Every request went and was answered: the failure is the visit's, not a request's.
     assert_accounted(&report, 24);
+    // ...and the requests' figures say that 8 of their answers failed a check.
+    let warnings = at(&report, "warnings").as_array().expect("warnings").clone();
+    let said = format!("8 checks failed ({}: status 8): ", s[2].0);
+    assert!(warnings.iter().any(|w| w.as_str().unwrap().starts_with(&said)), "{warnings:?}");
     // A capture that finds nothing ends the visit at its step: nothing more is sent.
     let (_d, visit) =
         file("no-capture.toml", &login_visit("nonce=(\\d+)", "0s", "X-A = \"{token}\""));

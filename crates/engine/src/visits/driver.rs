@@ -278,6 +278,11 @@ impl VisitWorker {
     fn begin_visit(&mut self, due: Instant, measured: bool, now: Instant) {
         let global = self.stream.0 + self.arrivals * self.stream.1;
         self.arrivals += 1;
+        // The visitor's number (`{visitor}`, from 1): its place among this worker's live
+        // visitors, interleaved with the other workers', so that no two visitors in a visit at
+        // once share one, and a closed population of K numbers itself 1..=K.
+        let v = self.free_visitors.pop().unwrap_or(self.visitors.len());
+        let number = v * self.stream.1 + self.stream.0 + 1;
         let visitor = Visitor {
             visit: global % self.plan.visits.len(),
             due,
@@ -291,18 +296,12 @@ impl VisitWorker {
             slots: Vec::new(),
             think: Duration::ZERO,
             step_due: due,
-            carry: self.plan.render.as_ref().map(Carry::new),
+            carry: self.plan.render.as_ref().map(|r| Carry::new(r, number)),
         };
-        let v = match self.free_visitors.pop() {
-            Some(v) => {
-                self.visitors[v] = Some(visitor);
-                v
-            }
-            None => {
-                self.visitors.push(Some(visitor));
-                self.visitors.len() - 1
-            }
-        };
+        match self.visitors.get_mut(v) {
+            Some(free) => *free = Some(visitor),
+            None => self.visitors.push(Some(visitor)),
+        }
         self.live += 1;
         self.sessions.started += u64::from(measured);
         self.issue(v, now);

@@ -1,6 +1,7 @@
 //! A workload's `visits = "FILE"` or `visits = "wordpress:NAME"` (issue 25): the visit file
 //! checked when the suite is (a wrong step is refused before any stack starts, at this key), a
-//! built-in name known to the lab, and the keys that do not go with a visit refused.
+//! built-in name known to the lab, its `given` values each used by a step (none captured by
+//! one), and the keys that do not go with a visit refused.
 
 use loadlab_engine::{BenchConfig, RequestSpec, Target};
 use toml::Spanned;
@@ -9,12 +10,29 @@ use super::{Checked, Checker};
 use crate::raw::RawWorkload;
 use crate::suite::{builtin_workload, CustomRequest};
 
+/// A visit's given values, by name.
+type Given = Vec<(String, String)>;
+
+/// A given value whose name no step of `visit` uses.
+fn unused(visit: &loadlab_visit::Visit, given: &Given) -> Result<(), String> {
+    match given.iter().find(|(n, _)| !visit.uses(n)) {
+        Some((n, _)) => Err(format!("a value is given for {{{n}}}, which no step uses")),
+        None => Ok(()),
+    }
+}
+
 impl Checker<'_> {
-    /// The workload's visit (a built-in name as written, a file made absolute), checked; `None`
-    /// without `visits`.
-    pub(super) fn visits(&self, w: &RawWorkload) -> Checked<Option<String>> {
-        let Some(v) = &w.visits else { return Ok(None) };
+    /// The workload's visit (a built-in name as written, a file made absolute) and the values
+    /// it is given, checked; `None` without `visits`.
+    pub(super) fn visits(&self, w: &RawWorkload) -> Checked<(Option<String>, Given)> {
         let name = w.name.get_ref();
+        let given = self.given(w)?;
+        let Some(v) = &w.visits else {
+            return match &w.given {
+                Some(g) => self.fail(g.span(), format!("{name}: given goes with visits")),
+                None => Ok((None, given)),
+            };
+        };
         let others = [
             ("urls", w.urls.as_ref().map(Spanned::span)),
             ("view", w.view.as_ref().filter(|v| *v.get_ref()).map(Spanned::span)),
@@ -45,16 +63,37 @@ impl Checker<'_> {
                     format!("visits: no built-in visit {spec:?}; they are: {}", known.join(", ")),
                 );
             }
-            return Ok(Some(spec.clone()));
+            let b = loadlab_lab::visits::builtin(spec).expect("known above");
+            let mut names: Vec<&str> = given.iter().map(|(n, _)| n.as_str()).collect();
+            names.extend(b.given.iter().filter(|g| !given.iter().any(|(n, _)| n == *g)));
+            let read = loadlab_visit::visit_file::parse(b.text, b.name, &names)
+                .map_err(|e| e.to_string())
+                .and_then(|visit| unused(&visit, &given));
+            if let Err(e) = read {
+                return self.fail(v.span(), format!("visits: {e}"));
+            }
+            return Ok((Some(spec.clone()), given));
         }
         let file = self.dir.join(spec);
         let file = file.display().to_string();
         // Any host: each stack has its own; the steps' paths and checks are what is checked.
         let probe = BenchConfig::new(Target::parse("http://localhost/").expect("a valid URL"));
-        if let Err(e) = loadlab_engine::visits::VisitFile::read(&file, &probe, None) {
+        let vars = given.iter().cloned().collect();
+        if let Err(e) = loadlab_engine::visits::VisitFile::read(&file, &probe, None, vars) {
             return self.fail(v.span(), format!("visits: {e}"));
         }
-        Ok(Some(file))
+        Ok((Some(file), given))
+    }
+
+    /// `given = { NAME = "VALUE" }`, each as `loadlab_visit::given_refusal` allows.
+    fn given(&self, w: &RawWorkload) -> Checked<Given> {
+        let Some(g) = &w.given else { return Ok(Vec::new()) };
+        for (n, value) in g.get_ref() {
+            if let Some(why) = loadlab_visit::given_refusal(n, value) {
+                return self.fail(g.span(), format!("given {n}: {why}"));
+            }
+        }
+        Ok(g.get_ref().iter().map(|(n, v)| (n.clone(), v.clone())).collect())
     }
 
     /// A visit workload's base request when it gives no `path`: GET / (what verify asks of
