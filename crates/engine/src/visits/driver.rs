@@ -28,6 +28,7 @@ use crate::check::BodyCheck;
 use crate::conn::{Conn, Fed, State, To};
 use crate::exchange::{second_of, us, Exchange, Recording};
 use crate::http::Parser;
+use crate::mix::Picker;
 use crate::pacing::Budget;
 use crate::result::{EntryTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
@@ -90,6 +91,9 @@ pub(crate) struct VisitWorker {
     /// is global arrival `index + k x streams`, and visits go round-robin over the plan by it.
     stream: (usize, usize),
     arrivals: usize,
+    /// A weighted mix of visit files: which visit each arriving visitor makes; `None`, the
+    /// plan's visits in turn by global arrival.
+    pick: Option<Picker>,
     budget: Budget,
     budget_spent: bool,
     schedule_end: Option<Instant>,
@@ -132,6 +136,10 @@ impl VisitWorker {
                 end.saturating_duration_since(spec.measure_start).as_secs() as usize + 2,
             );
         }
+        let pick = match plan.weights() {
+            Some(w) => Some(Picker::weighted(&w, stream.0, seed).map_err(io::Error::other)?),
+            None => None,
+        };
         let mut sessions = SessionTally::default();
         sessions.steps.resize_with(plan.steps.len(), Default::default);
         Ok(VisitWorker {
@@ -145,6 +153,7 @@ impl VisitWorker {
             schedule,
             stream,
             arrivals: 0,
+            pick,
             budget,
             budget_spent: false,
             schedule_end: None,
@@ -279,7 +288,10 @@ impl VisitWorker {
         let global = self.stream.0 + self.arrivals * self.stream.1;
         self.arrivals += 1;
         let visitor = Visitor {
-            visit: global % self.plan.visits.len(),
+            visit: match self.pick.as_mut() {
+                Some(pick) => pick.next() as usize,
+                None => global % self.plan.visits.len(),
+            },
             due,
             measured,
             burst: 0,

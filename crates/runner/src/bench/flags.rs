@@ -491,8 +491,39 @@ impl TrafficFlags {
 }
 
 /// The visits of `spec` for `config`'s target: a built-in visit's name (`wordpress:login`)
-/// or a visit file, as `bench --visits` and a suite's `visits = ...` take them.
+/// or a visit file, or a weighted mix of them (`a.toml:3,b.toml:1`, see
+/// [`loadlab_engine::visits::parse_weights`]), as `bench --visits` and a suite's
+/// `visits = ...` take them.
 pub(crate) fn visit_file(
+    spec: &str,
+    config: &BenchConfig,
+    per_visitor: Option<usize>,
+) -> Result<loadlab_engine::visits::VisitFile, FlagError> {
+    let usage = |e: String| FlagError::Usage(format!("--visits {e}"));
+    let weighted = loadlab_engine::visits::parse_weights(spec).map_err(usage)?;
+    if let [(one, 1)] = weighted.as_slice() {
+        return one_visit_file(one, config, per_visitor);
+    }
+    let mut files = Vec::with_capacity(weighted.len());
+    for (name, weight) in weighted {
+        let text = match builtin_visit(&name, &config.target.url)? {
+            Some((_, text)) => text,
+            None => std::fs::read_to_string(&name).map_err(|e| {
+                FlagError::Engine(loadlab_engine::EngineError::Input {
+                    file: name.clone(),
+                    line: None,
+                    what: e.to_string(),
+                })
+            })?,
+        };
+        files.push(loadlab_engine::visits::WeightedFile { name, text, weight });
+    }
+    loadlab_engine::visits::VisitFile::weighted(&files, config, per_visitor)
+        .map_err(FlagError::Engine)
+}
+
+/// One visit file's or built-in visit's visits.
+fn one_visit_file(
     spec: &str,
     config: &BenchConfig,
     per_visitor: Option<usize>,
