@@ -139,4 +139,6 @@ fn a_weighted_mix_of_visit_files_over_agents_adds_each_files_figures() {
     // Each file's figures are every agent's added: what the server saw of it.
     let seen = server.targets();
     assert_eq!((seen["/private"], seen["/other"]), (first, second));
+    // And each file's visit durations are every agent's histograms added.
+    assert_eq!(count(&merged, "visits.files.1.duration_us.count"), second, "{merged:#}");
 }

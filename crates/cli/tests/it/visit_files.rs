@@ -213,6 +213,10 @@ fn a_weighted_mix_of_visit_files_picks_by_weight_and_reports_each_file() {
     assert_eq!(seen["/login"], each(0, "started"));
     assert_eq!(seen["/other"], each(1, "completed"));
     assert_eq!(seen["/private"], each(0, "completed"));
+    // Each file's visits timed on their own: a duration per completed visit of it.
+    for f in &files {
+        assert_eq!(f["duration_us"]["count"], f["completed"], "{report:#}");
+    }
     // Each file's step table, and every step named after its file in the whole list.
     assert_eq!(files[1]["steps"][0]["step"], "1 GET /other", "{report:#}");
     let names: Vec<String> = steps(&report).into_iter().map(|s| s.0).collect();

@@ -142,6 +142,9 @@ impl VisitWorker {
         };
         let mut sessions = SessionTally::default();
         sessions.steps.resize_with(plan.steps.len(), Default::default);
+        if pick.is_some() {
+            sessions.by_visit.resize_with(plan.visits.len(), Default::default);
+        }
         Ok(VisitWorker {
             keep_body: plan.needs_body(),
             last_event: spec.measure_start,
@@ -687,6 +690,9 @@ impl VisitWorker {
             None => {
                 self.sessions.completed += 1;
                 self.sessions.lifetime.record(life);
+                if let Some(own) = self.sessions.by_visit.get_mut(visitor.visit) {
+                    own.record(life);
+                }
                 self.sessions.count_completed_at(second_of(self.spec.measure_start, now));
             }
             Some(((burst, call), class)) => {

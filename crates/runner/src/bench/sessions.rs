@@ -128,6 +128,8 @@ pub struct FileVisits {
     pub failed: u64,
     /// Completed visits of this file per second of the run.
     pub rate_per_s: f64,
+    /// Its completed visits, from when each was due to its last answer, think included.
+    pub duration_us: RecorderSummary,
     pub steps: Vec<Step>,
 }
 
@@ -166,7 +168,7 @@ impl Visits {
         let steps = plan.steps.iter().zip(&s.steps).map(|(name, t)| step(name, t)).collect();
         let files = (plan.visits.len() > 1).then(|| {
             let starts = plan.step_starts.iter();
-            let each = plan.visits.iter().zip(starts).map(|(v, start)| {
+            let each = plan.visits.iter().zip(starts).enumerate().map(|(i, (v, start))| {
                 let at = *start..start + v.bursts.len();
                 let own = s.steps.get(at.clone()).unwrap_or_default();
                 let prefix = format!("{}: ", v.file);
@@ -179,6 +181,7 @@ impl Visits {
                     completed,
                     failed: own.iter().flat_map(|t| t.failed.values()).sum(),
                     rate_per_s: per_second(completed),
+                    duration_us: s.by_visit.get(i).cloned().unwrap_or_default().summary(),
                     steps: names.zip(own).map(|(n, t)| step(n, t)).collect(),
                 }
             });
