@@ -84,8 +84,8 @@ pub struct BenchArgs {
         conflicts_with_all = ["requests", "duration", "conn_rate", "conns", "urls", "replay", "timing_script"]
     )]
     pub wsesslog: Option<String>,
-    /// A visit file's visits (TOML steps with checks and captures, docs/visits.md): at --rate
-    /// visits a second, or -c visitors each starting the next when one ends; -n counts visits.
+    /// A visit file's visits (TOML steps with checks and captures, docs/visits.md), or files by
+    /// weight (a.toml:3,b.toml): at --rate visits a second, or -c visitors; -n counts visits.
     #[arg(long = "visits", value_name = "FILE", conflicts_with_all = ["wsesslog", "view", "urls", "replay", "timing_script"])]
     pub visits: Option<String>,
     /// With --visits: a value its steps use as {NAME} ({visitor} in it: the visitor's number).

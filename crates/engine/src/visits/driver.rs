@@ -28,6 +28,7 @@ use crate::check::BodyCheck;
 use crate::conn::{Conn, Fed, State, To};
 use crate::exchange::{second_of, us, Exchange, Recording};
 use crate::http::Parser;
+use crate::mix::Picker;
 use crate::pacing::Budget;
 use crate::result::{EntryTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
@@ -90,6 +91,9 @@ pub(crate) struct VisitWorker {
     /// is global arrival `index + k x streams`, and visits go round-robin over the plan by it.
     stream: (usize, usize),
     arrivals: usize,
+    /// A weighted mix of visit files: which visit each arriving visitor makes; `None`, the
+    /// plan's visits in turn by global arrival.
+    pick: Option<Picker>,
     budget: Budget,
     budget_spent: bool,
     schedule_end: Option<Instant>,
@@ -132,8 +136,15 @@ impl VisitWorker {
                 end.saturating_duration_since(spec.measure_start).as_secs() as usize + 2,
             );
         }
+        let pick = match plan.weights() {
+            Some(w) => Some(Picker::weighted(&w, stream.0, seed).map_err(io::Error::other)?),
+            None => None,
+        };
         let mut sessions = SessionTally::default();
         sessions.steps.resize_with(plan.steps.len(), Default::default);
+        if pick.is_some() {
+            sessions.by_visit.resize_with(plan.visits.len(), Default::default);
+        }
         Ok(VisitWorker {
             keep_body: plan.needs_body(),
             last_event: spec.measure_start,
@@ -145,6 +156,7 @@ impl VisitWorker {
             schedule,
             stream,
             arrivals: 0,
+            pick,
             budget,
             budget_spent: false,
             schedule_end: None,
@@ -284,7 +296,10 @@ impl VisitWorker {
         let v = self.free_visitors.pop().unwrap_or(self.visitors.len());
         let number = v * self.stream.1 + self.stream.0 + 1;
         let visitor = Visitor {
-            visit: global % self.plan.visits.len(),
+            visit: match self.pick.as_mut() {
+                Some(pick) => pick.next() as usize,
+                None => global % self.plan.visits.len(),
+            },
             due,
             measured,
             burst: 0,
@@ -674,6 +689,9 @@ impl VisitWorker {
             None => {
                 self.sessions.completed += 1;
                 self.sessions.lifetime.record(life);
+                if let Some(own) = self.sessions.by_visit.get_mut(visitor.visit) {
+                    own.record(life);
+                }
                 self.sessions.count_completed_at(second_of(self.spec.measure_start, now));
             }
             Some(((burst, call), class)) => {

@@ -515,29 +515,73 @@ pub fn parse_given(items: &[String]) -> Result<Vec<(String, String)>, FlagError>
 }
 
 /// The visits of `spec` for `config`'s target: a built-in visit's name (`wordpress:login`)
-/// or a visit file, as `bench --visits` and a suite's `visits = ...` take them, with the
-/// values `given` by the user (over a built-in visit's own). A name no step uses, or that a
-/// step captures, is refused.
+/// or a visit file, or a weighted mix of them (`a.toml:3,b.toml:1`, see
+/// [`loadlab_engine::visits::parse_weights`]), as `bench --visits` and a suite's
+/// `visits = ...` take them, with the values `given` by the user (over a built-in visit's
+/// own). A name no step uses, or that a step captures, is refused.
 pub(crate) fn visit_file(
     spec: &str,
     config: &BenchConfig,
     per_visitor: Option<usize>,
     given: &[(String, String)],
 ) -> Result<loadlab_engine::visits::VisitFile, FlagError> {
+    let usage = |e: String| FlagError::Usage(format!("--visits {e}"));
+    let weighted = loadlab_engine::visits::parse_weights(spec).map_err(usage)?;
     let mut vars: loadlab_visit::Vars = given.iter().cloned().collect();
-    let Some(builtin) = builtin_visit(spec, &config.target.url)? else {
-        return loadlab_engine::visits::VisitFile::read(spec, config, per_visitor, vars)
-            .map_err(FlagError::Engine);
-    };
+    if let [(one, 1)] = weighted.as_slice() {
+        let Some(builtin) = builtin_visit(one, &config.target.url)? else {
+            return loadlab_engine::visits::VisitFile::read(one, config, per_visitor, vars)
+                .map_err(FlagError::Engine);
+        };
+        lab_values(one, &builtin, &mut vars, config)?;
+        let name = builtin.visit.name;
+        return loadlab_engine::visits::VisitFile::parse(
+            builtin.visit.text,
+            name,
+            config,
+            per_visitor,
+            vars,
+        )
+        .map_err(FlagError::Engine);
+    }
+    let mut files = Vec::with_capacity(weighted.len());
+    for (name, weight) in weighted {
+        let text = match builtin_visit(&name, &config.target.url)? {
+            Some(builtin) => {
+                lab_values(&name, &builtin, &mut vars, config)?;
+                builtin.visit.text.to_string()
+            }
+            None => std::fs::read_to_string(&name).map_err(|e| {
+                FlagError::Engine(loadlab_engine::EngineError::Input {
+                    file: name.clone(),
+                    line: None,
+                    what: e.to_string(),
+                })
+            })?,
+        };
+        files.push(loadlab_engine::visits::WeightedFile { name, text, weight });
+    }
+    loadlab_engine::visits::VisitFile::weighted(&files, config, per_visitor, vars)
+        .map_err(FlagError::Engine)
+}
+
+/// Adds the values the lab's instance gives built-in visit `spec` to `vars`, where the user
+/// gave none of that name. Each visitor logs in as its own user of the stack: a closed
+/// population larger than its users would share some, and lose logins to WordPress's unlocked
+/// session row (docs/lab.md), so it is refused.
+fn lab_values(
+    spec: &str,
+    builtin: &loadlab_lab::visits::Resolved,
+    vars: &mut loadlab_visit::Vars,
+    config: &BenchConfig,
+) -> Result<(), FlagError> {
     let mut lab_given = false;
-    for (name, value) in builtin.given {
-        if let std::collections::hash_map::Entry::Vacant(free) = vars.entry(name) {
-            free.insert(value);
+    for (name, value) in &builtin.given {
+        if let std::collections::hash_map::Entry::Vacant(free) = vars.entry(name.clone()) {
+            free.insert(value.clone());
             lab_given = true;
         }
     }
-    // Each visitor logs in as its own user of the stack: a population larger than its users
-    // would share some, and lose logins to WordPress's unlocked session row (docs/lab.md).
     if let (true, Some(users), Pacing::Closed) = (lab_given, builtin.visitors, config.pacing) {
         if config.connections > users {
             return Err(FlagError::Usage(format!(
@@ -547,9 +591,7 @@ pub(crate) fn visit_file(
             )));
         }
     }
-    let name = builtin.visit.name;
-    loadlab_engine::visits::VisitFile::parse(builtin.visit.text, name, config, per_visitor, vars)
-        .map_err(FlagError::Engine)
+    Ok(())
 }
 
 /// `--visits NAME` of one of the lab's built-in visits (docs/lab.md), with the values the

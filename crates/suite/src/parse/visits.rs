@@ -1,13 +1,14 @@
-//! A workload's `visits = "FILE"` or `visits = "wordpress:NAME"` (issue 25): the visit file
-//! checked when the suite is (a wrong step is refused before any stack starts, at this key), a
-//! built-in name known to the lab, its `given` values each used by a step (none captured by
-//! one), and the keys that do not go with a visit refused.
+//! A workload's `visits = "FILE"` or `visits = "wordpress:NAME"` (issue 25), or a weighted mix
+//! of them (`visits = ["a.toml:3", "b.toml"]`): each visit file checked when the suite is (a
+//! wrong step is refused before any stack starts, at this key), each built-in name known to
+//! the lab, its `given` values each used by a step (none captured by one), and the keys that
+//! do not go with a visit refused.
 
 use loadlab_engine::{BenchConfig, RequestSpec, Target};
 use toml::Spanned;
 
 use super::{Checked, Checker};
-use crate::raw::RawWorkload;
+use crate::raw::{RawWorkload, VisitsValue};
 use crate::suite::{builtin_workload, CustomRequest};
 
 /// A visit's given values, by name.
@@ -53,36 +54,74 @@ impl Checker<'_> {
                 format!("{name:?} is a built-in workload: name the visit workload otherwise"),
             );
         }
-        let spec = v.get_ref();
+        let items = match v.get_ref() {
+            VisitsValue::One(one) => vec![one.as_str()],
+            VisitsValue::Many(many) => many.iter().map(String::as_str).collect(),
+        };
+        // An empty list is one empty name, refused as such.
+        let weighted = match loadlab_engine::visits::parse_weights(&items.join(",")) {
+            Ok(w) => w,
+            Err(e) => return self.fail(v.span(), format!("visits: {e}")),
+        };
+        if let [(one, 1)] = weighted.as_slice() {
+            return Ok((Some(self.visit(one, v.span(), &given, true)?), given));
+        }
+        // A weighted mix, as `bench --visits` takes it: each name resolved, then its weight;
+        // a given value need only be used by one of them.
+        let mut resolved = Vec::with_capacity(weighted.len());
+        for (name, weight) in &weighted {
+            resolved.push(format!("{}:{weight}", self.visit(name, v.span(), &given, false)?));
+        }
+        Ok((Some(resolved.join(",")), given))
+    }
+
+    /// One visit of a workload's `visits` (written at `span`): a built-in name as written, a
+    /// file made absolute, checked with the values `given` (each used by a step when `alone`).
+    fn visit(
+        &self,
+        spec: &str,
+        span: std::ops::Range<usize>,
+        given: &Given,
+        alone: bool,
+    ) -> Checked<String> {
+        let mut names: Vec<&str> = given.iter().map(|(n, _)| n.as_str()).collect();
         if spec.starts_with("wordpress:") || loadlab_lab::visits::builtin(spec).is_some() {
-            if loadlab_lab::visits::builtin(spec).is_none() {
+            let Some(b) = loadlab_lab::visits::builtin(spec) else {
                 let known: Vec<&str> =
                     loadlab_lab::visits::BUILTINS.iter().map(|b| b.name).collect();
                 return self.fail(
-                    v.span(),
+                    span,
                     format!("visits: no built-in visit {spec:?}; they are: {}", known.join(", ")),
                 );
-            }
-            let b = loadlab_lab::visits::builtin(spec).expect("known above");
-            let mut names: Vec<&str> = given.iter().map(|(n, _)| n.as_str()).collect();
+            };
             names.extend(b.given.iter().filter(|g| !given.iter().any(|(n, _)| n == *g)));
             let read = loadlab_visit::visit_file::parse(b.text, b.name, &names)
                 .map_err(|e| e.to_string())
-                .and_then(|visit| unused(&visit, &given));
+                .and_then(|visit| if alone { unused(&visit, given) } else { Ok(()) });
             if let Err(e) = read {
-                return self.fail(v.span(), format!("visits: {e}"));
+                return self.fail(span, format!("visits: {e}"));
             }
-            return Ok((Some(spec.clone()), given));
+            return Ok(spec.to_string());
         }
-        let file = self.dir.join(spec);
-        let file = file.display().to_string();
-        // Any host: each stack has its own; the steps' paths and checks are what is checked.
-        let probe = BenchConfig::new(Target::parse("http://localhost/").expect("a valid URL"));
-        let vars = given.iter().cloned().collect();
-        if let Err(e) = loadlab_engine::visits::VisitFile::read(&file, &probe, None, vars) {
-            return self.fail(v.span(), format!("visits: {e}"));
+        let file = self.dir.join(spec).display().to_string();
+        let read = if alone {
+            // Any host: each stack has its own; the steps' paths and checks are what is checked.
+            let probe = BenchConfig::new(Target::parse("http://localhost/").expect("a valid URL"));
+            let vars = given.iter().cloned().collect();
+            loadlab_engine::visits::VisitFile::read(&file, &probe, None, vars)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        } else {
+            std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}")).and_then(|text| {
+                loadlab_visit::visit_file::parse(&text, &file, &names)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            })
+        };
+        if let Err(e) = read {
+            return self.fail(span, format!("visits: {e}"));
         }
-        Ok((Some(file), given))
+        Ok(file)
     }
 
     /// `given = { NAME = "VALUE" }`, each as `loadlab_visit::given_refusal` allows.
