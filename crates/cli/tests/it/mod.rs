@@ -30,6 +30,7 @@ mod validation;
 mod views;
 mod visit_files;
 mod visits;
+mod visits_httperf;
 
 use std::process::Output;
 
