@@ -9,7 +9,8 @@
 //! - [`wire`]: the messages and their framing.
 //! - [`load`]: the load's identity, option by option.
 //! - [`clock`]: clock offset and round trip from ping samples; the start time.
-//! - [`part`]: an agent's measurements, as sent to agent 0 and added into its result.
+//! - [`part`]: an agent's measurements, as sent to agent 0 and added into its result; its
+//!   visits' figures in [`visits`].
 //! - [`stream`]: the same, second by second during the run, so that a lost agent counts.
 //! - [`coordinator`]: agent 0's side; [`member`]: every other agent's.
 
@@ -20,6 +21,7 @@ pub mod load;
 pub mod member;
 pub mod part;
 pub mod stream;
+pub mod visits;
 pub mod wire;
 
 use std::time::Duration;

@@ -14,12 +14,15 @@ const LONG: usize = 120;
 
 /// The load of `config` (the whole test's, before [`BenchConfig::take_share`]).
 pub fn describe(config: &BenchConfig) -> Vec<(String, String)> {
-    let items: [(&str, String); 13] = [
+    let items: [(&str, String); 14] = [
         ("the URL", config.target.url.clone()),
         ("the load model (--rate, --conn-rate, --arrival, --max-connections)", dbg(&config.pacing)),
         ("--connections", config.connections.to_string()),
         ("the stop condition (-n, -d, --conns)", dbg(&config.stop)),
         ("the request (--method, --header, --body)", dbg(&config.request)),
+        // Before the traffic, which a visit file makes (its requests): a differing file is
+        // named as such.
+        ("the visits (--visits, --wsesslog, --view)", visits(config)),
         ("the traffic (--urls, --replay)", dbg(&config.traffic)),
         ("the protocol (--http2, --streams)", dbg(&config.protocol)),
         ("--no-keepalive", config.keepalive.to_string()),
@@ -48,6 +51,11 @@ pub fn differs(
         .iter()
         .find(|(n, _)| !ours.iter().any(|(o, _)| o == n))
         .map(|(n, v)| (n.clone(), "(absent: another loadlab version?)".into(), v.clone()))
+}
+
+/// The visits' identity ([`loadlab_engine::visits::Plan::identity`]); empty without visits.
+fn visits(config: &BenchConfig) -> String {
+    config.visits.as_ref().map(|p| p.identity()).unwrap_or_default()
 }
 
 fn dbg<T: std::fmt::Debug>(v: &T) -> String {

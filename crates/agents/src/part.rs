@@ -34,7 +34,7 @@ pub struct Hist {
 }
 
 impl Hist {
-    fn of(r: &Recorder) -> Hist {
+    pub(crate) fn of(r: &Recorder) -> Hist {
         let mut v2 = Vec::new();
         // Into a Vec the V2 encoding fails only for a histogram it cannot express, which
         // loadlab's u64 histograms are not; an empty encoding would then fail to decode.
@@ -51,7 +51,7 @@ impl Hist {
         }
     }
 
-    fn recorder(&self) -> Result<Recorder, String> {
+    pub(crate) fn recorder(&self) -> Result<Recorder, String> {
         let hist = decode(&self.v2)?;
         let whole = |(hi, lo): (u64, u64)| (u128::from(hi) << 64) | u128::from(lo);
         let totals = Totals {
@@ -123,6 +123,9 @@ pub struct Part {
     /// (`runner::seconds`): a flag on any agent is one on the merged row, naming it.
     #[serde(default)]
     pub second_flags: Vec<Vec<Flag>>,
+    /// Visits' figures (`--visits`, `--wsesslog`, `--view`), added like the requests'.
+    #[serde(default)]
+    visits: Option<crate::visits::Visits<Hist>>,
 }
 
 impl Part {
@@ -190,6 +193,7 @@ impl Part {
             limited_by: None,
             workers: 0,
             second_flags: Vec::new(),
+            visits: t.sessions.as_deref().map(|s| crate::visits::Visits::of(s, Hist::of)),
         }
     }
 
@@ -232,6 +236,8 @@ impl Part {
             entry.latency.merge(&latency.recorder()?);
             t.entries.push(entry);
         }
+        t.sessions =
+            self.visits.as_ref().map(|v| v.tally(Hist::recorder).map(Box::new)).transpose()?;
         Ok(t)
     }
 

@@ -1,19 +1,15 @@
 //! `bench`'s flags for one test from many hosts (`--agents N --agent I --rendezvous HOST:PORT`),
-//! turned into the runner's [`Agents`]; the rendezvous and the merge are the libraries'
-//! (`loadlab_agents`, `loadlab_runner::bench::agent`).
+//! declared; the runner's `agent_flags` checks them into its [`Agents`]; the rendezvous and
+//! the merge are the libraries' (`loadlab_agents`, `loadlab_runner::bench::agent`).
 
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use loadlab_agents::auth::Token;
 use loadlab_agents::coordinator::OnLoss;
-use loadlab_engine::Share;
 use loadlab_runner::bench::agent::{AgentError, Agents};
-use loadlab_runner::bench::hosts::Launch;
+use loadlab_runner::bench::agent_flags::AgentFlags;
 
-use crate::exit::Failure;
 use crate::units::parse_duration;
 
 #[derive(Debug, Args)]
@@ -71,76 +67,25 @@ pub enum OnAgentLoss {
 }
 
 impl AgentArgs {
-    /// The runner's view of these flags; `None` without `--agents` (or with `--agents 1`,
-    /// which is a single host).
+    /// The runner's view of these flags (`loadlab_runner::bench::agent_flags`).
     pub fn agents(&self) -> anyhow::Result<Option<Agents>> {
-        let usage = |m: String| anyhow::Error::new(Failure::usage(m));
-        let Some(of) = self.agents else { return Ok(None) };
-        if of == 0 {
-            return Err(usage("--agents must be at least 1".into()));
-        }
-        if self.until_eof {
-            loadlab_remote::agents::exit_on_eof(crate::exit::AGENT_LOST.into());
-        }
-        let index = match self.agent {
-            Some(i) => i,
-            None if self.agent_hosts.is_some() => 0,
-            None => std::env::var("JOB_COMPLETION_INDEX")
-                .map_err(|_| usage("--agents needs --agent I (or JOB_COMPLETION_INDEX)".into()))?
-                .trim()
-                .parse()
-                .map_err(|_| usage("JOB_COMPLETION_INDEX is not a number".into()))?,
-        };
-        if self.agent_weight == 0 {
-            return Err(usage("--agent-weight must be at least 1".into()));
-        }
-        if index >= of {
-            return Err(usage(format!("--agent {index} is not in 0..{}", of - 1)));
-        }
-        if of == 1 && self.agent_hosts.is_none() {
-            return Ok(None);
-        }
-        let spec = match (&self.rendezvous, &self.agent_hosts) {
-            (Some(spec), _) => spec.as_str(),
-            // Unused: agent 0 of --agent-hosts listens where each host routes to.
-            (None, Some(_)) => "0.0.0.0:0",
-            (None, None) => return Err(usage("--agents needs --rendezvous HOST:PORT".into())),
-        };
-        let rendezvous = resolve(spec).map_err(|e| usage(format!("--rendezvous {spec}: {e}")))?;
-        let (file, env) = (self.token_file.as_deref(), std::env::var("LOADLAB_TOKEN").ok());
-        let (launch, token) = match &self.agent_hosts {
-            Some(hosts) => Launch::agent_0(hosts, of, (file, env), self.rendezvous.clone())
-                .map(|(launch, token)| (Some(launch), token))
-                .map_err(crate::exit::failure)?,
-            None => (None, Token::load(file, env).map_err(|e| usage(e.to_string()))?),
-        };
-        Ok(Some(Agents {
-            share: Share::new(index, of),
-            rendezvous,
-            token,
+        let flags = AgentFlags {
+            agents: self.agents,
+            agent: self.agent,
+            rendezvous: self.rendezvous.clone(),
+            agent_hosts: self.agent_hosts.clone(),
+            until_eof: self.until_eof,
+            eof_exit: crate::exit::AGENT_LOST,
             timeout: self.rendezvous_timeout,
-            host: host_name(),
-            others: Default::default(),
+            token_file: self.token_file.clone(),
             on_loss: match self.on_agent_loss {
                 OnAgentLoss::Stop => OnLoss::Stop,
                 OnAgentLoss::Continue => OnLoss::Continue,
             },
             weight: self.agent_weight,
-            launch,
-        }))
+        };
+        flags.agents(std::env::var("JOB_COMPLETION_INDEX").ok()).map_err(failure)
     }
-}
-
-fn resolve(spec: &str) -> Result<SocketAddr, String> {
-    let mut addrs = spec.to_socket_addrs().map_err(|e| e.to_string())?;
-    addrs.next().ok_or_else(|| "resolves to no address".to_string())
-}
-
-/// This host's name, for agent 0's report.
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// An agent's failure, as its class says it (a bench's names the lab's CA when it helps).

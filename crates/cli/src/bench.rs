@@ -257,24 +257,9 @@ fn print(args: &BenchArgs, judged: &bench::Judged) -> anyhow::Result<u8> {
     output::render(args.format, report, result, &mut stdout)?;
     stdout.flush()?;
     drop(stdout);
-    let own_layout = matches!(args.format, Format::Ab | Format::Httperf | Format::Csv);
-    if matches!(args.format, Format::Ab | Format::Httperf) {
-        // Those layouts have no place for these; stdout stays the tool's layout.
-        // A session log's requests are a list too; its session figures have their lines.
-        if report.urls.is_some() && report.sessions.is_none() {
-            eprintln!(
-                "loadlab: note: the per-URL figures of --urls have no place in this layout; \
-                 --format text, json or csv shows them"
-            );
-        }
-        if let Some(note) = report.replay.as_ref().and_then(|r| r.skipped_sentence()) {
-            eprintln!("loadlab: note: {note}");
-        }
-    }
     let unreachable = judged.disposition == Disposition::Unreachable;
-    if let (Some(v), true, false) = (&report.slo, own_layout, unreachable) {
-        // Those layouts have no place for the gate's verdict: its line goes to stderr.
-        eprintln!("loadlab: {}", v.line());
+    for line in output::beside(args.format, report, !unreachable) {
+        eprintln!("loadlab: {line}");
     }
     Ok(match judged.disposition {
         Disposition::Unreachable => {

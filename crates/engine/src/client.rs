@@ -83,13 +83,18 @@ impl Tls {
         let opts =
             TlsOptions { cacert: Some(ca.to_path_buf()), resume: true, ..Default::default() };
         // The run's configuration names the flag its CA came from; here it came from a file.
-        let base = tls::client_config(&opts, false)
-            .map_err(|e| e.strip_prefix("--cacert ").map_or(e.clone(), str::to_string))?;
+        Tls::trusting(&opts, name)
+            .map_err(|e| e.strip_prefix("--cacert ").map_or(e.clone(), str::to_string))
+    }
+
+    /// As a run trusts its target (`--cacert`, `--insecure`, else the system's roots), for the
+    /// server name `name`: what a run's own blocking GETs (a page view's discovery) use.
+    pub fn trusting(opts: &TlsOptions, name: &str) -> Result<Tls, String> {
+        let base = tls::client_config(opts, false)?;
         let host = name.to_string();
         let name = tls::server_name(name)?;
         let http1 = with_alpn(&base, &["http/1.1"]);
-        let tls = Tls { name, host, base, http1 };
-        Ok(tls)
+        Ok(Tls { name, host, base, http1 })
     }
 
     /// A client configuration offering `alpn`, with a session cache of its own: connections

@@ -260,6 +260,62 @@ impl Conn {
         Ok(true)
     }
 
+    /// An idle keep-alive connection became readable (`error`: with an error): whether it can
+    /// still carry the next request. Over TLS what came may be session tickets (TLS 1.3 sends
+    /// them after the handshake, RFC 8446 section 4.6.1), which leave it usable; otherwise it
+    /// is the server's close (its keep-alive timeout) or bytes nobody asked for.
+    pub fn idle_usable(&mut self, error: bool) -> bool {
+        match self.stream.as_mut() {
+            Some(Stream::Tls(t)) => !error && t.idle_ok(),
+            _ => false,
+        }
+    }
+
+    /// Sends what rustls holds for the peer (the handshake, a request held until it ended) as
+    /// far as the socket now takes it; nothing to do without TLS.
+    pub fn flush_tls(&mut self) -> io::Result<()> {
+        match self.stream.as_mut() {
+            Some(Stream::Tls(t)) => t.flush_tls(),
+            _ => Ok(()),
+        }
+    }
+
+    /// The first time this connection's TLS handshake is seen over (`true` then): its end is
+    /// the handshake's time, which the first reply records ([`Conn::count_reply`]), and a
+    /// request held in rustls until then went out with it.
+    pub fn note_handshake(&mut self, now: Instant) -> bool {
+        let (None, Some(Stream::Tls(t))) = (self.tls_done, self.stream.as_ref()) else {
+            return false;
+        };
+        if !t.handshaken() {
+            return false;
+        }
+        self.tls_done = Some(now);
+        self.tls_resumed = t.resumed();
+        if self.state == State::Reading && self.ex.written < now {
+            self.ex.written = now;
+        }
+        true
+    }
+
+    /// What this connection's TLS handshake settled on; `None` without TLS or before its end.
+    pub fn negotiated(&self) -> Option<crate::tls::Negotiated> {
+        match self.stream.as_ref() {
+            Some(Stream::Tls(t)) => t.negotiated(),
+            _ => None,
+        }
+    }
+
+    /// After a read of `n` bytes into a buffer of `len` left an answer partial: whether to
+    /// read again. A short read drained the socket (the edge-triggered loop waits for the next
+    /// event) unless the peer also closed or failed (`must_drain`: that event is already
+    /// consumed, so read on until EOF or the error shows) or TLS holds the data's end behind
+    /// what it returned (a close_notify brings no further event).
+    pub fn read_again(&self, n: usize, len: usize, must_drain: bool) -> bool {
+        let ended = matches!(&self.stream, Some(Stream::Tls(t)) if t.ended());
+        n == len || must_drain || ended
+    }
+
     /// Closes the socket. Closing the descriptor also removes it from the epoll set (epoll(7):
     /// a file descriptor is removed once all descriptors referring to it are closed), so no
     /// deregistration call is needed.

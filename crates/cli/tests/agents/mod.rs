@@ -16,6 +16,7 @@ use crate::support::{drain, loadlab, output_within, Behaviour, TestServer};
 mod netns;
 mod ssh;
 mod sweep;
+mod visits;
 
 const TOKEN: &str = "a-test-secret-of-some-length";
 /// Every agent of a test must be done within this.

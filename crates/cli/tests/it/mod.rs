@@ -28,9 +28,10 @@ mod trust;
 mod unix_socket;
 mod validation;
 mod views;
-mod visit_files;
+pub(crate) mod visit_files;
 mod visits;
 mod visits_httperf;
+mod visits_tls;
 
 use std::process::Output;
 

@@ -34,6 +34,23 @@ pub(crate) fn certs() -> Certs {
     }
 }
 
+impl Certs {
+    /// A server's TLS configuration of `versions` with the certificate the CA signed.
+    pub(crate) fn server_config(
+        &self,
+        versions: &[&'static rustls::SupportedProtocolVersion],
+    ) -> Arc<rustls::ServerConfig> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(versions)
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![self.leaf.clone()], self.key.clone_key())
+            .unwrap();
+        Arc::new(config)
+    }
+}
+
 /// What a test server does with each request head it read: answer on the TLS stream, or
 /// break it; `false` ends the connection.
 type Answer = fn(&mut rustls::StreamOwned<rustls::ServerConnection, std::net::TcpStream>) -> bool;
@@ -56,14 +73,7 @@ fn serve_with(
     versions: &[&'static rustls::SupportedProtocolVersion],
     answer: Answer,
 ) -> SocketAddr {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(versions)
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![certs.leaf.clone()], certs.key.clone_key())
-        .unwrap();
-    let config = Arc::new(config);
+    let config = certs.server_config(versions);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     thread::spawn(move || {

@@ -14,7 +14,7 @@ use crate::support::{
 
 /// Log in (capturing the token the page holds), read a page after `think`, then open the
 /// private page with the token in `private_headers` (the cookie goes by itself).
-fn login_visit(capture: &str, think: &str, private_headers: &str) -> String {
+pub(crate) fn login_visit(capture: &str, think: &str, private_headers: &str) -> String {
     format!(
         r#"name = "log in"
 [[step]]
@@ -39,7 +39,7 @@ contains = "secret"
     )
 }
 
-const TOKEN: &str = r#"name="token" value="([^"]+)""#;
+pub(crate) const TOKEN: &str = r#"name="token" value="([^"]+)""#;
 
 /// The report's `visits.steps`: (step, started, completed, failed by class).
 fn steps(report: &Value) -> Vec<(String, u64, u64, Value)> {
@@ -74,10 +74,15 @@ fn a_login_visit_passes_when_its_cookie_and_captured_token_are_carried() {
     let errors: Vec<String> =
         crate::schema::validator().iter_errors(&report).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
-    // The server's side: every private request carried a cookie of the session it was given.
+    assert_private_with_cookies(&server, 12);
+}
+
+/// The login server's side: `n` private requests, each carrying a cookie of the session it
+/// was given.
+pub(crate) fn assert_private_with_cookies(server: &TestServer, n: usize) {
     let private: Vec<_> =
         server.received().into_iter().filter(|(_, r)| r.target == "/private").collect();
-    assert_eq!(private.len(), 12);
+    assert_eq!(private.len(), n);
     assert!(private
         .iter()
         .all(|(_, r)| r.header("cookie").is_some_and(|c| c.starts_with("sid=s"))));

@@ -105,6 +105,8 @@ pub(crate) struct VisitWorker {
     tally: Tally,
     sessions: SessionTally,
     server: Option<String>,
+    /// What the first TLS handshake settled on, for the run's `tls`.
+    negotiated: Option<crate::tls::Negotiated>,
     open: usize,
     peak_open: usize,
     last_event: Instant,
@@ -156,6 +158,7 @@ impl VisitWorker {
             tally,
             sessions,
             server: None,
+            negotiated: None,
             open: 0,
             peak_open: 0,
             control,
@@ -423,10 +426,16 @@ impl VisitWorker {
             slot.conn.state = State::Writing { sent: 0 };
             return self.write(idx, now);
         }
-        let to = To { addr: self.spec.addr, unix: self.spec.unix.as_deref(), tls: None };
+        // Over TLS, the run's one client configuration: a visitor's new connection resumes a
+        // session as the request loop's do (its cache is shared by every connection).
+        let to = To {
+            addr: self.spec.addr,
+            unix: self.spec.unix.as_deref(),
+            tls: self.spec.tls.as_ref(),
+        };
         let conn = &mut slot.conn;
         if let Err(e) = conn.connect(self.poll.registry(), Token(idx), to, None, false) {
-            return self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now);
+            return self.fail_io(idx, &e, now);
         }
         conn.ex.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);
         conn.opened = now;
@@ -445,8 +454,11 @@ impl VisitWorker {
         let state = self.slots[idx].conn.state;
         if state == State::Idle {
             // An idle connection of a thinking visitor became readable: the server closed
-            // it (its keep-alive timeout). The next call reconnects.
-            if event.is_readable() || event.is_read_closed() || event.is_error() {
+            // it (its keep-alive timeout), unless TLS session tickets came. The next call
+            // reconnects.
+            if (event.is_readable() || event.is_read_closed() || event.is_error())
+                && !self.slots[idx].conn.idle_usable(event.is_error())
+            {
                 self.close(idx);
             }
             return;
@@ -460,15 +472,25 @@ impl VisitWorker {
                     conn.state = State::Writing { sent: 0 };
                 }
                 Ok(false) => return,
-                Err(e) => return self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
+                Err(e) => return self.fail_io(idx, &e, now),
             }
         }
         if matches!(self.slots[idx].conn.state, State::Writing { .. }) {
             self.write(idx, now);
         }
+        if event.is_writable() {
+            // What rustls could not send when it had it (handshake, the request): now.
+            if let Err(e) = self.slots[idx].conn.flush_tls() {
+                return self.fail_io(idx, &e, now);
+            }
+        }
         let readable = event.is_readable() || event.is_read_closed() || event.is_error();
         if self.slots[idx].conn.state == State::Reading && readable {
             self.read(idx, now, event.is_read_closed() || event.is_error());
+        }
+        let conn = &mut self.slots[idx].conn;
+        if conn.note_handshake(now) && self.negotiated.is_none() {
+            self.negotiated = conn.negotiated();
         }
     }
 
@@ -490,8 +512,16 @@ impl VisitWorker {
                 }
             }
             Ok(false) => {}
-            Err(e) => self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
+            Err(e) => self.fail_io(idx, &e, now),
         }
+    }
+
+    /// A failed read or write: its class, and for TLS its reason, kept with the counts.
+    fn fail_io(&mut self, idx: usize, e: &io::Error, now: Instant) {
+        if let (Some(reason), true) = (crate::tls::reason(e), self.slots[idx].conn.ex.measured) {
+            *self.tally.errors.tls_reasons.entry(reason.to_string()).or_insert(0) += 1;
+        }
+        self.fail(idx, ErrorClass::from_io(e), e.raw_os_error(), now)
     }
 
     fn read(&mut self, idx: usize, now: Instant, must_drain: bool) {
@@ -502,10 +532,10 @@ impl VisitWorker {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
+                Err(e) => return self.fail_io(idx, &e, now),
             };
             match conn.feed(&self.buf[..n], now) {
-                Fed::Partial if n < self.buf.len() && !must_drain => return,
+                Fed::Partial if !conn.read_again(n, self.buf.len(), must_drain) => return,
                 Fed::Partial => {}
                 Fed::Complete { spoiled } => return self.complete(idx, now, spoiled),
                 Fed::Failed(class) => return self.fail(idx, class, None, now),
@@ -528,7 +558,7 @@ impl VisitWorker {
         if self.server.is_none() {
             self.server = conn.parser.take_server();
         }
-        conn.count_reply();
+        let tls = conn.count_reply();
         let status = conn.parser.status();
         // A run's own checks (--expect-status, --expect-contains) fail a call as they fail a
         // request anywhere; here the visit ends with it, counted under `validation`.
@@ -541,7 +571,7 @@ impl VisitWorker {
             };
             let body_len = conn.parser.body_len();
             let failed = self.tally.failed;
-            conn.ex.record_completion(&mut self.tally, &recording, status, body_len, None, now);
+            conn.ex.record_completion(&mut self.tally, &recording, status, body_len, tls, now);
             invalid = self.tally.failed > failed;
             self.last_event = now;
         }
@@ -709,7 +739,7 @@ impl VisitWorker {
             peak_open: self.peak_open,
             slots: self.slots.len(),
             server: self.server.take(),
-            negotiated: None,
+            negotiated: self.negotiated.take(),
             tally: self.tally,
         }
     }

@@ -201,6 +201,19 @@ impl Plan {
         (!self.steps.is_empty() && visit == 0).then_some(burst)
     }
 
+    /// What makes these visits the same on every agent of a test (`--agents` compares it): the
+    /// visits' steps as read (requests, checks, captures, think times), the connections a
+    /// visitor holds, a view's resources, and the values given to every visitor. The run's
+    /// base request and target are compared on their own.
+    pub fn identity(&self) -> String {
+        let given: std::collections::BTreeMap<_, _> =
+            self.render.iter().flat_map(|r| r.given.iter()).collect();
+        format!(
+            "{:?} per visitor {} steps {:?} view {:?} given {given:?}",
+            self.visits, self.per_visitor, self.steps, self.view
+        )
+    }
+
     /// Requests of one pass through every visit of the plan.
     pub fn requests(&self) -> usize {
         self.visits.iter().flat_map(|v| &v.bursts).map(|b| b.entries.len()).sum()
@@ -211,13 +224,12 @@ impl Plan {
 pub type SharedPlan = Arc<Plan>;
 
 /// What a run of visits needs of its configuration: visitors arriving on a schedule (or, for a
-/// visit file, a closed population), over HTTP/1.1 without TLS (the driver does not run TLS
-/// handshakes or HTTP/2 streams yet), with their own requests as the run's list.
+/// visit file, a closed population), over HTTP/1.1 in the clear or over TLS (the driver does
+/// not run HTTP/2 streams yet), with their own requests as the run's list.
 pub(crate) fn check(
     plan: &Plan,
     pacing: &crate::Pacing,
     protocol: crate::Protocol,
-    tls: bool,
     traffic: &crate::Traffic,
 ) -> Result<(), EngineError> {
     let refuse = |m: &str| Err(EngineError::Config(m.to_string()));
@@ -230,8 +242,10 @@ pub(crate) fn check(
             )
         }
     }
-    if protocol.is_h2() || tls {
-        return refuse("visits run over HTTP/1.1 without TLS for now (no --http2, no https://)");
+    if protocol.is_h2() {
+        return refuse(
+            "visits run over HTTP/1.1 for now, in the clear or over TLS: not with --http2",
+        );
     }
     if !matches!(traffic, crate::Traffic::Mix(_)) {
         return refuse("visits carry their own requests: --urls and --replay have no meaning");

@@ -61,7 +61,13 @@ impl View {
         repeat: bool,
     ) -> Result<View, EngineError> {
         config.target.resolve()?;
-        let endpoint = Endpoint::plain(config.target.addrs[0]);
+        let mut endpoint = Endpoint::plain(config.target.addrs[0]);
+        if config.target.tls {
+            // Found as the run will fetch it: the same trust, the same server name.
+            let tls = client::Tls::trusting(&config.tls, &config.target.host)
+                .map_err(EngineError::Config)?;
+            endpoint.tls = Some(tls);
+        }
         let found = resources(config, &endpoint)?;
         let within = config.timeout * 2;
         let mut listed = Vec::with_capacity(found.len());

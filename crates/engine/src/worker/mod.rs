@@ -22,7 +22,6 @@ use mio::event::Event;
 use mio::{Events, Poll, Token};
 
 use crate::check::{BodyCheck, Validation};
-use crate::conn::Stream;
 use crate::conn::{Conn, Fed, State};
 use crate::exchange::{second_of, us, Exchange, Recording};
 use crate::h2::Session;
@@ -715,15 +714,10 @@ impl Worker {
             // keep-alive timeout) or sent what nobody asked for. Either way it cannot carry
             // the next request; close it now rather than fail that request later. The slot
             // stays in the idle pool and reconnects when it is next taken.
-            if event.is_readable() || event.is_read_closed() || event.is_error() {
-                // Over TLS, what came may be session tickets, which leave it usable.
-                let usable = match self.conns[idx].stream.as_mut() {
-                    Some(Stream::Tls(t)) => !event.is_error() && t.idle_ok(),
-                    _ => false,
-                };
-                if !usable {
-                    self.close(idx);
-                }
+            if (event.is_readable() || event.is_read_closed() || event.is_error())
+                && !self.conns[idx].idle_usable(event.is_error())
+            {
+                self.close(idx);
             }
             return;
         }
@@ -744,10 +738,9 @@ impl Worker {
             self.write(idx, now);
         }
         let readable = event.is_readable() || event.is_read_closed() || event.is_error();
-        if let (true, Some(Stream::Tls(t))) = (event.is_writable(), self.conns[idx].stream.as_mut())
-        {
+        if event.is_writable() {
             // What rustls could not send when it had it (handshake, the request): now.
-            if let Err(e) = t.flush_tls() {
+            if let Err(e) = self.conns[idx].flush_tls() {
                 return self.fail_io(idx, &e, now);
             }
         }
@@ -764,18 +757,8 @@ impl Worker {
     /// The first time a TLS connection's handshake is seen over: its end is the handshake's
     /// time, and the request (held in rustls until then) went out with it.
     fn note_handshake(&mut self, idx: usize, now: Instant) {
-        let conn = &mut self.conns[idx];
-        if let (None, Some(Stream::Tls(t))) = (conn.tls_done, conn.stream.as_ref()) {
-            if t.handshaken() {
-                conn.tls_done = Some(now);
-                conn.tls_resumed = t.resumed();
-                if self.negotiated.is_none() {
-                    self.negotiated = t.negotiated();
-                }
-                if conn.state == State::Reading && conn.ex.written < now {
-                    conn.ex.written = now;
-                }
-            }
+        if self.conns[idx].note_handshake(now) && self.negotiated.is_none() {
+            self.negotiated = self.conns[idx].negotiated();
         }
     }
 
@@ -827,12 +810,8 @@ impl Worker {
                 _ => now,
             };
             match conn.feed(&self.buf[..n], at) {
-                Fed::Partial => {
-                    let ended = matches!(&conn.stream, Some(Stream::Tls(t)) if t.ended());
-                    if n < self.buf.len() && !must_drain && !ended {
-                        return;
-                    }
-                }
+                Fed::Partial if !conn.read_again(n, self.buf.len(), must_drain) => return,
+                Fed::Partial => {}
                 // Bytes after the response were never asked for (no pipelining): the
                 // connection's framing can no longer be trusted, so it is not reused.
                 Fed::Complete { spoiled } => return self.complete(idx, at, spoiled),

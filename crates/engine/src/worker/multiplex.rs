@@ -152,9 +152,8 @@ impl Worker {
             // No connection: an event left over from a socket already closed.
             _ => return,
         }
-        if let (true, Some(Stream::Tls(t))) = (event.is_writable(), self.conns[idx].stream.as_mut())
-        {
-            if let Err(e) = t.flush_tls() {
+        if event.is_writable() {
+            if let Err(e) = self.conns[idx].flush_tls() {
                 return self.fail_io_connection(idx, &e, now);
             }
         }

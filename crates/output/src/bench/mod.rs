@@ -58,6 +58,31 @@ pub fn render(
     renderer.render(report, result, out)
 }
 
+/// What another tool's layout (ab's, httperf's, CSV) has no place for, to be said on stderr
+/// beside it so that stdout stays that tool's layout: the per-URL figures of `--urls`, the
+/// replay's skipped lines, and the `--slo` gate's verdict (when a request reached the target).
+pub fn beside(format: Format, report: &Report, reached: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    if matches!(format, Format::Ab | Format::Httperf) {
+        // A session log's requests are a list too; its session figures have their lines.
+        if report.urls.is_some() && report.sessions.is_none() {
+            lines.push(
+                "note: the per-URL figures of --urls have no place in this layout; --format \
+                 text, json or csv shows them"
+                    .to_string(),
+            );
+        }
+        if let Some(note) = report.replay.as_ref().and_then(|r| r.skipped_sentence()) {
+            lines.push(format!("note: {note}"));
+        }
+    }
+    let own_layout = matches!(format, Format::Ab | Format::Httperf | Format::Csv);
+    if let (Some(v), true, true) = (&report.slo, own_layout, reached) {
+        lines.push(v.line());
+    }
+    lines
+}
+
 /// `--hdr-log`: the run's per-second histograms in HdrHistogram's interval-log format, merged
 /// over the workers second by second.
 pub fn write_hdr_log(

@@ -83,11 +83,6 @@ pub fn run(
     control: Arc<Control>,
     warn: &mut dyn FnMut(&str),
 ) -> Result<Outcome, AgentError> {
-    if request.config.visits.is_some() {
-        // Their figures of sessions are not in what agents send agent 0 yet.
-        let why = "--wsesslog, --view and --visits run on one host for now: not with --agents";
-        return Err(AgentError::Unsupported(why.into()));
-    }
     let whole = request.clone();
     let mut mine = request;
     mine.config.take_share(agents.share).map_err(BenchError::Engine)?;

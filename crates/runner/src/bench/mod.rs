@@ -5,6 +5,7 @@
 
 pub mod across;
 pub mod agent;
+pub mod agent_flags;
 pub mod flags;
 pub mod hosts;
 pub mod live;
