@@ -217,4 +217,15 @@ mod tests {
         );
         assert!(!plain.contains("counted-head"));
     }
+
+    #[test]
+    fn a_visit_groups_warnings_name_its_own_measures() {
+        let mut cells = visit_cells();
+        // One repetition completed no search: it has a rate but no visit duration.
+        let first = cells.iter_mut().find(|c| c.workload == "search").unwrap();
+        first.metrics.remove(metric::VISIT_P50_US);
+        let text = crate::text::verdict_table(&crate::verdict::verdicts(&cells));
+        assert!(text.contains("opcache: 1 repetition(s) have no visit p50"), "{text}");
+        assert!(!text.contains("have no p50"), "{text}");
+    }
 }

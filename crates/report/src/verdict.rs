@@ -19,6 +19,7 @@ use loadlab_stats::summary::median;
 use loadlab_store::{CellRecord, Flag, Limit, LoadModel, LoadSpec};
 use serde::Serialize;
 
+use crate::counted::Counted;
 use crate::format;
 use crate::group::{groups, StackCells};
 use crate::requests::RequestFigures;
@@ -97,6 +98,8 @@ impl Figure {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StackSummary {
     pub stack: String,
+    /// What its cells counted: its figures are of requests, views or visits.
+    pub counted: Counted,
     pub repetitions: usize,
     /// One per [`Measure::ALL`], in that order.
     pub figures: Vec<Figure>,
@@ -202,30 +205,27 @@ pub enum Warning {
     /// A cell's trust flag, on the figures of its stack and the comparisons it is part of.
     Trust(CellFlag),
     /// So few repetitions that the test could never reach significance.
-    Underpowered {
-        better: String,
-        worse: String,
-        n_better: usize,
-        n_worse: usize,
-        min_p: f64,
-    },
+    Underpowered { better: String, worse: String, n_better: usize, n_worse: usize, min_p: f64 },
     /// Fewer repetitions than a 95% interval of the median needs: the range is shown instead.
-    NoMedianCi {
-        stack: String,
-        n: usize,
-    },
+    NoMedianCi { stack: String, n: usize },
     Outlier {
         stack: String,
         measure: Measure,
         repetition: u32,
         value: f64,
         median: f64,
+        /// What the stack's cells counted, which names the measure (`load p99`).
+        #[serde(skip)]
+        counted: Counted,
     },
     /// Some repetitions of a stack lack the measure that the others have.
     Missing {
         stack: String,
         measure: Measure,
         missing: usize,
+        /// What the stack's cells counted, which names the measure (`visit p50`).
+        #[serde(skip)]
+        counted: Counted,
     },
 }
 
@@ -270,16 +270,16 @@ impl std::fmt::Display for Warning {
                 "{stack}: {n} repetition(s) give no 95% interval of the median (6 needed); \
                  the range is shown"
             ),
-            Warning::Outlier { stack, measure, repetition, value, median } => write!(
+            Warning::Outlier { stack, measure, repetition, value, median, counted } => write!(
                 f,
                 "{stack}, repetition {}: {} {} is an outlier (median {})",
                 format::repetition(*repetition),
-                measure.name(),
-                measure.show(*value),
-                measure.show(*median)
+                counted.name(*measure),
+                counted.show(*measure, *value),
+                counted.show(*measure, *median)
             ),
-            Warning::Missing { stack, measure, missing } => {
-                write!(f, "{stack}: {missing} repetition(s) have no {}", measure.name())
+            Warning::Missing { stack, measure, missing, counted } => {
+                write!(f, "{stack}: {missing} repetition(s) have no {}", counted.name(*measure))
             }
         }
     }
@@ -321,15 +321,15 @@ pub fn warning_lines(warnings: &[Warning]) -> Vec<WarningLine> {
                 };
                 add(&mut flags, (c.stack.as_str(), c.flag.to_string()), item);
             }
-            Warning::Outlier { stack, measure, repetition, value, median } => {
+            Warning::Outlier { stack, measure, repetition, value, median, counted } => {
                 // "req/s 1,000 (median 3,000)", "p99 9.00 ms (median 3.00 ms)": the name
                 // already says req/s.
                 let show = |v: f64| match measure {
                     Measure::Rps => format::count(v),
                     _ => measure.show(v),
                 };
-                let item =
-                    format!("{} {} (median {})", measure.name(), show(*value), show(*median));
+                let name = counted.name(*measure);
+                let item = format!("{name} {} (median {})", show(*value), show(*median));
                 add(&mut outliers, (stack.as_str(), format::repetition(*repetition)), item);
             }
             w if w.is_footnote() => {}
@@ -356,7 +356,7 @@ pub struct GroupVerdict {
     pub load_label: String,
     /// What its cells count; a view or visit workload's measures are its views' or visits'
     /// (views/s and page-load time, visits/s and visit duration).
-    pub counted: crate::counted::Counted,
+    pub counted: Counted,
     /// The measure that decides the winner.
     pub primary: Measure,
     pub stacks: Vec<StackSummary>,
@@ -453,7 +453,7 @@ const MIN_FOR_OUTLIERS: usize = 5;
 /// Medians, intervals, outliers and flags of one stack's repetitions, on what they counted
 /// (requests, views or visits: [`crate::counted`]).
 pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
-    let counted = crate::counted::Counted::of_cells(stack.cells.iter().copied());
+    let counted = Counted::of_cells(stack.cells.iter().copied());
     let flags: Vec<CellFlag> = stack
         .cells
         .iter()
@@ -506,6 +506,7 @@ pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
         .collect();
     StackSummary {
         stack: stack.stack.clone(),
+        counted,
         repetitions: stack.cells.len(),
         figures,
         flags,
@@ -584,7 +585,12 @@ fn warnings(stacks: &[StackSummary], contenders: &[&Comparison]) -> Vec<Warning>
             // that only some lack makes the median rest on fewer values than it seems to.
             let missing = s.repetitions - f.values.len();
             if missing > 0 && !f.values.is_empty() {
-                out.push(Warning::Missing { stack: s.stack.clone(), measure: f.measure, missing });
+                out.push(Warning::Missing {
+                    stack: s.stack.clone(),
+                    measure: f.measure,
+                    missing,
+                    counted: s.counted,
+                });
             }
             for o in &f.outliers {
                 out.push(Warning::Outlier {
@@ -593,6 +599,7 @@ fn warnings(stacks: &[StackSummary], contenders: &[&Comparison]) -> Vec<Warning>
                     repetition: o.repetition,
                     value: o.value,
                     median: f.median().unwrap_or(f64::NAN),
+                    counted: s.counted,
                 });
             }
         }
