@@ -188,6 +188,7 @@ impl VisitWorker {
         let mut measuring = false;
         let mut account_start = ThreadAccount::thread();
         let mut published = (0u64, 0u64);
+        let mut published_visits = (0u64, 0u64);
         let mut next_sweep = Instant::now() + tick;
         let end_at = loop {
             let now = Instant::now();
@@ -236,6 +237,13 @@ impl VisitWorker {
                 self.control.completed.fetch_add(done.0 - published.0, Ordering::Relaxed);
                 self.control.failed.fetch_add(done.1 - published.1, Ordering::Relaxed);
                 published = done;
+            }
+            let ended = (self.sessions.completed, self.sessions.failed);
+            if ended != published_visits {
+                let c = &self.control;
+                c.visits_completed.fetch_add(ended.0 - published_visits.0, Ordering::Relaxed);
+                c.visits_failed.fetch_add(ended.1 - published_visits.1, Ordering::Relaxed);
+                published_visits = ended;
             }
         };
         let account = ThreadAccount::thread().since(&account_start);

@@ -75,6 +75,11 @@ impl Views {
 
 /// One line on what a view fetches, said before the run.
 pub fn found(plan: &ViewPlan) -> String {
+    format!("--view: {}", fetches(plan))
+}
+
+/// What a view of `plan` fetches: `/ and its 2 resources: /s.css /a.js`.
+pub fn fetches(plan: &ViewPlan) -> String {
     let list: Vec<String> = plan
         .resources
         .iter()
@@ -83,5 +88,5 @@ pub fn found(plan: &ViewPlan) -> String {
             None => r.path.clone(),
         })
         .collect();
-    format!("--view: {} and its {} resources: {}", plan.page, list.len(), list.join(" "))
+    format!("{} and its {} resources: {}", plan.page, list.len(), list.join(" "))
 }
