@@ -1,12 +1,21 @@
 """One round of bench/agents.sh, read back: the merged test (agent 0's JSON), each agent's own
 JSON and --hdr-log, and /usr/bin/time's CPU seconds per agent.
 
-Usage: agents-report.py open|closed WORK AGENTS ROUND
+Usage: agents-report.py open|closed|single WORK AGENTS ROUND [LABEL]
 
 The merged p99 is set beside the p99 of the agents' own interval logs added by HdrHistogram's
 reference reader (PyPI `hdrhistogram`): equal when the merge is exact. The start skew bound is
 broken into its parts (how late each agent woke by its clock, and the clock error), so that a
 large bound says which one made it.
+
+Each agent's CPU is split as bench/agents-run.py read it from /proc, thread by thread: the
+engine's workers (their own figure, from the JSON), the one-off start (everything but the
+workers before the first worker ran: process start-up, pre-flight, the rendezvous), the run
+(the rendezvous's threads, `agent-*`: the stream, heartbeats, the loss monitor; and the main
+thread, which only waits then), and the one-off end (the merge, the report, the logs). The
+figure held against issue 23's 1% is the run's coordination over the process's CPU; `single`
+measures one host with one agent's load the same way, so that the start and the end an agent
+adds can be told from what any run costs.
 """
 
 import json
@@ -43,14 +52,32 @@ def added_logs(paths, tag):
 
 
 def cpu(work, i, report):
-    """(process CPU s, engine workers' CPU s) of agent i."""
-    user, sys_ = (float(x) for x in open(f"{work}/time.{i}").read().split()[-2:])
+    """Agent i's CPU seconds: (process, engine workers, start, run's coordination, end)."""
+    t = json.load(open(f"{work}/cpu.{i}.json"))
     engine = report["client"]["cpu_user_s"] + report["client"]["cpu_sys_s"]
-    return user + sys_, engine
+    first, last, process = t["first"], t["last"], t["process_s"]
+    start = first["main"] + first["rest"]
+    run = last["main"] + last["rest"] - start
+    end = process - engine - start - run
+    return process, engine, start, run, end
+
+
+def cpu_line(name, split):
+    process, engine, start, run, end = split
+    share = 100 * run / process if process else 0.0
+    return (f"  {name}: process CPU {process:.3f} s, engine workers {engine:.3f} s;"
+            f" start {1000 * start:.1f} ms, coordination during the run {1000 * run:.1f} ms"
+            f" ({share:.2f}% of the process), end {1000 * end:.1f} ms")
 
 
 def main():
     kind, work, n, rnd = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    label = f" [{sys.argv[5]}]" if len(sys.argv) > 5 else ""
+    if kind == "single":
+        report = json.load(open(f"{work}/out.0.json"))
+        print(f"single host, one agent's load, round {rnd}{label}:")
+        print(cpu_line("one host", cpu(work, 0, report)))
+        return
     merged = json.load(open(f"{work}/out.0.json"))
     own = [None] + [json.load(open(f"{work}/out.{i}.json")) for i in range(1, n)]
     rows = merged["agents"]
@@ -60,7 +87,7 @@ def main():
     p99 = merged["latency_us"]["p99"]
     late = [r["start_late_us"] for r in rows]
     error = max(r["clock_error_us"] for r in rows)
-    head = f"{kind} round {rnd}:"
+    head = f"{kind} round {rnd}{label}:"
     if kind == "open":
         rate = merged["rate"]
         head += (f" offered {rate['offered_rps']:.0f} achieved {rate['achieved_rps']:.1f}"
@@ -78,10 +105,7 @@ def main():
           f" {[round(x) for x in late]} us (spread {max(late) - min(late):.0f}),"
           f" clock error <= {error:.0f} us")
     for i in range(n):
-        process, engine = cpu(work, i, merged if i == 0 else own[i])
-        other = max(process - engine, 0.0)
-        print(f"  agent {i}: process CPU {process:.2f} s, engine workers {engine:.2f} s,"
-              f" the rest {other:.2f} s ({100 * other / process if process else 0:.1f}%)")
+        print(cpu_line(f"agent {i}", cpu(work, i, merged if i == 0 else own[i])))
 
 
 main()

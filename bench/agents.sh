@@ -7,17 +7,22 @@
 #
 # Printed per round: offered and achieved req/s of the merged test and their ratio; the merged
 # p99 beside each agent's own p99 (the merged one comes from the added histograms, so it need
-# not equal any agent's); the start skew bound (start_skew_us); per agent its CPU seconds as
-# /usr/bin/time measured the process, the engine's own worker CPU from its JSON, and the
-# difference (the rendezvous, heartbeats, the merge and the process's start) as a share of
-# the process's CPU.
+# not equal any agent's); the start skew bound (start_skew_us); per agent its CPU split by
+# bench/agents-run.py from /proc's per-thread times: the engine's workers, the one-off start
+# (process start-up, pre-flight, rendezvous), the coordination during the run (the
+# rendezvous's threads: stream, heartbeats, loss monitor) as a share of the process's CPU,
+# and the one-off end (merge, report). Each round also runs one host with one agent's load
+# (RATE/AGENTS), measured the same way, for what any run's start and end cost.
 #
 # Then the closed loop, AGENTS x CONNECTIONS connections: the merged req/s against the sum of
 # the agents' own (each agent's completed over its own measured time).
 #
 # Env: AGENTS (default 4), RATE (req/s in all, default 20000), DURATION (s, default 10),
 #      CONNECTIONS (per agent in the closed loop, default 50), ROUNDS (default 3 of each),
-#      LOADLAB (binary; default target/release/loadlab, rebuilt).
+#      LOADLAB (binary; default target/release/loadlab, rebuilt),
+#      BASELINE (another binary: each round is run with it too, right after, interleaved),
+#      CLOSED (1, the default: the closed-loop rounds too; 0: the open loop only),
+#      SINGLE (1, the default: the one-host reference each round; 0: none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -28,7 +33,11 @@ DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-50}
 LOADLAB=${LOADLAB:-target/release/loadlab}
+BASELINE=${BASELINE:-}
+SINGLE=${SINGLE:-1}
+CLOSED=${CLOSED:-1}
 positive_ints AGENTS RATE DURATION ROUNDS CONNECTIONS
+[ -z "$BASELINE" ] || [ -x "$BASELINE" ] || die "no loadlab binary at BASELINE=$BASELINE"
 # Every agent is bounded: one that has not ended this long after its nominal end is a hang.
 GRACE=$((DURATION * 3 + 60))
 
@@ -44,32 +53,45 @@ machine_context
 echo "# $AGENTS agents, $RATE req/s in all, ${DURATION}s, $ROUNDS rounds"
 
 
-# run_agents KIND LOAD...: one round of AGENTS agents, each with its own --hdr-log, /usr/bin/time
-# around each; fails the script when an agent fails.
+# run_agents BIN KIND LOAD...: one round of AGENTS agents of BIN, each with its own --hdr-log,
+# their CPU read thread by thread (bench/agents-run.py); fails the script when an agent fails.
 run_agents() {
-  local kind=$1 rv i p failed=0
-  shift
-  rv="127.0.0.1:$(free_port)"
-  pids=()
-  for i in $(seq 0 $((AGENTS - 1))); do
-    timeout "$GRACE" /usr/bin/time -f '%U %S' -o "$work/time.$i" \
-      "$LOADLAB" bench "http://127.0.0.1:$port/hello.txt" "$@" -d "${DURATION}s" \
-      --agents "$AGENTS" --agent "$i" --rendezvous "$rv" --token-file "$work/token" \
-      --hdr-log "$work/own.$i.hlog" --format json -q >"$work/out.$i.json" 2>"$work/err.$i" &
-    pids+=($!)
-  done
-  for p in "${pids[@]}"; do wait "$p" || failed=1; done
-  if [ "$failed" = 1 ]; then
+  local bin=$1 kind=$2
+  shift 2
+  if ! python3 bench/agents-run.py "$work" "$AGENTS" "$GRACE" -- \
+    "$bin" bench "http://127.0.0.1:$port/hello.txt" "$@" -d "${DURATION}s" \
+    --agents "$AGENTS" --agent '{i}' --rendezvous "127.0.0.1:$(free_port)" \
+    --token-file "$work/token" --hdr-log "$work/own.{i}.hlog" --format json -q; then
     cat "$work"/err.* >&2
     die "$kind round: an agent failed"
   fi
 }
 
-for round in $(seq "$ROUNDS"); do
-  run_agents open -R "$RATE"
-  python3 bench/agents-report.py open "$work" "$AGENTS" "$round"
+# single BIN LABEL ROUND: one host with one agent's open-loop load, measured the same way.
+single() {
+  mkdir -p "$work/single"
+  python3 bench/agents-run.py "$work/single" 1 "$GRACE" -- \
+    "$1" bench "http://127.0.0.1:$port/hello.txt" -R $((RATE / AGENTS)) -d "${DURATION}s" \
+    --hdr-log "$work/single/own.0.hlog" --format json -q || die "the single-host run failed"
+  python3 bench/agents-report.py single "$work/single" 1 "$3" "$2"
+}
+
+# round KIND ROUND LOAD...: the round with LOADLAB, then with BASELINE when given.
+round() {
+  local kind=$1 rnd=$2 bin label
+  shift 2
+  for bin in "$LOADLAB" $BASELINE; do
+    label=$([ "$bin" = "$LOADLAB" ] && echo "this build" || echo "baseline")
+    run_agents "$bin" "$kind" "$@"
+    python3 bench/agents-report.py "$kind" "$work" "$AGENTS" "$rnd" "$label"
+    if [ "$kind" = open ] && [ "$SINGLE" = 1 ]; then single "$bin" "$label" "$rnd"; fi
+  done
+}
+
+for rnd in $(seq "$ROUNDS"); do
+  round open "$rnd" -R "$RATE"
 done
-for round in $(seq "$ROUNDS"); do
-  run_agents closed -c $((AGENTS * CONNECTIONS))
-  python3 bench/agents-report.py closed "$work" "$AGENTS" "$round"
+[ "$CLOSED" = 1 ] || exit 0
+for rnd in $(seq "$ROUNDS"); do
+  round closed "$rnd" -c $((AGENTS * CONNECTIONS))
 done

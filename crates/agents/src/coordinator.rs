@@ -5,9 +5,9 @@
 //! arrive at its end. An agent that connects after the start is refused.
 
 use std::io;
-use std::net::{TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -18,12 +18,15 @@ use crate::clock::{self, Offset, Sample};
 use crate::part::Part;
 use crate::stream::{self, Seconds};
 use crate::wire::{self, Msg, SweepStep};
-use crate::{io, load, AgentsError, HEARTBEAT_LOSS};
+use crate::{io, load, named, AgentsError, HEARTBEAT_LOSS};
 
 /// Clock samples per agent; the shortest round trip of them is kept.
 const PINGS: usize = 8;
 /// How long one connection may take to prove the secret and say it is ready.
 const HANDSHAKE: Duration = Duration::from_secs(5);
+/// The longest a blocked `accept` waits before its loop looks at its deadline (or at
+/// `go_on`) again; a connection that comes wakes it at once.
+const ACCEPT_WAIT: Duration = Duration::from_millis(100);
 
 /// What agent 0 expects of the others.
 #[derive(Debug, Clone)]
@@ -95,21 +98,22 @@ impl Coordinator {
         plan: Plan,
         go_on: &mut dyn FnMut() -> bool,
     ) -> Result<Coordinator, AgentsError> {
-        listener.set_nonblocking(true).map_err(io("listening"))?;
+        // A blocking accept bounded by SO_RCVTIMEO (Linux applies the receive timeout to
+        // accept(2)), not a non-blocking one polled: the thread sleeps in the kernel until an
+        // agent connects, waking only every ACCEPT_WAIT to look at the deadline.
+        listener.set_nonblocking(false).map_err(io("listening"))?;
         let deadline = Instant::now() + plan.timeout;
         let mut c = Coordinator { listener, plan, members: Vec::new(), forgotten: Vec::new() };
         while c.members.len() + 1 < c.plan.of {
-            if Instant::now() >= deadline || !go_on() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || !go_on() {
                 let missing = c.missing();
                 c.refuse_all(&format!("the rendezvous timed out: {}", crate::list(&missing)));
                 return Err(AgentsError::Missing { missing, timeout: c.plan.timeout });
             }
-            let stream = match c.listener.accept() {
-                Ok((s, _)) => s,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(20));
-                    continue;
-                }
+            let stream = match accept_within(&c.listener, left.min(ACCEPT_WAIT)) {
+                Ok(Some(s)) => s,
+                Ok(None) => continue,
                 Err(e) => return Err(AgentsError::Io { context: "accepting an agent", source: e }),
             };
             if let Err(e) = c.admit(stream) {
@@ -227,27 +231,35 @@ impl Coordinator {
     /// `control` (agent 0's own run) and every other agent. The connections stay agent 0's:
     /// a sweep starts its next step on them ([`Coordinator::start`] again).
     pub fn watch(&self, control: Arc<Control>, counters: Arc<Counters>, start: u64) -> Watch {
-        let state: Shared =
-            Arc::new(Mutex::new(self.members.iter().map(|m| Seen::new(m.index)).collect()));
-        let done = Arc::new(AtomicBool::new(false));
+        let board = Arc::new(Board {
+            seen: Mutex::new(self.members.iter().map(|m| Seen::new(m.index)).collect()),
+            changed: Condvar::new(),
+            done: AtomicBool::new(false),
+        });
         let writers: Vec<TcpStream> =
             self.members.iter().filter_map(|m| m.stream.try_clone().ok()).collect();
         let sockets: Vec<TcpStream> =
             self.members.iter().filter_map(|m| m.stream.try_clone().ok()).collect();
         let mut threads = Vec::new();
         for (slot, m) in self.members.iter().enumerate() {
-            let Ok(stream) = m.stream.try_clone() else { continue };
-            let (state, done, counters) = (state.clone(), done.clone(), counters.clone());
-            threads
-                .push(std::thread::spawn(move || listen(stream, slot, &state, &done, &counters)));
+            let Ok(stream) = m.stream.try_clone() else {
+                // No reader to hear it (out of descriptors): lost at once, never awaited.
+                board.lock()[slot].gone = true;
+                continue;
+            };
+            let (board, counters) = (board.clone(), counters.clone());
+            threads.push(named("agent-read", move || listen(stream, slot, &board, &counters)));
         }
-        let (s, d, c, on_loss) = (state.clone(), done.clone(), control, self.plan.on_loss);
-        let monitor = std::thread::spawn(move || monitor(&s, &d, &c, writers, start, on_loss));
-        let (token, d) = (self.plan.token.clone(), done.clone());
+        let (b, c, on_loss) = (board.clone(), control, self.plan.on_loss);
+        let monitor = named("agent-watch", move || monitor(&b, &c, writers, start, on_loss));
+        let (token, b) = (self.plan.token.clone(), board.clone());
+        let mut late = None;
         if let Ok(listener) = self.listener.try_clone() {
-            threads.push(std::thread::spawn(move || refuse_late(&listener, &token, &d)));
+            let wake = waker(&listener);
+            let thread = named("agent-late", move || refuse_late(&listener, &token, &b.done));
+            late = Some((thread, wake));
         }
-        Watch { state, done, threads, monitor, sockets }
+        Watch { board, threads, monitor, late, sockets }
     }
 
     /// Between a sweep's steps: the agents lost in the last one are not awaited again (their
@@ -288,27 +300,19 @@ fn handshake(stream: &mut TcpStream, token: &Token) -> Option<Msg> {
 #[derive(Debug)]
 pub struct Seen {
     pub index: usize,
-    last: Instant,
     pub completed: u64,
     pub failed: u64,
     pub part: Option<(Box<Part>, u64)>,
     /// Its seconds as streamed during the run ([`crate::stream`]).
     pub seconds: Seconds,
-    /// The connection ended or broke before the agent's measurements came.
+    /// The connection ended or broke, or the agent was silent for [`HEARTBEAT_LOSS`], before
+    /// its measurements came.
     gone: bool,
 }
 
 impl Seen {
     fn new(index: usize) -> Seen {
-        Seen {
-            index,
-            last: Instant::now(),
-            completed: 0,
-            failed: 0,
-            part: None,
-            seconds: Seconds::new(),
-            gone: false,
-        }
+        Seen { index, completed: 0, failed: 0, part: None, seconds: Seconds::new(), gone: false }
     }
 }
 
@@ -325,7 +329,27 @@ pub fn merge_all(result: &mut BenchResult, seen: &[Seen]) -> Result<(), (usize, 
     Ok(())
 }
 
-type Shared = Arc<Mutex<Vec<Seen>>>;
+/// What the threads watching a run share: every agent's [`Seen`], and a condition variable
+/// signalled whenever one changes in a way that matters (its measurements came, it is gone)
+/// or the watch ends, so that nobody polls.
+#[derive(Debug)]
+struct Board {
+    seen: Mutex<Vec<Seen>>,
+    changed: Condvar,
+    /// The watch is over ([`Watch::finish`]).
+    done: AtomicBool,
+}
+
+impl Board {
+    fn lock(&self) -> MutexGuard<'_, Vec<Seen>> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for the next change.
+    fn wait<'a>(&self, guard: MutexGuard<'a, Vec<Seen>>) -> MutexGuard<'a, Vec<Seen>> {
+        self.changed.wait(guard).unwrap_or_else(|e| e.into_inner())
+    }
+}
 
 /// The other agents' counters summed, as their heartbeats tell them: for agent 0's live
 /// progress line of the whole test.
@@ -345,10 +369,11 @@ pub struct Lost {
 /// The run being watched.
 #[derive(Debug)]
 pub struct Watch {
-    state: Shared,
-    done: Arc<AtomicBool>,
+    board: Arc<Board>,
     threads: Vec<JoinHandle<()>>,
     monitor: JoinHandle<Vec<Lost>>,
+    /// The thread that refuses late agents, and the address that wakes its blocked accept.
+    late: Option<(JoinHandle<()>, Option<SocketAddr>)>,
     /// The agents' connections, to stop them all ([`Watch::stop_all`]).
     sockets: Vec<TcpStream>,
 }
@@ -356,7 +381,7 @@ pub struct Watch {
 impl Watch {
     /// The other agents' counters so far (completed, failed), from their heartbeats.
     pub fn progress(&self) -> (u64, u64) {
-        let seen = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let seen = self.board.lock();
         seen.iter().fold((0, 0), |(c, f), s| (c + s.completed, f + s.failed))
     }
 
@@ -369,26 +394,32 @@ impl Watch {
     }
 
     /// After agent 0's own run: waits for every agent's measurements (or its loss, which the
-    /// heartbeat rule bounds), then returns them and the agents lost, in the order they were.
+    /// heartbeat rule bounds: a reader gives up after [`HEARTBEAT_LOSS`] of silence), then
+    /// returns them and the agents lost, in the order they were.
     pub fn finish(self) -> (Vec<Seen>, Vec<Lost>) {
-        loop {
-            let settled = {
-                let seen = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                seen.iter().all(|s| s.part.is_some() || s.gone)
-            };
-            if settled {
-                break;
+        {
+            let mut seen = self.board.lock();
+            while !seen.iter().all(|s| s.part.is_some() || s.gone) {
+                seen = self.board.wait(seen);
             }
-            std::thread::sleep(Duration::from_millis(20));
+            // Under the lock, so that the monitor cannot miss it between its look and its wait.
+            self.board.done.store(true, Ordering::Relaxed);
+            self.board.changed.notify_all();
         }
-        // Every reader ends within its read timeout; the connections stay open for a sweep's
+        // Every reader has ended (its agent settled); the connections stay open for a sweep's
         // next step (a lost agent's closes when its coordinator forgets it, or at the end).
-        self.done.store(true, Ordering::Relaxed);
         for t in self.threads {
             let _ = t.join();
         }
+        if let Some((thread, wake)) = self.late {
+            // A connection of our own ends the blocked accept now rather than at its timeout.
+            if let Some(at) = wake {
+                let _ = TcpStream::connect_timeout(&at, ACCEPT_WAIT);
+            }
+            let _ = thread.join();
+        }
         let mut lost = self.monitor.join().unwrap_or_default();
-        let seen = std::mem::take(&mut *self.state.lock().unwrap_or_else(|e| e.into_inner()));
+        let seen = std::mem::take(&mut *self.board.lock());
         // An agent whose connection ended just before the monitor's next look is lost all
         // the same (in the second after its last streamed one): never a silent partial result.
         for s in seen.iter().filter(|s| s.part.is_none()) {
@@ -401,29 +432,19 @@ impl Watch {
     }
 }
 
-/// One agent's messages until its measurements come or its connection ends.
-fn listen(
-    mut stream: TcpStream,
-    slot: usize,
-    state: &Shared,
-    done: &AtomicBool,
-    counters: &Counters,
-) {
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(250)));
-    while !done.load(Ordering::Relaxed) {
-        let msg = match wire::recv(&mut stream) {
-            Ok(m) => m,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                continue
-            }
-            Err(_) => {
-                state.lock().unwrap_or_else(|e| e.into_inner())[slot].gone = true;
-                return;
-            }
+/// One agent's messages until its measurements come or it is gone: its connection ended, or
+/// it was silent for [`HEARTBEAT_LOSS`] (the read's timeout; a message cut by it is as lost
+/// as its sender). No shorter timeout: one could cut a message in two and lose the framing.
+fn listen(mut stream: TcpStream, slot: usize, board: &Board, counters: &Counters) {
+    let _ = stream.set_read_timeout(Some(HEARTBEAT_LOSS));
+    loop {
+        let Ok(msg) = wire::recv(&mut stream) else {
+            board.lock()[slot].gone = true;
+            board.changed.notify_all();
+            return;
         };
-        let mut seen = state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = board.lock();
         let s = &mut seen[slot];
-        s.last = Instant::now();
         if let Msg::Seconds { seconds } = &msg {
             stream::add_all(&mut s.seconds, seconds);
             continue;
@@ -439,6 +460,8 @@ fn listen(
         (s.completed, s.failed) = (completed, failed);
         if let Msg::Done { part, late_ns } = msg {
             s.part = Some((part, late_ns));
+            drop(seen);
+            board.changed.notify_all();
             // Its run is over on both sides: the agent's reader ends on this.
             let _ = wire::send(&mut stream, &Msg::Over);
             return;
@@ -446,34 +469,31 @@ fn listen(
     }
 }
 
-/// The heartbeat rule: an agent silent for [`HEARTBEAT_LOSS`], or whose connection ended
-/// without its measurements, is lost; then (by default) agent 0's run and every other agent
-/// stop, or with [`OnLoss::Continue`] the others go on.
+/// The loss rule's consequence: an agent gone without its measurements (its reader saw the
+/// connection end, or [`HEARTBEAT_LOSS`] of silence) is lost; then (by default) agent 0's run
+/// and every other agent stop, or with [`OnLoss::Continue`] the others go on. It sleeps on
+/// the board until something changes.
 fn monitor(
-    state: &Shared,
-    done: &AtomicBool,
+    board: &Board,
     control: &Control,
     mut writers: Vec<TcpStream>,
     start: u64,
     on_loss: OnLoss,
 ) -> Vec<Lost> {
     let mut lost: Vec<Lost> = Vec::new();
-    while !done.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100));
-        let newly: Vec<usize> = {
-            let mut seen = state.lock().unwrap_or_else(|e| e.into_inner());
-            for s in seen.iter_mut() {
-                if s.part.is_none() && !s.gone && s.last.elapsed() > HEARTBEAT_LOSS {
-                    // A lost agent is settled: nothing more is awaited from it.
-                    s.gone = true;
-                }
-            }
-            seen.iter()
-                .filter(|s| s.part.is_none() && s.gone)
-                .map(|s| s.index)
-                .filter(|i| !lost.iter().any(|l| l.index == *i))
-                .collect()
-        };
+    let mut seen = board.lock();
+    while !board.done.load(Ordering::Relaxed) {
+        let newly: Vec<usize> = seen
+            .iter()
+            .filter(|s| s.part.is_none() && s.gone)
+            .map(|s| s.index)
+            .filter(|i| !lost.iter().any(|l| l.index == *i))
+            .collect();
+        if newly.is_empty() {
+            seen = board.wait(seen);
+            continue;
+        }
+        drop(seen);
         for index in newly {
             let second = clock::now_ns().saturating_sub(start) / 1_000_000_000;
             if lost.is_empty() && on_loss == OnLoss::Stop {
@@ -485,21 +505,55 @@ fn monitor(
             }
             lost.push(Lost { index, second });
         }
+        seen = board.lock();
     }
     lost
 }
 
-/// After the start: whoever connects and proves the secret is told it is late.
+/// After the start: whoever connects and proves the secret is told it is late. The accept
+/// blocks (bounded by [`ACCEPT_WAIT`]); [`Watch::finish`] wakes it with a connection of its own.
 fn refuse_late(listener: &TcpListener, token: &Token, done: &AtomicBool) {
     while !done.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((mut stream, _)) => {
-                if let Some(Msg::Ready { index, .. }) = handshake(&mut stream, token) {
-                    let reason = format!("agent {index} is late: the test has started without it");
-                    let _ = wire::send(&mut stream, &Msg::Refused { reason });
-                }
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        let Ok(Some(mut stream)) = accept_within(listener, Duration::from_secs(1)) else {
+            continue;
+        };
+        if done.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Some(Msg::Ready { index, .. }) = handshake(&mut stream, token) {
+            let reason = format!("agent {index} is late: the test has started without it");
+            let _ = wire::send(&mut stream, &Msg::Refused { reason });
         }
     }
+}
+
+/// One connection accepted within `wait`, or `None` when none came.
+fn accept_within(listener: &TcpListener, wait: Duration) -> io::Result<Option<TcpStream>> {
+    let wait = wait.max(Duration::from_millis(1));
+    socket2::SockRef::from(listener).set_read_timeout(Some(wait))?;
+    match listener.accept() {
+        Ok((s, _)) => Ok(Some(s)),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The address a connection of agent 0's own reaches `listener` at: its own, the loopback of
+/// its family when it listens on every address.
+fn waker(listener: &TcpListener) -> Option<SocketAddr> {
+    let mut at = listener.local_addr().ok()?;
+    if at.ip().is_unspecified() {
+        at.set_ip(match at.ip() {
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        });
+    }
+    Some(at)
 }

@@ -60,6 +60,17 @@ fn list(indices: &[usize]) -> String {
     names.join(", ")
 }
 
+/// A thread of the rendezvous, named (`agent-*`) so that its CPU can be told from the engine
+/// workers' (`loadlab-w*`) in /proc/PID/task/*/comm: bench/agents.sh measures it so.
+pub(crate) fn named<F, T>(name: &str, f: F) -> std::thread::JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    // As `std::thread::spawn`, which panics when the OS cannot make a thread.
+    std::thread::Builder::new().name(name.to_string()).spawn(f).expect("spawning a thread")
+}
+
 /// An I/O error of the rendezvous, with what was being done.
 pub(crate) fn io(context: &'static str) -> impl FnOnce(std::io::Error) -> AgentsError {
     move |source| AgentsError::Io { context, source }

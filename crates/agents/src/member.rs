@@ -87,7 +87,7 @@ impl Member {
         // The workers publish their seconds from now on (`loadlab_engine::live`).
         control.live.enable();
         let (c, d) = (control.clone(), done.clone());
-        let beats = std::thread::spawn(move || {
+        let beats = crate::named("agent-beat", move || {
             let mut deltas = Deltas::default();
             while !d.load(Ordering::Relaxed) {
                 let seconds = Msg::Seconds { seconds: deltas.seconds(c.live.take()) };
@@ -102,7 +102,8 @@ impl Member {
                     c.request_stop();
                     return deltas;
                 }
-                std::thread::sleep(HEARTBEAT_EVERY);
+                // Unparked at the end (`end_step`), so that the run's end waits for no beat.
+                std::thread::park_timeout(HEARTBEAT_EVERY);
             }
             deltas
         });
@@ -111,7 +112,7 @@ impl Member {
         // down to end the last one.
         let _ = reader.set_read_timeout(None);
         let (c, d) = (control.clone(), done.clone());
-        let stops = std::thread::spawn(move || listen(&mut reader, &c, &d));
+        let stops = crate::named("agent-stop", move || listen(&mut reader, &c, &d));
         Ok(Running { stream: self.stream, done, beats, stops, control })
     }
 }
@@ -233,6 +234,7 @@ impl Running {
         late_ns: u64,
     ) -> Result<(Option<Stopped>, Idle), AgentsError> {
         self.done.store(true, Ordering::Relaxed);
+        self.beats.thread().unpark();
         let mut deltas = self.beats.join().unwrap_or_default();
         let last = Msg::Seconds { seconds: deltas.seconds(self.control.live.take()) };
         let sent = wire::send(&mut self.stream, &last).and_then(|_| {

@@ -23,10 +23,11 @@ use serde::{Deserialize, Serialize};
 /// One recorder: its histogram (HdrHistogram V2) and its exact totals.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Hist {
+    #[serde(with = "crate::wire::b64::one")]
     v2: Vec<u8>,
     count: u64,
-    /// The exact sums as (high, low) 64-bit halves: serde's internally tagged messages
-    /// (`wire::Msg`) cannot carry a u128.
+    /// The exact sums as (high, low) 64-bit halves: JSON numbers past 64 bits are not read
+    /// by every JSON reader (nor by serde through a buffered, internally tagged message).
     sum: (u64, u64),
     sum_sq: (u64, u64),
     min: u64,
@@ -83,7 +84,7 @@ pub struct Part {
     status: Vec<(u16, u64)>,
     /// Failures by class name, and the detail maps of classes `other`, `tls`, `h2_*`.
     errors: Vec<(String, u64)>,
-    /// (errno, count): a list, as a map's integer keys do not survive the tagged message.
+    /// (errno, count): a list, as a JSON map's keys are text.
     other_errno: Vec<(i32, u64)>,
     tls_reasons: BTreeMap<String, u64>,
     h2_reasons: BTreeMap<String, u64>,
@@ -98,6 +99,7 @@ pub struct Part {
     /// A URL list's entries, in the list's order: completed, failed, status classes, latency.
     entries: Vec<(u64, u64, [u64; 5], Hist)>,
     /// The interval histograms: per tag, per worker, (second, V2).
+    #[serde(with = "crate::wire::b64::intervals")]
     pub intervals: Vec<(Option<String>, Vec<Seconds>)>,
     /// The agent's own bytes sent (the result's, beside the tally's).
     bytes_sent: u64,

@@ -22,6 +22,9 @@ pub struct Visits<H> {
     /// (step, call, class, count): a list, as a map's structured keys do not survive JSON.
     failures: Vec<(u32, u32, String, u64)>,
     steps: Vec<Step<H>>,
+    /// A weighted mix of visit files: each file's visit durations.
+    #[serde(default = "Vec::new")]
+    by_visit: Vec<H>,
 }
 
 /// One step of a visit file.
@@ -67,6 +70,7 @@ impl<H> Visits<H> {
                     latency: encode(&t.latency),
                 })
                 .collect(),
+            by_visit: s.by_visit.iter().map(&encode).collect(),
         }
     }
 
@@ -107,6 +111,7 @@ impl<H> Visits<H> {
             step.latency.merge(&decode(&t.latency)?);
             s.steps.push(step);
         }
+        s.by_visit = self.by_visit.iter().map(&decode).collect::<Result<_, _>>()?;
         Ok(s)
     }
 }
@@ -127,6 +132,7 @@ mod tests {
         b.steps.resize_with(2, StepTally::default);
         b.steps[0].latency.record(9_000);
         b.lifetime.record(7_000);
+        b.by_visit = vec![Recorder::default(), b.lifetime.clone()];
         // Through JSON, each recorder as the part encodes it.
         let text = serde_json::to_string(&Visits::of(&b, crate::part::Hist::of)).unwrap();
         let sent: Visits<crate::part::Hist> = serde_json::from_str(&text).unwrap();
@@ -143,5 +149,6 @@ mod tests {
         );
         assert_eq!(merged.steps[1].failed.get("status"), Some(&1));
         assert_eq!(merged.failures.len(), 1);
+        assert_eq!(merged.by_visit[1].totals(), b.lifetime.totals());
     }
 }

@@ -84,10 +84,13 @@ pub struct BenchArgs {
         conflicts_with_all = ["requests", "duration", "conn_rate", "conns", "urls", "replay", "timing_script"]
     )]
     pub wsesslog: Option<String>,
-    /// A visit file's visits (TOML steps with checks and captures, docs/visits.md): at --rate
-    /// visits a second, or -c visitors each starting the next when one ends; -n counts visits.
+    /// A visit file's visits (TOML steps with checks and captures, docs/visits.md), or files by
+    /// weight (a.toml:3,b.toml): at --rate visits a second, or -c visitors; -n counts visits.
     #[arg(long = "visits", value_name = "FILE", conflicts_with_all = ["wsesslog", "view", "urls", "replay", "timing_script"])]
     pub visits: Option<String>,
+    /// With --visits: a value its steps use as {NAME} ({visitor} in it: the visitor's number).
+    #[arg(long = "given", value_name = "NAME=VALUE", requires = "visits")]
+    pub given: Vec<String>,
     /// With --wsesslog or --visits: connections one visitor may hold at once, a burst's
     /// requests spread over them (httperf's --max-connections with sessions) [default: 4;
     /// --visits: its widest step's, up to 4].
@@ -299,6 +302,7 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
             .view
             .then(|| (args.browser_connections, args.repeat_view, args.view_hosts.clone())),
         visits: args.visits.clone().map(|file| (file, args.visitor_connections)),
+        given: args.given.clone(),
     };
     let mut note = |said: &str| eprintln!("loadlab: note: {said}");
     load.config(&args.request.flags(), &args.url, &mut note).map_err(crate::exit::failure)

@@ -13,10 +13,10 @@ impl Show for Line {
     fn show(&mut self, label: &str, t: &Tally) {
         let phase = if t.warming { " (warm-up)" } else { "" };
         eprint!(
-            "\r\x1b[2K{label}{:6.1}s{phase}  completed {}  {:.0} req/s  errors {}",
+            "\r\x1b[2K{label}{:6.1}s{phase}  completed {}  {}  errors {}",
             t.elapsed.as_secs_f64(),
             count(t.completed as f64),
-            t.rate,
+            t.rate_text(),
             count(t.failed as f64)
         );
         let _ = std::io::stderr().flush();

@@ -72,6 +72,10 @@ pub struct Control {
     pub stop: AtomicBool,
     pub completed: AtomicU64,
     pub failed: AtomicU64,
+    /// A run of visits (page views, visit files, `--wsesslog`): the measured visits ended so
+    /// far, completed and failed, which its live line counts instead of requests.
+    pub visits_completed: AtomicU64,
+    pub visits_failed: AtomicU64,
     /// Per-second snapshots for whoever asked for them (`bench --agents`), see [`live`].
     pub live: live::Live,
 }

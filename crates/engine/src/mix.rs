@@ -254,23 +254,26 @@ impl Picker {
             return Err(EngineError::Config(format!("{}: no request in the list", mix.file)));
         }
         Ok(match mix.order {
-            Order::Weighted => {
-                let index = WeightedIndex::new(weights.iter().copied()).map_err(|e| {
-                    EngineError::Config(format!("{}: the weights cannot be used: {e}", mix.file))
-                })?;
-                // A constant other than the schedule's, so that picks and Poisson gaps of one
-                // worker are not drawn from the same sequence.
-                let rng = SmallRng::seed_from_u64(
-                    seed ^ (worker as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03),
-                );
-                Picker::Weighted { index, rng }
-            }
+            Order::Weighted => Picker::weighted(&weights, worker, seed).map_err(|e| {
+                EngineError::Config(format!("{}: the weights cannot be used: {e}", mix.file))
+            })?,
             Order::Sequential => {
                 let at = worker * weights.len() / workers.max(1);
                 let left = weights[at];
                 Picker::Sequential { weights, at, left }
             }
         })
+    }
+
+    /// Picks at random in proportion to `weights`, from a generator seeded by the run's seed
+    /// and worker `worker`'s index (a URL list's entries, a weighted mix's visit files).
+    pub fn weighted(weights: &[u32], worker: usize, seed: u64) -> Result<Picker, String> {
+        let index = WeightedIndex::new(weights.iter().copied()).map_err(|e| e.to_string())?;
+        // A constant other than the schedule's, so that picks and Poisson gaps of one worker
+        // are not drawn from the same sequence.
+        let rng =
+            SmallRng::seed_from_u64(seed ^ (worker as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
+        Ok(Picker::Weighted { index, rng })
     }
 
     /// The entry the next request carries.

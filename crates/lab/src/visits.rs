@@ -1,10 +1,12 @@
 //! The lab's built-in visits (issue 25): visit files for its WordPress stacks, named
 //! `wordpress:front`, `wordpress:post`, `wordpress:search` and `wordpress:login`, and the
-//! values an instance gives them (`{user}` and `{password}`, its administrator). Data only:
-//! `loadlab-visit` reads the files and the engine runs them.
+//! values an instance gives them (`{user}` and `{password}`: each visitor's own WordPress
+//! user, `loadlab-{visitor}`). Data only: `loadlab-visit` reads the files and the engine runs
+//! them, filling the values in per visitor (never into the file's text, whose requests are
+//! the run's figures and stored with it).
 
 use crate::error::{Error, Result};
-use crate::servers::wordpress::Admin;
+use crate::servers::wordpress::Visitors;
 use crate::state::Record;
 
 /// A visit file that comes with loadlab.
@@ -18,8 +20,8 @@ pub struct Builtin {
     pub given: &'static [&'static str],
 }
 
-/// The names a login visit is given: the instance's administrator.
-pub const ADMIN_NAMES: &[&str] = &["user", "password"];
+/// The names a login visit is given: the visitor's own user of the instance.
+pub const USER_NAMES: &[&str] = &["user", "password"];
 
 /// Every built-in visit, in the order `visits` lists them.
 pub const BUILTINS: &[Builtin] = &[
@@ -41,7 +43,7 @@ pub const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "wordpress:login",
         text: include_str!("../visits/wordpress-login.toml"),
-        given: ADMIN_NAMES,
+        given: USER_NAMES,
     },
 ];
 
@@ -61,7 +63,8 @@ impl Builtin {
     }
 
     /// The values this visit is given by the instance `record` (the one its URL reaches), in
-    /// the order of [`Builtin::given`]: for a login, the instance's administrator.
+    /// the order of [`Builtin::given`]: for a login, visitor `{visitor}`'s user and password
+    /// (the engine fills the number in for each visitor).
     pub fn values(&self, record: &Record) -> Result<Vec<(String, String)>> {
         if self.given.is_empty() {
             return Ok(Vec::new());
@@ -73,8 +76,11 @@ impl Builtin {
                 self.name, record.id, record.stack
             )));
         }
-        let admin = Admin::read(&record.run_dir)?;
-        Ok(vec![("user".to_string(), admin.user), ("password".to_string(), admin.password)])
+        let visitors = Visitors::read(&record.run_dir)?;
+        Ok(vec![
+            ("user".to_string(), visitors.user()),
+            ("password".to_string(), visitors.password()),
+        ])
     }
 }
 
@@ -89,42 +95,29 @@ pub fn describe(url: &str) -> String {
     out
 }
 
-/// A `--visits` argument that names a built-in visit, made ready for the instance of `records` (the lab's) at `url`:
-/// its file's text with the values the instance gives filled in (`{user}` and `{password}`
-/// become the administrator's), so that the visit reads as any visit file. `Ok(None)`: not a
+/// What a built-in visit needs to run against the lab's instance at `url`.
+#[derive(Debug)]
+pub struct Resolved {
+    pub visit: &'static Builtin,
+    /// The values the instance gives it, by name (a value may hold `{visitor}`).
+    pub given: Vec<(String, String)>,
+    /// How many visitors at once the instance has values for (its users); `None`: no limit.
+    pub visitors: Option<usize>,
+}
+
+/// A `--visits` argument that names a built-in visit, made ready for the instance of
+/// `records` (the lab's) at `url`: the values the instance gives it. `Ok(None)`: not a
 /// built-in name, or a file of that name exists (the user's own, read as such).
-pub fn resolve(
-    records: &[Record],
-    spec: &str,
-    url: &str,
-) -> Result<Option<(&'static Builtin, String)>> {
+pub fn resolve(records: &[Record], spec: &str, url: &str) -> Result<Option<Resolved>> {
     let Some(visit) = builtin(spec).filter(|_| !std::path::Path::new(spec).exists()) else {
         return Ok(None);
     };
     if visit.given.is_empty() {
-        return Ok(Some((visit, visit.text.to_string())));
+        return Ok(Some(Resolved { visit, given: Vec::new(), visitors: None }));
     }
-    let values = visit.values(instance_for(records, url, visit)?)?;
-    Ok(Some((visit, visit.fill(&values)?)))
-}
-
-impl Builtin {
-    /// The visit's text with each given `{name}` replaced by its value. A value is written
-    /// into the file's TOML strings as it is, so one that TOML or a template would read
-    /// otherwise (a quote, a backslash, a brace, a line break) is refused.
-    pub fn fill(&self, values: &[(String, String)]) -> Result<String> {
-        let mut text = self.text.to_string();
-        for (name, value) in values {
-            if value.chars().any(|c| matches!(c, '"' | '\\' | '\'' | '{' | '}') || c.is_control()) {
-                return Err(Error::NoVisit(format!(
-                    "{}: the {name} of this instance cannot be written into the visit",
-                    self.name
-                )));
-            }
-            text = text.replace(&format!("{{{name}}}"), value);
-        }
-        Ok(text)
-    }
+    let given = visit.values(instance_for(records, url, visit)?)?;
+    let visitors = Some(crate::servers::wordpress::VISITORS);
+    Ok(Some(Resolved { visit, given, visitors }))
 }
 
 /// The running instance of `records` that a load to `url` reaches: the same scheme, host and
@@ -225,13 +218,5 @@ mod tests {
         other.stack = "nginx".into();
         assert!(login.values(&other).unwrap_err().to_string().contains("use a wordpress-* stack"));
         assert!(builtin("wordpress:front").unwrap().values(&other).unwrap().is_empty());
-        let values =
-            [("user".to_string(), "loadlab".to_string()), ("password".into(), "Pw9".into())];
-        let filled = login.fill(&values).unwrap();
-        assert!(filled.contains("log=loadlab&pwd=Pw9&"), "{filled}");
-        let visit = loadlab_visit::visit_file::parse(&filled, login.name, &[]).unwrap();
-        assert_eq!(visit.requests(), 4);
-        let quote = [("password".to_string(), "a\"b".to_string())];
-        assert!(login.fill(&quote).unwrap_err().to_string().contains("cannot be written"));
     }
 }

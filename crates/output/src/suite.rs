@@ -3,9 +3,12 @@
 
 use std::io::{self, Write};
 
+use loadlab_engine::visits::ViewPlan;
+use loadlab_report::counted::Counted;
+use loadlab_report::Measure;
 use loadlab_runner::executor::{CellDone, Instance};
 use loadlab_runner::{suite, Events};
-use loadlab_store::{metric, RunStatus};
+use loadlab_store::RunStatus;
 use loadlab_suite::{Cell, Plan};
 
 /// The plan's first lines: its size and duration, and what it skips.
@@ -140,17 +143,73 @@ impl<W: Write> Events for Progress<W> {
         let store_ms = d.stored_in.as_secs_f64() * 1e3;
         writeln!(
             self.0,
-            "{}{:>10.1} req/s  p99 {:>9}  {}  [{}]{}",
+            "{}{}  {}  [{}]{}",
             d.label,
-            d.result.rps(),
-            loadlab_report::format::micros(d.record.metrics[metric::P99_US]),
+            cell_figures(d.record),
             if flags.is_empty() { "ok".to_string() } else { flags.join(",") },
             d.limited_by.limit.name(),
             if store_ms > 50.0 { format!("  (stored in {store_ms:.0} ms)") } else { String::new() }
         )
     }
 
+    fn views_found(&mut self, workload: &str, plan: &ViewPlan) -> std::io::Result<()> {
+        writeln!(self.0, "  {workload}: {}", loadlab_runner::bench::views::fetches(plan))
+    }
+
     fn cell_interrupted(&mut self, label: &str) -> std::io::Result<()> {
         writeln!(self.0, "{label}interrupted")
+    }
+}
+
+/// A finished cell's rate and tail as its workload counts them (the report's [`Counted`]):
+/// `   1234.5 req/s  p99     1.2ms`, `      2.8 views/s  load p99  41.3ms`, `      1.5 visits/s
+/// visit p99  2.90 s`.
+fn cell_figures(record: &loadlab_store::CellRecord) -> String {
+    let counted = Counted::of(record);
+    let rate = counted.value(Measure::Rps, record).unwrap_or(f64::NAN);
+    let p99 =
+        counted.value(Measure::P99, record).map_or("—".into(), loadlab_report::format::micros);
+    format!("{rate:>10.1} {}  {} {p99:>9}", counted.rate_unit(), counted.name(Measure::P99))
+}
+
+#[cfg(test)]
+mod tests {
+    use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec};
+
+    use super::cell_figures;
+
+    fn record(metrics: &[(&str, f64)]) -> CellRecord {
+        CellRecord {
+            ordinal: 0,
+            stack: "wp".into(),
+            knobs: Default::default(),
+            workload: "w".into(),
+            load: LoadSpec::new(LoadModel::Open),
+            repetition: 0,
+            started_at: std::time::UNIX_EPOCH,
+            duration_s: 4.0,
+            metrics: metrics.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+            histograms: Default::default(),
+            series: Default::default(),
+            seconds: Vec::new(),
+            steps: Vec::new(),
+            samples: Vec::new(),
+            flags: Vec::new(),
+            limited_by: None,
+            slo: None,
+        }
+    }
+
+    #[test]
+    fn a_cells_progress_line_says_what_its_workload_counts() {
+        let requests = [(metric::RPS, 60.0), (metric::P99_US, 9_000.0)];
+        assert_eq!(cell_figures(&record(&requests)), "      60.0 req/s  p99   9.00 ms");
+        let mut views = requests.to_vec();
+        views.extend([(metric::VIEWS_RPS, 2.8), (metric::VIEW_P99_US, 41_300.0)]);
+        assert_eq!(cell_figures(&record(&views)), "       2.8 views/s  load p99   41.3 ms");
+        let mut visits = requests.to_vec();
+        visits.push((metric::VISITS_RPS, 1.5));
+        // No visit completed: no duration.
+        assert_eq!(cell_figures(&record(&visits)), "       1.5 visits/s  visit p99         —");
     }
 }

@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use loadlab_store::{CellRecord, LoadModel, LoadSpec};
 use serde_json::Value;
 
+use crate::counted::Counted;
+
 /// The cells of one stack in one group, in repetition order.
 #[derive(Debug, Clone)]
 pub struct StackCells<'a> {
@@ -24,13 +26,16 @@ pub struct StackCells<'a> {
 pub struct Group<'a> {
     pub workload: String,
     pub load: LoadSpec,
+    /// What its cells count: requests, page views or visits.
+    pub counted: Counted,
     pub stacks: Vec<StackCells<'a>>,
 }
 
 impl Group<'_> {
-    /// "closed, 50 connections, keep-alive": the load as a person names it.
+    /// "closed, 50 connections, keep-alive", "open, 3 views/s, 4 s": the load as a person
+    /// names it.
     pub fn load_label(&self) -> String {
-        load_label(&self.load)
+        load_label_as(&self.load, self.counted)
     }
 }
 
@@ -45,6 +50,7 @@ pub fn groups(cells: &[CellRecord]) -> Vec<Group<'_>> {
             out.push(Group {
                 workload: cell.workload.clone(),
                 load: cell.load.clone(),
+                counted: Counted::Requests,
                 stacks: Vec::new(),
             });
             out.len() - 1
@@ -59,6 +65,7 @@ pub fn groups(cells: &[CellRecord]) -> Vec<Group<'_>> {
         for s in &mut group.stacks {
             s.cells.sort_by_key(|c| (c.repetition, c.ordinal));
         }
+        group.counted = Counted::of_cells(group.stacks.iter().flat_map(|s| s.cells.clone()));
     }
     out
 }
@@ -106,13 +113,22 @@ pub(crate) fn load_key(load: &LoadSpec) -> String {
 /// The load as a person names it, e.g. "closed, 50 conn, keep-alive, 30 s" or
 /// "open, 2,000 req/s, 60 s".
 pub fn load_label(load: &LoadSpec) -> String {
+    load_label_as(load, Counted::Requests)
+}
+
+/// The load of a workload that counts `counted`: its level in views or visits ("open, 3
+/// views/s", "closed, 2 visitors") when it counts them.
+pub fn load_label_as(load: &LoadSpec, counted: Counted) -> String {
     let mut parts: Vec<String> = vec![model_name(load.model).to_owned()];
+    let level = counted.level(load);
+    let closed = load.model == LoadModel::Closed;
     if let Some(c) = load.connections {
-        parts.push(format!("{c} conn"));
+        parts.push(level.clone().filter(|_| closed).unwrap_or_else(|| format!("{c} conn")));
     }
     if let Some(r) = load.rate {
         let unit = if load.model == LoadModel::Session { "conn/s" } else { "req/s" };
-        parts.push(format!("{} {unit}", crate::format::count(r)));
+        let own = level.filter(|_| !closed);
+        parts.push(own.unwrap_or_else(|| format!("{} {unit}", crate::format::count(r))));
     }
     let sessions = load.model == LoadModel::Session;
     if let Some(k) = load.calls_per_connection {
@@ -153,6 +169,7 @@ fn model_name(model: LoadModel) -> &'static str {
 pub struct Family<'g, 'a> {
     pub workload: String,
     pub model: LoadModel,
+    pub counted: Counted,
     /// The shared part of the load, e.g. "closed, keep-alive, 30 s".
     pub label: String,
     /// (level, group), ascending by level.
@@ -162,10 +179,13 @@ pub struct Family<'g, 'a> {
 impl Family<'_, '_> {
     /// What the level is: "connections" or "offered req/s"...
     pub fn level_name(&self) -> &'static str {
-        match self.model {
-            LoadModel::Closed => "concurrent connections",
-            LoadModel::Open => "offered rate (req/s)",
-            LoadModel::Session => "offered rate (conn/s)",
+        match (self.model, self.counted) {
+            (LoadModel::Closed, Counted::Visits) => "visitors",
+            (LoadModel::Closed, _) => "concurrent connections",
+            (_, Counted::Views) => "offered rate (views/s)",
+            (_, Counted::Visits) => "offered rate (visits/s)",
+            (LoadModel::Open, _) => "offered rate (req/s)",
+            (LoadModel::Session, _) => "offered rate (conn/s)",
         }
     }
 }
@@ -188,7 +208,8 @@ pub fn families<'g, 'a>(groups: &'g [Group<'a>]) -> Vec<Family<'g, 'a>> {
             out.push(Family {
                 workload: g.workload.clone(),
                 model: g.load.model,
-                label: load_label(&shared),
+                counted: g.counted,
+                label: load_label_as(&shared, g.counted),
                 points: Vec::new(),
             });
             out.len() - 1

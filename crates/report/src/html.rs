@@ -10,9 +10,10 @@ use std::fmt::{self, Write};
 use loadlab_store::{CellRecord, ConfigRecord, Run};
 
 use crate::charts;
+use crate::counted::Counted;
 use crate::detail;
 use crate::format;
-use crate::group::{knobs_label, load_label, stack_labels};
+use crate::group::{knobs_label, load_label_as, stack_labels};
 use crate::plots::{plots, Palette, Plot};
 use crate::verdict::{verdicts, warning_lines, CellFlag, Figure, GroupVerdict, Measure, Warning};
 
@@ -197,6 +198,7 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
          <th class=\"num\">p99</th><th>limited by</th><th>verdict</th></tr></thead>\n<tbody>"
     );
     for g in verdicts {
+        counted_head(o, g);
         stack_rows(o, g, palette);
         group_notes(o, g);
         requests_table(o, g);
@@ -207,6 +209,19 @@ fn verdict_table(o: &mut String, verdicts: &[GroupVerdict], palette: &Palette) {
     }
     let _ = writeln!(o, "</tbody>\n</table>");
     footnotes(o, verdicts);
+}
+
+/// Before a view or visit workload's rows, the heading of its own figures (`views/s`, `load
+/// p50`...), which its columns hold instead of the requests'.
+fn counted_head(o: &mut String, g: &GroupVerdict) {
+    if g.counted == crate::counted::Counted::Requests {
+        return;
+    }
+    let _ = write!(o, "<tr class=\"counted-head\"><td colspan=\"3\"></td>");
+    for m in Measure::ALL {
+        let _ = write!(o, "<th class=\"num\">{}</th>", Esc(g.counted.name(m)));
+    }
+    let _ = writeln!(o, "<td colspan=\"2\"></td></tr>");
 }
 
 /// A group's rows of the verdict table: one per stack, the workload, load and verdict cells
@@ -423,7 +438,7 @@ fn verdict_cell(g: &GroupVerdict) -> String {
     let Some(c) = g.headline() else {
         return "<span class=\"pm\">one stack: nothing to compare</span>".to_owned();
     };
-    let how = crate::text::comparison_phrase(c.measure);
+    let how = crate::text::comparison_phrase(c.measure, g.counted);
     let ratio = c.ratio.map_or("?".to_owned(), |r| format::ratio(r.ratio));
     let ci = c.ratio.map_or(String::new(), |r| {
         let what = if r.has_ci { "95% CI" } else { "range" };
@@ -468,7 +483,7 @@ fn verdict_cell(g: &GroupVerdict) -> String {
         };
         let sig = if c.significant { String::new() } else { "~ ".to_owned() };
         let ratio = c.ratio.map_or("?".to_owned(), |r| format::ratio(r.ratio));
-        let how = crate::text::comparison_phrase(other);
+        let how = crate::text::comparison_phrase(other, g.counted);
         let _ = write!(
             cell,
             "<span class=\"ci\">{sig}{} {ratio} {how} {}</span>",
@@ -543,18 +558,22 @@ fn cells_section(o: &mut String, cells: &[CellRecord]) {
 
 /// One cell: its figures in ab's and httperf's layouts, its flags and knobs.
 fn cell_detail(o: &mut String, c: &CellRecord, stack: &str) {
-    let v = |m: Measure| m.value(c).map_or("—".to_owned(), |v| m.show(v));
+    // A view or visit cell by its views' or visits' figures, as its group is compared.
+    let counted = Counted::of(c);
+    let v = |m: Measure| counted.value(m, c).map_or("—".to_owned(), |v| counted.show(m, v));
     let flag = if c.flags.is_empty() { "" } else { " <span class=\"flag\">⚠</span>" };
     let _ = writeln!(
         o,
-        "<details><summary>#{} · {} · {} · rep {} — {} · p50 {} · p99 {}{flag}</summary>\
+        "<details><summary>#{} · {} · {} · rep {} — {} · {} {} · {} {}{flag}</summary>\
              \n<div class=\"body\">",
         c.ordinal,
         Esc(stack),
-        Esc(&load_label(&c.load)),
+        Esc(&load_label_as(&c.load, counted)),
         format::repetition(c.repetition),
         v(Measure::Rps),
+        counted.name(Measure::P50),
         v(Measure::P50),
+        counted.name(Measure::P99),
         v(Measure::P99)
     );
     if !c.flags.is_empty() {

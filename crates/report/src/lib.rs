@@ -8,6 +8,9 @@
 //!   [`slo`].
 //! - `limit.rs` reads what limited each stored cell (the runner's decision): a winner is
 //!   withheld when a repetition's limit was the client or the network.
+//! - [`measure`]: the measures compared (rate, p50, p99), their metrics and names;
+//!   [`counted`] tells what a workload's cells count (requests, page views, visits), so that
+//!   a view or visit workload is compared, headed and shown in views/s or visits/s.
 //! - [`requests`] gives each request of a URL list workload its figures over repetitions;
 //!   [`views`] a view workload's views/s and page-load percentiles; [`visits`] a visit
 //!   workload's visits/s, visit duration and per-step table.
@@ -24,12 +27,14 @@
 //! or the lab, and does no I/O.
 
 mod charts;
+pub mod counted;
 mod detail;
 pub use loadlab_stats::format;
 pub mod gate;
 pub mod group;
 mod html;
 mod limit;
+pub mod measure;
 mod per_second;
 mod plots;
 pub mod requests;

@@ -11,6 +11,7 @@ use loadlab_stats::mann_whitney::{mann_whitney_u, min_p_value, MannWhitney};
 use loadlab_store::CellRecord;
 use serde::Serialize;
 
+use crate::counted::Counted;
 use crate::format;
 use crate::group::{groups, load_key};
 use crate::verdict::{
@@ -226,7 +227,7 @@ pub fn verdict_table(verdicts: &[GroupVerdict]) -> String {
         }
         let _ = writeln!(out, "{} · {}", g.workload, g.load_label);
         let mut header = vec!["  stack".to_owned()];
-        header.extend(Measure::ALL.iter().map(|m| m.name().to_owned()));
+        header.extend(Measure::ALL.iter().map(|m| g.counted.name(*m).to_owned()));
         header.push("limited by".to_owned());
         let mut t = Table::new(header);
         for s in &g.stacks {
@@ -306,7 +307,7 @@ fn visit_steps(stack: &str, v: &crate::visits::VisitFigures) -> String {
 /// "nginx: 1.99× the req/s of apache (95% CI 1.90–2.08), p=0.001", or the `~` form.
 pub fn headline(g: &GroupVerdict) -> Option<String> {
     let c = g.headline()?;
-    let how = comparison_phrase(c.measure);
+    let how = comparison_phrase(c.measure, g.counted);
     let ratio = c.ratio.map_or("?".to_owned(), |r| {
         let what = if r.has_ci { "95% CI" } else { "range" };
         let bounds = format::ratio_bounds(r.lo, r.hi);
@@ -322,13 +323,12 @@ pub fn headline(g: &GroupVerdict) -> Option<String> {
     })
 }
 
-/// How a ratio of `measure` reads between two stack names: "2.0× the req/s of", "3.1× lower
-/// p99 than".
-pub fn comparison_phrase(measure: Measure) -> &'static str {
+/// How a ratio of `measure` of what a group counted reads between two stack names: "2.0× the
+/// req/s of", "3.1× lower p99 than", "1.2× the views/s of", "8.3× lower load p99 than".
+pub fn comparison_phrase(measure: Measure, counted: Counted) -> String {
     match measure {
-        Measure::Rps => "the req/s of",
-        Measure::P50 => "lower p50 than",
-        Measure::P99 => "lower p99 than",
+        Measure::Rps => format!("the {} of", counted.name(measure)),
+        Measure::P50 | Measure::P99 => format!("lower {} than", counted.name(measure)),
     }
 }
 

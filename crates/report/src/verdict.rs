@@ -16,9 +16,10 @@ use loadlab_stats::mann_whitney::{mann_whitney_u, min_p_value, MannWhitney};
 use loadlab_stats::outliers::outlier_indices;
 use loadlab_stats::slo::SloVerdict;
 use loadlab_stats::summary::median;
-use loadlab_store::{metric, CellRecord, Flag, Limit, LoadModel, LoadSpec};
+use loadlab_store::{CellRecord, Flag, Limit, LoadModel, LoadSpec};
 use serde::Serialize;
 
+use crate::counted::Counted;
 use crate::format;
 use crate::group::{groups, StackCells};
 use crate::requests::RequestFigures;
@@ -39,69 +40,7 @@ pub const OUTLIER_MIN_DEVIATION: f64 = 0.10;
 /// the scheduler's, not the server's, however large in relative terms.
 pub const OUTLIER_MIN_LATENCY_US: f64 = 10.0;
 
-/// A figure compared across stacks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Measure {
-    /// Completed requests per second.
-    Rps,
-    /// Median latency, µs.
-    P50,
-    /// 99th percentile latency, µs.
-    P99,
-}
-
-impl Measure {
-    pub const ALL: [Measure; 3] = [Measure::Rps, Measure::P50, Measure::P99];
-
-    /// The metric name the store keeps it under.
-    pub fn metric(self) -> &'static str {
-        match self {
-            Measure::Rps => metric::RPS,
-            Measure::P50 => metric::P50_US,
-            Measure::P99 => metric::P99_US,
-        }
-    }
-
-    /// Its name in table headers.
-    pub fn name(self) -> &'static str {
-        match self {
-            Measure::Rps => "req/s",
-            Measure::P50 => "p50",
-            Measure::P99 => "p99",
-        }
-    }
-
-    pub fn higher_is_better(self) -> bool {
-        self == Measure::Rps
-    }
-
-    /// A value of this measure with its unit (`12,345 req/s`, `45.3 ms`).
-    pub fn show(self, v: f64) -> String {
-        match self {
-            Measure::Rps => format!("{} req/s", format::count(v)),
-            Measure::P50 | Measure::P99 => format::micros(v),
-        }
-    }
-
-    /// The cell's value: the stored metric, or else what the cell's own data gives (the
-    /// "latency" histogram, completed requests over the duration), so a cell stored without
-    /// summary metrics still counts. `None` when neither is there.
-    pub fn value(self, cell: &CellRecord) -> Option<f64> {
-        if let Some(v) = cell.metrics.get(self.metric()).copied().filter(|v| v.is_finite()) {
-            return Some(v);
-        }
-        let latency = cell.histograms.get("latency").filter(|r| !r.is_empty());
-        match self {
-            Measure::Rps => {
-                let done = cell.metrics.get(metric::COMPLETED).copied()?;
-                (cell.duration_s > 0.0).then(|| done / cell.duration_s)
-            }
-            Measure::P50 => latency.map(|r| r.percentile(50.0) as f64),
-            Measure::P99 => latency.map(|r| r.percentile(99.0) as f64),
-        }
-    }
-}
+pub use crate::measure::Measure;
 
 /// The measure that decides the winner under `model` (module docs say why).
 pub fn primary_measure(model: LoadModel) -> Measure {
@@ -159,6 +98,8 @@ impl Figure {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StackSummary {
     pub stack: String,
+    /// What its cells counted: its figures are of requests, views or visits.
+    pub counted: Counted,
     pub repetitions: usize,
     /// One per [`Measure::ALL`], in that order.
     pub figures: Vec<Figure>,
@@ -264,30 +205,27 @@ pub enum Warning {
     /// A cell's trust flag, on the figures of its stack and the comparisons it is part of.
     Trust(CellFlag),
     /// So few repetitions that the test could never reach significance.
-    Underpowered {
-        better: String,
-        worse: String,
-        n_better: usize,
-        n_worse: usize,
-        min_p: f64,
-    },
+    Underpowered { better: String, worse: String, n_better: usize, n_worse: usize, min_p: f64 },
     /// Fewer repetitions than a 95% interval of the median needs: the range is shown instead.
-    NoMedianCi {
-        stack: String,
-        n: usize,
-    },
+    NoMedianCi { stack: String, n: usize },
     Outlier {
         stack: String,
         measure: Measure,
         repetition: u32,
         value: f64,
         median: f64,
+        /// What the stack's cells counted, which names the measure (`load p99`).
+        #[serde(skip)]
+        counted: Counted,
     },
     /// Some repetitions of a stack lack the measure that the others have.
     Missing {
         stack: String,
         measure: Measure,
         missing: usize,
+        /// What the stack's cells counted, which names the measure (`visit p50`).
+        #[serde(skip)]
+        counted: Counted,
     },
 }
 
@@ -332,16 +270,16 @@ impl std::fmt::Display for Warning {
                 "{stack}: {n} repetition(s) give no 95% interval of the median (6 needed); \
                  the range is shown"
             ),
-            Warning::Outlier { stack, measure, repetition, value, median } => write!(
+            Warning::Outlier { stack, measure, repetition, value, median, counted } => write!(
                 f,
                 "{stack}, repetition {}: {} {} is an outlier (median {})",
                 format::repetition(*repetition),
-                measure.name(),
-                measure.show(*value),
-                measure.show(*median)
+                counted.name(*measure),
+                counted.show(*measure, *value),
+                counted.show(*measure, *median)
             ),
-            Warning::Missing { stack, measure, missing } => {
-                write!(f, "{stack}: {missing} repetition(s) have no {}", measure.name())
+            Warning::Missing { stack, measure, missing, counted } => {
+                write!(f, "{stack}: {missing} repetition(s) have no {}", counted.name(*measure))
             }
         }
     }
@@ -383,15 +321,15 @@ pub fn warning_lines(warnings: &[Warning]) -> Vec<WarningLine> {
                 };
                 add(&mut flags, (c.stack.as_str(), c.flag.to_string()), item);
             }
-            Warning::Outlier { stack, measure, repetition, value, median } => {
+            Warning::Outlier { stack, measure, repetition, value, median, counted } => {
                 // "req/s 1,000 (median 3,000)", "p99 9.00 ms (median 3.00 ms)": the name
                 // already says req/s.
                 let show = |v: f64| match measure {
                     Measure::Rps => format::count(v),
                     _ => measure.show(v),
                 };
-                let item =
-                    format!("{} {} (median {})", measure.name(), show(*value), show(*median));
+                let name = counted.name(*measure);
+                let item = format!("{name} {} (median {})", show(*value), show(*median));
                 add(&mut outliers, (stack.as_str(), format::repetition(*repetition)), item);
             }
             w if w.is_footnote() => {}
@@ -416,6 +354,9 @@ pub struct GroupVerdict {
     pub workload: String,
     pub load: LoadSpec,
     pub load_label: String,
+    /// What its cells count; a view or visit workload's measures are its views' or visits'
+    /// (views/s and page-load time, visits/s and visit duration).
+    pub counted: Counted,
     /// The measure that decides the winner.
     pub primary: Measure,
     pub stacks: Vec<StackSummary>,
@@ -494,6 +435,7 @@ pub fn verdicts(cells: &[CellRecord]) -> Vec<GroupVerdict> {
                 workload: g.workload.clone(),
                 load: g.load.clone(),
                 load_label: g.load_label(),
+                counted: g.counted,
                 primary,
                 stacks,
                 comparisons,
@@ -508,8 +450,10 @@ pub fn verdicts(cells: &[CellRecord]) -> Vec<GroupVerdict> {
 /// Repetitions below which outliers are not judged.
 const MIN_FOR_OUTLIERS: usize = 5;
 
-/// Medians, intervals, outliers and flags of one stack's repetitions.
+/// Medians, intervals, outliers and flags of one stack's repetitions, on what they counted
+/// (requests, views or visits: [`crate::counted`]).
 pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
+    let counted = Counted::of_cells(stack.cells.iter().copied());
     let flags: Vec<CellFlag> = stack
         .cells
         .iter()
@@ -529,7 +473,7 @@ pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
             let (reps, values): (Vec<u32>, Vec<f64>) = stack
                 .cells
                 .iter()
-                .filter_map(|c| measure.value(c).map(|v| (c.repetition, v)))
+                .filter_map(|c| counted.value(measure, c).map(|v| (c.repetition, v)))
                 .unzip();
             let center = median(&values).unwrap_or(f64::NAN);
             // With fewer than five repetitions the median absolute deviation rests on two or
@@ -562,6 +506,7 @@ pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
         .collect();
     StackSummary {
         stack: stack.stack.clone(),
+        counted,
         repetitions: stack.cells.len(),
         figures,
         flags,
@@ -640,7 +585,12 @@ fn warnings(stacks: &[StackSummary], contenders: &[&Comparison]) -> Vec<Warning>
             // that only some lack makes the median rest on fewer values than it seems to.
             let missing = s.repetitions - f.values.len();
             if missing > 0 && !f.values.is_empty() {
-                out.push(Warning::Missing { stack: s.stack.clone(), measure: f.measure, missing });
+                out.push(Warning::Missing {
+                    stack: s.stack.clone(),
+                    measure: f.measure,
+                    missing,
+                    counted: s.counted,
+                });
             }
             for o in &f.outliers {
                 out.push(Warning::Outlier {
@@ -649,6 +599,7 @@ fn warnings(stacks: &[StackSummary], contenders: &[&Comparison]) -> Vec<Warning>
                     repetition: o.repetition,
                     value: o.value,
                     median: f.median().unwrap_or(f64::NAN),
+                    counted: s.counted,
                 });
             }
         }

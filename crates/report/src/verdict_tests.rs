@@ -219,7 +219,8 @@ fn percentiles_fall_back_to_the_latency_histogram() {
     assert!(g.warnings.contains(&Warning::Missing {
         stack: "nginx".into(),
         measure: Measure::P50,
-        missing: 1
+        missing: 1,
+        counted: crate::counted::Counted::Requests,
     }));
 }
 
@@ -242,6 +243,7 @@ fn warnings_merge_by_flag_and_by_outlying_repetition() {
         repetition: 1,
         value,
         median,
+        counted: crate::counted::Counted::Requests,
     };
     let warnings = vec![
         trust(0, "late p99 1.2ms"),

@@ -25,8 +25,9 @@ impl ViewFigures {
         let rps = values(metric::VIEWS_RPS);
         Some(ViewFigures {
             views_per_s: median(&rps)?,
-            p50_us: median(&values(metric::VIEW_P50_US))?,
-            p99_us: median(&values(metric::VIEW_P99_US))?,
+            // NaN (shown "—") when no repetition completed a view.
+            p50_us: median(&values(metric::VIEW_P50_US)).unwrap_or(f64::NAN),
+            p99_us: median(&values(metric::VIEW_P99_US)).unwrap_or(f64::NAN),
         })
     }
 
@@ -63,5 +64,10 @@ mod tests {
         assert!(v.line().starts_with("12.0 views/s, page load p50 "), "{}", v.line());
         let plain = crate::testcell::open_cell("wp", "front page", 10.0, 0, 1.0);
         assert_eq!(ViewFigures::of(&[&plain]), None);
+        // No view completed: a rate of 0 and no page-load time, not one of 0 µs.
+        let mut none = plain.clone();
+        none.metrics.insert(metric::VIEWS_RPS.into(), 0.0);
+        let v = ViewFigures::of(&[&none]).expect("a view workload's figures");
+        assert!(v.line().contains("0.0 views/s, page load p50 — p99 —"), "{}", v.line());
     }
 }

@@ -146,8 +146,11 @@ fn view_metrics(config: &BenchConfig, r: &BenchResult, put: &mut impl FnMut(&str
     let times = loadlab_engine::visits::ViewTimes::of(sessions, plan);
     put(metric::VIEWS, times.completed as f64);
     put(metric::VIEWS_RPS, times.per_second(r.duration));
-    put(metric::VIEW_P50_US, times.all.percentile(50.0) as f64);
-    put(metric::VIEW_P99_US, times.all.percentile(99.0) as f64);
+    // No completed view has no page-load time (the report shows "—"), not one of 0 µs.
+    if times.completed > 0 {
+        put(metric::VIEW_P50_US, times.all.percentile(50.0) as f64);
+        put(metric::VIEW_P99_US, times.all.percentile(99.0) as f64);
+    }
 }
 
 /// A URL list: each request's own figures, named by its method and path

@@ -21,6 +21,7 @@ use loadlab_lab::{CpuList, Sampler};
 use loadlab_store::{CellRecord, ConfigRecord, RunId, Store, StoreError};
 use loadlab_suite::{Cell, External, LabStack, Plan, Point, StackSource};
 
+use crate::found::Found;
 use crate::trust::Verdict;
 use crate::verify::{judge, judge_entries, one_request};
 
@@ -236,6 +237,15 @@ pub trait Events {
     fn cell_done(&mut self, done: &CellDone<'_>) -> std::io::Result<()>;
     /// The cell was stopped by Ctrl-C; it is not stored and the run ends.
     fn cell_interrupted(&mut self, label: &str) -> std::io::Result<()>;
+    /// A view workload's page was found on the instance just said up: what each of its
+    /// views fetches, for the rest of the instance's cells. Said once per page and instance.
+    fn views_found(
+        &mut self,
+        _workload: &str,
+        _plan: &loadlab_engine::visits::ViewPlan,
+    ) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Where the run's cells go and what the client may use.
@@ -281,6 +291,7 @@ pub fn run_plan(
         cx,
         captured: BTreeSet::new(),
         on_hosts: on_hosts(plan),
+        found: Found::default(),
     };
     // The first instance of each external target, verified up front and used as it comes.
     let mut verified: BTreeMap<String, Instance> = BTreeMap::new();
@@ -329,6 +340,8 @@ struct Execution<'r, 'c> {
     captured: BTreeSet<String>,
     /// Each lab host of the plan and the labels of the stacks it runs.
     on_hosts: BTreeMap<String, Vec<String>>,
+    /// The view workloads' pages, found once per instance.
+    found: Found,
 }
 
 /// The plan's lab hosts, each with the labels of its stacks.
@@ -434,7 +447,8 @@ impl Execution<'_, '_> {
             cacert: None,
             net_delay: None,
         };
-        let answered = verify_answers(group, &instance, |_| true, self.measure, self.cx)?;
+        let answered =
+            verify_answers(group, &instance, |_| true, self.measure, self.cx, &mut self.found)?;
         if answered.interrupted {
             return Ok(None);
         }
@@ -447,8 +461,9 @@ impl Execution<'_, '_> {
     /// each answered as its cells will check (counted with the instance's checks), or the
     /// instance goes down and the run stops.
     fn verify_custom(&mut self, group: &[Cell], instance: &mut Instance) -> Result<(), RunError> {
+        let wanted = |c: &Cell| c.workload.custom;
         let answered =
-            verify_answers(group, instance, |c| c.workload.custom, self.measure, self.cx)?;
+            verify_answers(group, instance, wanted, self.measure, self.cx, &mut self.found)?;
         instance.checks += answered.checks;
         Ok(())
     }
@@ -525,6 +540,14 @@ impl Execution<'_, '_> {
         Ok((result?, sampled))
     }
 
+    /// Lists the pages found since the last call (each once, after its instance is said up).
+    fn list_found(&mut self) -> Result<(), RunError> {
+        for (workload, plan) in self.found.take_fresh() {
+            self.events.views_found(&workload, &plan)?;
+        }
+        Ok(())
+    }
+
     /// An instance's cells, each measured while `watch` samples, judged and stored at once;
     /// the first Ctrl-C ends them.
     fn cells(
@@ -535,12 +558,14 @@ impl Execution<'_, '_> {
         host: Option<&crate::remote::HostFacts>,
     ) -> Result<(), RunError> {
         self.events.stack_up(&group[0], instance)?;
+        self.list_found()?;
         for cell in group {
             if self.measure.stopped() {
                 break;
             }
             let url = format!("{}{}", instance.url.trim_end_matches('/'), cell.workload.path);
-            let mut config = cell_config(cell, &url, instance, self.cx)?;
+            let mut config = cell_config(cell, &url, instance, self.cx, &mut self.found)?;
+            self.list_found()?;
             let addr = self.measure.reach(&mut config)?;
             let label = cell_label(cell, self.total);
             let started_at = SystemTime::now();
@@ -622,6 +647,7 @@ pub fn verify_answers(
     wanted: impl Fn(&Cell) -> bool,
     measure: &mut dyn Measure,
     cx: &RunContext<'_>,
+    found: &mut Found,
 ) -> Result<Answered, RunError> {
     let mut answered =
         Answered { checks: 0, addr: None, server: None, details: Vec::new(), interrupted: false };
@@ -638,7 +664,7 @@ pub fn verify_answers(
             url: url.clone(),
             reason,
         };
-        let mut config = one_request(cell_config(cell, &url, instance, cx)?);
+        let mut config = one_request(cell_config(cell, &url, instance, cx, found)?);
         let addr = match measure.reach(&mut config) {
             Ok(addr) => addr,
             Err(EngineError::Unreachable { reason, .. }) => {
@@ -741,12 +767,14 @@ pub fn unsupported(cell: &Cell) -> Option<String> {
 /// The engine's configuration for one cell at `url` on `instance`: over TLS trusting a lab
 /// instance's own CA when its front speaks TLS (no `--insecure`: the certificate is checked
 /// for the address loaded, as verify checked it), or as an external target's `cacert` or
-/// `insecure` say; the client's threads and pinning; the cell's request, load and checks.
+/// `insecure` say; the client's threads and pinning; the cell's request, load and checks; a
+/// view workload's page as `instance` found it ([`Found`]).
 pub(crate) fn cell_config(
     cell: &Cell,
     url: &str,
     instance: &Instance,
     cx: &RunContext<'_>,
+    found: &mut Found,
 ) -> Result<BenchConfig, EngineError> {
     let target = Target::parse(url)?;
     let mut config = BenchConfig::new(target);
@@ -761,44 +789,30 @@ pub(crate) fn cell_config(
     }
     cell.apply(&mut config);
     if cell.workload.view {
-        view(&mut config)?;
+        found.apply(&instance.id, &cell.workload.name, &mut config)?;
     }
     if let Some(spec) = &cell.workload.visits {
-        visits(&mut config, spec)?;
+        visits(&mut config, spec, &cell.workload.given)?;
     }
     config.check()?;
     Ok(config)
 }
 
-/// A view workload's cell: its page's resources found (a GET of the page and of its
-/// stylesheets, before the cell) and its views planned at the load's rate, on up to a
-/// browser's 6 connections per visitor.
-fn view(config: &mut BenchConfig) -> Result<(), EngineError> {
-    let (rate, arrival) = match config.pacing {
-        Pacing::Open { rate, arrival, .. } | Pacing::Sessions { rate, arrival, .. } => {
-            (rate, arrival)
-        }
-        Pacing::Closed => {
-            return Err(EngineError::Config("page views need a rate (an open load)".into()))
-        }
-    };
-    let connections = crate::bench::flags::BROWSER_CONNECTIONS;
-    let view = loadlab_engine::visits::View::discover(config, connections, false, &[])?;
-    view.apply(config, rate, arrival);
-    Ok(())
-}
-
 /// A visit workload's cell: its visits, as `bench --visits` runs them, at the load's rate
 /// (counting visits) or, under a closed load, by its concurrency of visitors, each starting
 /// its next visit when one ends.
-fn visits(config: &mut BenchConfig, spec: &str) -> Result<(), EngineError> {
+fn visits(
+    config: &mut BenchConfig,
+    spec: &str,
+    given: &[(String, String)],
+) -> Result<(), EngineError> {
     let (rate, arrival) = match config.pacing {
         Pacing::Open { rate, arrival, .. } | Pacing::Sessions { rate, arrival, .. } => {
             (Some(rate), arrival)
         }
         Pacing::Closed => (None, loadlab_engine::Arrival::Fixed),
     };
-    let v = crate::bench::flags::visit_file(spec, config, None).map_err(|e| match e {
+    let v = crate::bench::flags::visit_file(spec, config, None, given).map_err(|e| match e {
         crate::bench::flags::FlagError::Engine(e) => e,
         e => EngineError::Config(e.to_string()),
     })?;

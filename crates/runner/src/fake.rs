@@ -120,6 +120,21 @@ impl Measure for FakeEngine {
             // The schedule is kept: the requests were sent, the server queued them.
             r.tally.unfinished = ((offered - achieved) * secs) as u64;
         }
+        if let Some(plan) = &config.visits {
+            // Visits that all passed: as many as the requests allow, each step of each.
+            let per = plan.requests().max(1) as u64;
+            let visits = r.tally.completed / per;
+            let mut sessions = loadlab_engine::visits::SessionTally {
+                started: visits,
+                completed: visits,
+                ..Default::default()
+            };
+            sessions.steps.resize_with(plan.steps.len(), Default::default);
+            for s in &mut sessions.steps {
+                (s.started, s.completed) = (visits, visits);
+            }
+            r.tally.sessions = Some(Box::new(sessions));
+        }
         if self.wrong_body_at == Some(config.target.path.as_str()) {
             let n = r.tally.completed;
             r.tally.completed = 0;
@@ -156,6 +171,9 @@ pub struct FakeLab {
     /// Instances started on a lab host (`host = ...`), with what that host is said to be:
     /// 64 CPUs, one interface.
     pub remote: RefCell<std::collections::BTreeMap<String, crate::remote::HostFacts>>,
+    /// Where its instances answer, when a test serves them; else 127.0.0.1:9, where nothing
+    /// does.
+    pub url: Option<String>,
 }
 
 /// A sampler that took no 1 Hz sample (a cell shorter than the interval) but counted its
@@ -223,7 +241,9 @@ impl Stacks for FakeLab {
         // As the lab answers: https:// and the instance's CA with TLS on.
         let tls = knobs.tls.is_on();
         Ok(Instance {
-            url: format!("{}://127.0.0.1:9/", if tls { "https" } else { "http" }),
+            url: self.url.clone().unwrap_or_else(|| {
+                format!("{}://127.0.0.1:9/", if tls { "https" } else { "http" })
+            }),
             cacert: tls.then(|| format!("/fake/{id}/tls/ca.pem").into()),
             id,
             elapsed: Duration::from_millis(5),

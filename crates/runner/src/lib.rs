@@ -6,6 +6,7 @@
 //!   flags with their evidence; `bench`, `sweep`, `run` and so the report all show it.
 //! - [`executor`]: a suite's plan, cell by cell, stack instance by stack instance (the lab's,
 //!   or external targets), each cell judged and stored as it ends ([`executor::run_plan`]).
+//! - [`found`]: a view workload's page and resources, found once per stack instance.
 //! - [`suite`]: a suite run's preparation and finish around the executor (overrides, checks,
 //!   the store's record, the report, how the run ends).
 //! - [`verify`]: a workload's answer checked through the engine before its cells: an external
@@ -39,6 +40,7 @@ pub mod cell;
 pub mod class;
 pub mod doctor;
 pub mod executor;
+pub mod found;
 pub mod habits;
 pub mod limit;
 pub mod lost;

@@ -623,7 +623,13 @@ mod tests {
         let p = plan(&[100.0, 200.0], 1);
         let mut engine = FakeEngine::new(1_000.0);
         let mut out = run_sweep(&p, &mut engine, &mut |_| Ok(())).expect("the sweep runs");
-        let short = |second, not_sent| Shortfall { second, due: 70, sent: 70 - not_sent, not_sent };
+        let short = |second, not_sent| Shortfall {
+            second,
+            due: 70,
+            sent: 70 - not_sent,
+            not_sent,
+            completed: 70 - not_sent,
+        };
         out.steps[1].partial = Some(Partial {
             lost: vec![AgentLost { index: 2, second: 0 }],
             continued: true,

@@ -9,6 +9,7 @@
 
 use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
 use loadlab_stats::format;
+use loadlab_visit::CHECK_CLASSES;
 use serde::Serialize;
 
 /// The one flag type, shared with the store (which keeps it by name) and the report.
@@ -260,13 +261,14 @@ impl Verdict {
 type Rule = fn(&BenchConfig, &BenchResult) -> Option<Finding>;
 
 /// Every rule, in the order their findings are listed (JSON `warnings`, the store's flags).
-pub const RULES: [Rule; 11] = [
+pub const RULES: [Rule; 12] = [
     client_saturated,
     client_starved,
     network_bound,
     errors,
     descriptors,
     non_2xx,
+    checks_failed,
     interrupted,
     connections_short,
     nothing_completed,
@@ -493,6 +495,36 @@ fn non_2xx(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
         format!(
             "{n} responses were not 2xx and are counted as completed; use --expect-status to \
              count them as failures"
+        ),
+    )
+}
+
+/// A visit's step whose answer came but failed its check (or a capture found nothing): the
+/// request counts as completed, as an HTTP request it was (k6 counts checks apart from
+/// requests), so the requests' figures hold answers a visitor could not use. Said beside
+/// them, with the steps that failed.
+fn checks_failed(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    let steps = &r.tally.sessions.as_deref()?.steps;
+    let names = cfg.visits.as_ref().map(|p| p.steps.as_slice()).unwrap_or_default();
+    let mut total = 0;
+    let mut each = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        for (class, n) in step.failed.iter().filter(|(c, _)| CHECK_CLASSES.contains(&c.as_str())) {
+            total += n;
+            let name = names.get(i).map_or_else(|| format!("step {}", i + 1), String::clone);
+            each.push(format!("{name}: {class} {n}"));
+        }
+    }
+    if total == 0 {
+        return None;
+    }
+    finding(
+        Flag::ChecksFailed,
+        format!("{total} checks failed ({})", each.join(", ")),
+        format!(
+            "{total} checks failed ({}): their answers count as completed requests in the \
+             rate and latency above; the visits failed there",
+            each.join(", ")
         ),
     )
 }

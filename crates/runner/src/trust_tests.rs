@@ -403,3 +403,27 @@ fn a_closed_loop_paced_by_the_round_trip_is_network_bound_with_the_arithmetic() 
         Pacing::Open { rate: 133.0, arrival: loadlab_engine::Arrival::Fixed, max_connections: 8 };
     assert!(!Verdict::judge(&open, &r).findings.iter().any(|f| f.evidence.contains("conn /")));
 }
+
+/// Issue 25: a step whose answer failed its check counted as a completed request, and only
+/// the step table said so; the verdict now says it beside the requests' figures.
+#[test]
+fn checks_that_failed_on_completed_requests_are_a_flag_with_their_steps() {
+    use loadlab_engine::visits::{SessionTally, StepTally};
+    let mut r = result(Pacing::Closed, 1000, 1.0, 100, 0.3);
+    assert!(!Verdict::judge(&closed(), &r).has(Flag::ChecksFailed));
+    let mut sessions = SessionTally::default();
+    let mut failing = StepTally::default();
+    failing.failed.insert("body".into(), 3);
+    // A request's own failure is the errors rule's, not a check.
+    failing.failed.insert("connreset".into(), 2);
+    sessions.steps = vec![StepTally::default(), failing];
+    r.tally.sessions = Some(Box::new(sessions.clone()));
+    let v = Verdict::judge(&closed(), &r);
+    let f = v.findings.iter().find(|f| f.flag == Flag::ChecksFailed).expect("flagged");
+    assert_eq!(f.evidence, "3 checks failed (step 2: body 3)");
+    assert!(f.warning.contains("count as completed requests"), "{}", f.warning);
+    assert!(v.warnings().iter().any(|w| w.starts_with("3 checks failed")), "{:?}", v.warnings());
+    sessions.steps[1].failed.remove("body");
+    r.tally.sessions = Some(Box::new(sessions));
+    assert!(!Verdict::judge(&closed(), &r).has(Flag::ChecksFailed));
+}

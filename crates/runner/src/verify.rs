@@ -5,7 +5,9 @@
 //! an external target's whole verify (there is no lab to ask), and a custom workload's on a
 //! lab stack (the lab's verify knows only its own workloads); the executor sends the requests
 //! (`verify_answers`). Ready means verified: a wrong answer stops the run before the
-//! instance's cells.
+//! instance's cells. A visit file's workload is verified by one whole visit of one visitor,
+//! its captures carried and its checks applied ([`judge_visit`]): its requests alone would go
+//! with `{nonce}` unfilled and prove nothing.
 
 use loadlab_engine::{Answer, BenchConfig, BenchResult, ErrorClass, Order, Pacing, Stop, Traffic};
 
@@ -20,6 +22,10 @@ pub(crate) fn one_request(mut config: BenchConfig) -> BenchConfig {
     config.stop = Stop::Count(1);
     config.warmup = std::time::Duration::ZERO;
     config.validation.keep_answer = true;
+    // A visit file's visit: one visitor, one whole visit (the budget counts visits).
+    if config.visits.as_ref().is_some_and(|p| p.render.is_some()) {
+        return config;
+    }
     // Page views: their requests, the page and each resource, are verified one by one.
     config.visits = None;
     if let Traffic::Mix(mix) = &config.traffic {
@@ -55,10 +61,42 @@ pub(crate) fn judge_entries(r: &BenchResult, config: &BenchConfig) -> Option<Str
     ))
 }
 
+/// For a visit file's one visit: the step at which it failed and why (its check's class, or
+/// its request's error), named as the steps' figures name it; `None` when the visit completed
+/// (or the run was not a visit file's).
+pub(crate) fn judge_visit(r: &BenchResult, config: &BenchConfig) -> Option<Result<String, String>> {
+    let plan = config.visits.as_ref().filter(|p| p.render.is_some())?;
+    let Some(sessions) = r.tally.sessions.as_deref() else {
+        return Some(Err(format!("{}: the visit did not run", plan.file)));
+    };
+    if sessions.completed >= 1 {
+        let steps = plan.steps.len();
+        return Some(Ok(format!("one visit of {steps} steps passed every check")));
+    }
+    let failed = sessions.steps.iter().enumerate().find(|(_, s)| !s.failed.is_empty());
+    let Some((i, step)) = failed else {
+        return Some(Err(format!(
+            "{}: the visit did not end within {:?}",
+            plan.file, config.timeout
+        )));
+    };
+    let name = plan.steps.get(i).map_or_else(|| format!("step {}", i + 1), String::clone);
+    let classes: Vec<&str> = step.failed.keys().map(String::as_str).collect();
+    let why = match classes.iter().find(|c| loadlab_visit::CHECK_CLASSES.contains(c)) {
+        Some(&"capture") => "a capture found nothing in its answer".to_string(),
+        Some(check) => format!("its {check} check failed"),
+        None => format!("its request failed ({})", classes.join(", ")),
+    };
+    Some(Err(format!("{}: step {name}: {why}", plan.file)))
+}
+
 /// Whether the one answer of `r`, sent as `config` says, is the one expected: what it was, or
 /// what was wrong with it ([`loadlab_engine::Validation::verify`] on the answer the run kept,
 /// with the Server header it saw). Without an answer, how the exchange failed.
 pub fn judge(r: &BenchResult, config: &BenchConfig) -> Result<String, String> {
+    if let Some(visit) = judge_visit(r, config) {
+        return visit;
+    }
     let t = &r.tally;
     let server = r.server.as_deref();
     if let Some(kept) = &t.answer {
@@ -220,6 +258,49 @@ mod tests {
                 let _ = thread.join();
             }
         }
+    }
+
+    /// Issue 25: a visit workload is verified by one whole visit, its capture carried into
+    /// the next step and its checks applied; a failing step is named with its check.
+    #[test]
+    fn a_visit_is_verified_whole_and_its_failing_step_named() {
+        let body = "token=ab12 hello";
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let server = Server::answering(answer);
+        let visit = |last_check: &str| {
+            format!(
+                "[[step]]\npath = \"/a\"\nstatus = 200\n[[step.capture]]\nname = \"t\"\n\
+                 regex = 'token=(\\w+)'\n[[step]]\npath = \"/b?t={{t}}\"\n{last_check}\n"
+            )
+        };
+        let run = |text: &str| {
+            let url = format!("http://{}/", server.addr);
+            let mut config = BenchConfig::new(loadlab_engine::Target::parse(&url).unwrap());
+            let v = loadlab_engine::visits::VisitFile::parse(
+                text,
+                "v.toml",
+                &config,
+                None,
+                Default::default(),
+            )
+            .expect("a visit");
+            v.apply(&mut config, None, loadlab_engine::Arrival::Fixed);
+            config.connections = 3;
+            let config = one_request(config);
+            assert_eq!((config.connections, config.stop), (1, Stop::Count(1)));
+            let control = std::sync::Arc::new(loadlab_engine::Control::default());
+            let r = loadlab_engine::run(&config, server.addr, control).expect("a run");
+            judge(&r, &config)
+        };
+        assert_eq!(
+            run(&visit("contains = \"hello\"")),
+            Ok("one visit of 2 steps passed every check".into())
+        );
+        let e = run(&visit("contains = \"welcome\"")).unwrap_err();
+        assert_eq!(e, "v.toml: step 2 GET /b?t={t}: its body check failed");
     }
 
     /// The issue's "one verifier": a wrong answer reads the same from the lab's verify of its

@@ -62,9 +62,13 @@ fn a_visit_workloads_cells_run_its_steps_by_rate_or_by_visitors() {
     crate::run_plan(&plan, &lab, &mut engine, &mut Told::default(), &mut cx)
         .expect("the plan runs");
     let measured = engine.measured.borrow();
-    let cells: Vec<_> = measured.iter().filter(|c| c.visits.is_some()).collect();
-    let verified = measured.len() - cells.len();
-    assert_eq!((cells.len(), verified), (2, 1), "two cells, the stack verified once");
+    // The stack verified once, by one whole visit (one visitor, one visit), then two cells.
+    assert_eq!(measured.len(), 3);
+    let verify = &measured[0];
+    assert_eq!((verify.connections, verify.stop), (1, loadlab_engine::Stop::Count(1)));
+    assert!(verify.visits.as_ref().is_some_and(|p| p.render.is_some()), "a whole visit");
+    let cells: Vec<_> = measured[1..].iter().filter(|c| c.visits.is_some()).collect();
+    assert_eq!(cells.len(), 2, "two cells");
     for c in &cells {
         let steps = &c.visits.as_ref().expect("a visit plan").steps;
         assert_eq!(steps.len(), 2, "{steps:?}");

@@ -31,6 +31,8 @@ pub enum Flag {
     Errors,
     /// Responses that were not 2xx were counted as completed.
     Non2xx,
+    /// Visits' checks failed on answers that count as completed requests.
+    ChecksFailed,
     /// Nothing completed: there is no rate or latency.
     NothingCompleted,
     /// The run was stopped before its end.
@@ -41,7 +43,7 @@ pub enum Flag {
 
 impl Flag {
     /// Every flag this version raises, with its name in JSON, in the store and in the report.
-    const NAMES: [(Flag, &'static str); 12] = [
+    const NAMES: [(Flag, &'static str); 13] = [
         (Flag::ClientSaturated, "client_saturated"),
         (Flag::ClientStarved, "client_starved"),
         (Flag::FdExhausted, "fd_exhausted"),
@@ -52,6 +54,7 @@ impl Flag {
         (Flag::ConnectionsShort, "connections_short"),
         (Flag::Errors, "errors"),
         (Flag::Non2xx, "non_2xx"),
+        (Flag::ChecksFailed, "checks_failed"),
         (Flag::NothingCompleted, "nothing_completed"),
         (Flag::Interrupted, "interrupted"),
     ];

@@ -213,7 +213,7 @@ mod tests {
     }
 
     #[test]
-    fn wordpress_visits_compares_three_stacks_on_views_and_on_the_page_alone() {
+    fn wordpress_visits_compares_three_stacks_on_views_visits_and_the_page_alone() {
         let suite = builtin("wordpress-visits").unwrap();
         let stacks: Vec<&str> =
             suite.stacks.iter().map(|s| s.lab_stack().unwrap().stack.name).collect();
@@ -221,16 +221,31 @@ mod tests {
             stacks,
             ["wordpress-nginx-fpm", "wordpress-nginx-fpm", "wordpress-varnish-nginx-fpm"]
         );
-        let views: Vec<(&str, bool)> =
-            suite.workloads.iter().map(|w| (w.name.as_str(), w.view)).collect();
-        assert_eq!(views, [("wordpress", false), ("front page views", true)]);
-        // Every cell, views and page alone, on every stack, at a rate: views arrive on a
-        // schedule.
+        let kinds: Vec<(&str, bool, Option<&str>)> = suite
+            .workloads
+            .iter()
+            .map(|w| (w.name.as_str(), w.view, w.visits.as_deref()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("wordpress", false, None),
+                ("front page views", true, None),
+                ("read a post", false, Some("wordpress:post")),
+                ("search", false, Some("wordpress:search"))
+            ]
+        );
+        // Views and the page alone at a rate (views arrive on a schedule); visits by a closed
+        // population (visits/s is then the stack's answer, not the rate offered), on every
+        // stack.
         let p = planned("wordpress-visits", true);
         assert!(p.skipped.is_empty(), "{:?}", p.skipped);
-        assert!(p.cells.iter().all(|c| matches!(c.load.point, Point::Open { .. })));
-        let view_cells = p.cells.iter().filter(|c| c.workload.view).count();
-        assert_eq!(view_cells * 2, p.cells.len());
+        let (visits, others): (Vec<_>, Vec<_>) =
+            p.cells.iter().partition(|c| c.workload.visits.is_some());
+        assert!(others.iter().all(|c| matches!(c.load.point, Point::Open { .. })));
+        assert_eq!(others.iter().filter(|c| c.workload.view).count() * 2, others.len());
+        assert!(visits.iter().all(|c| matches!(c.load.point, Point::Closed { .. })));
+        assert_eq!(visits.len() * 2, others.len(), "2 visit workloads at 1 point, 2 at 2");
     }
 
     #[test]

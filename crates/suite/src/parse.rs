@@ -277,7 +277,7 @@ impl Checker<'_> {
         let mut out: Vec<WorkloadSpec> = Vec::new();
         for w in raw.get_ref() {
             let name = w.name.get_ref();
-            let visits = self.visits(w)?;
+            let (visits, given) = self.visits(w)?;
             let request = match (&visits, &w.path) {
                 (Some(_), None) => Some(self.visit_base()),
                 _ => self.request(w)?,
@@ -297,6 +297,7 @@ impl Checker<'_> {
                 slo,
                 view: w.view.as_ref().is_some_and(|v| *v.get_ref()),
                 visits,
+                given,
             };
             if let (true, Some(urls)) = (spec.view, &w.urls) {
                 return self.fail(urls.span(), format!("{name}: a view fetches its page's resources, not a URL list: view = true or urls, not both"));

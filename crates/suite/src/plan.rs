@@ -66,6 +66,8 @@ pub struct CellWorkload {
     /// Visits (`visits = ...`): the visit file (absolute) or built-in name the runner loads
     /// for each cell.
     pub visits: Option<String>,
+    /// The values its visit is given (`given = {...}`).
+    pub given: Vec<(String, String)>,
 }
 
 /// How each response of a cell is checked.
@@ -371,6 +373,7 @@ fn cell_workload(
         slo: w.slo.clone(),
         view: w.view,
         visits: w.visits.clone(),
+        given: w.given.clone(),
     })
 }
 

@@ -166,8 +166,20 @@ pub struct RawWorkload {
     /// Page views: the page and the resources its HTML names, as `bench --view` fetches them.
     pub view: Option<Spanned<bool>>,
     /// Visits of several steps: a visit file (relative to the suite file) or a built-in
-    /// visit's name (`wordpress:search`), as `bench --visits` takes them.
-    pub visits: Option<Spanned<String>>,
+    /// visit's name (`wordpress:search`), as `bench --visits` takes them; several, each with
+    /// an optional `:WEIGHT`, as a list (`["a.toml:3", "b.toml"]`) or one string of them.
+    pub visits: Option<Spanned<VisitsValue>>,
+    /// Values the visit's steps use as `{NAME}` (`given = { user = "member-{visitor}" }`), as
+    /// `bench --given` gives them.
+    pub given: Option<Spanned<std::collections::BTreeMap<String, String>>>,
+}
+
+/// `visits = "..."` or `visits = ["...", ...]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum VisitsValue {
+    One(String),
+    Many(Vec<String>),
 }
 
 /// `[[loads]]`: one load model and the points (concurrencies or rates) it is run at.

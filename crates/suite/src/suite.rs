@@ -162,6 +162,8 @@ pub struct WorkloadSpec {
     /// (`wordpress:search`), as `bench --visits`: an open load's rate counts visits, a closed
     /// load's concurrency visitors.
     pub visits: Option<String>,
+    /// `given = { NAME = "VALUE" }`: values the visit's steps use as `{NAME}`.
+    pub given: Vec<(String, String)>,
 }
 
 /// A custom workload's request: its path on the stack, method, headers and body.

@@ -105,3 +105,60 @@ fn a_visit_file_is_read_relative_to_the_suite_file_and_a_wrong_step_refused() {
     let err = loadlab_suite::read(&file).map(|_| ()).unwrap_err().to_string();
     assert!(err.contains("visits: ") && err.contains("nowhere.toml"), "{err}");
 }
+
+/// `given = {...}`: values a visit's steps use, carried to each cell; a name no step uses, a
+/// name a step captures, or `given` without `visits` is refused at the key.
+#[test]
+fn given_values_reach_the_cells_and_a_name_no_step_uses_is_refused() {
+    let login = SUITE.replace(
+        "visits = \"wordpress:search\"",
+        "visits = \"wordpress:login\"\ngiven = { user = \"member-{visitor}\" }",
+    );
+    let suite = parse(&login, "s.toml").unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&suite, false);
+    let given = vec![("user".to_string(), "member-{visitor}".to_string())];
+    assert!(p.cells.iter().all(|c| c.workload.given == given));
+    let (e, at) = error(&login.replace("{ user =", "{ colour ="), "s.toml");
+    assert!(e.contains("given for {colour}, which no step uses"), "{e}");
+    assert_eq!(at, position(&login, "\"wordpress:login\""));
+    let searching = SUITE.replace(
+        "visits = \"wordpress:search\"",
+        "visits = \"wordpress:search\"\ngiven = { visitor = \"7\" }",
+    );
+    let (e, _) = error(&searching, "s.toml");
+    assert!(e.contains("given visitor: {visitor} is the visitor's number"), "{e}");
+    let plain =
+        SUITE.replace("visits = \"wordpress:search\"", "path = \"/\"\ngiven = { a = \"b\" }");
+    let (e, at) = error(&plain, "s.toml");
+    assert!(e.contains("given goes with visits"), "{e}");
+    assert_eq!(at, position(&plain, "{ a = "));
+}
+
+#[test]
+fn a_weighted_mix_of_visits_resolves_each_and_keeps_its_weight() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.toml"), "[[step]]\npath = \"/a\"\n").unwrap();
+    std::fs::write(dir.path().join("b.toml"), "[[step]]\npath = \"/b\"\n").unwrap();
+    let file = dir.path().join("s.toml");
+    let abs = |n: &str| dir.path().join(n).display().to_string();
+    for (written, want) in [
+        (r#"["a.toml:3", "b.toml"]"#, format!("{}:3,{}:1", abs("a.toml"), abs("b.toml"))),
+        (r#""a.toml:3,wordpress:search""#, format!("{}:3,wordpress:search:1", abs("a.toml"))),
+        (r#"["a.toml"]"#, abs("a.toml")),
+    ] {
+        let text = SUITE.replace("\"wordpress:search\"", written);
+        std::fs::write(&file, &text).unwrap();
+        let suite = loadlab_suite::read(&file).unwrap_or_else(|e| panic!("{written}: {e}"));
+        assert_eq!(suite.workloads[0].visits.as_deref(), Some(want.as_str()), "{written}");
+    }
+    // A weight of 0, or a file of the mix that is not there: refused at the key.
+    for (written, said) in [(r#"["a.toml:0"]"#, "from 1"), (r#"["a.toml:2", "c.toml"]"#, "c.toml")]
+    {
+        let text = SUITE.replace("\"wordpress:search\"", written);
+        std::fs::write(&file, &text).unwrap();
+        let err = loadlab_suite::read(&file).map(|_| ()).unwrap_err().to_string();
+        let at = format!("{}:{}: visits: ", file.display(), position(&text, written));
+        assert!(err.starts_with(&at), "{err}");
+        assert!(err.contains(said), "{err}");
+    }
+}

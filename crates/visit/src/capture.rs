@@ -3,6 +3,11 @@
 
 use regex::Regex;
 
+/// The classes of a failed check, as the steps' figures count them: a check broken (`status`,
+/// `body`, `header`) or a capture that found nothing (`capture`). A step's other failures are
+/// its request's (an error class, or `validation` for the run's own `--expect-*`).
+pub const CHECK_CLASSES: [&str; 4] = ["status", "body", "header", "capture"];
+
 /// An answer as a check or a capture sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct Response<'a> {
@@ -63,6 +68,7 @@ impl Check {
     }
 
     /// The class a visit that broke it is counted under.
+    /// Its class in the figures: one of [`CHECK_CLASSES`].
     pub fn class(&self) -> &'static str {
         match self {
             Check::Status(_) => "status",

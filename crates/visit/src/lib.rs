@@ -22,8 +22,12 @@ pub mod template;
 pub mod visit_file;
 pub mod wsesslog;
 
-pub use capture::{Capture, Check, Response, Source};
+pub use capture::{Capture, Check, Response, Source, CHECK_CLASSES};
 pub use cookies::Jar;
 pub use error::VisitError;
 pub use model::{Burst, Call, Think, Visit};
-pub use template::{Template, Vars};
+pub use template::{given_refusal, Template, Vars};
+
+/// The name every visit may use without capturing it: `{visitor}`, the visitor's number
+/// (from 1; no two visitors in a visit at once share one), in a step and in a given value.
+pub const VISITOR: &str = "visitor";

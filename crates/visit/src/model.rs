@@ -53,6 +53,14 @@ impl Call {
         }
     }
 
+    /// The `{name}`s its request uses.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.path
+            .names()
+            .chain(self.headers.iter().flat_map(|(_, v)| v.names()))
+            .chain(self.body.iter().flat_map(|b| b.names()))
+    }
+
     /// Whether the request's bytes are the same every time: nothing in it is captured.
     pub fn is_static(&self) -> bool {
         self.path.is_static()
@@ -89,6 +97,11 @@ impl Visit {
     /// Every call of the visit, in order.
     pub fn calls(&self) -> impl Iterator<Item = &Call> {
         self.bursts.iter().flat_map(|b| b.calls.iter())
+    }
+
+    /// Whether some call's request uses `{name}`.
+    pub fn uses(&self, name: &str) -> bool {
+        self.calls().any(|c| c.names().any(|n| n == name))
     }
 
     /// The number of requests one visit makes when nothing fails.

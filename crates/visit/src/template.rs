@@ -7,6 +7,21 @@ use std::collections::HashMap;
 /// The values a visitor captured so far, by name.
 pub type Vars = HashMap<String, String>;
 
+/// Why a value given by the run (`--given NAME=VALUE`, a suite's `given`) cannot be: a name a
+/// `{NAME}` cannot hold, `{visitor}` (the visitor's number, which no run gives), or a control
+/// character in the value (it goes into request lines and header fields as it is).
+pub fn given_refusal(name: &str, value: &str) -> Option<&'static str> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+        Some("a name is letters, digits, _ and - (as {NAME} in the visit file)")
+    } else if name == crate::VISITOR {
+        Some("{visitor} is the visitor's number, which no run gives")
+    } else if value.chars().any(char::is_control) {
+        Some("a value holds no control characters")
+    } else {
+        None
+    }
+}
+
 /// Literal text and named holes, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
@@ -114,5 +129,13 @@ mod tests {
         assert!(Template::parse("/plain{").is_static());
         assert_eq!(t.text(), "/p?n={nonce}&x={}&{a b}&id={post_id}");
         assert_eq!(Template::parse("").to_string_with(&vars).unwrap(), "");
+    }
+
+    #[test]
+    fn a_given_value_needs_a_template_name_and_no_control_character() {
+        assert_eq!(given_refusal("user", "member-{visitor}"), None);
+        for (name, value) in [("", "x"), ("a b", "x"), ("visitor", "1"), ("pw", "a\r\nX: y")] {
+            assert!(given_refusal(name, value).is_some(), "{name}={value:?}");
+        }
     }
 }

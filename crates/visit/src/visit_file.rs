@@ -22,7 +22,8 @@
 //! ```
 //!
 //! A `{name}` must be captured by an earlier step or given by the run (`given`), which is
-//! checked when the file is read, not when a visitor first needs it.
+//! checked when the file is read, not when a visitor first needs it. `{visitor}`, the
+//! visitor's number (from 1), needs neither.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -100,15 +101,28 @@ pub fn parse(text: &str, file: &str, given: &[&str]) -> Result<Visit, VisitError
         return Err(whole("a visit needs at least one [[step]]".to_string()));
     }
     let default_think = parsed.think.map(|t| think(&t)).transpose().map_err(&whole)?;
+    if given.contains(&crate::VISITOR) {
+        return Err(whole("{visitor} is the visitor's number: a run cannot give it".to_string()));
+    }
     let mut known: HashSet<String> = given.iter().map(|s| s.to_string()).collect();
+    known.insert(crate::VISITOR.to_string());
     let mut bursts = Vec::with_capacity(parsed.step.len());
     for (i, step) in parsed.step.into_iter().enumerate() {
         let at = |m: String| whole(format!("step {}: {m}", i + 1));
         let burst = burst(step, default_think).map_err(at)?;
-        for name in burst.calls.iter().flat_map(call_names) {
+        for name in burst.calls.iter().flat_map(Call::names) {
             if !known.contains(name) {
                 return Err(at(format!(
                     "{{{name}}} is used before any step captures it (nor does the run give it)"
+                )));
+            }
+        }
+        for capture in &burst.calls[0].captures {
+            if capture.name == crate::VISITOR || given.contains(&capture.name.as_str()) {
+                return Err(at(format!(
+                    "capture '{}' would replace a value the run gives (the visitor's number \
+                     or a given value): name it otherwise",
+                    capture.name
                 )));
             }
         }
@@ -117,14 +131,6 @@ pub fn parse(text: &str, file: &str, given: &[&str]) -> Result<Visit, VisitError
     }
     let name = parsed.name.unwrap_or_else(|| file.to_string());
     Ok(Visit { name, bursts })
-}
-
-/// The names a call's request uses.
-fn call_names(call: &Call) -> impl Iterator<Item = &str> {
-    call.path
-        .names()
-        .chain(call.headers.iter().flat_map(|(_, v)| v.names()))
-        .chain(call.body.iter().flat_map(|b| b.names()))
 }
 
 /// One step as the burst it starts.
@@ -259,5 +265,20 @@ resources = ["/a.css", "/b.js"]
         assert!(e.unwrap_err().to_string().contains("exactly one of"));
         let e = parse("[[step]]\npath = \"/\"\nthink = \"soon\"\n", "v", &[]).unwrap_err();
         assert!(e.to_string().contains("think 'soon' is not a duration"), "{e}");
+    }
+
+    #[test]
+    fn the_visitors_number_needs_no_capture_and_no_capture_replaces_a_given_value() {
+        let v = parse("[[step]]\npath = \"/u/{visitor}\"\n", "v", &[]).unwrap();
+        assert!(v.uses("visitor") && !v.uses("user"));
+        let capturing = |name: &str| {
+            format!("[[step]]\npath = \"/\"\n[[step.capture]]\nname = \"{name}\"\nheader = \"X\"\n")
+        };
+        for (name, given) in [("visitor", &[][..]), ("user", &["user"][..])] {
+            let e = parse(&capturing(name), "v", given).unwrap_err().to_string();
+            assert!(e.contains(&format!("step 1: capture '{name}' would replace")), "{e}");
+        }
+        let e = parse(&capturing("x"), "v", &["visitor"]).unwrap_err().to_string();
+        assert!(e.contains("a run cannot give it"), "{e}");
     }
 }

@@ -522,3 +522,29 @@ fn closed_loop_stages_take_the_weighted_share_of_each_level() {
     assert_eq!(open(&json(&outs[1])), [2, 2], "{}", json(&outs[1]));
     assert_eq!(open(&json(&outs[0])), [8, 8], "{}", json(&outs[0]));
 }
+
+#[test]
+fn after_a_kill_9_the_streamed_seconds_add_up_to_the_merged_totals() {
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let mut agents = run_and_kill(&server, &["-R", "300", "-d", "30s"], 3, 2).into_iter();
+    let (zero, one) = (agents.next().unwrap(), agents.next().unwrap());
+    let (a0, _) = wait(zero.0, zero.1, zero.2, LIMIT);
+    let (a1, _) = wait(one.0, one.1, one.2, LIMIT);
+    assert_eq!((a0.status.code(), a1.status.code()), (Some(9), Some(9)), "{}", stderr(&a0));
+    let merged = json(&a0);
+    crate::schema::assert_valid(&crate::schema::validator(), &merged);
+    let partial = &merged["partial"];
+    let rows = partial["shortfall"].as_array().expect("shortfall");
+    let sum = |k: &str| rows.iter().map(|r| r[k].as_u64().unwrap()).sum::<u64>();
+    // Agents 0 and 1 were stopped mid-second: each streamed that partial second too, so the
+    // rows hold every request of the merged totals, the lost agent's until its loss.
+    let requests = &merged["requests"];
+    assert_eq!(sum("sent"), requests["sent"].as_u64().unwrap(), "{partial:#}");
+    assert_eq!(sum("completed"), requests["completed"].as_u64().unwrap(), "{partial:#}");
+    assert!(sum("completed") > 0);
+    // Every agent stopped in the second of the loss or the next: no row after.
+    let lost_in = partial["lost"][0]["second"].as_u64().unwrap();
+    let seconds: Vec<u64> = rows.iter().map(|r| r["second"].as_u64().unwrap()).collect();
+    assert_eq!(seconds, (0..seconds.len() as u64).collect::<Vec<_>>());
+    assert!(*seconds.last().unwrap() <= lost_in + 1, "lost in {lost_in}: {partial:#}");
+}

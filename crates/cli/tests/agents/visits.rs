@@ -122,3 +122,23 @@ fn a_differing_visit_file_is_refused_naming_visits() {
     assert_eq!(outs[1].status.code(), Some(10), "{}", stderr(&outs[1]));
     assert_eq!(server.requests(), 0);
 }
+
+#[test]
+fn a_weighted_mix_of_visit_files_over_agents_adds_each_files_figures() {
+    let server = TestServer::start(Behaviour::Login);
+    let dir = tempfile::tempdir().unwrap();
+    let a = visit_file(&dir, "a.toml", &login("{token}", "0s"));
+    let b = visit_file(&dir, "b.toml", "[[step]]\npath = \"/other\"\n");
+    let spec = format!("{a}:3,{b}:1");
+    let (merged, _) =
+        two(&server.url("/"), &["--visits", &spec, "--rate", "100", "-n", "30", "--seed", "5"]);
+    assert_eq!(count(&merged, "visits.completed"), 30, "{merged:#}");
+    let (first, second) =
+        (count(&merged, "visits.files.0.completed"), count(&merged, "visits.files.1.completed"));
+    assert_eq!(first + second, 30, "{merged:#}");
+    // Each file's figures are every agent's added: what the server saw of it.
+    let seen = server.targets();
+    assert_eq!((seen["/private"], seen["/other"]), (first, second));
+    // And each file's visit durations are every agent's histograms added.
+    assert_eq!(count(&merged, "visits.files.1.duration_us.count"), second, "{merged:#}");
+}

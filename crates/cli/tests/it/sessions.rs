@@ -126,7 +126,7 @@ fn httperf_layout(server: &TestServer) -> String {
 }
 
 /// A line with every number replaced by `#`: its layout.
-fn skeleton(line: &str) -> String {
+pub(super) fn skeleton(line: &str) -> String {
     let mut out = String::new();
     let mut in_number = false;
     for c in line.chars() {

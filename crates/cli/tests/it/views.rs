@@ -11,7 +11,7 @@ use super::{assert_accounted, assert_exit, at, bench, uint};
 use crate::support::{loadlab, output_within, Behaviour, SitePath, TestServer, RUN_LIMIT};
 
 /// A page naming a stylesheet, a script and an image, and the three of them with `headers`.
-fn site(headers: &[(&str, &str)], slow_image: Duration) -> Vec<SitePath> {
+pub(super) fn site(headers: &[(&str, &str)], slow_image: Duration) -> Vec<SitePath> {
     let page = r#"<html><head><link rel="stylesheet" href="/s.css"><script src="/a.js"></script>
         </head><body><img src="/i.png"></body></html>"#;
     let mut image = SitePath::new("/i.png", headers, "png");

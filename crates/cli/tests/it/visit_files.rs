@@ -101,6 +101,10 @@ fn a_visit_without_the_token_or_its_capture_fails_at_that_step() {
     assert_eq!(s[2].3, serde_json::json!({ "status": 8 }), "{report:#}");
     // Every request went and was answered: the failure is the visit's, not a request's.
     assert_accounted(&report, 24);
+    // ...and the requests' figures say that 8 of their answers failed a check.
+    let warnings = at(&report, "warnings").as_array().expect("warnings").clone();
+    let said = format!("8 checks failed ({}: status 8): ", s[2].0);
+    assert!(warnings.iter().any(|w| w.as_str().unwrap().starts_with(&said)), "{warnings:?}");
     // A capture that finds nothing ends the visit at its step: nothing more is sent.
     let (_d, visit) =
         file("no-capture.toml", &login_visit("nonce=(\\d+)", "0s", "X-A = \"{token}\""));
@@ -189,4 +193,48 @@ fn a_bad_visit_file_or_load_model_is_refused_in_one_line() {
         assert!(stderr.contains(&expected), "{args:?}: {stderr}");
         assert_eq!(stderr.trim().lines().count(), 1, "one line:\n{stderr}");
     }
+}
+
+/// `--visits a.toml:3,b.toml:1`: each arriving visit picks its file by weight from the run's
+/// seed, so that the same seed makes the same picks; each file has its own visits and steps.
+#[test]
+fn a_weighted_mix_of_visit_files_picks_by_weight_and_reports_each_file() {
+    let server = TestServer::start(Behaviour::Login);
+    let (_a, login) = file("login.toml", &login_visit(TOKEN, "0s", r#"X-Token = "{token}""#));
+    let (_b, other) = file("other.toml", "[[step]]\npath = \"/other\"\ncontains = \"page\"\n");
+    let spec = format!("{login}:3,{other}");
+    let args = ["--visits", &spec, "--rate", "200", "-n", "40", "--seed", "7"];
+    let report = bench(&server.url("/"), &args, 0);
+    assert_eq!(uint(&report, "visits.completed"), 40, "{report:#}");
+    let files = at(&report, "visits.files").as_array().expect("visits.files").clone();
+    let each = |i: usize, k: &str| files[i][k].as_u64().expect("a count");
+    assert_eq!((files[0]["weight"].clone(), files[1]["weight"].clone()), (3.into(), 1.into()));
+    assert_eq!(each(0, "completed") + each(1, "completed"), 40, "{report:#}");
+    // 3 to 1: the login file most of the time, the other some of it.
+    assert!(each(0, "completed") > each(1, "completed") && each(1, "completed") > 0, "{files:?}");
+    // What the server saw is what each file's figures say.
+    let seen = server.targets();
+    assert_eq!(seen["/login"], each(0, "started"));
+    assert_eq!(seen["/other"], each(1, "completed"));
+    assert_eq!(seen["/private"], each(0, "completed"));
+    // Each file's visits timed on their own: a duration per completed visit of it.
+    for f in &files {
+        assert_eq!(f["duration_us"]["count"], f["completed"], "{report:#}");
+    }
+    // Each file's step table, and every step named after its file in the whole list.
+    assert_eq!(files[1]["steps"][0]["step"], "1 GET /other", "{report:#}");
+    let names: Vec<String> = steps(&report).into_iter().map(|s| s.0).collect();
+    assert_eq!(names[3], format!("{other}: 1 GET /other"));
+    let errors: Vec<String> =
+        crate::schema::validator().iter_errors(&report).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // The same seed, the same picks.
+    let again = bench(&server.url("/"), &args, 0);
+    assert_eq!(at(&again, "visits.files")[1]["completed"], files[1]["completed"]);
+    // A weight of 0 is refused in one line.
+    let mut cmd = loadlab();
+    cmd.args(["bench", "http://127.0.0.1:9/", "--visits", &format!("{login}:0"), "-c", "1"]);
+    let out = output_within(cmd, RUN_LIMIT);
+    assert_exit(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a weight is a whole number"));
 }

@@ -110,16 +110,25 @@ fn walk(addr: &str, visit: &Visit, given: &Vars, carry: Carry) -> Result<usize, 
     Ok(requests)
 }
 
-/// A built-in visit as `--visits NAME` gets it for the instance `up`: its text with the
-/// instance's values filled in, read as any visit file; and the values themselves.
+/// A built-in visit as `--visits NAME` gets it for the instance `up`, read as any visit file,
+/// and the values it is given as visitor 1 holds them (`{visitor}` filled in).
 fn builtin(lab: &TestLab, up: &Value, name: &str) -> (Visit, Vars) {
     let url = up["url"].as_str().expect("url");
     let records: Vec<_> =
         lab.lab().instances().expect("instances").into_iter().map(|(r, _)| r).collect();
-    let (b, text) = visits::resolve(&records, name, url).expect("resolved").expect("built in");
-    let visit = visit_file::parse(&text, b.name, &[]).expect("a built-in visit parses");
-    let record = visits::instance_for(&records, url, b).expect("the instance at its URL");
-    (visit, b.values(record).expect("the instance's values").into_iter().collect())
+    let found = visits::resolve(&records, name, url).expect("resolved").expect("built in");
+    let b = found.visit;
+    let visit = visit_file::parse(b.text, b.name, b.given).expect("a built-in visit parses");
+    (visit, as_visitor(&found.given, 1))
+}
+
+/// Given values as visitor `number` holds them.
+fn as_visitor(given: &[(String, String)], number: usize) -> Vars {
+    let n = number.to_string();
+    let mut vars: Vars =
+        given.iter().map(|(k, v)| (k.clone(), v.replace("{visitor}", &n))).collect();
+    vars.insert("visitor".into(), n);
+    vars
 }
 
 fn addr(up: &Value) -> String {
@@ -136,23 +145,27 @@ fn visits_pass_and_the_login_needs_what_it_carries(lab: &TestLab, up: &Value) {
         let made = walk(&addr, &visit, &given, Carry::Everything);
         assert_eq!(made, Ok(visit.requests()), "{name} on {}", up["name"]);
     }
-    // The lab filled in the administrator: the visit needs nothing more.
+    // The lab gives each visitor its own user: visitor 1 is loadlab-1.
     let (login, given) = builtin(lab, up, "wordpress:login");
-    assert_eq!(given.len(), 2, "{given:?}");
-    let none = Vars::new();
-    assert_eq!(walk(&addr, &login, &none, Carry::Everything), Ok(4), "{}", up["name"]);
+    assert_eq!(given["user"], "loadlab-1", "{given:?}");
+    assert_eq!(walk(&addr, &login, &given, Carry::Everything), Ok(4), "{}", up["name"]);
     // The same visit twice: a visitor logs in again after logging out.
-    assert_eq!(walk(&addr, &login, &none, Carry::Everything), Ok(4), "{}", up["name"]);
-    let refused = |carry| walk(&addr, &login, &none, carry).unwrap_err();
+    assert_eq!(walk(&addr, &login, &given, Carry::Everything), Ok(4), "{}", up["name"]);
+    let refused = |carry| walk(&addr, &login, &given, carry).unwrap_err();
     assert_eq!(refused(Carry::NoCookies), (2, "status (answered 200)".to_string()));
     assert_eq!(refused(Carry::NoNonce), (4, "status (answered 403)".to_string()));
-    // With {user} and {password} left for the walk to give, a wrong password is refused.
-    let b = visits::builtin("wordpress:login").unwrap();
-    let unfilled = visit_file::parse(b.text, b.name, b.given).unwrap();
-    assert_eq!(walk(&addr, &unfilled, &given, Carry::Everything), Ok(4));
+    // The last visitor has a user of its own too, and one more has none.
+    let url = up["url"].as_str().unwrap();
+    let records: Vec<_> = lab.lab().instances().unwrap().into_iter().map(|(r, _)| r).collect();
+    let found = visits::resolve(&records, "wordpress:login", url).unwrap().unwrap();
+    let users = found.visitors.expect("a login has users for so many visitors");
+    let last = as_visitor(&found.given, users);
+    assert_eq!(walk(&addr, &login, &last, Carry::Everything), Ok(4));
+    let beyond = as_visitor(&found.given, users + 1);
+    assert_eq!(walk(&addr, &login, &beyond, Carry::Everything).unwrap_err().0, 2);
     let mut wrong = given.clone();
     wrong.insert("password".into(), "not-the-password".into());
-    assert_eq!(walk(&addr, &unfilled, &wrong, Carry::Everything).unwrap_err().0, 2);
+    assert_eq!(walk(&addr, &login, &wrong, Carry::Everything).unwrap_err().0, 2);
 }
 
 #[test]
@@ -177,9 +190,19 @@ fn wordpress_nginx_fpm_builtin_visits() {
     for b in visits::BUILTINS {
         assert!(listed.contains(b.name), "{listed}");
     }
+    // Where the passwords are, never the passwords: a run stores this section.
     let (_, given) = builtin(&lab, &up, "wordpress:login");
     let text = admin["text"].as_str().unwrap();
-    assert!(text.contains(&format!("password: {}\n", given["password"])), "{text}");
+    assert!(text.contains("user: loadlab\npassword: in /"), "{text}");
+    let secret = given["password"].trim_end_matches("-1");
+    let admin_password = loadlab_lab::servers::wordpress::Admin::read(std::path::Path::new(
+        up["run_dir"].as_str().unwrap_or_else(|| panic!("run_dir in {up:#}")),
+    ))
+    .unwrap()
+    .password;
+    for password in [secret, admin_password.as_str()] {
+        assert!(!show.to_string().contains(password), "a password in stack show: {show:#}");
+    }
     // The front page's built-in resources are what its HTML names, as a browser finds them.
     let url = up["url"].as_str().unwrap();
     let page = exchange(&addr(&up), "GET", "/", &[], "");
@@ -237,30 +260,46 @@ fn steps(report: &Value) -> Vec<(u64, u64, Value)> {
 }
 
 /// The built-in login run by `loadlab bench --visits wordpress:login`: every step of every
-/// visit passes (one visitor: see docs/lab.md on one administrator); the same visit with
-/// another session's nonce fails every visit at step 4, by its status, after 3 steps passed.
+/// visit passes, visitors logging in at once each as its own user (as one user, WordPress's
+/// unlocked session row lost 8 of 20 at -c 4), in a closed population and at a rate; the
+/// same visit with another session's nonce (a file of its own, given the users by `--given`)
+/// fails every visit at step 4, by its status, after 3 steps passed.
 fn bench_runs_the_login(lab: &TestLab, up: &Value) {
-    let (report, _) = bench(lab, up, "wordpress:login", &["-c", "1", "-n", "3"]);
-    assert_eq!(report["visits"]["completed"], 3, "{report:#}");
-    assert_eq!(report["visits"]["failed"], 0, "{report:#}");
-    for (started, completed, failed) in steps(&report) {
-        assert_eq!((started, completed, failed), (3, 3, serde_json::json!({})), "{report:#}");
+    for load in [&["-c", "4", "-n", "20"][..], &["--rate", "8", "-n", "20"][..]] {
+        let (report, _) = bench(lab, up, "wordpress:login", load);
+        assert_eq!(report["visits"]["completed"], 20, "{load:?}: {report:#}");
+        assert_eq!(report["visits"]["failed"], 0, "{load:?}: {report:#}");
+        for (started, completed, failed) in steps(&report) {
+            assert_eq!((started, completed, failed), (20, 20, serde_json::json!({})), "{report:#}");
+        }
     }
     let url = up["url"].as_str().unwrap();
     let records: Vec<_> = lab.lab().instances().unwrap().into_iter().map(|(r, _)| r).collect();
-    let (_, text) = visits::resolve(&records, "wordpress:login", url).unwrap().unwrap();
+    let found = visits::resolve(&records, "wordpress:login", url).unwrap().unwrap();
+    let text = found.visit.text;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("login-without-nonce.toml");
     let without = text.replace("_wpnonce={nonce}", "_wpnonce=0123456789");
     assert_ne!(without, text);
     std::fs::write(&file, without).unwrap();
-    let (report, _) = bench(lab, up, file.to_str().unwrap(), &["-c", "1", "-n", "3"]);
+    let given: Vec<String> = found.given.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut args = vec!["-c", "2", "-n", "4"];
+    for g in &given {
+        args.extend(["--given", g.as_str()]);
+    }
+    let (report, _) = bench(lab, up, file.to_str().unwrap(), &args);
     assert_eq!(report["visits"]["completed"], 0, "{report:#}");
-    assert_eq!(report["visits"]["failed"], 3, "{report:#}");
+    assert_eq!(report["visits"]["failed"], 4, "{report:#}");
     let steps = steps(&report);
     assert_eq!(steps.len(), 4, "{report:#}");
     for step in &steps[..3] {
-        assert_eq!(step, &(3, 3, serde_json::json!({})), "{report:#}");
+        assert_eq!(step, &(4, 4, serde_json::json!({})), "{report:#}");
     }
-    assert_eq!(steps[3], (3, 0, serde_json::json!({ "status": 3 })), "{report:#}");
+    assert_eq!(steps[3], (4, 0, serde_json::json!({ "status": 4 })), "{report:#}");
+    // A given name that no step uses is refused before any load, exit 2.
+    let words = ["bench", url, "--visits", "wordpress:login", "-n", "1", "--given", "colour=red"];
+    let out = lab.run(&words);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("given for {colour}, which no step uses"), "{said}");
 }

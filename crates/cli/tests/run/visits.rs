@@ -2,8 +2,10 @@
 //! the built-in `wordpress:search` under an open load (the rate counts visits) and a closed
 //! one (the concurrency counts visitors), and a visit file of the suite's own whose second
 //! step's check cannot pass. The store keeps each cell's visit figures and its steps, the
-//! failed step by its class; the terminal verdict marks that step. Skips visibly without the
-//! WordPress packages (a failure in CI).
+//! failed step by its class; the terminal verdict marks that step. The built-in login too,
+//! open and closed, each visitor as its own user: verified by one whole visit before the cells,
+//! and no password of the stack's in the store, the report or the output. Skips visibly
+//! without the WordPress packages (a failure in CI).
 
 use loadlab_store::{metric, RunId, Store};
 
@@ -25,6 +27,10 @@ visits = "wordpress:search"
 name = "search then miss"
 visits = "miss.toml"
 
+[[workloads]]
+name = "logins"
+visits = "wordpress:login"
+
 [[loads]]
 model = "open"
 rates = [3]
@@ -32,13 +38,14 @@ requests = 9
 
 [[loads]]
 model = "closed"
-workloads = ["searches"]
+workloads = ["searches", "search then miss", "logins"]
 concurrency = [2]
 requests = 9
 "#;
 
-/// Two steps: a search the lab's posts answer, then the front page checked for a text that no
-/// page of the lab holds.
+/// Two steps: a search the lab's posts answer, then a search of the visitor's own whose page
+/// only visitor 1's passes (the search form echoes the term): the suite's verify, one visit of
+/// visitor 1, passes; visitor 2 of a closed population fails at step 2 in the cells.
 const MISS: &str = r#"name = "search then miss"
 
 [[step]]
@@ -46,8 +53,21 @@ path = "/?s=osprey"
 status = 200
 
 [[step]]
-path = "/"
+path = "/?s=miss-{visitor}"
 status = 200
+contains = 'value="miss-1"'
+"#;
+
+/// A second step that no visitor passes: the suite's verify, one whole visit, stops the run
+/// there (exit 5), naming the step and its check.
+const NEVER: &str = r#"name = "never"
+
+[[step]]
+path = "/?s=osprey"
+status = 200
+
+[[step]]
+path = "/"
 contains = "no page of the lab says this"
 "#;
 
@@ -84,15 +104,79 @@ fn a_suites_visits_store_their_steps_and_the_failed_one_shows() {
     }
 
     let miss: Vec<_> = cells.iter().filter(|c| c.workload == "search then miss").collect();
-    assert_eq!(miss.len(), 1);
-    let (first, second) = (&miss[0].steps[0], &miss[0].steps[1]);
-    assert!(first.completed > 0 && first.failed_total() == 0, "{first:?}");
-    // Every search that completed went on to the front page, whose check no answer passes.
-    assert!(second.started > 0 && second.started <= first.completed, "{second:?}");
-    assert_eq!(second.completed, 0, "{second:?}");
-    let body = second.failed.get("body").copied().unwrap_or(0);
-    assert!(body > 0 && body == second.failed_total(), "{second:?}");
-    assert_eq!((second.p50_us, second.p99_us), (None, None));
-    let failed = miss[0].metrics.get(metric::VISITS_FAILED).copied();
-    assert_eq!(failed, Some(body as f64), "{:?}", miss[0].metrics);
+    assert_eq!(miss.len(), 2, "an open and a closed cell");
+    for c in &miss {
+        let (first, second) = (&c.steps[0], &c.steps[1]);
+        assert!(first.completed > 0 && first.failed_total() == 0, "{first:?}");
+        // Every search that completed went on to the second, which only visitor 1 passes.
+        assert!(second.started > 0 && second.started <= first.completed, "{second:?}");
+        let body = second.failed.get("body").copied().unwrap_or(0);
+        assert_eq!(body, second.failed_total(), "{second:?}");
+        let failed = c.metrics.get(metric::VISITS_FAILED).copied();
+        assert_eq!(failed, Some(body as f64), "{:?}", c.metrics);
+    }
+    // In the closed population visitor 2 is always there, and always fails.
+    let closed = miss.iter().find(|c| c.metrics.get(metric::VISITS_FAILED) > Some(&0.0));
+    assert!(closed.is_some(), "visitor 2 failed nowhere: {:?}", miss[1].steps);
+
+    // Logins at once, each visitor as its own user: none lost (as one user, 8 of 20 were).
+    let logins: Vec<_> = cells.iter().filter(|c| c.workload == "logins").collect();
+    assert_eq!(logins.len(), 2, "an open and a closed cell");
+    for c in logins {
+        assert_eq!(c.metrics.get(metric::VISITS_FAILED), Some(&0.0), "{:?}", c.metrics);
+        assert_eq!(c.metrics.get(metric::VISITS), Some(&9.0), "{:?}", c.metrics);
+    }
+    // Issue 25: the lab's passwords went into the stored run (its captured configs) and
+    // could into what is made of it; none may.
+    let mut made = vec![("stdout".to_string(), stdout)];
+    made.push((
+        "the store".into(),
+        String::from_utf8_lossy(&std::fs::read(scratch.db()).unwrap()).into(),
+    ));
+    for entry in std::fs::read_dir(scratch.out()).unwrap().flatten() {
+        let text =
+            String::from_utf8_lossy(&std::fs::read(entry.path()).unwrap_or_default()).into_owned();
+        made.push((entry.path().display().to_string(), text));
+    }
+    let json = scratch.ok(&["report", "1", "--db", &scratch.db(), "--format", "json"]);
+    made.push(("report --format json".into(), json));
+    for (what, text) in &made {
+        assert_eq!(password_in(text), None, "a password in {what}");
+    }
+    assert!(password_in("log=loadlab-1&pwd=Ab3dEf6hIj9kLm2oPq5sTu8w-1&x").is_some());
+
+    // A step that fails for every visitor stops the run at verify, named with its check.
+    scratch.write("never.toml", NEVER);
+    let never = SUITE.replace("visits = \"miss.toml\"", "visits = \"never.toml\"");
+    let suite = scratch.write("never-suite.toml", &never);
+    let out = scratch.dir.path().join("never").display().to_string();
+    let output = scratch.run(&["run", "--suite", &suite, "--quick", "--out", &out]);
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(5), "{said}");
+    assert!(said.contains("never.toml: step 2 GET /: its body check failed"), "{said}");
+}
+
+/// A password of the lab's WordPress in `text`: a login body's filled `pwd=`, `stack show`'s
+/// `password: ` line, or a visitor's (24 letters and digits, `-`, its number).
+fn password_in(text: &str) -> Option<String> {
+    if let Some(at) = text.match_indices("pwd=").find(|(i, _)| !text[i + 4..].starts_with('{')) {
+        return Some(text[at.0..].chars().take(40).collect());
+    }
+    let bytes = text.as_bytes();
+    let mut run = 0;
+    for (i, b) in bytes.iter().enumerate() {
+        if b.is_ascii_alphanumeric() {
+            run += 1;
+            continue;
+        }
+        // A run of ASCII letters and digits starts at a character boundary.
+        if run == 24 {
+            let next_digit = bytes.get(i + 1).is_some_and(u8::is_ascii_digit);
+            if (*b == b'-' && next_digit) || text[..i - run].ends_with("password: ") {
+                return Some(text[i - run..i].to_string());
+            }
+        }
+        run = 0;
+    }
+    None
 }

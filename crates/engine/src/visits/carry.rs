@@ -16,9 +16,13 @@ pub struct Render {
     pub base: RequestSpec,
     pub target: Target,
     pub keepalive: bool,
-    /// Values every visitor holds from the start, as if captured (a user, a password).
+    /// Values every visitor holds from the start, as if captured (a user, a password); a
+    /// `{visitor}` in one is the visitor's number, so each visitor may be given its own.
     pub given: Vars,
 }
+
+/// `{visitor}` as a given value writes it.
+const VISITOR_HOLE: &str = "{visitor}";
 
 /// One visitor's state, dropped with its visit.
 #[derive(Debug)]
@@ -32,9 +36,19 @@ pub(crate) struct Carry {
 pub(crate) type Broken = &'static str;
 
 impl Carry {
-    pub fn new(render: &Render) -> Carry {
+    /// Visitor `number`'s state as its visit begins: the given values, with `{visitor}` (in
+    /// them and in the steps) its number. Numbers start at 1 and no two visitors in a visit
+    /// at once hold the same; a closed population of K visitors numbers itself 1..=K.
+    pub fn new(render: &Render, number: usize) -> Carry {
         let jar = Jar::new(&render.target.host, render.target.tls);
-        Carry { jar, vars: render.given.clone() }
+        let number = number.to_string();
+        let mut vars: Vars = render
+            .given
+            .iter()
+            .map(|(name, value)| (name.clone(), value.replace(VISITOR_HOLE, &number)))
+            .collect();
+        vars.insert(loadlab_visit::VISITOR.to_string(), number);
+        Carry { jar, vars }
     }
 
     /// `call`'s request for this visitor, into `out`: its templates filled with the values
@@ -133,7 +147,7 @@ name = "token"
 regex = 'token=(\w+)'
 [[step]]
 method = "POST"
-path = "/private?t={token}"
+path = "/private?t={token}&v={visitor}"
 headers = { X-Token = "{token}" }
 body = "token={token}&log={user}"
 header = "X-Ok"
@@ -146,7 +160,7 @@ header = "X-Ok"
             headers: vec![("Accept-Language".into(), "en".into())],
             body: Vec::new(),
         };
-        let given = [("user".to_string(), "ann".to_string())].into_iter().collect();
+        let given = [("user".to_string(), "ann-{visitor}".to_string())].into_iter().collect();
         Render { base, target, keepalive: true, given }
     }
 
@@ -155,7 +169,7 @@ header = "X-Ok"
         let visit = visit_file::parse(VISIT, "v.toml", &["user"]).unwrap();
         let (login, private) = (&visit.bursts[0].calls[0], &visit.bursts[1].calls[0]);
         let (r, now) = (render(), Instant::now());
-        let mut carry = Carry::new(&r);
+        let mut carry = Carry::new(&r, 3);
         let mut bytes = Vec::new();
         carry.render(&r, login, now, &mut bytes).unwrap();
         assert_eq!(request_path(&bytes), "/login");
@@ -166,11 +180,12 @@ header = "X-Ok"
         carry.judge(login, "/login", &answer, now).unwrap();
         carry.render(&r, private, now, &mut bytes).unwrap();
         let text = String::from_utf8(bytes.clone()).unwrap();
-        assert!(text.starts_with("POST /private?t=ab12 HTTP/1.1\r\n"), "{text}");
+        assert!(text.starts_with("POST /private?t=ab12&v=3 HTTP/1.1\r\n"), "{text}");
         for field in ["X-Token: ab12\r\n", "Cookie: sid=42\r\n", "Accept-Language: en\r\n"] {
             assert!(text.contains(field), "{field} in {text}");
         }
-        assert!(text.ends_with("\r\n\r\ntoken=ab12&log=ann"), "{text}");
+        // A given value's `{visitor}` is this visitor's number too.
+        assert!(text.ends_with("\r\n\r\ntoken=ab12&log=ann-3"), "{text}");
         // The second answer lacks its header: a broken check, by class.
         let plain = Response { status: 200, headers: &[], body: b"" };
         assert_eq!(carry.judge(private, "/private", &plain, now), Err("header"));
@@ -181,7 +196,7 @@ header = "X-Ok"
         let visit = visit_file::parse(VISIT, "v.toml", &["user"]).unwrap();
         let login = &visit.bursts[0].calls[0];
         let (r, now) = (render(), Instant::now());
-        let mut carry = Carry::new(&r);
+        let mut carry = Carry::new(&r, 3);
         let no_token = Response { status: 200, headers: &[], body: b"nothing here" };
         assert_eq!(carry.judge(login, "/login", &no_token, now), Err("capture"));
         let refused = Response { status: 403, headers: &[], body: b"token=x" };

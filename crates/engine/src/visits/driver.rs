@@ -29,6 +29,7 @@ use crate::check::BodyCheck;
 use crate::conn::{Conn, Fed, State, To};
 use crate::exchange::{second_of, us, Exchange, Recording};
 use crate::http::Parser;
+use crate::mix::Picker;
 use crate::pacing::Budget;
 use crate::result::{EntryTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
@@ -93,6 +94,9 @@ pub(crate) struct VisitWorker {
     /// is global arrival `index + k x streams`, and visits go round-robin over the plan by it.
     stream: (usize, usize),
     arrivals: usize,
+    /// A weighted mix of visit files: which visit each arriving visitor makes; `None`, the
+    /// plan's visits in turn by global arrival.
+    pick: Option<Picker>,
     budget: Budget,
     budget_spent: bool,
     schedule_end: Option<Instant>,
@@ -135,8 +139,15 @@ impl VisitWorker {
                 end.saturating_duration_since(spec.measure_start).as_secs() as usize + 2,
             );
         }
+        let pick = match plan.weights() {
+            Some(w) => Some(Picker::weighted(&w, stream.0, seed).map_err(io::Error::other)?),
+            None => None,
+        };
         let mut sessions = SessionTally::default();
         sessions.steps.resize_with(plan.steps.len(), Default::default);
+        if pick.is_some() {
+            sessions.by_visit.resize_with(plan.visits.len(), Default::default);
+        }
         Ok(VisitWorker {
             keep_body: plan.needs_body(),
             last_event: spec.measure_start,
@@ -148,6 +159,7 @@ impl VisitWorker {
             schedule,
             stream,
             arrivals: 0,
+            pick,
             budget,
             budget_spent: false,
             schedule_end: None,
@@ -179,6 +191,7 @@ impl VisitWorker {
         let mut measuring = false;
         let mut account_start = ThreadAccount::thread();
         let mut published = (0u64, 0u64);
+        let mut published_visits = (0u64, 0u64);
         let mut next_sweep = Instant::now() + tick;
         let end_at = loop {
             let now = Instant::now();
@@ -227,6 +240,13 @@ impl VisitWorker {
                 self.control.completed.fetch_add(done.0 - published.0, Ordering::Relaxed);
                 self.control.failed.fetch_add(done.1 - published.1, Ordering::Relaxed);
                 published = done;
+            }
+            let ended = (self.sessions.completed, self.sessions.failed);
+            if ended != published_visits {
+                let c = &self.control;
+                c.visits_completed.fetch_add(ended.0 - published_visits.0, Ordering::Relaxed);
+                c.visits_failed.fetch_add(ended.1 - published_visits.1, Ordering::Relaxed);
+                published_visits = ended;
             }
         };
         let account = ThreadAccount::thread().since(&account_start);
@@ -281,8 +301,16 @@ impl VisitWorker {
     fn begin_visit(&mut self, due: Instant, measured: bool, now: Instant) {
         let global = self.stream.0 + self.arrivals * self.stream.1;
         self.arrivals += 1;
+        // The visitor's number (`{visitor}`, from 1): its place among this worker's live
+        // visitors, interleaved with the other workers', so that no two visitors in a visit at
+        // once share one, and a closed population of K numbers itself 1..=K.
+        let v = self.free_visitors.pop().unwrap_or(self.visitors.len());
+        let number = v * self.stream.1 + self.stream.0 + 1;
         let visitor = Visitor {
-            visit: global % self.plan.visits.len(),
+            visit: match self.pick.as_mut() {
+                Some(pick) => pick.next() as usize,
+                None => global % self.plan.visits.len(),
+            },
             due,
             measured,
             burst: 0,
@@ -294,18 +322,12 @@ impl VisitWorker {
             slots: Vec::new(),
             think: Duration::ZERO,
             step_due: due,
-            carry: self.plan.render.as_ref().map(Carry::new),
+            carry: self.plan.render.as_ref().map(|r| Carry::new(r, number)),
         };
-        let v = match self.free_visitors.pop() {
-            Some(v) => {
-                self.visitors[v] = Some(visitor);
-                v
-            }
-            None => {
-                self.visitors.push(Some(visitor));
-                self.visitors.len() - 1
-            }
-        };
+        match self.visitors.get_mut(v) {
+            Some(free) => *free = Some(visitor),
+            None => self.visitors.push(Some(visitor)),
+        }
         self.live += 1;
         self.sessions.started += u64::from(measured);
         self.issue(v, now);
@@ -685,6 +707,9 @@ impl VisitWorker {
             None => {
                 self.sessions.completed += 1;
                 self.sessions.lifetime.record(life);
+                if let Some(own) = self.sessions.by_visit.get_mut(visitor.visit) {
+                    own.record(life);
+                }
                 self.sessions.count_completed_at(second_of(self.spec.measure_start, now));
             }
             Some(((burst, call), class)) => {

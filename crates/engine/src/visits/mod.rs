@@ -25,6 +25,7 @@ mod driver;
 mod steps;
 mod tally;
 mod view;
+mod weighted;
 mod wsesslog;
 
 use std::collections::HashMap;
@@ -39,6 +40,7 @@ use std::time::Duration;
 
 pub use carry::Render;
 pub use steps::VisitFile;
+pub use weighted::{parse_weights, WeightedFile};
 
 use loadlab_visit::{Call, Template, Think, Visit};
 
@@ -59,9 +61,12 @@ pub struct Plan {
     pub per_visitor: usize,
     /// A visit file's: how each visitor renders its own requests; `None`, the table's bytes.
     pub render: Option<Render>,
-    /// A visit file's steps, named for their figures (`1 GET /login`), and a page view's
-    /// (`first view`, `repeat view`); empty otherwise.
+    /// A visit file's steps, named for their figures (`1 GET /login`; in a weighted mix of
+    /// files, after their file: `a.toml: 1 GET /login`), and a page view's (`first view`,
+    /// `repeat view`); empty otherwise. Each visit's steps are its bursts, in order.
     pub steps: Vec<String>,
+    /// Where each visit's steps begin in `steps`.
+    pub step_starts: Vec<usize>,
     /// Page views (`--view`): what each view fetches; `None` for other visits.
     pub view: Option<ViewPlan>,
     /// Where each request goes: the target's origin unless a page view's resource is on an
@@ -94,6 +99,11 @@ impl OriginTable {
 #[derive(Debug, Clone)]
 pub struct PlannedVisit {
     pub name: String,
+    /// The visit file it came from (the plan's file, but for a weighted mix of files).
+    pub file: String,
+    /// Its weight in a weighted mix of visit files: the share of arriving visits that pick
+    /// it (1 otherwise).
+    pub weight: u32,
     pub bursts: Vec<PlannedBurst>,
 }
 
@@ -134,18 +144,29 @@ impl Plan {
         per_visitor: usize,
         render: Render,
     ) -> Result<(Plan, Mix), EngineError> {
-        let (mut plan, mix) = Plan::build(
-            file,
-            std::slice::from_ref(visit),
-            Think::Fixed(Duration::ZERO),
-            per_visitor,
-        )?;
-        plan.steps = visit
-            .bursts
-            .iter()
-            .enumerate()
-            .map(|(i, b)| format!("{} {} {}", i + 1, b.calls[0].method, b.calls[0].path.text()))
-            .collect();
+        Plan::carrying_all(file, &[(file.to_string(), visit.clone(), 1)], per_visitor, render)
+    }
+
+    /// The plan of visit files' visits, each `(file, visit, weight)`: an arriving visitor
+    /// picks one by weight. One file's steps are named as [`Plan::carrying`]'s; several
+    /// files' after their file.
+    pub fn carrying_all(
+        file: &str,
+        visits: &[(String, Visit, u32)],
+        per_visitor: usize,
+        render: Render,
+    ) -> Result<(Plan, Mix), EngineError> {
+        let only: Vec<Visit> = visits.iter().map(|(_, v, _)| v.clone()).collect();
+        let (mut plan, mix) = Plan::build(file, &only, Think::Fixed(Duration::ZERO), per_visitor)?;
+        let named = visits.len() > 1;
+        for ((f, visit, weight), planned) in visits.iter().zip(plan.visits.iter_mut()) {
+            (planned.file, planned.weight) = (f.clone(), *weight);
+            for (i, b) in visit.bursts.iter().enumerate() {
+                let (method, path) = (&b.calls[0].method, b.calls[0].path.text());
+                let step = format!("{} {method} {path}", i + 1);
+                plan.steps.push(if named { format!("{f}: {step}") } else { step });
+            }
+        }
         plan.render = Some(render);
         Ok((plan, mix))
     }
@@ -188,7 +209,8 @@ impl Plan {
                     think: burst.think.unwrap_or(default_think),
                 });
             }
-            planned.push(PlannedVisit { name: visit.name.clone(), bursts });
+            let (name, file) = (visit.name.clone(), file.to_string());
+            planned.push(PlannedVisit { name, file, weight: 1, bursts });
         }
         if entries.len() > crate::mix::MAX_ENTRIES {
             return Err(EngineError::Input {
@@ -202,12 +224,22 @@ impl Plan {
             });
         }
         let mix = Mix { file: file.to_string(), entries, order: Order::Sequential };
+        // Each visit's steps (when it has figures by step) are its bursts.
+        let step_starts = planned
+            .iter()
+            .scan(0, |at, v: &PlannedVisit| {
+                let start = *at;
+                *at += v.bursts.len();
+                Some(start)
+            })
+            .collect();
         let plan = Plan {
             file: file.to_string(),
             visits: planned,
             per_visitor: per_visitor.max(1),
             render: None,
             steps: Vec::new(),
+            step_starts,
             view: None,
             origins: OriginTable::default(),
         };
@@ -224,7 +256,14 @@ impl Plan {
 
     /// The step's index among [`Plan::steps`], when steps have figures of their own.
     pub(crate) fn step_index(&self, visit: usize, burst: usize) -> Option<usize> {
-        (!self.steps.is_empty() && visit == 0).then_some(burst)
+        (!self.steps.is_empty()).then(|| self.step_starts[visit] + burst)
+    }
+
+    /// A weighted mix of visit files: arriving visitors pick a visit by these weights (from
+    /// the run's seed); `None` when visits go round-robin (httperf's sessions) or there is one.
+    pub(crate) fn weights(&self) -> Option<Vec<u32>> {
+        let mixed = self.render.is_some() && self.visits.len() > 1;
+        mixed.then(|| self.visits.iter().map(|v| v.weight).collect())
     }
 
     /// What makes these visits the same on every agent of a test (`--agents` compares it): the

@@ -20,20 +20,22 @@ pub struct VisitFile {
 }
 
 impl VisitFile {
-    /// Reads `file` for `config`'s target and base request. `per_visitor` is the connections
+    /// Reads `file` for `config`'s target and base request, with the values `given` (as
+    /// [`VisitFile::parse`] takes them). `per_visitor` is the connections
     /// one visitor may hold; when not given, as many as its largest step needs (one for steps
     /// without resources) up to [`super::PER_VISITOR`].
     pub fn read(
         file: &str,
         config: &crate::BenchConfig,
         per_visitor: Option<usize>,
+        given: Vars,
     ) -> Result<VisitFile, EngineError> {
         let text = std::fs::read_to_string(file).map_err(|e| EngineError::Input {
             file: file.to_string(),
             line: None,
             what: e.to_string(),
         })?;
-        VisitFile::parse(&text, file, config, per_visitor, Vars::new())
+        VisitFile::parse(&text, file, config, per_visitor, given)
     }
 
     /// A visit file's `text` (named `file` in messages), with values the run gives every
@@ -49,6 +51,13 @@ impl VisitFile {
         let names: Vec<&str> = given.keys().map(String::as_str).collect();
         let visit = loadlab_visit::visit_file::parse(text, file, &names)
             .map_err(|e| EngineError::Config(e.to_string()))?;
+        // A value given for a name no step uses is a mistake (a typo of the name, or the
+        // wrong file), not something to ignore.
+        if let Some(unused) = names.iter().find(|n| !visit.uses(n)) {
+            return Err(EngineError::Config(format!(
+                "{file}: a value is given for {{{unused}}}, which no step uses"
+            )));
+        }
         let widest = visit.bursts.iter().map(|b| b.calls.len()).max().unwrap_or(1);
         let per_visitor = per_visitor.unwrap_or(widest.min(super::PER_VISITOR));
         let render = Render {

@@ -36,6 +36,9 @@ pub struct SessionTally {
     pub failures: BTreeMap<StepFailure, u64>,
     /// A visit file's steps, each with its own figures (empty for other visits).
     pub steps: Vec<StepTally>,
+    /// A weighted mix of visit files: each file's completed visits' durations (as
+    /// `lifetime`), by the plan's visit; empty otherwise.
+    pub by_visit: Vec<Recorder>,
 }
 
 /// One step of a visit file: how often it began, completed and failed (by class), and its
@@ -91,6 +94,12 @@ impl SessionTally {
             self.steps.resize_with(o.steps.len(), StepTally::default);
         }
         for (a, b) in self.steps.iter_mut().zip(&o.steps) {
+            a.merge(b);
+        }
+        if self.by_visit.len() < o.by_visit.len() {
+            self.by_visit.resize_with(o.by_visit.len(), Recorder::default);
+        }
+        for (a, b) in self.by_visit.iter_mut().zip(&o.by_visit) {
             a.merge(b);
         }
     }

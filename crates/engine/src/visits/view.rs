@@ -28,8 +28,9 @@ use super::Plan;
 use crate::client::{self, Endpoint};
 use crate::{Arrival, BenchConfig, EngineError};
 
-/// A page's view, found.
-#[derive(Debug)]
+/// A page's view, found. Cloned, it runs again without being found again (a suite's cells of
+/// one stack instance share theirs).
+#[derive(Debug, Clone)]
 pub struct View {
     plan: Plan,
     mix: crate::mix::Mix,

@@ -4,10 +4,16 @@
 //! and a blog installed once into the MariaDB template.
 //!
 //! Each instance has an administrator of its own: `loadlab` with a password made when the
-//! instance is prepared, kept in its run directory (`wordpress-admin.json`, mode 0600), shown
-//! by `stack show` and given to the built-in visits that log in. MariaDB sets its hash as it
-//! starts (`init-file`), so the template's own password, random at install, is never used: a
-//! password in loadlab's source would open every stack that listens beyond loopback.
+//! instance is prepared, kept in its run directory (`wordpress-admin.json`, mode 0600; `stack
+//! show` says where, never the password, which a stored run would keep). MariaDB sets its hash
+//! as it starts (`init-file`), so the template's own password, random at install, is never
+//! used: a password in loadlab's source would open every stack that listens beyond loopback.
+//!
+//! Beside it, [`VISITORS`] users of its own for the visitors that log in (`loadlab-1` to
+//! `loadlab-256`, subscribers): WordPress keeps one user's sessions in one row that each login
+//! rewrites without a lock, so visitors logging in as one user at once lose each other's
+//! sessions. Their passwords are one random secret and the visitor's number, kept beside the
+//! administrator's (`wordpress-visitors.json`, 0600), their hashes set by the same `init-file`.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -135,15 +141,18 @@ impl Admin {
     }
 }
 
-/// The administrator as `stack show` prints it (and a run stores with its configs: the
-/// password opens only this instance, and only while it runs).
+/// The administrator as `stack show` prints it and a run stores it with its configs: the user
+/// and where its password is, never the password itself, which a stored run, its report and its
+/// JSON would carry to whoever reads them (the file is its owner's alone).
 pub fn capture_admin(plan: &Plan) -> crate::Captured {
     let text = match Admin::read(&plan.run) {
         Ok(a) => format!(
-            "user: {}\npassword: {}\nlog in at {}wp-login.php; the built-in visit \
-             wordpress:login is given both",
+            "user: {}\npassword: in {} (mode 0600)\nvisitors' users: {ADMIN_USER}-1 to \
+             {ADMIN_USER}-{VISITORS}, passwords in {}\nlog in at {}wp-login.php; the built-in \
+             visit wordpress:login gives each visitor its own user",
             a.user,
-            a.password,
+            admin_file(&plan.run).display(),
+            visitors_file(&plan.run).display(),
             plan.url()
         ),
         Err(e) => format!("capture failed: {e}"),
@@ -151,41 +160,136 @@ pub fn capture_admin(plan: &Plan) -> crate::Captured {
     crate::Captured { tier: "wordpress".into(), what: "administrator".into(), text }
 }
 
-/// Makes the instance's administrator: a new password, kept in the run directory, and the
-/// SQL that sets its hash when MariaDB starts. The hash is WordPress's own (phpass, as
-/// `wp_hash_password` makes it), so that a login does the work it does on any site.
+/// Makes the instance's administrator and its visitors' users: new passwords, kept in the run
+/// directory, and the SQL that sets their hashes when MariaDB starts. The hashes are
+/// WordPress's own (phpass, as `wp_hash_password` makes them), so that a login does the work it
+/// does on any site.
 pub fn prepare_admin(plan: &Plan) -> Result<Admin> {
     let admin = Admin { user: ADMIN_USER.to_string(), password: password()? };
     let path = admin_file(&plan.run);
     let json = serde_json::to_string_pretty(&admin).expect("two strings serialise");
     write_private(&path, json.as_bytes())?;
+    let visitors = Visitors { count: VISITORS, secret: password()? };
+    let json = serde_json::to_string_pretty(&visitors).expect("a number and a string serialise");
+    write_private(&visitors_file(&plan.run), json.as_bytes())?;
+    let hashes = hash_passwords(&path, &visitors_file(&plan.run))?;
+    // One statement per line: MariaDB's init-file reads it so.
+    let mut sql = format!(
+        "UPDATE wordpress.wp_users SET user_pass = '{}' WHERE user_login = '{}';\n",
+        hashes[0], admin.user
+    );
+    sql.push_str(&visitors.sql(&hashes[1..]));
+    write_private(&init_file(&plan.run), sql.as_bytes())?;
+    Ok(admin)
+}
+
+/// The phpass hashes of the administrator's password (the first) and of each visitor's, in
+/// order. The passwords go by their files, not by an argument or the environment, which a
+/// failed command's error message would show.
+fn hash_passwords(admin: &Path, visitors: &Path) -> Result<Vec<String>> {
     let package = programs::WORDPRESS.find()?;
     let phpass = package.parent().expect("a directory").join("wp-includes/class-phpass.php");
-    // The password goes by the file, not by an argument or the environment, which a failed
-    // command's error message would show.
     let mut php = Command::new(programs::PHP_CLI.find()?);
     php.arg("-r")
         .arg(
-            "require $argv[1]; $a = json_decode(file_get_contents($argv[2])); \
-             echo (new PasswordHash(8, true))->HashPassword($a->password);",
+            "require $argv[1]; $h = new PasswordHash(8, true); \
+             echo $h->HashPassword(json_decode(file_get_contents($argv[2]))->password), \"\\n\"; \
+             $v = json_decode(file_get_contents($argv[3])); \
+             for ($k = 1; $k <= $v->count; $k++) \
+             echo $h->HashPassword($v->secret . '-' . $k), \"\\n\";",
         )
         .arg("--")
         .arg(phpass)
-        .arg(&path);
-    let hash = supervise::run(php, Duration::from_secs(30))?;
-    if !hash.starts_with("$P$") || !hash.bytes().all(|b| b.is_ascii_graphic()) {
+        .arg(admin)
+        .arg(visitors);
+    let out = supervise::run(php, Duration::from_secs(60))?;
+    let hashes: Vec<String> = out.lines().map(str::to_string).collect();
+    let phpass = |h: &String| h.starts_with("$P$") && h.bytes().all(|b| b.is_ascii_graphic());
+    if hashes.len() != VISITORS + 1 || !hashes.iter().all(phpass) {
         return Err(Error::Command {
-            command: "php-cli hashing the WordPress password".into(),
-            reason: format!("not a phpass hash: {hash:?}"),
+            command: "php-cli hashing the WordPress passwords".into(),
+            reason: format!("not {} phpass hashes: {:?}", VISITORS + 1, hashes.first()),
         });
     }
-    // One statement per line: MariaDB's init-file reads it so.
-    let sql = format!(
-        "UPDATE wordpress.wp_users SET user_pass = '{hash}' WHERE user_login = '{}';\n",
-        admin.user
-    );
-    write_private(&init_file(&plan.run), sql.as_bytes())?;
-    Ok(admin)
+    Ok(hashes)
+}
+
+/// How many visitors of an instance have a WordPress user each: more than any closed
+/// population the lab's suites log in with, and a login visit's `-c` above it is refused.
+pub const VISITORS: usize = 256;
+
+/// The visitors' WordPress users are numbered from this id on (visitor k is user id
+/// `VISITOR_IDS + k`), clear of the administrator's and of users a site would add by hand.
+const VISITOR_IDS: usize = 1000;
+
+/// The instance's users for the visitors that log in: visitor k (from 1) is `loadlab-k`, with
+/// the password `SECRET-k`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Visitors {
+    pub count: usize,
+    pub secret: String,
+}
+
+/// Where an instance's visitors' users are kept.
+pub fn visitors_file(run: &Path) -> PathBuf {
+    run.join("wordpress-visitors.json")
+}
+
+impl Visitors {
+    /// The visitors' users of the instance whose run directory is `run`.
+    pub fn read(run: &Path) -> Result<Visitors> {
+        let path = visitors_file(run);
+        let text = fs::read_to_string(&path).context(|| format!("reading {}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| Error::Command {
+            command: format!("reading {}", path.display()),
+            reason: e.to_string(),
+        })
+    }
+
+    /// The user name of visitor `{visitor}`, as a visit is given it.
+    pub fn user(&self) -> String {
+        format!("{ADMIN_USER}-{{visitor}}")
+    }
+
+    /// The password of visitor `{visitor}`, as a visit is given it.
+    pub fn password(&self) -> String {
+        format!("{}-{{visitor}}", self.secret)
+    }
+
+    /// The SQL that makes (or, at a restart, resets) the visitors' users with `hashes`, one
+    /// statement a line: subscribers (a member's dashboard; an editor's would write a draft
+    /// post at each view), their sessions emptied.
+    fn sql(&self, hashes: &[String]) -> String {
+        let (first, last) = (VISITOR_IDS + 1, VISITOR_IDS + self.count);
+        let users: Vec<String> = (1..=self.count)
+            .zip(hashes)
+            .map(|(k, hash)| {
+                let login = format!("{ADMIN_USER}-{k}");
+                format!(
+                    "({id},'{login}','{hash}','{login}','{login}@example.invalid',\
+                     '2009-01-01 00:00:00','{login}')",
+                    id = VISITOR_IDS + k
+                )
+            })
+            .collect();
+        let meta: Vec<String> = (first..=last)
+            .map(|id| {
+                format!(
+                    "({id},'wp_capabilities','a:1:{{s:10:\"subscriber\";b:1;}}'),\
+                     ({id},'wp_user_level','0')"
+                )
+            })
+            .collect();
+        format!(
+            "INSERT INTO wordpress.wp_users (ID, user_login, user_pass, user_nicename, \
+             user_email, user_registered, display_name) VALUES {} \
+             ON DUPLICATE KEY UPDATE user_pass = VALUES(user_pass);\n\
+             DELETE FROM wordpress.wp_usermeta WHERE user_id BETWEEN {first} AND {last};\n\
+             INSERT INTO wordpress.wp_usermeta (user_id, meta_key, meta_value) VALUES {};\n",
+            users.join(","),
+            meta.join(",")
+        )
+    }
 }
 
 /// 24 letters and digits from the kernel's random source: about 143 bits, and nothing a
@@ -212,4 +316,30 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
         .open(path)
         .and_then(|mut f| f.write_all(bytes))
         .context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_visitor_is_a_subscriber_of_its_own_with_its_own_hash() {
+        let visitors = Visitors { count: 3, secret: "S3cret".into() };
+        let hashes: Vec<String> = (1..=3).map(|k| format!("$P$hash{k}")).collect();
+        let sql = visitors.sql(&hashes);
+        // MariaDB's init-file: one statement a line.
+        assert_eq!(sql.lines().count(), 3, "{sql}");
+        assert!(sql.lines().all(|l| l.ends_with(';')), "{sql}");
+        for k in 1..=3 {
+            let row = format!("({},'loadlab-{k}','$P$hash{k}','loadlab-{k}'", 1000 + k);
+            assert!(sql.contains(&row), "{row} in {sql}");
+            assert!(sql.contains(&format!("({},'wp_user_level','0')", 1000 + k)), "{sql}");
+        }
+        assert!(sql.contains("BETWEEN 1001 AND 1003"), "{sql}");
+        assert!(!sql.contains("S3cret"), "only hashes go to MariaDB: {sql}");
+        assert_eq!(
+            (visitors.user(), visitors.password()),
+            ("loadlab-{visitor}".into(), "S3cret-{visitor}".into())
+        );
+    }
 }

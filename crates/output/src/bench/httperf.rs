@@ -45,6 +45,7 @@ fn header(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         _ => String::new(),
     };
     let model = match (c.rate, c.calls_per_connection) {
+        _ if r.views.is_some() || r.visits.is_some() => visitors(r, &stop),
         (Some(rate), Some(_)) if r.sessions.is_some() => {
             let n = c.conns.unwrap_or_default();
             let file = c.urls.as_deref().unwrap_or_default();
@@ -77,6 +78,27 @@ fn header(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(out)?;
     Ok(())
+}
+
+/// Page views and visit files, which httperf has no flag for, said as what they were: to
+/// httperf's eye each view or visit is a session (a view one burst, a visit a burst a step),
+/// whose figures follow in its session lines.
+fn visitors(r: &Report, stop: &str) -> String {
+    let c = &r.config;
+    let what = match (&r.views, &r.visits) {
+        (Some(v), _) => format!("page views of {} and its {} resources", v.page, v.resources.len()),
+        (None, Some(v)) => {
+            let file = c.urls.as_deref().unwrap_or_default();
+            format!("visits of {file}, {} steps", v.steps.len())
+        }
+        (None, None) => String::new(),
+    };
+    let pace = match c.rate {
+        Some(rate) => format!("{rate} a second"),
+        None => format!("{} visitors looping", c.connections),
+    };
+    let count = c.conns.map_or(String::new(), |n| format!(", {n} in all"));
+    format!(" ({what}, {pace}{count}{stop}: httperf's sessions, one a view or visit)")
 }
 
 /// How many connections, how fast, for how long.

@@ -153,7 +153,7 @@ pub struct Partial {
     pub shortfall: Vec<Shortfall>,
 }
 
-/// One second's arrivals due and requests sent, over all agents.
+/// One second's arrivals due, requests sent and completed, over all agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Shortfall {
     pub second: u64,
@@ -161,12 +161,16 @@ pub struct Shortfall {
     pub sent: u64,
     /// Due and not sent: `due - sent`, or 0.
     pub not_sent: u64,
+    /// Completed in the second: with `sent`, the rows add up to the merged totals (every
+    /// agent stopped streams its partial last second; a lost one's end at its loss).
+    pub completed: u64,
 }
 
-/// The shortfall of each of `seconds` seconds: each agent's streamed `due` and `sent`
-/// (`agents`: index and its seconds); a lost agent's due from its loss on is what its share
-/// of the schedule, `due_each[index]` arrivals a second, would have been. `None` for
-/// `due_each` (the closed loop): no shortfall.
+/// The shortfall of each of `seconds` seconds, or more while any agent streamed a later one
+/// (an agent stopped a little after agent 0's end): each agent's streamed `due`, `sent` and
+/// `completed` (`agents`: index and its seconds); a lost agent's due from its loss on is what
+/// its share of the schedule, `due_each[index]` arrivals a second, would have been. `None`
+/// for `due_each` (the closed loop): no shortfall.
 pub fn shortfall(
     agents: &[(usize, &Seconds)],
     lost: &[AgentLost],
@@ -174,19 +178,26 @@ pub fn shortfall(
     seconds: u64,
 ) -> Vec<Shortfall> {
     let Some(due_each) = due_each else { return Vec::new() };
+    let streamed = agents.iter().filter_map(|(_, s)| s.keys().next_back()).max();
+    let seconds = seconds.max(streamed.map_or(0, |last| u64::from(*last) + 1));
     (0..seconds)
         .map(|second| {
-            let (mut due, mut sent) = (0u64, 0u64);
+            let mut row = Shortfall { second, due: 0, sent: 0, not_sent: 0, completed: 0 };
             for (index, streamed) in agents {
                 let at = u32::try_from(second).ok().and_then(|s| streamed.get(&s));
                 let gone = lost.iter().any(|l| l.index == *index && second >= l.second);
                 match at {
-                    Some(s) => (due, sent) = (due + s.counts.due, sent + s.counts.sent),
-                    None if gone => due += due_each.get(*index).map_or(0, |d| d.round() as u64),
+                    Some(s) => {
+                        row.due += s.counts.due;
+                        row.sent += s.counts.sent;
+                        row.completed += s.counts.completed;
+                    }
+                    None if gone => row.due += due_each.get(*index).map_or(0, |d| d.round() as u64),
                     None => {}
                 }
             }
-            Shortfall { second, due, sent, not_sent: due.saturating_sub(sent) }
+            row.not_sent = row.due.saturating_sub(row.sent);
+            row
         })
         .collect()
 }
@@ -291,7 +302,8 @@ mod shortfall_tests {
             .enumerate()
             .map(|(i, (due, sent))| {
                 let second = i as u32;
-                let counts = Counts { due: *due, sent: *sent, ..Default::default() };
+                let counts =
+                    Counts { due: *due, sent: *sent, completed: *sent, ..Default::default() };
                 (second, Second { second, counts, ..Default::default() })
             })
             .collect()
@@ -306,6 +318,13 @@ mod shortfall_tests {
         let s = shortfall(&[(0, &zero), (1, &one)], &lost, Some(&[50.0, 50.0]), 4);
         let rows: Vec<(u64, u64, u64)> = s.iter().map(|r| (r.due, r.sent, r.not_sent)).collect();
         assert_eq!(rows, [(100, 100, 0), (100, 99, 1), (100, 50, 50), (100, 50, 50)]);
+        let completed: Vec<u64> = s.iter().map(|r| r.completed).collect();
+        assert_eq!(completed, [100, 99, 50, 50]);
+        // An agent that streamed a second past the seconds asked for extends the rows.
+        let longer = seconds(&[(50, 50), (50, 50), (50, 50), (50, 50), (0, 3)]);
+        let s = shortfall(&[(0, &longer), (1, &one)], &lost, Some(&[50.0, 50.0]), 4);
+        assert_eq!(s.len(), 5);
+        assert_eq!((s[4].due, s[4].sent, s[4].completed), (50, 3, 3));
         // The closed loop has no schedule: no shortfall to give.
         assert!(shortfall(&[(0, &zero)], &lost, None, 4).is_empty());
     }

@@ -281,6 +281,8 @@ pub struct LoadFlags {
     pub view: Option<(Option<usize>, bool, Vec<String>)>,
     /// `--visits FILE` (a visit file) and its `--visitor-connections`.
     pub visits: Option<(String, Option<usize>)>,
+    /// `--given NAME=VALUE`: values the visit's steps use as `{NAME}`, as typed.
+    pub given: Vec<String>,
 }
 
 /// A viewer's connections when --browser-connections is not given: a browser's per host.
@@ -374,7 +376,8 @@ impl LoadFlags {
                         .to_string(),
                 ));
             }
-            visit_file(file, config, *per_visitor)?.apply(config, rate, arrival);
+            let given = parse_given(&self.given)?;
+            visit_file(file, config, *per_visitor, &given)?.apply(config, rate, arrival);
         }
         let Some(rate) = rate else { return Ok(()) };
         if let Some((spec, per_visitor)) = &self.wsesslog {
@@ -490,42 +493,145 @@ impl TrafficFlags {
     }
 }
 
+/// `--given NAME=VALUE`s (a suite workload's `given` table, written so): each a name a
+/// visit's steps use as `{NAME}` and its value, which may hold `{visitor}`, the visitor's
+/// number. A name twice, or one [`loadlab_visit::given_refusal`] refuses, is refused.
+pub fn parse_given(items: &[String]) -> Result<Vec<(String, String)>, FlagError> {
+    let mut given: Vec<(String, String)> = Vec::with_capacity(items.len());
+    for item in items {
+        let usage = |why: &str| Err(FlagError::Usage(format!("--given {item}: {why}")));
+        let Some((name, value)) = item.split_once('=') else {
+            return usage("write it NAME=VALUE");
+        };
+        if let Some(why) = loadlab_visit::given_refusal(name, value) {
+            return usage(why);
+        }
+        if given.iter().any(|(n, _)| n == name) {
+            return usage("given twice");
+        }
+        given.push((name.to_string(), value.to_string()));
+    }
+    Ok(given)
+}
+
 /// The visits of `spec` for `config`'s target: a built-in visit's name (`wordpress:login`)
-/// or a visit file, as `bench --visits` and a suite's `visits = ...` take them.
+/// or a visit file, or a weighted mix of them (`a.toml:3,b.toml:1`, see
+/// [`loadlab_engine::visits::parse_weights`]), as `bench --visits` and a suite's
+/// `visits = ...` take them, with the values `given` by the user (over a built-in visit's
+/// own). A name no step uses, or that a step captures, is refused.
 pub(crate) fn visit_file(
     spec: &str,
     config: &BenchConfig,
     per_visitor: Option<usize>,
+    given: &[(String, String)],
 ) -> Result<loadlab_engine::visits::VisitFile, FlagError> {
-    match builtin_visit(spec, &config.target.url)? {
-        Some((name, text)) => loadlab_engine::visits::VisitFile::parse(
-            &text,
+    let usage = |e: String| FlagError::Usage(format!("--visits {e}"));
+    let weighted = loadlab_engine::visits::parse_weights(spec).map_err(usage)?;
+    let mut vars: loadlab_visit::Vars = given.iter().cloned().collect();
+    if let [(one, 1)] = weighted.as_slice() {
+        let Some(builtin) = builtin_visit(one, &config.target.url)? else {
+            return loadlab_engine::visits::VisitFile::read(one, config, per_visitor, vars)
+                .map_err(FlagError::Engine);
+        };
+        lab_values(one, &builtin, &mut vars, config)?;
+        let name = builtin.visit.name;
+        return loadlab_engine::visits::VisitFile::parse(
+            builtin.visit.text,
             name,
             config,
             per_visitor,
-            Default::default(),
-        ),
-        None => loadlab_engine::visits::VisitFile::read(spec, config, per_visitor),
+            vars,
+        )
+        .map_err(FlagError::Engine);
     }
-    .map_err(FlagError::Engine)
+    let mut files = Vec::with_capacity(weighted.len());
+    for (name, weight) in weighted {
+        let text = match builtin_visit(&name, &config.target.url)? {
+            Some(builtin) => {
+                lab_values(&name, &builtin, &mut vars, config)?;
+                builtin.visit.text.to_string()
+            }
+            None => std::fs::read_to_string(&name).map_err(|e| {
+                FlagError::Engine(loadlab_engine::EngineError::Input {
+                    file: name.clone(),
+                    line: None,
+                    what: e.to_string(),
+                })
+            })?,
+        };
+        files.push(loadlab_engine::visits::WeightedFile { name, text, weight });
+    }
+    loadlab_engine::visits::VisitFile::weighted(&files, config, per_visitor, vars)
+        .map_err(FlagError::Engine)
 }
 
-/// `--visits NAME` of one of the lab's built-in visits (docs/lab.md): its text with the values
-/// the lab's stack at `url` gives it filled in; `None` for a visit file.
-fn builtin_visit(spec: &str, url: &str) -> Result<Option<(&'static str, String)>, FlagError> {
+/// Adds the values the lab's instance gives built-in visit `spec` to `vars`, where the user
+/// gave none of that name. Each visitor logs in as its own user of the stack: a closed
+/// population larger than its users would share some, and lose logins to WordPress's unlocked
+/// session row (docs/lab.md), so it is refused.
+fn lab_values(
+    spec: &str,
+    builtin: &loadlab_lab::visits::Resolved,
+    vars: &mut loadlab_visit::Vars,
+    config: &BenchConfig,
+) -> Result<(), FlagError> {
+    let mut lab_given = false;
+    for (name, value) in &builtin.given {
+        if let std::collections::hash_map::Entry::Vacant(free) = vars.entry(name.clone()) {
+            free.insert(value.clone());
+            lab_given = true;
+        }
+    }
+    if let (true, Some(users), Pacing::Closed) = (lab_given, builtin.visitors, config.pacing) {
+        if config.connections > users {
+            return Err(FlagError::Usage(format!(
+                "--visits {spec}: the stack has {users} users for visitors, one each; \
+                 -c {} asks for more",
+                config.connections
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--visits NAME` of one of the lab's built-in visits (docs/lab.md), with the values the
+/// lab's stack at `url` gives it; `None` for a visit file.
+fn builtin_visit(
+    spec: &str,
+    url: &str,
+) -> Result<Option<loadlab_lab::visits::Resolved>, FlagError> {
     if loadlab_lab::visits::builtin(spec).is_none() {
         return Ok(None);
     }
     let usage = |e: loadlab_lab::Error| FlagError::Usage(format!("--visits {spec}: {e}"));
     let lab = loadlab_lab::Lab::from_env().map_err(usage)?;
     let records: Vec<_> = lab.instances().map_err(usage)?.into_iter().map(|(r, _)| r).collect();
-    let found = loadlab_lab::visits::resolve(&records, spec, url).map_err(usage)?;
-    Ok(found.map(|(visit, text)| (visit.name, text)))
+    loadlab_lab::visits::resolve(&records, spec, url).map_err(usage)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn given_values_are_name_equals_value_once_each() {
+        let typed = |items: &[&str]| {
+            parse_given(&items.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .map_err(|e| e.to_string())
+        };
+        let ok = typed(&["user=member-{visitor}", "q=a=b"]).unwrap();
+        assert_eq!(ok[0], ("user".to_string(), "member-{visitor}".to_string()));
+        assert_eq!(ok[1], ("q".to_string(), "a=b".to_string()));
+        for (items, said) in [
+            (&["user"][..], "--given user: write it NAME=VALUE"),
+            (&["a=1", "a=2"][..], "--given a=2: given twice"),
+            (&["visitor=3"][..], "--given visitor=3: {visitor} is the visitor's number"),
+            (&["a b=1"][..], "--given a b=1: a name is letters"),
+        ] {
+            let e = typed(items).unwrap_err();
+            assert!(e.starts_with(said), "{e}");
+        }
+    }
 
     #[test]
     fn ip_lists() {

@@ -27,6 +27,45 @@ pub struct Tally {
     pub failed: u64,
     /// Completed per second since the last tally.
     pub rate: f64,
+    /// What is counted: requests, or a run of visits' views, visits or sessions.
+    pub unit: Unit,
+}
+
+impl Tally {
+    /// The rate with its unit: `1234 req/s`, `3 views/s`.
+    pub fn rate_text(&self) -> String {
+        format!("{:.0} {}", self.rate, self.unit.rate())
+    }
+}
+
+/// What a run's live line counts: its requests, or for a run of visits the visits, as its
+/// report does (a page view, a visit of a visit file, a session of `--wsesslog`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Requests,
+    Views,
+    Visits,
+    Sessions,
+}
+
+impl Unit {
+    pub fn of(config: &BenchConfig) -> Unit {
+        match config.visits.as_deref() {
+            None => Unit::Requests,
+            Some(p) if p.view.is_some() => Unit::Views,
+            Some(p) if !p.steps.is_empty() => Unit::Visits,
+            Some(_) => Unit::Sessions,
+        }
+    }
+
+    pub fn rate(self) -> &'static str {
+        match self {
+            Unit::Requests => "req/s",
+            Unit::Views => "views/s",
+            Unit::Visits => "visits/s",
+            Unit::Sessions => "sessions/s",
+        }
+    }
 }
 
 /// Counts one run from its start: the control's counters may carry earlier runs of the same
@@ -34,6 +73,7 @@ pub struct Tally {
 pub struct Counting {
     control: Arc<Control>,
     others: Option<Arc<Counters>>,
+    unit: Unit,
     warmup: Duration,
     start: Instant,
     base: (u64, u64),
@@ -41,11 +81,30 @@ pub struct Counting {
 }
 
 impl Counting {
-    pub fn start(control: Arc<Control>, others: Option<Arc<Counters>>, warmup: Duration) -> Self {
+    /// Counts `unit`: requests, or a run of visits' visits. The other agents' counters count
+    /// requests, so a run of visits counts this host's visits alone.
+    pub fn of(
+        control: Arc<Control>,
+        others: Option<Arc<Counters>>,
+        warmup: Duration,
+        unit: Unit,
+    ) -> Self {
         let start = Instant::now();
-        let base =
-            (control.completed.load(Ordering::Relaxed), control.failed.load(Ordering::Relaxed));
-        Counting { control, others, warmup, start, base, last: (start, 0) }
+        let others = others.filter(|_| unit == Unit::Requests);
+        let mut counting =
+            Counting { control, others, unit, warmup, start, base: (0, 0), last: (start, 0) };
+        counting.base = counting.counters();
+        counting
+    }
+
+    /// This process's counters of what is counted, completed and failed.
+    fn counters(&self) -> (u64, u64) {
+        let c = &self.control;
+        let (done, failed) = match self.unit {
+            Unit::Requests => (&c.completed, &c.failed),
+            _ => (&c.visits_completed, &c.visits_failed),
+        };
+        (done.load(Ordering::Relaxed), failed.load(Ordering::Relaxed))
     }
 
     /// The figures now.
@@ -53,13 +112,14 @@ impl Counting {
         let (more, more_failed) = self.others.as_ref().map_or((0, 0), |o| {
             (o.completed.load(Ordering::Relaxed), o.failed.load(Ordering::Relaxed))
         });
-        let completed = self.control.completed.load(Ordering::Relaxed) - self.base.0 + more;
-        let failed = self.control.failed.load(Ordering::Relaxed) - self.base.1 + more_failed;
+        let (done, failed) = self.counters();
+        let completed = done - self.base.0 + more;
+        let failed = failed - self.base.1 + more_failed;
         let dt = now.duration_since(self.last.0).as_secs_f64();
         let rate = if dt > 0.0 { completed.saturating_sub(self.last.1) as f64 / dt } else { 0.0 };
         self.last = (now, completed);
         let elapsed = now.duration_since(self.start);
-        Tally { elapsed, warming: elapsed < self.warmup, completed, failed, rate }
+        Tally { elapsed, warming: elapsed < self.warmup, completed, failed, rate, unit: self.unit }
     }
 }
 
@@ -109,8 +169,8 @@ impl Measure for EngineMeasure {
             return loadlab_engine::run(config, addr, self.control.clone());
         };
         let (mut show, label) = (shows(), label.to_string());
-        let mut counting =
-            Counting::start(self.control.clone(), self.others.clone(), config.warmup);
+        let (control, others) = (self.control.clone(), self.others.clone());
+        let mut counting = Counting::of(control, others, config.warmup, Unit::of(config));
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let shown = std::thread::spawn(move || {
@@ -145,8 +205,12 @@ mod tests {
         control.completed.store(1000, Ordering::Relaxed);
         control.failed.store(7, Ordering::Relaxed);
         let others = Arc::new(Counters::default());
-        let mut counting =
-            Counting::start(control.clone(), Some(others.clone()), Duration::from_secs(3600));
+        let mut counting = Counting::of(
+            control.clone(),
+            Some(others.clone()),
+            Duration::from_secs(3600),
+            Unit::Requests,
+        );
         let t0 = Instant::now();
         control.completed.fetch_add(50, Ordering::Relaxed);
         control.failed.fetch_add(2, Ordering::Relaxed);
@@ -159,6 +223,24 @@ mod tests {
         let next = counting.tally(t0 + Duration::from_secs(4));
         // 40 more in the 2 s since the last tally.
         assert!((next.rate - 20.0).abs() < 1e-9, "{}", next.rate);
+    }
+
+    #[test]
+    fn a_run_of_visits_counts_its_visits_and_says_so() {
+        let control = Arc::new(Control::default());
+        control.visits_completed.store(4, Ordering::Relaxed);
+        let others = Arc::new(Counters::default());
+        others.completed.store(30, Ordering::Relaxed);
+        let mut counting = Counting::of(control.clone(), Some(others), Duration::ZERO, Unit::Views);
+        let t0 = Instant::now();
+        control.completed.fetch_add(70, Ordering::Relaxed);
+        control.visits_completed.fetch_add(10, Ordering::Relaxed);
+        control.visits_failed.fetch_add(1, Ordering::Relaxed);
+        let tally = counting.tally(t0 + Duration::from_secs(2));
+        assert_eq!((tally.completed, tally.failed), (10, 1), "views, not requests");
+        assert_eq!(tally.rate_text(), "5 views/s");
+        let plain = BenchConfig::new(loadlab_engine::Target::parse("http://127.0.0.1:9/").unwrap());
+        assert_eq!(Unit::of(&plain), Unit::Requests);
     }
 
     #[test]

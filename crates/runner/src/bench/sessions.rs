@@ -109,6 +109,28 @@ pub struct Visits {
     /// Completed visits, from when each was due to its last answer, think times included.
     pub duration_us: RecorderSummary,
     pub steps: Vec<Step>,
+    /// A weighted mix of visit files (`--visits a.toml:3,b.toml:1`): each file's visits and
+    /// its own steps (named without the file); absent for one file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<FileVisits>>,
+}
+
+/// One visit file of a weighted mix.
+#[derive(Debug, Serialize)]
+pub struct FileVisits {
+    /// As `--visits` named it.
+    pub file: String,
+    pub weight: u32,
+    /// Measured visits of this file that began (its first step's), completed (its last
+    /// step's) and failed (at any of its steps).
+    pub started: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// Completed visits of this file per second of the run.
+    pub rate_per_s: f64,
+    /// Its completed visits, from when each was due to its last answer, think included.
+    pub duration_us: RecorderSummary,
+    pub steps: Vec<Step>,
 }
 
 /// One step of a visit file: its request and resources.
@@ -135,25 +157,44 @@ impl Visits {
         let plan = cfg.visits.as_deref().filter(|p| !p.steps.is_empty() && p.view.is_none())?;
         let s: &SessionTally = r.tally.sessions.as_deref()?;
         let secs = r.duration.as_secs_f64();
-        let steps = plan
-            .steps
-            .iter()
-            .zip(&s.steps)
-            .map(|(name, t)| Step {
-                step: name.clone(),
-                started: t.started,
-                completed: t.completed,
-                failed: t.failed.clone(),
-                latency_us: t.latency.summary(),
-            })
-            .collect();
+        let per_second = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let step = |name: &str, t: &loadlab_engine::visits::StepTally| Step {
+            step: name.to_string(),
+            started: t.started,
+            completed: t.completed,
+            failed: t.failed.clone(),
+            latency_us: t.latency.summary(),
+        };
+        let steps = plan.steps.iter().zip(&s.steps).map(|(name, t)| step(name, t)).collect();
+        let files = (plan.visits.len() > 1).then(|| {
+            let starts = plan.step_starts.iter();
+            let each = plan.visits.iter().zip(starts).enumerate().map(|(i, (v, start))| {
+                let at = *start..start + v.bursts.len();
+                let own = s.steps.get(at.clone()).unwrap_or_default();
+                let prefix = format!("{}: ", v.file);
+                let names = plan.steps[at].iter().map(|n| n.strip_prefix(&prefix).unwrap_or(n));
+                let completed = own.last().map_or(0, |t| t.completed);
+                FileVisits {
+                    file: v.file.clone(),
+                    weight: v.weight,
+                    started: own.first().map_or(0, |t| t.started),
+                    completed,
+                    failed: own.iter().flat_map(|t| t.failed.values()).sum(),
+                    rate_per_s: per_second(completed),
+                    duration_us: s.by_visit.get(i).cloned().unwrap_or_default().summary(),
+                    steps: names.zip(own).map(|(n, t)| step(n, t)).collect(),
+                }
+            });
+            each.collect()
+        });
         Some(Visits {
             completed: s.completed,
             failed: s.failed,
             unfinished: s.unfinished,
-            rate_per_s: if secs > 0.0 { s.completed as f64 / secs } else { 0.0 },
+            rate_per_s: per_second(s.completed),
             duration_us: s.lifetime.summary(),
             steps,
+            files,
         })
     }
 }

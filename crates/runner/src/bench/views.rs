@@ -79,6 +79,11 @@ impl Views {
 
 /// One line on what a view fetches, said before the run.
 pub fn found(plan: &ViewPlan) -> String {
+    format!("--view: {}", fetches(plan))
+}
+
+/// What a view of `plan` fetches: `/ and its 2 resources: /s.css /a.js`.
+pub fn fetches(plan: &ViewPlan) -> String {
     let list: Vec<String> = plan
         .resources
         .iter()
@@ -87,8 +92,7 @@ pub fn found(plan: &ViewPlan) -> String {
             None => r.shown(),
         })
         .collect();
-    let mut said =
-        format!("--view: {} and its {} resources: {}", plan.page, list.len(), list.join(" "));
+    let mut said = format!("{} and its {} resources: {}", plan.page, list.len(), list.join(" "));
     if !plan.skipped.is_empty() {
         let n = plan.skipped.len();
         said += &format!("; {n} skipped (not in --view-hosts): {}", plan.skipped.join(" "));
