@@ -789,7 +789,8 @@ pub(crate) fn cell_config(
     }
     cell.apply(&mut config);
     if cell.workload.view {
-        found.apply(&instance.id, &cell.workload.name, &mut config)?;
+        let workload = (cell.workload.name.as_str(), cell.workload.view_hosts.as_slice());
+        found.apply(&instance.id, workload, &mut config)?;
     }
     if let Some(spec) = &cell.workload.visits {
         visits(&mut config, spec, &cell.workload.given)?;

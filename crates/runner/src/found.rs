@@ -24,12 +24,13 @@ pub struct Found {
 
 impl Found {
     /// Makes `config` (a view workload's cell on `instance`) run views of its page at the
-    /// load's rate, on up to a browser's 6 connections per visitor; the page is found now if
-    /// this instance has not found it yet.
+    /// load's rate, on up to a browser's 6 connections per visitor (and origin: the page's
+    /// host and `hosts`, the workload's `view_hosts`); the page is found now if this instance
+    /// has not found it yet.
     pub fn apply(
         &mut self,
         instance: &str,
-        workload: &str,
+        (workload, hosts): (&str, &[String]),
         config: &mut BenchConfig,
     ) -> Result<(), EngineError> {
         let (rate, arrival) = match config.pacing {
@@ -45,7 +46,7 @@ impl Found {
             Some(view) => view.clone(),
             None => {
                 let connections = crate::bench::flags::BROWSER_CONNECTIONS;
-                let view = View::discover(config, connections, false, &[])?;
+                let view = View::discover(config, connections, false, hosts)?;
                 self.fresh.push((workload.to_owned(), view.plan().clone()));
                 self.views.insert(key, view.clone());
                 view

@@ -296,9 +296,14 @@ impl Checker<'_> {
                 expect: self.expect(w)?,
                 slo,
                 view: w.view.as_ref().is_some_and(|v| *v.get_ref()),
+                view_hosts: w.view_hosts.as_ref().map(|h| h.get_ref().clone()).unwrap_or_default(),
                 visits,
                 given,
             };
+            if let (false, Some(hosts)) = (spec.view, &w.view_hosts) {
+                return self
+                    .fail(hosts.span(), format!("{name}: view_hosts goes with view = true"));
+            }
             if let (true, Some(urls)) = (spec.view, &w.urls) {
                 return self.fail(urls.span(), format!("{name}: a view fetches its page's resources, not a URL list: view = true or urls, not both"));
             }

@@ -63,6 +63,8 @@ pub struct CellWorkload {
     pub slo: Option<loadlab_stats::slo::Slo>,
     /// Page views (`view = true`): the runner plans each cell's view of the page.
     pub view: bool,
+    /// With `view`: the other hosts whose resources a view fetches (`view_hosts = [...]`).
+    pub view_hosts: Vec<String>,
     /// Visits (`visits = ...`): the visit file (absolute) or built-in name the runner loads
     /// for each cell.
     pub visits: Option<String>,
@@ -372,6 +374,7 @@ fn cell_workload(
         urls: w.request.as_ref().and_then(|r| r.urls.clone()),
         slo: w.slo.clone(),
         view: w.view,
+        view_hosts: w.view_hosts.clone(),
         visits: w.visits.clone(),
         given: w.given.clone(),
     })

@@ -165,6 +165,8 @@ pub struct RawWorkload {
     pub slo: Option<Spanned<String>>,
     /// Page views: the page and the resources its HTML names, as `bench --view` fetches them.
     pub view: Option<Spanned<bool>>,
+    /// With `view`: other hosts whose resources a view fetches too (`bench --view-hosts`).
+    pub view_hosts: Option<Spanned<Vec<String>>>,
     /// Visits of several steps: a visit file (relative to the suite file) or a built-in
     /// visit's name (`wordpress:search`), as `bench --visits` takes them; several, each with
     /// an optional `:WEIGHT`, as a list (`["a.toml:3", "b.toml"]`) or one string of them.

@@ -158,6 +158,9 @@ pub struct WorkloadSpec {
     /// `view = true`: each cell makes page views (the page and its resources, as `bench
     /// --view`), at the load's rate.
     pub view: bool,
+    /// `view_hosts = [...]`: other hosts (`HOST` or `HOST:PORT`) whose resources a view
+    /// fetches too, as `bench --view-hosts`.
+    pub view_hosts: Vec<String>,
     /// `visits = ...`: each cell runs visits of this file (absolute) or built-in visit
     /// (`wordpress:search`), as `bench --visits`: an open load's rate counts visits, a closed
     /// load's concurrency visitors.

@@ -162,3 +162,23 @@ fn a_weighted_mix_of_visits_resolves_each_and_keeps_its_weight() {
         assert!(err.contains(said), "{err}");
     }
 }
+
+/// `view_hosts = [...]`: a view workload's other hosts reach each of its cells, as `bench
+/// --view-hosts` takes them; without `view = true` it is refused at the key.
+#[test]
+fn view_hosts_reach_a_view_workloads_cells_and_need_a_view() {
+    let view = SUITE.replace(
+        "visits = \"wordpress:search\"",
+        "path = \"/\"\nview = true\nview_hosts = [\"cdn.example\", \"127.0.0.1:8443\"]",
+    );
+    let suite = parse(&view, "s.toml").unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&suite, false);
+    assert!(!p.cells.is_empty());
+    for c in &p.cells {
+        assert_eq!(c.workload.view_hosts, ["cdn.example", "127.0.0.1:8443"]);
+    }
+    let plain = view.replace("view = true\n", "");
+    let (e, at) = error(&plain, "s.toml");
+    assert!(e.contains("searches: view_hosts goes with view = true"), "{e}");
+    assert_eq!(at, position(&plain, "[\"cdn.example\""));
+}
