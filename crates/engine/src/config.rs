@@ -192,7 +192,7 @@ impl BenchConfig {
         self.check_bounds()?;
         self.check_replay()?;
         if let Some(plan) = &self.visits {
-            crate::visits::check(plan, &self.pacing, self.protocol, &self.traffic)?;
+            crate::visits::check(plan, &self.pacing, &self.traffic)?;
         }
         self.check_requests()
     }

@@ -30,6 +30,7 @@ mod validation;
 mod views;
 pub(crate) mod visit_files;
 mod visits;
+mod visits_h2;
 mod visits_httperf;
 mod visits_tls;
 

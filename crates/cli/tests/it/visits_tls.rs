@@ -194,17 +194,3 @@ fn a_page_view_over_https_finds_and_fetches_its_resources_over_tls() {
     assert_eq!(uint(&report, "timings_us.tls.count"), uint(&report, "connections.opened"));
     assert_eq!(at(&report, "tls.version"), "TLSv1.3", "{report:#}");
 }
-
-#[test]
-fn visits_over_http2_are_refused_in_one_line() {
-    let (_d, visit) = file("one.toml", "[[step]]\npath = \"/\"\n");
-    for url in ["http://127.0.0.1:9/", "https://127.0.0.1:9/"] {
-        let mut cmd = crate::support::loadlab();
-        cmd.args(["bench", url, "--visits", &visit, "-c", "1", "-n", "1", "--http2"]);
-        let out = crate::support::output_within(cmd, crate::support::RUN_LIMIT);
-        super::assert_exit(&out, 2);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("visits run over HTTP/1.1 for now"), "{url}: {stderr}");
-        assert_eq!(stderr.trim().lines().count(), 1, "one line:\n{stderr}");
-    }
-}

@@ -143,6 +143,11 @@ pub(crate) struct Slot {
     head: bool,
     /// What its request put on the wire (frame headers included), once sent whole.
     pub wire: u64,
+    /// A request of its own instead of the run's table's (a visit file's, rendered per
+    /// visitor): its header block, literals that enter nothing in HPACK's table, and its body.
+    own: Option<(Vec<u8>, Vec<u8>)>,
+    /// The response's header fields, when the session captures them (a visit's captures).
+    pub headers: Vec<(String, String)>,
 }
 
 /// What became of a stream, for the worker to record.
@@ -214,6 +219,8 @@ pub(crate) struct Session {
     /// The first Server header seen, when asked for.
     pub server: Option<String>,
     capture_server: bool,
+    /// Every response's header fields are kept in its slot (`Slot::headers`).
+    capture_headers: bool,
 }
 
 impl Session {
@@ -232,6 +239,8 @@ impl Session {
             retried: false,
             head: false,
             wire: 0,
+            own: None,
+            headers: Vec::new(),
         };
         Session {
             reader: frame::Reader::default(),
@@ -255,7 +264,14 @@ impl Session {
             done: VecDeque::with_capacity(streams),
             server: None,
             capture_server: true,
+            capture_headers: false,
         }
+    }
+
+    /// Keeps every response's header fields (`Slot::headers`): a visit's captures and its
+    /// cookie jar read them. Off, only `:status`, content-length and Server are decoded.
+    pub fn capture_headers(&mut self) {
+        self.capture_headers = true;
     }
 
     /// Requests waiting or open.
@@ -332,6 +348,24 @@ impl Session {
         slot.head = head;
     }
 
+    /// Places a request of its own on slot `s`: `block` its header fields as literals that
+    /// index nothing ([`hpack::put_field`]), `body` its body; sent as [`Session::place`]'s are.
+    pub fn place_own(&mut self, s: usize, head: bool, block: Vec<u8>, body: Vec<u8>) {
+        self.place(s, head);
+        self.slots[s].own = Some((block, body));
+    }
+
+    /// Ends every request on this connection without an outcome (their visit ended) and
+    /// forgets the connection: the session is ready for [`Session::connected`] again.
+    pub fn abandon(&mut self) {
+        for slot in self.slots.iter_mut() {
+            slot.state = StreamState::Free;
+            slot.own = None;
+        }
+        self.done.clear();
+        self.disconnected();
+    }
+
     /// Frees slot `s` once its outcome is recorded.
     pub fn release(&mut self, s: usize) {
         self.slots[s].state = StreamState::Free;
@@ -382,7 +416,12 @@ impl Session {
         let (mut sent, mut bytes) = (0, 0);
         for i in 0..self.slots.len() {
             let entry = self.slots[i].ex.entry as usize;
-            let body = &requests.get(entry).body;
+            // A request of its own is lent out of its slot while it is sent.
+            let own = self.slots[i].own.take();
+            let body: &[u8] = match &own {
+                Some((_, body)) => body,
+                None => &requests.get(entry).body,
+            };
             let before = self.out.len();
             let mut finished = false;
             if self.slots[i].state == StreamState::Pending && self.open < self.peer.max_streams {
@@ -392,7 +431,8 @@ impl Session {
                     self.goaway = Some((self.next_id - 2, 0));
                     break;
                 }
-                self.open_stream(i, requests, entry);
+                let block = own.as_ref().map(|(b, _)| &b[..]);
+                self.open_stream(i, requests, entry, block, body.is_empty());
                 self.slots[i].wire = 0;
                 self.slots[i].ex.written = now;
                 finished = body.is_empty();
@@ -402,6 +442,7 @@ impl Session {
                 finished = self.send_body(i, body);
             }
             let slot = &mut self.slots[i];
+            slot.own = own;
             slot.wire += (self.out.len() - before) as u64;
             if finished {
                 slot.ex.written = now;
@@ -414,7 +455,15 @@ impl Session {
         (sent, bytes)
     }
 
-    fn open_stream(&mut self, i: usize, requests: &Requests, entry: usize) {
+    /// Opens a stream for slot `i`'s request: the table's `entry`, or its `own` block.
+    fn open_stream(
+        &mut self,
+        i: usize,
+        requests: &Requests,
+        entry: usize,
+        own: Option<&[u8]>,
+        bodiless: bool,
+    ) {
         let id = self.next_id;
         self.next_id += 2;
         self.open += 1;
@@ -429,8 +478,8 @@ impl Session {
         slot.recv_unacked = 0;
         slot.send_window = window;
         slot.body_sent = 0;
-        let request = requests.get(entry);
-        let end_stream = if request.body.is_empty() { frame::END_STREAM } else { 0 };
+        slot.headers.clear();
+        let end_stream = if bodiless { frame::END_STREAM } else { 0 };
         // After the server lowered its table size, our next block starts with a dynamic table
         // size update (RFC 7541 section 4.2); that happens once, so it may allocate.
         let mut prefix = Vec::new();
@@ -439,10 +488,16 @@ impl Session {
         }
         let prefix = &prefix[..];
         let indexing = self.indexing;
-        if indexing == Indexing::Unseeded {
+        if indexing == Indexing::Unseeded && own.is_none() {
             self.indexing = Indexing::Seeded;
         }
-        let block_len = prefix.len() + requests.block_len(entry, indexing);
+        let put = |out: &mut Vec<u8>| match own {
+            Some(block) => out.extend_from_slice(block),
+            None => requests.put_block(out, entry, indexing),
+        };
+        let own_len = own.map(<[u8]>::len);
+        let block_len =
+            prefix.len() + own_len.unwrap_or_else(|| requests.block_len(entry, indexing));
         let max = self.peer.max_frame;
         if block_len <= max {
             frame::put_head(
@@ -453,13 +508,13 @@ impl Session {
                 id,
             );
             self.out.extend_from_slice(prefix);
-            requests.put_block(&mut self.out, entry, indexing);
+            put(&mut self.out);
             return;
         }
         // A block larger than a frame: HEADERS, then CONTINUATION frames (section 6.10).
         let mut whole = Vec::with_capacity(block_len);
         whole.extend_from_slice(prefix);
-        requests.put_block(&mut whole, entry, indexing);
+        put(&mut whole);
         for (n, chunk) in whole.chunks(max).enumerate() {
             let last = (n + 1) * max >= whole.len();
             let flags = if last { frame::END_HEADERS } else { 0 };
@@ -746,15 +801,25 @@ impl Session {
         let mut length: Option<Option<u64>> = None;
         let capture = self.capture_server && s.is_some();
         let mut server = None;
+        let all = self.capture_headers && s.is_some();
+        let mut fields = Vec::new();
         let wanted = |name: &[u8]| {
-            name == b":status" || name == b"content-length" || (capture && name == b"server")
+            all || name == b":status" || name == b"content-length" || (capture && name == b"server")
         };
         self.hpack
-            .decode(block, wanted, &mut |name, value| match name {
-                b":status" => status = parse_status(value),
-                b"content-length" => length = Some(parse_decimal(value)),
-                b"server" if capture => server = Some(String::from_utf8_lossy(value).into_owned()),
-                _ => {}
+            .decode(block, wanted, &mut |name, value| {
+                if all && !name.starts_with(b":") {
+                    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                    fields.push((text(name), text(value)));
+                }
+                match name {
+                    b":status" => status = parse_status(value),
+                    b"content-length" => length = Some(parse_decimal(value)),
+                    b"server" if capture => {
+                        server = Some(String::from_utf8_lossy(value).into_owned())
+                    }
+                    _ => {}
+                }
             })
             .map_err(|e| match e {
                 hpack::HpackError::ListTooLarge => ConnError::protocol(LIST_TOO_LARGE),
@@ -788,6 +853,9 @@ impl Session {
         }
         slot.final_head = true;
         slot.status = status;
+        if all {
+            slot.headers = fields;
+        }
         slot.content_length = match length {
             Some(None) => return self.stream_error(s, "an invalid content-length"),
             Some(n) => n,

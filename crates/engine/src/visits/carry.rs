@@ -61,6 +61,43 @@ impl Carry {
         now: Instant,
         out: &mut Vec<u8>,
     ) -> Result<(), String> {
+        let (spec, path) = self.request(render, call, now)?;
+        let bytes =
+            spec.encode_to(&render.target, &path, render.keepalive).map_err(|e| e.to_string())?;
+        out.clear();
+        out.extend_from_slice(&bytes);
+        Ok(())
+    }
+
+    /// The same request over HTTP/2: its header block (literals that index nothing, as a
+    /// visitor's own request is sent once) into `block`, its body into `body`; returns its
+    /// path, for the cookies its answer sets.
+    pub fn render_h2(
+        &self,
+        render: &Render,
+        call: &Call,
+        now: Instant,
+        block: &mut Vec<u8>,
+        body: &mut Vec<u8>,
+    ) -> Result<String, String> {
+        let (spec, path) = self.request(render, call, now)?;
+        let fields = spec.h2_fields(&render.target, &path).map_err(|e| e.to_string())?;
+        block.clear();
+        for (name, value) in &fields {
+            crate::h2::hpack::put_field(block, name.as_bytes(), value.as_bytes());
+        }
+        body.clear();
+        body.extend_from_slice(&spec.body);
+        Ok(path)
+    }
+
+    /// `call`'s request for this visitor and its path, whichever protocol carries it.
+    fn request(
+        &self,
+        render: &Render,
+        call: &Call,
+        now: Instant,
+    ) -> Result<(RequestSpec, String), String> {
         let path = call.path.to_string_with(&self.vars)?;
         let mut spec = RequestSpec {
             method: call.method.clone(),
@@ -87,11 +124,7 @@ impl Carry {
                 None => spec.headers.push(("Cookie".to_string(), cookies)),
             }
         }
-        let bytes =
-            spec.encode_to(&render.target, &path, render.keepalive).map_err(|e| e.to_string())?;
-        out.clear();
-        out.extend_from_slice(&bytes);
-        Ok(())
+        Ok((spec, path))
     }
 
     /// Judges the answer to `call` (a request for `path`): its cookies go into the jar, then

@@ -7,7 +7,10 @@
 //! its connections stay open (a server that closes an idle one costs a reconnect, as it costs
 //! a browser), and a heap of wake-up times holds the thinking visitors. Without a schedule the
 //! visitors are a closed population: as many as the worker's share of `-c`, a new visit
-//! starting as soon as one ends.
+//! starting as soon as one ends. Over HTTP/2 (`streams`) a visitor holds one connection per
+//! origin instead, as a browser does, and a burst's calls are its concurrent streams.
+
+mod streams;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -79,6 +82,9 @@ struct Slot {
     call: (usize, usize),
     /// A visit file's call: this visitor's own request bytes, sent instead of the table's.
     own: Option<Vec<u8>>,
+    /// HTTP/2: the call each stream slot carries, and (a visit file's) its request's path.
+    calls: Vec<(usize, usize)>,
+    paths: Vec<String>,
 }
 
 pub(crate) struct VisitWorker {
@@ -360,6 +366,12 @@ impl VisitWorker {
             }
             let entry = burst.entries[visitor.next];
             let origin = self.plan.origins.of(entry);
+            if self.spec.protocol.is_h2() {
+                if !self.issue_stream(v, origin, entry, now) {
+                    return;
+                }
+                continue;
+            }
             let mut own = visitor.slots.iter().copied().filter(|s| self.slots[*s].origin == origin);
             let held = own.clone().count();
             let slot = match own.find(|s| self.slots[*s].conn.state == State::Idle) {
@@ -372,20 +384,25 @@ impl VisitWorker {
                 let call = (visitor.burst, visitor.next);
                 return self.end_visit(v, now, Some((call, class.to_string())));
             }
-            let visitor = self.visitors[v].as_mut().expect("a live visitor");
-            let call = (visitor.burst, visitor.next);
-            visitor.next += 1;
-            visitor.in_flight += 1;
-            let (due, measured) = (visitor.ready_at, visitor.measured);
-            if call.1 == 0 {
-                visitor.step_due = due;
-                if let Some(i) = self.plan.step_index(visitor.visit, call.0).filter(|_| measured) {
-                    self.sessions.steps[i].started += 1;
-                }
-            }
-            let entry = self.plan.visits[visitor.visit].bursts[call.0].entries[call.1];
+            let (call, due, measured) = self.take_call(v);
             self.start(slot, call, entry, now, due, measured);
         }
+    }
+
+    /// Visitor `v`'s next call is issued: which it is, when it was due and whether it counts.
+    fn take_call(&mut self, v: usize) -> ((usize, usize), Instant, bool) {
+        let visitor = self.visitors[v].as_mut().expect("a live visitor");
+        let call = (visitor.burst, visitor.next);
+        visitor.next += 1;
+        visitor.in_flight += 1;
+        let (due, measured) = (visitor.ready_at, visitor.measured);
+        if call.1 == 0 {
+            visitor.step_due = due;
+            if let Some(i) = self.plan.step_index(visitor.visit, call.0).filter(|_| measured) {
+                self.sessions.steps[i].started += 1;
+            }
+        }
+        (call, due, measured)
     }
 
     /// A visit file's call: visitor `v`'s next request rendered into slot `slot`'s own bytes
@@ -418,9 +435,12 @@ impl VisitWorker {
                     keep_answer: self.keep_body || self.spec.validation.keep_answer,
                     ..self.spec.validation.clone()
                 };
-                let ex = Exchange::new(BodyCheck::new(&validation), now);
-                let conn = Conn::new(parser, ex, None, now);
-                self.slots.push(Slot { conn, visitor: v, origin, call: (0, 0), own: None });
+                let exchange = || Exchange::new(BodyCheck::new(&validation), now);
+                let h2 = self.spec.protocol.is_h2().then(|| self.session(exchange));
+                let conn = Conn::new(parser, exchange(), h2, now);
+                let (calls, paths) = (Vec::new(), Vec::new());
+                let call = (0, 0);
+                self.slots.push(Slot { conn, visitor: v, origin, call, own: None, calls, paths });
                 self.slots.len() - 1
             }
         };
@@ -454,6 +474,14 @@ impl VisitWorker {
             slot.conn.state = State::Writing { sent: 0 };
             return self.write(idx, now);
         }
+        if let Err(e) = self.connect(idx, now, measured) {
+            self.fail_io(idx, &e, now);
+        }
+    }
+
+    /// Opens slot `idx`'s connection toward its origin, its deadline the connect timeout.
+    fn connect(&mut self, idx: usize, now: Instant, measured: bool) -> io::Result<()> {
+        let slot = &mut self.slots[idx];
         // Over TLS, the run's one client configuration: a visitor's new connection resumes a
         // session as the request loop's do (its cache is shared by every connection). An
         // allowed host's origin is spoken to in the clear at its own address.
@@ -466,9 +494,7 @@ impl VisitWorker {
             },
         };
         let conn = &mut slot.conn;
-        if let Err(e) = conn.connect(self.poll.registry(), Token(idx), to, None, false) {
-            return self.fail_io(idx, &e, now);
-        }
+        conn.connect(self.poll.registry(), Token(idx), to, None, false)?;
         conn.ex.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);
         conn.opened = now;
         conn.replies_on_socket = 0;
@@ -478,11 +504,15 @@ impl VisitWorker {
             self.tally.connections_opened += 1;
             self.sessions.connections += 1;
         }
+        Ok(())
     }
 
     fn on_event(&mut self, event: &Event) {
         let idx = event.token().0;
         let now = Instant::now();
+        if self.slots[idx].conn.h2.is_some() {
+            return self.on_stream_event(idx, event, now);
+        }
         let state = self.slots[idx].conn.state;
         if state == State::Idle {
             // An idle connection of a thinking visitor became readable: the server closed
@@ -614,28 +644,31 @@ impl VisitWorker {
         } else if self.slots[idx].conn.ex.measured {
             self.tally.keepalive += 1;
         }
+        let verdict = if invalid {
+            Err(ErrorClass::Validation.name())
+        } else {
+            let slot = &mut self.slots[idx];
+            let headers = slot.conn.parser.take_headers();
+            let body = slot.conn.ex.check.kept().unwrap_or_default();
+            let answer = Response { status, headers: &headers, body };
+            let path = slot.own.as_deref().map(carry::request_path);
+            let visitor = self.visitors[v].as_mut().expect("a live visitor");
+            judge(&self.plan, visitor, call, path, &answer, now)
+        };
+        self.answered(v, call, verdict, now);
+    }
+
+    /// Visitor `v`'s call `call` was answered and judged: its visit ends on a broken
+    /// verdict, or goes on (the burst's other calls, the next burst after a think time).
+    fn answered(&mut self, v: usize, call: (usize, usize), verdict: Verdict, now: Instant) {
         let plan = self.plan.clone();
         let visitor = self.visitors[v].as_mut().expect("a live visitor");
         visitor.in_flight -= 1;
         visitor.replies += 1;
         let burst = &plan.visits[visitor.visit].bursts[call.0];
-        if invalid {
-            return self.end_visit(v, now, Some((call, ErrorClass::Validation.name().to_string())));
-        }
-        let slot = &mut self.slots[idx];
-        let headers = slot.conn.parser.take_headers();
-        let body = slot.conn.ex.check.kept().unwrap_or_default();
-        let answer = Response { status, headers: &headers, body };
-        let verdict = match (visitor.carry.as_mut(), &slot.own) {
-            (Some(carry), Some(own)) => {
-                carry.judge(&burst.calls[call.1], carry::request_path(own), &answer, now)
-            }
-            _ => carry::judge_checks(&burst.calls[call.1], &answer),
-        };
         if let Err(class) = verdict {
             return self.end_visit(v, now, Some((call, class.to_string())));
         }
-        let visitor = self.visitors[v].as_mut().expect("a live visitor");
         if call.1 == 0 {
             visitor.opened_up = true;
             visitor.ready_at = now;
@@ -675,6 +708,11 @@ impl VisitWorker {
         }
         slot.conn.state = State::Idle;
         self.close(idx);
+        self.call_failed(v, call, class, now);
+    }
+
+    /// Visitor `v`'s call `call` failed in `class` (recorded by the caller): its visit ends.
+    fn call_failed(&mut self, v: usize, call: (usize, usize), class: ErrorClass, now: Instant) {
         if let Some(visitor) = self.visitors[v].as_mut() {
             visitor.in_flight -= 1;
         }
@@ -688,8 +726,15 @@ impl VisitWorker {
         let plan = &plan.visits[visitor.visit];
         let mut abandoned = 0;
         for &s in &visitor.slots {
-            if self.slots[s].conn.in_flight() {
-                abandoned += 1;
+            let conn = &mut self.slots[s].conn;
+            match conn.h2.as_mut() {
+                Some(h2) => {
+                    // Its other streams are abandoned with the visit, as other connections'
+                    // calls are over HTTP/1.1.
+                    abandoned += h2.in_flight() as u64;
+                    h2.abandon();
+                }
+                None => abandoned += u64::from(conn.in_flight()),
             }
             self.slots[s].conn.state = State::Idle;
             self.close(s);
@@ -733,6 +778,12 @@ impl VisitWorker {
     /// Fails calls past their deadline.
     fn sweep(&mut self, now: Instant) {
         for idx in 0..self.slots.len() {
+            if self.slots[idx].conn.h2.is_some() {
+                if self.visitors[self.slots[idx].visitor].is_some() {
+                    self.sweep_streams(idx, now);
+                }
+                continue;
+            }
             let conn = &self.slots[idx].conn;
             let class = match conn.state {
                 State::Connecting => ErrorClass::ConnectTimeout,
@@ -777,5 +828,25 @@ impl VisitWorker {
             negotiated: self.negotiated.take(),
             tally: self.tally,
         }
+    }
+}
+
+/// An answer's verdict: `Err` with the class that ends its visit.
+type Verdict = Result<(), &'static str>;
+
+/// Judges `answer` to `visitor`'s call `call` (a visit file's request for `path`): its cookies
+/// and captures kept, its checks applied.
+fn judge(
+    plan: &Plan,
+    visitor: &mut Visitor,
+    call: (usize, usize),
+    path: Option<&str>,
+    answer: &Response<'_>,
+    now: Instant,
+) -> Verdict {
+    let call = &plan.visits[visitor.visit].bursts[call.0].calls[call.1];
+    match (visitor.carry.as_mut(), path) {
+        (Some(carry), Some(path)) => carry.judge(call, path, answer, now),
+        _ => carry::judge_checks(call, answer),
     }
 }

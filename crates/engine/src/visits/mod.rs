@@ -289,12 +289,11 @@ impl Plan {
 pub type SharedPlan = Arc<Plan>;
 
 /// What a run of visits needs of its configuration: visitors arriving on a schedule (or, for a
-/// visit file, a closed population), over HTTP/1.1 in the clear or over TLS (the driver does
-/// not run HTTP/2 streams yet), with their own requests as the run's list.
+/// visit file, a closed population), with their own requests as the run's list. Any protocol
+/// does: HTTP/1.1 in the clear or over TLS, HTTP/2 over TLS (ALPN) or in the clear (h2c).
 pub(crate) fn check(
     plan: &Plan,
     pacing: &crate::Pacing,
-    protocol: crate::Protocol,
     traffic: &crate::Traffic,
 ) -> Result<(), EngineError> {
     let refuse = |m: &str| Err(EngineError::Config(m.to_string()));
@@ -306,11 +305,6 @@ pub(crate) fn check(
                 "visits arrive at a rate: --wsesslog and --view need --rate (visits per second)",
             )
         }
-    }
-    if protocol.is_h2() {
-        return refuse(
-            "visits run over HTTP/1.1 for now, in the clear or over TLS: not with --http2",
-        );
     }
     if !matches!(traffic, crate::Traffic::Mix(_)) {
         return refuse("visits carry their own requests: --urls and --replay have no meaning");

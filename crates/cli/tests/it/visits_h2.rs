@@ -1,0 +1,72 @@
+//! Visits over HTTP/2 (`--http2` with `--view`, `--wsesslog`, `--visits`; issue 25): a visitor
+//! holds one connection per origin, as a browser does, and a burst's calls are concurrent
+//! streams of it. Against the lab's real nginx (h2 by ALPN over TLS, h2c by prior knowledge)
+//! and the in-process HTTP/2 server, which counts connections and requests on its side and
+//! plays a login that needs the captured cookie and token back.
+
+use super::mixes::file;
+use super::views::site;
+use super::{assert_accounted, at, bench, uint};
+use crate::support::{require_nginx, H2Behaviour, H2Peer, Listen};
+
+/// The page of `views::site` and its three resources, for nginx to serve.
+fn site_files() -> Vec<(String, Vec<u8>)> {
+    site(&[], std::time::Duration::ZERO)
+        .into_iter()
+        .map(|p| {
+            let name =
+                if p.path == "/" { "index.html".to_string() } else { p.path[1..].to_string() };
+            (name, p.body)
+        })
+        .collect()
+}
+
+/// Over TLS: the page is read for its resources before the run (over HTTP/1.1, which nginx
+/// also offers by ALPN), then every view goes over h2.
+#[test]
+fn views_over_h2_with_nginx_fetch_every_resource_on_one_connection_per_visitor() {
+    let files = site_files();
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (n.as_str(), &b[..])).collect();
+    let nginx = require_nginx!(&files, Listen { http2: true, tls: true, ..Listen::default() });
+    let args = ["--http2", "--view", "--rate", "20", "-n", "8", "--insecure"];
+    let report = bench(&nginx.url("/"), &args, 0);
+    assert_accounted(&report, 32);
+    assert_eq!(uint(&report, "views.completed"), 8, "{report:#}");
+    assert_eq!(uint(&report, "views.load_time_us.count"), 8, "{report:#}");
+    assert_eq!(uint(&report, "status.200"), 32, "{report:#}");
+    // One connection per visitor, every request of its view on it.
+    assert_eq!(uint(&report, "connections.opened"), 8, "{report:#}");
+    assert_eq!(at(&report, "tls.alpn"), "h2", "{report:#}");
+}
+
+/// Sessions of two bursts: a page alone, then its four resources at once.
+const TWO_BURSTS: &str = "/a.html\n    /a.css\n    /a.js\n    /a.png\n    /a.woff2\n/b.html\n";
+
+#[test]
+fn wsesslog_sessions_over_h2c_are_one_connection_each_on_the_server_side() {
+    let server = H2Peer::start(H2Behaviour::Ok);
+    let (_dir, log) = file("two.log", TWO_BURSTS);
+    let spec = format!("6,0,{log}");
+    let report = bench(&server.url("/"), &["--http2", "--wsesslog", &spec, "--rate", "30"], 0);
+    assert_accounted(&report, 36);
+    assert_eq!(uint(&report, "sessions.completed"), 6, "{report:#}");
+    assert_eq!(uint(&report, "requests.completed"), 36, "{report:#}");
+    // The server saw the preflight's two connections (TCP, then the h2c preface) and one per
+    // session, and every request.
+    assert_eq!(server.connections(), 2 + 6);
+    assert_eq!(server.requests(), 36);
+    assert_eq!(uint(&report, "connections.opened"), 6, "{report:#}");
+}
+
+#[test]
+fn a_reset_stream_fails_its_call_and_ends_the_visit_with_a_class() {
+    let server = H2Peer::start(H2Behaviour::Reset);
+    let (_dir, log) = file("two.log", TWO_BURSTS);
+    let spec = format!("3,0,{log}");
+    let report = bench(&server.url("/"), &["--http2", "--wsesslog", &spec, "--rate", "30"], 0);
+    // Each session's first call is reset: it fails as h2_stream and nothing more is sent.
+    assert_accounted(&report, 3);
+    assert_eq!(uint(&report, "errors.h2_stream"), 3, "{report:#}");
+    assert_eq!(uint(&report, "sessions.failed"), 3, "{report:#}");
+    assert_eq!(uint(&report, "sessions.not_issued"), 3 * 5, "{report:#}");
+}
