@@ -6,6 +6,7 @@
 
 use super::mixes::file;
 use super::views::site;
+use super::visit_files::{login_visit, TOKEN};
 use super::{assert_accounted, at, bench, uint};
 use crate::support::{require_nginx, H2Behaviour, H2Peer, Listen};
 
@@ -69,4 +70,45 @@ fn a_reset_stream_fails_its_call_and_ends_the_visit_with_a_class() {
     assert_eq!(uint(&report, "errors.h2_stream"), 3, "{report:#}");
     assert_eq!(uint(&report, "sessions.failed"), 3, "{report:#}");
     assert_eq!(uint(&report, "sessions.not_issued"), 3 * 5, "{report:#}");
+}
+
+/// A login over h2c: the cookie its answer sets and the token its page shows, captured and
+/// carried back by each visitor on its own connection; without the token the server refuses,
+/// so the visit fails at that step.
+#[test]
+fn a_login_visit_carries_its_cookie_and_captured_token_over_h2() {
+    let server = H2Peer::start(H2Behaviour::Login);
+    let visit = login_visit(TOKEN, "0s", r#"X-Token = "{token}""#);
+    let (_dir, visit) = file("login.toml", &visit);
+    let args = ["--http2", "--visits", &visit, "-c", "3", "-n", "9"];
+    let report = bench(&server.url("/"), &args, 0);
+    assert_accounted(&report, 27);
+    assert_eq!(uint(&report, "visits.completed"), 9, "{report:#}");
+    assert_eq!(uint(&report, "status.200"), 27, "{report:#}");
+    // One connection per visit (its visitor's), the preflight's two besides.
+    assert_eq!(server.connections(), 2 + 9);
+    assert_eq!(server.requests(), 27);
+
+    let without = login_visit(TOKEN, "0s", r#"X-Other = "{token}""#);
+    let (_dir, without) = file("without.toml", &without);
+    let args = ["--http2", "--visits", &without, "-c", "1", "-n", "2"];
+    let report = bench(&server.url("/"), &args, 0);
+    assert_eq!(uint(&report, "visits.completed"), 0, "{report:#}");
+    assert_eq!(uint(&report, "visits.failed"), 2, "{report:#}");
+    assert_eq!(uint(&report, "status.403"), 2, "{report:#}");
+}
+
+/// A server that ends each connection with a GOAWAY after three answers: the streams it
+/// refused go again on a new connection of the same visitor, and no call is lost.
+#[test]
+fn a_goaway_mid_burst_sends_the_refused_streams_again_and_loses_no_call() {
+    let server = H2Peer::start(H2Behaviour::GoawayAfter { per_conn: 3 });
+    let (_dir, log) = file("two.log", TWO_BURSTS);
+    let spec = format!("4,0,{log}");
+    let report = bench(&server.url("/"), &["--http2", "--wsesslog", &spec, "--rate", "30"], 0);
+    assert_accounted(&report, 24);
+    assert_eq!(uint(&report, "requests.completed"), 24, "{report:#}");
+    assert_eq!(uint(&report, "sessions.completed"), 4, "{report:#}");
+    // Six calls a session, three answered per connection: two connections each.
+    assert_eq!(uint(&report, "connections.opened"), 8, "{report:#}");
 }

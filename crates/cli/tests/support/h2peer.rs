@@ -39,6 +39,11 @@ pub enum H2Behaviour {
     Garbage,
     /// Accepts and reads, and never sends a byte, SETTINGS included.
     NoSettings,
+    /// A login, per connection (one visitor's): `/login` sets the cookie `sid=sN` and shows
+    /// the token `tN` in a form field; `/private` answers `secret` only to a request that
+    /// carries both back (the cookie, and the token as `x-token`), 403 otherwise; any other
+    /// path `ok`. Request header blocks are decoded as far as a client's literals go.
+    Login,
 }
 
 /// A running server; it lives until the test process ends.
@@ -58,9 +63,9 @@ impl H2Peer {
         thread::spawn(move || {
             for tcp in listener.incoming() {
                 let Ok(tcp) = tcp else { return };
-                c.fetch_add(1, Ordering::Relaxed);
+                let n = c.fetch_add(1, Ordering::Relaxed) + 1;
                 let r = r.clone();
-                thread::spawn(move || serve(tcp, behaviour, &r));
+                thread::spawn(move || serve(tcp, behaviour, &r, n));
             }
         });
         H2Peer { addr, connections, requests }
@@ -107,7 +112,8 @@ fn read_frame(tcp: &mut TcpStream) -> Option<(u8, u8, u32, Vec<u8>)> {
     Some((head[3], head[4], stream, payload))
 }
 
-fn serve(mut tcp: TcpStream, behaviour: H2Behaviour, requests: &AtomicU64) {
+/// Serves connection number `n` (from 1) as `behaviour` says.
+fn serve(mut tcp: TcpStream, behaviour: H2Behaviour, requests: &AtomicU64, n: u64) {
     let mut preface = [0u8; PREFACE_LEN];
     if tcp.read_exact(&mut preface).is_err() {
         return;
@@ -132,7 +138,7 @@ fn serve(mut tcp: TcpStream, behaviour: H2Behaviour, requests: &AtomicU64) {
         return;
     }
     let mut answered = 0;
-    while let Some((kind, flags, stream, _)) = read_frame(&mut tcp) {
+    while let Some((kind, flags, stream, block)) = read_frame(&mut tcp) {
         if kind != HEADERS {
             continue;
         }
@@ -171,10 +177,124 @@ fn serve(mut tcp: TcpStream, behaviour: H2Behaviour, requests: &AtomicU64) {
             // The body never comes (the window is closed): nothing to answer.
             H2Behaviour::WindowNeverOpened => {}
             H2Behaviour::Garbage | H2Behaviour::NoSettings => {}
+            H2Behaviour::Login => login(&mut out, stream, &fields(&block), n),
         }
         let _ = flags;
         if tcp.write_all(&out).is_err() {
             return;
         }
     }
+}
+
+/// The login's answer to a request of `fields`, on the connection of visitor `n`.
+fn login(out: &mut Vec<u8>, stream: u32, fields: &[(String, String)], n: u64) {
+    let field = |name: &str| fields.iter().find(|(f, _)| f == name).map(|(_, v)| v.as_str());
+    let (sid, token) = (format!("sid=s{n}"), format!("t{n}"));
+    let (status, cookie, body) = match field(":path").unwrap_or("") {
+        "/login" => {
+            let form = format!(r#"<input name="token" value="{token}">"#);
+            (b"200", Some(format!("{sid}; Path=/")), form)
+        }
+        "/private" => {
+            let carried = field("cookie").is_some_and(|c| c.split("; ").any(|p| p == sid));
+            match carried && field("x-token") == Some(&token) {
+                true => (b"200", None, "secret".to_string()),
+                false => (b"403", None, "no".to_string()),
+            }
+        }
+        _ => (b"200", None, "ok".to_string()),
+    };
+    // Literals without indexing (RFC 7541 section 6.2.2) named by static index: :status (8),
+    // set-cookie (55), content-length (28); values short enough for a one-byte length.
+    let mut head = vec![0x08, 3];
+    head.extend_from_slice(status);
+    let mut literal = |index: &[u8], value: &str| {
+        head.extend_from_slice(index);
+        head.push(value.len() as u8);
+        head.extend_from_slice(value.as_bytes());
+    };
+    if let Some(cookie) = cookie {
+        literal(&[0x0f, 0x28], &cookie);
+    }
+    literal(&[0x0f, 0x0d], &body.len().to_string());
+    frame(out, HEADERS, END_HEADERS, stream, &head);
+    frame(out, DATA, END_STREAM, stream, body.as_bytes());
+}
+
+/// The fields of a request's header block, as a client that indexes nothing sends them:
+/// static table entries (section 6.1) and literals without indexing (section 6.2.2), Huffman
+/// coded or not; a name the static table holds is given for the few a login reads.
+fn fields(block: &[u8]) -> Vec<(String, String)> {
+    const NAMES: [(usize, &str); 7] = [
+        (1, ":authority"),
+        (2, ":method"),
+        (4, ":path"),
+        (6, ":scheme"),
+        (19, "accept"),
+        (32, "cookie"),
+        (58, "user-agent"),
+    ];
+    let name_of = |i: usize| {
+        let at = NAMES.iter().rev().find(|(n, _)| *n <= i).map_or("?", |(_, name)| name);
+        at.to_string()
+    };
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < block.len() {
+        let first = block[at];
+        if first & 0x80 != 0 {
+            // Indexed: :method GET (2), :path / (4), :scheme http (6) are all a login meets.
+            let i = integer(block, &mut at, 7);
+            let value = match i {
+                2 => "GET",
+                3 => "POST",
+                4 => "/",
+                6 => "http",
+                7 => "https",
+                _ => "",
+            };
+            out.push((name_of(i), value.to_string()));
+            continue;
+        }
+        let index = integer(block, &mut at, 4);
+        let name = if index == 0 { string(block, &mut at) } else { name_of(index) };
+        out.push((name, string(block, &mut at)));
+    }
+    out
+}
+
+/// An HPACK integer with a `prefix`-bit prefix (RFC 7541 section 5.1), from `at` on.
+fn integer(block: &[u8], at: &mut usize, prefix: u8) -> usize {
+    let max = (1usize << prefix) - 1;
+    let mut value = (block[*at] as usize) & max;
+    *at += 1;
+    if value < max {
+        return value;
+    }
+    let mut shift = 0;
+    loop {
+        let b = block[*at];
+        *at += 1;
+        value += ((b & 0x7f) as usize) << shift;
+        shift += 7;
+        if b & 0x80 == 0 {
+            return value;
+        }
+    }
+}
+
+/// An HPACK string literal (section 5.2), Huffman coded or not.
+fn string(block: &[u8], at: &mut usize) -> String {
+    let huffman = block[*at] & 0x80 != 0;
+    let len = integer(block, at, 7);
+    let raw = &block[*at..*at + len];
+    *at += len;
+    let mut text = Vec::new();
+    if huffman {
+        httlib_huffman::decode(raw, &mut text, httlib_huffman::DecoderSpeed::FourBits)
+            .expect("a valid Huffman string");
+    } else {
+        text.extend_from_slice(raw);
+    }
+    String::from_utf8_lossy(&text).into_owned()
 }
