@@ -354,3 +354,56 @@ fn a_requests_bytes_on_the_wire_are_what_it_wrote() {
     assert_eq!(bytes as usize, s.output().len() - preface);
     assert_eq!(s.slots[1].wire, 9 + 6, "a frame head and six indices");
 }
+
+/// A visitor's own request (a visit file's, rendered per visitor) goes as its own block,
+/// decodable without any table, beside the table's requests; the table's indexing is left as
+/// it was, so the next table request still enters the shared fields.
+#[test]
+fn an_own_request_block_goes_as_given_and_enters_nothing() {
+    let request = get();
+    let mut s = session(2);
+    s.connected();
+    let preface = s.output().len();
+    s.wrote(preface);
+    let mut block = Vec::new();
+    put_field(&mut block, b":method", b"POST");
+    put_field(&mut block, b":path", b"/login");
+    put_field(&mut block, b"cookie", b"sid=s1");
+    s.place_own(0, false, block.clone(), b"a=1".to_vec());
+    s.send(&request, Instant::now());
+    let out = s.output().to_vec();
+    // HEADERS (no END_STREAM: a body follows) carrying exactly the block, then the body.
+    let mut expect = Vec::new();
+    put_head(&mut expect, block.len(), frame::HEADERS, frame::END_HEADERS, 1);
+    expect.extend_from_slice(&block);
+    expect.extend(data(1, b"a=1", frame::END_STREAM));
+    assert_eq!(out, expect);
+    assert_eq!(s.indexing, Indexing::Unseeded);
+}
+
+/// With `capture_headers`, a response's fields are kept in its slot (a visit's captures and
+/// cookie jar read them); without, nothing is kept.
+#[test]
+fn captured_response_fields_are_kept_in_their_slot() {
+    let request = get();
+    for capture in [true, false] {
+        let mut s = session(1);
+        if capture {
+            s.capture_headers();
+        }
+        s.connected();
+        s.place(0, false);
+        s.send(&request, Instant::now());
+        let mut block = Vec::new();
+        put_field(&mut block, b":status", b"200");
+        put_field(&mut block, b"set-cookie", b"sid=s1; Path=/");
+        let mut wire = settings(&[]);
+        put_head(&mut wire, block.len(), frame::HEADERS, frame::END_HEADERS | frame::END_STREAM, 1);
+        wire.extend_from_slice(&block);
+        s.feed(&wire, Instant::now()).unwrap();
+        assert_eq!(outcomes(&mut s), [(0, Outcome::Complete)]);
+        let kept = [("set-cookie".to_string(), "sid=s1; Path=/".to_string())];
+        let expect: &[(String, String)] = if capture { &kept } else { &[] };
+        assert_eq!(s.slots[0].headers, expect, "capture {capture}");
+    }
+}
