@@ -112,3 +112,16 @@ fn a_goaway_mid_burst_sends_the_refused_streams_again_and_loses_no_call() {
     // Six calls a session, three answered per connection: two connections each.
     assert_eq!(uint(&report, "connections.opened"), 8, "{report:#}");
 }
+
+/// A GOAWAY with every answer: a burst's calls that waited for a stream while the GOAWAY
+/// allowed none, and the next burst, each go on a new connection; none waits forever.
+#[test]
+fn calls_held_back_by_a_goaway_go_on_a_new_connection() {
+    let server = H2Peer::start(H2Behaviour::GoawayAfter { per_conn: 1 });
+    let (_dir, log) = file("goaway.log", "/a.html\n    /a.css\n/b.html\n");
+    let spec = format!("3,0,{log}");
+    let report = bench(&server.url("/"), &["--http2", "--wsesslog", &spec, "--rate", "30"], 0);
+    assert_accounted(&report, 9);
+    assert_eq!(uint(&report, "sessions.completed"), 3, "{report:#}");
+    assert_eq!(uint(&report, "connections.opened"), 9, "{report:#}");
+}

@@ -797,6 +797,10 @@ impl VisitWorker {
     }
 
     fn close(&mut self, idx: usize) {
+        if let Some(h2) = self.slots[idx].conn.h2.as_mut() {
+            // A GOAWAY binds only its connection: the next takes streams again.
+            h2.disconnected();
+        }
         if self.slots[idx].conn.retire(&mut self.tally) {
             self.open -= 1;
         }

@@ -115,7 +115,8 @@ impl VisitWorker {
         let Some(session) = conn.h2.as_mut() else { return };
         if conn.stream.is_none() {
             if session.pending() {
-                let measured = session.slots.iter().any(|s| s.ex.measured);
+                let waiting = session.slots.iter().filter(|s| s.state == StreamState::Pending);
+                let measured = waiting.into_iter().any(|s| s.ex.measured);
                 conn.ex.measured = measured;
                 if let Err(e) = self.connect(idx, now, measured) {
                     self.fail_io_streams(idx, &e, now);
@@ -235,7 +236,7 @@ impl VisitWorker {
                 self.close(idx);
                 self.slots[idx].conn.state = State::Idle;
                 self.settle(idx, None, now);
-                return self.pump(idx, now);
+                return self.reopen(idx, now);
             }
             if conn.tls_done.is_none() && matches!(stream, Stream::Tls(_)) {
                 // Plaintext came, so the handshake is over: noted before what it carried.
@@ -261,7 +262,20 @@ impl VisitWorker {
             // answered: its refused requests go on a new connection.
             self.close(idx);
             self.slots[idx].conn.state = State::Idle;
-            self.pump(idx, now);
+            self.reopen(idx, now);
+        }
+    }
+
+    /// Connection `idx` ended in good order (the server's close, a GOAWAY drained): the
+    /// requests a GOAWAY refused go on a new one, and so do the visitor's calls that waited
+    /// for a stream while the GOAWAY allowed none.
+    fn reopen(&mut self, idx: usize, now: Instant) {
+        self.pump(idx, now);
+        let v = self.slots[idx].visitor;
+        // Within a burst (its first call issued), not while the visitor thinks.
+        let waiting = |visitor: &super::Visitor| visitor.slots.contains(&idx) && visitor.next > 0;
+        if self.visitors[v].as_ref().is_some_and(waiting) {
+            self.issue(v, now);
         }
     }
 
