@@ -24,6 +24,9 @@ use crate::ErrorClass;
 
 use loadlab_visit::Response;
 
+/// A visitor's own request over HTTP/2: its header block, its body, and its path.
+type Own = (Vec<u8>, Vec<u8>, String);
+
 impl VisitWorker {
     /// A session for a visitor's connection: a stream slot for each call of the largest burst,
     /// each with an exchange made by `exchange` (kept bodies for the checks that read them).
@@ -91,12 +94,7 @@ impl VisitWorker {
 
     /// A visit file's call over HTTP/2: visitor `v`'s next request as its own header block,
     /// body and path; `None` for other visits, whose requests are the table's.
-    #[allow(clippy::type_complexity)]
-    fn render_h2(
-        &mut self,
-        v: usize,
-        now: Instant,
-    ) -> Result<Option<(Vec<u8>, Vec<u8>, String)>, &'static str> {
+    fn render_h2(&mut self, v: usize, now: Instant) -> Result<Option<Own>, &'static str> {
         let Some(render) = &self.plan.render else { return Ok(None) };
         let visitor = self.visitors[v].as_ref().expect("a live visitor");
         let call = &self.plan.visits[visitor.visit].bursts[visitor.burst].calls[visitor.next];
