@@ -125,3 +125,18 @@ fn calls_held_back_by_a_goaway_go_on_a_new_connection() {
     assert_eq!(uint(&report, "sessions.completed"), 3, "{report:#}");
     assert_eq!(uint(&report, "connections.opened"), 9, "{report:#}");
 }
+
+/// A server that never opens its flow-control window: a visit's request body can never go,
+/// and the call ends at its timeout (its stream reset), failing the visit, not hanging it.
+#[test]
+fn a_stream_that_never_gets_its_body_out_ends_at_the_timeout() {
+    let server = H2Peer::start(H2Behaviour::WindowNeverOpened);
+    let (_dir, log) = file("post.log", "/form method=POST contents='a=1'\n    /a.css\n");
+    let spec = format!("2,0,{log}");
+    let args = ["--http2", "--wsesslog", &spec, "--rate", "20", "--timeout", "300ms"];
+    let report = bench(&server.url("/"), &args, 0);
+    assert_accounted(&report, 2);
+    assert_eq!(uint(&report, "errors.client_timeout"), 2, "{report:#}");
+    assert_eq!(uint(&report, "sessions.failed"), 2, "{report:#}");
+    assert_eq!(uint(&report, "sessions.not_issued"), 2, "{report:#}");
+}
