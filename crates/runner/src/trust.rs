@@ -558,8 +558,29 @@ fn connections_short(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
     )
 }
 
-fn nothing_completed(_: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+fn nothing_completed(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
     let t = &r.tally;
+    // A run of visits is reported in visits: requests that completed in visits none of
+    // which ended leave no visits/s or visit latency, as no request leaves no req/s.
+    if let Some(s) = r.tally.sessions.as_deref().filter(|s| s.completed == 0) {
+        let unit = crate::unit::Unit::of(cfg);
+        let noun = unit.noun();
+        return finding(
+            Flag::NothingCompleted,
+            format!(
+                "no {noun} completed: {} begun, {} failed, {} still going at the end",
+                s.started, s.failed, s.unfinished
+            ),
+            format!(
+                "no {noun} completed ({} begun, {} failed, {} still going at the end): there \
+                 is no {} or {noun} latency to report",
+                s.started,
+                s.failed,
+                s.unfinished,
+                unit.rate()
+            ),
+        );
+    }
     if t.completed > 0 {
         return None;
     }

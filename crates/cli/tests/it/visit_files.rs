@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::mixes::file;
-use super::{assert_accounted, assert_exit, at, bench, uint};
+use super::{assert_accounted, assert_exit, at, bench, strings, uint};
 use crate::support::{
     loadlab, output_within, timing_lock, with_fd_limit, Behaviour, TestServer, RUN_LIMIT,
 };
@@ -127,6 +127,46 @@ fn an_open_loop_makes_exactly_the_visits_asked_for() {
     assert_eq!(uint(&report, "visits.duration_us.count"), 20, "{report:#}");
     assert_accounted(&report, 60);
     assert_eq!(server.requests(), 60);
+}
+
+/// Two steps a second apart: a visit lasts about 1 s on loopback.
+const SLOW_VISIT: &str = r#"name = "slow"
+[[step]]
+path = "/a"
+think = "1s"
+[[step]]
+path = "/b"
+"#;
+
+#[test]
+fn a_closed_populations_warm_up_visits_are_measured_from_the_window_on() {
+    let _quiet = timing_lock();
+    let server = TestServer::start(Behaviour::ok("visit"));
+    let (_dir, visit) = file("slow.toml", SLOW_VISIT);
+    // The window is 0.1-1.6 s. The 2 visits begun at 0 end at about 1 s, inside it; the 2
+    // their visitors begin then would end at about 2 s, after it. Measuring only the visits
+    // begun in the window would count none: a visitor is in its warm-up visit until 1 s.
+    let args = ["--visits", &visit, "-c", "2", "-d", "1500ms", "--warmup", "100ms"];
+    let report = bench(&server.url("/"), &args, 0);
+    for (key, n) in [("started", 4), ("completed", 2), ("failed", 0), ("unfinished", 2)] {
+        assert_eq!(uint(&report, &format!("sessions.{key}")), n, "{key}:\n{report:#}");
+    }
+    // A carried visit's lifetime runs from its due time, the think included.
+    assert!(uint(&report, "visits.duration_us.min") >= 1_000_000, "{report:#}");
+    // Steps count from the first due in the window: the carried visits' second steps and the
+    // next visits' first; the carried visits' first steps were answered before it.
+    let counts: Vec<_> = steps(&report).into_iter().map(|(_, s, c, _)| (s, c)).collect();
+    assert_eq!(counts, [(2, 2), (2, 2)], "{report:#}");
+    assert!(!strings(&report, "warnings").iter().any(|w| w.contains("no visit")), "{report:#}");
+
+    // A window shorter than any visit: no visit ends in it, and the output says so where
+    // the (absent) visits/s would be, though requests completed.
+    let args = ["--visits", &visit, "-c", "2", "-d", "500ms"];
+    let report = bench(&server.url("/"), &args, 0);
+    assert_eq!(uint(&report, "visits.completed"), 0, "{report:#}");
+    assert!(uint(&report, "requests.completed") > 0, "{report:#}");
+    let warned = strings(&report, "warnings").iter().any(|w| w.starts_with("no visit completed"));
+    assert!(warned, "no warning that no visit completed:\n{report:#}");
 }
 
 #[test]

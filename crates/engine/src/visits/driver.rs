@@ -198,6 +198,7 @@ impl VisitWorker {
             if !measuring && now >= self.spec.measure_start {
                 measuring = true;
                 account_start = ThreadAccount::thread();
+                self.carry_into_window();
             }
             if let Some(end_at) = self.ended(now) {
                 break end_at;
@@ -331,6 +332,30 @@ impl VisitWorker {
         self.live += 1;
         self.sessions.started += u64::from(measured);
         self.issue(v, now);
+    }
+
+    /// A closed population's visits in progress when the measurement starts are measured
+    /// from then on, as wrk counts the requests it completes: a visitor's next visit starts
+    /// only when its current one ends, so leaving a warm-up visit out of the window would
+    /// leave its visitor out for as long as that visit lasts, and in a window a few visits
+    /// long, visits/s would count only the visits begun and ended inside it. Such a visit's
+    /// lifetime runs from its due time, as every visit's; its steps count from the first one
+    /// due in the window. An open loop's visits are its schedule's, measured by their due time.
+    fn carry_into_window(&mut self) {
+        if self.schedule.is_some() {
+            return;
+        }
+        for visitor in self.visitors.iter_mut().flatten().filter(|v| !v.measured) {
+            if !self.budget.take() {
+                self.budget_spent = true;
+                return;
+            }
+            visitor.measured = true;
+            self.sessions.started += 1;
+            // Its connections are the visit's (httperf's connections per session), though
+            // opened before the window and so not among the requests' connections opened.
+            self.sessions.connections += visitor.slots.len() as u64;
+        }
     }
 
     /// Visitors whose think time is over start their next burst.
@@ -644,8 +669,8 @@ impl VisitWorker {
             return self.issue(v, now);
         }
         // The burst is over: the visit ends, or its visitor thinks.
-        if let Some(i) = plan.step_index(visitor.visit, visitor.burst).filter(|_| visitor.measured)
-        {
+        let in_window = visitor.measured && visitor.step_due >= self.spec.measure_start;
+        if let Some(i) = plan.step_index(visitor.visit, visitor.burst).filter(|_| in_window) {
             let step = &mut self.sessions.steps[i];
             step.completed += 1;
             step.latency.record(us(now.saturating_duration_since(visitor.step_due)));
@@ -721,7 +746,8 @@ impl VisitWorker {
                     plan.bursts[..burst].iter().map(|b| b.entries.len()).sum::<usize>()
                         + visitor.next;
                 self.sessions.not_issued += (planned - issued) as u64;
-                if let Some(i) = self.plan.step_index(visitor.visit, burst) {
+                let step = self.plan.step_index(visitor.visit, burst);
+                if let Some(i) = step.filter(|_| visitor.step_due >= self.spec.measure_start) {
                     *self.sessions.steps[i].failed.entry(class.clone()).or_insert(0) += 1;
                 }
                 let at = StepFailure { step: burst as u32 + 1, call: call as u32 + 1, class };

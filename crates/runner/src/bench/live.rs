@@ -38,35 +38,7 @@ impl Tally {
     }
 }
 
-/// What a run's live line counts: its requests, or for a run of visits the visits, as its
-/// report does (a page view, a visit of a visit file, a session of `--wsesslog`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    Requests,
-    Views,
-    Visits,
-    Sessions,
-}
-
-impl Unit {
-    pub fn of(config: &BenchConfig) -> Unit {
-        match config.visits.as_deref() {
-            None => Unit::Requests,
-            Some(p) if p.view.is_some() => Unit::Views,
-            Some(p) if !p.steps.is_empty() => Unit::Visits,
-            Some(_) => Unit::Sessions,
-        }
-    }
-
-    pub fn rate(self) -> &'static str {
-        match self {
-            Unit::Requests => "req/s",
-            Unit::Views => "views/s",
-            Unit::Visits => "visits/s",
-            Unit::Sessions => "sessions/s",
-        }
-    }
-}
+pub use crate::unit::Unit;
 
 /// Counts one run from its start: the control's counters may carry earlier runs of the same
 /// process (a sweep's steps), so they count from where they stood.
