@@ -12,7 +12,7 @@ pub struct CompareArgs {
     pub run_a: i64,
     /// The run compared with it.
     pub run_b: i64,
-    /// Exit 99 when RUN_B is significantly worse than RUN_A anywhere (fewer req/s, higher
+    /// Exit 99 when RUN_B is significantly worse than RUN_A anywhere (a lower rate, higher
     /// p50 or p99; Mann-Whitney at 0.05): a CI gate against the last good run.
     #[arg(long = "fail-on-regression")]
     pub fail_on_regression: bool,
@@ -41,15 +41,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<u8> {
     let regressions: Vec<_> =
         loadlab_report::compare_runs(&a, &b).into_iter().filter(|d| d.regressed()).collect();
     for d in &regressions {
-        eprintln!(
-            "loadlab: regression: {} {} {} {}: {:+.1}% (p={:.3})",
-            d.stack,
-            d.workload,
-            d.load_label,
-            d.measure.name(),
-            d.change.unwrap_or(0.0) * 100.0,
-            d.test.map_or(f64::NAN, |t| t.p_value)
-        );
+        eprintln!("loadlab: regression: {}", d.regression_line());
     }
     if regressions.is_empty() {
         eprintln!(

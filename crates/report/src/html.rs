@@ -71,7 +71,8 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
             "throughput",
             "Throughput and latency",
             "Requests per second and latency as connections grow, and each stack's whole \
-             latency distribution from the merged HDR histograms.",
+             latency distribution from the merged HDR histograms; a view or visit workload's \
+             views or visits per second and page-load time or visit duration.",
             throughput,
         ),
         (
