@@ -123,6 +123,11 @@ impl OriginTable {
         }
     }
 
+    /// Whether any request goes to another origin than the target's.
+    pub fn speaks_other(&self) -> bool {
+        !self.others.is_empty()
+    }
+
     /// Whether any other origin is an `https` one: the run makes TLS handshakes with it.
     pub fn speaks_tls(&self) -> bool {
         self.others.iter().any(|o| o.tls.is_some())
