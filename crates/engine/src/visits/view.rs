@@ -445,3 +445,51 @@ impl ViewTimes {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origins(page: &str) -> Origins {
+        let mut o = Origins::resolve(&["127.0.0.1".to_string()], &Default::default()).unwrap();
+        o.page = Some(Url::parse(page).unwrap());
+        o
+    }
+
+    fn other(o: &Origins, u: &str) -> Option<(String, Option<String>)> {
+        o.other(&Url::parse(u).unwrap()).map(|used| (used.name(), used.tls))
+    }
+
+    #[test]
+    fn an_allowed_hosts_origin_is_spoken_to_in_its_own_scheme() {
+        let plain_page = origins("http://127.0.0.1:8080/");
+        let tls = Some("127.0.0.1".to_string());
+        let https = other(&plain_page, "https://127.0.0.1:8443/s.css");
+        assert_eq!(https, Some(("https://127.0.0.1:8443".into(), tls.clone())));
+        // The default port of the scheme, named in full so that two origins stay apart.
+        let https = other(&plain_page, "https://127.0.0.1/s.css");
+        assert_eq!(https, Some(("https://127.0.0.1:443".into(), tls)));
+        let http = other(&plain_page, "http://127.0.0.1:9090/s.css");
+        assert_eq!(http, Some(("http://127.0.0.1:9090".into(), None)));
+        // The page's own origin is the target's; another scheme than http(s) is none.
+        assert_eq!(other(&plain_page, "http://127.0.0.1:8080/s.css"), None);
+        assert_eq!(other(&plain_page, "ftp://127.0.0.1/s.css"), None);
+        // An https page's plain resources on an allowed host: in the clear.
+        let tls_page = origins("https://127.0.0.1:8443/");
+        let http = other(&tls_page, "http://127.0.0.1:8443/s.css");
+        assert_eq!(http, Some(("http://127.0.0.1:8443".into(), None)));
+    }
+
+    #[test]
+    fn per_url_figures_name_another_origins_requests_by_their_whole_url() {
+        let addr = "127.0.0.1:8443".parse().unwrap();
+        let table = super::super::OriginTable {
+            of_entry: vec![0, 0, 1],
+            others: vec![super::super::Origin { name: "https://a:8443".into(), addr, tls: None }],
+        };
+        let names: Vec<String> = (0..3).map(|i| table.entry_name(i, "/s.css")).collect();
+        assert_eq!(names, ["/s.css", "/s.css", "https://a:8443/s.css"]);
+        assert!(table.speaks_other() && !table.speaks_tls());
+        assert!(!super::super::OriginTable::default().speaks_other());
+    }
+}
