@@ -481,9 +481,10 @@ impl VisitWorker {
         }
         // Over TLS, the run's one client configuration: a visitor's new connection resumes a
         // session as the request loop's do (its cache is shared by every connection). An
-        // allowed host's origin is spoken to in the clear at its own address.
-        let to = match self.plan.origins.addr(slot.origin) {
-            Some(addr) => To { addr, unix: None, tls: None },
+        // allowed host's origin is spoken to at its own address, over TLS when it is an
+        // `https` one (with the configuration the other origins' connections share).
+        let to = match self.plan.origins.get(slot.origin) {
+            Some(other) => To { addr: other.addr, unix: None, tls: other.tls.as_ref() },
             None => To {
                 addr: self.spec.addr,
                 unix: self.spec.unix.as_deref(),
@@ -545,9 +546,16 @@ impl VisitWorker {
         if self.slots[idx].conn.state == State::Reading && readable {
             self.read(idx, now, event.is_read_closed() || event.is_error());
         }
-        let conn = &mut self.slots[idx].conn;
-        if conn.note_handshake(now) && self.negotiated.is_none() {
-            self.negotiated = conn.negotiated();
+        self.note_handshake(idx, now);
+    }
+
+    /// The first time a TLS connection's handshake is seen over: its end is the handshake's
+    /// time, recorded with the connection's first answer. Every origin's handshake is timed and
+    /// counted; the run's `tls` is what its target settled.
+    fn note_handshake(&mut self, idx: usize, now: Instant) {
+        let slot = &mut self.slots[idx];
+        if slot.conn.note_handshake(now) && slot.origin == 0 && self.negotiated.is_none() {
+            self.negotiated = slot.conn.negotiated();
         }
     }
 
@@ -591,6 +599,11 @@ impl VisitWorker {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return self.fail_io(idx, &e, now),
             };
+            // The handshake can end inside this read (rustls sends its last flight and the
+            // request held until then) and the answer come in a later read of this loop, on
+            // loopback at once: noted before any answer, its time is recorded with the first.
+            self.note_handshake(idx, now);
+            let conn = &mut self.slots[idx].conn;
             match conn.feed(&self.buf[..n], now) {
                 Fed::Partial if !conn.read_again(n, self.buf.len(), must_drain) => return,
                 Fed::Partial => {}
