@@ -1,10 +1,8 @@
 //! Hand-made cells for unit tests: only the fields a test names are set, the rest is empty.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
-use loadlab_stats::Series;
 use loadlab_store::{
     metric, CellRecord, Environment, Flag, LoadModel, LoadSpec, Run, RunId, RunStatus, TrustFlag,
 };
@@ -43,22 +41,9 @@ pub fn with_load(
     let ordinal = ORDINAL.fetch_add(1, Ordering::Relaxed);
     CellRecord {
         ordinal,
-        stack: stack.to_owned(),
-        knobs: BTreeMap::new(),
-        workload: workload.to_owned(),
-        load,
         repetition,
         started_at: UNIX_EPOCH + Duration::from_secs(1_750_000_000 + u64::from(ordinal) * 15),
-        duration_s: 10.0,
-        metrics: metrics.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
-        histograms: BTreeMap::new(),
-        series: Series::default(),
-        seconds: Vec::new(),
-        steps: Vec::new(),
-        samples: Vec::new(),
-        flags: Vec::new(),
-        limited_by: None,
-        slo: None,
+        ..CellRecord::for_test(stack, workload, load).with_metrics(metrics)
     }
 }
 

@@ -46,14 +46,17 @@ pub fn record(
     }
 }
 
-/// Under a load that changes over time, every second as [`crate::seconds`] judged it (the
-/// rows `bench` prints), for the report to draw; nothing for a fixed load.
+/// Under a load that changes over time, every whole second as [`crate::seconds`] judged it
+/// (the rows `bench` prints), for the report to draw as rates per second: a partial last
+/// second (a stopped cell's) would draw as a dip, and is left out. Nothing for a fixed load.
 fn judged_seconds(config: &BenchConfig, r: &BenchResult) -> Vec<SecondRecord> {
     if config.shape.is_none() {
         return Vec::new();
     }
-    crate::seconds::of(config, r)
-        .into_iter()
+    let rows = crate::seconds::of(config, r);
+    crate::seconds::whole(&rows)
+        .iter()
+        .cloned()
         .map(|s| SecondRecord {
             offered: s.offered,
             achieved: s.achieved,

@@ -2,7 +2,6 @@
 //! change for the worse exits 99 and names the cell; a better one, or one the repetitions
 //! cannot tell from noise, exits 0.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 
 use loadlab_store::{
@@ -16,22 +15,9 @@ fn cell(ordinal: u32, repetition: u32, rps: f64) -> CellRecord {
     load.connections = Some(50);
     CellRecord {
         ordinal,
-        stack: "nginx".into(),
-        knobs: BTreeMap::new(),
-        workload: "hello.txt".into(),
-        load,
         repetition,
         started_at: UNIX_EPOCH + Duration::from_secs(1_750_000_000),
-        duration_s: 10.0,
-        metrics: [(metric::RPS.to_string(), rps)].into(),
-        histograms: BTreeMap::new(),
-        series: Default::default(),
-        seconds: Vec::new(),
-        steps: Vec::new(),
-        samples: Vec::new(),
-        flags: Vec::new(),
-        limited_by: None,
-        slo: None,
+        ..CellRecord::for_test("nginx", "hello.txt", load).with_metrics(&[(metric::RPS, rps)])
     }
 }
 
