@@ -74,6 +74,12 @@ impl<H> Visits<H> {
         }
     }
 
+    /// Completed and failed visits, as the engine counts them live
+    /// (`Control::visits_completed`).
+    pub(crate) fn completed_failed(&self) -> (u64, u64) {
+        (self.counters[1], self.counters[2])
+    }
+
     /// The agent's visits, rebuilt (each recorder by `decode`); added into agent 0's by
     /// [`SessionTally::merge`].
     pub(crate) fn tally(
