@@ -40,7 +40,7 @@ use std::time::Duration;
 
 pub use carry::Render;
 pub use steps::VisitFile;
-pub use weighted::{parse_weights, WeightedFile};
+pub use weighted::{parse_visits, parse_weight, parse_weights, Weighted, WeightedFile};
 
 use loadlab_visit::{Call, Template, Think, Visit};
 
