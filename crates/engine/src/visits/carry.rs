@@ -114,6 +114,8 @@ pub(crate) fn request_path(bytes: &[u8]) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
+
     use loadlab_visit::{Capture, Source, Template};
 
     fn render() -> Render {
@@ -162,5 +164,60 @@ mod tests {
         assert!(text.ends_with("\r\n\r\ntoken=ab12&log=ann-3"), "{text}");
         let nothing = Response { status: 200, headers: &[], body: b"" };
         assert_eq!(carry.judge(&login, "/login", &nothing, now), Err("capture"));
+    }
+
+    /// A server on 127.0.0.1 that answers each request after `delay` (so that an open loop's
+    /// visits overlap), and the request targets it saw.
+    fn slow_server(delay: std::time::Duration) -> (std::net::SocketAddr, Arc<Mutex<Vec<String>>>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let (addr, seen) = (listener.local_addr().unwrap(), Arc::new(Mutex::new(Vec::new())));
+        let saw = seen.clone();
+        std::thread::spawn(move || {
+            for mut conn in listener.incoming().flatten() {
+                let saw = saw.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = conn.read(&mut buf) {
+                        let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                        let Some(target) = head.split(' ').nth(1) else { return };
+                        saw.lock().unwrap().push(target.to_string());
+                        std::thread::sleep(delay);
+                        let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                        if conn.write_all(answer).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (addr, seen)
+    }
+
+    /// In the open loop a visitor's number is its place among the visits in flight: the
+    /// tally's `top_visitor` is the highest number a request carried (for the lab's users
+    /// rule, `visitors_past_users`), above 1 when visits overlapped, never above the visits.
+    #[test]
+    fn the_highest_visitor_number_of_an_open_loop_is_kept() {
+        let (addr, seen) = slow_server(std::time::Duration::from_millis(60));
+        let target = Target::parse(&format!("http://{addr}/")).unwrap();
+        let mut config = crate::BenchConfig::new(target);
+        (config.threads, config.stop) = (1, crate::Stop::Count(8));
+        let visit = "[[step]]\npath = \"/u/{visitor}\"\n";
+        let visits = super::super::VisitFile::parse(visit, "v", &config, None, Vars::new());
+        visits.unwrap().apply(&mut config, Some(100.0), crate::Arrival::Fixed);
+        let control = Arc::new(crate::Control::default());
+        let result = crate::run(&config, addr, control).unwrap();
+        let top = result.tally.sessions.as_deref().unwrap().top_visitor;
+        let numbers: Vec<u64> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t.strip_prefix("/u/")?.parse().ok())
+            .collect();
+        assert_eq!(numbers.len(), 8, "{numbers:?}");
+        assert_eq!(Some(top), numbers.iter().max().copied(), "{numbers:?}");
+        // 10 ms apart, 60 ms each: several in flight at once.
+        assert!((2..=8).contains(&top), "{top}");
     }
 }

@@ -535,22 +535,25 @@ pub(crate) fn visit_file(
             return loadlab_engine::visits::VisitFile::read(one, config, per_visitor, vars)
                 .map_err(FlagError::Engine);
         };
-        lab_values(one, &builtin, &mut vars, config)?;
+        let users = lab_values(one, &builtin, &mut vars, config)?;
         let name = builtin.visit.name;
-        return loadlab_engine::visits::VisitFile::parse(
+        let mut visits = loadlab_engine::visits::VisitFile::parse(
             builtin.visit.text,
             name,
             config,
             per_visitor,
             vars,
         )
-        .map_err(FlagError::Engine);
+        .map_err(FlagError::Engine)?;
+        visits.plan.users = users;
+        return Ok(visits);
     }
     let mut files = Vec::with_capacity(weighted.len());
+    let mut users = None;
     for (name, weight) in weighted.iter().cloned() {
         let text = match builtin_visit(&name, &config.target.url)? {
             Some(builtin) => {
-                lab_values(&name, &builtin, &mut vars, config)?;
+                users = users.or(lab_values(&name, &builtin, &mut vars, config)?);
                 builtin.visit.text.to_string()
             }
             None => std::fs::read_to_string(&name).map_err(|e| {
@@ -563,20 +566,23 @@ pub(crate) fn visit_file(
         };
         files.push(loadlab_engine::visits::WeightedFile { name, text, weight });
     }
-    loadlab_engine::visits::VisitFile::weighted(&files, config, per_visitor, vars)
-        .map_err(FlagError::Engine)
+    let mut visits = loadlab_engine::visits::VisitFile::weighted(&files, config, per_visitor, vars)
+        .map_err(FlagError::Engine)?;
+    visits.plan.users = users;
+    Ok(visits)
 }
 
 /// Adds the values the lab's instance gives built-in visit `spec` to `vars`, where the user
 /// gave none of that name. Each visitor logs in as its own user of the stack: a closed
 /// population larger than its users would share some, and lose logins to WordPress's unlocked
-/// session row (docs/lab.md), so it is refused.
+/// session row (docs/lab.md), so it is refused; an open loop's visitor numbers are known only
+/// as it runs, so the users are returned for its trust rule (`visitors_past_users`).
 fn lab_values(
     spec: &str,
     builtin: &loadlab_lab::visits::Resolved,
     vars: &mut loadlab_visit::Vars,
     config: &BenchConfig,
-) -> Result<(), FlagError> {
+) -> Result<Option<u64>, FlagError> {
     let mut lab_given = false;
     for (name, value) in &builtin.given {
         if let std::collections::hash_map::Entry::Vacant(free) = vars.entry(name.clone()) {
@@ -593,7 +599,7 @@ fn lab_values(
             )));
         }
     }
-    Ok(())
+    Ok(builtin.visitors.filter(|_| lab_given).map(|users| users as u64))
 }
 
 /// `--visits NAME` of one of the lab's built-in visits (docs/lab.md), with the values the
