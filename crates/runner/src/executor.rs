@@ -805,7 +805,7 @@ pub(crate) fn cell_config(
 /// its next visit when one ends.
 fn visits(
     config: &mut BenchConfig,
-    spec: &str,
+    spec: &[(String, u32)],
     given: &[(String, String)],
 ) -> Result<(), EngineError> {
     let (rate, arrival) = match config.pacing {

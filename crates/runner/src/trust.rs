@@ -261,7 +261,7 @@ impl Verdict {
 type Rule = fn(&BenchConfig, &BenchResult) -> Option<Finding>;
 
 /// Every rule, in the order their findings are listed (JSON `warnings`, the store's flags).
-pub const RULES: [Rule; 12] = [
+pub const RULES: [Rule; 13] = [
     client_saturated,
     client_starved,
     network_bound,
@@ -269,6 +269,7 @@ pub const RULES: [Rule; 12] = [
     descriptors,
     non_2xx,
     checks_failed,
+    visitors_past_users,
     interrupted,
     connections_short,
     nothing_completed,
@@ -525,6 +526,28 @@ fn checks_failed(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
             "{total} checks failed ({}): their answers count as completed requests in the \
              rate and latency above; the visits failed there",
             each.join(", ")
+        ),
+    )
+}
+
+/// A visit that logs each visitor in as its own user of the lab's (`{visitor}` in its given
+/// user) holds as many users as the lab made. A closed population above them is refused up
+/// front; in the open loop a visitor's number is its place among the visits in flight, which
+/// only the run knows: past the users, visitors shared one, and WordPress loses logins to a
+/// shared user's session row (docs/lab.md), so failed visits may be the client's doing.
+fn visitors_past_users(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    let users = cfg.visits.as_ref()?.users?;
+    let top = r.tally.sessions.as_deref()?.top_visitor;
+    if top <= users {
+        return None;
+    }
+    finding(
+        Flag::VisitorsPastUsers,
+        format!("visitor numbers up to {top}, {users} users"),
+        format!(
+            "visitor numbers went up to {top} (the visits in flight at once), past the {users} \
+             users the lab made for them: visitors above {users} shared a user, and a shared \
+             user's logins may fail; offer a lower --rate or run -c {users} visitors"
         ),
     )
 }

@@ -278,3 +278,49 @@ fn a_weighted_mix_of_visit_files_picks_by_weight_and_reports_each_file() {
     assert_exit(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("a weight is a whole number"));
 }
+
+/// `--visits` given once per file: each value one file, commas and colons in its path kept
+/// (its last `:N` a weight), so any path can be named in a mix; an empty name or a bad weight
+/// among them is refused in one line, exit 2, before any load.
+#[test]
+fn visits_given_once_per_file_name_any_path_and_refuse_an_empty_name_or_a_bad_weight() {
+    let server = TestServer::start(Behaviour::Login);
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("a,b:c");
+    std::fs::create_dir(&odd).unwrap();
+    let odd = odd.join("x,y.toml").display().to_string();
+    std::fs::write(&odd, "[[step]]\npath = \"/other\"\ncontains = \"page\"\n").unwrap();
+    let (_b, login) = file("login.toml", &login_visit(TOKEN, "0s", r#"X-Token = "{token}""#));
+    let (weighted, url) = (format!("{odd}:3"), server.url("/"));
+    let args = ["--visits", &weighted, "--visits", &login, "--rate", "200", "-n", "12"];
+    let report = bench(&url, &args, 0);
+    let files = at(&report, "visits.files").as_array().expect("visits.files").clone();
+    let named: Vec<(&str, u64)> = files
+        .iter()
+        .map(|f| (f["file"].as_str().unwrap(), f["weight"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(named, [(odd.as_str(), 3), (login.as_str(), 1)], "{report:#}");
+    assert_eq!(uint(&report, "visits.completed"), 12, "{report:#}");
+    assert_eq!(server.targets()["/other"], files[0]["completed"].as_u64().unwrap());
+    // Alone, a path with a comma is that file when it names one whole.
+    let alone = bench(&url, &["--visits", &odd, "--rate", "200", "-n", "2"], 0);
+    assert_eq!(uint(&alone, "visits.completed"), 2, "{alone:#}");
+    let before = server.requests();
+    for (values, said) in [
+        (vec![login.as_str(), ""], "an empty visit file name"),
+        (vec![login.as_str(), ":2"], "an empty visit file name"),
+        (vec![odd.as_str(), "b,c.toml:0"], "a weight is a whole number from 1"),
+    ] {
+        let mut cmd = loadlab();
+        cmd.args(["bench", &url, "-c", "1", "-n", "1"]);
+        for v in &values {
+            cmd.args(["--visits", v]);
+        }
+        let out = output_within(cmd, RUN_LIMIT);
+        assert_exit(&out, 2);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--visits") && stderr.contains(said), "{values:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one line:\n{stderr}");
+    }
+    assert_eq!(server.requests(), before, "no load for a refused --visits");
+}

@@ -307,6 +307,7 @@ impl VisitWorker {
         // once share one, and a closed population of K numbers itself 1..=K.
         let v = self.free_visitors.pop().unwrap_or(self.visitors.len());
         let number = v * self.stream.1 + self.stream.0 + 1;
+        self.sessions.top_visitor = self.sessions.top_visitor.max(number as u64);
         let visitor = Visitor {
             visit: match self.pick.as_mut() {
                 Some(pick) => pick.next() as usize,

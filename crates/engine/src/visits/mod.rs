@@ -40,7 +40,7 @@ use std::time::Duration;
 
 pub use carry::Render;
 pub use steps::VisitFile;
-pub use weighted::{parse_weights, WeightedFile};
+pub use weighted::{parse_visits, parse_weight, parse_weights, Weighted, WeightedFile};
 
 use loadlab_visit::{Call, Template, Think, Visit};
 
@@ -72,6 +72,10 @@ pub struct Plan {
     /// Where each request goes: the target's origin unless a page view's resource is on an
     /// allowed host's (`--view-hosts`).
     pub origins: OriginTable,
+    /// The users the target has for visitor numbers, one each (a lab's built-in login visit:
+    /// the users it made); a visitor whose number is above them shares one, and its logins
+    /// may fail. `None`: no such bound.
+    pub users: Option<u64>,
 }
 
 /// The origins of a run's requests beyond the target's: a visitor holds its own connections
@@ -296,6 +300,7 @@ impl Plan {
             step_starts,
             view: None,
             origins: OriginTable::default(),
+            users: None,
         };
         Ok((plan, mix))
     }
