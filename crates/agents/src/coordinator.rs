@@ -302,6 +302,8 @@ pub struct Seen {
     pub index: usize,
     pub completed: u64,
     pub failed: u64,
+    /// A run of visits' visits (page views, sessions), completed and failed.
+    pub visits: (u64, u64),
     pub part: Option<(Box<Part>, u64)>,
     /// Its seconds as streamed during the run ([`crate::stream`]).
     pub seconds: Seconds,
@@ -312,7 +314,15 @@ pub struct Seen {
 
 impl Seen {
     fn new(index: usize) -> Seen {
-        Seen { index, completed: 0, failed: 0, part: None, seconds: Seconds::new(), gone: false }
+        Seen {
+            index,
+            completed: 0,
+            failed: 0,
+            visits: (0, 0),
+            part: None,
+            seconds: Seconds::new(),
+            gone: false,
+        }
     }
 }
 
@@ -352,11 +362,29 @@ impl Board {
 }
 
 /// The other agents' counters summed, as their heartbeats tell them: for agent 0's live
-/// progress line of the whole test.
+/// progress line of the whole test, of requests or (a run of visits) of visits.
 #[derive(Debug, Default)]
 pub struct Counters {
     pub completed: AtomicU64,
     pub failed: AtomicU64,
+    /// Page views, visits or sessions, completed and failed.
+    pub visits_completed: AtomicU64,
+    pub visits_failed: AtomicU64,
+}
+
+impl Counters {
+    /// Moves the sums by agent `s`'s progress since its last message (its counters only
+    /// grow), and keeps its new counters.
+    fn advance(&self, s: &mut Seen, (completed, failed): (u64, u64), visits: (u64, u64)) {
+        let more = |sum: &AtomicU64, now: u64, was: u64| {
+            sum.fetch_add(now.saturating_sub(was), Ordering::Relaxed);
+        };
+        more(&self.completed, completed, s.completed);
+        more(&self.failed, failed, s.failed);
+        more(&self.visits_completed, visits.0, s.visits.0);
+        more(&self.visits_failed, visits.1, s.visits.1);
+        (s.completed, s.failed, s.visits) = (completed, failed, visits);
+    }
 }
 
 /// An agent that stopped: its index, and the second of the test in which it was lost.
@@ -449,15 +477,12 @@ fn listen(mut stream: TcpStream, slot: usize, board: &Board, counters: &Counters
             stream::add_all(&mut s.seconds, seconds);
             continue;
         }
-        let (completed, failed) = match &msg {
-            Msg::Beat { completed, failed } => (*completed, *failed),
-            Msg::Done { part, .. } => part.completed_failed(),
-            _ => (s.completed, s.failed),
+        let (requests, visits) = match &msg {
+            Msg::Beat { completed, failed, visits } => ((*completed, *failed), *visits),
+            Msg::Done { part, .. } => (part.completed_failed(), part.visits_completed_failed()),
+            _ => ((s.completed, s.failed), s.visits),
         };
-        // The sums move by this agent's progress since its last message.
-        counters.completed.fetch_add(completed.saturating_sub(s.completed), Ordering::Relaxed);
-        counters.failed.fetch_add(failed.saturating_sub(s.failed), Ordering::Relaxed);
-        (s.completed, s.failed) = (completed, failed);
+        counters.advance(s, requests, visits);
         if let Msg::Done { part, late_ns } = msg {
             s.part = Some((part, late_ns));
             drop(seen);
@@ -556,4 +581,69 @@ fn waker(listener: &TcpListener) -> Option<SocketAddr> {
         });
     }
     Some(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadlab_engine::visits::SessionTally;
+    use loadlab_engine::Tally;
+
+    /// An agent's part of a run of visits: `requests` and `visits` (completed, failed).
+    fn part(requests: (u64, u64), visits: (u64, u64)) -> Box<Part> {
+        let sessions = SessionTally { completed: visits.0, failed: visits.1, ..Default::default() };
+        let tally = Tally {
+            completed: requests.0,
+            failed: requests.1,
+            sessions: Some(Box::new(sessions)),
+            ..Default::default()
+        };
+        Box::new(Part::of_tally(&tally, 0))
+    }
+
+    /// Two agents' heartbeats and measurements, through agent 0's readers over loopback: the
+    /// sums agent 0's live line shows count each agent's visits as well as its requests, and
+    /// never count an agent twice (a beat's counters are its totals so far).
+    #[test]
+    fn agent_0s_counters_add_every_agents_visits_as_well_as_its_requests() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = listener.local_addr().unwrap();
+        let board = Arc::new(Board {
+            seen: Mutex::new(vec![Seen::new(1), Seen::new(2)]),
+            changed: Condvar::new(),
+            done: AtomicBool::new(false),
+        });
+        let counters = Arc::new(Counters::default());
+        let mut agents = Vec::new();
+        let mut readers = Vec::new();
+        for slot in 0..2 {
+            agents.push(TcpStream::connect(at).unwrap());
+            let (stream, _) = listener.accept().unwrap();
+            let (b, c) = (board.clone(), counters.clone());
+            readers.push(std::thread::spawn(move || listen(stream, slot, &b, &c)));
+        }
+        let beat = |completed, failed, visits| Msg::Beat { completed, failed, visits };
+        wire::send(&mut agents[0], &beat(30, 1, (10, 1))).unwrap();
+        wire::send(&mut agents[0], &beat(60, 1, (20, 2))).unwrap();
+        wire::send(&mut agents[1], &beat(9, 0, (3, 0))).unwrap();
+        // Agent 2's measurements come: its final counts replace its last beat's.
+        let done = Msg::Done { part: part((12, 0), (4, 1)), late_ns: 0 };
+        wire::send(&mut agents[1], &done).unwrap();
+        assert!(matches!(wire::recv(&mut agents[1]).unwrap(), Msg::Over));
+        readers.pop().unwrap().join().unwrap();
+        // Agent 1's beats are read in order; its reader ends when its connection does.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while counters.visits_completed.load(Ordering::Relaxed) < 24 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(agents);
+        readers.pop().unwrap().join().unwrap();
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let c = &counters;
+        assert_eq!((load(&c.completed), load(&c.failed)), (72, 1));
+        assert_eq!((load(&c.visits_completed), load(&c.visits_failed)), (24, 3));
+        let seen = board.lock();
+        assert_eq!((seen[0].visits, seen[1].visits), ((20, 2), (4, 1)));
+        assert!(seen[0].gone && seen[1].part.is_some());
+    }
 }

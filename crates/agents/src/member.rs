@@ -94,6 +94,10 @@ impl Member {
                 let beat = Msg::Beat {
                     completed: c.completed.load(Ordering::Relaxed),
                     failed: c.failed.load(Ordering::Relaxed),
+                    visits: (
+                        c.visits_completed.load(Ordering::Relaxed),
+                        c.visits_failed.load(Ordering::Relaxed),
+                    ),
                 };
                 if wire::send(&mut writer, &seconds)
                     .and_then(|_| wire::send(&mut writer, &beat))

@@ -143,7 +143,7 @@ impl Part {
         part
     }
 
-    fn of_tally(t: &Tally, bytes_sent: u64) -> Part {
+    pub(crate) fn of_tally(t: &Tally, bytes_sent: u64) -> Part {
         let ti = &t.timings;
         let recorders =
             [&ti.connect, &ti.waiting, &ti.processing, &ti.total, &ti.corrected, &ti.late, &ti.tls];
@@ -202,6 +202,11 @@ impl Part {
     /// Completed and failed requests.
     pub fn completed_failed(&self) -> (u64, u64) {
         (self.counters[0], self.counters[1])
+    }
+
+    /// Completed and failed visits (page views, visits, sessions); none without visits.
+    pub fn visits_completed_failed(&self) -> (u64, u64) {
+        self.visits.as_ref().map_or((0, 0), crate::visits::Visits::completed_failed)
     }
 
     /// The agent's tally, rebuilt.

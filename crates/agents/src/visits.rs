@@ -25,6 +25,9 @@ pub struct Visits<H> {
     /// A weighted mix of visit files: each file's visit durations.
     #[serde(default = "Vec::new")]
     by_visit: Vec<H>,
+    /// The highest visitor number a visit held.
+    #[serde(default)]
+    top_visitor: u64,
 }
 
 /// One step of a visit file.
@@ -71,7 +74,14 @@ impl<H> Visits<H> {
                 })
                 .collect(),
             by_visit: s.by_visit.iter().map(&encode).collect(),
+            top_visitor: s.top_visitor,
         }
+    }
+
+    /// Completed and failed visits, as the engine counts them live
+    /// (`Control::visits_completed`).
+    pub(crate) fn completed_failed(&self) -> (u64, u64) {
+        (self.counters[1], self.counters[2])
     }
 
     /// The agent's visits, rebuilt (each recorder by `decode`); added into agent 0's by
@@ -94,6 +104,7 @@ impl<H> Visits<H> {
             failtime: decode(&self.failtime)?,
             replies: self.replies.clone(),
             per_second: self.per_second.clone(),
+            top_visitor: self.top_visitor,
             ..SessionTally::default()
         };
         for (step, call, class, n) in &self.failures {
@@ -128,7 +139,7 @@ mod tests {
         a.steps[1].failed.insert("status".into(), 1);
         a.lifetime.record(2_500);
         a.failures.insert(StepFailure { step: 2, call: 1, class: "status".into() }, 1);
-        let mut b = SessionTally { started: 3, completed: 3, ..Default::default() };
+        let mut b = SessionTally { started: 3, completed: 3, top_visitor: 9, ..Default::default() };
         b.steps.resize_with(2, StepTally::default);
         b.steps[0].latency.record(9_000);
         b.lifetime.record(7_000);
@@ -141,6 +152,7 @@ mod tests {
         let mut whole = a;
         whole.merge(&b);
         assert_eq!((merged.started, merged.completed, merged.failed), (8, 7, 1));
+        assert_eq!(merged.top_visitor, 9, "the highest of the agents'");
         assert_eq!(merged.lifetime.totals(), whole.lifetime.totals());
         assert_eq!(merged.steps[0].latency.totals(), whole.steps[0].latency.totals());
         assert_eq!(

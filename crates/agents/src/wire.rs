@@ -49,8 +49,15 @@ pub enum Msg {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         step: Option<SweepStep>,
     },
-    /// The agent's counters so far, every [`crate::HEARTBEAT_EVERY`].
-    Beat { completed: u64, failed: u64 },
+    /// The agent's counters so far, every [`crate::HEARTBEAT_EVERY`]: its requests, and a
+    /// run of visits' visits (page views, visits, sessions) completed and failed, which agent
+    /// 0's live line counts instead.
+    Beat {
+        completed: u64,
+        failed: u64,
+        #[serde(default)]
+        visits: (u64, u64),
+    },
     /// The seconds measured since the last ones ([`crate::stream`]), before each heartbeat.
     Seconds { seconds: Vec<Second> },
     /// The agent's measurements, at its end, and how late it started by its clock (ns).

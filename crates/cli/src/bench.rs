@@ -85,9 +85,10 @@ pub struct BenchArgs {
     )]
     pub wsesslog: Option<String>,
     /// A visit file's visits (TOML steps with checks and captures, docs/visits.md), or files by
-    /// weight (a.toml:3,b.toml): at --rate visits a second, or -c visitors; -n counts visits.
+    /// weight (a.toml:3,b.toml, or --visits once per file): at --rate visits a second, or -c
+    /// visitors; -n counts visits.
     #[arg(long = "visits", value_name = "FILE", conflicts_with_all = ["wsesslog", "view", "urls", "replay", "timing_script"])]
-    pub visits: Option<String>,
+    pub visits: Vec<String>,
     /// With --visits: a value its steps use as {NAME} ({visitor} in it: the visitor's number).
     #[arg(long = "given", value_name = "NAME=VALUE", requires = "visits")]
     pub given: Vec<String>,
@@ -301,7 +302,7 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         view: args
             .view
             .then(|| (args.browser_connections, args.repeat_view, args.view_hosts.clone())),
-        visits: args.visits.clone().map(|file| (file, args.visitor_connections)),
+        visits: (!args.visits.is_empty()).then(|| (args.visits.clone(), args.visitor_connections)),
         given: args.given.clone(),
     };
     let mut note = |said: &str| eprintln!("loadlab: note: {said}");

@@ -12,10 +12,13 @@ pub struct CompareArgs {
     pub run_a: i64,
     /// The run compared with it.
     pub run_b: i64,
-    /// Exit 99 when RUN_B is significantly worse than RUN_A anywhere (fewer req/s, higher
+    /// Exit 99 when RUN_B is significantly worse than RUN_A anywhere (a lower rate, higher
     /// p50 or p99; Mann-Whitney at 0.05): a CI gate against the last good run.
     #[arg(long = "fail-on-regression")]
     pub fail_on_regression: bool,
+    /// Print the comparisons as JSON instead of the table (docs/suites.md).
+    #[arg(long = "json")]
+    pub json: bool,
     #[command(flatten)]
     pub store: crate::report_cmd::StoreArgs,
 }
@@ -28,28 +31,19 @@ pub fn run(args: CompareArgs) -> anyhow::Result<u8> {
     }
     let a = store.cells(run_a).map_err(failure)?;
     let b = store.cells(run_b).map_err(failure)?;
-    let table = loadlab_report::compare_table(
-        &format!("run {}", args.run_a),
-        &a,
-        &format!("run {}", args.run_b),
-        &b,
-    );
-    out!("{table}")?;
+    let deltas = loadlab_report::compare_runs(&a, &b);
+    if args.json {
+        out!("{}", serde_json::to_string_pretty(&deltas)? + "\n")?;
+    } else {
+        let (name_a, name_b) = (format!("run {}", args.run_a), format!("run {}", args.run_b));
+        out!("{}", loadlab_report::compare_table(&name_a, &a, &name_b, &b))?;
+    }
     if !args.fail_on_regression {
         return Ok(OK);
     }
-    let regressions: Vec<_> =
-        loadlab_report::compare_runs(&a, &b).into_iter().filter(|d| d.regressed()).collect();
+    let regressions: Vec<_> = deltas.iter().filter(|d| d.regressed()).collect();
     for d in &regressions {
-        eprintln!(
-            "loadlab: regression: {} {} {} {}: {:+.1}% (p={:.3})",
-            d.stack,
-            d.workload,
-            d.load_label,
-            d.measure.name(),
-            d.change.unwrap_or(0.0) * 100.0,
-            d.test.map_or(f64::NAN, |t| t.p_value)
-        );
+        eprintln!("loadlab: regression: {}", d.regression_line());
     }
     if regressions.is_empty() {
         eprintln!(

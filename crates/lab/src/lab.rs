@@ -741,7 +741,8 @@ mod tests {
     /// verify sees it first, and leave no instance. Needs nginx.
     #[test]
     fn a_cancel_once_the_tiers_are_ready_takes_the_stack_down() {
-        let dir = tempfile::tempdir().unwrap();
+        // Private, as a home directory: as root, the run directory goes under /run.
+        let dir = crate::state::tests::private_dir();
         let lab = Lab::new(StateDir::at(dir.path()));
         let port = ports::free(1).unwrap()[0];
         let knobs = Knobs { port: Some(port), ..Knobs::default() };
@@ -761,5 +762,8 @@ mod tests {
             }
         }
         assert!(lab.instances().unwrap().is_empty());
+        // Its run directory under /run (as root) and the run root made for it are gone too.
+        let run_root = lab.state.run_root();
+        assert!(run_root.starts_with(dir.path()) || !run_root.exists(), "{run_root:?} left");
     }
 }

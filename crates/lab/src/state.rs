@@ -240,13 +240,30 @@ impl StateDir {
         Ok(ids)
     }
 
-    /// Removes the record, freeing its id.
+    /// Removes the record, freeing its id, and the run root outside the state directory once
+    /// it is empty (see [`StateDir::release_run_root`]). Every way an instance ends (down, a
+    /// failed start, a stale one cleaned) forgets it after its run directory is gone.
     pub fn forget(&self, id: &str) -> Result<()> {
         match fs::remove_file(self.record_path(id)) {
             Err(e) if e.kind() != ErrorKind::NotFound => {
-                Err(e).context(|| format!("removing the record of {id}"))
+                return Err(e).context(|| format!("removing the record of {id}"))
             }
-            _ => Ok(()),
+            _ => {}
+        }
+        self.release_run_root();
+        Ok(())
+    }
+
+    /// Removes a run root under `/run` (see [`StateDir::run_root`]) that no instance's run
+    /// directory is in any more: nothing else would, and a temp state directory of a test
+    /// leaves one behind for every test. `rmdir` refuses a directory that is not empty, so
+    /// another instance's run directory keeps it; a start racing this one recreates it, since
+    /// run directories are made with their parents ([`make_dir_all`]). A run root inside the
+    /// state directory is part of the state and stays.
+    fn release_run_root(&self) {
+        let run_root = self.run_root();
+        if !run_root.starts_with(&self.root) {
+            let _ = fs::remove_dir(&run_root);
         }
     }
 }
@@ -277,7 +294,7 @@ fn short_hash(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn record(state: &StateDir, id: String) -> Record {
@@ -295,9 +312,16 @@ mod tests {
         }
     }
 
+    /// A temp state directory others cannot enter, as `/root/.local/state` is.
+    pub(crate) fn private_dir() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        dir
+    }
+
     #[test]
     fn ids_are_claimed_once_and_records_round_trip() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = private_dir();
         let state = StateDir::at(dir.path());
         let a = state.claim_id("nginx").unwrap();
         let b = state.claim_id("nginx").unwrap();
@@ -311,5 +335,32 @@ mod tests {
         state.forget(&a).unwrap();
         assert!(matches!(state.load(&a), Err(Error::NoSuchInstance(_))));
         assert_eq!(state.claim_id("nginx").unwrap(), "nginx-1");
+        state.forget("nginx-1").unwrap();
+        state.forget(&b).unwrap();
+        assert!(!state.run_root().exists() || state.run_root().starts_with(dir.path()));
+    }
+
+    /// Regression: as root, with a state directory others cannot enter (a test's temp dir),
+    /// run directories go to `/run/loadlab-HASH`, and every stopped instance left that
+    /// directory behind, empty. It goes with the last instance in it, not before.
+    #[test]
+    fn the_run_root_under_run_goes_with_its_last_instance() {
+        let dir = private_dir();
+        let state = StateDir::at(dir.path());
+        let run_root = state.run_root();
+        assert_eq!(is_root(), !run_root.starts_with(dir.path()), "{run_root:?}");
+        let a = state.claim_id("nginx").unwrap();
+        let b = state.claim_id("nginx").unwrap();
+        make_dir_all(&run_root.join(&b)).unwrap();
+        state.forget(&a).unwrap();
+        assert!(run_root.join(&b).is_dir(), "another instance's run directory keeps it");
+        fs::remove_dir(run_root.join(&b)).unwrap();
+        state.forget(&b).unwrap();
+        if run_root.starts_with(dir.path()) {
+            // Not root, or a state directory others can enter: the run root is the state's.
+            assert!(run_root.is_dir());
+        } else {
+            assert!(!run_root.exists(), "{} left behind", run_root.display());
+        }
     }
 }

@@ -85,32 +85,11 @@ fn quote(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-    use std::time::UNIX_EPOCH;
-
-    use loadlab_stats::Series;
-    use loadlab_store::{CellRecord, LoadModel, LoadSpec};
+    use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec};
 
     fn cell(ordinal: u32, load: LoadSpec) -> CellRecord {
-        CellRecord {
-            ordinal,
-            stack: "nginx".into(),
-            knobs: BTreeMap::new(),
-            workload: "hello.txt".into(),
-            load,
-            repetition: 0,
-            started_at: UNIX_EPOCH,
-            duration_s: 2.0,
-            metrics: [("rps".to_string(), 100.0)].into(),
-            histograms: BTreeMap::new(),
-            series: Series::default(),
-            seconds: Vec::new(),
-            steps: Vec::new(),
-            samples: Vec::new(),
-            flags: Vec::new(),
-            limited_by: None,
-            slo: None,
-        }
+        let record = CellRecord::for_test("nginx", "hello.txt", load);
+        CellRecord { ordinal, duration_s: 2.0, ..record.with_metrics(&[(metric::RPS, 100.0)]) }
     }
 
     /// Regression: the load was one column holding a JSON object, which a spreadsheet cannot

@@ -179,25 +179,7 @@ mod tests {
     use super::cell_figures;
 
     fn record(metrics: &[(&str, f64)]) -> CellRecord {
-        CellRecord {
-            ordinal: 0,
-            stack: "wp".into(),
-            knobs: Default::default(),
-            workload: "w".into(),
-            load: LoadSpec::new(LoadModel::Open),
-            repetition: 0,
-            started_at: std::time::UNIX_EPOCH,
-            duration_s: 4.0,
-            metrics: metrics.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
-            histograms: Default::default(),
-            series: Default::default(),
-            seconds: Vec::new(),
-            steps: Vec::new(),
-            samples: Vec::new(),
-            flags: Vec::new(),
-            limited_by: None,
-            slo: None,
-        }
+        CellRecord::for_test("wp", "w", LoadSpec::new(LoadModel::Open)).with_metrics(metrics)
     }
 
     #[test]

@@ -73,6 +73,16 @@ impl Counted {
         }
     }
 
+    /// What its latency is, as a chart's axis names it: `latency` (a request's), `page load`,
+    /// `visit duration`.
+    pub fn latency_name(self) -> &'static str {
+        match self {
+            Counted::Requests => "latency",
+            Counted::Views => "page load",
+            Counted::Visits => "visit duration",
+        }
+    }
+
     /// A value of `measure` with its unit (`12 views/s`, `45.3ms`).
     pub fn show(self, measure: Measure, v: f64) -> String {
         match measure {
@@ -110,7 +120,7 @@ impl Counted {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testcell::{cell, open_cell};
+    use crate::testcell::{cell, open_cell, view_cells, visit_cells};
 
     #[test]
     fn told_from_the_stored_figures_and_named_by_them() {
@@ -137,46 +147,9 @@ mod tests {
         assert_eq!(Counted::Requests.level(&plain.load), None);
     }
 
-    /// Views of a page on two stacks at 3 views/s: the requests' rate is 20 a view, the
-    /// views' own figures differ from them, so a heading or a table of the requests' shows.
-    fn view_cells() -> Vec<CellRecord> {
-        let mut cells = Vec::new();
-        for r in 0..3 {
-            for (stack, views, load_p99) in
-                [("varnish", 3.0, 40_000.0), ("opcache", 2.5, 450_000.0)]
-            {
-                let mut c = open_cell(stack, "front page views", 3.0, r, 9_000.0);
-                c.metrics.insert(metric::RPS.into(), 20.0 * views);
-                for (k, v) in [
-                    (metric::VIEWS_RPS, views),
-                    (metric::VIEW_P50_US, load_p99 / 2.0),
-                    (metric::VIEW_P99_US, load_p99),
-                ] {
-                    c.metrics.insert(k.into(), v);
-                }
-                cells.push(c);
-            }
-        }
-        cells
-    }
-
-    /// Visits by a closed population of 2 visitors, beside a plain workload.
-    fn visit_cells() -> Vec<CellRecord> {
-        let mut cells = Vec::new();
-        for r in 0..3 {
-            let mut c = cell("opcache", "search", 2, r, 40.0);
-            c.metrics.insert(metric::VISITS_RPS.into(), 1.5);
-            c.metrics.insert(metric::VISIT_P50_US.into(), 1_200_000.0);
-            c.metrics.insert(metric::VISIT_P99_US.into(), 2_900_000.0);
-            cells.push(c);
-            cells.push(cell("opcache", "hello.txt", 2, r, 900.0));
-        }
-        cells
-    }
-
     #[test]
     fn the_text_verdict_heads_and_fills_view_and_visit_groups_with_their_own_figures() {
-        let text = crate::text::verdict_table(&crate::verdict::verdicts(&view_cells()));
+        let text = crate::text::verdict_table(&crate::verdict::verdicts(&view_cells(3, &[3.0])));
         assert!(text.contains("front page views · open, 3 views/s\n"), "{text}");
         assert!(!text.contains("req/s"), "no req/s heading or figure: {text}");
         let header = text.lines().find(|l| l.trim_start().starts_with("stack")).unwrap();
@@ -190,7 +163,7 @@ mod tests {
         // Under an open load the tail decides: the page-load time's.
         assert!(text.contains("lower load p99 than opcache"), "{text}");
 
-        let text = crate::text::verdict_table(&crate::verdict::verdicts(&visit_cells()));
+        let text = crate::text::verdict_table(&crate::verdict::verdicts(&visit_cells(3)));
         assert!(text.contains("search · closed, 2 visitors"), "{text}");
         assert!(text.contains("hello.txt · closed, 2 conn"), "{text}");
         let (search, hello) = text.split_at(text.find("hello.txt ·").unwrap());
@@ -201,7 +174,7 @@ mod tests {
 
     #[test]
     fn the_html_report_heads_a_view_group_with_its_own_figures() {
-        let html = crate::render_html(&crate::testcell::run(), &view_cells(), &[]);
+        let html = crate::render_html(&crate::testcell::run(), &view_cells(3, &[3.0]), &[]);
         let head = "<tr class=\"counted-head\"><td colspan=\"3\"></td><th class=\"num\">views/s\
                     </th><th class=\"num\">load p50</th><th class=\"num\">load p99</th>";
         assert_eq!(html.matches(head).count(), 1, "one heading for the one group");
@@ -220,7 +193,7 @@ mod tests {
 
     #[test]
     fn a_visit_groups_warnings_name_its_own_measures() {
-        let mut cells = visit_cells();
+        let mut cells = visit_cells(3);
         // One repetition completed no search: it has a rate but no visit duration.
         let first = cells.iter_mut().find(|c| c.workload == "search").unwrap();
         first.metrics.remove(metric::VISIT_P50_US);

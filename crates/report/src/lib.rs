@@ -21,7 +21,8 @@
 //!   `plots.rs` decides what to plot from the cells (`per_second.rs`: a changing load's
 //!   seconds), `charts.rs` draws it with plotters (SVG
 //!   backend only, no font features, so no fontconfig), `detail.rs` writes each cell's figures
-//!   in ab's and httperf's layouts, `html.rs` puts the page together and escapes all text.
+//!   in ab's and httperf's layouts, `html/` puts the page together and escapes all text (its
+//!   verdict table, cells and environment sections each a module of their own).
 //!
 //! It reads only the store's data types ([`loadlab_store`]); it knows nothing of the engine
 //! or the lab, and does no I/O.

@@ -2,6 +2,11 @@
 //! percentiles, a rate sweep's offered against achieved rate with latency and errors, and each
 //! stack's server CPU and memory per tier over the run. `charts.rs` draws them.
 //!
+//! A view or visit workload is plotted on its own figures, as its verdict compares it
+//! ([`crate::counted`], decided once per group): views/s or visits/s, page-load time or visit
+//! duration, and every axis says so. Their percentiles are the stored p50 and p99 (no
+//! histogram of page loads or visits is kept), the requests' stay in the cells' detail.
+//!
 //! A stack has one colour in every chart (its order of first appearance in the run), a tier
 //! one colour in every resource chart. A point that a trust flag touches is ringed in orange,
 //! so the warning sits on the number it concerns, as in the verdict table.
@@ -16,6 +21,7 @@ use loadlab_store::{metric, CellRecord, Limit, LoadModel, Run};
 use crate::charts::{
     wants_log, Chart, Color, Line, Panel, Ticks, XAxis, REFERENCE, STACK_COLORS, TIER_COLORS,
 };
+use crate::counted::Counted;
 use crate::format;
 use crate::group::{families, groups, stack_labels, Family, Group, StackCells};
 use crate::verdict::{summarize, Measure, StackSummary};
@@ -140,7 +146,7 @@ fn level_summaries(
         .iter()
         .enumerate()
         .filter_map(|(i, (_, g))| {
-            g.stacks.iter().find(|s| s.stack == stack).map(|s| (x(i), summarize(s)))
+            g.stacks.iter().find(|s| s.stack == stack).map(|s| (x(i), summarize(s, f.counted)))
         })
         .collect()
 }
@@ -184,8 +190,12 @@ fn by_concurrency(f: &Family<'_, '_>, palette: &Palette) -> Plot {
     }
     let mut legend = stack_entries(&stacks, palette);
     legend.push(LegendEntry { label: "p50 (dashed)".into(), color: REFERENCE, dashed: true });
+    let what = match f.counted {
+        Counted::Requests => "throughput and latency by concurrency".to_owned(),
+        c => format!("{} and {} by {}", c.rate_unit(), c.latency_name(), f.level_name()),
+    };
     Plot {
-        title: format!("{} · {}: throughput and latency by concurrency", f.workload, f.label),
+        title: format!("{} · {}: {what}", f.workload, f.label),
         note: "Medians over repetitions; whiskers are the 95% CI of the median (the range when \
                fewer than 6 repetitions). Lower panel: p99 solid, p50 dashed."
             .into(),
@@ -195,8 +205,8 @@ fn by_concurrency(f: &Family<'_, '_>, palette: &Palette) -> Plot {
             x_desc: f.level_name().into(),
             x: XAxis::Categories(labels),
             panels: vec![
-                Panel { y_desc: "requests/s".into(), y_log: false, from_zero: true, lines: rps },
-                latency_panel(lat, "latency (ms)"),
+                Panel { y_desc: rate_desc(f.counted), y_log: false, from_zero: true, lines: rps },
+                latency_panel(lat, &format!("{} (ms)", f.counted.latency_name())),
             ],
             width: WIDTH,
             panel_height: 230,
@@ -204,14 +214,35 @@ fn by_concurrency(f: &Family<'_, '_>, palette: &Palette) -> Plot {
     }
 }
 
-/// The latency distribution of each stack at one load: all repetitions' histograms merged
-/// (HDR histograms merge exactly), plotted against the percentile on a scale of nines.
+/// The rate axis of what a group counts: `requests/s`, `views/s`, `visits/s`.
+fn rate_desc(counted: Counted) -> String {
+    match counted {
+        Counted::Requests => "requests/s".to_owned(),
+        c => c.rate_unit().to_owned(),
+    }
+}
+
+/// The stored percentiles of what a group counts (percentile, metric), for a curve without a
+/// histogram: a request's p50, p90 and p99; a view's or visit's p50 and p99, all it stores.
+fn stored_percentiles(counted: Counted) -> Vec<(f64, &'static str)> {
+    match counted {
+        Counted::Requests => {
+            vec![(50.0, metric::P50_US), (90.0, metric::P90_US), (99.0, metric::P99_US)]
+        }
+        c => vec![(50.0, c.metric(Measure::P50)), (99.0, c.metric(Measure::P99))],
+    }
+}
+
+/// The distribution of each stack's latency at one load: all repetitions' histograms merged
+/// (HDR histograms merge exactly), plotted against the percentile on a scale of nines. A view
+/// or visit group's page-load time or visit duration, of which only p50 and p99 are stored.
 fn spectrum(g: &Group<'_>, palette: &Palette) -> Plot {
     let stacks: Vec<&str> = g.stacks.iter().map(|s| s.stack.as_str()).collect();
     let mut lines = Vec::new();
     for s in &g.stacks {
         let mut merged = Recorder::new();
-        for c in &s.cells {
+        // The "latency" histogram is the requests'; a view's or visit's figures are not in it.
+        for c in s.cells.iter().filter(|_| g.counted == Counted::Requests) {
             if let Some(r) = c.histograms.get("latency") {
                 merged.merge(r);
             }
@@ -219,7 +250,7 @@ fn spectrum(g: &Group<'_>, palette: &Palette) -> Plot {
         let color = palette.stack(&s.stack);
         let mut line = if merged.is_empty() {
             // No histogram stored: the summary percentiles still give a coarse curve.
-            let points = [(50.0, metric::P50_US), (90.0, metric::P90_US), (99.0, metric::P99_US)]
+            let points = stored_percentiles(g.counted)
                 .iter()
                 .filter_map(|(p, name)| {
                     let vs: Vec<f64> =
@@ -248,16 +279,20 @@ fn spectrum(g: &Group<'_>, palette: &Palette) -> Plot {
         }
         lines.push(line);
     }
+    let latency = g.counted.latency_name();
+    let note = match g.counted {
+        Counted::Requests => "All repetitions merged.".to_owned(),
+        _ => format!("The medians over repetitions of the {latency}'s stored p50 and p99."),
+    };
     Plot {
-        title: format!("{} · {}: latency percentiles", g.workload, g.load_label()),
-        note: "All repetitions merged. The x axis stretches the tail: each step is one more nine."
-            .into(),
+        title: format!("{} · {}: {latency} percentiles", g.workload, g.load_label()),
+        note: format!("{note} The x axis stretches the tail: each step is one more nine."),
         legend: stack_entries(&stacks, palette),
         chart: Chart {
             title: g.workload.clone(),
             x_desc: "percentile".into(),
             x: XAxis::Numbers { ticks: Ticks::Nines, log: false },
-            panels: vec![latency_panel(lines, "latency (ms)")],
+            panels: vec![latency_panel(lines, &format!("{latency} (ms)"))],
             width: WIDTH,
             panel_height: 300,
         },
@@ -274,6 +309,17 @@ fn median_of(cells: &[&CellRecord], f: impl Fn(&CellRecord) -> Option<f64>) -> O
     median(&vs)
 }
 
+/// The share of what `counted` counts that failed: failed visits of a visit workload; the
+/// requests' otherwise (a view's failures are its requests', which its cells count).
+fn failed_share(counted: Counted, c: &CellRecord) -> Option<f64> {
+    if counted != Counted::Visits {
+        return error_share(c);
+    }
+    let failed = c.metrics.get(metric::VISITS_FAILED).copied()?;
+    let total = c.metrics.get(metric::VISITS).copied().unwrap_or(0.0) + failed;
+    Some(if total > 0.0 { failed / total } else { 0.0 })
+}
+
 fn error_share(c: &CellRecord) -> Option<f64> {
     let failed = c.metrics.get(metric::FAILED).or_else(|| c.metrics.get(metric::ERRORS))?;
     let done = c.metrics.get(metric::COMPLETED).copied().unwrap_or(0.0);
@@ -284,8 +330,12 @@ fn error_share(c: &CellRecord) -> Option<f64> {
 /// autobench's picture: offered rate on x, achieved rate against the diagonal, then p99 latency
 /// and errors; the knee (the last rate sustained, `loadlab_stats::knee`) is ringed.
 /// The offered request rate at each level of a sweep family: what the cells measured, else
-/// the plan's rate (times calls per connection for sessions).
+/// the plan's rate (times calls per connection for sessions). A view or visit family's is its
+/// level: its rate counts views or visits.
 fn offered_rates(f: &Family<'_, '_>) -> Vec<f64> {
+    if f.counted != Counted::Requests {
+        return f.points.iter().map(|(level, _)| *level).collect();
+    }
     f.points
         .iter()
         .map(|(level, g)| {
@@ -297,15 +347,22 @@ fn offered_rates(f: &Family<'_, '_>) -> Vec<f64> {
         .collect()
 }
 
-/// One stack at one offered rate `x`: medians over its repetitions, and the step the knee is
-/// found from. Its client and network limits are the runner's stored ones (crate::limit),
-/// not re-judged from the flags.
-fn sweep_step(s: &StackCells<'_>, x: f64) -> (Option<f64>, Option<f64>, bool, StepPoint) {
-    let got = median_of(&s.cells, |c| {
-        c.metrics.get(metric::ACHIEVED_RPS).or_else(|| c.metrics.get(metric::RPS)).copied()
+/// One stack at one offered rate `x` of what `counted` counts: medians over its repetitions,
+/// and the step the knee is found from. Its client and network limits are the runner's stored
+/// ones (crate::limit), not re-judged from the flags.
+fn sweep_step(
+    s: &StackCells<'_>,
+    x: f64,
+    counted: Counted,
+) -> (Option<f64>, Option<f64>, bool, StepPoint) {
+    let got = median_of(&s.cells, |c| match counted {
+        Counted::Requests => {
+            c.metrics.get(metric::ACHIEVED_RPS).or_else(|| c.metrics.get(metric::RPS)).copied()
+        }
+        _ => counted.value(Measure::Rps, c),
     });
-    let lat = median_of(&s.cells, |c| Measure::P99.value(c));
-    let err = median_of(&s.cells, error_share).unwrap_or(0.0);
+    let lat = median_of(&s.cells, |c| counted.value(Measure::P99, c));
+    let err = median_of(&s.cells, |c| failed_share(counted, c)).unwrap_or(0.0);
     let flagged = s.cells.iter().any(|c| !c.flags.is_empty());
     let limit_was =
         |l: Limit| s.cells.iter().any(|c| crate::limit::of(c).is_some_and(|x| x.limit == l));
@@ -321,11 +378,13 @@ fn sweep_step(s: &StackCells<'_>, x: f64) -> (Option<f64>, Option<f64>, bool, St
     (got, lat, flagged, point)
 }
 
-/// "nginx sustains 2,000 req/s (above it, errors appear)", the knee ringed on `achieved`.
+/// "nginx sustains 2,000 req/s (above it, errors appear)", the knee ringed on `achieved`;
+/// the rate in what `counted` counts.
 fn knee_sentence(
     stack: &str,
     steps: &[(f64, Option<f64>, StepPoint)],
     achieved: &mut Line,
+    counted: Counted,
 ) -> String {
     let points: Vec<StepPoint> = steps.iter().map(|s| s.2).collect();
     let k = knee::find(&points, &Criteria::default());
@@ -335,7 +394,7 @@ fn knee_sentence(
     }
     let then =
         k.first_bad.map_or(String::new(), |(_, b)| format!(" (above it, {})", breach_name(b)));
-    format!("{stack} sustains {} req/s{then}", format::count(steps[i].0))
+    format!("{stack} sustains {} {}{then}", format::count(steps[i].0), counted.rate_unit())
 }
 
 fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
@@ -363,7 +422,7 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
         for (i, (_, g)) in f.points.iter().enumerate() {
             let Some(s) = g.stacks.iter().find(|s| s.stack == *stack) else { continue };
             let x = offered[i];
-            let (got, lat, flagged, point) = sweep_step(s, x);
+            let (got, lat, flagged, point) = sweep_step(s, x, f.counted);
             if let Some(v) = got {
                 a.pieces[0].push((x, v));
                 if flagged {
@@ -376,13 +435,14 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
             e.pieces[0].push((x, point.error_ratio * 100.0));
             steps.push((x, got, point));
         }
-        knees.push(knee_sentence(stack, &steps, &mut a));
+        knees.push(knee_sentence(stack, &steps, &mut a, f.counted));
         achieved.push(a);
         p99.push(l);
         errors.push(e);
     }
     let mut legend = stack_entries(&stacks, palette);
     legend.push(LegendEntry { label: "achieved = offered".into(), color: REFERENCE, dashed: true });
+    let [x_desc, achieved_desc, p99_desc, errors_desc] = sweep_axes(f);
     Plot {
         title: format!("{} · {}: offered against achieved rate", f.workload, f.label),
         note: format!(
@@ -393,22 +453,32 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
         legend,
         chart: Chart {
             title: f.workload.clone(),
-            x_desc: "offered rate (req/s)".into(),
+            x_desc,
             x: XAxis::Numbers { ticks: Ticks::Number, log: false },
             panels: vec![
-                Panel {
-                    y_desc: "achieved (req/s)".into(),
-                    y_log: false,
-                    from_zero: true,
-                    lines: achieved,
-                },
-                latency_panel(p99, "p99 latency (ms)"),
-                Panel { y_desc: "errors (%)".into(), y_log: false, from_zero: true, lines: errors },
+                Panel { y_desc: achieved_desc, y_log: false, from_zero: true, lines: achieved },
+                latency_panel(p99, &p99_desc),
+                Panel { y_desc: errors_desc, y_log: false, from_zero: true, lines: errors },
             ],
             width: WIDTH,
             panel_height: 190,
         },
     }
+}
+
+/// A sweep's axes, in what its family counts: offered, achieved, p99 and failures.
+fn sweep_axes(f: &Family<'_, '_>) -> [String; 4] {
+    let c = f.counted;
+    let unit = c.rate_unit();
+    // A request sweep's x is requests even for sessions (offered_rates counts their calls).
+    let x = if c == Counted::Requests { "offered rate (req/s)" } else { f.level_name() };
+    let failed = match c {
+        Counted::Requests => "errors (%)",
+        Counted::Views => "request errors (%)",
+        Counted::Visits => "failed visits (%)",
+    };
+    let p99 = format!("p99 {} (ms)", c.latency_name());
+    [x.to_owned(), format!("achieved ({unit})"), p99, failed.to_owned()]
 }
 
 fn breach_name(b: Breach) -> &'static str {
@@ -541,7 +611,7 @@ mod tests {
     use loadlab_store::Sample;
 
     use super::*;
-    use crate::testcell::{reps, run};
+    use crate::testcell::{reps, run, view_cells};
 
     fn sample(tier: &str, t_ms: u64, user: f64, sys: f64) -> Sample {
         Sample {
@@ -554,6 +624,71 @@ mod tests {
             loadavg: 0.5,
             machine_cpu: 0.5,
         }
+    }
+
+    /// Each line's points, a piece after another.
+    fn points(panel: &Panel) -> Vec<Vec<(f64, f64)>> {
+        panel.lines.iter().map(|l| l.pieces.concat()).collect()
+    }
+
+    /// Issue 25: a view group's sweep plotted its requests (20 a view) against the requests'
+    /// offered rate. Now its views against the views offered, its page-load p99, axes saying so.
+    #[test]
+    fn a_view_sweep_plots_views_against_views_offered_and_page_load() {
+        let cells = view_cells(3, &[3.0, 6.0, 12.0]);
+        let plots = plots(&run(), &cells, &Palette::new(&cells));
+        let [sweep] = &plots.sweeps[..] else { panic!("one sweep: {:?}", plots.sweeps) };
+        let c = &sweep.chart;
+        assert_eq!(c.x_desc, "offered rate (views/s)");
+        let descs: Vec<&str> = c.panels.iter().map(|p| p.y_desc.as_str()).collect();
+        assert_eq!(descs, ["achieved (views/s)", "p99 page load (ms)", "request errors (%)"]);
+        // The diagonal, then varnish (every view offered) and opcache (5 in 6).
+        let achieved = points(&c.panels[0]);
+        assert_eq!(achieved[1], [(3.0, 3.0), (6.0, 6.0), (12.0, 12.0)]);
+        assert_eq!(achieved[2], [(3.0, 2.5), (6.0, 5.0), (12.0, 10.0)]);
+        let p99 = points(&c.panels[1]);
+        assert_eq!((p99[0][0], p99[1][2]), ((3.0, 40.0), (12.0, 450.0)), "page load, ms");
+        assert!(sweep.note.contains("varnish sustains 12 views/s;"), "{}", sweep.note);
+        assert!(sweep.note.contains("opcache sustains none of the rates"), "{}", sweep.note);
+    }
+
+    /// At one rate, the page-load percentiles (the stored p50 and p99), not the requests'.
+    #[test]
+    fn a_view_groups_percentiles_are_its_page_loads() {
+        let cells = view_cells(3, &[3.0]);
+        let plots = plots(&run(), &cells, &Palette::new(&cells));
+        let [spectrum] = &plots.latency[..] else { panic!("one chart: {:?}", plots.latency) };
+        assert_eq!(spectrum.title, "front page views · open, 3 views/s: page load percentiles");
+        let panel = &spectrum.chart.panels[0];
+        assert_eq!(panel.y_desc, "page load (ms)");
+        let at = |p: f64| -(1.0 - p / 100.0f64).log10();
+        assert_eq!(points(panel)[1], [(at(50.0), 225.0), (at(99.0), 450.0)], "opcache");
+    }
+
+    /// A visit family of 2 and 4 visitors: visits/s and visit duration by visitors.
+    #[test]
+    fn a_visit_familys_throughput_is_visits_by_visitors() {
+        let mut cells = crate::testcell::visit_cells(3);
+        for c in crate::testcell::visit_cells(3) {
+            let mut c = c.clone();
+            c.load.connections = Some(4);
+            c.metrics.insert(metric::VISITS_RPS.into(), 2.5);
+            cells.push(c);
+        }
+        let plots = plots(&run(), &cells, &Palette::new(&cells));
+        let visits = plots.throughput.iter().find(|p| p.title.starts_with("search")).unwrap();
+        assert!(
+            visits.title.ends_with(": visits/s and visit duration by visitors"),
+            "{}",
+            visits.title
+        );
+        let c = &visits.chart;
+        assert_eq!((c.x_desc.as_str(), c.panels[0].y_desc.as_str()), ("visitors", "visits/s"));
+        assert_eq!(c.panels[1].y_desc, "visit duration (ms)");
+        assert_eq!(points(&c.panels[0])[0], [(0.0, 1.5), (1.0, 2.5)]);
+        assert_eq!(points(&c.panels[1])[0], [(0.0, 2_900.0), (1.0, 2_900.0)], "p99, ms");
+        let hello = plots.throughput.iter().find(|p| p.title.starts_with("hello.txt")).unwrap();
+        assert_eq!(hello.chart.panels[0].y_desc, "requests/s");
     }
 
     /// A short cell is sampled once, at its end: its CPU time over its length is one point

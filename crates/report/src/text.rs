@@ -25,6 +25,9 @@ pub struct RunDelta {
     pub load_label: String,
     pub stack: String,
     pub measure: Measure,
+    /// What the group counts, which names the measure (`views/s`, `visit p99`): the old
+    /// run's group's, or the new run's when only it has the group.
+    pub counted: Counted,
     /// `None` when the run has no such cell or no value of the measure.
     pub old: Option<MedianCi>,
     pub new: Option<MedianCi>,
@@ -39,8 +42,28 @@ pub struct RunDelta {
 }
 
 impl RunDelta {
-    /// A significant change for the worse (Mann-Whitney at α = 0.05): fewer req/s, or a
-    /// higher p50 or p99. Not significant (`~`) is never a regression, whatever the medians.
+    /// The measure as its group names it: `req/s`, `views/s`, `load p99`, `visit p50`.
+    pub fn measure_name(&self) -> &'static str {
+        self.counted.name(self.measure)
+    }
+
+    /// `nginx hello.txt closed, 50 conn req/s: -8.4% (p=0.001)`: the line `compare
+    /// --fail-on-regression` prints for a regression.
+    pub fn regression_line(&self) -> String {
+        format!(
+            "{} {} {} {}: {:+.1}% (p={:.3})",
+            self.stack,
+            self.workload,
+            self.load_label,
+            self.measure_name(),
+            self.change.unwrap_or(0.0) * 100.0,
+            self.test.map_or(f64::NAN, |t| t.p_value)
+        )
+    }
+
+    /// A significant change for the worse (Mann-Whitney at α = 0.05): a lower rate (req/s,
+    /// views/s or visits/s), or a higher p50 or p99. Not significant (`~`) is never a
+    /// regression, whatever the medians.
     pub fn regressed(&self) -> bool {
         let worse = self.change.is_some_and(|c| {
             if self.measure.higher_is_better() {
@@ -57,13 +80,15 @@ impl RunDelta {
 /// first, then what only the new run has.
 pub fn compare_runs(old: &[CellRecord], new: &[CellRecord]) -> Vec<RunDelta> {
     type Key = (String, String, String);
-    let summaries = |cells: &[CellRecord]| -> Vec<(Key, String, StackSummary)> {
+    // Each stack of each group, summarized on what its group counts (the group's one
+    // decision, `Group::counted`), with its load named in those units.
+    let summaries = |cells: &[CellRecord]| -> Vec<(Key, String, Counted, StackSummary)> {
         groups(cells)
             .iter()
             .flat_map(|g| {
                 g.stacks.iter().map(|s| {
                     let key = (g.workload.clone(), load_key(&g.load), s.stack.clone());
-                    (key, g.load_label(), summarize(s))
+                    (key, g.load_label(), g.counted, summarize(s, g.counted))
                 })
             })
             .collect()
@@ -73,17 +98,20 @@ pub fn compare_runs(old: &[CellRecord], new: &[CellRecord]) -> Vec<RunDelta> {
     let new_at: HashMap<&Key, usize> = new.iter().enumerate().map(|(i, n)| (&n.0, i)).collect();
     let old_keys: HashMap<&Key, ()> = old.iter().map(|o| (&o.0, ())).collect();
 
-    let mut pairs: Vec<(&Key, &str, Option<&StackSummary>, Option<&StackSummary>)> = old
+    type Pair<'s> = (&'s Key, &'s str, Counted, Option<&'s StackSummary>, Option<&'s StackSummary>);
+    let mut pairs: Vec<Pair<'_>> = old
         .iter()
-        .map(|(k, label, s)| (k, label.as_str(), Some(s), new_at.get(k).map(|&i| &new[i].2)))
+        .map(|(k, label, counted, s)| {
+            (k, label.as_str(), *counted, Some(s), new_at.get(k).map(|&i| &new[i].3))
+        })
         .collect();
     pairs.extend(
         new.iter()
             .filter(|(k, ..)| !old_keys.contains_key(k))
-            .map(|(k, label, s)| (k, label.as_str(), None, Some(s))),
+            .map(|(k, label, counted, s)| (k, label.as_str(), *counted, None, Some(s))),
     );
     let mut out = Vec::new();
-    for (key, label, a, b) in pairs {
+    for (key, label, counted, a, b) in pairs {
         for measure in Measure::ALL {
             let values = |s: Option<&StackSummary>| {
                 s.map(|s| s.figure(measure).values.clone()).unwrap_or_default()
@@ -102,6 +130,7 @@ pub fn compare_runs(old: &[CellRecord], new: &[CellRecord]) -> Vec<RunDelta> {
                 load_label: label.to_owned(),
                 stack: key.2.clone(),
                 measure,
+                counted,
                 old: old_ci,
                 new: new_ci,
                 change,
@@ -118,11 +147,12 @@ pub fn compare_runs(old: &[CellRecord], new: &[CellRecord]) -> Vec<RunDelta> {
     out
 }
 
-/// `loadlab compare`'s table: one section per measure, benchstat's columns, a `!` beside a
-/// figure a trust flag touches and `*` beside a median whose ± is the range because there were
-/// too few repetitions for an interval. The flags follow the tables, as benchstat's notes do:
-/// one block per run and workload (at its load), each flag once, however many of the tables'
-/// figures it touches.
+/// `loadlab compare`'s table: one section per measure and per what groups count (the req/s
+/// of request workloads, the views/s of view workloads...: as benchstat gives each unit its
+/// own table), benchstat's columns, a `!` beside a figure a trust flag touches and `*` beside
+/// a median whose ± is the range because there were too few repetitions for an interval. The
+/// flags follow the tables, as benchstat's notes do: one block per run and workload (at its
+/// load), each flag once, however many of the tables' figures it touches.
 pub fn compare_table(
     old_name: &str,
     old: &[CellRecord],
@@ -132,14 +162,23 @@ pub fn compare_table(
     let deltas = compare_runs(old, new);
     let mut out = String::new();
     let mut notes = Notes::default();
-    for measure in Measure::ALL {
+    // What the groups count, in the order the runs first name them.
+    let mut kinds: Vec<Counted> = Vec::new();
+    for d in &deltas {
+        if !kinds.contains(&d.counted) {
+            kinds.push(d.counted);
+        }
+    }
+    // A kind's three tables together, as its verdict's columns are.
+    let sections = kinds.iter().flat_map(|&c| Measure::ALL.into_iter().map(move |m| (m, c)));
+    for (measure, counted) in sections {
         let mut t = Table::new(vec![
-            measure.name().to_owned(),
+            counted.name(measure).to_owned(),
             old_name.to_owned(),
             new_name.to_owned(),
             "vs base".to_owned(),
         ]);
-        for d in deltas.iter().filter(|d| d.measure == measure) {
+        for d in deltas.iter().filter(|d| d.measure == measure && d.counted == counted) {
             let name = format!("{} · {} · {}", d.workload, d.load_label, d.stack);
             let old = median_pm(measure, d.old, &d.old_flags, &mut notes);
             let new = median_pm(measure, d.new, &d.new_flags, &mut notes);
@@ -537,6 +576,58 @@ mod tests {
             ],
             "{table}"
         );
+    }
+
+    /// Issue 25: `compare` headed a view or visit group's tables req/s, p50 and p99. Now each
+    /// is in tables of its own measures, named as its verdict names them, with its own figures:
+    /// here opcache's views/s double while its requests' rate stays.
+    #[test]
+    fn compare_heads_and_fills_view_and_visit_groups_with_their_own_figures() {
+        use crate::testcell::{view_cells, visit_cells};
+        use loadlab_store::metric;
+        let old = view_cells(7, &[3.0]);
+        let mut new = old.clone();
+        for c in new.iter_mut().filter(|c| c.stack == "opcache") {
+            c.metrics.insert(metric::VIEWS_RPS.into(), 5.0);
+        }
+        let table = compare_table("run 1", &old, "run 2", &new);
+        let heads: Vec<&str> = table
+            .lines()
+            .filter(|l| l.ends_with("vs base"))
+            .map(|l| l.split("  ").next().unwrap())
+            .collect();
+        assert_eq!(heads, ["views/s", "load p50", "load p99"], "{table}");
+        assert!(!table.contains("req/s"), "{table}");
+        let opcache = table.lines().find(|l| l.contains("· opcache")).unwrap();
+        assert!(opcache.starts_with("front page views · open, 3 views/s · opcache"), "{table}");
+        assert!(opcache.contains("2.50 ± 0%") && opcache.contains("5 ± 0%"), "{opcache}");
+        assert!(opcache.contains("+100.0% (p=0.001 n=7+7)"), "{opcache}");
+        // The gate and the JSON name the measure so too.
+        let back = compare_runs(&new, &old);
+        let d = back.iter().find(|d| d.regressed()).expect("fewer views/s: a regression");
+        assert_eq!(
+            d.regression_line(),
+            "opcache front page views open, 3 views/s views/s: -50.0% (p=0.001)"
+        );
+        let json = serde_json::to_value(d).unwrap();
+        assert_eq!(
+            (json["counted"].as_str(), json["measure"].as_str()),
+            (Some("views"), Some("rps"))
+        );
+
+        // Visits beside requests: each kind in its own tables.
+        let cells = visit_cells(3);
+        let table = compare_table("a", &cells, "b", &cells);
+        let sections: Vec<&str> = table.split("\n\n").collect();
+        let head = |s: &str| s.split("  ").next().unwrap().to_owned();
+        let heads: Vec<String> = sections.iter().take(6).map(|s| head(s)).collect();
+        assert_eq!(heads, ["visits/s", "visit p50", "visit p99", "req/s", "p50", "p99"], "{table}");
+        assert!(
+            sections[0].contains("search · closed, 2 visitors, 10 s · opcache  1.50 ± 0%*"),
+            "{table}"
+        );
+        assert!(!sections[0].contains("hello.txt") && !sections[3].contains("search"), "{table}");
+        assert!(sections[2].contains("2.90 s"), "{table}");
     }
 
     /// A URL list workload's requests: a table under the group, request by request, each

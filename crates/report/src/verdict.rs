@@ -409,7 +409,8 @@ pub fn verdicts(cells: &[CellRecord]) -> Vec<GroupVerdict> {
     groups(cells)
         .iter()
         .map(|g| {
-            let stacks: Vec<StackSummary> = g.stacks.iter().map(summarize).collect();
+            let stacks: Vec<StackSummary> =
+                g.stacks.iter().map(|s| summarize(s, g.counted)).collect();
             let primary = primary_measure(g.load.model);
             let comparisons = Measure::ALL
                 .iter()
@@ -450,10 +451,10 @@ pub fn verdicts(cells: &[CellRecord]) -> Vec<GroupVerdict> {
 /// Repetitions below which outliers are not judged.
 const MIN_FOR_OUTLIERS: usize = 5;
 
-/// Medians, intervals, outliers and flags of one stack's repetitions, on what they counted
-/// (requests, views or visits: [`crate::counted`]).
-pub fn summarize(stack: &StackCells<'_>) -> StackSummary {
-    let counted = Counted::of_cells(stack.cells.iter().copied());
+/// Medians, intervals, outliers and flags of one stack's repetitions, on what its group
+/// counted (requests, views or visits: [`crate::counted`], decided once for the group by
+/// [`crate::group::groups`], so that every stack of a group is compared on the same figures).
+pub fn summarize(stack: &StackCells<'_>, counted: Counted) -> StackSummary {
     let flags: Vec<CellFlag> = stack
         .cells
         .iter()

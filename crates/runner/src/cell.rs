@@ -46,14 +46,17 @@ pub fn record(
     }
 }
 
-/// Under a load that changes over time, every second as [`crate::seconds`] judged it (the
-/// rows `bench` prints), for the report to draw; nothing for a fixed load.
+/// Under a load that changes over time, every whole second as [`crate::seconds`] judged it
+/// (the rows `bench` prints), for the report to draw as rates per second: a partial last
+/// second (a stopped cell's) would draw as a dip, and is left out. Nothing for a fixed load.
 fn judged_seconds(config: &BenchConfig, r: &BenchResult) -> Vec<SecondRecord> {
     if config.shape.is_none() {
         return Vec::new();
     }
-    crate::seconds::of(config, r)
-        .into_iter()
+    let rows = crate::seconds::of(config, r);
+    crate::seconds::whole(&rows)
+        .iter()
+        .cloned()
         .map(|s| SecondRecord {
             offered: s.offered,
             achieved: s.achieved,
@@ -161,16 +164,20 @@ fn url_metrics(config: &BenchConfig, r: &BenchResult, put: &mut impl FnMut(&str,
     let loadlab_engine::Traffic::Mix(mix) = &config.traffic else { return };
     // How many lines each method and path has: counted once, not per line (a list may hold
     // thousands).
+    // A page view's request to another origin is named by its whole URL (`bench`'s name).
+    let names: Vec<String> = (mix.entries.iter().enumerate())
+        .map(|(i, e)| crate::bench::traffic::entry_name(config, i, e))
+        .collect();
     let mut lines: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    for e in &mix.entries {
-        *lines.entry((e.method(&config.request), e.path.as_str())).or_default() += 1;
+    for (e, name) in mix.entries.iter().zip(&names) {
+        *lines.entry((e.method(&config.request), name.as_str())).or_default() += 1;
     }
-    for (e, t) in mix.entries.iter().zip(&r.tally.entries) {
+    for ((e, t), name) in mix.entries.iter().zip(&r.tally.entries).zip(&names) {
         let method = e.method(&config.request);
-        let path = if lines[&(method, e.path.as_str())] > 1 {
-            format!("{} (line {})", e.path, e.line)
+        let path = if lines[&(method, name.as_str())] > 1 {
+            format!("{name} (line {})", e.line)
         } else {
-            e.path.clone()
+            name.clone()
         };
         let figures = [
             t.completed as f64,

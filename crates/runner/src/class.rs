@@ -10,8 +10,9 @@ use crate::bench::agent::AgentError;
 use crate::bench::flags::FlagError;
 use crate::bench::hosts::HostsError;
 use crate::bench::BenchError;
+use crate::executor::StackError;
 use crate::merge::MergeFailure;
-use crate::stack::StackError;
+use crate::stack::StackCommandError;
 use crate::suite::SuiteError;
 use crate::RunError;
 
@@ -164,20 +165,36 @@ impl Classify for SuiteError {
     }
 }
 
+/// A stack failed here (the lab's class) or on its host (the remote error's).
 impl Classify for StackError {
     fn class(&self) -> Class {
         match self {
             StackError::Lab(e) => e.class(),
             StackError::Remote(e) => e.class(),
-            StackError::Install(_) => Class::MissingPackage,
-            StackError::Print(_) | StackError::Io { .. } => Class::Internal,
         }
     }
 
     fn output(&self) -> Option<&std::io::Error> {
         match self {
-            StackError::Print(e) => Some(e),
+            StackError::Lab(_) => None,
             StackError::Remote(e) => e.output(),
+        }
+    }
+}
+
+impl Classify for StackCommandError {
+    fn class(&self) -> Class {
+        match self {
+            StackCommandError::Stack(e) => e.class(),
+            StackCommandError::Install(_) => Class::MissingPackage,
+            StackCommandError::Print(_) | StackCommandError::Io { .. } => Class::Internal,
+        }
+    }
+
+    fn output(&self) -> Option<&std::io::Error> {
+        match self {
+            StackCommandError::Print(e) => Some(e),
+            StackCommandError::Stack(e) => e.output(),
             _ => None,
         }
     }
@@ -276,9 +293,9 @@ mod tests {
     fn a_failed_write_is_output_wherever_it_is_carried() {
         let pipe = || std::io::Error::from(std::io::ErrorKind::BrokenPipe);
         assert!(RunError::Events(pipe()).output().is_some());
-        assert!(StackError::Print(pipe()).output().is_some());
+        assert!(StackCommandError::Print(pipe()).output().is_some());
         let io = loadlab_remote::Error::Io { context: "writing".into(), source: pipe() };
-        assert!(StackError::Remote(io).output().is_some());
+        assert!(StackCommandError::from(io).output().is_some());
         assert!(RunError::Unsupported("h3".into()).output().is_none());
     }
 }

@@ -54,7 +54,8 @@ pub enum RunError {
 }
 
 /// What a [`Stacks`] call failed with: the lab's error here, or the way to a lab host's, so
-/// that a remote failure keeps its class (and `run --host` its exit code).
+/// that a remote failure keeps its class (and `run --host` its exit code). The one stack
+/// failure: `loadlab stack`'s sequences carry it too ([`crate::stack::StackCommandError`]).
 #[derive(Debug, thiserror::Error)]
 pub enum StackError {
     #[error(transparent)]
@@ -804,7 +805,7 @@ pub(crate) fn cell_config(
 /// its next visit when one ends.
 fn visits(
     config: &mut BenchConfig,
-    spec: &str,
+    spec: &[(String, u32)],
     given: &[(String, String)],
 ) -> Result<(), EngineError> {
     let (rate, arrival) = match config.pacing {

@@ -57,6 +57,7 @@ pub mod sweep;
 pub mod sweep_agents;
 pub mod sweep_plan;
 pub mod trust;
+pub mod unit;
 pub mod values;
 pub mod verify;
 

@@ -107,7 +107,9 @@ pub fn points(seconds: &[Second]) -> Vec<StepPoint> {
 
 /// The knee over `seconds` of a ramp rising from `from` by `slope` req/s each second, by
 /// `criteria`.
+/// A partial last second is not judged: its counts are of less than a second.
 pub fn knee(seconds: &[Second], from: f64, slope: f64, criteria: &Criteria) -> RampKnee {
+    let seconds = crate::seconds::whole(seconds);
     let points = points(seconds);
     let k = knee::find(&points, criteria);
     let good = k.last_good.map(|i| &points[i]);
@@ -173,6 +175,7 @@ mod tests {
     fn second(s: u32, offered: u64, completed: u64) -> Second {
         Second {
             second: s,
+            partial_s: None,
             offered,
             achieved: offered,
             completed,

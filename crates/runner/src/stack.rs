@@ -12,13 +12,14 @@ use loadlab_remote::held::Held;
 use loadlab_remote::protocol::{Event, Watch};
 use loadlab_remote::{owner, Host};
 
-/// What went wrong, by whose to fix: the lab's, the way to a held session, the install.
+use crate::executor::StackError;
+
+/// What a `loadlab stack` sequence failed with: the stack itself (here or on its host, as
+/// any [`Stacks`](crate::Stacks) call fails), or a step only these sequences take.
 #[derive(Debug, thiserror::Error)]
-pub enum StackError {
+pub enum StackCommandError {
     #[error(transparent)]
-    Lab(#[from] loadlab_lab::Error),
-    #[error(transparent)]
-    Remote(#[from] loadlab_remote::Error),
+    Stack(#[from] StackError),
     /// apt-get could not install the stack's missing packages (its output is above).
     #[error("{0}")]
     Install(String),
@@ -33,6 +34,18 @@ pub enum StackError {
     },
 }
 
+impl From<loadlab_lab::Error> for StackCommandError {
+    fn from(e: loadlab_lab::Error) -> Self {
+        StackCommandError::Stack(StackError::Lab(e))
+    }
+}
+
+impl From<loadlab_remote::Error> for StackCommandError {
+    fn from(e: loadlab_remote::Error) -> Self {
+        StackCommandError::Stack(StackError::Remote(e))
+    }
+}
+
 /// `stack up` on this machine: up and verified (`note` says when it is reachable from the
 /// network), then either detached (its processes outlive this one) and printed, or printed
 /// and held until `cancel`, then taken down whatever happened to the output.
@@ -44,20 +57,20 @@ pub fn up(
     cancel: &dyn Fn() -> bool,
     note: &mut dyn FnMut(&str),
     print: &mut dyn FnMut(&Record, &Up) -> std::io::Result<()>,
-) -> Result<(), StackError> {
+) -> Result<(), StackCommandError> {
     let up = lab.up(stack, knobs, cancel)?;
     let mut record = up.record.clone();
     note(&exposure(&record));
     if !foreground {
         lab.detach(&mut record)?;
-        return print(&record, &up).map_err(StackError::Print);
+        return print(&record, &up).map_err(StackCommandError::Print);
     }
     let printed = print(&record, &up);
     while printed.is_ok() && !cancel() {
         std::thread::sleep(Duration::from_millis(50));
     }
     lab.down(&record.id)?;
-    printed.map_err(StackError::Print)
+    printed.map_err(StackCommandError::Print)
 }
 
 /// How often the remote end of a session samples its stack: the 1 s grid the local sampler
@@ -78,7 +91,7 @@ pub fn session(
     interrupted: &dyn Fn() -> bool,
     note: &mut dyn FnMut(&str),
     say: &mut dyn FnMut(&Event) -> std::io::Result<()>,
-) -> Result<(), StackError> {
+) -> Result<(), StackCommandError> {
     let reached = std::env::var("SSH_CONNECTION").ok();
     let listen = knobs.listen.or(loadlab_remote::args::reached_at(reached.as_deref()));
     let knobs = Knobs { listen, ..knobs.clone() };
@@ -129,7 +142,7 @@ pub fn install_packages(
     stack: &'static Stack,
     knobs: &Knobs,
     note: &mut dyn FnMut(&str),
-) -> Result<(), StackError> {
+) -> Result<(), StackCommandError> {
     use loadlab_remote::apt;
     let missing = stack.missing_packages(knobs);
     if missing.is_empty() {
@@ -138,9 +151,9 @@ pub fn install_packages(
     note(&format!("loadlab: installing {}\n", missing.join(" ")));
     let status = apt::install_command(&missing, apt::is_root())
         .status()
-        .map_err(|source| StackError::Io { context: "running apt-get".into(), source })?;
+        .map_err(|source| StackCommandError::Io { context: "running apt-get".into(), source })?;
     if !status.success() {
-        return Err(StackError::Install(format!(
+        return Err(StackCommandError::Install(format!(
             "apt-get install {} failed ({status}; its output is above)",
             missing.join(" ")
         )));
@@ -179,7 +192,7 @@ pub fn sample(
     interval: Duration,
     cancel: &dyn Fn() -> bool,
     started: &mut dyn FnMut(&[&str]),
-) -> Result<Vec<Sample>, StackError> {
+) -> Result<Vec<Sample>, StackCommandError> {
     let targets = lab.targets(id)?;
     let tiers: Vec<&str> = targets.iter().map(|t| t.tier.as_str()).collect();
     let sampler = Sampler::start(targets.clone(), interval);
@@ -214,7 +227,7 @@ pub fn down(
     all: bool,
     host: Option<&Host>,
     released: &mut dyn FnMut(&Held) -> std::io::Result<()>,
-) -> Result<Down, StackError> {
+) -> Result<Down, StackCommandError> {
     let state = lab.state();
     if let (Some(id), Some(host)) = (id, host) {
         return Ok(match owner::release(state, Some(id), Some(host), released)? {
@@ -279,7 +292,13 @@ mod tests {
     fn down_of_an_unknown_id_nothing_holds_is_the_labs_no_such_instance() {
         let dir = tempfile::tempdir().unwrap();
         let e = down(&lab(&dir), Some("nginx-1"), false, None, &mut never).unwrap_err();
-        assert!(matches!(e, StackError::Lab(loadlab_lab::Error::NoSuchInstance(_))), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                StackCommandError::Stack(StackError::Lab(loadlab_lab::Error::NoSuchInstance(_)))
+            ),
+            "{e:?}"
+        );
         assert_eq!(down(&lab(&dir), None, true, None, &mut never).unwrap(), Down::Local(vec![]));
     }
 
@@ -319,6 +338,6 @@ mod tests {
             &|| false,
             &mut started,
         );
-        assert!(matches!(e, Err(StackError::Lab(_))));
+        assert!(matches!(e, Err(StackCommandError::Stack(StackError::Lab(_)))));
     }
 }

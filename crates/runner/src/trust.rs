@@ -261,7 +261,7 @@ impl Verdict {
 type Rule = fn(&BenchConfig, &BenchResult) -> Option<Finding>;
 
 /// Every rule, in the order their findings are listed (JSON `warnings`, the store's flags).
-pub const RULES: [Rule; 12] = [
+pub const RULES: [Rule; 13] = [
     client_saturated,
     client_starved,
     network_bound,
@@ -269,6 +269,7 @@ pub const RULES: [Rule; 12] = [
     descriptors,
     non_2xx,
     checks_failed,
+    visitors_past_users,
     interrupted,
     connections_short,
     nothing_completed,
@@ -529,6 +530,28 @@ fn checks_failed(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
     )
 }
 
+/// A visit that logs each visitor in as its own user of the lab's (`{visitor}` in its given
+/// user) holds as many users as the lab made. A closed population above them is refused up
+/// front; in the open loop a visitor's number is its place among the visits in flight, which
+/// only the run knows: past the users, visitors shared one, and WordPress loses logins to a
+/// shared user's session row (docs/lab.md), so failed visits may be the client's doing.
+fn visitors_past_users(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+    let users = cfg.visits.as_ref()?.users?;
+    let top = r.tally.sessions.as_deref()?.top_visitor;
+    if top <= users {
+        return None;
+    }
+    finding(
+        Flag::VisitorsPastUsers,
+        format!("visitor numbers up to {top}, {users} users"),
+        format!(
+            "visitor numbers went up to {top} (the visits in flight at once), past the {users} \
+             users the lab made for them: visitors above {users} shared a user, and a shared \
+             user's logins may fail; offer a lower --rate or run -c {users} visitors"
+        ),
+    )
+}
+
 fn interrupted(_: &BenchConfig, r: &BenchResult) -> Option<Finding> {
     if !r.interrupted {
         return None;
@@ -558,8 +581,29 @@ fn connections_short(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
     )
 }
 
-fn nothing_completed(_: &BenchConfig, r: &BenchResult) -> Option<Finding> {
+fn nothing_completed(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
     let t = &r.tally;
+    // A run of visits is reported in visits: requests that completed in visits none of
+    // which ended leave no visits/s or visit latency, as no request leaves no req/s.
+    if let Some(s) = r.tally.sessions.as_deref().filter(|s| s.completed == 0) {
+        let unit = crate::unit::Unit::of(cfg);
+        let noun = unit.noun();
+        return finding(
+            Flag::NothingCompleted,
+            format!(
+                "no {noun} completed: {} begun, {} failed, {} still going at the end",
+                s.started, s.failed, s.unfinished
+            ),
+            format!(
+                "no {noun} completed ({} begun, {} failed, {} still going at the end): there \
+                 is no {} or {noun} latency to report",
+                s.started,
+                s.failed,
+                s.unfinished,
+                unit.rate()
+            ),
+        );
+    }
     if t.completed > 0 {
         return None;
     }

@@ -427,3 +427,34 @@ fn checks_that_failed_on_completed_requests_are_a_flag_with_their_steps() {
     r.tally.sessions = Some(Box::new(sessions));
     assert!(!Verdict::judge(&closed(), &r).has(Flag::ChecksFailed));
 }
+
+/// Issue 25: in the open loop a visitor's number is its place among the visits in flight, so
+/// past the users a lab made for a login visit visitors shared one, and nothing said so.
+#[test]
+fn visitor_numbers_past_the_labs_users_are_a_flag() {
+    use loadlab_engine::visits::{SessionTally, VisitFile};
+    let mut cfg = closed();
+    let text = "[[step]]\npath = \"/u/{visitor}\"\n";
+    let mut visits = VisitFile::parse(text, "login", &cfg, None, Default::default()).unwrap();
+    visits.plan.users = Some(4);
+    visits.apply(&mut cfg, Some(50.0), loadlab_engine::Arrival::Fixed);
+    let mut r = result(Pacing::Closed, 1000, 1.0, 100, 0.0);
+    let judged = |r: &loadlab_engine::BenchResult, cfg: &loadlab_engine::BenchConfig| {
+        let v = Verdict::judge(cfg, r);
+        v.findings.into_iter().find(|f| f.flag == Flag::VisitorsPastUsers)
+    };
+    for (top, flagged) in [(3, false), (4, false), (7, true)] {
+        let sessions = SessionTally { top_visitor: top, ..Default::default() };
+        r.tally.sessions = Some(Box::new(sessions));
+        assert_eq!(judged(&r, &cfg).is_some(), flagged, "top visitor {top}");
+    }
+    let f = judged(&r, &cfg).unwrap();
+    assert_eq!(f.evidence, "visitor numbers up to 7, 4 users");
+    assert!(f.warning.contains("past the 4 users the lab made"), "{}", f.warning);
+    // A visit without the lab's users has no such bound.
+    let mut plain = cfg.clone();
+    let mut plan = (**plain.visits.as_ref().unwrap()).clone();
+    plan.users = None;
+    plain.visits = Some(std::sync::Arc::new(plan));
+    assert!(judged(&r, &plain).is_none());
+}

@@ -15,6 +15,7 @@ use loadlab_engine::{Answer, BenchConfig, BenchResult, ErrorClass, Order, Pacing
 /// stay the cell's (HTTP/2 has no connection per request): the run ends after its request. A
 /// URL list's cells are verified by each of its requests once, in the file's order.
 pub(crate) fn one_request(mut config: BenchConfig) -> BenchConfig {
+    let views_pacing = config.pacing;
     config.pacing = Pacing::Closed;
     config.connections = 1;
     config.threads = 1;
@@ -26,7 +27,15 @@ pub(crate) fn one_request(mut config: BenchConfig) -> BenchConfig {
     if config.visits.as_ref().is_some_and(|p| p.render.is_some()) {
         return config;
     }
-    // Page views: their requests, the page and each resource, are verified one by one.
+    // So too one page view that fetches from other origins (`view_hosts`): only a visitor's
+    // connections reach them (the table's requests go to the target), and views arrive at
+    // their rate (the first at once).
+    if config.visits.as_ref().is_some_and(|p| p.origins.speaks_other()) {
+        config.pacing = views_pacing;
+        return config;
+    }
+    // Page views on the target alone: their requests, the page and each resource, are
+    // verified one by one.
     config.visits = None;
     if let Traffic::Mix(mix) = &config.traffic {
         let mut each = (**mix).clone();
@@ -44,7 +53,12 @@ pub(crate) fn one_request(mut config: BenchConfig) -> BenchConfig {
 /// line and path; `None` when each did (or the run sent no list).
 pub(crate) fn judge_entries(r: &BenchResult, config: &BenchConfig) -> Option<String> {
     let Traffic::Mix(mix) = &config.traffic else { return None };
-    let (e, t) = mix.entries.iter().zip(&r.tally.entries).find(|(_, t)| t.completed == 0)?;
+    let (i, (e, t)) = mix
+        .entries
+        .iter()
+        .zip(&r.tally.entries)
+        .enumerate()
+        .find(|(_, (_, t))| t.completed == 0)?;
     let statuses: Vec<String> = ["1xx", "2xx", "3xx", "4xx", "5xx"]
         .iter()
         .zip(t.status_classes)
@@ -56,7 +70,7 @@ pub(crate) fn judge_entries(r: &BenchResult, config: &BenchConfig) -> Option<Str
         mix.file,
         e.line,
         e.method(&config.request),
-        e.path,
+        crate::bench::traffic::entry_name(config, i, e),
         if statuses.is_empty() { "no answer".into() } else { statuses.join(", ") }
     ))
 }

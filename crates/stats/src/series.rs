@@ -38,7 +38,8 @@ pub struct Bucket {
 }
 
 impl Bucket {
-    fn add(&mut self, other: &Bucket) {
+    /// Adds `other`'s counts to this bucket's (`open` too: a sum over workers).
+    pub fn add(&mut self, other: &Bucket) {
         self.completed += other.completed;
         self.failed += other.failed;
         self.bytes += other.bytes;

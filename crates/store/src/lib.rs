@@ -10,6 +10,8 @@
 //! - [`trust`] has the runner's judgement as kept with a cell: the one [`Flag`] type and
 //!   [`LimitedBy`], what limited the cell's figures.
 //! - [`metric`] names the usual metrics, so writer and reader agree.
+//! - With the `test-util` feature (other crates' dev-dependency), `CellRecord::for_test` builds
+//!   a cell for a test with only what the test names set.
 //! - The schema is versioned with `PRAGMA user_version` and grows by migrations (`schema.rs`);
 //!   histograms are kept in HdrHistogram's V2 format beside their exact totals (`codec.rs`).
 
@@ -20,6 +22,8 @@ pub mod model;
 mod query;
 mod schema;
 mod store;
+#[cfg(any(test, feature = "test-util"))]
+mod testing;
 pub mod trust;
 
 pub use error::{Result, StoreError};

@@ -287,8 +287,9 @@ pub struct CellRecord {
     pub histograms: BTreeMap<String, Recorder>,
     /// Completed, failed and bytes per second of the cell.
     pub series: Series,
-    /// Under a load that changes over time: the judged figures of every measured second, from
-    /// second 0 (at most as many as `series` has). Empty for a fixed load, and for cells
+    /// Under a load that changes over time: the judged figures of every whole measured second,
+    /// from second 0 (at most as many as `series` has; a stopped cell's partial last second is
+    /// not kept). Empty for a fixed load, and for cells
     /// stored before loadlab kept them.
     pub seconds: Vec<SecondRecord>,
     /// A visit workload's steps, in the visit's order; empty for other cells, and for cells

@@ -33,6 +33,8 @@ pub enum Flag {
     Non2xx,
     /// Visits' checks failed on answers that count as completed requests.
     ChecksFailed,
+    /// Visitor numbers went above the users the lab made for them: visitors shared users.
+    VisitorsPastUsers,
     /// Nothing completed: there is no rate or latency.
     NothingCompleted,
     /// The run was stopped before its end.
@@ -43,7 +45,7 @@ pub enum Flag {
 
 impl Flag {
     /// Every flag this version raises, with its name in JSON, in the store and in the report.
-    const NAMES: [(Flag, &'static str); 13] = [
+    const NAMES: [(Flag, &'static str); 14] = [
         (Flag::ClientSaturated, "client_saturated"),
         (Flag::ClientStarved, "client_starved"),
         (Flag::FdExhausted, "fd_exhausted"),
@@ -55,6 +57,7 @@ impl Flag {
         (Flag::Errors, "errors"),
         (Flag::Non2xx, "non_2xx"),
         (Flag::ChecksFailed, "checks_failed"),
+        (Flag::VisitorsPastUsers, "visitors_past_users"),
         (Flag::NothingCompleted, "nothing_completed"),
         (Flag::Interrupted, "interrupted"),
     ];

@@ -224,7 +224,7 @@ mod tests {
         let kinds: Vec<(&str, bool, Option<&str>)> = suite
             .workloads
             .iter()
-            .map(|w| (w.name.as_str(), w.view, w.visits.as_deref()))
+            .map(|w| (w.name.as_str(), w.view, w.visits.as_ref().map(|v| v[0].0.as_str())))
             .collect();
         assert_eq!(
             kinds,

@@ -65,9 +65,9 @@ pub struct CellWorkload {
     pub view: bool,
     /// With `view`: the other hosts whose resources a view fetches (`view_hosts = [...]`).
     pub view_hosts: Vec<String>,
-    /// Visits (`visits = ...`): the visit file (absolute) or built-in name the runner loads
-    /// for each cell.
-    pub visits: Option<String>,
+    /// Visits (`visits = ...`): the visit files (absolute) or built-in names, by weight, the
+    /// runner loads for each cell.
+    pub visits: Option<loadlab_engine::visits::Weighted>,
     /// The values its visit is given (`given = {...}`).
     pub given: Vec<(String, String)>,
 }

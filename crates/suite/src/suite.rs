@@ -161,10 +161,10 @@ pub struct WorkloadSpec {
     /// `view_hosts = [...]`: other hosts (`HOST` or `HOST:PORT`) whose resources a view
     /// fetches too, as `bench --view-hosts`.
     pub view_hosts: Vec<String>,
-    /// `visits = ...`: each cell runs visits of this file (absolute) or built-in visit
-    /// (`wordpress:search`), as `bench --visits`: an open load's rate counts visits, a closed
-    /// load's concurrency visitors.
-    pub visits: Option<String>,
+    /// `visits = ...`: each cell runs visits of these files (absolute) or built-in visits
+    /// (`wordpress:search`) by weight, as `bench --visits`: an open load's rate counts
+    /// visits, a closed load's concurrency visitors.
+    pub visits: Option<loadlab_engine::visits::Weighted>,
     /// `given = { NAME = "VALUE" }`: values the visit's steps use as `{NAME}`.
     pub given: Vec<(String, String)>,
 }

@@ -31,6 +31,15 @@ fn error(text: &str, file: &str) -> (String, String) {
 }
 
 /// The `line:column` of the first `needle` in `text`.
+/// A workload's visits as one name of weight 1 (one visit alone) or `name:weight`s.
+fn named(visits: &Option<Vec<(String, u32)>>) -> Option<String> {
+    let v = visits.as_ref()?;
+    Some(match v.as_slice() {
+        [(one, 1)] => one.clone(),
+        many => many.iter().map(|(n, w)| format!("{n}:{w}")).collect::<Vec<_>>().join(","),
+    })
+}
+
 fn position(text: &str, needle: &str) -> String {
     let offset = text.find(needle).unwrap_or_else(|| panic!("{needle:?} is not in the text"));
     let before = &text[..offset];
@@ -43,11 +52,14 @@ fn position(text: &str, needle: &str) -> String {
 fn a_built_in_visit_runs_on_the_stack_with_its_base_request() {
     let suite = parse(SUITE, "s.toml").unwrap_or_else(|e| panic!("{e}"));
     let w = &suite.workloads[0];
-    assert_eq!(w.visits.as_deref(), Some("wordpress:search"));
+    assert_eq!(named(&w.visits).as_deref(), Some("wordpress:search"));
     assert_eq!(w.request.as_ref().map(|r| r.path.as_str()), Some("/"));
     let p = plan(&suite, false);
     assert_eq!(p.cells.len(), p.repetitions as usize, "a cell a repetition");
-    assert!(p.cells.iter().all(|c| c.workload.visits.as_deref() == Some("wordpress:search")));
+    assert!(p
+        .cells
+        .iter()
+        .all(|c| named(&c.workload.visits).as_deref() == Some("wordpress:search")));
     let plain = SUITE.replace("visits = \"wordpress:search\"", "path = \"/\"");
     let p = plan(&parse(&plain, "s.toml").unwrap(), false);
     assert_eq!(p.cells[0].workload.visits, None);
@@ -98,7 +110,7 @@ fn a_visit_file_is_read_relative_to_the_suite_file_and_a_wrong_step_refused() {
     std::fs::write(dir.path().join("browse.toml"), visit.replace("={id}", "=1")).unwrap();
     let suite = loadlab_suite::read(&file).unwrap_or_else(|e| panic!("{e}"));
     let want = dir.path().join("browse.toml").display().to_string();
-    assert_eq!(suite.workloads[0].visits.as_deref(), Some(want.as_str()));
+    assert_eq!(named(&suite.workloads[0].visits), Some(want));
 
     let missing = SUITE.replace("wordpress:search", "nowhere.toml");
     std::fs::write(&file, &missing).unwrap();
@@ -149,7 +161,7 @@ fn a_weighted_mix_of_visits_resolves_each_and_keeps_its_weight() {
         let text = SUITE.replace("\"wordpress:search\"", written);
         std::fs::write(&file, &text).unwrap();
         let suite = loadlab_suite::read(&file).unwrap_or_else(|e| panic!("{written}: {e}"));
-        assert_eq!(suite.workloads[0].visits.as_deref(), Some(want.as_str()), "{written}");
+        assert_eq!(named(&suite.workloads[0].visits), Some(want), "{written}");
     }
     // A weight of 0, or a file of the mix that is not there: refused at the key.
     for (written, said) in [(r#"["a.toml:0"]"#, "from 1"), (r#"["a.toml:2", "c.toml"]"#, "c.toml")]
@@ -160,6 +172,38 @@ fn a_weighted_mix_of_visits_resolves_each_and_keeps_its_weight() {
         let at = format!("{}:{}: visits: ", file.display(), position(&text, written));
         assert!(err.starts_with(&at), "{err}");
         assert!(err.contains(said), "{err}");
+    }
+}
+
+/// A visit file whose path holds a comma and a colon: the list form takes each element as one
+/// file (its last `:N` a weight); the string form a file named whole. An empty name in the
+/// list is refused at the key.
+#[test]
+fn a_visit_file_path_with_a_comma_and_a_colon_is_named_in_a_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("a,b:c");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(sub.join("x,y.toml"), "[[step]]\npath = \"/x\"\n").unwrap();
+    std::fs::write(dir.path().join("b.toml"), "[[step]]\npath = \"/b\"\n").unwrap();
+    let file = dir.path().join("s.toml");
+    let abs = |n: &str| dir.path().join(n).display().to_string();
+    let odd = abs("a,b:c/x,y.toml");
+    for (written, want) in [
+        (r#"["a,b:c/x,y.toml:2", "b.toml"]"#, format!("{odd}:2,{}:1", abs("b.toml"))),
+        (r#"["a,b:c/x,y.toml"]"#, odd.clone()),
+        (r#""a,b:c/x,y.toml""#, odd.clone()),
+    ] {
+        let text = SUITE.replace("\"wordpress:search\"", written);
+        std::fs::write(&file, &text).unwrap();
+        let suite = loadlab_suite::read(&file).unwrap_or_else(|e| panic!("{written}: {e}"));
+        assert_eq!(named(&suite.workloads[0].visits), Some(want), "{written}");
+    }
+    for written in [r#"["b.toml", ""]"#, r#"[]"#, r#"["b.toml", ":2"]"#] {
+        let text = SUITE.replace("\"wordpress:search\"", written);
+        std::fs::write(&file, &text).unwrap();
+        let err = loadlab_suite::read(&file).map(|_| ()).unwrap_err().to_string();
+        let at = format!("{}:{}: visits: ", file.display(), position(&text, written));
+        assert!(err.starts_with(&at) && err.contains("empty visit file name"), "{err}");
     }
 }
 

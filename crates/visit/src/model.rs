@@ -61,6 +61,11 @@ impl Call {
             .chain(self.body.iter().flat_map(|b| b.names()))
     }
 
+    /// The class of the first of its checks that `answer` breaks ([`Check::class`]).
+    pub fn broken(&self, answer: &crate::Response<'_>) -> Option<&'static str> {
+        self.checks.iter().find(|c| !c.holds(answer)).map(Check::class)
+    }
+
     /// Whether the request's bytes are the same every time: nothing in it is captured.
     pub fn is_static(&self) -> bool {
         self.path.is_static()

@@ -95,10 +95,35 @@ impl Template {
     /// The text with each hole filled, appended to `out`; the first name without a value is
     /// the error.
     pub fn render(&self, vars: &Vars, out: &mut String) -> Result<(), String> {
+        self.render_or(vars, out, |name, _| Err(name.to_string()))
+    }
+
+    /// The text with each hole that `vars` has a value for filled, the others as written (a
+    /// given value's `{visitor}` filled, any other brace its own).
+    pub fn to_string_keeping(&self, vars: &Vars) -> String {
+        let mut out = String::new();
+        let kept: Result<(), String> = self.render_or(vars, &mut out, |name, out| {
+            out.push_str(&format!("{{{name}}}"));
+            Ok(())
+        });
+        debug_assert!(kept.is_ok());
+        out
+    }
+
+    /// [`Template::render`], `missing` deciding what a hole without a value does.
+    fn render_or(
+        &self,
+        vars: &Vars,
+        out: &mut String,
+        missing: impl Fn(&str, &mut String) -> Result<(), String>,
+    ) -> Result<(), String> {
         for part in &self.parts {
             match part {
                 Part::Text(t) => out.push_str(t),
-                Part::Var(n) => out.push_str(vars.get(n).ok_or_else(|| n.clone())?),
+                Part::Var(n) => match vars.get(n) {
+                    Some(v) => out.push_str(v),
+                    None => missing(n, out)?,
+                },
             }
         }
         Ok(())

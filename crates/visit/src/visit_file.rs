@@ -213,11 +213,13 @@ fn toml_error(text: &str, file: &str, e: &toml::de::Error) -> VisitError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::time::Duration;
 
-    const LOGIN: &str = r#"
+    /// A login visit of every field: a capture, given and captured values, every check,
+    /// resources (the visitor's tests judge its answers too).
+    pub(crate) const LOGIN: &str = r#"
 name = "log in"
 think = "1s"
 [[step]]

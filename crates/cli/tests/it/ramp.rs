@@ -102,6 +102,26 @@ fn stages_set_the_duration_and_sessions_take_a_ramp() {
     assert!(report.get("seconds").is_none(), "{report:#}");
 }
 
+/// Regression: a shape that ends within a second (1.5 s here) gave its whole seconds only,
+/// so its rows did not add up to its totals. The partial last second is a row too, marked
+/// with its length.
+#[test]
+fn a_partial_last_second_is_a_row_and_the_rows_add_up_to_the_totals() {
+    let server = TestServer::start(Behaviour::ok("x"));
+    let report = bench(&server.url("/"), &["--stages", "1500ms:100"], 0);
+    crate::schema::assert_valid(&crate::schema::validator(), &report);
+    let rows = seconds(&report);
+    assert_eq!(rows.len(), 2, "{report:#}");
+    assert!(rows[0].get("partial_s").is_none(), "{report:#}");
+    assert_eq!(rows[1]["partial_s"].as_f64(), Some(0.5), "{report:#}");
+    let offered: Vec<u64> = rows.iter().map(|r| uint(r, "offered")).collect();
+    assert_eq!(offered, [100, 50], "{report:#}");
+    for key in ["completed", "failed"] {
+        let total: u64 = rows.iter().map(|r| uint(r, key)).sum();
+        assert_eq!(total, uint(&report, &format!("requests.{key}")), "{key}: {report:#}");
+    }
+}
+
 #[test]
 fn bad_shapes_are_refused_with_exit_2_before_any_load() {
     let server = TestServer::start(Behaviour::ok("never asked"));

@@ -183,6 +183,37 @@ fn another_hosts_stylesheet_is_skipped_unless_view_hosts_names_it() {
 }
 
 #[test]
+fn two_origins_stylesheets_of_one_path_have_a_row_each_named_by_origin() {
+    let other = TestServer::start(Behaviour::Site(vec![SitePath::new("/s.css", &[], "b {}")]));
+    let sheet = other.url("/s.css");
+    let page = format!(
+        r#"<html><head><link rel="stylesheet" href="/s.css">
+        <link rel="stylesheet" href="{sheet}"></head><body></body></html>"#
+    );
+    let page = TestServer::start(Behaviour::Site(vec![
+        SitePath::new("/", &[], &page),
+        SitePath::new("/s.css", &[], "p {}"),
+    ]));
+    let authority = other.addr().to_string();
+    let args = ["--view", "--view-hosts", &authority, "--rate", "20", "-n", "4"];
+    let report = bench(&page.url("/"), &args, 0);
+    assert_eq!(uint(&report, "views.completed"), 4, "{report:#}");
+    let rows: Vec<(&str, u64)> = (at(&report, "urls").as_array().unwrap().iter())
+        .map(|u| (u["path"].as_str().unwrap(), u["completed"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(rows, [("/", 4), ("/s.css", 4), (sheet.as_str(), 4)], "{report:#}");
+    // The same names in the text's table of requests.
+    let mut cmd = loadlab();
+    cmd.args(["bench", &page.url("/"), "--view", "--view-hosts", &authority]);
+    cmd.args(["--rate", "20", "-n", "2"]);
+    let out = output_within(cmd, RUN_LIMIT);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = |name: &str| text.lines().filter(|l| l.contains(&format!(" GET {name} "))).count();
+    assert_eq!((row("/s.css"), row(&sheet)), (1, 1), "{text}");
+}
+
+#[test]
 fn a_view_host_that_does_not_resolve_stops_the_run_before_any_load() {
     let (page, other) = two_origins();
     let mut cmd = loadlab();

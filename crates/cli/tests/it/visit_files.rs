@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::mixes::file;
-use super::{assert_accounted, assert_exit, at, bench, uint};
+use super::{assert_accounted, assert_exit, at, bench, strings, uint};
 use crate::support::{
     loadlab, output_within, timing_lock, with_fd_limit, Behaviour, TestServer, RUN_LIMIT,
 };
@@ -129,6 +129,46 @@ fn an_open_loop_makes_exactly_the_visits_asked_for() {
     assert_eq!(server.requests(), 60);
 }
 
+/// Two steps a second apart: a visit lasts about 1 s on loopback.
+const SLOW_VISIT: &str = r#"name = "slow"
+[[step]]
+path = "/a"
+think = "1s"
+[[step]]
+path = "/b"
+"#;
+
+#[test]
+fn a_closed_populations_warm_up_visits_are_measured_from_the_window_on() {
+    let _quiet = timing_lock();
+    let server = TestServer::start(Behaviour::ok("visit"));
+    let (_dir, visit) = file("slow.toml", SLOW_VISIT);
+    // The window is 0.1-1.6 s. The 2 visits begun at 0 end at about 1 s, inside it; the 2
+    // their visitors begin then would end at about 2 s, after it. Measuring only the visits
+    // begun in the window would count none: a visitor is in its warm-up visit until 1 s.
+    let args = ["--visits", &visit, "-c", "2", "-d", "1500ms", "--warmup", "100ms"];
+    let report = bench(&server.url("/"), &args, 0);
+    for (key, n) in [("started", 4), ("completed", 2), ("failed", 0), ("unfinished", 2)] {
+        assert_eq!(uint(&report, &format!("sessions.{key}")), n, "{key}:\n{report:#}");
+    }
+    // A carried visit's lifetime runs from its due time, the think included.
+    assert!(uint(&report, "visits.duration_us.min") >= 1_000_000, "{report:#}");
+    // Steps count from the first due in the window: the carried visits' second steps and the
+    // next visits' first; the carried visits' first steps were answered before it.
+    let counts: Vec<_> = steps(&report).into_iter().map(|(_, s, c, _)| (s, c)).collect();
+    assert_eq!(counts, [(2, 2), (2, 2)], "{report:#}");
+    assert!(!strings(&report, "warnings").iter().any(|w| w.contains("no visit")), "{report:#}");
+
+    // A window shorter than any visit: no visit ends in it, and the output says so where
+    // the (absent) visits/s would be, though requests completed.
+    let args = ["--visits", &visit, "-c", "2", "-d", "500ms"];
+    let report = bench(&server.url("/"), &args, 0);
+    assert_eq!(uint(&report, "visits.completed"), 0, "{report:#}");
+    assert!(uint(&report, "requests.completed") > 0, "{report:#}");
+    let warned = strings(&report, "warnings").iter().any(|w| w.starts_with("no visit completed"));
+    assert!(warned, "no warning that no visit completed:\n{report:#}");
+}
+
 #[test]
 fn think_time_is_in_no_step_latency() {
     let _quiet = timing_lock();
@@ -237,4 +277,50 @@ fn a_weighted_mix_of_visit_files_picks_by_weight_and_reports_each_file() {
     let out = output_within(cmd, RUN_LIMIT);
     assert_exit(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("a weight is a whole number"));
+}
+
+/// `--visits` given once per file: each value one file, commas and colons in its path kept
+/// (its last `:N` a weight), so any path can be named in a mix; an empty name or a bad weight
+/// among them is refused in one line, exit 2, before any load.
+#[test]
+fn visits_given_once_per_file_name_any_path_and_refuse_an_empty_name_or_a_bad_weight() {
+    let server = TestServer::start(Behaviour::Login);
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("a,b:c");
+    std::fs::create_dir(&odd).unwrap();
+    let odd = odd.join("x,y.toml").display().to_string();
+    std::fs::write(&odd, "[[step]]\npath = \"/other\"\ncontains = \"page\"\n").unwrap();
+    let (_b, login) = file("login.toml", &login_visit(TOKEN, "0s", r#"X-Token = "{token}""#));
+    let (weighted, url) = (format!("{odd}:3"), server.url("/"));
+    let args = ["--visits", &weighted, "--visits", &login, "--rate", "200", "-n", "12"];
+    let report = bench(&url, &args, 0);
+    let files = at(&report, "visits.files").as_array().expect("visits.files").clone();
+    let named: Vec<(&str, u64)> = files
+        .iter()
+        .map(|f| (f["file"].as_str().unwrap(), f["weight"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(named, [(odd.as_str(), 3), (login.as_str(), 1)], "{report:#}");
+    assert_eq!(uint(&report, "visits.completed"), 12, "{report:#}");
+    assert_eq!(server.targets()["/other"], files[0]["completed"].as_u64().unwrap());
+    // Alone, a path with a comma is that file when it names one whole.
+    let alone = bench(&url, &["--visits", &odd, "--rate", "200", "-n", "2"], 0);
+    assert_eq!(uint(&alone, "visits.completed"), 2, "{alone:#}");
+    let before = server.requests();
+    for (values, said) in [
+        (vec![login.as_str(), ""], "an empty visit file name"),
+        (vec![login.as_str(), ":2"], "an empty visit file name"),
+        (vec![odd.as_str(), "b,c.toml:0"], "a weight is a whole number from 1"),
+    ] {
+        let mut cmd = loadlab();
+        cmd.args(["bench", &url, "-c", "1", "-n", "1"]);
+        for v in &values {
+            cmd.args(["--visits", v]);
+        }
+        let out = output_within(cmd, RUN_LIMIT);
+        assert_exit(&out, 2);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--visits") && stderr.contains(said), "{values:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one line:\n{stderr}");
+    }
+    assert_eq!(server.requests(), before, "no load for a refused --visits");
 }

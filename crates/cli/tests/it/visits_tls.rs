@@ -194,3 +194,107 @@ fn a_page_view_over_https_finds_and_fetches_its_resources_over_tls() {
     assert_eq!(uint(&report, "timings_us.tls.count"), uint(&report, "connections.opened"));
     assert_eq!(at(&report, "tls.version"), "TLSv1.3", "{report:#}");
 }
+
+/// A site of one stylesheet, `/s.css`, whose body is `css`.
+fn sheet_site(css: &str) -> TestServer {
+    TestServer::start(Behaviour::Site(vec![SitePath::new("/s.css", &[], css)]))
+}
+
+/// A page naming the stylesheet at `sheet` (another origin's, by its whole URL) and its own
+/// `/s.css`, both served.
+fn page_naming(sheet: &str) -> Vec<SitePath> {
+    let page = format!(
+        r#"<html><head><link rel="stylesheet" href="{sheet}">
+        <link rel="stylesheet" href="/s.css"></head><body></body></html>"#
+    );
+    vec![SitePath::new("/", &[], &page), SitePath::new("/s.css", &[], "p { margin: 0 }")]
+}
+
+/// Each row of `urls`: its name and completed requests.
+fn url_rows(report: &serde_json::Value) -> Vec<(String, u64)> {
+    let rows = at(report, "urls").as_array().expect("an array");
+    rows.iter()
+        .map(|u| (u["path"].as_str().unwrap().to_string(), u["completed"].as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn a_plain_pages_view_fetches_an_allowed_https_origins_stylesheet_over_resumed_tls() {
+    let certs = certs();
+    let other = sheet_site("body { color: black }");
+    let front = Front::start(&certs, other.addr());
+    let sheet = front.url("localhost", "/s.css");
+    let page = TestServer::start(Behaviour::Site(page_naming(&sheet)));
+    let dir = tempfile::tempdir().unwrap();
+    let ca = ca_file(&dir, &certs);
+    let allowed = format!("localhost:{}", front.addr.port());
+    let views = 8;
+    let n = views.to_string();
+    let args = ["--view", "--view-hosts", &allowed, "--rate", "20", "-n", &n, "--cacert", &ca];
+    let report = bench(&page.url("/"), &args, 0);
+    assert_eq!(uint(&report, "views.completed"), views, "{report:#}");
+    assert_eq!(uint(&report, "views.failed"), 0, "{report:#}");
+    assert!(at(&report, "views.skipped").as_array().unwrap().is_empty(), "{report:#}");
+    assert_accounted(&report, 3 * views);
+    // Behind the TLS front, the stylesheet once a view, and once read at discovery; each with
+    // its origin's Host.
+    let asked: Vec<(String, Option<String>)> = (other.received().into_iter())
+        .map(|(_, r)| (r.target.clone(), r.header("host").map(str::to_string)))
+        .collect();
+    assert_eq!(asked.len() as u64, views + 1, "{asked:?}");
+    assert!(asked.iter().skip(1).all(|(t, h)| t == "/s.css" && *h == Some(allowed.clone())));
+    // Each viewer's connection to the https origin made a handshake, timed and counted; the
+    // page's own connections are plain, and the run's `tls` is the target's: none.
+    assert_eq!(uint(&report, "connections.opened"), 2 * views, "{report:#}");
+    assert_eq!(uint(&report, "timings_us.tls.count"), views, "{report:#}");
+    assert_eq!(uint(&report, "errors.tls"), 0, "{report:#}");
+    let resumed = uint(&report, "connections.tls_resumed");
+    assert!(resumed >= views / 2, "{resumed} of {views} resumed:\n{report:#}");
+    assert!(report.get("tls").is_none_or(|t| t.is_null()), "{report:#}");
+    // Two origins' `/s.css`, two rows told apart by origin.
+    let mut rows = url_rows(&report);
+    rows.sort();
+    let mut expected = vec![("/".to_string(), views), ("/s.css".into(), views), (sheet, views)];
+    expected.sort();
+    assert_eq!(rows, expected, "{report:#}");
+}
+
+#[test]
+fn an_https_pages_view_fetches_an_allowed_origins_plain_stylesheet_in_the_clear() {
+    let certs = certs();
+    let other = sheet_site("body { color: black }");
+    let page = TestServer::start(Behaviour::Site(page_naming(&other.url("/s.css"))));
+    let front = Front::start(&certs, page.addr());
+    let url = front.url("127.0.0.1", "/");
+    let views = 6;
+    let n = views.to_string();
+    let allowed = other.addr().to_string();
+    let args = ["--view", "--view-hosts", &allowed, "--rate", "20", "-n", &n, "--insecure"];
+    let report = bench(&url, &args, 0);
+    assert_eq!(uint(&report, "views.completed"), views, "{report:#}");
+    assert_accounted(&report, 3 * views);
+    assert_eq!(other.targets().get("/s.css"), Some(&(views + 1)));
+    assert_eq!(other.connections(), views + 1, "one connection of each viewer, and discovery's");
+    // Only the page's connections were TLS ones.
+    assert_eq!(uint(&report, "timings_us.tls.count"), views, "{report:#}");
+    assert_eq!(at(&report, "tls.version"), "TLSv1.3", "{report:#}");
+}
+
+#[test]
+fn an_allowed_https_origin_the_run_does_not_trust_is_one_error_before_any_load() {
+    let certs = certs();
+    let other = sheet_site("body { color: black }");
+    let front = Front::start(&certs, other.addr());
+    let sheet = front.url("localhost", "/s.css");
+    let page = TestServer::start(Behaviour::Site(page_naming(&sheet)));
+    let allowed = format!("localhost:{}", front.addr.port());
+    let url = page.url("/");
+    let stderr = super::refused(&[&url, "--view", "--view-hosts", &allowed, "--rate", "5"]);
+    let origin = format!("https://localhost:{}", front.addr.port());
+    assert!(stderr.contains(&origin), "{stderr}");
+    assert!(stderr.contains("certificate is not trusted"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line:\n{stderr}");
+    // Discovery read the page and its own stylesheet; not one view.
+    assert_eq!(page.targets().get("/"), Some(&1), "{stderr}");
+    assert_eq!(other.requests(), 0, "{stderr}");
+}

@@ -21,6 +21,7 @@ mod regression;
 mod slo;
 mod stages;
 mod urls;
+mod view_hosts;
 mod views;
 mod visits;
 

@@ -2,7 +2,6 @@
 //! change for the worse exits 99 and names the cell; a better one, or one the repetitions
 //! cannot tell from noise, exits 0.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 
 use loadlab_store::{
@@ -16,37 +15,46 @@ fn cell(ordinal: u32, repetition: u32, rps: f64) -> CellRecord {
     load.connections = Some(50);
     CellRecord {
         ordinal,
-        stack: "nginx".into(),
-        knobs: BTreeMap::new(),
-        workload: "hello.txt".into(),
-        load,
         repetition,
         started_at: UNIX_EPOCH + Duration::from_secs(1_750_000_000),
-        duration_s: 10.0,
-        metrics: [(metric::RPS.to_string(), rps)].into(),
-        histograms: BTreeMap::new(),
-        series: Default::default(),
-        seconds: Vec::new(),
-        steps: Vec::new(),
-        samples: Vec::new(),
-        flags: Vec::new(),
-        limited_by: None,
-        slo: None,
+        ..CellRecord::for_test("nginx", "hello.txt", load).with_metrics(&[(metric::RPS, rps)])
     }
 }
 
 /// Stores one run of `rps` repetitions.
 fn store_run(store: &mut Store, rps: &[f64]) {
+    let cells: Vec<CellRecord> =
+        rps.iter().enumerate().map(|(i, &v)| cell(i as u32, i as u32, v)).collect();
+    store_cells(store, &cells);
+}
+
+fn store_cells(store: &mut Store, cells: &[CellRecord]) {
     let info = RunInfo {
         suite: "gate".into(),
         started_at: UNIX_EPOCH + Duration::from_secs(1_750_000_000),
         environment: Environment::default(),
     };
     let run = store.begin_run(&info).expect("begin a run");
-    for (i, &v) in rps.iter().enumerate() {
-        store.record_cell(run, &cell(i as u32, i as u32, v)).expect("record a cell");
+    for c in cells {
+        store.record_cell(run, c).expect("record a cell");
     }
     store.finish_run(run, RunStatus::Finished, UNIX_EPOCH).expect("finish the run");
+}
+
+/// Repetitions of page views at 3 views/s, each completing `views` views/s: their requests'
+/// rate (60 req/s) the same whatever the views'.
+fn view_cells(views: f64) -> Vec<CellRecord> {
+    (0..7)
+        .map(|i| {
+            let mut c = cell(i, i, 60.0);
+            c.workload = "front page".into();
+            c.load = LoadSpec::new(LoadModel::Open);
+            c.load.rate = Some(3.0);
+            c.metrics.insert(metric::VIEWS_RPS.into(), views + f64::from(i) * 0.01);
+            c.metrics.insert(metric::VIEW_P99_US.into(), 40_000.0);
+            c
+        })
+        .collect()
 }
 
 #[test]
@@ -78,4 +86,32 @@ fn a_significantly_slower_run_fails_the_gate_and_a_faster_or_noisy_one_does_not(
     assert!(String::from_utf8_lossy(&out.stderr).contains("no significant regression"));
     let out = gate("1", "3");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Issue 25: a view workload's runs are compared on their views, not their requests: the
+/// table's heading, the gate's line and `--json` say views/s.
+#[test]
+fn a_view_workload_is_compared_on_its_views_in_the_table_the_gate_and_the_json() {
+    let scratch = Scratch::new();
+    let db = scratch.db();
+    std::fs::create_dir_all(scratch.out()).unwrap();
+    let mut store = Store::open(&db).expect("a store");
+    store_cells(&mut store, &view_cells(3.0));
+    store_cells(&mut store, &view_cells(2.0));
+    drop(store);
+
+    let out = scratch.run(&["compare", "1", "2", "--db", &db]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.starts_with("views/s "), "{table}");
+    assert!(table.contains("front page · open, 3 views/s · nginx") && !table.contains("req/s"));
+
+    let out = scratch.run(&["compare", "1", "2", "--db", &db, "--json", "--fail-on-regression"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(99), "{stderr}");
+    assert!(stderr.contains("front page open, 3 views/s views/s: -33.0% (p=0.001)"), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rate = &json[0];
+    assert_eq!((rate["counted"].as_str(), rate["measure"].as_str()), (Some("views"), Some("rps")));
+    assert_eq!(rate["old"]["median"].as_f64(), Some(3.03), "{rate}");
+    assert!(rate["significant"].as_bool().unwrap(), "{rate}");
 }

@@ -1,11 +1,11 @@
-//! What a visitor of a visit file carries from one answer to its next request: its cookie jar
-//! and the values it captured, the request bytes rendered from them, and the verdict on each
-//! answer (the call's checks, then its captures). httperf's session logs and page views carry
-//! nothing: their requests are the table's, the same bytes for every visitor.
+//! What a visitor of a visit file carries from one answer to its next request
+//! ([`loadlab_visit::Visitor`]: its cookie jar and values, the verdict on each answer), and
+//! the request bytes made from it toward the run's target. httperf's session logs and page
+//! views carry nothing: their requests are the table's, the same bytes for every visitor.
 
 use std::time::Instant;
 
-use loadlab_visit::{Call, Jar, Response, Vars};
+use loadlab_visit::{Call, Response, Vars, Visitor};
 
 use crate::{RequestSpec, Target};
 
@@ -21,39 +21,22 @@ pub struct Render {
     pub given: Vars,
 }
 
-/// `{visitor}` as a given value writes it.
-const VISITOR_HOLE: &str = "{visitor}";
-
-/// One visitor's state, dropped with its visit.
+/// One visitor's state, dropped with its visit: a [`Visitor`] that makes its requests' bytes.
 #[derive(Debug)]
 pub(crate) struct Carry {
-    jar: Jar,
-    vars: Vars,
+    visitor: Visitor,
 }
 
-/// Why an answer ends its visit: a check broken (its class: `status`, `body`, `header`) or a
-/// capture that found nothing (`capture`).
-pub(crate) type Broken = &'static str;
-
 impl Carry {
-    /// Visitor `number`'s state as its visit begins: the given values, with `{visitor}` (in
-    /// them and in the steps) its number. Numbers start at 1 and no two visitors in a visit
-    /// at once hold the same; a closed population of K visitors numbers itself 1..=K.
+    /// Visitor `number`'s state as its visit begins ([`Visitor::new`]): a closed population
+    /// of K visitors numbers itself 1..=K.
     pub fn new(render: &Render, number: usize) -> Carry {
-        let jar = Jar::new(&render.target.host, render.target.tls);
-        let number = number.to_string();
-        let mut vars: Vars = render
-            .given
-            .iter()
-            .map(|(name, value)| (name.clone(), value.replace(VISITOR_HOLE, &number)))
-            .collect();
-        vars.insert(loadlab_visit::VISITOR.to_string(), number);
-        Carry { jar, vars }
+        let (host, tls) = (&render.target.host, render.target.tls);
+        Carry { visitor: Visitor::new(host, tls, &render.given, number) }
     }
 
     /// `call`'s request for this visitor, into `out`: its templates filled with the values
-    /// captured so far, and the jar's cookies for its path. A name without a value (which the
-    /// file's reading rules out for visits that got this far) is the error.
+    /// captured so far, and the jar's cookies for its path.
     pub fn render(
         &self,
         render: &Render,
@@ -98,7 +81,8 @@ impl Carry {
         call: &Call,
         now: Instant,
     ) -> Result<(RequestSpec, String), String> {
-        let path = call.path.to_string_with(&self.vars)?;
+        let v = &self.visitor;
+        let path = v.fill(&call.path)?;
         let mut spec = RequestSpec {
             method: call.method.clone(),
             headers: render
@@ -111,14 +95,14 @@ impl Carry {
             body: render.base.body.clone(),
         };
         for (name, value) in &call.headers {
-            spec.headers.push((name.clone(), value.to_string_with(&self.vars)?));
+            spec.headers.push((name.clone(), v.fill(value)?));
         }
         if let Some(body) = &call.body {
-            spec.body = body.to_string_with(&self.vars)?.into_bytes();
+            spec.body = v.fill(body)?.into_bytes();
         }
         // The jar's cookies join any Cookie field the user gave (RFC 6265 section 5.4: one
         // field, pairs separated by "; ").
-        if let Some(cookies) = self.jar.header(&path, now) {
+        if let Some(cookies) = v.cookies(&path, now) {
             match spec.headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("cookie")) {
                 Some((_, v)) => *v = format!("{v}; {cookies}"),
                 None => spec.headers.push(("Cookie".to_string(), cookies)),
@@ -126,35 +110,29 @@ impl Carry {
         }
         Ok((spec, path))
     }
+}
 
-    /// Judges the answer to `call` (a request for `path`): its cookies go into the jar, then
-    /// the first broken check or missing capture ends the visit; otherwise the captured
-    /// values are kept for the calls to come.
-    pub fn judge(
-        &mut self,
-        call: &Call,
-        path: &str,
-        answer: &Response<'_>,
-        now: Instant,
-    ) -> Result<(), Broken> {
-        for (_, v) in answer.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie")) {
-            self.jar.store(v, path, now);
-        }
-        judge_checks(call, answer)?;
-        for capture in &call.captures {
-            let value = capture.take(answer).ok_or("capture")?;
-            self.vars.insert(capture.name.clone(), value);
-        }
-        Ok(())
+/// A carry judges answers as its visitor does ([`Visitor::judge`]).
+impl std::ops::Deref for Carry {
+    type Target = Visitor;
+    fn deref(&self) -> &Visitor {
+        &self.visitor
     }
 }
 
-/// The first of `call`'s checks that `answer` breaks, by its class.
-pub(crate) fn judge_checks(call: &Call, answer: &Response<'_>) -> Result<(), Broken> {
-    match call.checks.iter().find(|c| !c.holds(answer)) {
-        Some(broken) => Err(broken.class()),
-        None => Ok(()),
+impl std::ops::DerefMut for Carry {
+    fn deref_mut(&mut self) -> &mut Visitor {
+        &mut self.visitor
     }
+}
+
+/// The first of `call`'s checks that `answer` breaks, by its class (a visit that carries
+/// nothing).
+pub(crate) fn judge_checks(
+    call: &Call,
+    answer: &Response<'_>,
+) -> Result<(), loadlab_visit::Broken> {
+    call.broken(answer).map_or(Ok(()), Err)
 }
 
 /// The path part of a request's bytes (between the method and the version), for the jar's
@@ -169,22 +147,9 @@ pub(crate) fn request_path(bytes: &[u8]) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loadlab_visit::visit_file;
+    use std::sync::{Arc, Mutex};
 
-    const VISIT: &str = r#"
-[[step]]
-path = "/login"
-status = 200
-[[step.capture]]
-name = "token"
-regex = 'token=(\w+)'
-[[step]]
-method = "POST"
-path = "/private?t={token}&v={visitor}"
-headers = { X-Token = "{token}" }
-body = "token={token}&log={user}"
-header = "X-Ok"
-"#;
+    use loadlab_visit::{Capture, Source, Template};
 
     fn render() -> Render {
         let target = Target::parse("http://127.0.0.1:8080/").unwrap();
@@ -197,21 +162,32 @@ header = "X-Ok"
         Render { base, target, keepalive: true, given }
     }
 
+    /// The answer to `login` gives the token and a cookie; `private` uses both, the base
+    /// request's fields and the visitor's number.
     #[test]
     fn captures_and_cookies_go_into_the_next_request() {
-        let visit = visit_file::parse(VISIT, "v.toml", &["user"]).unwrap();
-        let (login, private) = (&visit.bursts[0].calls[0], &visit.bursts[1].calls[0]);
+        let capture = Capture { name: "token".into(), source: Source::Header("X-Next".into()) };
+        let login = Call { captures: vec![capture], ..Call::get("/login") };
+        let private = Call {
+            method: "POST".into(),
+            path: Template::parse("/private?t={token}&v={visitor}"),
+            headers: vec![("X-Token".into(), Template::parse("{token}"))],
+            body: Some(Template::parse("token={token}&log={user}")),
+            ..Call::get("/")
+        };
         let (r, now) = (render(), Instant::now());
         let mut carry = Carry::new(&r, 3);
         let mut bytes = Vec::new();
-        carry.render(&r, login, now, &mut bytes).unwrap();
+        carry.render(&r, &login, now, &mut bytes).unwrap();
         assert_eq!(request_path(&bytes), "/login");
         // Before the answer, the second request cannot be made.
-        assert_eq!(carry.render(&r, private, now, &mut bytes), Err("token".to_string()));
-        let headers = vec![("Set-Cookie".to_string(), "sid=42; Path=/".to_string())];
-        let answer = Response { status: 200, headers: &headers, body: b"<p>token=ab12</p>" };
-        carry.judge(login, "/login", &answer, now).unwrap();
-        carry.render(&r, private, now, &mut bytes).unwrap();
+        assert_eq!(carry.render(&r, &private, now, &mut bytes), Err("token".to_string()));
+        let headers = [("Set-Cookie", "sid=42; Path=/"), ("X-Next", "ab12")];
+        let headers: Vec<(String, String)> =
+            headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+        let answer = Response { status: 200, headers: &headers, body: b"" };
+        carry.judge(&login, "/login", &answer, now).unwrap();
+        carry.render(&r, &private, now, &mut bytes).unwrap();
         let text = String::from_utf8(bytes.clone()).unwrap();
         assert!(text.starts_with("POST /private?t=ab12&v=3 HTTP/1.1\r\n"), "{text}");
         for field in ["X-Token: ab12\r\n", "Cookie: sid=42\r\n", "Accept-Language: en\r\n"] {
@@ -219,20 +195,62 @@ header = "X-Ok"
         }
         // A given value's `{visitor}` is this visitor's number too.
         assert!(text.ends_with("\r\n\r\ntoken=ab12&log=ann-3"), "{text}");
-        // The second answer lacks its header: a broken check, by class.
-        let plain = Response { status: 200, headers: &[], body: b"" };
-        assert_eq!(carry.judge(private, "/private", &plain, now), Err("header"));
+        let nothing = Response { status: 200, headers: &[], body: b"" };
+        assert_eq!(carry.judge(&login, "/login", &nothing, now), Err("capture"));
     }
 
+    /// A server on 127.0.0.1 that answers each request after `delay` (so that an open loop's
+    /// visits overlap), and the request targets it saw.
+    fn slow_server(delay: std::time::Duration) -> (std::net::SocketAddr, Arc<Mutex<Vec<String>>>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let (addr, seen) = (listener.local_addr().unwrap(), Arc::new(Mutex::new(Vec::new())));
+        let saw = seen.clone();
+        std::thread::spawn(move || {
+            for mut conn in listener.incoming().flatten() {
+                let saw = saw.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = conn.read(&mut buf) {
+                        let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                        let Some(target) = head.split(' ').nth(1) else { return };
+                        saw.lock().unwrap().push(target.to_string());
+                        std::thread::sleep(delay);
+                        let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                        if conn.write_all(answer).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (addr, seen)
+    }
+
+    /// In the open loop a visitor's number is its place among the visits in flight: the
+    /// tally's `top_visitor` is the highest number a request carried (for the lab's users
+    /// rule, `visitors_past_users`), above 1 when visits overlapped, never above the visits.
     #[test]
-    fn a_capture_that_finds_nothing_breaks_the_visit() {
-        let visit = visit_file::parse(VISIT, "v.toml", &["user"]).unwrap();
-        let login = &visit.bursts[0].calls[0];
-        let (r, now) = (render(), Instant::now());
-        let mut carry = Carry::new(&r, 3);
-        let no_token = Response { status: 200, headers: &[], body: b"nothing here" };
-        assert_eq!(carry.judge(login, "/login", &no_token, now), Err("capture"));
-        let refused = Response { status: 403, headers: &[], body: b"token=x" };
-        assert_eq!(carry.judge(login, "/login", &refused, now), Err("status"));
+    fn the_highest_visitor_number_of_an_open_loop_is_kept() {
+        let (addr, seen) = slow_server(std::time::Duration::from_millis(60));
+        let target = Target::parse(&format!("http://{addr}/")).unwrap();
+        let mut config = crate::BenchConfig::new(target);
+        (config.threads, config.stop) = (1, crate::Stop::Count(8));
+        let visit = "[[step]]\npath = \"/u/{visitor}\"\n";
+        let visits = super::super::VisitFile::parse(visit, "v", &config, None, Vars::new());
+        visits.unwrap().apply(&mut config, Some(100.0), crate::Arrival::Fixed);
+        let control = Arc::new(crate::Control::default());
+        let result = crate::run(&config, addr, control).unwrap();
+        let top = result.tally.sessions.as_deref().unwrap().top_visitor;
+        let numbers: Vec<u64> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t.strip_prefix("/u/")?.parse().ok())
+            .collect();
+        assert_eq!(numbers.len(), 8, "{numbers:?}");
+        assert_eq!(Some(top), numbers.iter().max().copied(), "{numbers:?}");
+        // 10 ms apart, 60 ms each: several in flight at once.
+        assert!((2..=8).contains(&top), "{top}");
     }
 }

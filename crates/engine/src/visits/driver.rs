@@ -204,6 +204,7 @@ impl VisitWorker {
             if !measuring && now >= self.spec.measure_start {
                 measuring = true;
                 account_start = ThreadAccount::thread();
+                self.carry_into_window();
             }
             if let Some(end_at) = self.ended(now) {
                 break end_at;
@@ -312,6 +313,7 @@ impl VisitWorker {
         // once share one, and a closed population of K numbers itself 1..=K.
         let v = self.free_visitors.pop().unwrap_or(self.visitors.len());
         let number = v * self.stream.1 + self.stream.0 + 1;
+        self.sessions.top_visitor = self.sessions.top_visitor.max(number as u64);
         let visitor = Visitor {
             visit: match self.pick.as_mut() {
                 Some(pick) => pick.next() as usize,
@@ -337,6 +339,30 @@ impl VisitWorker {
         self.live += 1;
         self.sessions.started += u64::from(measured);
         self.issue(v, now);
+    }
+
+    /// A closed population's visits in progress when the measurement starts are measured
+    /// from then on, as wrk counts the requests it completes: a visitor's next visit starts
+    /// only when its current one ends, so leaving a warm-up visit out of the window would
+    /// leave its visitor out for as long as that visit lasts, and in a window a few visits
+    /// long, visits/s would count only the visits begun and ended inside it. Such a visit's
+    /// lifetime runs from its due time, as every visit's; its steps count from the first one
+    /// due in the window. An open loop's visits are its schedule's, measured by their due time.
+    fn carry_into_window(&mut self) {
+        if self.schedule.is_some() {
+            return;
+        }
+        for visitor in self.visitors.iter_mut().flatten().filter(|v| !v.measured) {
+            if !self.budget.take() {
+                self.budget_spent = true;
+                return;
+            }
+            visitor.measured = true;
+            self.sessions.started += 1;
+            // Its connections are the visit's (httperf's connections per session), though
+            // opened before the window and so not among the requests' connections opened.
+            self.sessions.connections += visitor.slots.len() as u64;
+        }
     }
 
     /// Visitors whose think time is over start their next burst.
@@ -484,9 +510,10 @@ impl VisitWorker {
         let slot = &mut self.slots[idx];
         // Over TLS, the run's one client configuration: a visitor's new connection resumes a
         // session as the request loop's do (its cache is shared by every connection). An
-        // allowed host's origin is spoken to in the clear at its own address.
-        let to = match self.plan.origins.addr(slot.origin) {
-            Some(addr) => To { addr, unix: None, tls: None },
+        // allowed host's origin is spoken to at its own address, over TLS when it is an
+        // `https` one (with the configuration the other origins' connections share).
+        let to = match self.plan.origins.get(slot.origin) {
+            Some(other) => To { addr: other.addr, unix: None, tls: other.tls.as_ref() },
             None => To {
                 addr: self.spec.addr,
                 unix: self.spec.unix.as_deref(),
@@ -550,9 +577,16 @@ impl VisitWorker {
         if self.slots[idx].conn.state == State::Reading && readable {
             self.read(idx, now, event.is_read_closed() || event.is_error());
         }
-        let conn = &mut self.slots[idx].conn;
-        if conn.note_handshake(now) && self.negotiated.is_none() {
-            self.negotiated = conn.negotiated();
+        self.note_handshake(idx, now);
+    }
+
+    /// The first time a TLS connection's handshake is seen over: its end is the handshake's
+    /// time, recorded with the connection's first answer. Every origin's handshake is timed and
+    /// counted; the run's `tls` is what its target settled.
+    fn note_handshake(&mut self, idx: usize, now: Instant) {
+        let slot = &mut self.slots[idx];
+        if slot.conn.note_handshake(now) && slot.origin == 0 && self.negotiated.is_none() {
+            self.negotiated = slot.conn.negotiated();
         }
     }
 
@@ -596,6 +630,11 @@ impl VisitWorker {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return self.fail_io(idx, &e, now),
             };
+            // The handshake can end inside this read (rustls sends its last flight and the
+            // request held until then) and the answer come in a later read of this loop, on
+            // loopback at once: noted before any answer, its time is recorded with the first.
+            self.note_handshake(idx, now);
+            let conn = &mut self.slots[idx].conn;
             match conn.feed(&self.buf[..n], now) {
                 Fed::Partial if !conn.read_again(n, self.buf.len(), must_drain) => return,
                 Fed::Partial => {}
@@ -677,8 +716,8 @@ impl VisitWorker {
             return self.issue(v, now);
         }
         // The burst is over: the visit ends, or its visitor thinks.
-        if let Some(i) = plan.step_index(visitor.visit, visitor.burst).filter(|_| visitor.measured)
-        {
+        let in_window = visitor.measured && visitor.step_due >= self.spec.measure_start;
+        if let Some(i) = plan.step_index(visitor.visit, visitor.burst).filter(|_| in_window) {
             let step = &mut self.sessions.steps[i];
             step.completed += 1;
             step.latency.record(us(now.saturating_duration_since(visitor.step_due)));
@@ -766,7 +805,8 @@ impl VisitWorker {
                     plan.bursts[..burst].iter().map(|b| b.entries.len()).sum::<usize>()
                         + visitor.next;
                 self.sessions.not_issued += (planned - issued) as u64;
-                if let Some(i) = self.plan.step_index(visitor.visit, burst) {
+                let step = self.plan.step_index(visitor.visit, burst);
+                if let Some(i) = step.filter(|_| visitor.step_due >= self.spec.measure_start) {
                     *self.sessions.steps[i].failed.entry(class.clone()).or_insert(0) += 1;
                 }
                 let at = StepFailure { step: burst as u32 + 1, call: call as u32 + 1, class };

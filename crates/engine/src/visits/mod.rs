@@ -40,7 +40,7 @@ use std::time::Duration;
 
 pub use carry::Render;
 pub use steps::VisitFile;
-pub use weighted::{parse_weights, WeightedFile};
+pub use weighted::{parse_visits, parse_weight, parse_weights, Weighted, WeightedFile};
 
 use loadlab_visit::{Call, Template, Think, Visit};
 
@@ -72,16 +72,39 @@ pub struct Plan {
     /// Where each request goes: the target's origin unless a page view's resource is on an
     /// allowed host's (`--view-hosts`).
     pub origins: OriginTable,
+    /// The users the target has for visitor numbers, one each (a lab's built-in login visit:
+    /// the users it made); a visitor whose number is above them shares one, and its logins
+    /// may fail. `None`: no such bound.
+    pub users: Option<u64>,
 }
 
 /// The origins of a run's requests beyond the target's: a visitor holds its own connections
 /// to each, up to `Plan::per_visitor` per origin, as a browser holds up to six per host.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct OriginTable {
-    /// Each entry's origin: 0 the target's, `i` the address `addrs[i - 1]`; empty, all 0.
+    /// Each entry's origin: 0 the target's, `i` the origin `others[i - 1]`; empty, all 0.
     pub of_entry: Vec<usize>,
-    /// The other origins' addresses, resolved before the run.
-    pub addrs: Vec<std::net::SocketAddr>,
+    /// The other origins, resolved before the run.
+    pub others: Vec<Origin>,
+}
+
+/// Another origin of a page view's resources (an allowed host's, `--view-hosts`).
+#[derive(Clone)]
+pub struct Origin {
+    /// `http://host:port` or `https://host:port`: what its requests' figures are named after.
+    pub name: String,
+    pub addr: std::net::SocketAddr,
+    /// Over TLS: the client configuration the run's connections to other origins share (its
+    /// trust, ALPN `http/1.1`, its session cache) and this origin's server name.
+    pub tls: Option<(std::sync::Arc<rustls::ClientConfig>, rustls::pki_types::ServerName<'static>)>,
+}
+
+/// Its name and address: what makes it the same origin on every agent (`Plan::identity`),
+/// not the session cache of its TLS configuration.
+impl std::fmt::Debug for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at {}", self.name, self.addr)
+    }
 }
 
 impl OriginTable {
@@ -90,9 +113,44 @@ impl OriginTable {
         self.of_entry.get(entry as usize).copied().unwrap_or(0)
     }
 
-    /// Origin `origin`'s address; `None` for the target's (the run's own address).
-    pub(crate) fn addr(&self, origin: usize) -> Option<std::net::SocketAddr> {
-        origin.checked_sub(1).map(|i| self.addrs[i])
+    /// Origin `origin`; `None` for the target's (the run's own address and TLS).
+    pub(crate) fn get(&self, origin: usize) -> Option<&Origin> {
+        origin.checked_sub(1).map(|i| &self.others[i])
+    }
+
+    /// The name of entry `entry`'s request for its own figures: its path on the target's
+    /// origin, its whole URL on another (two origins may both serve `/s.css`).
+    pub fn entry_name(&self, entry: usize, path: &str) -> String {
+        match self.get(self.of(entry as u32)) {
+            Some(origin) => format!("{}{path}", origin.name),
+            None => path.to_string(),
+        }
+    }
+
+    /// Whether any request goes to another origin than the target's.
+    pub fn speaks_other(&self) -> bool {
+        !self.others.is_empty()
+    }
+
+    /// Whether any other origin is an `https` one: the run makes TLS handshakes with it.
+    pub fn speaks_tls(&self) -> bool {
+        self.others.iter().any(|o| o.tls.is_some())
+    }
+
+    /// A new session cache for the other origins' TLS connections, shared by all of them:
+    /// each run's first handshakes are full ones, as its target's are. `resume` off
+    /// (`--no-tls-resume`) keeps the configuration's none.
+    pub(crate) fn fresh_sessions(&mut self, resume: bool) {
+        let Some((client, _)) = self.others.iter().find_map(|o| o.tls.as_ref()) else { return };
+        if !resume {
+            return;
+        }
+        let mut fresh = (**client).clone();
+        fresh.resumption = rustls::client::Resumption::default();
+        let fresh = std::sync::Arc::new(fresh);
+        for (client, _) in self.others.iter_mut().filter_map(|o| o.tls.as_mut()) {
+            *client = fresh.clone();
+        }
     }
 }
 
@@ -242,6 +300,7 @@ impl Plan {
             step_starts,
             view: None,
             origins: OriginTable::default(),
+            users: None,
         };
         Ok((plan, mix))
     }

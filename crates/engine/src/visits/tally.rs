@@ -39,6 +39,9 @@ pub struct SessionTally {
     /// A weighted mix of visit files: each file's completed visits' durations (as
     /// `lifetime`), by the plan's visit; empty otherwise.
     pub by_visit: Vec<Recorder>,
+    /// The highest visitor number (`{visitor}`) a visit held, warm-up's included: in the
+    /// open loop it grows with the visits in flight at once ([`super::Plan::users`]).
+    pub top_visitor: u64,
 }
 
 /// One step of a visit file: how often it began, completed and failed (by class), and its
@@ -85,6 +88,7 @@ impl SessionTally {
         self.abandoned += o.abandoned;
         self.not_issued += o.not_issued;
         self.connections += o.connections;
+        self.top_visitor = self.top_visitor.max(o.top_visitor);
         add(&mut self.replies, &o.replies);
         add(&mut self.per_second, &o.per_second);
         for (k, v) in &o.failures {

@@ -15,9 +15,11 @@
 //! Only the target's own host and port are fetched unless `--view-hosts` names others: their
 //! names are resolved once, before the page is read (one that does not resolve stops the run
 //! before any load), and a visitor opens its own connections to each such origin, up to
-//! `--browser-connections` per origin as a browser does. Another host's resources not named
-//! (a CDN, a tracker) are left out and listed as such (`ViewPlan::skipped`); so are an allowed
-//! host's over `https`, which the visitor's connections do not speak yet.
+//! `--browser-connections` per origin as a browser does, over TLS for an `https` origin
+//! (whatever the page's own scheme): the run's trust (`--insecure`, `--cacert`), ALPN
+//! `http/1.1`, and one client configuration for every other origin's connections of a run, so
+//! that they resume one another's sessions as the target's do. Another host's resources not
+//! named (a CDN, a tracker) are left out and listed as such (`ViewPlan::skipped`).
 
 use loadlab_visit::cache::{self, Reuse};
 use loadlab_visit::discover::{self, Allow, Links};
@@ -45,7 +47,7 @@ pub struct ViewPlan {
     pub resources: Vec<ViewResource>,
     /// Each visitor views the page twice, the second time with the first's cache.
     pub repeat: bool,
-    /// The links left out: on hosts not allowed, or an allowed host's over `https`.
+    /// The links left out: on hosts not allowed.
     pub skipped: Vec<String>,
 }
 
@@ -53,8 +55,9 @@ pub struct ViewPlan {
 pub struct ViewResource {
     /// Path and query, as requested.
     pub path: String,
-    /// Another origin's authority (`host:port`, an allowed host's); `None` on the target's.
-    pub host: Option<String>,
+    /// Another origin (`http://host:port` or `https://host:port`, an allowed host's); `None`
+    /// on the target's.
+    pub origin: Option<String>,
     /// With a repeat view: what the second view does with it; `None` without one.
     pub repeat: Option<Reuse>,
 }
@@ -70,7 +73,7 @@ impl View {
         hosts: &[String],
     ) -> Result<View, EngineError> {
         config.target.resolve()?;
-        let mut origins = Origins::resolve(hosts)?;
+        let mut origins = Origins::resolve(hosts, &config.tls)?;
         let mut endpoint = Endpoint::plain(config.target.addrs[0]);
         if config.target.tls {
             // Found as the run will fetch it: the same trust, the same server name.
@@ -79,22 +82,23 @@ impl View {
             endpoint.tls = Some(tls);
         }
         let (found, skipped) = resources(config, &endpoint, &mut origins)?;
+        origins.preflight(config)?;
         let within = config.timeout * 2;
         let mut listed = Vec::with_capacity(found.len());
         for (url, fields) in found {
-            let (path, host) = (origin_form(&url), origins.authority(&url));
+            let (path, origin) = (origin_form(&url), origins.name(&url));
             let reuse = match (repeat, fields) {
                 (false, _) => None,
                 (true, Some(fields)) => Some(cache::reuse(&fields, within)),
                 (true, None) => {
-                    let at = origins.endpoint(&url).unwrap_or_else(|| endpoint.clone());
+                    let at = origins.endpoint(&url)?.unwrap_or_else(|| endpoint.clone());
                     let answer = fetch(&at, &path, config).map_err(|reason| {
                         EngineError::Unreachable { target: config.target.authority.clone(), reason }
                     })?;
                     Some(cache::reuse(&answer.headers, within))
                 }
             };
-            listed.push(ViewResource { path, host, repeat: reuse });
+            listed.push(ViewResource { path, origin, repeat: reuse });
         }
         let page = config.target.path.clone();
         let mut first = vec![Call::get(&page)];
@@ -124,7 +128,7 @@ impl View {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        plan.origins = origins.table(&mix);
+        plan.origins = origins.table(&mix, &config.tls)?;
         plan.view = Some(ViewPlan { page, resources: listed, repeat, skipped });
         Ok(View { plan, mix })
     }
@@ -136,7 +140,10 @@ impl View {
 
     /// Makes `config` run views at `rate` a second (with a repeat view, visitors: each makes
     /// two views); its stop condition counts visitors.
-    pub fn apply(self, config: &mut BenchConfig, rate: f64, arrival: Arrival) {
+    pub fn apply(mut self, config: &mut BenchConfig, rate: f64, arrival: Arrival) {
+        // Each run's handshakes start anew, as its target's do: a suite's cells share the view,
+        // not the sessions an earlier cell resumed.
+        self.plan.origins.fresh_sessions(config.tls.resume);
         super::wsesslog::run_plan(config, self.plan, self.mix, rate, arrival);
     }
 }
@@ -146,16 +153,16 @@ impl ViewResource {
     /// which also tells the driver which of the visitor's connections it goes on.
     fn call(&self) -> Call {
         let mut call = Call::get(&self.path);
-        if let Some(host) = &self.host {
-            call.headers.push(("Host".to_string(), Template::literal(host)));
+        if let Some(origin) = &self.origin {
+            call.headers.push(("Host".to_string(), Template::literal(authority_of(origin))));
         }
         call
     }
 
     /// As listed: the path on the target's origin, the whole URL on another.
     pub fn shown(&self) -> String {
-        match &self.host {
-            Some(host) => format!("http://{host}{}", self.path),
+        match &self.origin {
+            Some(origin) => format!("{origin}{}", self.path),
             None => self.path.clone(),
         }
     }
@@ -166,16 +173,35 @@ struct Origins {
     allow: Allow,
     /// Each allowed host (lower case, as `Url::host_str` gives it) and its address.
     resolved: Vec<(String, std::net::IpAddr)>,
-    /// Other origins met, by authority, in the order found: origin `i + 1` of the plan.
-    used: Vec<(String, std::net::SocketAddr)>,
+    /// Other origins met, in the order found: origin `i + 1` of the plan.
+    used: Vec<Used>,
     /// The page's URL, once read: its own origin is the target's, whatever the allow-list.
     page: Option<Url>,
+    /// The run's trust, for an `https` origin's discovery and connections.
+    tls: crate::TlsOptions,
+}
+
+/// Another origin a view fetches from.
+struct Used {
+    /// `host:port`, as its requests' `Host` field carries it.
+    authority: String,
+    addr: std::net::SocketAddr,
+    /// Its host, as named (a TLS server name), when it speaks `https`.
+    tls: Option<String>,
+}
+
+impl Used {
+    /// `http://host:port` or `https://host:port`.
+    fn name(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.authority)
+    }
 }
 
 impl Origins {
     /// Resolves every allowed host before anything is sent: one that does not resolve is the
     /// user's mistake, told by name.
-    fn resolve(hosts: &[String]) -> Result<Origins, EngineError> {
+    fn resolve(hosts: &[String], tls: &crate::TlsOptions) -> Result<Origins, EngineError> {
         use std::net::ToSocketAddrs;
         let mut resolved = Vec::with_capacity(hosts.len());
         for entry in hosts {
@@ -194,43 +220,72 @@ impl Origins {
             resolved,
             used: Vec::new(),
             page: None,
+            tls: tls.clone(),
         })
     }
 
-    /// The address of `u`'s origin when it is an allowed host's, over `http`, and not the
-    /// page's own.
-    fn addr(&self, u: &Url) -> Option<std::net::SocketAddr> {
+    /// `u`'s origin when it is an allowed host's, over `http` or `https`, and not the page's
+    /// own.
+    fn other(&self, u: &Url) -> Option<Used> {
         if self.page.as_ref().is_some_and(|page| Allow::same_origin(page, u)) {
             return None;
         }
         let host = u.host_str()?.to_ascii_lowercase();
         let ip = self.resolved.iter().find(|(h, _)| *h == host)?.1;
         let port = u.port_or_known_default()?;
-        (u.scheme() == "http").then_some(std::net::SocketAddr::new(ip, port))
+        let tls = match u.scheme() {
+            "http" => None,
+            "https" => Some(host.clone()),
+            _ => return None,
+        };
+        let addr = std::net::SocketAddr::new(ip, port);
+        Some(Used { authority: format!("{}:{port}", u.host_str()?), addr, tls })
     }
 
-    fn endpoint(&self, u: &Url) -> Option<Endpoint> {
-        self.addr(u).map(Endpoint::plain)
+    /// Where discovery reads `u` when it is on another origin: over TLS for an `https` one,
+    /// trusting as the run does.
+    fn endpoint(&self, u: &Url) -> Result<Option<Endpoint>, EngineError> {
+        let Some(other) = self.other(u) else { return Ok(None) };
+        let mut endpoint = Endpoint::plain(other.addr);
+        if let Some(host) = &other.tls {
+            let tls = client::Tls::trusting(&self.tls, host).map_err(EngineError::Config)?;
+            endpoint.tls = Some(tls);
+        }
+        Ok(Some(endpoint))
     }
 
-    /// `u`'s authority when it is on another origin than the page's.
-    fn authority(&self, u: &Url) -> Option<String> {
-        let (host, port) = (u.host_str()?, u.port_or_known_default()?);
-        self.addr(u).map(|_| format!("{host}:{port}"))
+    /// `u`'s origin (`https://host:port`) when it is another than the page's.
+    fn name(&self, u: &Url) -> Option<String> {
+        self.other(u).map(|o| o.name())
     }
 
-    /// Sorts a page's other-origin links: an allowed host's over `http` is kept (its origin
-    /// noted), any other left out.
+    /// One handshake with each `https` origin a view fetches from, before any load: a
+    /// certificate the run does not trust is said once, naming that origin, instead of
+    /// failing every view.
+    fn preflight(&self, config: &BenchConfig) -> Result<(), EngineError> {
+        for used in &self.used {
+            let Some(host) = &used.tls else { continue };
+            let tls_config =
+                crate::tls::client_config(&self.tls, false).map_err(EngineError::Config)?;
+            let name = crate::tls::server_name(host).map_err(EngineError::Config)?;
+            crate::tls::preflight(used.addr, name, tls_config, config.connect_timeout, false)
+                .map_err(|reason| EngineError::Unreachable { target: used.name(), reason })?;
+        }
+        Ok(())
+    }
+
+    /// Sorts a page's other-origin links: an allowed host's over `http` or `https` is kept (its
+    /// origin noted), any other left out.
     fn sort(&mut self, page: &Url, links: Links, found: &mut Vec<Url>, skipped: &mut Vec<String>) {
         for u in links.kept {
-            match (Allow::same_origin(page, &u), self.addr(&u), self.authority(&u)) {
-                (true, ..) => {}
-                (false, Some(addr), Some(authority)) => {
-                    if !self.used.iter().any(|(a, _)| *a == authority) {
-                        self.used.push((authority, addr));
+            match (Allow::same_origin(page, &u), self.other(&u)) {
+                (true, _) => {}
+                (false, Some(other)) => {
+                    if !self.used.iter().any(|o| o.authority == other.authority) {
+                        self.used.push(other);
                     }
                 }
-                _ => {
+                (false, None) => {
                     note(skipped, u.to_string());
                     continue;
                 }
@@ -243,17 +298,40 @@ impl Origins {
     }
 
     /// The run's table of origins: each entry's (by its `Host` field, 0 for the target's) and
-    /// each other origin's address.
-    fn table(&self, mix: &crate::mix::Mix) -> super::OriginTable {
+    /// each other origin, an `https` one with the client configuration its connections share.
+    fn table(
+        &self,
+        mix: &crate::mix::Mix,
+        tls: &crate::TlsOptions,
+    ) -> Result<super::OriginTable, EngineError> {
         let of = |e: &crate::mix::Entry| {
             let host = e.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("host"));
-            host.and_then(|(_, v)| self.used.iter().position(|(a, _)| a == v)).map_or(0, |i| i + 1)
+            host.and_then(|(_, v)| self.used.iter().position(|o| o.authority == *v))
+                .map_or(0, |i| i + 1)
         };
-        super::OriginTable {
-            of_entry: mix.entries.iter().map(of).collect(),
-            addrs: self.used.iter().map(|(_, addr)| *addr).collect(),
+        let client = match self.used.iter().any(|o| o.tls.is_some()) {
+            // HTTP/1.1 on every other origin, whatever the target speaks.
+            true => Some(crate::tls::client_config(tls, false).map_err(EngineError::Config)?),
+            false => None,
+        };
+        let mut others = Vec::with_capacity(self.used.len());
+        for used in &self.used {
+            let tls = match (&used.tls, &client) {
+                (Some(host), Some(client)) => Some((
+                    client.clone(),
+                    crate::tls::server_name(host).map_err(EngineError::Config)?,
+                )),
+                _ => None,
+            };
+            others.push(super::Origin { name: used.name(), addr: used.addr, tls });
         }
+        Ok(super::OriginTable { of_entry: mix.entries.iter().map(of).collect(), others })
     }
+}
+
+/// `host:port` of an origin named `scheme://host:port`.
+fn authority_of(origin: &str) -> &str {
+    origin.split_once("://").map_or(origin, |(_, a)| a)
 }
 
 /// The resources the page at `config`'s target names, and those its stylesheets name, on the
@@ -287,7 +365,7 @@ fn resources(
     let sheets: Vec<Url> = found.iter().filter(|u| u.path().ends_with(".css")).cloned().collect();
     let mut fields = std::collections::HashMap::new();
     for sheet in sheets {
-        let at = origins.endpoint(&sheet).unwrap_or_else(|| endpoint.clone());
+        let at = origins.endpoint(&sheet)?.unwrap_or_else(|| endpoint.clone());
         let Ok(answer) = fetch(&at, &origin_form(&sheet), config) else { continue };
         let css = String::from_utf8_lossy(&answer.body);
         let links = discover::css_resources(&css, &sheet, &page, &allow);
@@ -365,5 +443,53 @@ impl ViewTimes {
         } else {
             0.0
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origins(page: &str) -> Origins {
+        let mut o = Origins::resolve(&["127.0.0.1".to_string()], &Default::default()).unwrap();
+        o.page = Some(Url::parse(page).unwrap());
+        o
+    }
+
+    fn other(o: &Origins, u: &str) -> Option<(String, Option<String>)> {
+        o.other(&Url::parse(u).unwrap()).map(|used| (used.name(), used.tls))
+    }
+
+    #[test]
+    fn an_allowed_hosts_origin_is_spoken_to_in_its_own_scheme() {
+        let plain_page = origins("http://127.0.0.1:8080/");
+        let tls = Some("127.0.0.1".to_string());
+        let https = other(&plain_page, "https://127.0.0.1:8443/s.css");
+        assert_eq!(https, Some(("https://127.0.0.1:8443".into(), tls.clone())));
+        // The default port of the scheme, named in full so that two origins stay apart.
+        let https = other(&plain_page, "https://127.0.0.1/s.css");
+        assert_eq!(https, Some(("https://127.0.0.1:443".into(), tls)));
+        let http = other(&plain_page, "http://127.0.0.1:9090/s.css");
+        assert_eq!(http, Some(("http://127.0.0.1:9090".into(), None)));
+        // The page's own origin is the target's; another scheme than http(s) is none.
+        assert_eq!(other(&plain_page, "http://127.0.0.1:8080/s.css"), None);
+        assert_eq!(other(&plain_page, "ftp://127.0.0.1/s.css"), None);
+        // An https page's plain resources on an allowed host: in the clear.
+        let tls_page = origins("https://127.0.0.1:8443/");
+        let http = other(&tls_page, "http://127.0.0.1:8443/s.css");
+        assert_eq!(http, Some(("http://127.0.0.1:8443".into(), None)));
+    }
+
+    #[test]
+    fn per_url_figures_name_another_origins_requests_by_their_whole_url() {
+        let addr = "127.0.0.1:8443".parse().unwrap();
+        let table = super::super::OriginTable {
+            of_entry: vec![0, 0, 1],
+            others: vec![super::super::Origin { name: "https://a:8443".into(), addr, tls: None }],
+        };
+        let names: Vec<String> = (0..3).map(|i| table.entry_name(i, "/s.css")).collect();
+        assert_eq!(names, ["/s.css", "/s.css", "https://a:8443/s.css"]);
+        assert!(table.speaks_other() && !table.speaks_tls());
+        assert!(!super::super::OriginTable::default().speaks_other());
     }
 }

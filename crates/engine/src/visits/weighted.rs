@@ -19,28 +19,47 @@ pub struct WeightedFile {
     pub weight: u32,
 }
 
-/// `--visits`' value: visit files (or built-in visits) separated by commas, each with an
-/// optional `:WEIGHT` (a whole number from 1, default 1). A name whose last `:` part is not a
-/// number is a name whole (`wordpress:login`).
-pub fn parse_weights(spec: &str) -> Result<Vec<(String, u32)>, String> {
-    spec.split(',')
-        .map(|part| {
-            let part = part.trim();
-            let (name, weight) = match part.rsplit_once(':') {
-                Some((name, w)) if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => {
-                    let weight = w.parse::<u32>().ok().filter(|w| *w > 0).ok_or_else(|| {
-                        format!("{part}: a weight is a whole number from 1 to {}", u32::MAX)
-                    })?;
-                    (name, weight)
-                }
-                _ => (part, 1),
-            };
-            if name.is_empty() {
-                return Err(format!("{spec}: an empty visit file name"));
-            }
-            Ok((name.to_string(), weight))
-        })
-        .collect()
+/// Visit files (or built-in visits) with their weights, in the order named.
+pub type Weighted = Vec<(String, u32)>;
+
+/// `--visits` as given, each time it is: given more than once, each value is one visit file
+/// (or built-in visit) with an optional `:WEIGHT`, commas and all, so that any path can be
+/// named; given once, a comma list ([`parse_weights`]), unless the value, its `:WEIGHT`
+/// aside, names a file as a whole (`is_file`: a path holding a comma). A suite's list of
+/// visits is the first case, its string the second.
+pub fn parse_visits(values: &[String], is_file: impl Fn(&str) -> bool) -> Result<Weighted, String> {
+    match values {
+        [] => Err("an empty visit file name".to_string()),
+        [one] => match parse_weight(one) {
+            Ok((name, weight)) if is_file(&name) => Ok(vec![(name, weight)]),
+            _ => parse_weights(one),
+        },
+        many => many.iter().map(|v| parse_weight(v)).collect(),
+    }
+}
+
+/// `--visits`' value: visit files (or built-in visits) separated by commas, each as
+/// [`parse_weight`] reads one.
+pub fn parse_weights(spec: &str) -> Result<Weighted, String> {
+    spec.split(',').map(|part| parse_weight(part.trim())).collect()
+}
+
+/// One visit file (or built-in visit) with an optional `:WEIGHT` (a whole number from 1,
+/// default 1). A name whose last `:` part is not a number is a name whole (`wordpress:login`).
+pub fn parse_weight(item: &str) -> Result<(String, u32), String> {
+    let (name, weight) = match item.rsplit_once(':') {
+        Some((name, w)) if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => {
+            let weight = w.parse::<u32>().ok().filter(|w| *w > 0).ok_or_else(|| {
+                format!("{item}: a weight is a whole number from 1 to {}", u32::MAX)
+            })?;
+            (name, weight)
+        }
+        _ => (item, 1),
+    };
+    if name.is_empty() {
+        return Err(format!("{item:?}: an empty visit file name"));
+    }
+    Ok((name.to_string(), weight))
 }
 
 impl VisitFile {
@@ -94,6 +113,31 @@ mod tests {
         assert!(parse_weights("a.toml:0").unwrap_err().contains("from 1"));
         assert!(parse_weights("a.toml:99999999999").unwrap_err().contains("whole number"));
         assert!(parse_weights(":3").unwrap_err().contains("empty"));
+    }
+
+    #[test]
+    fn visits_given_more_than_once_are_one_name_each_and_a_whole_file_is_not_split() {
+        let named = |v: &[&str], file: &str| {
+            let values: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+            parse_visits(&values, |n| n == file)
+        };
+        let pairs = |p: &[(&str, u32)]| -> Weighted {
+            p.iter().map(|(n, w)| (n.to_string(), *w)).collect()
+        };
+        // Several values: each one name, its commas and colons kept, the last `:N` a weight.
+        let many = named(&["dir,x/a,b.toml:3", "c:d.toml", "wordpress:login:2"], "");
+        assert_eq!(
+            many,
+            Ok(pairs(&[("dir,x/a,b.toml", 3), ("c:d.toml", 1), ("wordpress:login", 2)]))
+        );
+        // One value: a comma list, unless it names a file whole.
+        assert_eq!(named(&["a,b.toml:2"], ""), Ok(pairs(&[("a", 1), ("b.toml", 2)])));
+        assert_eq!(named(&["a,b.toml:2"], "a,b.toml"), Ok(pairs(&[("a,b.toml", 2)])));
+        // An empty name or a bad weight, in any of them.
+        for bad in [&["a.toml", ""][..], &["a.toml", ":2"], &[""], &[], &["a.toml:0", "b.toml"]] {
+            assert!(named(bad, "").is_err(), "{bad:?}");
+        }
+        assert!(named(&["a.toml", "b,c.toml:0"], "").unwrap_err().contains("from 1"));
     }
 
     #[test]

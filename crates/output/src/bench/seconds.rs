@@ -17,7 +17,10 @@ pub fn text(seconds: &[Second], out: &mut dyn Write) -> io::Result<()> {
     )?;
     let time = |v: Option<u64>| v.map_or("-".to_string(), |v| micros(v as f64));
     for s in seconds {
-        let mut flags: Vec<String> = s.flags.iter().map(|f| f.name().to_string()).collect();
+        // A partial last second says its length first: its counts are of that length.
+        let partial = s.partial_s.map(|length| format!("partial {length:.2} s"));
+        let mut flags: Vec<String> = partial.into_iter().collect();
+        flags.extend(s.flags.iter().map(|f| f.name().to_string()));
         flags.extend(s.failed_by.iter().map(|(class, n)| format!("{class} {n}")));
         writeln!(
             out,
@@ -39,9 +42,10 @@ pub fn text(seconds: &[Second], out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The CSV table: a header, then one row a second; every failure class has its column, so
-/// the header is the same for every run; flags are `;`-separated in one column.
+/// the header is the same for every run; flags are `;`-separated in one column; `partial_s`
+/// is the length of a partial last second, empty for a whole one.
 pub fn csv(seconds: &[Second], out: &mut dyn Write) -> io::Result<()> {
-    let mut header = vec!["second", "offered", "achieved", "completed", "failed"];
+    let mut header = vec!["second", "partial_s", "offered", "achieved", "completed", "failed"];
     header.extend(ErrorClass::ALL.iter().map(|c| c.name()));
     header.extend(["p50_us", "p90_us", "p99_us", "connections_open", "client_cpu", "flags"]);
     writeln!(out, "{}", header.join(","))?;
@@ -49,6 +53,7 @@ pub fn csv(seconds: &[Second], out: &mut dyn Write) -> io::Result<()> {
     for s in seconds {
         let mut row = vec![
             s.second.to_string(),
+            s.partial_s.map_or(String::new(), |length| format!("{length:.3}")),
             s.offered.to_string(),
             s.achieved.to_string(),
             s.completed.to_string(),
@@ -71,4 +76,49 @@ pub fn csv(seconds: &[Second], out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{}", row.join(","))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use loadlab_runner::seconds::Second;
+
+    fn second(second: u32, partial_s: Option<f64>, completed: u64) -> Second {
+        Second {
+            second,
+            partial_s,
+            offered: completed,
+            achieved: completed,
+            completed,
+            failed: 0,
+            failed_by: Default::default(),
+            p50_us: None,
+            p90_us: None,
+            p99_us: None,
+            connections_open: 1,
+            client_cpu: 0.1,
+            flags: Vec::new(),
+            flagged_agents: Vec::new(),
+        }
+    }
+
+    /// A stopped run's partial last second is a row like the others, marked with its length,
+    /// in the text table and the CSV alike.
+    #[test]
+    fn a_partial_last_second_is_marked_with_its_length() {
+        let rows = [second(0, None, 100), second(1, Some(0.4), 40)];
+        let mut text = Vec::new();
+        super::text(&rows, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(!lines[2].contains("partial"), "{text}");
+        assert!(lines[3].ends_with("partial 0.40 s"), "{text}");
+        let mut csv = Vec::new();
+        super::csv(&rows, &mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        let cells: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+        let column = cells[0].iter().position(|h| *h == "partial_s").expect("a partial_s column");
+        assert_eq!((cells[1][column], cells[2][column]), ("", "0.400"), "{csv}");
+        assert!(cells.iter().all(|r| r.len() == cells[0].len()), "{csv}");
+    }
 }

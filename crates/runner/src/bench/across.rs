@@ -252,6 +252,7 @@ mod seconds_tests {
     fn second(n: u32, flags: Vec<Flag>) -> Second {
         Second {
             second: n,
+            partial_s: None,
             offered: 10,
             achieved: 10,
             completed: 10,

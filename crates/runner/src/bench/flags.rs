@@ -279,8 +279,9 @@ pub struct LoadFlags {
     pub wsesslog: Option<(String, Option<usize>)>,
     /// `--view`, its `--browser-connections`, `--repeat-view` and `--view-hosts`.
     pub view: Option<(Option<usize>, bool, Vec<String>)>,
-    /// `--visits FILE` (a visit file) and its `--visitor-connections`.
-    pub visits: Option<(String, Option<usize>)>,
+    /// `--visits FILE` (a visit file, or a mix: each time the flag is given) and its
+    /// `--visitor-connections`.
+    pub visits: Option<(Vec<String>, Option<usize>)>,
     /// `--given NAME=VALUE`: values the visit's steps use as `{NAME}`, as typed.
     pub given: Vec<String>,
 }
@@ -367,7 +368,7 @@ impl LoadFlags {
         note: &mut dyn FnMut(&str),
     ) -> Result<(), FlagError> {
         let arrival = self.schedule.arrival;
-        if let Some((file, per_visitor)) = &self.visits {
+        if let Some((values, per_visitor)) = &self.visits {
             let fixed = matches!(self.connections, Some(Level::Fixed(_)) | None);
             if self.conn_rate.is_some() || (rate.is_none() && !fixed) {
                 return Err(FlagError::Usage(
@@ -377,7 +378,10 @@ impl LoadFlags {
                 ));
             }
             let given = parse_given(&self.given)?;
-            visit_file(file, config, *per_visitor, &given)?.apply(config, rate, arrival);
+            let is_file = |name: &str| std::path::Path::new(name).is_file();
+            let weighted = loadlab_engine::visits::parse_visits(values, is_file)
+                .map_err(|e| FlagError::Usage(format!("--visits {e}")))?;
+            visit_file(&weighted, config, *per_visitor, &given)?.apply(config, rate, arrival);
         }
         let Some(rate) = rate else { return Ok(()) };
         if let Some((spec, per_visitor)) = &self.wsesslog {
@@ -514,41 +518,42 @@ pub fn parse_given(items: &[String]) -> Result<Vec<(String, String)>, FlagError>
     Ok(given)
 }
 
-/// The visits of `spec` for `config`'s target: a built-in visit's name (`wordpress:login`)
+/// The visits of `weighted` for `config`'s target: a built-in visit's name (`wordpress:login`)
 /// or a visit file, or a weighted mix of them (`a.toml:3,b.toml:1`, see
-/// [`loadlab_engine::visits::parse_weights`]), as `bench --visits` and a suite's
+/// [`loadlab_engine::visits::parse_visits`]), as `bench --visits` and a suite's
 /// `visits = ...` take them, with the values `given` by the user (over a built-in visit's
 /// own). A name no step uses, or that a step captures, is refused.
 pub(crate) fn visit_file(
-    spec: &str,
+    weighted: &[(String, u32)],
     config: &BenchConfig,
     per_visitor: Option<usize>,
     given: &[(String, String)],
 ) -> Result<loadlab_engine::visits::VisitFile, FlagError> {
-    let usage = |e: String| FlagError::Usage(format!("--visits {e}"));
-    let weighted = loadlab_engine::visits::parse_weights(spec).map_err(usage)?;
     let mut vars: loadlab_visit::Vars = given.iter().cloned().collect();
-    if let [(one, 1)] = weighted.as_slice() {
+    if let [(one, 1)] = weighted {
         let Some(builtin) = builtin_visit(one, &config.target.url)? else {
             return loadlab_engine::visits::VisitFile::read(one, config, per_visitor, vars)
                 .map_err(FlagError::Engine);
         };
-        lab_values(one, &builtin, &mut vars, config)?;
+        let users = lab_values(one, &builtin, &mut vars, config)?;
         let name = builtin.visit.name;
-        return loadlab_engine::visits::VisitFile::parse(
+        let mut visits = loadlab_engine::visits::VisitFile::parse(
             builtin.visit.text,
             name,
             config,
             per_visitor,
             vars,
         )
-        .map_err(FlagError::Engine);
+        .map_err(FlagError::Engine)?;
+        visits.plan.users = users;
+        return Ok(visits);
     }
     let mut files = Vec::with_capacity(weighted.len());
-    for (name, weight) in weighted {
+    let mut users = None;
+    for (name, weight) in weighted.iter().cloned() {
         let text = match builtin_visit(&name, &config.target.url)? {
             Some(builtin) => {
-                lab_values(&name, &builtin, &mut vars, config)?;
+                users = users.or(lab_values(&name, &builtin, &mut vars, config)?);
                 builtin.visit.text.to_string()
             }
             None => std::fs::read_to_string(&name).map_err(|e| {
@@ -561,20 +566,23 @@ pub(crate) fn visit_file(
         };
         files.push(loadlab_engine::visits::WeightedFile { name, text, weight });
     }
-    loadlab_engine::visits::VisitFile::weighted(&files, config, per_visitor, vars)
-        .map_err(FlagError::Engine)
+    let mut visits = loadlab_engine::visits::VisitFile::weighted(&files, config, per_visitor, vars)
+        .map_err(FlagError::Engine)?;
+    visits.plan.users = users;
+    Ok(visits)
 }
 
 /// Adds the values the lab's instance gives built-in visit `spec` to `vars`, where the user
 /// gave none of that name. Each visitor logs in as its own user of the stack: a closed
 /// population larger than its users would share some, and lose logins to WordPress's unlocked
-/// session row (docs/lab.md), so it is refused.
+/// session row (docs/lab.md), so it is refused; an open loop's visitor numbers are known only
+/// as it runs, so the users are returned for its trust rule (`visitors_past_users`).
 fn lab_values(
     spec: &str,
     builtin: &loadlab_lab::visits::Resolved,
     vars: &mut loadlab_visit::Vars,
     config: &BenchConfig,
-) -> Result<(), FlagError> {
+) -> Result<Option<u64>, FlagError> {
     let mut lab_given = false;
     for (name, value) in &builtin.given {
         if let std::collections::hash_map::Entry::Vacant(free) = vars.entry(name.clone()) {
@@ -591,7 +599,7 @@ fn lab_values(
             )));
         }
     }
-    Ok(())
+    Ok(builtin.visitors.filter(|_| lab_given).map(|users| users as u64))
 }
 
 /// `--visits NAME` of one of the lab's built-in visits (docs/lab.md), with the values the

@@ -38,35 +38,7 @@ impl Tally {
     }
 }
 
-/// What a run's live line counts: its requests, or for a run of visits the visits, as its
-/// report does (a page view, a visit of a visit file, a session of `--wsesslog`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    Requests,
-    Views,
-    Visits,
-    Sessions,
-}
-
-impl Unit {
-    pub fn of(config: &BenchConfig) -> Unit {
-        match config.visits.as_deref() {
-            None => Unit::Requests,
-            Some(p) if p.view.is_some() => Unit::Views,
-            Some(p) if !p.steps.is_empty() => Unit::Visits,
-            Some(_) => Unit::Sessions,
-        }
-    }
-
-    pub fn rate(self) -> &'static str {
-        match self {
-            Unit::Requests => "req/s",
-            Unit::Views => "views/s",
-            Unit::Visits => "visits/s",
-            Unit::Sessions => "sessions/s",
-        }
-    }
-}
+pub use crate::unit::Unit;
 
 /// Counts one run from its start: the control's counters may carry earlier runs of the same
 /// process (a sweep's steps), so they count from where they stood.
@@ -81,8 +53,8 @@ pub struct Counting {
 }
 
 impl Counting {
-    /// Counts `unit`: requests, or a run of visits' visits. The other agents' counters count
-    /// requests, so a run of visits counts this host's visits alone.
+    /// Counts `unit`: requests, or a run of visits' visits, the other agents' (`others`, agent
+    /// 0 of `--agents`) of the same unit added.
     pub fn of(
         control: Arc<Control>,
         others: Option<Arc<Counters>>,
@@ -90,7 +62,6 @@ impl Counting {
         unit: Unit,
     ) -> Self {
         let start = Instant::now();
-        let others = others.filter(|_| unit == Unit::Requests);
         let mut counting =
             Counting { control, others, unit, warmup, start, base: (0, 0), last: (start, 0) };
         counting.base = counting.counters();
@@ -107,11 +78,19 @@ impl Counting {
         (done.load(Ordering::Relaxed), failed.load(Ordering::Relaxed))
     }
 
+    /// The other agents' counters of what is counted, as their heartbeats tell them.
+    fn others(&self) -> (u64, u64) {
+        let Some(o) = &self.others else { return (0, 0) };
+        let (done, failed) = match self.unit {
+            Unit::Requests => (&o.completed, &o.failed),
+            _ => (&o.visits_completed, &o.visits_failed),
+        };
+        (done.load(Ordering::Relaxed), failed.load(Ordering::Relaxed))
+    }
+
     /// The figures now.
     pub fn tally(&mut self, now: Instant) -> Tally {
-        let (more, more_failed) = self.others.as_ref().map_or((0, 0), |o| {
-            (o.completed.load(Ordering::Relaxed), o.failed.load(Ordering::Relaxed))
-        });
+        let (more, more_failed) = self.others();
         let (done, failed) = self.counters();
         let completed = done - self.base.0 + more;
         let failed = failed - self.base.1 + more_failed;
@@ -231,14 +210,18 @@ mod tests {
         control.visits_completed.store(4, Ordering::Relaxed);
         let others = Arc::new(Counters::default());
         others.completed.store(30, Ordering::Relaxed);
-        let mut counting = Counting::of(control.clone(), Some(others), Duration::ZERO, Unit::Views);
+        let mut counting =
+            Counting::of(control.clone(), Some(others.clone()), Duration::ZERO, Unit::Views);
         let t0 = Instant::now();
         control.completed.fetch_add(70, Ordering::Relaxed);
         control.visits_completed.fetch_add(10, Ordering::Relaxed);
         control.visits_failed.fetch_add(1, Ordering::Relaxed);
+        // The other agents' views count too (agent 0 of `--agents`), their requests do not.
+        others.visits_completed.store(6, Ordering::Relaxed);
+        others.visits_failed.store(2, Ordering::Relaxed);
         let tally = counting.tally(t0 + Duration::from_secs(2));
-        assert_eq!((tally.completed, tally.failed), (10, 1), "views, not requests");
-        assert_eq!(tally.rate_text(), "5 views/s");
+        assert_eq!((tally.completed, tally.failed), (16, 3), "views, not requests");
+        assert_eq!(tally.rate_text(), "8 views/s");
         let plain = BenchConfig::new(loadlab_engine::Target::parse("http://127.0.0.1:9/").unwrap());
         assert_eq!(Unit::of(&plain), Unit::Requests);
     }

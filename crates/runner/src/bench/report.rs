@@ -184,8 +184,8 @@ pub struct Connections {
     pub replies_per_connection: Option<f64>,
     /// Connections opened per second.
     pub rate_per_s: f64,
-    /// https://: new connections whose TLS handshake resumed a session (of
-    /// `timings_us.tls.count`); null for http://.
+    /// https:// (or a page view's `https` origin): new connections whose TLS handshake
+    /// resumed a session (of `timings_us.tls.count`); null for http://.
     pub tls_resumed: Option<u64>,
 }
 
@@ -554,16 +554,21 @@ impl Connections {
             replies_per_connection: (t.conn_life.count() > 0)
                 .then(|| t.conn_replies as f64 / t.conn_life.count() as f64),
             rate_per_s: per_second(t.connections_opened as f64, r.duration),
-            tls_resumed: cfg.target.tls.then_some(t.tls_resumed),
+            tls_resumed: speaks_tls(cfg).then_some(t.tls_resumed),
         }
     }
+}
+
+/// The run made TLS handshakes: to an https:// target, or to a page view's `https` origin.
+fn speaks_tls(cfg: &BenchConfig) -> bool {
+    cfg.target.tls || cfg.visits.as_ref().is_some_and(|p| p.origins.speaks_tls())
 }
 
 impl TimingsUs {
     fn of(cfg: &BenchConfig, t: &loadlab_engine::Tally) -> TimingsUs {
         TimingsUs {
             connect: t.timings.connect.summary(),
-            tls: cfg.target.tls.then(|| t.timings.tls.summary()),
+            tls: speaks_tls(cfg).then(|| t.timings.tls.summary()),
             waiting: t.timings.waiting.summary(),
             processing: t.timings.processing.summary(),
             total: t.timings.total.summary(),

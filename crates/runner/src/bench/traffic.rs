@@ -13,7 +13,9 @@ pub struct UrlFigures {
     /// The line of the list it came from.
     pub line: usize,
     pub method: String,
-    /// Path and query, as sent.
+    /// Path and query, as sent; a page view's request to another origin (`--view-hosts`) is
+    /// named by its whole URL (`https://cdn.example:443/s.css`), so that two origins' `/s.css`
+    /// are two rows told apart.
     pub path: String,
     pub weight: u32,
     pub completed: u64,
@@ -35,10 +37,11 @@ pub fn urls(cfg: &BenchConfig, r: &BenchResult) -> Option<Vec<UrlFigures>> {
         .entries
         .iter()
         .zip(&r.tally.entries)
-        .map(|(entry, t)| UrlFigures {
+        .enumerate()
+        .map(|(i, (entry, t))| UrlFigures {
             line: entry.line,
             method: entry.method(&cfg.request).to_string(),
-            path: entry.path.clone(),
+            path: entry_name(cfg, i, entry),
             weight: entry.weight,
             completed: t.completed,
             failed: t.failed,
@@ -51,6 +54,15 @@ pub fn urls(cfg: &BenchConfig, r: &BenchResult) -> Option<Vec<UrlFigures>> {
         })
         .collect();
     Some(figures)
+}
+
+/// The name of entry `i` of the run's requests for its own figures: its path, or its whole
+/// URL when a page view's plan puts it on another origin than the target's.
+pub fn entry_name(cfg: &BenchConfig, i: usize, entry: &loadlab_engine::mix::Entry) -> String {
+    match &cfg.visits {
+        Some(plan) => plan.origins.entry_name(i, &entry.path),
+        None => entry.path.clone(),
+    }
 }
 
 /// What a replay read and sent.

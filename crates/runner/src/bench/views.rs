@@ -19,7 +19,7 @@ pub struct Views {
     /// What each view fetched after the page, in order.
     pub resources: Vec<Resource>,
     /// What the page and its stylesheets name that no view fetched: another host's (not in
-    /// `--view-hosts`), or an allowed host's over https.
+    /// `--view-hosts`).
     pub skipped: Vec<String>,
     pub completed: u64,
     pub failed: u64,

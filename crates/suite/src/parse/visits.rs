@@ -4,6 +4,7 @@
 //! the lab, its `given` values each used by a step (none captured by one), and the keys that
 //! do not go with a visit refused.
 
+use loadlab_engine::visits::{parse_weight, Weighted};
 use loadlab_engine::{BenchConfig, RequestSpec, Target};
 use toml::Spanned;
 
@@ -25,7 +26,7 @@ fn unused(visit: &loadlab_visit::Visit, given: &Given) -> Result<(), String> {
 impl Checker<'_> {
     /// The workload's visit (a built-in name as written, a file made absolute) and the values
     /// it is given, checked; `None` without `visits`.
-    pub(super) fn visits(&self, w: &RawWorkload) -> Checked<(Option<String>, Given)> {
+    pub(super) fn visits(&self, w: &RawWorkload) -> Checked<(Option<Weighted>, Given)> {
         let name = w.name.get_ref();
         let given = self.given(w)?;
         let Some(v) = &w.visits else {
@@ -54,25 +55,30 @@ impl Checker<'_> {
                 format!("{name:?} is a built-in workload: name the visit workload otherwise"),
             );
         }
-        let items = match v.get_ref() {
-            VisitsValue::One(one) => vec![one.as_str()],
-            VisitsValue::Many(many) => many.iter().map(String::as_str).collect(),
+        // The list as `bench --visits` given once per element (each one name, commas and
+        // all), the string as `--visits` given once; an empty list is one empty name.
+        let parsed = match v.get_ref() {
+            VisitsValue::One(one) => {
+                let is_file = |n: &str| self.dir.join(n).is_file();
+                loadlab_engine::visits::parse_visits(std::slice::from_ref(one), is_file)
+            }
+            VisitsValue::Many(many) if many.is_empty() => parse_weight("").map(|w| vec![w]),
+            VisitsValue::Many(many) => many.iter().map(|m| parse_weight(m)).collect(),
         };
-        // An empty list is one empty name, refused as such.
-        let weighted = match loadlab_engine::visits::parse_weights(&items.join(",")) {
+        let weighted = match parsed {
             Ok(w) => w,
             Err(e) => return self.fail(v.span(), format!("visits: {e}")),
         };
         if let [(one, 1)] = weighted.as_slice() {
-            return Ok((Some(self.visit(one, v.span(), &given, true)?), given));
+            return Ok((Some(vec![(self.visit(one, v.span(), &given, true)?, 1)]), given));
         }
         // A weighted mix, as `bench --visits` takes it: each name resolved, then its weight;
         // a given value need only be used by one of them.
         let mut resolved = Vec::with_capacity(weighted.len());
         for (name, weight) in &weighted {
-            resolved.push(format!("{}:{weight}", self.visit(name, v.span(), &given, false)?));
+            resolved.push((self.visit(name, v.span(), &given, false)?, *weight));
         }
-        Ok((Some(resolved.join(",")), given))
+        Ok((Some(resolved), given))
     }
 
     /// One visit of a workload's `visits` (written at `span`): a built-in name as written, a

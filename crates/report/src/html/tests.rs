@@ -228,3 +228,35 @@ fn the_environment_shows_both_machines_and_the_path_between_them() {
     let alone = render_html(&run(), &reps("apache", "static", 10, &[90.0]), &[]);
     assert!(alone.contains("<dt>host</dt><dd>lab1</dd>") && !alone.contains("server host"));
 }
+
+/// Issue 25: a view group's charts drew its requests (20 a view, up to 240 req/s). Now they
+/// name views/s and the page load, and their scale is the views' (up to 12 views/s).
+#[test]
+fn a_view_groups_charts_name_and_carry_the_views() {
+    let cells = crate::testcell::view_cells(3, &[3.0, 6.0, 12.0]);
+    let html = render_html(&run(), &cells, &[]);
+    let sweeps = &html[html.find("<section id=\"sweeps\">").expect("a sweep")..];
+    let sweeps = &sweeps[..sweeps.find("</section>").unwrap()];
+    let svg = &sweeps[..sweeps.find("</svg>").unwrap()];
+    let texts: Vec<&str> = svg
+        .split("<text")
+        .skip(1)
+        .map(|t| t[t.find('>').unwrap() + 1..].split('<').next().unwrap().trim())
+        .collect();
+    let at = |label: &str| {
+        texts
+            .iter()
+            .position(|t| *t == label)
+            .unwrap_or_else(|| panic!("no {label:?} in {texts:?}"))
+    };
+    let (achieved, p99) = (at("achieved (views/s)"), at("p99 page load (ms)"));
+    at("offered rate (views/s)");
+    let ticks: Vec<f64> = texts[achieved + 1..p99].iter().filter_map(|t| t.parse().ok()).collect();
+    assert!(!ticks.is_empty() && ticks.iter().all(|&t| t <= 12.0), "the views' scale: {ticks:?}");
+    assert!(sweeps.contains("varnish sustains 12 views/s;"), "{sweeps}");
+    assert!(!sweeps.contains("req/s"), "{sweeps}");
+    // At one rate: the page-load percentiles.
+    let html = render_html(&run(), &crate::testcell::view_cells(3, &[3.0]), &[]);
+    assert!(html.contains("<h3>front page views · open, 3 views/s: page load percentiles</h3>"));
+    assert!(html.contains("page load (ms)"), "{html}");
+}

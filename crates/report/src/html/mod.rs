@@ -1,0 +1,218 @@
+//! The report as one self-contained HTML file: inline CSS and SVG, no script, no external URL,
+//! so it opens offline, from a mail attachment, years later.
+//!
+//! Every piece of text that came from outside loadlab (stack and workload names, knobs, flag
+//! details, server versions, captured configs) goes through [`Esc`]; the only markup written
+//! raw is loadlab's own and the SVG that plotters produced (which escapes its text itself).
+//!
+//! This module is the page's frame: its head, header, chart sections and footer. The sections
+//! of tables are their own modules: `verdict.rs` (the verdict table), `cells.rs` (each cell's
+//! detail) and `environment.rs` (the machines, links and configs).
+
+mod cells;
+mod environment;
+mod verdict;
+
+use std::fmt::{self, Write};
+
+use loadlab_store::{CellRecord, ConfigRecord, Run};
+
+use crate::charts;
+use crate::format;
+use crate::plots::{plots, Palette, Plot};
+use crate::verdict::verdicts;
+
+use cells::cells_section;
+use environment::{environment, unsampled_externals};
+use verdict::verdict_table;
+
+const CSS: &str = include_str!("../../assets/report.css");
+
+/// Text made safe for HTML element content and quoted attribute values.
+pub struct Esc<'a>(pub &'a str);
+
+impl fmt::Display for Esc<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut rest = self.0;
+        while let Some(i) = rest.find(['&', '<', '>', '"', '\'']) {
+            f.write_str(&rest[..i])?;
+            f.write_str(match rest.as_bytes()[i] {
+                b'&' => "&amp;",
+                b'<' => "&lt;",
+                b'>' => "&gt;",
+                b'"' => "&quot;",
+                _ => "&#39;",
+            })?;
+            rest = &rest[i + 1..];
+        }
+        f.write_str(rest)
+    }
+}
+
+/// The whole report of `run`: verdict, charts, per-cell detail, environment and configs.
+pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) -> String {
+    let verdicts = verdicts(cells);
+    let palette = Palette::new(cells);
+    let plots = plots(run, cells, &palette);
+    let seconds = crate::per_second::plots(cells, &palette);
+    let mut out = String::with_capacity(256 * 1024);
+    // Writing into a String cannot fail: the fmt::Results below are always Ok.
+    let o = &mut out;
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>loadlab · {} · run {}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<main>\n",
+        Esc(&run.suite),
+        run.id
+    );
+    header(o, run, cells);
+    let _ = writeln!(o, "<section id=\"verdict\">\n<h2>Verdict</h2>");
+    verdict_table(o, &verdicts, &palette);
+    let _ = writeln!(o, "</section>");
+    let throughput: Vec<&Plot> = plots.throughput.iter().chain(&plots.latency).collect();
+    let sections: [(&str, &str, &str, Vec<&Plot>); 4] = [
+        (
+            "throughput",
+            "Throughput and latency",
+            "Requests per second and latency as connections grow, and each stack's whole \
+             latency distribution from the merged HDR histograms; a view or visit workload's \
+             views or visits per second and page-load time or visit duration.",
+            throughput,
+        ),
+        (
+            "sweeps",
+            "Rate sweeps",
+            "Offered against achieved rate, with p99 latency and errors: where each stack stops \
+             keeping up.",
+            plots.sweeps.iter().collect(),
+        ),
+        (
+            "seconds",
+            "Load over time",
+            "Cells whose load changed over time (a ramp, stages), second by second: offered \
+             against achieved requests, and p50 and p99 latency.",
+            seconds.iter().collect(),
+        ),
+        (
+            "resources",
+            "Server CPU and memory",
+            "What each tier of each stack used while it was measured, from the lab's sampler.",
+            plots.resources.iter().collect(),
+        ),
+    ];
+    let unsampled = unsampled_externals(cells);
+    for (id, title, lead, section) in sections {
+        let notes: &[String] = if id == "resources" { &unsampled } else { &[] };
+        plot_section(o, [id, title, lead], &section, notes);
+    }
+    cells_section(o, cells);
+    environment(o, run, cells, configs);
+    let _ = writeln!(
+        o,
+        "<footer>Written by loadlab {}. Medians over repetitions with 95% confidence intervals \
+         from order statistics; differences tested with the two-sided Mann-Whitney U test at \
+         α = 0.05.</footer>\n</main>\n</body>\n</html>",
+        Esc(&run.environment.loadlab_version)
+    );
+    out
+}
+
+/// A section of charts (`[id, title, lead]`), with the notes on stacks it has no chart of;
+/// nothing when it has neither.
+fn plot_section(o: &mut String, [id, title, lead]: [&str; 3], plots: &[&Plot], notes: &[String]) {
+    if plots.is_empty() && notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<section id=\"{id}\">\n<h2>{title}</h2>\n<p class=\"lead\">{lead}</p>\n\
+         <div class=\"grid\">"
+    );
+    for p in plots {
+        chart(o, p);
+    }
+    let _ = writeln!(o, "</div>");
+    for stack in notes {
+        let _ = writeln!(
+            o,
+            "<p class=\"note\">{}: not sampled: external target (loadlab samples a server it \
+             did not start only when the suite names its processes: pids, pidfile or unit).</p>",
+            Esc(stack)
+        );
+    }
+    let _ = writeln!(o, "</section>");
+}
+
+fn header(o: &mut String, run: &Run, cells: &[CellRecord]) {
+    let took = run
+        .finished_at
+        .and_then(|f| f.duration_since(run.started_at).ok())
+        .map_or(String::new(), |d| format!(" · took {}", format::seconds(d.as_secs_f64())));
+    let _ = writeln!(
+        o,
+        "<header>\n<h1><span class=\"brand\">loadlab ·</span> {}</h1>\n\
+         <p class=\"meta\">run {} · {} · started {}{took} · {} cells · {} ({} CPUs)</p>",
+        Esc(&run.suite),
+        run.id,
+        run.status,
+        format::utc(run.started_at),
+        cells.len(),
+        Esc(&run.environment.hostname),
+        run.environment.cpu_count
+    );
+    // A failed run's report is partial (often empty): why comes first.
+    if let Some(why) = &run.reason {
+        let _ = writeln!(
+            o,
+            "<p class=\"banner\"><span class=\"flag\">✗</span> This run failed: {}. The {} \
+             cells it finished are shown.</p>",
+            Esc(why),
+            cells.len()
+        );
+    }
+    let flagged = cells.iter().filter(|c| !c.flags.is_empty()).count();
+    if flagged > 0 {
+        let _ = writeln!(
+            o,
+            "<p class=\"banner\"><span class=\"flag\">⚠</span> {flagged} of {} cells carry a trust \
+             flag; every figure they touch is marked ⚠ (hover for why) and ringed in the charts.</p>",
+            cells.len()
+        );
+    }
+    let _ = writeln!(
+        o,
+        "<nav><a href=\"#verdict\">Verdict</a><a href=\"#throughput\">Throughput &amp; latency</a>\
+         <a href=\"#sweeps\">Sweeps</a>\
+         <a href=\"#resources\">CPU &amp; memory</a><a href=\"#cells\">Cells</a>\
+         <a href=\"#environment\">Environment &amp; configs</a></nav>\n</header>"
+    );
+}
+
+fn chart(o: &mut String, p: &Plot) {
+    let _ = write!(
+        o,
+        "<figure class=\"chart\" data-chart>\n<figcaption><h3>{}</h3>\n<ul class=\"legend\">",
+        Esc(&p.title)
+    );
+    for l in &p.legend {
+        let _ = write!(
+            o,
+            "<li><span class=\"swatch{}\" style=\"border-color:{}\"></span>{}</li>",
+            if l.dashed { " dashed" } else { "" },
+            l.color.hex(),
+            Esc(&l.label)
+        );
+    }
+    let _ = writeln!(o, "</ul></figcaption>");
+    match charts::svg(&p.chart) {
+        Ok(svg) => o.push_str(&svg),
+        Err(e) => {
+            let _ = write!(o, "<p class=\"chart-error\">{}</p>", Esc(&e.to_string()));
+        }
+    }
+    let _ = writeln!(o, "<p class=\"note\">{}</p>\n</figure>", Esc(&p.note));
+}
+
+#[cfg(test)]
+mod tests;
