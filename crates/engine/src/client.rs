@@ -12,12 +12,14 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
-use crate::h2::{frame, PREFACE};
+use crate::check::{BodyCheck, Validation};
+use crate::exchange::Exchange;
+use crate::h2::{frame, Outcome, Session, PREFACE};
 use crate::http::{Limits, Parser, Progress};
 use crate::tls::{self, Negotiated, TlsOptions};
 
@@ -221,17 +223,7 @@ fn read_response(stream: &mut Stream, head_only: bool) -> Result<Response, Strin
     let mut buf = vec![0u8; 64 << 10];
     let bad = |e: crate::http::ParseError| format!("bad response: {e}");
     loop {
-        let n = match stream.read(&mut buf) {
-            Ok(n) => n,
-            // A TLS peer that closes without close_notify (RFC 8446 section 6.1): what came is
-            // kept, and the framing says whether it is whole.
-            Err(e)
-                if e.kind() == io::ErrorKind::UnexpectedEof && matches!(stream, Stream::Tls(_)) =>
-            {
-                0
-            }
-            Err(e) => return Err(format!("read: {e}")),
-        };
+        let n = read_some(stream, &mut buf)?;
         if n == 0 {
             parser.on_eof().map_err(bad)?;
             break;
@@ -256,6 +248,18 @@ fn read_response(stream: &mut Stream, head_only: bool) -> Result<Response, Strin
         body.clear();
     }
     Ok(Response { status: parser.status(), headers: parser.take_headers(), body })
+}
+
+/// What `stream` has, 0 at its end. A TLS peer that closes without close_notify (RFC 8446
+/// section 6.1) ends it too: what came is kept, and the framing says whether it is whole.
+fn read_some(stream: &mut Stream, buf: &mut [u8]) -> Result<usize, String> {
+    match stream.read(buf) {
+        Ok(n) => Ok(n),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && matches!(stream, Stream::Tls(_)) => {
+            Ok(0)
+        }
+        Err(e) => Err(format!("read: {e}")),
+    }
 }
 
 /// A connection to `endpoint` whose connect, handshake, reads and writes time out; over TLS,
@@ -303,15 +307,82 @@ pub fn handshake(
 /// that does not select it fails), in the clear as h2c with prior knowledge (RFC 9113 section
 /// 3.3).
 pub fn connect_h2(endpoint: &Endpoint) -> Result<Stream, String> {
+    connect_h2_within(endpoint, TIMEOUT)
+}
+
+fn connect_h2_within(endpoint: &Endpoint, timeout: Duration) -> Result<Stream, String> {
     match &endpoint.tls {
-        None => Ok(Stream::Plain(tcp(endpoint.addr, TIMEOUT)?)),
+        None => Ok(Stream::Plain(tcp(endpoint.addr, timeout)?)),
         Some(tls) => {
-            let (stream, done) = handshake(endpoint.addr, tls, &tls.config(&["h2"]), TIMEOUT)?;
+            let (stream, done) = handshake(endpoint.addr, tls, &tls.config(&["h2"]), timeout)?;
             match done.negotiated.alpn.as_deref() {
                 Some("h2") => Ok(stream),
                 other => Err(format!("ALPN selected {other:?} when only h2 was offered")),
             }
         }
+    }
+}
+
+/// GETs `path` over HTTP/2 on a connection of its own ([`connect_h2`]: h2c with prior
+/// knowledge in the clear), every step bounded by `timeout`, and reads the whole answer: what
+/// a run over HTTP/2 reads before its load (a page view's discovery), from a server that may
+/// speak nothing else on its port. The request loop's own [`Session`] frames the request and
+/// reads the answer (SETTINGS, flow control, HPACK); only its I/O is here, blocking.
+pub fn get_h2_within(
+    endpoint: &Endpoint,
+    path: &str,
+    timeout: Duration,
+) -> Result<Response, String> {
+    let mut stream = connect_h2_within(endpoint, timeout)?;
+    let now = Instant::now();
+    let keep = Validation { keep_answer: true, ..Validation::default() };
+    let mut session =
+        Session::new(1, &Limits::default(), || Exchange::new(BodyCheck::new(&keep), now));
+    session.capture_headers();
+    session.connected();
+    session.slots[0].ex.begin(now, now, timeout, false, 0);
+    let scheme = if endpoint.tls.is_some() { "https" } else { "http" };
+    let authority = endpoint.addr.to_string();
+    let mut block = Vec::new();
+    for (name, value) in
+        [(":method", "GET"), (":scheme", scheme), (":authority", &authority), (":path", path)]
+    {
+        crate::h2::hpack::put_field(&mut block, name.as_bytes(), value.as_bytes());
+    }
+    session.place_own(0, false, block, Vec::new());
+    // The request is its own block: the run's table of requests is empty.
+    let requests = crate::h2::Requests::default();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        session.send(&requests, Instant::now());
+        while !session.output().is_empty() {
+            let n = stream.write(session.output()).map_err(|e| format!("send: {e}"))?;
+            session.wrote(n);
+        }
+        if let Some((s, outcome)) = session.done.pop_front() {
+            let slot = &mut session.slots[s];
+            return match outcome {
+                Outcome::Complete => Ok(Response {
+                    status: slot.status,
+                    headers: std::mem::take(&mut slot.headers),
+                    body: slot.ex.check.kept().unwrap_or_default().to_vec(),
+                }),
+                Outcome::Failed(class, reason) => {
+                    Err(format!("HTTP/2: {} {reason}", class.name()).trim_end().to_string())
+                }
+                Outcome::Refused => Err("HTTP/2: the request was refused by a GOAWAY".into()),
+            };
+        }
+        let n = read_some(&mut stream, &mut buf)?;
+        if n == 0 {
+            // The open stream fails (`on_eof`); a request never sent has no outcome to give.
+            session.on_eof();
+            if session.done.is_empty() {
+                return Err("HTTP/2: the connection closed before the request went".into());
+            }
+            continue;
+        }
+        session.feed(&buf[..n], Instant::now()).map_err(|e| format!("HTTP/2: {}", e.reason()))?;
     }
 }
 
@@ -454,6 +525,69 @@ mod tests {
             e.starts_with("the first HTTP/2 frame is not SETTINGS on stream 0 (type 0x6"),
             "{e}"
         );
+    }
+
+    /// An h2c server in this process: reads the client's preface, answers `answer` and holds
+    /// the connection until the client closes it; what it received comes back.
+    fn serve_h2(answer: Vec<u8>) -> (SocketAddr, std::thread::JoinHandle<Vec<u8>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let handle = std::thread::spawn(move || {
+            let (mut tcp, _) = listener.accept().unwrap();
+            tcp.set_read_timeout(Some(TIMEOUT)).unwrap();
+            let mut got = vec![0u8; PREFACE.len()];
+            tcp.read_exact(&mut got).unwrap();
+            tcp.write_all(&answer).unwrap();
+            let mut rest = Vec::new();
+            let _ = tcp.read_to_end(&mut rest);
+            got.extend_from_slice(&rest);
+            got
+        });
+        (addr, handle)
+    }
+
+    #[test]
+    fn a_get_over_h2c_reads_the_whole_answer_with_its_headers() {
+        let mut answer = Vec::new();
+        frame::put_settings(&mut answer, &[]);
+        // :status 200 (static index 8), then content-type (static name 31) as a literal
+        // without indexing (RFC 7541 section 6.2.2); the body in two DATA frames.
+        let mut block = vec![0x88, 0x0f, 0x10, 8];
+        block.extend_from_slice(b"text/css");
+        frame::put_head(&mut answer, block.len(), frame::HEADERS, frame::END_HEADERS, 1);
+        answer.extend_from_slice(&block);
+        frame::put_head(&mut answer, 5, frame::DATA, 0, 1);
+        answer.extend_from_slice(b"body{");
+        frame::put_head(&mut answer, 1, frame::DATA, frame::END_STREAM, 1);
+        answer.extend_from_slice(b"}");
+        let (addr, server) = serve_h2(answer);
+        let r = get_h2_within(&Endpoint::plain(addr), "/s.css", TIMEOUT).unwrap();
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"body{}"[..]));
+        assert_eq!(r.header("content-type"), Some("text/css"));
+        let got = server.join().unwrap();
+        assert!(got.starts_with(PREFACE), "the preface first");
+        // Our SETTINGS and WINDOW_UPDATE, the request's HEADERS, then the ACK of the server's.
+        let mut at = PREFACE.len();
+        let mut kinds = Vec::new();
+        while at + frame::HEAD_LEN <= got.len() {
+            let len = u32::from_be_bytes([0, got[at], got[at + 1], got[at + 2]]) as usize;
+            kinds.push(got[at + 3]);
+            at += frame::HEAD_LEN + len;
+        }
+        assert!(kinds.contains(&frame::HEADERS), "{kinds:?}");
+    }
+
+    #[test]
+    fn an_http1_answer_or_a_reset_stream_over_h2c_is_an_error_that_says_so() {
+        let (addr, _) = serve_h2(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".to_vec());
+        let e = get_h2_within(&Endpoint::plain(addr), "/", TIMEOUT).unwrap_err();
+        assert!(e.starts_with("HTTP/2: "), "{e}");
+        let mut answer = Vec::new();
+        frame::put_settings(&mut answer, &[]);
+        frame::put_rst_stream(&mut answer, 1, crate::h2::ErrorCode::Protocol);
+        let (addr, _) = serve_h2(answer);
+        let e = get_h2_within(&Endpoint::plain(addr), "/", TIMEOUT).unwrap_err();
+        assert_eq!(e, "HTTP/2: h2_stream RST_STREAM PROTOCOL_ERROR");
     }
 
     #[test]

@@ -40,6 +40,36 @@ fn views_over_h2_with_nginx_fetch_every_resource_on_one_connection_per_visitor()
     assert_eq!(at(&report, "tls.alpn"), "h2", "{report:#}");
 }
 
+/// Over h2c to a server that speaks nothing but HTTP/2 on its port (nginx 1.22's `listen ...
+/// http2` in the clear): the page and its stylesheet are read for their resources over h2c
+/// too. The font only the stylesheet names is found, so the stylesheet was read. Regression:
+/// discovery read the page over HTTP/1.1 and the run stopped ("cannot reach ... invalid HTTP
+/// version").
+#[test]
+fn views_over_h2c_find_the_resources_over_h2c_on_an_h2_only_port() {
+    let page = r#"<html><head><link rel="stylesheet" href="/s.css"><script src="/a.js"></script>
+        </head><body></body></html>"#;
+    let files: [(&str, &[u8]); 4] = [
+        ("index.html", page.as_bytes()),
+        ("s.css", b"@font-face { src: url(/f.woff2) }"),
+        ("a.js", b"var a;"),
+        ("f.woff2", b"font"),
+    ];
+    let nginx = require_nginx!(&files, Listen { http2: true, ..Listen::default() });
+    let report = bench(&nginx.url("/"), &["--http2", "--view", "--rate", "20", "-n", "6"], 0);
+    let listed: Vec<&str> = at(&report, "views.resources")
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["/s.css", "/a.js", "/f.woff2"], "{report:#}");
+    assert_accounted(&report, 24);
+    assert_eq!(uint(&report, "views.completed"), 6, "{report:#}");
+    assert_eq!(uint(&report, "status.200"), 24, "{report:#}");
+    assert_eq!(uint(&report, "connections.opened"), 6, "{report:#}");
+}
+
 /// Sessions of two bursts: a page alone, then its four resources at once.
 const TWO_BURSTS: &str = "/a.html\n    /a.css\n    /a.js\n    /a.png\n    /a.woff2\n/b.html\n";
 

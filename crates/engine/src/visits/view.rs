@@ -2,7 +2,8 @@
 //! browser fetches them: the page first, then its resources over up to
 //! `--browser-connections` connections of that visitor. The resources are found once, before
 //! the run (a blocking GET of the page and of its stylesheets, for the fonts and images they
-//! name), and fixed for it; each view is a burst of a visit, so its figures are the visits'
+//! name; over h2c when the run speaks it), and fixed for it; each view is a burst of a visit,
+//! so its figures are the visits'
 //! (a view is a step: its page-load time runs from its due time to its last answer,
 //! `SessionTally::steps`).
 //!
@@ -390,13 +391,20 @@ type Found = (Url, Option<Vec<(String, String)>>);
 
 /// One GET of discovery, as patient as the run's requests (at least 10 s): in a suite it may
 /// follow a cell that left the server a backlog, and a page that answers late is still one
-/// to view.
+/// to view. Over h2c (`--http2` to an `http` origin) it speaks HTTP/2 with prior knowledge as
+/// the run will, since a server may speak nothing else on that port (nginx before 1.25 with
+/// `listen ... http2`); over TLS it offers HTTP/1.1 by ALPN, as before: there the server
+/// chooses, and a server that cannot speak it refuses the handshake, which is said.
 fn fetch(
     endpoint: &Endpoint,
     path: &str,
     config: &BenchConfig,
 ) -> Result<client::Response, String> {
-    client::get_within(endpoint, path, config.timeout.max(std::time::Duration::from_secs(10)))
+    let within = config.timeout.max(std::time::Duration::from_secs(10));
+    match config.protocol.is_h2() && endpoint.tls.is_none() {
+        true => client::get_h2_within(endpoint, path, within),
+        false => client::get_within(endpoint, path, within),
+    }
 }
 
 /// A URL's path and query, as a request line carries them.
