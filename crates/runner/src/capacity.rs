@@ -215,8 +215,10 @@ pub fn fit(
     let threads = config.threads;
     match &mut config.pacing {
         Pacing::Closed => {
-            // A visit file's population: each visitor holds up to `per_visitor` connections.
-            let per = config.visits.as_ref().map_or(1, |p| p.per_visitor);
+            // A visit file's population: each visitor holds up to `per_visitor` connections
+            // per origin over HTTP/1.1, one per origin over HTTP/2.
+            let h2 = config.protocol.is_h2();
+            let per = config.visits.as_ref().map_or(1, |p| p.connections_per_visitor(h2));
             let Err(short) = check(has, config.connections * per, threads) else {
                 return Ok(None);
             };
@@ -372,6 +374,32 @@ mod tests {
         assert!(fit(&mut none, Policy::Cap, &has(12))
             .unwrap_err()
             .starts_with("no connection fits"));
+    }
+
+    /// Regression: over HTTP/2 a visitor's population was reserved HTTP/1.1's connections per
+    /// visitor, and refused where it fits at one connection per visitor and origin.
+    #[test]
+    fn a_population_of_visitors_is_reserved_its_protocols_connections() {
+        let visit = loadlab_visit::Visit {
+            name: "v".into(),
+            bursts: vec![loadlab_visit::Burst {
+                calls: vec![loadlab_visit::Call::get("/a"), loadlab_visit::Call::get("/b")],
+                think: None,
+            }],
+        };
+        let think = loadlab_visit::Think::Fixed(std::time::Duration::ZERO);
+        let (plan, _) = loadlab_engine::visits::Plan::new("v", &[visit], think, 4).unwrap();
+        // 20,000 descriptors fit 19,984 connections: 4,996 visitors of 4, or of 1 each.
+        let h = has(20_000);
+        let mut c = config(loadlab_engine::Pacing::Closed, 10_000);
+        c.visits = Some(std::sync::Arc::new(plan));
+        let refused = fit(&mut c, Policy::Refuse, &h).unwrap_err();
+        assert!(refused.starts_with("10,000 visitors of up to 4 connections each"), "{refused}");
+        c.protocol = loadlab_engine::Protocol::Http2 { streams: 1 };
+        assert_eq!(fit(&mut c, Policy::Refuse, &h), Ok(None));
+        c.connections = 20_000;
+        let refused = fit(&mut c, Policy::Refuse, &h).unwrap_err();
+        assert!(refused.starts_with("20,000 connections do not fit"), "{refused}");
     }
 
     #[test]

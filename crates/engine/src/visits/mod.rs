@@ -338,6 +338,18 @@ impl Plan {
         )
     }
 
+    /// The most connections one visitor holds at once, as the driver opens them: up to
+    /// `per_visitor` to each origin over HTTP/1.1, one to each over HTTP/2 (`h2`), where a
+    /// burst's requests are streams of it (RFC 9113 section 9.1). What a closed population's
+    /// descriptors are reserved for.
+    pub fn connections_per_visitor(&self, h2: bool) -> usize {
+        let origins = 1 + self.origins.others.len();
+        match h2 {
+            true => origins,
+            false => self.per_visitor * origins,
+        }
+    }
+
     /// Requests of one pass through every visit of the plan.
     pub fn requests(&self) -> usize {
         self.visits.iter().flat_map(|v| &v.bursts).map(|b| b.entries.len()).sum()

@@ -367,6 +367,7 @@ impl LoadFlags {
         rate: Option<f64>,
         note: &mut dyn FnMut(&str),
     ) -> Result<(), FlagError> {
+        self.no_connections_over_h2(config)?;
         let arrival = self.schedule.arrival;
         if let Some((values, per_visitor)) = &self.visits {
             let fixed = matches!(self.connections, Some(Level::Fixed(_)) | None);
@@ -398,6 +399,31 @@ impl LoadFlags {
             view.apply(config, rate, arrival);
         }
         Ok(())
+    }
+}
+
+impl LoadFlags {
+    /// `--visitor-connections` or `--browser-connections` given with `--http2`: refused, not
+    /// ignored. Over HTTP/2 a visitor holds one connection per origin and a burst's requests
+    /// are its concurrent streams (RFC 9113 section 9.1), so a count of connections would
+    /// change nothing.
+    fn no_connections_over_h2(&self, config: &BenchConfig) -> Result<(), FlagError> {
+        if !config.protocol.is_h2() {
+            return Ok(());
+        }
+        let visitor = self.wsesslog.as_ref().and_then(|w| w.1);
+        let visitor = visitor.or(self.visits.as_ref().and_then(|v| v.1));
+        let given = [
+            ("--visitor-connections", visitor),
+            ("--browser-connections", self.view.as_ref().and_then(|v| v.0)),
+        ];
+        match given.into_iter().find_map(|(flag, k)| k.map(|k| (flag, k))) {
+            Some((flag, k)) => Err(FlagError::Usage(format!(
+                "{flag} {k} has no meaning with --http2: a visitor holds one connection per \
+                 origin, its requests concurrent streams of it"
+            ))),
+            None => Ok(()),
+        }
     }
 }
 
@@ -690,6 +716,63 @@ mod tests {
         assert_eq!((request.method.as_str(), request.body.as_slice()), ("POST", &b"x=1"[..]));
         let f = RequestFlags { post_file: Some(file), method: "PATCH".into(), ..flags() };
         assert_eq!(f.config("http://127.0.0.1:1/").unwrap().request.method, "PATCH");
+    }
+
+    fn load(rate: f64) -> LoadFlags {
+        let schedule =
+            Schedule { arrival: Arrival::Fixed, max_connections: 100, coalesce: Duration::ZERO };
+        let traffic = TrafficFlags {
+            urls: None,
+            urls_order: Order::Sequential,
+            replay: None,
+            timing_script: None,
+            speed: None,
+            hdr_log: false,
+        };
+        LoadFlags {
+            connections: None,
+            requests: Some(4),
+            duration: None,
+            rate: Some(Level::Fixed(rate)),
+            conn_rate: None,
+            calls_per_conn: None,
+            conns: None,
+            schedule,
+            traffic,
+            wsesslog: None,
+            view: None,
+            visits: None,
+            given: Vec::new(),
+        }
+    }
+
+    /// Regression: with `--http2` these counts were silently ignored.
+    #[test]
+    fn a_visitors_connections_given_with_http2_are_refused_naming_the_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("s.log");
+        std::fs::write(&log, "/a.html\n    /a.css\n").unwrap();
+        let spec = format!("2,0,{}", log.display());
+        let second = Duration::from_secs(1);
+        let http1 = RequestFlags { timeout: second, connect_timeout: second, ..flags() };
+        let h2 = RequestFlags { http2_streams: Some(1), ..http1.clone() };
+        let url = "http://127.0.0.1:1/";
+        let refused = |load: LoadFlags| match load.config(&h2, url, &mut |_| {}) {
+            Err(FlagError::Usage(m)) => m,
+            other => panic!("not refused as usage: {other:?}"),
+        };
+        let sessions = LoadFlags { wsesslog: Some((spec.clone(), Some(3))), ..load(5.0) };
+        let said = refused(sessions);
+        assert!(said.starts_with("--visitor-connections 3 has no meaning with --http2"), "{said}");
+        let views = LoadFlags { view: Some((Some(2), false, Vec::new())), ..load(5.0) };
+        assert!(refused(views).starts_with("--browser-connections 2 has no meaning with --http2"));
+        // Not given: the run is made; over HTTP/1.1 the count is the visitor's.
+        let sessions = LoadFlags { wsesslog: Some((spec.clone(), None)), ..load(5.0) };
+        let config = sessions.config(&h2, url, &mut |_| {}).unwrap();
+        assert!(config.protocol.is_h2() && config.visits.is_some());
+        let sessions = LoadFlags { wsesslog: Some((spec, Some(3))), ..load(5.0) };
+        let config = sessions.config(&http1, url, &mut |_| {}).unwrap();
+        assert_eq!(config.visits.unwrap().per_visitor, 3);
     }
 
     #[test]
