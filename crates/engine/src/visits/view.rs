@@ -129,7 +129,8 @@ impl View {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        plan.origins = origins.table(&mix, &config.tls)?;
+        let h2 = matches!(config.protocol, crate::Protocol::Http2 { .. });
+        plan.origins = origins.table(&mix, &config.tls, h2)?;
         plan.view = Some(ViewPlan { page, resources: listed, repeat, skipped });
         Ok(View { plan, mix })
     }
@@ -264,12 +265,13 @@ impl Origins {
     /// certificate the run does not trust is said once, naming that origin, instead of
     /// failing every view.
     fn preflight(&self, config: &BenchConfig) -> Result<(), EngineError> {
+        let h2 = matches!(config.protocol, crate::Protocol::Http2 { .. });
         for used in &self.used {
             let Some(host) = &used.tls else { continue };
             let tls_config =
-                crate::tls::client_config(&self.tls, false).map_err(EngineError::Config)?;
+                crate::tls::client_config(&self.tls, h2).map_err(EngineError::Config)?;
             let name = crate::tls::server_name(host).map_err(EngineError::Config)?;
-            crate::tls::preflight(used.addr, name, tls_config, config.connect_timeout, false)
+            crate::tls::preflight(used.addr, name, tls_config, config.connect_timeout, h2)
                 .map_err(|reason| EngineError::Unreachable { target: used.name(), reason })?;
         }
         Ok(())
@@ -304,6 +306,7 @@ impl Origins {
         &self,
         mix: &crate::mix::Mix,
         tls: &crate::TlsOptions,
+        h2: bool,
     ) -> Result<super::OriginTable, EngineError> {
         let of = |e: &crate::mix::Entry| {
             let host = e.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("host"));
@@ -311,8 +314,10 @@ impl Origins {
                 .map_or(0, |i| i + 1)
         };
         let client = match self.used.iter().any(|o| o.tls.is_some()) {
-            // HTTP/1.1 on every other origin, whatever the target speaks.
-            true => Some(crate::tls::client_config(tls, false).map_err(EngineError::Config)?),
+            // The run's protocol on every other origin: with --http2 the visits loop opens an
+            // HTTP/2 session on each connection, so an https origin is offered h2 by ALPN (and
+            // one that does not take it is refused at the preflight above, naming it).
+            true => Some(crate::tls::client_config(tls, h2).map_err(EngineError::Config)?),
             false => None,
         };
         let mut others = Vec::with_capacity(self.used.len());
