@@ -87,7 +87,9 @@ fn carries(url: &str, mbit: f64) {
 fn wan_round_trip(url: &str) -> serde_json::Value {
     let report = bench_json(&format!("{url}hello.txt"), &["-c", "1", "-d", "2s"]);
     let p50_ms = report["latency_us"]["p50"].as_f64().unwrap() / 1000.0;
-    assert!((40.0..60.0).contains(&p50_ms), "p50 {p50_ms} ms behind a 40 ms round trip");
+    // The profile's jitter (+-2 ms each way) lets a median fall a little under 40 ms (39.8 ms
+    // once in a full run): the bound below allows it, and still fails an unshaped link.
+    assert!((36.0..60.0).contains(&p50_ms), "p50 {p50_ms} ms behind a 40 ms round trip");
     let idle_us = report["client"]["path"]["idle_rtt_us"].as_f64();
     let idle_ms = idle_us.unwrap_or_else(|| panic!("no idle RTT: {report:#}")) / 1000.0;
     assert!((36.0..50.0).contains(&idle_ms), "handshake RTT {idle_ms} ms: {report:#}");
