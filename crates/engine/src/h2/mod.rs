@@ -295,6 +295,14 @@ impl Session {
         self.slots.iter().position(|s| s.state == StreamState::Free)
     }
 
+    /// Over TLS, the handshake just ended at `now`: the requests rustls held until then went
+    /// out with its end, so that is when they were written.
+    pub fn sent_with_handshake(&mut self, now: Instant) {
+        for slot in self.slots.iter_mut().filter(|s| s.state == StreamState::Open) {
+            slot.ex.written = slot.ex.written.max(now);
+        }
+    }
+
     /// A GOAWAY came and no stream it let through is still open: the connection has nothing
     /// more to give.
     pub fn drained(&self) -> bool {

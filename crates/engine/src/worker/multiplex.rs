@@ -186,11 +186,8 @@ impl Worker {
             let reason = Reason { what: "the server did not select h2 by ALPN", code: None };
             return self.fail_connection(idx, ErrorClass::H2Conn, None, Some(reason), true, now);
         }
-        // The requests rustls held until the handshake ended went out with its end.
         if let Some(session) = conn.h2.as_mut() {
-            for slot in session.slots.iter_mut().filter(|s| s.state == StreamState::Open) {
-                slot.ex.written = slot.ex.written.max(now);
-            }
+            session.sent_with_handshake(now);
         }
     }
 
