@@ -3,7 +3,8 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::mix::{Table, Traffic};
+use crate::mix::Traffic;
+use crate::table::Table;
 use crate::{check::Validation, http::Limits, EngineError, Pacing, Protocol, RequestSpec};
 use crate::{Share, Stop, Target};
 

@@ -35,9 +35,11 @@ pub mod replay;
 pub mod request;
 pub mod result;
 mod schedule;
+mod session_tally;
 pub mod shape;
 mod start;
 pub mod sys;
+mod table;
 pub mod target;
 mod timer;
 pub mod tls;
@@ -213,7 +215,7 @@ pub fn run(
 /// What a run settles before its clock starts, in this order.
 struct Setup {
     /// Every request the run sends, encoded once.
-    table: Arc<mix::Table>,
+    table: Arc<table::Table>,
     /// The soft open-file limit, raised to the hard one where the kernel allows.
     fd_limit: u64,
     /// One TLS configuration for the run, so that its connections share the session cache,

@@ -176,7 +176,7 @@ pub struct Tally {
     /// [`crate::Validation::keep_answer`] (a verify): the first measured answer, whole.
     pub answer: Option<Box<crate::check::KeptAnswer>>,
     /// Visits (`--wsesslog`): the visits' own figures; `None` in every other run.
-    pub sessions: Option<Box<crate::visits::SessionTally>>,
+    pub sessions: Option<Box<crate::session_tally::SessionTally>>,
 }
 
 impl Default for Tally {

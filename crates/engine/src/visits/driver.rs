@@ -27,7 +27,7 @@ use rand::SeedableRng;
 use loadlab_visit::Response;
 
 use super::carry::{self, Carry};
-use super::{Plan, SessionTally, StepFailure};
+use super::Plan;
 use crate::check::BodyCheck;
 use crate::conn::{Conn, Fed, State, To};
 use crate::exchange::{second_of, us, Exchange, Recording};
@@ -36,6 +36,7 @@ use crate::mix::Picker;
 use crate::pacing::Budget;
 use crate::result::{EntryTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
+use crate::session_tally::{SessionTally, StepFailure};
 use crate::sys::ThreadAccount;
 use crate::timer::Timer;
 use crate::worker::WorkerSpec;

@@ -23,7 +23,6 @@
 mod carry;
 mod driver;
 mod steps;
-mod tally;
 mod view;
 mod weighted;
 mod wsesslog;
@@ -31,8 +30,8 @@ mod wsesslog;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub use crate::session_tally::{SessionTally, StepFailure, StepTally};
 pub(crate) use driver::VisitWorker;
-pub use tally::{SessionTally, StepFailure, StepTally};
 pub use view::{View, ViewPlan, ViewResource, ViewTimes};
 pub use wsesslog::Wsesslog;
 

@@ -435,7 +435,7 @@ pub struct ViewTimes {
 }
 
 impl ViewTimes {
-    pub fn of(s: &super::SessionTally, plan: &ViewPlan) -> ViewTimes {
+    pub fn of(s: &crate::session_tally::SessionTally, plan: &ViewPlan) -> ViewTimes {
         let mut all = loadlab_stats::Recorder::default();
         s.steps.iter().for_each(|t| all.merge(&t.latency));
         let step = |i: usize| s.steps.get(i).map(|t| t.latency.clone()).unwrap_or_default();

@@ -26,11 +26,12 @@ use crate::conn::{Conn, Fed, State};
 use crate::exchange::{second_of, us, Exchange, Recording};
 use crate::h2::Session;
 use crate::http::{Limits, Parser};
-use crate::mix::{Picker, Table};
+use crate::mix::Picker;
 use crate::pacing::{Budget, Pacing};
 use crate::result::{EntryTally, IntervalTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
 use crate::sys::ThreadAccount;
+use crate::table::Table;
 use crate::timer::Timer;
 use crate::{Control, ErrorClass, Protocol};
 

@@ -1,5 +1,5 @@
-//! The visits' own figures, beside the requests' (which the request tally keeps): started,
-//! completed and failed visits, how long they lived, and where the failed ones failed.
+//! The visits' own figures, kept in a worker's [`Tally`](crate::Tally) beside its requests':
+//! started, completed and failed visits, how long they lived, and where the failed ones failed.
 
 use std::collections::BTreeMap;
 
@@ -40,7 +40,7 @@ pub struct SessionTally {
     /// `lifetime`), by the plan's visit; empty otherwise.
     pub by_visit: Vec<Recorder>,
     /// The highest visitor number (`{visitor}`) a visit held, warm-up's included: in the
-    /// open loop it grows with the visits in flight at once ([`super::Plan::users`]).
+    /// open loop it grows with the visits in flight at once ([`Plan::users`](crate::visits::Plan::users)).
     pub top_visitor: u64,
 }
 
