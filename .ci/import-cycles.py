@@ -1,30 +1,45 @@
 #!/usr/bin/env python3
-"""File-level import circles in crates/*/src: a file that uses another which, directly or
+"""Module-level import circles in crates/*/src: a module that uses another which, directly or
 through others, uses it back. Prints each circle and exits 1 when there is one.
 
-An edge A -> B is a path in A (`use crate::b::..`, `super::x`, `self::y`, or a qualified
-`crate::b::f()` in code) that names an item of B's module. `mod b;` is a declaration, not a
-use, and a `pub use` in a crate root or `mod.rs` only re-exports: a path through a re-export
-is followed to the file that defines the item. Test-only files (`tests.rs`, `*_tests.rs`,
-`fake.rs` and files under `tests/`) are left out: they exist to use their parent.
-"""
+A module is a file (an inline `mod x { .. }` belongs to the file it is written in). An edge
+A -> B is a path in A that names B or an item of B:
+- in code and in `use`: `crate::b::f`, `super::x`, `self::y`, or `c::z` for A's own child `c`
+  (uniform paths: a path may start with a child module's name);
+- in attributes, where a path is a string (`#[serde(with = "crate::wire::b64")]`,
+  `serialize_with`, `default`, ...): serde calls it, so A depends on it as on code.
+A path through a module's re-export (`pub use`) is a use of that module, not of the file that
+defines the item: `crate::visits::SessionTally` depends on everything `visits` itself uses.
+The crate root alone is a facade: a path through its re-exports is followed to the module it
+names. A path to one of A's ancestors (`super::Limits`, an item of the root) is A reading the
+scope it is written in, not an import, so it is no edge; a parent's use of its children is
+one, since whoever uses the parent uses what it hands on to them.
+`mod b;` and a `pub use` of the module's own descendants declare, they do not use.
+Test-only files (`tests.rs`, `*_tests.rs`, `fake.rs`, `testcell.rs`) and inline
+`#[cfg(test)]` modules are left out: they exist to use their parent."""
 
-import os
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "crates"
 
-USE_RE = re.compile(r"\buse\s+((?:crate|super|self)(?:::[\w{}*,\s:]+)?)\s*;", re.S)
-PATH_RE = re.compile(r"\b((?:crate|super|self)(?:::\w+)+)")
+USE_RE = re.compile(r"\buse\s+((?:::)?[\w{}*,\s:]+)\s*;", re.S)
+# A path of two or more segments, not the tail of a longer one (`a::b::c` is read once).
+PATH_RE = re.compile(r"(?<![\w:])((?:\$?crate|super|self|[a-z_]\w*)(?:\s*::\s*\w+)+)")
 MOD_RE = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", re.M)
+INLINE_MOD_RE = re.compile(r"\b(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*\{")
+REEXPORT_RE = re.compile(r"\bpub(?:\([^)]*\))?\s+use\s+([^;]+);")
+TEST_MOD_RE = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{")
 TEST_ONLY = re.compile(r"(^|/)(tests|fake|\w+_tests|testcell)\.rs$")
+ATTR_PATH = re.compile(r"(?:crate|super|self|[a-z_]\w*)(?:::\w+)+")
 
 
 def strip(text: str) -> str:
-    """Comments, string and char literals out, so `crate::x` in a doc comment is no edge."""
+    """Comments and literals out, so `crate::x` in a doc comment or a message is no edge; a
+    string inside an attribute (`#[...]`) that is a path stays, unquoted, since it names code."""
     out, i, n = [], 0, len(text)
+    attr_depth = None  # bracket depth inside the current attribute, or None outside one
     while i < n:
         c = text[i]
         if text.startswith("//", i):
@@ -42,16 +57,41 @@ def strip(text: str) -> str:
             j = i + 1
             while j < n and text[j] != '"':
                 j += 2 if text[j] == "\\" else 1
-            out.append('""')
+            body = text[i + 1 : j]
+            if attr_depth is not None and ATTR_PATH.fullmatch(body):
+                out.append(f" {body} ")
+            else:
+                out.append('""')
             i = j + 1
         elif c == "'" and re.match(r"'(\\.[^']*|[^\\'])'", text[i:]):
             m = re.match(r"'(\\.[^']*|[^\\'])'", text[i:])
             out.append("' '")
             i += m.end()
         else:
+            if attr_depth is None and c == "#" and re.match(r"#!?\[", text[i:]):
+                attr_depth = 0
+            elif attr_depth is not None and c == "[":
+                attr_depth += 1
+            elif attr_depth is not None and c == "]":
+                attr_depth -= 1
+                if attr_depth == 0:
+                    attr_depth = None
             out.append(c)
             i += 1
     return "".join(out)
+
+
+def block_end(text: str, open_at: int) -> int:
+    """The index just past the `}` that closes the `{` at `open_at` (text already stripped)."""
+    depth = 0
+    for j in range(open_at, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return len(text)
 
 
 class Crate:
@@ -59,12 +99,12 @@ class Crate:
         self.src = src
         root = src / "lib.rs" if (src / "lib.rs").exists() else src / "main.rs"
         self.files = {}  # module path tuple -> file
+        self.text = {}  # module path tuple -> stripped text
         self.walk(root, ())
-        self.by_file = {f: m for m, f in self.files.items()}
 
     def walk(self, file: Path, module: tuple):
         self.files[module] = file
-        text = strip(file.read_text())
+        self.text[module] = text = strip(file.read_text())
         if file.name in ("lib.rs", "main.rs", "mod.rs"):
             base = file.parent
         else:
@@ -77,53 +117,56 @@ class Crate:
                     break
 
     def resolve(self, module: tuple, path: list) -> tuple:
-        """The deepest module that `path` (from `module`) names."""
-        if path[0] == "crate":
+        """The file module that `path`, written in `module` (a file's module and the inline
+        modules around the path), names or names an item of; None for another crate's."""
+        if path[0] in ("crate", "$crate"):
             cur, rest = (), path[1:]
         elif path[0] in ("super", "self"):
-            cur = module
-            rest = path
+            cur, rest = module, path
             while rest and rest[0] in ("super", "self"):
                 if rest[0] == "super":
                     cur = cur[:-1]
                 rest = rest[1:]
+        elif self.file_of(module) + (path[0],) in self.files:
+            # Uniform paths: a path may start with a child module's name.
+            cur, rest = self.file_of(module), path
         else:
             return None
+        cur = self.file_of(cur)
         for seg in rest:
             if cur + (seg,) in self.files:
                 cur = cur + (seg,)
+            elif cur == ():
+                # An item of the root: the facade's re-export of it, if it has one.
+                return self.root_reexports().get(seg, cur)
             else:
-                # An item of `cur`: follow a re-export of that name, if `cur` re-exports it.
-                target = self.reexports(cur).get(seg)
-                if target is not None:
-                    return target
                 break
         return cur
 
-    def reexports(self, module: tuple) -> dict:
-        if not hasattr(self, "_re"):
-            self._re = {}
-        if module in self._re:
-            return self._re[module]
-        self._re[module] = {}
-        text = strip(self.files[module].read_text())
-        out = {}
-        for m in re.finditer(r"\bpub(?:\([^)]*\))?\s+use\s+([\w:{}\s,*]+);", text):
-            for full in expand(m.group(1)):
-                segs = full.split("::")
-                if segs[0] not in ("crate", "super", "self"):
-                    segs = ["self"] + segs
-                name = segs[-1]
-                target = self.resolve(module, segs)
-                if target is not None and target != module:
-                    out[name] = target
-        self._re[module] = out
-        return out
+    def file_of(self, module: tuple) -> tuple:
+        """The deepest file module that holds `module` (inline modules are part of a file)."""
+        while module not in self.files:
+            module = module[:-1]
+        return module
+
+    def root_reexports(self) -> dict:
+        if not hasattr(self, "_root"):
+            self._root = {}
+            for m in REEXPORT_RE.finditer(self.text[()]):
+                for full in expand(m.group(1)):
+                    segs = full.split("::")
+                    if segs[0] not in ("crate", "super", "self"):
+                        segs = ["self"] + segs
+                    target = self.resolve((), segs)
+                    if target is not None and target != ():
+                        self._root[segs[-1]] = target
+        return self._root
 
 
 def expand(tree: str) -> list:
-    """`a::{b, c::{d, e}}` -> [a::b, a::c::d, a::c::e]."""
-    tree = re.sub(r"\s+", "", tree)
+    """`a::{b, c::{d, e}}` -> [a::b, a::c::d, a::c::e]; `x as y` -> x."""
+    tree = re.sub(r"\s+as\s+\w+", "", tree)
+    tree = re.sub(r"\s+", "", tree).removeprefix("::")
     out = []
 
     def go(prefix, s):
@@ -134,14 +177,7 @@ def expand(tree: str) -> list:
                     out.append((prefix + part).removesuffix("::self"))
             return
         head = s[:i]
-        depth, j = 0, i
-        for j in range(i, len(s)):
-            if s[j] == "{":
-                depth += 1
-            elif s[j] == "}":
-                depth -= 1
-                if depth == 0:
-                    break
+        j = block_end(s, i) - 1
         inner = s[i + 1 : j]
         # split inner at top-level commas
         parts, depth, cur = [], 0, ""
@@ -164,37 +200,60 @@ def expand(tree: str) -> list:
     return out
 
 
+def scopes(text: str, module: tuple) -> list:
+    """(start, end, module) of each inline `mod x { .. }` in `text`."""
+    out = []
+    for m in INLINE_MOD_RE.finditer(text):
+        around = [mod for s, e, mod in out if s <= m.start() < e]
+        outer = max(around, key=len) if around else module
+        out.append((m.end(), block_end(text, m.end() - 1), outer + (m.group(1),)))
+    return out
+
+
+def uses(crate: Crate, module: tuple) -> set:
+    """The file modules that `module`'s file uses."""
+    text = crate.text[module]
+    # Inline test modules use their parent by design.
+    for m in reversed(list(TEST_MOD_RE.finditer(text))):
+        text = text[: m.start()] + text[block_end(text, m.end() - 1) :]
+    inline = scopes(text, module)
+
+    def where(pos):
+        inside = [mod for s, e, mod in inline if s <= pos < e]
+        return max(inside, key=len) if inside else module
+
+    paths = []  # (module the path is written in, segments)
+    # A re-export of the module's own descendants declares them; any other `use` is a use.
+    for m in USE_RE.finditer(text):
+        at = where(m.start())
+        reexport = re.search(r"\bpub(?:\([^)]*\))?\s+$", text[max(0, m.start() - 20) : m.start()])
+        for full in expand(m.group(1)):
+            segs = full.split("::")
+            target = crate.resolve(at, segs)
+            if reexport and target is not None and target[: len(module)] == module:
+                continue
+            paths.append((at, segs))
+    rest = USE_RE.sub(lambda m: " " * len(m.group(0)), text)
+    for m in PATH_RE.finditer(rest):
+        paths.append((where(m.start()), re.sub(r"\s+", "", m.group(1)).split("::")))
+    targets = set()
+    for at, segs in paths:
+        t = crate.resolve(at, segs)
+        # An ancestor's items (`super::Limits`, the root's own functions) are the scope the
+        # file is written in, not an import; `module` itself is no edge either.
+        if t is None or module[: len(t)] == t:
+            continue
+        targets.add(t)
+    return targets
+
+
 def edges(crate: Crate) -> dict:
     graph = {}
-    for module, file in crate.files.items():
-        rel = str(file.relative_to(ROOT))
-        if TEST_ONLY.search(rel):
+    rel = lambda mod: str(crate.files[mod].relative_to(ROOT))
+    for module in crate.files:
+        if TEST_ONLY.search(rel(module)):
             continue
-        text = strip(file.read_text())
-        # Drop the re-export lines of roots and mod.rs: they declare, they do not use.
-        if file.name in ("lib.rs", "main.rs", "mod.rs"):
-            text = re.sub(r"\bpub(?:\([^)]*\))?\s+use\s+[^;]+;", "", text)
-        # Inline test modules use their parent by design.
-        cut = re.search(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{", text)
-        if cut:
-            text = text[: cut.start()]
-        paths = []
-        for m in USE_RE.finditer(text):
-            paths += expand(m.group(1))
-        text_no_use = USE_RE.sub("", text)
-        paths += PATH_RE.findall(text_no_use)
-        targets = set()
-        for p in paths:
-            t = crate.resolve(module, p.split("::"))
-            if t is None or t == module:
-                continue
-            # A path into a descendant names that descendant, not the parent that declares it;
-            # a path to an ancestor's own item is a use of the ancestor.
-            f = crate.files[t]
-            if TEST_ONLY.search(str(f.relative_to(ROOT))):
-                continue
-            targets.add(str(f.relative_to(ROOT)))
-        graph[rel] = targets
+        graph[rel(module)] = {rel(t) for t in uses(crate, module) if not TEST_ONLY.search(rel(t))}
     return graph
 
 

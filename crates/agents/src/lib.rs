@@ -6,7 +6,7 @@
 //! agent's measurements at the end, and stop. Nothing received can change a target or a load.
 //!
 //! - [`auth`]: the shared secret and the challenge-response that comes before any message.
-//! - [`wire`]: the messages and their framing.
+//! - [`wire`]: the messages and their framing; [`b64`]: the histograms' bytes in them.
 //! - [`load`]: the load's identity, option by option.
 //! - [`clock`]: clock offset and round trip from ping samples; the start time.
 //! - [`part`]: an agent's measurements, as sent to agent 0 and added into its result; its
@@ -15,6 +15,7 @@
 //! - [`coordinator`]: agent 0's side; [`member`]: every other agent's.
 
 pub mod auth;
+pub mod b64;
 pub mod clock;
 pub mod coordinator;
 pub mod load;

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 /// One recorder: its histogram (HdrHistogram V2) and its exact totals.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Hist {
-    #[serde(with = "crate::wire::b64::one")]
+    #[serde(with = "crate::b64::one")]
     v2: Vec<u8>,
     count: u64,
     /// The exact sums as (high, low) 64-bit halves: JSON numbers past 64 bits are not read
@@ -99,7 +99,7 @@ pub struct Part {
     /// A URL list's entries, in the list's order: completed, failed, status classes, latency.
     entries: Vec<(u64, u64, [u64; 5], Hist)>,
     /// The interval histograms: per tag, per worker, (second, V2).
-    #[serde(with = "crate::wire::b64::intervals")]
+    #[serde(with = "crate::b64::intervals")]
     pub intervals: Vec<(Option<String>, Vec<Seconds>)>,
     /// The agent's own bytes sent (the result's, beside the tally's).
     bytes_sent: u64,

@@ -25,9 +25,9 @@ pub struct Second {
     pub counts: Counts,
     /// The latency every output shows (corrected under a schedule), and under a schedule the
     /// uncorrected one.
-    #[serde(with = "crate::wire::b64::list")]
+    #[serde(with = "crate::b64::list")]
     pub latency: Vec<Vec<u8>>,
-    #[serde(with = "crate::wire::b64::list")]
+    #[serde(with = "crate::b64::list")]
     pub service: Vec<Vec<u8>>,
 }
 

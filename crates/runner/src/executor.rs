@@ -148,7 +148,7 @@ pub trait Stacks {
     /// Starts sampling those processes and their descendants as the tier [`EXTERNAL_TIER`].
     fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, StackError>;
     /// The lab host instance `id` runs on, when it is not this machine.
-    fn host_facts(&self, _id: &str) -> Option<crate::remote::HostFacts> {
+    fn host_facts(&self, _id: &str) -> Option<crate::host_facts::HostFacts> {
         None
     }
 }
@@ -414,7 +414,7 @@ impl Execution<'_, '_> {
 
     /// The lab host a stack came up on, the first time: its machine and the path to it,
     /// stored as a config record of the kind [`ConfigRecord::HOST`].
-    fn record_host(&mut self, host: Option<&crate::remote::HostFacts>) -> Result<(), RunError> {
+    fn record_host(&mut self, host: Option<&crate::host_facts::HostFacts>) -> Result<(), RunError> {
         let Some(facts) = host.filter(|f| !self.captured.contains(&f.host)) else {
             return Ok(());
         };
@@ -556,7 +556,7 @@ impl Execution<'_, '_> {
         group: &[Cell],
         instance: &Instance,
         watch: &Watch,
-        host: Option<&crate::remote::HostFacts>,
+        host: Option<&crate::host_facts::HostFacts>,
     ) -> Result<(), RunError> {
         self.events.stack_up(&group[0], instance)?;
         self.list_found()?;
@@ -706,7 +706,7 @@ fn cell_limit(
     verdict: &Verdict,
     sampled: &Sampled,
     link_bps: Option<u64>,
-    host: Option<&crate::remote::HostFacts>,
+    host: Option<&crate::host_facts::HostFacts>,
 ) -> crate::limit::LimitedBy {
     use crate::limit::{decide, Limit, StackEvidence};
     let tier_cpus = match (cell.stack.knobs().and_then(|k| k.cpus.as_ref()), host) {

@@ -16,6 +16,7 @@
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
 //! - [`cell`]: what the store keeps of a measured cell.
 //! - [`lost`]: a cell stopped at once when its stack goes out of reach (a lab host lost).
+//! - [`host_facts`]: what a run keeps of a lab host and of the path to it.
 //! - [`class`]: which class of failure (and so exit code) each library error is.
 //! - [`merge`]: agents' interval logs read, added and written as one.
 //! - [`capacity`]: whether a run's connections fit the client's descriptors, ports, memory.
@@ -42,6 +43,7 @@ pub mod doctor;
 pub mod executor;
 pub mod found;
 pub mod habits;
+pub mod host_facts;
 pub mod limit;
 pub mod lost;
 pub mod merge;

@@ -7,7 +7,6 @@
 //! hosts' clocks need not agree). [`Placed`] puts each stack where the suite says.
 
 mod flags;
-pub mod machine;
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -26,8 +25,7 @@ use loadlab_remote::{provision, Host, Session, Ssh};
 use loadlab_suite::LabStack;
 
 use crate::executor::{Instance, Sampling, StackError, Stacks};
-
-pub use machine::HostFacts;
+use crate::host_facts::{self, HostFacts};
 
 /// A remote stack's start and verify (a first MariaDB datadir included), the copy of the
 /// binary aside.
@@ -280,7 +278,7 @@ impl RemoteStacks {
             return;
         }
         let names: Vec<&str> = self.packages.iter().map(String::as_str).collect();
-        let facts = machine::learn(ssh, host, url, &names);
+        let facts = host_facts::learn(ssh, host, url, &names);
         lock(&self.facts).insert(host.to_string(), facts);
     }
 
