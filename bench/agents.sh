@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # One test from N agents on this machine against a private nginx (docs/many-hosts.md): does the
 # merged test send what one host would, how far apart do the agents start, and what does the
-# coordination cost an agent? The Must reach of issue 23: 4 agents, 20,000 req/s in all for
-# 10 s: achieved within 0.5% of offered, start skew under 1 ms, coordination under 1% of an
-# agent's CPU.
+# coordination cost an agent? The bounds: 4 agents, 20,000 req/s in all for 10 s: achieved
+# within 0.5% of offered, start skew under 1 ms, coordination under 1% of an agent's CPU.
 #
 # Printed per round: offered and achieved req/s of the merged test and their ratio; the merged
 # p99 beside each agent's own p99 (the merged one comes from the added histograms, so it need

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 24's measurements against a private nginx (bench/lib.sh), reported in BENCHMARKS.md:
+# Load that changes over time, against a private nginx (bench/lib.sh), reported in BENCHMARKS.md:
 #
 # 1. A ramp 0..RAMP_TO req/s over RAMP_SECONDS s (default 0..20000 over 20 s) with --hdr-log:
 #    per second, offered, achieved and whether the client limited it; the total sent against

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a `stack up --host` session costs while it holds a stack (issue 22: under 1% of one
+# What a `stack up --host` session costs while it holds a stack (the bound: under 1% of one
 # CPU on either host): two network namespaces as hosts A and B on this machine, an sshd of
 # this script's own in B, `loadlab stack up nginx --host ssh://root@B` from A (held in the
 # background: heartbeat a second in, a sample event a second out), then the CPU time of every

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a timer wake-up costs a sleeping thread in CPU on this machine (bench/wake-cost.c): the
-# floor under an open-loop client that sends each request at its own due time (issue 11).
+# floor under an open-loop client that sends each request at its own due time.
 # Prints the machine's idle setup first (cpuidle driver, halt polling), which decides it.
 #
 #   bench/wake-cost.sh                    # gaps 50, 200 and 1000 us, 20,000 due times each

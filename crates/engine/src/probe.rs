@@ -28,9 +28,9 @@ pub const IDLE_PROBES: usize = 5;
 /// Failed handshakes after which the idle probing gives up. One failure is no reason to: the
 /// kernel's first SYN retransmission comes after 1 s (TCP_TIMEOUT_INIT, RFC 6298 2.1), as long
 /// as [`PROBE_TIMEOUT`], so a single SYN or SYN-ACK lost on a lossy path (`wan` loses 0.1% each
-/// way) or held up past the bound fails its probe, and stopping there left a run on that path
-/// with no idle RTT (issue 21's flaky test). Two bound what a target that does not answer
-/// costs the run to 2 s.
+/// way) or held up past the bound fails its probe, and stopping there would leave a run on
+/// that path with no idle RTT. Two bound what a target that does not answer costs the run to
+/// 2 s.
 pub const IDLE_FAILURES: usize = 2;
 /// Time between two probes under load.
 pub const PROBE_INTERVAL: Duration = Duration::from_millis(250);
@@ -246,8 +246,8 @@ mod tests {
         assert!(path.median_under_load_us().is_some());
     }
 
-    /// Issue 21: one lost SYN (or SYN-ACK) failed the first idle probe and the run had no
-    /// idle RTT; now a failed probe is retried, up to [`IDLE_FAILURES`].
+    /// One lost SYN (or SYN-ACK) fails an idle probe, and a run must not be left without an
+    /// idle RTT by it: a failed probe is retried, up to [`IDLE_FAILURES`].
     #[test]
     fn a_failed_idle_handshake_is_retried_and_two_give_up_with_the_reason() {
         let replay = |answers: Vec<Result<u32, &str>>| {

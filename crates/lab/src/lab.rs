@@ -735,10 +735,10 @@ mod tests {
         set("LOADLAB_REQUIRE_SERVERS") || set("CI")
     }
 
-    /// Regression: a Ctrl-C that came once the tiers were ready, while verify ran, was not
-    /// looked at, and `stack up` left a running stack and exited 0. Cancelled from the moment
-    /// nginx accepts, the start must fail as interrupted whichever of the readiness wait and
-    /// verify sees it first, and leave no instance. Needs nginx.
+    /// A Ctrl-C that comes once the tiers are ready, while verify runs, is looked at too: a
+    /// `stack up` must not leave a running stack and exit 0. Cancelled from the moment nginx
+    /// accepts, the start must fail as interrupted whichever of the readiness wait and verify
+    /// sees it first, and leave no instance. Needs nginx.
     #[test]
     fn a_cancel_once_the_tiers_are_ready_takes_the_stack_down() {
         // Private, as a home directory: as root, the run directory goes under /run.

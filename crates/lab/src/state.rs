@@ -340,9 +340,9 @@ pub(crate) mod tests {
         assert!(!state.run_root().exists() || state.run_root().starts_with(dir.path()));
     }
 
-    /// Regression: as root, with a state directory others cannot enter (a test's temp dir),
-    /// run directories go to `/run/loadlab-HASH`, and every stopped instance left that
-    /// directory behind, empty. It goes with the last instance in it, not before.
+    /// As root, with a state directory others cannot enter (a test's temp dir), run
+    /// directories go to `/run/loadlab-HASH`; that directory goes with the last instance in
+    /// it, not before, and no stopped instance leaves it behind empty.
     #[test]
     fn the_run_root_under_run_goes_with_its_last_instance() {
         let dir = private_dir();

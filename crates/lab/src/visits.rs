@@ -1,4 +1,4 @@
-//! The lab's built-in visits (issue 25): visit files for its WordPress stacks, named
+//! The lab's built-in visits: visit files for its WordPress stacks, named
 //! `wordpress:front`, `wordpress:post`, `wordpress:search` and `wordpress:login`, and the
 //! values an instance gives them (`{user}` and `{password}`: each visitor's own WordPress
 //! user, `loadlab-{visitor}`). Data only: `loadlab-visit` reads the files and the engine runs

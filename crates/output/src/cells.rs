@@ -92,9 +92,8 @@ mod tests {
         CellRecord { ordinal, duration_s: 2.0, ..record.with_metrics(&[(metric::RPS, 100.0)]) }
     }
 
-    /// Regression: the load was one column holding a JSON object, which a spreadsheet cannot
-    /// sort or filter by. Each of its fields is a column of its own, empty where a cell's
-    /// model has none.
+    /// Each field of the load is a column of its own, empty where a cell's model has none:
+    /// one column holding a JSON object is something a spreadsheet cannot sort or filter by.
     #[test]
     fn the_load_is_one_column_per_field() {
         let mut closed = LoadSpec::new(LoadModel::Closed);

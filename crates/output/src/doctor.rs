@@ -99,7 +99,7 @@ fn shaping(net: &Capability) -> String {
 }
 
 /// loadlab's network namespaces, each with what holds it: a live one is never called a
-/// leftover (issue 21: doctor advised `ip netns del` for a running stack's).
+/// leftover, since `ip netns del` on a running stack's would cut it off.
 fn write_namespaces(out: &mut dyn Write, namespaces: &[Namespace]) -> std::io::Result<()> {
     if namespaces.is_empty() {
         return Ok(());

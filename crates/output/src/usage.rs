@@ -105,8 +105,8 @@ mod tests {
         );
     }
 
-    /// Regression: errors under `stack up` pointed at `loadlab stack --help`, which does not
-    /// list up's flags.
+    /// Errors under `stack up` point at `loadlab stack up --help`, not at `loadlab stack
+    /// --help`, which does not list up's flags.
     #[test]
     fn the_help_pointed_at_is_the_innermost_subcommand_typed() {
         use clap::{Arg, Command};

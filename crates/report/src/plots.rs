@@ -631,8 +631,8 @@ mod tests {
         panel.lines.iter().map(|l| l.pieces.concat()).collect()
     }
 
-    /// Issue 25: a view group's sweep plotted its requests (20 a view) against the requests'
-    /// offered rate. Now its views against the views offered, its page-load p99, axes saying so.
+    /// A view group's sweep plots its views against the views offered and its page-load p99,
+    /// the axes saying so, not its requests (20 a view) against the requests' offered rate.
     #[test]
     fn a_view_sweep_plots_views_against_views_offered_and_page_load() {
         let cells = view_cells(3, &[3.0, 6.0, 12.0]);
@@ -693,7 +693,7 @@ mod tests {
 
     /// A short cell is sampled once, at its end: its CPU time over its length is one point
     /// (0.2 + 0.05 s in 0.5 s: 50% of a core), one piece per cell, which the chart marks.
-    /// Regression: the chart took samples for running totals and drew nothing for such cells.
+    /// Differenced as running totals, one sample would draw nothing for such a cell.
     #[test]
     fn a_cell_sampled_once_is_one_cpu_point_per_tier() {
         let mut cells = reps("nginx-fpm", "hello.php", 10, &[1000.0, 1100.0]);

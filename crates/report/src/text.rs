@@ -545,8 +545,8 @@ mod tests {
         assert!(table.ends_with("\nb · static · closed, 50 conn, 10 s\n  ! nginx, repetition 2: errors (12 connreset)\n"), "{table}");
     }
 
-    /// Issue 21: each flag was listed once per table (req/s, p50, p99), without its run or
-    /// workload. Now: after the tables, a block per run and workload, each flag once.
+    /// After the tables, a block per run and workload lists each flag once, not once per
+    /// table (req/s, p50, p99) without its run or workload.
     #[test]
     fn compare_lists_each_flag_once_under_its_run_and_workload() {
         let mut old = reps("nginx", "static", 50, &OLD[..3]);
@@ -578,9 +578,9 @@ mod tests {
         );
     }
 
-    /// Issue 25: `compare` headed a view or visit group's tables req/s, p50 and p99. Now each
-    /// is in tables of its own measures, named as its verdict names them, with its own figures:
-    /// here opcache's views/s double while its requests' rate stays.
+    /// `compare` puts a view or visit group in tables of its own measures, named as its verdict
+    /// names them, with its own figures, not under req/s, p50 and p99: here opcache's views/s
+    /// double while its requests' rate stays.
     #[test]
     fn compare_heads_and_fills_view_and_visit_groups_with_their_own_figures() {
         use crate::testcell::{view_cells, visit_cells};

@@ -312,11 +312,12 @@ fn old_cells_limited_by_the_network_or_the_client_by_their_flags_name_no_winner(
     assert!(g.not_the_servers.as_deref().is_some_and(|w| w.contains("load generator")));
 }
 
-/// Issue 20's demo: every repetition's stored limit is the machine's CPUs, and one of them
-/// also carries `client_starved` (the runner judged the wait to be the stack's own). The text,
-/// the JSON and the HTML follow the stored limit: a winner, or "no significant difference" by
-/// statistics alone. A repetition whose stored limit is the client or the network (whatever
-/// its flags) withholds the winner in all three, naming that repetition and its evidence.
+/// As in `make demo`'s runs: every repetition's stored limit is the machine's CPUs, and one
+/// of them also carries `client_starved` (the runner judged the wait to be the stack's own).
+/// The text, the JSON and the HTML follow the stored limit: a winner, or "no significant
+/// difference" by statistics alone. A repetition whose stored limit is the client or the
+/// network (whatever its flags) withholds the winner in all three, naming that repetition and
+/// its evidence.
 #[test]
 fn every_output_follows_the_stored_limit_not_the_flags() {
     use loadlab_store::{Limit, LimitedBy};

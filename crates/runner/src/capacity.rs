@@ -376,8 +376,8 @@ mod tests {
             .starts_with("no connection fits"));
     }
 
-    /// Regression: over HTTP/2 a visitor's population was reserved HTTP/1.1's connections per
-    /// visitor, and refused where it fits at one connection per visitor and origin.
+    /// Over HTTP/2 a visitor's population is reserved one connection per visitor and origin,
+    /// not HTTP/1.1's connections per visitor, so it is not refused where it fits.
     #[test]
     fn a_population_of_visitors_is_reserved_its_protocols_connections() {
         let visit = loadlab_visit::Visit {

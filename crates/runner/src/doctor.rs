@@ -258,8 +258,8 @@ mod tests {
         }
     }
 
-    /// Issue 21: every `loadlab-net-*` namespace was a leftover to delete, a running stack's
-    /// too. Only those no instance holds are.
+    /// A `loadlab-net-*` namespace is a leftover to delete only when no instance holds it: a
+    /// running stack's is in use.
     #[test]
     fn a_live_instances_namespace_is_in_use_and_only_an_unheld_one_is_left() {
         let dir = tempfile::tempdir().unwrap();
@@ -299,8 +299,8 @@ mod tests {
         );
     }
 
-    /// `--listen --net` shaping left by a killed stack was found by nothing (issue 22): an
-    /// interface is held only by a live instance whose record shapes it.
+    /// `--listen --net` shaping left by a killed stack is found: an interface is held only by
+    /// a live instance whose record shapes it.
     #[test]
     fn a_shaped_interface_is_held_only_by_a_live_instance_that_shapes_it() {
         let dir = tempfile::tempdir().unwrap();

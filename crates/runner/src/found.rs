@@ -1,9 +1,9 @@
 //! A suite's page views, found once per stack instance: a view workload's page and the
 //! resources its HTML names are fetched at the instance's verify (or before its first cell of
 //! that workload when it has no verify of its own), then fixed for every cell the instance
-//! runs (issue 25: "discovered once and fixed for the run"). Every cell of an instance then
-//! fetches the same list, its discovery GETs (the page, its stylesheets) are not sent again
-//! before each cell, and the list is said once, when found ([`Found::take_fresh`]).
+//! runs. Every cell of an instance then fetches the same list, so its cells measure the same
+//! views; its discovery GETs (the page, its stylesheets) are not sent again before each cell,
+//! and the list is said once, when found ([`Found::take_fresh`]).
 //!
 //! An instance is told apart by its id and the page's URL: a lab stack comes up on a port of
 //! its own for each instance, so each instance finds its own page; an external target is one

@@ -110,8 +110,8 @@ fn the_network_comes_after_the_client_and_before_the_servers() {
     assert_eq!((l.limit, l.evidence.as_str()), (Limit::Network, "network_bound evidence"));
 }
 
-/// Issue 20: `modern --quick` cells of about 11 ms had one sample of whole clock ticks and no
-/// tier CPU; from the counters at the cell's start and end they have it.
+/// A cell of about 11 ms (`modern --quick`) spans at most one sample of whole clock ticks,
+/// too few for a tier's CPU; the counters at the cell's start and end give it.
 #[test]
 fn an_11_ms_cell_has_its_tiers_cpu_from_their_counters() {
     let v = verdict(&[]);
@@ -190,7 +190,7 @@ fn a_lab_cell_is_stored_with_the_limit_its_tiers_counters_show() {
     assert!(cells[0].samples.is_empty(), "no 1 Hz sample, and still a tier's CPU");
 }
 
-/// Issue 22: a stack on another host than the client. Its machine's busy CPUs are the server
+/// A stack on another host than the client. Its machine's busy CPUs are the server
 /// host's, shared by its tiers alone; and they explain no wait of the client's, which is the
 /// client's host's own limit.
 #[test]

@@ -55,7 +55,7 @@ mod tests {
         let line = underpowered(&plan(TWO, false)).expect("3 against 3 is underpowered");
         assert!(line.starts_with("with 3 repetitions per stack no difference"), "{line}");
         assert!(line.contains("at least 4 per side"), "{line}");
-        // One number: the fix it names is the least that can answer (it said 5, issue 21).
+        // One number: the fix it names is the least that can answer, not a safe margin.
         assert!(line.ends_with("pass --repetitions 4 or more to compare them"), "{line}");
         assert_eq!(underpowered(&plan(&TWO.replace("= 3", "= 4"), false)), None);
     }

@@ -221,9 +221,9 @@ mod tests {
         assert!(rows.iter().all(|s| s.partial_s.is_none()), "4 s are 4 whole seconds");
     }
 
-    /// Regression: a run stopped within a second showed its whole seconds only, so its rows
-    /// did not add up to its totals. The partial second is a row of its own, marked with its
-    /// length, its CPU share and flags judged over that length; `whole` leaves it out.
+    /// A run stopped within a second has its partial second as a row of its own, marked with
+    /// its length, its CPU share and flags judged over that length, so that its rows add up to
+    /// its totals; `whole` leaves it out.
     #[test]
     fn a_partial_last_second_is_a_row_of_its_length_and_the_rows_add_up() {
         let mut cfg = BenchConfig::new(Target::parse("http://127.0.0.1:9/").unwrap());

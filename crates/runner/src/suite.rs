@@ -420,10 +420,10 @@ mod tests {
         Started { store, db: ":memory:".into(), lab, run_id, stale: vec![], crashed: vec![] }
     }
 
-    /// Issue 21: a run that a failed verify stopped was stored as `interrupted` (Ctrl-C's
-    /// status) and its empty report replaced the last full one in `report.html`. It is
-    /// `failed` with the error as its reason; each run has its own `report-RUN.html`, and
-    /// `report.html` points at the latest finished run's alone.
+    /// A run that a failed verify stopped is `failed` with the error as its reason, not
+    /// `interrupted` (Ctrl-C's status); each run has its own `report-RUN.html`, and
+    /// `report.html` points at the latest finished run's alone, so an empty report never
+    /// hides the last full one.
     #[test]
     fn a_failed_run_is_stored_as_failed_and_report_html_keeps_the_latest_finished_run() {
         let dir = tempfile::tempdir().unwrap();
@@ -496,7 +496,7 @@ mod tests {
         assert!(err.to_string().starts_with("--host \"lab2\": not an ssh:// URL"), "{err}");
     }
 
-    /// Issue 22: `run --host` puts every lab stack of the suite on that host, and the plan
+    /// `run --host` puts every lab stack of the suite on that host, and the plan
     /// has the cells it has here.
     #[test]
     fn host_puts_every_lab_stack_there_and_the_plan_keeps_its_cells() {

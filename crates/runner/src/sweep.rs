@@ -112,8 +112,8 @@ impl Step {
     /// "ok"; else the flags that make the step someone else's limit with whose limit it is
     /// ("NETWORK-BOUND: the network's limit, not the server's"), then the other findings
     /// ("errors, 3 non-2xx"), then the SLO and bisection marks, each group after a "; ". An
-    /// interrupted step is never judged. (It read "NETWORK-BOUND, -> says nothing about the
-    /// server", an arrow listed as if it were one more flag: issue 21.)
+    /// interrupted step is never judged. Whose limit it is follows its flag, so that it is not
+    /// read as one more flag of the list.
     pub fn trust_column(&self) -> String {
         let f = &self.flags;
         let mut groups: Vec<String> = Vec::new();

@@ -351,7 +351,8 @@ fn a_step_the_client_could_not_drive_is_never_the_servers_knee() {
     assert!(out.steps[2].flags.client_saturated);
 }
 
-/// Issue 21: the trust column read "NETWORK-BOUND, -> says nothing about the server".
+/// A step's trust column names whose limit a flag makes it, then the other findings apart,
+/// never an arrow listed as if it were one more flag.
 #[test]
 fn a_steps_trust_column_says_whose_limit_it_was_and_lists_the_rest_apart() {
     let mut engine = FakeEngine::new(10_000.0);
@@ -587,9 +588,9 @@ fn a_cell_behind_a_profile_is_judged_against_the_profiles_rate() {
     assert!(wan.iter().all(|c| c.knobs["net_delay"] == "stage"), "{:?}", wan[0].knobs);
 }
 
-/// Issue 22: a stack on a lab host has that host stored once with the run (its machine and
-/// the path to it), and its tiers are judged against that host's CPUs, the evidence naming
-/// it; a stack here is judged against its own CPUs, as before.
+/// A stack on a lab host has that host stored once with the run (its machine and the path
+/// to it), and its tiers are judged against that host's CPUs, the evidence naming it; a stack
+/// here is judged against its own CPUs.
 #[test]
 fn a_stack_on_a_lab_host_is_judged_on_that_hosts_cpus_and_the_host_is_stored_once() {
     use loadlab_store::{ConfigRecord, Limit};

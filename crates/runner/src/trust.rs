@@ -651,7 +651,7 @@ fn connections_exhausted(_: &BenchConfig, r: &BenchResult) -> Option<Finding> {
 
 /// A probed path without an idle RTT: the path-queue and round-trip rules of `network_bound`
 /// compare with it, so neither could apply. Said, so that a null `idle_rtt_us` is never read as
-/// "the round trip did not matter" (issue 21).
+/// "the round trip did not matter".
 fn idle_rtt_unknown(_: &BenchConfig, r: &BenchResult) -> Option<String> {
     let why = r.path.idle_unknown.as_ref()?;
     Some(format!(

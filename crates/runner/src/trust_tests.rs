@@ -47,8 +47,8 @@ fn a_client_that_waited_for_its_cpu_is_starved_only_past_both_shares() {
     assert!(!Verdict::judge(&closed(), &short).has(Flag::ClientStarved));
 }
 
-/// Issue 21: a client throttled by its cgroup's CPU quota was flagged starved "while other
-/// work held its CPUs", which is not what happened: the evidence now names the quota.
+/// A client throttled by its cgroup's CPU quota is starved by that quota, not "while other
+/// work held its CPUs": the evidence names the quota.
 #[test]
 fn a_client_throttled_by_its_cgroup_quota_is_starved_by_the_quota_not_by_other_work() {
     use loadlab_engine::cgroup::{CgroupThrottle, CpuQuota, Throttling};
@@ -72,7 +72,7 @@ fn a_client_throttled_by_its_cgroup_quota_is_starved_by_the_quota_not_by_other_w
     );
     assert!(f.warning.contains(&format!("preemptions) because {quota}, so")), "{}", f.warning);
     assert!(!f.warning.contains("other work"), "{}", f.warning);
-    // Without throttling the wait is other work's, as before.
+    // Without throttling the wait is other work's.
     let plain = Verdict::judge(&closed(), &waited(0.30, 0.30));
     let f = plain.findings.iter().find(|f| f.flag == Flag::ClientStarved).unwrap();
     assert!(f.warning.contains("while other work held its CPUs"), "{}", f.warning);
@@ -141,8 +141,8 @@ fn the_path_rule_needs_a_real_rise_a_quiet_client_and_machine_and_a_link() {
     assert!(!net(&blind));
 }
 
-/// Issue 21: a path probed without an idle RTT turned the round-trip rule off in silence (a
-/// null `idle_rtt_us`); the verdict now says which rules it could not apply, and why.
+/// A path probed without an idle RTT (a null `idle_rtt_us`) cannot have the round-trip rule
+/// applied: the verdict says which rules it could not apply, and why, never nothing.
 #[test]
 fn a_probed_path_without_an_idle_rtt_says_the_rules_that_need_it_were_not_applied() {
     let mut blind = probed(40_000, &[40_500, 41_000, 40_800], 0.02);
@@ -404,8 +404,8 @@ fn a_closed_loop_paced_by_the_round_trip_is_network_bound_with_the_arithmetic() 
     assert!(!Verdict::judge(&open, &r).findings.iter().any(|f| f.evidence.contains("conn /")));
 }
 
-/// Issue 25: a step whose answer failed its check counted as a completed request, and only
-/// the step table said so; the verdict now says it beside the requests' figures.
+/// A step whose answer failed its check still counts as a completed request, so the verdict
+/// says it beside the requests' figures, not only the step table.
 #[test]
 fn checks_that_failed_on_completed_requests_are_a_flag_with_their_steps() {
     use loadlab_engine::visits::{SessionTally, StepTally};
@@ -428,8 +428,8 @@ fn checks_that_failed_on_completed_requests_are_a_flag_with_their_steps() {
     assert!(!Verdict::judge(&closed(), &r).has(Flag::ChecksFailed));
 }
 
-/// Issue 25: in the open loop a visitor's number is its place among the visits in flight, so
-/// past the users a lab made for a login visit visitors shared one, and nothing said so.
+/// In the open loop a visitor's number is its place among the visits in flight, so past the
+/// users a lab made for a login visit visitors share one: a flag says so.
 #[test]
 fn visitor_numbers_past_the_labs_users_are_a_flag() {
     use loadlab_engine::visits::{SessionTally, VisitFile};

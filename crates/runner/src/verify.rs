@@ -274,7 +274,7 @@ mod tests {
         }
     }
 
-    /// Issue 25: a visit workload is verified by one whole visit, its capture carried into
+    /// A visit workload is verified by one whole visit, its capture carried into
     /// the next step and its checks applied; a failing step is named with its check.
     #[test]
     fn a_visit_is_verified_whole_and_its_failing_step_named() {

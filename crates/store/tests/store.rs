@@ -443,9 +443,9 @@ fn runs_list_status_and_environment() {
     assert_eq!(run.environment, info.environment);
 }
 
-/// Issue 21: a run stopped by a failed verify was stored as `interrupted`, the status the
-/// README keeps for Ctrl-C. It is `failed`, with why, in the list and in the run; a run that
-/// finished or was interrupted has no reason.
+/// A run stopped by a failed verify is `failed`, with why, in the list and in the run, not
+/// `interrupted`, the status the README keeps for Ctrl-C; a run that finished or was
+/// interrupted has no reason.
 #[test]
 fn a_run_stopped_by_a_failure_is_stored_as_failed_with_its_reason() {
     let dir = TempDir::new().unwrap();

@@ -335,7 +335,7 @@ fn an_external_target_costs_a_verify_not_a_stack_start_in_the_estimate() {
     let e = p.estimate();
     // 10 cells of 1 s; nginx comes up twice, mine is verified twice.
     assert_eq!((e.cells, e.stack_ups), (10, 4));
-    // Regression: `run --dry-run` said "on 4 stack instances"; the lab starts two.
+    // The lab starts two stack instances, not 4: the external target is no instance.
     assert_eq!((e.lab_ups, e.external_targets), (2, 1));
     assert_eq!(e.places(), "2 stack instances and 1 external target");
     let expected = std::time::Duration::from_secs(10)

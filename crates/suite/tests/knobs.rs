@@ -220,7 +220,7 @@ fn config_and_docroot_mistakes_are_refused_at_their_key() {
     at(external, &file, "config is a knob of the lab's stacks", "config =");
 }
 
-/// Issue 22: `host = "ssh://..."` puts a stack on a lab host, written as the remote crate
+/// `host = "ssh://..."` puts a stack on a lab host, written as the remote crate
 /// writes it; anything else is refused at its value, and an external target has no host.
 #[test]
 fn a_stack_on_a_lab_host_is_read_and_a_bad_url_refused_at_its_value() {
@@ -240,7 +240,7 @@ fn a_stack_on_a_lab_host_is_read_and_a_bad_url_refused_at_its_value() {
     assert!(message.contains("host"), "{message}");
 }
 
-/// Issue 22: `listen` binds the front tier where clients on other hosts reach it; a value that
+/// `listen` binds the front tier where clients on other hosts reach it; a value that
 /// is no address, the database stack, and loopback behind a profile are refused at the value.
 #[test]
 fn listen_is_read_and_a_bad_address_refused_at_its_value() {

@@ -1,4 +1,4 @@
-//! A workload's `visits = ...` (issue 25): a built-in visit or a visit file relative to the
+//! A workload's `visits = ...`: a built-in visit or a visit file relative to the
 //! suite file, checked when the suite is; refused with the keys it does not go with, an
 //! unknown built-in name, or a visit file with a wrong step, each at the value to fix.
 

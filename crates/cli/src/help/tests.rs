@@ -152,9 +152,9 @@ fn merge_and_agents_k8s_flags_match_their_docs() {
     agree_with_at_least(7, "kubernetes.md", "## Flags", &["agents", "k8s"], &|_| true);
 }
 
-/// Regression: `stack up --help` said of `--net` "bandwidth only for now: delay and loss are
-/// refused" while `wan` and `rate=...,delay=...,loss=...` work, and `run --help` listed no
-/// `wan`; `bench --help` and `sweep --help` called the URL "an http:// URL".
+/// The help says what the program does: `stack up --help` does not call `--net` "bandwidth
+/// only" while `wan` and `rate=...,delay=...,loss=...` work, `run --help` lists `wan`, and
+/// `bench --help` and `sweep --help` do not call the URL "an http:// URL".
 #[test]
 fn shared_help_says_what_the_program_does() {
     let help = |path: &[&str], id: &str| {

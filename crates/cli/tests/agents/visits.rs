@@ -1,4 +1,4 @@
-//! Visits over `--agents` (issue 25): the visitors split as requests do, a closed population
+//! Visits over `--agents`: the visitors split as requests do, a closed population
 //! by `Share::part` (of `-c` and of `-n`), an open loop's visits k of the one schedule by
 //! k mod N; agent 0's visits, steps and views are every agent's added, and a visit file that
 //! differs between agents is refused naming `--visits`.

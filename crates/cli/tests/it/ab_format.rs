@@ -177,10 +177,10 @@ fn mask_table_numbers(line: &str) -> String {
     out
 }
 
-/// Regression: under `--rate`, ab's "Concurrency Level" was the connection cap
-/// (`--max-connections`) and "Time per request (mean)" that cap times the run's length over
-/// the requests (20 s for latencies of microseconds). Under an open loop they are the most
-/// connections open at once and the mean latency: at most the cap, at most the longest request.
+/// Under an open loop ab's "Concurrency Level" is the most connections open at once and "Time
+/// per request (mean)" the mean latency: at most the cap, at most the longest request; not the
+/// connection cap (`--max-connections`) and that cap times the run's length over the requests
+/// (20 s for latencies of microseconds).
 #[test]
 fn ab_layout_under_an_open_loop_says_the_peak_and_the_mean_latency() {
     use crate::support::{Behaviour, TestServer};

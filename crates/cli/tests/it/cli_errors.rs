@@ -48,8 +48,9 @@ fn malformed_urls_are_usage_errors() {
     }
 }
 
-/// Regression: `-n` with `--conn-rate` counted sessions, not requests, so `--calls-per-conn 3
-/// -n 10` made 30 requests; sessions are counted with `--conns`.
+/// `-n` counts requests, so with `--conn-rate` it is refused naming that flag: counting
+/// sessions by it would make `--calls-per-conn 3 -n 10` send 30 requests. Sessions are
+/// counted with `--conns`.
 #[test]
 fn requests_do_not_count_sessions() {
     let url = closed_url();
@@ -121,8 +122,8 @@ fn bad_header_or_method() {
         assert!(stderr.contains("invalid"), "{args:?}: {stderr}");
     }
     assert_eq!(server.requests(), 0, "nothing is sent when the input is bad");
-    // Regression: a bad method used to be found only after the preflight connect, so against
-    // a closed port it exited 3 (unreachable) instead of 2.
+    // A bad method is found before the preflight connect, so against a closed port it exits
+    // 2 (usage), not 3 (unreachable).
     let stderr = fails(&["bench", "-n", "1", "-m", "GE T", &closed_url()], 2);
     assert!(stderr.contains("invalid method"), "{stderr}");
 }

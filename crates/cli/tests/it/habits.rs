@@ -125,11 +125,11 @@ fn abs_e_writes_the_percentile_csv() {
     assert!(text.lines().count() > 2, "{text}");
 }
 
-/// Regression: clap answered an unknown `-k` with a paragraph whose tip (`use '-- -k'`) led
-/// nowhere, `loadlab stack` with its whole help, and an error under `stack up` pointed at
-/// `stack`'s help. Every refused command line is now one `loadlab: error:` line naming the
-/// help of the innermost subcommand typed, and exit 2. (`run` is given a wrong flag only:
-/// without arguments it would start the default suite.)
+/// Every refused command line is one `loadlab: error:` line naming the help of the innermost
+/// subcommand typed, and exit 2: not clap's paragraph for an unknown `-k` whose tip
+/// (`use '-- -k'`) leads nowhere, nor `loadlab stack`'s whole help, nor `stack`'s help for an
+/// error under `stack up`. (`run` is given a wrong flag only: without arguments it would start
+/// the default suite.)
 #[test]
 fn a_refused_command_line_is_one_line_with_where_to_look() {
     let bogus = "unexpected argument '--bogus'";
@@ -190,11 +190,11 @@ fn refused_before_any_load(args: &[&str], says: &[&str]) {
     assert_eq!(server.requests(), 0, "{args:?}: load was sent");
 }
 
-/// Regression: httperf's `--num-conns 200 --rate 100` (200 sessions at 100 new connections a
-/// second) ran wrk2's open loop of 200 requests at 100 requests a second, `--conns 50`
+/// httperf's `--num-conns 200 --rate 100` (200 sessions at 100 new connections a second)
+/// would run wrk2's open loop of 200 requests at 100 requests a second here, `--conns 50`
 /// without `--conn-rate` a closed loop of 50 requests, and `--num-calls 2 --rate 100` an open
-/// loop that ignored --num-calls. httperf's rate is `--conn-rate` here:
-/// refused, with the command that means what httperf meant.
+/// loop that ignores --num-calls. httperf's rate is `--conn-rate` here: each is refused, with
+/// the command that means what httperf meant.
 #[test]
 fn httperfs_num_conns_with_rate_or_without_conn_rate_is_refused_with_the_command_to_type() {
     refused_before_any_load(
@@ -209,8 +209,8 @@ fn httperfs_num_conns_with_rate_or_without_conn_rate_is_refused_with_the_command
     );
 }
 
-/// Regression: h2load's `-m 10` (streams per connection) was read as ab's `-m`, the method:
-/// every request went out as method "10" and every 400 counted as completed.
+/// h2load's `-m 10` (streams per connection) read as ab's `-m`, the method, would send every
+/// request as method "10" and count every 400 as completed: a method of digits is refused.
 #[test]
 fn a_method_of_digits_is_refused_as_h2loads_m() {
     refused_before_any_load(
@@ -223,8 +223,8 @@ fn a_method_of_digits_is_refused_as_h2loads_m() {
     );
 }
 
-/// Regression: ab's `-t 5` (a time limit) became 5 worker threads and a 10 s run. `-t` is
-/// threads here (docs/bench.md); more threads than CPUs with no stop given looks like ab's.
+/// ab's `-t 5` (a time limit) would be 5 worker threads and a 10 s run here. `-t` is threads
+/// (docs/bench.md); more threads than CPUs with no stop given looks like ab's.
 #[test]
 fn abs_t_as_a_time_limit_is_refused_when_it_cannot_be_threads() {
     // More threads than this machine has CPUs, whatever the machine.
@@ -239,15 +239,16 @@ fn num_cpus() -> usize {
     std::thread::available_parallelism().map_or(64, usize::from).max(64)
 }
 
-/// Regression: wrk2's `-c50 -R 2000` was refused with clap's "'--connections' cannot be used
-/// with '--rate'": wrk2's -c is the open loop's connection count, `--max-connections` here.
+/// wrk2's `-c50 -R 2000` is refused pointing at `--max-connections`, not with clap's
+/// "'--connections' cannot be used with '--rate'": wrk2's -c is the open loop's connection
+/// count.
 #[test]
 fn wrk2s_c_with_r_points_at_max_connections() {
     refused_before_any_load(&["bench", "-c50", "-R", "2000"], &["--max-connections 50", "wrk2"]);
 }
 
-/// Regression: `-d -5s` said "unexpected argument '-5' found"; every duration flag of bench
-/// and sweep now says what is wrong with the value.
+/// Every duration flag of bench and sweep says what is wrong with `-d -5s`'s value, not
+/// "unexpected argument '-5' found".
 #[test]
 fn a_negative_duration_is_said_to_be_one() {
     refused_before_any_load(&["bench", "-d", "-5s"], &["-5s", "negative"]);

@@ -102,9 +102,8 @@ fn stages_set_the_duration_and_sessions_take_a_ramp() {
     assert!(report.get("seconds").is_none(), "{report:#}");
 }
 
-/// Regression: a shape that ends within a second (1.5 s here) gave its whole seconds only,
-/// so its rows did not add up to its totals. The partial last second is a row too, marked
-/// with its length.
+/// A shape that ends within a second (1.5 s here) has its partial last second as a row too,
+/// marked with its length, so that its rows add up to its totals.
 #[test]
 fn a_partial_last_second_is_a_row_and_the_rows_add_up_to_the_totals() {
     let server = TestServer::start(Behaviour::ok("x"));

@@ -151,10 +151,10 @@ fn find_knee_bisects_between_last_good_and_first_bad() {
 /// A server with ample capacity (a thread per connection) and 50 ms of latency, offered
 /// 100 req/s: it keeps up, so every step passes and the knee lies above the rates tried.
 ///
-/// Regression: loadlab used to count as achieved only the responses to requests due inside the
-/// step, so the ~5 requests (rate x latency) still in flight at its end counted as a 5%
-/// shortfall and the step failed on throughput. A timed run now counts what ends inside its
-/// window, and every sweep step warms up first.
+/// A timed run counts what ends inside its window, and every sweep step warms up first:
+/// counting only the responses to requests due inside the step would make the ~5 requests
+/// (rate x latency) still in flight at its end a 5% shortfall, and the step would fail on
+/// throughput.
 #[test]
 fn knee_is_not_lowered_by_latency() {
     let slow = Behaviour::Slow { delay: Duration::from_millis(50), body: b"slow".to_vec() };
@@ -266,8 +266,8 @@ fn csv_columns_match_the_snapshot_and_compare_runs_both_targets() {
     );
 }
 
-/// Regression: with `--compare`, the table's host column said 1 and 2 and nothing said which
-/// URL each was. A legend names them before the table.
+/// With `--compare`, the table's host column says 1 and 2, so a legend before the table names
+/// the URL each is.
 #[test]
 fn compare_names_host_1_and_host_2_before_the_table() {
     let first = TestServer::start(Behaviour::ok("first"));

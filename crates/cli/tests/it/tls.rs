@@ -166,7 +166,7 @@ fn an_untrusted_certificate_or_a_silent_handshake_is_one_clear_error() {
     let certs = certs();
     let addr = serve(&certs);
     let stderr = refused(&["-n", "10", &format!("https://localhost:{}/", addr.port())]);
-    // Regression: it said "cannot reach" a server it had reached, and not what to pass.
+    // A server it reached is not one it "cannot reach", and it says what to pass.
     assert!(!stderr.contains("cannot reach"), "{stderr}");
     for said in [
         "reached the server, but its certificate is not trusted (invalid peer certificate: ",
@@ -263,10 +263,10 @@ fn large(tls: &mut rustls::StreamOwned<rustls::ServerConnection, std::net::TcpSt
     tls.write_all(&reply).and_then(|()| tls.flush()).is_ok()
 }
 
-/// Regression: a read of one record's plaintext (16 KB at most) was taken for a drained
-/// socket, and the edge-triggered loop waited for an event that never came with the rest of
-/// the response in the socket: every response longer than a record ended as a client timeout
-/// (seen against the lab's nginx over TLS: 20k.bin, 1m.bin).
+/// A read of one record's plaintext (16 KB at most) is not a drained socket: taken for one,
+/// the edge-triggered loop would wait for an event that never comes with the rest of the
+/// response in the socket, and every response longer than a record would end as a client
+/// timeout (as against the lab's nginx over TLS: 20k.bin, 1m.bin).
 #[test]
 fn a_response_longer_than_one_tls_record_is_read_whole() {
     let certs = certs();

@@ -156,7 +156,7 @@ fn a_counted_runs_warm_up_does_not_lower_its_rate() {
     assert!(rps > 213.0, "{rps} req/s: the warm-up's requests cost the window its rate");
 }
 
-/// Regression: the text's header said "1 threads" (and "1 connections").
+/// The text's header says "1 thread" and "1 connection", not "1 threads".
 #[test]
 fn the_text_header_counts_one_thread_and_one_connection_in_the_singular() {
     let server = crate::support::TestServer::start(Behaviour::ok("ok"));

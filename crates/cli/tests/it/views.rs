@@ -1,4 +1,4 @@
-//! Page views (`bench --view`, issue 25): a view is the page and the resources its HTML
+//! Page views (`bench --view`): a view is the page and the resources its HTML
 //! names, counted as views with their page-load time beside the requests' own figures; with
 //! `--repeat-view` a visitor's second view honours the cache headers of its first.
 

@@ -1,4 +1,4 @@
-//! Visit files (`--visits FILE`, issue 25): a visitor's steps in order with its own cookie jar
+//! Visit files (`--visits FILE`): a visitor's steps in order with its own cookie jar
 //! and captured values, against the login server (`Behaviour::Login`): the visit passes only
 //! when both the cookie and the captured token are carried; a step that breaks a check or
 //! finds no capture ends its visit, counted by step and class; a closed population and an open

@@ -1,4 +1,4 @@
-//! Visits from httperf's session logs (`--wsesslog N,X,FILE`, issue 25): every request of every
+//! Visits from httperf's session logs (`--wsesslog N,X,FILE`): every request of every
 //! session sent once and counted, think time outside every latency, a failing check ending its
 //! visit counted by step and class, and a bad file refused by line and column.
 

@@ -1,4 +1,4 @@
-//! Visits over HTTP/2 (`--http2` with `--view`, `--wsesslog`, `--visits`; issue 25): a visitor
+//! Visits over HTTP/2 (`--http2` with `--view`, `--wsesslog`, `--visits`): a visitor
 //! holds one connection per origin, as a browser does, and a burst's calls are concurrent
 //! streams of it. Against the lab's real nginx (h2 by ALPN over TLS, h2c by prior knowledge)
 //! and the in-process HTTP/2 server, which counts connections and requests on its side and
@@ -42,9 +42,8 @@ fn views_over_h2_with_nginx_fetch_every_resource_on_one_connection_per_visitor()
 
 /// Over h2c to a server that speaks nothing but HTTP/2 on its port (nginx 1.22's `listen ...
 /// http2` in the clear): the page and its stylesheet are read for their resources over h2c
-/// too. The font only the stylesheet names is found, so the stylesheet was read. Regression:
-/// discovery read the page over HTTP/1.1 and the run stopped ("cannot reach ... invalid HTTP
-/// version").
+/// too. The font only the stylesheet names is found, so the stylesheet was read. Discovery
+/// over HTTP/1.1 would stop the run there ("cannot reach ... invalid HTTP version").
 #[test]
 fn views_over_h2c_find_the_resources_over_h2c_on_an_h2_only_port() {
     let page = r#"<html><head><link rel="stylesheet" href="/s.css"><script src="/a.js"></script>

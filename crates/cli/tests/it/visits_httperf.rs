@@ -1,4 +1,4 @@
-//! `--format httperf` for page views and visit files (issue 25): a view or a visit is one of
+//! `--format httperf` for page views and visit files: a view or a visit is one of
 //! httperf's sessions, so their runs print httperf's session block from their own figures,
 //! with the labels and in the order httperf 0.9 prints them for `--wsesslog`, and a script
 //! that parses httperf's output (bench/wsesslog.sh's `Session rate ... (C/S)`) reads them.

@@ -1,4 +1,4 @@
-//! Visits and page views over `https://` (issue 25): a visitor's connections are TLS
+//! Visits and page views over `https://`: a visitor's connections are TLS
 //! connections of the run's one client configuration (its trust flags, its resumed sessions).
 //! The servers are the visits' own test servers (`Behaviour::Login`, `Behaviour::Site`)
 //! behind a TLS front in this process ([`Front`]) with a certificate of a CA made for the

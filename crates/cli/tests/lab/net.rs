@@ -82,8 +82,8 @@ fn carries(url: &str, mbit: f64) {
 /// (20 ms each way, +-2 ms of jitter) plus nginx's few microseconds. 0.1% loss may cost a
 /// retransmit (200 ms) to one request in a thousand: the p50 does not see it. The same loss
 /// may cost one of the idle probe's handshakes its SYN or SYN-ACK (the kernel resends it after
-/// 1 s, the probe's bound): the probe retries it, so the idle RTT is still measured (issue 21:
-/// it gave up at the first, and this test failed once in a full run). The report.
+/// 1 s, the probe's bound): the probe retries it, so the idle RTT is still measured, where
+/// giving up at the first would fail this test about once a full run. The report.
 fn wan_round_trip(url: &str) -> serde_json::Value {
     let report = bench_json(&format!("{url}hello.txt"), &["-c", "1", "-d", "2s"]);
     let p50_ms = report["latency_us"]["p50"].as_f64().unwrap() / 1000.0;
@@ -315,10 +315,9 @@ fn doctor_on(lab: &TestLab, ns: &str) -> (serde_json::Value, serde_json::Value) 
     (doctor, entry)
 }
 
-/// Issue 21: `doctor` called a running stack's namespace (and another user's) a leftover, to
-/// be removed with `ip netns del`. A live stack's namespace is in use, with its instance, for
-/// this state directory and for another one (processes run in it); only a namespace no
-/// instance holds is a leftover with that advice.
+/// A live stack's namespace is in use, with its instance, for this state directory and for
+/// another one (processes run in it), never a leftover to remove with `ip netns del`; only a
+/// namespace no instance holds is a leftover with that advice.
 #[test]
 fn doctor_lists_a_live_stacks_namespace_as_in_use_and_only_the_orphans_as_left() {
     let Some(lab) = root_lab() else { return };

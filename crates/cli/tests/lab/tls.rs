@@ -1,4 +1,4 @@
-//! TLS and HTTP/2 on the lab's real servers (issue 12, part 4): nginx, Apache event with
+//! TLS and HTTP/2 on the lab's real servers: nginx, Apache event with
 //! php-fpm and Varnish behind hitch come up with a certificate from their own CA, verify the
 //! certificate, the protocol ALPN selects and session resumption, serve `loadlab bench
 //! --cacert` with 2xx answers, and go down leaving no process (hitch's included); the knobs are
@@ -52,7 +52,7 @@ fn nginx_with_tls_verifies_its_certificate_and_serves_bench_with_its_ca() {
     let (report, code) = bench(&format!("{url}100k.bin"), &["--cacert", &ca]);
     assert_eq!(code, Some(0), "{report:#}");
     assert_eq!(report["requests"]["completed"], 50, "{report:#}");
-    // The message names the instance's CA file (regression: it named no way out).
+    // The message names the instance's CA file: the way out.
     let output = lab.run(&["bench", &format!("{url}hello.txt"), "-n", "5"]);
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     let said = stderr(&output);

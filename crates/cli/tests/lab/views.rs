@@ -1,4 +1,4 @@
-//! Page views of the lab's WordPress front page (issue 25), counted at the server: nginx's
+//! Page views of the lab's WordPress front page, counted at the server: nginx's
 //! access log holds each stylesheet and script the page names once per view (plus discovery's
 //! reads), so what `views.completed` says is what the server served.
 

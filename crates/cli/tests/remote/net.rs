@@ -1,4 +1,4 @@
-//! Issue 22's second "must reach": seed 000 across two hosts behind `--net lan-100mbit`, as the
+//! Seed 000 across two hosts behind `--net lan-100mbit`, as the
 //! seed measured it over its 100 Mbit/s switch. `run --suite php-modphp-vs-fastcgi --quick
 //! --repetitions 1 --host B --net lan-100mbit` from A: B's interface shapes what its stacks
 //! send (htb root `10ad:`, egress, docs/lab.md), the cells at concurrency 10 and 100 (each

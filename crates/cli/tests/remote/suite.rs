@@ -1,4 +1,4 @@
-//! Issue 22's first "must reach": `loadlab run --suite php-modphp-vs-fastcgi --quick --host
+//! The lab on its own host, end to end: `loadlab run --suite php-modphp-vs-fastcgi --quick --host
 //! ssh://root@B` from A. A normal end has every cell stored with its tiers sampled in B, as
 //! many cells as the plan has here, B recorded with the run; and however the run ends (its
 //! end, Ctrl-C, kill -9 of loadlab in A, the path to B cut for 30 s) B is left with no

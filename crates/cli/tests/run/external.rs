@@ -153,10 +153,10 @@ fn a_wrong_answer_from_an_external_target_exits_5_before_any_stack_or_cell() {
     assert!(scratch.servers_left().is_empty(), "{:?}", scratch.servers_left());
 }
 
-/// Issue 21: a run stopped by a target that failed verify exited 5 but was stored and shown
-/// as `interrupted` (Ctrl-C's status), and its empty report replaced the last full one in
-/// `report.html`. It is `failed`, with why, in `run`'s end, `runs` and `report`; each run has
-/// its `report-RUN.html`, and `report.html` stays on the latest finished run.
+/// A run stopped by a target that failed verify exits 5 and is `failed`, with why, in `run`'s
+/// end, `runs` and `report`, not `interrupted` (Ctrl-C's status); each run has its
+/// `report-RUN.html`, and `report.html` stays on the latest finished run, so an empty report
+/// never hides the last full one.
 #[test]
 fn a_run_stopped_by_a_failed_verify_is_failed_and_report_html_stays_on_the_finished_run() {
     let nginx = require_nginx!(&files());
@@ -408,8 +408,8 @@ fn suite_mistakes_about_external_targets_and_requests_exit_2_at_their_line_and_c
     }
 }
 
-/// Regression: `--dry-run` counted external targets as "stack instances": the lab starts
-/// none for them. Two repetitions of one lab stack and one external target.
+/// `--dry-run` counts external targets apart from "stack instances": the lab starts none for
+/// them. Two repetitions of one lab stack and one external target.
 #[test]
 fn a_dry_run_counts_lab_instances_and_external_targets_apart() {
     let scratch = Scratch::new();

@@ -88,7 +88,7 @@ fn a_significantly_slower_run_fails_the_gate_and_a_faster_or_noisy_one_does_not(
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// Issue 25: a view workload's runs are compared on their views, not their requests: the
+/// A view workload's runs are compared on their views, not their requests: the
 /// table's heading, the gate's line and `--json` say views/s.
 #[test]
 fn a_view_workload_is_compared_on_its_views_in_the_table_the_gate_and_the_json() {

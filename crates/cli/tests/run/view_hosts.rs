@@ -1,4 +1,4 @@
-//! A suite's view workload with `view_hosts = [...]` end to end (issue 25): its cells fetch the
+//! A suite's view workload with `view_hosts = [...]` end to end: its cells fetch the
 //! page's stylesheet on a second test server, one request per completed view as the store
 //! counts them; without the key that server is never asked and the stylesheet is listed as
 //! skipped.

@@ -1,4 +1,4 @@
-//! A suite's visit workloads for real (issue 25), on the lab's WordPress stack with OPcache:
+//! A suite's visit workloads for real, on the lab's WordPress stack with OPcache:
 //! the built-in `wordpress:search` under an open load (the rate counts visits) and a closed
 //! one (the concurrency counts visitors), and a visit file of the suite's own whose second
 //! step's check cannot pass. The store keeps each cell's visit figures and its steps, the
@@ -126,8 +126,8 @@ fn a_suites_visits_store_their_steps_and_the_failed_one_shows() {
         assert_eq!(c.metrics.get(metric::VISITS_FAILED), Some(&0.0), "{:?}", c.metrics);
         assert_eq!(c.metrics.get(metric::VISITS), Some(&9.0), "{:?}", c.metrics);
     }
-    // Issue 25: the lab's passwords went into the stored run (its captured configs) and
-    // could into what is made of it; none may.
+    // The lab's passwords are in the stack's configs, which a run captures: none may reach
+    // the store or anything made of it.
     let mut made = vec![("stdout".to_string(), stdout)];
     made.push((
         "the store".into(),

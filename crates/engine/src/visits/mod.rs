@@ -1,5 +1,5 @@
 //! Visits: a visitor's requests in bursts with think times between them, on that visitor's own
-//! connections (issue 25): httperf's `--wsesslog` sessions, `--view`'s page views, and visit
+//! connections: httperf's `--wsesslog` sessions, `--view`'s page views, and visit
 //! files' steps (`--visits`, `steps`), whose visitors carry a cookie jar and captured values
 //! from one answer to the next request (`carry`). Visitors arrive on the run's schedule
 //! (`Pacing::Sessions`: `--rate` counts visits) or, for a visit file, as a closed population

@@ -398,8 +398,8 @@ type Found = (Url, Option<Vec<(String, String)>>);
 /// follow a cell that left the server a backlog, and a page that answers late is still one
 /// to view. Over h2c (`--http2` to an `http` origin) it speaks HTTP/2 with prior knowledge as
 /// the run will, since a server may speak nothing else on that port (nginx before 1.25 with
-/// `listen ... http2`); over TLS it offers HTTP/1.1 by ALPN, as before: there the server
-/// chooses, and a server that cannot speak it refuses the handshake, which is said.
+/// `listen ... http2`); over TLS it offers HTTP/1.1 by ALPN: there the server chooses, and a
+/// server that cannot speak it refuses the handshake, which is said.
 fn fetch(
     endpoint: &Endpoint,
     path: &str,

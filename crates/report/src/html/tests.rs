@@ -193,7 +193,7 @@ fn each_stacks_slo_verdict_is_a_line_under_its_group() {
     assert!(!plain.contains("slo-row") && !plain.contains("SLO gate"));
 }
 
-/// Issue 22: stacks on a lab host. The environment names this machine as the client's, the
+/// Stacks on a lab host. The environment names this machine as the client's, the
 /// server host with its machine, the path between them, and which stacks ran there.
 #[test]
 fn the_environment_shows_both_machines_and_the_path_between_them() {
@@ -229,8 +229,8 @@ fn the_environment_shows_both_machines_and_the_path_between_them() {
     assert!(alone.contains("<dt>host</dt><dd>lab1</dd>") && !alone.contains("server host"));
 }
 
-/// Issue 25: a view group's charts drew its requests (20 a view, up to 240 req/s). Now they
-/// name views/s and the page load, and their scale is the views' (up to 12 views/s).
+/// A view group's charts name views/s and the page load, and their scale is the views' (up to
+/// 12 views/s), not its requests' (20 a view, up to 240 req/s).
 #[test]
 fn a_view_groups_charts_name_and_carry_the_views() {
     let cells = crate::testcell::view_cells(3, &[3.0, 6.0, 12.0]);

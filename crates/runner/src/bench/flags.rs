@@ -746,7 +746,7 @@ mod tests {
         }
     }
 
-    /// Regression: with `--http2` these counts were silently ignored.
+    /// With `--http2` these counts have no meaning: refused, never silently ignored.
     #[test]
     fn a_visitors_connections_given_with_http2_are_refused_naming_the_flag() {
         let dir = tempfile::tempdir().unwrap();

@@ -86,7 +86,7 @@ fn silent_session(dir: &std::path::Path) -> Session {
     session
 }
 
-/// Issue 22: a session that goes silent is lost after the limit: the cell's window says so
+/// A session that goes silent is lost after the limit: the cell's window says so
 /// (the executor stops the cell), and closing it does not wait for ssh's own 15 s.
 #[test]
 fn a_silent_session_is_lost_after_the_limit_and_closes_at_once() {

@@ -1,4 +1,4 @@
-//! A workload's `visits = "FILE"` or `visits = "wordpress:NAME"` (issue 25), or a weighted mix
+//! A workload's `visits = "FILE"` or `visits = "wordpress:NAME"`, or a weighted mix
 //! of them (`visits = ["a.toml:3", "b.toml"]`): each visit file checked when the suite is (a
 //! wrong step is refused before any stack starts, at this key), each built-in name known to
 //! the lab, its `given` values each used by a step (none captured by one), and the keys that
