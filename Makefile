@@ -107,40 +107,30 @@ demo-bench: deps-bench build
 bench: deps-bench build
 	bench/vs-peers.sh
 
-# What a URL mix costs the client against one URL (bound: at most 10% more CPU per request).
-bench-mix: deps-bench build
-	bench/mix.sh
-
-# A 100,000-line access log replayed at its own timing: lateness and memory.
-bench-replay: deps-bench build
-	bench/replay.sh
-
-# httperf's --wsesslog sessions run by httperf and by loadlab: same requests, CPU per request.
-bench-wsesslog: deps-bench build
-	bench/wsesslog.sh
+# The benchmarks of BENCHMARKS.md that are one script each, bench-NAME running bench/NAME.sh:
+#   bench-mix       what a URL mix costs the client against one URL (bound: at most 10% more
+#                   CPU per request)
+#   bench-replay    a 100,000-line access log replayed at its own timing: lateness and memory
+#   bench-wsesslog  httperf's --wsesslog sessions run by httperf and by loadlab: same requests,
+#                   CPU per request
+#   bench-ramp      a ramp 0..20,000 req/s against nginx second by second, and a fixed rate's
+#                   CPU per request against main's build (BASELINE=...)
+#   bench-scale     10,000 concurrent connections: really open (ss), errors, peak RSS; raises the
+#                   open-file limit to what it needs, which takes root (or a hard limit already
+#                   high enough)
+#   bench-agents    one test from 4 agents on this machine: achieved against offered, start skew,
+#                   what the coordination costs an agent
+SCRIPT_BENCHES := mix replay wsesslog ramp scale agents
+$(addprefix bench-,$(SCRIPT_BENCHES)): bench-%: deps-bench build
+	bench/$*.sh
 
 # Open-loop accuracy at 1k-20k req/s and client CPU per request against httperf.
 bench-rate: deps-bench build
 	bench/rate-accuracy.sh
 
-# A ramp 0..20,000 req/s against nginx second by second, and a fixed rate's CPU per request
-# against main's build (BASELINE=...).
-bench-ramp: deps-bench build
-	bench/ramp.sh
-
 # What one timer wake-up costs a sleeping thread here: the floor under on-time sends.
 bench-wake: deps-bench
 	bench/wake-cost.sh
-
-# 10,000 concurrent connections: really open (ss), errors, peak RSS. Raises the open-file limit
-# to what it needs, which takes root (or a hard limit already high enough).
-bench-scale: deps-bench build
-	bench/scale.sh
-
-# One test from 4 agents on this machine: achieved against offered, start skew, what the
-# coordination costs an agent.
-bench-agents: deps-bench build
-	bench/agents.sh
 
 # Every lab stack brought up and down 50 times: up-and-verify times, and no process left.
 lab-cycles: deps-lab build

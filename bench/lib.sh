@@ -186,6 +186,14 @@ stop_nginx() {
   wait "$pid" 2>/dev/null || true # reap it if it is our child
 }
 
+# split_cpus: nginx on one CPU and the client on another (SERVER_CPU, CLIENT_CPU; 1 and 0 unless
+# set), so that neither steals the other's time; a machine with fewer than 2 CPUs stops the script.
+split_cpus() {
+  SERVER_CPU=${SERVER_CPU:-1}
+  CLIENT_CPU=${CLIENT_CPU:-0}
+  [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
+}
+
 # positive_ints VAR...: each named variable holds a positive integer, or the script stops.
 positive_ints() {
   local v

@@ -26,11 +26,9 @@ H2=${H2:-0}
 STREAMS=${STREAMS:-10}
 IR_REQUESTS=${IR_REQUESTS:-20000}
 LOADLAB=${LOADLAB:-target/release/loadlab}
-SERVER_CPU=1
-CLIENT_CPU=0
+split_cpus
 
 positive_ints DURATION ROUNDS CONNECTIONS STREAMS
-[ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
 ensure_loadlab
 
 private_nginx_dir mix

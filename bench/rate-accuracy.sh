@@ -43,8 +43,7 @@ read -r -a tools <<<"${TOOLS:-$default_tools}"
 MAX_CONNECTIONS=${MAX_CONNECTIONS:-}
 SOURCE_IPS=${SOURCE_IPS:-}
 LOADLAB=${LOADLAB:-target/release/loadlab}
-SERVER_CPU=1
-CLIENT_CPU=0
+split_cpus
 # Every run is bounded: a run that has not ended this long after its nominal end is a hang.
 GRACE=$((DURATION * 3 + 30))
 
@@ -62,7 +61,6 @@ if [ -n "$MAX_CONNECTIONS" ]; then
   loadlab_opts=(--max-connections "$MAX_CONNECTIONS")
 fi
 [ -z "$SOURCE_IPS" ] || loadlab_opts+=(--source-ips "$SOURCE_IPS")
-[ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
 for t in "${tools[@]}"; do
   case $t in
     loadlab | loadlab-new | loadlab-coalesce) ;;

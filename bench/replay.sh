@@ -16,11 +16,9 @@ LINES=${LINES:-100000}
 RATE=${RATE:-10000}
 ROUNDS=${ROUNDS:-3}
 LOADLAB=${LOADLAB:-target/release/loadlab}
-SERVER_CPU=1
-CLIENT_CPU=0
+split_cpus
 
 positive_ints LINES RATE ROUNDS
-[ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
 ensure_loadlab
 
 private_nginx_dir replay

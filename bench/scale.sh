@@ -27,8 +27,7 @@ SLOW_RATE=${SLOW_RATE:-2000}
 MAX_RSS_MB=${MAX_RSS_MB:-100}
 read -r -a runs <<<"${RUNS:-closed open}"
 LOADLAB=${LOADLAB:-target/release/loadlab}
-SERVER_CPU=1
-CLIENT_CPU=0
+split_cpus
 # A run that has not ended this long after its nominal end is a hang: closing 10,000
 # connections takes well under a second.
 GRACE=$((DURATION * 2 + 30))
@@ -39,7 +38,6 @@ done
 for r in "${runs[@]}"; do
   case $r in closed | open) ;; *) die "unknown run '$r' in RUNS (known: closed open)" ;; esac
 done
-[ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
 ensure_loadlab
 [ -x /usr/bin/time ] || die "GNU time not installed (make deps-bench)"
 command -v ss >/dev/null || die "ss not installed (iproute2)"

@@ -44,14 +44,11 @@ else
   CONNECTIONS=50
 fi
 LOADLAB=${LOADLAB:-target/release/loadlab}
-# Server and client on separate cores, so neither steals the other's CPU time.
-SERVER_CPU=${SERVER_CPU:-1}
-CLIENT_CPU=${CLIENT_CPU:-0}
+split_cpus
 
 for v in DURATION ROUNDS AB_REQUESTS STREAMS NEWCONN_REQUESTS; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, not '${!v}'"
 done
-[ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
 for t in "${tools[@]}"; do
   case $t in
     loadlab) ensure_loadlab ;;

@@ -21,11 +21,9 @@ THINK=${THINK:-0.5}
 ROUNDS=${ROUNDS:-3}
 PER_VISITOR=${PER_VISITOR:-4}
 LOADLAB=${LOADLAB:-target/release/loadlab}
-SERVER_CPU=${SERVER_CPU:-1}
-CLIENT_CPU=${CLIENT_CPU:-0}
+split_cpus
 positive_ints RATE SESSIONS ROUNDS PER_VISITOR
 [[ $THINK =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "THINK must be a number of seconds, not '$THINK'"
-[ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: nginx on CPU $SERVER_CPU, the client on CPU $CLIENT_CPU"
 command -v httperf >/dev/null || die "httperf not installed (make deps-bench)"
 [ -x /usr/bin/time ] || die "GNU time not installed (make deps-bench)"
 ensure_loadlab
