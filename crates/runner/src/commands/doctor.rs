@@ -244,18 +244,8 @@ mod tests {
     use loadlab_lab::StateDir;
 
     fn record(lab: &Lab, id: &str) -> Record {
-        Record {
-            id: id.into(),
-            stack: "nginx".into(),
-            url: "http://10.214.0.2:80/".into(),
-            run_dir: lab.state().run_root().join(id),
-            knobs: Knobs::default(),
-            owner: None,
-            created_unix_ms: 1,
-            tiers: vec![],
-            net: None,
-            listen: None,
-        }
+        let run_dir = lab.state().run_root().join(id);
+        Record::unstarted(id.into(), "nginx".into(), "http://10.214.0.2:80/".into(), run_dir)
     }
 
     /// A `loadlab-net-*` namespace is a leftover to delete only when no instance holds it: a
