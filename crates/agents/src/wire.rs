@@ -70,7 +70,7 @@ pub enum Msg {
     Over,
 }
 
-/// A sweep's step (`loadlab_runner::sweep::NextStep`): its target (0 the URL, 1
+/// A sweep's step (`loadlab_runner::commands::sweep::NextStep`): its target (0 the URL, 1
 /// `--compare`'s), its offered rate, whether bisection added it. An agent runs it only if it
 /// is one of the steps its own command line allows at that point, and refuses otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -1,14 +1,14 @@
 //! `bench`'s flags for one test from many hosts (`--agents N --agent I --rendezvous HOST:PORT`),
 //! declared; the runner's `agent_flags` checks them into its [`Agents`]; the rendezvous and
-//! the merge are the libraries' (`loadlab_agents`, `loadlab_runner::bench::agent`).
+//! the merge are the libraries' (`loadlab_agents`, `loadlab_runner::hosts::agent`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 use loadlab_agents::coordinator::OnLoss;
-use loadlab_runner::bench::agent::{AgentError, Agents};
-use loadlab_runner::bench::agent_flags::AgentFlags;
+use loadlab_runner::hosts::agent::{AgentError, Agents};
+use loadlab_runner::hosts::agent_flags::AgentFlags;
 
 use crate::units::parse_duration;
 
@@ -67,7 +67,7 @@ pub enum OnAgentLoss {
 }
 
 impl AgentArgs {
-    /// The runner's view of these flags (`loadlab_runner::bench::agent_flags`).
+    /// The runner's view of these flags (`loadlab_runner::hosts::agent_flags`).
     pub fn agents(&self) -> anyhow::Result<Option<Agents>> {
         let flags = AgentFlags {
             agents: self.agents,

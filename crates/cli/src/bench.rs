@@ -7,10 +7,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use loadlab_engine::{BenchConfig, Level};
-use loadlab_runner::bench::agent::{self, Outcome};
-use loadlab_runner::bench::flags::LoadFlags;
-use loadlab_runner::bench::{self, Disposition};
-use loadlab_runner::slo::Slo;
+use loadlab_runner::commands::bench::flags::LoadFlags;
+use loadlab_runner::commands::bench::{self, Disposition};
+use loadlab_runner::hosts::agent::{self, Outcome};
+use loadlab_runner::judge::slo::Slo;
 use loadlab_runner::values;
 
 use crate::exit::{Failure, AGENT_LOST, OK, SLO_FAILED, STOPPED, UNREACHABLE};
@@ -169,10 +169,10 @@ pub struct HabitArgs {
 }
 
 impl HabitArgs {
-    fn anyway(&self) -> loadlab_runner::habits::Anyway {
+    fn anyway(&self) -> loadlab_runner::commands::bench::habits::Anyway {
         let (keepalive, variable_length, keep_going) =
             (self.keepalive, self.variable_length, self.keep_going);
-        loadlab_runner::habits::Anyway {
+        loadlab_runner::commands::bench::habits::Anyway {
             keepalive,
             variable_length,
             keep_going,
@@ -183,7 +183,7 @@ impl HabitArgs {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
-    loadlab_runner::habits::check(&typed(&args)).map_err(Failure::usage)?;
+    loadlab_runner::commands::bench::habits::check(&typed(&args)).map_err(Failure::usage)?;
     for note in args.habits.anyway().notes() {
         eprintln!("loadlab: note: {note}");
     }
@@ -310,8 +310,8 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
 }
 
 /// The flags other tools' habits concern, as typed.
-fn typed(args: &BenchArgs) -> loadlab_runner::habits::Typed<'_> {
-    loadlab_runner::habits::Typed {
+fn typed(args: &BenchArgs) -> loadlab_runner::commands::bench::habits::Typed<'_> {
+    loadlab_runner::commands::bench::habits::Typed {
         connections: args.connections.as_ref().map(|c| c.mean() as usize),
         rate: args.rate.as_ref().or(args.stages.as_ref()).map(Level::mean),
         conn_rate: args.conn_rate.as_ref().map(Level::mean),

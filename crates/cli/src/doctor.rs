@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::Args;
 use loadlab_output::doctor as output;
 use loadlab_remote::Host;
-use loadlab_runner::doctor;
+use loadlab_runner::commands::doctor;
 
 use crate::exit::{failure, OK};
 

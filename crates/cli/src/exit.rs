@@ -20,7 +20,7 @@
 use std::io;
 use std::process::ExitCode;
 
-use loadlab_runner::class::{Class, Classify};
+use loadlab_runner::judge::class::{Class, Classify};
 
 /// A failure of a class (and so of an exit code), with what to tell the user.
 #[derive(Debug, thiserror::Error)]
@@ -93,7 +93,7 @@ pub fn finish(outcome: anyhow::Result<u8>) -> ExitCode {
     }
 }
 
-/// A library error as its class says (`loadlab_runner::class`): the user's, an unreachable
+/// A library error as its class says (`loadlab_runner::judge::class`): the user's, an unreachable
 /// target, a missing package, ... each its own code; an internal one keeps its chain. A
 /// failed write of output into a closed pipe stays the io error, which ends quietly.
 pub fn failure<E>(e: E) -> anyhow::Error

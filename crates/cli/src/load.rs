@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use loadlab_engine::Arrival;
-use loadlab_runner::bench::flags::{RequestFlags, Schedule};
+use loadlab_runner::commands::bench::flags::{RequestFlags, Schedule};
 
 use crate::units::parse_duration;
 
@@ -209,9 +209,9 @@ pub enum OverCapacity {
     Run,
 }
 
-impl From<OverCapacity> for loadlab_runner::capacity::Policy {
+impl From<OverCapacity> for loadlab_runner::judge::capacity::Policy {
     fn from(p: OverCapacity) -> Self {
-        use loadlab_runner::capacity::Policy;
+        use loadlab_runner::judge::capacity::Policy;
         match p {
             OverCapacity::Refuse => Policy::Refuse,
             OverCapacity::Cap => Policy::Cap,
@@ -222,6 +222,6 @@ impl From<OverCapacity> for loadlab_runner::capacity::Policy {
 
 /// A bench's error as its class says, naming the lab instance's CA file when the target is
 /// one whose certificate was not trusted.
-pub fn bench_failure(e: loadlab_runner::bench::BenchError) -> anyhow::Error {
+pub fn bench_failure(e: loadlab_runner::commands::bench::BenchError) -> anyhow::Error {
     crate::exit::failure(loadlab_runner::advice::bench_with_lab_ca(e))
 }

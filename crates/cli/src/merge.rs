@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use loadlab_output::bench as output;
-use loadlab_runner::merge;
+use loadlab_runner::hosts::merge;
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {

@@ -3,7 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use loadlab_runner::bench::live::{EngineMeasure, Show, Shows, Tally};
+use loadlab_runner::commands::bench::live::{EngineMeasure, Show, Shows, Tally};
 use loadlab_stats::format::count;
 
 /// The progress line on stderr.

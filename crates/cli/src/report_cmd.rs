@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use loadlab_runner::stored;
+use loadlab_runner::commands::run::stored;
 use loadlab_store::{RunId, Store};
 
 use crate::exit::{failure, OK};
@@ -64,7 +64,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
     match args.format {
         ReportFormat::Html => {
             let out = args.output.unwrap_or_else(|| PathBuf::from("report.html"));
-            loadlab_runner::suite::write_report(&store, id, &out).map_err(failure)?;
+            loadlab_runner::commands::run::write_report(&store, id, &out).map_err(failure)?;
             outln!("{}", out.display())?;
         }
         ReportFormat::Text => {

@@ -1,4 +1,4 @@
-//! `loadlab run`: a suite's plan, cell by cell, run by [`loadlab_runner::suite`]; this prints
+//! `loadlab run`: a suite's plan, cell by cell, run by [`loadlab_runner::commands::run`]; this prints
 //! the plan, each stack instance and cell as it ends, and the verdict.
 
 use std::path::PathBuf;
@@ -7,7 +7,7 @@ use crate::exit::{failure, INTERNAL, INTERRUPTED, OK, SLO_FAILED};
 use clap::Args;
 use loadlab_output::suite as output;
 use loadlab_runner::values;
-use loadlab_runner::{suite, Measure};
+use loadlab_runner::{commands, Measure};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -38,7 +38,7 @@ pub struct RunArgs {
     /// Thresholds every workload's cells must hold over their repetitions ('p99<50ms,
     /// errors<0.1%,rps>1000'), instead of the suite's `slo`; exit 99 when one fails.
     #[arg(long = "slo", value_name = "THRESHOLDS", value_parser = values::slo)]
-    pub slo: Option<loadlab_runner::slo::Slo>,
+    pub slo: Option<loadlab_runner::judge::slo::Slo>,
     /// Run every stack of the suite on this lab host over ssh (as a stack's `host = ` in the
     /// suite does); the load stays on this machine. Each stack lives as long as its ssh
     /// session (docs/hosts.md).
@@ -51,43 +51,44 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
-    let overrides = suite::Overrides {
+    let overrides = commands::run::Overrides {
         net: args.net.clone(),
         slo: args.slo.clone(),
         repetitions: args.repetitions,
         host: args.host.as_ref().map(ToString::to_string),
     };
-    let (suite, notes) = suite::load(&args.suite, &overrides).map_err(failure)?;
+    let (suite, notes) = commands::run::load(&args.suite, &overrides).map_err(failure)?;
     for note in notes {
         eprintln!("loadlab: {note}");
     }
     let plan = loadlab_suite::plan(&suite, args.quick);
     let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
     output::write_plan(&mut out, &plan)?;
-    suite::check(&plan).map_err(failure)?;
+    commands::run::check(&plan).map_err(failure)?;
     // Said before anything runs: a plan that cannot answer its question is no surprise later.
-    if let Some(line) = loadlab_runner::power::underpowered(&plan) {
+    if let Some(line) = loadlab_runner::judge::power::underpowered(&plan) {
         outln!("  note: {line}")?;
     }
     if args.dry_run {
         output::write_cells(&mut out, &plan)?;
         return Ok(OK);
     }
-    suite::check_packages(&suite).map_err(failure)?;
-    let remote = suite::remote_stacks(&suite, Box::new(|note| eprintln!("loadlab: {note}")))
-        .installing(args.install_packages);
+    commands::run::check_packages(&suite).map_err(failure)?;
+    let remote =
+        commands::run::remote_stacks(&suite, Box::new(|note| eprintln!("loadlab: {note}")))
+            .installing(args.install_packages);
     if !args.install_packages {
-        suite::check_remote_packages(&suite, &remote).map_err(failure)?;
+        commands::run::check_remote_packages(&suite, &remote).map_err(failure)?;
     }
     let mut started =
-        suite::begin(&suite, &plan, &args.out, args.db.as_deref()).map_err(failure)?;
+        commands::run::begin(&suite, &plan, &args.out, args.db.as_deref()).map_err(failure)?;
     output::write_started(&mut out, &mut err, &started)?;
 
     // Stacks come and go inside, and the run's record is closed and reported after: a second
     // Ctrl-C waits for both.
     let _finishing = crate::signals::Finishing::hold();
     let mut measure = crate::progress::measure(false)?;
-    let outcome = suite::execute(
+    let outcome = commands::run::execute(
         &mut started,
         &plan,
         &remote,
@@ -95,15 +96,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         &mut output::Progress(std::io::stdout()),
     );
     let stopped = measure.stopped();
-    let finished = suite::finish(&mut started, &outcome, stopped, &args.out).map_err(failure)?;
+    let finished =
+        commands::run::finish(&mut started, &outcome, stopped, &args.out).map_err(failure)?;
     output::write_end(&mut out, &started, &plan, &finished)?;
     // A failed run exits with its error's code (5 for a verify that failed), said last.
     outcome.map_err(failure)?;
     Ok(match finished.disposition {
-        suite::Disposition::Interrupted => INTERRUPTED,
-        suite::Disposition::SloFailed => SLO_FAILED,
-        suite::Disposition::Finished => OK,
+        commands::run::Disposition::Interrupted => INTERRUPTED,
+        commands::run::Disposition::SloFailed => SLO_FAILED,
+        commands::run::Disposition::Finished => OK,
         // Not reached: a failed run's outcome is its error, returned above.
-        suite::Disposition::Failed => INTERNAL,
+        commands::run::Disposition::Failed => INTERNAL,
     })
 }

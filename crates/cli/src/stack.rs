@@ -10,7 +10,7 @@ use loadlab_output::stack as output;
 use loadlab_remote::held::Held;
 use loadlab_remote::protocol::Event;
 use loadlab_remote::Host;
-use loadlab_runner::stack::{self as runner, Down};
+use loadlab_runner::commands::stack::{self as runner, Down};
 use serde_json::json;
 
 use crate::exit::{failure, Failure, OK};

@@ -8,11 +8,11 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use loadlab_output::sweep as output;
-use loadlab_runner::ramp::run_ramp;
-use loadlab_runner::slo::Slo;
-use loadlab_runner::sweep::{run_sweep, SweepTarget};
-use loadlab_runner::sweep_agents as agents;
-use loadlab_runner::sweep_plan::SweepFlags;
+use loadlab_runner::commands::sweep::plan::SweepFlags;
+use loadlab_runner::commands::sweep::ramp::run_ramp;
+use loadlab_runner::commands::sweep::{run_sweep, SweepTarget};
+use loadlab_runner::hosts::sweep_agents as agents;
+use loadlab_runner::judge::slo::Slo;
 use loadlab_runner::values::{self, RateList};
 use loadlab_runner::Measure;
 
@@ -96,13 +96,13 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     let usage = |m: String| anyhow::Error::new(Failure::usage(m));
     // The request flags are bench's, and so are the habits they may hide (h2load's -m); each
     // step has its duration, so -t is never ab's time limit here.
-    let typed = loadlab_runner::habits::Typed {
+    let typed = loadlab_runner::commands::bench::habits::Typed {
         method: &args.request.method,
         http2: args.request.http2,
         duration: true,
         ..Default::default()
     };
-    loadlab_runner::habits::check(&typed).map_err(usage)?;
+    loadlab_runner::commands::bench::habits::check(&typed).map_err(usage)?;
     if args.rates.as_ref().is_some_and(|r| r.0.is_empty()) {
         return Err(usage("--rates: no rate given".into()));
     }

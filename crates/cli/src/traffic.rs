@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use loadlab_engine::Order;
-use loadlab_runner::bench::flags::TrafficFlags;
+use loadlab_runner::commands::bench::flags::TrafficFlags;
 
 /// How `--urls` entries are picked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

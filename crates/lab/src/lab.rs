@@ -601,15 +601,9 @@ fn listens_on_tcp(tier: Tier) -> bool {
 
 fn new_record(plan: &Plan) -> Record {
     Record {
-        id: plan.id.clone(),
-        stack: plan.stack.name.to_string(),
-        url: plan.url(),
-        run_dir: plan.run.clone(),
         knobs: plan.knobs.clone(),
         owner: procfs::identify(std::process::id() as i32),
         created_unix_ms: crate::sampler::unix_ms(),
-        net: None,
-        listen: None,
         tiers: plan
             .tiers()
             .into_iter()
@@ -626,6 +620,12 @@ fn new_record(plan: &Plan) -> Record {
                 },
             })
             .collect(),
+        ..Record::unstarted(
+            plan.id.clone(),
+            plan.stack.name.to_string(),
+            plan.url(),
+            plan.run.clone(),
+        )
     }
 }
 

@@ -53,6 +53,23 @@ pub struct TierRecord {
 }
 
 impl Record {
+    /// An instance as recorded before any of it starts: default knobs, no owner process, no
+    /// tiers, on loopback; whoever starts it fills in the rest.
+    pub fn unstarted(id: String, stack: String, url: String, run_dir: PathBuf) -> Record {
+        Record {
+            id,
+            stack,
+            url,
+            run_dir,
+            knobs: Knobs::default(),
+            owner: None,
+            created_unix_ms: 0,
+            tiers: vec![],
+            net: None,
+            listen: None,
+        }
+    }
+
     /// Where clients reach the instance: 127.0.0.1, its namespace's end of the link, or the
     /// address it listens on (`--listen`).
     pub fn host(&self) -> std::net::IpAddr {
@@ -298,18 +315,8 @@ pub(crate) mod tests {
     use super::*;
 
     fn record(state: &StateDir, id: String) -> Record {
-        Record {
-            id,
-            stack: "nginx".into(),
-            url: "http://127.0.0.1:1/".into(),
-            run_dir: state.run_root().join("x"),
-            knobs: Knobs::default(),
-            owner: None,
-            created_unix_ms: 1,
-            tiers: vec![],
-            net: None,
-            listen: None,
-        }
+        let run_dir = state.run_root().join("x");
+        Record::unstarted(id, "nginx".into(), "http://127.0.0.1:1/".into(), run_dir)
     }
 
     /// A temp state directory others cannot enter, as `/root/.local/state` is.

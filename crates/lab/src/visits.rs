@@ -192,17 +192,9 @@ mod tests {
 
     #[test]
     fn an_instance_is_found_by_its_origin() {
-        let record = |id: &str, url: &str| Record {
-            id: id.into(),
-            stack: "wordpress-nginx-fpm".into(),
-            url: url.into(),
-            run_dir: "/nonexistent".into(),
-            knobs: Default::default(),
-            owner: None,
-            created_unix_ms: 0,
-            tiers: Vec::new(),
-            net: None,
-            listen: None,
+        let record = |id: &str, url: &str| {
+            let stack = "wordpress-nginx-fpm".into();
+            Record::unstarted(id.into(), stack, url.into(), "/nonexistent".into())
         };
         let records =
             [record("a", "http://127.0.0.1:8080/"), record("b", "https://127.0.0.1:8443/")];

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use loadlab_lab::net::{Capability, DelayPath};
 use loadlab_lab::Health;
-use loadlab_runner::doctor::{Findings, Namespace, NsState};
+use loadlab_runner::commands::doctor::{Findings, Namespace, NsState};
 use serde_json::json;
 
 /// `doctor --json`.

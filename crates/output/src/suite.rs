@@ -6,8 +6,8 @@ use std::io::{self, Write};
 use loadlab_engine::visits::ViewPlan;
 use loadlab_report::counted::Counted;
 use loadlab_report::Measure;
-use loadlab_runner::executor::{CellDone, Instance};
-use loadlab_runner::{suite, Events};
+use loadlab_runner::commands::run::executor::{CellDone, Instance};
+use loadlab_runner::{commands, Events};
 use loadlab_store::RunStatus;
 use loadlab_suite::{Cell, Plan};
 
@@ -41,7 +41,7 @@ pub fn write_cells(out: &mut dyn Write, plan: &Plan) -> io::Result<()> {
             loadlab_report::format::repetition(cell.repetition),
             cell.stack.label,
             cell.workload.name,
-            loadlab_runner::executor::load_label(cell)
+            loadlab_runner::commands::run::executor::load_label(cell)
         )?;
     }
     Ok(())
@@ -52,7 +52,7 @@ pub fn write_cells(out: &mut dyn Write, plan: &Plan) -> io::Result<()> {
 pub fn write_started(
     out: &mut dyn Write,
     err: &mut dyn Write,
-    started: &suite::Started,
+    started: &commands::run::Started,
 ) -> io::Result<()> {
     for id in &started.stale {
         writeln!(err, "loadlab: removed stale stack instance {id} left by an earlier run")?;
@@ -76,9 +76,9 @@ pub fn write_started(
 /// The run's end: how much of it ran, the verdict table, the reports' paths.
 pub fn write_end(
     out: &mut dyn Write,
-    started: &suite::Started,
+    started: &commands::run::Started,
     plan: &Plan,
-    finished: &suite::Finished,
+    finished: &commands::run::Finished,
 ) -> std::io::Result<()> {
     writeln!(out)?;
     let (run, done, all) = (started.run_id, finished.cells.len(), plan.cells.len());
@@ -97,16 +97,16 @@ pub fn write_end(
     write!(out, "{}", loadlab_report::verdict_table(&finished.verdicts))?;
     let report = finished.report.display();
     match &finished.latest {
-        suite::Latest::ThisRun(latest) => {
+        commands::run::Latest::ThisRun(latest) => {
             writeln!(out, "\nreport: {} (this run's, also kept as {report})", latest.display())
         }
-        suite::Latest::Earlier { path, shows } => writeln!(
+        commands::run::Latest::Earlier { path, shows } => writeln!(
             out,
             "\nreport: {report} (partial; {} still shows {})",
             path.display(),
             shows.as_deref().unwrap_or("an earlier run's report")
         ),
-        suite::Latest::None => {
+        commands::run::Latest::None => {
             writeln!(out, "\nreport: {report} (partial; no run here has finished)")
         }
     }
@@ -153,7 +153,7 @@ impl<W: Write> Events for Progress<W> {
     }
 
     fn views_found(&mut self, workload: &str, plan: &ViewPlan) -> std::io::Result<()> {
-        writeln!(self.0, "  {workload}: {}", loadlab_runner::bench::views::fetches(plan))
+        writeln!(self.0, "  {workload}: {}", loadlab_runner::commands::bench::views::fetches(plan))
     }
 
     fn cell_interrupted(&mut self, label: &str) -> std::io::Result<()> {

@@ -1,10 +1,10 @@
 //! `sweep`'s layouts: the table printed as the sweep goes (one line per step, with its trust
 //! flags), the knee of each target in a sentence, and autobench's CSV.
 
-use loadlab_runner::ramp::RampOutcome;
+use loadlab_runner::commands::sweep::ramp::RampOutcome;
 use std::io::Write;
 
-use loadlab_runner::sweep::{Gate, KneeReport, Step, SweepOutcome};
+use loadlab_runner::commands::sweep::{Gate, KneeReport, Step, SweepOutcome};
 use serde::Serialize;
 
 /// autobench's CSV columns, per target (suffixed `_host1`, `_host2` when comparing), plus the

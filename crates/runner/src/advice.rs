@@ -34,8 +34,10 @@ fn same_authority(url: &str, authority: &str) -> bool {
 
 /// A bench's error with [`lab_ca`]'s advice, the instances read from this user's lab (as
 /// `StateDir::from_env` finds it).
-pub fn bench_with_lab_ca(e: crate::bench::BenchError) -> crate::bench::BenchError {
-    use crate::bench::BenchError;
+pub fn bench_with_lab_ca(
+    e: crate::commands::bench::BenchError,
+) -> crate::commands::bench::BenchError {
+    use crate::commands::bench::BenchError;
     let instances = || {
         let lab = loadlab_lab::Lab::from_env().and_then(|lab| lab.instances());
         lab.map(|all| all.into_iter().map(|(r, _)| r).collect()).unwrap_or_default()

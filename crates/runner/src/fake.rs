@@ -10,7 +10,7 @@ use loadlab_engine::{
     BenchConfig, BenchResult, EngineError, Link, Pacing, PathRtt, Tally, WorkerSummary,
 };
 
-use crate::executor::{Instance, Measure, NoSamples, Sampling, StackError, Stacks};
+use crate::commands::run::executor::{Instance, Measure, NoSamples, Sampling, StackError, Stacks};
 use loadlab_lab::named::Processes;
 use loadlab_lab::procfs::ProcId;
 
@@ -170,7 +170,7 @@ pub struct FakeLab {
     pub tier_cpu: Option<loadlab_lab::sampler::CpuUse>,
     /// Instances started on a lab host (`host = ...`), with what that host is said to be:
     /// 64 CPUs, one interface.
-    pub remote: RefCell<std::collections::BTreeMap<String, crate::host_facts::HostFacts>>,
+    pub remote: RefCell<std::collections::BTreeMap<String, crate::hosts::facts::HostFacts>>,
     /// Where its instances answer, when a test serves them; else 127.0.0.1:9, where nothing
     /// does.
     pub url: Option<String>,
@@ -192,7 +192,7 @@ struct ExternalSamples;
 impl Sampling for ExternalSamples {
     fn stop(self: Box<Self>) -> loadlab_lab::sampler::Sampled {
         let tier = loadlab_lab::sampler::TierSample {
-            tier: crate::executor::EXTERNAL_TIER.into(),
+            tier: crate::commands::run::executor::EXTERNAL_TIER.into(),
             cpu_user_pct: 40.0,
             cpu_sys_pct: 10.0,
             rss_bytes: 1 << 20,
@@ -228,7 +228,7 @@ impl Stacks for FakeLab {
         let id = format!("{}-{n}", stack.name);
         self.log.borrow_mut().push(format!("up {id}"));
         if let Some(host) = &lab.host {
-            let facts = crate::host_facts::HostFacts {
+            let facts = crate::hosts::facts::HostFacts {
                 host: host.clone(),
                 hostname: "lab2".into(),
                 cpu_count: 64,
@@ -257,7 +257,7 @@ impl Stacks for FakeLab {
         })
     }
 
-    fn host_facts(&self, id: &str) -> Option<crate::host_facts::HostFacts> {
+    fn host_facts(&self, id: &str) -> Option<crate::hosts::facts::HostFacts> {
         self.remote.borrow().get(id).cloned()
     }
 

@@ -8,10 +8,10 @@ use loadlab_stats::knee::Criteria;
 use loadlab_store::{RunInfo, Store};
 use loadlab_suite::Cell;
 
-use crate::executor::{CellDone, Events, Instance, RunContext, RunError};
+use crate::commands::run::executor::{CellDone, Events, Instance, RunContext, RunError};
+use crate::commands::sweep::{run_sweep, SweepPlan, SweepTarget};
 use crate::fake::{result, FakeEngine, FakeLab};
-use crate::sweep::{run_sweep, SweepPlan, SweepTarget};
-use crate::trust::{Flag, Verdict};
+use crate::judge::trust::{Flag, Verdict};
 
 pub(crate) const TWO_STACKS: &str = r#"name = "two"
 repetitions = 2
@@ -276,7 +276,7 @@ pub(crate) fn sweep_plan(rates: &[f64]) -> SweepPlan {
     }
 }
 
-fn gated_sweep(capacity: f64, rates: &[f64], slo: &str) -> crate::sweep::SweepOutcome {
+fn gated_sweep(capacity: f64, rates: &[f64], slo: &str) -> crate::commands::sweep::SweepOutcome {
     let mut plan = sweep_plan(rates);
     plan.slo = Some(slo.parse().expect("an SLO"));
     run_sweep(&plan, &mut FakeEngine::new(capacity), &mut |_| Ok(())).expect("the sweep runs")
@@ -508,7 +508,7 @@ pub(crate) fn sample(tiers: &[(&str, f64)], machine_busy_pct: f64) -> loadlab_la
 
 #[test]
 fn a_tier_that_used_its_cpus_limited_the_cell_and_a_busy_database_is_named_so() {
-    use crate::limit::{limited_by, Limit};
+    use crate::judge::limit::{limited_by, Limit};
     let r = result(Pacing::Closed, 1000, 1.0, 100, 0.3);
     let v = Verdict::judge(&closed(), &r);
     // php-fpm pinned to one CPU, 95% of it busy over two samples.
@@ -535,7 +535,7 @@ fn a_tier_that_used_its_cpus_limited_the_cell_and_a_busy_database_is_named_so() 
 
 #[test]
 fn the_clients_limit_comes_first_and_an_offer_kept_is_not_a_server_limit() {
-    use crate::limit::{limited_by, Limit};
+    use crate::judge::limit::{limited_by, Limit};
     let busy = [sample(&[("nginx", 195.0)], 99.0)];
     let r = result(Pacing::Closed, 1000, 1.0, 100, 0.97);
     let l = limited_by(&r, &Verdict::judge(&closed(), &r), &busy, 2);
@@ -651,10 +651,11 @@ fn a_view_workload_needs_a_rate_and_checks_statuses_alone() {
         loadlab_suite::plan(&suite, false)
     };
     let closed = planned("model = \"closed\"\nconcurrency = [2]");
-    let why = closed.cells.iter().find_map(crate::executor::unsupported).expect("refused");
+    let why =
+        closed.cells.iter().find_map(crate::commands::run::executor::unsupported).expect("refused");
     assert!(why.contains("page has view = true: page views arrive at a rate"), "{why}");
     let open = planned("model = \"open\"\nrates = [5]");
-    assert!(open.cells.iter().all(|c| crate::executor::unsupported(c).is_none()));
+    assert!(open.cells.iter().all(|c| crate::commands::run::executor::unsupported(c).is_none()));
     let mut config = BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap());
     open.cells[0].apply(&mut config);
     assert_eq!(config.validation.status, [(200, 299), (304, 304)]);

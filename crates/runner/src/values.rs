@@ -4,7 +4,7 @@
 
 use loadlab_engine::{Level, Shape};
 
-use crate::slo::{Slo, SloError};
+use crate::judge::slo::{Slo, SloError};
 
 /// `--slo THRESHOLDS`, checked before anything runs.
 pub fn slo(s: &str) -> Result<Slo, String> {

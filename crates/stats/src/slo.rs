@@ -214,7 +214,7 @@ fn threshold(figure: Figure, value: &str) -> Result<f64, String> {
     }
 }
 
-/// The figures of one measurement that a term can read (loadlab_runner::slo builds them from
+/// The figures of one measurement that a term can read (loadlab_runner::judge::slo builds them from
 /// a run's result or a stored cell).
 #[derive(Clone, Copy, Debug)]
 pub struct Figures<'a> {

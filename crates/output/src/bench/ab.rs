@@ -9,7 +9,7 @@ use loadlab_engine::BenchResult;
 use loadlab_stats::RecorderSummary;
 
 use super::Render;
-use loadlab_runner::bench::Report;
+use loadlab_runner::commands::bench::Report;
 
 pub struct Ab;
 

@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use loadlab_engine::BenchResult;
 
 use super::Render;
-use loadlab_runner::bench::Report;
+use loadlab_runner::commands::bench::Report;
 
 pub struct Httperf;
 

@@ -20,7 +20,7 @@ use std::path::Path;
 use loadlab_engine::BenchResult;
 use loadlab_stats::Recorder;
 
-use loadlab_runner::bench::Report;
+use loadlab_runner::commands::bench::Report;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use loadlab_engine::ErrorClass;
-use loadlab_runner::seconds::Second;
+use loadlab_runner::judge::seconds::Second;
 use loadlab_stats::format::micros;
 
 /// The text table: one line a second, its flags at the end of the line.
@@ -80,7 +80,7 @@ pub fn csv(seconds: &[Second], out: &mut dyn Write) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use loadlab_runner::seconds::Second;
+    use loadlab_runner::judge::seconds::Second;
 
     fn second(second: u32, partial_s: Option<f64>, completed: u64) -> Second {
         Second {

@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use loadlab_runner::bench::sessions::{Sessions, Visits};
+use loadlab_runner::commands::bench::sessions::{Sessions, Visits};
 use loadlab_stats::format::{count, micros as us};
 
 /// The visits' lines, after the requests' latency; nothing for other runs.

@@ -7,8 +7,8 @@ use loadlab_engine::BenchResult;
 use loadlab_stats::RecorderSummary;
 
 use super::Render;
-use loadlab_runner::bench::Report;
-use loadlab_runner::limit::Limit;
+use loadlab_runner::commands::bench::Report;
+use loadlab_runner::judge::limit::Limit;
 use loadlab_stats::format::{bytes, count, micros as us};
 
 pub struct Text;
@@ -354,7 +354,7 @@ fn agents(r: &Report, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// A test that lost an agent: the arrivals due and not sent, second by second (open loop).
-fn shortfall(p: &loadlab_runner::bench::across::Partial, out: &mut dyn Write) -> io::Result<()> {
+fn shortfall(p: &loadlab_runner::hosts::across::Partial, out: &mut dyn Write) -> io::Result<()> {
     let how = if p.continued { "the others went on" } else { "every agent stopped" };
     // Over the whole test, not the sum of the seconds': a request sent just after a second's
     // turn can count as due in one second and sent in the next.
@@ -411,9 +411,9 @@ fn client(r: &Report, out: &mut dyn Write) -> io::Result<()> {
 /// `--urls`: one row per request of the list, in the file's order.
 fn url_table(
     out: &mut dyn Write,
-    urls: &[loadlab_runner::bench::traffic::UrlFigures],
+    urls: &[loadlab_runner::commands::bench::traffic::UrlFigures],
 ) -> io::Result<()> {
-    let shown = |u: &loadlab_runner::bench::traffic::UrlFigures| {
+    let shown = |u: &loadlab_runner::commands::bench::traffic::UrlFigures| {
         loadlab_stats::format::request(&u.method, &u.path)
     };
     let width = urls.iter().map(|u| shown(u).chars().count()).max().unwrap_or(0).max(7);

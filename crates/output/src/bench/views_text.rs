@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use loadlab_runner::bench::views::{ViewFigures, Views};
+use loadlab_runner::commands::bench::views::{ViewFigures, Views};
 use loadlab_stats::format::{count, micros as us};
 use loadlab_stats::RecorderSummary;
 

@@ -1,0 +1,237 @@
+//! The engine as bench, sweep and suites measure with it: one [`Control`] for every run of the
+//! command (what stops them: Ctrl-C, or agent 0 for `--agents`), and the live counters of the
+//! run in progress: completed, failed and the current rate since it began, the other agents'
+//! added on agent 0 so that the figures are the whole test's. How they are shown (a progress
+//! line on a terminal) is the caller's [`Show`].
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use loadlab_agents::coordinator::Counters;
+use loadlab_engine::{BenchConfig, BenchResult, Control, EngineError};
+
+use crate::commands::run::executor::Measure;
+
+/// How often the live figures are taken.
+pub const EVERY: Duration = Duration::from_millis(250);
+
+/// The live figures of the run in progress.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tally {
+    pub elapsed: Duration,
+    /// Still within the run's warm-up.
+    pub warming: bool,
+    pub completed: u64,
+    pub failed: u64,
+    /// Completed per second since the last tally.
+    pub rate: f64,
+    /// What is counted: requests, or a run of visits' views, visits or sessions.
+    pub unit: Unit,
+}
+
+impl Tally {
+    /// The rate with its unit: `1234 req/s`, `3 views/s`.
+    pub fn rate_text(&self) -> String {
+        format!("{:.0} {}", self.rate, self.unit.rate())
+    }
+}
+
+pub use crate::unit::Unit;
+
+/// Counts one run from its start: the control's counters may carry earlier runs of the same
+/// process (a sweep's steps), so they count from where they stood.
+pub struct Counting {
+    control: Arc<Control>,
+    others: Option<Arc<Counters>>,
+    unit: Unit,
+    warmup: Duration,
+    start: Instant,
+    base: (u64, u64),
+    last: (Instant, u64),
+}
+
+impl Counting {
+    /// Counts `unit`: requests, or a run of visits' visits, the other agents' (`others`, agent
+    /// 0 of `--agents`) of the same unit added.
+    pub fn of(
+        control: Arc<Control>,
+        others: Option<Arc<Counters>>,
+        warmup: Duration,
+        unit: Unit,
+    ) -> Self {
+        let start = Instant::now();
+        let mut counting =
+            Counting { control, others, unit, warmup, start, base: (0, 0), last: (start, 0) };
+        counting.base = counting.counters();
+        counting
+    }
+
+    /// This process's counters of what is counted, completed and failed.
+    fn counters(&self) -> (u64, u64) {
+        let c = &self.control;
+        let (done, failed) = match self.unit {
+            Unit::Requests => (&c.completed, &c.failed),
+            _ => (&c.visits_completed, &c.visits_failed),
+        };
+        (done.load(Ordering::Relaxed), failed.load(Ordering::Relaxed))
+    }
+
+    /// The other agents' counters of what is counted, as their heartbeats tell them.
+    fn others(&self) -> (u64, u64) {
+        let Some(o) = &self.others else { return (0, 0) };
+        let (done, failed) = match self.unit {
+            Unit::Requests => (&o.completed, &o.failed),
+            _ => (&o.visits_completed, &o.visits_failed),
+        };
+        (done.load(Ordering::Relaxed), failed.load(Ordering::Relaxed))
+    }
+
+    /// The figures now.
+    pub fn tally(&mut self, now: Instant) -> Tally {
+        let (more, more_failed) = self.others();
+        let (done, failed) = self.counters();
+        let completed = done - self.base.0 + more;
+        let failed = failed - self.base.1 + more_failed;
+        let dt = now.duration_since(self.last.0).as_secs_f64();
+        let rate = if dt > 0.0 { completed.saturating_sub(self.last.1) as f64 / dt } else { 0.0 };
+        self.last = (now, completed);
+        let elapsed = now.duration_since(self.start);
+        Tally { elapsed, warming: elapsed < self.warmup, completed, failed, rate, unit: self.unit }
+    }
+}
+
+/// Shows the live figures, on a thread of their own while a run lasts.
+pub trait Show: Send {
+    /// Every [`EVERY`]; `label` names the run (`loadlab run` names the cell there).
+    fn show(&mut self, label: &str, tally: &Tally);
+    /// The run has ended.
+    fn clear(&mut self);
+}
+
+/// Makes a [`Show`] for each run.
+pub type Shows = Box<dyn Fn() -> Box<dyn Show>>;
+
+/// The engine behind [`Measure`], with its one control and, when `shows`, the live figures.
+pub struct EngineMeasure {
+    control: Arc<Control>,
+    shows: Option<Shows>,
+    /// `bench --agents` on agent 0: the other agents' counters.
+    others: Option<Arc<Counters>>,
+}
+
+impl EngineMeasure {
+    pub fn new(control: Arc<Control>, shows: Option<Shows>) -> EngineMeasure {
+        EngineMeasure { control, shows, others: None }
+    }
+
+    /// What stops the runs of this measure, and their counters.
+    pub fn control(&self) -> Arc<Control> {
+        self.control.clone()
+    }
+
+    /// Adds the other agents' counters to the live figures (agent 0 of `bench --agents`).
+    pub fn show_others(&mut self, others: Arc<Counters>) {
+        self.others = Some(others);
+    }
+}
+
+impl Measure for EngineMeasure {
+    fn measure(
+        &mut self,
+        config: &BenchConfig,
+        addr: SocketAddr,
+        label: &str,
+    ) -> Result<BenchResult, EngineError> {
+        let Some(shows) = &self.shows else {
+            return loadlab_engine::run(config, addr, self.control.clone());
+        };
+        let (mut show, label) = (shows(), label.to_string());
+        let (control, others) = (self.control.clone(), self.others.clone());
+        let mut counting = Counting::of(control, others, config.warmup, Unit::of(config));
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let shown = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(EVERY);
+                show.show(&label, &counting.tally(Instant::now()));
+            }
+            show.clear();
+        });
+        let result = loadlab_engine::run(config, addr, self.control.clone());
+        done.store(true, Ordering::Relaxed);
+        let _ = shown.join();
+        result
+    }
+
+    fn stopped(&self) -> bool {
+        self.control.stop.load(Ordering::Relaxed)
+    }
+
+    fn control(&self) -> Option<Arc<Control>> {
+        Some(self.control.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_counts_from_where_the_counters_stood_with_the_other_agents_added() {
+        let control = Arc::new(Control::default());
+        control.completed.store(1000, Ordering::Relaxed);
+        control.failed.store(7, Ordering::Relaxed);
+        let others = Arc::new(Counters::default());
+        let mut counting = Counting::of(
+            control.clone(),
+            Some(others.clone()),
+            Duration::from_secs(3600),
+            Unit::Requests,
+        );
+        let t0 = Instant::now();
+        control.completed.fetch_add(50, Ordering::Relaxed);
+        control.failed.fetch_add(2, Ordering::Relaxed);
+        others.completed.store(30, Ordering::Relaxed);
+        others.failed.store(1, Ordering::Relaxed);
+        let tally = counting.tally(t0 + Duration::from_secs(2));
+        assert_eq!((tally.completed, tally.failed), (80, 3));
+        assert!(tally.warming);
+        control.completed.fetch_add(40, Ordering::Relaxed);
+        let next = counting.tally(t0 + Duration::from_secs(4));
+        // 40 more in the 2 s since the last tally.
+        assert!((next.rate - 20.0).abs() < 1e-9, "{}", next.rate);
+    }
+
+    #[test]
+    fn a_run_of_visits_counts_its_visits_and_says_so() {
+        let control = Arc::new(Control::default());
+        control.visits_completed.store(4, Ordering::Relaxed);
+        let others = Arc::new(Counters::default());
+        others.completed.store(30, Ordering::Relaxed);
+        let mut counting =
+            Counting::of(control.clone(), Some(others.clone()), Duration::ZERO, Unit::Views);
+        let t0 = Instant::now();
+        control.completed.fetch_add(70, Ordering::Relaxed);
+        control.visits_completed.fetch_add(10, Ordering::Relaxed);
+        control.visits_failed.fetch_add(1, Ordering::Relaxed);
+        // The other agents' views count too (agent 0 of `--agents`), their requests do not.
+        others.visits_completed.store(6, Ordering::Relaxed);
+        others.visits_failed.store(2, Ordering::Relaxed);
+        let tally = counting.tally(t0 + Duration::from_secs(2));
+        assert_eq!((tally.completed, tally.failed), (16, 3), "views, not requests");
+        assert_eq!(tally.rate_text(), "8 views/s");
+        let plain = BenchConfig::new(loadlab_engine::Target::parse("http://127.0.0.1:9/").unwrap());
+        assert_eq!(Unit::of(&plain), Unit::Requests);
+    }
+
+    #[test]
+    fn the_measure_is_stopped_when_its_control_is() {
+        let control = Arc::new(Control::default());
+        let measure = EngineMeasure::new(control.clone(), None);
+        assert!(!measure.stopped());
+        control.stop.store(true, Ordering::Relaxed);
+        assert!(measure.stopped());
+    }
+}

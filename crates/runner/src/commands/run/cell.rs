@@ -1,0 +1,340 @@
+//! What the store keeps of one measured cell: the engine's result turned into named metrics
+//! (the `metric::` names the report reads), histograms, the per-second series, the sampler's
+//! readings and the trust verdict's flags.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
+use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec, Sample, SecondRecord, StepRecord};
+use loadlab_suite::{Cell, Point, StackSource};
+
+use crate::judge::limit::LimitedBy;
+use crate::judge::trust::Verdict;
+
+/// The store's record of `cell`, measured with `config` as `r`, started at `started_at`, with
+/// the sampler's readings, the verdict on it and what limited it.
+pub fn record(
+    cell: &Cell,
+    config: &BenchConfig,
+    r: &BenchResult,
+    started_at: SystemTime,
+    samples: &[loadlab_lab::Sample],
+    verdict: &Verdict,
+    limited_by: &LimitedBy,
+) -> CellRecord {
+    CellRecord {
+        ordinal: cell.ordinal,
+        stack: cell.stack.label.clone(),
+        knobs: knobs_map(cell),
+        workload: cell.workload.name.to_string(),
+        load: load_spec(cell),
+        repetition: cell.repetition,
+        started_at,
+        duration_s: r.duration.as_secs_f64(),
+        metrics: metrics(config, r),
+        histograms: histograms(config, r),
+        series: r.tally.series.clone(),
+        seconds: judged_seconds(config, r),
+        steps: visit_steps(config, r),
+        samples: samples.iter().flat_map(store_samples).collect(),
+        flags: verdict.store_flags(),
+        limited_by: Some(limited_by.clone()),
+        // As judged by the report: the workload's own, the suite's, or `run --slo`'s, which
+        // replaces them in the suite before the plan is made.
+        slo: cell.workload.slo.as_ref().map(|s| s.text.clone()),
+    }
+}
+
+/// Under a load that changes over time, every whole second as [`crate::judge::seconds`] judged it
+/// (the rows `bench` prints), for the report to draw as rates per second: a partial last
+/// second (a stopped cell's) would draw as a dip, and is left out. Nothing for a fixed load.
+fn judged_seconds(config: &BenchConfig, r: &BenchResult) -> Vec<SecondRecord> {
+    if config.shape.is_none() {
+        return Vec::new();
+    }
+    let rows = crate::judge::seconds::of(config, r);
+    crate::judge::seconds::whole(&rows)
+        .iter()
+        .cloned()
+        .map(|s| SecondRecord {
+            offered: s.offered,
+            achieved: s.achieved,
+            p50_us: s.p50_us,
+            p90_us: s.p90_us,
+            p99_us: s.p99_us,
+            connections_open: s.connections_open,
+            flags: s.flags,
+        })
+        .collect()
+}
+
+/// The cell's named figures (`metric::` names), a URL list's per request too.
+fn metrics(config: &BenchConfig, r: &BenchResult) -> BTreeMap<String, f64> {
+    let t = &r.tally;
+    let latency = r.latency();
+    let mut metrics = BTreeMap::new();
+    let mut put = |k: &str, v: f64| {
+        metrics.insert(k.to_string(), v);
+    };
+    put(metric::RPS, r.rps());
+    put(metric::COMPLETED, t.completed as f64);
+    put(metric::FAILED, t.failed as f64);
+    put(metric::NON_2XX, crate::judge::trust::not_2xx(t) as f64);
+    put(metric::ERRORS, t.failed as f64);
+    put(metric::BYTES, t.bytes_total as f64);
+    put(metric::BYTES_BODY, t.bytes_body as f64);
+    put(metric::UNFINISHED, t.unfinished as f64);
+    put(metric::P50_US, latency.percentile(50.0) as f64);
+    put(metric::P90_US, latency.percentile(90.0) as f64);
+    put(metric::P99_US, latency.percentile(99.0) as f64);
+    put(metric::MEAN_US, latency.mean());
+    put(metric::CPU_US_PER_REQUEST, r.cpu_us_per_request().unwrap_or(f64::NAN));
+    put(metric::CLIENT_CPU_BUSY, r.client_busy());
+    put(metric::CONNECTIONS_OPENED, t.connections_opened as f64);
+    put(metric::PEAK_CONNECTIONS, r.peak_open as f64);
+    for class in ErrorClass::ALL {
+        put(&metric::error_class(class.name()), t.errors.get(class) as f64);
+    }
+    if let Some(offered) = r.offered_rps() {
+        put(metric::OFFERED_RPS, offered);
+        put(metric::ACHIEVED_RPS, r.rps());
+        put(metric::LATE_P99_US, t.timings.late.percentile(99.0) as f64);
+        put(metric::NOT_SENT, r.not_sent_requests() as f64);
+    }
+    url_metrics(config, r, &mut put);
+    view_metrics(config, r, &mut put);
+    visit_metrics(config, r, &mut put);
+    metrics
+}
+
+/// A visit workload's figures, as `bench --visits` reports them: visits completed and failed,
+/// completed visits per second, and the visit duration's percentiles.
+fn visit_metrics(config: &BenchConfig, r: &BenchResult, put: &mut impl FnMut(&str, f64)) {
+    let Some(v) = crate::commands::bench::sessions::Visits::of(config, r) else { return };
+    put(metric::VISITS, v.completed as f64);
+    put(metric::VISITS_FAILED, v.failed as f64);
+    put(metric::VISITS_RPS, v.rate_per_s);
+    // No completed visit has no duration (the report shows "—"), not one of 0 µs.
+    if v.completed > 0 {
+        put(metric::VISIT_P50_US, v.duration_us.p50 as f64);
+        put(metric::VISIT_P99_US, v.duration_us.p99 as f64);
+    }
+}
+
+/// A visit workload's steps, each with its figures (`bench --visits`' JSON `steps`); none for
+/// other cells.
+fn visit_steps(config: &BenchConfig, r: &BenchResult) -> Vec<StepRecord> {
+    let Some(v) = crate::commands::bench::sessions::Visits::of(config, r) else {
+        return Vec::new();
+    };
+    v.steps
+        .into_iter()
+        .map(|s| {
+            let done = s.completed > 0;
+            StepRecord {
+                label: s.step,
+                started: s.started,
+                completed: s.completed,
+                failed: s.failed,
+                p50_us: done.then_some(s.latency_us.p50),
+                p99_us: done.then_some(s.latency_us.p99),
+            }
+        })
+        .collect()
+}
+
+/// A view workload's figures: views per second and page-load percentiles.
+fn view_metrics(config: &BenchConfig, r: &BenchResult, put: &mut impl FnMut(&str, f64)) {
+    let Some(plan) = config.visits.as_ref().and_then(|p| p.view.as_ref()) else { return };
+    let Some(sessions) = r.tally.sessions.as_deref() else { return };
+    let times = loadlab_engine::visits::ViewTimes::of(sessions, plan);
+    put(metric::VIEWS, times.completed as f64);
+    put(metric::VIEWS_RPS, times.per_second(r.duration));
+    // No completed view has no page-load time (the report shows "—"), not one of 0 µs.
+    if times.completed > 0 {
+        put(metric::VIEW_P50_US, times.all.percentile(50.0) as f64);
+        put(metric::VIEW_P99_US, times.all.percentile(99.0) as f64);
+    }
+}
+
+/// A URL list: each request's own figures, named by its method and path
+/// (`url.GET /cart.p99_us`), as `bench --urls` reports them. A method and path that several
+/// lines share (with other headers or bodies) are told apart by their line, so that no line's
+/// figures overwrite another's (`url.GET /cart (line 7).p99_us`).
+fn url_metrics(config: &BenchConfig, r: &BenchResult, put: &mut impl FnMut(&str, f64)) {
+    let loadlab_engine::Traffic::Mix(mix) = &config.traffic else { return };
+    // How many lines each method and path has: counted once, not per line (a list may hold
+    // thousands).
+    // A page view's request to another origin is named by its whole URL (`bench`'s name).
+    let names: Vec<String> = (mix.entries.iter().enumerate())
+        .map(|(i, e)| crate::commands::bench::traffic::entry_name(config, i, e))
+        .collect();
+    let mut lines: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for (e, name) in mix.entries.iter().zip(&names) {
+        *lines.entry((e.method(&config.request), name.as_str())).or_default() += 1;
+    }
+    for ((e, t), name) in mix.entries.iter().zip(&r.tally.entries).zip(&names) {
+        let method = e.method(&config.request);
+        let path = if lines[&(method, name.as_str())] > 1 {
+            format!("{name} (line {})", e.line)
+        } else {
+            name.clone()
+        };
+        let figures = [
+            t.completed as f64,
+            t.failed as f64,
+            crate::judge::trust::not_2xx_of(&t.status_classes) as f64,
+            t.latency.percentile(50.0) as f64,
+            t.latency.percentile(99.0) as f64,
+        ];
+        for (what, v) in metric::URL_FIGURES.iter().zip(figures) {
+            put(&metric::url(method, &path, what), v);
+        }
+        put(&metric::url(method, &path, metric::URL_LINE), e.line as f64);
+    }
+}
+
+/// The cell's distributions: latency (corrected in an open loop, with the uncorrected one
+/// beside it), connect and waiting times.
+fn histograms(config: &BenchConfig, r: &BenchResult) -> BTreeMap<String, loadlab_stats::Recorder> {
+    let t = &r.tally;
+    let mut histograms = BTreeMap::new();
+    histograms.insert("latency".to_string(), r.latency().clone());
+    if config.pacing != Pacing::Closed {
+        histograms.insert("latency_uncorrected".to_string(), t.timings.total.clone());
+    }
+    histograms.insert("connect".to_string(), t.timings.connect.clone());
+    histograms.insert("waiting".to_string(), t.timings.waiting.clone());
+    histograms
+}
+
+/// The stack's settings as stored with the cell: a lab stack's knobs; an external target's
+/// URL (the `url` key tells the report the stack was not the lab's).
+fn knobs_map(cell: &Cell) -> BTreeMap<String, serde_json::Value> {
+    let knobs = match &cell.stack.source {
+        StackSource::Lab(lab) => serde_json::to_value(&lab.knobs),
+        StackSource::External(e) => Ok(serde_json::json!({ "url": e.url })),
+    };
+    match knobs {
+        Ok(serde_json::Value::Object(map)) => {
+            map.into_iter().filter(|(_, v)| !v.is_null()).collect()
+        }
+        _ => Default::default(),
+    }
+}
+
+fn load_spec(cell: &Cell) -> LoadSpec {
+    let l = &cell.load;
+    let mut spec = LoadSpec::new(match l.point {
+        Point::Closed { .. } => LoadModel::Closed,
+        Point::Open { .. } => LoadModel::Open,
+        Point::Sessions { .. } => LoadModel::Session,
+    });
+    match l.point {
+        Point::Closed { concurrency } => spec.connections = Some(concurrency as u64),
+        Point::Open { rate } => spec.rate = Some(rate),
+        Point::Sessions { rate, calls } => {
+            spec.rate = Some(rate);
+            spec.calls_per_connection = Some(u64::from(calls));
+        }
+    }
+    match l.stop {
+        Stop::Count(n) => spec.requests = Some(n),
+        Stop::Duration(d) => spec.duration_s = Some(d.as_secs_f64()),
+    }
+    spec.keepalive = l.keepalive;
+    spec.warmup_s = Some(l.warmup.as_secs_f64());
+    if let Some(enc) = &l.accept_encoding {
+        spec.extra.insert("accept_encoding".into(), enc.clone().into());
+    }
+    if !l.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on()) {
+        spec.extra.insert("tls_resume".into(), false.into());
+    }
+    // The protocol is the stack's (its http2 knob), so that HTTP/1.1 and HTTP/2 at the same
+    // load are one group, compared; several streams per connection make another load.
+    if cell.http2() && l.streams > 1 {
+        spec.extra.insert("streams".into(), (l.streams as u64).into());
+    }
+    // A load that changes over time is its own load (its rate is the shape's mean), drawn
+    // second by second in the report.
+    if let Some(stages) = l.shape_label() {
+        spec.extra.insert(LoadSpec::STAGES.into(), stages.into());
+    }
+    spec
+}
+
+/// The sampler's interval readings as the store keeps them: CPU seconds spent in the interval.
+fn store_samples(s: &loadlab_lab::Sample) -> Vec<Sample> {
+    let secs = s.interval_ms as f64 / 1000.0;
+    let machine = s.machine.as_ref();
+    s.tiers
+        .iter()
+        .map(|t| Sample {
+            tier: t.tier.clone(),
+            t_ms: s.t_ms,
+            cpu_user_s: t.cpu_user_pct / 100.0 * secs,
+            cpu_sys_s: t.cpu_sys_pct / 100.0 * secs,
+            rss_bytes: t.rss_bytes,
+            processes: t.processes as u32,
+            loadavg: machine.map_or(0.0, |m| m.load1),
+            machine_cpu: machine.map_or(0.0, |m| m.cpu_busy_pct / 100.0),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::SystemTime;
+
+    use loadlab_engine::Target;
+
+    use super::*;
+
+    const SUITE: &str = "name = \"s\"\n[[stacks]]\nname = \"nginx\"\n[[workloads]]\n\
+                         name = \"hello.txt\"\n[[loads]]\nmodel = \"open\"\nrates = [100]\n\
+                         duration = \"3s\"\n[[loads]]\nmodel = \"open\"\nstages = \"3s:0..200\"\n";
+
+    /// A staged cell is stored with its stages and every second as `seconds` judged it (the
+    /// rows `bench` prints); a fixed cell with neither.
+    #[test]
+    fn a_staged_cell_keeps_its_stages_and_every_judged_second() {
+        let suite = loadlab_suite::parse(SUITE, "s.toml").unwrap_or_else(|e| panic!("{e}"));
+        let plan = loadlab_suite::plan(&suite, false);
+        let mut staged = 0;
+        for cell in &plan.cells {
+            let target = Target::parse("http://127.0.0.1:9/hello.txt").unwrap();
+            let mut config = BenchConfig::new(target);
+            cell.apply(&mut config);
+            let mut r = crate::fake::result(config.pacing, 300, 3.0, 1_000, 0.1);
+            for s in 0..3 {
+                let b = r.tally.series.at(s);
+                (b.due, b.sent) = (50 + 100 * s as u64, 40 + 100 * s as u64);
+            }
+            let verdict = Verdict::judge(&config, &r);
+            let limited = crate::judge::limit::of_bench(&r, &verdict);
+            let rec = record(cell, &config, &r, SystemTime::UNIX_EPOCH, &[], &verdict, &limited);
+            let Some(stages) = cell.load.shape_label() else {
+                assert_eq!(rec.load.stages(), None);
+                assert!(rec.seconds.is_empty(), "{:?}", rec.seconds);
+                continue;
+            };
+            staged += 1;
+            assert_eq!(rec.load.stages(), Some(stages.as_str()));
+            let judged: Vec<_> = crate::judge::seconds::of(&config, &r)
+                .into_iter()
+                .map(|s| (s.offered, s.achieved, s.p99_us, s.connections_open, s.flags))
+                .collect();
+            let stored: Vec<_> = rec
+                .seconds
+                .iter()
+                .map(|s| (s.offered, s.achieved, s.p99_us, s.connections_open, s.flags.clone()))
+                .collect();
+            assert_eq!(stored, judged);
+            let offered: Vec<u64> = rec.seconds.iter().map(|s| s.offered).collect();
+            assert_eq!(offered, [50, 150, 250]);
+        }
+        // One staged cell in each of the suite's 3 (default) repetitions.
+        assert_eq!((staged, plan.cells.len()), (3, 6));
+    }
+}
