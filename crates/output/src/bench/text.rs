@@ -38,6 +38,7 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     let c = &r.config;
     let stop = match (c.requests.or(c.conns), c.duration_s) {
         (Some(n), _) if r.visits.is_some() => format!("{} visits", count(n as f64)),
+        (Some(n), _) if r.views.is_some() => format!("{} views", count(n as f64)),
         (Some(n), _) if r.sessions.is_some() => format!("{} sessions", count(n as f64)),
         (Some(n), _) if c.conns.is_some() => format!("{} connections", count(n as f64)),
         (Some(n), _) => format!("{} requests", count(n as f64)),
