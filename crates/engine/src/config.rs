@@ -104,12 +104,11 @@ impl BenchConfig {
 
     /// Paces the run by `shape`: the schedule's rate (open loop, sessions), or in the closed
     /// loop the connections open (k6's ramping VUs: each level rounded down, the pool its
-    /// peak). The run lasts the shape's duration, keeps its interval histograms (the figures
-    /// of every second read them), and a schedule's rate becomes the shape's mean (the offered
-    /// rate of the whole run).
+    /// peak). The run lasts the shape's duration, keeps its interval histograms
+    /// ([`BenchConfig::keeps_intervals`]: the figures of every second read them), and a
+    /// schedule's rate becomes the shape's mean (the offered rate of the whole run).
     pub fn shaped(&mut self, shape: crate::Shape) {
         self.stop = Stop::Duration(shape.duration());
-        self.hdr_log = true;
         match &mut self.pacing {
             Pacing::Open { rate, .. } | Pacing::Sessions { rate, .. } => *rate = shape.mean(),
             Pacing::Closed => {
@@ -118,6 +117,13 @@ impl BenchConfig {
             }
         }
         self.shape = Some(std::sync::Arc::new(shape));
+    }
+
+    /// Whether the workers keep a latency histogram per second: for `--hdr-log`'s interval
+    /// log, and under a shape, whose figures of every second read them. `hdr_log` stays what
+    /// was asked, so that the run's configuration says it truly.
+    pub fn keeps_intervals(&self) -> bool {
+        self.hdr_log || self.shape.is_some()
     }
 
     /// Paces the run by `level` as the flags gave it: nothing for a fixed level; a ramp over

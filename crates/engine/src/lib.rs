@@ -362,7 +362,7 @@ fn worker_spec(
             mix::Picker::new(&config.traffic, stream, streams, config.seed)?
         },
         tallied: config.traffic.tallied(),
-        hdr_log: config.hdr_log,
+        hdr_log: config.keeps_intervals(),
         keepalive: config.keepalive,
         pacing: config.pacing,
         protocol: config.protocol,
@@ -470,7 +470,7 @@ fn merge(
 ) -> BenchResult {
     let interrupted = control.stop.load(Ordering::Relaxed);
     // Taken out of the reports before their tallies merge.
-    let hdr_log = config.hdr_log.then(|| hdr_log(&mut reports, config, clock.wall_start));
+    let hdr_log = config.keeps_intervals().then(|| hdr_log(&mut reports, config, clock.wall_start));
     let mut tally = Tally::default();
     let mut server = None;
     let mut tls = None;

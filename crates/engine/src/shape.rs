@@ -63,6 +63,22 @@ impl fmt::Display for ShapeError {
 
 impl std::error::Error for ShapeError {}
 
+/// The shape as `--stages` spells it (`30s:0..1000,120s:1000`), which parses back to it: each
+/// stage's seconds and levels to a thousandth, a level that holds written once.
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let thousandths = |v: f64| (v * 1000.0).round() / 1000.0;
+        for (i, s) in self.stages.iter().enumerate() {
+            let comma = if i == 0 { "" } else { "," };
+            write!(f, "{comma}{}s:{}", thousandths(s.secs), thousandths(s.from))?;
+            if s.from != s.to {
+                write!(f, "..{}", thousandths(s.to))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// What `--rate` (or `--conn-rate`) was given: one level, a ramp over the run, or stages.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Level {
@@ -297,6 +313,17 @@ impl Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shape_is_spelled_as_stages_that_parse_back_to_it() {
+        for given in ["1s:1..10,1s:10", "30s:0..1000,120s:1000,30s:1000..0", "0.5s:2.5"] {
+            let shape = Shape::parse_stages(given).unwrap();
+            assert_eq!(shape.to_string(), given);
+            assert_eq!(Shape::parse_stages(&shape.to_string()).unwrap(), shape);
+        }
+        let ramp = Level::parse("100..1000").unwrap().shape(Duration::from_secs(4)).unwrap();
+        assert_eq!(ramp.unwrap().to_string(), "4s:100..1000");
+    }
 
     #[test]
     fn a_ramp_integrates_and_inverts() {

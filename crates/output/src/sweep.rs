@@ -189,7 +189,8 @@ pub fn write_json(out: &mut dyn Write, outcome: &SweepOutcome) -> std::io::Resul
 /// `sweep --ramp`: the figures of every second, then the knee in a sentence.
 pub fn write_ramp_text(out: &mut dyn Write, outcome: &RampOutcome) -> std::io::Result<()> {
     writeln!(out, "loadlab sweep {} (one rising ramp)", outcome.url)?;
-    crate::bench::seconds::text(&outcome.seconds, out)?;
+    // A ramp of the offered rate: an open loop's seconds.
+    crate::bench::seconds::text(&outcome.seconds, false, out)?;
     writeln!(out, "{}", outcome.knee.sentence())
 }
 

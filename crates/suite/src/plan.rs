@@ -163,22 +163,7 @@ impl LoadPoint {
     /// The shape as `bench --stages` spells it (`30s:0..1000,120s:1000`), for the plan and
     /// the stored load; `None` for a fixed point.
     pub fn shape_label(&self) -> Option<String> {
-        let shape = self.shape.as_ref()?;
-        let level = |v: f64| format!("{}", (v * 1000.0).round() / 1000.0);
-        let stages: Vec<String> = shape
-            .stages()
-            .iter()
-            .map(|s| {
-                let secs = (s.secs * 1000.0).round() / 1000.0;
-                let levels = if s.from == s.to {
-                    level(s.from)
-                } else {
-                    format!("{}..{}", level(s.from), level(s.to))
-                };
-                format!("{secs}s:{levels}")
-            })
-            .collect();
-        Some(stages.join(","))
+        self.shape.as_ref().map(|shape| shape.to_string())
     }
 }
 

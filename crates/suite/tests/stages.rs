@@ -79,7 +79,8 @@ fn a_staged_cell_paces_the_engine_by_its_shape_without_warm_up() {
     let shape = config.shape.as_ref().expect("the engine gets the shape");
     assert_eq!(shape.total(), 30_000.0);
     assert_eq!(config.stop, Stop::Duration(Duration::from_secs(40)));
-    assert!(config.hdr_log, "every second's histogram is kept");
+    assert!(config.keeps_intervals(), "every second's histogram is kept");
+    assert!(!config.hdr_log, "no interval log was asked for");
     assert!(matches!(config.pacing, Pacing::Open { rate, .. } if rate == 750.0));
     config.check().unwrap_or_else(|e| panic!("{e}"));
     // The estimate counts the shape's length.

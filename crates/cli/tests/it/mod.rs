@@ -17,7 +17,7 @@ mod merge;
 mod mixes;
 mod nginx_bench;
 mod open_loop;
-mod ramp;
+pub(crate) mod ramp;
 mod replay;
 mod sessions;
 mod slo;

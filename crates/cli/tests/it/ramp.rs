@@ -17,14 +17,18 @@ use super::cli_errors::fails;
 use super::{at, bench, uint};
 use crate::support::{timing_lock, Behaviour, TestServer};
 
-/// The `corrected` intervals of an interval log: second -> (count, p50, p90, p99).
-fn intervals(path: &std::path::Path) -> BTreeMap<u64, (u64, u64, u64, u64)> {
+/// The intervals of an interval log tagged `tag` (`corrected` under a schedule, untagged in
+/// the closed loop): second -> (count, p50, p90, p99).
+pub(crate) fn intervals(
+    path: &std::path::Path,
+    tag: Option<&str>,
+) -> BTreeMap<u64, (u64, u64, u64, u64)> {
     let bytes = std::fs::read(path).expect("the interval log was written");
     let mut decoder = Deserializer::new();
     let mut out = BTreeMap::new();
     for entry in IntervalLogIterator::new(&bytes) {
         let Ok(LogEntry::Interval(i)) = entry else { continue };
-        if i.tag().map(|t| t.as_str()) != Some("corrected") {
+        if i.tag().map(|t| t.as_str()) != tag {
             continue;
         }
         let raw = base64::engine::general_purpose::STANDARD
@@ -73,7 +77,7 @@ fn a_ramp_offers_its_integral_second_by_second_and_its_rows_are_the_hdr_log() {
     // On a machine so busy that every second was the client's, nothing above was checked.
     assert!(checked > 0, "every second client-limited:\n{report:#}");
 
-    let log = intervals(&log);
+    let log = intervals(&log, Some("corrected"));
     for row in rows {
         let s = uint(row, "second");
         let (count, p50, p90, p99) = log[&s];

@@ -18,6 +18,7 @@ mod external;
 mod own;
 mod pools;
 mod regression;
+mod seams;
 mod slo;
 mod stages;
 mod urls;

@@ -7,9 +7,16 @@ use loadlab_engine::ErrorClass;
 use loadlab_runner::judge::seconds::Second;
 use loadlab_stats::format::micros;
 
-/// The text table: one line a second, its flags at the end of the line.
-pub fn text(seconds: &[Second], out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "  Every second (latency from the due time; flags of that second)")?;
+/// The text table: one line a second, its flags at the end of the line. A closed loop's
+/// seconds (`-c A..B`) have no schedule: nothing is offered (`-`), and their latency is from
+/// each request's send.
+pub fn text(seconds: &[Second], closed: bool, out: &mut dyn Write) -> io::Result<()> {
+    let latency = if closed {
+        "closed loop: nothing offered, latency from each request's send"
+    } else {
+        "latency from the due time"
+    };
+    writeln!(out, "  Every second ({latency}; flags of that second)")?;
     writeln!(
         out,
         "  {:>5} {:>8} {:>8} {:>9} {:>6} {:>9} {:>9} {:>9} {:>6} {:>5}  flags",
@@ -26,7 +33,7 @@ pub fn text(seconds: &[Second], out: &mut dyn Write) -> io::Result<()> {
             out,
             "  {:>5} {:>8} {:>8} {:>9} {:>6} {:>9} {:>9} {:>9} {:>6} {:>4.0}%  {}",
             s.second,
-            s.offered,
+            if closed { "-".to_string() } else { s.offered.to_string() },
             s.achieved,
             s.completed,
             s.failed,
@@ -107,7 +114,7 @@ mod tests {
     fn a_partial_last_second_is_marked_with_its_length() {
         let rows = [second(0, None, 100), second(1, Some(0.4), 40)];
         let mut text = Vec::new();
-        super::text(&rows, &mut text).unwrap();
+        super::text(&rows, false, &mut text).unwrap();
         let text = String::from_utf8(text).unwrap();
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         assert_eq!(lines.len(), 4, "{text}");
@@ -120,5 +127,23 @@ mod tests {
         let column = cells[0].iter().position(|h| *h == "partial_s").expect("a partial_s column");
         assert_eq!((cells[1][column], cells[2][column]), ("", "0.400"), "{csv}");
         assert!(cells.iter().all(|r| r.len() == cells[0].len()), "{csv}");
+    }
+
+    /// A closed loop's seconds (`-c A..B`) have no schedule: its table says so, offers
+    /// nothing (`-`, not 0) and says where its latency starts.
+    #[test]
+    fn a_closed_loops_seconds_say_they_are_a_closed_loops() {
+        let rows = [second(0, None, 100)];
+        let table = |closed| {
+            let mut text = Vec::new();
+            super::text(&rows, closed, &mut text).unwrap();
+            String::from_utf8(text).unwrap()
+        };
+        let (closed, open) = (table(true), table(false));
+        assert!(closed.contains("closed loop: nothing offered, latency from each request's send"));
+        assert!(!closed.contains("due time"), "{closed}");
+        let row = |t: &str| t.lines().nth(2).unwrap().split_whitespace().nth(1).unwrap().to_owned();
+        assert_eq!((row(&closed), row(&open)), ("-".to_string(), "100".to_string()));
+        assert!(open.contains("latency from the due time"), "{open}");
     }
 }

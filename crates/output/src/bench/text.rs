@@ -27,7 +27,7 @@ impl Render for Text {
         client(r, out)?;
         if let Some(seconds) = &r.seconds {
             writeln!(out)?;
-            super::seconds::text(seconds, out)?;
+            super::seconds::text(seconds, r.mode == "closed", out)?;
         }
         Ok(())
     }
@@ -38,6 +38,7 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     let c = &r.config;
     let stop = match (c.requests.or(c.conns), c.duration_s) {
         (Some(n), _) if r.visits.is_some() => format!("{} visits", count(n as f64)),
+        (Some(n), _) if r.views.is_some() => format!("{} views", count(n as f64)),
         (Some(n), _) if r.sessions.is_some() => format!("{} sessions", count(n as f64)),
         (Some(n), _) if c.conns.is_some() => format!("{} connections", count(n as f64)),
         (Some(n), _) => format!("{} requests", count(n as f64)),
@@ -62,34 +63,7 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         (None, None) => writeln!(out, "loadlab bench {} {}", c.method, c.url)?,
     }
     let keepalive = if c.keepalive { "keep-alive" } else { "new connection per request" };
-    let arrival = c.arrival.unwrap_or("fixed");
-    let model = match (r.mode, c.rate, c.calls_per_connection) {
-        ("open", Some(rate), _) if c.arrival == Some("log") => {
-            let speed = r.replay.as_ref().map_or(1.0, |x| x.speed);
-            let speed = if speed == 1.0 { String::new() } else { format!(" x {speed}") };
-            format!(
-                "open loop at the log's timing{speed} (mean {rate:.1} req/s), up to {} \
-                 connections",
-                c.connections
-            )
-        }
-        ("open", Some(rate), _) => {
-            format!("open loop at {rate} req/s ({arrival}), up to {} connections", c.connections)
-        }
-        ("sessions", Some(rate), Some(k)) if r.visits.is_some() => {
-            format!("visits: {rate} visits/s ({arrival}), about {k} requests each")
-        }
-        ("sessions", Some(rate), Some(k)) if r.sessions.is_some() => {
-            format!("visits: {rate} sessions/s ({arrival}), about {k} requests each")
-        }
-        ("sessions", Some(rate), Some(k)) => format!(
-            "sessions: {rate} new connections/s ({arrival}) x {k} calls, up to {} at once",
-            c.connections
-        ),
-        // A visit file's closed population: visitors, each on its own connections.
-        _ if r.visits.is_some() => counted(c.connections as u64, "visitor"),
-        _ => counted(c.connections as u64, "connection"),
-    };
+    let model = model(r);
     let model = match (r.protocol, c.url.starts_with("https://")) {
         ("h2", true) => format!("{model} x {} streams, h2 (ALPN)", c.streams),
         ("h2", false) => format!("{model} x {} streams, h2c (prior knowledge)", c.streams),
@@ -110,6 +84,54 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(out)?;
     Ok(())
+}
+
+/// How the load was applied: the loop, its level or its shape as given (`--stages`'
+/// spelling, the shape's mean beside a rate's), and the connections it may use.
+fn model(r: &Report) -> String {
+    let c = &r.config;
+    let arrival = c.arrival.unwrap_or("fixed");
+    // A shape is said as given; the rate the schedule echoes is then its mean.
+    let level = |rate: f64, unit: &str| match &c.shape {
+        Some(shape) => format!("in stages {shape} {unit} ({arrival}, mean {rate:.1})"),
+        None => format!("{rate} {unit} ({arrival})"),
+    };
+    let at = if c.shape.is_some() { "" } else { "at " };
+    match (r.mode, c.rate, c.calls_per_connection) {
+        ("open", Some(rate), _) if c.arrival == Some("log") => {
+            let speed = r.replay.as_ref().map_or(1.0, |x| x.speed);
+            let speed = if speed == 1.0 { String::new() } else { format!(" x {speed}") };
+            format!(
+                "open loop at the log's timing{speed} (mean {rate:.1} req/s), up to {} \
+                 connections",
+                c.connections
+            )
+        }
+        ("open", Some(rate), _) => {
+            format!("open loop {at}{}, up to {} connections", level(rate, "req/s"), c.connections)
+        }
+        ("sessions", Some(rate), Some(k)) if r.views.is_some() => {
+            format!("page views: {rate} views/s ({arrival}), about {k} requests each")
+        }
+        ("sessions", Some(rate), Some(k)) if r.visits.is_some() => {
+            format!("visits: {rate} visits/s ({arrival}), about {k} requests each")
+        }
+        ("sessions", Some(rate), Some(k)) if r.sessions.is_some() => {
+            format!("visits: {rate} sessions/s ({arrival}), about {k} requests each")
+        }
+        ("sessions", Some(rate), Some(k)) => format!(
+            "sessions: {} x {k} calls, up to {} at once",
+            level(rate, "new connections/s"),
+            c.connections
+        ),
+        // A visit file's closed population: visitors, each on its own connections.
+        _ if r.visits.is_some() => counted(c.connections as u64, "visitor"),
+        // The closed loop's connections over time, up to the shape's peak.
+        _ => match &c.shape {
+            Some(shape) => format!("connections in stages {shape} (at most {})", c.connections),
+            None => counted(c.connections as u64, "connection"),
+        },
+    }
 }
 
 /// The requests and the rate, with the flags that say whose rate it is beside it.

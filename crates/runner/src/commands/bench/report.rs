@@ -148,8 +148,12 @@ pub struct ConfigEcho {
     pub urls: Option<String>,
     /// `--urls-order`: `weighted` or `sequential`; null without a list.
     pub urls_order: Option<&'static str>,
-    /// `--hdr-log`: whether per-second histograms were kept for the interval log.
+    /// `--hdr-log`: whether the interval log was asked for (a shape keeps per-second
+    /// histograms for its own rows without it).
     pub hdr_log: bool,
+    /// A load that changes over time (`--rate A..B`, `--stages`, `-c A..B`, `--conn-rate
+    /// A..B`) as `--stages` spells it (`4s:100..1000`); null for a fixed level.
+    pub shape: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -522,6 +526,7 @@ impl ConfigEcho {
                 _ => None,
             },
             hdr_log: cfg.hdr_log,
+            shape: cfg.shape.as_ref().map(|shape| shape.to_string()),
         }
     }
 }

@@ -256,6 +256,13 @@ fn load_spec(cell: &Cell) -> LoadSpec {
     if cell.http2() && l.streams > 1 {
         spec.extra.insert("streams".into(), (l.streams as u64).into());
     }
+    // Poisson arrivals at a rate are another load than evenly spaced ones (their bursts
+    // queue): said, so that the two are neither grouped nor compared as one. Fixed, the
+    // default, is left unsaid.
+    let scheduled = !matches!(l.point, Point::Closed { .. });
+    if scheduled && l.arrival == loadlab_engine::Arrival::Poisson {
+        spec.extra.insert("arrival".into(), "poisson".into());
+    }
     // A load that changes over time is its own load (its rate is the shape's mean), drawn
     // second by second in the report.
     if let Some(stages) = l.shape_label() {

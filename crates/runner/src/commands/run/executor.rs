@@ -853,13 +853,17 @@ pub fn load_label(cell: &Cell) -> String {
     let full = !cell.load.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on());
     let ka =
         format!("{}{}", if no_ka { " no-ka" } else { "" }, if full { " no-resume" } else { "" });
+    let poisson =
+        if cell.load.arrival == loadlab_engine::Arrival::Poisson { " poisson" } else { "" };
     match cell.load.point {
         Point::Closed { concurrency } if cell.http2() => {
             format!("closed c={concurrency} m={} {stop}", cell.load.streams)
         }
         Point::Closed { concurrency } => format!("closed c={concurrency} {stop}{ka}"),
-        Point::Open { rate } => format!("open {rate}/s {stop}{ka}"),
-        Point::Sessions { rate, calls } => format!("sessions {rate}/s x{calls} {stop}{ka}"),
+        Point::Open { rate } => format!("open {rate}/s{poisson} {stop}{ka}"),
+        Point::Sessions { rate, calls } => {
+            format!("sessions {rate}/s{poisson} x{calls} {stop}{ka}")
+        }
     }
 }
 

@@ -14,14 +14,22 @@ use loadlab_engine::{Answer, BenchConfig, BenchResult, ErrorClass, Order, Pacing
 /// `config` as one request on one connection, nothing before it. Keep-alive and the protocol
 /// stay the cell's (HTTP/2 has no connection per request): the run ends after its request. A
 /// URL list's cells are verified by each of its requests once, in the file's order.
-pub(crate) fn one_request(mut config: BenchConfig) -> BenchConfig {
+pub(crate) fn one_request(config: BenchConfig) -> BenchConfig {
     let views_pacing = config.pacing;
-    config.pacing = Pacing::Closed;
-    config.connections = 1;
-    config.threads = 1;
-    config.pin.clear();
-    config.stop = Stop::Count(1);
-    config.warmup = std::time::Duration::ZERO;
+    // The load is the cell's, not the request's: none of it, its shape included (a shape
+    // sets a duration that one request has not), reaches the verify.
+    let mut config = BenchConfig {
+        pacing: Pacing::Closed,
+        connections: 1,
+        threads: 1,
+        pin: Vec::new(),
+        stop: Stop::Count(1),
+        warmup: std::time::Duration::ZERO,
+        shape: None,
+        hdr_log: false,
+        coalesce: std::time::Duration::ZERO,
+        ..config
+    };
     config.validation.keep_answer = true;
     // A visit file's visit: one visitor, one whole visit (the budget counts visits).
     if config.visits.as_ref().is_some_and(|p| p.render.is_some()) {
@@ -217,6 +225,27 @@ mod tests {
     #[test]
     fn one_request_keeps_its_answer() {
         assert!(one_request(checked(Validation::default())).validation.keep_answer);
+    }
+
+    /// A cell whose load changes over time (a ramp, stages; open or closed) is verified by one
+    /// plain request: the shape, which sets a duration, is the load's, not the request's.
+    #[test]
+    fn a_shaped_loads_one_request_has_no_shape() {
+        let stages = loadlab_engine::Shape::parse_stages("1s:1..10,1s:10").expect("stages");
+        let open = Pacing::Open {
+            rate: 50.0,
+            arrival: loadlab_engine::Arrival::Fixed,
+            max_connections: 100,
+        };
+        for pacing in [Pacing::Closed, open] {
+            let mut config = BenchConfig { pacing, ..checked(Validation::default()) };
+            config.shaped(stages.clone());
+            config.check().expect("the cell's load is valid");
+            let one = one_request(config);
+            assert!(one.shape.is_none() && !one.hdr_log, "{one:?}");
+            assert_eq!((one.pacing, one.stop), (Pacing::Closed, Stop::Count(1)));
+            one.check().expect("its one request is valid");
+        }
     }
 
     /// Answers every request on 127.0.0.1 with `answer` and closes, until dropped (at most
