@@ -73,6 +73,8 @@ fn verdict_flags_and_charts_are_on_the_page() {
     cells.extend(reps("apache", "static", 50, &[700.0; 7]));
     cells[20] = flagged(cells[20].clone(), Flag::ClientSaturated, "client CPU 99%");
     cells[3].samples = samples();
+    // Its requests over its 10 s: the ab layout's requests per second.
+    cells[0].metrics.insert(loadlab_store::metric::COMPLETED.into(), 10_000.0);
     let html = render_html(&run(), &cells, &[]);
     assert!(
         html.contains("<span class=\"winner\">nginx</span> 2.00× the req/s of apache"),
