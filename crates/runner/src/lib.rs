@@ -14,7 +14,7 @@
 //! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]); [`ramp`] the knee
 //!   from one rising ramp, judged second by second by the same rule.
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
-//! - [`cell`]: what the store keeps of a measured cell.
+//! - [`cell`]: what the store keeps of a measured cell, and what a run counts.
 //! - [`lost`]: a cell stopped at once when its stack goes out of reach (a lab host lost).
 //! - [`class`]: which class of failure (and so exit code) each library error is.
 //! - [`merge`]: agents' interval logs read, added and written as one.
@@ -57,7 +57,6 @@ pub mod sweep;
 pub mod sweep_agents;
 pub mod sweep_plan;
 pub mod trust;
-pub mod unit;
 pub mod values;
 pub mod verify;
 

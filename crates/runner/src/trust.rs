@@ -586,7 +586,7 @@ fn nothing_completed(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
     // A run of visits is reported in visits: requests that completed in visits none of
     // which ended leave no visits/s or visit latency, as no request leaves no req/s.
     if let Some(s) = r.tally.sessions.as_deref().filter(|s| s.completed == 0) {
-        let unit = crate::unit::Unit::of(cfg);
+        let unit = crate::cell::counted(cfg);
         let noun = unit.noun();
         return finding(
             Flag::NothingCompleted,
@@ -600,7 +600,7 @@ fn nothing_completed(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
                 s.started,
                 s.failed,
                 s.unfinished,
-                unit.rate()
+                unit.rate_unit()
             ),
         );
     }

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use loadlab_store::CellRecord;
 
-use crate::counted::Counted;
+use crate::counted::{Counted, Measured};
 use crate::format;
 use crate::group::{knobs_label, load_label_as, stack_labels};
 use crate::layout::{self, Figures};
