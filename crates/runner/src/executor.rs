@@ -148,7 +148,7 @@ pub trait Stacks {
     /// Starts sampling those processes and their descendants as the tier [`EXTERNAL_TIER`].
     fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, StackError>;
     /// The lab host instance `id` runs on, when it is not this machine.
-    fn host_facts(&self, _id: &str) -> Option<crate::remote::HostFacts> {
+    fn host_facts(&self, _id: &str) -> Option<loadlab_store::HostFacts> {
         None
     }
 }
@@ -414,18 +414,12 @@ impl Execution<'_, '_> {
 
     /// The lab host a stack came up on, the first time: its machine and the path to it,
     /// stored as a config record of the kind [`ConfigRecord::HOST`].
-    fn record_host(&mut self, host: Option<&crate::remote::HostFacts>) -> Result<(), RunError> {
+    fn record_host(&mut self, host: Option<&loadlab_store::HostFacts>) -> Result<(), RunError> {
         let Some(facts) = host.filter(|f| !self.captured.contains(&f.host)) else {
             return Ok(());
         };
         let stacks = self.on_hosts.get(&facts.host).map_or(String::new(), |l| l.join(", "));
-        let record = ConfigRecord {
-            stack: stacks.clone(),
-            tier: "host".into(),
-            kind: ConfigRecord::HOST.into(),
-            name: facts.host.clone(),
-            content: facts.content(&stacks),
-        };
+        let record = ConfigRecord::of_host(facts, &stacks);
         self.cx.store.record_config(self.cx.run_id, &record)?;
         self.captured.insert(facts.host.clone());
         Ok(())
@@ -556,7 +550,7 @@ impl Execution<'_, '_> {
         group: &[Cell],
         instance: &Instance,
         watch: &Watch,
-        host: Option<&crate::remote::HostFacts>,
+        host: Option<&loadlab_store::HostFacts>,
     ) -> Result<(), RunError> {
         self.events.stack_up(&group[0], instance)?;
         self.list_found()?;
@@ -706,7 +700,7 @@ fn cell_limit(
     verdict: &Verdict,
     sampled: &Sampled,
     link_bps: Option<u64>,
-    host: Option<&crate::remote::HostFacts>,
+    host: Option<&loadlab_store::HostFacts>,
 ) -> crate::limit::LimitedBy {
     use crate::limit::{decide, Limit, StackEvidence};
     let tier_cpus = match (cell.stack.knobs().and_then(|k| k.cpus.as_ref()), host) {

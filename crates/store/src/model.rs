@@ -364,13 +364,13 @@ impl ConfigRecord {
     pub const IDENTITY: &'static str = "identity";
 
     /// The kind of a lab host's record (a stack run on another machine over ssh): its
-    /// machine and the path to it as `key: value` lines (`host`, `hostname`, `kernel`, `cpu`,
-    /// `memory`, `runs`, `server nic`, `client nic`, `idle rtt`), then its packages. `stack`
-    /// lists the stacks it ran, `name` is its `ssh://` URL.
+    /// machine and the path to it, a [`crate::HostFacts`] as JSON
+    /// ([`ConfigRecord::host_facts`]). `stack` lists the stacks it ran, `name` is its
+    /// `ssh://` URL.
     pub const HOST: &'static str = "host";
 
-    /// The `key: value` lines of an [`ConfigRecord::IDENTITY`] or [`ConfigRecord::HOST`]
-    /// record, in order.
+    /// The `key: value` lines of an [`ConfigRecord::IDENTITY`] record (and of a
+    /// [`ConfigRecord::HOST`] record stored before its facts were kept as JSON), in order.
     pub fn fields(&self) -> Vec<(&str, &str)> {
         self.content
             .lines()

@@ -23,11 +23,10 @@ use loadlab_lab::sampler::{Sample, Sampled};
 use loadlab_lab::{Captured, Lab};
 use loadlab_remote::protocol::Event;
 use loadlab_remote::{provision, Host, Session, Ssh};
+use loadlab_store::HostFacts;
 use loadlab_suite::LabStack;
 
 use crate::executor::{Instance, Sampling, StackError, Stacks};
-
-pub use machine::HostFacts;
 
 /// A remote stack's start and verify (a first MariaDB datadir included), the copy of the
 /// binary aside.
