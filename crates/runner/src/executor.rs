@@ -18,7 +18,7 @@ use loadlab_lab::named::Processes;
 use loadlab_lab::procfs::ProcId;
 use loadlab_lab::sampler::{Members, Sampled, Watched};
 use loadlab_lab::{CpuList, Sampler};
-use loadlab_store::{CellRecord, ConfigRecord, RunId, Store, StoreError};
+use loadlab_store::{CellRecord, ConfigRecord, Identity, RunId, Store, StoreError};
 use loadlab_suite::{Cell, External, LabStack, Plan, Point, StackSource};
 
 use crate::found::Found;
@@ -485,22 +485,15 @@ impl Execution<'_, '_> {
             None => "not sampled: external target (name its processes with pids, pidfile or unit)"
                 .to_string(),
         };
-        let mut content = format!(
-            "url: {}\naddress: {}\ntls: {tls}\nserver: {}\nsampling: {sampled}\nverified:\n",
-            external.url,
-            answered.addr.map_or("?".to_string(), |a| a.to_string()),
-            answered.server.as_deref().unwrap_or("(no Server header)"),
-        );
-        for d in &answered.details {
-            content.push_str(&format!("  {d}\n"));
-        }
-        let record = ConfigRecord {
-            stack: group[0].stack.label.clone(),
-            tier: EXTERNAL_TIER.into(),
-            kind: ConfigRecord::IDENTITY.into(),
-            name: String::new(),
-            content,
+        let identity = Identity {
+            url: external.url.clone(),
+            address: answered.addr.map_or("?".to_string(), |a| a.to_string()),
+            tls,
+            server: answered.server.clone().unwrap_or_else(|| "(no Server header)".into()),
+            sampling: sampled,
+            verified: answered.details.clone(),
         };
+        let record = ConfigRecord::of_identity(&group[0].stack.label, EXTERNAL_TIER, &identity);
         self.cx.store.record_config(self.cx.run_id, &record)?;
         self.captured.insert(group[0].stack.label.clone());
         Ok(())

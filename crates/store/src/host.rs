@@ -1,6 +1,7 @@
-//! A lab host as a run keeps it ([`HostFacts`]): the machine a stack ran on over ssh and the
-//! path to it, stored as JSON in a [`ConfigRecord::HOST`] record and read back as the same
-//! typed value.
+//! The machines a run measured, as it keeps them: a lab host ([`HostFacts`]), the machine a
+//! stack ran on over ssh and the path to it, and who answered at an external target's URL
+//! ([`Identity`]). Each is stored as JSON in a config record of its kind
+//! ([`ConfigRecord::HOST`], [`ConfigRecord::IDENTITY`]) and read back as the same typed value.
 
 use std::collections::BTreeMap;
 
@@ -35,7 +36,61 @@ pub struct HostFacts {
     pub idle_rtt_us: Option<u64>,
 }
 
+/// Who answered at an external target's URL, as verified before its cells: each field as the
+/// run said it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Identity {
+    pub url: String,
+    /// The address the URL resolved to (`127.0.0.1:8080`), `?` when none answered.
+    pub address: String,
+    /// `no`, or which certificates were trusted.
+    pub tls: String,
+    /// Its Server header.
+    pub server: String,
+    /// Which processes were sampled, or why none was.
+    pub sampling: String,
+    /// What each workload answered.
+    pub verified: Vec<String>,
+}
+
 impl ConfigRecord {
+    /// The record of external target `stack` (tier `tier`): who answered at its URL.
+    pub fn of_identity(stack: &str, tier: &str, identity: &Identity) -> ConfigRecord {
+        ConfigRecord {
+            stack: stack.to_owned(),
+            tier: tier.to_owned(),
+            kind: ConfigRecord::IDENTITY.into(),
+            name: String::new(),
+            // A struct of strings always serializes.
+            content: serde_json::to_string_pretty(identity).unwrap_or_default(),
+        }
+    }
+
+    /// An [`ConfigRecord::IDENTITY`] record's identity; `None` for another kind.
+    pub fn identity(&self) -> Option<Identity> {
+        if self.kind != ConfigRecord::IDENTITY {
+            return None;
+        }
+        // Runs stored before it was kept as JSON hold it as `key: value` lines, then
+        // `verified:` and a `  detail` line for each workload.
+        Some(serde_json::from_str(&self.content).unwrap_or_else(|_| {
+            let mut id = Identity::default();
+            for (key, value) in fields(&self.content) {
+                match key {
+                    "url" => id.url = value.into(),
+                    "address" => id.address = value.into(),
+                    "tls" => id.tls = value.into(),
+                    "server" => id.server = value.into(),
+                    "sampling" => id.sampling = value.into(),
+                    _ => {}
+                }
+            }
+            id.verified = indented_after(&self.content, "verified:");
+            id
+        }))
+    }
+
     /// The record of lab host `facts`, which ran `stacks` (their names, comma separated).
     pub fn of_host(facts: &HostFacts, stacks: &str) -> ConfigRecord {
         ConfigRecord {
@@ -63,7 +118,7 @@ impl ConfigRecord {
     /// (`61 µs` or `unknown`), then `packages:` with a `  name version` line each.
     fn host_facts_from_lines(&self) -> HostFacts {
         let mut facts = HostFacts::default();
-        for (key, value) in self.fields() {
+        for (key, value) in fields(&self.content) {
             match key {
                 "host" => facts.host = value.into(),
                 "hostname" => facts.hostname = value.into(),
@@ -82,14 +137,24 @@ impl ConfigRecord {
                 _ => {}
             }
         }
-        let packages = self.content.lines().skip_while(|l| *l != "packages:").skip(1);
-        for line in packages {
-            if let Some((name, version)) = line.trim().split_once(' ') {
+        for line in indented_after(&self.content, "packages:") {
+            if let Some((name, version)) = line.split_once(' ') {
                 facts.packages.insert(name.into(), version.into());
             }
         }
         facts
     }
+}
+
+/// The `key: value` lines of a record written as lines, in order.
+fn fields(content: &str) -> impl Iterator<Item = (&str, &str)> {
+    content.lines().filter(|l| !l.starts_with(' ')).filter_map(|l| l.split_once(": "))
+}
+
+/// The indented lines after the line `head`, unindented.
+fn indented_after(content: &str, head: &str) -> Vec<String> {
+    let after = content.lines().skip_while(|l| *l != head).skip(1);
+    after.take_while(|l| l.starts_with("  ")).map(|l| l.trim().to_owned()).collect()
 }
 
 /// `eth0, 1000 Mbit/s`, `eth0, speed not reported` or `unknown`, read back.
@@ -123,6 +188,29 @@ mod tests {
         assert_eq!(record.host_facts(), Some(HostFacts::for_test()));
         let other = ConfigRecord { kind: "capture".into(), ..record };
         assert_eq!(other.host_facts(), None);
+    }
+
+    #[test]
+    fn an_identity_is_read_back_as_stored_and_from_the_old_lines() {
+        let id = Identity {
+            url: "http://127.0.0.1:8080".into(),
+            address: "127.0.0.1:8080".into(),
+            tls: "no".into(),
+            server: "nginx/1.22.1".into(),
+            sampling: "not sampled: external target".into(),
+            verified: vec!["robots gzip: status 200, 24 body bytes".into()],
+        };
+        let record = ConfigRecord::of_identity("mine", "external", &id);
+        assert_eq!(record.identity(), Some(id.clone()));
+        assert_eq!(record.host_facts(), None);
+        let old = ConfigRecord {
+            content: "url: http://127.0.0.1:8080\naddress: 127.0.0.1:8080\ntls: no\n\
+                      server: nginx/1.22.1\nsampling: not sampled: external target\n\
+                      verified:\n  robots gzip: status 200, 24 body bytes\n"
+                .into(),
+            ..record
+        };
+        assert_eq!(old.identity(), Some(id));
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //!   [`LimitedBy`], what limited the cell's figures.
 //! - [`metric`] names the usual metrics, so writer and reader agree; [`Counted`] says what
 //!   a run counts (requests, views, visits, sessions), for the runner and the report alike.
-//! - [`HostFacts`]: a lab host and the path to it, kept as a typed value.
+//! - [`HostFacts`] and [`Identity`]: a lab host and the path to it, and who answered at an
+//!   external target's URL, kept as typed values.
 //! - With the `test-util` feature (other crates' dev-dependency), `CellRecord::for_test` builds
 //!   a cell for a test with only what the test names set.
 //! - The schema is versioned with `PRAGMA user_version` and grows by migrations (`schema.rs`);
@@ -32,7 +33,7 @@ pub mod trust;
 
 pub use counted::Counted;
 pub use error::{Result, StoreError};
-pub use host::HostFacts;
+pub use host::{HostFacts, Identity};
 pub use model::{
     CellId, CellRecord, ConfigRecord, Environment, LoadModel, LoadSpec, Run, RunId, RunInfo,
     RunProcess, RunStatus, RunSummary, Sample, SecondRecord, StepRecord,

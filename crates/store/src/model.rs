@@ -359,8 +359,8 @@ pub struct ConfigRecord {
 }
 
 impl ConfigRecord {
-    /// The kind of an external target's record: who answered at its URL, as `key: value`
-    /// lines (`url`, `address`, `tls`, `server`, `sampling`), then what each workload answered.
+    /// The kind of an external target's record: who answered at its URL, a
+    /// [`crate::host::Identity`] as JSON ([`ConfigRecord::identity`]).
     pub const IDENTITY: &'static str = "identity";
 
     /// The kind of a lab host's record (a stack run on another machine over ssh): its
@@ -368,14 +368,4 @@ impl ConfigRecord {
     /// ([`ConfigRecord::host_facts`]). `stack` lists the stacks it ran, `name` is its
     /// `ssh://` URL.
     pub const HOST: &'static str = "host";
-
-    /// The `key: value` lines of an [`ConfigRecord::IDENTITY`] record (and of a
-    /// [`ConfigRecord::HOST`] record stored before its facts were kept as JSON), in order.
-    pub fn fields(&self) -> Vec<(&str, &str)> {
-        self.content
-            .lines()
-            .filter(|l| !l.starts_with(' '))
-            .filter_map(|l| l.split_once(": "))
-            .collect()
-    }
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use loadlab_store::{CellRecord, ConfigRecord, HostFacts, Run};
+use loadlab_store::{CellRecord, ConfigRecord, HostFacts, Identity, Run};
 
 use crate::format;
 
@@ -94,6 +94,19 @@ fn idle_rtt(h: &HostFacts) -> String {
     h.idle_rtt_us.map_or("unknown".to_string(), |us| format!("{us} µs"))
 }
 
+/// An external target's identity as the captured configs list shows it: one `key: value`
+/// line each, then what each workload answered.
+fn identity_lines(id: &Identity) -> String {
+    let mut out = format!(
+        "url: {}\naddress: {}\ntls: {}\nserver: {}\nsampling: {}\nverified:\n",
+        id.url, id.address, id.tls, id.server, id.sampling
+    );
+    for d in &id.verified {
+        out.push_str(&format!("  {d}\n"));
+    }
+    out
+}
+
 /// A lab host's facts as the captured configs list shows them: one `key: value` line each,
 /// then its packages.
 fn host_lines(h: &HostFacts, runs: &str) -> String {
@@ -148,19 +161,18 @@ pub(super) fn environment(
         let _ = write!(o, "<dt>network</dt><dd>{}: {}</dd>", Esc(&what), Esc(&stacks.join(", ")));
     }
     // A server of the user's: who answered at its URL, as verified before its cells.
-    for c in configs.iter().filter(|c| c.kind == ConfigRecord::IDENTITY) {
-        let fields = c.fields();
-        let get = |k: &str| fields.iter().find(|(key, _)| *key == k).map_or("?", |(_, v)| *v);
+    for c in configs {
+        let Some(id) = c.identity() else { continue };
         let _ = write!(
             o,
             "<dt>external</dt><dd>{}: {} at {}, Server {}, TLS {}; {} (not started by \
              loadlab)</dd>",
             Esc(&c.stack),
-            Esc(get("url")),
-            Esc(get("address")),
-            Esc(get("server")),
-            Esc(get("tls")),
-            Esc(get("sampling"))
+            Esc(&id.url),
+            Esc(&id.address),
+            Esc(&id.server),
+            Esc(&id.tls),
+            Esc(&id.sampling)
         );
     }
     let _ = writeln!(o, "</dl>");
@@ -178,8 +190,9 @@ pub(super) fn environment(
 /// Every config captured from the stacks, each folded, cut at [`MAX_CONFIG_BYTES`].
 fn captured_configs(o: &mut String, configs: &[ConfigRecord]) {
     for c in configs {
-        let host = c.host_facts().map(|h| host_lines(&h, &c.stack));
-        let mut content = host.as_deref().unwrap_or(&c.content);
+        let typed = (c.host_facts().map(|h| host_lines(&h, &c.stack)))
+            .or_else(|| c.identity().map(|id| identity_lines(&id)));
+        let mut content = typed.as_deref().unwrap_or(&c.content);
         let mut cut = String::new();
         if content.len() > MAX_CONFIG_BYTES {
             let mut end = MAX_CONFIG_BYTES;

@@ -152,6 +152,9 @@ fn an_external_target_is_named_by_who_answered_and_said_to_be_unsampled() {
                   robots gzip: status 200, 24 body bytes\n"
             .into(),
     };
+    // As a run stores it now: the same identity as JSON renders the same page.
+    let typed = ConfigRecord::of_identity("mine", "external", &identity.identity().unwrap());
+    assert_ne!(typed.content, identity.content);
     let html = render_html(&run(), &cells, &[identity]);
     assert!(
         html.contains(
@@ -160,6 +163,7 @@ fn an_external_target_is_named_by_who_answered_and_said_to_be_unsampled() {
         ),
         "{html}"
     );
+    assert_eq!(render_html(&run(), &cells, &[typed]), html);
     // Not a lab stack on loopback.
     assert!(html.contains("<dt>network</dt><dd>loopback (no link in between): nginx</dd>"));
     assert!(html.contains("<p class=\"note\">mine: not sampled: external target"), "{html}");
