@@ -6,9 +6,7 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
-use loadlab_store::{
-    metric, CellRecord, Counted, LoadModel, LoadSpec, Sample, SecondRecord, StepRecord,
-};
+use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec, Sample, SecondRecord, StepRecord};
 use loadlab_suite::{Cell, Point, StackSource};
 
 use crate::limit::LimitedBy;
@@ -45,17 +43,6 @@ pub fn record(
         // As judged by the report: the workload's own, the suite's, or `run --slo`'s, which
         // replaces them in the suite before the plan is made.
         slo: cell.workload.slo.as_ref().map(|s| s.text.clone()),
-    }
-}
-
-/// What a run of `config` counts: its requests, or for a run of visits the page views,
-/// visits of a visit file or httperf sessions; the figures [`record`] stores say the same.
-pub fn counted(config: &BenchConfig) -> Counted {
-    match config.visits.as_deref() {
-        None => Counted::Requests,
-        Some(p) if p.view.is_some() => Counted::Views,
-        Some(p) if !p.steps.is_empty() => Counted::Visits,
-        Some(_) => Counted::Sessions,
     }
 }
 

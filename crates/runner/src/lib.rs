@@ -3,7 +3,8 @@
 //! - [`bench`](mod@bench): one load test from its parsed flags to the judged result ([`bench::run`]).
 //! - [`advice`]: what to do when a run cannot start (the lab's CA for its TLS instances).
 //! - [`trust`]: the one trust verdict. [`trust::Verdict::judge`] turns a run's figures into
-//!   flags with their evidence; `bench`, `sweep`, `run` and so the report all show it.
+//!   flags with their evidence; `bench`, `sweep`, `run` and so the report all show it;
+//!   [`trust::counted`] is what a run counts, as its findings and live line name it.
 //! - [`executor`]: a suite's plan, cell by cell, stack instance by stack instance (the lab's,
 //!   or external targets), each cell judged and stored as it ends ([`executor::run_plan`]).
 //! - [`found`]: a view workload's page and resources, found once per stack instance.
@@ -14,7 +15,7 @@
 //! - [`sweep`]: the offered-rate sweep and its knee ([`sweep::run_sweep`]); [`ramp`] the knee
 //!   from one rising ramp, judged second by second by the same rule.
 //! - [`limit`]: what limited a lab cell: the client, the network, a tier, a pool, the offer.
-//! - [`cell`]: what the store keeps of a measured cell, and what a run counts.
+//! - [`cell`]: what the store keeps of a measured cell.
 //! - [`lost`]: a cell stopped at once when its stack goes out of reach (a lab host lost).
 //! - [`class`]: which class of failure (and so exit code) each library error is.
 //! - [`merge`]: agents' interval logs read, added and written as one.

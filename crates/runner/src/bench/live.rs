@@ -149,7 +149,7 @@ impl Measure for EngineMeasure {
         let (mut show, label) = (shows(), label.to_string());
         let (control, others) = (self.control.clone(), self.others.clone());
         let mut counting =
-            Counting::of(control, others, config.warmup, crate::cell::counted(config));
+            Counting::of(control, others, config.warmup, crate::trust::counted(config));
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let shown = std::thread::spawn(move || {
@@ -223,7 +223,7 @@ mod tests {
         assert_eq!((tally.completed, tally.failed), (16, 3), "views, not requests");
         assert_eq!(tally.rate_text(), "8 views/s");
         let plain = BenchConfig::new(loadlab_engine::Target::parse("http://127.0.0.1:9/").unwrap());
-        assert_eq!(crate::cell::counted(&plain), Counted::Requests);
+        assert_eq!(crate::trust::counted(&plain), Counted::Requests);
     }
 
     #[test]
