@@ -575,10 +575,10 @@ impl Execution<'_, '_> {
             }
             let verdict = Verdict::judge(&config, &result);
             let limited_by = cell_limit(cell, &result, &verdict, &sampled, link_bps, host);
+            let report = crate::bench::Report::judged(&config, addr, &result, &verdict);
             let mut record = crate::cell::record(
                 cell,
-                &config,
-                &result,
+                (&config, &result, &report),
                 started_at,
                 &sampled.samples,
                 &verdict,
