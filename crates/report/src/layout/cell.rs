@@ -54,7 +54,9 @@ impl<'c> Figures<'c> {
             bytes_sent: None,
             request_body: false,
             latency_mean_us: get(c, metric::MEAN_US).or_else(|| latency.map(Recorder::mean)),
-            percentiles: latency,
+            // As a live bench's table: from each request's start (the uncorrected times of an
+            // open loop, which a closed loop's latency is).
+            percentiles: histogram(c, "latency_uncorrected").or(latency),
             timings: None,
             waiting_mean_us: histogram(c, "waiting").map(Recorder::mean),
             connect_mean_us: histogram(c, "connect").map(Recorder::mean),
@@ -92,7 +94,7 @@ fn schedule(c: &CellRecord, latency: Option<&Recorder>) -> Option<Schedule> {
 mod tests {
     use super::*;
     use crate::layout::{ab, httperf, to_text};
-    use crate::testcell::cell;
+    use crate::testcell::{cell, open_cell};
 
     #[test]
     fn ab_and_httperf_figures_from_a_cell() {
@@ -131,5 +133,36 @@ mod tests {
         );
         assert!(h.contains("other 1"), "{h}");
         assert!(!h.contains("Schedule:"), "a closed loop has no schedule: {h}");
+    }
+
+    #[test]
+    fn an_open_loop_cell_gives_its_schedule_and_abs_table_from_each_requests_start() {
+        let mut c = open_cell("nginx", "static", 100.0, 0, 9_000.0);
+        for (k, v) in [
+            (metric::COMPLETED, 1_000.0),
+            (metric::OFFERED_RPS, 100.0),
+            (metric::ACHIEVED_RPS, 99.5),
+            (metric::LATE_P99_US, 2_500.0),
+            (metric::NOT_SENT, 4.0),
+        ] {
+            c.metrics.insert(k.into(), v);
+        }
+        let (mut corrected, mut uncorrected) = (Recorder::new(), Recorder::new());
+        for _ in 0..10 {
+            corrected.record(40_000);
+            uncorrected.record(8_000);
+        }
+        c.histograms.insert("latency".into(), corrected);
+        c.histograms.insert("latency_uncorrected".into(), uncorrected);
+        let h = to_text(httperf, &Figures::of_cell(&c));
+        assert!(
+            h.contains(
+                "Schedule: offered 100.0 req/s, achieved 99.5 req/s, late p99 2.5 ms, not sent 4\n"
+            ),
+            "{h}"
+        );
+        assert!(h.contains("Latency from due time [ms]: p50 40.0 p99 40.0 max 40.0"), "{h}");
+        let ab = to_text(ab, &Figures::of_cell(&c));
+        assert!(ab.contains("  50%      8\n"), "from each request's start: {ab}");
     }
 }
