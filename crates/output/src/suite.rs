@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use loadlab_engine::visits::ViewPlan;
-use loadlab_report::counted::Counted;
+use loadlab_report::counted::{Counted, Measured};
 use loadlab_report::Measure;
 use loadlab_runner::commands::run::executor::{CellDone, Instance};
 use loadlab_runner::{commands, Events};

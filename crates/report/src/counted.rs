@@ -1,56 +1,33 @@
-//! What a workload's cells count: requests, page views (a suite's `view = true`) or visits
-//! (`visits = ...`), told from the figures the runner stored for them (`metric::VIEWS_RPS`,
-//! `metric::VISITS_RPS`). A view or visit workload is compared on its own figures: its rate
-//! is views/s or visits/s, its latencies the page-load time or the visit's duration; every
-//! heading, table and progress line of it says so instead of req/s.
+//! What a workload's cells count ([`Counted`], the store's: requests, page views, visits) as
+//! the verdict's measures read it: a view or visit workload is compared on its own figures,
+//! its rate views/s or visits/s, its latencies the page-load time or the visit's duration, and
+//! every heading, table and progress line of it says so instead of req/s.
 
-use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec};
-use serde::Serialize;
+use loadlab_store::{metric, CellRecord};
+
+pub use loadlab_store::Counted;
 
 use crate::measure::Measure;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Counted {
-    #[default]
-    Requests,
-    /// Page views: a page and its resources.
-    Views,
-    /// Visits of several steps.
-    Visits,
+/// Each [`Measure`] of what the cells count: where it is stored, how it is named and shown.
+pub trait Measured {
+    /// The metric `measure` is stored under for what these cells count.
+    fn metric(self, measure: Measure) -> &'static str;
+    /// `measure`'s name in a table header: `req/s`, `p99`; `views/s`, `load p99`; `visits/s`,
+    /// `visit p99`.
+    fn name(self, measure: Measure) -> &'static str;
+    /// A value of `measure` with its unit (`12 views/s`, `45.3ms`).
+    fn show(self, measure: Measure, v: f64) -> String;
+    /// `cell`'s value of `measure`: for requests [`Measure::value`], else the stored figure of
+    /// the views or visits (`None` when none completed).
+    fn value(self, measure: Measure, cell: &CellRecord) -> Option<f64>;
 }
 
-impl Counted {
-    /// What `cell` counted, from what it stored.
-    pub fn of(cell: &CellRecord) -> Counted {
-        if cell.metrics.contains_key(metric::VISITS_RPS) {
-            Counted::Visits
-        } else if cell.metrics.contains_key(metric::VIEWS_RPS) {
-            Counted::Views
-        } else {
-            Counted::Requests
-        }
-    }
-
-    /// What the cells of one workload counted (a cell that stored no figures of its own, such
-    /// as one stored before loadlab kept them, does not decide).
-    pub fn of_cells<'a>(cells: impl IntoIterator<Item = &'a CellRecord>) -> Counted {
-        cells.into_iter().map(Counted::of).find(|c| *c != Counted::Requests).unwrap_or_default()
-    }
-
-    /// Its rate's unit: `req/s`, `views/s`, `visits/s`.
-    pub fn rate_unit(self) -> &'static str {
-        match self {
-            Counted::Requests => "req/s",
-            Counted::Views => "views/s",
-            Counted::Visits => "visits/s",
-        }
-    }
-
-    /// The metric `measure` is stored under for what these cells count.
-    pub fn metric(self, measure: Measure) -> &'static str {
+impl Measured for Counted {
+    fn metric(self, measure: Measure) -> &'static str {
         match (self, measure) {
-            (Counted::Requests, m) => m.metric(),
+            // No cell stores figures of sessions: theirs are the requests'.
+            (Counted::Requests | Counted::Sessions, m) => m.metric(),
             (Counted::Views, Measure::Rps) => metric::VIEWS_RPS,
             (Counted::Views, Measure::P50) => metric::VIEW_P50_US,
             (Counted::Views, Measure::P99) => metric::VIEW_P99_US,
@@ -60,11 +37,9 @@ impl Counted {
         }
     }
 
-    /// `measure`'s name in a table header: `req/s`, `p99`; `views/s`, `load p99`; `visits/s`,
-    /// `visit p99`.
-    pub fn name(self, measure: Measure) -> &'static str {
+    fn name(self, measure: Measure) -> &'static str {
         match (self, measure) {
-            (Counted::Requests, m) => m.name(),
+            (Counted::Requests | Counted::Sessions, m) => m.name(),
             (c, Measure::Rps) => c.rate_unit(),
             (Counted::Views, Measure::P50) => "load p50",
             (Counted::Views, Measure::P99) => "load p99",
@@ -73,46 +48,17 @@ impl Counted {
         }
     }
 
-    /// What its latency is, as a chart's axis names it: `latency` (a request's), `page load`,
-    /// `visit duration`.
-    pub fn latency_name(self) -> &'static str {
-        match self {
-            Counted::Requests => "latency",
-            Counted::Views => "page load",
-            Counted::Visits => "visit duration",
-        }
-    }
-
-    /// A value of `measure` with its unit (`12 views/s`, `45.3ms`).
-    pub fn show(self, measure: Measure, v: f64) -> String {
+    fn show(self, measure: Measure, v: f64) -> String {
         match measure {
             Measure::Rps => format!("{} {}", crate::format::count(v), self.rate_unit()),
             Measure::P50 | Measure::P99 => measure.show(v),
         }
     }
 
-    /// `cell`'s value of `measure`: for requests [`Measure::value`], else the stored figure of
-    /// the views or visits (`None` when none completed).
-    pub fn value(self, measure: Measure, cell: &CellRecord) -> Option<f64> {
+    fn value(self, measure: Measure, cell: &CellRecord) -> Option<f64> {
         match self {
-            Counted::Requests => measure.value(cell),
+            Counted::Requests | Counted::Sessions => measure.value(cell),
             _ => cell.metrics.get(self.metric(measure)).copied().filter(|v| v.is_finite()),
-        }
-    }
-
-    /// What a load's level counts: a rate of views or visits; a closed load of visits is a
-    /// population of visitors (`2 visitors`).
-    pub fn level(self, load: &LoadSpec) -> Option<String> {
-        let count = crate::format::count;
-        match (self, load.model) {
-            (Counted::Requests, _) => None,
-            (Counted::Visits, LoadModel::Closed) => {
-                load.connections.map(|c| format!("{c} visitor{}", if c == 1 { "" } else { "s" }))
-            }
-            (c, LoadModel::Open | LoadModel::Session) => {
-                load.rate.map(|r| format!("{} {}", count(r), c.rate_unit()))
-            }
-            (Counted::Views, LoadModel::Closed) => None,
         }
     }
 }
@@ -130,9 +76,7 @@ mod tests {
         view.metrics.insert(metric::VIEW_P99_US.into(), 80_000.0);
         let mut visit = cell("wp", "search", 2, 0, 9.0);
         visit.metrics.insert(metric::VISITS_RPS.into(), 1.5);
-        assert_eq!(Counted::of(&plain), Counted::Requests);
         assert_eq!(Counted::of_cells([&plain, &view]), Counted::Views);
-        assert_eq!(Counted::of(&visit), Counted::Visits);
 
         let views = Counted::Views;
         assert_eq!((views.name(Measure::Rps), views.name(Measure::P99)), ("views/s", "load p99"));
@@ -141,10 +85,8 @@ mod tests {
         assert_eq!(views.value(Measure::P50, &view), None, "no view figure, no value");
         assert_eq!(Counted::Requests.value(Measure::Rps, &view), Some(3.0), "the requests' own");
         assert_eq!(views.show(Measure::Rps, 2.5), "2.50 views/s");
-        assert_eq!(views.level(&view.load).as_deref(), Some("3 views/s"));
-        assert_eq!(Counted::Visits.level(&visit.load).as_deref(), Some("2 visitors"));
         assert_eq!(Counted::Visits.name(Measure::P50), "visit p50");
-        assert_eq!(Counted::Requests.level(&plain.load), None);
+        assert_eq!(Counted::Visits.value(Measure::Rps, &visit), Some(1.5));
     }
 
     #[test]

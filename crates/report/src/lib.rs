@@ -20,20 +20,23 @@
 //!   SVG charts, no script and no external URL, so it opens offline and can be mailed.
 //!   `plots.rs` decides what to plot from the cells (`per_second.rs`: a changing load's
 //!   seconds), `charts.rs` draws it with plotters (SVG
-//!   backend only, no font features, so no fontconfig), `detail.rs` writes each cell's figures
-//!   in ab's and httperf's layouts, `html/` puts the page together and escapes all text (its
-//!   verdict table, cells and environment sections each a module of their own).
+//!   backend only, no font features, so no fontconfig), `html/` puts the page together and
+//!   escapes all text (its verdict table, cells and environment sections each a module of
+//!   their own); each cell's figures are shown in ab's and httperf's layouts from [`layout`].
+//! - [`layout`] writes ApacheBench's and httperf's layouts, once, over one value
+//!   ([`layout::Figures`]) that a stored cell gives here and a live `bench` gives in the
+//!   output crate.
 //!
 //! It reads only the store's data types ([`loadlab_store`]); it knows nothing of the engine
 //! or the lab, and does no I/O.
 
 mod charts;
 pub mod counted;
-mod detail;
 pub use loadlab_stats::format;
 pub mod gate;
 pub mod group;
 mod html;
+pub mod layout;
 mod limit;
 pub mod measure;
 mod per_second;

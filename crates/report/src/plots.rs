@@ -21,7 +21,7 @@ use loadlab_store::{metric, CellRecord, Limit, LoadModel, Run};
 use crate::charts::{
     wants_log, Chart, Color, Line, Panel, Ticks, XAxis, REFERENCE, STACK_COLORS, TIER_COLORS,
 };
-use crate::counted::Counted;
+use crate::counted::{Counted, Measured};
 use crate::format;
 use crate::group::{families, groups, stack_labels, Family, Group, StackCells};
 use crate::verdict::{summarize, Measure, StackSummary};
@@ -476,6 +476,7 @@ fn sweep_axes(f: &Family<'_, '_>) -> [String; 4] {
         Counted::Requests => "errors (%)",
         Counted::Views => "request errors (%)",
         Counted::Visits => "failed visits (%)",
+        Counted::Sessions => "failed sessions (%)",
     };
     let p99 = format!("p99 {} (ms)", c.latency_name());
     [x.to_owned(), format!("achieved ({unit})"), p99, failed.to_owned()]

@@ -11,7 +11,7 @@ use loadlab_stats::mann_whitney::{mann_whitney_u, min_p_value, MannWhitney};
 use loadlab_store::CellRecord;
 use serde::Serialize;
 
-use crate::counted::Counted;
+use crate::counted::{Counted, Measured};
 use crate::format;
 use crate::group::{groups, load_key};
 use crate::verdict::{

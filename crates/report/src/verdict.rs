@@ -19,7 +19,7 @@ use loadlab_stats::summary::median;
 use loadlab_store::{CellRecord, Flag, Limit, LoadModel, LoadSpec};
 use serde::Serialize;
 
-use crate::counted::Counted;
+use crate::counted::{Counted, Measured};
 use crate::format;
 use crate::group::{groups, StackCells};
 use crate::requests::RequestFigures;

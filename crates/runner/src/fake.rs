@@ -170,7 +170,7 @@ pub struct FakeLab {
     pub tier_cpu: Option<loadlab_lab::sampler::CpuUse>,
     /// Instances started on a lab host (`host = ...`), with what that host is said to be:
     /// 64 CPUs, one interface.
-    pub remote: RefCell<std::collections::BTreeMap<String, crate::hosts::facts::HostFacts>>,
+    pub remote: RefCell<std::collections::BTreeMap<String, loadlab_store::HostFacts>>,
     /// Where its instances answer, when a test serves them; else 127.0.0.1:9, where nothing
     /// does.
     pub url: Option<String>,
@@ -228,7 +228,7 @@ impl Stacks for FakeLab {
         let id = format!("{}-{n}", stack.name);
         self.log.borrow_mut().push(format!("up {id}"));
         if let Some(host) = &lab.host {
-            let facts = crate::hosts::facts::HostFacts {
+            let facts = loadlab_store::HostFacts {
                 host: host.clone(),
                 hostname: "lab2".into(),
                 cpu_count: 64,
@@ -257,7 +257,7 @@ impl Stacks for FakeLab {
         })
     }
 
-    fn host_facts(&self, id: &str) -> Option<crate::hosts::facts::HostFacts> {
+    fn host_facts(&self, id: &str) -> Option<loadlab_store::HostFacts> {
         self.remote.borrow().get(id).cloned()
     }
 

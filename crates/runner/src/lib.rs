@@ -42,7 +42,6 @@
 //!     logs read, added and written as one.
 //! - [`advice`]: what to do when a run cannot start (the lab's CA for its TLS instances).
 //! - [`values`]: flag values beyond numbers (levels, shapes, rate lists, SLOs) parsed.
-//! - [`unit`](mod@unit): what a run counts (requests, or views, visits or sessions).
 //!
 //! What measures, what stands stacks up and who is told are traits
 //! ([`Measure`], [`Stacks`], [`Events`]), so everything here is tested in process with fakes.
@@ -51,7 +50,6 @@ pub mod advice;
 pub mod commands;
 pub mod hosts;
 pub mod judge;
-pub mod unit;
 pub mod values;
 
 pub use commands::run::executor::{run_plan, Events, Measure, RunContext, RunError, Stacks};

@@ -627,11 +627,9 @@ fn a_stack_on_a_lab_host_is_judged_on_that_hosts_cpus_and_the_host_is_stored_onc
     let hosts: Vec<&ConfigRecord> =
         configs.iter().filter(|c| c.kind == ConfigRecord::HOST).collect();
     assert_eq!(hosts.len(), 1, "stored once for two instances on it: {hosts:?}");
-    let fields = hosts[0].fields();
-    let get = |k: &str| fields.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
-    assert_eq!(get("host"), Some("ssh://root@lab2"));
-    assert_eq!(get("runs"), Some("nginx-fpm"));
-    assert_eq!(get("server nic"), Some("eth0, 1000 Mbit/s"));
+    let facts = hosts[0].host_facts().expect("a host's facts");
+    assert_eq!(facts.host, "ssh://root@lab2");
+    assert_eq!((facts.server_nic.as_deref(), facts.server_nic_mbps), (Some("eth0"), Some(1000)));
     assert_eq!((hosts[0].name.as_str(), hosts[0].stack.as_str()), ("ssh://root@lab2", "nginx-fpm"));
 }
 

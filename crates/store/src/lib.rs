@@ -9,14 +9,19 @@
 //!   results; the report reads them; neither sees SQL.
 //! - [`trust`] has the runner's judgement as kept with a cell: the one [`Flag`] type and
 //!   [`LimitedBy`], what limited the cell's figures.
-//! - [`metric`] names the usual metrics, so writer and reader agree.
+//! - [`metric`] names the usual metrics, so writer and reader agree; [`Counted`] says what
+//!   a run counts (requests, views, visits, sessions), for the runner and the report alike.
+//! - [`HostFacts`] and [`Identity`]: a lab host and the path to it, and who answered at an
+//!   external target's URL, kept as typed values.
 //! - With the `test-util` feature (other crates' dev-dependency), `CellRecord::for_test` builds
 //!   a cell for a test with only what the test names set.
 //! - The schema is versioned with `PRAGMA user_version` and grows by migrations (`schema.rs`);
 //!   histograms are kept in HdrHistogram's V2 format beside their exact totals (`codec.rs`).
 
 mod codec;
+pub mod counted;
 mod error;
+pub mod host;
 pub mod metric;
 pub mod model;
 mod query;
@@ -26,7 +31,9 @@ mod store;
 mod testing;
 pub mod trust;
 
+pub use counted::Counted;
 pub use error::{Result, StoreError};
+pub use host::{HostFacts, Identity};
 pub use model::{
     CellId, CellRecord, ConfigRecord, Environment, LoadModel, LoadSpec, Run, RunId, RunInfo,
     RunProcess, RunStatus, RunSummary, Sample, SecondRecord, StepRecord,

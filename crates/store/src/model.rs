@@ -359,23 +359,13 @@ pub struct ConfigRecord {
 }
 
 impl ConfigRecord {
-    /// The kind of an external target's record: who answered at its URL, as `key: value`
-    /// lines (`url`, `address`, `tls`, `server`, `sampling`), then what each workload answered.
+    /// The kind of an external target's record: who answered at its URL, a
+    /// [`crate::host::Identity`] as JSON ([`ConfigRecord::identity`]).
     pub const IDENTITY: &'static str = "identity";
 
     /// The kind of a lab host's record (a stack run on another machine over ssh): its
-    /// machine and the path to it as `key: value` lines (`host`, `hostname`, `kernel`, `cpu`,
-    /// `memory`, `runs`, `server nic`, `client nic`, `idle rtt`), then its packages. `stack`
-    /// lists the stacks it ran, `name` is its `ssh://` URL.
+    /// machine and the path to it, a [`crate::HostFacts`] as JSON
+    /// ([`ConfigRecord::host_facts`]). `stack` lists the stacks it ran, `name` is its
+    /// `ssh://` URL.
     pub const HOST: &'static str = "host";
-
-    /// The `key: value` lines of an [`ConfigRecord::IDENTITY`] or [`ConfigRecord::HOST`]
-    /// record, in order.
-    pub fn fields(&self) -> Vec<(&str, &str)> {
-        self.content
-            .lines()
-            .filter(|l| !l.starts_with(' '))
-            .filter_map(|l| l.split_once(": "))
-            .collect()
-    }
 }

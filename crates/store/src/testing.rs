@@ -8,6 +8,7 @@ use std::time::UNIX_EPOCH;
 use loadlab_stats::Series;
 
 use crate::model::{CellRecord, LoadSpec};
+use crate::HostFacts;
 
 impl CellRecord {
     /// A cell of `stack` on `workload` under `load` with nothing measured: ordinal and
@@ -40,5 +41,26 @@ impl CellRecord {
     pub fn with_metrics(mut self, metrics: &[(&str, f64)]) -> CellRecord {
         self.metrics = metrics.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect();
         self
+    }
+}
+
+impl HostFacts {
+    /// A lab host `ssh://root@lab2` with every fact known: 8 EPYC CPUs, 16 GiB, nginx 1.22,
+    /// eth1 to eth0 at 1000 Mbit/s, 61 µs idle.
+    pub fn for_test() -> HostFacts {
+        HostFacts {
+            host: "ssh://root@lab2".into(),
+            hostname: "lab2".into(),
+            kernel: "6.1.0".into(),
+            cpu_model: "EPYC".into(),
+            cpu_count: 8,
+            memory_bytes: 16 << 30,
+            packages: [("nginx".to_string(), "1.22".to_string())].into(),
+            server_nic: Some("eth0".into()),
+            server_nic_mbps: Some(1000),
+            client_nic: Some("eth1".into()),
+            client_nic_mbps: Some(1000),
+            idle_rtt_us: Some(61),
+        }
     }
 }

@@ -116,12 +116,11 @@ fn a_quick_suite_runs_on_b_from_a_every_cell_sampled_there_and_leaves_nothing() 
         configs.iter().filter(|c| c.kind == ConfigRecord::HOST).collect();
     assert_eq!(host.len(), 1, "B recorded once");
     assert_eq!(host[0].name, sshd.url());
-    let fields = host[0].fields();
-    let get = |k: &str| fields.iter().find(|(key, _)| *key == k).map_or("", |(_, v)| *v);
-    assert!(get("server nic").starts_with(&hosts.b.interface), "{}", host[0].content);
-    assert!(get("client nic").starts_with(&hosts.a.interface), "{}", host[0].content);
-    assert!(get("idle rtt").ends_with(" µs"), "{}", host[0].content);
-    assert!(get("runs").contains("nginx-spawn-fcgi"), "{}", host[0].content);
+    let facts = host[0].host_facts().expect("B's facts");
+    assert_eq!(facts.server_nic.as_ref(), Some(&hosts.b.interface), "{}", host[0].content);
+    assert_eq!(facts.client_nic.as_ref(), Some(&hosts.a.interface), "{}", host[0].content);
+    assert!(facts.idle_rtt_us.is_some(), "{}", host[0].content);
+    assert!(host[0].stack.contains("nginx-spawn-fcgi"), "{}", host[0].content);
     // Each stack's effective configs were read there.
     assert!(configs.iter().any(|c| c.kind == "capture" && c.stack == "nginx-spawn-fcgi"));
 }

@@ -106,16 +106,16 @@ fn an_external_nginx_runs_two_custom_workloads_sampled_by_its_pids_stored_and_re
 
     let identity = configs.iter().find(|c| c.kind == ConfigRecord::IDENTITY).expect("identity");
     assert_eq!((identity.stack.as_str(), identity.tier.as_str()), ("mine", "external"));
-    for line in [
-        format!("url: {base}\n"),
-        format!("address: {}\n", nginx.addr()),
-        "tls: no\n".to_string(),
-        "server: nginx/".to_string(),
-        format!("sampling: pids {} (1 process now, with their descendants)\n", nginx.master_pid()),
-        "  robots with a header: status 200, 24 body bytes".to_string(),
-    ] {
-        assert!(identity.content.contains(&line), "{line:?} not in\n{}", identity.content);
-    }
+    let id = identity.identity().expect("an identity");
+    assert_eq!(
+        (id.url, id.address, id.tls.as_str()),
+        (base.to_string(), nginx.addr().to_string(), "no")
+    );
+    assert!(id.server.starts_with("nginx/"), "{}", id.server);
+    let pids = format!("pids {} (1 process now, with their descendants)", nginx.master_pid());
+    assert_eq!(id.sampling, pids);
+    let robots = "robots with a header: status 200, 24 body bytes";
+    assert!(id.verified.iter().any(|d| d.starts_with(robots)), "{:?}", id.verified);
     let html = std::fs::read_to_string(scratch.out().join("report.html")).expect("the report");
     let env = format!("<dt>external</dt><dd>mine: {base} at {}, Server nginx/", nginx.addr());
     assert!(html.contains(&env), "the report's environment lacks {env:?}");
@@ -238,12 +238,9 @@ requests = 200
     assert_eq!(cells[0].metrics[loadlab_store::metric::COMPLETED], 200.0);
     let identity = configs.iter().find(|c| c.kind == ConfigRecord::IDENTITY).expect("identity");
     let ca = scratch.dir.path().join("ca.pem");
-    assert!(
-        identity.content.contains(&format!("tls: yes, trusting {}\n", ca.display())),
-        "{}",
-        identity.content
-    );
-    assert!(identity.content.contains("sampling: not sampled: external target"));
+    let id = identity.identity().expect("an identity");
+    assert_eq!(id.tls, format!("yes, trusting {}", ca.display()));
+    assert!(id.sampling.starts_with("not sampled: external target"), "{}", id.sampling);
     let html = std::fs::read_to_string(scratch.out().join("report.html")).expect("the report");
     assert!(html.contains("tls-server: not sampled: external target"), "no note in the report");
 
@@ -361,8 +358,8 @@ fn a_systemd_unit_is_sampled_through_what_systemctl_show_says() {
         );
     }
     let identity = configs.iter().find(|c| c.kind == ConfigRecord::IDENTITY).expect("identity");
-    let line = "sampling: unit e2e-nginx.service (1 process now, with their descendants)\n";
-    assert!(identity.content.contains(line), "{}", identity.content);
+    let sampling = "unit e2e-nginx.service (1 process now, with their descendants)";
+    assert_eq!(identity.identity().expect("an identity").sampling, sampling);
 
     let output = run("stopped.service");
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -1,10 +1,9 @@
 //! `bench`'s output formats. Each one is a struct behind the one-method [`Render`] trait and reads only
 //! the [`Report`] (plus the raw result where a format needs a full distribution).
 
-mod ab;
 mod csv;
-mod httperf;
 mod json;
+mod layouts;
 mod merged;
 pub mod seconds;
 mod sessions_text;
@@ -51,8 +50,8 @@ pub fn render(
     let renderer: &dyn Render = match format {
         Format::Text => &text::Text,
         Format::Json => &json::Json,
-        Format::Ab => &ab::Ab,
-        Format::Httperf => &httperf::Httperf,
+        Format::Ab => &layouts::Ab,
+        Format::Httperf => &layouts::Httperf,
         Format::Csv => &csv::Csv,
     };
     renderer.render(report, result, out)

@@ -5,10 +5,10 @@ use std::fmt::Write;
 
 use loadlab_store::CellRecord;
 
-use crate::counted::Counted;
-use crate::detail;
+use crate::counted::{Counted, Measured};
 use crate::format;
 use crate::group::{knobs_label, load_label_as, stack_labels};
+use crate::layout::{self, Figures};
 use crate::verdict::Measure;
 
 use super::Esc;
@@ -83,7 +83,7 @@ fn cell_detail(o: &mut String, c: &CellRecord, stack: &str) {
              <div><h4>httperf</h4><pre>{}</pre></div></div>\n</div></details>",
             format::utc(c.started_at),
             Esc(&knobs_label(&c.knobs)),
-            Esc(&detail::ab(c)),
-            Esc(&detail::httperf(c))
+            Esc(&layout::to_text(layout::ab, &Figures::of_cell(c))),
+            Esc(&layout::to_text(layout::httperf, &Figures::of_cell(c)))
         );
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use loadlab_store::{CellRecord, ConfigRecord, Run};
+use loadlab_store::{CellRecord, ConfigRecord, HostFacts, Identity, Run};
 
 use crate::format;
 
@@ -58,24 +58,74 @@ fn networks(cells: &[CellRecord]) -> Vec<(String, Vec<String>)> {
     by_profile.into_iter().collect()
 }
 
-/// A lab host that ran stacks of the run, and the path to it from the client.
-fn server_host(o: &mut String, h: &ConfigRecord) {
-    let fields = h.fields();
-    let get = |k: &str| fields.iter().find(|(key, _)| *key == k).map_or("?", |(_, v)| *v);
+/// A lab host that ran stacks of the run (`h`, whose record lists them as `runs`), and the
+/// path to it from the client.
+fn server_host(o: &mut String, h: &HostFacts, runs: &str) {
     let _ = write!(
         o,
         "<dt>server host</dt><dd>{} ({}): kernel {}, CPU {}, memory {}; ran {}</dd>\
          <dt>path</dt><dd>client NIC {} → server NIC {}; idle RTT {}</dd>",
-        Esc(&h.name),
-        Esc(get("hostname")),
-        Esc(get("kernel")),
-        Esc(get("cpu")),
-        Esc(get("memory")),
-        Esc(get("runs")),
-        Esc(get("client nic")),
-        Esc(get("server nic")),
-        Esc(get("idle rtt"))
+        Esc(&h.host),
+        Esc(&h.hostname),
+        Esc(&h.kernel),
+        Esc(&cpu(h)),
+        Esc(&format::bytes(h.memory_bytes as f64)),
+        Esc(runs),
+        Esc(&nic(&h.client_nic, h.client_nic_mbps)),
+        Esc(&nic(&h.server_nic, h.server_nic_mbps)),
+        Esc(&idle_rtt(h))
     );
+}
+
+fn cpu(h: &HostFacts) -> String {
+    format!("{} × {}", h.cpu_count, h.cpu_model)
+}
+
+/// An interface and its speed: `eth0, 1000 Mbit/s`.
+fn nic(name: &Option<String>, mbps: Option<u64>) -> String {
+    match (name, mbps) {
+        (Some(n), Some(s)) => format!("{n}, {s} Mbit/s"),
+        (Some(n), None) => format!("{n}, speed not reported"),
+        (None, _) => "unknown".to_string(),
+    }
+}
+
+fn idle_rtt(h: &HostFacts) -> String {
+    h.idle_rtt_us.map_or("unknown".to_string(), |us| format!("{us} µs"))
+}
+
+/// An external target's identity as the captured configs list shows it: one `key: value`
+/// line each, then what each workload answered.
+fn identity_lines(id: &Identity) -> String {
+    let mut out = format!(
+        "url: {}\naddress: {}\ntls: {}\nserver: {}\nsampling: {}\nverified:\n",
+        id.url, id.address, id.tls, id.server, id.sampling
+    );
+    for d in &id.verified {
+        out.push_str(&format!("  {d}\n"));
+    }
+    out
+}
+
+/// A lab host's facts as the captured configs list shows them: one `key: value` line each,
+/// then its packages.
+fn host_lines(h: &HostFacts, runs: &str) -> String {
+    let mut out = format!(
+        "host: {}\nhostname: {}\nkernel: {}\ncpu: {}\nmemory: {}\nruns: {runs}\n\
+         server nic: {}\nclient nic: {}\nidle rtt: {}\npackages:\n",
+        h.host,
+        h.hostname,
+        h.kernel,
+        cpu(h),
+        format::bytes(h.memory_bytes as f64),
+        nic(&h.server_nic, h.server_nic_mbps),
+        nic(&h.client_nic, h.client_nic_mbps),
+        idle_rtt(h),
+    );
+    for (name, version) in &h.packages {
+        out.push_str(&format!("  {name} {version}\n"));
+    }
+    out
 }
 
 pub(super) fn environment(
@@ -85,8 +135,8 @@ pub(super) fn environment(
     configs: &[ConfigRecord],
 ) {
     let e = &run.environment;
-    let hosts: Vec<&ConfigRecord> =
-        configs.iter().filter(|c| c.kind == ConfigRecord::HOST).collect();
+    let hosts: Vec<(HostFacts, &str)> =
+        configs.iter().filter_map(|c| Some((c.host_facts()?, c.stack.as_str()))).collect();
     // With stacks on lab hosts this machine ran the client (and any stack of its own).
     let this = if hosts.is_empty() { "host" } else { "client host" };
     let _ = writeln!(
@@ -104,26 +154,25 @@ pub(super) fn environment(
     if let Some(f) = run.finished_at {
         let _ = write!(o, "<dt>finished</dt><dd>{} ({})</dd>", format::utc(f), run.status);
     }
-    for h in &hosts {
-        server_host(o, h);
+    for (h, runs) in &hosts {
+        server_host(o, h, runs);
     }
     for (what, stacks) in networks(cells) {
         let _ = write!(o, "<dt>network</dt><dd>{}: {}</dd>", Esc(&what), Esc(&stacks.join(", ")));
     }
     // A server of the user's: who answered at its URL, as verified before its cells.
-    for c in configs.iter().filter(|c| c.kind == ConfigRecord::IDENTITY) {
-        let fields = c.fields();
-        let get = |k: &str| fields.iter().find(|(key, _)| *key == k).map_or("?", |(_, v)| *v);
+    for c in configs {
+        let Some(id) = c.identity() else { continue };
         let _ = write!(
             o,
             "<dt>external</dt><dd>{}: {} at {}, Server {}, TLS {}; {} (not started by \
              loadlab)</dd>",
             Esc(&c.stack),
-            Esc(get("url")),
-            Esc(get("address")),
-            Esc(get("server")),
-            Esc(get("tls")),
-            Esc(get("sampling"))
+            Esc(&id.url),
+            Esc(&id.address),
+            Esc(&id.server),
+            Esc(&id.tls),
+            Esc(&id.sampling)
         );
     }
     let _ = writeln!(o, "</dl>");
@@ -141,7 +190,9 @@ pub(super) fn environment(
 /// Every config captured from the stacks, each folded, cut at [`MAX_CONFIG_BYTES`].
 fn captured_configs(o: &mut String, configs: &[ConfigRecord]) {
     for c in configs {
-        let mut content = c.content.as_str();
+        let typed = (c.host_facts().map(|h| host_lines(&h, &c.stack)))
+            .or_else(|| c.identity().map(|id| identity_lines(&id)));
+        let mut content = typed.as_deref().unwrap_or(&c.content);
         let mut cut = String::new();
         if content.len() > MAX_CONFIG_BYTES {
             let mut end = MAX_CONFIG_BYTES;

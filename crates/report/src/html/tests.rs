@@ -1,7 +1,7 @@
 //! The page as a whole: escaping of everything that came from outside, no URL, and the parts a
 //! reader looks for.
 
-use loadlab_store::{ConfigRecord, Flag, Sample};
+use loadlab_store::{ConfigRecord, Flag, HostFacts, Sample};
 
 use super::*;
 use crate::testcell::{flagged, reps, run};
@@ -73,6 +73,8 @@ fn verdict_flags_and_charts_are_on_the_page() {
     cells.extend(reps("apache", "static", 50, &[700.0; 7]));
     cells[20] = flagged(cells[20].clone(), Flag::ClientSaturated, "client CPU 99%");
     cells[3].samples = samples();
+    // Its requests over its 10 s: the ab layout's requests per second.
+    cells[0].metrics.insert(loadlab_store::metric::COMPLETED.into(), 10_000.0);
     let html = render_html(&run(), &cells, &[]);
     assert!(
         html.contains("<span class=\"winner\">nginx</span> 2.00× the req/s of apache"),
@@ -150,6 +152,9 @@ fn an_external_target_is_named_by_who_answered_and_said_to_be_unsampled() {
                   robots gzip: status 200, 24 body bytes\n"
             .into(),
     };
+    // As a run stores it now: the same identity as JSON renders the same page.
+    let typed = ConfigRecord::of_identity("mine", "external", &identity.identity().unwrap());
+    assert_ne!(typed.content, identity.content);
     let html = render_html(&run(), &cells, &[identity]);
     assert!(
         html.contains(
@@ -158,6 +163,7 @@ fn an_external_target_is_named_by_who_answered_and_said_to_be_unsampled() {
         ),
         "{html}"
     );
+    assert_eq!(render_html(&run(), &cells, &[typed]), html);
     // Not a lab stack on loopback.
     assert!(html.contains("<dt>network</dt><dd>loopback (no link in between): nginx</dd>"));
     assert!(html.contains("<p class=\"note\">mine: not sampled: external target"), "{html}");
@@ -204,23 +210,22 @@ fn the_environment_shows_both_machines_and_the_path_between_them() {
         c.knobs.insert("host_cpus".into(), serde_json::json!(64));
         c.samples = samples();
     }
-    let host = ConfigRecord {
-        stack: "nginx".into(),
-        tier: "host".into(),
-        kind: ConfigRecord::HOST.into(),
-        name: "ssh://root@lab2".into(),
-        content: "host: ssh://root@lab2\nhostname: lab2\nkernel: 6.1.0\ncpu: 8 × EPYC\n\
-                  memory: 16 GiB\nruns: nginx\nserver nic: eth0, 1000 Mbit/s\n\
-                  client nic: eth1, 1000 Mbit/s\nidle rtt: 61 µs\npackages:\n  nginx 1.22\n"
-            .into(),
-    };
+    let facts = HostFacts::for_test();
+    let host = ConfigRecord::of_host(&facts, "nginx");
+    // A run stored before the facts were kept as JSON: the same facts as lines.
+    let lines = "host: ssh://root@lab2\nhostname: lab2\nkernel: 6.1.0\ncpu: 8 × EPYC\n\
+                 memory: 16.0 GiB\nruns: nginx\nserver nic: eth0, 1000 Mbit/s\n\
+                 client nic: eth1, 1000 Mbit/s\nidle rtt: 61 µs\npackages:\n  nginx 1.22\n";
+    let old = ConfigRecord { content: lines.into(), ..host.clone() };
     let html = render_html(&run(), &cells, &[host]);
     assert!(html.contains("<dt>client host</dt><dd>lab1</dd>"), "{html}");
     assert!(html.contains(
         "<dt>server host</dt><dd>ssh://root@lab2 (lab2): kernel 6.1.0, CPU 8 × EPYC, memory \
-         16 GiB; ran nginx</dd><dt>path</dt><dd>client NIC eth1, 1000 Mbit/s → server NIC eth0, \
-         1000 Mbit/s; idle RTT 61 µs</dd>"
+         16.0 GiB; ran nginx</dd><dt>path</dt><dd>client NIC eth1, 1000 Mbit/s → server NIC \
+         eth0, 1000 Mbit/s; idle RTT 61 µs</dd>"
     ));
+    assert!(html.contains(&format!("<pre>{}</pre>", super::Esc(lines))), "{html}");
+    assert_eq!(render_html(&run(), &cells, &[old]), html, "the old form reads as the new");
     assert!(html.contains("<dt>network</dt><dd>the path to ssh://root@lab2: nginx</dd>"));
     assert!(html.contains("<dt>network</dt><dd>loopback (no link in between): apache</dd>"));
     // Its tiers' CPU chart counts that host's cores.

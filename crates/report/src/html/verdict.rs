@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use crate::counted::Measured;
 use crate::format;
 use crate::plots::Palette;
 use crate::verdict::{warning_lines, CellFlag, Figure, GroupVerdict, Measure, Warning};

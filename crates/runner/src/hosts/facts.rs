@@ -1,36 +1,14 @@
-//! What a run keeps of a lab host and of the path to it: the machine there (kernel, CPUs,
+//! How a run learns a lab host and the path to it ([`HostFacts`]): the machine there (kernel, CPUs,
 //! memory, package versions, the interface that answers the client and its speed), read by
 //! one ssh command, and from this side the interface that reaches it and the idle round
 //! trip (TCP connects to the stack's own port, each one SYN and its SYN-ACK).
 
-use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use loadlab_remote::{Host, Ssh};
-
-/// A lab host as a run records it; what could not be read is empty or `None`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct HostFacts {
-    /// `ssh://...`.
-    pub host: String,
-    pub hostname: String,
-    pub kernel: String,
-    pub cpu_model: String,
-    /// CPUs online there: what its tiers and its machine CPU are judged against.
-    pub cpu_count: u32,
-    pub memory_bytes: u64,
-    pub packages: BTreeMap<String, String>,
-    /// The server's interface towards the client, and its speed as its kernel says.
-    pub server_nic: Option<String>,
-    pub server_nic_mbps: Option<u64>,
-    /// This side's interface towards the server, and its speed.
-    pub client_nic: Option<String>,
-    pub client_nic_mbps: Option<u64>,
-    /// The median of a few TCP connects to the stack's port before any load.
-    pub idle_rtt: Option<Duration>,
-}
+use loadlab_store::HostFacts;
 
 /// How long reading the host may take.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -51,7 +29,7 @@ pub fn learn(ssh: &Ssh, host: &Host, url: &str, packages: &[&str]) -> HostFacts 
         let link = loadlab_engine::Link::of(server, None);
         facts.client_nic = link.interface;
         facts.client_nic_mbps = link.speed_mbps;
-        facts.idle_rtt = idle_rtt(server);
+        facts.idle_rtt_us = idle_rtt(server).map(|d| d.as_micros() as u64);
     }
     facts
 }
@@ -147,35 +125,6 @@ fn read_into(facts: &mut HostFacts, output: &str) {
     }
 }
 
-impl HostFacts {
-    /// The record's `key: value` lines (the store's host record, shown in the report).
-    pub fn content(&self, stacks: &str) -> String {
-        let nic = |name: &Option<String>, mbps: Option<u64>| match (name, mbps) {
-            (Some(n), Some(s)) => format!("{n}, {s} Mbit/s"),
-            (Some(n), None) => format!("{n}, speed not reported"),
-            (None, _) => "unknown".to_string(),
-        };
-        let mut out = format!(
-            "host: {}\nhostname: {}\nkernel: {}\ncpu: {} × {}\nmemory: {}\nruns: {stacks}\n\
-             server nic: {}\nclient nic: {}\nidle rtt: {}\n",
-            self.host,
-            self.hostname,
-            self.kernel,
-            self.cpu_count,
-            self.cpu_model,
-            loadlab_stats::format::bytes(self.memory_bytes as f64),
-            nic(&self.server_nic, self.server_nic_mbps),
-            nic(&self.client_nic, self.client_nic_mbps),
-            self.idle_rtt.map_or("unknown".to_string(), |d| format!("{} µs", d.as_micros())),
-        );
-        out.push_str("packages:\n");
-        for (name, version) in &self.packages {
-            out.push_str(&format!("  {name} {version}\n"));
-        }
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,10 +141,7 @@ mod tests {
         assert_eq!(facts.memory_bytes, 16384 * 1024);
         assert_eq!((facts.server_nic.as_deref(), facts.server_nic_mbps), (Some("eth0"), None));
         assert_eq!(facts.packages["nginx"], "1.22.1-9");
-        let content = facts.content("nginx, nginx-fpm");
-        assert!(content.contains("server nic: eth0, speed not reported\n"), "{content}");
-        assert!(content.contains("idle rtt: unknown\n"), "{content}");
-        assert!(content.contains("runs: nginx, nginx-fpm\n"), "{content}");
+        assert_eq!(facts.idle_rtt_us, None);
     }
 
     #[test]

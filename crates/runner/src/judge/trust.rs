@@ -9,6 +9,7 @@
 
 use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
 use loadlab_stats::format;
+use loadlab_store::Counted;
 use loadlab_visit::CHECK_CLASSES;
 use serde::Serialize;
 
@@ -581,12 +582,24 @@ fn connections_short(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
     )
 }
 
+/// What a run of `config` counts: its requests, or for a run of visits the page views,
+/// visits of a visit file or httperf sessions; the figures a cell's record stores
+/// (`crate::cell`) say the same.
+pub fn counted(config: &BenchConfig) -> Counted {
+    match config.visits.as_deref() {
+        None => Counted::Requests,
+        Some(p) if p.view.is_some() => Counted::Views,
+        Some(p) if !p.steps.is_empty() => Counted::Visits,
+        Some(_) => Counted::Sessions,
+    }
+}
+
 fn nothing_completed(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
     let t = &r.tally;
     // A run of visits is reported in visits: requests that completed in visits none of
     // which ended leave no visits/s or visit latency, as no request leaves no req/s.
     if let Some(s) = r.tally.sessions.as_deref().filter(|s| s.completed == 0) {
-        let unit = crate::unit::Unit::of(cfg);
+        let unit = counted(cfg);
         let noun = unit.noun();
         return finding(
             Flag::NothingCompleted,
@@ -600,7 +613,7 @@ fn nothing_completed(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
                 s.started,
                 s.failed,
                 s.unfinished,
-                unit.rate()
+                unit.rate_unit()
             ),
         );
     }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use loadlab_agents::coordinator::Counters;
 use loadlab_engine::{BenchConfig, BenchResult, Control, EngineError};
+use loadlab_store::Counted;
 
 use crate::commands::run::executor::Measure;
 
@@ -28,24 +29,22 @@ pub struct Tally {
     /// Completed per second since the last tally.
     pub rate: f64,
     /// What is counted: requests, or a run of visits' views, visits or sessions.
-    pub unit: Unit,
+    pub unit: Counted,
 }
 
 impl Tally {
     /// The rate with its unit: `1234 req/s`, `3 views/s`.
     pub fn rate_text(&self) -> String {
-        format!("{:.0} {}", self.rate, self.unit.rate())
+        format!("{:.0} {}", self.rate, self.unit.rate_unit())
     }
 }
-
-pub use crate::unit::Unit;
 
 /// Counts one run from its start: the control's counters may carry earlier runs of the same
 /// process (a sweep's steps), so they count from where they stood.
 pub struct Counting {
     control: Arc<Control>,
     others: Option<Arc<Counters>>,
-    unit: Unit,
+    unit: Counted,
     warmup: Duration,
     start: Instant,
     base: (u64, u64),
@@ -59,7 +58,7 @@ impl Counting {
         control: Arc<Control>,
         others: Option<Arc<Counters>>,
         warmup: Duration,
-        unit: Unit,
+        unit: Counted,
     ) -> Self {
         let start = Instant::now();
         let mut counting =
@@ -72,7 +71,7 @@ impl Counting {
     fn counters(&self) -> (u64, u64) {
         let c = &self.control;
         let (done, failed) = match self.unit {
-            Unit::Requests => (&c.completed, &c.failed),
+            Counted::Requests => (&c.completed, &c.failed),
             _ => (&c.visits_completed, &c.visits_failed),
         };
         (done.load(Ordering::Relaxed), failed.load(Ordering::Relaxed))
@@ -82,7 +81,7 @@ impl Counting {
     fn others(&self) -> (u64, u64) {
         let Some(o) = &self.others else { return (0, 0) };
         let (done, failed) = match self.unit {
-            Unit::Requests => (&o.completed, &o.failed),
+            Counted::Requests => (&o.completed, &o.failed),
             _ => (&o.visits_completed, &o.visits_failed),
         };
         (done.load(Ordering::Relaxed), failed.load(Ordering::Relaxed))
@@ -149,7 +148,8 @@ impl Measure for EngineMeasure {
         };
         let (mut show, label) = (shows(), label.to_string());
         let (control, others) = (self.control.clone(), self.others.clone());
-        let mut counting = Counting::of(control, others, config.warmup, Unit::of(config));
+        let mut counting =
+            Counting::of(control, others, config.warmup, crate::judge::trust::counted(config));
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let shown = std::thread::spawn(move || {
@@ -188,7 +188,7 @@ mod tests {
             control.clone(),
             Some(others.clone()),
             Duration::from_secs(3600),
-            Unit::Requests,
+            Counted::Requests,
         );
         let t0 = Instant::now();
         control.completed.fetch_add(50, Ordering::Relaxed);
@@ -211,7 +211,7 @@ mod tests {
         let others = Arc::new(Counters::default());
         others.completed.store(30, Ordering::Relaxed);
         let mut counting =
-            Counting::of(control.clone(), Some(others.clone()), Duration::ZERO, Unit::Views);
+            Counting::of(control.clone(), Some(others.clone()), Duration::ZERO, Counted::Views);
         let t0 = Instant::now();
         control.completed.fetch_add(70, Ordering::Relaxed);
         control.visits_completed.fetch_add(10, Ordering::Relaxed);
@@ -223,7 +223,7 @@ mod tests {
         assert_eq!((tally.completed, tally.failed), (16, 3), "views, not requests");
         assert_eq!(tally.rate_text(), "8 views/s");
         let plain = BenchConfig::new(loadlab_engine::Target::parse("http://127.0.0.1:9/").unwrap());
-        assert_eq!(Unit::of(&plain), Unit::Requests);
+        assert_eq!(crate::judge::trust::counted(&plain), Counted::Requests);
     }
 
     #[test]

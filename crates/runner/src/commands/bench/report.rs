@@ -358,22 +358,29 @@ impl Bytes {
 }
 
 impl Report {
+    /// The report of `r`, measured with `cfg` against `address`, judged here.
     pub fn new(cfg: &BenchConfig, address: std::net::SocketAddr, r: &BenchResult) -> Report {
+        Report::judged(cfg, address, r, &Verdict::judge(cfg, r))
+    }
+
+    /// The report of `r` with `verdict`, the judgement already made of it.
+    pub fn judged(
+        cfg: &BenchConfig,
+        address: std::net::SocketAddr,
+        r: &BenchResult,
+        verdict: &Verdict,
+    ) -> Report {
         let t = &r.tally;
         let errors = ErrorClass::ALL.iter().map(|c| (c.name(), t.errors.get(*c))).collect();
-        let classes = t.status_classes();
-        let status_class = ["1xx", "2xx", "3xx", "4xx", "5xx"]
-            .into_iter()
-            .zip(classes)
-            .collect::<BTreeMap<_, _>>();
-        let verdict = Verdict::judge(cfg, r);
+        let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"].into_iter().zip(t.status_classes());
+        let status_class: BTreeMap<_, _> = classes.collect();
         let scheduled = cfg.pacing != Pacing::Closed;
         let (latency, service) = if scheduled {
             (t.timings.corrected.summary(), Some(t.timings.total.summary()))
         } else {
             (t.timings.total.summary(), None)
         };
-        let rate = Rate::of(r, &verdict);
+        let rate = Rate::of(r, verdict);
         let mut report = Report {
             loadlab_version: env!("CARGO_PKG_VERSION"),
             mode: match cfg.pacing {
@@ -414,11 +421,11 @@ impl Report {
                 per_second: Moments::of(&r.per_second_completed()),
                 series: t.series.buckets().to_vec(),
             },
-            client: Client::of(r, &verdict),
-            limited_by: limit::of_bench(r, &verdict),
+            client: Client::of(r, verdict),
+            limited_by: limit::of_bench(r, verdict),
             warnings: verdict.warnings(),
             not_2xx: (crate::judge::trust::not_2xx(t), verdict.has(Flag::Non2xx)),
-            notes: verdict.notes,
+            notes: verdict.notes.clone(),
             slo: None,
             urls: super::traffic::urls(cfg, r),
             replay: super::traffic::replay(cfg),

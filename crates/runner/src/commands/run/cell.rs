@@ -1,23 +1,24 @@
-//! What the store keeps of one measured cell: the engine's result turned into named metrics
-//! (the `metric::` names the report reads), histograms, the per-second series, the sampler's
-//! readings and the trust verdict's flags.
+//! What the store keeps of one measured cell: the bench's [`Report`] (the figures `bench`
+//! prints, computed once) turned into named metrics (the `metric::` names the report reads),
+//! with the result's histograms and per-second series, the sampler's readings and the trust
+//! verdict's flags.
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use loadlab_engine::{BenchConfig, BenchResult, ErrorClass, Pacing, Stop};
+use loadlab_engine::{BenchConfig, BenchResult, Pacing, Stop};
 use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec, Sample, SecondRecord, StepRecord};
 use loadlab_suite::{Cell, Point, StackSource};
 
+use crate::commands::bench::report::Report;
 use crate::judge::limit::LimitedBy;
 use crate::judge::trust::Verdict;
 
-/// The store's record of `cell`, measured with `config` as `r`, started at `started_at`, with
-/// the sampler's readings, the verdict on it and what limited it.
+/// The store's record of `cell`, measured with `config` as `r` and reported as `report`,
+/// started at `started_at`, with the sampler's readings, the verdict on it and what limited it.
 pub fn record(
     cell: &Cell,
-    config: &BenchConfig,
-    r: &BenchResult,
+    (config, r, report): (&BenchConfig, &BenchResult, &Report),
     started_at: SystemTime,
     samples: &[loadlab_lab::Sample],
     verdict: &Verdict,
@@ -31,12 +32,12 @@ pub fn record(
         load: load_spec(cell),
         repetition: cell.repetition,
         started_at,
-        duration_s: r.duration.as_secs_f64(),
-        metrics: metrics(config, r),
+        duration_s: report.duration_s,
+        metrics: metrics(config, r, report),
         histograms: histograms(config, r),
         series: r.tally.series.clone(),
-        seconds: judged_seconds(config, r),
-        steps: visit_steps(config, r),
+        seconds: judged_seconds(report),
+        steps: visit_steps(report),
         samples: samples.iter().flat_map(store_samples).collect(),
         flags: verdict.store_flags(),
         limited_by: Some(limited_by.clone()),
@@ -49,12 +50,9 @@ pub fn record(
 /// Under a load that changes over time, every whole second as [`crate::judge::seconds`] judged it
 /// (the rows `bench` prints), for the report to draw as rates per second: a partial last
 /// second (a stopped cell's) would draw as a dip, and is left out. Nothing for a fixed load.
-fn judged_seconds(config: &BenchConfig, r: &BenchResult) -> Vec<SecondRecord> {
-    if config.shape.is_none() {
-        return Vec::new();
-    }
-    let rows = crate::judge::seconds::of(config, r);
-    crate::judge::seconds::whole(&rows)
+fn judged_seconds(report: &Report) -> Vec<SecondRecord> {
+    let Some(rows) = &report.seconds else { return Vec::new() };
+    crate::judge::seconds::whole(rows)
         .iter()
         .cloned()
         .map(|s| SecondRecord {
@@ -70,48 +68,47 @@ fn judged_seconds(config: &BenchConfig, r: &BenchResult) -> Vec<SecondRecord> {
 }
 
 /// The cell's named figures (`metric::` names), a URL list's per request too.
-fn metrics(config: &BenchConfig, r: &BenchResult) -> BTreeMap<String, f64> {
-    let t = &r.tally;
-    let latency = r.latency();
+fn metrics(config: &BenchConfig, r: &BenchResult, report: &Report) -> BTreeMap<String, f64> {
+    let latency = &report.latency_us;
     let mut metrics = BTreeMap::new();
     let mut put = |k: &str, v: f64| {
         metrics.insert(k.to_string(), v);
     };
-    put(metric::RPS, r.rps());
-    put(metric::COMPLETED, t.completed as f64);
-    put(metric::FAILED, t.failed as f64);
-    put(metric::NON_2XX, crate::judge::trust::not_2xx(t) as f64);
-    put(metric::ERRORS, t.failed as f64);
-    put(metric::BYTES, t.bytes_total as f64);
-    put(metric::BYTES_BODY, t.bytes_body as f64);
-    put(metric::UNFINISHED, t.unfinished as f64);
-    put(metric::P50_US, latency.percentile(50.0) as f64);
-    put(metric::P90_US, latency.percentile(90.0) as f64);
-    put(metric::P99_US, latency.percentile(99.0) as f64);
-    put(metric::MEAN_US, latency.mean());
-    put(metric::CPU_US_PER_REQUEST, r.cpu_us_per_request().unwrap_or(f64::NAN));
-    put(metric::CLIENT_CPU_BUSY, r.client_busy());
-    put(metric::CONNECTIONS_OPENED, t.connections_opened as f64);
-    put(metric::PEAK_CONNECTIONS, r.peak_open as f64);
-    for class in ErrorClass::ALL {
-        put(&metric::error_class(class.name()), t.errors.get(class) as f64);
+    put(metric::RPS, report.rps);
+    put(metric::COMPLETED, report.requests.completed as f64);
+    put(metric::FAILED, report.requests.failed as f64);
+    put(metric::NON_2XX, report.not_2xx.0 as f64);
+    put(metric::ERRORS, report.requests.failed as f64);
+    put(metric::BYTES, report.bytes.total as f64);
+    put(metric::BYTES_BODY, report.bytes.body as f64);
+    put(metric::UNFINISHED, report.requests.unfinished as f64);
+    put(metric::P50_US, latency.p50 as f64);
+    put(metric::P90_US, latency.p90 as f64);
+    put(metric::P99_US, latency.p99 as f64);
+    put(metric::MEAN_US, latency.mean);
+    put(metric::CPU_US_PER_REQUEST, report.client.cpu_us_per_request.unwrap_or(f64::NAN));
+    put(metric::CLIENT_CPU_BUSY, report.client.cpu_busy);
+    put(metric::CONNECTIONS_OPENED, report.connections.opened as f64);
+    put(metric::PEAK_CONNECTIONS, report.connections.peak as f64);
+    for (class, n) in &report.errors {
+        put(&metric::error_class(class), *n as f64);
     }
-    if let Some(offered) = r.offered_rps() {
-        put(metric::OFFERED_RPS, offered);
-        put(metric::ACHIEVED_RPS, r.rps());
-        put(metric::LATE_P99_US, t.timings.late.percentile(99.0) as f64);
-        put(metric::NOT_SENT, r.not_sent_requests() as f64);
+    if let Some(rate) = &report.rate {
+        put(metric::OFFERED_RPS, rate.offered_rps);
+        put(metric::ACHIEVED_RPS, rate.achieved_rps);
+        put(metric::LATE_P99_US, rate.late_p99_us as f64);
+        put(metric::NOT_SENT, rate.not_sent as f64);
     }
     url_metrics(config, r, &mut put);
-    view_metrics(config, r, &mut put);
-    visit_metrics(config, r, &mut put);
+    view_metrics(report, &mut put);
+    visit_metrics(report, &mut put);
     metrics
 }
 
 /// A visit workload's figures, as `bench --visits` reports them: visits completed and failed,
 /// completed visits per second, and the visit duration's percentiles.
-fn visit_metrics(config: &BenchConfig, r: &BenchResult, put: &mut impl FnMut(&str, f64)) {
-    let Some(v) = crate::commands::bench::sessions::Visits::of(config, r) else { return };
+fn visit_metrics(report: &Report, put: &mut impl FnMut(&str, f64)) {
+    let Some(v) = &report.visits else { return };
     put(metric::VISITS, v.completed as f64);
     put(metric::VISITS_FAILED, v.failed as f64);
     put(metric::VISITS_RPS, v.rate_per_s);
@@ -124,19 +121,17 @@ fn visit_metrics(config: &BenchConfig, r: &BenchResult, put: &mut impl FnMut(&st
 
 /// A visit workload's steps, each with its figures (`bench --visits`' JSON `steps`); none for
 /// other cells.
-fn visit_steps(config: &BenchConfig, r: &BenchResult) -> Vec<StepRecord> {
-    let Some(v) = crate::commands::bench::sessions::Visits::of(config, r) else {
-        return Vec::new();
-    };
+fn visit_steps(report: &Report) -> Vec<StepRecord> {
+    let Some(v) = &report.visits else { return Vec::new() };
     v.steps
-        .into_iter()
+        .iter()
         .map(|s| {
             let done = s.completed > 0;
             StepRecord {
-                label: s.step,
+                label: s.step.clone(),
                 started: s.started,
                 completed: s.completed,
-                failed: s.failed,
+                failed: s.failed.clone(),
                 p50_us: done.then_some(s.latency_us.p50),
                 p99_us: done.then_some(s.latency_us.p99),
             }
@@ -145,16 +140,14 @@ fn visit_steps(config: &BenchConfig, r: &BenchResult) -> Vec<StepRecord> {
 }
 
 /// A view workload's figures: views per second and page-load percentiles.
-fn view_metrics(config: &BenchConfig, r: &BenchResult, put: &mut impl FnMut(&str, f64)) {
-    let Some(plan) = config.visits.as_ref().and_then(|p| p.view.as_ref()) else { return };
-    let Some(sessions) = r.tally.sessions.as_deref() else { return };
-    let times = loadlab_engine::visits::ViewTimes::of(sessions, plan);
-    put(metric::VIEWS, times.completed as f64);
-    put(metric::VIEWS_RPS, times.per_second(r.duration));
+fn view_metrics(report: &Report, put: &mut impl FnMut(&str, f64)) {
+    let Some(v) = &report.views else { return };
+    put(metric::VIEWS, v.completed as f64);
+    put(metric::VIEWS_RPS, v.rps);
     // No completed view has no page-load time (the report shows "—"), not one of 0 µs.
-    if times.completed > 0 {
-        put(metric::VIEW_P50_US, times.all.percentile(50.0) as f64);
-        put(metric::VIEW_P99_US, times.all.percentile(99.0) as f64);
+    if v.completed > 0 {
+        put(metric::VIEW_P50_US, v.load_time_us.p50 as f64);
+        put(metric::VIEW_P99_US, v.load_time_us.p99 as f64);
     }
 }
 
@@ -320,7 +313,16 @@ mod tests {
             }
             let verdict = Verdict::judge(&config, &r);
             let limited = crate::judge::limit::of_bench(&r, &verdict);
-            let rec = record(cell, &config, &r, SystemTime::UNIX_EPOCH, &[], &verdict, &limited);
+            let addr = "127.0.0.1:9".parse().expect("an address");
+            let report = Report::judged(&config, addr, &r, &verdict);
+            let rec = record(
+                cell,
+                (&config, &r, &report),
+                SystemTime::UNIX_EPOCH,
+                &[],
+                &verdict,
+                &limited,
+            );
             let Some(stages) = cell.load.shape_label() else {
                 assert_eq!(rec.load.stages(), None);
                 assert!(rec.seconds.is_empty(), "{:?}", rec.seconds);

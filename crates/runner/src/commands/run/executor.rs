@@ -18,7 +18,7 @@ use loadlab_lab::named::Processes;
 use loadlab_lab::procfs::ProcId;
 use loadlab_lab::sampler::{Members, Sampled, Watched};
 use loadlab_lab::{CpuList, Sampler};
-use loadlab_store::{CellRecord, ConfigRecord, RunId, Store, StoreError};
+use loadlab_store::{CellRecord, ConfigRecord, Identity, RunId, Store, StoreError};
 use loadlab_suite::{Cell, External, LabStack, Plan, Point, StackSource};
 
 use crate::commands::run::found::Found;
@@ -148,7 +148,7 @@ pub trait Stacks {
     /// Starts sampling those processes and their descendants as the tier [`EXTERNAL_TIER`].
     fn sample_processes(&self, roots: &[ProcId]) -> Result<Box<dyn Sampling>, StackError>;
     /// The lab host instance `id` runs on, when it is not this machine.
-    fn host_facts(&self, _id: &str) -> Option<crate::hosts::facts::HostFacts> {
+    fn host_facts(&self, _id: &str) -> Option<loadlab_store::HostFacts> {
         None
     }
 }
@@ -414,21 +414,12 @@ impl Execution<'_, '_> {
 
     /// The lab host a stack came up on, the first time: its machine and the path to it,
     /// stored as a config record of the kind [`ConfigRecord::HOST`].
-    fn record_host(
-        &mut self,
-        host: Option<&crate::hosts::facts::HostFacts>,
-    ) -> Result<(), RunError> {
+    fn record_host(&mut self, host: Option<&loadlab_store::HostFacts>) -> Result<(), RunError> {
         let Some(facts) = host.filter(|f| !self.captured.contains(&f.host)) else {
             return Ok(());
         };
         let stacks = self.on_hosts.get(&facts.host).map_or(String::new(), |l| l.join(", "));
-        let record = ConfigRecord {
-            stack: stacks.clone(),
-            tier: "host".into(),
-            kind: ConfigRecord::HOST.into(),
-            name: facts.host.clone(),
-            content: facts.content(&stacks),
-        };
+        let record = ConfigRecord::of_host(facts, &stacks);
         self.cx.store.record_config(self.cx.run_id, &record)?;
         self.captured.insert(facts.host.clone());
         Ok(())
@@ -494,22 +485,15 @@ impl Execution<'_, '_> {
             None => "not sampled: external target (name its processes with pids, pidfile or unit)"
                 .to_string(),
         };
-        let mut content = format!(
-            "url: {}\naddress: {}\ntls: {tls}\nserver: {}\nsampling: {sampled}\nverified:\n",
-            external.url,
-            answered.addr.map_or("?".to_string(), |a| a.to_string()),
-            answered.server.as_deref().unwrap_or("(no Server header)"),
-        );
-        for d in &answered.details {
-            content.push_str(&format!("  {d}\n"));
-        }
-        let record = ConfigRecord {
-            stack: group[0].stack.label.clone(),
-            tier: EXTERNAL_TIER.into(),
-            kind: ConfigRecord::IDENTITY.into(),
-            name: String::new(),
-            content,
+        let identity = Identity {
+            url: external.url.clone(),
+            address: answered.addr.map_or("?".to_string(), |a| a.to_string()),
+            tls,
+            server: answered.server.clone().unwrap_or_else(|| "(no Server header)".into()),
+            sampling: sampled,
+            verified: answered.details.clone(),
         };
+        let record = ConfigRecord::of_identity(&group[0].stack.label, EXTERNAL_TIER, &identity);
         self.cx.store.record_config(self.cx.run_id, &record)?;
         self.captured.insert(group[0].stack.label.clone());
         Ok(())
@@ -560,7 +544,7 @@ impl Execution<'_, '_> {
         group: &[Cell],
         instance: &Instance,
         watch: &Watch,
-        host: Option<&crate::hosts::facts::HostFacts>,
+        host: Option<&loadlab_store::HostFacts>,
     ) -> Result<(), RunError> {
         self.events.stack_up(&group[0], instance)?;
         self.list_found()?;
@@ -592,10 +576,11 @@ impl Execution<'_, '_> {
             }
             let verdict = Verdict::judge(&config, &result);
             let limited_by = cell_limit(cell, &result, &verdict, &sampled, link_bps, host);
+            let report =
+                crate::commands::bench::report::Report::judged(&config, addr, &result, &verdict);
             let mut record = crate::commands::run::cell::record(
                 cell,
-                &config,
-                &result,
+                (&config, &result, &report),
                 started_at,
                 &sampled.samples,
                 &verdict,
@@ -710,7 +695,7 @@ fn cell_limit(
     verdict: &Verdict,
     sampled: &Sampled,
     link_bps: Option<u64>,
-    host: Option<&crate::hosts::facts::HostFacts>,
+    host: Option<&loadlab_store::HostFacts>,
 ) -> crate::judge::limit::LimitedBy {
     use crate::judge::limit::{decide, Limit, StackEvidence};
     let tier_cpus = match (cell.stack.knobs().and_then(|k| k.cpus.as_ref()), host) {

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::hosts::facts;
 use loadlab_lab::named::Processes;
 use loadlab_lab::procfs::ProcId;
 use loadlab_lab::programs::Need;
@@ -22,10 +23,10 @@ use loadlab_lab::sampler::{Sample, Sampled};
 use loadlab_lab::{Captured, Lab};
 use loadlab_remote::protocol::Event;
 use loadlab_remote::{provision, Host, Session, Ssh};
+use loadlab_store::HostFacts;
 use loadlab_suite::LabStack;
 
 use crate::commands::run::executor::{Instance, Sampling, StackError, Stacks};
-use crate::hosts::facts::{self, HostFacts};
 
 /// A remote stack's start and verify (a first MariaDB datadir included), the copy of the
 /// binary aside.

@@ -1,0 +1,168 @@
+//! A stored cell as [`Figures`]: built from what the store kept (metrics, the latency,
+//! connect and waiting histograms, the per-second series). What the store does not keep of a
+//! bench (its target, the connection times table, the client's CPU split) is `None`.
+
+use loadlab_stats::{Moments, Recorder};
+use loadlab_store::{metric, CellRecord, LoadModel};
+
+use super::{Figures, Schedule};
+
+fn get(c: &CellRecord, name: &str) -> Option<f64> {
+    c.metrics.get(name).copied().filter(|v| v.is_finite())
+}
+
+/// A count the store kept as a number.
+fn count(c: &CellRecord, name: &str) -> Option<u64> {
+    get(c, name).map(|v| v.max(0.0) as u64)
+}
+
+/// One of the cell's distributions, if it was stored and holds anything.
+fn histogram<'c>(c: &'c CellRecord, name: &str) -> Option<&'c Recorder> {
+    c.histograms.get(name).filter(|r| !r.is_empty())
+}
+
+impl<'c> Figures<'c> {
+    /// What `c` measured, as far as the store kept it.
+    pub fn of_cell(c: &'c CellRecord) -> Figures<'c> {
+        let latency = histogram(c, "latency");
+        let prefix = format!("{}.", metric::ERRORS);
+        let errors = c
+            .metrics
+            .iter()
+            .filter_map(|(name, v)| Some((name.strip_prefix(&prefix)?, *v)))
+            .filter(|(_, v)| v.is_finite())
+            .map(|(class, v)| (class, v.max(0.0) as u64))
+            .collect();
+        // Whole seconds only: a partial last second would read as a false dip.
+        let per_second = c.series.completed_per_second(c.duration_s.floor() as usize);
+        Figures {
+            target: None,
+            model: c.load.model,
+            duration_s: c.duration_s,
+            connections: c.load.connections,
+            peak_connections: count(c, metric::PEAK_CONNECTIONS),
+            connections_opened: count(c, metric::CONNECTIONS_OPENED),
+            completed: count(c, metric::COMPLETED).unwrap_or(0),
+            failed: count(c, metric::FAILED).or_else(|| count(c, metric::ERRORS)).unwrap_or(0),
+            errors,
+            status_class: None,
+            non_2xx: count(c, metric::NON_2XX),
+            sent: None,
+            keepalive: None,
+            bytes_total: count(c, metric::BYTES),
+            bytes_body: count(c, metric::BYTES_BODY),
+            bytes_sent: None,
+            request_body: false,
+            latency_mean_us: get(c, metric::MEAN_US).or_else(|| latency.map(Recorder::mean)),
+            // As a live bench's table: from each request's start (the uncorrected times of an
+            // open loop, which a closed loop's latency is).
+            percentiles: histogram(c, "latency_uncorrected").or(latency),
+            timings: None,
+            waiting_mean_us: histogram(c, "waiting").map(Recorder::mean),
+            connect_mean_us: histogram(c, "connect").map(Recorder::mean),
+            lifetimes: None,
+            per_second: Moments::of(&per_second),
+            cpu_s: None,
+            schedule: schedule(c, latency),
+            sessions: None,
+            warnings: &[],
+        }
+    }
+}
+
+/// An open loop's or sessions' schedule, from the figures kept of it.
+fn schedule(c: &CellRecord, latency: Option<&Recorder>) -> Option<Schedule> {
+    if c.load.model == LoadModel::Closed {
+        return None;
+    }
+    let percentile = |p: f64, name: &str| match latency {
+        Some(r) => Some(r.percentile(p)),
+        None => count(c, name),
+    };
+    Some(Schedule {
+        offered_rps: get(c, metric::OFFERED_RPS)?,
+        achieved_rps: get(c, metric::ACHIEVED_RPS).or_else(|| get(c, metric::RPS))?,
+        late_p99_us: count(c, metric::LATE_P99_US).unwrap_or(0),
+        not_sent: count(c, metric::NOT_SENT).unwrap_or(0),
+        latency_p50_us: percentile(50.0, metric::P50_US)?,
+        latency_p99_us: percentile(99.0, metric::P99_US)?,
+        latency_max_us: latency.map_or(0, Recorder::max),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::{ab, httperf, to_text};
+    use crate::testcell::{cell, open_cell};
+
+    #[test]
+    fn ab_and_httperf_figures_from_a_cell() {
+        let mut c = cell("nginx", "static", 50, 0, 1_000.0);
+        c.metrics.insert(metric::COMPLETED.into(), 10_000.0);
+        c.metrics.insert(metric::FAILED.into(), 3.0);
+        c.metrics.insert("errors.connreset".into(), 2.0);
+        c.metrics.insert("errors.short_body".into(), 1.0);
+        c.metrics.insert(metric::BYTES.into(), 1_024_000.0);
+        let mut r = Recorder::new();
+        for us in 1..=1_000 {
+            r.record(us * 100);
+        }
+        c.histograms.insert("latency".into(), r);
+        for s in 0..10 {
+            c.series.at(s).completed = 1_000 + s as u64;
+        }
+        let ab = to_text(ab, &Figures::of_cell(&c));
+        assert!(ab.contains("Concurrency Level:      50\n"), "{ab}");
+        assert!(ab.contains("Complete requests:      10003\n"), "{ab}");
+        assert!(ab.contains("   (Connect: 0, Receive: 3, Length: 0, Exceptions: 0)\n"), "{ab}");
+        assert!(ab.contains("Requests per second:    1000.30 [#/sec] (mean)\n"), "{ab}");
+        assert!(ab.contains("Time per request:       49.985 [ms] (mean)\n"), "{ab}");
+        assert!(ab.contains("Transfer rate:          100.00 [Kbytes/sec] received"), "{ab}");
+        // ab's nine rows, in its whole milliseconds.
+        assert!(ab.contains("  50%     50\n  66%     66\n"), "{ab}");
+        assert!(ab.contains("  99%     99\n 100%    100 (longest request)"), "{ab}");
+        assert!(!ab.contains("Connection Times"), "a cell keeps no connection times: {ab}");
+
+        let h = to_text(httperf, &Figures::of_cell(&c));
+        assert!(h.contains("Request rate: 1000.3 req/s (1.0 ms/req)"), "{h}");
+        assert!(h.contains("Reply rate [replies/s]: min 1000.0 avg 1004.5 max 1009.0"), "{h}");
+        assert!(
+            h.contains("Errors: total 3 client-timo 0 socket-timo 0 connrefused 0 connreset 2"),
+            "{h}"
+        );
+        assert!(h.contains("other 1"), "{h}");
+        assert!(!h.contains("Schedule:"), "a closed loop has no schedule: {h}");
+    }
+
+    #[test]
+    fn an_open_loop_cell_gives_its_schedule_and_abs_table_from_each_requests_start() {
+        let mut c = open_cell("nginx", "static", 100.0, 0, 9_000.0);
+        for (k, v) in [
+            (metric::COMPLETED, 1_000.0),
+            (metric::OFFERED_RPS, 100.0),
+            (metric::ACHIEVED_RPS, 99.5),
+            (metric::LATE_P99_US, 2_500.0),
+            (metric::NOT_SENT, 4.0),
+        ] {
+            c.metrics.insert(k.into(), v);
+        }
+        let (mut corrected, mut uncorrected) = (Recorder::new(), Recorder::new());
+        for _ in 0..10 {
+            corrected.record(40_000);
+            uncorrected.record(8_000);
+        }
+        c.histograms.insert("latency".into(), corrected);
+        c.histograms.insert("latency_uncorrected".into(), uncorrected);
+        let h = to_text(httperf, &Figures::of_cell(&c));
+        assert!(
+            h.contains(
+                "Schedule: offered 100.0 req/s, achieved 99.5 req/s, late p99 2.5 ms, not sent 4\n"
+            ),
+            "{h}"
+        );
+        assert!(h.contains("Latency from due time [ms]: p50 40.0 p99 40.0 max 40.0"), "{h}");
+        let ab = to_text(ab, &Figures::of_cell(&c));
+        assert!(ab.contains("  50%      8\n"), "from each request's start: {ab}");
+    }
+}
