@@ -10,7 +10,7 @@ use loadlab_agents::coordinator::OnLoss;
 use loadlab_runner::bench::agent::{AgentError, Agents};
 use loadlab_runner::bench::agent_flags::AgentFlags;
 
-use crate::units::parse_duration;
+use loadlab_load::parse_duration;
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {

@@ -14,9 +14,9 @@ use loadlab_runner::slo::Slo;
 use loadlab_runner::values;
 
 use crate::exit::{Failure, AGENT_LOST, OK, SLO_FAILED, STOPPED, UNREACHABLE};
-use crate::load::{self, RequestArgs, ScheduleArgs};
+use crate::load::{self, RequestArgs};
 use crate::traffic::TrafficArgs;
-use crate::units::parse_duration;
+use loadlab_load::parse_duration;
 use loadlab_output::bench::{self as output, Format};
 
 #[derive(Debug, Args)]
@@ -123,7 +123,7 @@ pub struct BenchArgs {
     #[arg(long = "repeat-view", requires = "view")]
     pub repeat_view: bool,
     #[command(flatten)]
-    pub schedule: ScheduleArgs,
+    pub schedule: loadlab_load::Schedule,
     #[command(flatten)]
     pub request: RequestArgs,
     #[command(flatten)]
@@ -296,7 +296,7 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
         conn_rate: args.conn_rate.clone(),
         calls_per_conn: args.calls_per_conn,
         conns: args.conns,
-        schedule: args.schedule.schedule(),
+        schedule: args.schedule,
         traffic: args.traffic.flags(),
         wsesslog: args.wsesslog.clone().map(|spec| (spec, args.visitor_connections)),
         view: args

@@ -6,54 +6,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use loadlab_engine::Arrival;
-use loadlab_runner::bench::flags::{RequestFlags, Schedule};
+use loadlab_runner::bench::flags::RequestFlags;
 
-use crate::units::parse_duration;
-
-/// How open-loop arrivals are spaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ArrivalArg {
-    /// Evenly, one every 1/rate seconds.
-    Fixed,
-    /// Exponential gaps (a Poisson process), as independent users arrive.
-    Poisson,
-}
-
-impl From<ArrivalArg> for Arrival {
-    fn from(a: ArrivalArg) -> Arrival {
-        match a {
-            ArrivalArg::Fixed => Arrival::Fixed,
-            ArrivalArg::Poisson => Arrival::Poisson,
-        }
-    }
-}
-
-/// Flags for scheduled load (open loop and sessions), common to `bench` and `sweep`.
-#[derive(Debug, Args)]
-pub struct ScheduleArgs {
-    /// How arrivals are spaced (open loop and sessions).
-    #[arg(long = "arrival", value_enum, default_value_t = ArrivalArg::Fixed)]
-    pub arrival: ArrivalArg,
-    /// Open loop and sessions: connections may grow up to this many (in a sweep, per step)
-    /// rather than the rate silently dropping.
-    #[arg(long = "max-connections", value_name = "N", default_value_t = 10_000)]
-    pub max_connections: usize,
-    /// Open loop and sessions: send wake-ups on a grid of this step, each sending every
-    /// arrival due by then (wrk2's timer has 1ms), for less client CPU; each arrival's
-    /// lateness, up to a step, is measured and counted in its latency [default: 0s, each
-    /// arrival at its own due time].
-    #[arg(long = "coalesce", value_name = "DUR", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
-    pub coalesce: Duration,
-}
-
-impl ScheduleArgs {
-    /// The schedule as typed, for the runner.
-    pub fn schedule(&self) -> Schedule {
-        let (arrival, max_connections) = (self.arrival.into(), self.max_connections);
-        Schedule { arrival, max_connections, coalesce: self.coalesce }
-    }
-}
+use loadlab_load::parse_duration;
 
 /// Flags for the request, the connections and the client, common to `bench` and `sweep`.
 #[derive(Debug, Args)]
@@ -69,7 +24,7 @@ pub struct RequestArgs {
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
     /// Bound on each request, from its start to its last byte (-s as ab's, in seconds).
-    #[arg(short = 's', long = "timeout", default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(short = 's', long = "timeout", default_value = loadlab_load::defaults::TIMEOUT_FLAG, value_parser = parse_duration, allow_hyphen_values = true)]
     pub timeout: Duration,
     /// Bound on establishing each TCP connection.
     #[arg(long = "connect-timeout", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
@@ -144,7 +99,7 @@ pub struct RequestArgs {
     pub http2: bool,
     /// With --http2: requests in flight on each connection (h2load's -m): the closed loop
     /// keeps connections x streams outstanding.
-    #[arg(long = "streams", value_name = "N", default_value_t = 1, requires = "http2")]
+    #[arg(long = "streams", value_name = "N", default_value_t = loadlab_load::defaults::STREAMS, requires = "http2")]
     pub streams: usize,
     /// Connect to this unix-domain socket instead of the URL's host and port (as curl's
     /// --unix-socket): the URL still gives the Host header and the path.

@@ -36,7 +36,6 @@ mod signals;
 mod stack;
 mod sweep;
 mod traffic;
-mod units;
 
 use std::process::ExitCode;
 

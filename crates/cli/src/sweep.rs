@@ -17,8 +17,8 @@ use loadlab_runner::values::{self, RateList};
 use loadlab_runner::Measure;
 
 use crate::exit::{Failure, OK, SLO_FAILED};
-use crate::load::{RequestArgs, ScheduleArgs};
-use crate::units::parse_duration;
+use crate::load::RequestArgs;
+use loadlab_load::parse_duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SweepFormat {
@@ -82,7 +82,7 @@ pub struct SweepArgs {
     #[arg(long = "find-knee")]
     pub find_knee: bool,
     #[command(flatten)]
-    pub schedule: ScheduleArgs,
+    pub schedule: loadlab_load::Schedule,
     #[command(flatten)]
     pub request: RequestArgs,
     #[command(flatten)]
@@ -176,7 +176,7 @@ fn flags(args: &SweepArgs) -> SweepFlags {
         step_duration: args.step_duration,
         conns_per_step: args.conns_per_step,
         calls_per_conn: args.calls_per_conn,
-        schedule: args.schedule.schedule(),
+        schedule: args.schedule,
         over_capacity: args.request.over_capacity.into(),
         max_errors: args.max_errors,
         stop_after_knee: args.stop_after_knee,
@@ -212,7 +212,7 @@ fn ramp(
 /// `--slo`: thresholds, or a bare duration as a p99 bound (what the flag took before it took
 /// thresholds).
 fn parse_sweep_slo(s: &str) -> Result<Slo, String> {
-    match crate::units::parse_duration(s) {
+    match parse_duration(s) {
         Ok(d) => values::slo(&format!("p99<={}us", d.as_micros())),
         Err(_) => values::slo(s),
     }

@@ -87,7 +87,7 @@ impl SweepFlags {
             targets,
             calls: (self.calls_per_conn.is_some() || self.conns_per_step.is_some())
                 .then(|| self.calls_per_conn.unwrap_or(1).max(1)),
-            arrival: self.schedule.arrival,
+            arrival: self.schedule.arrival.into(),
             max_connections,
             criteria: self.criteria(),
             stop_after_knee: self.stop_after_knee,

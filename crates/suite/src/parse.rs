@@ -7,17 +7,17 @@ use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
 
-use loadlab_engine::{Arrival, Stop, Validation};
+use loadlab_engine::{Stop, Validation};
 use loadlab_lab::catalog;
 use loadlab_lab::knobs::{CpuList, Knobs, OnOff, Timeout};
+use loadlab_load::{defaults, Schedule};
 use loadlab_stats::slo::Slo;
 use toml::Spanned;
 
 use crate::error::SuiteError;
-use crate::raw::{ArrivalName, ModelName, RawLoad, RawQuick, RawStack, RawSuite, RawWorkload};
+use crate::raw::{ModelName, RawLoad, RawQuick, RawStack, RawSuite, RawWorkload};
 use crate::suite::{
-    selected, why_not, Load, Points, Quick, StackSpec, Suite, WorkloadSpec,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_REPETITIONS, DEFAULT_TIMEOUT,
+    selected, why_not, Load, Points, Quick, StackSpec, Suite, WorkloadSpec, DEFAULT_REPETITIONS,
 };
 
 mod own;
@@ -469,7 +469,7 @@ impl Checker<'_> {
                 let calls = match &l.calls_per_conn {
                     Some(c) => self.at_least_one(c, "calls_per_conn")?,
                     // httperf's --num-calls default: one request per connection.
-                    None => 1,
+                    None => defaults::CALLS_PER_CONN,
                 };
                 let (rates, shape) = self.rate_points(l)?;
                 (Points::Sessions { rates, calls }, shape)
@@ -506,16 +506,15 @@ impl Checker<'_> {
         };
         let timeout = match &l.timeout {
             Some(t) => self.duration(t, false)?,
-            None => DEFAULT_TIMEOUT,
+            None => defaults::TIMEOUT,
         };
-        let arrival = match l.arrival.as_ref().map(|a| *a.get_ref()) {
-            Some(ArrivalName::Poisson) => Arrival::Poisson,
-            Some(ArrivalName::Fixed) | None => Arrival::Fixed,
-        };
-        let max_connections = match &l.max_connections {
-            Some(m) => self.at_least_one(m, "max_connections")? as usize,
-            None => DEFAULT_MAX_CONNECTIONS,
-        };
+        let mut schedule = Schedule::default();
+        if let Some(a) = &l.arrival {
+            schedule.arrival = *a.get_ref();
+        }
+        if let Some(m) = &l.max_connections {
+            schedule.max_connections = self.at_least_one(m, "max_connections")? as usize;
+        }
         let workloads = match &l.workloads {
             Some(list) if list.is_empty() => {
                 return self.fail(l.model.span(), "workloads = [] applies this load to nothing")
@@ -535,7 +534,7 @@ impl Checker<'_> {
         };
         let streams = match &l.streams {
             Some(m) => self.at_least_one(m, "streams")? as usize,
-            None => 1,
+            None => defaults::STREAMS,
         };
         Ok(Load {
             points,
@@ -543,8 +542,7 @@ impl Checker<'_> {
             keepalive,
             accept_encoding,
             timeout,
-            arrival,
-            max_connections,
+            schedule,
             streams,
             tls_resume: l.tls_resume.as_ref().is_none_or(|r| *r.get_ref()),
             workloads,

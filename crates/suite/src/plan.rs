@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadlab_engine::{
-    Arrival, BenchConfig, Level, Pacing, Protocol, RequestSpec, Shape, Stage, Stop, Validation,
+    BenchConfig, Level, Pacing, Protocol, RequestSpec, Shape, Stage, Stop, Validation,
 };
 use loadlab_lab::knobs::CpuList;
 use loadlab_lab::workloads::{Expect, Workload};
@@ -104,8 +104,7 @@ pub struct LoadPoint {
     pub keepalive: bool,
     pub timeout: Duration,
     pub warmup: Duration,
-    pub arrival: Arrival,
-    pub max_connections: usize,
+    pub schedule: loadlab_load::Schedule,
     pub accept_encoding: Option<String>,
     /// HTTP/2 streams per connection, for a stack with `http2` on.
     pub streams: usize,
@@ -127,13 +126,10 @@ pub enum Point {
 
 impl LoadPoint {
     pub fn pacing(&self) -> Pacing {
-        let (arrival, max_connections) = (self.arrival, self.max_connections);
         match self.point {
             Point::Closed { .. } => Pacing::Closed,
-            Point::Open { rate } => Pacing::Open { rate, arrival, max_connections },
-            Point::Sessions { rate, calls } => {
-                Pacing::Sessions { rate, arrival, calls, max_connections }
-            }
+            Point::Open { rate } => self.schedule.pacing(rate, None),
+            Point::Sessions { rate, calls } => self.schedule.pacing(rate, Some(calls)),
         }
     }
 
@@ -294,8 +290,7 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
                         keepalive: l.keepalive,
                         timeout: l.timeout,
                         warmup,
-                        arrival: l.arrival,
-                        max_connections: l.max_connections,
+                        schedule: l.schedule,
                         accept_encoding: l.accept_encoding.clone(),
                         streams: l.streams,
                         tls_resume: l.tls_resume,

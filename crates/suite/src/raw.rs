@@ -202,7 +202,7 @@ pub struct RawLoad {
     pub keepalive: Option<Spanned<bool>>,
     pub accept_encoding: Option<Spanned<String>>,
     pub timeout: Option<Spanned<String>>,
-    pub arrival: Option<Spanned<ArrivalName>>,
+    pub arrival: Option<Spanned<loadlab_load::Arrival>>,
     pub max_connections: Option<Spanned<u32>>,
     pub streams: Option<Spanned<u32>>,
     pub tls_resume: Option<Spanned<bool>>,
@@ -225,13 +225,6 @@ pub enum ModelName {
     Closed,
     Open,
     Sessions,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ArrivalName {
-    Fixed,
-    Poisson,
 }
 
 /// `expect_status`: a bare code (`200`) or the `--expect-status` spelling (`"200,304"`,

@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use loadlab_engine::{Arrival, RequestSpec, Stop, TlsOptions, Validation};
+use loadlab_engine::{RequestSpec, Stop, TlsOptions, Validation};
 use loadlab_lab::catalog::{self, Db, Stack};
 use loadlab_lab::knobs::{CpuList, Knobs, OnOff};
 use loadlab_lab::named::Processes;
@@ -215,9 +215,8 @@ pub struct Load {
     /// Sent as the Accept-Encoding header, so that a stack's gzip knob has an effect.
     pub accept_encoding: Option<String>,
     pub timeout: Duration,
-    pub arrival: Arrival,
-    /// Open loop and sessions: the most connections open at once.
-    pub max_connections: usize,
+    /// Open loop and sessions: `arrival` and `max_connections`, as `bench` takes them.
+    pub schedule: loadlab_load::Schedule,
     /// On a stack with `http2` on: requests in flight on each connection (h2load's `-m`);
     /// 1 otherwise.
     pub streams: usize,
@@ -281,11 +280,6 @@ impl Quick {
     }
 }
 
-/// As `loadlab bench --max-connections`: enough that a slow server shows as latency and
-/// errors rather than as a silently lower rate.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
-/// As the engine's: long enough that ordinary slowness is measured, not counted as errors.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Three is the fewest repetitions that give a median with a spread.
 pub const DEFAULT_REPETITIONS: u32 = 3;
 

@@ -12,6 +12,7 @@ use loadlab_engine::{
     input, sys, Arrival, BenchConfig, EngineError, Level, Order, Pacing, Replay, RequestSpec, Stop,
     Target, Traffic, Validation,
 };
+pub use loadlab_load::Schedule;
 
 /// A flag's value the user has to change, or the engine's refusal of what they made.
 #[derive(Debug, thiserror::Error)]
@@ -236,27 +237,6 @@ pub fn parse_ip_list(s: &str) -> Result<Vec<IpAddr>, String> {
     Ok(out)
 }
 
-/// How scheduled load (open loop and sessions) is spaced and bounded, for `bench` and `sweep`.
-#[derive(Debug, Clone, Copy)]
-pub struct Schedule {
-    pub arrival: Arrival,
-    /// Connections may grow up to this many rather than the rate silently dropping.
-    pub max_connections: usize,
-    /// `--coalesce`: the send wake-ups' grid step (zero: each arrival at its own due time).
-    pub coalesce: Duration,
-}
-
-impl Schedule {
-    /// Arrivals at `rate` per second: single requests, or sessions of `calls` requests.
-    pub fn pacing(&self, rate: f64, calls: Option<u32>) -> Pacing {
-        let (arrival, max_connections) = (self.arrival, self.max_connections);
-        match calls {
-            Some(calls) => Pacing::Sessions { rate, arrival, calls, max_connections },
-            None => Pacing::Open { rate, arrival, max_connections },
-        }
-    }
-}
-
 /// `bench`'s load model and stop condition, as typed.
 #[derive(Debug, Clone)]
 pub struct LoadFlags {
@@ -289,9 +269,6 @@ pub struct LoadFlags {
 /// A viewer's connections when --browser-connections is not given: a browser's per host.
 pub(crate) const BROWSER_CONNECTIONS: usize = 6;
 
-/// The closed loop's connections when -c is not given.
-pub const DEFAULT_CONNECTIONS: usize = 10;
-
 impl LoadFlags {
     /// `bench URL`'s configuration: `request`'s, with this load model and stop condition and
     /// what is sent beyond one URL, checked as a whole before a byte is sent. `note` hears
@@ -308,7 +285,8 @@ impl LoadFlags {
         config.pacing = match (rate, &self.conn_rate) {
             (Some(rate), _) => self.schedule.pacing(rate.mean(), None),
             (None, Some(rate)) => {
-                self.schedule.pacing(rate.mean(), Some(self.calls_per_conn.unwrap_or(1)))
+                let calls = self.calls_per_conn.unwrap_or(loadlab_load::defaults::CALLS_PER_CONN);
+                self.schedule.pacing(rate.mean(), Some(calls))
             }
             // A replay is an open loop; its rate, the log's, is set once the log is read.
             (None, None) if self.traffic.replaying() => self.schedule.pacing(1.0, None),
@@ -316,7 +294,7 @@ impl LoadFlags {
         };
         config.coalesce = self.schedule.coalesce;
         let connections = match &self.connections {
-            None => DEFAULT_CONNECTIONS,
+            None => loadlab_load::defaults::CONNECTIONS,
             Some(Level::Fixed(n)) => *n as usize,
             Some(shaped) if rate.is_some() || self.conn_rate.is_some() => {
                 return usage(format!(
@@ -368,7 +346,7 @@ impl LoadFlags {
         note: &mut dyn FnMut(&str),
     ) -> Result<(), FlagError> {
         self.no_connections_over_h2(config)?;
-        let arrival = self.schedule.arrival;
+        let arrival = self.schedule.arrival.into();
         if let Some((values, per_visitor)) = &self.visits {
             let fixed = matches!(self.connections, Some(Level::Fixed(_)) | None);
             if self.conn_rate.is_some() || (rate.is_none() && !fixed) {
@@ -719,8 +697,7 @@ mod tests {
     }
 
     fn load(rate: f64) -> LoadFlags {
-        let schedule =
-            Schedule { arrival: Arrival::Fixed, max_connections: 100, coalesce: Duration::ZERO };
+        let schedule = Schedule { max_connections: 100, ..Schedule::default() };
         let traffic = TrafficFlags {
             urls: None,
             urls_order: Order::Sequential,

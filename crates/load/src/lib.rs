@@ -1,0 +1,101 @@
+//! One definition of a load's settings, below both the command line and the suite format:
+//! each setting that `bench`/`sweep` take as a flag and a suite's `[[loads]]` as a key is one
+//! field here, parsed by clap (derive) and deserialized by serde into the same type, with its
+//! default defined once in [`defaults`]. A setting only one of them has says so on its field.
+//!
+//! - [`Schedule`]: how scheduled load (open loop, sessions) is spaced and bounded.
+//! - [`Arrival`]: the spacing a user can name (`fixed`, `poisson`).
+//! - [`parse_duration`]: durations as the flags and the suite file spell them.
+//!
+//! The runner lowers these into the engine's configuration (`loadlab_runner::bench::flags`);
+//! the suite checks its keys' positions in the file before handing the same values on.
+
+mod duration;
+
+use std::time::Duration;
+
+use loadlab_engine::Pacing;
+
+pub use duration::parse_duration;
+
+/// Every default a load setting has, written once: the flags' `[default: ...]` and a suite key
+/// left out both come from here.
+pub mod defaults {
+    use std::time::Duration;
+
+    /// A request's bound, from its start to its last byte: long enough that ordinary slowness
+    /// is measured, not counted as errors.
+    pub const TIMEOUT: Duration = Duration::from_secs(30);
+    /// The clap spelling of [`TIMEOUT`], for `--help`.
+    pub const TIMEOUT_FLAG: &str = "30s";
+    /// Open loop and sessions: enough connections that a slow server shows as latency and
+    /// errors rather than as a silently lower rate.
+    pub const MAX_CONNECTIONS: usize = 10_000;
+    /// HTTP/2 requests in flight on each connection (h2load's `-m`).
+    pub const STREAMS: usize = 1;
+    /// httperf's `--num-calls`: one request per connection.
+    pub const CALLS_PER_CONN: u32 = 1;
+    /// The closed loop's connections when none are given.
+    pub const CONNECTIONS: usize = 10;
+}
+
+/// How open-loop arrivals are spaced, as a user names it (`--arrival`, `arrival = "..."`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// Evenly, one every 1/rate seconds.
+    #[default]
+    Fixed,
+    /// Exponential gaps (a Poisson process), as independent users arrive.
+    Poisson,
+}
+
+impl From<Arrival> for loadlab_engine::Arrival {
+    fn from(a: Arrival) -> Self {
+        match a {
+            Arrival::Fixed => loadlab_engine::Arrival::Fixed,
+            Arrival::Poisson => loadlab_engine::Arrival::Poisson,
+        }
+    }
+}
+
+/// How scheduled load (open loop and sessions) is spaced and bounded: `bench`'s and `sweep`'s
+/// flags, and a suite load's `arrival` and `max_connections` keys.
+#[derive(Debug, Clone, Copy, PartialEq, clap::Args)]
+pub struct Schedule {
+    /// How arrivals are spaced (open loop and sessions).
+    #[arg(long = "arrival", value_enum, default_value_t = Arrival::Fixed)]
+    pub arrival: Arrival,
+    /// Open loop and sessions: connections may grow up to this many (in a sweep, per step)
+    /// rather than the rate silently dropping.
+    #[arg(long = "max-connections", value_name = "N", default_value_t = defaults::MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Open loop and sessions: send wake-ups on a grid of this step, each sending every
+    /// arrival due by then (wrk2's timer has 1ms), for less client CPU; each arrival's
+    /// lateness, up to a step, is measured and counted in its latency [default: 0s, each
+    /// arrival at its own due time].
+    // Command line only: a suite's cells send each arrival at its own due time.
+    #[arg(long = "coalesce", value_name = "DUR", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub coalesce: Duration,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule {
+            arrival: Arrival::default(),
+            max_connections: defaults::MAX_CONNECTIONS,
+            coalesce: Duration::ZERO,
+        }
+    }
+}
+
+impl Schedule {
+    /// Arrivals at `rate` per second: single requests, or sessions of `calls` requests.
+    pub fn pacing(&self, rate: f64, calls: Option<u32>) -> Pacing {
+        let (arrival, max_connections) = (self.arrival.into(), self.max_connections);
+        match calls {
+            Some(calls) => Pacing::Sessions { rate, arrival, calls, max_connections },
+            None => Pacing::Open { rate, arrival, max_connections },
+        }
+    }
+}
