@@ -268,36 +268,7 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
                 });
                 continue;
             };
-            let points: Vec<LoadPoint> = suite
-                .loads
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| l.applies_to(&w.name))
-                .flat_map(|(load_index, l)| {
-                    let sessions = matches!(l.points, Points::Sessions { .. });
-                    let stop = if quick { suite.quick.stop(l.stop, sessions) } else { l.stop };
-                    let shape = l
-                        .shape
-                        .as_ref()
-                        .and_then(|level| shape_of(level, stop, quick.then_some(&suite.quick)));
-                    // A shape sets the duration, and starts where it says: no warm-up.
-                    let stop = shape.as_ref().map_or(stop, |s| Stop::Duration(s.duration()));
-                    let warmup = if shape.is_some() { Duration::ZERO } else { warmup };
-                    points_of(&l.points).into_iter().map(move |point| LoadPoint {
-                        load_index,
-                        point,
-                        stop,
-                        keepalive: l.keepalive,
-                        timeout: l.timeout,
-                        warmup,
-                        schedule: l.schedule,
-                        accept_encoding: l.accept_encoding.clone(),
-                        streams: l.streams,
-                        tls_resume: l.tls_resume,
-                        shape: shape.clone(),
-                    })
-                })
-                .collect();
+            let points = load_points(suite, &w.name, quick, warmup);
             runs.push((workload, points));
         }
         per_stack.push(runs);
@@ -328,6 +299,41 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
         cells,
         skipped,
     }
+}
+
+/// The load points of every load that applies to `workload`, in the suite's order; `quick`
+/// scales their stops, `warmup` is the suite's (scaled).
+fn load_points(suite: &Suite, workload: &str, quick: bool, warmup: Duration) -> Vec<LoadPoint> {
+    suite
+        .loads
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.applies_to(workload))
+        .flat_map(|(load_index, l)| {
+            let sessions = matches!(l.points, Points::Sessions { .. });
+            let stop = if quick { suite.quick.stop(l.stop, sessions) } else { l.stop };
+            let shape = l
+                .shape
+                .as_ref()
+                .and_then(|level| shape_of(level, stop, quick.then_some(&suite.quick)));
+            // A shape sets the duration, and starts where it says: no warm-up.
+            let stop = shape.as_ref().map_or(stop, |s| Stop::Duration(s.duration()));
+            let warmup = if shape.is_some() { Duration::ZERO } else { warmup };
+            points_of(&l.points).into_iter().map(move |point| LoadPoint {
+                load_index,
+                point,
+                stop,
+                keepalive: l.keepalive,
+                timeout: l.timeout,
+                warmup,
+                schedule: l.schedule,
+                accept_encoding: l.accept_encoding.clone(),
+                streams: l.streams,
+                tls_resume: l.tls_resume,
+                shape: shape.clone(),
+            })
+        })
+        .collect()
 }
 
 /// What `w` requests on `stack` and how its answers are checked; `None` when the stack cannot
