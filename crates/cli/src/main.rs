@@ -25,7 +25,6 @@ mod compare;
 mod doctor;
 mod exit;
 mod help;
-mod load;
 mod merge;
 mod progress;
 mod remote;
@@ -35,7 +34,6 @@ mod runs;
 mod signals;
 mod stack;
 mod sweep;
-mod traffic;
 
 use std::process::ExitCode;
 

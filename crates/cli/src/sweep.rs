@@ -17,7 +17,6 @@ use loadlab_runner::values::{self, RateList};
 use loadlab_runner::Measure;
 
 use crate::exit::{Failure, OK, SLO_FAILED};
-use crate::load::RequestArgs;
 use loadlab_load::parse_duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -84,7 +83,7 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub schedule: loadlab_load::Schedule,
     #[command(flatten)]
-    pub request: RequestArgs,
+    pub request: loadlab_runner::bench::flags::RequestFlags,
     #[command(flatten)]
     pub agent: crate::agents::AgentArgs,
 }
@@ -113,8 +112,8 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     // A sweep's table is its progress; a ramp's one run shows the bench's line.
     let mut measure = crate::progress::measure(args.ramp.is_none() || args.request.quiet)?;
     let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
-    let mut targets = (flags.targets(&args.request.flags(), &mut measure, &mut warn))
-        .map_err(crate::exit::failure)?;
+    let mut targets =
+        (flags.targets(&args.request, &mut measure, &mut warn)).map_err(crate::exit::failure)?;
     if let Some(range) = args.ramp {
         return ramp(&args, &flags, targets.remove(0), &mut measure, range);
     }
@@ -177,7 +176,7 @@ fn flags(args: &SweepArgs) -> SweepFlags {
         conns_per_step: args.conns_per_step,
         calls_per_conn: args.calls_per_conn,
         schedule: args.schedule,
-        over_capacity: args.request.over_capacity.into(),
+        over_capacity: args.request.over_capacity,
         max_errors: args.max_errors,
         stop_after_knee: args.stop_after_knee,
         find_knee: args.find_knee,
