@@ -3,6 +3,7 @@
 //! field here, parsed by clap (derive) and deserialized by serde into the same type, with its
 //! default defined once in [`defaults`]. A setting only one of them has says so on its field.
 //!
+//! - [`Connection`]: each connection's keep-alive and time bounds.
 //! - [`Schedule`]: how scheduled load (open loop, sessions) is spaced and bounded.
 //! - [`Arrival`]: the spacing a user can name (`fixed`, `poisson`).
 //! - [`parse_duration`]: durations as the flags and the suite file spell them.
@@ -14,7 +15,7 @@ mod duration;
 
 use std::time::Duration;
 
-use loadlab_engine::Pacing;
+use loadlab_engine::{BenchConfig, Pacing};
 
 pub use duration::parse_duration;
 
@@ -28,6 +29,10 @@ pub mod defaults {
     pub const TIMEOUT: Duration = Duration::from_secs(30);
     /// The clap spelling of [`TIMEOUT`], for `--help`.
     pub const TIMEOUT_FLAG: &str = "30s";
+    /// Establishing a TCP connection, in the clap spelling (`--help`); a suite's cells take it.
+    pub const CONNECT_TIMEOUT_FLAG: &str = "10s";
+    /// [`CONNECT_TIMEOUT_FLAG`] as a duration.
+    pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
     /// Open loop and sessions: enough connections that a slow server shows as latency and
     /// errors rather than as a silently lower rate.
     pub const MAX_CONNECTIONS: usize = 10_000;
@@ -56,6 +61,43 @@ impl From<Arrival> for loadlab_engine::Arrival {
             Arrival::Fixed => loadlab_engine::Arrival::Fixed,
             Arrival::Poisson => loadlab_engine::Arrival::Poisson,
         }
+    }
+}
+
+/// Each connection's keep-alive and time bounds: `bench`'s and `sweep`'s `--no-keepalive`,
+/// `-s`/`--timeout` and `--connect-timeout`, and a suite load's `keepalive` and `timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Args)]
+pub struct Connection {
+    /// Open a new connection for every request (as ab without -k).
+    // Keep-alive is on unless the flag is given (a suite's `keepalive = false`); the id is
+    // the flag's, which bench's `-k` conflicts with.
+    #[arg(id = "no_keepalive", long = "no-keepalive", action = clap::ArgAction::SetFalse)]
+    pub keepalive: bool,
+    /// Bound on each request, from its start to its last byte (-s as ab's, in seconds).
+    #[arg(short = 's', long = "timeout", default_value = defaults::TIMEOUT_FLAG, value_parser = parse_duration, allow_hyphen_values = true)]
+    pub timeout: Duration,
+    /// Bound on establishing each TCP connection.
+    // Command line only: a suite's cells take the default.
+    #[arg(long = "connect-timeout", default_value = defaults::CONNECT_TIMEOUT_FLAG, value_parser = parse_duration, allow_hyphen_values = true)]
+    pub connect_timeout: Duration,
+}
+
+impl Default for Connection {
+    fn default() -> Self {
+        Connection {
+            keepalive: true,
+            timeout: defaults::TIMEOUT,
+            connect_timeout: defaults::CONNECT_TIMEOUT,
+        }
+    }
+}
+
+impl Connection {
+    /// Sets `config`'s keep-alive and time bounds.
+    pub fn apply(&self, config: &mut BenchConfig) {
+        config.keepalive = self.keepalive;
+        config.timeout = self.timeout;
+        config.connect_timeout = self.connect_timeout;
     }
 }
 
@@ -97,5 +139,16 @@ impl Schedule {
             Some(calls) => Pacing::Sessions { rate, arrival, calls, max_connections },
             None => Pacing::Open { rate, arrival, max_connections },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flags_spelling_of_each_default_is_the_default() {
+        assert_eq!(parse_duration(defaults::TIMEOUT_FLAG), Ok(defaults::TIMEOUT));
+        assert_eq!(parse_duration(defaults::CONNECT_TIMEOUT_FLAG), Ok(defaults::CONNECT_TIMEOUT));
     }
 }

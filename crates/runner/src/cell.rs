@@ -241,7 +241,7 @@ fn load_spec(cell: &Cell) -> LoadSpec {
         Stop::Count(n) => spec.requests = Some(n),
         Stop::Duration(d) => spec.duration_s = Some(d.as_secs_f64()),
     }
-    spec.keepalive = l.keepalive;
+    spec.keepalive = l.connection.keepalive;
     spec.warmup_s = Some(l.warmup.as_secs_f64());
     if let Some(enc) = &l.accept_encoding {
         spec.extra.insert("accept_encoding".into(), enc.clone().into());

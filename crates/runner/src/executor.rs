@@ -756,7 +756,7 @@ pub fn unsupported(cell: &Cell) -> Option<String> {
             cell.ordinal, cell.stack.label, cell.workload.name
         ));
     }
-    (cell.http2() && !cell.load.keepalive).then(|| {
+    (cell.http2() && !cell.load.connection.keepalive).then(|| {
         format!(
             "cell {} ({}): keepalive = false has no meaning over HTTP/2 (http2 is on): use a \
              sessions load with calls_per_conn = 1 for a connection per request",
@@ -842,7 +842,8 @@ pub fn load_label(cell: &Cell) -> String {
     if let Some(shaped) = shaped_label(cell) {
         return shaped;
     }
-    let no_ka = !cell.load.keepalive && !matches!(cell.load.point, Point::Sessions { .. });
+    let no_ka =
+        !cell.load.connection.keepalive && !matches!(cell.load.point, Point::Sessions { .. });
     let full = !cell.load.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on());
     let ka =
         format!("{}{}", if no_ka { " no-ka" } else { "" }, if full { " no-resume" } else { "" });

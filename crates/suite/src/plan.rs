@@ -101,8 +101,7 @@ pub struct LoadPoint {
     pub load_index: usize,
     pub point: Point,
     pub stop: Stop,
-    pub keepalive: bool,
-    pub timeout: Duration,
+    pub connection: loadlab_load::Connection,
     pub warmup: Duration,
     pub schedule: loadlab_load::Schedule,
     pub accept_encoding: Option<String>,
@@ -143,9 +142,8 @@ impl LoadPoint {
             config.threads = config.threads.min(concurrency).max(1);
         }
         config.stop = self.stop;
-        config.keepalive = self.keepalive;
+        self.connection.apply(config);
         config.tls.resume = self.tls_resume;
-        config.timeout = self.timeout;
         config.warmup = self.warmup;
         if let Some(enc) = &self.accept_encoding {
             config.request.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("accept-encoding"));
@@ -323,8 +321,7 @@ fn load_points(suite: &Suite, workload: &str, quick: bool, warmup: Duration) -> 
                 load_index,
                 point,
                 stop,
-                keepalive: l.keepalive,
-                timeout: l.timeout,
+                connection: l.connection,
                 warmup,
                 schedule: l.schedule,
                 accept_encoding: l.accept_encoding.clone(),

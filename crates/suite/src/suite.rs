@@ -211,10 +211,10 @@ pub struct Load {
     pub points: Points,
     /// Requests (closed, open), sessions (sessions) or time, at each point.
     pub stop: Stop,
-    pub keepalive: bool,
+    /// `keepalive` and `timeout`, as `bench` takes them (`--no-keepalive`, `-s`).
+    pub connection: loadlab_load::Connection,
     /// Sent as the Accept-Encoding header, so that a stack's gzip knob has an effect.
     pub accept_encoding: Option<String>,
-    pub timeout: Duration,
     /// Open loop and sessions: `arrival` and `max_connections`, as `bench` takes them.
     pub schedule: loadlab_load::Schedule,
     /// On a stack with `http2` on: requests in flight on each connection (h2load's `-m`);

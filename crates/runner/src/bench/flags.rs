@@ -36,16 +36,8 @@ pub struct RequestFlags {
     /// CPUs to pin the worker threads to, round-robin (e.g. 0 or 0,2-3).
     #[arg(long = "pin", value_name = "CPUS")]
     pub pin: Option<String>,
-    /// Open a new connection for every request (as ab without -k).
-    // Keep-alive is on unless the flag is given (a suite's `keepalive = false`).
-    #[arg(id = "no_keepalive", long = "no-keepalive", action = clap::ArgAction::SetFalse)]
-    pub keepalive: bool,
-    /// Bound on each request, from its start to its last byte (-s as ab's, in seconds).
-    #[arg(short = 's', long = "timeout", default_value = defaults::TIMEOUT_FLAG, value_parser = parse_duration, allow_hyphen_values = true)]
-    pub timeout: Duration,
-    /// Bound on establishing each TCP connection.
-    #[arg(long = "connect-timeout", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
-    pub connect_timeout: Duration,
+    #[command(flatten)]
+    pub connection: loadlab_load::Connection,
     /// The request method (ab's -m; h2load's -m is --streams).
     #[arg(short = 'm', long = "method", default_value = "GET")]
     pub method: String,
@@ -159,9 +151,7 @@ impl RequestFlags {
                 config.threads = config.pin.len().max(1);
             }
         }
-        config.keepalive = self.keepalive;
-        config.timeout = self.timeout;
-        config.connect_timeout = self.connect_timeout;
+        self.connection.apply(&mut config);
         config.warmup = self.warmup;
         config.seed = self.seed;
         if let Some(s) = &self.source_ips {
@@ -849,7 +839,7 @@ mod tests {
     }
 
     fn flags() -> RequestFlags {
-        RequestFlags { method: "GET".into(), keepalive: true, ..RequestFlags::default() }
+        RequestFlags { method: "GET".into(), ..RequestFlags::default() }
     }
 
     fn refusal(flags: RequestFlags, url: &str) -> String {
@@ -907,7 +897,12 @@ mod tests {
         std::fs::write(&log, "/a.html\n    /a.css\n").unwrap();
         let spec = format!("2,0,{}", log.display());
         let second = Duration::from_secs(1);
-        let http1 = RequestFlags { timeout: second, connect_timeout: second, ..flags() };
+        let connection = loadlab_load::Connection {
+            timeout: second,
+            connect_timeout: second,
+            ..Default::default()
+        };
+        let http1 = RequestFlags { connection, ..flags() };
         let h2 = RequestFlags { http2: true, streams: 1, ..http1.clone() };
         let url = "http://127.0.0.1:1/";
         let traffic = TrafficFlags::default();

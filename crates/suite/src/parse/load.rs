@@ -3,7 +3,7 @@
 //! defaults), each refused at the key that is wrong.
 
 use loadlab_engine::{Level, Stop};
-use loadlab_load::{defaults, Schedule};
+use loadlab_load::{defaults, Connection, Schedule};
 use toml::Spanned;
 
 use super::{parse_sweep, Checked, Checker};
@@ -81,12 +81,12 @@ impl Checker<'_> {
             Some(stop) => stop,
             None => self.stop(l, a_model(model), count_key, count.as_ref())?,
         };
-        let keepalive = self.keepalive(l, model)?;
+        let mut connection =
+            Connection { keepalive: self.keepalive(l, model)?, ..Default::default() };
         let accept_encoding = self.accept_encoding(l)?;
-        let timeout = match &l.timeout {
-            Some(t) => self.duration(t, false)?,
-            None => defaults::TIMEOUT,
-        };
+        if let Some(t) = &l.timeout {
+            connection.timeout = self.duration(t, false)?;
+        }
         let schedule = self.schedule(l)?;
         let workloads = self.load_workloads(l, workload_names)?;
         let streams = match &l.streams {
@@ -97,9 +97,8 @@ impl Checker<'_> {
         Ok(Load {
             points,
             stop,
-            keepalive,
+            connection,
             accept_encoding,
-            timeout,
             schedule,
             streams,
             tls_resume,
