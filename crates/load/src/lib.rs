@@ -1,7 +1,8 @@
 //! One definition of a load's settings, below both the command line and the suite format:
 //! each setting that `bench`/`sweep` take as a flag and a suite's `[[loads]]` as a key is one
 //! field here, parsed by clap (derive) and deserialized by serde into the same type, with its
-//! default defined once in [`defaults`]. A setting only one of them has says so on its field.
+//! default defined once in [`defaults`] (clap's, which a key left out takes as well:
+//! [`unflagged`]). A setting only one of them has says so on its field.
 //!
 //! - [`Connection`]: each connection's keep-alive and time bounds.
 //! - [`Schedule`]: how scheduled load (open loop, sessions) is spaced and bounded.
@@ -22,17 +23,11 @@ pub use duration::parse_duration;
 /// Every default a load setting has, written once: the flags' `[default: ...]` and a suite key
 /// left out both come from here.
 pub mod defaults {
-    use std::time::Duration;
-
-    /// A request's bound, from its start to its last byte: long enough that ordinary slowness
-    /// is measured, not counted as errors.
-    pub const TIMEOUT: Duration = Duration::from_secs(30);
-    /// The clap spelling of [`TIMEOUT`], for `--help`.
-    pub const TIMEOUT_FLAG: &str = "30s";
-    /// Establishing a TCP connection, in the clap spelling (`--help`); a suite's cells take it.
-    pub const CONNECT_TIMEOUT_FLAG: &str = "10s";
-    /// [`CONNECT_TIMEOUT_FLAG`] as a duration.
-    pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+    /// A request's bound, from its start to its last byte, as clap reads it: long enough that
+    /// ordinary slowness is measured, not counted as errors.
+    pub const TIMEOUT: &str = "30s";
+    /// Establishing a TCP connection, as clap reads it; a suite's cells take it.
+    pub const CONNECT_TIMEOUT: &str = "10s";
     /// Open loop and sessions: enough connections that a slow server shows as latency and
     /// errors rather than as a silently lower rate.
     pub const MAX_CONNECTIONS: usize = 10_000;
@@ -74,21 +69,17 @@ pub struct Connection {
     #[arg(id = "no_keepalive", long = "no-keepalive", action = clap::ArgAction::SetFalse)]
     pub keepalive: bool,
     /// Bound on each request, from its start to its last byte (-s as ab's, in seconds).
-    #[arg(short = 's', long = "timeout", default_value = defaults::TIMEOUT_FLAG, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(short = 's', long = "timeout", default_value = defaults::TIMEOUT, value_parser = parse_duration, allow_hyphen_values = true)]
     pub timeout: Duration,
     /// Bound on establishing each TCP connection.
     // Command line only: a suite's cells take the default.
-    #[arg(long = "connect-timeout", default_value = defaults::CONNECT_TIMEOUT_FLAG, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(long = "connect-timeout", default_value = defaults::CONNECT_TIMEOUT, value_parser = parse_duration, allow_hyphen_values = true)]
     pub connect_timeout: Duration,
 }
 
 impl Default for Connection {
     fn default() -> Self {
-        Connection {
-            keepalive: true,
-            timeout: defaults::TIMEOUT,
-            connect_timeout: defaults::CONNECT_TIMEOUT,
-        }
+        unflagged()
     }
 }
 
@@ -123,12 +114,18 @@ pub struct Schedule {
 
 impl Default for Schedule {
     fn default() -> Self {
-        Schedule {
-            arrival: Arrival::default(),
-            max_connections: defaults::MAX_CONNECTIONS,
-            coalesce: Duration::ZERO,
-        }
+        unflagged()
     }
+}
+
+/// What clap makes of a command line that gives none of `T`'s flags: each default as `--help`
+/// states it, so that a suite key left out and a flag not given are the same value. `T`'s
+/// flags may name only each other (in `requires`, `conflicts_with`).
+pub fn unflagged<T: clap::Args + clap::FromArgMatches>() -> T {
+    let command = T::augment_args(clap::Command::new("defaults"));
+    let matches = command.try_get_matches_from(["defaults"]);
+    let matches = matches.expect("every flag has a default or is optional");
+    T::from_arg_matches(&matches).expect("the matches are T's own")
 }
 
 impl Schedule {
@@ -147,8 +144,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_flags_spelling_of_each_default_is_the_default() {
-        assert_eq!(parse_duration(defaults::TIMEOUT_FLAG), Ok(defaults::TIMEOUT));
-        assert_eq!(parse_duration(defaults::CONNECT_TIMEOUT_FLAG), Ok(defaults::CONNECT_TIMEOUT));
+    fn no_flags_are_the_defaults() {
+        let c = Connection::default();
+        assert_eq!((c.keepalive, c.timeout), (true, Duration::from_secs(30)));
+        assert_eq!(c.connect_timeout, Duration::from_secs(10));
+        let s = Schedule::default();
+        assert_eq!((s.arrival, s.max_connections), (Arrival::Fixed, defaults::MAX_CONNECTIONS));
+        assert_eq!(s.coalesce, Duration::ZERO);
     }
 }

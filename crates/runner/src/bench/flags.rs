@@ -27,7 +27,7 @@ pub enum FlagError {
 
 /// The request, connection and client flags of `bench` and `sweep`, as clap parses them: the
 /// parsed flags are the configuration [`RequestFlags::config`] lowers.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct RequestFlags {
     /// Worker threads, each with its own event loop [default: CPUs available, or one per CPU
     /// of --pin; in bench's closed loop at most -c]. Not ab's -t (a time limit): -d here.
@@ -126,6 +126,13 @@ pub struct RequestFlags {
     // Command line only: what the cli shows while the load runs.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+}
+
+impl Default for RequestFlags {
+    /// No flag given: each default as `--help` states it.
+    fn default() -> Self {
+        loadlab_load::unflagged()
+    }
 }
 
 impl RequestFlags {
@@ -839,7 +846,7 @@ mod tests {
     }
 
     fn flags() -> RequestFlags {
-        RequestFlags { method: "GET".into(), ..RequestFlags::default() }
+        RequestFlags::default()
     }
 
     fn refusal(flags: RequestFlags, url: &str) -> String {
