@@ -203,7 +203,7 @@ fn typed(args: &BenchArgs) -> loadlab_runner::habits::Typed<'_> {
         duration: args.load.duration.is_some(),
         threads: args.request.threads,
         method: &args.request.method,
-        http2: args.request.http2,
+        http2: args.request.protocol.http2,
         cpus: loadlab_engine::sys::allowed_cpus().len(),
     }
 }

@@ -5,6 +5,7 @@
 //! [`unflagged`]). A setting only one of them has says so on its field.
 //!
 //! - [`Connection`]: each connection's keep-alive and time bounds.
+//! - [`Protocol`]: TLS resumption and version, HTTP/2 and its streams.
 //! - [`Schedule`]: how scheduled load (open loop, sessions) is spaced and bounded.
 //! - [`Arrival`]: the spacing a user can name (`fixed`, `poisson`).
 //! - [`parse_duration`]: durations as the flags and the suite file spell them.
@@ -89,6 +90,49 @@ impl Connection {
         config.keepalive = self.keepalive;
         config.timeout = self.timeout;
         config.connect_timeout = self.connect_timeout;
+    }
+}
+
+/// The protocol a load speaks and how it keeps its sessions: `bench`'s and `sweep`'s
+/// `--no-tls-resume`, `--tls-version`, `--http2` and `--streams`, and a suite load's
+/// `tls_resume` and `streams` (on a stack with `tls`, `http2` on).
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct Protocol {
+    /// https://: a full handshake for every new connection, no session resumption.
+    #[arg(id = "no_tls_resume", long = "no-tls-resume", action = clap::ArgAction::SetFalse)]
+    pub tls_resume: bool,
+    /// https://: offer only this TLS version (1.2 or 1.3) [default: both].
+    // Command line only.
+    #[arg(long = "tls-version", value_name = "VERSION", value_parser = ["1.2", "1.3"])]
+    pub tls_version: Option<String>,
+    /// Speak HTTP/2: h2 chosen by ALPN over https:// (a server that does not choose it is
+    /// refused, exit 3), prior knowledge (h2c) over http://.
+    // Command line only: a suite's lab stack speaks it by its own `http2` knob.
+    #[arg(long = "http2")]
+    pub http2: bool,
+    /// With --http2: requests in flight on each connection (h2load's -m): the closed loop
+    /// keeps connections x streams outstanding.
+    #[arg(long = "streams", value_name = "N", default_value_t = defaults::STREAMS, requires = "http2")]
+    pub streams: usize,
+}
+
+impl Default for Protocol {
+    fn default() -> Self {
+        unflagged()
+    }
+}
+
+impl Protocol {
+    /// Sets `config`'s TLS resumption and version, and HTTP/2 with its streams when `http2`.
+    pub fn apply(&self, config: &mut BenchConfig) {
+        config.tls.resume = self.tls_resume;
+        config.tls.version = self.tls_version.as_deref().map(|v| match v {
+            "1.2" => loadlab_engine::TlsVersion::Tls12,
+            _ => loadlab_engine::TlsVersion::Tls13,
+        });
+        if self.http2 {
+            config.protocol = loadlab_engine::Protocol::Http2 { streams: self.streams };
+        }
     }
 }
 

@@ -246,13 +246,13 @@ fn load_spec(cell: &Cell) -> LoadSpec {
     if let Some(enc) = &l.accept_encoding {
         spec.extra.insert("accept_encoding".into(), enc.clone().into());
     }
-    if !l.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on()) {
+    if !l.protocol.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on()) {
         spec.extra.insert("tls_resume".into(), false.into());
     }
     // The protocol is the stack's (its http2 knob), so that HTTP/1.1 and HTTP/2 at the same
     // load are one group, compared; several streams per connection make another load.
-    if cell.http2() && l.streams > 1 {
-        spec.extra.insert("streams".into(), (l.streams as u64).into());
+    if cell.http2() && l.protocol.streams > 1 {
+        spec.extra.insert("streams".into(), (l.protocol.streams as u64).into());
     }
     // A load that changes over time is its own load (its rate is the shape's mean), drawn
     // second by second in the report.

@@ -844,12 +844,12 @@ pub fn load_label(cell: &Cell) -> String {
     }
     let no_ka =
         !cell.load.connection.keepalive && !matches!(cell.load.point, Point::Sessions { .. });
-    let full = !cell.load.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on());
+    let full = !cell.load.protocol.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on());
     let ka =
         format!("{}{}", if no_ka { " no-ka" } else { "" }, if full { " no-resume" } else { "" });
     match cell.load.point {
         Point::Closed { concurrency } if cell.http2() => {
-            format!("closed c={concurrency} m={} {stop}", cell.load.streams)
+            format!("closed c={concurrency} m={} {stop}", cell.load.protocol.streams)
         }
         Point::Closed { concurrency } => format!("closed c={concurrency} {stop}{ka}"),
         Point::Open { rate } => format!("open {rate}/s {stop}{ka}"),

@@ -105,10 +105,9 @@ pub struct LoadPoint {
     pub warmup: Duration,
     pub schedule: loadlab_load::Schedule,
     pub accept_encoding: Option<String>,
-    /// HTTP/2 streams per connection, for a stack with `http2` on.
-    pub streams: usize,
-    /// TLS session resumption, for a stack with `tls` on.
-    pub tls_resume: bool,
+    /// HTTP/2 streams per connection (a stack with `http2` on), TLS session resumption (one
+    /// with `tls` on).
+    pub protocol: loadlab_load::Protocol,
     /// A load that changes over time, its ramp laid over the point's duration (and under
     /// `--quick` its stages shortened alike): the engine paces the cell by it, keeps every
     /// second's figures, and runs no warm-up (the shape starts where it says).
@@ -143,7 +142,7 @@ impl LoadPoint {
         }
         config.stop = self.stop;
         self.connection.apply(config);
-        config.tls.resume = self.tls_resume;
+        self.protocol.apply(config);
         config.warmup = self.warmup;
         if let Some(enc) = &self.accept_encoding {
             config.request.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("accept-encoding"));
@@ -212,7 +211,7 @@ impl Cell {
         }
         self.load.apply(config);
         if self.http2() {
-            config.protocol = Protocol::Http2 { streams: self.load.streams };
+            config.protocol = Protocol::Http2 { streams: self.load.protocol.streams };
         }
         config.validation = self.workload.check.validation();
         if self.workload.view {
@@ -325,8 +324,7 @@ fn load_points(suite: &Suite, workload: &str, quick: bool, warmup: Duration) -> 
                 warmup,
                 schedule: l.schedule,
                 accept_encoding: l.accept_encoding.clone(),
-                streams: l.streams,
-                tls_resume: l.tls_resume,
+                protocol: l.protocol.clone(),
                 shape: shape.clone(),
             })
         })

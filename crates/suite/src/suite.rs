@@ -217,12 +217,9 @@ pub struct Load {
     pub accept_encoding: Option<String>,
     /// Open loop and sessions: `arrival` and `max_connections`, as `bench` takes them.
     pub schedule: loadlab_load::Schedule,
-    /// On a stack with `http2` on: requests in flight on each connection (h2load's `-m`);
-    /// 1 otherwise.
-    pub streams: usize,
-    /// On a stack with `tls` on: resume TLS sessions across the cell's connections (the
-    /// default), or a full handshake for every new connection.
-    pub tls_resume: bool,
+    /// `streams` (on a stack with `http2` on) and `tls_resume` (with `tls` on), as `bench`
+    /// takes them; the stack's knob, not the load, says whether it speaks HTTP/2.
+    pub protocol: loadlab_load::Protocol,
     /// Names of the workloads it applies to; `None`: all of the suite's.
     pub workloads: Option<Vec<String>>,
     /// A load that changes over time (`stages`, or a ramp in `rates`): its one point is the

@@ -13,8 +13,8 @@ use loadlab_engine::{
     input, sys, Arrival, BenchConfig, EngineError, Level, Order, Pacing, Replay, RequestSpec, Stop,
     Target, Traffic, Validation,
 };
+use loadlab_load::parse_duration;
 pub use loadlab_load::Schedule;
-use loadlab_load::{defaults, parse_duration};
 
 /// A flag's value the user has to change, or the engine's refusal of what they made.
 #[derive(Debug, thiserror::Error)]
@@ -96,20 +96,8 @@ pub struct RequestFlags {
     /// https://: trust the certificates in this PEM file instead of the system's.
     #[arg(long = "cacert", value_name = "FILE", conflicts_with = "insecure")]
     pub cacert: Option<PathBuf>,
-    /// https://: a full handshake for every new connection, no session resumption.
-    #[arg(id = "no_tls_resume", long = "no-tls-resume", action = clap::ArgAction::SetFalse)]
-    pub tls_resume: bool,
-    /// https://: offer only this TLS version (1.2 or 1.3) [default: both].
-    #[arg(long = "tls-version", value_name = "VERSION", value_parser = ["1.2", "1.3"])]
-    pub tls_version: Option<String>,
-    /// Speak HTTP/2: h2 chosen by ALPN over https:// (a server that does not choose it is
-    /// refused, exit 3), prior knowledge (h2c) over http://.
-    #[arg(long = "http2")]
-    pub http2: bool,
-    /// With --http2: requests in flight on each connection (h2load's -m): the closed loop
-    /// keeps connections x streams outstanding.
-    #[arg(long = "streams", value_name = "N", default_value_t = defaults::STREAMS, requires = "http2")]
-    pub streams: usize,
+    #[command(flatten)]
+    pub protocol: loadlab_load::Protocol,
     /// Connect to this unix-domain socket instead of the URL's host and port (as curl's
     /// --unix-socket): the URL still gives the Host header and the path.
     #[arg(long = "unix-socket", value_name = "PATH")]
@@ -165,18 +153,9 @@ impl RequestFlags {
             config.source_ips = parse_ip_list(s).map_err(FlagError::Usage)?;
         }
         config.unix_socket.clone_from(&self.unix_socket);
-        if self.http2 {
-            config.protocol = loadlab_engine::Protocol::Http2 { streams: self.streams };
-        }
-        config.tls = loadlab_engine::TlsOptions {
-            insecure: self.insecure,
-            cacert: self.cacert.clone(),
-            resume: self.tls_resume,
-            version: self.tls_version.as_deref().map(|v| match v {
-                "1.2" => loadlab_engine::TlsVersion::Tls12,
-                _ => loadlab_engine::TlsVersion::Tls13,
-            }),
-        };
+        config.tls.insecure = self.insecure;
+        config.tls.cacert.clone_from(&self.cacert);
+        self.protocol.apply(&mut config);
         if config.target.tls && config.unix_socket.is_some() {
             return Err(FlagError::Usage("https:// over --unix-socket is not supported".into()));
         }
@@ -910,7 +889,8 @@ mod tests {
             ..Default::default()
         };
         let http1 = RequestFlags { connection, ..flags() };
-        let h2 = RequestFlags { http2: true, streams: 1, ..http1.clone() };
+        let protocol = loadlab_load::Protocol { http2: true, ..Default::default() };
+        let h2 = RequestFlags { protocol, ..http1.clone() };
         let url = "http://127.0.0.1:1/";
         let traffic = TrafficFlags::default();
         let refused = |load: LoadFlags| match load.config(&h2, &traffic, url, &mut |_| {}) {

@@ -3,7 +3,7 @@
 //! defaults), each refused at the key that is wrong.
 
 use loadlab_engine::{Level, Stop};
-use loadlab_load::{defaults, Connection, Schedule};
+use loadlab_load::{defaults, Connection, Protocol, Schedule};
 use toml::Spanned;
 
 use super::{parse_sweep, Checked, Checker};
@@ -89,22 +89,14 @@ impl Checker<'_> {
         }
         let schedule = self.schedule(l)?;
         let workloads = self.load_workloads(l, workload_names)?;
-        let streams = match &l.streams {
-            Some(m) => self.at_least_one(m, "streams")? as usize,
-            None => defaults::STREAMS,
-        };
-        let tls_resume = l.tls_resume.as_ref().is_none_or(|r| *r.get_ref());
-        Ok(Load {
-            points,
-            stop,
-            connection,
-            accept_encoding,
-            schedule,
-            streams,
-            tls_resume,
-            workloads,
-            shape,
-        })
+        let mut protocol = Protocol::default();
+        if let Some(m) = &l.streams {
+            protocol.streams = self.at_least_one(m, "streams")? as usize;
+        }
+        if let Some(r) = &l.tls_resume {
+            protocol.tls_resume = *r.get_ref();
+        }
+        Ok(Load { points, stop, connection, accept_encoding, schedule, protocol, workloads, shape })
     }
 
     /// `arrival` and `max_connections`, over `bench`'s defaults.
