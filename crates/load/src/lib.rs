@@ -38,6 +38,8 @@ pub mod defaults {
     pub const CALLS_PER_CONN: u32 = 1;
     /// The closed loop's connections when none are given.
     pub const CONNECTIONS: usize = 10;
+    /// How long `bench` runs when no count is given.
+    pub const DURATION: std::time::Duration = std::time::Duration::from_secs(10);
 }
 
 /// How open-loop arrivals are spaced, as a user names it (`--arrival`, `arrival = "..."`).

@@ -1,4 +1,4 @@
-//! `sweep`'s flags as typed, turned into what runs: each target's configuration with the
+//! `sweep`'s flags as clap parses them, turned into what runs: each target's configuration with the
 //! steps' stop and schedule, fitted to the client and reached once, and the plan of steps or
 //! of one ramp around them.
 

@@ -213,7 +213,8 @@ pub struct Load {
     pub stop: Stop,
     /// `keepalive` and `timeout`, as `bench` takes them (`--no-keepalive`, `-s`).
     pub connection: loadlab_load::Connection,
-    /// Sent as the Accept-Encoding header, so that a stack's gzip knob has an effect.
+    /// Sent as the Accept-Encoding header, so that a stack's gzip knob has an effect. Suite
+    /// only: `bench` sends it with `-H 'Accept-Encoding: ...'`.
     pub accept_encoding: Option<String>,
     /// Open loop and sessions: `arrival` and `max_connections`, as `bench` takes them.
     pub schedule: loadlab_load::Schedule,

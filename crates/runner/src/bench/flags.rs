@@ -1,7 +1,8 @@
-//! The flags of `bench` and `sweep` as typed (the command line parses them): each request and
-//! connection, the load model and stop condition, what is sent beyond one URL; made into the
-//! engine's configuration with everything that can be checked checked before a byte is sent,
-//! each refusal naming its flag.
+//! The flags of `bench` and `sweep`, defined once as clap parses them (the parsed flags are the
+//! configuration, with what a suite shares from `loadlab_load`): each request and connection,
+//! the load model and stop condition, what is sent beyond one URL; lowered into the engine's
+//! configuration with everything that can be checked checked before a byte is sent, each
+//! refusal naming its flag.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -13,8 +14,8 @@ use loadlab_engine::{
     input, sys, Arrival, BenchConfig, EngineError, Level, Order, Pacing, Replay, RequestSpec, Stop,
     Target, Traffic, Validation,
 };
-use loadlab_load::parse_duration;
 pub use loadlab_load::Schedule;
+use loadlab_load::{defaults, parse_duration};
 
 /// A flag's value the user has to change, or the engine's refusal of what they made.
 #[derive(Debug, thiserror::Error)]
@@ -449,7 +450,7 @@ impl LoadFlags {
         config.stop = match (self.requests, self.conns, self.duration) {
             (Some(n), _, _) | (None, Some(n), _) => Stop::Count(n),
             (None, None, Some(d)) => Stop::Duration(d),
-            (None, None, None) => Stop::Duration(Duration::from_secs(10)),
+            (None, None, None) => Stop::Duration(defaults::DURATION),
         };
         traffic.apply(&mut config, rate.map(Level::mean), self.requests)?;
         let shaped = rate.or(self.conn_rate.as_ref()).or(self.connections.as_ref());
