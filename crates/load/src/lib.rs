@@ -1,8 +1,10 @@
 //! One definition of a load's settings, below both the command line and the suite format:
 //! each setting that `bench`/`sweep` take as a flag and a suite's `[[loads]]` as a key is one
-//! field here, parsed by clap (derive) and deserialized by serde into the same type, with its
-//! default defined once in [`defaults`] (clap's, which a key left out takes as well:
-//! [`unflagged`]). A setting only one of them has says so on its field.
+//! field here, parsed by clap (derive) and deserialized by serde (a `[[loads]]` entry, the keys
+//! named as the fields) into the same type, with its default defined once: clap's attribute,
+//! whose value a key left out takes as well ([`unflagged`] is each type's `Default`, which
+//! `#[serde(default)]` fills in). A setting only one of them has says so on its field (a
+//! `#[serde(skip)]` field is command line only).
 //!
 //! - [`Connection`]: each connection's keep-alive and time bounds.
 //! - [`Protocol`]: TLS resumption and version, HTTP/2 and its streams.
@@ -11,7 +13,8 @@
 //! - [`parse_duration`]: durations as the flags and the suite file spell them.
 //!
 //! The runner lowers these into the engine's configuration (`loadlab_runner::bench::flags`);
-//! the suite checks its keys' positions in the file before handing the same values on.
+//! the suite reads each `[[loads]]` entry into these types and, with its own mirror of the
+//! keys' positions, refuses a wrong value at its line and column first.
 
 mod duration;
 
@@ -64,7 +67,8 @@ impl From<Arrival> for loadlab_engine::Arrival {
 
 /// Each connection's keep-alive and time bounds: `bench`'s and `sweep`'s `--no-keepalive`,
 /// `-s`/`--timeout` and `--connect-timeout`, and a suite load's `keepalive` and `timeout`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Args)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Args, serde::Deserialize)]
+#[serde(default)]
 pub struct Connection {
     /// Open a new connection for every request (as ab without -k).
     // Keep-alive is on unless the flag is given (a suite's `keepalive = false`); the id is
@@ -73,10 +77,12 @@ pub struct Connection {
     pub keepalive: bool,
     /// Bound on each request, from its start to its last byte (-s as ab's, in seconds).
     #[arg(short = 's', long = "timeout", default_value = defaults::TIMEOUT, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(deserialize_with = "duration::deserialize")]
     pub timeout: Duration,
     /// Bound on establishing each TCP connection.
     // Command line only: a suite's cells take the default.
     #[arg(long = "connect-timeout", default_value = defaults::CONNECT_TIMEOUT, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(skip)]
     pub connect_timeout: Duration,
 }
 
@@ -98,7 +104,8 @@ impl Connection {
 /// The protocol a load speaks and how it keeps its sessions: `bench`'s and `sweep`'s
 /// `--no-tls-resume`, `--tls-version`, `--http2` and `--streams`, and a suite load's
 /// `tls_resume` and `streams` (on a stack with `tls`, `http2` on).
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Deserialize)]
+#[serde(default)]
 pub struct Protocol {
     /// https://: a full handshake for every new connection, no session resumption.
     #[arg(id = "no_tls_resume", long = "no-tls-resume", action = clap::ArgAction::SetFalse)]
@@ -106,11 +113,13 @@ pub struct Protocol {
     /// https://: offer only this TLS version (1.2 or 1.3) [default: both].
     // Command line only.
     #[arg(long = "tls-version", value_name = "VERSION", value_parser = ["1.2", "1.3"])]
+    #[serde(skip)]
     pub tls_version: Option<String>,
     /// Speak HTTP/2: h2 chosen by ALPN over https:// (a server that does not choose it is
     /// refused, exit 3), prior knowledge (h2c) over http://.
     // Command line only: a suite's lab stack speaks it by its own `http2` knob.
     #[arg(long = "http2")]
+    #[serde(skip)]
     pub http2: bool,
     /// With --http2: requests in flight on each connection (h2load's -m): the closed loop
     /// keeps connections x streams outstanding.
@@ -140,7 +149,8 @@ impl Protocol {
 
 /// How scheduled load (open loop and sessions) is spaced and bounded: `bench`'s and `sweep`'s
 /// flags, and a suite load's `arrival` and `max_connections` keys.
-#[derive(Debug, Clone, Copy, PartialEq, clap::Args)]
+#[derive(Debug, Clone, Copy, PartialEq, clap::Args, serde::Deserialize)]
+#[serde(default)]
 pub struct Schedule {
     /// How arrivals are spaced (open loop and sessions).
     #[arg(long = "arrival", value_enum, default_value_t = Arrival::Fixed)]
@@ -155,6 +165,7 @@ pub struct Schedule {
     /// arrival at its own due time].
     // Command line only: a suite's cells send each arrival at its own due time.
     #[arg(long = "coalesce", value_name = "DUR", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(skip)]
     pub coalesce: Duration,
 }
 

@@ -28,13 +28,18 @@ const MAX_POINTS: usize = 1_000;
 /// Parses and checks a suite file's text; `file` names it in errors, and the files it names
 /// (`body_file`, `cacert`, `pidfile`) are relative to its directory.
 pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
-    let raw: RawSuite = toml::from_str(text).map_err(|e| SuiteError::Invalid {
+    let raw: RawSuite = toml::from_str(text).map_err(|e| invalid(text, file, e))?;
+    let dir = Path::new(file).parent().unwrap_or(Path::new(""));
+    Checker { file, text, dir }.suite(raw)
+}
+
+/// TOML's own refusal of `text` (the file `file`), at its position.
+fn invalid(text: &str, file: &str, e: toml::de::Error) -> SuiteError {
+    SuiteError::Invalid {
         file: file.to_string(),
         at: e.span().map(|s| crate::error::locate(text, s.start)),
         message: e.message().trim_end().to_string(),
-    })?;
-    let dir = Path::new(file).parent().unwrap_or(Path::new(""));
-    Checker { file, text, dir }.suite(raw)
+    }
 }
 
 /// Reads and parses a suite file.

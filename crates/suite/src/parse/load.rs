@@ -3,11 +3,11 @@
 //! defaults), each refused at the key that is wrong.
 
 use loadlab_engine::{Level, Stop};
-use loadlab_load::{defaults, Connection, Protocol, Schedule};
+use loadlab_load::defaults;
 use toml::Spanned;
 
-use super::{parse_sweep, Checked, Checker};
-use crate::raw::{ModelName, RawLoad, RawWorkload};
+use super::{invalid, parse_sweep, Checked, Checker};
+use crate::raw::{ModelName, RawLoad, RawLoadSettings, RawWorkload};
 use crate::suite::{Load, Points};
 
 /// The keys that are one model's and not another's: each with where it is written.
@@ -56,7 +56,17 @@ impl Checker<'_> {
         }
         let names: Vec<&str> =
             workloads.get_ref().iter().map(|w| w.name.get_ref().as_str()).collect();
-        raw.get_ref().iter().map(|l| self.load(l, &names)).collect()
+        let mut loads: Vec<Load> =
+            raw.get_ref().iter().map(|l| self.load(l, &names)).collect::<Checked<_>>()?;
+        // Each entry's keys checked at their positions, the settings that are bench's flags
+        // are read into their own types, serde's defaults being the flags'.
+        let settings: RawLoadSettings =
+            toml::from_str(self.text).map_err(|e| invalid(self.text, self.file, e))?;
+        for (load, s) in loads.iter_mut().zip(settings.loads) {
+            (load.connection, load.protocol, load.schedule) =
+                (s.connection, s.protocol, s.schedule);
+        }
+        Ok(loads)
     }
 
     fn load(&self, l: &RawLoad, workload_names: &[&str]) -> Checked<Load> {
@@ -81,34 +91,21 @@ impl Checker<'_> {
             Some(stop) => stop,
             None => self.stop(l, a_model(model), count_key, count.as_ref())?,
         };
-        let mut connection =
-            Connection { keepalive: self.keepalive(l, model)?, ..Default::default() };
+        self.keepalive(l, model)?;
         let accept_encoding = self.accept_encoding(l)?;
         if let Some(t) = &l.timeout {
-            connection.timeout = self.duration(t, false)?;
-        }
-        let schedule = self.schedule(l)?;
-        let workloads = self.load_workloads(l, workload_names)?;
-        let mut protocol = Protocol::default();
-        if let Some(m) = &l.streams {
-            protocol.streams = self.at_least_one(m, "streams")? as usize;
-        }
-        if let Some(r) = &l.tls_resume {
-            protocol.tls_resume = *r.get_ref();
-        }
-        Ok(Load { points, stop, connection, accept_encoding, schedule, protocol, workloads, shape })
-    }
-
-    /// `arrival` and `max_connections`, over `bench`'s defaults.
-    fn schedule(&self, l: &RawLoad) -> Checked<Schedule> {
-        let mut schedule = Schedule::default();
-        if let Some(a) = &l.arrival {
-            schedule.arrival = *a.get_ref();
+            self.duration(t, false)?;
         }
         if let Some(m) = &l.max_connections {
-            schedule.max_connections = self.at_least_one(m, "max_connections")? as usize;
+            self.at_least_one(m, "max_connections")?;
         }
-        Ok(schedule)
+        let workloads = self.load_workloads(l, workload_names)?;
+        if let Some(m) = &l.streams {
+            self.at_least_one(m, "streams")?;
+        }
+        // The settings that are bench's flags, read once every entry is checked (`loads`).
+        let (connection, protocol, schedule) = Default::default();
+        Ok(Load { points, stop, connection, accept_encoding, schedule, protocol, workloads, shape })
     }
 
     /// The load's points for its model, and its shape when it changes over time.
@@ -134,8 +131,7 @@ impl Checker<'_> {
     }
 
     /// `keepalive = false`: a connection per request, which sessions cannot have.
-    fn keepalive(&self, l: &RawLoad, model: ModelName) -> Checked<bool> {
-        let keepalive = l.keepalive.as_ref().is_none_or(|k| *k.get_ref());
+    fn keepalive(&self, l: &RawLoad, model: ModelName) -> Checked<()> {
         if let (ModelName::Sessions, Some(k)) = (model, &l.keepalive) {
             if !k.get_ref() {
                 return self.fail(
@@ -145,7 +141,7 @@ impl Checker<'_> {
                 );
             }
         }
-        Ok(keepalive)
+        Ok(())
     }
 
     /// `accept_encoding = "gzip"`: a header value, trimmed.
@@ -215,5 +211,51 @@ impl Checker<'_> {
                 "this load needs rates = [...], sweep = \"LOW..HIGH:STEP\" or stages = \"...\"",
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use loadlab_load::{Arrival, Connection, Protocol, Schedule};
+
+    const SUITE: &str = r#"name = "t"
+[[stacks]]
+name = "nginx"
+[[workloads]]
+name = "hello.txt"
+[[loads]]
+model = "open"
+rates = [100]
+requests = 10
+keepalive = false
+timeout = "5s"
+arrival = "poisson"
+max_connections = 7
+streams = 3
+tls_resume = false
+[[loads]]
+model = "closed"
+concurrency = [1]
+requests = 10
+"#;
+
+    #[test]
+    fn a_loads_keys_deserialize_into_the_flags_types_and_a_key_left_out_is_the_flags_default() {
+        let suite = crate::parse(SUITE, "t.toml").unwrap();
+        let (set, left_out) = (&suite.loads[0], &suite.loads[1]);
+        let connection =
+            Connection { keepalive: false, timeout: Duration::from_secs(5), ..Default::default() };
+        assert_eq!(set.connection, connection);
+        assert_eq!(set.connection.connect_timeout, Duration::from_secs(10), "--connect-timeout's");
+        assert_eq!(set.protocol, Protocol { streams: 3, tls_resume: false, ..Default::default() });
+        let schedule =
+            Schedule { arrival: Arrival::Poisson, max_connections: 7, ..Default::default() };
+        assert_eq!(set.schedule, schedule);
+        assert_eq!(left_out.connection, Connection::default());
+        assert_eq!(left_out.protocol, Protocol::default());
+        assert_eq!(left_out.schedule, Schedule::default());
+        assert_eq!(left_out.schedule.max_connections, 10_000);
     }
 }

@@ -236,7 +236,8 @@ impl Checker<'_> {
         Ok(None)
     }
 
-    /// A custom request's `body` or `body_file` (read now, relative to the suite file).
+    /// A custom request's `body` or `body_file` (read when the suite is checked, relative to
+    /// the suite file).
     fn body(&self, w: &RawWorkload) -> Checked<Vec<u8>> {
         Ok(match (&w.body, &w.body_file) {
             (Some(_), Some(f)) => return self.fail(f.span(), "give body or body_file, not both"),
