@@ -92,7 +92,7 @@ impl AgentArgs {
 /// An agent's failure, as its class says it (a bench's names the lab's CA when it helps).
 pub fn failure(e: AgentError) -> anyhow::Error {
     match e {
-        AgentError::Bench(e) => crate::bench::bench_failure(e),
+        AgentError::Bench(e) => crate::exit::bench_failure(e),
         other => crate::exit::failure(other),
     }
 }

@@ -97,7 +97,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     let mut measure = crate::progress::measure(args.request.quiet)?;
     let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
     let Some(agents) = agents else {
-        let judged = bench::run(request, &mut measure, &mut warn).map_err(bench_failure)?;
+        let judged =
+            bench::run(request, &mut measure, &mut warn).map_err(crate::exit::bench_failure)?;
         write_log(hdr_log, judged.result.hdr_log.as_ref(), &judged)?;
         return print(&args, &judged);
     };
@@ -214,10 +215,4 @@ fn create(path: &Path, flag: &str) -> anyhow::Result<std::fs::File> {
     std::fs::File::create(path).map_err(|e| {
         Failure::usage(format!("{flag} {}: cannot create it: {e}", path.display())).into()
     })
-}
-
-/// A bench's error as its class says, naming the lab instance's CA file when the target is
-/// one whose certificate was not trusted.
-pub fn bench_failure(e: loadlab_runner::bench::BenchError) -> anyhow::Error {
-    crate::exit::failure(loadlab_runner::advice::bench_with_lab_ca(e))
 }
