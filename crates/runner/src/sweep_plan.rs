@@ -136,8 +136,9 @@ impl SweepFlags {
         SweepPlan {
             rates: self.rates.as_ref().map_or_else(Vec::new, |r| r.0.clone()),
             targets,
-            calls: (self.calls_per_conn.is_some() || self.conns_per_step.is_some())
-                .then(|| self.calls_per_conn.unwrap_or(1).max(1)),
+            calls: (self.calls_per_conn.is_some() || self.conns_per_step.is_some()).then(|| {
+                self.calls_per_conn.unwrap_or(loadlab_load::defaults::CALLS_PER_CONN).max(1)
+            }),
             arrival: self.schedule.arrival.into(),
             max_connections,
             criteria: self.criteria(),
