@@ -109,7 +109,7 @@ pub struct Part {
     pub p99_us: u64,
     pub flags: Vec<String>,
     /// What limited the agent's own figures, as its runner judged it, with the evidence: the
-    /// merged verdict is chosen from these (`runner::bench::across::merged_limit`).
+    /// merged verdict is chosen from these (`runner::hosts::across::merged_limit`).
     #[serde(default)]
     pub limited_by: Option<LimitedBy>,
     /// The agent's connections open at once at most, and the most it could open: the

@@ -10,7 +10,7 @@ use loadlab_agents::coordinator::OnLoss;
 use loadlab_runner::hosts::agent::{AgentError, Agents};
 use loadlab_runner::hosts::agent_flags::AgentFlags;
 
-use crate::units::parse_duration;
+use loadlab_load::parse_duration;
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
@@ -92,7 +92,7 @@ impl AgentArgs {
 /// An agent's failure, as its class says it (a bench's names the lab's CA when it helps).
 pub fn failure(e: AgentError) -> anyhow::Error {
     match e {
-        AgentError::Bench(e) => crate::load::bench_failure(e),
+        AgentError::Bench(e) => crate::exit::bench_failure(e),
         other => crate::exit::failure(other),
     }
 }

@@ -120,3 +120,9 @@ pub fn bad_arguments(e: clap::Error, cli: &clap::Command) -> ExitCode {
     eprintln!("loadlab: error: {}", loadlab_output::usage::line(&e, cli, std::env::args().skip(1)));
     ExitCode::from(USAGE)
 }
+
+/// A bench's error as its class says, naming the lab instance's CA file when the target is
+/// one whose certificate was not trusted.
+pub fn bench_failure(e: loadlab_runner::commands::bench::BenchError) -> anyhow::Error {
+    failure(loadlab_runner::advice::bench_with_lab_ca(e))
+}

@@ -25,7 +25,6 @@ mod compare;
 mod doctor;
 mod exit;
 mod help;
-mod load;
 mod merge;
 mod progress;
 mod remote;
@@ -35,8 +34,6 @@ mod runs;
 mod signals;
 mod stack;
 mod sweep;
-mod traffic;
-mod units;
 
 use std::process::ExitCode;
 

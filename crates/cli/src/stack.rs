@@ -14,8 +14,8 @@ use loadlab_runner::commands::stack::{self as runner, Down};
 use serde_json::json;
 
 use crate::exit::{failure, Failure, OK};
-use crate::units::parse_duration;
 use crate::{remote, signals};
+use loadlab_load::parse_duration;
 
 #[derive(Debug, Args)]
 pub struct StackArgs {

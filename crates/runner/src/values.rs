@@ -11,6 +11,15 @@ pub fn slo(s: &str) -> Result<Slo, String> {
     s.parse().map_err(|e: SloError| e.to_string())
 }
 
+/// `sweep --slo`: thresholds, or a bare duration as a p99 bound (what the flag took before it took
+/// thresholds).
+pub fn sweep_slo(s: &str) -> Result<Slo, String> {
+    match loadlab_load::parse_duration(s) {
+        Ok(d) => slo(&format!("p99<={}us", d.as_micros())),
+        Err(_) => slo(s),
+    }
+}
+
 /// `--rate`, `--conn-rate`: a level, a ramp `A..B` or stages `30s:0..1000,2m:1000`.
 pub fn level(s: &str) -> Result<Level, String> {
     Level::parse(s).map_err(|e| e.to_string())

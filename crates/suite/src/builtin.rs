@@ -145,7 +145,7 @@ mod tests {
         let load = &suite.loads[0];
         assert_eq!(load.points, Points::Closed { concurrency: vec![1, 10, 100] });
         assert_eq!(load.stop, Stop::Count(10_000));
-        assert!(!load.keepalive, "ab without -k");
+        assert!(!load.connection.keepalive, "ab without -k");
     }
 
     #[test]
@@ -154,7 +154,7 @@ mod tests {
         let rates = |w: &str| -> Vec<f64> {
             let l = suite.loads.iter().find(|l| l.applies_to(w)).unwrap();
             assert_eq!(l.stop, Stop::Count(50_000));
-            assert_eq!(l.timeout, Duration::from_secs(5));
+            assert_eq!(l.connection.timeout, Duration::from_secs(5));
             match &l.points {
                 Points::Sessions { rates, calls: 1 } => rates.clone(),
                 other => panic!("{other:?}"),
@@ -172,7 +172,8 @@ mod tests {
         assert_eq!(suite.repetitions, 5);
         let names: Vec<&str> = suite.workloads.iter().map(|w| w.name.as_str()).collect();
         assert_eq!(names, ["hello.php", "hello.txt", "100k.bin", "1m.bin", "complex.php"]);
-        let keepalive: BTreeSet<bool> = suite.loads.iter().map(|l| l.keepalive).collect();
+        let keepalive: BTreeSet<bool> =
+            suite.loads.iter().map(|l| l.connection.keepalive).collect();
         assert_eq!(keepalive.len(), 2);
         assert!(planned("modphp-vs-fpm-keepalive", false).skipped.is_empty());
     }
@@ -185,7 +186,7 @@ mod tests {
         let expected: Vec<f64> = (1..=20).map(|i| f64::from(i * 10)).collect();
         assert_eq!(rates, &expected);
         assert_eq!(load.stop, Stop::Count(5_000));
-        assert_eq!(load.timeout, Duration::from_secs(5));
+        assert_eq!(load.connection.timeout, Duration::from_secs(5));
         let knobs = suite.stacks.iter().map(|s| s.knobs().unwrap());
         assert!(knobs.into_iter().all(|k| k.gzip.is_on() && k.keepalive.is_on()));
     }

@@ -117,6 +117,6 @@ pub fn expected_rps(cell: &Cell) -> f64 {
         Point::Closed { concurrency: 1 } => 0.5,
         _ => 1.0,
     };
-    let keepalive = if cell.load.keepalive || base < 1_000.0 { 1.0 } else { 0.5 };
+    let keepalive = if cell.load.connection.keepalive || base < 1_000.0 { 1.0 } else { 0.5 };
     base * concurrency * keepalive
 }

@@ -7,19 +7,17 @@ use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
 
-use loadlab_engine::{Arrival, Stop, Validation};
+use loadlab_engine::Validation;
 use loadlab_lab::catalog;
 use loadlab_lab::knobs::{CpuList, Knobs, OnOff, Timeout};
 use loadlab_stats::slo::Slo;
 use toml::Spanned;
 
 use crate::error::SuiteError;
-use crate::raw::{ArrivalName, ModelName, RawLoad, RawQuick, RawStack, RawSuite, RawWorkload};
-use crate::suite::{
-    selected, why_not, Load, Points, Quick, StackSpec, Suite, WorkloadSpec,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_REPETITIONS, DEFAULT_TIMEOUT,
-};
+use crate::raw::{RawQuick, RawStack, RawSuite, RawWorkload};
+use crate::suite::{selected, why_not, Quick, StackSpec, Suite, WorkloadSpec, DEFAULT_REPETITIONS};
 
+mod load;
 mod own;
 mod shape;
 mod visits;
@@ -30,13 +28,18 @@ const MAX_POINTS: usize = 1_000;
 /// Parses and checks a suite file's text; `file` names it in errors, and the files it names
 /// (`body_file`, `cacert`, `pidfile`) are relative to its directory.
 pub fn parse(text: &str, file: &str) -> Result<Suite, SuiteError> {
-    let raw: RawSuite = toml::from_str(text).map_err(|e| SuiteError::Invalid {
+    let raw: RawSuite = toml::from_str(text).map_err(|e| invalid(text, file, e))?;
+    let dir = Path::new(file).parent().unwrap_or(Path::new(""));
+    Checker { file, text, dir }.suite(raw)
+}
+
+/// TOML's own refusal of `text` (the file `file`), at its position.
+fn invalid(text: &str, file: &str, e: toml::de::Error) -> SuiteError {
+    SuiteError::Invalid {
         file: file.to_string(),
         at: e.span().map(|s| crate::error::locate(text, s.start)),
         message: e.message().trim_end().to_string(),
-    })?;
-    let dir = Path::new(file).parent().unwrap_or(Path::new(""));
-    Checker { file, text, dir }.suite(raw)
+    }
 }
 
 /// Reads and parses a suite file.
@@ -192,6 +195,25 @@ impl Checker<'_> {
             );
         }
         let label = self.label(s)?.unwrap_or_else(|| stack.name.to_string());
+        let knobs = self.knobs(s, stack_cpus, suite_net)?;
+        // The lab's rules, with the file's key at the knob's own position (the stack's name
+        // for a knob the file did not write, as stack_cpus).
+        if let Some(p) = stack.knob_problem(&knobs) {
+            let span = s.knob_span(p.key).unwrap_or(name.span());
+            return self.fail(span, format!("{}: {}", p.key, p.reason));
+        }
+        let host = s.host.as_ref().map(|h| self.host(h)).transpose()?;
+        Ok(StackSpec::lab(label, stack, knobs, host))
+    }
+
+    /// A lab stack's knobs as the file sets them, over the lab's defaults and the suite's
+    /// `stack_cpus` and `net`.
+    fn knobs(
+        &self,
+        s: &RawStack,
+        stack_cpus: Option<&CpuList>,
+        suite_net: Option<&str>,
+    ) -> Checked<Knobs> {
         let on_off = |b: &Spanned<bool>| if *b.get_ref() { OnOff::On } else { OnOff::Off };
         let count = |n: &Option<Spanned<u32>>, key| {
             n.as_ref().map(|n| self.at_least_one(n, key)).transpose()
@@ -208,7 +230,7 @@ impl Checker<'_> {
             Some(c) => Some(self.cpus(c)?),
             None => stack_cpus.cloned(),
         };
-        let knobs = Knobs {
+        Ok(Knobs {
             port: None,
             listen: s.listen.as_ref().map(|l| self.listen(l)).transpose()?,
             keepalive: s.keepalive.as_ref().map_or(OnOff::On, on_off),
@@ -230,28 +252,18 @@ impl Checker<'_> {
             http2: s.http2.as_ref().map_or(OnOff::Off, on_off),
             config: s.config.as_ref().map(|c| self.own_config(c)).transpose()?,
             docroot: s.docroot.as_ref().map(|d| self.own_docroot(d)).transpose()?,
-        };
-        // The lab's rules, with the file's key at the knob's own position (the stack's name
-        // for a knob the file did not write, as stack_cpus).
-        if let Some(p) = stack.knob_problem(&knobs) {
-            let span = s.knob_span(p.key).unwrap_or(name.span());
-            return self.fail(span, format!("{}: {}", p.key, p.reason));
-        }
-        let host = match &s.host {
-            Some(h) => {
-                Some(h.get_ref().parse::<loadlab_remote::Host>().map(|h| h.to_string()).or_else(
-                    |e| {
-                        let why = match e {
-                            loadlab_remote::Error::BadHost(why) => why,
-                            e => e.to_string(),
-                        };
-                        self.fail(h.span(), format!("host: {why}"))
-                    },
-                )?)
-            }
-            None => None,
-        };
-        Ok(StackSpec::lab(label, stack, knobs, host))
+        })
+    }
+
+    /// `host = "ssh://..."`: the lab host a stack runs on, as `loadlab_remote::Host` writes it.
+    fn host(&self, h: &Spanned<String>) -> Checked<String> {
+        h.get_ref().parse::<loadlab_remote::Host>().map(|h| h.to_string()).or_else(|e| {
+            let why = match e {
+                loadlab_remote::Error::BadHost(why) => why,
+                e => e.to_string(),
+            };
+            self.fail(h.span(), format!("host: {why}"))
+        })
     }
 
     /// `label = "..."`, checked.
@@ -393,201 +405,6 @@ impl Checker<'_> {
             }
         }
         Ok(Some(v))
-    }
-
-    fn loads(
-        &self,
-        raw: &Spanned<Vec<RawLoad>>,
-        workloads: &Spanned<Vec<RawWorkload>>,
-    ) -> Checked<Vec<Load>> {
-        if raw.get_ref().is_empty() {
-            return self.fail(raw.span(), "a suite needs at least one load");
-        }
-        let names: Vec<&str> =
-            workloads.get_ref().iter().map(|w| w.name.get_ref().as_str()).collect();
-        raw.get_ref().iter().map(|l| self.load(l, &names)).collect()
-    }
-
-    fn load(&self, l: &RawLoad, workload_names: &[&str]) -> Checked<Load> {
-        let model = *l.model.get_ref();
-        // With its article, for messages: "an open load", "a closed load".
-        let a_model = match model {
-            ModelName::Closed => "a closed",
-            ModelName::Open => "an open",
-            ModelName::Sessions => "a sessions",
-        };
-        let present = [
-            ("concurrency", l.concurrency.as_ref().map(Spanned::span)),
-            ("rates", l.rates.as_ref().map(Spanned::span)),
-            ("sweep", l.sweep.as_ref().map(Spanned::span)),
-            ("stages", l.stages.as_ref().map(Spanned::span)),
-            ("calls_per_conn", l.calls_per_conn.as_ref().map(Spanned::span)),
-            ("requests", l.requests.as_ref().map(Spanned::span)),
-            ("conns", l.conns.as_ref().map(Spanned::span)),
-            ("arrival", l.arrival.as_ref().map(Spanned::span)),
-            ("max_connections", l.max_connections.as_ref().map(Spanned::span)),
-        ];
-        let allowed: &[&str] = match model {
-            ModelName::Closed => &["concurrency", "stages", "requests"],
-            ModelName::Open => {
-                &["rates", "sweep", "stages", "requests", "arrival", "max_connections"]
-            }
-            ModelName::Sessions => &[
-                "rates",
-                "sweep",
-                "stages",
-                "calls_per_conn",
-                "conns",
-                "arrival",
-                "max_connections",
-            ],
-        };
-        for (key, span) in present {
-            if let Some(span) = span {
-                if !allowed.contains(&key) {
-                    return self.fail(
-                        span,
-                        format!(
-                            "{key} does not apply to {a_model} load (it takes {})",
-                            allowed.join(", ")
-                        ),
-                    );
-                }
-            }
-        }
-
-        let (points, shape) = match model {
-            ModelName::Closed => {
-                let (concurrency, shape) = self.concurrency_points(l)?;
-                (Points::Closed { concurrency }, shape)
-            }
-            ModelName::Open => {
-                let (rates, shape) = self.rate_points(l)?;
-                (Points::Open { rates }, shape)
-            }
-            ModelName::Sessions => {
-                let calls = match &l.calls_per_conn {
-                    Some(c) => self.at_least_one(c, "calls_per_conn")?,
-                    // httperf's --num-calls default: one request per connection.
-                    None => 1,
-                };
-                let (rates, shape) = self.rate_points(l)?;
-                (Points::Sessions { rates, calls }, shape)
-            }
-        };
-
-        let count_key = if model == ModelName::Sessions { "conns" } else { "requests" };
-        let count = if model == ModelName::Sessions { &l.conns } else { &l.requests };
-        let stop = match self.shaped_stop(l, shape.as_ref(), count_key, count.as_ref())? {
-            Some(stop) => stop,
-            None => self.stop(l, a_model, count_key, count.as_ref())?,
-        };
-
-        let keepalive = l.keepalive.as_ref().is_none_or(|k| *k.get_ref());
-        if let (ModelName::Sessions, Some(k)) = (model, &l.keepalive) {
-            if !k.get_ref() {
-                return self.fail(
-                    k.span(),
-                    "keepalive = false does not apply to sessions: a session's calls share its \
-                     connection (use calls_per_conn = 1 for a connection per request)",
-                );
-            }
-        }
-        let accept_encoding = match &l.accept_encoding {
-            Some(a) => {
-                let v = a.get_ref();
-                if v.trim().is_empty() || v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-                    return self
-                        .fail(a.span(), "accept_encoding: give a header value, as \"gzip\"");
-                }
-                Some(v.trim().to_string())
-            }
-            None => None,
-        };
-        let timeout = match &l.timeout {
-            Some(t) => self.duration(t, false)?,
-            None => DEFAULT_TIMEOUT,
-        };
-        let arrival = match l.arrival.as_ref().map(|a| *a.get_ref()) {
-            Some(ArrivalName::Poisson) => Arrival::Poisson,
-            Some(ArrivalName::Fixed) | None => Arrival::Fixed,
-        };
-        let max_connections = match &l.max_connections {
-            Some(m) => self.at_least_one(m, "max_connections")? as usize,
-            None => DEFAULT_MAX_CONNECTIONS,
-        };
-        let workloads = match &l.workloads {
-            Some(list) if list.is_empty() => {
-                return self.fail(l.model.span(), "workloads = [] applies this load to nothing")
-            }
-            Some(list) => {
-                for w in list {
-                    if !workload_names.contains(&w.get_ref().as_str()) {
-                        return self.fail(
-                            w.span(),
-                            format!("{:?} is not one of this suite's workloads", w.get_ref()),
-                        );
-                    }
-                }
-                Some(list.iter().map(|w| w.get_ref().clone()).collect())
-            }
-            None => None,
-        };
-        let streams = match &l.streams {
-            Some(m) => self.at_least_one(m, "streams")? as usize,
-            None => 1,
-        };
-        Ok(Load {
-            points,
-            stop,
-            keepalive,
-            accept_encoding,
-            timeout,
-            arrival,
-            max_connections,
-            streams,
-            tls_resume: l.tls_resume.as_ref().is_none_or(|r| *r.get_ref()),
-            workloads,
-            shape,
-        })
-    }
-
-    /// A fixed load's stop: `requests` (`conns` for sessions) or `duration`, exactly one.
-    fn stop(
-        &self,
-        l: &RawLoad,
-        a_model: &str,
-        count_key: &str,
-        count: Option<&Spanned<u64>>,
-    ) -> Checked<Stop> {
-        match (count, &l.duration) {
-            (Some(_), Some(d)) => {
-                self.fail(d.span(), format!("give {count_key} or duration, not both"))
-            }
-            (Some(n), None) if *n.get_ref() == 0 => {
-                self.fail(n.span(), format!("{count_key} must be at least 1"))
-            }
-            (Some(n), None) => Ok(Stop::Count(*n.get_ref())),
-            (None, Some(d)) => Ok(Stop::Duration(self.duration(d, false)?)),
-            (None, None) => self.fail(
-                l.model.span(),
-                format!("{a_model} load needs {count_key} = N or duration = \"10s\""),
-            ),
-        }
-    }
-
-    /// `sweep = "LOW..HIGH:STEP"`, for a load that gives neither `rates` nor `stages`.
-    fn rates(&self, l: &RawLoad) -> Checked<Vec<f64>> {
-        match &l.sweep {
-            Some(s) => match parse_sweep(s.get_ref()) {
-                Ok(rates) => Ok(rates),
-                Err(e) => self.fail(s.span(), format!("sweep: {e}")),
-            },
-            None => self.fail(
-                l.model.span(),
-                "this load needs rates = [...], sweep = \"LOW..HIGH:STEP\" or stages = \"...\"",
-            ),
-        }
     }
 
     fn quick(&self, q: &RawQuick) -> Checked<Quick> {

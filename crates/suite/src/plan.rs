@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loadlab_engine::{
-    Arrival, BenchConfig, Level, Pacing, Protocol, RequestSpec, Shape, Stage, Stop, Validation,
+    BenchConfig, Level, Pacing, Protocol, RequestSpec, Shape, Stage, Stop, Validation,
 };
 use loadlab_lab::knobs::CpuList;
 use loadlab_lab::workloads::{Expect, Workload};
@@ -101,16 +101,13 @@ pub struct LoadPoint {
     pub load_index: usize,
     pub point: Point,
     pub stop: Stop,
-    pub keepalive: bool,
-    pub timeout: Duration,
+    pub connection: loadlab_load::Connection,
     pub warmup: Duration,
-    pub arrival: Arrival,
-    pub max_connections: usize,
+    pub schedule: loadlab_load::Schedule,
     pub accept_encoding: Option<String>,
-    /// HTTP/2 streams per connection, for a stack with `http2` on.
-    pub streams: usize,
-    /// TLS session resumption, for a stack with `tls` on.
-    pub tls_resume: bool,
+    /// HTTP/2 streams per connection (a stack with `http2` on), TLS session resumption (one
+    /// with `tls` on).
+    pub protocol: loadlab_load::Protocol,
     /// A load that changes over time, its ramp laid over the point's duration (and under
     /// `--quick` its stages shortened alike): the engine paces the cell by it, keeps every
     /// second's figures, and runs no warm-up (the shape starts where it says).
@@ -127,13 +124,10 @@ pub enum Point {
 
 impl LoadPoint {
     pub fn pacing(&self) -> Pacing {
-        let (arrival, max_connections) = (self.arrival, self.max_connections);
         match self.point {
             Point::Closed { .. } => Pacing::Closed,
-            Point::Open { rate } => Pacing::Open { rate, arrival, max_connections },
-            Point::Sessions { rate, calls } => {
-                Pacing::Sessions { rate, arrival, calls, max_connections }
-            }
+            Point::Open { rate } => self.schedule.pacing(rate, None),
+            Point::Sessions { rate, calls } => self.schedule.pacing(rate, Some(calls)),
         }
     }
 
@@ -147,9 +141,8 @@ impl LoadPoint {
             config.threads = config.threads.min(concurrency).max(1);
         }
         config.stop = self.stop;
-        config.keepalive = self.keepalive;
-        config.tls.resume = self.tls_resume;
-        config.timeout = self.timeout;
+        self.connection.apply(config);
+        self.protocol.apply(config);
         config.warmup = self.warmup;
         if let Some(enc) = &self.accept_encoding {
             config.request.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("accept-encoding"));
@@ -203,7 +196,7 @@ impl Cell {
         }
         self.load.apply(config);
         if self.http2() {
-            config.protocol = Protocol::Http2 { streams: self.load.streams };
+            config.protocol = Protocol::Http2 { streams: self.load.protocol.streams };
         }
         config.validation = self.workload.check.validation();
         if self.workload.view {
@@ -257,37 +250,7 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
                 });
                 continue;
             };
-            let points: Vec<LoadPoint> = suite
-                .loads
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| l.applies_to(&w.name))
-                .flat_map(|(load_index, l)| {
-                    let sessions = matches!(l.points, Points::Sessions { .. });
-                    let stop = if quick { suite.quick.stop(l.stop, sessions) } else { l.stop };
-                    let shape = l
-                        .shape
-                        .as_ref()
-                        .and_then(|level| shape_of(level, stop, quick.then_some(&suite.quick)));
-                    // A shape sets the duration, and starts where it says: no warm-up.
-                    let stop = shape.as_ref().map_or(stop, |s| Stop::Duration(s.duration()));
-                    let warmup = if shape.is_some() { Duration::ZERO } else { warmup };
-                    points_of(&l.points).into_iter().map(move |point| LoadPoint {
-                        load_index,
-                        point,
-                        stop,
-                        keepalive: l.keepalive,
-                        timeout: l.timeout,
-                        warmup,
-                        arrival: l.arrival,
-                        max_connections: l.max_connections,
-                        accept_encoding: l.accept_encoding.clone(),
-                        streams: l.streams,
-                        tls_resume: l.tls_resume,
-                        shape: shape.clone(),
-                    })
-                })
-                .collect();
+            let points = load_points(suite, &w.name, quick, warmup);
             runs.push((workload, points));
         }
         per_stack.push(runs);
@@ -318,6 +281,39 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
         cells,
         skipped,
     }
+}
+
+/// The load points of every load that applies to `workload`, in the suite's order; `quick`
+/// scales their stops, `warmup` is the suite's (scaled).
+fn load_points(suite: &Suite, workload: &str, quick: bool, warmup: Duration) -> Vec<LoadPoint> {
+    suite
+        .loads
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.applies_to(workload))
+        .flat_map(|(load_index, l)| {
+            let sessions = matches!(l.points, Points::Sessions { .. });
+            let stop = if quick { suite.quick.stop(l.stop, sessions) } else { l.stop };
+            let shape = l
+                .shape
+                .as_ref()
+                .and_then(|level| shape_of(level, stop, quick.then_some(&suite.quick)));
+            // A shape sets the duration, and starts where it says: no warm-up.
+            let stop = shape.as_ref().map_or(stop, |s| Stop::Duration(s.duration()));
+            let warmup = if shape.is_some() { Duration::ZERO } else { warmup };
+            points_of(&l.points).into_iter().map(move |point| LoadPoint {
+                load_index,
+                point,
+                stop,
+                connection: l.connection,
+                warmup,
+                schedule: l.schedule,
+                accept_encoding: l.accept_encoding.clone(),
+                protocol: l.protocol.clone(),
+                shape: shape.clone(),
+            })
+        })
+        .collect()
 }
 
 /// What `w` requests on `stack` and how its answers are checked; `None` when the stack cannot

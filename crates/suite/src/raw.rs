@@ -199,13 +199,37 @@ pub struct RawLoad {
     pub requests: Option<Spanned<u64>>,
     pub conns: Option<Spanned<u64>>,
     pub duration: Option<Spanned<String>>,
+    // keepalive, timeout, arrival, max_connections, streams and tls_resume are bench's flags:
+    // each value is read into [`LoadSettings`]; here each key is known (a misspelt one is
+    // refused, and the keys are listed in this order) with its position for the checks.
     pub keepalive: Option<Spanned<bool>>,
     pub accept_encoding: Option<Spanned<String>>,
     pub timeout: Option<Spanned<String>>,
-    pub arrival: Option<Spanned<ArrivalName>>,
+    pub arrival: Option<Spanned<loadlab_load::Arrival>>,
     pub max_connections: Option<Spanned<u32>>,
     pub streams: Option<Spanned<u32>>,
+    /// A bool has nothing to check.
+    #[allow(dead_code)]
     pub tls_resume: Option<Spanned<bool>>,
+}
+
+/// What a `[[loads]]` entry sets of `bench`'s flags, deserialized into their own types (each
+/// key left out at the flag's default) from the same entry [`RawLoad`] reads with positions
+/// for the checks; the other keys are RawLoad's alone.
+#[derive(Debug, Deserialize)]
+pub struct LoadSettings {
+    #[serde(flatten)]
+    pub connection: loadlab_load::Connection,
+    #[serde(flatten)]
+    pub protocol: loadlab_load::Protocol,
+    #[serde(flatten)]
+    pub schedule: loadlab_load::Schedule,
+}
+
+/// The suite file's `[[loads]]` as [`LoadSettings`], every other key left to [`RawSuite`].
+#[derive(Debug, Deserialize)]
+pub struct RawLoadSettings {
+    pub loads: Vec<LoadSettings>,
 }
 
 /// `[quick]`: how `--quick` shrinks the suite.
@@ -225,13 +249,6 @@ pub enum ModelName {
     Closed,
     Open,
     Sessions,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ArrivalName {
-    Fixed,
-    Poisson,
 }
 
 /// `expect_status`: a bare code (`200`) or the `--expect-status` spelling (`"200,304"`,

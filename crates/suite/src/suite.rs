@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use loadlab_engine::{Arrival, RequestSpec, Stop, TlsOptions, Validation};
+use loadlab_engine::{RequestSpec, Stop, TlsOptions, Validation};
 use loadlab_lab::catalog::{self, Db, Stack};
 use loadlab_lab::knobs::{CpuList, Knobs, OnOff};
 use loadlab_lab::named::Processes;
@@ -211,19 +211,16 @@ pub struct Load {
     pub points: Points,
     /// Requests (closed, open), sessions (sessions) or time, at each point.
     pub stop: Stop,
-    pub keepalive: bool,
-    /// Sent as the Accept-Encoding header, so that a stack's gzip knob has an effect.
+    /// `keepalive` and `timeout`, as `bench` takes them (`--no-keepalive`, `-s`).
+    pub connection: loadlab_load::Connection,
+    /// Sent as the Accept-Encoding header, so that a stack's gzip knob has an effect. Suite
+    /// only: `bench` sends it with `-H 'Accept-Encoding: ...'`.
     pub accept_encoding: Option<String>,
-    pub timeout: Duration,
-    pub arrival: Arrival,
-    /// Open loop and sessions: the most connections open at once.
-    pub max_connections: usize,
-    /// On a stack with `http2` on: requests in flight on each connection (h2load's `-m`);
-    /// 1 otherwise.
-    pub streams: usize,
-    /// On a stack with `tls` on: resume TLS sessions across the cell's connections (the
-    /// default), or a full handshake for every new connection.
-    pub tls_resume: bool,
+    /// Open loop and sessions: `arrival` and `max_connections`, as `bench` takes them.
+    pub schedule: loadlab_load::Schedule,
+    /// `streams` (on a stack with `http2` on) and `tls_resume` (with `tls` on), as `bench`
+    /// takes them; the stack's knob, not the load, says whether it speaks HTTP/2.
+    pub protocol: loadlab_load::Protocol,
     /// Names of the workloads it applies to; `None`: all of the suite's.
     pub workloads: Option<Vec<String>>,
     /// A load that changes over time (`stages`, or a ramp in `rates`): its one point is the
@@ -281,11 +278,6 @@ impl Quick {
     }
 }
 
-/// As `loadlab bench --max-connections`: enough that a slow server shows as latency and
-/// errors rather than as a silently lower rate.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
-/// As the engine's: long enough that ordinary slowness is measured, not counted as errors.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Three is the fewest repetitions that give a median with a spread.
 pub const DEFAULT_REPETITIONS: u32 = 3;
 

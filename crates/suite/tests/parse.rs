@@ -88,7 +88,7 @@ fn a_good_file_parses_into_what_it_says() {
     let load = &suite.loads[0];
     assert_eq!(load.points, Points::Open { rates: vec![100.0, 200.0, 300.0] });
     assert_eq!(load.stop, Stop::Duration(Duration::from_secs(2)));
-    assert_eq!(load.arrival, Arrival::Poisson);
+    assert_eq!(Arrival::from(load.schedule.arrival), Arrival::Poisson);
     assert_eq!(load.accept_encoding.as_deref(), Some("gzip"));
     assert_eq!(plan(&suite, false).cells.len(), 4 * 2 * 3);
 }

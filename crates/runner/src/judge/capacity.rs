@@ -190,14 +190,15 @@ pub fn check(has: &Has, connections: usize, threads: usize) -> Result<(), Shortf
     }
 }
 
-/// What to do when a run's connections do not fit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What to do when a run's connections do not fit (`--over-capacity`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Policy {
-    /// Refuse before any load.
+    /// Refuse before any load (exit 2).
+    #[default]
     Refuse,
     /// Run with the connections that fit, and say so.
     Cap,
-    /// Run as asked: the connections that do not fit fail as the client's own errors.
+    /// Run as asked: the connections that do not fit fail as fd_unavail or addr_unavail.
     Run,
 }
 

@@ -48,6 +48,15 @@ impl Checker<'_> {
                  workload's path",
             );
         }
+        let tls = self.external_tls(s, &target)?;
+        let processes = self.processes(s)?;
+        let base = url.get_ref().trim_end_matches('/').to_string();
+        Ok(StackSpec::external(label, External { url: base, tls, processes }))
+    }
+
+    /// An external `https://` target's trust: the file's `cacert` or `insecure`; sessions
+    /// resume as in `bench`.
+    fn external_tls(&self, s: &RawStack, target: &Target) -> Checked<TlsOptions> {
         let mut tls = TlsOptions { resume: true, ..TlsOptions::default() };
         if let Some(i) = &s.insecure {
             if !target.tls {
@@ -69,6 +78,12 @@ impl Checker<'_> {
                 return self.fail(c.span(), format!("cacert: {e}"));
             }
         }
+        Ok(tls)
+    }
+
+    /// The processes to sample as the tier `external`: `pids`, `pidfile` or `unit`, at most
+    /// one; `None`: not sampled.
+    fn processes(&self, s: &RawStack) -> Checked<Option<Processes>> {
         let named: Vec<(&str, Range<usize>)> = s
             .external_keys()
             .into_iter()
@@ -81,7 +96,7 @@ impl Checker<'_> {
                 format!("{second}: name the processes to sample once: pids, pidfile or unit"),
             );
         }
-        let processes = if let Some(pids) = &s.pids {
+        Ok(if let Some(pids) = &s.pids {
             if pids.get_ref().is_empty() {
                 return self.fail(pids.span(), "pids: give at least one, or leave pids out");
             }
@@ -103,9 +118,7 @@ impl Checker<'_> {
             Some(Processes::Unit(unit.to_string()))
         } else {
             None
-        };
-        let base = url.get_ref().trim_end_matches('/').to_string();
-        Ok(StackSpec::external(label, External { url: base, tls, processes }))
+        })
     }
 
     /// `config = "DIR"`: the user's config snippets, by the include points' names.
@@ -133,36 +146,7 @@ impl Checker<'_> {
         if let Some(order) = &w.urls_order {
             return self.fail(order.span(), "urls_order orders a URL list: give urls = \"FILE\"");
         }
-        let Some(path) = &w.path else {
-            let custom = [
-                ("method", w.method.as_ref().map(Spanned::span)),
-                ("body", w.body.as_ref().map(Spanned::span)),
-                ("body_file", w.body_file.as_ref().map(Spanned::span)),
-                ("headers", w.headers.as_ref().and_then(|h| h.first()).map(Spanned::span)),
-            ];
-            if let Some((key, span)) = custom.into_iter().find_map(|(k, s)| Some((k, s?))) {
-                let path = builtin_workload(name).map_or("/...", |b| b.path);
-                return self.fail(
-                    span,
-                    format!(
-                        "{key} is part of a custom request, which needs its path (path = \
-                         \"{path}\"; name is then its label)"
-                    ),
-                );
-            }
-            if builtin_workload(name).is_none() {
-                let known = all_workload_names();
-                return self.fail(
-                    w.name.span(),
-                    format!(
-                        "unknown workload {name:?}; the workloads are: {}, or give a path for a \
-                         request of your own",
-                        known.join(", ")
-                    ),
-                );
-            }
-            return Ok(None);
-        };
+        let Some(path) = &w.path else { return self.builtin_request(w) };
         if name.trim().is_empty() || name.chars().any(char::is_control) {
             return self.fail(w.name.span(), "name: a label of printable characters");
         }
@@ -208,7 +192,54 @@ impl Checker<'_> {
             }
             spec.headers.push(header);
         }
-        spec.body = match (&w.body, &w.body_file) {
+        spec.body = self.body(w)?;
+        // The engine's own check of the method, as it will encode the request.
+        let probe = Target::parse("http://localhost/").expect("a valid URL");
+        if let Err(e) = spec.encode(&probe, true) {
+            let span = w.method.as_ref().map_or(path.span(), Spanned::span);
+            return self.fail(span, format!("method: {e}; a method is one word, as GET or POST"));
+        }
+        Ok(Some(CustomRequest { path: p.clone(), spec, urls: None }))
+    }
+
+    /// A workload without `path`: the lab's built-in one of its name (`None`), none of a
+    /// custom request's keys given.
+    fn builtin_request(&self, w: &RawWorkload) -> Checked<Option<CustomRequest>> {
+        let name = w.name.get_ref();
+        let custom = [
+            ("method", w.method.as_ref().map(Spanned::span)),
+            ("body", w.body.as_ref().map(Spanned::span)),
+            ("body_file", w.body_file.as_ref().map(Spanned::span)),
+            ("headers", w.headers.as_ref().and_then(|h| h.first()).map(Spanned::span)),
+        ];
+        if let Some((key, span)) = custom.into_iter().find_map(|(k, s)| Some((k, s?))) {
+            let path = builtin_workload(name).map_or("/...", |b| b.path);
+            return self.fail(
+                span,
+                format!(
+                    "{key} is part of a custom request, which needs its path (path = \
+                     \"{path}\"; name is then its label)"
+                ),
+            );
+        }
+        if builtin_workload(name).is_none() {
+            let known = all_workload_names();
+            return self.fail(
+                w.name.span(),
+                format!(
+                    "unknown workload {name:?}; the workloads are: {}, or give a path for a \
+                     request of your own",
+                    known.join(", ")
+                ),
+            );
+        }
+        Ok(None)
+    }
+
+    /// A custom request's `body` or `body_file` (read when the suite is checked, relative to
+    /// the suite file).
+    fn body(&self, w: &RawWorkload) -> Checked<Vec<u8>> {
+        Ok(match (&w.body, &w.body_file) {
             (Some(_), Some(f)) => return self.fail(f.span(), "give body or body_file, not both"),
             (Some(b), None) => b.get_ref().as_bytes().to_vec(),
             (None, Some(f)) => {
@@ -224,14 +255,7 @@ impl Checker<'_> {
                 }
             }
             (None, None) => Vec::new(),
-        };
-        // The engine's own check of the method, as it will encode the request.
-        let probe = Target::parse("http://localhost/").expect("a valid URL");
-        if let Err(e) = spec.encode(&probe, true) {
-            let span = w.method.as_ref().map_or(path.span(), Spanned::span);
-            return self.fail(span, format!("method: {e}; a method is one word, as GET or POST"));
-        }
-        Ok(Some(CustomRequest { path: p.clone(), spec, urls: None }))
+        })
     }
 
     /// A workload whose requests are a URL list (`urls = FILE`, bench --urls's format, with

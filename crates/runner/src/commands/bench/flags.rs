@@ -1,17 +1,21 @@
-//! The flags of `bench` and `sweep` as typed (the command line parses them): each request and
-//! connection, the load model and stop condition, what is sent beyond one URL; made into the
-//! engine's configuration with everything that can be checked checked before a byte is sent,
-//! each refusal naming its flag.
+//! The flags of `bench` and `sweep`, defined once as clap parses them (the parsed flags are the
+//! configuration, with what a suite shares from `loadlab_load`): each request and connection,
+//! the load model and stop condition, what is sent beyond one URL; lowered into the engine's
+//! configuration with everything that can be checked checked before a byte is sent, each
+//! refusal naming its flag.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::judge::capacity::Policy;
 use loadlab_engine::{
     input, sys, Arrival, BenchConfig, EngineError, Level, Order, Pacing, Replay, RequestSpec, Stop,
     Target, Traffic, Validation,
 };
+pub use loadlab_load::Schedule;
+use loadlab_load::{defaults, parse_duration};
 
 /// A flag's value the user has to change, or the engine's refusal of what they made.
 #[derive(Debug, thiserror::Error)]
@@ -22,49 +26,102 @@ pub enum FlagError {
     Engine(EngineError),
 }
 
-/// The request, connection and client flags, as typed.
-#[derive(Debug, Clone, Default)]
+/// The request, connection and client flags of `bench` and `sweep`, as clap parses them: the
+/// parsed flags are the configuration [`RequestFlags::config`] lowers.
+#[derive(Debug, Clone, clap::Args)]
 pub struct RequestFlags {
-    /// `-t`: worker threads [default: CPUs available, or one per CPU of `pin`].
+    /// Worker threads, each with its own event loop [default: CPUs available, or one per CPU
+    /// of --pin; in bench's closed loop at most -c]. Not ab's -t (a time limit): -d here.
+    #[arg(short = 't', long = "threads")]
     pub threads: Option<usize>,
-    /// `--pin`: CPUs (a list such as 0,2-3) for the workers, round-robin.
+    /// CPUs to pin the worker threads to, round-robin (e.g. 0 or 0,2-3).
+    #[arg(long = "pin", value_name = "CPUS")]
     pub pin: Option<String>,
-    /// Not `--no-keepalive`.
-    pub keepalive: bool,
-    pub timeout: Duration,
-    pub connect_timeout: Duration,
-    pub warmup: Duration,
-    pub seed: u64,
-    /// `--source-ips`: a range or a list.
-    pub source_ips: Option<String>,
-    pub unix_socket: Option<PathBuf>,
-    /// `--http2` with its `--streams`.
-    pub http2_streams: Option<usize>,
-    pub insecure: bool,
-    pub cacert: Option<PathBuf>,
-    /// Not `--no-tls-resume`.
-    pub tls_resume: bool,
-    /// "1.2" or "1.3".
-    pub tls_version: Option<String>,
-    /// ab's -i: HEAD.
-    pub head: bool,
+    #[command(flatten)]
+    pub connection: loadlab_load::Connection,
+    /// The request method (ab's -m; h2load's -m is --streams).
+    #[arg(short = 'm', long = "method", default_value = "GET")]
     pub method: String,
-    /// `-H`, "Name: value" each.
+    /// An extra request header, "Name: value" (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
-    /// ab's -C, NAME=VALUE each.
+    /// ab's -i: HEAD requests.
+    #[arg(
+        short = 'i',
+        long = "head",
+        conflicts_with_all = ["method", "body", "body_string", "post_file", "put_file"]
+    )]
+    pub head: bool,
+    /// ab's -C: a cookie, NAME=VALUE, sent in the Cookie header (repeatable: one header, the
+    /// cookies joined with "; ").
+    #[arg(short = 'C', long = "cookie", value_name = "NAME=VALUE")]
     pub cookies: Vec<String>,
-    /// ab's -A, USER:PASSWORD.
+    /// ab's -A: HTTP Basic authentication, USER:PASSWORD (the Authorization header).
+    #[arg(short = 'A', long = "basic-auth", value_name = "USER:PASSWORD")]
     pub basic_auth: Option<String>,
+    /// Send the contents of FILE as the request body.
+    #[arg(long = "body", value_name = "FILE", conflicts_with = "body_string")]
     pub body: Option<PathBuf>,
+    /// Send S as the request body.
+    #[arg(long = "body-string", value_name = "S", conflicts_with_all = ["post_file", "put_file"])]
     pub body_string: Option<String>,
-    /// ab's -p and -u.
+    /// ab's -p: POST the contents of FILE (the method becomes POST unless -m names another).
+    #[arg(short = 'p', long = "post-file", value_name = "FILE", conflicts_with_all = ["body", "put_file"])]
     pub post_file: Option<PathBuf>,
+    /// ab's -u: PUT the contents of FILE.
+    #[arg(short = 'u', long = "put-file", value_name = "FILE", conflicts_with = "body")]
     pub put_file: Option<PathBuf>,
-    /// ab's -T.
+    /// ab's -T: the request's Content-Type header (with -p, -u or --body).
+    #[arg(short = 'T', long = "content-type", value_name = "TYPE")]
     pub content_type: Option<String>,
+    /// Load applied before measuring, excluded from the results.
+    #[arg(long = "warmup", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub warmup: Duration,
+    /// Count responses with other status codes as failures (200, 200-299, 2xx, 200,304).
+    #[arg(long = "expect-status", value_name = "CODES")]
     pub expect_status: Option<String>,
+    /// Count responses whose body has another SHA-256 as failures.
+    #[arg(long = "expect-body-sha256", value_name = "HEX")]
     pub expect_body_sha256: Option<String>,
+    /// Count responses whose body does not contain TEXT as failures.
+    #[arg(long = "expect-contains", value_name = "TEXT")]
     pub expect_contains: Option<String>,
+    /// Local addresses to connect from, round-robin, so ephemeral ports last longer
+    /// (127.0.0.1-127.0.0.16, or a comma-separated list).
+    #[arg(long = "source-ips", value_name = "IPS", conflicts_with = "unix_socket")]
+    pub source_ips: Option<String>,
+    /// https://: accept any certificate (a self-signed test server); the connection is still
+    /// encrypted.
+    #[arg(long = "insecure")]
+    pub insecure: bool,
+    /// https://: trust the certificates in this PEM file instead of the system's.
+    #[arg(long = "cacert", value_name = "FILE", conflicts_with = "insecure")]
+    pub cacert: Option<PathBuf>,
+    #[command(flatten)]
+    pub protocol: loadlab_load::Protocol,
+    /// Connect to this unix-domain socket instead of the URL's host and port (as curl's
+    /// --unix-socket): the URL still gives the Host header and the path.
+    #[arg(long = "unix-socket", value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
+    /// When the connections do not fit what the client has (open-file limit, local ports toward
+    /// the target, memory): refuse with exit 2 naming the limit, cap them to what fits with a
+    /// warning, or run anyway (the excess fails as fd_unavail or addr_unavail).
+    #[arg(long = "over-capacity", value_enum, default_value_t = Policy::Refuse)]
+    pub over_capacity: Policy,
+    /// Seed for Poisson arrivals (the same seed and thread count repeat the same schedule).
+    #[arg(long = "seed", default_value_t = 1)]
+    pub seed: u64,
+    /// No live progress line (sweep, which has none: no table on stderr with --format json).
+    // Command line only: what the cli shows while the load runs.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+impl Default for RequestFlags {
+    /// No flag given: each default as `--help` states it.
+    fn default() -> Self {
+        loadlab_load::unflagged()
+    }
 }
 
 impl RequestFlags {
@@ -90,27 +147,16 @@ impl RequestFlags {
                 config.threads = config.pin.len().max(1);
             }
         }
-        config.keepalive = self.keepalive;
-        config.timeout = self.timeout;
-        config.connect_timeout = self.connect_timeout;
+        self.connection.apply(&mut config);
         config.warmup = self.warmup;
         config.seed = self.seed;
         if let Some(s) = &self.source_ips {
             config.source_ips = parse_ip_list(s).map_err(FlagError::Usage)?;
         }
         config.unix_socket.clone_from(&self.unix_socket);
-        if let Some(streams) = self.http2_streams {
-            config.protocol = loadlab_engine::Protocol::Http2 { streams };
-        }
-        config.tls = loadlab_engine::TlsOptions {
-            insecure: self.insecure,
-            cacert: self.cacert.clone(),
-            resume: self.tls_resume,
-            version: self.tls_version.as_deref().map(|v| match v {
-                "1.2" => loadlab_engine::TlsVersion::Tls12,
-                _ => loadlab_engine::TlsVersion::Tls13,
-            }),
-        };
+        config.tls.insecure = self.insecure;
+        config.tls.cacert.clone_from(&self.cacert);
+        self.protocol.apply(&mut config);
         if config.target.tls && config.unix_socket.is_some() {
             return Err(FlagError::Usage("https:// over --unix-socket is not supported".into()));
         }
@@ -236,87 +282,147 @@ pub fn parse_ip_list(s: &str) -> Result<Vec<IpAddr>, String> {
     Ok(out)
 }
 
-/// How scheduled load (open loop and sessions) is spaced and bounded, for `bench` and `sweep`.
-#[derive(Debug, Clone, Copy)]
-pub struct Schedule {
-    pub arrival: Arrival,
-    /// Connections may grow up to this many rather than the rate silently dropping.
-    pub max_connections: usize,
-    /// `--coalesce`: the send wake-ups' grid step (zero: each arrival at its own due time).
-    pub coalesce: Duration,
-}
-
-impl Schedule {
-    /// Arrivals at `rate` per second: single requests, or sessions of `calls` requests.
-    pub fn pacing(&self, rate: f64, calls: Option<u32>) -> Pacing {
-        let (arrival, max_connections) = (self.arrival, self.max_connections);
-        match calls {
-            Some(calls) => Pacing::Sessions { rate, arrival, calls, max_connections },
-            None => Pacing::Open { rate, arrival, max_connections },
-        }
-    }
-}
-
-/// `bench`'s load model and stop condition, as typed.
-#[derive(Debug, Clone)]
+/// `bench`'s load model and stop condition, and the visitors it may bring, as clap parses them.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(group(clap::ArgGroup::new("visitors").args(["wsesslog", "visits"])))]
 pub struct LoadFlags {
-    /// `-c` [default: 10]: a level, or (a closed loop's stages) a shape.
+    /// Closed loop: concurrent connections, each with one request outstanding [default: 10]
+    /// (with --rate, wrk2's -c, the bound is --max-connections).
+    /// A ramp (0..100 over -d) or stages (30s:0..100,1m:100) open and close connections on
+    /// schedule (k6's ramping VUs), with the figures of every second.
+    #[arg(short = 'c', long = "connections", value_parser = crate::values::connections)]
     pub connections: Option<Level>,
-    /// `-n`.
+    /// Total requests to make after warm-up (not with --conn-rate, whose sessions are counted
+    /// in connections: --conns).
+    #[arg(short = 'n', long = "requests", conflicts_with_all = ["duration", "conns", "conn_rate"])]
     pub requests: Option<u64>,
-    /// `-d` [default, with no count: 10 s].
+    /// How long to run (10s, 1m, 500ms); the default when no count is given is 10s.
+    #[arg(short = 'd', long = "duration", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
-    /// `--rate` (or `--stages`): the open loop, at a level or in a shape.
+    /// Open loop: requests per second, due on a schedule whatever the server's speed; latency
+    /// is measured from when each request was due (-R as wrk2). A ramp over the run
+    /// (100..5000) or stages (30s:0..1000,2m:1000) make the rate change over time, with the
+    /// figures of every second.
+    #[arg(
+        short = 'R',
+        long = "rate",
+        value_name = "R",
+        conflicts_with = "conn_rate",
+        value_parser = crate::values::level
+    )]
     pub rate: Option<Level>,
-    /// `--conn-rate`: sessions, each of `calls_per_conn` requests [default: 1].
+    /// httperf's sessions: new connections per second, each carrying --calls-per-conn
+    /// requests; a ramp or stages as --rate's.
+    #[arg(long = "conn-rate", value_name = "R", value_parser = crate::values::level)]
     pub conn_rate: Option<Level>,
+    /// The open loop's rate in stages (k6's ramping arrival rate): DURATION:LEVEL or
+    /// DURATION:FROM..TO, comma-separated, e.g. '30s:0..1000,2m:1000,30s:1000..0'; the run
+    /// lasts their sum.
+    #[arg(
+        long = "stages",
+        value_name = "STAGES",
+        conflicts_with_all = ["rate", "conn_rate", "duration", "requests"],
+        value_parser = crate::values::stages
+    )]
+    pub stages: Option<Level>,
+    /// Requests on each new connection with --conn-rate (httperf's --num-calls) [default: 1].
+    #[arg(long = "calls-per-conn", visible_alias = "num-calls", value_name = "K")]
     pub calls_per_conn: Option<u32>,
-    /// `--conns`: sessions in all.
+    /// Total connections (sessions) to make with --conn-rate (httperf's --num-conns; httperf's
+    /// --rate is --conn-rate here).
+    #[arg(
+        long = "conns",
+        visible_alias = "num-conns",
+        value_name = "N",
+        conflicts_with = "duration"
+    )]
     pub conns: Option<u64>,
-    pub schedule: Schedule,
-    pub traffic: TrafficFlags,
-    /// `--wsesslog N,X,FILE` and its `--visitor-connections`.
-    pub wsesslog: Option<(String, Option<usize>)>,
-    /// `--view`, its `--browser-connections`, `--repeat-view` and `--view-hosts`.
-    pub view: Option<(Option<usize>, bool, Vec<String>)>,
-    /// `--visits FILE` (a visit file, or a mix: each time the flag is given) and its
-    /// `--visitor-connections`.
-    pub visits: Option<(Vec<String>, Option<usize>)>,
-    /// `--given NAME=VALUE`: values the visit's steps use as `{NAME}`, as typed.
+    /// httperf's session log: N sessions of FILE's bursts (httperf's format), X the think time
+    /// in seconds of a burst that names none; --rate is sessions per second (docs/visits.md).
+    #[arg(
+        long = "wsesslog",
+        value_name = "N,X,FILE",
+        requires = "rate",
+        conflicts_with_all = ["requests", "duration", "conn_rate", "conns", "urls", "replay", "timing_script"]
+    )]
+    pub wsesslog: Option<String>,
+    /// A visit file's visits (TOML steps with checks and captures, docs/visits.md), or files by
+    /// weight (a.toml:3,b.toml, or --visits once per file): at --rate visits a second, or -c
+    /// visitors; -n counts visits.
+    #[arg(long = "visits", value_name = "FILE", conflicts_with_all = ["wsesslog", "view", "urls", "replay", "timing_script"])]
+    pub visits: Vec<String>,
+    /// With --visits: a value its steps use as {NAME} ({visitor} in it: the visitor's number).
+    #[arg(long = "given", value_name = "NAME=VALUE", requires = "visits")]
     pub given: Vec<String>,
+    /// With --wsesslog or --visits: connections one visitor may hold at once, a burst's
+    /// requests spread over them (httperf's --max-connections with sessions) [default: 4;
+    /// --visits: its widest step's, up to 4].
+    #[arg(long = "visitor-connections", value_name = "K", requires = "visitors")]
+    pub visitor_connections: Option<usize>,
+    /// Page views at --rate a second: the URL's page, then the resources its HTML and CSS name
+    /// (same host), found once before the run, over up to --browser-connections connections
+    /// of each viewer; -n counts views (docs/visits.md).
+    #[arg(
+        long = "view",
+        requires = "rate",
+        conflicts_with_all = ["wsesslog", "conn_rate", "conns", "urls", "replay", "timing_script"]
+    )]
+    pub view: bool,
+    /// With --view: also fetch the resources on these hosts (HOST: any port), over each
+    /// viewer's own connections to them; other hosts' are listed as skipped.
+    #[arg(
+        long = "view-hosts",
+        value_name = "HOST[:PORT],...",
+        value_delimiter = ',',
+        requires = "view"
+    )]
+    pub view_hosts: Vec<String>,
+    /// With --view: connections one viewer may hold, as a browser's per host [default: 6].
+    #[arg(long = "browser-connections", value_name = "K", requires = "view")]
+    pub browser_connections: Option<usize>,
+    /// With --view: each visitor views the page twice, the second time with a browser's cache
+    /// of the first (fresh resources skipped, stale ones revalidated); -n counts visitors.
+    #[arg(long = "repeat-view", requires = "view")]
+    pub repeat_view: bool,
+    #[command(flatten)]
+    pub schedule: loadlab_load::Schedule,
 }
 
 /// A viewer's connections when --browser-connections is not given: a browser's per host.
 pub(crate) const BROWSER_CONNECTIONS: usize = 6;
 
-/// The closed loop's connections when -c is not given.
-pub const DEFAULT_CONNECTIONS: usize = 10;
-
 impl LoadFlags {
+    /// The open loop's rate: `--rate`, or `--stages` (a rate in stages).
+    pub fn rate(&self) -> Option<&Level> {
+        self.rate.as_ref().or(self.stages.as_ref())
+    }
+
     /// `bench URL`'s configuration: `request`'s, with this load model and stop condition and
     /// what is sent beyond one URL, checked as a whole before a byte is sent. `note` hears
     /// what a view found to fetch.
     pub fn config(
         &self,
         request: &RequestFlags,
+        traffic: &TrafficFlags,
         url: &str,
         note: &mut dyn FnMut(&str),
     ) -> Result<BenchConfig, FlagError> {
         let usage = |m: String| Err(FlagError::Usage(m));
         let mut config = request.config(url)?;
-        let rate = self.rate.as_ref();
+        let rate = self.rate();
         config.pacing = match (rate, &self.conn_rate) {
             (Some(rate), _) => self.schedule.pacing(rate.mean(), None),
             (None, Some(rate)) => {
-                self.schedule.pacing(rate.mean(), Some(self.calls_per_conn.unwrap_or(1)))
+                let calls = self.calls_per_conn.unwrap_or(loadlab_load::defaults::CALLS_PER_CONN);
+                self.schedule.pacing(rate.mean(), Some(calls))
             }
             // A replay is an open loop; its rate, the log's, is set once the log is read.
-            (None, None) if self.traffic.replaying() => self.schedule.pacing(1.0, None),
+            (None, None) if traffic.replaying() => self.schedule.pacing(1.0, None),
             (None, None) => Pacing::Closed,
         };
         config.coalesce = self.schedule.coalesce;
         let connections = match &self.connections {
-            None => DEFAULT_CONNECTIONS,
+            None => loadlab_load::defaults::CONNECTIONS,
             Some(Level::Fixed(n)) => *n as usize,
             Some(shaped) if rate.is_some() || self.conn_rate.is_some() => {
                 return usage(format!(
@@ -344,9 +450,9 @@ impl LoadFlags {
         config.stop = match (self.requests, self.conns, self.duration) {
             (Some(n), _, _) | (None, Some(n), _) => Stop::Count(n),
             (None, None, Some(d)) => Stop::Duration(d),
-            (None, None, None) => Stop::Duration(Duration::from_secs(10)),
+            (None, None, None) => Stop::Duration(defaults::DURATION),
         };
-        self.traffic.apply(&mut config, rate.map(Level::mean), self.requests)?;
+        traffic.apply(&mut config, rate.map(Level::mean), self.requests)?;
         let shaped = rate.or(self.conn_rate.as_ref()).or(self.connections.as_ref());
         if let Some(level) = shaped {
             config.shaped_by(level).map_err(FlagError::Engine)?;
@@ -368,8 +474,9 @@ impl LoadFlags {
         note: &mut dyn FnMut(&str),
     ) -> Result<(), FlagError> {
         self.no_connections_over_h2(config)?;
-        let arrival = self.schedule.arrival;
-        if let Some((values, per_visitor)) = &self.visits {
+        let arrival = self.schedule.arrival.into();
+        let per_visitor = self.visitor_connections;
+        if !self.visits.is_empty() {
             let fixed = matches!(self.connections, Some(Level::Fixed(_)) | None);
             if self.conn_rate.is_some() || (rate.is_none() && !fixed) {
                 return Err(FlagError::Usage(
@@ -380,20 +487,21 @@ impl LoadFlags {
             }
             let given = parse_given(&self.given)?;
             let is_file = |name: &str| std::path::Path::new(name).is_file();
-            let weighted = loadlab_engine::visits::parse_visits(values, is_file)
+            let weighted = loadlab_engine::visits::parse_visits(&self.visits, is_file)
                 .map_err(|e| FlagError::Usage(format!("--visits {e}")))?;
-            visit_file(&weighted, config, *per_visitor, &given)?.apply(config, rate, arrival);
+            visit_file(&weighted, config, per_visitor, &given)?.apply(config, rate, arrival);
         }
         let Some(rate) = rate else { return Ok(()) };
-        if let Some((spec, per_visitor)) = &self.wsesslog {
+        if let Some(spec) = &self.wsesslog {
             let per_visitor = per_visitor.unwrap_or(loadlab_engine::visits::PER_VISITOR);
             let w = loadlab_engine::visits::Wsesslog::read(spec, per_visitor)
                 .map_err(FlagError::Engine)?;
             w.apply(config, rate, arrival);
         }
-        if let Some((connections, repeat, hosts)) = &self.view {
-            let connections = connections.unwrap_or(BROWSER_CONNECTIONS);
-            let view = loadlab_engine::visits::View::discover(config, connections, *repeat, hosts)
+        if self.view {
+            let connections = self.browser_connections.unwrap_or(BROWSER_CONNECTIONS);
+            let (repeat, hosts) = (self.repeat_view, &self.view_hosts);
+            let view = loadlab_engine::visits::View::discover(config, connections, repeat, hosts)
                 .map_err(FlagError::Engine)?;
             note(&super::views::found(view.plan()));
             view.apply(config, rate, arrival);
@@ -411,11 +519,10 @@ impl LoadFlags {
         if !config.protocol.is_h2() {
             return Ok(());
         }
-        let visitor = self.wsesslog.as_ref().and_then(|w| w.1);
-        let visitor = visitor.or(self.visits.as_ref().and_then(|v| v.1));
+        let visitors = self.wsesslog.is_some() || !self.visits.is_empty();
         let given = [
-            ("--visitor-connections", visitor),
-            ("--browser-connections", self.view.as_ref().and_then(|v| v.0)),
+            ("--visitor-connections", self.visitor_connections.filter(|_| visitors)),
+            ("--browser-connections", self.browser_connections.filter(|_| self.view)),
         ];
         match given.into_iter().find_map(|(flag, k)| k.map(|k| (flag, k))) {
             Some((flag, k)) => Err(FlagError::Usage(format!(
@@ -427,20 +534,61 @@ impl LoadFlags {
     }
 }
 
+/// How `--urls` entries are picked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum UrlsOrder {
+    /// At random in proportion to their weights, from --seed.
+    #[default]
+    Weighted,
+    /// In the file's order, each entry `weight` times in a row.
+    Sequential,
+}
+
 /// What `bench` sends beyond one URL (a URL list, a replayed log or timing script), and
-/// whether it keeps an interval log; the files themselves are read by
+/// its interval log, as clap parses them; the files themselves are read by
 /// `loadlab_engine::input`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct TrafficFlags {
+    /// A URL list: one request a line, `[weight=N] [body=@FILE] [METHOD] /path [Name:
+    /// value]...` (docs/bench.md); the URL argument gives the scheme, host and port, -m, -H
+    /// and the body flags what lines leave out.
+    #[arg(long = "urls", value_name = "FILE", conflicts_with_all = ["replay", "timing_script"])]
     pub urls: Option<PathBuf>,
-    pub urls_order: Order,
-    /// `--replay`: an access log.
+    /// How --urls entries are picked: by weight (from --seed) or in the file's order.
+    #[arg(long = "urls-order", value_enum, default_value_t = UrlsOrder::Weighted, requires = "urls")]
+    pub urls_order: UrlsOrder,
+    /// Replay an access log (Common/Combined Log Format or JSON lines): each line due at its
+    /// time after the first (an open loop; --rate R: at R per second instead); -n N replays
+    /// its first N lines.
+    #[arg(
+        long = "replay",
+        value_name = "FILE",
+        conflicts_with_all = ["timing_script", "connections", "conn_rate", "duration"]
+    )]
     pub replay: Option<PathBuf>,
-    /// h2load's timing script.
+    /// Replay h2load's timing script: per line, an offset in milliseconds, a tab, the URI.
+    #[arg(
+        long = "timing-script",
+        value_name = "FILE",
+        conflicts_with_all = ["connections", "conn_rate", "duration"]
+    )]
     pub timing_script: Option<PathBuf>,
+    /// With --replay or --timing-script: X times as fast as the log (2 halves every gap).
+    #[arg(long = "speed", value_name = "X")]
     pub speed: Option<f64>,
-    /// `--hdr-log` given.
-    pub hdr_log: bool,
+    /// Write a latency histogram per second to FILE in HdrHistogram's interval-log format
+    /// (tagged corrected and uncorrected under --rate and --conn-rate).
+    #[arg(long = "hdr-log", value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+}
+
+impl From<UrlsOrder> for Order {
+    fn from(o: UrlsOrder) -> Order {
+        match o {
+            UrlsOrder::Weighted => Order::Weighted,
+            UrlsOrder::Sequential => Order::Sequential,
+        }
+    }
 }
 
 impl TrafficFlags {
@@ -464,9 +612,9 @@ impl TrafficFlags {
         requests: Option<u64>,
     ) -> Result<(), FlagError> {
         let usage = |m: &str| Err(FlagError::Usage(m.to_string()));
-        config.hdr_log = self.hdr_log;
+        config.hdr_log = self.hdr_log.is_some();
         if let Some(path) = &self.urls {
-            let mix = input::url_list::read(path, &config.target, self.urls_order)
+            let mix = input::url_list::read(path, &config.target, self.urls_order.into())
                 .map_err(FlagError::Engine)?;
             config.traffic = Traffic::Mix(Arc::new(mix));
             return self.no_speed();
@@ -678,7 +826,7 @@ mod tests {
     }
 
     fn flags() -> RequestFlags {
-        RequestFlags { method: "GET".into(), keepalive: true, ..RequestFlags::default() }
+        RequestFlags::default()
     }
 
     fn refusal(flags: RequestFlags, url: &str) -> String {
@@ -719,30 +867,12 @@ mod tests {
     }
 
     fn load(rate: f64) -> LoadFlags {
-        let schedule =
-            Schedule { arrival: Arrival::Fixed, max_connections: 100, coalesce: Duration::ZERO };
-        let traffic = TrafficFlags {
-            urls: None,
-            urls_order: Order::Sequential,
-            replay: None,
-            timing_script: None,
-            speed: None,
-            hdr_log: false,
-        };
+        let schedule = Schedule { max_connections: 100, ..Schedule::default() };
         LoadFlags {
-            connections: None,
             requests: Some(4),
-            duration: None,
             rate: Some(Level::Fixed(rate)),
-            conn_rate: None,
-            calls_per_conn: None,
-            conns: None,
             schedule,
-            traffic,
-            wsesslog: None,
-            view: None,
-            visits: None,
-            given: Vec::new(),
+            ..LoadFlags::default()
         }
     }
 
@@ -754,24 +884,33 @@ mod tests {
         std::fs::write(&log, "/a.html\n    /a.css\n").unwrap();
         let spec = format!("2,0,{}", log.display());
         let second = Duration::from_secs(1);
-        let http1 = RequestFlags { timeout: second, connect_timeout: second, ..flags() };
-        let h2 = RequestFlags { http2_streams: Some(1), ..http1.clone() };
+        let connection = loadlab_load::Connection {
+            timeout: second,
+            connect_timeout: second,
+            ..Default::default()
+        };
+        let http1 = RequestFlags { connection, ..flags() };
+        let protocol = loadlab_load::Protocol { http2: true, ..Default::default() };
+        let h2 = RequestFlags { protocol, ..http1.clone() };
         let url = "http://127.0.0.1:1/";
-        let refused = |load: LoadFlags| match load.config(&h2, url, &mut |_| {}) {
+        let traffic = TrafficFlags::default();
+        let refused = |load: LoadFlags| match load.config(&h2, &traffic, url, &mut |_| {}) {
             Err(FlagError::Usage(m)) => m,
             other => panic!("not refused as usage: {other:?}"),
         };
-        let sessions = LoadFlags { wsesslog: Some((spec.clone(), Some(3))), ..load(5.0) };
+        let sessions =
+            LoadFlags { wsesslog: Some(spec.clone()), visitor_connections: Some(3), ..load(5.0) };
         let said = refused(sessions);
         assert!(said.starts_with("--visitor-connections 3 has no meaning with --http2"), "{said}");
-        let views = LoadFlags { view: Some((Some(2), false, Vec::new())), ..load(5.0) };
+        let views = LoadFlags { view: true, browser_connections: Some(2), ..load(5.0) };
         assert!(refused(views).starts_with("--browser-connections 2 has no meaning with --http2"));
         // Not given: the run is made; over HTTP/1.1 the count is the visitor's.
-        let sessions = LoadFlags { wsesslog: Some((spec.clone(), None)), ..load(5.0) };
-        let config = sessions.config(&h2, url, &mut |_| {}).unwrap();
+        let sessions = LoadFlags { wsesslog: Some(spec.clone()), ..load(5.0) };
+        let config = sessions.config(&h2, &traffic, url, &mut |_| {}).unwrap();
         assert!(config.protocol.is_h2() && config.visits.is_some());
-        let sessions = LoadFlags { wsesslog: Some((spec, Some(3))), ..load(5.0) };
-        let config = sessions.config(&http1, url, &mut |_| {}).unwrap();
+        let sessions =
+            LoadFlags { wsesslog: Some(spec), visitor_connections: Some(3), ..load(5.0) };
+        let config = sessions.config(&http1, &traffic, url, &mut |_| {}).unwrap();
         assert_eq!(config.visits.unwrap().per_visitor, 3);
     }
 

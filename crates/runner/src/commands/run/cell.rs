@@ -236,24 +236,24 @@ fn load_spec(cell: &Cell) -> LoadSpec {
         Stop::Count(n) => spec.requests = Some(n),
         Stop::Duration(d) => spec.duration_s = Some(d.as_secs_f64()),
     }
-    spec.keepalive = l.keepalive;
+    spec.keepalive = l.connection.keepalive;
     spec.warmup_s = Some(l.warmup.as_secs_f64());
     if let Some(enc) = &l.accept_encoding {
         spec.extra.insert("accept_encoding".into(), enc.clone().into());
     }
-    if !l.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on()) {
+    if !l.protocol.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on()) {
         spec.extra.insert("tls_resume".into(), false.into());
     }
     // The protocol is the stack's (its http2 knob), so that HTTP/1.1 and HTTP/2 at the same
     // load are one group, compared; several streams per connection make another load.
-    if cell.http2() && l.streams > 1 {
-        spec.extra.insert("streams".into(), (l.streams as u64).into());
+    if cell.http2() && l.protocol.streams > 1 {
+        spec.extra.insert("streams".into(), (l.protocol.streams as u64).into());
     }
     // Poisson arrivals at a rate are another load than evenly spaced ones (their bursts
     // queue): said, so that the two are neither grouped nor compared as one. Fixed, the
     // default, is left unsaid.
     let scheduled = !matches!(l.point, Point::Closed { .. });
-    if scheduled && l.arrival == loadlab_engine::Arrival::Poisson {
+    if scheduled && l.schedule.arrival == loadlab_load::Arrival::Poisson {
         spec.extra.insert("arrival".into(), "poisson".into());
     }
     // A load that changes over time is its own load (its rate is the shape's mean), drawn

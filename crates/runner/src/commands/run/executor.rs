@@ -745,7 +745,7 @@ pub fn unsupported(cell: &Cell) -> Option<String> {
             cell.ordinal, cell.stack.label, cell.workload.name
         ));
     }
-    (cell.http2() && !cell.load.keepalive).then(|| {
+    (cell.http2() && !cell.load.connection.keepalive).then(|| {
         format!(
             "cell {} ({}): keepalive = false has no meaning over HTTP/2 (http2 is on): use a \
              sessions load with calls_per_conn = 1 for a connection per request",
@@ -834,15 +834,16 @@ pub fn load_label(cell: &Cell) -> String {
     if let Some(shaped) = shaped_label(cell) {
         return shaped;
     }
-    let no_ka = !cell.load.keepalive && !matches!(cell.load.point, Point::Sessions { .. });
-    let full = !cell.load.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on());
+    let no_ka =
+        !cell.load.connection.keepalive && !matches!(cell.load.point, Point::Sessions { .. });
+    let full = !cell.load.protocol.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on());
     let ka =
         format!("{}{}", if no_ka { " no-ka" } else { "" }, if full { " no-resume" } else { "" });
     let poisson =
-        if cell.load.arrival == loadlab_engine::Arrival::Poisson { " poisson" } else { "" };
+        if cell.load.schedule.arrival == loadlab_load::Arrival::Poisson { " poisson" } else { "" };
     match cell.load.point {
         Point::Closed { concurrency } if cell.http2() => {
-            format!("closed c={concurrency} m={} {stop}", cell.load.streams)
+            format!("closed c={concurrency} m={} {stop}", cell.load.protocol.streams)
         }
         Point::Closed { concurrency } => format!("closed c={concurrency} {stop}{ka}"),
         Point::Open { rate } => format!("open {rate}/s{poisson} {stop}{ka}"),

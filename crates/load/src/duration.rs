@@ -23,6 +23,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("invalid duration {s:?} ({e}); use e.g. 10s, 1m, 500ms"))
 }
 
+/// A duration as a suite file writes it (`timeout = "30s"`), read by [`parse_duration`].
+pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let text = <String as serde::Deserialize>::deserialize(d)?;
+    parse_duration(&text).map_err(serde::de::Error::custom)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

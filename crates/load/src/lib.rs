@@ -1,0 +1,212 @@
+//! One definition of a load's settings, below both the command line and the suite format:
+//! each setting that `bench`/`sweep` take as a flag and a suite's `[[loads]]` as a key is one
+//! field here, parsed by clap (derive) and deserialized by serde (a `[[loads]]` entry, the keys
+//! named as the fields) into the same type, with its default defined once: clap's attribute,
+//! whose value a key left out takes as well ([`unflagged`] is each type's `Default`, which
+//! `#[serde(default)]` fills in). A setting only one of them has says so on its field (a
+//! `#[serde(skip)]` field is command line only).
+//!
+//! - [`Connection`]: each connection's keep-alive and time bounds.
+//! - [`Protocol`]: TLS resumption and version, HTTP/2 and its streams.
+//! - [`Schedule`]: how scheduled load (open loop, sessions) is spaced and bounded.
+//! - [`Arrival`]: the spacing a user can name (`fixed`, `poisson`).
+//! - [`parse_duration`]: durations as the flags and the suite file spell them.
+//!
+//! The runner lowers these into the engine's configuration (`loadlab_runner::commands::bench::flags`);
+//! the suite reads each `[[loads]]` entry into these types and, with its own mirror of the
+//! keys' positions, refuses a wrong value at its line and column first.
+
+mod duration;
+
+use std::time::Duration;
+
+use loadlab_engine::{BenchConfig, Pacing};
+
+pub use duration::parse_duration;
+
+/// Every default a load setting has, written once: the flags' `[default: ...]` and a suite key
+/// left out both come from here.
+pub mod defaults {
+    /// A request's bound, from its start to its last byte, as clap reads it: long enough that
+    /// ordinary slowness is measured, not counted as errors.
+    pub const TIMEOUT: &str = "30s";
+    /// Establishing a TCP connection, as clap reads it; a suite's cells take it.
+    pub const CONNECT_TIMEOUT: &str = "10s";
+    /// Open loop and sessions: enough connections that a slow server shows as latency and
+    /// errors rather than as a silently lower rate.
+    pub const MAX_CONNECTIONS: usize = 10_000;
+    /// HTTP/2 requests in flight on each connection (h2load's `-m`).
+    pub const STREAMS: usize = 1;
+    /// httperf's `--num-calls`: one request per connection.
+    pub const CALLS_PER_CONN: u32 = 1;
+    /// The closed loop's connections when none are given.
+    pub const CONNECTIONS: usize = 10;
+    /// How long `bench` runs when no count is given.
+    pub const DURATION: std::time::Duration = std::time::Duration::from_secs(10);
+}
+
+/// How open-loop arrivals are spaced, as a user names it (`--arrival`, `arrival = "..."`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// Evenly, one every 1/rate seconds.
+    #[default]
+    Fixed,
+    /// Exponential gaps (a Poisson process), as independent users arrive.
+    Poisson,
+}
+
+impl From<Arrival> for loadlab_engine::Arrival {
+    fn from(a: Arrival) -> Self {
+        match a {
+            Arrival::Fixed => loadlab_engine::Arrival::Fixed,
+            Arrival::Poisson => loadlab_engine::Arrival::Poisson,
+        }
+    }
+}
+
+/// Each connection's keep-alive and time bounds: `bench`'s and `sweep`'s `--no-keepalive`,
+/// `-s`/`--timeout` and `--connect-timeout`, and a suite load's `keepalive` and `timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Args, serde::Deserialize)]
+#[serde(default)]
+pub struct Connection {
+    /// Open a new connection for every request (as ab without -k).
+    // Keep-alive is on unless the flag is given (a suite's `keepalive = false`); the id is
+    // the flag's, which bench's `-k` conflicts with.
+    #[arg(id = "no_keepalive", long = "no-keepalive", action = clap::ArgAction::SetFalse)]
+    pub keepalive: bool,
+    /// Bound on each request, from its start to its last byte (-s as ab's, in seconds).
+    #[arg(short = 's', long = "timeout", default_value = defaults::TIMEOUT, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub timeout: Duration,
+    /// Bound on establishing each TCP connection.
+    // Command line only: a suite's cells take the default.
+    #[arg(long = "connect-timeout", default_value = defaults::CONNECT_TIMEOUT, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(skip)]
+    pub connect_timeout: Duration,
+}
+
+impl Default for Connection {
+    fn default() -> Self {
+        unflagged()
+    }
+}
+
+impl Connection {
+    /// Sets `config`'s keep-alive and time bounds.
+    pub fn apply(&self, config: &mut BenchConfig) {
+        config.keepalive = self.keepalive;
+        config.timeout = self.timeout;
+        config.connect_timeout = self.connect_timeout;
+    }
+}
+
+/// The protocol a load speaks and how it keeps its sessions: `bench`'s and `sweep`'s
+/// `--no-tls-resume`, `--tls-version`, `--http2` and `--streams`, and a suite load's
+/// `tls_resume` and `streams` (on a stack with `tls`, `http2` on).
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args, serde::Deserialize)]
+#[serde(default)]
+pub struct Protocol {
+    /// https://: a full handshake for every new connection, no session resumption.
+    #[arg(id = "no_tls_resume", long = "no-tls-resume", action = clap::ArgAction::SetFalse)]
+    pub tls_resume: bool,
+    /// https://: offer only this TLS version (1.2 or 1.3) [default: both].
+    // Command line only.
+    #[arg(long = "tls-version", value_name = "VERSION", value_parser = ["1.2", "1.3"])]
+    #[serde(skip)]
+    pub tls_version: Option<String>,
+    /// Speak HTTP/2: h2 chosen by ALPN over https:// (a server that does not choose it is
+    /// refused, exit 3), prior knowledge (h2c) over http://.
+    // Command line only: a suite's lab stack speaks it by its own `http2` knob.
+    #[arg(long = "http2")]
+    #[serde(skip)]
+    pub http2: bool,
+    /// With --http2: requests in flight on each connection (h2load's -m): the closed loop
+    /// keeps connections x streams outstanding.
+    #[arg(long = "streams", value_name = "N", default_value_t = defaults::STREAMS, requires = "http2")]
+    pub streams: usize,
+}
+
+impl Default for Protocol {
+    fn default() -> Self {
+        unflagged()
+    }
+}
+
+impl Protocol {
+    /// Sets `config`'s TLS resumption and version, and HTTP/2 with its streams when `http2`.
+    pub fn apply(&self, config: &mut BenchConfig) {
+        config.tls.resume = self.tls_resume;
+        config.tls.version = self.tls_version.as_deref().map(|v| match v {
+            "1.2" => loadlab_engine::TlsVersion::Tls12,
+            _ => loadlab_engine::TlsVersion::Tls13,
+        });
+        if self.http2 {
+            config.protocol = loadlab_engine::Protocol::Http2 { streams: self.streams };
+        }
+    }
+}
+
+/// How scheduled load (open loop and sessions) is spaced and bounded: `bench`'s and `sweep`'s
+/// flags, and a suite load's `arrival` and `max_connections` keys.
+#[derive(Debug, Clone, Copy, PartialEq, clap::Args, serde::Deserialize)]
+#[serde(default)]
+pub struct Schedule {
+    /// How arrivals are spaced (open loop and sessions).
+    #[arg(long = "arrival", value_enum, default_value_t = Arrival::Fixed)]
+    pub arrival: Arrival,
+    /// Open loop and sessions: connections may grow up to this many (in a sweep, per step)
+    /// rather than the rate silently dropping.
+    #[arg(long = "max-connections", value_name = "N", default_value_t = defaults::MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Open loop and sessions: send wake-ups on a grid of this step, each sending every
+    /// arrival due by then (wrk2's timer has 1ms), for less client CPU; each arrival's
+    /// lateness, up to a step, is measured and counted in its latency [default: 0s, each
+    /// arrival at its own due time].
+    // Command line only: a suite's cells send each arrival at its own due time.
+    #[arg(long = "coalesce", value_name = "DUR", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(skip)]
+    pub coalesce: Duration,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        unflagged()
+    }
+}
+
+/// What clap makes of a command line that gives none of `T`'s flags: each default as `--help`
+/// states it, so that a suite key left out and a flag not given are the same value. `T`'s
+/// flags may name only each other (in `requires`, `conflicts_with`).
+pub fn unflagged<T: clap::Args + clap::FromArgMatches>() -> T {
+    let command = T::augment_args(clap::Command::new("defaults"));
+    let matches = command.try_get_matches_from(["defaults"]);
+    let matches = matches.expect("every flag has a default or is optional");
+    T::from_arg_matches(&matches).expect("the matches are T's own")
+}
+
+impl Schedule {
+    /// Arrivals at `rate` per second: single requests, or sessions of `calls` requests.
+    pub fn pacing(&self, rate: f64, calls: Option<u32>) -> Pacing {
+        let (arrival, max_connections) = (self.arrival.into(), self.max_connections);
+        match calls {
+            Some(calls) => Pacing::Sessions { rate, arrival, calls, max_connections },
+            None => Pacing::Open { rate, arrival, max_connections },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_flags_are_the_defaults() {
+        let c = Connection::default();
+        assert_eq!((c.keepalive, c.timeout), (true, Duration::from_secs(30)));
+        assert_eq!(c.connect_timeout, Duration::from_secs(10));
+        let s = Schedule::default();
+        assert_eq!((s.arrival, s.max_connections), (Arrival::Fixed, defaults::MAX_CONNECTIONS));
+        assert_eq!(s.coalesce, Duration::ZERO);
+    }
+}
