@@ -70,7 +70,7 @@ fn plot(c: &CellRecord, stages: &str, stack: &str, palette: &Palette) -> Plot {
             c.workload,
             c.repetition + 1
         ),
-        note: note(&flags),
+        note: note(c.load.model, &flags),
         legend,
         chart: Chart {
             title: format!("{stack} {}", c.workload),
@@ -127,12 +127,19 @@ fn flag_seconds(seconds: &[SecondRecord]) -> BTreeMap<String, Vec<usize>> {
     out
 }
 
-/// How to read the chart, and which seconds are flagged for what.
-fn note(flags: &BTreeMap<String, Vec<usize>>) -> String {
-    let mut note = "Offered: the requests the shape scheduled in each second; achieved: those \
-                    sent. Latency from each second's own histogram. A ramp's seconds are not \
-                    repetitions: it shows where to look, a sweep of steps confirms."
-        .to_string();
+/// How to read the chart, and which seconds are flagged for what. A closed loop schedules
+/// nothing, so its note speaks of the connections its stages held open, not of an offer.
+fn note(model: LoadModel, flags: &BTreeMap<String, Vec<usize>>) -> String {
+    let load = if model == LoadModel::Closed {
+        "Achieved: the requests completed in each second by the connections the stages held \
+         open (a closed loop offers no rate of its own)."
+    } else {
+        "Offered: the requests the shape scheduled in each second; achieved: those sent."
+    };
+    let mut note = format!(
+        "{load} Latency from each second's own histogram. A ramp's seconds are not \
+         repetitions: it shows where to look, a sweep of steps confirms."
+    );
     if flags.is_empty() {
         note.push_str(" No second was flagged.");
         return note;
@@ -213,10 +220,12 @@ mod tests {
         let fixed = vec![open_cell("nginx", "hello.txt", 300.0, 0, 900.0)];
         let html = crate::render_html(&run(), &fixed, &[]);
         assert!(!html.contains("id=\"seconds\""), "no staged cell, no section");
+        assert!(!html.contains("href=\"#seconds\""), "no link to it");
         let mut cells = fixed;
         cells.push(staged_cell());
         let html = crate::render_html(&run(), &cells, &[]);
         assert!(html.contains("id=\"seconds\""));
+        assert!(html.contains("<a href=\"#seconds\">Load over time</a>"), "the nav links it");
         assert!(html.contains("every second of 6s:0..500"));
         assert!(html.contains("client_starved at seconds 4-5"));
         assert_eq!(html.matches("every second of").count(), 1, "one chart: the staged cell's");
@@ -234,6 +243,9 @@ mod tests {
         assert_eq!(panels[0].lines.len(), 1, "achieved alone");
         assert_eq!(panels[1].lines[0].pieces[0][3], (3.0, 5.0), "connections open");
         assert_eq!(plots[0].legend[0].label, "connections open");
+        let note = &plots[0].note;
+        assert!(!note.to_lowercase().contains("offered:"), "nothing was offered: {note}");
+        assert!(note.contains("connections the stages held open"), "{note}");
     }
 
     #[test]
