@@ -249,16 +249,18 @@ fn spectrum(g: &Group<'_>, palette: &Palette) -> Plot {
         }
         let color = palette.stack(&s.stack);
         let mut line = if merged.is_empty() {
-            // No histogram stored: the summary percentiles still give a coarse curve.
-            let points = stored_percentiles(g.counted)
+            // No histogram stored: the summary percentiles are drawn as points, each its own
+            // piece. Nothing is known between them, and a line from p50 to p99 would read as
+            // a distribution that rises evenly.
+            let pieces = stored_percentiles(g.counted)
                 .iter()
                 .filter_map(|(p, name)| {
                     let vs: Vec<f64> =
                         s.cells.iter().filter_map(|c| c.metrics.get(*name).copied()).collect();
-                    median(&vs).map(|v| (nines(*p), v / 1e3))
+                    median(&vs).map(|v| vec![(nines(*p), v / 1e3)])
                 })
                 .collect();
-            Line::new(color, points)
+            Line { pieces, ..Line::new(color, Vec::new()) }
         } else {
             // Up to the percentile the sample can resolve: with n values, 1 - 1/n.
             let top = (merged.count() as f64).log10().clamp(1.0, 5.0);
@@ -275,14 +277,17 @@ fn spectrum(g: &Group<'_>, palette: &Palette) -> Plot {
             line
         };
         if s.cells.iter().any(|c| !c.flags.is_empty()) {
-            line.flagged = line.pieces[0].last().copied().into_iter().collect();
+            line.flagged = line.pieces.iter().flatten().last().copied().into_iter().collect();
         }
         lines.push(line);
     }
     let latency = g.counted.latency_name();
     let note = match g.counted {
         Counted::Requests => "All repetitions merged.".to_owned(),
-        _ => format!("The medians over repetitions of the {latency}'s stored p50 and p99."),
+        _ => format!(
+            "The medians over repetitions of the {latency}'s stored p50 and p99: points, not \
+             a curve, as nothing between them is stored."
+        ),
     };
     Plot {
         title: format!("{} · {}: {latency} percentiles", g.workload, g.load_label()),
@@ -664,6 +669,11 @@ mod tests {
         assert_eq!(panel.y_desc, "page load (ms)");
         let at = |p: f64| -(1.0 - p / 100.0f64).log10();
         assert_eq!(points(panel)[1], [(at(50.0), 225.0), (at(99.0), 450.0)], "opcache");
+        // Two stored percentiles are two points, not a straight line between them.
+        for line in &panel.lines {
+            assert!(line.pieces.iter().all(|p| p.len() == 1), "{:?}", line.pieces);
+        }
+        assert!(spectrum.note.contains("points, not a curve"), "{}", spectrum.note);
     }
 
     /// A visit family of 2 and 4 visitors: visits/s and visit duration by visitors.
