@@ -418,7 +418,6 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
             ],
         )
     };
-    achieved.push(diagonal);
     for stack in &stacks {
         let color = palette.stack(stack);
         let (mut a, mut l, mut e) =
@@ -445,6 +444,9 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
         p99.push(l);
         errors.push(e);
     }
+    // The diagonal last, over the stacks: where one keeps up, its line lies on the diagonal,
+    // which drawn first would vanish under it; on top its dashes still show.
+    achieved.push(diagonal);
     let mut legend = stack_entries(&stacks, palette);
     legend.push(LegendEntry { label: "achieved = offered".into(), color: REFERENCE, dashed: true });
     let [x_desc, achieved_desc, p99_desc, errors_desc] = sweep_axes(f);
@@ -648,10 +650,12 @@ mod tests {
         assert_eq!(c.x_desc, "offered rate (views/s)");
         let descs: Vec<&str> = c.panels.iter().map(|p| p.y_desc.as_str()).collect();
         assert_eq!(descs, ["achieved (views/s)", "p99 page load (ms)", "request errors (%)"]);
-        // The diagonal, then varnish (every view offered) and opcache (5 in 6).
+        // Varnish (every view offered) and opcache (5 in 6), then the diagonal over them.
         let achieved = points(&c.panels[0]);
-        assert_eq!(achieved[1], [(3.0, 3.0), (6.0, 6.0), (12.0, 12.0)]);
-        assert_eq!(achieved[2], [(3.0, 2.5), (6.0, 5.0), (12.0, 10.0)]);
+        assert_eq!(achieved[0], [(3.0, 3.0), (6.0, 6.0), (12.0, 12.0)]);
+        assert_eq!(achieved[1], [(3.0, 2.5), (6.0, 5.0), (12.0, 10.0)]);
+        let diagonal = &c.panels[0].lines[2];
+        assert!(diagonal.dashed && diagonal.color == REFERENCE, "drawn last: {diagonal:?}");
         let p99 = points(&c.panels[1]);
         assert_eq!((p99[0][0], p99[1][2]), ((3.0, 40.0), (12.0, 450.0)), "page load, ms");
         assert!(sweep.note.contains("varnish sustains 12 views/s;"), "{}", sweep.note);
