@@ -1,13 +1,21 @@
 //! The figures the docs give for the built-in suites (how many, their cells, how long each
-//! takes full and `--quick`) read from docs/suites.md and docs/README.md and compared with what
-//! the plan of each suite computes, so a suite that changes fails here until its docs follow.
+//! takes full and `--quick`, the classic tour's stacks and starts) read from README.md,
+//! docs/README.md and docs/suites.md and compared with what the plan of each suite computes, so
+//! a suite that changes fails here until its docs follow.
 
 use std::path::PathBuf;
 
 use loadlab_suite::{builtin, plan};
 
+/// Numbers the docs spell out.
+const WORDS: [&str; 13] = [
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve",
+];
+
+/// A file of the workspace, by its path from the workspace's root.
 fn doc(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -42,7 +50,7 @@ fn check_about(suite: &str, what: &str, cell: &str, seconds: f64) -> Option<Stri
 
 #[test]
 fn docs_suites_table_gives_each_builtin_suite_the_cells_and_time_its_plan_computes() {
-    let rows = suite_rows(&doc("suites.md"));
+    let rows = suite_rows(&doc("docs/suites.md"));
     let keys: Vec<String> =
         rows.iter().map(|r| r[0].split('`').nth(1).unwrap_or_default().to_string()).collect();
     let mut names: Vec<&str> = builtin::names().collect();
@@ -67,12 +75,23 @@ fn docs_suites_table_gives_each_builtin_suite_the_cells_and_time_its_plan_comput
 
 #[test]
 fn docs_readme_counts_the_builtin_suites() {
-    const WORDS: [&str; 13] = [
-        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-        "eleven", "twelve",
-    ];
-    let text = doc("README.md");
+    let text = doc("docs/README.md");
     let at = text.find(" built-in suites").expect("docs/README.md names the built-in suites");
     let word = text[..at].rsplit(' ').next().unwrap_or_default();
     assert_eq!(word, WORDS[builtin::names().count()], "docs/README.md: the {word} built-in suites");
+}
+
+/// The README's tour (`make demo`) and docs/suites.md's count of its stack starts, against the
+/// plan of `classic`.
+#[test]
+fn the_classic_tour_has_the_cells_stacks_and_starts_the_docs_give() {
+    let suite = builtin("classic").unwrap_or_else(|e| panic!("{e}"));
+    let e = plan(&suite, false).estimate();
+    let (stacks, reps) = (suite.stacks.len(), suite.repetitions as usize);
+    let tour =
+        format!("{} cells on {} stacks in {} repetitions", e.cells, WORDS[stacks], WORDS[reps]);
+    let readme = doc("README.md");
+    assert!(readme.contains(&tour), "README.md should say {tour:?}");
+    let starts = format!("{stacks} stacks x {reps} repetitions = {} starts", e.stack_ups);
+    assert!(doc("docs/suites.md").contains(&starts), "docs/suites.md should say {starts:?}");
 }
