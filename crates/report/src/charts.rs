@@ -265,24 +265,42 @@ where
     }
     mesh.draw()?;
 
-    for line in &panel.lines {
-        draw_line(&mut cc, line, &y)?;
+    for (i, line) in panel.lines.iter().enumerate() {
+        draw_line(&mut cc, line, &y, covered_by(panel, i))?;
     }
     Ok(())
 }
 
+/// How many later lines of the panel lie on every point of line `i` (two stacks with the same
+/// sweep, both sustaining every rate): drawn over it, each would hide it, so it is drawn wider
+/// by that many steps and shows as a band around them, its rings (a shared knee) larger.
+fn covered_by(panel: &Panel, i: usize) -> u32 {
+    let points = |l: &Line| l.pieces.concat();
+    let mine = points(&panel.lines[i]);
+    let near = |a: f64, b: f64| (a - b).abs() <= 0.01 * a.abs().max(b.abs()) + 1e-9;
+    let same = |other: &[(f64, f64)]| {
+        !mine.is_empty()
+            && other.len() == mine.len()
+            && mine.iter().zip(other).all(|(p, q)| p.0 == q.0 && near(p.1, q.1))
+    };
+    panel.lines[i + 1..].iter().filter(|l| !l.dashed && same(&points(l))).count() as u32
+}
+
 /// One line of a panel: its pieces (dashed or not, a lone point marked), its 95% whiskers,
-/// the rings of its marked and flagged points; `y` maps a value onto the panel's axis.
+/// the rings of its marked and flagged points; `y` maps a value onto the panel's axis, and
+/// `covered` (see [`covered_by`]) widens the line, its markers and its rings.
 fn draw_line<DB: DrawingBackend>(
     cc: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
     line: &Line,
     y: &impl Fn(f64) -> f64,
+    covered: u32,
 ) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
     let color = line.color.rgb();
-    let style = color.stroke_width(2);
+    let style = color.stroke_width(2 + 4 * covered);
+    let grow = 3 * covered as i32;
     for piece in &line.pieces {
         // A zero on a log axis has no place: leave it out rather than draw to -infinity.
         let pts: Vec<(f64, f64)> = piece
@@ -298,7 +316,7 @@ where
         // A piece of one point (a short cell sampled once) draws no line: mark it, or it
         // would not show at all.
         if line.markers || pts.len() == 1 {
-            cc.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+            cc.draw_series(pts.iter().map(|&p| Circle::new(p, 3 + grow, color.filled())))?;
         }
     }
     // A 95% interval as a whisker with short caps; the cap width is in pixels so that it
@@ -323,7 +341,7 @@ where
     }
     let ring =
         |p: &(f64, f64), c: RGBColor, r: i32| Circle::new((p.0, y(p.1)), r, c.stroke_width(2));
-    cc.draw_series(line.marked.iter().map(|p| ring(p, color, 8)))?;
+    cc.draw_series(line.marked.iter().map(|p| ring(p, color, 8 + grow)))?;
     cc.draw_series(line.flagged.iter().map(|p| ring(p, FLAG_RING.rgb(), 6)))?;
     Ok(())
 }
@@ -402,6 +420,29 @@ mod tests {
         assert!(svg.contains(">\nreq/s\n</text>") || svg.contains("req/s"), "{svg}");
         assert!(svg.contains("concurrent connections"));
         assert!(!svg.contains("http"), "no URL at all: {svg}");
+    }
+
+    /// Two stacks with the same sweep and the same knee: the one drawn first is drawn wider,
+    /// its knee ring larger, so the second does not hide it.
+    #[test]
+    fn a_line_under_an_identical_one_is_drawn_wider_with_a_larger_ring() {
+        let points = vec![(0.0, 100.0), (1.0, 200.0), (2.0, 300.0)];
+        let lines: Vec<Line> = STACK_COLORS[..2]
+            .iter()
+            .map(|&c| Line { marked: vec![(1.0, 200.0)], ..Line::new(c, points.clone()) })
+            .collect();
+        let panel = Panel { y_desc: "req/s".into(), y_log: false, from_zero: true, lines };
+        assert_eq!((covered_by(&panel, 0), covered_by(&panel, 1)), (1, 0));
+        let svg = svg(&chart(vec![panel])).unwrap().to_lowercase();
+        let stroke = |c: Color| {
+            let at =
+                svg.find(&format!("<polyline fill=\"none\" opacity=\"1\" stroke=\"{}\"", c.hex()));
+            let tail = &svg[at.unwrap_or_else(|| panic!("{svg}"))..];
+            let w = &tail[tail.find("stroke-width=\"").unwrap() + 14..];
+            w[..w.find('"').unwrap()].to_owned()
+        };
+        assert_eq!((stroke(STACK_COLORS[0]), stroke(STACK_COLORS[1])), ("6".into(), "2".into()));
+        assert!(svg.contains("r=\"11\""), "the first knee's ring is larger: {svg}");
     }
 
     #[test]

@@ -16,16 +16,31 @@ use crate::plots::{LegendEntry, Palette, Plot};
 
 const WIDTH: u32 = 640;
 
-/// One plot per cell whose load changed over time and kept its seconds, in run order.
+/// One plot per cell whose load changed over time and kept its seconds, in run order. The
+/// cells of one workload and shape share their latency scale (log or linear), so that its
+/// repetitions and stacks read side by side.
 pub fn plots(cells: &[CellRecord], palette: &Palette) -> Vec<Plot> {
+    let mut spans: BTreeMap<(&str, &str), (f64, f64)> = BTreeMap::new();
+    for c in cells {
+        let Some(stages) = c.load.stages() else { continue };
+        let span = spans.entry((&c.workload, stages)).or_insert((f64::INFINITY, 0.0));
+        let latencies = c.seconds.iter().flat_map(|r| [r.p50_us, r.p99_us]).flatten();
+        for v in latencies.filter(|v| *v > 0).map(ms) {
+            *span = (span.0.min(v), span.1.max(v));
+        }
+    }
     cells
         .iter()
         .zip(stack_labels(cells))
-        .filter_map(|(c, stack)| Some(plot(c, c.load.stages()?, &stack, palette)))
+        .filter_map(|(c, stack)| {
+            let stages = c.load.stages()?;
+            let (lo, hi) = spans[&(c.workload.as_str(), stages)];
+            Some(plot(c, stages, &stack, palette, wants_log(lo, hi)))
+        })
         .collect()
 }
 
-fn plot(c: &CellRecord, stages: &str, stack: &str, palette: &Palette) -> Plot {
+fn plot(c: &CellRecord, stages: &str, stack: &str, palette: &Palette, y_log: bool) -> Plot {
     let color = palette.stack(stack);
     let at = |f: fn(&SecondRecord) -> Option<f64>| -> Vec<(f64, f64)> {
         c.seconds.iter().enumerate().filter_map(|(s, r)| Some((s as f64, f(r)?))).collect()
@@ -41,13 +56,11 @@ fn plot(c: &CellRecord, stages: &str, stack: &str, palette: &Palette) -> Plot {
         Line { markers: false, flagged: flagged(&achieved), ..Line::new(color, achieved.clone()) };
     let p50_line = Line { dashed: true, markers: false, ..Line::new(color, p50.clone()) };
     let p99_line = Line { markers: false, flagged: flagged(&p99), ..Line::new(color, p99.clone()) };
-    let latencies = p50.iter().chain(&p99).map(|p| p.1).filter(|v| *v > 0.0);
-    let (lo, hi) = latencies.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
 
     let (mut panels, reference) = load_panels(c, achieved_line);
     panels.push(Panel {
         y_desc: "latency (ms)".into(),
-        y_log: wants_log(lo, hi),
+        y_log,
         from_zero: true,
         lines: vec![p50_line, p99_line],
     });
@@ -70,7 +83,7 @@ fn plot(c: &CellRecord, stages: &str, stack: &str, palette: &Palette) -> Plot {
             c.workload,
             c.repetition + 1
         ),
-        note: note(&flags),
+        note: note(c.load.model, &flags),
         legend,
         chart: Chart {
             title: format!("{stack} {}", c.workload),
@@ -127,12 +140,19 @@ fn flag_seconds(seconds: &[SecondRecord]) -> BTreeMap<String, Vec<usize>> {
     out
 }
 
-/// How to read the chart, and which seconds are flagged for what.
-fn note(flags: &BTreeMap<String, Vec<usize>>) -> String {
-    let mut note = "Offered: the requests the shape scheduled in each second; achieved: those \
-                    sent. Latency from each second's own histogram. A ramp's seconds are not \
-                    repetitions: it shows where to look, a sweep of steps confirms."
-        .to_string();
+/// How to read the chart, and which seconds are flagged for what. A closed loop schedules
+/// nothing, so its note speaks of the connections its stages held open, not of an offer.
+fn note(model: LoadModel, flags: &BTreeMap<String, Vec<usize>>) -> String {
+    let load = if model == LoadModel::Closed {
+        "Achieved: the requests completed in each second by the connections the stages held \
+         open (a closed loop offers no rate of its own)."
+    } else {
+        "Offered: the requests the shape scheduled in each second; achieved: those sent."
+    };
+    let mut note = format!(
+        "{load} Latency from each second's own histogram. A ramp's seconds are not \
+         repetitions: it shows where to look, a sweep of steps confirms."
+    );
     if flags.is_empty() {
         note.push_str(" No second was flagged.");
         return note;
@@ -213,10 +233,12 @@ mod tests {
         let fixed = vec![open_cell("nginx", "hello.txt", 300.0, 0, 900.0)];
         let html = crate::render_html(&run(), &fixed, &[]);
         assert!(!html.contains("id=\"seconds\""), "no staged cell, no section");
+        assert!(!html.contains("href=\"#seconds\""), "no link to it");
         let mut cells = fixed;
         cells.push(staged_cell());
         let html = crate::render_html(&run(), &cells, &[]);
         assert!(html.contains("id=\"seconds\""));
+        assert!(html.contains("<a href=\"#seconds\">Load over time</a>"), "the nav links it");
         assert!(html.contains("every second of 6s:0..500"));
         assert!(html.contains("client_starved at seconds 4-5"));
         assert_eq!(html.matches("every second of").count(), 1, "one chart: the staged cell's");
@@ -234,6 +256,28 @@ mod tests {
         assert_eq!(panels[0].lines.len(), 1, "achieved alone");
         assert_eq!(panels[1].lines[0].pieces[0][3], (3.0, 5.0), "connections open");
         assert_eq!(plots[0].legend[0].label, "connections open");
+        let note = &plots[0].note;
+        assert!(!note.to_lowercase().contains("offered:"), "nothing was offered: {note}");
+        assert!(note.contains("connections the stages held open"), "{note}");
+    }
+
+    /// One repetition whose p99 spans three decades and one whose p99 stays flat: both on the
+    /// same (log) scale, not one log and the other linear.
+    #[test]
+    fn the_repetitions_of_a_staged_cell_share_their_latency_scale() {
+        let wide = staged_cell();
+        let mut flat = staged_cell();
+        flat.repetition = 1;
+        for r in &mut flat.seconds {
+            r.p99_us = r.p99_us.map(|_| 2_000);
+        }
+        let mut steep = staged_cell();
+        steep.repetition = 2;
+        steep.seconds[5].p99_us = Some(900_000);
+        let cells = vec![wide, flat, steep];
+        let plots = plots(&cells, &Palette::new(&cells));
+        let logs: Vec<bool> = plots.iter().map(|p| p.chart.panels[1].y_log).collect();
+        assert_eq!(logs, [true, true, true]);
     }
 
     #[test]

@@ -249,16 +249,18 @@ fn spectrum(g: &Group<'_>, palette: &Palette) -> Plot {
         }
         let color = palette.stack(&s.stack);
         let mut line = if merged.is_empty() {
-            // No histogram stored: the summary percentiles still give a coarse curve.
-            let points = stored_percentiles(g.counted)
+            // No histogram stored: the summary percentiles are drawn as points, each its own
+            // piece. Nothing is known between them, and a line from p50 to p99 would read as
+            // a distribution that rises evenly.
+            let pieces = stored_percentiles(g.counted)
                 .iter()
                 .filter_map(|(p, name)| {
                     let vs: Vec<f64> =
                         s.cells.iter().filter_map(|c| c.metrics.get(*name).copied()).collect();
-                    median(&vs).map(|v| (nines(*p), v / 1e3))
+                    median(&vs).map(|v| vec![(nines(*p), v / 1e3)])
                 })
                 .collect();
-            Line::new(color, points)
+            Line { pieces, ..Line::new(color, Vec::new()) }
         } else {
             // Up to the percentile the sample can resolve: with n values, 1 - 1/n.
             let top = (merged.count() as f64).log10().clamp(1.0, 5.0);
@@ -275,14 +277,17 @@ fn spectrum(g: &Group<'_>, palette: &Palette) -> Plot {
             line
         };
         if s.cells.iter().any(|c| !c.flags.is_empty()) {
-            line.flagged = line.pieces[0].last().copied().into_iter().collect();
+            line.flagged = line.pieces.iter().flatten().last().copied().into_iter().collect();
         }
         lines.push(line);
     }
     let latency = g.counted.latency_name();
     let note = match g.counted {
         Counted::Requests => "All repetitions merged.".to_owned(),
-        _ => format!("The medians over repetitions of the {latency}'s stored p50 and p99."),
+        _ => format!(
+            "The medians over repetitions of the {latency}'s stored p50 and p99: points, not \
+             a curve, as nothing between them is stored."
+        ),
     };
     Plot {
         title: format!("{} · {}: {latency} percentiles", g.workload, g.load_label()),
@@ -413,7 +418,6 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
             ],
         )
     };
-    achieved.push(diagonal);
     for stack in &stacks {
         let color = palette.stack(stack);
         let (mut a, mut l, mut e) =
@@ -440,6 +444,9 @@ fn sweep(f: &Family<'_, '_>, palette: &Palette) -> Plot {
         p99.push(l);
         errors.push(e);
     }
+    // The diagonal last, over the stacks: where one keeps up, its line lies on the diagonal,
+    // which drawn first would vanish under it; on top its dashes still show.
+    achieved.push(diagonal);
     let mut legend = stack_entries(&stacks, palette);
     legend.push(LegendEntry { label: "achieved = offered".into(), color: REFERENCE, dashed: true });
     let [x_desc, achieved_desc, p99_desc, errors_desc] = sweep_axes(f);
@@ -643,10 +650,12 @@ mod tests {
         assert_eq!(c.x_desc, "offered rate (views/s)");
         let descs: Vec<&str> = c.panels.iter().map(|p| p.y_desc.as_str()).collect();
         assert_eq!(descs, ["achieved (views/s)", "p99 page load (ms)", "request errors (%)"]);
-        // The diagonal, then varnish (every view offered) and opcache (5 in 6).
+        // Varnish (every view offered) and opcache (5 in 6), then the diagonal over them.
         let achieved = points(&c.panels[0]);
-        assert_eq!(achieved[1], [(3.0, 3.0), (6.0, 6.0), (12.0, 12.0)]);
-        assert_eq!(achieved[2], [(3.0, 2.5), (6.0, 5.0), (12.0, 10.0)]);
+        assert_eq!(achieved[0], [(3.0, 3.0), (6.0, 6.0), (12.0, 12.0)]);
+        assert_eq!(achieved[1], [(3.0, 2.5), (6.0, 5.0), (12.0, 10.0)]);
+        let diagonal = &c.panels[0].lines[2];
+        assert!(diagonal.dashed && diagonal.color == REFERENCE, "drawn last: {diagonal:?}");
         let p99 = points(&c.panels[1]);
         assert_eq!((p99[0][0], p99[1][2]), ((3.0, 40.0), (12.0, 450.0)), "page load, ms");
         assert!(sweep.note.contains("varnish sustains 12 views/s;"), "{}", sweep.note);
@@ -664,6 +673,11 @@ mod tests {
         assert_eq!(panel.y_desc, "page load (ms)");
         let at = |p: f64| -(1.0 - p / 100.0f64).log10();
         assert_eq!(points(panel)[1], [(at(50.0), 225.0), (at(99.0), 450.0)], "opcache");
+        // Two stored percentiles are two points, not a straight line between them.
+        for line in &panel.lines {
+            assert!(line.pieces.iter().all(|p| p.len() == 1), "{:?}", line.pieces);
+        }
+        assert!(spectrum.note.contains("points, not a curve"), "{}", spectrum.note);
     }
 
     /// A visit family of 2 and 4 visitors: visits/s and visit duration by visitors.

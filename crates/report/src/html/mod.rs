@@ -66,45 +66,54 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
         Esc(&run.suite),
         run.id
     );
-    header(o, run, cells);
+    let throughput: Vec<&Plot> = plots.throughput.iter().chain(&plots.latency).collect();
+    let unsampled = unsampled_externals(cells);
+    let sections = [
+        ChartSection {
+            id: "throughput",
+            nav: "Throughput &amp; latency",
+            title: "Throughput and latency",
+            lead: "Requests per second and latency as connections grow, and each stack's whole \
+                   latency distribution from the merged HDR histograms; a view or visit \
+                   workload's views or visits per second and page-load time or visit duration.",
+            plots: throughput,
+            notes: &[],
+        },
+        ChartSection {
+            id: "sweeps",
+            nav: "Sweeps",
+            title: "Rate sweeps",
+            lead: "Offered against achieved rate, with p99 latency and errors: where each stack \
+                   stops keeping up.",
+            plots: plots.sweeps.iter().collect(),
+            notes: &[],
+        },
+        ChartSection {
+            id: "seconds",
+            nav: "Load over time",
+            title: "Load over time",
+            lead: "Cells whose load changed over time (a ramp, stages), second by second: the \
+                   requests achieved (against those offered, under a schedule), and p50 and p99 \
+                   latency.",
+            plots: seconds.iter().collect(),
+            notes: &[],
+        },
+        ChartSection {
+            id: "resources",
+            nav: "CPU &amp; memory",
+            title: "Server CPU and memory",
+            lead: "What each tier of each stack used while it was measured, from the lab's \
+                   sampler.",
+            plots: plots.resources.iter().collect(),
+            notes: &unsampled,
+        },
+    ];
+    header(o, run, cells, &sections);
     let _ = writeln!(o, "<section id=\"verdict\">\n<h2>Verdict</h2>");
     verdict_table(o, &verdicts, &palette);
     let _ = writeln!(o, "</section>");
-    let throughput: Vec<&Plot> = plots.throughput.iter().chain(&plots.latency).collect();
-    let sections: [(&str, &str, &str, Vec<&Plot>); 4] = [
-        (
-            "throughput",
-            "Throughput and latency",
-            "Requests per second and latency as connections grow, and each stack's whole \
-             latency distribution from the merged HDR histograms; a view or visit workload's \
-             views or visits per second and page-load time or visit duration.",
-            throughput,
-        ),
-        (
-            "sweeps",
-            "Rate sweeps",
-            "Offered against achieved rate, with p99 latency and errors: where each stack stops \
-             keeping up.",
-            plots.sweeps.iter().collect(),
-        ),
-        (
-            "seconds",
-            "Load over time",
-            "Cells whose load changed over time (a ramp, stages), second by second: offered \
-             against achieved requests, and p50 and p99 latency.",
-            seconds.iter().collect(),
-        ),
-        (
-            "resources",
-            "Server CPU and memory",
-            "What each tier of each stack used while it was measured, from the lab's sampler.",
-            plots.resources.iter().collect(),
-        ),
-    ];
-    let unsampled = unsampled_externals(cells);
-    for (id, title, lead, section) in sections {
-        let notes: &[String] = if id == "resources" { &unsampled } else { &[] };
-        plot_section(o, [id, title, lead], &section, notes);
+    for section in &sections {
+        plot_section(o, section);
     }
     cells_section(o, cells);
     environment(o, run, cells, configs);
@@ -118,22 +127,38 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
     out
 }
 
-/// A section of charts (`[id, title, lead]`), with the notes on stacks it has no chart of;
-/// nothing when it has neither.
-fn plot_section(o: &mut String, [id, title, lead]: [&str; 3], plots: &[&Plot], notes: &[String]) {
-    if plots.is_empty() && notes.is_empty() {
+/// A section of charts, with the notes on stacks it has no chart of.
+struct ChartSection<'a> {
+    id: &'static str,
+    /// Its link in the header's nav (HTML).
+    nav: &'static str,
+    title: &'static str,
+    lead: &'static str,
+    plots: Vec<&'a Plot>,
+    notes: &'a [String],
+}
+
+impl ChartSection<'_> {
+    /// A section with neither a chart nor a note is left out, and so is its link.
+    fn is_empty(&self) -> bool {
+        self.plots.is_empty() && self.notes.is_empty()
+    }
+}
+
+fn plot_section(o: &mut String, s: &ChartSection<'_>) {
+    if s.is_empty() {
         return;
     }
     let _ = writeln!(
         o,
-        "<section id=\"{id}\">\n<h2>{title}</h2>\n<p class=\"lead\">{lead}</p>\n\
-         <div class=\"grid\">"
+        "<section id=\"{}\">\n<h2>{}</h2>\n<p class=\"lead\">{}</p>\n<div class=\"grid\">",
+        s.id, s.title, s.lead
     );
-    for p in plots {
+    for p in &s.plots {
         chart(o, p);
     }
     let _ = writeln!(o, "</div>");
-    for stack in notes {
+    for stack in s.notes {
         let _ = writeln!(
             o,
             "<p class=\"note\">{}: not sampled: external target (loadlab samples a server it \
@@ -144,7 +169,7 @@ fn plot_section(o: &mut String, [id, title, lead]: [&str; 3], plots: &[&Plot], n
     let _ = writeln!(o, "</section>");
 }
 
-fn header(o: &mut String, run: &Run, cells: &[CellRecord]) {
+fn header(o: &mut String, run: &Run, cells: &[CellRecord], sections: &[ChartSection<'_>]) {
     let took = run
         .finished_at
         .and_then(|f| f.duration_since(run.started_at).ok())
@@ -180,12 +205,15 @@ fn header(o: &mut String, run: &Run, cells: &[CellRecord]) {
             cells.len()
         );
     }
+    // A link for each section the page has: one to a section left out would lead nowhere.
+    let _ = write!(o, "<nav><a href=\"#verdict\">Verdict</a>");
+    for s in sections.iter().filter(|s| !s.is_empty()) {
+        let _ = write!(o, "<a href=\"#{}\">{}</a>", s.id, s.nav);
+    }
     let _ = writeln!(
         o,
-        "<nav><a href=\"#verdict\">Verdict</a><a href=\"#throughput\">Throughput &amp; latency</a>\
-         <a href=\"#sweeps\">Sweeps</a>\
-         <a href=\"#resources\">CPU &amp; memory</a><a href=\"#cells\">Cells</a>\
-         <a href=\"#environment\">Environment &amp; configs</a></nav>\n</header>"
+        "<a href=\"#cells\">Cells</a><a href=\"#environment\">Environment &amp; configs</a>\
+         </nav>\n</header>"
     );
 }
 

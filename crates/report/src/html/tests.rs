@@ -90,6 +90,25 @@ fn verdict_flags_and_charts_are_on_the_page() {
     assert!(html.contains("Requests per second:    1000.00 [#/sec] (mean)"));
 }
 
+/// The nav links the sections the page has and no other: a run without a sweep has no
+/// "Sweeps", whose link would lead nowhere.
+#[test]
+fn every_nav_link_lands_on_a_section_of_the_page() {
+    let mut cells = reps("nginx", "static", 10, &[100.0, 101.0, 102.0]);
+    cells.extend(reps("nginx", "static", 50, &[300.0, 301.0, 302.0]));
+    cells[0].samples = samples();
+    for html in [render_html(&run(), &cells, &[]), render_html(&run(), &[], &[])] {
+        let nav = &html[html.find("<nav>").unwrap()..html.find("</nav>").unwrap()];
+        let links: Vec<&str> =
+            nav.split("href=\"#").skip(1).map(|l| &l[..l.find('"').unwrap()]).collect();
+        assert!(links.len() >= 3, "{nav}");
+        for id in links {
+            assert!(html.contains(&format!("id=\"{id}\"")), "#{id} leads nowhere: {nav}");
+        }
+        assert!(!nav.contains("Sweeps"), "no sweep ran: {nav}");
+    }
+}
+
 #[test]
 fn a_run_without_cells_still_renders() {
     let html = render_html(&run(), &[], &[]);

@@ -68,10 +68,15 @@ fn stack_rows(o: &mut String, g: &GroupVerdict, palette: &Palette) {
             );
         }
         let color = palette.stack(&s.stack).hex();
+        // The name stays on one line with its swatch; the knobs that tell two instances of
+        // one stack apart (`nginx {gzip=on, workers=4}`) wrap, so the table fits the page.
+        let (name, knobs) = s.stack.split_at(s.stack.find(" {").unwrap_or(s.stack.len()));
         let _ = write!(
             o,
-            "<td class=\"stack\"><span class=\"swatch-inline\" style=\"background:{color}\"></span>{}</td>",
-            Esc(&s.stack)
+            "<td class=\"stack\"><span class=\"name\"><span class=\"swatch-inline\" \
+             style=\"background:{color}\"></span>{}</span>{}</td>",
+            Esc(name),
+            Esc(knobs)
         );
         for m in Measure::ALL {
             let _ =

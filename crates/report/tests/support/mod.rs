@@ -6,11 +6,17 @@ pub mod synthetic;
 use std::path::Path;
 
 use loadlab_report::render_html;
-use loadlab_store::Store;
+use loadlab_store::{CellRecord, Store};
 
 /// The synthetic run stored at `db`, read back and rendered, as `loadlab report` would.
 pub fn report_from_store(db: &Path) -> String {
-    let run = synthetic::store_run(db);
+    report_of(db, synthetic::cells())
+}
+
+/// A run of `cells` (with the synthetic run's environment and configs) stored at `db`, read
+/// back and rendered.
+pub fn report_of(db: &Path, cells: Vec<CellRecord>) -> String {
+    let run = synthetic::store_run(db, cells);
     let store = Store::open(db).expect("reopen the store");
     let cells = store.cells(run).expect("read the cells");
     let configs = store.configs(run).expect("read the configs");

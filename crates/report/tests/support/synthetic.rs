@@ -307,12 +307,12 @@ fn environment() -> Environment {
     }
 }
 
-/// Writes the synthetic run into a store file at `path` and returns its id.
-pub fn store_run(path: &Path) -> RunId {
+/// Writes the synthetic run of `cells` into a store file at `path` and returns its id.
+pub fn store_run(path: &Path, cells: Vec<CellRecord>) -> RunId {
     let mut store = Store::open(path).expect("open the store");
     let info = RunInfo { suite: "classic".into(), started_at: at(0), environment: environment() };
     let run = store.begin_run(&info).expect("begin the run");
-    for c in cells() {
+    for c in cells {
         store.record_cell(run, &c).expect("record a cell");
     }
     for c in configs() {
