@@ -32,26 +32,18 @@ pub fn run(args: CompareArgs) -> anyhow::Result<u8> {
     let a = store.cells(run_a).map_err(failure)?;
     let b = store.cells(run_b).map_err(failure)?;
     let deltas = loadlab_report::compare_runs(&a, &b);
+    let (name_a, name_b) = (format!("run {}", args.run_a), format!("run {}", args.run_b));
     if args.json {
         out!("{}", serde_json::to_string_pretty(&deltas)? + "\n")?;
     } else {
-        let (name_a, name_b) = (format!("run {}", args.run_a), format!("run {}", args.run_b));
         out!("{}", loadlab_report::compare_table(&name_a, &a, &name_b, &b))?;
     }
     if !args.fail_on_regression {
         return Ok(OK);
     }
-    let regressions: Vec<_> = deltas.iter().filter(|d| d.regressed()).collect();
-    for d in &regressions {
-        eprintln!("loadlab: regression: {}", d.regression_line());
+    let gate = loadlab_report::regression_gate(&deltas, &name_a, &name_b);
+    for line in &gate.lines {
+        eprintln!("loadlab: {line}");
     }
-    if regressions.is_empty() {
-        eprintln!(
-            "loadlab: no significant regression from run {} to run {}",
-            args.run_a, args.run_b
-        );
-        Ok(OK)
-    } else {
-        Ok(SLO_FAILED)
-    }
+    Ok(if gate.failed { SLO_FAILED } else { OK })
 }

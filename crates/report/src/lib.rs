@@ -52,5 +52,5 @@ pub mod visits;
 mod testcell;
 
 pub use html::render_html;
-pub use text::{compare_runs, compare_table, verdict_table, RunDelta};
+pub use text::{compare_runs, compare_table, regression_gate, verdict_table, Gate, RunDelta};
 pub use verdict::{verdicts, Comparison, Figure, GroupVerdict, Measure, StackSummary, Warning};

@@ -74,6 +74,68 @@ impl RunDelta {
         });
         self.significant && worse
     }
+
+    /// Neither run's flags (the runner's stored verdict, read here and never judged again)
+    /// say that the figure measures the client rather than the server.
+    pub fn trusted(&self) -> bool {
+        self.old_flags.iter().chain(&self.new_flags).all(|f| !f.flag.clients_figure())
+    }
+}
+
+/// What `compare --fail-on-regression` decides: it fails on a regression of a trusted figure
+/// only, since a figure whose client missed its schedule or ran out of CPU, descriptors or
+/// link measures the client as much as the server. Every regression is told with the flags
+/// that mark its figure (`!` in the table); one the gate leaves out says so.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    /// A trusted figure regressed: the gate fails.
+    pub failed: bool,
+    /// The lines for stderr, one per regression, then the outcome when nothing failed.
+    pub lines: Vec<String>,
+}
+
+/// The gate over `compare_runs`' deltas between the runs named `old_name` and `new_name`.
+pub fn regression_gate(deltas: &[RunDelta], old_name: &str, new_name: &str) -> Gate {
+    let mut lines = Vec::new();
+    let (mut trusted, mut untrusted) = (0, 0);
+    for d in deltas.iter().filter(|d| d.regressed()) {
+        let marks: Vec<String> = [(old_name, &d.old_flags), (new_name, &d.new_flags)]
+            .into_iter()
+            .flat_map(|(run, flags)| flag_counts(flags).map(move |f| format!("{run}: {f}")))
+            .collect();
+        let marked =
+            if marks.is_empty() { String::new() } else { format!(" (! {})", marks.join("; ")) };
+        if d.trusted() {
+            trusted += 1;
+            lines.push(format!("regression: {}{marked}", d.regression_line()));
+        } else {
+            untrusted += 1;
+            let line = d.regression_line();
+            lines.push(format!("regression of an untrusted figure, not gated: {line}{marked}"));
+        }
+    }
+    if trusted == 0 {
+        let also = match untrusted {
+            0 => String::new(),
+            1 => " (1 untrusted figure regressed, above)".to_owned(),
+            n => format!(" ({n} untrusted figures regressed, above)"),
+        };
+        lines.push(format!(
+            "no significant regression of a trusted figure from {old_name} to {new_name}{also}"
+        ));
+    }
+    Gate { failed: trusted > 0, lines }
+}
+
+/// Each flag of a figure once, with the repetitions it marks: "schedule_missed in 3 repetitions".
+fn flag_counts(flags: &[CellFlag]) -> impl Iterator<Item = String> + '_ {
+    let mut names: Vec<&str> = flags.iter().map(|f| f.flag.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names.into_iter().map(move |name| {
+        let n = flags.iter().filter(|f| f.flag.as_str() == name).count();
+        format!("{name} in {n} {}", if n == 1 { "repetition" } else { "repetitions" })
+    })
 }
 
 /// Every (workload, load, stack, measure) of either run, old against new: the old run's order

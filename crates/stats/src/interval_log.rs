@@ -194,8 +194,8 @@ fn merge_second(
         for (_, bytes) in worker.iter().filter(|(s, _)| *s == second) {
             let h: Histogram<u64> = decoder
                 .deserialize(&mut &bytes[..])
-                .map_err(|e| bad(format!("an interval histogram: {e:?}")))?;
-            merged.add(&h).map_err(|e| bad(format!("merging intervals: {e:?}")))?;
+                .map_err(|e| bad(format!("an interval histogram: {e}")))?;
+            merged.add(&h).map_err(|e| bad(format!("merging intervals: {e}")))?;
         }
     }
     Ok(())

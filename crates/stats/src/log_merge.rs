@@ -16,7 +16,7 @@ use std::io;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
-use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry, LogIteratorError};
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -105,6 +105,14 @@ pub struct Merged {
     pub intervals: BTreeMap<(u64, Option<String>), Histogram<u64>>,
 }
 
+/// Where the interval log stops being one, as a person reads it: the line at the parser's
+/// offset, which is the first line that is neither a comment, a header nor an interval.
+fn unparsed_line(text: &[u8], e: &LogIteratorError) -> String {
+    let LogIteratorError::ParseError { offset } = e;
+    let line = text[..(*offset).min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1;
+    format!("line {line} is neither a comment, a header nor an interval (as --hdr-log writes)")
+}
+
 /// Reads an interval log's text. `file` names it in the error.
 pub fn read(file: &str, text: &[u8]) -> Result<Log, MergeError> {
     let bad = |reason: String| MergeError::Unreadable { file: file.to_string(), reason };
@@ -112,7 +120,7 @@ pub fn read(file: &str, text: &[u8]) -> Result<Log, MergeError> {
     let (mut base, mut start) = (None, None);
     let mut intervals = Vec::new();
     for entry in IntervalLogIterator::new(text) {
-        match entry.map_err(|e| bad(format!("{e:?}")))? {
+        match entry.map_err(|e| bad(unparsed_line(text, &e)))? {
             LogEntry::BaseTime(t) => base = Some(t),
             LogEntry::StartTime(t) => start = Some(t),
             LogEntry::Interval(i) => {
@@ -121,7 +129,7 @@ pub fn read(file: &str, text: &[u8]) -> Result<Log, MergeError> {
                     .map_err(|e| bad(format!("an interval's histogram: {e}")))?;
                 let hist: Histogram<u64> = decoder
                     .deserialize(&mut &bytes[..])
-                    .map_err(|e| bad(format!("an interval's histogram: {e:?}")))?;
+                    .map_err(|e| bad(format!("an interval's histogram: {e}")))?;
                 intervals.push(Interval {
                     offset: i.start_timestamp(),
                     length: i.duration(),
@@ -194,7 +202,7 @@ pub fn merge(logs: &[(String, Log)]) -> Result<Merged, MergeError> {
                 }
                 std::collections::btree_map::Entry::Occupied(mut o) => {
                     // Same settings (checked above): adding cannot fail.
-                    o.get_mut().add(&i.hist).map_err(|e| misaligned(format!("{e:?}")))?;
+                    o.get_mut().add(&i.hist).map_err(|e| misaligned(e.to_string()))?;
                 }
             }
         }

@@ -87,6 +87,13 @@ impl Flag {
             Flag::ClientSaturated | Flag::ClientStarved | Flag::FdExhausted | Flag::NetworkBound
         )
     }
+
+    /// Whether a figure so flagged measures the client rather than the server: the client's
+    /// or the link's limit, or an open-loop schedule the client did not keep (its latency then
+    /// counts the client's own delay). A comparison of two runs cannot blame the server for it.
+    pub fn clients_figure(&self) -> bool {
+        self.untrusted() || matches!(self, Flag::ScheduleMissed)
+    }
 }
 
 impl From<&str> for Flag {

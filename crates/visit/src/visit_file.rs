@@ -26,8 +26,10 @@
 //! visitor's number (from 1), needs neither.
 
 use std::collections::{BTreeMap, HashSet};
+use std::ops::Range;
 
 use serde::Deserialize;
+use toml::Spanned;
 
 use crate::capture::{Capture, Check, Source};
 use crate::model::{Burst, Call, Think, Visit};
@@ -38,39 +40,40 @@ use crate::VisitError;
 #[serde(deny_unknown_fields)]
 struct File {
     name: Option<String>,
-    think: Option<ThinkSpec>,
-    step: Vec<Step>,
+    think: Option<Spanned<ThinkSpec>>,
+    step: Vec<Spanned<Step>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Step {
-    method: Option<String>,
+    method: Option<Spanned<String>>,
     path: String,
     #[serde(default)]
     headers: BTreeMap<String, String>,
     body: Option<String>,
-    think: Option<ThinkSpec>,
+    think: Option<Spanned<ThinkSpec>>,
     status: Option<OneOrMany>,
     contains: Option<String>,
     /// A regular expression the body must match.
-    matches: Option<String>,
+    matches: Option<Spanned<String>>,
     header: Option<HeaderSpec>,
     #[serde(default)]
-    capture: Vec<CaptureSpec>,
+    capture: Vec<Spanned<CaptureSpec>>,
     #[serde(default)]
     resources: Vec<String>,
 }
 
+// Each untagged enum says what it expects: serde's own message names the Rust type.
 #[derive(Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a duration (\"1s\") or { exponential = \"2s\" }")]
 enum ThinkSpec {
     Fixed(String),
     Exponential { exponential: String },
 }
 
 #[derive(Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a status code or a list of them: 200 or [200, 302], not in quotes")]
 enum OneOrMany {
     One(u16),
     Many(Vec<u16>),
@@ -78,7 +81,10 @@ enum OneOrMany {
 
 /// `header = "Location"` (present) or `header = { name = "Location", contains = "/wp-admin" }`.
 #[derive(Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "a header's name (\"Location\") or { name = \"Location\", contains = \"/wp-admin\" }"
+)]
 enum HeaderSpec {
     Present(String),
     Contains { name: String, contains: String },
@@ -93,37 +99,68 @@ struct CaptureSpec {
     regex: Option<String>,
 }
 
+/// A mistake found after toml read the file, at the span of what it is about.
+struct Mistake {
+    span: Range<usize>,
+    message: String,
+}
+
+/// Turns a message into a [`Mistake`] at `span`.
+fn at(span: Range<usize>) -> impl Fn(String) -> Mistake {
+    move |message| Mistake { span: span.clone(), message }
+}
+
 /// Reads a visit file; `given` are the names the run fills in itself (a user, a password).
 pub fn parse(text: &str, file: &str, given: &[&str]) -> Result<Visit, VisitError> {
-    let parsed: File = toml::from_str(text).map_err(|e| toml_error(text, file, &e))?;
-    let whole = |message: String| VisitError::File { file: file.to_string(), message };
+    let parsed: File = toml::from_str(text).map_err(|e| {
+        if is_session_log(text, file) {
+            return VisitError::File {
+                file: file.to_string(),
+                message: format!(
+                    "an httperf session log, not a visit file: give it to --wsesslog N,X,{file}"
+                ),
+            };
+        }
+        toml_error(text, file, &e)
+    })?;
+    let located = |m: Mistake| located(text, file, m.span.start, m.message);
     if parsed.step.is_empty() {
-        return Err(whole("a visit needs at least one [[step]]".to_string()));
+        return Err(VisitError::File {
+            file: file.to_string(),
+            message: "a visit needs at least one [[step]]".to_string(),
+        });
     }
-    let default_think = parsed.think.map(|t| think(&t)).transpose().map_err(&whole)?;
+    let default_think = parsed.think.map(|t| think(&t)).transpose().map_err(located)?;
     if given.contains(&crate::VISITOR) {
-        return Err(whole("{visitor} is the visitor's number: a run cannot give it".to_string()));
+        return Err(VisitError::File {
+            file: file.to_string(),
+            message: "{visitor} is the visitor's number: a run cannot give it".to_string(),
+        });
     }
     let mut known: HashSet<String> = given.iter().map(|s| s.to_string()).collect();
     known.insert(crate::VISITOR.to_string());
     let mut bursts = Vec::with_capacity(parsed.step.len());
     for (i, step) in parsed.step.into_iter().enumerate() {
-        let at = |m: String| whole(format!("step {}: {m}", i + 1));
-        let burst = burst(step, default_think).map_err(at)?;
+        let span = step.span();
+        let step_at = |m: Mistake| {
+            located(Mistake { message: format!("step {}: {}", i + 1, m.message), ..m })
+        };
+        let burst = burst(step.into_inner(), default_think).map_err(step_at)?;
+        let whole = at(span);
         for name in burst.calls.iter().flat_map(Call::names) {
             if !known.contains(name) {
-                return Err(at(format!(
+                return Err(step_at(whole(format!(
                     "{{{name}}} is used before any step captures it (nor does the run give it)"
-                )));
+                ))));
             }
         }
         for capture in &burst.calls[0].captures {
             if capture.name == crate::VISITOR || given.contains(&capture.name.as_str()) {
-                return Err(at(format!(
+                return Err(step_at(whole(format!(
                     "capture '{}' would replace a value the run gives (the visitor's number \
                      or a given value): name it otherwise",
                     capture.name
-                )));
+                ))));
             }
         }
         known.extend(burst.calls[0].captures.iter().map(|c| c.name.clone()));
@@ -134,7 +171,7 @@ pub fn parse(text: &str, file: &str, given: &[&str]) -> Result<Visit, VisitError
 }
 
 /// One step as the burst it starts.
-fn burst(step: Step, default_think: Option<Think>) -> Result<Burst, String> {
+fn burst(step: Step, default_think: Option<Think>) -> Result<Burst, Mistake> {
     let mut checks = Vec::new();
     match step.status {
         Some(OneOrMany::One(s)) => checks.push(Check::Status(vec![s])),
@@ -145,7 +182,7 @@ fn burst(step: Step, default_think: Option<Think>) -> Result<Burst, String> {
         checks.push(Check::BodyContains(text));
     }
     if let Some(re) = step.matches {
-        let re = regex::Regex::new(&re).map_err(|e| format!("matches: bad regex: {e}"))?;
+        let re = regex(re.get_ref()).map_err(|e| at(re.span())(format!("matches: {e}")))?;
         checks.push(Check::BodyRegex(re));
     }
     match step.header {
@@ -156,10 +193,17 @@ fn burst(step: Step, default_think: Option<Think>) -> Result<Burst, String> {
         None => {}
     }
     let captures = step.capture.into_iter().map(capture).collect::<Result<Vec<_>, _>>()?;
-    let method = step.method.unwrap_or_else(|| "GET".to_string());
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return Err(format!("method '{method}' is not an HTTP method"));
-    }
+    let method = match step.method {
+        None => "GET".to_string(),
+        Some(m)
+            if !m.get_ref().is_empty() && m.get_ref().bytes().all(|b| b.is_ascii_alphabetic()) =>
+        {
+            m.into_inner()
+        }
+        Some(m) => {
+            return Err(at(m.span())(format!("method '{}' is not an HTTP method", m.get_ref())))
+        }
+    };
     let first = Call {
         method,
         path: Template::parse(&step.path),
@@ -174,39 +218,65 @@ fn burst(step: Step, default_think: Option<Think>) -> Result<Burst, String> {
     Ok(Burst { calls, think })
 }
 
-fn think(spec: &ThinkSpec) -> Result<Think, String> {
-    let d =
-        |s: &str| crate::duration::parse(s).ok_or_else(|| format!("think '{s}' is not a duration"));
-    Ok(match spec {
+fn think(spec: &Spanned<ThinkSpec>) -> Result<Think, Mistake> {
+    let d = |s: &str| {
+        crate::duration::parse(s)
+            .ok_or_else(|| at(spec.span())(format!("think '{s}' is not a duration")))
+    };
+    Ok(match spec.get_ref() {
         ThinkSpec::Fixed(s) => Think::Fixed(d(s)?),
         ThinkSpec::Exponential { exponential } => Think::Exponential { mean: d(exponential)? },
     })
 }
 
-fn capture(spec: CaptureSpec) -> Result<Capture, String> {
+/// A regular expression, or why not in one line: the regex crate's own message draws the
+/// pattern with a caret under the mistake, over several lines.
+fn regex(pattern: &str) -> Result<regex::Regex, String> {
+    regex::Regex::new(pattern).map_err(|e| {
+        let text = e.to_string();
+        let why = text.lines().rev().find_map(|l| l.strip_prefix("error: ")).unwrap_or(&text);
+        format!("bad regex '{pattern}': {}", why.trim())
+    })
+}
+
+fn capture(spec: Spanned<CaptureSpec>) -> Result<Capture, Mistake> {
+    let here = at(spec.span());
+    let spec = spec.into_inner();
     let name = spec.name;
     let source = match (spec.header, spec.cookie, spec.regex) {
         (Some(h), None, None) => Source::Header(h),
         (None, Some(c), None) => Source::Cookie(c),
-        (None, None, Some(r)) => Source::Regex(
-            regex::Regex::new(&r).map_err(|e| format!("capture '{name}': bad regex: {e}"))?,
-        ),
+        (None, None, Some(r)) => {
+            Source::Regex(regex(&r).map_err(|e| here(format!("capture '{name}': {e}")))?)
+        }
         _ => {
-            return Err(format!(
+            return Err(here(format!(
                 "capture '{name}' needs exactly one of header =, cookie = or regex ="
-            ))
+            )))
         }
     };
     Ok(Capture { name, source })
 }
 
+/// Whether `text`, which is not TOML, reads as httperf's session log: its first line that is
+/// neither blank nor a comment is a URI, which no TOML line can start with.
+fn is_session_log(text: &str, file: &str) -> bool {
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#'));
+    first.is_some_and(|l| l.starts_with('/')) && crate::wsesslog::parse(text, file).is_ok()
+}
+
 /// toml's error at its line and column (the span's start).
 fn toml_error(text: &str, file: &str, e: &toml::de::Error) -> VisitError {
     let message = e.message().to_string();
-    let Some(span) = e.span() else {
-        return VisitError::File { file: file.to_string(), message };
-    };
-    let before = &text[..span.start.min(text.len())];
+    match e.span() {
+        Some(span) => located(text, file, span.start, message),
+        None => VisitError::File { file: file.to_string(), message },
+    }
+}
+
+/// A mistake at byte `offset` of `text`, as `file:line:column`.
+fn located(text: &str, file: &str, offset: usize, message: String) -> VisitError {
+    let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     VisitError::At { file: file.to_string(), line, column, message }
@@ -266,7 +336,40 @@ resources = ["/a.css", "/b.js"]
         let e = parse("[[step]]\npath = \"/\"\n[[step.capture]]\nname = \"x\"\n", "v", &[]);
         assert!(e.unwrap_err().to_string().contains("exactly one of"));
         let e = parse("[[step]]\npath = \"/\"\nthink = \"soon\"\n", "v", &[]).unwrap_err();
-        assert!(e.to_string().contains("think 'soon' is not a duration"), "{e}");
+        assert_eq!(e.to_string(), "v:3:9: step 1: think 'soon' is not a duration");
+    }
+
+    /// What a user wrote wrong is told in the file's terms, at its line and column, in one
+    /// line: never a Rust type's name, never a multi-line regex diagram.
+    #[test]
+    fn every_mistake_has_its_place_and_names_no_rust_type() {
+        let step = |line: &str| format!("[[step]]\npath = \"/\"\n{line}\n");
+        let e = parse(&step("status = \"200\""), "v", &[]).unwrap_err().to_string();
+        assert!(e.starts_with("v:3:10: a status code or a list of them"), "{e}");
+        for line in ["think = 3", "header = 3"] {
+            let e = parse(&step(line), "v", &[]).unwrap_err().to_string();
+            assert!(e.starts_with("v:3:") && !e.contains("enum"), "{e}");
+        }
+        let e = parse(&step("matches = '(x'"), "v", &[]).unwrap_err().to_string();
+        assert_eq!(e, "v:3:11: step 1: matches: bad regex '(x': unclosed group");
+        let capture = "[[step.capture]]\nname = \"n\"\nregex = '['";
+        let e = parse(&step(capture), "v", &[]).unwrap_err().to_string();
+        assert!(e.starts_with("v:3:1: step 1: capture 'n': bad regex '[': "), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        let e = parse(&step("method = \"G T\""), "v", &[]).unwrap_err().to_string();
+        assert_eq!(e, "v:3:10: step 1: method 'G T' is not an HTTP method");
+        let e = parse(&step("body = \"{who}\""), "v", &[]).unwrap_err().to_string();
+        assert!(e.starts_with("v:1:1: step 1: {who} is used before"), "{e}");
+    }
+
+    #[test]
+    fn an_httperf_session_log_is_pointed_to_wsesslog() {
+        let log = "# two pages\n/index.html think=2.0\n    /style.css\n/about.html\n";
+        let e = parse(log, "s.log", &[]).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "s.log: an httperf session log, not a visit file: give it to --wsesslog N,X,s.log"
+        );
     }
 
     #[test]

@@ -75,7 +75,8 @@ fn a_sweep_whose_rates_differ_between_agents_is_refused_naming_them() {
         sweeper(&url, &["--rates", "100,300", "--step-duration", "1s"], 1, 2, &at),
     ]);
     assert_eq!(outs[0].status.code(), Some(2), "{}", stderr(&outs[0]));
-    assert!(stderr(&outs[0]).contains("--rates"), "{}", stderr(&outs[0]));
+    let said = "in --rates: 100,300 there, 100,200 on agent 0";
+    assert!(stderr(&outs[0]).contains(said), "{}", stderr(&outs[0]));
     assert_eq!(outs[1].status.code(), Some(10), "{}", stderr(&outs[1]));
     assert_eq!(server.requests(), 0);
 }

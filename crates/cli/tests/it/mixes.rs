@@ -188,3 +188,15 @@ fn a_wrong_list_is_refused_in_one_line_naming_the_file_and_line() {
     assert!(stderr.contains(&format!("{list}:2: header connection is not allowed")), "{stderr}");
     assert_eq!(server.requests(), 0, "nothing was sent");
 }
+
+/// The text header counts a one-URL list in the singular: "the 1 request of", not "requests".
+#[test]
+fn a_list_of_one_url_is_one_request_in_the_header() {
+    let server = TestServer::start(Behaviour::ok("one"));
+    let (_dir, list) = file("urls.txt", "/only\n");
+    let mut cmd = loadlab();
+    cmd.args(["bench", &server.url("/"), "--urls", &list, "-n", "2", "-c", "1", "-t", "1"]);
+    let out = output_within(cmd, RUN_LIMIT);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(": the 1 request of "), "{text}");
+}

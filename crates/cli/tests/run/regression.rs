@@ -115,3 +115,48 @@ fn a_view_workload_is_compared_on_its_views_in_the_table_the_gate_and_the_json()
     assert_eq!(rate["old"]["median"].as_f64(), Some(3.03), "{rate}");
     assert!(rate["significant"].as_bool().unwrap(), "{rate}");
 }
+
+/// A p99 that rose in a run whose client missed its schedule (the figure marked `!`) is told
+/// with the flag that marks it and does not fail the gate: the gate judges trusted figures.
+#[test]
+fn a_regression_of_a_figure_marked_untrusted_is_named_with_its_flag_and_not_gated() {
+    let scratch = Scratch::new();
+    let db = scratch.db();
+    std::fs::create_dir_all(scratch.out()).unwrap();
+    let mut store = Store::open(&db).expect("a store");
+    let p99_cells = |p99: f64, missed: bool| -> Vec<CellRecord> {
+        (0..7)
+            .map(|i| {
+                let mut c = cell(i, i, 1_000.0 + f64::from(i));
+                c.metrics.insert(metric::P99_US.into(), p99 + f64::from(i));
+                if missed {
+                    c.flags.push(loadlab_store::TrustFlag {
+                        flag: loadlab_store::Flag::ScheduleMissed,
+                        detail: "never sent 40".into(),
+                    });
+                }
+                c
+            })
+            .collect()
+    };
+    store_cells(&mut store, &p99_cells(2_000.0, false)); // run 1
+    store_cells(&mut store, &p99_cells(9_000.0, true)); // run 2: the client fell behind
+    store_cells(&mut store, &p99_cells(9_000.0, false)); // run 3: the server did
+    drop(store);
+
+    let gate =
+        |a: &str, b: &str| scratch.run(&["compare", a, b, "--db", &db, "--fail-on-regression"]);
+    let out = gate("1", "2");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("regression of an untrusted figure, not gated: nginx"), "{stderr}");
+    assert!(stderr.contains("(! run 2: schedule_missed in 7 repetitions)"), "{stderr}");
+    assert!(stderr.contains("no significant regression of a trusted figure"), "{stderr}");
+    let out = gate("1", "3");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(99), "{stderr}");
+    assert!(
+        stderr.contains("loadlab: regression: nginx hello.txt closed, 50 conn p99"),
+        "{stderr}"
+    );
+}

@@ -50,9 +50,13 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     match (&r.urls, &r.replay) {
         (Some(urls), _) => writeln!(
             out,
-            "loadlab bench {}: the {} requests of {} ({}, seed {})",
+            "loadlab bench {}: the {} of {} ({}, seed {})",
             c.url,
-            urls.len(),
+            if urls.len() == 1 {
+                "1 request".to_string()
+            } else {
+                format!("{} requests", urls.len())
+            },
             c.urls.as_deref().unwrap_or(""),
             c.urls_order.unwrap_or("weighted"),
             c.seed

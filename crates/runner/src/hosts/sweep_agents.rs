@@ -79,9 +79,13 @@ pub struct AgentsMeasure<'a> {
 pub fn sweep_load(plan: &SweepPlan) -> Vec<(String, String)> {
     let mut load = plan.targets.first().map(|t| load::describe(&t.config)).unwrap_or_default();
     let urls: Vec<&str> = plan.targets.iter().map(|t| t.url.as_str()).collect();
-    load.push(("--rates".into(), format!("{:?}", plan.rates)));
-    load.push(("--calls-per-conn".into(), format!("{:?}", plan.calls)));
-    load.push(("--arrival, --max-connections".into(), format!("{:?}", plan.arrival)));
+    // Each value as the command line spells it: a mismatch shows both sides in the user's terms.
+    let rates: Vec<String> = plan.rates.iter().map(f64::to_string).collect();
+    load.push(("--rates".into(), rates.join(",")));
+    let calls = plan.calls.map_or_else(|| "none".to_string(), |k| k.to_string());
+    load.push(("--calls-per-conn".into(), calls));
+    load.push(("--arrival".into(), format!("{:?}", plan.arrival).to_lowercase()));
+    load.push(("--max-connections".into(), plan.max_connections.to_string()));
     load.push(("--compare".into(), urls.join(" ")));
     // Without it an agent would refuse agent 0's bisection steps: said before any load.
     load.push(("--find-knee".into(), plan.find_knee.to_string()));

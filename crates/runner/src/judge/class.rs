@@ -135,7 +135,7 @@ impl Classify for RunError {
         match self {
             RunError::Lab(e) => e.class(),
             RunError::Remote(e) => e.class(),
-            RunError::Store(e) => e.class(),
+            RunError::Store(e) | RunError::NotStored { source: e, .. } => e.class(),
             RunError::Engine(e) => e.class(),
             RunError::Events(_) => Class::Internal,
             RunError::Unsupported(_) => Class::Unsupported,

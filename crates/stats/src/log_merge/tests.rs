@@ -125,3 +125,14 @@ fn text_that_is_not_a_log_is_refused() {
     assert!(err.to_string().starts_with("x.txt: not an HdrHistogram interval log"), "{err}");
     assert_eq!(merge(&[]).unwrap_err(), MergeError::Empty);
 }
+
+/// A file that is not an interval log is told by its line, not by the parser's Rust value.
+#[test]
+fn a_file_that_is_not_an_interval_log_names_its_line() {
+    let e = read("notes.txt", b"#[BaseTime: 0.000 (seconds since epoch)]\nhello\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "notes.txt: not an HdrHistogram interval log: line 2 is neither a comment, a header nor \
+         an interval (as --hdr-log writes)"
+    );
+}

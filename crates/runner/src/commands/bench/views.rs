@@ -92,10 +92,32 @@ pub fn fetches(plan: &ViewPlan) -> String {
             None => r.shown(),
         })
         .collect();
-    let mut said = format!("{} and its {} resources: {}", plan.page, list.len(), list.join(" "));
+    let mut said = match list.len() {
+        0 => format!("{} alone (it names no resource)", plan.page),
+        1 => format!("{} and its 1 resource: {}", plan.page, list[0]),
+        n => format!("{} and its {n} resources: {}", plan.page, list.join(" ")),
+    };
     if !plan.skipped.is_empty() {
         let n = plan.skipped.len();
         said += &format!("; {n} skipped (not in --view-hosts): {}", plan.skipped.join(" "));
     }
     said
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadlab_engine::visits::ViewResource;
+
+    #[test]
+    fn what_a_view_fetches_counts_its_resources_in_words() {
+        let resource = |path: &str| ViewResource { path: path.into(), origin: None, repeat: None };
+        let mut plan =
+            ViewPlan { page: "/".into(), resources: vec![], repeat: false, skipped: vec![] };
+        assert_eq!(fetches(&plan), "/ alone (it names no resource)");
+        plan.resources.push(resource("/s.css"));
+        assert_eq!(fetches(&plan), "/ and its 1 resource: /s.css");
+        plan.resources.push(resource("/a.js"));
+        assert_eq!(fetches(&plan), "/ and its 2 resources: /s.css /a.js");
+    }
 }

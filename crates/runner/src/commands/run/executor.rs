@@ -39,6 +39,10 @@ pub enum RunError {
     Remote(loadlab_remote::Error),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A measured cell the store could not keep (a full disk); the cells before it are whole,
+    /// each committed on its own.
+    #[error("{cell} was measured but not stored")]
+    NotStored { cell: String, source: StoreError },
     #[error(transparent)]
     Engine(#[from] EngineError),
     /// Telling the user failed (stdout closed).
@@ -597,7 +601,12 @@ impl Execution<'_, '_> {
                 record.knobs.insert("host_cpus".into(), serde_json::json!(h.cpu_count));
             }
             let stored = Instant::now();
-            self.cx.store.record_cell(self.cx.run_id, &record)?;
+            self.cx.store.record_cell(self.cx.run_id, &record).map_err(|source| {
+                let (stack, load) = (&cell.stack.label, load_label(cell));
+                let cell =
+                    format!("cell {} ({stack} {} {load})", cell.ordinal + 1, cell.workload.name);
+                RunError::NotStored { cell, source }
+            })?;
             self.events.cell_done(&CellDone {
                 cell,
                 label: &label,

@@ -342,7 +342,7 @@ pub fn finish(
     let (status, reason) = match outcome {
         _ if stopped => (RunStatus::Interrupted, None),
         Ok(()) => (RunStatus::Finished, None),
-        Err(e) => (RunStatus::Failed, Some(e.to_string())),
+        Err(e) => (RunStatus::Failed, Some(failure_reason(e, started))),
     };
     let store = &mut started.store;
     match &reason {
@@ -367,6 +367,30 @@ pub fn finish(
         _ => Disposition::Finished,
     };
     Ok(Finished { status, reason, cells, verdicts, disposition, report, latest })
+}
+
+/// Why a run failed, as it is stored and told: the error and its direct cause, once (a
+/// cause's text often ends its parent's already; the causes below it, SQLite's code table,
+/// say the same again). A store that failed is named; one that could not keep a cell (a full
+/// disk) names that cell too (the cells before it are whole, and counted beside the reason).
+fn failure_reason(e: &RunError, started: &Started) -> String {
+    let store = started.db.display();
+    match e {
+        RunError::NotStored { cell, source } => {
+            format!("the result store {store} could not keep {cell}: {}", with_cause(source))
+        }
+        RunError::Store(source) => format!("the result store {store}: {}", with_cause(source)),
+        other => with_cause(other),
+    }
+}
+
+/// `e` and its direct cause in one line, the cause left out when `e` already ends with it.
+fn with_cause(e: &dyn std::error::Error) -> String {
+    let why = e.to_string();
+    match e.source().map(|c| c.to_string()) {
+        Some(cause) if !why.ends_with(&cause) => format!("{why}: {cause}"),
+        _ => why,
+    }
 }
 
 /// The name, in a run's output directory, of the latest finished run's report.
@@ -476,6 +500,30 @@ mod tests {
             Latest::Earlier { path: out.join("report.html"), shows: Some("report-2.html".into()) };
         assert_eq!(end.latest, kept);
         assert_eq!(page(&out.join("report.html")), page(&out.join("report-2.html")));
+    }
+
+    /// A store that cannot keep a cell (SQLite's "database or disk is full") fails the run
+    /// with SQLite's reason, the store's name and the cell lost: never "SQLite failed" alone.
+    #[test]
+    fn a_store_that_cannot_keep_a_cell_is_named_with_the_cell_and_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let full = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            // SQLite's own text for the code, as a full disk gives it.
+            Some("database or disk is full".into()),
+        );
+        let source = loadlab_store::StoreError::Sqlite(full);
+        let cell = "cell 3 (nginx hello.txt closed, 50 conn)".to_string();
+        let outcome = Err(RunError::NotStored { cell, source });
+        let mut failed = started(dir.path(), 1);
+        let end = finish(&mut failed, &outcome, false, &out).unwrap();
+        let said = "the result store :memory: could not keep cell 3 (nginx hello.txt closed, 50 \
+                    conn): SQLite failed: database or disk is full";
+        assert_eq!(end.reason.as_deref(), Some(said));
+        let run = failed.store.run(failed.run_id).unwrap();
+        assert_eq!(run.reason.as_deref(), Some(said));
     }
 
     #[test]
