@@ -29,6 +29,7 @@ pub mod input;
 pub mod link;
 pub mod live;
 pub mod mix;
+mod multiplexed;
 mod pacing;
 pub mod probe;
 pub mod replay;

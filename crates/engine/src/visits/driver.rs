@@ -33,6 +33,7 @@ use crate::conn::{Conn, Fed, State, To};
 use crate::exchange::{second_of, us, Exchange, Recording};
 use crate::http::Parser;
 use crate::mix::Picker;
+use crate::multiplexed::Multiplexed;
 use crate::pacing::Budget;
 use crate::result::{EntryTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
@@ -539,7 +540,7 @@ impl VisitWorker {
         let idx = event.token().0;
         let now = Instant::now();
         if self.slots[idx].conn.h2.is_some() {
-            return self.on_stream_event(idx, event, now);
+            return self.on_h2_event(idx, event, now);
         }
         let state = self.slots[idx].conn.state;
         if state == State::Idle {
@@ -821,7 +822,7 @@ impl VisitWorker {
         for idx in 0..self.slots.len() {
             if self.slots[idx].conn.h2.is_some() {
                 if self.visitors[self.slots[idx].visitor].is_some() {
-                    self.sweep_streams(idx, now);
+                    self.sweep_h2(idx, now);
                 }
                 continue;
             }

@@ -22,11 +22,12 @@ use mio::event::Event;
 use mio::{Events, Poll, Token};
 
 use crate::check::{BodyCheck, Validation};
-use crate::conn::{Conn, Fed, State};
+use crate::conn::{Conn, Fed, State, BACKOFF};
 use crate::exchange::{second_of, us, Exchange, Recording};
 use crate::h2::Session;
 use crate::http::{Limits, Parser};
 use crate::mix::Picker;
+use crate::multiplexed::Multiplexed;
 use crate::pacing::{Budget, Pacing};
 use crate::result::{EntryTally, IntervalTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
@@ -43,10 +44,6 @@ const READ_BUFFER: usize = 64 * 1024;
 /// wake for each response, which then waits at most this long to be read. Below 1,000
 /// arrivals a second responses wake the loop as they come.
 const HARVEST: Duration = Duration::from_millis(1);
-
-/// How long a closed-loop slot rests after the client itself ran out of descriptors or ports,
-/// so that an exhausted client does not spin.
-const BACKOFF: Duration = Duration::from_millis(10);
 
 /// A scheduled arrival sent more than this late (µs) counts as late in its second's figures:
 /// the trust verdict's tolerance for a schedule kept (`SCHEDULE_TOLERANCE_US` in the runner).
@@ -708,7 +705,7 @@ impl Worker {
         let idx = event.token().0;
         let now = Instant::now();
         if self.conns[idx].h2.is_some() {
-            return self.on_multiplexed_event(idx, event, now);
+            return self.on_h2_event(idx, event, now);
         }
         if self.conns[idx].state == State::Idle {
             // An idle keep-alive connection became readable: the server closed it (its
