@@ -10,48 +10,21 @@ use std::time::Instant;
 
 use mio::event::Event;
 
-use crate::check::Validation;
-use crate::conn::{Conn, State, Stream, BACKOFF};
+use crate::conn::{State, Stream, BACKOFF};
 use crate::exchange::Recording;
 use crate::h2::{Outcome, Reason, StreamState};
-use crate::result::Tally;
-use crate::table::Table;
+use crate::slots::Slots;
 use crate::ErrorClass;
-
-/// Slot `idx`'s connection and the parts of its loop that the machinery works with,
-/// borrowed together.
-pub(crate) struct Parts<'a> {
-    pub conn: &'a mut Conn,
-    /// The loop's one read buffer, shared by its connections.
-    pub buf: &'a mut [u8],
-    pub tally: &'a mut Tally,
-    pub table: &'a Table,
-    pub validation: &'a Validation,
-    pub measure_start: Instant,
-    /// The Server header of the first answer, and what the first TLS handshake settled on.
-    pub server: &'a mut Option<String>,
-    pub negotiated: &'a mut Option<crate::tls::Negotiated>,
-    /// When the loop last recorded an outcome.
-    pub last_event: &'a mut Instant,
-}
 
 /// A loop whose connection slots may speak HTTP/2: what it provides, and what its load does
 /// with a stream's outcome.
-pub(crate) trait Multiplexed {
-    fn parts(&mut self, idx: usize) -> Parts<'_>;
-
+pub(crate) trait Multiplexed: Slots {
     /// Opens slot `idx`'s connection for its waiting streams (the loop's own connect: its
     /// origin, its source address, whether it is measured).
     fn open_h2(&mut self, idx: usize, now: Instant) -> io::Result<()>;
 
-    /// A connect in progress ended, either way.
-    fn connect_ended(&mut self) {}
-
     /// Slot `idx`'s session queued output: the loop writes it now or at the end of its turn.
     fn queued(&mut self, idx: usize, now: Instant);
-
-    /// Measured requests whose last byte was queued at `now`, and their bytes.
-    fn count_sent(&mut self, sent: u64, bytes: u64, now: Instant);
 
     /// Stream `s` of slot `idx` was answered whole (see [`Multiplexed::record_stream`]).
     fn stream_completed(&mut self, idx: usize, s: usize, now: Instant);
@@ -72,15 +45,8 @@ pub(crate) trait Multiplexed {
     /// with no request failed by it: what the load does next.
     fn reopen(&mut self, idx: usize, now: Instant);
 
-    /// Closes slot `idx`'s socket, if it has one, and counts it closed.
-    fn close(&mut self, idx: usize);
-
     /// The streams of slot `idx` that ended are settled.
     fn settled(&mut self, _idx: usize, _now: Instant) {}
-
-    fn conn(&mut self, idx: usize) -> &mut Conn {
-        self.parts(idx).conn
-    }
 
     /// Gets slot `idx`'s waiting requests moving: sends them if its connection is open, or
     /// opens one (not while it rests after the client ran out of descriptors).
@@ -170,13 +136,10 @@ pub(crate) trait Multiplexed {
     /// Over TLS, once the handshake is seen over: its time, and whether the server chose h2
     /// by ALPN (a server that did not cannot carry these requests).
     fn note_h2_handshake(&mut self, idx: usize, now: Instant) {
-        let p = self.parts(idx);
-        if !p.conn.note_handshake(now) {
+        if !self.note_handshake(idx, now) {
             return;
         }
-        if p.negotiated.is_none() {
-            *p.negotiated = p.conn.negotiated();
-        }
+        let p = self.parts(idx);
         let h2 = matches!(p.conn.stream.as_ref(), Some(Stream::Tls(t)) if t.alpn_h2());
         if !h2 {
             let reason = Reason { what: "the server did not select h2 by ALPN", code: None };

@@ -14,7 +14,7 @@ mod streams;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{self, Read};
+use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,15 +29,17 @@ use loadlab_visit::Response;
 use super::carry::{self, Carry};
 use super::Plan;
 use crate::check::BodyCheck;
-use crate::conn::{Conn, Fed, State, To};
-use crate::exchange::{second_of, us, Exchange, Recording};
+use crate::conn::{Conn, State, To};
+use crate::exchange::{second_of, us, Exchange};
 use crate::http::Parser;
 use crate::mix::Picker;
 use crate::multiplexed::Multiplexed;
 use crate::pacing::Budget;
+use crate::plain::Plain;
 use crate::result::{EntryTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
 use crate::session_tally::{SessionTally, StepFailure};
+use crate::slots::{Parts, Slots};
 use crate::sys::ThreadAccount;
 use crate::timer::Timer;
 use crate::worker::WorkerSpec;
@@ -524,13 +526,8 @@ impl VisitWorker {
         };
         let conn = &mut slot.conn;
         conn.connect(self.poll.registry(), Token(idx), to, None, false)?;
-        conn.ex.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);
-        conn.opened = now;
-        conn.replies_on_socket = 0;
-        self.open += 1;
-        self.peak_open = self.peak_open.max(self.open);
+        self.opened(idx, measured, now);
         if measured {
-            self.tally.connections_opened += 1;
             self.sessions.connections += 1;
         }
         Ok(())
@@ -542,108 +539,7 @@ impl VisitWorker {
         if self.slots[idx].conn.h2.is_some() {
             return self.on_h2_event(idx, event, now);
         }
-        let state = self.slots[idx].conn.state;
-        if state == State::Idle {
-            // An idle connection of a thinking visitor became readable: the server closed
-            // it (its keep-alive timeout), unless TLS session tickets came. The next call
-            // reconnects.
-            if (event.is_readable() || event.is_read_closed() || event.is_error())
-                && !self.slots[idx].conn.idle_usable(event.is_error())
-            {
-                self.close(idx);
-            }
-            return;
-        }
-        if state == State::Connecting {
-            match self.slots[idx].conn.finish_connect() {
-                Ok(true) => {
-                    let conn = &mut self.slots[idx].conn;
-                    conn.ex.connected = now;
-                    conn.ex.deadline = conn.ex.started + self.spec.timeout;
-                    conn.state = State::Writing { sent: 0 };
-                }
-                Ok(false) => return,
-                Err(e) => return self.fail_io(idx, &e, now),
-            }
-        }
-        if matches!(self.slots[idx].conn.state, State::Writing { .. }) {
-            self.write(idx, now);
-        }
-        if event.is_writable() {
-            // What rustls could not send when it had it (handshake, the request): now.
-            if let Err(e) = self.slots[idx].conn.flush_tls() {
-                return self.fail_io(idx, &e, now);
-            }
-        }
-        let readable = event.is_readable() || event.is_read_closed() || event.is_error();
-        if self.slots[idx].conn.state == State::Reading && readable {
-            self.read(idx, now, event.is_read_closed() || event.is_error());
-        }
-        self.note_handshake(idx, now);
-    }
-
-    /// The first time a TLS connection's handshake is seen over: its end is the handshake's
-    /// time, recorded with the connection's first answer. Every origin's handshake is timed and
-    /// counted; the run's `tls` is what its target settled.
-    fn note_handshake(&mut self, idx: usize, now: Instant) {
-        let slot = &mut self.slots[idx];
-        if slot.conn.note_handshake(now) && slot.origin == 0 && self.negotiated.is_none() {
-            self.negotiated = slot.conn.negotiated();
-        }
-    }
-
-    fn write(&mut self, idx: usize, now: Instant) {
-        let slot = &mut self.slots[idx];
-        let conn = &mut slot.conn;
-        let entry = conn.ex.entry;
-        let request = match &slot.own {
-            Some(own) if self.plan.render.is_some() => own.as_slice(),
-            _ => self.spec.table.h1(entry),
-        };
-        match conn.write_request(request) {
-            Ok(true) => {
-                conn.ex.written = now;
-                conn.state = State::Reading;
-                if conn.ex.measured {
-                    self.tally.sent += 1;
-                    self.tally.bytes_sent += request.len() as u64;
-                }
-            }
-            Ok(false) => {}
-            Err(e) => self.fail_io(idx, &e, now),
-        }
-    }
-
-    /// A failed read or write: its class, and for TLS its reason, kept with the counts.
-    fn fail_io(&mut self, idx: usize, e: &io::Error, now: Instant) {
-        if let (Some(reason), true) = (crate::tls::reason(e), self.slots[idx].conn.ex.measured) {
-            *self.tally.errors.tls_reasons.entry(reason.to_string()).or_insert(0) += 1;
-        }
-        self.fail(idx, ErrorClass::from_io(e), e.raw_os_error(), now)
-    }
-
-    fn read(&mut self, idx: usize, now: Instant, must_drain: bool) {
-        loop {
-            let conn = &mut self.slots[idx].conn;
-            let Some(stream) = conn.stream.as_mut() else { return };
-            let n = match stream.read(&mut self.buf) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return self.fail_io(idx, &e, now),
-            };
-            // The handshake can end inside this read (rustls sends its last flight and the
-            // request held until then) and the answer come in a later read of this loop, on
-            // loopback at once: noted before any answer, its time is recorded with the first.
-            self.note_handshake(idx, now);
-            let conn = &mut self.slots[idx].conn;
-            match conn.feed(&self.buf[..n], now) {
-                Fed::Partial if !conn.read_again(n, self.buf.len(), must_drain) => return,
-                Fed::Partial => {}
-                Fed::Complete { spoiled } => return self.complete(idx, now, spoiled),
-                Fed::Failed(class) => return self.fail(idx, class, None, now),
-            }
-        }
+        self.on_h1_event(idx, event, now);
     }
 
     fn past_end(&self, now: Instant) -> bool {
@@ -655,36 +551,11 @@ impl VisitWorker {
         if self.past_end(now) {
             return;
         }
-        let slot = &mut self.slots[idx];
-        let (v, call) = (slot.visitor, slot.call);
-        let conn = &mut slot.conn;
-        if self.server.is_none() {
-            self.server = conn.parser.take_server();
-        }
-        let tls = conn.count_reply();
-        let status = conn.parser.status();
+        let (v, call) = (self.slots[idx].visitor, self.slots[idx].call);
         // A run's own checks (--expect-status, --expect-contains) fail a call as they fail a
         // request anywhere; here the visit ends with it, counted under `validation`.
-        let mut invalid = false;
-        if conn.ex.measured {
-            let recording = Recording {
-                measure_start: self.spec.measure_start,
-                validation: &self.spec.validation,
-                scheduled: true,
-            };
-            let body_len = conn.parser.body_len();
-            let failed = self.tally.failed;
-            conn.ex.record_completion(&mut self.tally, &recording, status, body_len, tls, now);
-            invalid = self.tally.failed > failed;
-            self.last_event = now;
-        }
-        conn.state = State::Idle;
-        let reusable = !must_close && self.spec.keepalive && conn.parser.keep_alive();
-        if !reusable {
-            self.close(idx);
-        } else if self.slots[idx].conn.ex.measured {
-            self.tally.keepalive += 1;
-        }
+        let invalid = self.record_answer(idx, true, must_close, now);
+        let status = self.slots[idx].conn.parser.status();
         let verdict = if invalid {
             Err(ErrorClass::Validation.name())
         } else {
@@ -740,15 +611,9 @@ impl VisitWorker {
         if self.past_end(now) {
             return;
         }
-        let slot = &mut self.slots[idx];
-        let (v, call) = (slot.visitor, slot.call);
-        if slot.conn.ex.measured {
-            let ms = self.spec.measure_start;
-            slot.conn.ex.record_failure(&mut self.tally, ms, class, errno, now);
-            self.last_event = now;
-        }
-        slot.conn.state = State::Idle;
-        self.close(idx);
+        let (v, call) = (self.slots[idx].visitor, self.slots[idx].call);
+        self.record_failure(idx, class, errno, now);
+        self.slots[idx].conn.state = State::Idle;
         self.call_failed(v, call, class, now);
     }
 
@@ -820,31 +685,14 @@ impl VisitWorker {
     /// Fails calls past their deadline.
     fn sweep(&mut self, now: Instant) {
         for idx in 0..self.slots.len() {
-            if self.slots[idx].conn.h2.is_some() {
-                if self.visitors[self.slots[idx].visitor].is_some() {
-                    self.sweep_h2(idx, now);
-                }
+            if self.visitors[self.slots[idx].visitor].is_none() {
                 continue;
             }
-            let conn = &self.slots[idx].conn;
-            let class = match conn.state {
-                State::Connecting => ErrorClass::ConnectTimeout,
-                State::Writing { .. } | State::Reading => ErrorClass::ClientTimeout,
-                _ => continue,
-            };
-            if now >= conn.ex.deadline && self.visitors[self.slots[idx].visitor].is_some() {
-                self.fail(idx, class, None, now);
+            if self.slots[idx].conn.h2.is_some() {
+                self.sweep_h2(idx, now);
+            } else {
+                self.sweep_h1(idx, now);
             }
-        }
-    }
-
-    fn close(&mut self, idx: usize) {
-        if let Some(h2) = self.slots[idx].conn.h2.as_mut() {
-            // A GOAWAY binds only its connection: the next takes streams again.
-            h2.disconnected();
-        }
-        if self.slots[idx].conn.retire(&mut self.tally) {
-            self.open -= 1;
         }
     }
 
@@ -874,6 +722,52 @@ impl VisitWorker {
             negotiated: self.negotiated.take(),
             tally: self.tally,
         }
+    }
+}
+
+impl Slots for VisitWorker {
+    fn parts(&mut self, idx: usize) -> Parts<'_> {
+        let slot = &mut self.slots[idx];
+        Parts {
+            conn: &mut slot.conn,
+            buf: &mut self.buf,
+            tally: &mut self.tally,
+            table: &self.spec.table,
+            own: slot.own.as_deref().filter(|_| self.plan.render.is_some()),
+            validation: &self.spec.validation,
+            measure_start: self.spec.measure_start,
+            timeout: self.spec.timeout,
+            connect_timeout: self.spec.connect_timeout,
+            keepalive: self.spec.keepalive,
+            stamped: false,
+            harvesting: false,
+            server: &mut self.server,
+            negotiated: &mut self.negotiated,
+            last_event: &mut self.last_event,
+            open: &mut self.open,
+            peak_open: &mut self.peak_open,
+        }
+    }
+
+    fn count_sent(&mut self, sent: u64, bytes: u64, _now: Instant) {
+        self.tally.sent += sent;
+        self.tally.bytes_sent += bytes;
+    }
+
+    /// Every origin's handshake is timed and counted; the run's `tls` is what its target
+    /// settled.
+    fn names_tls(&self, idx: usize) -> bool {
+        self.slots[idx].origin == 0
+    }
+}
+
+impl Plain for VisitWorker {
+    fn complete(&mut self, idx: usize, at: Instant, must_close: bool) {
+        VisitWorker::complete(self, idx, at, must_close);
+    }
+
+    fn fail(&mut self, idx: usize, class: ErrorClass, errno: Option<i32>, now: Instant) {
+        VisitWorker::fail(self, idx, class, errno, now);
     }
 }
 

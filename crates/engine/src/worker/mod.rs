@@ -12,7 +12,7 @@
 
 mod multiplex;
 
-use std::io::{self, Read};
+use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -22,15 +22,17 @@ use mio::event::Event;
 use mio::{Events, Poll, Token};
 
 use crate::check::{BodyCheck, Validation};
-use crate::conn::{Conn, Fed, State, BACKOFF};
-use crate::exchange::{second_of, us, Exchange, Recording};
+use crate::conn::{Conn, State, BACKOFF};
+use crate::exchange::{second_of, us, Exchange};
 use crate::h2::Session;
 use crate::http::{Limits, Parser};
 use crate::mix::Picker;
 use crate::multiplexed::Multiplexed;
 use crate::pacing::{Budget, Pacing};
+use crate::plain::Plain;
 use crate::result::{EntryTally, IntervalTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
+use crate::slots::{Parts, Slots};
 use crate::sys::ThreadAccount;
 use crate::table::Table;
 use crate::timer::Timer;
@@ -684,19 +686,12 @@ impl Worker {
             self.source_next += 1;
             SocketAddr::new(ip, 0)
         });
-        let conn = &mut self.conns[idx];
         let (addr, unix) = (self.spec.addr, self.spec.unix.as_deref());
         let to = crate::conn::To { addr, unix, tls: self.spec.tls.as_ref() };
+        let conn = &mut self.conns[idx];
         conn.connect(self.poll.registry(), Token(idx), to, source, self.stamped)?;
+        self.opened(idx, self.conns[idx].ex.measured, now);
         self.connecting += 1;
-        conn.ex.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);
-        conn.opened = now;
-        conn.replies_on_socket = 0;
-        self.open += 1;
-        self.peak_open = self.peak_open.max(self.open);
-        if conn.ex.measured {
-            self.tally.connections_opened += 1;
-        }
         self.open_into_second();
         Ok(())
     }
@@ -707,115 +702,7 @@ impl Worker {
         if self.conns[idx].h2.is_some() {
             return self.on_h2_event(idx, event, now);
         }
-        if self.conns[idx].state == State::Idle {
-            // An idle keep-alive connection became readable: the server closed it (its
-            // keep-alive timeout) or sent what nobody asked for. Either way it cannot carry
-            // the next request; close it now rather than fail that request later. The slot
-            // stays in the idle pool and reconnects when it is next taken.
-            if (event.is_readable() || event.is_read_closed() || event.is_error())
-                && !self.conns[idx].idle_usable(event.is_error())
-            {
-                self.close(idx);
-            }
-            return;
-        }
-        if self.conns[idx].state == State::Connecting {
-            match self.conns[idx].finish_connect() {
-                Ok(true) => {
-                    self.connecting -= 1;
-                    let conn = &mut self.conns[idx];
-                    conn.ex.connected = now;
-                    conn.ex.deadline = conn.ex.started + self.spec.timeout;
-                    conn.state = State::Writing { sent: 0 };
-                }
-                Ok(false) => return,
-                Err(e) => return self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
-            }
-        }
-        if matches!(self.conns[idx].state, State::Writing { .. }) {
-            self.write(idx, now);
-        }
-        let readable = event.is_readable() || event.is_read_closed() || event.is_error();
-        if event.is_writable() {
-            // What rustls could not send when it had it (handshake, the request): now.
-            if let Err(e) = self.conns[idx].flush_tls() {
-                return self.fail_io(idx, &e, now);
-            }
-        }
-        if self.conns[idx].state == State::Reading && readable {
-            // A short read drains the socket unless the peer also closed or failed: the
-            // edge-triggered event for a FIN or RST that came with the data is already
-            // consumed, so keep reading until EOF or the error shows.
-            let must_drain = event.is_read_closed() || event.is_error();
-            self.read(idx, now, must_drain);
-        }
-        self.note_handshake(idx, now);
-    }
-
-    /// The first time a TLS connection's handshake is seen over: its end is the handshake's
-    /// time, and the request (held in rustls until then) went out with it.
-    fn note_handshake(&mut self, idx: usize, now: Instant) {
-        if self.conns[idx].note_handshake(now) && self.negotiated.is_none() {
-            self.negotiated = self.conns[idx].negotiated();
-        }
-    }
-
-    fn write(&mut self, idx: usize, now: Instant) {
-        let conn = &mut self.conns[idx];
-        let entry = conn.ex.entry;
-        match conn.write_request(self.spec.table.h1(entry)) {
-            Ok(true) => {
-                conn.ex.written = now;
-                conn.state = State::Reading;
-                if conn.ex.measured {
-                    self.tally.sent += 1;
-                    self.tally.bytes_sent += self.spec.table.wire_len(entry);
-                    self.tally.series.at(second_of(self.spec.measure_start, now)).sent += 1;
-                }
-            }
-            Ok(false) => {}
-            Err(e) => self.fail_io(idx, &e, now),
-        }
-    }
-
-    /// A failed read or write: its class, and for TLS its reason, kept with the counts.
-    fn fail_io(&mut self, idx: usize, e: &io::Error, now: Instant) {
-        if let (Some(reason), true) = (crate::tls::reason(e), self.conns[idx].ex.measured) {
-            *self.tally.errors.tls_reasons.entry(reason.to_string()).or_insert(0) += 1;
-        }
-        self.fail(idx, ErrorClass::from_io(e), e.raw_os_error(), now)
-    }
-
-    fn read(&mut self, idx: usize, now: Instant, must_drain: bool) {
-        loop {
-            let conn = &mut self.conns[idx];
-            let Some(stream) = conn.stream.as_mut() else { return };
-            let got = if self.stamped {
-                crate::sys::recv_stamped(std::os::fd::AsFd::as_fd(stream), &mut self.buf)
-            } else {
-                stream.read(&mut self.buf).map(|n| (n, None))
-            };
-            let (n, stamp) = match got {
-                Ok(got) => got,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return self.fail_io(idx, &e, now),
-            };
-            // When these bytes arrived: the kernel's stamp where the loop may have read them
-            // late, never before the request went out.
-            let at = match (self.harvesting, stamp) {
-                (true, Some(s)) => arrived(s, now, conn.ex.written),
-                _ => now,
-            };
-            match conn.feed(&self.buf[..n], at) {
-                Fed::Partial if !conn.read_again(n, self.buf.len(), must_drain) => return,
-                Fed::Partial => {}
-                // Bytes after the response were never asked for (no pipelining): the
-                // connection's framing can no longer be trusted, so it is not reused.
-                Fed::Complete { spoiled } => return self.complete(idx, at, spoiled),
-                Fed::Failed(class) => return self.fail(idx, class, None, now),
-            }
-        }
+        self.on_h1_event(idx, event, now);
     }
 
     /// Whether a timed run is over: what ends after that is left unfinished, so that no
@@ -841,28 +728,7 @@ impl Worker {
             return;
         }
         self.count_by_end(idx, now);
-        let conn = &mut self.conns[idx];
-        if self.server.is_none() {
-            self.server = conn.parser.take_server();
-        }
-        let tls = conn.count_reply();
-        if conn.ex.measured {
-            let (status, body_len) = (conn.parser.status(), conn.parser.body_len());
-            let recording = Recording {
-                measure_start: self.spec.measure_start,
-                validation: &self.spec.validation,
-                scheduled: self.schedule.is_some(),
-            };
-            conn.ex.record_completion(&mut self.tally, &recording, status, body_len, tls, now);
-            self.last_event = now;
-        }
-        conn.state = State::Idle;
-        let reusable = !must_close && self.spec.keepalive && conn.parser.keep_alive();
-        if !reusable {
-            self.close(idx);
-        } else if self.conns[idx].ex.measured {
-            self.tally.keepalive += 1;
-        }
+        self.record_answer(idx, self.schedule.is_some(), must_close, now);
         match self.spec.pacing {
             Pacing::Closed if self.to_park > 0 => self.park(idx),
             Pacing::Closed => self.start_request(idx, now, now),
@@ -896,15 +762,7 @@ impl Worker {
             return;
         }
         self.count_by_end(idx, now);
-        if self.conns[idx].state == State::Connecting {
-            self.connecting -= 1;
-        }
-        let conn = &mut self.conns[idx];
-        if conn.ex.measured {
-            conn.ex.record_failure(&mut self.tally, self.spec.measure_start, class, errno, now);
-            self.last_event = now;
-        }
-        self.close(idx);
+        self.record_failure(idx, class, errno, now);
         if self.spec.pacing != Pacing::Closed {
             self.release(idx);
         } else if matches!(class, ErrorClass::FdUnavail | ErrorClass::AddrUnavail) {
@@ -918,22 +776,17 @@ impl Worker {
     /// Fails requests past their deadline and wakes slots whose backoff is over.
     fn sweep(&mut self, now: Instant) {
         for idx in 0..self.conns.len() {
-            if self.conns[idx].h2.is_some() {
-                self.sweep_streams(idx, now);
-                continue;
-            }
-            match self.conns[idx].state {
-                State::Connecting if now >= self.conns[idx].ex.deadline => {
-                    self.fail(idx, ErrorClass::ConnectTimeout, None, now)
-                }
-                State::Writing { .. } | State::Reading if now >= self.conns[idx].ex.deadline => {
-                    self.fail(idx, ErrorClass::ClientTimeout, None, now)
-                }
-                State::Backoff(at) if now >= at => {
+            if let State::Backoff(at) = self.conns[idx].state {
+                if now >= at {
                     self.conns[idx].state = State::Idle;
                     self.restart.push(idx);
+                    continue;
                 }
-                _ => {}
+            }
+            if self.conns[idx].h2.is_some() {
+                self.sweep_h2(idx, now);
+            } else {
+                self.sweep_h1(idx, now);
             }
         }
     }
@@ -1009,24 +862,50 @@ impl Worker {
         let bucket = self.tally.series.at(self.second.index);
         bucket.open = bucket.open.max(open);
     }
+}
 
-    /// Closes slot `idx`'s connection, if it has one, and records how long it lived.
-    fn close(&mut self, idx: usize) {
-        let conn = &mut self.conns[idx];
-        if let Some(h2) = conn.h2.as_mut() {
-            h2.disconnected();
+impl Slots for Worker {
+    fn parts(&mut self, idx: usize) -> Parts<'_> {
+        Parts {
+            conn: &mut self.conns[idx],
+            buf: &mut self.buf,
+            tally: &mut self.tally,
+            table: &self.spec.table,
+            own: None,
+            validation: &self.spec.validation,
+            measure_start: self.spec.measure_start,
+            timeout: self.spec.timeout,
+            connect_timeout: self.spec.connect_timeout,
+            keepalive: self.spec.keepalive,
+            stamped: self.stamped,
+            harvesting: self.harvesting,
+            server: &mut self.server,
+            negotiated: &mut self.negotiated,
+            last_event: &mut self.last_event,
+            open: &mut self.open,
+            peak_open: &mut self.peak_open,
         }
-        if conn.retire(&mut self.tally) {
-            self.open -= 1;
-        }
+    }
+
+    fn count_sent(&mut self, sent: u64, bytes: u64, now: Instant) {
+        self.tally.sent += sent;
+        self.tally.bytes_sent += bytes;
+        self.tally.series.at(second_of(self.spec.measure_start, now)).sent += sent;
+    }
+
+    fn connect_ended(&mut self) {
+        self.connecting -= 1;
     }
 }
 
-/// The instant a received segment arrived, from its kernel stamp (wall clock): `now` less
-/// its age, and not before `written` (a clock step cannot move a response before its request).
-fn arrived(stamp: std::time::SystemTime, now: Instant, written: Instant) -> Instant {
-    let age = std::time::SystemTime::now().duration_since(stamp).unwrap_or(Duration::ZERO);
-    now.checked_sub(age).unwrap_or(now).clamp(written.min(now), now)
+impl Plain for Worker {
+    fn complete(&mut self, idx: usize, at: Instant, must_close: bool) {
+        Worker::complete(self, idx, at, must_close);
+    }
+
+    fn fail(&mut self, idx: usize, class: ErrorClass, errno: Option<i32>, now: Instant) {
+        Worker::fail(self, idx, class, errno, now);
+    }
 }
 
 /// The first point at or after `due` of the grid of `step` through `origin` (`due` itself

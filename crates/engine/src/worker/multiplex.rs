@@ -13,10 +13,10 @@ use std::time::Instant;
 
 use super::Worker;
 use crate::conn::State;
-use crate::exchange::second_of;
 use crate::h2::{Reason, StreamState};
-use crate::multiplexed::{Multiplexed, Parts};
+use crate::multiplexed::Multiplexed;
 use crate::pacing::Pacing;
+use crate::slots::Slots;
 use crate::ErrorClass;
 
 impl Worker {
@@ -114,19 +114,6 @@ impl Worker {
         }
     }
 
-    /// Fails the requests of slot `idx` past their deadline (an open stream is reset), its
-    /// connect when that is late, and ends its rest after the client ran out of descriptors.
-    pub(super) fn sweep_streams(&mut self, idx: usize, now: Instant) {
-        if let State::Backoff(at) = self.conns[idx].state {
-            if now >= at {
-                self.conns[idx].state = State::Idle;
-                self.restart.push(idx);
-            }
-            return;
-        }
-        self.sweep_h2(idx, now);
-    }
-
     /// Open loop: a slot for the next arrival, one with a free stream on a connection that
     /// takes new streams (or will once it connects), else a new connection. Sessions: a
     /// connection of their own.
@@ -194,27 +181,9 @@ impl Worker {
 }
 
 impl Multiplexed for Worker {
-    fn parts(&mut self, idx: usize) -> Parts<'_> {
-        Parts {
-            conn: &mut self.conns[idx],
-            buf: &mut self.buf,
-            tally: &mut self.tally,
-            table: &self.spec.table,
-            validation: &self.spec.validation,
-            measure_start: self.spec.measure_start,
-            server: &mut self.server,
-            negotiated: &mut self.negotiated,
-            last_event: &mut self.last_event,
-        }
-    }
-
     fn open_h2(&mut self, idx: usize, now: Instant) -> io::Result<()> {
         self.conns[idx].ex.measured = now >= self.spec.measure_start;
         self.open_connection(idx, now)
-    }
-
-    fn connect_ended(&mut self) {
-        self.connecting -= 1;
     }
 
     /// Written with the other connections' at the end of the loop turn (`flush_dirty`).
@@ -222,12 +191,6 @@ impl Multiplexed for Worker {
         if !self.dirty.contains(&idx) {
             self.dirty.push(idx);
         }
-    }
-
-    fn count_sent(&mut self, sent: u64, bytes: u64, now: Instant) {
-        self.tally.sent += sent;
-        self.tally.bytes_sent += bytes;
-        self.tally.series.at(second_of(self.spec.measure_start, now)).sent += sent;
     }
 
     fn stream_completed(&mut self, idx: usize, s: usize, now: Instant) {
@@ -280,9 +243,5 @@ impl Multiplexed for Worker {
                 }
             }
         }
-    }
-
-    fn close(&mut self, idx: usize) {
-        Worker::close(self, idx);
     }
 }

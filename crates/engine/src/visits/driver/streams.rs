@@ -18,7 +18,7 @@ use std::time::Instant;
 use super::{judge, Slot, VisitWorker};
 use crate::exchange::Exchange;
 use crate::h2::{Reason, Session, StreamState};
-use crate::multiplexed::{Multiplexed, Parts};
+use crate::multiplexed::Multiplexed;
 use crate::ErrorClass;
 
 use loadlab_visit::Response;
@@ -107,20 +107,6 @@ impl VisitWorker {
 }
 
 impl Multiplexed for VisitWorker {
-    fn parts(&mut self, idx: usize) -> Parts<'_> {
-        Parts {
-            conn: &mut self.slots[idx].conn,
-            buf: &mut self.buf,
-            tally: &mut self.tally,
-            table: &self.spec.table,
-            validation: &self.spec.validation,
-            measure_start: self.spec.measure_start,
-            server: &mut self.server,
-            negotiated: &mut self.negotiated,
-            last_event: &mut self.last_event,
-        }
-    }
-
     /// Counted when a stream waiting for it is.
     fn open_h2(&mut self, idx: usize, now: Instant) -> io::Result<()> {
         let conn = &mut self.slots[idx].conn;
@@ -134,11 +120,6 @@ impl Multiplexed for VisitWorker {
     /// Written at once.
     fn queued(&mut self, idx: usize, now: Instant) {
         self.flush(idx, now);
-    }
-
-    fn count_sent(&mut self, sent: u64, bytes: u64, _now: Instant) {
-        self.tally.sent += sent;
-        self.tally.bytes_sent += bytes;
     }
 
     /// Streams the server's limit held back may go now that others ended.
@@ -201,9 +182,5 @@ impl Multiplexed for VisitWorker {
         }
         self.record_stream_failure(idx, s, class, errno, reason, now);
         self.call_failed(v, call, class, now);
-    }
-
-    fn close(&mut self, idx: usize) {
-        VisitWorker::close(self, idx);
     }
 }
