@@ -55,6 +55,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use worker::EventLoop;
+
 pub use check::{Answer, KeptAnswer, Validation};
 pub use config::BenchConfig;
 pub use error::{EngineError, ErrorClass, ErrorCounts};

@@ -67,7 +67,7 @@ pub(crate) trait Multiplexed: Slots {
         }
         let (sent, bytes) = session.send(p.table.h2s(), now);
         let queued = !session.output().is_empty();
-        self.count_sent(sent, bytes, now);
+        self.count_sent(idx, sent, bytes, now);
         if queued {
             self.queued(idx, now);
         }

@@ -82,7 +82,7 @@ pub(crate) trait Plain: Slots {
                 conn.state = State::Reading;
                 if conn.ex.measured {
                     let bytes = request.len() as u64;
-                    self.count_sent(1, bytes, now);
+                    self.count_sent(idx, 1, bytes, now);
                 }
             }
             Ok(false) => {}

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::check::Validation;
 use crate::conn::Conn;
+use crate::exchange::second_of;
 use crate::result::Tally;
 use crate::table::Table;
 
@@ -45,10 +46,6 @@ pub(crate) struct Parts<'a> {
 pub(crate) trait Slots {
     fn parts(&mut self, idx: usize) -> Parts<'_>;
 
-    /// Measured requests whose last byte was written (HTTP/1.1) or queued (HTTP/2) at `now`,
-    /// and their bytes.
-    fn count_sent(&mut self, sent: u64, bytes: u64, now: Instant);
-
     /// A connect in progress ended, either way.
     fn connect_ended(&mut self) {}
 
@@ -59,6 +56,15 @@ pub(crate) trait Slots {
 
     fn conn(&mut self, idx: usize) -> &mut Conn {
         self.parts(idx).conn
+    }
+
+    /// Measured requests of slot `idx` whose last byte was written (HTTP/1.1) or queued
+    /// (HTTP/2) at `now`, and their bytes: in the totals and in `now`'s second.
+    fn count_sent(&mut self, idx: usize, sent: u64, bytes: u64, now: Instant) {
+        let p = self.parts(idx);
+        p.tally.sent += sent;
+        p.tally.bytes_sent += bytes;
+        p.tally.series.at(second_of(p.measure_start, now)).sent += sent;
     }
 
     /// Slot `idx` started connecting at `now` (`Conn::connect`): its deadline is the connect

@@ -1,6 +1,6 @@
 //! The visits' event loop: one per worker thread, owning its visitors, their connections and
-//! its recorders, like the request loop (`worker`) whose connection slots, request table and
-//! tallies it reuses. A visitor holds up to `Plan::per_visitor` connections per origin (the
+//! its recorders, like the request loop (`worker`) whose connection slots, connection paths
+//! (`plain`, `multiplexed`), request table and tallies it reuses. A visitor holds up to `Plan::per_visitor` connections per origin (the
 //! target's, and a page view's allowed hosts', `Plan::origins`); a burst's first
 //! call goes on one of them, the others spread over them once its answer is in, each
 //! connection carrying one call at a time (no pipelining). Between bursts the visitor thinks:
@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::event::Event;
-use mio::{Events, Poll, Token};
+use mio::{Poll, Token};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
@@ -42,10 +42,10 @@ use crate::session_tally::{SessionTally, StepFailure};
 use crate::slots::{Parts, Slots};
 use crate::sys::ThreadAccount;
 use crate::timer::Timer;
-use crate::worker::WorkerSpec;
+use crate::worker::event_loop::{publish, Clocked, Seconds, TIMER};
+use crate::worker::{EventLoop, WorkerSpec};
 use crate::{Control, ErrorClass};
 
-const TIMER: Token = Token(usize::MAX);
 const READ_BUFFER: usize = 64 * 1024;
 
 /// One visitor's visit in progress.
@@ -128,6 +128,10 @@ pub(crate) struct VisitWorker {
     peak_open: usize,
     last_event: Instant,
     control: Arc<Control>,
+    /// The figures of every second (see [`EventLoop::turn_second`]).
+    seconds: Seconds,
+    /// Requests, then visits, completed and failed as last told to `control`.
+    published: [(u64, u64); 2],
 }
 
 impl VisitWorker {
@@ -158,6 +162,7 @@ impl VisitWorker {
         if pick.is_some() {
             sessions.by_visit.resize_with(plan.visits.len(), Default::default);
         }
+        let measure_start = spec.measure_start;
         Ok(VisitWorker {
             keep_body: plan.needs_body(),
             last_event: spec.measure_start,
@@ -186,82 +191,10 @@ impl VisitWorker {
             negotiated: None,
             open: 0,
             peak_open: 0,
+            seconds: Seconds::new(measure_start, control.live.enabled(), stream.0),
+            published: [(0, 0); 2],
             control,
         })
-    }
-
-    /// Runs the loop until the run ends, then reports.
-    pub fn run(mut self) -> io::Result<WorkerReport> {
-        if let Some(cpu) = self.spec.pin {
-            let _ = crate::sys::pin_current_thread(cpu);
-        }
-        let tick = (self.spec.timeout.min(self.spec.connect_timeout) / 10)
-            .clamp(Duration::from_millis(1), Duration::from_millis(100));
-        let mut events = Events::with_capacity(1024);
-        let mut measuring = false;
-        let mut account_start = ThreadAccount::thread();
-        let mut published = (0u64, 0u64);
-        let mut published_visits = (0u64, 0u64);
-        let mut next_sweep = Instant::now() + tick;
-        let end_at = loop {
-            let now = Instant::now();
-            if !measuring && now >= self.spec.measure_start {
-                measuring = true;
-                account_start = ThreadAccount::thread();
-                self.carry_into_window();
-            }
-            if let Some(end_at) = self.ended(now) {
-                break end_at;
-            }
-            if now >= next_sweep {
-                self.sweep(now);
-                next_sweep = now + tick;
-            }
-            self.wake_thinkers(now);
-            self.arrive(now);
-            let mut wake = next_sweep;
-            if let Some(end) = self.spec.end {
-                wake = wake.min(end);
-            }
-            if !measuring {
-                wake = wake.min(self.spec.measure_start);
-            }
-            let timed = [self.next_arrival(), self.thinking.peek().map(|Reverse((at, _))| *at)];
-            if let Some(at) = timed.into_iter().flatten().min() {
-                // Should arming fail, the sweep tick still wakes the loop, only later; the
-                // lateness is then measured like any other.
-                let _ = self.timer.arm(at);
-            }
-            let timeout = wake.saturating_duration_since(now);
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            for event in events.iter() {
-                if event.token() == TIMER {
-                    self.timer.fired();
-                } else {
-                    self.on_event(event);
-                }
-            }
-            let done = (self.tally.completed, self.tally.failed);
-            if done != published {
-                self.control.completed.fetch_add(done.0 - published.0, Ordering::Relaxed);
-                self.control.failed.fetch_add(done.1 - published.1, Ordering::Relaxed);
-                published = done;
-            }
-            let ended = (self.sessions.completed, self.sessions.failed);
-            if ended != published_visits {
-                let c = &self.control;
-                c.visits_completed.fetch_add(ended.0 - published_visits.0, Ordering::Relaxed);
-                c.visits_failed.fetch_add(ended.1 - published_visits.1, Ordering::Relaxed);
-                published_visits = ended;
-            }
-        };
-        let account = ThreadAccount::thread().since(&account_start);
-        Ok(self.report(account, end_at))
     }
 
     /// The run is over: a stop asked for, a timed run's end, or every budgeted visit ended.
@@ -698,6 +631,7 @@ impl VisitWorker {
 
     fn report(mut self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
         self.tally.unfinished = self.slots.iter().map(|s| s.conn.measured_in_flight()).sum();
+        self.account_second();
         self.sessions.unfinished =
             self.visitors.iter().flatten().filter(|v| v.measured).count() as u64;
         if let Some(schedule) = self.schedule.as_mut().filter(|_| !self.budget_spent) {
@@ -725,6 +659,74 @@ impl VisitWorker {
     }
 }
 
+impl EventLoop for VisitWorker {
+    fn spec(&self) -> &WorkerSpec {
+        &self.spec
+    }
+
+    fn clocked(&mut self) -> Clocked<'_> {
+        Clocked {
+            seconds: &mut self.seconds,
+            tally: &mut self.tally,
+            open: self.open,
+            popped: self.schedule.as_ref().map_or(0, Schedule::popped),
+            control: &self.control,
+        }
+    }
+
+    fn poll(&mut self) -> &mut Poll {
+        &mut self.poll
+    }
+
+    fn window_opens(&mut self) {
+        self.carry_into_window();
+    }
+
+    fn ended(&mut self, now: Instant) -> Option<Instant> {
+        VisitWorker::ended(self, now)
+    }
+
+    fn sweep(&mut self, now: Instant) {
+        VisitWorker::sweep(self, now);
+    }
+
+    fn drive(&mut self, now: Instant) {
+        self.wake_thinkers(now);
+        self.arrive(now);
+    }
+
+    /// The timer is armed for the next arrival or the next visitor done thinking.
+    fn wait_for(&mut self, now: Instant, wake: Instant) -> Duration {
+        let timed = [self.next_arrival(), self.thinking.peek().map(|Reverse((at, _))| *at)];
+        if let Some(at) = timed.into_iter().flatten().min() {
+            // Should arming fail, the sweep tick still wakes the loop, only later; the
+            // lateness is then measured like any other.
+            let _ = self.timer.arm(at);
+        }
+        wake.saturating_duration_since(now)
+    }
+
+    fn on_timer(&mut self) {
+        self.timer.fired();
+    }
+
+    fn on_event(&mut self, event: &Event) {
+        VisitWorker::on_event(self, event);
+    }
+
+    fn publish_progress(&mut self) {
+        let c = &self.control;
+        let done = (self.tally.completed, self.tally.failed);
+        publish([&c.completed, &c.failed], done, &mut self.published[0]);
+        let ended = (self.sessions.completed, self.sessions.failed);
+        publish([&c.visits_completed, &c.visits_failed], ended, &mut self.published[1]);
+    }
+
+    fn report(self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
+        VisitWorker::report(self, account, end_at)
+    }
+}
+
 impl Slots for VisitWorker {
     fn parts(&mut self, idx: usize) -> Parts<'_> {
         let slot = &mut self.slots[idx];
@@ -747,11 +749,6 @@ impl Slots for VisitWorker {
             open: &mut self.open,
             peak_open: &mut self.peak_open,
         }
-    }
-
-    fn count_sent(&mut self, sent: u64, bytes: u64, _now: Instant) {
-        self.tally.sent += sent;
-        self.tally.bytes_sent += bytes;
     }
 
     /// Every origin's handshake is timed and counted; the run's `tls` is what its target

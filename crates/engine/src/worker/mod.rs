@@ -7,9 +7,11 @@
 //! and whether scheduled arrivals are dispatched. Over HTTP/2 a slot is a connection whose
 //! requests are streams (`multiplex`); a request's outcome enters the tallies the same way
 //! whatever carried it (`Exchange`). All socket system calls live in `Conn::{connect,
-//! finish_connect, write_request}`, [`Worker::read`] and the multiplexed connection's read and
-//! flush, so another I/O backend (io_uring) can replace them without touching the accounting.
+//! finish_connect, write_request}` and the connection paths the visits' loop shares
+//! (`plain::Plain`'s read, `multiplexed::Multiplexed`'s read and flush), so another I/O
+//! backend (io_uring) can replace them without touching the accounting.
 
+pub(crate) mod event_loop;
 mod multiplex;
 
 use std::io;
@@ -19,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::event::Event;
-use mio::{Events, Poll, Token};
+use mio::{Poll, Token};
 
 use crate::check::{BodyCheck, Validation};
 use crate::conn::{Conn, State, BACKOFF};
@@ -37,6 +39,8 @@ use crate::sys::ThreadAccount;
 use crate::table::Table;
 use crate::timer::Timer;
 use crate::{Control, ErrorClass, Protocol};
+pub(crate) use event_loop::EventLoop;
+use event_loop::{publish, Clocked, Seconds, TIMER};
 
 /// Size of the worker's single read buffer. Connections share it, so memory does not grow
 /// with the connection count; a head that spans reads is kept by the connection's parser.
@@ -50,9 +54,6 @@ const HARVEST: Duration = Duration::from_millis(1);
 /// A scheduled arrival sent more than this late (µs) counts as late in its second's figures:
 /// the trust verdict's tolerance for a schedule kept (`SCHEDULE_TOLERANCE_US` in the runner).
 pub const LATE_BOUND_US: u64 = 1_000;
-
-/// The timer's token; slots use their index.
-const TIMER: Token = Token(usize::MAX);
 
 /// Connects one worker may have in progress while it catches up on a schedule it fell behind.
 /// Starting every overdue arrival at once would open thousands of sockets in one burst, and the
@@ -140,29 +141,17 @@ pub(crate) struct Worker {
     /// arrived earlier, and its stamp says when. Otherwise a read's time is its own, as in
     /// every other model (the client's copy of a large body included).
     harvesting: bool,
-    /// [`crate::live`]: where this worker's per-second snapshots stand, when asked for.
-    live: Option<LiveCursor>,
-    /// The figures of every second: the one in progress and its CPU account (see
-    /// [`Worker::turn_second`]).
-    second: SecondClock,
+    /// The figures of every second: the one in progress and its CPU account, and where the
+    /// live snapshots stand ([`EventLoop::turn_second`]).
+    seconds: Seconds,
+    /// Requests completed and failed as last told to `control`.
+    published: (u64, u64),
+    /// Closed-loop slots whose failure is being retried this turn (`restart`, swapped).
+    draining: Vec<usize>,
     /// Closed-loop stages: slots resting with no connection (above the level), and how many
     /// more should rest as soon as their request ends.
     parked: Vec<usize>,
     to_park: usize,
-}
-
-/// A worker's place in its per-second snapshots ([`crate::live`]), which the second clock
-/// ([`SecondClock`], [`Worker::turn_second`]) sends as it closes each second.
-#[derive(Debug, Default)]
-struct LiveCursor {
-    worker: usize,
-    /// The second in progress at the last snapshot: the next one is that second's.
-    second: u32,
-    /// Interval histograms already published, of each latency.
-    latency: usize,
-    service: usize,
-    /// Arrivals the schedule gave before measuring began (the warm-up's).
-    due_base: u64,
 }
 
 /// Closed-loop stages (k6's ramping VUs): the whole test's connection level over time, this
@@ -184,16 +173,6 @@ impl Levels {
         let level = self.shape.at(t).floor() as u64;
         self.worker.part(self.agent.part(level)) as usize
     }
-}
-
-/// The measured second in progress: its index, when it ends, and the thread's account at its
-/// start, so that each second gets the CPU used in it. The one clock of the worker's seconds:
-/// as it turns, the closed second's CPU and connections go to the per-second series and,
-/// when asked for, its counts and histograms to [`crate::live`]'s listeners.
-struct SecondClock {
-    index: usize,
-    ends: Instant,
-    account: ThreadAccount,
 }
 
 impl Worker {
@@ -253,17 +232,11 @@ impl Worker {
                 && spec.tls.is_none()
                 && spec.protocol == Protocol::Http1,
             harvesting: false,
-            live: control
-                .live
-                .enabled()
-                .then(|| LiveCursor { worker: index, ..Default::default() }),
             parked: Vec::new(),
             to_park: 0,
-            second: SecondClock {
-                index: 0,
-                ends: spec.measure_start + Duration::from_secs(1),
-                account: ThreadAccount::default(),
-            },
+            seconds: Seconds::new(spec.measure_start, control.live.enabled(), index),
+            draining: Vec::with_capacity(initial),
+            published: (0, 0),
             spec,
             control,
         };
@@ -289,67 +262,6 @@ impl Worker {
         self.conns.len() - 1
     }
 
-    /// Runs the event loop until the run ends, then reports.
-    pub fn run(mut self) -> io::Result<WorkerReport> {
-        if let Some(cpu) = self.spec.pin {
-            // Pinning is best effort: a CPU that vanished since the CLI checked is not fatal.
-            let _ = crate::sys::pin_current_thread(cpu);
-        }
-        let tick = (self.spec.timeout.min(self.spec.connect_timeout) / 10)
-            .clamp(Duration::from_millis(1), Duration::from_millis(100));
-        let mut events = Events::with_capacity(1024);
-        let mut draining = Vec::with_capacity(self.conns.len());
-        let mut measuring = false;
-        let mut account_start = ThreadAccount::thread();
-        let mut published = (0u64, 0u64);
-        let mut now = Instant::now();
-        self.start_closed_loop(now);
-        let mut next_sweep = now + tick;
-        let end_at = loop {
-            now = Instant::now();
-            if !measuring && now >= self.spec.measure_start {
-                measuring = true;
-                account_start = self.start_measuring();
-            }
-            if let Some(end_at) = self.ended(now) {
-                break end_at;
-            }
-            if measuring && now >= self.second.ends {
-                self.turn_second(now);
-            }
-            if self.spec.levels.is_some() {
-                self.follow_levels(now);
-            }
-            if now >= next_sweep {
-                self.sweep(now);
-                next_sweep = now + tick;
-            }
-            // Failed slots start again here, outside the code that saw them fail.
-            std::mem::swap(&mut self.restart, &mut draining);
-            for idx in draining.drain(..) {
-                self.start_request(idx, now, now);
-            }
-            self.dispatch(now, now);
-            self.flush_dirty(now);
-
-            let mut wake = next_sweep;
-            if let Some(end) = self.spec.end {
-                wake = wake.min(end);
-            }
-            if !measuring {
-                wake = wake.min(self.spec.measure_start);
-            }
-            let timeout = self.wait_for(now, wake);
-            if !self.poll_events(&mut events, timeout)? {
-                continue;
-            }
-            self.flush_dirty(now);
-            self.publish_progress(&mut published);
-        };
-        self.publish_second(Some(now));
-        Ok(self.report(ThreadAccount::thread().since(&account_start), end_at))
-    }
-
     /// The closed loop's slots start at once (under stages, every slot starts parked and the
     /// level opens what it asks for).
     fn start_closed_loop(&mut self, now: Instant) {
@@ -360,54 +272,6 @@ impl Worker {
         self.parked.extend((start..self.conns.len()).rev());
         for idx in 0..start {
             self.start_request(idx, now, now);
-        }
-    }
-
-    /// Measuring begins: the thread's account from now, the first second opened, and the
-    /// arrivals the warm-up took off the schedule set aside for the live counts.
-    fn start_measuring(&mut self) -> ThreadAccount {
-        let account = ThreadAccount::thread();
-        if let (Some(l), Some(s)) = (self.live.as_mut(), self.schedule.as_ref()) {
-            l.due_base = s.popped();
-        }
-        self.second.account = account;
-        self.open_into_second();
-        if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
-            self.adopt_warm_up();
-        }
-        account
-    }
-
-    /// Waits at most `timeout` for events and handles them; false when a signal interrupted
-    /// the wait (the loop then turns again at once).
-    fn poll_events(&mut self, events: &mut Events, timeout: Duration) -> io::Result<bool> {
-        if let Err(e) = self.poll.poll(events, Some(timeout)) {
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(false);
-            }
-            return Err(e);
-        }
-        for event in events.iter() {
-            if event.token() == TIMER {
-                if let Some(t) = self.timer.as_mut() {
-                    t.fired();
-                }
-            } else {
-                self.on_event(event);
-            }
-        }
-        self.harvesting = false;
-        Ok(true)
-    }
-
-    /// The run's shared counters (the progress line, agents' heartbeats) move by what this
-    /// worker finished since it last told them; nothing when nothing finished.
-    fn publish_progress(&mut self, published: &mut (u64, u64)) {
-        let done = (self.tally.completed, self.tally.failed);
-        if done != *published {
-            self.control.completed.fetch_add(done.0 - published.0, Ordering::Relaxed);
-            self.control.failed.fetch_add(done.1 - published.1, Ordering::Relaxed);
-            *published = done;
         }
     }
 
@@ -455,38 +319,6 @@ impl Worker {
             }
         }
         timeout
-    }
-
-    /// [`crate::live`]: the second that just closed (or, at the worker's end at `end`, the
-    /// one in progress), its counts so far and the interval histograms closed since the last
-    /// snapshot. Called by the second clock ([`Worker::turn_second`]) as it closes a second,
-    /// the one place where a second ends for the per-second rows and for the stream alike.
-    fn publish_second(&mut self, end: Option<Instant>) {
-        let Some(l) = self.live.as_mut() else { return };
-        // What happened since the last snapshot belongs to the second then in progress: a
-        // loop turn late past the second's end (or the run's end at 5.000 s of a 5 s run)
-        // does not move it into the next. At the end, the histograms of every second over by
-        // then are closed.
-        let second = match end {
-            Some(now) => now.saturating_duration_since(self.spec.measure_start).as_secs() as u32,
-            None => self.second.index as u32,
-        };
-        let mut snapshot =
-            crate::live::Snapshot { worker: l.worker, second: l.second, ..Default::default() };
-        l.second = second;
-        if let Some(i) = self.tally.intervals.as_deref_mut() {
-            i.latency.advance(second);
-            snapshot.latency = i.latency.done().get(l.latency..).unwrap_or_default().to_vec();
-            l.latency = i.latency.done().len();
-            if let Some(s) = i.service.as_mut() {
-                s.advance(second);
-                snapshot.service = s.done().get(l.service..).unwrap_or_default().to_vec();
-                l.service = s.done().len();
-            }
-        }
-        let due = self.schedule.as_ref().map_or(0, |s| s.popped().saturating_sub(l.due_base));
-        snapshot.counts = crate::live::counts(&self.tally, due);
-        self.control.live.publish(snapshot);
     }
 
     /// What the worker measured, once its loop ended at `end_at`, with the CPU its thread
@@ -831,36 +663,88 @@ impl Worker {
             self.tally.series.at(second_of(self.spec.measure_start, due)).late += 1;
         }
     }
+}
 
-    /// The second in progress has ended at `now`: it gets the CPU used since it began, the
-    /// next one starts with the connections open now, and the live listeners get the closed
-    /// one ([`Worker::publish_second`]). Once a second, so it costs nothing
-    /// per request; the loop wakes at least every sweep tick, so a second's figures move by
-    /// at most a tick.
-    fn turn_second(&mut self, now: Instant) {
-        self.account_second();
-        let passed = now.saturating_duration_since(self.second.ends).as_secs() as usize + 1;
-        self.second.index += passed;
-        self.second.ends += Duration::from_secs(passed as u64);
-        self.open_into_second();
-        self.publish_second(None);
+impl EventLoop for Worker {
+    fn spec(&self) -> &WorkerSpec {
+        &self.spec
     }
 
-    /// Puts the CPU used since the second in progress began into it.
-    fn account_second(&mut self) {
-        let now = ThreadAccount::thread();
-        let used = now.since(&self.second.account);
-        let bucket = self.tally.series.at(self.second.index);
-        bucket.cpu_us += us(used.cpu.user + used.cpu.sys);
-        bucket.cpu_wait_us += us(used.cpu_wait);
-        self.second.account = now;
+    fn clocked(&mut self) -> Clocked<'_> {
+        Clocked {
+            seconds: &mut self.seconds,
+            tally: &mut self.tally,
+            open: self.open,
+            popped: self.schedule.as_ref().map_or(0, Schedule::popped),
+            control: &self.control,
+        }
     }
 
-    /// The second in progress has had at least the connections open now.
-    fn open_into_second(&mut self) {
-        let open = self.open as u64;
-        let bucket = self.tally.series.at(self.second.index);
-        bucket.open = bucket.open.max(open);
+    fn poll(&mut self) -> &mut Poll {
+        &mut self.poll
+    }
+
+    fn begin(&mut self, now: Instant) {
+        self.start_closed_loop(now);
+    }
+
+    fn window_opens(&mut self) {
+        if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
+            self.adopt_warm_up();
+        }
+    }
+
+    fn ended(&mut self, now: Instant) -> Option<Instant> {
+        Worker::ended(self, now)
+    }
+
+    fn each_turn(&mut self, now: Instant) {
+        if self.spec.levels.is_some() {
+            self.follow_levels(now);
+        }
+    }
+
+    fn sweep(&mut self, now: Instant) {
+        Worker::sweep(self, now);
+    }
+
+    fn drive(&mut self, now: Instant) {
+        // Failed slots start again here, outside the code that saw them fail.
+        std::mem::swap(&mut self.restart, &mut self.draining);
+        while let Some(idx) = self.draining.pop() {
+            self.start_request(idx, now, now);
+        }
+        self.dispatch(now, now);
+        self.flush_dirty(now);
+    }
+
+    fn wait_for(&mut self, now: Instant, wake: Instant) -> Duration {
+        Worker::wait_for(self, now, wake)
+    }
+
+    fn on_timer(&mut self) {
+        if let Some(t) = self.timer.as_mut() {
+            t.fired();
+        }
+    }
+
+    fn on_event(&mut self, event: &Event) {
+        Worker::on_event(self, event);
+    }
+
+    fn after_events(&mut self, now: Instant) {
+        self.harvesting = false;
+        self.flush_dirty(now);
+    }
+
+    fn publish_progress(&mut self) {
+        let c = &self.control;
+        let done = (self.tally.completed, self.tally.failed);
+        publish([&c.completed, &c.failed], done, &mut self.published);
+    }
+
+    fn report(self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
+        Worker::report(self, account, end_at)
     }
 }
 
@@ -885,12 +769,6 @@ impl Slots for Worker {
             open: &mut self.open,
             peak_open: &mut self.peak_open,
         }
-    }
-
-    fn count_sent(&mut self, sent: u64, bytes: u64, now: Instant) {
-        self.tally.sent += sent;
-        self.tally.bytes_sent += bytes;
-        self.tally.series.at(second_of(self.spec.measure_start, now)).sent += sent;
     }
 
     fn connect_ended(&mut self) {
