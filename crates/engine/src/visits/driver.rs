@@ -460,6 +460,7 @@ impl VisitWorker {
         let conn = &mut slot.conn;
         conn.connect(self.poll.registry(), Token(idx), to, None, false)?;
         self.opened(idx, measured, now);
+        self.open_into_second();
         if measured {
             self.sessions.connections += 1;
         }
