@@ -324,7 +324,8 @@ fn plan_workers(
         let creating =
             |source| EngineError::Io { context: "creating a worker's event loop", source };
         let job: Job = match (&config.visits, schedule) {
-            // Visits have a loop of their own (see `visits`); their arrivals are a schedule.
+            // Visits are a load of their own on the event loop (see `visits`); their arrivals
+            // are a schedule.
             (Some(plan), schedule) => {
                 let stream = config.share.stream(i, config.threads);
                 let w = visits::VisitWorker::new(
@@ -425,7 +426,8 @@ fn worker_schedule(config: &BenchConfig, clock: &Clock, i: usize) -> Option<sche
 
 type WorkerHandle = JoinHandle<std::io::Result<result::WorkerReport>>;
 
-/// One worker's event loop, ready to run on its thread: the request loop or the visits'.
+/// One worker's event loop, ready to run on its thread, with the request loop's load or the
+/// visits'.
 type Job = Box<dyn FnOnce() -> std::io::Result<result::WorkerReport> + Send>;
 
 /// Starts one thread per worker. If one cannot start, the workers already running are stopped

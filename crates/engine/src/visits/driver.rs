@@ -1,6 +1,6 @@
-//! The visits' event loop: one per worker thread, owning its visitors, their connections and
-//! its recorders, like the request loop (`worker`) whose connection slots, connection paths
-//! (`plain`, `multiplexed`), request table and tallies it reuses. A visitor holds up to `Plan::per_visitor` connections per origin (the
+//! The visits' load on a worker thread: its visitors, their connections and its recorders,
+//! turned by the request loop's event loop (`worker::EventLoop`), whose connection slots,
+//! connection paths (`plain`, `multiplexed`), request table and tallies it shares. A visitor holds up to `Plan::per_visitor` connections per origin (the
 //! target's, and a page view's allowed hosts', `Plan::origins`); a burst's first
 //! call goes on one of them, the others spread over them once its answer is in, each
 //! connection carrying one call at a time (no pipelining). Between bursts the visitor thinks:
