@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use mio::event::Event;
 
-use crate::conn::{Fed, State};
+use crate::conn::{Fed, State, Stream};
 use crate::exchange::Recording;
 use crate::slots::Slots;
 use crate::ErrorClass;
@@ -106,6 +106,7 @@ pub(crate) trait Plain: Slots {
             let p = self.parts(idx);
             let conn = p.conn;
             let Some(stream) = conn.stream.as_mut() else { return };
+            let handshaking = conn.tls_done.is_none() && matches!(stream, Stream::Tls(_));
             let got = if p.stamped {
                 crate::sys::recv_stamped(std::os::fd::AsFd::as_fd(stream), p.buf)
             } else {
@@ -126,7 +127,9 @@ pub(crate) trait Plain: Slots {
             // The handshake can end inside this read (rustls sends its last flight and the
             // request held until then) and the answer come in a later read of this loop, on
             // loopback at once: noted before any answer, its time is recorded with the first.
-            self.note_handshake(idx, now);
+            if handshaking {
+                self.note_handshake(idx, now);
+            }
             let p = self.parts(idx);
             let conn = p.conn;
             match conn.feed(&p.buf[..n], at) {
