@@ -16,6 +16,21 @@ use crate::h2::{Outcome, Reason, StreamState};
 use crate::slots::Slots;
 use crate::ErrorClass;
 
+/// Why a stream failed: its class, with the errno its connection's socket reported or the
+/// HTTP/2 reason (a stream reset, a connection error).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Failure {
+    pub class: ErrorClass,
+    pub errno: Option<i32>,
+    pub reason: Option<Reason>,
+}
+
+impl Failure {
+    pub fn of(class: ErrorClass) -> Failure {
+        Failure { class, errno: None, reason: None }
+    }
+}
+
 /// A loop whose connection slots may speak HTTP/2: what it provides, and what its load does
 /// with a stream's outcome.
 pub(crate) trait Multiplexed: Slots {
@@ -29,17 +44,8 @@ pub(crate) trait Multiplexed: Slots {
     /// Stream `s` of slot `idx` was answered whole (see [`Multiplexed::record_stream`]).
     fn stream_completed(&mut self, idx: usize, s: usize, now: Instant);
 
-    /// Stream `s` of slot `idx` failed in `class` (with an errno, or an HTTP/2 reason), see
-    /// [`Multiplexed::record_stream_failure`].
-    fn stream_failed(
-        &mut self,
-        idx: usize,
-        s: usize,
-        class: ErrorClass,
-        errno: Option<i32>,
-        reason: Option<Reason>,
-        now: Instant,
-    );
+    /// Stream `s` of slot `idx` failed (see [`Multiplexed::record_stream_failure`]).
+    fn stream_failed(&mut self, idx: usize, s: usize, failure: Failure, now: Instant);
 
     /// Slot `idx`'s connection ended in good order (a GOAWAY drained, the server's close)
     /// with no request failed by it: what the load does next.
@@ -143,7 +149,8 @@ pub(crate) trait Multiplexed: Slots {
         let h2 = matches!(p.conn.stream.as_ref(), Some(Stream::Tls(t)) if t.alpn_h2());
         if !h2 {
             let reason = Reason { what: "the server did not select h2 by ALPN", code: None };
-            return self.fail_h2(idx, ErrorClass::H2Conn, None, Some(reason), true, now);
+            let failure = Failure { reason: Some(reason), ..Failure::of(ErrorClass::H2Conn) };
+            return self.fail_h2(idx, failure, true, now);
         }
         if let Some(session) = p.conn.h2.as_mut() {
             session.sent_with_handshake(now);
@@ -192,7 +199,8 @@ pub(crate) trait Multiplexed: Slots {
                 // Our GOAWAY goes out if it can before the connection closes.
                 self.flush(idx, now);
                 let reason = Some(e.reason());
-                return self.fail_h2(idx, ErrorClass::H2Conn, None, reason, false, now);
+                let failure = Failure { reason, ..Failure::of(ErrorClass::H2Conn) };
+                return self.fail_h2(idx, failure, false, now);
             }
             self.settle(idx, None, now);
             if !full && drains {
@@ -218,7 +226,8 @@ pub(crate) trait Multiplexed: Slots {
             match outcome {
                 Outcome::Complete => self.stream_completed(idx, s, now),
                 Outcome::Failed(class, reason) => {
-                    self.stream_failed(idx, s, class, errno, Some(reason), now)
+                    let failure = Failure { class, errno, reason: Some(reason) };
+                    self.stream_failed(idx, s, failure, now)
                 }
                 Outcome::Refused => {
                     // It never reached the server's processing: its sending did not count.
@@ -258,17 +267,9 @@ pub(crate) trait Multiplexed: Slots {
         p.tally.failed > failed
     }
 
-    /// Stream `s` of slot `idx` failed in `class`: its slot freed and, when measured, the
-    /// failure recorded with its errno or HTTP/2 reason.
-    fn record_stream_failure(
-        &mut self,
-        idx: usize,
-        s: usize,
-        class: ErrorClass,
-        errno: Option<i32>,
-        reason: Option<Reason>,
-        now: Instant,
-    ) {
+    /// Stream `s` of slot `idx` failed: its slot freed and, when measured, the failure
+    /// recorded with its errno or HTTP/2 reason.
+    fn record_stream_failure(&mut self, idx: usize, s: usize, failure: Failure, now: Instant) {
         let p = self.parts(idx);
         let session = p.conn.h2.as_mut().expect("an HTTP/2 connection");
         session.release(s);
@@ -276,8 +277,8 @@ pub(crate) trait Multiplexed: Slots {
         if !ex.measured {
             return;
         }
-        ex.record_failure(p.tally, p.measure_start, class, errno, now);
-        if let Some(reason) = reason.filter(|r| !r.what.is_empty()) {
+        ex.record_failure(p.tally, p.measure_start, failure.class, failure.errno, now);
+        if let Some(reason) = failure.reason.filter(|r| !r.what.is_empty()) {
             *p.tally.errors.h2_reasons.entry(reason.to_string()).or_insert(0) += 1;
         }
         *p.last_event = now;
@@ -291,21 +292,15 @@ pub(crate) trait Multiplexed: Slots {
             let open = p.conn.h2.as_ref().map_or(0, |h| h.in_flight()) as u64;
             *p.tally.errors.tls_reasons.entry(reason.to_string()).or_insert(0) += open;
         }
-        self.fail_h2(idx, ErrorClass::from_io(e), e.raw_os_error(), None, true, now)
+        let failure = Failure { errno: e.raw_os_error(), ..Failure::of(ErrorClass::from_io(e)) };
+        self.fail_h2(idx, failure, true, now)
     }
 
     /// Slot `idx`'s connection failed: its open streams fail (and `pending` ones, which were
     /// waiting for it), it closes, and each failure is settled by the load; requests not
     /// failed (refused by a GOAWAY) wait for a new connection.
-    fn fail_h2(
-        &mut self,
-        idx: usize,
-        class: ErrorClass,
-        errno: Option<i32>,
-        reason: Option<Reason>,
-        pending: bool,
-        now: Instant,
-    ) {
+    fn fail_h2(&mut self, idx: usize, failure: Failure, pending: bool, now: Instant) {
+        let Failure { class, errno, reason } = failure;
         if self.conn(idx).state == State::Connecting {
             self.connect_ended();
         }
@@ -328,7 +323,7 @@ pub(crate) trait Multiplexed: Slots {
     fn sweep_h2(&mut self, idx: usize, now: Instant) {
         let conn = self.conn(idx);
         if conn.state == State::Connecting && now >= conn.ex.deadline {
-            return self.fail_h2(idx, ErrorClass::ConnectTimeout, None, None, true, now);
+            return self.fail_h2(idx, Failure::of(ErrorClass::ConnectTimeout), true, now);
         }
         let Some(session) = conn.h2.as_ref() else { return };
         for s in 0..session.slots.len() {
@@ -340,7 +335,7 @@ pub(crate) trait Multiplexed: Slots {
                 continue;
             }
             session.cancel(s);
-            self.stream_failed(idx, s, ErrorClass::ClientTimeout, None, None, now);
+            self.stream_failed(idx, s, Failure::of(ErrorClass::ClientTimeout), now);
             let conn = self.conn(idx);
             if conn.stream.is_some() && conn.h2.as_ref().is_some_and(|h| !h.output().is_empty()) {
                 self.queued(idx, now);

@@ -13,11 +13,10 @@ use std::time::Instant;
 
 use super::Worker;
 use crate::conn::State;
-use crate::h2::{Reason, StreamState};
-use crate::multiplexed::Multiplexed;
+use crate::h2::StreamState;
+use crate::multiplexed::{Failure, Multiplexed};
 use crate::pacing::Pacing;
 use crate::slots::Slots;
-use crate::ErrorClass;
 
 impl Worker {
     /// Places requests on slot `idx`'s free streams: every free one in the closed loop (each
@@ -202,20 +201,12 @@ impl Multiplexed for Worker {
         self.next_after_stream(idx, now);
     }
 
-    fn stream_failed(
-        &mut self,
-        idx: usize,
-        s: usize,
-        class: ErrorClass,
-        errno: Option<i32>,
-        reason: Option<Reason>,
-        now: Instant,
-    ) {
+    fn stream_failed(&mut self, idx: usize, s: usize, failure: Failure, now: Instant) {
         if self.past_end(now) {
             return self.unfinished_at_end(idx, s);
         }
         self.count_stream_by_end(idx, s, now);
-        self.record_stream_failure(idx, s, class, errno, reason, now);
+        self.record_stream_failure(idx, s, failure, now);
         if let Pacing::Sessions { .. } = self.spec.pacing {
             // A failed call ends its session, as in httperf: no more of its calls start.
             self.conns[idx].calls_unstarted = 0;

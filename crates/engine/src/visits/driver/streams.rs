@@ -17,8 +17,8 @@ use std::time::Instant;
 
 use super::{judge, Slot, VisitWorker};
 use crate::exchange::Exchange;
-use crate::h2::{Reason, Session, StreamState};
-use crate::multiplexed::Multiplexed;
+use crate::h2::{Session, StreamState};
+use crate::multiplexed::{Failure, Multiplexed};
 use crate::ErrorClass;
 
 use loadlab_visit::Response;
@@ -165,22 +165,14 @@ impl Multiplexed for VisitWorker {
         self.answered(v, call, verdict, now);
     }
 
-    /// Stream slot `s` of connection `idx` failed in `class` (with an errno, or an HTTP/2
-    /// reason): recorded as a request, and its visit ends.
-    fn stream_failed(
-        &mut self,
-        idx: usize,
-        s: usize,
-        class: ErrorClass,
-        errno: Option<i32>,
-        reason: Option<Reason>,
-        now: Instant,
-    ) {
+    /// Stream slot `s` of connection `idx` failed: recorded as a request, and its visit
+    /// ends.
+    fn stream_failed(&mut self, idx: usize, s: usize, failure: Failure, now: Instant) {
         let (v, call) = (self.slots[idx].visitor, self.slots[idx].calls[s]);
         if self.past_end(now) || self.visitors[v].is_none() {
             return;
         }
-        self.record_stream_failure(idx, s, class, errno, reason, now);
-        self.call_failed(v, call, class, now);
+        self.record_stream_failure(idx, s, failure, now);
+        self.call_failed(v, call, failure.class, now);
     }
 }
