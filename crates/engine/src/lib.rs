@@ -40,6 +40,7 @@ mod schedule;
 mod session_tally;
 pub mod shape;
 mod slots;
+mod spec;
 mod start;
 pub mod sys;
 mod table;
@@ -311,7 +312,7 @@ fn plan_workers(
     for (i, budget) in budgets.into_iter().enumerate() {
         // Connections spread evenly; the first `connections % threads` workers take one more.
         // Closed-loop stages: the worker's part of the agent's part of the peak, as of every
-        // level (`worker::Levels`: each a `Share::part`, so agents and workers add up).
+        // level (`spec::Levels`: each a `Share::part`, so agents and workers add up).
         let connections = match (&config.shape, config.pacing) {
             (Some(shape), Pacing::Closed) => {
                 let peak = config.share.part(shape.peak().floor() as u64);
@@ -359,8 +360,8 @@ fn worker_spec(
     clock: &Clock,
     i: usize,
     connections: usize,
-) -> Result<worker::WorkerSpec, EngineError> {
-    Ok(worker::WorkerSpec {
+) -> Result<spec::WorkerSpec, EngineError> {
+    Ok(spec::WorkerSpec {
         addr,
         table: setup.table.clone(),
         picker: {
@@ -374,7 +375,7 @@ fn worker_spec(
         protocol: config.protocol,
         connections,
         levels: match (&config.shape, config.pacing) {
-            (Some(shape), Pacing::Closed) => Some(worker::Levels {
+            (Some(shape), Pacing::Closed) => Some(spec::Levels {
                 shape: shape.clone(),
                 agent: config.share,
                 worker: Share::new(i, config.threads),

@@ -71,7 +71,7 @@ pub(crate) trait Multiplexed: Slots {
         if conn.state != State::Reading {
             return;
         }
-        let (sent, bytes) = session.send(p.table.h2s(), now);
+        let (sent, bytes) = session.send(p.spec.table.h2s(), now);
         let queued = !session.output().is_empty();
         self.count_sent(idx, sent, bytes, now);
         if queued {
@@ -169,7 +169,7 @@ pub(crate) trait Multiplexed: Slots {
             // A short read drains a TCP socket; TLS hands out what it decrypted, which says
             // nothing of what the socket still holds, so it reads until told to wait.
             let drains = !matches!(stream, Stream::Tls(_));
-            let n = match stream.read(p.buf) {
+            let n = match stream.read(&mut p.books.buf) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -194,8 +194,8 @@ pub(crate) trait Multiplexed: Slots {
             }
             let p = self.parts(idx);
             let session = p.conn.h2.as_mut().expect("an HTTP/2 connection");
-            let full = n == p.buf.len();
-            if let Err(e) = session.feed(&p.buf[..n], now) {
+            let full = n == p.books.buf.len();
+            if let Err(e) = session.feed(&p.books.buf[..n], now) {
                 // Our GOAWAY goes out if it can before the connection closes.
                 self.flush(idx, now);
                 let reason = Some(e.reason());
@@ -233,8 +233,9 @@ pub(crate) trait Multiplexed: Slots {
                     // It never reached the server's processing: its sending did not count.
                     let slot = &session.slots[s];
                     if slot.ex.measured {
-                        p.tally.sent = p.tally.sent.saturating_sub(1);
-                        p.tally.bytes_sent = p.tally.bytes_sent.saturating_sub(slot.wire);
+                        p.books.tally.sent = p.books.tally.sent.saturating_sub(1);
+                        p.books.tally.bytes_sent =
+                            p.books.tally.bytes_sent.saturating_sub(slot.wire);
                     }
                 }
             }
@@ -251,20 +252,23 @@ pub(crate) trait Multiplexed: Slots {
         let tls = p.conn.count_reply();
         let session = p.conn.h2.as_mut().expect("an HTTP/2 connection");
         session.release(s);
-        if p.server.is_none() {
-            *p.server = session.server.take();
+        if p.books.server.is_none() {
+            p.books.server = session.server.take();
         }
         let slot = &mut session.slots[s];
         if !slot.ex.measured {
             return false;
         }
-        let recording =
-            Recording { measure_start: p.measure_start, validation: p.validation, scheduled };
-        let (status, body_len, failed) = (slot.status, slot.body_len, p.tally.failed);
-        slot.ex.record_completion(p.tally, &recording, status, body_len, tls, now);
-        p.tally.keepalive += 1;
-        *p.last_event = now;
-        p.tally.failed > failed
+        let recording = Recording {
+            measure_start: p.spec.measure_start,
+            validation: &p.spec.validation,
+            scheduled,
+        };
+        let (status, body_len, failed) = (slot.status, slot.body_len, p.books.tally.failed);
+        slot.ex.record_completion(&mut p.books.tally, &recording, status, body_len, tls, now);
+        p.books.tally.keepalive += 1;
+        p.books.last_event = now;
+        p.books.tally.failed > failed
     }
 
     /// Stream `s` of slot `idx` failed: its slot freed and, when measured, the failure
@@ -277,20 +281,26 @@ pub(crate) trait Multiplexed: Slots {
         if !ex.measured {
             return;
         }
-        ex.record_failure(p.tally, p.measure_start, failure.class, failure.errno, now);
+        ex.record_failure(
+            &mut p.books.tally,
+            p.spec.measure_start,
+            failure.class,
+            failure.errno,
+            now,
+        );
         if let Some(reason) = failure.reason.filter(|r| !r.what.is_empty()) {
-            *p.tally.errors.h2_reasons.entry(reason.to_string()).or_insert(0) += 1;
+            *p.books.tally.errors.h2_reasons.entry(reason.to_string()).or_insert(0) += 1;
         }
-        *p.last_event = now;
+        p.books.last_event = now;
     }
 
     /// A read, write, connect or TLS failure of slot `idx`'s connection: every request on
     /// it fails, each counted under the TLS reason when there is one.
     fn fail_h2_io(&mut self, idx: usize, e: &io::Error, now: Instant) {
         let p = self.parts(idx);
-        if let (Some(reason), true) = (crate::tls::reason(e), now >= p.measure_start) {
+        if let (Some(reason), true) = (crate::tls::reason(e), now >= p.spec.measure_start) {
             let open = p.conn.h2.as_ref().map_or(0, |h| h.in_flight()) as u64;
-            *p.tally.errors.tls_reasons.entry(reason.to_string()).or_insert(0) += open;
+            *p.books.tally.errors.tls_reasons.entry(reason.to_string()).or_insert(0) += open;
         }
         let failure = Failure { errno: e.raw_os_error(), ..Failure::of(ErrorClass::from_io(e)) };
         self.fail_h2(idx, failure, true, now)

@@ -44,7 +44,7 @@ pub(crate) trait Plain: Slots {
             match conn.finish_connect() {
                 Ok(true) => {
                     conn.ex.connected = now;
-                    conn.ex.deadline = conn.ex.started + p.timeout;
+                    conn.ex.deadline = conn.ex.started + p.spec.timeout;
                     conn.state = State::Writing { sent: 0 };
                     self.connect_ended();
                 }
@@ -75,7 +75,7 @@ pub(crate) trait Plain: Slots {
     fn write(&mut self, idx: usize, now: Instant) {
         let p = self.parts(idx);
         let conn = p.conn;
-        let request = p.own.unwrap_or_else(|| p.table.h1(conn.ex.entry));
+        let request = p.own.unwrap_or_else(|| p.spec.table.h1(conn.ex.entry));
         match conn.write_request(request) {
             Ok(true) => {
                 conn.ex.written = now;
@@ -95,7 +95,7 @@ pub(crate) trait Plain: Slots {
     fn fail_io(&mut self, idx: usize, e: &io::Error, now: Instant) {
         let p = self.parts(idx);
         if let (Some(reason), true) = (crate::tls::reason(e), p.conn.ex.measured) {
-            *p.tally.errors.tls_reasons.entry(reason.to_string()).or_insert(0) += 1;
+            *p.books.tally.errors.tls_reasons.entry(reason.to_string()).or_insert(0) += 1;
         }
         self.fail(idx, ErrorClass::from_io(e), e.raw_os_error(), now)
     }
@@ -108,9 +108,9 @@ pub(crate) trait Plain: Slots {
             let Some(stream) = conn.stream.as_mut() else { return };
             let handshaking = conn.tls_done.is_none() && matches!(stream, Stream::Tls(_));
             let got = if p.stamped {
-                crate::sys::recv_stamped(std::os::fd::AsFd::as_fd(stream), p.buf)
+                crate::sys::recv_stamped(std::os::fd::AsFd::as_fd(stream), &mut p.books.buf)
             } else {
-                stream.read(p.buf).map(|n| (n, None))
+                stream.read(&mut p.books.buf).map(|n| (n, None))
             };
             let (n, stamp) = match got {
                 Ok(got) => got,
@@ -132,8 +132,8 @@ pub(crate) trait Plain: Slots {
             }
             let p = self.parts(idx);
             let conn = p.conn;
-            match conn.feed(&p.buf[..n], at) {
-                Fed::Partial if !conn.read_again(n, p.buf.len(), must_drain) => return,
+            match conn.feed(&p.books.buf[..n], at) {
+                Fed::Partial if !conn.read_again(n, p.books.buf.len(), must_drain) => return,
                 Fed::Partial => {}
                 // Bytes after the response were never asked for (no pipelining): the
                 // connection's framing can no longer be trusted, so it is not reused.
@@ -156,26 +156,29 @@ pub(crate) trait Plain: Slots {
     ) -> bool {
         let p = self.parts(idx);
         let conn = p.conn;
-        if p.server.is_none() {
-            *p.server = conn.parser.take_server();
+        if p.books.server.is_none() {
+            p.books.server = conn.parser.take_server();
         }
         let tls = conn.count_reply();
         let mut invalid = false;
         if conn.ex.measured {
             let (status, body_len) = (conn.parser.status(), conn.parser.body_len());
-            let recording =
-                Recording { measure_start: p.measure_start, validation: p.validation, scheduled };
-            let failed = p.tally.failed;
-            conn.ex.record_completion(p.tally, &recording, status, body_len, tls, at);
-            invalid = p.tally.failed > failed;
-            *p.last_event = at;
+            let recording = Recording {
+                measure_start: p.spec.measure_start,
+                validation: &p.spec.validation,
+                scheduled,
+            };
+            let failed = p.books.tally.failed;
+            conn.ex.record_completion(&mut p.books.tally, &recording, status, body_len, tls, at);
+            invalid = p.books.tally.failed > failed;
+            p.books.last_event = at;
         }
         conn.state = State::Idle;
-        let reusable = !must_close && p.keepalive && conn.parser.keep_alive();
+        let reusable = !must_close && p.spec.keepalive && conn.parser.keep_alive();
         if !reusable {
             self.close(idx);
         } else if conn.ex.measured {
-            p.tally.keepalive += 1;
+            p.books.tally.keepalive += 1;
         }
         invalid
     }
@@ -188,8 +191,8 @@ pub(crate) trait Plain: Slots {
         }
         let p = self.parts(idx);
         if p.conn.ex.measured {
-            p.conn.ex.record_failure(p.tally, p.measure_start, class, errno, now);
-            *p.last_event = now;
+            p.conn.ex.record_failure(&mut p.books.tally, p.spec.measure_start, class, errno, now);
+            p.books.last_event = now;
         }
         self.close(idx);
     }

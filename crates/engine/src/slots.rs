@@ -5,41 +5,56 @@
 //! ([`Multiplexed`](crate::multiplexed::Multiplexed)); opening and closing a socket, and its
 //! TLS handshake, are here, common to both.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crate::check::Validation;
 use crate::conn::Conn;
 use crate::exchange::second_of;
 use crate::result::Tally;
-use crate::table::Table;
+use crate::spec::WorkerSpec;
+
+/// What a loop keeps beside its slots and shares between them.
+#[derive(Debug)]
+pub(crate) struct Books {
+    /// The loop's one read buffer: connections share it, so memory does not grow with their
+    /// number; a head that spans reads is kept by the connection's parser.
+    pub buf: Box<[u8]>,
+    pub tally: Tally,
+    /// The Server header of the first answer, and what the first TLS handshake settled on.
+    pub server: Option<String>,
+    pub negotiated: Option<crate::tls::Negotiated>,
+    /// When the loop last recorded an outcome.
+    pub last_event: Instant,
+    /// Sockets open now, and the most open at once.
+    pub open: usize,
+    pub peak_open: usize,
+}
+
+impl Books {
+    pub fn new(tally: Tally, buffer: usize, measure_start: Instant) -> Books {
+        Books {
+            buf: vec![0u8; buffer].into_boxed_slice(),
+            tally,
+            server: None,
+            negotiated: None,
+            last_event: measure_start,
+            open: 0,
+            peak_open: 0,
+        }
+    }
+}
 
 /// Slot `idx`'s connection and the parts of its loop that the machinery works with,
 /// borrowed together.
 pub(crate) struct Parts<'a> {
     pub conn: &'a mut Conn,
-    /// The loop's one read buffer, shared by its connections.
-    pub buf: &'a mut [u8],
-    pub tally: &'a mut Tally,
-    pub table: &'a Table,
+    pub books: &'a mut Books,
+    pub spec: &'a WorkerSpec,
     /// A visit file's call: the visitor's own request bytes, sent instead of the table's.
     pub own: Option<&'a [u8]>,
-    pub validation: &'a Validation,
-    pub measure_start: Instant,
-    pub timeout: Duration,
-    pub connect_timeout: Duration,
-    pub keepalive: bool,
     /// Responses carry the kernel's arrival stamp, and the events being handled were taken
     /// after a sleep that ignored them (see `worker::HARVEST`): a read's time is its stamp's.
     pub stamped: bool,
     pub harvesting: bool,
-    /// The Server header of the first answer, and what the first TLS handshake settled on.
-    pub server: &'a mut Option<String>,
-    pub negotiated: &'a mut Option<crate::tls::Negotiated>,
-    /// When the loop last recorded an outcome.
-    pub last_event: &'a mut Instant,
-    /// Sockets open now, and the most open at once.
-    pub open: &'a mut usize,
-    pub peak_open: &'a mut usize,
 }
 
 /// A loop's connection slots.
@@ -62,9 +77,9 @@ pub(crate) trait Slots {
     /// (HTTP/2) at `now`, and their bytes: in the totals and in `now`'s second.
     fn count_sent(&mut self, idx: usize, sent: u64, bytes: u64, now: Instant) {
         let p = self.parts(idx);
-        p.tally.sent += sent;
-        p.tally.bytes_sent += bytes;
-        p.tally.series.at(second_of(p.measure_start, now)).sent += sent;
+        p.books.tally.sent += sent;
+        p.books.tally.bytes_sent += bytes;
+        p.books.tally.series.at(second_of(p.spec.measure_start, now)).sent += sent;
     }
 
     /// Slot `idx` started connecting at `now` (`Conn::connect`): its deadline is the connect
@@ -72,13 +87,13 @@ pub(crate) trait Slots {
     fn opened(&mut self, idx: usize, measured: bool, now: Instant) {
         let p = self.parts(idx);
         let conn = p.conn;
-        conn.ex.deadline = now + p.connect_timeout.min(p.timeout);
+        conn.ex.deadline = now + p.spec.connect_timeout.min(p.spec.timeout);
         conn.opened = now;
         conn.replies_on_socket = 0;
-        *p.open += 1;
-        *p.peak_open = (*p.peak_open).max(*p.open);
+        p.books.open += 1;
+        p.books.peak_open = (p.books.peak_open).max(p.books.open);
         if measured {
-            p.tally.connections_opened += 1;
+            p.books.tally.connections_opened += 1;
         }
     }
 
@@ -91,8 +106,8 @@ pub(crate) trait Slots {
         if !p.conn.note_handshake(now) {
             return false;
         }
-        if names && p.negotiated.is_none() {
-            *p.negotiated = p.conn.negotiated();
+        if names && p.books.negotiated.is_none() {
+            p.books.negotiated = p.conn.negotiated();
         }
         true
     }
@@ -104,8 +119,8 @@ pub(crate) trait Slots {
             // A GOAWAY binds only its connection: the next takes streams again.
             h2.disconnected();
         }
-        if p.conn.retire(p.tally) {
-            *p.open -= 1;
+        if p.conn.retire(&mut p.books.tally) {
+            p.books.open -= 1;
         }
     }
 }

@@ -39,11 +39,12 @@ use crate::plain::Plain;
 use crate::result::{EntryTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
 use crate::session_tally::{SessionTally, StepFailure};
-use crate::slots::{Parts, Slots};
+use crate::slots::{Books, Parts, Slots};
+use crate::spec::WorkerSpec;
 use crate::sys::ThreadAccount;
 use crate::timer::Timer;
 use crate::worker::event_loop::{publish, Clocked, Seconds, TIMER};
-use crate::worker::{EventLoop, WorkerSpec};
+use crate::worker::EventLoop;
 use crate::{Control, ErrorClass};
 
 const READ_BUFFER: usize = 64 * 1024;
@@ -118,15 +119,9 @@ pub(crate) struct VisitWorker {
     /// Thinking visitors by wake-up time.
     thinking: BinaryHeap<Reverse<(Instant, usize)>>,
     rng: SmallRng,
-    buf: Box<[u8]>,
-    tally: Tally,
+    /// The read buffer, the tallies and the counters its connections share.
+    books: Books,
     sessions: SessionTally,
-    server: Option<String>,
-    /// What the first TLS handshake settled on, for the run's `tls`.
-    negotiated: Option<crate::tls::Negotiated>,
-    open: usize,
-    peak_open: usize,
-    last_event: Instant,
     control: Arc<Control>,
     /// The figures of every second (see [`EventLoop::turn_second`]).
     seconds: Seconds,
@@ -165,7 +160,6 @@ impl VisitWorker {
         let measure_start = spec.measure_start;
         Ok(VisitWorker {
             keep_body: plan.needs_body(),
-            last_event: spec.measure_start,
             rng: SmallRng::seed_from_u64(seed ^ (stream.0 as u64).wrapping_mul(0x9e37_79b9)),
             spec,
             plan,
@@ -184,13 +178,8 @@ impl VisitWorker {
             slots: Vec::new(),
             free_slots: Vec::new(),
             thinking: BinaryHeap::new(),
-            buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
-            tally,
+            books: Books::new(tally, READ_BUFFER, measure_start),
             sessions,
-            server: None,
-            negotiated: None,
-            open: 0,
-            peak_open: 0,
             seconds: Seconds::new(measure_start, control.live.enabled(), stream.0),
             published: [(0, 0); 2],
             control,
@@ -205,7 +194,7 @@ impl VisitWorker {
         if let Some(end) = self.spec.end.filter(|end| now >= *end) {
             return Some(end);
         }
-        (self.budget_spent && self.live == 0).then_some(self.last_event)
+        (self.budget_spent && self.live == 0).then_some(self.books.last_event)
     }
 
     fn next_arrival(&self) -> Option<Instant> {
@@ -431,7 +420,7 @@ impl VisitWorker {
         // due. A later call waiting for one of its visitor's connections is the visit's own
         // pace (it counts in its latency), not the client falling behind.
         if measured && call == (0, 0) && self.schedule.is_some() {
-            self.tally.timings.late.record(us(now.saturating_duration_since(due)));
+            self.books.tally.timings.late.record(us(now.saturating_duration_since(due)));
         }
         if slot.conn.stream.is_some() {
             slot.conn.state = State::Writing { sent: 0 };
@@ -631,31 +620,32 @@ impl VisitWorker {
     }
 
     fn report(mut self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
-        self.tally.unfinished = self.slots.iter().map(|s| s.conn.measured_in_flight()).sum();
+        self.books.tally.unfinished = self.slots.iter().map(|s| s.conn.measured_in_flight()).sum();
         self.account_second();
         self.sessions.unfinished =
             self.visitors.iter().flatten().filter(|v| v.measured).count() as u64;
         if let Some(schedule) = self.schedule.as_mut().filter(|_| !self.budget_spent) {
-            self.tally.not_sent += schedule.drain_before(self.spec.measure_start, end_at, |_| {});
+            self.books.tally.not_sent +=
+                schedule.drain_before(self.spec.measure_start, end_at, |_| {});
         }
         if !self.spec.validation.keep_answer {
             // Kept for the visits' checks and captures only, not a verify's answer.
-            self.tally.answer = None;
+            self.books.tally.answer = None;
         }
         let measure_start = self.spec.measure_start;
-        self.tally.sessions = Some(Box::new(self.sessions));
+        self.books.tally.sessions = Some(Box::new(self.sessions));
         WorkerReport {
             cpu: account.cpu,
             cpu_wait: account.cpu_wait,
             involuntary_switches: account.involuntary_switches,
             wall: end_at.saturating_duration_since(measure_start),
-            last_event: self.last_event.saturating_duration_since(measure_start),
+            last_event: self.books.last_event.saturating_duration_since(measure_start),
             schedule_end: self.schedule_end.map(|due| due.saturating_duration_since(measure_start)),
-            peak_open: self.peak_open,
+            peak_open: self.books.peak_open,
             slots: self.slots.len(),
-            server: self.server.take(),
-            negotiated: self.negotiated.take(),
-            tally: self.tally,
+            server: self.books.server.take(),
+            negotiated: self.books.negotiated.take(),
+            tally: self.books.tally,
         }
     }
 }
@@ -668,8 +658,8 @@ impl EventLoop for VisitWorker {
     fn clocked(&mut self) -> Clocked<'_> {
         Clocked {
             seconds: &mut self.seconds,
-            tally: &mut self.tally,
-            open: self.open,
+            tally: &mut self.books.tally,
+            open: self.books.open,
             popped: self.schedule.as_ref().map_or(0, Schedule::popped),
             control: &self.control,
         }
@@ -717,7 +707,7 @@ impl EventLoop for VisitWorker {
 
     fn publish_progress(&mut self) {
         let c = &self.control;
-        let done = (self.tally.completed, self.tally.failed);
+        let done = (self.books.tally.completed, self.books.tally.failed);
         publish([&c.completed, &c.failed], done, &mut self.published[0]);
         let ended = (self.sessions.completed, self.sessions.failed);
         publish([&c.visits_completed, &c.visits_failed], ended, &mut self.published[1]);
@@ -733,22 +723,11 @@ impl Slots for VisitWorker {
         let slot = &mut self.slots[idx];
         Parts {
             conn: &mut slot.conn,
-            buf: &mut self.buf,
-            tally: &mut self.tally,
-            table: &self.spec.table,
+            books: &mut self.books,
+            spec: &self.spec,
             own: slot.own.as_deref().filter(|_| self.plan.render.is_some()),
-            validation: &self.spec.validation,
-            measure_start: self.spec.measure_start,
-            timeout: self.spec.timeout,
-            connect_timeout: self.spec.connect_timeout,
-            keepalive: self.spec.keepalive,
             stamped: false,
             harvesting: false,
-            server: &mut self.server,
-            negotiated: &mut self.negotiated,
-            last_event: &mut self.last_event,
-            open: &mut self.open,
-            peak_open: &mut self.peak_open,
         }
     }
 

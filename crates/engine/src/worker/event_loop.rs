@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use mio::event::Event;
 use mio::{Events, Poll, Token};
 
-use super::WorkerSpec;
 use crate::exchange::us;
 use crate::result::{Tally, WorkerReport};
+use crate::spec::WorkerSpec;
 use crate::sys::ThreadAccount;
 use crate::Control;
 

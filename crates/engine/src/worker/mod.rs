@@ -15,7 +15,7 @@ pub(crate) mod event_loop;
 mod multiplex;
 
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,20 +23,19 @@ use std::time::{Duration, Instant};
 use mio::event::Event;
 use mio::{Poll, Token};
 
-use crate::check::{BodyCheck, Validation};
+use crate::check::BodyCheck;
 use crate::conn::{Conn, State, BACKOFF};
 use crate::exchange::{second_of, us, Exchange};
 use crate::h2::Session;
-use crate::http::{Limits, Parser};
-use crate::mix::Picker;
+use crate::http::Parser;
 use crate::multiplexed::Multiplexed;
 use crate::pacing::{Budget, Pacing};
 use crate::plain::Plain;
 use crate::result::{EntryTally, IntervalTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
-use crate::slots::{Parts, Slots};
+use crate::slots::{Books, Parts, Slots};
+use crate::spec::WorkerSpec;
 use crate::sys::ThreadAccount;
-use crate::table::Table;
 use crate::timer::Timer;
 use crate::{Control, ErrorClass, Protocol};
 pub(crate) use event_loop::EventLoop;
@@ -62,43 +61,6 @@ pub const LATE_BOUND_US: u64 = 1_000;
 /// their due times, so their latency still counts from when they were due.
 const MAX_CONNECTING: usize = 64;
 
-/// What a worker needs to know, fixed for the run.
-#[derive(Debug, Clone)]
-pub(crate) struct WorkerSpec {
-    pub addr: SocketAddr,
-    /// Every request of the run, encoded once (HTTP/1.1 bytes, or HTTP/2 HEADERS and body).
-    pub table: Arc<Table>,
-    /// Which of them each new exchange carries (a replay's schedule says it instead).
-    pub picker: Picker,
-    /// Entries with figures of their own (a URL list's); 0 for none.
-    pub tallied: usize,
-    /// Keep per-second histograms for the interval log (`--hdr-log`).
-    pub hdr_log: bool,
-    pub keepalive: bool,
-    pub pacing: Pacing,
-    pub protocol: Protocol,
-    /// Closed loop: this worker's connections. Open loop and sessions: the most it may open.
-    pub connections: usize,
-    /// Closed-loop stages: how many of its connections are open over time.
-    pub levels: Option<Levels>,
-    pub timeout: Duration,
-    pub connect_timeout: Duration,
-    pub validation: Validation,
-    pub limits: Limits,
-    pub pin: Option<usize>,
-    pub source_ips: Vec<IpAddr>,
-    /// The grid that send wake-ups fall on (zero: none), see `BenchConfig::coalesce`.
-    pub coalesce: Duration,
-    /// Connect here instead of `addr` (`BenchConfig::unix_socket`).
-    pub unix: Option<std::path::PathBuf>,
-    /// `https://`: the run's TLS configuration and the server's name.
-    pub tls: Option<(std::sync::Arc<rustls::ClientConfig>, rustls::pki_types::ServerName<'static>)>,
-    /// When measuring starts (after warm-up); common to all workers.
-    pub measure_start: Instant,
-    /// When a timed run ends; `None` for a counted run.
-    pub end: Option<Instant>,
-}
-
 pub(crate) struct Worker {
     spec: WorkerSpec,
     poll: Poll,
@@ -112,19 +74,14 @@ pub(crate) struct Worker {
     restart: Vec<usize>,
     schedule: Option<Schedule>,
     timer: Option<Timer>,
-    buf: Box<[u8]>,
     budget: Budget,
     budget_spent: bool,
     /// A counted schedule: when this worker's first arrival left out by the budget was due
     /// (see [`WorkerReport::schedule_end`]).
     schedule_end: Option<Instant>,
     source_next: usize,
-    tally: Tally,
-    server: Option<String>,
-    /// What the first TLS handshake of the worker settled on.
-    negotiated: Option<crate::tls::Negotiated>,
-    open: usize,
-    peak_open: usize,
+    /// The read buffer, the tallies and the counters its connections share.
+    books: Books,
     /// Requests sent as the window closed whose socket or bind failed at once: unfinished,
     /// though never in flight (see `fail`).
     refused_at_end: u64,
@@ -132,7 +89,6 @@ pub(crate) struct Worker {
     connecting: usize,
     /// HTTP/2 slots with frames queued in this loop turn, written together at its end.
     dirty: Vec<usize>,
-    last_event: Instant,
     control: Arc<Control>,
     /// Open loop: responses carry the kernel's arrival stamp, so the loop may read them late
     /// (see [`HARVEST`]) without moving their completion time.
@@ -152,27 +108,6 @@ pub(crate) struct Worker {
     /// more should rest as soon as their request ends.
     parked: Vec<usize>,
     to_park: usize,
-}
-
-/// Closed-loop stages (k6's ramping VUs): the whole test's connection level over time, this
-/// host's share of it (its agent's, weighted or not; the whole on one host) and this worker's
-/// share of the host's part.
-#[derive(Debug, Clone)]
-pub(crate) struct Levels {
-    pub shape: Arc<crate::Shape>,
-    pub agent: crate::Share,
-    pub worker: crate::Share,
-}
-
-impl Levels {
-    /// This worker's connections at `t` seconds into the run: the level rounded down, the
-    /// agent's [`Share::part`](crate::Share::part) of it, and the worker's part of that. Each
-    /// split telescopes, so the workers of all agents hold the level exactly, and a weighted
-    /// agent its weight's part (3:1 over 8 connections: 6 and 2).
-    fn at(&self, t: f64) -> usize {
-        let level = self.shape.at(t).floor() as u64;
-        self.worker.part(self.agent.part(level)) as usize
-    }
 }
 
 impl Worker {
@@ -210,20 +145,14 @@ impl Worker {
             restart: Vec::with_capacity(initial),
             schedule,
             timer,
-            buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
             budget,
             budget_spent: false,
             schedule_end: None,
             source_next: 0,
-            tally,
-            server: None,
-            negotiated: None,
-            open: 0,
-            peak_open: 0,
+            books: Books::new(tally, READ_BUFFER, spec.measure_start),
             refused_at_end: 0,
             connecting: 0,
             dirty: Vec::new(),
-            last_event: spec.measure_start,
             // Unix sockets carry no arrival stamps, and TLS reads records, not the segments
             // the stamps belong to: their responses wake the loop as they come.
             // HTTP/2 reads carry many streams' frames at once: they are timed when read.
@@ -291,7 +220,7 @@ impl Worker {
             }
         }
         let idle = || self.restart.is_empty() && !self.conns.iter().any(Conn::in_flight);
-        (self.budget_spent && idle()).then_some(self.last_event)
+        (self.budget_spent && idle()).then_some(self.books.last_event)
     }
 
     /// How long the loop may wait for events at `now` before its next duty at `wake`: none
@@ -324,15 +253,15 @@ impl Worker {
     /// What the worker measured, once its loop ended at `end_at`, with the CPU its thread
     /// used meanwhile.
     fn report(mut self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
-        self.tally.unfinished =
+        self.books.tally.unfinished =
             self.refused_at_end + self.conns.iter().map(Conn::measured_in_flight).sum::<u64>();
         self.account_second();
         if let (Some(schedule), false) = (self.schedule.as_mut(), self.budget_spent) {
             // Arrivals due in the measured window that never went out: the schedule was not
             // kept, and the report must say by how much. Each is offered in its second.
             let start = self.spec.measure_start;
-            let series = &mut self.tally.series;
-            self.tally.not_sent += schedule
+            let series = &mut self.books.tally.series;
+            self.books.tally.not_sent += schedule
                 .drain_before(start, end_at, |due| series.at(second_of(start, due)).due += 1);
         }
         let measure_start = self.spec.measure_start;
@@ -341,13 +270,13 @@ impl Worker {
             cpu_wait: account.cpu_wait,
             involuntary_switches: account.involuntary_switches,
             wall: end_at.saturating_duration_since(measure_start),
-            last_event: self.last_event.saturating_duration_since(measure_start),
+            last_event: self.books.last_event.saturating_duration_since(measure_start),
             schedule_end: self.schedule_end.map(|due| due.saturating_duration_since(measure_start)),
-            peak_open: self.peak_open,
+            peak_open: self.books.peak_open,
             slots: self.conns.len(),
-            server: self.server.take(),
-            negotiated: self.negotiated.take(),
-            tally: self.tally,
+            server: self.books.server.take(),
+            negotiated: self.books.negotiated.take(),
+            tally: self.books.tally,
         }
     }
 
@@ -367,7 +296,7 @@ impl Worker {
             }
             conn.ex.measured = true;
             if conn.state == State::Reading {
-                self.tally.sent += 1;
+                self.books.tally.sent += 1;
             }
         }
     }
@@ -405,7 +334,7 @@ impl Worker {
             let (this, entry) = schedule.pop();
             let next = schedule.peek();
             if this >= self.spec.measure_start {
-                self.tally.series.at(second_of(self.spec.measure_start, this)).due += 1;
+                self.books.tally.series.at(second_of(self.spec.measure_start, this)).due += 1;
             }
             if let Pacing::Sessions { calls, .. } = self.spec.pacing {
                 self.conns[idx].calls_left = calls;
@@ -658,9 +587,9 @@ impl Worker {
     /// whether it was later than [`LATE_BOUND_US`].
     fn record_late(&mut self, now: Instant, due: Instant) {
         let late = us(now.saturating_duration_since(due));
-        self.tally.timings.late.record(late);
+        self.books.tally.timings.late.record(late);
         if late > LATE_BOUND_US {
-            self.tally.series.at(second_of(self.spec.measure_start, due)).late += 1;
+            self.books.tally.series.at(second_of(self.spec.measure_start, due)).late += 1;
         }
     }
 }
@@ -673,8 +602,8 @@ impl EventLoop for Worker {
     fn clocked(&mut self) -> Clocked<'_> {
         Clocked {
             seconds: &mut self.seconds,
-            tally: &mut self.tally,
-            open: self.open,
+            tally: &mut self.books.tally,
+            open: self.books.open,
             popped: self.schedule.as_ref().map_or(0, Schedule::popped),
             control: &self.control,
         }
@@ -739,7 +668,7 @@ impl EventLoop for Worker {
 
     fn publish_progress(&mut self) {
         let c = &self.control;
-        let done = (self.tally.completed, self.tally.failed);
+        let done = (self.books.tally.completed, self.books.tally.failed);
         publish([&c.completed, &c.failed], done, &mut self.published);
     }
 
@@ -752,22 +681,11 @@ impl Slots for Worker {
     fn parts(&mut self, idx: usize) -> Parts<'_> {
         Parts {
             conn: &mut self.conns[idx],
-            buf: &mut self.buf,
-            tally: &mut self.tally,
-            table: &self.spec.table,
+            books: &mut self.books,
+            spec: &self.spec,
             own: None,
-            validation: &self.spec.validation,
-            measure_start: self.spec.measure_start,
-            timeout: self.spec.timeout,
-            connect_timeout: self.spec.connect_timeout,
-            keepalive: self.spec.keepalive,
             stamped: self.stamped,
             harvesting: self.harvesting,
-            server: &mut self.server,
-            negotiated: &mut self.negotiated,
-            last_event: &mut self.last_event,
-            open: &mut self.open,
-            peak_open: &mut self.peak_open,
         }
     }
 

@@ -173,7 +173,7 @@ impl Worker {
                     return;
                 }
                 slot.ex.measured = true;
-                self.tally.sent += u64::from(slot.state == StreamState::Open);
+                self.books.tally.sent += u64::from(slot.state == StreamState::Open);
             }
         }
     }

@@ -69,7 +69,11 @@ impl VisitWorker {
         };
         let (call, due, measured) = self.take_call(v);
         if measured && call == (0, 0) && self.schedule.is_some() {
-            self.tally.timings.late.record(crate::exchange::us(now.saturating_duration_since(due)));
+            self.books
+                .tally
+                .timings
+                .late
+                .record(crate::exchange::us(now.saturating_duration_since(due)));
         }
         let head = self.spec.table.is_head(entry);
         let slot: &mut Slot = &mut self.slots[idx];
