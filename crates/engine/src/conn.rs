@@ -18,6 +18,10 @@ use crate::h2::Session;
 use crate::http::{Parser, Progress};
 use crate::ErrorClass;
 
+/// How long a slot rests after the client itself ran out of descriptors or ports
+/// ([`State::Backoff`]), so that an exhausted client does not spin.
+pub(crate) const BACKOFF: std::time::Duration = std::time::Duration::from_millis(10);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum State {
     /// No request outstanding (budget spent, or waiting for the run to end).

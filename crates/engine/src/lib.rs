@@ -29,7 +29,9 @@ pub mod input;
 pub mod link;
 pub mod live;
 pub mod mix;
+mod multiplexed;
 mod pacing;
+mod plain;
 pub mod probe;
 pub mod replay;
 pub mod request;
@@ -37,6 +39,8 @@ pub mod result;
 mod schedule;
 mod session_tally;
 pub mod shape;
+mod slots;
+mod spec;
 mod start;
 pub mod sys;
 mod table;
@@ -51,6 +55,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use worker::EventLoop;
 
 pub use check::{Answer, KeptAnswer, Validation};
 pub use config::BenchConfig;
@@ -306,7 +312,7 @@ fn plan_workers(
     for (i, budget) in budgets.into_iter().enumerate() {
         // Connections spread evenly; the first `connections % threads` workers take one more.
         // Closed-loop stages: the worker's part of the agent's part of the peak, as of every
-        // level (`worker::Levels`: each a `Share::part`, so agents and workers add up).
+        // level (`spec::Levels`: each a `Share::part`, so agents and workers add up).
         let connections = match (&config.shape, config.pacing) {
             (Some(shape), Pacing::Closed) => {
                 let peak = config.share.part(shape.peak().floor() as u64);
@@ -319,7 +325,8 @@ fn plan_workers(
         let creating =
             |source| EngineError::Io { context: "creating a worker's event loop", source };
         let job: Job = match (&config.visits, schedule) {
-            // Visits have a loop of their own (see `visits`); their arrivals are a schedule.
+            // Visits are a load of their own on the event loop (see `visits`); their arrivals
+            // are a schedule.
             (Some(plan), schedule) => {
                 let stream = config.share.stream(i, config.threads);
                 let w = visits::VisitWorker::new(
@@ -353,8 +360,8 @@ fn worker_spec(
     clock: &Clock,
     i: usize,
     connections: usize,
-) -> Result<worker::WorkerSpec, EngineError> {
-    Ok(worker::WorkerSpec {
+) -> Result<spec::WorkerSpec, EngineError> {
+    Ok(spec::WorkerSpec {
         addr,
         table: setup.table.clone(),
         picker: {
@@ -368,7 +375,7 @@ fn worker_spec(
         protocol: config.protocol,
         connections,
         levels: match (&config.shape, config.pacing) {
-            (Some(shape), Pacing::Closed) => Some(worker::Levels {
+            (Some(shape), Pacing::Closed) => Some(spec::Levels {
                 shape: shape.clone(),
                 agent: config.share,
                 worker: Share::new(i, config.threads),
@@ -420,7 +427,8 @@ fn worker_schedule(config: &BenchConfig, clock: &Clock, i: usize) -> Option<sche
 
 type WorkerHandle = JoinHandle<std::io::Result<result::WorkerReport>>;
 
-/// One worker's event loop, ready to run on its thread: the request loop or the visits'.
+/// One worker's event loop, ready to run on its thread, with the request loop's load or the
+/// visits'.
 type Job = Box<dyn FnOnce() -> std::io::Result<result::WorkerReport> + Send>;
 
 /// Starts one thread per worker. If one cannot start, the workers already running are stopped

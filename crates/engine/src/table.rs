@@ -100,12 +100,6 @@ impl Table {
     pub fn is_head(&self, entry: u32) -> bool {
         self.head[entry as usize]
     }
-
-    /// What HTTP/1.1 request `entry` puts on the wire.
-    #[inline]
-    pub fn wire_len(&self, entry: u32) -> u64 {
-        self.h1(entry).len() as u64
-    }
 }
 
 #[cfg(test)]
@@ -123,7 +117,6 @@ mod tests {
         config.traffic = Traffic::Mix(Arc::new(list));
         let table = config.table().unwrap();
         assert!(table.h1(1).starts_with(b"GET /1 HTTP/1.1\r\n"));
-        assert_eq!(table.wire_len(0), table.h1(0).len() as u64);
         let Traffic::Mix(m) = &config.traffic else { unreachable!() };
         let mut m = (**m).clone();
         m.entries[1].headers.push(("Connection".into(), "close".into()));

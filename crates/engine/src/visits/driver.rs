@@ -1,6 +1,6 @@
-//! The visits' event loop: one per worker thread, owning its visitors, their connections and
-//! its recorders, like the request loop (`worker`) whose connection slots, request table and
-//! tallies it reuses. A visitor holds up to `Plan::per_visitor` connections per origin (the
+//! The visits' load on a worker thread: its visitors, their connections and its recorders,
+//! turned by the request loop's event loop (`worker::EventLoop`), whose connection slots,
+//! connection paths (`plain`, `multiplexed`), request table and tallies it shares. A visitor holds up to `Plan::per_visitor` connections per origin (the
 //! target's, and a page view's allowed hosts', `Plan::origins`); a burst's first
 //! call goes on one of them, the others spread over them once its answer is in, each
 //! connection carrying one call at a time (no pipelining). Between bursts the visitor thinks:
@@ -14,13 +14,13 @@ mod streams;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{self, Read};
+use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::event::Event;
-use mio::{Events, Poll, Token};
+use mio::{Poll, Token};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
@@ -29,20 +29,24 @@ use loadlab_visit::Response;
 use super::carry::{self, Carry};
 use super::Plan;
 use crate::check::BodyCheck;
-use crate::conn::{Conn, Fed, State, To};
-use crate::exchange::{second_of, us, Exchange, Recording};
+use crate::conn::{Conn, State, To};
+use crate::exchange::{second_of, us, Exchange};
 use crate::http::Parser;
 use crate::mix::Picker;
+use crate::multiplexed::Multiplexed;
 use crate::pacing::Budget;
+use crate::plain::Plain;
 use crate::result::{EntryTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
 use crate::session_tally::{SessionTally, StepFailure};
+use crate::slots::{Books, Parts, Slots};
+use crate::spec::WorkerSpec;
 use crate::sys::ThreadAccount;
 use crate::timer::Timer;
-use crate::worker::WorkerSpec;
+use crate::worker::event_loop::{publish, Clocked, Seconds, TIMER};
+use crate::worker::EventLoop;
 use crate::{Control, ErrorClass};
 
-const TIMER: Token = Token(usize::MAX);
 const READ_BUFFER: usize = 64 * 1024;
 
 /// One visitor's visit in progress.
@@ -115,16 +119,14 @@ pub(crate) struct VisitWorker {
     /// Thinking visitors by wake-up time.
     thinking: BinaryHeap<Reverse<(Instant, usize)>>,
     rng: SmallRng,
-    buf: Box<[u8]>,
-    tally: Tally,
+    /// The read buffer, the tallies and the counters its connections share.
+    books: Books,
     sessions: SessionTally,
-    server: Option<String>,
-    /// What the first TLS handshake settled on, for the run's `tls`.
-    negotiated: Option<crate::tls::Negotiated>,
-    open: usize,
-    peak_open: usize,
-    last_event: Instant,
     control: Arc<Control>,
+    /// The figures of every second (see [`EventLoop::turn_second`]).
+    seconds: Seconds,
+    /// Requests, then visits, completed and failed as last told to `control`.
+    published: [(u64, u64); 2],
 }
 
 impl VisitWorker {
@@ -155,9 +157,9 @@ impl VisitWorker {
         if pick.is_some() {
             sessions.by_visit.resize_with(plan.visits.len(), Default::default);
         }
+        let measure_start = spec.measure_start;
         Ok(VisitWorker {
             keep_body: plan.needs_body(),
-            last_event: spec.measure_start,
             rng: SmallRng::seed_from_u64(seed ^ (stream.0 as u64).wrapping_mul(0x9e37_79b9)),
             spec,
             plan,
@@ -176,89 +178,12 @@ impl VisitWorker {
             slots: Vec::new(),
             free_slots: Vec::new(),
             thinking: BinaryHeap::new(),
-            buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
-            tally,
+            books: Books::new(tally, READ_BUFFER, measure_start),
             sessions,
-            server: None,
-            negotiated: None,
-            open: 0,
-            peak_open: 0,
+            seconds: Seconds::new(measure_start, control.live.enabled(), stream.0),
+            published: [(0, 0); 2],
             control,
         })
-    }
-
-    /// Runs the loop until the run ends, then reports.
-    pub fn run(mut self) -> io::Result<WorkerReport> {
-        if let Some(cpu) = self.spec.pin {
-            let _ = crate::sys::pin_current_thread(cpu);
-        }
-        let tick = (self.spec.timeout.min(self.spec.connect_timeout) / 10)
-            .clamp(Duration::from_millis(1), Duration::from_millis(100));
-        let mut events = Events::with_capacity(1024);
-        let mut measuring = false;
-        let mut account_start = ThreadAccount::thread();
-        let mut published = (0u64, 0u64);
-        let mut published_visits = (0u64, 0u64);
-        let mut next_sweep = Instant::now() + tick;
-        let end_at = loop {
-            let now = Instant::now();
-            if !measuring && now >= self.spec.measure_start {
-                measuring = true;
-                account_start = ThreadAccount::thread();
-                self.carry_into_window();
-            }
-            if let Some(end_at) = self.ended(now) {
-                break end_at;
-            }
-            if now >= next_sweep {
-                self.sweep(now);
-                next_sweep = now + tick;
-            }
-            self.wake_thinkers(now);
-            self.arrive(now);
-            let mut wake = next_sweep;
-            if let Some(end) = self.spec.end {
-                wake = wake.min(end);
-            }
-            if !measuring {
-                wake = wake.min(self.spec.measure_start);
-            }
-            let timed = [self.next_arrival(), self.thinking.peek().map(|Reverse((at, _))| *at)];
-            if let Some(at) = timed.into_iter().flatten().min() {
-                // Should arming fail, the sweep tick still wakes the loop, only later; the
-                // lateness is then measured like any other.
-                let _ = self.timer.arm(at);
-            }
-            let timeout = wake.saturating_duration_since(now);
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            for event in events.iter() {
-                if event.token() == TIMER {
-                    self.timer.fired();
-                } else {
-                    self.on_event(event);
-                }
-            }
-            let done = (self.tally.completed, self.tally.failed);
-            if done != published {
-                self.control.completed.fetch_add(done.0 - published.0, Ordering::Relaxed);
-                self.control.failed.fetch_add(done.1 - published.1, Ordering::Relaxed);
-                published = done;
-            }
-            let ended = (self.sessions.completed, self.sessions.failed);
-            if ended != published_visits {
-                let c = &self.control;
-                c.visits_completed.fetch_add(ended.0 - published_visits.0, Ordering::Relaxed);
-                c.visits_failed.fetch_add(ended.1 - published_visits.1, Ordering::Relaxed);
-                published_visits = ended;
-            }
-        };
-        let account = ThreadAccount::thread().since(&account_start);
-        Ok(self.report(account, end_at))
     }
 
     /// The run is over: a stop asked for, a timed run's end, or every budgeted visit ended.
@@ -269,7 +194,7 @@ impl VisitWorker {
         if let Some(end) = self.spec.end.filter(|end| now >= *end) {
             return Some(end);
         }
-        (self.budget_spent && self.live == 0).then_some(self.last_event)
+        (self.budget_spent && self.live == 0).then_some(self.books.last_event)
     }
 
     fn next_arrival(&self) -> Option<Instant> {
@@ -495,7 +420,7 @@ impl VisitWorker {
         // due. A later call waiting for one of its visitor's connections is the visit's own
         // pace (it counts in its latency), not the client falling behind.
         if measured && call == (0, 0) && self.schedule.is_some() {
-            self.tally.timings.late.record(us(now.saturating_duration_since(due)));
+            self.books.tally.timings.late.record(us(now.saturating_duration_since(due)));
         }
         if slot.conn.stream.is_some() {
             slot.conn.state = State::Writing { sent: 0 };
@@ -523,13 +448,9 @@ impl VisitWorker {
         };
         let conn = &mut slot.conn;
         conn.connect(self.poll.registry(), Token(idx), to, None, false)?;
-        conn.ex.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);
-        conn.opened = now;
-        conn.replies_on_socket = 0;
-        self.open += 1;
-        self.peak_open = self.peak_open.max(self.open);
+        self.opened(idx, measured, now);
+        self.open_into_second();
         if measured {
-            self.tally.connections_opened += 1;
             self.sessions.connections += 1;
         }
         Ok(())
@@ -539,110 +460,9 @@ impl VisitWorker {
         let idx = event.token().0;
         let now = Instant::now();
         if self.slots[idx].conn.h2.is_some() {
-            return self.on_stream_event(idx, event, now);
+            return self.on_h2_event(idx, event, now);
         }
-        let state = self.slots[idx].conn.state;
-        if state == State::Idle {
-            // An idle connection of a thinking visitor became readable: the server closed
-            // it (its keep-alive timeout), unless TLS session tickets came. The next call
-            // reconnects.
-            if (event.is_readable() || event.is_read_closed() || event.is_error())
-                && !self.slots[idx].conn.idle_usable(event.is_error())
-            {
-                self.close(idx);
-            }
-            return;
-        }
-        if state == State::Connecting {
-            match self.slots[idx].conn.finish_connect() {
-                Ok(true) => {
-                    let conn = &mut self.slots[idx].conn;
-                    conn.ex.connected = now;
-                    conn.ex.deadline = conn.ex.started + self.spec.timeout;
-                    conn.state = State::Writing { sent: 0 };
-                }
-                Ok(false) => return,
-                Err(e) => return self.fail_io(idx, &e, now),
-            }
-        }
-        if matches!(self.slots[idx].conn.state, State::Writing { .. }) {
-            self.write(idx, now);
-        }
-        if event.is_writable() {
-            // What rustls could not send when it had it (handshake, the request): now.
-            if let Err(e) = self.slots[idx].conn.flush_tls() {
-                return self.fail_io(idx, &e, now);
-            }
-        }
-        let readable = event.is_readable() || event.is_read_closed() || event.is_error();
-        if self.slots[idx].conn.state == State::Reading && readable {
-            self.read(idx, now, event.is_read_closed() || event.is_error());
-        }
-        self.note_handshake(idx, now);
-    }
-
-    /// The first time a TLS connection's handshake is seen over: its end is the handshake's
-    /// time, recorded with the connection's first answer. Every origin's handshake is timed and
-    /// counted; the run's `tls` is what its target settled.
-    fn note_handshake(&mut self, idx: usize, now: Instant) {
-        let slot = &mut self.slots[idx];
-        if slot.conn.note_handshake(now) && slot.origin == 0 && self.negotiated.is_none() {
-            self.negotiated = slot.conn.negotiated();
-        }
-    }
-
-    fn write(&mut self, idx: usize, now: Instant) {
-        let slot = &mut self.slots[idx];
-        let conn = &mut slot.conn;
-        let entry = conn.ex.entry;
-        let request = match &slot.own {
-            Some(own) if self.plan.render.is_some() => own.as_slice(),
-            _ => self.spec.table.h1(entry),
-        };
-        match conn.write_request(request) {
-            Ok(true) => {
-                conn.ex.written = now;
-                conn.state = State::Reading;
-                if conn.ex.measured {
-                    self.tally.sent += 1;
-                    self.tally.bytes_sent += request.len() as u64;
-                }
-            }
-            Ok(false) => {}
-            Err(e) => self.fail_io(idx, &e, now),
-        }
-    }
-
-    /// A failed read or write: its class, and for TLS its reason, kept with the counts.
-    fn fail_io(&mut self, idx: usize, e: &io::Error, now: Instant) {
-        if let (Some(reason), true) = (crate::tls::reason(e), self.slots[idx].conn.ex.measured) {
-            *self.tally.errors.tls_reasons.entry(reason.to_string()).or_insert(0) += 1;
-        }
-        self.fail(idx, ErrorClass::from_io(e), e.raw_os_error(), now)
-    }
-
-    fn read(&mut self, idx: usize, now: Instant, must_drain: bool) {
-        loop {
-            let conn = &mut self.slots[idx].conn;
-            let Some(stream) = conn.stream.as_mut() else { return };
-            let n = match stream.read(&mut self.buf) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return self.fail_io(idx, &e, now),
-            };
-            // The handshake can end inside this read (rustls sends its last flight and the
-            // request held until then) and the answer come in a later read of this loop, on
-            // loopback at once: noted before any answer, its time is recorded with the first.
-            self.note_handshake(idx, now);
-            let conn = &mut self.slots[idx].conn;
-            match conn.feed(&self.buf[..n], now) {
-                Fed::Partial if !conn.read_again(n, self.buf.len(), must_drain) => return,
-                Fed::Partial => {}
-                Fed::Complete { spoiled } => return self.complete(idx, now, spoiled),
-                Fed::Failed(class) => return self.fail(idx, class, None, now),
-            }
-        }
+        self.on_h1_event(idx, event, now);
     }
 
     fn past_end(&self, now: Instant) -> bool {
@@ -654,36 +474,11 @@ impl VisitWorker {
         if self.past_end(now) {
             return;
         }
-        let slot = &mut self.slots[idx];
-        let (v, call) = (slot.visitor, slot.call);
-        let conn = &mut slot.conn;
-        if self.server.is_none() {
-            self.server = conn.parser.take_server();
-        }
-        let tls = conn.count_reply();
-        let status = conn.parser.status();
+        let (v, call) = (self.slots[idx].visitor, self.slots[idx].call);
         // A run's own checks (--expect-status, --expect-contains) fail a call as they fail a
         // request anywhere; here the visit ends with it, counted under `validation`.
-        let mut invalid = false;
-        if conn.ex.measured {
-            let recording = Recording {
-                measure_start: self.spec.measure_start,
-                validation: &self.spec.validation,
-                scheduled: true,
-            };
-            let body_len = conn.parser.body_len();
-            let failed = self.tally.failed;
-            conn.ex.record_completion(&mut self.tally, &recording, status, body_len, tls, now);
-            invalid = self.tally.failed > failed;
-            self.last_event = now;
-        }
-        conn.state = State::Idle;
-        let reusable = !must_close && self.spec.keepalive && conn.parser.keep_alive();
-        if !reusable {
-            self.close(idx);
-        } else if self.slots[idx].conn.ex.measured {
-            self.tally.keepalive += 1;
-        }
+        let invalid = self.record_answer(idx, true, must_close, now);
+        let status = self.slots[idx].conn.parser.status();
         let verdict = if invalid {
             Err(ErrorClass::Validation.name())
         } else {
@@ -739,15 +534,9 @@ impl VisitWorker {
         if self.past_end(now) {
             return;
         }
-        let slot = &mut self.slots[idx];
-        let (v, call) = (slot.visitor, slot.call);
-        if slot.conn.ex.measured {
-            let ms = self.spec.measure_start;
-            slot.conn.ex.record_failure(&mut self.tally, ms, class, errno, now);
-            self.last_event = now;
-        }
-        slot.conn.state = State::Idle;
-        self.close(idx);
+        let (v, call) = (self.slots[idx].visitor, self.slots[idx].call);
+        self.record_failure(idx, class, errno, now);
+        self.slots[idx].conn.state = State::Idle;
         self.call_failed(v, call, class, now);
     }
 
@@ -819,60 +608,143 @@ impl VisitWorker {
     /// Fails calls past their deadline.
     fn sweep(&mut self, now: Instant) {
         for idx in 0..self.slots.len() {
-            if self.slots[idx].conn.h2.is_some() {
-                if self.visitors[self.slots[idx].visitor].is_some() {
-                    self.sweep_streams(idx, now);
-                }
+            if self.visitors[self.slots[idx].visitor].is_none() {
                 continue;
             }
-            let conn = &self.slots[idx].conn;
-            let class = match conn.state {
-                State::Connecting => ErrorClass::ConnectTimeout,
-                State::Writing { .. } | State::Reading => ErrorClass::ClientTimeout,
-                _ => continue,
-            };
-            if now >= conn.ex.deadline && self.visitors[self.slots[idx].visitor].is_some() {
-                self.fail(idx, class, None, now);
+            if self.slots[idx].conn.h2.is_some() {
+                self.sweep_h2(idx, now);
+            } else {
+                self.sweep_h1(idx, now);
             }
-        }
-    }
-
-    fn close(&mut self, idx: usize) {
-        if let Some(h2) = self.slots[idx].conn.h2.as_mut() {
-            // A GOAWAY binds only its connection: the next takes streams again.
-            h2.disconnected();
-        }
-        if self.slots[idx].conn.retire(&mut self.tally) {
-            self.open -= 1;
         }
     }
 
     fn report(mut self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
-        self.tally.unfinished = self.slots.iter().map(|s| s.conn.measured_in_flight()).sum();
+        self.books.tally.unfinished = self.slots.iter().map(|s| s.conn.measured_in_flight()).sum();
+        self.account_second();
         self.sessions.unfinished =
             self.visitors.iter().flatten().filter(|v| v.measured).count() as u64;
         if let Some(schedule) = self.schedule.as_mut().filter(|_| !self.budget_spent) {
-            self.tally.not_sent += schedule.drain_before(self.spec.measure_start, end_at, |_| {});
+            self.books.tally.not_sent +=
+                schedule.drain_before(self.spec.measure_start, end_at, |_| {});
         }
         if !self.spec.validation.keep_answer {
             // Kept for the visits' checks and captures only, not a verify's answer.
-            self.tally.answer = None;
+            self.books.tally.answer = None;
         }
         let measure_start = self.spec.measure_start;
-        self.tally.sessions = Some(Box::new(self.sessions));
+        self.books.tally.sessions = Some(Box::new(self.sessions));
         WorkerReport {
             cpu: account.cpu,
             cpu_wait: account.cpu_wait,
             involuntary_switches: account.involuntary_switches,
             wall: end_at.saturating_duration_since(measure_start),
-            last_event: self.last_event.saturating_duration_since(measure_start),
+            last_event: self.books.last_event.saturating_duration_since(measure_start),
             schedule_end: self.schedule_end.map(|due| due.saturating_duration_since(measure_start)),
-            peak_open: self.peak_open,
+            peak_open: self.books.peak_open,
             slots: self.slots.len(),
-            server: self.server.take(),
-            negotiated: self.negotiated.take(),
-            tally: self.tally,
+            server: self.books.server.take(),
+            negotiated: self.books.negotiated.take(),
+            tally: self.books.tally,
         }
+    }
+}
+
+impl EventLoop for VisitWorker {
+    fn spec(&self) -> &WorkerSpec {
+        &self.spec
+    }
+
+    fn clocked(&mut self) -> Clocked<'_> {
+        Clocked {
+            seconds: &mut self.seconds,
+            tally: &mut self.books.tally,
+            open: self.books.open,
+            popped: self.schedule.as_ref().map_or(0, Schedule::popped),
+            control: &self.control,
+        }
+    }
+
+    fn poll(&mut self) -> &mut Poll {
+        &mut self.poll
+    }
+
+    fn window_opens(&mut self) {
+        self.carry_into_window();
+    }
+
+    fn ended(&mut self, now: Instant) -> Option<Instant> {
+        VisitWorker::ended(self, now)
+    }
+
+    fn sweep(&mut self, now: Instant) {
+        VisitWorker::sweep(self, now);
+    }
+
+    fn drive(&mut self, now: Instant) {
+        self.wake_thinkers(now);
+        self.arrive(now);
+    }
+
+    /// The timer is armed for the next arrival or the next visitor done thinking.
+    fn wait_for(&mut self, now: Instant, wake: Instant) -> Duration {
+        let timed = [self.next_arrival(), self.thinking.peek().map(|Reverse((at, _))| *at)];
+        if let Some(at) = timed.into_iter().flatten().min() {
+            // Should arming fail, the sweep tick still wakes the loop, only later; the
+            // lateness is then measured like any other.
+            let _ = self.timer.arm(at);
+        }
+        wake.saturating_duration_since(now)
+    }
+
+    fn on_timer(&mut self) {
+        self.timer.fired();
+    }
+
+    fn on_event(&mut self, event: &Event) {
+        VisitWorker::on_event(self, event);
+    }
+
+    fn publish_progress(&mut self) {
+        let c = &self.control;
+        let done = (self.books.tally.completed, self.books.tally.failed);
+        publish([&c.completed, &c.failed], done, &mut self.published[0]);
+        let ended = (self.sessions.completed, self.sessions.failed);
+        publish([&c.visits_completed, &c.visits_failed], ended, &mut self.published[1]);
+    }
+
+    fn report(self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
+        VisitWorker::report(self, account, end_at)
+    }
+}
+
+impl Slots for VisitWorker {
+    fn parts(&mut self, idx: usize) -> Parts<'_> {
+        let slot = &mut self.slots[idx];
+        Parts {
+            conn: &mut slot.conn,
+            books: &mut self.books,
+            spec: &self.spec,
+            own: slot.own.as_deref().filter(|_| self.plan.render.is_some()),
+            stamped: false,
+            harvesting: false,
+        }
+    }
+
+    /// Every origin's handshake is timed and counted; the run's `tls` is what its target
+    /// settled.
+    fn names_tls(&self, idx: usize) -> bool {
+        self.slots[idx].origin == 0
+    }
+}
+
+impl Plain for VisitWorker {
+    fn complete(&mut self, idx: usize, at: Instant, must_close: bool) {
+        VisitWorker::complete(self, idx, at, must_close);
+    }
+
+    fn fail(&mut self, idx: usize, class: ErrorClass, errno: Option<i32>, now: Instant) {
+        VisitWorker::fail(self, idx, class, errno, now);
     }
 }
 

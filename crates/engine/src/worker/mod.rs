@@ -7,33 +7,39 @@
 //! and whether scheduled arrivals are dispatched. Over HTTP/2 a slot is a connection whose
 //! requests are streams (`multiplex`); a request's outcome enters the tallies the same way
 //! whatever carried it (`Exchange`). All socket system calls live in `Conn::{connect,
-//! finish_connect, write_request}`, [`Worker::read`] and the multiplexed connection's read and
-//! flush, so another I/O backend (io_uring) can replace them without touching the accounting.
+//! finish_connect, write_request}` and the connection paths the visits' loop shares
+//! (`plain::Plain`'s read, `multiplexed::Multiplexed`'s read and flush), so another I/O
+//! backend (io_uring) can replace them without touching the accounting.
 
+pub(crate) mod event_loop;
 mod multiplex;
 
-use std::io::{self, Read};
-use std::net::{IpAddr, SocketAddr};
+use std::io;
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::event::Event;
-use mio::{Events, Poll, Token};
+use mio::{Poll, Token};
 
-use crate::check::{BodyCheck, Validation};
-use crate::conn::{Conn, Fed, State};
-use crate::exchange::{second_of, us, Exchange, Recording};
+use crate::check::BodyCheck;
+use crate::conn::{Conn, State, BACKOFF};
+use crate::exchange::{second_of, us, Exchange};
 use crate::h2::Session;
-use crate::http::{Limits, Parser};
-use crate::mix::Picker;
+use crate::http::Parser;
+use crate::multiplexed::Multiplexed;
 use crate::pacing::{Budget, Pacing};
+use crate::plain::Plain;
 use crate::result::{EntryTally, IntervalTally, Tally, WorkerReport};
 use crate::schedule::Schedule;
+use crate::slots::{Books, Parts, Slots};
+use crate::spec::WorkerSpec;
 use crate::sys::ThreadAccount;
-use crate::table::Table;
 use crate::timer::Timer;
 use crate::{Control, ErrorClass, Protocol};
+pub(crate) use event_loop::EventLoop;
+use event_loop::{publish, Clocked, Seconds, TIMER};
 
 /// Size of the worker's single read buffer. Connections share it, so memory does not grow
 /// with the connection count; a head that spans reads is kept by the connection's parser.
@@ -44,16 +50,9 @@ const READ_BUFFER: usize = 64 * 1024;
 /// arrivals a second responses wake the loop as they come.
 const HARVEST: Duration = Duration::from_millis(1);
 
-/// How long a closed-loop slot rests after the client itself ran out of descriptors or ports,
-/// so that an exhausted client does not spin.
-const BACKOFF: Duration = Duration::from_millis(10);
-
 /// A scheduled arrival sent more than this late (µs) counts as late in its second's figures:
 /// the trust verdict's tolerance for a schedule kept (`SCHEDULE_TOLERANCE_US` in the runner).
 pub const LATE_BOUND_US: u64 = 1_000;
-
-/// The timer's token; slots use their index.
-const TIMER: Token = Token(usize::MAX);
 
 /// Connects one worker may have in progress while it catches up on a schedule it fell behind.
 /// Starting every overdue arrival at once would open thousands of sockets in one burst, and the
@@ -61,43 +60,6 @@ const TIMER: Token = Token(usize::MAX);
 /// new connections/s achieved with the burst, 13.8k without). Late arrivals wait here and keep
 /// their due times, so their latency still counts from when they were due.
 const MAX_CONNECTING: usize = 64;
-
-/// What a worker needs to know, fixed for the run.
-#[derive(Debug, Clone)]
-pub(crate) struct WorkerSpec {
-    pub addr: SocketAddr,
-    /// Every request of the run, encoded once (HTTP/1.1 bytes, or HTTP/2 HEADERS and body).
-    pub table: Arc<Table>,
-    /// Which of them each new exchange carries (a replay's schedule says it instead).
-    pub picker: Picker,
-    /// Entries with figures of their own (a URL list's); 0 for none.
-    pub tallied: usize,
-    /// Keep per-second histograms for the interval log (`--hdr-log`).
-    pub hdr_log: bool,
-    pub keepalive: bool,
-    pub pacing: Pacing,
-    pub protocol: Protocol,
-    /// Closed loop: this worker's connections. Open loop and sessions: the most it may open.
-    pub connections: usize,
-    /// Closed-loop stages: how many of its connections are open over time.
-    pub levels: Option<Levels>,
-    pub timeout: Duration,
-    pub connect_timeout: Duration,
-    pub validation: Validation,
-    pub limits: Limits,
-    pub pin: Option<usize>,
-    pub source_ips: Vec<IpAddr>,
-    /// The grid that send wake-ups fall on (zero: none), see `BenchConfig::coalesce`.
-    pub coalesce: Duration,
-    /// Connect here instead of `addr` (`BenchConfig::unix_socket`).
-    pub unix: Option<std::path::PathBuf>,
-    /// `https://`: the run's TLS configuration and the server's name.
-    pub tls: Option<(std::sync::Arc<rustls::ClientConfig>, rustls::pki_types::ServerName<'static>)>,
-    /// When measuring starts (after warm-up); common to all workers.
-    pub measure_start: Instant,
-    /// When a timed run ends; `None` for a counted run.
-    pub end: Option<Instant>,
-}
 
 pub(crate) struct Worker {
     spec: WorkerSpec,
@@ -112,19 +74,14 @@ pub(crate) struct Worker {
     restart: Vec<usize>,
     schedule: Option<Schedule>,
     timer: Option<Timer>,
-    buf: Box<[u8]>,
     budget: Budget,
     budget_spent: bool,
     /// A counted schedule: when this worker's first arrival left out by the budget was due
     /// (see [`WorkerReport::schedule_end`]).
     schedule_end: Option<Instant>,
     source_next: usize,
-    tally: Tally,
-    server: Option<String>,
-    /// What the first TLS handshake of the worker settled on.
-    negotiated: Option<crate::tls::Negotiated>,
-    open: usize,
-    peak_open: usize,
+    /// The read buffer, the tallies and the counters its connections share.
+    books: Books,
     /// Requests sent as the window closed whose socket or bind failed at once: unfinished,
     /// though never in flight (see `fail`).
     refused_at_end: u64,
@@ -132,7 +89,6 @@ pub(crate) struct Worker {
     connecting: usize,
     /// HTTP/2 slots with frames queued in this loop turn, written together at its end.
     dirty: Vec<usize>,
-    last_event: Instant,
     control: Arc<Control>,
     /// Open loop: responses carry the kernel's arrival stamp, so the loop may read them late
     /// (see [`HARVEST`]) without moving their completion time.
@@ -141,60 +97,17 @@ pub(crate) struct Worker {
     /// arrived earlier, and its stamp says when. Otherwise a read's time is its own, as in
     /// every other model (the client's copy of a large body included).
     harvesting: bool,
-    /// [`crate::live`]: where this worker's per-second snapshots stand, when asked for.
-    live: Option<LiveCursor>,
-    /// The figures of every second: the one in progress and its CPU account (see
-    /// [`Worker::turn_second`]).
-    second: SecondClock,
+    /// The figures of every second: the one in progress and its CPU account, and where the
+    /// live snapshots stand ([`EventLoop::turn_second`]).
+    seconds: Seconds,
+    /// Requests completed and failed as last told to `control`.
+    published: (u64, u64),
+    /// Closed-loop slots whose failure is being retried this turn (`restart`, swapped).
+    draining: Vec<usize>,
     /// Closed-loop stages: slots resting with no connection (above the level), and how many
     /// more should rest as soon as their request ends.
     parked: Vec<usize>,
     to_park: usize,
-}
-
-/// A worker's place in its per-second snapshots ([`crate::live`]), which the second clock
-/// ([`SecondClock`], [`Worker::turn_second`]) sends as it closes each second.
-#[derive(Debug, Default)]
-struct LiveCursor {
-    worker: usize,
-    /// The second in progress at the last snapshot: the next one is that second's.
-    second: u32,
-    /// Interval histograms already published, of each latency.
-    latency: usize,
-    service: usize,
-    /// Arrivals the schedule gave before measuring began (the warm-up's).
-    due_base: u64,
-}
-
-/// Closed-loop stages (k6's ramping VUs): the whole test's connection level over time, this
-/// host's share of it (its agent's, weighted or not; the whole on one host) and this worker's
-/// share of the host's part.
-#[derive(Debug, Clone)]
-pub(crate) struct Levels {
-    pub shape: Arc<crate::Shape>,
-    pub agent: crate::Share,
-    pub worker: crate::Share,
-}
-
-impl Levels {
-    /// This worker's connections at `t` seconds into the run: the level rounded down, the
-    /// agent's [`Share::part`](crate::Share::part) of it, and the worker's part of that. Each
-    /// split telescopes, so the workers of all agents hold the level exactly, and a weighted
-    /// agent its weight's part (3:1 over 8 connections: 6 and 2).
-    fn at(&self, t: f64) -> usize {
-        let level = self.shape.at(t).floor() as u64;
-        self.worker.part(self.agent.part(level)) as usize
-    }
-}
-
-/// The measured second in progress: its index, when it ends, and the thread's account at its
-/// start, so that each second gets the CPU used in it. The one clock of the worker's seconds:
-/// as it turns, the closed second's CPU and connections go to the per-second series and,
-/// when asked for, its counts and histograms to [`crate::live`]'s listeners.
-struct SecondClock {
-    index: usize,
-    ends: Instant,
-    account: ThreadAccount,
 }
 
 impl Worker {
@@ -232,20 +145,14 @@ impl Worker {
             restart: Vec::with_capacity(initial),
             schedule,
             timer,
-            buf: vec![0u8; READ_BUFFER].into_boxed_slice(),
             budget,
             budget_spent: false,
             schedule_end: None,
             source_next: 0,
-            tally,
-            server: None,
-            negotiated: None,
-            open: 0,
-            peak_open: 0,
+            books: Books::new(tally, READ_BUFFER, spec.measure_start),
             refused_at_end: 0,
             connecting: 0,
             dirty: Vec::new(),
-            last_event: spec.measure_start,
             // Unix sockets carry no arrival stamps, and TLS reads records, not the segments
             // the stamps belong to: their responses wake the loop as they come.
             // HTTP/2 reads carry many streams' frames at once: they are timed when read.
@@ -254,17 +161,11 @@ impl Worker {
                 && spec.tls.is_none()
                 && spec.protocol == Protocol::Http1,
             harvesting: false,
-            live: control
-                .live
-                .enabled()
-                .then(|| LiveCursor { worker: index, ..Default::default() }),
             parked: Vec::new(),
             to_park: 0,
-            second: SecondClock {
-                index: 0,
-                ends: spec.measure_start + Duration::from_secs(1),
-                account: ThreadAccount::default(),
-            },
+            seconds: Seconds::new(spec.measure_start, control.live.enabled(), index),
+            draining: Vec::with_capacity(initial),
+            published: (0, 0),
             spec,
             control,
         };
@@ -290,67 +191,6 @@ impl Worker {
         self.conns.len() - 1
     }
 
-    /// Runs the event loop until the run ends, then reports.
-    pub fn run(mut self) -> io::Result<WorkerReport> {
-        if let Some(cpu) = self.spec.pin {
-            // Pinning is best effort: a CPU that vanished since the CLI checked is not fatal.
-            let _ = crate::sys::pin_current_thread(cpu);
-        }
-        let tick = (self.spec.timeout.min(self.spec.connect_timeout) / 10)
-            .clamp(Duration::from_millis(1), Duration::from_millis(100));
-        let mut events = Events::with_capacity(1024);
-        let mut draining = Vec::with_capacity(self.conns.len());
-        let mut measuring = false;
-        let mut account_start = ThreadAccount::thread();
-        let mut published = (0u64, 0u64);
-        let mut now = Instant::now();
-        self.start_closed_loop(now);
-        let mut next_sweep = now + tick;
-        let end_at = loop {
-            now = Instant::now();
-            if !measuring && now >= self.spec.measure_start {
-                measuring = true;
-                account_start = self.start_measuring();
-            }
-            if let Some(end_at) = self.ended(now) {
-                break end_at;
-            }
-            if measuring && now >= self.second.ends {
-                self.turn_second(now);
-            }
-            if self.spec.levels.is_some() {
-                self.follow_levels(now);
-            }
-            if now >= next_sweep {
-                self.sweep(now);
-                next_sweep = now + tick;
-            }
-            // Failed slots start again here, outside the code that saw them fail.
-            std::mem::swap(&mut self.restart, &mut draining);
-            for idx in draining.drain(..) {
-                self.start_request(idx, now, now);
-            }
-            self.dispatch(now, now);
-            self.flush_dirty(now);
-
-            let mut wake = next_sweep;
-            if let Some(end) = self.spec.end {
-                wake = wake.min(end);
-            }
-            if !measuring {
-                wake = wake.min(self.spec.measure_start);
-            }
-            let timeout = self.wait_for(now, wake);
-            if !self.poll_events(&mut events, timeout)? {
-                continue;
-            }
-            self.flush_dirty(now);
-            self.publish_progress(&mut published);
-        };
-        self.publish_second(Some(now));
-        Ok(self.report(ThreadAccount::thread().since(&account_start), end_at))
-    }
-
     /// The closed loop's slots start at once (under stages, every slot starts parked and the
     /// level opens what it asks for).
     fn start_closed_loop(&mut self, now: Instant) {
@@ -361,54 +201,6 @@ impl Worker {
         self.parked.extend((start..self.conns.len()).rev());
         for idx in 0..start {
             self.start_request(idx, now, now);
-        }
-    }
-
-    /// Measuring begins: the thread's account from now, the first second opened, and the
-    /// arrivals the warm-up took off the schedule set aside for the live counts.
-    fn start_measuring(&mut self) -> ThreadAccount {
-        let account = ThreadAccount::thread();
-        if let (Some(l), Some(s)) = (self.live.as_mut(), self.schedule.as_ref()) {
-            l.due_base = s.popped();
-        }
-        self.second.account = account;
-        self.open_into_second();
-        if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
-            self.adopt_warm_up();
-        }
-        account
-    }
-
-    /// Waits at most `timeout` for events and handles them; false when a signal interrupted
-    /// the wait (the loop then turns again at once).
-    fn poll_events(&mut self, events: &mut Events, timeout: Duration) -> io::Result<bool> {
-        if let Err(e) = self.poll.poll(events, Some(timeout)) {
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(false);
-            }
-            return Err(e);
-        }
-        for event in events.iter() {
-            if event.token() == TIMER {
-                if let Some(t) = self.timer.as_mut() {
-                    t.fired();
-                }
-            } else {
-                self.on_event(event);
-            }
-        }
-        self.harvesting = false;
-        Ok(true)
-    }
-
-    /// The run's shared counters (the progress line, agents' heartbeats) move by what this
-    /// worker finished since it last told them; nothing when nothing finished.
-    fn publish_progress(&mut self, published: &mut (u64, u64)) {
-        let done = (self.tally.completed, self.tally.failed);
-        if done != *published {
-            self.control.completed.fetch_add(done.0 - published.0, Ordering::Relaxed);
-            self.control.failed.fetch_add(done.1 - published.1, Ordering::Relaxed);
-            *published = done;
         }
     }
 
@@ -428,7 +220,7 @@ impl Worker {
             }
         }
         let idle = || self.restart.is_empty() && !self.conns.iter().any(Conn::in_flight);
-        (self.budget_spent && idle()).then_some(self.last_event)
+        (self.budget_spent && idle()).then_some(self.books.last_event)
     }
 
     /// How long the loop may wait for events at `now` before its next duty at `wake`: none
@@ -458,50 +250,18 @@ impl Worker {
         timeout
     }
 
-    /// [`crate::live`]: the second that just closed (or, at the worker's end at `end`, the
-    /// one in progress), its counts so far and the interval histograms closed since the last
-    /// snapshot. Called by the second clock ([`Worker::turn_second`]) as it closes a second,
-    /// the one place where a second ends for the per-second rows and for the stream alike.
-    fn publish_second(&mut self, end: Option<Instant>) {
-        let Some(l) = self.live.as_mut() else { return };
-        // What happened since the last snapshot belongs to the second then in progress: a
-        // loop turn late past the second's end (or the run's end at 5.000 s of a 5 s run)
-        // does not move it into the next. At the end, the histograms of every second over by
-        // then are closed.
-        let second = match end {
-            Some(now) => now.saturating_duration_since(self.spec.measure_start).as_secs() as u32,
-            None => self.second.index as u32,
-        };
-        let mut snapshot =
-            crate::live::Snapshot { worker: l.worker, second: l.second, ..Default::default() };
-        l.second = second;
-        if let Some(i) = self.tally.intervals.as_deref_mut() {
-            i.latency.advance(second);
-            snapshot.latency = i.latency.done().get(l.latency..).unwrap_or_default().to_vec();
-            l.latency = i.latency.done().len();
-            if let Some(s) = i.service.as_mut() {
-                s.advance(second);
-                snapshot.service = s.done().get(l.service..).unwrap_or_default().to_vec();
-                l.service = s.done().len();
-            }
-        }
-        let due = self.schedule.as_ref().map_or(0, |s| s.popped().saturating_sub(l.due_base));
-        snapshot.counts = crate::live::counts(&self.tally, due);
-        self.control.live.publish(snapshot);
-    }
-
     /// What the worker measured, once its loop ended at `end_at`, with the CPU its thread
     /// used meanwhile.
     fn report(mut self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
-        self.tally.unfinished =
+        self.books.tally.unfinished =
             self.refused_at_end + self.conns.iter().map(Conn::measured_in_flight).sum::<u64>();
         self.account_second();
         if let (Some(schedule), false) = (self.schedule.as_mut(), self.budget_spent) {
             // Arrivals due in the measured window that never went out: the schedule was not
             // kept, and the report must say by how much. Each is offered in its second.
             let start = self.spec.measure_start;
-            let series = &mut self.tally.series;
-            self.tally.not_sent += schedule
+            let series = &mut self.books.tally.series;
+            self.books.tally.not_sent += schedule
                 .drain_before(start, end_at, |due| series.at(second_of(start, due)).due += 1);
         }
         let measure_start = self.spec.measure_start;
@@ -510,13 +270,13 @@ impl Worker {
             cpu_wait: account.cpu_wait,
             involuntary_switches: account.involuntary_switches,
             wall: end_at.saturating_duration_since(measure_start),
-            last_event: self.last_event.saturating_duration_since(measure_start),
+            last_event: self.books.last_event.saturating_duration_since(measure_start),
             schedule_end: self.schedule_end.map(|due| due.saturating_duration_since(measure_start)),
-            peak_open: self.peak_open,
+            peak_open: self.books.peak_open,
             slots: self.conns.len(),
-            server: self.server.take(),
-            negotiated: self.negotiated.take(),
-            tally: self.tally,
+            server: self.books.server.take(),
+            negotiated: self.books.negotiated.take(),
+            tally: self.books.tally,
         }
     }
 
@@ -536,7 +296,7 @@ impl Worker {
             }
             conn.ex.measured = true;
             if conn.state == State::Reading {
-                self.tally.sent += 1;
+                self.books.tally.sent += 1;
             }
         }
     }
@@ -574,7 +334,7 @@ impl Worker {
             let (this, entry) = schedule.pop();
             let next = schedule.peek();
             if this >= self.spec.measure_start {
-                self.tally.series.at(second_of(self.spec.measure_start, this)).due += 1;
+                self.books.tally.series.at(second_of(self.spec.measure_start, this)).due += 1;
             }
             if let Pacing::Sessions { calls, .. } = self.spec.pacing {
                 self.conns[idx].calls_left = calls;
@@ -687,19 +447,12 @@ impl Worker {
             self.source_next += 1;
             SocketAddr::new(ip, 0)
         });
-        let conn = &mut self.conns[idx];
         let (addr, unix) = (self.spec.addr, self.spec.unix.as_deref());
         let to = crate::conn::To { addr, unix, tls: self.spec.tls.as_ref() };
+        let conn = &mut self.conns[idx];
         conn.connect(self.poll.registry(), Token(idx), to, source, self.stamped)?;
+        self.opened(idx, self.conns[idx].ex.measured, now);
         self.connecting += 1;
-        conn.ex.deadline = now + self.spec.connect_timeout.min(self.spec.timeout);
-        conn.opened = now;
-        conn.replies_on_socket = 0;
-        self.open += 1;
-        self.peak_open = self.peak_open.max(self.open);
-        if conn.ex.measured {
-            self.tally.connections_opened += 1;
-        }
         self.open_into_second();
         Ok(())
     }
@@ -708,117 +461,9 @@ impl Worker {
         let idx = event.token().0;
         let now = Instant::now();
         if self.conns[idx].h2.is_some() {
-            return self.on_multiplexed_event(idx, event, now);
+            return self.on_h2_event(idx, event, now);
         }
-        if self.conns[idx].state == State::Idle {
-            // An idle keep-alive connection became readable: the server closed it (its
-            // keep-alive timeout) or sent what nobody asked for. Either way it cannot carry
-            // the next request; close it now rather than fail that request later. The slot
-            // stays in the idle pool and reconnects when it is next taken.
-            if (event.is_readable() || event.is_read_closed() || event.is_error())
-                && !self.conns[idx].idle_usable(event.is_error())
-            {
-                self.close(idx);
-            }
-            return;
-        }
-        if self.conns[idx].state == State::Connecting {
-            match self.conns[idx].finish_connect() {
-                Ok(true) => {
-                    self.connecting -= 1;
-                    let conn = &mut self.conns[idx];
-                    conn.ex.connected = now;
-                    conn.ex.deadline = conn.ex.started + self.spec.timeout;
-                    conn.state = State::Writing { sent: 0 };
-                }
-                Ok(false) => return,
-                Err(e) => return self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now),
-            }
-        }
-        if matches!(self.conns[idx].state, State::Writing { .. }) {
-            self.write(idx, now);
-        }
-        let readable = event.is_readable() || event.is_read_closed() || event.is_error();
-        if event.is_writable() {
-            // What rustls could not send when it had it (handshake, the request): now.
-            if let Err(e) = self.conns[idx].flush_tls() {
-                return self.fail_io(idx, &e, now);
-            }
-        }
-        if self.conns[idx].state == State::Reading && readable {
-            // A short read drains the socket unless the peer also closed or failed: the
-            // edge-triggered event for a FIN or RST that came with the data is already
-            // consumed, so keep reading until EOF or the error shows.
-            let must_drain = event.is_read_closed() || event.is_error();
-            self.read(idx, now, must_drain);
-        }
-        self.note_handshake(idx, now);
-    }
-
-    /// The first time a TLS connection's handshake is seen over: its end is the handshake's
-    /// time, and the request (held in rustls until then) went out with it.
-    fn note_handshake(&mut self, idx: usize, now: Instant) {
-        if self.conns[idx].note_handshake(now) && self.negotiated.is_none() {
-            self.negotiated = self.conns[idx].negotiated();
-        }
-    }
-
-    fn write(&mut self, idx: usize, now: Instant) {
-        let conn = &mut self.conns[idx];
-        let entry = conn.ex.entry;
-        match conn.write_request(self.spec.table.h1(entry)) {
-            Ok(true) => {
-                conn.ex.written = now;
-                conn.state = State::Reading;
-                if conn.ex.measured {
-                    self.tally.sent += 1;
-                    self.tally.bytes_sent += self.spec.table.wire_len(entry);
-                    self.tally.series.at(second_of(self.spec.measure_start, now)).sent += 1;
-                }
-            }
-            Ok(false) => {}
-            Err(e) => self.fail_io(idx, &e, now),
-        }
-    }
-
-    /// A failed read or write: its class, and for TLS its reason, kept with the counts.
-    fn fail_io(&mut self, idx: usize, e: &io::Error, now: Instant) {
-        if let (Some(reason), true) = (crate::tls::reason(e), self.conns[idx].ex.measured) {
-            *self.tally.errors.tls_reasons.entry(reason.to_string()).or_insert(0) += 1;
-        }
-        self.fail(idx, ErrorClass::from_io(e), e.raw_os_error(), now)
-    }
-
-    fn read(&mut self, idx: usize, now: Instant, must_drain: bool) {
-        loop {
-            let conn = &mut self.conns[idx];
-            let Some(stream) = conn.stream.as_mut() else { return };
-            let got = if self.stamped {
-                crate::sys::recv_stamped(std::os::fd::AsFd::as_fd(stream), &mut self.buf)
-            } else {
-                stream.read(&mut self.buf).map(|n| (n, None))
-            };
-            let (n, stamp) = match got {
-                Ok(got) => got,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return self.fail_io(idx, &e, now),
-            };
-            // When these bytes arrived: the kernel's stamp where the loop may have read them
-            // late, never before the request went out.
-            let at = match (self.harvesting, stamp) {
-                (true, Some(s)) => arrived(s, now, conn.ex.written),
-                _ => now,
-            };
-            match conn.feed(&self.buf[..n], at) {
-                Fed::Partial if !conn.read_again(n, self.buf.len(), must_drain) => return,
-                Fed::Partial => {}
-                // Bytes after the response were never asked for (no pipelining): the
-                // connection's framing can no longer be trusted, so it is not reused.
-                Fed::Complete { spoiled } => return self.complete(idx, at, spoiled),
-                Fed::Failed(class) => return self.fail(idx, class, None, now),
-            }
-        }
+        self.on_h1_event(idx, event, now);
     }
 
     /// Whether a timed run is over: what ends after that is left unfinished, so that no
@@ -844,28 +489,7 @@ impl Worker {
             return;
         }
         self.count_by_end(idx, now);
-        let conn = &mut self.conns[idx];
-        if self.server.is_none() {
-            self.server = conn.parser.take_server();
-        }
-        let tls = conn.count_reply();
-        if conn.ex.measured {
-            let (status, body_len) = (conn.parser.status(), conn.parser.body_len());
-            let recording = Recording {
-                measure_start: self.spec.measure_start,
-                validation: &self.spec.validation,
-                scheduled: self.schedule.is_some(),
-            };
-            conn.ex.record_completion(&mut self.tally, &recording, status, body_len, tls, now);
-            self.last_event = now;
-        }
-        conn.state = State::Idle;
-        let reusable = !must_close && self.spec.keepalive && conn.parser.keep_alive();
-        if !reusable {
-            self.close(idx);
-        } else if self.conns[idx].ex.measured {
-            self.tally.keepalive += 1;
-        }
+        self.record_answer(idx, self.schedule.is_some(), must_close, now);
         match self.spec.pacing {
             Pacing::Closed if self.to_park > 0 => self.park(idx),
             Pacing::Closed => self.start_request(idx, now, now),
@@ -899,15 +523,7 @@ impl Worker {
             return;
         }
         self.count_by_end(idx, now);
-        if self.conns[idx].state == State::Connecting {
-            self.connecting -= 1;
-        }
-        let conn = &mut self.conns[idx];
-        if conn.ex.measured {
-            conn.ex.record_failure(&mut self.tally, self.spec.measure_start, class, errno, now);
-            self.last_event = now;
-        }
-        self.close(idx);
+        self.record_failure(idx, class, errno, now);
         if self.spec.pacing != Pacing::Closed {
             self.release(idx);
         } else if matches!(class, ErrorClass::FdUnavail | ErrorClass::AddrUnavail) {
@@ -921,22 +537,17 @@ impl Worker {
     /// Fails requests past their deadline and wakes slots whose backoff is over.
     fn sweep(&mut self, now: Instant) {
         for idx in 0..self.conns.len() {
-            if self.conns[idx].h2.is_some() {
-                self.sweep_streams(idx, now);
-                continue;
-            }
-            match self.conns[idx].state {
-                State::Connecting if now >= self.conns[idx].ex.deadline => {
-                    self.fail(idx, ErrorClass::ConnectTimeout, None, now)
-                }
-                State::Writing { .. } | State::Reading if now >= self.conns[idx].ex.deadline => {
-                    self.fail(idx, ErrorClass::ClientTimeout, None, now)
-                }
-                State::Backoff(at) if now >= at => {
+            if let State::Backoff(at) = self.conns[idx].state {
+                if now >= at {
                     self.conns[idx].state = State::Idle;
                     self.restart.push(idx);
+                    continue;
                 }
-                _ => {}
+            }
+            if self.conns[idx].h2.is_some() {
+                self.sweep_h2(idx, now);
+            } else {
+                self.sweep_h1(idx, now);
             }
         }
     }
@@ -976,60 +587,121 @@ impl Worker {
     /// whether it was later than [`LATE_BOUND_US`].
     fn record_late(&mut self, now: Instant, due: Instant) {
         let late = us(now.saturating_duration_since(due));
-        self.tally.timings.late.record(late);
+        self.books.tally.timings.late.record(late);
         if late > LATE_BOUND_US {
-            self.tally.series.at(second_of(self.spec.measure_start, due)).late += 1;
-        }
-    }
-
-    /// The second in progress has ended at `now`: it gets the CPU used since it began, the
-    /// next one starts with the connections open now, and the live listeners get the closed
-    /// one ([`Worker::publish_second`]). Once a second, so it costs nothing
-    /// per request; the loop wakes at least every sweep tick, so a second's figures move by
-    /// at most a tick.
-    fn turn_second(&mut self, now: Instant) {
-        self.account_second();
-        let passed = now.saturating_duration_since(self.second.ends).as_secs() as usize + 1;
-        self.second.index += passed;
-        self.second.ends += Duration::from_secs(passed as u64);
-        self.open_into_second();
-        self.publish_second(None);
-    }
-
-    /// Puts the CPU used since the second in progress began into it.
-    fn account_second(&mut self) {
-        let now = ThreadAccount::thread();
-        let used = now.since(&self.second.account);
-        let bucket = self.tally.series.at(self.second.index);
-        bucket.cpu_us += us(used.cpu.user + used.cpu.sys);
-        bucket.cpu_wait_us += us(used.cpu_wait);
-        self.second.account = now;
-    }
-
-    /// The second in progress has had at least the connections open now.
-    fn open_into_second(&mut self) {
-        let open = self.open as u64;
-        let bucket = self.tally.series.at(self.second.index);
-        bucket.open = bucket.open.max(open);
-    }
-
-    /// Closes slot `idx`'s connection, if it has one, and records how long it lived.
-    fn close(&mut self, idx: usize) {
-        let conn = &mut self.conns[idx];
-        if let Some(h2) = conn.h2.as_mut() {
-            h2.disconnected();
-        }
-        if conn.retire(&mut self.tally) {
-            self.open -= 1;
+            self.books.tally.series.at(second_of(self.spec.measure_start, due)).late += 1;
         }
     }
 }
 
-/// The instant a received segment arrived, from its kernel stamp (wall clock): `now` less
-/// its age, and not before `written` (a clock step cannot move a response before its request).
-fn arrived(stamp: std::time::SystemTime, now: Instant, written: Instant) -> Instant {
-    let age = std::time::SystemTime::now().duration_since(stamp).unwrap_or(Duration::ZERO);
-    now.checked_sub(age).unwrap_or(now).clamp(written.min(now), now)
+impl EventLoop for Worker {
+    fn spec(&self) -> &WorkerSpec {
+        &self.spec
+    }
+
+    fn clocked(&mut self) -> Clocked<'_> {
+        Clocked {
+            seconds: &mut self.seconds,
+            tally: &mut self.books.tally,
+            open: self.books.open,
+            popped: self.schedule.as_ref().map_or(0, Schedule::popped),
+            control: &self.control,
+        }
+    }
+
+    fn poll(&mut self) -> &mut Poll {
+        &mut self.poll
+    }
+
+    fn begin(&mut self, now: Instant) {
+        self.start_closed_loop(now);
+    }
+
+    fn window_opens(&mut self) {
+        if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
+            self.adopt_warm_up();
+        }
+    }
+
+    fn ended(&mut self, now: Instant) -> Option<Instant> {
+        Worker::ended(self, now)
+    }
+
+    fn each_turn(&mut self, now: Instant) {
+        if self.spec.levels.is_some() {
+            self.follow_levels(now);
+        }
+    }
+
+    fn sweep(&mut self, now: Instant) {
+        Worker::sweep(self, now);
+    }
+
+    fn drive(&mut self, now: Instant) {
+        // Failed slots start again here, outside the code that saw them fail.
+        std::mem::swap(&mut self.restart, &mut self.draining);
+        while let Some(idx) = self.draining.pop() {
+            self.start_request(idx, now, now);
+        }
+        self.dispatch(now, now);
+        self.flush_dirty(now);
+    }
+
+    fn wait_for(&mut self, now: Instant, wake: Instant) -> Duration {
+        Worker::wait_for(self, now, wake)
+    }
+
+    fn on_timer(&mut self) {
+        if let Some(t) = self.timer.as_mut() {
+            t.fired();
+        }
+    }
+
+    fn on_event(&mut self, event: &Event) {
+        Worker::on_event(self, event);
+    }
+
+    fn after_events(&mut self, now: Instant) {
+        self.harvesting = false;
+        self.flush_dirty(now);
+    }
+
+    fn publish_progress(&mut self) {
+        let c = &self.control;
+        let done = (self.books.tally.completed, self.books.tally.failed);
+        publish([&c.completed, &c.failed], done, &mut self.published);
+    }
+
+    fn report(self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
+        Worker::report(self, account, end_at)
+    }
+}
+
+impl Slots for Worker {
+    fn parts(&mut self, idx: usize) -> Parts<'_> {
+        Parts {
+            conn: &mut self.conns[idx],
+            books: &mut self.books,
+            spec: &self.spec,
+            own: None,
+            stamped: self.stamped,
+            harvesting: self.harvesting,
+        }
+    }
+
+    fn connect_ended(&mut self) {
+        self.connecting -= 1;
+    }
+}
+
+impl Plain for Worker {
+    fn complete(&mut self, idx: usize, at: Instant, must_close: bool) {
+        Worker::complete(self, idx, at, must_close);
+    }
+
+    fn fail(&mut self, idx: usize, class: ErrorClass, errno: Option<i32>, now: Instant) {
+        Worker::fail(self, idx, class, errno, now);
+    }
 }
 
 /// The first point at or after `due` of the grid of `step` through `origin` (`due` itself
