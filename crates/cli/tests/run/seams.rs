@@ -171,8 +171,8 @@ fn bench_args(shape: &Shape, dir: &Path) -> Vec<String> {
 }
 
 /// One `bench` cell of the matrix: completes, says its shape in its header and its JSON
-/// `config`, and (outside the visits' loop) its per-second rows add up to its totals.
-fn bench_cell(url: &str, shape: &Shape, dir: &Path) -> Value {
+/// `config`, and (`rows`) its per-second rows add up to its totals.
+fn bench_cell(url: &str, shape: &Shape, dir: &Path, rows: bool) -> Value {
     let args = bench_args(shape, dir);
     let mut text = crate::support::loadlab();
     text.arg("bench").arg(url).args(&args);
@@ -189,7 +189,7 @@ fn bench_cell(url: &str, shape: &Shape, dir: &Path) -> Value {
     let log_arg = log.display().to_string();
     let mut words: Vec<&str> = vec!["bench", url];
     words.extend(args.iter().map(String::as_str));
-    let asked_log = shape.stages.is_none() && !shape.visits;
+    let asked_log = shape.stages.is_none() && rows;
     if asked_log {
         words.extend(["--hdr-log", &log_arg]);
     }
@@ -237,7 +237,7 @@ fn the_seam_matrix_in_bench_against_an_external_url() {
     let dir = tempfile::tempdir().expect("temp dir");
     visit_files(dir.path(), "/");
     for shape in SHAPES {
-        bench_cell(&server.url("/"), shape, dir.path());
+        bench_cell(&server.url("/"), shape, dir.path(), !shape.visits);
     }
 }
 
@@ -302,8 +302,9 @@ fn suite(stacks: &str, plain: &[Plain], view_path: &str) -> String {
 }
 
 /// A run of `suite`, checked cell by cell: each completed without a failure, its line in
-/// `run` and its stored load say its shape, and its seconds add up to its totals.
-fn suite_cells(scratch: &Scratch, text: &str, plain: &[Plain]) {
+/// `run` and its stored load say its shape, and its seconds add up to its totals (a visit
+/// shape's with `visit_rows`).
+fn suite_cells(scratch: &Scratch, text: &str, plain: &[Plain], visit_rows: bool) {
     let file = scratch.write("seams.toml", text);
     let out = scratch.out().display().to_string();
     let stdout = scratch.ok(&["run", "--suite", &file, "--out", &out]);
@@ -325,7 +326,7 @@ fn suite_cells(scratch: &Scratch, text: &str, plain: &[Plain]) {
             let completed = c.metrics[metric::COMPLETED];
             assert!(completed > 0.0, "{w} {}: {line}\n{:?}", shape.name, c.metrics);
             assert_eq!(c.metrics[metric::FAILED], 0.0, "{w} {}: {line}", shape.name);
-            if !shape.visits {
+            if !shape.visits || visit_rows {
                 let per_second: u64 = c.series.buckets().iter().map(|b| b.completed).sum();
                 assert_eq!(per_second as f64, completed, "{w} {}: {line}", shape.name);
             }
@@ -366,7 +367,7 @@ fn the_seam_matrix_as_suite_cells_against_an_external_url() {
     visit_files(scratch.dir.path(), "/");
     let stacks = format!("[[stacks]]\nurl = \"{}\"\nlabel = \"mine\"\n", server.url("/"));
     let plain = [Plain { name: "page", path: Some("/") }];
-    suite_cells(&scratch, &suite(&stacks, &plain, "/"), &plain);
+    suite_cells(&scratch, &suite(&stacks, &plain, "/"), &plain, false);
 }
 
 #[test]
@@ -380,5 +381,22 @@ fn the_seam_matrix_as_suite_cells_on_a_lab_stack() {
     let stacks = "[[stacks]]\nname = \"nginx\"\n";
     let plain =
         [Plain { name: "hello.txt", path: None }, Plain { name: "mine", path: Some("/hello.txt") }];
-    suite_cells(&scratch, &suite(stacks, &plain, "/hello.txt"), &plain);
+    suite_cells(&scratch, &suite(stacks, &plain, "/hello.txt"), &plain, false);
+}
+
+/// The visits' shapes (a visit file, page views, `--wsesslog`) have per-second rows that add
+/// up to their totals, as every other shape's do: in `bench` their `--hdr-log` intervals, as
+/// suite cells against an external URL their stored seconds. Their requests are driven by a
+/// loop that keeps no per-second figures until the request loop drives them too.
+#[test]
+fn visits_views_and_wsesslog_have_per_second_rows() {
+    let server = TestServer::start(Behaviour::ok(PAGE));
+    let scratch = Scratch::new();
+    visit_files(scratch.dir.path(), "/");
+    for shape in SHAPES.iter().filter(|s| s.visits) {
+        bench_cell(&server.url("/"), shape, scratch.dir.path(), true);
+    }
+    let stacks = format!("[[stacks]]\nurl = \"{}\"\nlabel = \"mine\"\n", server.url("/"));
+    let plain = [Plain { name: "page", path: Some("/") }];
+    suite_cells(&scratch, &suite(&stacks, &plain, "/"), &plain, true);
 }
