@@ -10,6 +10,7 @@ use crate::check::Validation;
 use crate::http::Limits;
 use crate::mix::Picker;
 use crate::pacing::Pacing;
+use crate::result::{EntryTally, IntervalTally, Tally};
 use crate::table::Table;
 use crate::Protocol;
 
@@ -68,5 +69,26 @@ impl Levels {
     pub fn at(&self, t: f64) -> usize {
         let level = self.shape.at(t).floor() as u64;
         self.worker.part(self.agent.part(level)) as usize
+    }
+}
+
+impl WorkerSpec {
+    /// A worker's empty tallies, sized for the run: whatever load its loop drives (requests,
+    /// sessions, visits, views), the per-entry figures, the interval log's histograms and the
+    /// per-second series are kept the same way. A `scheduled` load also keeps its latency
+    /// from the send (the service time) beside the one from the due time.
+    pub fn tally(&self, scheduled: bool) -> Tally {
+        let mut tally = Tally::default();
+        tally.entries.resize_with(self.tallied, EntryTally::default);
+        if self.hdr_log {
+            let service = scheduled.then(loadlab_stats::interval_log::Intervals::new);
+            tally.intervals = Some(Box::new(IntervalTally { service, ..IntervalTally::default() }));
+        }
+        if let Some(end) = self.end {
+            tally.series = loadlab_stats::Series::with_capacity(
+                end.saturating_duration_since(self.measure_start).as_secs() as usize + 2,
+            );
+        }
+        tally
     }
 }

@@ -36,7 +36,7 @@ use crate::mix::Picker;
 use crate::multiplexed::Multiplexed;
 use crate::pacing::Budget;
 use crate::plain::Plain;
-use crate::result::{EntryTally, Tally, WorkerReport};
+use crate::result::WorkerReport;
 use crate::schedule::Schedule;
 use crate::session_tally::{SessionTally, StepFailure};
 use crate::slots::{Books, Parts, Slots};
@@ -141,13 +141,7 @@ impl VisitWorker {
     ) -> io::Result<VisitWorker> {
         let poll = Poll::new()?;
         let timer = Timer::new(poll.registry(), TIMER)?;
-        let mut tally = Tally::default();
-        tally.entries.resize_with(spec.tallied, EntryTally::default);
-        if let Some(end) = spec.end {
-            tally.series = loadlab_stats::Series::with_capacity(
-                end.saturating_duration_since(spec.measure_start).as_secs() as usize + 2,
-            );
-        }
+        let tally = spec.tally(schedule.is_some());
         let pick = match plan.weights() {
             Some(w) => Some(Picker::weighted(&w, stream.0, seed).map_err(io::Error::other)?),
             None => None,

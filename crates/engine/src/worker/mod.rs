@@ -31,7 +31,7 @@ use crate::http::Parser;
 use crate::multiplexed::Multiplexed;
 use crate::pacing::{Budget, Pacing};
 use crate::plain::Plain;
-use crate::result::{EntryTally, IntervalTally, Tally, WorkerReport};
+use crate::result::WorkerReport;
 use crate::schedule::Schedule;
 use crate::slots::{Books, Parts, Slots};
 use crate::spec::WorkerSpec;
@@ -123,17 +123,7 @@ impl Worker {
             Some(_) => Some(Timer::new(poll.registry(), TIMER)?),
             None => None,
         };
-        let mut tally = Tally::default();
-        tally.entries.resize_with(spec.tallied, EntryTally::default);
-        if spec.hdr_log {
-            let service = schedule.is_some().then(loadlab_stats::interval_log::Intervals::new);
-            tally.intervals = Some(Box::new(IntervalTally { service, ..IntervalTally::default() }));
-        }
-        if let Some(end) = spec.end {
-            tally.series = loadlab_stats::Series::with_capacity(
-                end.saturating_duration_since(spec.measure_start).as_secs() as usize + 2,
-            );
-        }
+        let tally = spec.tally(schedule.is_some());
         // Closed loop: every slot exists from the start. Otherwise slots are added as the
         // schedule needs them, up to `connections`.
         let initial = if spec.pacing == Pacing::Closed { spec.connections } else { 0 };
