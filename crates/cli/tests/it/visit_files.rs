@@ -325,3 +325,27 @@ fn visits_given_once_per_file_name_any_path_and_refuse_an_empty_name_or_a_bad_we
     }
     assert_eq!(server.requests(), before, "no load for a refused --visits");
 }
+
+/// A step that names the status it expects (a login's 302) knows that answer for a right one:
+/// it is no "not 2xx" in the verdict, while a step that names none still is.
+#[test]
+fn a_status_a_step_asks_for_is_not_counted_as_not_2xx() {
+    let redirect = Behaviour::Fixed {
+        status: 302,
+        headers: vec![("Location".into(), "/".into())],
+        body: b"moved".to_vec(),
+    };
+    let server = TestServer::start(redirect);
+    let asked = "name = \"asked\"\n[[step]]\npath = \"/login\"\nstatus = 302\n";
+    let (_dir, visit) = file("asked.toml", asked);
+    let report = bench(&server.url("/"), &["--visits", &visit, "-c", "1", "-n", "10"], 0);
+    assert_eq!(uint(&report, "visits.completed"), 10, "{report:#}");
+    let said = strings(&report, "warnings");
+    assert!(!said.iter().any(|w| w.contains("not 2xx")), "{said:?}");
+    // A second step that asks for nothing: its 302s are said, and only they.
+    let (_d, visit) = file("half.toml", &format!("{asked}[[step]]\npath = \"/next\"\n"));
+    let report = bench(&server.url("/"), &["--visits", &visit, "-c", "1", "-n", "10"], 0);
+    assert_eq!(uint(&report, "visits.completed"), 10, "{report:#}");
+    let said = strings(&report, "warnings");
+    assert!(said.iter().any(|w| w.starts_with("10 responses were not 2xx")), "{said:?}");
+}
