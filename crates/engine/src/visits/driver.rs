@@ -632,8 +632,9 @@ impl VisitWorker {
         self.sessions.unfinished =
             self.visitors.iter().flatten().filter(|v| v.measured).count() as u64;
         if let Some(schedule) = self.schedule.as_mut().filter(|_| !self.budget_spent) {
+            let until = self.control.schedule_end(end_at);
             self.books.tally.not_sent +=
-                schedule.drain_before(self.spec.measure_start, end_at, |_| {});
+                schedule.drain_before(self.spec.measure_start, until, |_| {});
         }
         if !self.spec.validation.keep_answer {
             // Kept for the visits' checks and captures only, not a verify's answer.
