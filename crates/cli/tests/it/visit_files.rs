@@ -349,3 +349,23 @@ fn a_status_a_step_asks_for_is_not_counted_as_not_2xx() {
     let said = strings(&report, "warnings");
     assert!(said.iter().any(|w| w.starts_with("10 responses were not 2xx")), "{said:?}");
 }
+
+/// A visit file's rows show the visit's duration; its SLO judges the requests' latency, and
+/// its verdict names which it judged.
+#[test]
+fn a_visit_workloads_slo_names_the_latency_it_judged() {
+    let server = TestServer::start(Behaviour::ok("page"));
+    let (_dir, visit) =
+        file("two.toml", "name = \"two\"\n[[step]]\npath = \"/a\"\n[[step]]\npath = \"/b\"\n");
+    let args = ["--visits", &visit, "-c", "1", "-n", "5", "--slo", "p99<60s,errors<1%"];
+    let report = bench(&server.url("/"), &args, 0);
+    let terms = at(&report, "slo.terms");
+    assert!(terms[0]["detail"].as_str().unwrap().starts_with("request p99 "), "{terms:#}");
+    assert!(terms[1]["detail"].as_str().unwrap().starts_with("errors "), "{terms:#}");
+    // A run of requests says its latency plainly, as before.
+    let report = bench(&server.url("/"), &["-n", "5", "--slo", "p99<60s"], 0);
+    assert!(
+        at(&report, "slo.terms")[0]["detail"].as_str().unwrap().starts_with("p99 "),
+        "{report:#}"
+    );
+}
