@@ -25,7 +25,7 @@ pub fn control() -> anyhow::Result<Arc<Control>> {
     let handler = control.clone();
     // ctrlc runs this on its own thread, not in signal context, so it may print.
     ctrlc::set_handler(move || {
-        if !handler.stop.swap(true, Ordering::Relaxed) {
+        if !handler.stop_now() {
             return;
         }
         if FINISHING.load(Ordering::Relaxed) == 0 {

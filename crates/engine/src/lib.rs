@@ -86,11 +86,31 @@ pub struct Control {
     pub visits_failed: AtomicU64,
     /// Per-second snapshots for whoever asked for them (`bench --agents`), see [`live`].
     pub live: live::Live,
+    /// When the last stop was asked for: a worker notices the stop only on its next turn,
+    /// and the arrivals due after this are not a schedule the client failed to keep.
+    stopped_at: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl Control {
     pub fn request_stop(&self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop_now();
+    }
+
+    /// Stops the run now, remembering when; whether a stop had already been asked for.
+    pub fn stop_now(&self) -> bool {
+        *self.stopped_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some(std::time::Instant::now());
+        self.stop.swap(true, Ordering::Relaxed)
+    }
+
+    /// The end of the schedule a worker that ended at `end_at` had to keep: the instant the
+    /// stop was asked for when it was (and came before), else `end_at`.
+    pub(crate) fn schedule_end(&self, end_at: std::time::Instant) -> std::time::Instant {
+        let asked = *self.stopped_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match asked.filter(|_| self.stop.load(Ordering::Relaxed)) {
+            Some(at) => at.min(end_at),
+            None => end_at,
+        }
     }
 }
 

@@ -42,6 +42,9 @@ pub struct SessionTally {
     /// The highest visitor number (`{visitor}`) a visit held, warm-up's included: in the
     /// open loop it grows with the visits in flight at once ([`Plan::users`](crate::visits::Plan::users)).
     pub top_visitor: u64,
+    /// Measured answers that were not 2xx and that their step's status check asked for (a
+    /// login's 302): the visit knows them for right answers, not a server's failure.
+    pub expected_not_2xx: u64,
 }
 
 /// One step of a visit file: how often it began, completed and failed (by class), and its
@@ -89,6 +92,7 @@ impl SessionTally {
         self.not_issued += o.not_issued;
         self.connections += o.connections;
         self.top_visitor = self.top_visitor.max(o.top_visitor);
+        self.expected_not_2xx += o.expected_not_2xx;
         add(&mut self.replies, &o.replies);
         add(&mut self.per_second, &o.per_second);
         for (k, v) in &o.failures {

@@ -37,5 +37,6 @@ pub fn figures<'a>(c: &'a CellRecord, empty: &'a loadlab_stats::Recorder) -> Fig
         failed: get(metric::FAILED) as u64,
         non_2xx: get(metric::NON_2XX) as u64,
         latency: c.histograms.get("latency").unwrap_or(empty),
+        requests_of: loadlab_store::Counted::of(c).own_latency(),
     }
 }

@@ -42,6 +42,12 @@ impl Counted {
         cells.into_iter().map(Counted::of).find(|c| *c != Counted::Requests).unwrap_or_default()
     }
 
+    /// Whether it has a latency of its own (a view's load time, a visit's duration) that its
+    /// rows show instead of its requests' latency.
+    pub fn own_latency(self) -> bool {
+        matches!(self, Counted::Views | Counted::Visits)
+    }
+
     /// One of what it counts: `request`, `view`, `visit`, `session`.
     pub fn noun(self) -> &'static str {
         match self {

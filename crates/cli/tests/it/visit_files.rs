@@ -325,3 +325,47 @@ fn visits_given_once_per_file_name_any_path_and_refuse_an_empty_name_or_a_bad_we
     }
     assert_eq!(server.requests(), before, "no load for a refused --visits");
 }
+
+/// A step that names the status it expects (a login's 302) knows that answer for a right one:
+/// it is no "not 2xx" in the verdict, while a step that names none still is.
+#[test]
+fn a_status_a_step_asks_for_is_not_counted_as_not_2xx() {
+    let redirect = Behaviour::Fixed {
+        status: 302,
+        headers: vec![("Location".into(), "/".into())],
+        body: b"moved".to_vec(),
+    };
+    let server = TestServer::start(redirect);
+    let asked = "name = \"asked\"\n[[step]]\npath = \"/login\"\nstatus = 302\n";
+    let (_dir, visit) = file("asked.toml", asked);
+    let report = bench(&server.url("/"), &["--visits", &visit, "-c", "1", "-n", "10"], 0);
+    assert_eq!(uint(&report, "visits.completed"), 10, "{report:#}");
+    let said = strings(&report, "warnings");
+    assert!(!said.iter().any(|w| w.contains("not 2xx")), "{said:?}");
+    // A second step that asks for nothing: its 302s are said, and only they.
+    let (_d, visit) = file("half.toml", &format!("{asked}[[step]]\npath = \"/next\"\n"));
+    let report = bench(&server.url("/"), &["--visits", &visit, "-c", "1", "-n", "10"], 0);
+    assert_eq!(uint(&report, "visits.completed"), 10, "{report:#}");
+    let said = strings(&report, "warnings");
+    assert!(said.iter().any(|w| w.starts_with("10 responses were not 2xx")), "{said:?}");
+}
+
+/// A visit file's rows show the visit's duration; its SLO judges the requests' latency, and
+/// its verdict names which it judged.
+#[test]
+fn a_visit_workloads_slo_names_the_latency_it_judged() {
+    let server = TestServer::start(Behaviour::ok("page"));
+    let (_dir, visit) =
+        file("two.toml", "name = \"two\"\n[[step]]\npath = \"/a\"\n[[step]]\npath = \"/b\"\n");
+    let args = ["--visits", &visit, "-c", "1", "-n", "5", "--slo", "p99<60s,errors<1%"];
+    let report = bench(&server.url("/"), &args, 0);
+    let terms = at(&report, "slo.terms");
+    assert!(terms[0]["detail"].as_str().unwrap().starts_with("request p99 "), "{terms:#}");
+    assert!(terms[1]["detail"].as_str().unwrap().starts_with("errors "), "{terms:#}");
+    // A run of requests says its latency plainly, as before.
+    let report = bench(&server.url("/"), &["-n", "5", "--slo", "p99<60s"], 0);
+    assert!(
+        at(&report, "slo.terms")[0]["detail"].as_str().unwrap().starts_with("p99 "),
+        "{report:#}"
+    );
+}

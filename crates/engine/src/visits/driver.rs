@@ -24,7 +24,7 @@ use mio::{Poll, Token};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use loadlab_visit::Response;
+use loadlab_visit::{Check, Response};
 
 use super::carry::{self, Carry};
 use super::Plan;
@@ -484,7 +484,20 @@ impl VisitWorker {
             let visitor = self.visitors[v].as_mut().expect("a live visitor");
             judge(&self.plan, visitor, call, path, &answer, now)
         };
+        let measured = self.slots[idx].conn.ex.measured;
+        self.count_expected(v, call, status, measured && verdict.is_ok());
         self.answered(v, call, verdict, now);
+    }
+
+    /// A measured answer that passed its checks (`passed`) and is not 2xx is counted when its
+    /// call's status check names it: an answer the visit expects, such as a login's redirect.
+    fn count_expected(&mut self, v: usize, call: (usize, usize), status: u16, passed: bool) {
+        let visitor = self.visitors[v].as_ref().expect("a live visitor");
+        let call = &self.plan.visits[visitor.visit].bursts[call.0].calls[call.1];
+        let named = |c: &Check| matches!(c, Check::Status(s) if s.contains(&status));
+        if passed && !(200..300).contains(&status) && call.checks.iter().any(named) {
+            self.sessions.expected_not_2xx += 1;
+        }
     }
 
     /// Visitor `v`'s call `call` was answered and judged: its visit ends on a broken
@@ -619,8 +632,9 @@ impl VisitWorker {
         self.sessions.unfinished =
             self.visitors.iter().flatten().filter(|v| v.measured).count() as u64;
         if let Some(schedule) = self.schedule.as_mut().filter(|_| !self.budget_spent) {
+            let until = self.control.schedule_end(end_at);
             self.books.tally.not_sent +=
-                schedule.drain_before(self.spec.measure_start, end_at, |_| {});
+                schedule.drain_before(self.spec.measure_start, until, |_| {});
         }
         if !self.spec.validation.keep_answer {
             // Kept for the visits' checks and captures only, not a verify's answer.

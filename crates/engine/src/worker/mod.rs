@@ -249,10 +249,11 @@ impl Worker {
         if let (Some(schedule), false) = (self.schedule.as_mut(), self.budget_spent) {
             // Arrivals due in the measured window that never went out: the schedule was not
             // kept, and the report must say by how much. Each is offered in its second.
-            let start = self.spec.measure_start;
+            // Those due after a stop was asked for were not due in the run.
+            let (start, until) = (self.spec.measure_start, self.control.schedule_end(end_at));
             let series = &mut self.books.tally.series;
             self.books.tally.not_sent += schedule
-                .drain_before(start, end_at, |due| series.at(second_of(start, due)).due += 1);
+                .drain_before(start, until, |due| series.at(second_of(start, due)).due += 1);
         }
         let measure_start = self.spec.measure_start;
         WorkerReport {

@@ -486,8 +486,11 @@ fn descriptors(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
     )
 }
 
+/// Answers not 2xx that nothing asked for: a visit's step that names its status (a login's
+/// 302) knows the answer for a right one, as `--expect-status` would.
 fn non_2xx(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
-    let n = not_2xx(&r.tally);
+    let expected = r.tally.sessions.as_deref().map_or(0, |s| s.expected_not_2xx);
+    let n = not_2xx(&r.tally).saturating_sub(expected);
     if n == 0 || !cfg.validation.status.is_empty() {
         return None;
     }

@@ -166,6 +166,9 @@ impl Multiplexed for VisitWorker {
             let visitor = self.visitors[v].as_mut().expect("a live visitor");
             judge(&self.plan, visitor, call, path, &answer, now)
         };
+        let measured =
+            self.slots[idx].conn.h2.as_ref().expect("an HTTP/2 connection").slots[s].ex.measured;
+        self.count_expected(v, call, status, measured && verdict.is_ok());
         self.answered(v, call, verdict, now);
     }
 

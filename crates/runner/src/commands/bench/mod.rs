@@ -100,7 +100,7 @@ pub fn judge(
 ) -> Judged {
     let mut report = Report::new(&request.config, address, &result);
     report.warnings.extend(capped);
-    report.slo = request.slo.as_ref().map(|s| s.judge(&slo::figures(&result)));
+    report.slo = request.slo.as_ref().map(|s| s.judge(&slo::figures(&request.config, &result)));
     let disposition = if report.target_unreachable() {
         Disposition::Unreachable
     } else if report.slo.as_ref().is_some_and(|v| !v.passed) {

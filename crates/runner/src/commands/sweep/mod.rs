@@ -416,7 +416,14 @@ pub fn choose(plan: &SweepPlan, steps: &[Step]) -> Option<NextStep> {
 fn gate(rate: &Slo, per_step: Option<&Slo>, knee: &KneeReport) -> Gate {
     let capacity = knee.achieved_rps.unwrap_or(0.0);
     let latency = loadlab_stats::Recorder::new();
-    let figures = Figures { rps: capacity, completed: 0, failed: 0, non_2xx: 0, latency: &latency };
+    let figures = Figures {
+        rps: capacity,
+        completed: 0,
+        failed: 0,
+        non_2xx: 0,
+        latency: &latency,
+        requests_of: false,
+    };
     let verdict = rate.judge(&figures);
     let held = per_step.map_or("the knee's criteria", |s| s.text.as_str());
     let detail = match knee.offered_rps {
@@ -462,7 +469,7 @@ fn run_step(
         .slo
         .as_ref()
         .and_then(|s| s.split_rate().0)
-        .map(|s| s.judge(&crate::judge::slo::figures(&result)));
+        .map(|s| s.judge(&crate::judge::slo::figures(&config, &result)));
     let stopped = measure.stopped();
     step.partial = conduct.partial();
     Ok((step, stopped))
