@@ -80,7 +80,11 @@ impl HabitArgs {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
-    loadlab_runner::commands::bench::habits::check(&typed(&args)).map_err(Failure::usage)?;
+    let typed = typed(&args);
+    loadlab_runner::commands::bench::habits::check(&typed).map_err(Failure::usage)?;
+    if let Some(note) = loadlab_runner::commands::bench::habits::threads_note(&typed) {
+        eprintln!("loadlab: note: {note}");
+    }
     for note in args.habits.anyway().notes() {
         eprintln!("loadlab: note: {note}");
     }
@@ -203,6 +207,7 @@ fn typed(args: &BenchArgs) -> loadlab_runner::commands::bench::habits::Typed<'_>
         requests: args.load.requests,
         duration: args.load.duration.is_some(),
         threads: args.request.threads,
+        keepalive: args.habits.keepalive,
         method: &args.request.method,
         http2: args.request.protocol.http2,
         cpus: loadlab_engine::sys::allowed_cpus().len(),
