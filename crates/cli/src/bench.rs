@@ -85,6 +85,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     if let Some(note) = loadlab_runner::commands::bench::habits::threads_note(&typed) {
         eprintln!("loadlab: note: {note}");
     }
+    if args.habits.keepalive && args.request.asks_close() {
+        let both = "-k keeps connections alive and -H 'Connection: close' closes each after one \
+                    request (--no-keepalive): give one of them";
+        return Err(Failure::usage(both).into());
+    }
     for note in args.habits.anyway().notes() {
         eprintln!("loadlab: note: {note}");
     }

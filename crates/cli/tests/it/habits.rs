@@ -271,6 +271,11 @@ fn a_connection_close_header_is_no_keepalive() {
     assert_eq!(at(&report, "config.keepalive"), false, "{report:#}");
     assert_eq!(uint(&report, "requests.completed"), 5);
     assert_eq!(uint(&report, "connections.opened"), 5, "{report:#}");
+    // ab's -k beside it asks for the opposite: refused, not noted as "already on".
+    refused_before_any_load(
+        &["bench", "-k", "-n", "5", "-H", "Connection: close"],
+        &["-k keeps connections alive", "--no-keepalive"],
+    );
 }
 
 fn num_cpus() -> usize {

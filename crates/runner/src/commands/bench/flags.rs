@@ -179,6 +179,13 @@ impl RequestFlags {
         Ok(config)
     }
 
+    /// Whether a `-H` header asks for `Connection: close`, which is --no-keepalive.
+    pub fn asks_close(&self) -> bool {
+        let headers: Vec<_> =
+            self.headers.iter().filter_map(|h| RequestSpec::parse_header(h).ok()).collect();
+        closes(&headers)
+    }
+
     /// The request: method, headers (ab's -C, -A and -T among them) and body.
     fn request(&self) -> Result<RequestSpec, FlagError> {
         let method = if self.head { "HEAD".to_string() } else { self.method.clone() };
