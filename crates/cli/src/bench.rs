@@ -80,7 +80,16 @@ impl HabitArgs {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
-    loadlab_runner::commands::bench::habits::check(&typed(&args)).map_err(Failure::usage)?;
+    let typed = typed(&args);
+    loadlab_runner::commands::bench::habits::check(&typed).map_err(Failure::usage)?;
+    if let Some(note) = loadlab_runner::commands::bench::habits::threads_note(&typed) {
+        eprintln!("loadlab: note: {note}");
+    }
+    if args.habits.keepalive && args.request.asks_close() {
+        let both = "-k keeps connections alive and -H 'Connection: close' closes each after one \
+                    request (--no-keepalive): give one of them";
+        return Err(Failure::usage(both).into());
+    }
     for note in args.habits.anyway().notes() {
         eprintln!("loadlab: note: {note}");
     }
@@ -203,6 +212,7 @@ fn typed(args: &BenchArgs) -> loadlab_runner::commands::bench::habits::Typed<'_>
         requests: args.load.requests,
         duration: args.load.duration.is_some(),
         threads: args.request.threads,
+        keepalive: args.habits.keepalive,
         method: &args.request.method,
         http2: args.request.protocol.http2,
         cpus: loadlab_engine::sys::allowed_cpus().len(),

@@ -64,16 +64,21 @@ impl fmt::Display for ShapeError {
 impl std::error::Error for ShapeError {}
 
 /// The shape as `--stages` spells it (`30s:0..1000,120s:1000`), which parses back to it: each
-/// stage's seconds and levels to a thousandth, a level that holds written once.
+/// stage's seconds and levels to a thousandth, `FROM..TO` written out except for a level that
+/// holds where the stage before it ended (k6's `DURATION:TARGET` then reads as the hold it is).
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let thousandths = |v: f64| (v * 1000.0).round() / 1000.0;
+        let mut before = None;
         for (i, s) in self.stages.iter().enumerate() {
             let comma = if i == 0 { "" } else { "," };
-            write!(f, "{comma}{}s:{}", thousandths(s.secs), thousandths(s.from))?;
-            if s.from != s.to {
-                write!(f, "..{}", thousandths(s.to))?;
+            write!(f, "{comma}{}s:", thousandths(s.secs))?;
+            if s.from == s.to && before == Some(s.from) {
+                write!(f, "{}", thousandths(s.to))?;
+            } else {
+                write!(f, "{}..{}", thousandths(s.from), thousandths(s.to))?;
             }
+            before = Some(s.to);
         }
         Ok(())
     }
@@ -203,9 +208,12 @@ impl Shape {
     }
 
     /// `--stages '30s:0..1000,2m:1000,30s:1000..0'`: comma-separated `DURATION:LEVEL` or
-    /// `DURATION:FROM..TO`.
+    /// `DURATION:FROM..TO`. `DURATION:LEVEL` is k6's `--stage` to the letter and means what it
+    /// means there: a linear ramp from where the stage before it ended (the first from 0, as
+    /// k6's ramping arrival rate starts from its `startRate` of 0) to LEVEL; it holds a level
+    /// only after a stage that ended at that level.
     pub fn parse_stages(s: &str) -> Result<Shape, ShapeError> {
-        let mut stages = Vec::new();
+        let mut stages: Vec<Stage> = Vec::new();
         for part in s.split(',') {
             let Some((d, l)) = part.split_once(':') else {
                 return Err(ShapeError(format!(
@@ -215,7 +223,7 @@ impl Shape {
             let secs = stage_duration(d, part)?;
             let (from, to) = match l.split_once("..") {
                 Some((a, b)) => (level(a, part)?, level(b, part)?),
-                None => (level(l, part)?, level(l, part)?),
+                None => (stages.last().map_or(0.0, |s| s.to), level(l, part)?),
             };
             stages.push(Stage { secs, from, to });
         }
@@ -316,11 +324,15 @@ mod tests {
 
     #[test]
     fn a_shape_is_spelled_as_stages_that_parse_back_to_it() {
-        for given in ["1s:1..10,1s:10", "30s:0..1000,120s:1000,30s:1000..0", "0.5s:2.5"] {
+        for given in ["1s:1..10,1s:10", "30s:0..1000,120s:1000,30s:1000..0", "0.5s:2.5..2.5"] {
             let shape = Shape::parse_stages(given).unwrap();
             assert_eq!(shape.to_string(), given);
             assert_eq!(Shape::parse_stages(&shape.to_string()).unwrap(), shape);
         }
+        // k6's spelling is written out as the ramps it means.
+        let k6 = Shape::parse_stages("2s:100,2s:100,1s:0").unwrap();
+        assert_eq!(k6.to_string(), "2s:0..100,2s:100,1s:100..0");
+        assert_eq!(Shape::parse_stages(&k6.to_string()).unwrap(), k6);
         let ramp = Level::parse("100..1000").unwrap().shape(Duration::from_secs(4)).unwrap();
         assert_eq!(ramp.unwrap().to_string(), "4s:100..1000");
     }
@@ -354,9 +366,23 @@ mod tests {
         assert_eq!(s.peak(), 1000.0);
     }
 
+    /// k6's `--stage 2s:100,2s:200,1s:0` ramps from each target to the next, the first from
+    /// 0: per second 25, 75 (0 to 100), 125, 175 (100 to 200), 100 (200 to 0), never a hold.
+    #[test]
+    fn a_k6_stage_ramps_from_the_previous_target() {
+        let s = Shape::parse_stages("2s:100,2s:200,1s:0").unwrap();
+        let seconds: Vec<f64> = (0..5).map(|i| s.in_second(i)).collect();
+        assert_eq!(seconds, [25.0, 75.0, 125.0, 175.0, 100.0]);
+        assert_eq!(s.stages()[1], Stage { secs: 2.0, from: 100.0, to: 200.0 });
+        // A hold is the level the stage before ended at, or A..A.
+        let hold = Shape::parse_stages("1s:0..100,2s:100,1s:50..50").unwrap();
+        assert_eq!(hold.stages()[1], Stage { secs: 2.0, from: 100.0, to: 100.0 });
+        assert_eq!(hold.stages()[2], Stage { secs: 1.0, from: 50.0, to: 50.0 });
+    }
+
     #[test]
     fn a_zero_stage_is_passed_over() {
-        let s = Shape::parse_stages("1s:100,2s:0,1s:100").unwrap();
+        let s = Shape::parse_stages("1s:100..100,2s:0..0,1s:100..100").unwrap();
         // Arrival 100 (the first of the third stage) is due at 3 s, not inside the pause.
         assert!((s.time_of(100.0) - 3.0).abs() < 1e-9, "{}", s.time_of(100.0));
         assert!((s.time_of(99.0) - 0.99).abs() < 1e-9);
@@ -364,7 +390,7 @@ mod tests {
 
     #[test]
     fn a_fixed_level_is_the_fixed_rate_schedule() {
-        let s = Shape::parse_stages("10s:3000").unwrap();
+        let s = Shape::parse_stages("10s:3000..3000").unwrap();
         for k in [0u32, 1, 2999, 29_999] {
             assert!((s.time_of(f64::from(k)) - f64::from(k) / 3000.0).abs() < 1e-12);
         }

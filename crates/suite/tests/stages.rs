@@ -61,6 +61,17 @@ fn stages_make_one_point_at_their_mean_and_set_the_duration() {
     assert_eq!(staged.stop, Stop::Duration(Duration::from_secs(40)));
 }
 
+/// The key reads k6's `DURATION:TARGET` as k6 does, as `bench --stages` does: a ramp from the
+/// previous stage's end (the first from 0), a hold only where the level was already reached.
+#[test]
+fn stages_in_k6_spelling_ramp_from_the_previous_target() {
+    let k6 = STAGED.replace("10s:0..1000,20s:1000,10s:1000..0", "10s:1000,20s:1000,10s:0");
+    let suite = parse(&k6, "staged.toml").unwrap_or_else(|e| panic!("{e}"));
+    let Some(Level::Stages(shape)) = &suite.loads[1].shape else { panic!("{k6}") };
+    assert_eq!(shape.to_string(), "10s:0..1000,20s:1000,10s:1000..0");
+    assert_eq!(shape.total(), 30_000.0);
+}
+
 #[test]
 fn a_staged_cell_paces_the_engine_by_its_shape_without_warm_up() {
     let suite = parse(STAGED, "staged.toml").unwrap();

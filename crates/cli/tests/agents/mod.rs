@@ -509,7 +509,7 @@ fn closed_loop_stages_take_the_weighted_share_of_each_level() {
     let server = TestServer::start(Behaviour::ok("hello"));
     let at = rendezvous();
     let weighted = |i: usize, w: &str| {
-        let mut c = agent(&server.url("/"), &["-c", "2s:8"], i, 2, &at, TOKEN);
+        let mut c = agent(&server.url("/"), &["-c", "2s:8..8"], i, 2, &at, TOKEN);
         c.args(["--agent-weight", w]);
         c
     };

@@ -235,6 +235,49 @@ fn abs_t_as_a_time_limit_is_refused_when_it_cannot_be_threads() {
     );
 }
 
+/// `ab -t 2 -n 20 -c 1 -k` typed to loadlab runs 2 threads, not a 2 s limit: it runs as
+/// typed, and one line on stderr says what `-t` is and what ab's time limit is.
+#[test]
+fn abs_t_among_abs_flags_is_said_to_be_threads() {
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let url = server.url("/");
+    let (report, output) = run_json(&["bench", "-t", "1", "-n", "20", "-c", "1", "-k", &url]);
+    assert_exit(&output, 0);
+    assert_eq!(uint(&report, "requests.completed"), 20);
+    let said = "loadlab: note: -t 1 is 1 worker threads here, not ab's -t (a time limit): that \
+                is -d 1s";
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().filter(|l| *l == said).count(), 1, "{stderr}");
+    // With -d the time is given: nothing to say.
+    let (_, output) = run_json(&["bench", "-t", "1", "-c", "1", "-d", "200ms", &url]);
+    assert_exit(&output, 0);
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("ab's -t"));
+}
+
+/// `-t 0` is refused in one line, not run as one thread.
+#[test]
+fn no_threads_are_refused() {
+    refused_before_any_load(&["bench", "-t", "0", "-n", "5"], &["-t 0", "at least one"]);
+}
+
+/// wrk's users ask for a connection per request with `-H 'Connection: close'`: that is
+/// --no-keepalive, each request on a connection of its own, and `config.keepalive` says so.
+#[test]
+fn a_connection_close_header_is_no_keepalive() {
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let args = ["bench", "-n", "5", "-c", "1", "-H", "Connection: close", &server.url("/")];
+    let (report, output) = run_json(&args);
+    assert_exit(&output, 0);
+    assert_eq!(at(&report, "config.keepalive"), false, "{report:#}");
+    assert_eq!(uint(&report, "requests.completed"), 5);
+    assert_eq!(uint(&report, "connections.opened"), 5, "{report:#}");
+    // ab's -k beside it asks for the opposite: refused, not noted as "already on".
+    refused_before_any_load(
+        &["bench", "-k", "-n", "5", "-H", "Connection: close"],
+        &["-k keeps connections alive", "--no-keepalive"],
+    );
+}
+
 fn num_cpus() -> usize {
     std::thread::available_parallelism().map_or(64, usize::from).max(64)
 }

@@ -92,7 +92,7 @@ fn a_ramp_offers_its_integral_second_by_second_and_its_rows_are_the_hdr_log() {
 #[test]
 fn stages_set_the_duration_and_sessions_take_a_ramp() {
     let server = TestServer::start(Behaviour::ok("x"));
-    let report = bench(&server.url("/"), &["--stages", "1s:100,1s:100..300"], 0);
+    let report = bench(&server.url("/"), &["--stages", "1s:100..100,1s:100..300"], 0);
     let offered: Vec<u64> = seconds(&report).iter().map(|r| uint(r, "offered")).collect();
     assert_eq!(offered, [100, 200], "{report:#}");
     assert_eq!(at(&report, "duration_s").as_f64(), Some(2.0));
@@ -111,7 +111,7 @@ fn stages_set_the_duration_and_sessions_take_a_ramp() {
 #[test]
 fn a_partial_last_second_is_a_row_and_the_rows_add_up_to_the_totals() {
     let server = TestServer::start(Behaviour::ok("x"));
-    let report = bench(&server.url("/"), &["--stages", "1500ms:100"], 0);
+    let report = bench(&server.url("/"), &["--stages", "1500ms:100..100"], 0);
     crate::schema::assert_valid(&crate::schema::validator(), &report);
     let rows = seconds(&report);
     assert_eq!(rows.len(), 2, "{report:#}");
@@ -208,7 +208,7 @@ fn connections_open_and_close_on_schedule() {
     assert!(up[0] <= 1 && up[3] >= 5 && up[3] <= 7, "{up:?}");
     assert!(uint(&report, "requests.completed") > 0);
     // 4 held for a second, then down to 0 over two: at most 2 open in the last second.
-    let report = bench(&server.url("/"), &["-c", "1s:4,2s:4..0"], 0);
+    let report = bench(&server.url("/"), &["-c", "1s:4..4,2s:4..0"], 0);
     let down = open(&report);
     assert_eq!(down.len(), 3, "{report:#}");
     assert_eq!(down[0], 4, "{down:?}");

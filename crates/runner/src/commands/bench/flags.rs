@@ -129,6 +129,13 @@ impl RequestFlags {
     pub fn config(&self, url: &str) -> Result<BenchConfig, FlagError> {
         let target = Target::parse(url).map_err(FlagError::Engine)?;
         let mut config = BenchConfig::new(target);
+        if self.threads == Some(0) {
+            return Err(FlagError::Usage(
+                "-t 0: a run needs at least one worker thread (-t 1 or more; without -t, one \
+                 per CPU)"
+                    .into(),
+            ));
+        }
         let cpus = sys::allowed_cpus();
         config.threads = self.threads.unwrap_or(cpus.len()).max(1);
         if let Some(pin) = &self.pin {
@@ -162,8 +169,21 @@ impl RequestFlags {
         }
 
         config.request = self.request()?;
+        // `Connection: close` asks the server to close after its response (RFC 9112 section
+        // 9.6), so every request opens a connection of its own: that is --no-keepalive, and the
+        // configuration says so (wrk's users ask for a connection per request this way).
+        if closes(&config.request.headers) {
+            config.keepalive = false;
+        }
         config.validation = self.validation()?;
         Ok(config)
+    }
+
+    /// Whether a `-H` header asks for `Connection: close`, which is --no-keepalive.
+    pub fn asks_close(&self) -> bool {
+        let headers: Vec<_> =
+            self.headers.iter().filter_map(|h| RequestSpec::parse_header(h).ok()).collect();
+        closes(&headers)
     }
 
     /// The request: method, headers (ab's -C, -A and -T among them) and body.
@@ -791,6 +811,15 @@ fn builtin_visit(
     loadlab_lab::visits::resolve(&records, spec, url).map_err(usage)
 }
 
+/// Whether the headers hold `Connection: close` (the header is a comma-separated list of
+/// options, RFC 9110 section 7.6.1, and case-insensitive).
+fn closes(headers: &[(String, String)]) -> bool {
+    headers.iter().any(|(name, value)| {
+        name.eq_ignore_ascii_case("connection")
+            && value.split(',').any(|option| option.trim().eq_ignore_ascii_case("close"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -912,6 +941,29 @@ mod tests {
             LoadFlags { wsesslog: Some(spec), visitor_connections: Some(3), ..load(5.0) };
         let config = sessions.config(&http1, &traffic, url, &mut |_| {}).unwrap();
         assert_eq!(config.visits.unwrap().per_visitor, 3);
+    }
+
+    /// `-t 0` is refused in one line rather than run as one thread.
+    #[test]
+    fn no_threads_are_refused() {
+        let none = RequestFlags { threads: Some(0), ..flags() };
+        let said = refusal(none, "http://127.0.0.1:1/");
+        assert!(said.starts_with("-t 0: a run needs at least one worker thread"), "{said}");
+        assert!(!said.contains('\n'), "{said}");
+    }
+
+    /// `-H 'Connection: close'` (any case, among other options) is --no-keepalive, and the
+    /// configuration says so; other Connection options keep keep-alive on.
+    #[test]
+    fn a_connection_close_header_is_no_keepalive() {
+        let url = "http://127.0.0.1:1/";
+        for close in ["Connection: close", "connection: Upgrade, CLOSE"] {
+            let given = RequestFlags { headers: vec![close.into()], ..flags() };
+            assert!(!given.config(url).unwrap().keepalive, "{close}");
+        }
+        let kept = RequestFlags { headers: vec!["Connection: keep-alive".into()], ..flags() };
+        assert!(kept.config(url).unwrap().keepalive);
+        assert!(flags().config(url).unwrap().keepalive);
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct Typed<'a> {
     pub duration: bool,
     /// `-t`.
     pub threads: Option<usize>,
+    /// Whether ab's `-k` was given.
+    pub keepalive: bool,
     /// `-m`.
     pub method: &'a str,
     /// Whether `--http2` was given.
@@ -123,6 +125,18 @@ fn ab(t: &Typed) -> Result<(), String> {
     ))
 }
 
+/// The line to say when `-t N` may be ab's time limit read as threads: `-t` without `-d`
+/// among ab's flags (`-n`, `-k`, `-c`). Fewer threads than CPUs, or a count of requests, is a
+/// thread count one might choose, so the run goes on as typed; the line says what it is.
+pub fn threads_note(t: &Typed) -> Option<String> {
+    // `-t 0` is refused with the configuration, in a line of its own.
+    let n = t.threads.filter(|n| *n > 0)?;
+    let among_abs = t.requests.is_some() || t.keepalive || t.connections.is_some();
+    (!t.duration && among_abs).then(|| {
+        format!("-t {n} is {n} worker threads here, not ab's -t (a time limit): that is -d {n}s")
+    })
+}
+
 /// Flags that ab's, wrk's and httperf's users type out of habit and that loadlab does anyway,
 /// as given: accepted, with a note on what loadlab does instead, rather than refused.
 #[derive(Debug, Clone, Copy, Default)]
@@ -211,6 +225,27 @@ mod tests {
         for (t, says) in cases {
             let refusal = check(&t).expect_err(says);
             assert!(refusal.contains(says), "{t:?}: {refusal}");
+        }
+    }
+
+    /// ab's `ab -t 2 -n 100 -c 4 -k` runs; what `-t 2` is and ab's time limit are said.
+    #[test]
+    fn ab_flags_around_t_without_d_have_t_said_as_threads() {
+        let said = "-t 2 is 2 worker threads here, not ab's -t (a time limit): that is -d 2s";
+        for t in [
+            Typed { threads: Some(2), requests: Some(100), ..typed() },
+            Typed { threads: Some(2), keepalive: true, ..typed() },
+            Typed { threads: Some(2), connections: Some(4), ..typed() },
+        ] {
+            assert_eq!(check(&t), Ok(()), "{t:?}");
+            assert_eq!(threads_note(&t).as_deref(), Some(said), "{t:?}");
+        }
+        for quiet in [
+            Typed { threads: Some(2), connections: Some(4), duration: true, ..typed() },
+            Typed { threads: Some(2), ..typed() },
+            Typed { connections: Some(4), keepalive: true, ..typed() },
+        ] {
+            assert_eq!(threads_note(&quiet), None, "{quiet:?}");
         }
     }
 }
