@@ -96,10 +96,14 @@ impl Control {
         self.stop_now();
     }
 
-    /// Stops the run now, remembering when; whether a stop had already been asked for.
+    /// Stops the run now, remembering when; whether a stop had already been asked for. The
+    /// first stop is the one remembered: a second Ctrl-C must not move the schedule's end later
+    /// and so count the arrivals due between the two as never sent.
     pub fn stop_now(&self) -> bool {
-        *self.stopped_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
-            Some(std::time::Instant::now());
+        self.stopped_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get_or_insert_with(std::time::Instant::now);
         self.stop.swap(true, Ordering::Relaxed)
     }
 
