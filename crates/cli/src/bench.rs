@@ -85,11 +85,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
     if let Some(note) = loadlab_runner::commands::bench::habits::threads_note(&typed) {
         eprintln!("loadlab: note: {note}");
     }
-    if args.habits.keepalive && args.request.asks_close() {
-        let both = "-k keeps connections alive and -H 'Connection: close' closes each after one \
-                    request (--no-keepalive): give one of them";
-        return Err(Failure::usage(both).into());
-    }
     for note in args.habits.anyway().notes() {
         eprintln!("loadlab: note: {note}");
     }
@@ -213,6 +208,7 @@ fn typed(args: &BenchArgs) -> loadlab_runner::commands::bench::habits::Typed<'_>
         duration: args.load.duration.is_some(),
         threads: args.request.threads,
         keepalive: args.habits.keepalive,
+        closes: args.request.asks_close(),
         method: &args.request.method,
         http2: args.request.protocol.http2,
         cpus: loadlab_engine::sys::allowed_cpus().len(),

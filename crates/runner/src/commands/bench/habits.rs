@@ -29,6 +29,8 @@ pub struct Typed<'a> {
     pub threads: Option<usize>,
     /// Whether ab's `-k` was given.
     pub keepalive: bool,
+    /// Whether a `-H` asks for `Connection: close` (which means `--no-keepalive`).
+    pub closes: bool,
     /// `-m`.
     pub method: &'a str,
     /// Whether `--http2` was given.
@@ -42,7 +44,19 @@ pub fn check(t: &Typed) -> Result<(), String> {
     httperf(t)?;
     wrk2(t)?;
     h2load(t)?;
-    ab(t)
+    ab(t)?;
+    keepalive_and_close(t)
+}
+
+/// ab's `-k` keeps connections alive while `-H 'Connection: close'` (wrk's way) closes each
+/// after one request: the two ask for opposite tests, so neither is guessed.
+fn keepalive_and_close(t: &Typed) -> Result<(), String> {
+    if t.keepalive && t.closes {
+        return Err("-k keeps connections alive and -H 'Connection: close' closes each after one \
+                    request (--no-keepalive): give one of them"
+            .into());
+    }
+    Ok(())
 }
 
 /// httperf's `--num-conns N --num-calls K --rate R` is N sessions of K requests at R new
@@ -193,6 +207,8 @@ mod tests {
             Typed { threads: Some(4), ..typed() },
             Typed { threads: Some(64), duration: true, ..typed() },
             Typed { method: "PATCH", ..typed() },
+            Typed { keepalive: true, ..typed() },
+            Typed { closes: true, ..typed() },
         ];
         for t in ok {
             assert_eq!(check(&t), Ok(()), "{t:?}");
@@ -247,5 +263,11 @@ mod tests {
         ] {
             assert_eq!(threads_note(&quiet), None, "{quiet:?}");
         }
+    }
+
+    #[test]
+    fn keep_alive_and_connection_close_together_are_refused_naming_both() {
+        let both = check(&Typed { keepalive: true, closes: true, ..typed() }).unwrap_err();
+        assert!(both.contains("-k") && both.contains("Connection: close"), "{both}");
     }
 }
