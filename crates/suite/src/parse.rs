@@ -84,10 +84,11 @@ impl Checker<'_> {
             Some(r) => self.at_least_one(r, "repetitions")?,
             None => DEFAULT_REPETITIONS,
         };
-        let warmup = match &raw.warmup {
-            Some(w) => self.duration(w, true)?,
-            None => Duration::ZERO,
-        };
+        // `--warmup`'s type, read from the top of the file (a table of its own keys: a bad
+        // value is refused at its line and column).
+        let warmup = toml::from_str::<loadlab_load::Warmup>(self.text)
+            .map_err(|e| invalid(self.text, self.file, e))?
+            .warmup;
         let client_cpus = raw.client_cpus.as_ref().map(|c| self.cpus(c)).transpose()?;
         let stack_cpus = raw.stack_cpus.as_ref().map(|c| self.cpus(c)).transpose()?;
 
@@ -438,17 +439,14 @@ impl Checker<'_> {
         }
     }
 
-    /// `10s`, `500ms`, `1m 30s`: the spelling `loadlab bench -d` takes.
+    /// `10s`, `500ms`, `1m 30s`: what `loadlab bench -d` takes, read by the same parser.
     fn duration(&self, s: &Spanned<String>, zero_ok: bool) -> Checked<Duration> {
-        match humantime::parse_duration(s.get_ref().trim()) {
+        match loadlab_load::parse_duration(s.get_ref()) {
             Ok(d) if d.is_zero() && !zero_ok => {
                 self.fail(s.span(), "the duration must be above zero")
             }
             Ok(d) => Ok(d),
-            Err(e) => self.fail(
-                s.span(),
-                format!("invalid duration {:?} ({e}); use e.g. 10s, 1m, 500ms", s.get_ref()),
-            ),
+            Err(e) => self.fail(s.span(), e),
         }
     }
 

@@ -15,7 +15,9 @@ pub struct RawSuite {
     #[serde(default)]
     pub description: String,
     pub repetitions: Option<Spanned<u32>>,
-    pub warmup: Option<Spanned<String>>,
+    /// Read into [`loadlab_load::Warmup`], `--warmup`'s type: here only known.
+    #[allow(dead_code)]
+    pub warmup: Option<serde::de::IgnoredAny>,
     pub interleave: Option<Spanned<bool>>,
     pub client_cpus: Option<Spanned<String>>,
     pub stack_cpus: Option<Spanned<String>>,

@@ -74,9 +74,8 @@ pub struct RequestFlags {
     /// ab's -T: the request's Content-Type header (with -p, -u or --body).
     #[arg(short = 'T', long = "content-type", value_name = "TYPE")]
     pub content_type: Option<String>,
-    /// Load applied before measuring, excluded from the results.
-    #[arg(long = "warmup", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
-    pub warmup: Duration,
+    #[command(flatten)]
+    pub warmup: loadlab_load::Warmup,
     /// Count responses with other status codes as failures (200, 200-299, 2xx, 200,304).
     #[arg(long = "expect-status", value_name = "CODES")]
     pub expect_status: Option<String>,
@@ -109,7 +108,7 @@ pub struct RequestFlags {
     #[arg(long = "over-capacity", value_enum, default_value_t = Policy::Refuse)]
     pub over_capacity: Policy,
     /// Seed for Poisson arrivals (the same seed and thread count repeat the same schedule).
-    #[arg(long = "seed", default_value_t = 1)]
+    #[arg(long = "seed", default_value_t = defaults::SEED)]
     pub seed: u64,
     /// No live progress line (sweep, which has none: no table on stderr with --format json).
     // Command line only: what the cli shows while the load runs.
@@ -155,7 +154,7 @@ impl RequestFlags {
             }
         }
         self.connection.apply(&mut config);
-        config.warmup = self.warmup;
+        config.warmup = self.warmup.warmup;
         config.seed = self.seed;
         if let Some(s) = &self.source_ips {
             config.source_ips = parse_ip_list(s).map_err(FlagError::Usage)?;
