@@ -6,6 +6,8 @@
 //! `#[serde(default)]` fills in). A setting only one of them has says so on its field (a
 //! `#[serde(skip)]` field is command line only).
 //!
+//! - [`Request`] and [`Expect`]: what is sent and what its answers must be, refused by
+//!   [`Setting`] as each [`Origin`] names it.
 //! - [`Connection`]: each connection's keep-alive and time bounds.
 //! - [`Warmup`]: the load before the measurement.
 //! - [`Protocol`]: TLS resumption and version, HTTP/2 and its streams.
@@ -18,12 +20,14 @@
 //! keys' positions, refuses a wrong value at its line and column first.
 
 mod duration;
+mod request;
 
 use std::time::Duration;
 
 use loadlab_engine::{BenchConfig, Pacing};
 
 pub use duration::parse_duration;
+pub use request::{read_body, Expect, Origin, Refusal, Request, Setting};
 
 /// Every default a load setting has, written once: the flags' `[default: ...]` and a suite key
 /// left out both come from here, the run's own (those [`BenchConfig::new`] starts from) from

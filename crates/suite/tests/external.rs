@@ -344,3 +344,21 @@ fn an_external_target_costs_a_verify_not_a_stack_start_in_the_estimate() {
         + EXTERNAL_VERIFY * 2;
     assert_eq!(e.total, expected);
 }
+
+/// A URL list's `method` and `headers` are what its lines leave out: checked as a single
+/// request's are, each at its key, before anything runs.
+#[test]
+fn a_url_lists_method_and_headers_are_checked_as_a_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("urls.txt"), "/a\nweight=3 /b\n").unwrap();
+    let file = dir.path().join("s.toml").display().to_string();
+    let list = MIXED.replace("path = \"/robots.txt\"", "urls = \"urls.txt\"");
+    let suite = parse(&list, &file).unwrap_or_else(|e| panic!("{e}"));
+    let shop = suite.workloads[1].request.as_ref().unwrap();
+    assert_eq!(shop.spec.headers.len(), 2);
+    assert!(shop.urls.is_some());
+    let text = list.replace("\"X-Test: 1\"", "\"Content-Length: 9\"");
+    fails_in(&file, &text, "\"Content-Length: 9\"", "Content-Length is set from the body");
+    let text = list.replace("name = \"robots gzip\"", "name = \"robots gzip\"\nmethod = \"GE T\"");
+    fails_in(&file, &text, "\"GE T\"", "method: invalid method \"GE T\"");
+}

@@ -6,7 +6,7 @@ use loadlab_engine::{Level, Stop};
 use loadlab_load::defaults;
 use toml::Spanned;
 
-use super::{invalid, parse_sweep, Checked, Checker};
+use super::{parse_sweep, Checked, Checker};
 use crate::raw::{ModelName, RawLoad, RawLoadSettings, RawWorkload};
 use crate::suite::{Load, Points};
 
@@ -60,8 +60,7 @@ impl Checker<'_> {
             raw.get_ref().iter().map(|l| self.load(l, &names)).collect::<Checked<_>>()?;
         // Each entry's keys checked at their positions, the settings that are bench's flags
         // are read into their own types, serde's defaults being the flags'.
-        let settings: RawLoadSettings =
-            toml::from_str(self.text).map_err(|e| invalid(self.text, self.file, e))?;
+        let settings: RawLoadSettings = self.shared()?;
         for (load, s) in loads.iter_mut().zip(settings.loads) {
             (load.connection, load.protocol, load.schedule) =
                 (s.connection, s.protocol, s.schedule);
