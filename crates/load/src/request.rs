@@ -245,6 +245,39 @@ mod tests {
         assert_eq!(Expect::default().validation(Origin::Suite).unwrap(), None);
     }
 
+    /// Each setting's names are its flag's, as clap defines it, and its key's, as serde reads
+    /// it: the refusals cannot name a flag or key that is not there.
+    #[test]
+    fn every_setting_is_named_as_clap_and_serde_name_it() {
+        use clap::Args as _;
+        let command = Expect::augment_args(Request::augment_args(clap::Command::new("t")));
+        let flags: Vec<String> = command
+            .get_arguments()
+            .flat_map(|a| {
+                let short = a.get_short().map(|c| format!("-{c}"));
+                short.into_iter().chain(a.get_long().map(|l| format!("--{l}")))
+            })
+            .collect();
+        let settings = [
+            (Setting::Method, "\"PUT\""),
+            (Setting::Header(0), "[\"A: 1\"]"),
+            (Setting::Body, "\"b\""),
+            (Setting::BodyString, "\"b\""),
+            (Setting::ExpectStatus, "200"),
+            (Setting::ExpectBodySha256, "\"b\""),
+            (Setting::ExpectContains, "\"b\""),
+        ];
+        for (setting, value) in settings {
+            let flag = setting.name(Origin::Flags);
+            assert!(flags.iter().any(|f| f == flag), "{flag} is not a flag: {flags:?}");
+            let table = format!("{} = {value}", setting.name(Origin::Suite));
+            let request: Request = toml::from_str(&table).unwrap();
+            let expect: Expect = toml::from_str(&table).unwrap();
+            let read = request != Request::default() || expect != Expect::default();
+            assert!(read, "{table:?} is read into neither type");
+        }
+    }
+
     #[test]
     fn a_body_is_a_file_relative_to_the_directory_or_inline_not_both() {
         let dir = tempfile::tempdir().unwrap();
