@@ -1,10 +1,12 @@
 //! One definition of a load's settings, below both the command line and the suite format:
-//! each setting that `bench`/`sweep` take as a flag and a suite's `[[loads]]` as a key is one
-//! field here, parsed by clap (derive) and deserialized by serde (a `[[loads]]` entry, the keys
-//! named as the fields) into the same type, with its default defined once: clap's attribute,
-//! whose value a key left out takes as well ([`unflagged`] is each type's `Default`, which
-//! `#[serde(default)]` fills in). A setting only one of them has says so on its field (a
-//! `#[serde(skip)]` field is command line only).
+//! each setting that `bench`/`sweep` take as a flag and a suite as a key (of `[[loads]]`, of
+//! `[[workloads]]`, or the top-level `warmup`) is one field here, parsed by clap (derive) and
+//! deserialized by serde (the keys named as the fields, or renamed on them) into the same
+//! type, with its default defined once: clap's attribute, whose value a key left out takes as
+//! well ([`unflagged`] is each type's `Default`, which `#[serde(default)]` fills in), the run's
+//! own named from the engine's [`loadlab_engine::defaults`]. A setting only one of them has
+//! says so on its field (a `#[serde(skip)]` field is command line only), a rule only one of
+//! them has in [`Origin`].
 //!
 //! - [`Request`] and [`Expect`]: what is sent and what its answers must be, refused by
 //!   [`Setting`] as each [`Origin`] names it.
@@ -16,8 +18,8 @@
 //! - [`parse_duration`]: durations as the flags and the suite file spell them.
 //!
 //! The runner lowers these into the engine's configuration (`loadlab_runner::commands::bench::flags`);
-//! the suite reads each `[[loads]]` entry into these types and, with its own mirror of the
-//! keys' positions, refuses a wrong value at its line and column first.
+//! the suite reads its entries into these types and, with its own mirror of the keys'
+//! positions, refuses a wrong value at its line and column.
 
 mod duration;
 mod request;
