@@ -14,7 +14,7 @@ use loadlab_stats::slo::Slo;
 use toml::Spanned;
 
 use crate::error::SuiteError;
-use crate::raw::{RawExpects, RawQuick, RawRequests, RawStack, RawSuite, RawWorkload};
+use crate::raw::{RawQuick, RawStack, RawSuite, RawWorkload, Workloads};
 use crate::suite::{selected, why_not, Quick, StackSpec, Suite, WorkloadSpec, DEFAULT_REPETITIONS};
 
 mod load;
@@ -95,8 +95,9 @@ impl Checker<'_> {
         let warmup = self.shared::<loadlab_load::Warmup>()?.warmup;
         // What each workload sends and expects, read now so that a wrong type is refused
         // before any check, as the file's other types are.
-        let (requests, expects) = (self.shared::<RawRequests>()?, self.shared::<RawExpects>()?);
-        let asked: Vec<_> = requests.workloads.into_iter().zip(expects.workloads).collect();
+        let requests = self.shared::<Workloads<Request>>()?.workloads;
+        let expects = self.shared::<Workloads<Expect>>()?.workloads;
+        let asked: Vec<_> = requests.into_iter().zip(expects).collect();
         let client_cpus = raw.client_cpus.as_ref().map(|c| self.cpus(c)).transpose()?;
         let stack_cpus = raw.stack_cpus.as_ref().map(|c| self.cpus(c)).transpose()?;
 

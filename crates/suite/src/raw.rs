@@ -150,7 +150,7 @@ pub struct RawWorkload {
     /// A custom request's path (and query); `name` is then its label.
     pub path: Option<Spanned<String>>,
     // method, headers, body, body_file and the expect_* keys are bench's flags: each value is
-    // read into `loadlab_load`'s Request and Expect ([`RawRequests`]); here each key is known
+    // read into `loadlab_load`'s Request and Expect ([`Workloads`]); here each key is known
     // with its position, for the checks and for a refusal of its value.
     pub method: Option<Spanned<IgnoredAny>>,
     pub headers: Option<Vec<Spanned<IgnoredAny>>>,
@@ -204,50 +204,33 @@ pub struct RawLoad {
     pub conns: Option<Spanned<u64>>,
     pub duration: Option<Spanned<String>>,
     // keepalive, timeout, arrival, max_connections, streams and tls_resume are bench's flags:
-    // each value is read into [`LoadSettings`]; here each key is known (a misspelt one is
-    // refused, and the keys are listed in this order) with its position for the checks.
-    pub keepalive: Option<Spanned<bool>>,
+    // each value is read into `loadlab_load`'s Connection, Protocol and Schedule
+    // ([`Loads`]); here each key is known (a misspelt one is refused, and the keys are listed
+    // in this order) with its position for the checks.
+    pub keepalive: Option<Spanned<IgnoredAny>>,
     pub accept_encoding: Option<Spanned<String>>,
-    pub timeout: Option<Spanned<String>>,
-    pub arrival: Option<Spanned<loadlab_load::Arrival>>,
-    pub max_connections: Option<Spanned<u32>>,
-    pub streams: Option<Spanned<u32>>,
+    pub timeout: Option<Spanned<IgnoredAny>>,
+    pub arrival: Option<Spanned<IgnoredAny>>,
+    pub max_connections: Option<Spanned<IgnoredAny>>,
+    pub streams: Option<Spanned<IgnoredAny>>,
     /// A bool has nothing to check.
     #[allow(dead_code)]
-    pub tls_resume: Option<Spanned<bool>>,
+    pub tls_resume: Option<IgnoredAny>,
 }
 
-/// What a `[[loads]]` entry sets of `bench`'s flags, deserialized into their own types (each
-/// key left out at the flag's default) from the same entry [`RawLoad`] reads with positions
-/// for the checks; the other keys are RawLoad's alone.
+/// The suite file's `[[loads]]` as one of `bench`'s flag types `T` reads them (each key left
+/// out at the flag's default), every other key left to [`RawLoad`]: each entry a table of its
+/// own (not flattened), so a wrong value is refused at its line and column.
 #[derive(Debug, Deserialize)]
-pub struct LoadSettings {
-    #[serde(flatten)]
-    pub connection: loadlab_load::Connection,
-    #[serde(flatten)]
-    pub protocol: loadlab_load::Protocol,
-    #[serde(flatten)]
-    pub schedule: loadlab_load::Schedule,
+pub struct Loads<T> {
+    pub loads: Vec<T>,
 }
 
-/// The suite file's `[[loads]]` as [`LoadSettings`], every other key left to [`RawSuite`].
+/// The suite file's `[[workloads]]` as one of `bench`'s flag types reads them, as [`Loads`],
+/// every other key left to [`RawWorkload`].
 #[derive(Debug, Deserialize)]
-pub struct RawLoadSettings {
-    pub loads: Vec<LoadSettings>,
-}
-
-/// The suite file's `[[workloads]]` as `bench`'s request flags read them, every other key left
-/// to [`RawWorkload`]: each entry a table of its own (not flattened), so a wrong value is
-/// refused at its line and column.
-#[derive(Debug, Deserialize)]
-pub struct RawRequests {
-    pub workloads: Vec<loadlab_load::Request>,
-}
-
-/// The suite file's `[[workloads]]` as `bench`'s `--expect-*` read them, as [`RawRequests`].
-#[derive(Debug, Deserialize)]
-pub struct RawExpects {
-    pub workloads: Vec<loadlab_load::Expect>,
+pub struct Workloads<T> {
+    pub workloads: Vec<T>,
 }
 
 /// `[quick]`: how `--quick` shrinks the suite.

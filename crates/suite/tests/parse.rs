@@ -310,3 +310,23 @@ fn durations_read_as_the_flags_read_them() {
     let suite = parse(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(suite.warmup, loadlab_load::Warmup::default().warmup, "--warmup's default");
 }
+
+/// The keys of `[[loads]]` that are `bench`'s flags, read into the flags' types: a wrong
+/// value is refused at its key, by the type or by the suite's bound.
+#[test]
+fn a_loads_flag_settings_are_refused_at_their_keys() {
+    let with = |line: &str| GOOD.replace("arrival = \"poisson\"", line);
+    fails_on(&with("arrival = \"fast\""), "\"fast\"", "unknown variant `fast`");
+    fails_on(&with("timeout = 5"), "5\naccept", "invalid type: integer `5`, expected a string");
+    fails_on(&with("timeout = \"soon\""), "\"soon\"", "invalid duration \"soon\"");
+    fails_on(&with("timeout = \"0s\""), "\"0s\"", "the duration must be above zero");
+    fails_on(&with("max_connections = 0"), "0\naccept", "max_connections must be at least 1");
+    fails_on(&with("max_connections = -1"), "-1\naccept", "invalid value: integer `-1`");
+    fails_on(&with("streams = 0"), "0\naccept", "streams must be at least 1");
+    fails_on(
+        &with("keepalive = \"no\""),
+        "\"no\"",
+        "invalid type: string \"no\", expected a boolean",
+    );
+    fails_on(&with("tls_resume = 1"), "1\naccept", "invalid type: integer `1`, expected a boolean");
+}
