@@ -93,9 +93,7 @@ fn vegeta(words: &[&str], attack: bool) -> String {
     let url = url(words);
     let load = match rate {
         // vegeta's -rate=0 sends as fast as its workers can: the closed loop.
-        Some(0.0) => {
-            "-c N (N connections, each sending when the last answer came)".into()
-        }
+        Some(0.0) => "-c N (N connections, each sending when the last answer came)".into(),
         Some(r) => format!("--rate {}", number(r)),
         None => "--rate R".to_string(),
     };
