@@ -110,6 +110,10 @@ fn open_loop_agents_send_exactly_the_single_host_arrivals() {
     assert_eq!(own["share"]["agent"], "agent 1 of 2", "{own:#}");
     assert_eq!(own["share"]["test_offered_rps"], 400.0);
     assert!(json(&outs[0]).get("share").is_none(), "agent 0 reports the whole");
+    // Every agent keeps its intervals for agent 0's merge: no --hdr-log was asked for.
+    for o in &outs {
+        assert_eq!(json(o)["config"]["hdr_log"], false, "{:#}", json(o)["config"]);
+    }
     let warned = own["warnings"].as_array().expect("warnings");
     assert!(
         !warned.iter().any(|w| w.as_str().unwrap().contains("below the offered")),

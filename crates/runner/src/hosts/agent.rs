@@ -113,6 +113,8 @@ pub fn run(
     let late = result.start_late.as_nanos() as u64;
     let share = mine.config.share;
     across::own_share(&mut result, share);
+    // The intervals were kept for agent 0's merge; the report echoes the flag as given.
+    mine.config.hdr_log = whole.config.hdr_log;
     let mut judged = judge(mine, address, result, capped);
     let test_offered_rps = whole.config.pacing.offered_rps();
     judged.report.share = Some(OwnShare { agent: across::share_label(share), test_offered_rps });
