@@ -78,6 +78,10 @@ fn metrics(config: &BenchConfig, r: &BenchResult, report: &Report) -> BTreeMap<S
     put(metric::COMPLETED, report.requests.completed as f64);
     put(metric::FAILED, report.requests.failed as f64);
     put(metric::NON_2XX, report.not_2xx.0 as f64);
+    let asked = report.not_2xx.0 - crate::judge::trust::unasked_not_2xx(&r.tally);
+    if asked > 0 {
+        put(metric::NON_2XX_ASKED, asked as f64);
+    }
     put(metric::ERRORS, report.requests.failed as f64);
     put(metric::BYTES, report.bytes.total as f64);
     put(metric::BYTES_BODY, report.bytes.body as f64);
