@@ -304,7 +304,7 @@ mod seconds_tests {
         Second {
             second: n,
             partial_s: None,
-            offered: 10,
+            offered: Some(10),
             achieved: 10,
             completed: 10,
             failed: 0,

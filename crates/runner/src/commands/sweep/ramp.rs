@@ -93,7 +93,7 @@ pub fn points(seconds: &[Second]) -> Vec<StepPoint> {
         .map(|s| {
             let ended = (s.completed + s.failed).max(1) as f64;
             StepPoint {
-                offered_rps: s.offered as f64,
+                offered_rps: s.offered.unwrap_or(0) as f64,
                 achieved_rps: s.completed as f64,
                 error_ratio: s.failed as f64 / ended,
                 p99_us: s.p99_us.unwrap_or(0),
@@ -198,7 +198,7 @@ mod tests {
         Second {
             second: s,
             partial_s: None,
-            offered,
+            offered: Some(offered),
             achieved: offered,
             completed,
             failed: 0,
@@ -238,7 +238,7 @@ mod tests {
         let mut rows: Vec<Second> =
             (0..6u32).map(|s| second(s, 100 * u64::from(s + 1), 0)).collect();
         for r in rows.iter_mut() {
-            r.completed = r.offered;
+            r.completed = r.offered.unwrap_or(0);
         }
         rows[3].flags = vec![Flag::ClientStarved];
         rows[4].completed = 10;
