@@ -267,6 +267,12 @@ fn on_agent_loss_continue_goes_on_and_marks_the_steps_without_it_partial() {
     // Step 3: 450 req/s for 4 s, agent 1's third (600) due and not sent.
     let short = not_sent(&steps[2]);
     assert!(short.abs_diff(600) <= 10, "step 3 not sent {short}: {:#}", steps[2]);
+    // The step's own never sent is that shortfall too, the lost agent's share in it.
+    let sent_of = |s: &Value, k: &str| -> u64 {
+        s["partial"]["shortfall"].as_array().unwrap().iter().map(|x| x[k].as_u64().unwrap()).sum()
+    };
+    let whole = sent_of(&steps[2], "due").saturating_sub(sent_of(&steps[2], "sent"));
+    assert_eq!(steps[2]["not_sent"].as_u64(), Some(whole), "{:#}", steps[2]);
     let completed = steps[2]["completed"].as_u64().unwrap();
     assert!(completed.abs_diff(1_200) <= 10, "agents 0 and 2 kept their shares: {completed}");
     assert_eq!(merged["knee"]["steps_judged"], 1, "partial steps are not judged: {merged:#}");

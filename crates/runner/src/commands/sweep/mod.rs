@@ -129,7 +129,7 @@ impl Step {
             groups.push("INTERRUPTED: not judged".to_owned());
         } else if let Some(p) = &self.partial {
             let lost: Vec<String> = p.lost.iter().map(|l| l.index.to_string()).collect();
-            let not_sent: u64 = p.shortfall.iter().map(|s| s.not_sent).sum();
+            let not_sent = p.not_sent();
             groups.push(format!(
                 "PARTIAL: agent {} lost, {not_sent} due not sent; not judged",
                 lost.join(", ")
@@ -481,6 +481,10 @@ fn run_step(
         .map(|s| s.judge(&crate::judge::slo::figures(&config, &result)));
     let stopped = measure.stopped();
     step.partial = conduct.partial();
+    // One account of what was never sent: the lost agents' share counts, as in the shortfall.
+    if let Some(p) = step.partial.as_ref().filter(|_| plan.calls.is_none()) {
+        step.not_sent = p.not_sent();
+    }
     Ok((step, stopped))
 }
 
