@@ -97,6 +97,11 @@ pub struct Report {
     /// this says what the test is short of (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partial: Option<crate::hosts::across::Partial>,
+    /// `--agents N` on any agent but agent 0: this report is that agent's share of the test
+    /// (its `rate.offered_rps` its share of the schedule), beside the whole test's offered
+    /// rate; agent 0 reports the whole (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share: Option<crate::hosts::across::OwnShare>,
     /// `--agents N`: the largest start skew, an upper bound, microseconds (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_skew_us: Option<f64>,
@@ -435,6 +440,7 @@ impl Report {
             agents: None,
             agent_lost: None,
             partial: None,
+            share: None,
             start_skew_us: None,
             seconds: cfg.shape.is_some().then(|| crate::judge::seconds::of(cfg, r)),
         };
