@@ -302,9 +302,11 @@ impl Clock {
         let started = config.start_at.map_or_else(start::now, start::at);
         let (start, wall_start) = (started.origin, started.wall);
         let measure_start = start + config.warmup;
+        // A counted run ends when its count is done, or under a shape (counted visits) at the
+        // shape's end if that comes first.
         let end = match config.stop {
             Stop::Duration(d) => Some(measure_start + d),
-            Stop::Count(_) => None,
+            Stop::Count(_) => config.shape.as_ref().map(|s| measure_start + s.duration()),
         };
         (Clock { start, wall_start, measure_start, end }, started.late)
     }

@@ -220,6 +220,7 @@ impl VisitWorker {
             if let Some(s) = self.schedule.as_mut() {
                 s.pop();
             }
+            self.books.arrival_due(self.spec.measure_start, due);
             self.begin_visit(due, measured, now);
         }
     }
@@ -633,8 +634,7 @@ impl VisitWorker {
             self.visitors.iter().flatten().filter(|v| v.measured).count() as u64;
         if let Some(schedule) = self.schedule.as_mut().filter(|_| !self.budget_spent) {
             let until = self.control.schedule_end(end_at);
-            self.books.tally.not_sent +=
-                schedule.drain_before(self.spec.measure_start, until, |_| {});
+            self.books.never_sent(schedule, self.spec.measure_start, until);
         }
         if !self.spec.validation.keep_answer {
             // Kept for the visits' checks and captures only, not a verify's answer.

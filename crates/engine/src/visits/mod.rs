@@ -2,7 +2,7 @@
 //! connections: httperf's `--wsesslog` sessions, `--view`'s page views, and visit
 //! files' steps (`--visits`, `steps`), whose visitors carry a cookie jar and captured values
 //! from one answer to the next request (`carry`). Visitors arrive on the run's schedule
-//! (`Pacing::Sessions`: `--rate` counts visits) or, for a visit file, as a closed population
+//! (`Pacing::Sessions`: `--rate` counts visits) or as a closed population
 //! (`Pacing::Closed`: `-c` visitors, each starting its next visit when one ends); the budget
 //! counts visits.
 //!
@@ -358,23 +358,21 @@ impl Plan {
 /// A shared plan, as the configuration carries it.
 pub type SharedPlan = Arc<Plan>;
 
-/// What a run of visits needs of its configuration: visitors arriving on a schedule (or, for a
-/// visit file, a closed population), with their own requests as the run's list. Any protocol
-/// does: HTTP/1.1 in the clear or over TLS, HTTP/2 over TLS (ALPN) or in the clear (h2c).
+/// What a run of visits needs of its configuration: visitors arriving on a schedule, or a
+/// closed population of them (`-c` visitors, each starting its next visit when one ends), with
+/// their own requests as the run's list. Any protocol does: HTTP/1.1 in the clear or over TLS,
+/// HTTP/2 over TLS (ALPN) or in the clear (h2c).
 pub(crate) fn check(
     plan: &Plan,
     pacing: &crate::Pacing,
     traffic: &crate::Traffic,
 ) -> Result<(), EngineError> {
     let refuse = |m: &str| Err(EngineError::Config(m.to_string()));
-    match pacing {
-        crate::Pacing::Sessions { .. } => {}
-        crate::Pacing::Closed if plan.render.is_some() => {}
-        _ => {
-            return refuse(
-                "visits arrive at a rate: --wsesslog and --view need --rate (visits per second)",
-            )
-        }
+    if let crate::Pacing::Open { .. } = pacing {
+        return refuse(&format!(
+            "{}: visits arrive as sessions (Pacing::Sessions) or as a closed population",
+            plan.file
+        ));
     }
     if !matches!(traffic, crate::Traffic::Mix(_)) {
         return refuse("visits carry their own requests: --urls and --replay have no meaning");

@@ -140,9 +140,10 @@ impl View {
         self.plan.view.as_ref().expect("a view's plan")
     }
 
-    /// Makes `config` run views at `rate` a second (with a repeat view, visitors: each makes
-    /// two views); its stop condition counts visitors.
-    pub fn apply(mut self, config: &mut BenchConfig, rate: f64, arrival: Arrival) {
+    /// Makes `config` run views at `rate` a second or, without a rate, by a closed population
+    /// of `config.connections` viewers, each starting its next view when one ends (with a
+    /// repeat view, visitors: each makes two views); its stop condition counts visitors.
+    pub fn apply(mut self, config: &mut BenchConfig, rate: Option<f64>, arrival: Arrival) {
         // Each run's handshakes start anew, as its target's do: a suite's cells share the view,
         // not the sessions an earlier cell resumed.
         self.plan.origins.fresh_sessions(config.tls.resume);

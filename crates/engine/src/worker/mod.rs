@@ -247,13 +247,9 @@ impl Worker {
             self.refused_at_end + self.conns.iter().map(Conn::measured_in_flight).sum::<u64>();
         self.account_second();
         if let (Some(schedule), false) = (self.schedule.as_mut(), self.budget_spent) {
-            // Arrivals due in the measured window that never went out: the schedule was not
-            // kept, and the report must say by how much. Each is offered in its second.
             // Those due after a stop was asked for were not due in the run.
-            let (start, until) = (self.spec.measure_start, self.control.schedule_end(end_at));
-            let series = &mut self.books.tally.series;
-            self.books.tally.not_sent += schedule
-                .drain_before(start, until, |due| series.at(second_of(start, due)).due += 1);
+            let until = self.control.schedule_end(end_at);
+            self.books.never_sent(schedule, self.spec.measure_start, until);
         }
         let measure_start = self.spec.measure_start;
         WorkerReport {
@@ -324,9 +320,7 @@ impl Worker {
             let schedule = self.schedule.as_mut().expect("dispatch has a schedule");
             let (this, entry) = schedule.pop();
             let next = schedule.peek();
-            if this >= self.spec.measure_start {
-                self.books.tally.series.at(second_of(self.spec.measure_start, this)).due += 1;
-            }
+            self.books.arrival_due(self.spec.measure_start, this);
             if let Pacing::Sessions { calls, .. } = self.spec.pacing {
                 self.conns[idx].calls_left = calls;
                 self.conns[idx].calls_unstarted = calls;
