@@ -1,6 +1,6 @@
-//! What every loop that holds connection slots (the request loop's `worker`, the visits'
-//! `visits::driver`) gives the connection machinery ([`Slots`]): a slot's connection with the
-//! loop's buffer, tallies and counters, borrowed together ([`Parts`]). On it stand the
+//! What the worker's loop, which holds the connection slots whatever its load (requests or
+//! visits), gives the connection machinery ([`Slots`]): a slot's connection with the loop's
+//! buffer, tallies and counters, borrowed together ([`Parts`]). On it stand the
 //! HTTP/1.1 path ([`Plain`](crate::plain::Plain)) and the HTTP/2 one
 //! ([`Multiplexed`](crate::multiplexed::Multiplexed)); opening and closing a socket, and its
 //! TLS handshake, are here, common to both.

@@ -8,20 +8,19 @@
 //!
 //! The plan ([`Plan`]) is fixed before the run: every distinct request of the visits becomes
 //! an entry of a URL list ([`Mix`]), encoded once into the run's table like any list, so each
-//! path has its own figures and a call is only an index. The driver (`driver`) is an event
-//! loop of its own beside the request loop (`worker`): a visit's state (its burst, the calls
-//! in flight, its think time) has no place in that loop's slots, and keeping it out leaves the
-//! plain path as it was. What it records goes into the same [`Tally`](crate::Tally), plus the
-//! visits' own figures ([`SessionTally`], a visit file's steps among them). A visit file's
-//! request is rendered per visitor (its own bytes); the table's entry is then only where its
-//! figures go.
+//! path has its own figures and a call is only an index. The visits are one source of the
+//! worker's requests (`worker::visits`): the worker's loop, slots and connection paths carry
+//! their calls, and a visit's state (its burst, the calls in flight, its think time) is kept
+//! beside the worker's slots. What it records goes into the same
+//! [`Tally`](crate::Tally), plus the visits' own figures ([`SessionTally`], a visit file's
+//! steps among them). A visit file's request is rendered per visitor (its own bytes); the
+//! table's entry is then only where its figures go.
 //!
 //! Latency: a burst's first call counts from when it was due: the visit's arrival for the
 //! first burst (corrected for coordinated omission), the end of the think time for the others;
 //! the burst's other calls from the first call's answer. Think time is never latency.
 
-mod carry;
-mod driver;
+pub(crate) mod carry;
 mod steps;
 mod view;
 mod weighted;
@@ -31,7 +30,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use crate::session_tally::{SessionTally, StepFailure, StepTally};
-pub(crate) use driver::VisitWorker;
 pub use view::{View, ViewPlan, ViewResource, ViewTimes};
 pub use wsesslog::Wsesslog;
 

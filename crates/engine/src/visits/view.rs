@@ -315,7 +315,7 @@ impl Origins {
                 .map_or(0, |i| i + 1)
         };
         let client = match self.used.iter().any(|o| o.tls.is_some()) {
-            // The run's protocol on every other origin: with --http2 the visits loop opens an
+            // The run's protocol on every other origin: with --http2 a visitor's slot opens an
             // HTTP/2 session on each connection, so an https origin is offered h2 by ALPN (and
             // one that does not take it is refused at the preflight above, naming it).
             true => Some(crate::tls::client_config(tls, h2).map_err(EngineError::Config)?),

@@ -2,17 +2,20 @@
 //! read buffer and its recorders. Nothing here is shared with other workers except the request
 //! budget, taken in chunks, and relaxed progress counters, published once per loop turn.
 //!
-//! The loop is the same for every load model and protocol; [`Pacing`] decides only what a
-//! slot does when it becomes free (send again at once, go back to the idle pool, or close),
-//! and whether scheduled arrivals are dispatched. Over HTTP/2 a slot is a connection whose
-//! requests are streams (`multiplex`); a request's outcome enters the tallies the same way
-//! whatever carried it (`Exchange`). All socket system calls live in `Conn::{connect,
-//! finish_connect, write_request}` and the connection paths the visits' loop shares
-//! (`plain::Plain`'s read, `multiplexed::Multiplexed`'s read and flush), so another I/O
-//! backend (io_uring) can replace them without touching the accounting.
+//! The loop is the same for every load model and protocol, and so are its slots; the source
+//! of the next request is the only part that differs. [`Pacing`] decides what a slot does when
+//! it becomes free (send again at once, go back to the idle pool, or close), and whether
+//! scheduled arrivals are dispatched; a run of visits (`visits`: sessions, page views, visit
+//! files) is a source of its own, its visitors' calls going on the same slots, paths, schedule
+//! and budget. Over HTTP/2 a slot is a connection whose requests are streams (`multiplex`); a
+//! request's outcome enters the tallies the same way whatever carried it (`Exchange`). All
+//! socket system calls live in `Conn::{connect, finish_connect, write_request}` and the
+//! connection paths (`plain::Plain`'s read, `multiplexed::Multiplexed`'s read and flush), so
+//! another I/O backend (io_uring) can replace them without touching the accounting.
 
 pub(crate) mod event_loop;
 mod multiplex;
+mod visits;
 
 use std::io;
 use std::net::SocketAddr;
@@ -40,6 +43,7 @@ use crate::timer::Timer;
 use crate::{Control, ErrorClass, Protocol};
 pub(crate) use event_loop::EventLoop;
 use event_loop::{publish, Clocked, Seconds, TIMER};
+pub(crate) use visits::Visits;
 
 /// Size of the worker's single read buffer. Connections share it, so memory does not grow
 /// with the connection count; a head that spans reads is kept by the connection's parser.
@@ -108,6 +112,9 @@ pub(crate) struct Worker {
     /// more should rest as soon as their request ends.
     parked: Vec<usize>,
     to_park: usize,
+    /// A run of visits: the visitors, whose calls are this worker's requests (what a slot's
+    /// answer means and when the next request goes are theirs); `None` for requests alone.
+    visits: Option<Box<Visits>>,
 }
 
 impl Worker {
@@ -115,18 +122,21 @@ impl Worker {
         spec: WorkerSpec,
         budget: Budget,
         schedule: Option<Schedule>,
+        visits: Option<Visits>,
         control: Arc<Control>,
         index: usize,
     ) -> io::Result<Worker> {
         let poll = Poll::new()?;
-        let timer = match schedule {
-            Some(_) => Some(Timer::new(poll.registry(), TIMER)?),
-            None => None,
+        // Visitors' think times are timed as arrivals are.
+        let timer = match schedule.is_some() || visits.is_some() {
+            true => Some(Timer::new(poll.registry(), TIMER)?),
+            false => None,
         };
         let tally = spec.tally(schedule.is_some());
         // Closed loop: every slot exists from the start. Otherwise slots are added as the
-        // schedule needs them, up to `connections`.
-        let initial = if spec.pacing == Pacing::Closed { spec.connections } else { 0 };
+        // schedule (or the visitors) need them, up to `connections`.
+        let closed = spec.pacing == Pacing::Closed && visits.is_none();
+        let initial = if closed { spec.connections } else { 0 };
         let mut worker = Worker {
             poll,
             conns: Vec::with_capacity(initial),
@@ -156,6 +166,7 @@ impl Worker {
             seconds: Seconds::new(spec.measure_start, control.live.enabled(), index),
             draining: Vec::with_capacity(initial),
             published: (0, 0),
+            visits: visits.map(Box::new),
             spec,
             control,
         };
@@ -165,17 +176,28 @@ impl Worker {
         Ok(worker)
     }
 
+    /// A new slot: its connection's parser, exchange and (HTTP/2) session, made as its load
+    /// needs them (visits: see [`Visits::connections`]).
     fn add_slot(&mut self) -> usize {
         let now = Instant::now();
         let mut parser = Parser::new(self.spec.limits);
         parser.capture_server();
-        let exchange = || Exchange::new(BodyCheck::new(&self.spec.validation), now);
-        let h2 = match self.spec.protocol {
-            Protocol::Http1 => None,
-            Protocol::Http2 { streams } => {
-                Some(Box::new(Session::new(streams, &self.spec.limits, exchange)))
-            }
+        let visiting = self.visits.as_deref().map(|v| v.connections(&self.spec.validation));
+        let (validation, streams, headers) = match &visiting {
+            Some((validation, streams, headers)) => (validation, *streams, *headers),
+            None => (&self.spec.validation, self.spec.protocol.streams(), false),
         };
+        if headers {
+            parser.capture_headers();
+        }
+        let exchange = || Exchange::new(BodyCheck::new(validation), now);
+        let h2 = self.spec.protocol.is_h2().then(|| {
+            let mut session = Session::new(streams, &self.spec.limits, exchange);
+            if headers {
+                session.capture_headers();
+            }
+            Box::new(session)
+        });
         let conn = Conn::new(parser, exchange(), h2, now);
         self.conns.push(conn);
         self.conns.len() - 1
@@ -184,7 +206,7 @@ impl Worker {
     /// The closed loop's slots start at once (under stages, every slot starts parked and the
     /// level opens what it asks for).
     fn start_closed_loop(&mut self, now: Instant) {
-        if self.spec.pacing != Pacing::Closed {
+        if self.spec.pacing != Pacing::Closed || self.visits.is_some() {
             return;
         }
         let start = if self.spec.levels.is_some() { 0 } else { self.conns.len() };
@@ -209,6 +231,9 @@ impl Worker {
                 return Some(end);
             }
         }
+        if let Some(visits) = self.visits.as_deref() {
+            return visits.done(self.budget_spent).then_some(self.books.last_event);
+        }
         let idle = || self.restart.is_empty() && !self.conns.iter().any(Conn::in_flight);
         (self.budget_spent && idle()).then_some(self.books.last_event)
     }
@@ -218,6 +243,11 @@ impl Worker {
     fn wait_for(&mut self, now: Instant, wake: Instant) -> Duration {
         if !self.restart.is_empty() {
             return Duration::ZERO;
+        }
+        if let (Some(at), Some(timer)) = (self.visits_wake(), self.timer.as_mut()) {
+            // Should arming fail, the sweep tick still wakes the loop, only later; the
+            // lateness is then measured like any other.
+            let _ = timer.arm(at);
         }
         let timeout = wake.saturating_duration_since(now);
         // The open loop's next send is near: sleep until it whatever becomes ready, then
@@ -250,6 +280,9 @@ impl Worker {
             // Those due after a stop was asked for were not due in the run.
             let until = self.control.schedule_end(end_at);
             self.books.never_sent(schedule, self.spec.measure_start, until);
+        }
+        if let Some(visits) = self.visits.take() {
+            visits.end_visits(&mut self.books.tally, self.spec.validation.keep_answer);
         }
         let measure_start = self.spec.measure_start;
         WorkerReport {
@@ -292,7 +325,7 @@ impl Worker {
     /// timer for the next one.
     fn dispatch(&mut self, now: Instant, until: Instant) {
         let Some(schedule) = self.schedule.as_ref() else { return };
-        if self.budget_spent {
+        if self.budget_spent || self.visits.is_some() {
             return;
         }
         let Some(mut due) = schedule.peek() else {
@@ -414,31 +447,51 @@ impl Worker {
         if measured && scheduled {
             self.record_late(now, due);
         }
+        self.send_or_connect(idx, now);
+    }
+
+    /// Slot `idx`'s request begun: written on its open connection, or a connection opened.
+    fn send_or_connect(&mut self, idx: usize, now: Instant) {
         let conn = &mut self.conns[idx];
         if conn.stream.is_some() {
             conn.state = State::Writing { sent: 0 };
-            self.write(idx, now);
-            return;
+            return self.write(idx, now);
         }
         if let Err(e) = self.open_connection(idx, now) {
-            self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now);
+            self.fail_io(idx, &e, now);
         }
     }
 
-    /// Starts connecting slot `idx` (its deadline the connect timeout from `now`).
+    /// Starts connecting slot `idx` (its deadline the connect timeout from `now`), counted
+    /// among the connections opened when its request is measured: to the target from the
+    /// run's source addresses in turn, or to a visitor's other origin (a page view's allowed
+    /// host) at its own address, over TLS when it is an `https` one. Over TLS every connection
+    /// shares its origin's one client configuration, so a new one resumes a session.
     fn open_connection(&mut self, idx: usize, now: Instant) -> io::Result<()> {
-        let source = (!self.spec.source_ips.is_empty()).then(|| {
-            let ip = self.spec.source_ips[self.source_next % self.spec.source_ips.len()];
-            self.source_next += 1;
-            SocketAddr::new(ip, 0)
-        });
-        let (addr, unix) = (self.spec.addr, self.spec.unix.as_deref());
-        let to = crate::conn::To { addr, unix, tls: self.spec.tls.as_ref() };
+        let other = self.visits.as_deref().and_then(|v| v.origin(idx));
+        let source = (other.is_none() && self.visits.is_none() && !self.spec.source_ips.is_empty())
+            .then(|| {
+                let ip = self.spec.source_ips[self.source_next % self.spec.source_ips.len()];
+                self.source_next += 1;
+                SocketAddr::new(ip, 0)
+            });
+        let to = match other {
+            Some(o) => crate::conn::To { addr: o.addr, unix: None, tls: o.tls.as_ref() },
+            None => crate::conn::To {
+                addr: self.spec.addr,
+                unix: self.spec.unix.as_deref(),
+                tls: self.spec.tls.as_ref(),
+            },
+        };
         let conn = &mut self.conns[idx];
         conn.connect(self.poll.registry(), Token(idx), to, source, self.stamped)?;
-        self.opened(idx, self.conns[idx].ex.measured, now);
+        let measured = self.conns[idx].ex.measured;
+        self.opened(idx, measured, now);
         self.connecting += 1;
         self.open_into_second();
+        if let Some(v) = self.visits.as_deref_mut().filter(|_| measured) {
+            v.count_connection();
+        }
         Ok(())
     }
 
@@ -470,6 +523,9 @@ impl Worker {
 
     /// A full response arrived on slot `idx`.
     fn complete(&mut self, idx: usize, now: Instant, must_close: bool) {
+        if self.visits.is_some() {
+            return self.complete_call(idx, now, must_close);
+        }
         if self.past_end(now) {
             return;
         }
@@ -497,6 +553,9 @@ impl Worker {
     /// The request on slot `idx` failed. In the closed loop its next one starts on the next
     /// loop turn; otherwise the slot is freed (a failed session ends, as in httperf).
     fn fail(&mut self, idx: usize, class: ErrorClass, errno: Option<i32>, now: Instant) {
+        if self.visits.is_some() {
+            return self.fail_call(idx, class, errno, now);
+        }
         if self.past_end(now) {
             // Its outcome falls after the window: the request stays unfinished. One refused
             // at once (no socket, no source address) as the last due arrivals go out never
@@ -522,7 +581,12 @@ impl Worker {
     /// Fails requests past their deadline and wakes slots whose backoff is over.
     fn sweep(&mut self, now: Instant) {
         for idx in 0..self.conns.len() {
-            if let State::Backoff(at) = self.conns[idx].state {
+            if let Some(visits) = self.visits.as_deref() {
+                // A visitor's slots rest until its visit ends; a slot no visitor holds waits.
+                if visits.unheld(idx) {
+                    continue;
+                }
+            } else if let State::Backoff(at) = self.conns[idx].state {
                 if now >= at {
                     self.conns[idx].state = State::Idle;
                     self.restart.push(idx);
@@ -603,7 +667,9 @@ impl EventLoop for Worker {
     }
 
     fn window_opens(&mut self) {
-        if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
+        if self.visits.is_some() {
+            self.carry_into_window();
+        } else if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
             self.adopt_warm_up();
         }
     }
@@ -613,7 +679,7 @@ impl EventLoop for Worker {
     }
 
     fn each_turn(&mut self, now: Instant) {
-        if self.spec.levels.is_some() {
+        if self.spec.levels.is_some() && self.visits.is_none() {
             self.follow_levels(now);
         }
     }
@@ -623,12 +689,17 @@ impl EventLoop for Worker {
     }
 
     fn drive(&mut self, now: Instant) {
-        // Failed slots start again here, outside the code that saw them fail.
-        std::mem::swap(&mut self.restart, &mut self.draining);
-        while let Some(idx) = self.draining.pop() {
-            self.start_request(idx, now, now);
+        if self.visits.is_some() {
+            self.wake_thinkers(now);
+            self.arrive(now);
+        } else {
+            // Failed slots start again here, outside the code that saw them fail.
+            std::mem::swap(&mut self.restart, &mut self.draining);
+            while let Some(idx) = self.draining.pop() {
+                self.start_request(idx, now, now);
+            }
+            self.dispatch(now, now);
         }
-        self.dispatch(now, now);
         self.flush_dirty(now);
     }
 
@@ -655,6 +726,9 @@ impl EventLoop for Worker {
         let c = &self.control;
         let done = (self.books.tally.completed, self.books.tally.failed);
         publish([&c.completed, &c.failed], done, &mut self.published);
+        if let Some(visits) = self.visits.as_deref_mut() {
+            visits.publish(c);
+        }
     }
 
     fn report(self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
@@ -668,7 +742,7 @@ impl Slots for Worker {
             conn: &mut self.conns[idx],
             books: &mut self.books,
             spec: &self.spec,
-            own: None,
+            own: self.visits.as_deref().and_then(|v| v.own(idx)),
             stamped: self.stamped,
             harvesting: self.harvesting,
         }
@@ -676,6 +750,12 @@ impl Slots for Worker {
 
     fn connect_ended(&mut self) {
         self.connecting -= 1;
+    }
+
+    /// Every origin's handshake is timed and counted; the run's `tls` is what its target
+    /// settled.
+    fn names_tls(&self, idx: usize) -> bool {
+        self.visits.as_deref().is_none_or(|v| v.origin(idx).is_none())
     }
 }
 
