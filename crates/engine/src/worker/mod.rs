@@ -13,8 +13,10 @@
 //! connection paths (`plain::Plain`'s read, `multiplexed::Multiplexed`'s read and flush), so
 //! another I/O backend (io_uring) can replace them without touching the accounting.
 
+mod closed_loop;
 pub(crate) mod event_loop;
 mod multiplex;
+mod open_loop;
 mod visits;
 
 use std::io;
@@ -57,13 +59,6 @@ const HARVEST: Duration = Duration::from_millis(1);
 /// A scheduled arrival sent more than this late (µs) counts as late in its second's figures:
 /// the trust verdict's tolerance for a schedule kept (`SCHEDULE_TOLERANCE_US` in the runner).
 pub const LATE_BOUND_US: u64 = 1_000;
-
-/// Connects one worker may have in progress while it catches up on a schedule it fell behind.
-/// Starting every overdue arrival at once would open thousands of sockets in one burst, and the
-/// kernel's search for free local ports then costs more than the requests (measured: 6.9k
-/// new connections/s achieved with the burst, 13.8k without). Late arrivals wait here and keep
-/// their due times, so their latency still counts from when they were due.
-const MAX_CONNECTING: usize = 64;
 
 pub(crate) struct Worker {
     spec: WorkerSpec,
@@ -203,19 +198,6 @@ impl Worker {
         self.conns.len() - 1
     }
 
-    /// The closed loop's slots start at once (under stages, every slot starts parked and the
-    /// level opens what it asks for).
-    fn start_closed_loop(&mut self, now: Instant) {
-        if self.spec.pacing != Pacing::Closed || self.visits.is_some() {
-            return;
-        }
-        let start = if self.spec.levels.is_some() { 0 } else { self.conns.len() };
-        self.parked.extend((start..self.conns.len()).rev());
-        for idx in 0..start {
-            self.start_request(idx, now, now);
-        }
-    }
-
     /// Whether the run is over at `now`, and then when it ended: a stop asked for (Ctrl-C), the
     /// planned end of a timed run, or a counted run's budget spent with nothing left in
     /// flight (it ended with its last event).
@@ -300,126 +282,11 @@ impl Worker {
         }
     }
 
-    /// A counted closed loop, as its window opens: the requests the warm-up left in flight
-    /// finish inside the window, using the server and the link there, so they count (from the
-    /// budget) as what ends inside the window counts in a timed run. Left uncounted, they made
-    /// the rate low by their share of the budget: 100 connections of 80 KB pages behind
-    /// 100 Mbit/s gave 139 req/s over 1,000 requests with a 1 s warm-up, 147 without one.
-    fn adopt_warm_up(&mut self) {
-        if self.spec.protocol.is_h2() {
-            return self.adopt_warm_up_streams();
-        }
-        for conn in self.conns.iter_mut().filter(|c| c.in_flight() && !c.ex.measured) {
-            if !self.budget.take() {
-                self.budget_spent = true;
-                return;
-            }
-            conn.ex.measured = true;
-            if conn.state == State::Reading {
-                self.books.tally.sent += 1;
-            }
-        }
-    }
-
-    /// Sends the scheduled arrivals due by `until`, as far as connections allow, and arms the
-    /// timer for the next one.
-    fn dispatch(&mut self, now: Instant, until: Instant) {
-        let Some(schedule) = self.schedule.as_ref() else { return };
-        if self.budget_spent || self.visits.is_some() {
-            return;
-        }
-        let Some(mut due) = schedule.peek() else {
-            // A replay sent its last line: the run ends when what is in flight does.
-            self.budget_spent = true;
-            return;
-        };
-        while due <= until {
-            if self.idle.is_empty() && self.connecting >= MAX_CONNECTING {
-                // The next arrival needs a new connection and enough are being made: wait for
-                // one of them (its event wakes the loop).
-                return;
-            }
-            let Some(idx) = self.take_slot() else {
-                // Every connection is busy and no more may be opened: the arrival waits, and
-                // its latency keeps counting from its due time. A completion wakes us.
-                return;
-            };
-            if due >= self.spec.measure_start && !self.budget.take() {
-                self.budget_spent = true;
-                self.schedule_end = Some(due);
-                self.release(idx);
-                return;
-            }
-            let schedule = self.schedule.as_mut().expect("dispatch has a schedule");
-            let (this, entry) = schedule.pop();
-            let next = schedule.peek();
-            self.books.arrival_due(self.spec.measure_start, this);
-            if let Pacing::Sessions { calls, .. } = self.spec.pacing {
-                self.conns[idx].calls_left = calls;
-                self.conns[idx].calls_unstarted = calls;
-            }
-            self.start_scheduled(idx, now, this, entry);
-            match next {
-                Some(next) => due = next,
-                None => {
-                    self.budget_spent = true;
-                    return;
-                }
-            }
-        }
-        if let Some(timer) = self.timer.as_mut() {
-            // Should arming ever fail, the sweep tick still dispatches, only later; the
-            // lateness is then measured and reported like any other.
-            let at = on_grid(due, self.spec.measure_start, self.spec.coalesce);
-            if self.stamped && at.saturating_duration_since(now) <= HARVEST {
-                // The loop will sleep until it (see `run`): no timerfd to set.
-                timer.expect(at);
-            } else {
-                let _ = timer.arm(at);
-            }
-        }
-    }
-
-    /// A slot for the next arrival: an idle keep-alive connection, a free slot, or a new one.
-    fn take_slot(&mut self) -> Option<usize> {
-        if self.spec.protocol.is_h2() {
-            return self.take_stream_slot();
-        }
-        if let Some(idx) = self.idle.pop() {
-            return Some(idx);
-        }
-        if let Some(idx) = self.free.pop() {
-            return Some(idx);
-        }
-        (self.conns.len() < self.spec.connections).then(|| self.add_slot())
-    }
-
-    /// Gives a slot back after its request or session ended (open loop and sessions).
-    fn release(&mut self, idx: usize) {
-        if self.conns[idx].h2.is_some() {
-            return self.release_connection(idx);
-        }
-        let conn = &mut self.conns[idx];
-        conn.state = State::Idle;
-        if conn.stream.is_some() && matches!(self.spec.pacing, Pacing::Open { .. }) {
-            self.idle.push(idx);
-        } else {
-            self.close(idx);
-            self.free.push(idx);
-        }
-    }
-
     /// Starts a request on slot `idx`, on its open connection or a new one. `due` is when the
     /// request was due: `now` in the closed loop and for a session's later calls, the
     /// schedule's time for a scheduled arrival.
     fn start_request(&mut self, idx: usize, now: Instant, due: Instant) {
         self.start(idx, now, due, false, None)
-    }
-
-    /// Starts a scheduled arrival: its lateness (send time minus due time) is recorded. A
-    /// replay's schedule says which request it is (`entry`); otherwise the picker does.
-    fn start_scheduled(&mut self, idx: usize, now: Instant, due: Instant, entry: Option<u32>) {
-        self.start(idx, now, due, true, entry)
     }
 
     fn start(
@@ -601,37 +468,6 @@ impl Worker {
         }
     }
 
-    /// Closed-loop stages: opens parked slots up to the level at `now`, or marks slots to park
-    /// when their request ends (a request in flight is never cut short). Each loop turn, which
-    /// is at least every sweep tick.
-    fn follow_levels(&mut self, now: Instant) {
-        let Some(levels) = &self.spec.levels else { return };
-        let t = now.saturating_duration_since(self.spec.measure_start).as_secs_f64();
-        let want = levels.at(t).min(self.conns.len());
-        let active = self.conns.len() - self.parked.len() - self.to_park;
-        if want > active {
-            let mut more = want - active;
-            // Slots marked to park but still busy stay on first: they need no new connection.
-            let kept = more.min(self.to_park);
-            self.to_park -= kept;
-            more -= kept;
-            for _ in 0..more {
-                let Some(idx) = self.parked.pop() else { break };
-                self.start_request(idx, now, now);
-            }
-        } else {
-            self.to_park += active - want;
-        }
-    }
-
-    /// A closed-loop slot above the level rests: its connection closes and it waits parked.
-    fn park(&mut self, idx: usize) {
-        self.to_park -= 1;
-        self.close(idx);
-        self.conns[idx].state = State::Idle;
-        self.parked.push(idx);
-    }
-
     /// A scheduled arrival sent at `now`, due at `due`: its lateness, and in its due second
     /// whether it was later than [`LATE_BOUND_US`].
     fn record_late(&mut self, now: Instant, due: Instant) {
@@ -766,45 +602,5 @@ impl Plain for Worker {
 
     fn fail(&mut self, idx: usize, class: ErrorClass, errno: Option<i32>, now: Instant) {
         Worker::fail(self, idx, class, errno, now);
-    }
-}
-
-/// The first point at or after `due` of the grid of `step` through `origin` (`due` itself
-/// when `step` is zero): when a wake-up that coalesces sends may come.
-fn on_grid(due: Instant, origin: Instant, step: Duration) -> Instant {
-    if step.is_zero() {
-        return due;
-    }
-    let step_ns = step.as_nanos();
-    let past = match due.checked_duration_since(origin) {
-        Some(d) => d.as_nanos(),
-        // Before the grid's origin (the warm-up): on the same grid, counted backwards.
-        None => {
-            let before = origin.duration_since(due).as_nanos();
-            return origin - Duration::from_nanos(((before / step_ns) * step_ns) as u64);
-        }
-    };
-    let steps = past.div_ceil(step_ns);
-    origin + Duration::from_nanos((steps * step_ns) as u64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::on_grid;
-    use std::time::{Duration, Instant};
-
-    #[test]
-    fn send_wake_ups_fall_on_the_grid_and_never_before_the_due_time() {
-        let origin = Instant::now() + Duration::from_secs(1);
-        let ms = Duration::from_millis(1);
-        let at = |us: u64| origin + Duration::from_micros(us);
-        assert_eq!(on_grid(at(1), origin, ms), at(1_000));
-        assert_eq!(on_grid(at(1_000), origin, ms), at(1_000), "a due time on the grid stays");
-        assert_eq!(on_grid(at(2_001), origin, ms), at(3_000));
-        assert_eq!(on_grid(at(2_001), origin, Duration::ZERO), at(2_001), "no grid");
-        // In the warm-up, before the grid's origin: the grid extends backwards.
-        let before = origin - Duration::from_micros(1_500);
-        assert_eq!(on_grid(before, origin, ms), origin - ms);
-        assert!(on_grid(before, origin, ms) >= before);
     }
 }
