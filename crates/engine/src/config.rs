@@ -272,7 +272,9 @@ impl BenchConfig {
         Ok(())
     }
 
-    /// A shape paces a schedule over a timed run of its own length, from its start.
+    /// A shape paces a schedule over a timed run of its own length, from its start; visits
+    /// arriving by it may also be counted (the run ends at the shape's end or with the last
+    /// counted visit, whichever comes first).
     fn check_shape(&self) -> Result<(), EngineError> {
         let Some(shape) = &self.shape else { return Ok(()) };
         if self.pacing == Pacing::Closed && self.protocol.is_h2() {
@@ -292,6 +294,8 @@ impl BenchConfig {
                 "the run lasts {d:?} but its shape {:?}: a shape sets the duration",
                 shape.duration()
             ))),
+            // A session log's N sessions: at most N start in the shape's length.
+            Stop::Count(_) if self.visits.is_some() && self.pacing != Pacing::Closed => Ok(()),
             Stop::Count(_) => invalid("a rate shape sets the duration: -n has no meaning with it"),
         }
     }

@@ -329,8 +329,7 @@ impl Conn {
 
     /// Closes the socket, if there is one, recording how long it lived and how many replies it
     /// carried when its exchange is measured. Whether a socket was closed (the caller's count
-    /// of open connections drops by one): the request loop and the visits loop both end
-    /// connections here.
+    /// of open connections drops by one): every load's connections end here.
     pub fn retire(&mut self, tally: &mut crate::result::Tally) -> bool {
         if self.stream.is_none() {
             return false;

@@ -302,9 +302,11 @@ impl Clock {
         let started = config.start_at.map_or_else(start::now, start::at);
         let (start, wall_start) = (started.origin, started.wall);
         let measure_start = start + config.warmup;
+        // A counted run ends when its count is done, or under a shape (counted visits) at the
+        // shape's end if that comes first.
         let end = match config.stop {
             Stop::Duration(d) => Some(measure_start + d),
-            Stop::Count(_) => None,
+            Stop::Count(_) => config.shape.as_ref().map(|s| measure_start + s.duration()),
         };
         (Clock { start, wall_start, measure_start, end }, started.late)
     }
@@ -348,29 +350,18 @@ fn plan_workers(
         let schedule = worker_schedule(config, clock, i);
         let creating =
             |source| EngineError::Io { context: "creating a worker's event loop", source };
-        let job: Job = match (&config.visits, schedule) {
-            // Visits are a load of their own on the event loop (see `visits`); their arrivals
-            // are a schedule.
-            (Some(plan), schedule) => {
+        // Visits are a source of the worker's requests (see `visits`); their arrivals are a
+        // schedule.
+        let visits = match &config.visits {
+            Some(plan) => {
                 let stream = config.share.stream(i, config.threads);
-                let w = visits::VisitWorker::new(
-                    spec,
-                    plan.clone(),
-                    budget,
-                    schedule,
-                    stream,
-                    config.seed,
-                    control.clone(),
-                )
-                .map_err(creating)?;
-                Box::new(move || w.run())
+                Some(worker::Visits::new(plan.clone(), stream, config.seed).map_err(creating)?)
             }
-            (_, schedule) => {
-                let w = worker::Worker::new(spec, budget, schedule, control.clone(), i)
-                    .map_err(creating)?;
-                Box::new(move || w.run())
-            }
+            None => None,
         };
+        let w = worker::Worker::new(spec, budget, schedule, visits, control.clone(), i)
+            .map_err(creating)?;
+        let job: Job = Box::new(move || w.run());
         workers.push(job);
     }
     Ok(workers)

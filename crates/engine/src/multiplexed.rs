@@ -1,9 +1,8 @@
 //! An HTTP/2 connection on an event loop: its connect, its reads frame by frame, its writes,
-//! its TLS handshake, its end and its failure, and its streams' deadlines, written once for
-//! every loop that holds such connections (the request loop's `worker`, the visits'
-//! `visits::driver`). The loop says what a stream's outcome means to its load through
-//! [`Multiplexed`]'s required methods; the provided ones are the connection machinery, compiled
-//! for each loop, so that no call on the hot path goes through a vtable.
+//! its TLS handshake, its end and its failure, and its streams' deadlines, apart from what a
+//! stream's outcome means to the worker's load (its pacing, or its visits), which
+//! [`Multiplexed`]'s required methods say; the provided ones are the connection machinery,
+//! compiled into the worker, so that no call on the hot path goes through a vtable.
 
 use std::io::{self, Read, Write};
 use std::time::Instant;

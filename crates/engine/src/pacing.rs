@@ -49,6 +49,14 @@ impl Pacing {
         }
     }
 
+    /// How scheduled arrivals are spaced (`Fixed` for the closed loop, which has none).
+    pub fn arrival(&self) -> Arrival {
+        match self {
+            Pacing::Closed => Arrival::Fixed,
+            Pacing::Open { arrival, .. } | Pacing::Sessions { arrival, .. } => *arrival,
+        }
+    }
+
     /// The offered request rate: for sessions, connections per second times calls.
     pub fn offered_rps(&self) -> Option<f64> {
         match self {

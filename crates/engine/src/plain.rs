@@ -1,9 +1,8 @@
 //! An HTTP/1.1 connection on an event loop (over TCP, TLS or a unix socket), one request at a
 //! time: its connect, its request's write, its answer's reads, its failure and its deadline,
-//! written once for every loop that holds such connections (the request loop's `worker`, the
-//! visits' `visits::driver`). The loop says what an answer or a failure means to its load
-//! through [`Plain`]'s required methods; the provided ones are compiled for each loop, so that
-//! no call on the hot path goes through a vtable.
+//! apart from what an answer or a failure means to the worker's load (its pacing, or its
+//! visits), which [`Plain`]'s required methods say; the provided ones are compiled into the
+//! worker, so that no call on the hot path goes through a vtable.
 
 use std::io::{self, Read};
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
-//! What every loop that holds connection slots (the request loop's `worker`, the visits'
-//! `visits::driver`) gives the connection machinery ([`Slots`]): a slot's connection with the
-//! loop's buffer, tallies and counters, borrowed together ([`Parts`]). On it stand the
+//! What the worker's loop, which holds the connection slots whatever its load (requests or
+//! visits), gives the connection machinery ([`Slots`]): a slot's connection with the loop's
+//! buffer, tallies and counters, borrowed together ([`Parts`]). On it stand the
 //! HTTP/1.1 path ([`Plain`](crate::plain::Plain)) and the HTTP/2 one
 //! ([`Multiplexed`](crate::multiplexed::Multiplexed)); opening and closing a socket, and its
 //! TLS handshake, are here, common to both.
@@ -10,6 +10,7 @@ use std::time::Instant;
 use crate::conn::Conn;
 use crate::exchange::second_of;
 use crate::result::Tally;
+use crate::schedule::Schedule;
 use crate::spec::WorkerSpec;
 
 /// What a loop keeps beside its slots and shares between them.
@@ -40,6 +41,25 @@ impl Books {
             open: 0,
             peak_open: 0,
         }
+    }
+
+    /// A scheduled arrival due at `due` left the schedule: offered in its second when it falls
+    /// in the measured window (from `measure_start`), whatever its load (a request, a session,
+    /// a visit), so that every load's rows say what the shape offered.
+    pub fn arrival_due(&mut self, measure_start: Instant, due: Instant) {
+        if due >= measure_start {
+            self.tally.series.at(second_of(measure_start, due)).due += 1;
+        }
+    }
+
+    /// The arrivals of `schedule` due in the measured window (`measure_start` to `until`)
+    /// that never went out: the schedule was not kept, and the report must say by how much.
+    /// Each is offered in its second.
+    pub fn never_sent(&mut self, schedule: &mut Schedule, measure_start: Instant, until: Instant) {
+        let series = &mut self.tally.series;
+        self.tally.not_sent += schedule.drain_before(measure_start, until, |due| {
+            series.at(second_of(measure_start, due)).due += 1
+        });
     }
 }
 

@@ -41,7 +41,7 @@ pub(crate) fn intervals(
     out
 }
 
-fn seconds(report: &Value) -> &Vec<Value> {
+pub(super) fn seconds(report: &Value) -> &Vec<Value> {
     at(report, "seconds").as_array().expect("seconds is an array")
 }
 

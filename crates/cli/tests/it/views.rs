@@ -226,3 +226,33 @@ fn a_view_host_that_does_not_resolve_stops_the_run_before_any_load() {
     assert!(stderr.contains("--view-hosts: nowhere.invalid:80 does not resolve"), "{stderr}");
     assert_eq!((page.requests(), other.requests()), (0, 0), "{stderr}");
 }
+
+/// Viewers in a closed loop (`-c`, as ab's `-c` is for pages): each starts its next view as
+/// soon as one ends; `-n` counts views, `-d` times them.
+#[test]
+fn a_closed_population_of_viewers_makes_the_views_counted_or_timed() {
+    let server = TestServer::start(Behaviour::Site(site(&[], Duration::ZERO)));
+    let report = bench(&server.url("/"), &["--view", "-c", "2", "-n", "10"], 0);
+    assert_accounted(&report, 40);
+    assert_eq!(at(&report, "mode"), "closed", "{report:#}");
+    assert_eq!(uint(&report, "views.completed"), 10, "{report:#}");
+    assert_eq!(uint(&report, "views.failed"), 0, "{report:#}");
+    assert_eq!(uint(&report, "views.load_time_us.count"), 10, "{report:#}");
+    let expected = counts(&[("/", 11), ("/s.css", 11), ("/a.js", 10), ("/i.png", 10)]);
+    assert_eq!(server.targets(), expected);
+    let report = bench(&server.url("/"), &["--view", "-c", "2", "-d", "1s"], 0);
+    assert!(uint(&report, "views.completed") > 0, "{report:#}");
+    assert_eq!(uint(&report, "views.failed"), 0, "{report:#}");
+    assert_eq!(uint(&report, "requests.failed"), 0, "{report:#}");
+}
+
+/// Views under a shape: each second's row offers the views due in it times a view's
+/// requests (the page and its three resources), as the request loop's rows offer requests.
+#[test]
+fn views_under_stages_offer_their_requests_second_by_second() {
+    let server = TestServer::start(Behaviour::Site(site(&[], Duration::ZERO)));
+    let report = bench(&server.url("/"), &["--view", "--stages", "1s:10..10,1s:10..30"], 0);
+    let rows = super::ramp::seconds(&report);
+    let offered: Vec<u64> = rows.iter().map(|r| uint(r, "offered")).collect();
+    assert_eq!(offered, [40, 80], "{report:#}");
+}

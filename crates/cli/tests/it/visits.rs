@@ -166,3 +166,42 @@ fn the_header_of_visits_sessions_and_views_says_what_ran() {
         assert_eq!(text.lines().next(), Some(first.as_str()), "{args:?}: {text}");
     }
 }
+
+/// A closed population of a session log's visitors (`-c`, as `--visits` has one): N sessions
+/// in all, each visitor starting its next as soon as one ends.
+#[test]
+fn a_session_log_runs_by_a_closed_population_of_visitors() {
+    let server = TestServer::start(Behaviour::ok("visit"));
+    let (_dir, log) = file("three.log", &three_pages(""));
+    let spec = format!("6,0,{log}");
+    let report = bench(&server.url("/"), &["--wsesslog", &spec, "-c", "2"], 0);
+    // 6 sessions x 3 bursts x (1 page + 5 resources).
+    assert_accounted(&report, 108);
+    assert_eq!(at(&report, "mode"), "closed", "{report:#}");
+    for (key, n) in [("started", 6), ("completed", 6), ("failed", 0), ("unfinished", 0)] {
+        assert_eq!(uint(&report, &format!("sessions.{key}")), n, "{key}:\n{report:#}");
+    }
+    let targets = server.targets();
+    assert!(targets.len() == 18 && targets.values().all(|n| *n == 6), "{targets:?}");
+}
+
+/// A session log under a shape: sessions arrive at its rate for its length, each second's row
+/// offering the sessions due in it times a session's calls; N is the most that start.
+#[test]
+fn a_session_log_takes_a_shape_and_n_is_the_most_sessions_it_starts() {
+    let server = TestServer::start(Behaviour::ok("visit"));
+    let (_dir, log) = file("pair.log", "/a.html\n    /b.css\n");
+    let stages = ["--stages", "1s:10..10,1s:10..30"];
+    let spec = format!("1000,0,{log}");
+    let args = [&["--wsesslog", spec.as_str()][..], &stages].concat();
+    let report = bench(&server.url("/"), &args, 0);
+    let rows = super::ramp::seconds(&report);
+    let offered: Vec<u64> = rows.iter().map(|r| uint(r, "offered")).collect();
+    assert_eq!(offered, [20, 40], "{report:#}");
+    assert_eq!(uint(&report, "sessions.started"), 30, "{report:#}");
+    let spec = format!("15,0,{log}");
+    let args = [&["--wsesslog", spec.as_str()][..], &stages].concat();
+    let report = bench(&server.url("/"), &args, 0);
+    assert_eq!(uint(&report, "sessions.started"), 15, "{report:#}");
+    assert_accounted(&report, 30);
+}

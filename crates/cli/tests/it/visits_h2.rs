@@ -72,20 +72,25 @@ fn views_over_h2c_find_the_resources_over_h2c_on_an_h2_only_port() {
 /// Sessions of two bursts: a page alone, then its four resources at once.
 const TWO_BURSTS: &str = "/a.html\n    /a.css\n    /a.js\n    /a.png\n    /a.woff2\n/b.html\n";
 
+/// At a rate, and by a closed population of two visitors at a time (`-c`): the same
+/// connection per session.
 #[test]
 fn wsesslog_sessions_over_h2c_are_one_connection_each_on_the_server_side() {
-    let server = H2Peer::start(H2Behaviour::Ok);
-    let (_dir, log) = file("two.log", TWO_BURSTS);
-    let spec = format!("6,0,{log}");
-    let report = bench(&server.url("/"), &["--http2", "--wsesslog", &spec, "--rate", "30"], 0);
-    assert_accounted(&report, 36);
-    assert_eq!(uint(&report, "sessions.completed"), 6, "{report:#}");
-    assert_eq!(uint(&report, "requests.completed"), 36, "{report:#}");
-    // The server saw the preflight's two connections (TCP, then the h2c preface) and one per
-    // session, and every request.
-    assert_eq!(server.connections(), 2 + 6);
-    assert_eq!(server.requests(), 36);
-    assert_eq!(uint(&report, "connections.opened"), 6, "{report:#}");
+    for load in [["--rate", "30"], ["-c", "2"]] {
+        let server = H2Peer::start(H2Behaviour::Ok);
+        let (_dir, log) = file("two.log", TWO_BURSTS);
+        let spec = format!("6,0,{log}");
+        let args = [&["--http2", "--wsesslog", spec.as_str()][..], &load].concat();
+        let report = bench(&server.url("/"), &args, 0);
+        assert_accounted(&report, 36);
+        assert_eq!(uint(&report, "sessions.completed"), 6, "{load:?}: {report:#}");
+        assert_eq!(uint(&report, "requests.completed"), 36, "{load:?}: {report:#}");
+        // The server saw the preflight's two connections (TCP, then the h2c preface) and one
+        // per session, and every request.
+        assert_eq!(server.connections(), 2 + 6, "{load:?}");
+        assert_eq!(server.requests(), 36, "{load:?}");
+        assert_eq!(uint(&report, "connections.opened"), 6, "{load:?}: {report:#}");
+    }
 }
 
 #[test]

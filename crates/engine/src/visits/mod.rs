@@ -2,26 +2,25 @@
 //! connections: httperf's `--wsesslog` sessions, `--view`'s page views, and visit
 //! files' steps (`--visits`, `steps`), whose visitors carry a cookie jar and captured values
 //! from one answer to the next request (`carry`). Visitors arrive on the run's schedule
-//! (`Pacing::Sessions`: `--rate` counts visits) or, for a visit file, as a closed population
+//! (`Pacing::Sessions`: `--rate` counts visits) or as a closed population
 //! (`Pacing::Closed`: `-c` visitors, each starting its next visit when one ends); the budget
 //! counts visits.
 //!
 //! The plan ([`Plan`]) is fixed before the run: every distinct request of the visits becomes
 //! an entry of a URL list ([`Mix`]), encoded once into the run's table like any list, so each
-//! path has its own figures and a call is only an index. The driver (`driver`) is an event
-//! loop of its own beside the request loop (`worker`): a visit's state (its burst, the calls
-//! in flight, its think time) has no place in that loop's slots, and keeping it out leaves the
-//! plain path as it was. What it records goes into the same [`Tally`](crate::Tally), plus the
-//! visits' own figures ([`SessionTally`], a visit file's steps among them). A visit file's
-//! request is rendered per visitor (its own bytes); the table's entry is then only where its
-//! figures go.
+//! path has its own figures and a call is only an index. The visits are one source of the
+//! worker's requests (`worker::visits`): the worker's loop, slots and connection paths carry
+//! their calls, and a visit's state (its burst, the calls in flight, its think time) is kept
+//! beside the worker's slots. What it records goes into the same
+//! [`Tally`](crate::Tally), plus the visits' own figures ([`SessionTally`], a visit file's
+//! steps among them). A visit file's request is rendered per visitor (its own bytes); the
+//! table's entry is then only where its figures go.
 //!
 //! Latency: a burst's first call counts from when it was due: the visit's arrival for the
 //! first burst (corrected for coordinated omission), the end of the think time for the others;
 //! the burst's other calls from the first call's answer. Think time is never latency.
 
-mod carry;
-mod driver;
+pub(crate) mod carry;
 mod steps;
 mod view;
 mod weighted;
@@ -31,7 +30,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use crate::session_tally::{SessionTally, StepFailure, StepTally};
-pub(crate) use driver::VisitWorker;
 pub use view::{View, ViewPlan, ViewResource, ViewTimes};
 pub use wsesslog::Wsesslog;
 
@@ -358,23 +356,21 @@ impl Plan {
 /// A shared plan, as the configuration carries it.
 pub type SharedPlan = Arc<Plan>;
 
-/// What a run of visits needs of its configuration: visitors arriving on a schedule (or, for a
-/// visit file, a closed population), with their own requests as the run's list. Any protocol
-/// does: HTTP/1.1 in the clear or over TLS, HTTP/2 over TLS (ALPN) or in the clear (h2c).
+/// What a run of visits needs of its configuration: visitors arriving on a schedule, or a
+/// closed population of them (`-c` visitors, each starting its next visit when one ends), with
+/// their own requests as the run's list. Any protocol does: HTTP/1.1 in the clear or over TLS,
+/// HTTP/2 over TLS (ALPN) or in the clear (h2c).
 pub(crate) fn check(
     plan: &Plan,
     pacing: &crate::Pacing,
     traffic: &crate::Traffic,
 ) -> Result<(), EngineError> {
     let refuse = |m: &str| Err(EngineError::Config(m.to_string()));
-    match pacing {
-        crate::Pacing::Sessions { .. } => {}
-        crate::Pacing::Closed if plan.render.is_some() => {}
-        _ => {
-            return refuse(
-                "visits arrive at a rate: --wsesslog and --view need --rate (visits per second)",
-            )
-        }
+    if let crate::Pacing::Open { .. } = pacing {
+        return refuse(&format!(
+            "{}: visits arrive as sessions (Pacing::Sessions) or as a closed population",
+            plan.file
+        ));
     }
     if !matches!(traffic, crate::Traffic::Mix(_)) {
         return refuse("visits carry their own requests: --urls and --replay have no meaning");

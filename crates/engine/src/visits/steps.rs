@@ -3,8 +3,6 @@
 //! (open loop), or a closed population of `-c` visitors, each starting its next visit when one
 //! ends. Either way `-n` counts visits.
 
-use std::sync::Arc;
-
 use loadlab_visit::Vars;
 
 use super::carry::Render;
@@ -79,13 +77,6 @@ impl VisitFile {
         rate: Option<f64>,
         arrival: crate::Arrival,
     ) {
-        match rate {
-            Some(rate) => super::wsesslog::run_plan(config, self.plan, self.mix, rate, arrival),
-            None => {
-                config.pacing = crate::Pacing::Closed;
-                config.traffic = crate::Traffic::Mix(Arc::new(self.mix));
-                config.visits = Some(Arc::new(self.plan));
-            }
-        }
+        super::wsesslog::run_plan(config, self.plan, self.mix, rate, arrival);
     }
 }

@@ -140,9 +140,10 @@ impl View {
         self.plan.view.as_ref().expect("a view's plan")
     }
 
-    /// Makes `config` run views at `rate` a second (with a repeat view, visitors: each makes
-    /// two views); its stop condition counts visitors.
-    pub fn apply(mut self, config: &mut BenchConfig, rate: f64, arrival: Arrival) {
+    /// Makes `config` run views at `rate` a second or, without a rate, by a closed population
+    /// of `config.connections` viewers, each starting its next view when one ends (with a
+    /// repeat view, visitors: each makes two views); its stop condition counts visitors.
+    pub fn apply(mut self, config: &mut BenchConfig, rate: Option<f64>, arrival: Arrival) {
         // Each run's handshakes start anew, as its target's do: a suite's cells share the view,
         // not the sessions an earlier cell resumed.
         self.plan.origins.fresh_sessions(config.tls.resume);
@@ -314,7 +315,7 @@ impl Origins {
                 .map_or(0, |i| i + 1)
         };
         let client = match self.used.iter().any(|o| o.tls.is_some()) {
-            // The run's protocol on every other origin: with --http2 the visits loop opens an
+            // The run's protocol on every other origin: with --http2 a visitor's slot opens an
             // HTTP/2 session on each connection, so an https origin is offered h2 by ALPN (and
             // one that does not take it is refused at the preflight above, naming it).
             true => Some(crate::tls::client_config(tls, h2).map_err(EngineError::Config)?),

@@ -47,21 +47,35 @@ impl Wsesslog {
     }
 
     /// Makes `config` run these visits: `rate` sessions a second arriving as `arrival` says,
-    /// N of them, each visitor on up to `plan.per_visitor` connections.
-    pub fn apply(self, config: &mut crate::BenchConfig, rate: f64, arrival: crate::Arrival) {
+    /// or, without a rate, by a closed population of `config.connections` visitors; N of them,
+    /// each visitor on up to `plan.per_visitor` connections. Under a shape (a rate that changes
+    /// over time) the shape still sets the run's length: N is then the most sessions it starts.
+    pub fn apply(
+        self,
+        config: &mut crate::BenchConfig,
+        rate: Option<f64>,
+        arrival: crate::Arrival,
+    ) {
         config.stop = crate::Stop::Count(self.sessions);
         run_plan(config, self.plan, self.mix, rate, arrival);
     }
 }
 
-/// Makes `config` run `plan`'s visits (its requests `mix`) at `rate` visits a second.
+/// Makes `config` run `plan`'s visits (its requests `mix`) at `rate` visits a second, or,
+/// without a rate, by a closed population of `config.connections` visitors.
 pub(super) fn run_plan(
     config: &mut crate::BenchConfig,
     plan: Plan,
     mix: Mix,
-    rate: f64,
+    rate: Option<f64>,
     arrival: crate::Arrival,
 ) {
+    config.traffic = crate::Traffic::Mix(Arc::new(mix));
+    let Some(rate) = rate else {
+        config.pacing = crate::Pacing::Closed;
+        config.visits = Some(Arc::new(plan));
+        return;
+    };
     let (requests, visits) = (plan.requests(), plan.visits.len());
     // For the offered request rate: sessions a second times their mean requests.
     let calls = (requests as f64 / visits as f64).round().max(1.0) as u32;
@@ -71,6 +85,5 @@ pub(super) fn run_plan(
         crate::Pacing::Closed => 10_000,
     };
     config.pacing = crate::Pacing::Sessions { rate, arrival, calls, max_connections };
-    config.traffic = crate::Traffic::Mix(Arc::new(mix));
     config.visits = Some(Arc::new(plan));
 }

@@ -2,9 +2,9 @@
 //! load says the run ended. Each turn it opens the measured window when its time comes,
 //! closes the seconds that ended (each gets the CPU used in it and the connections open,
 //! and, when asked for, goes to [`crate::live`]'s listeners), sweeps deadlines, lets the load
-//! start what is due, waits for events and hands them over. The load (the request loop's
-//! pacing, the visits') is the type that implements the hooks: `run` is compiled for each,
-//! so a turn costs no dynamic dispatch.
+//! start what is due, waits for events and hands them over. The worker implements the hooks
+//! (its pacing's or its visits'): `run` is compiled for it, so a turn costs no dynamic
+//! dispatch.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,17 +2,22 @@
 //! read buffer and its recorders. Nothing here is shared with other workers except the request
 //! budget, taken in chunks, and relaxed progress counters, published once per loop turn.
 //!
-//! The loop is the same for every load model and protocol; [`Pacing`] decides only what a
-//! slot does when it becomes free (send again at once, go back to the idle pool, or close),
-//! and whether scheduled arrivals are dispatched. Over HTTP/2 a slot is a connection whose
-//! requests are streams (`multiplex`); a request's outcome enters the tallies the same way
-//! whatever carried it (`Exchange`). All socket system calls live in `Conn::{connect,
-//! finish_connect, write_request}` and the connection paths the visits' loop shares
-//! (`plain::Plain`'s read, `multiplexed::Multiplexed`'s read and flush), so another I/O
-//! backend (io_uring) can replace them without touching the accounting.
+//! The loop is the same for every load model and protocol, and so are its slots; the source
+//! of the next request is the only part that differs. [`Pacing`] decides what a slot does when
+//! it becomes free (send again at once, go back to the idle pool, or close), and whether
+//! scheduled arrivals are dispatched; a run of visits (`visits`: sessions, page views, visit
+//! files) is a source of its own, its visitors' calls going on the same slots, paths, schedule
+//! and budget. Over HTTP/2 a slot is a connection whose requests are streams (`multiplex`); a
+//! request's outcome enters the tallies the same way whatever carried it (`Exchange`). All
+//! socket system calls live in `Conn::{connect, finish_connect, write_request}` and the
+//! connection paths (`plain::Plain`'s read, `multiplexed::Multiplexed`'s read and flush), so
+//! another I/O backend (io_uring) can replace them without touching the accounting.
 
+mod closed_loop;
 pub(crate) mod event_loop;
 mod multiplex;
+mod open_loop;
+mod visits;
 
 use std::io;
 use std::net::SocketAddr;
@@ -40,6 +45,7 @@ use crate::timer::Timer;
 use crate::{Control, ErrorClass, Protocol};
 pub(crate) use event_loop::EventLoop;
 use event_loop::{publish, Clocked, Seconds, TIMER};
+pub(crate) use visits::Visits;
 
 /// Size of the worker's single read buffer. Connections share it, so memory does not grow
 /// with the connection count; a head that spans reads is kept by the connection's parser.
@@ -53,13 +59,6 @@ const HARVEST: Duration = Duration::from_millis(1);
 /// A scheduled arrival sent more than this late (µs) counts as late in its second's figures:
 /// the trust verdict's tolerance for a schedule kept (`SCHEDULE_TOLERANCE_US` in the runner).
 pub const LATE_BOUND_US: u64 = 1_000;
-
-/// Connects one worker may have in progress while it catches up on a schedule it fell behind.
-/// Starting every overdue arrival at once would open thousands of sockets in one burst, and the
-/// kernel's search for free local ports then costs more than the requests (measured: 6.9k
-/// new connections/s achieved with the burst, 13.8k without). Late arrivals wait here and keep
-/// their due times, so their latency still counts from when they were due.
-const MAX_CONNECTING: usize = 64;
 
 pub(crate) struct Worker {
     spec: WorkerSpec,
@@ -108,6 +107,9 @@ pub(crate) struct Worker {
     /// more should rest as soon as their request ends.
     parked: Vec<usize>,
     to_park: usize,
+    /// A run of visits: the visitors, whose calls are this worker's requests (what a slot's
+    /// answer means and when the next request goes are theirs); `None` for requests alone.
+    visits: Option<Box<Visits>>,
 }
 
 impl Worker {
@@ -115,18 +117,21 @@ impl Worker {
         spec: WorkerSpec,
         budget: Budget,
         schedule: Option<Schedule>,
+        visits: Option<Visits>,
         control: Arc<Control>,
         index: usize,
     ) -> io::Result<Worker> {
         let poll = Poll::new()?;
-        let timer = match schedule {
-            Some(_) => Some(Timer::new(poll.registry(), TIMER)?),
-            None => None,
+        // Visitors' think times are timed as arrivals are.
+        let timer = match schedule.is_some() || visits.is_some() {
+            true => Some(Timer::new(poll.registry(), TIMER)?),
+            false => None,
         };
         let tally = spec.tally(schedule.is_some());
         // Closed loop: every slot exists from the start. Otherwise slots are added as the
-        // schedule needs them, up to `connections`.
-        let initial = if spec.pacing == Pacing::Closed { spec.connections } else { 0 };
+        // schedule (or the visitors) need them, up to `connections`.
+        let closed = spec.pacing == Pacing::Closed && visits.is_none();
+        let initial = if closed { spec.connections } else { 0 };
         let mut worker = Worker {
             poll,
             conns: Vec::with_capacity(initial),
@@ -156,6 +161,7 @@ impl Worker {
             seconds: Seconds::new(spec.measure_start, control.live.enabled(), index),
             draining: Vec::with_capacity(initial),
             published: (0, 0),
+            visits: visits.map(Box::new),
             spec,
             control,
         };
@@ -165,33 +171,31 @@ impl Worker {
         Ok(worker)
     }
 
+    /// A new slot: its connection's parser, exchange and (HTTP/2) session, made as its load
+    /// needs them (visits: see [`Visits::connections`]).
     fn add_slot(&mut self) -> usize {
         let now = Instant::now();
         let mut parser = Parser::new(self.spec.limits);
         parser.capture_server();
-        let exchange = || Exchange::new(BodyCheck::new(&self.spec.validation), now);
-        let h2 = match self.spec.protocol {
-            Protocol::Http1 => None,
-            Protocol::Http2 { streams } => {
-                Some(Box::new(Session::new(streams, &self.spec.limits, exchange)))
-            }
+        let visiting = self.visits.as_deref().map(|v| v.connections(&self.spec.validation));
+        let (validation, streams, headers) = match &visiting {
+            Some((validation, streams, headers)) => (validation, *streams, *headers),
+            None => (&self.spec.validation, self.spec.protocol.streams(), false),
         };
+        if headers {
+            parser.capture_headers();
+        }
+        let exchange = || Exchange::new(BodyCheck::new(validation), now);
+        let h2 = self.spec.protocol.is_h2().then(|| {
+            let mut session = Session::new(streams, &self.spec.limits, exchange);
+            if headers {
+                session.capture_headers();
+            }
+            Box::new(session)
+        });
         let conn = Conn::new(parser, exchange(), h2, now);
         self.conns.push(conn);
         self.conns.len() - 1
-    }
-
-    /// The closed loop's slots start at once (under stages, every slot starts parked and the
-    /// level opens what it asks for).
-    fn start_closed_loop(&mut self, now: Instant) {
-        if self.spec.pacing != Pacing::Closed {
-            return;
-        }
-        let start = if self.spec.levels.is_some() { 0 } else { self.conns.len() };
-        self.parked.extend((start..self.conns.len()).rev());
-        for idx in 0..start {
-            self.start_request(idx, now, now);
-        }
     }
 
     /// Whether the run is over at `now`, and then when it ended: a stop asked for (Ctrl-C), the
@@ -209,6 +213,9 @@ impl Worker {
                 return Some(end);
             }
         }
+        if let Some(visits) = self.visits.as_deref() {
+            return visits.done(self.budget_spent).then_some(self.books.last_event);
+        }
         let idle = || self.restart.is_empty() && !self.conns.iter().any(Conn::in_flight);
         (self.budget_spent && idle()).then_some(self.books.last_event)
     }
@@ -218,6 +225,11 @@ impl Worker {
     fn wait_for(&mut self, now: Instant, wake: Instant) -> Duration {
         if !self.restart.is_empty() {
             return Duration::ZERO;
+        }
+        if let (Some(at), Some(timer)) = (self.visits_wake(), self.timer.as_mut()) {
+            // Should arming fail, the sweep tick still wakes the loop, only later; the
+            // lateness is then measured like any other.
+            let _ = timer.arm(at);
         }
         let timeout = wake.saturating_duration_since(now);
         // The open loop's next send is near: sleep until it whatever becomes ready, then
@@ -247,13 +259,12 @@ impl Worker {
             self.refused_at_end + self.conns.iter().map(Conn::measured_in_flight).sum::<u64>();
         self.account_second();
         if let (Some(schedule), false) = (self.schedule.as_mut(), self.budget_spent) {
-            // Arrivals due in the measured window that never went out: the schedule was not
-            // kept, and the report must say by how much. Each is offered in its second.
             // Those due after a stop was asked for were not due in the run.
-            let (start, until) = (self.spec.measure_start, self.control.schedule_end(end_at));
-            let series = &mut self.books.tally.series;
-            self.books.tally.not_sent += schedule
-                .drain_before(start, until, |due| series.at(second_of(start, due)).due += 1);
+            let until = self.control.schedule_end(end_at);
+            self.books.never_sent(schedule, self.spec.measure_start, until);
+        }
+        if let Some(visits) = self.visits.take() {
+            visits.end_visits(&mut self.books.tally, self.spec.validation.keep_answer);
         }
         let measure_start = self.spec.measure_start;
         WorkerReport {
@@ -271,128 +282,11 @@ impl Worker {
         }
     }
 
-    /// A counted closed loop, as its window opens: the requests the warm-up left in flight
-    /// finish inside the window, using the server and the link there, so they count (from the
-    /// budget) as what ends inside the window counts in a timed run. Left uncounted, they made
-    /// the rate low by their share of the budget: 100 connections of 80 KB pages behind
-    /// 100 Mbit/s gave 139 req/s over 1,000 requests with a 1 s warm-up, 147 without one.
-    fn adopt_warm_up(&mut self) {
-        if self.spec.protocol.is_h2() {
-            return self.adopt_warm_up_streams();
-        }
-        for conn in self.conns.iter_mut().filter(|c| c.in_flight() && !c.ex.measured) {
-            if !self.budget.take() {
-                self.budget_spent = true;
-                return;
-            }
-            conn.ex.measured = true;
-            if conn.state == State::Reading {
-                self.books.tally.sent += 1;
-            }
-        }
-    }
-
-    /// Sends the scheduled arrivals due by `until`, as far as connections allow, and arms the
-    /// timer for the next one.
-    fn dispatch(&mut self, now: Instant, until: Instant) {
-        let Some(schedule) = self.schedule.as_ref() else { return };
-        if self.budget_spent {
-            return;
-        }
-        let Some(mut due) = schedule.peek() else {
-            // A replay sent its last line: the run ends when what is in flight does.
-            self.budget_spent = true;
-            return;
-        };
-        while due <= until {
-            if self.idle.is_empty() && self.connecting >= MAX_CONNECTING {
-                // The next arrival needs a new connection and enough are being made: wait for
-                // one of them (its event wakes the loop).
-                return;
-            }
-            let Some(idx) = self.take_slot() else {
-                // Every connection is busy and no more may be opened: the arrival waits, and
-                // its latency keeps counting from its due time. A completion wakes us.
-                return;
-            };
-            if due >= self.spec.measure_start && !self.budget.take() {
-                self.budget_spent = true;
-                self.schedule_end = Some(due);
-                self.release(idx);
-                return;
-            }
-            let schedule = self.schedule.as_mut().expect("dispatch has a schedule");
-            let (this, entry) = schedule.pop();
-            let next = schedule.peek();
-            if this >= self.spec.measure_start {
-                self.books.tally.series.at(second_of(self.spec.measure_start, this)).due += 1;
-            }
-            if let Pacing::Sessions { calls, .. } = self.spec.pacing {
-                self.conns[idx].calls_left = calls;
-                self.conns[idx].calls_unstarted = calls;
-            }
-            self.start_scheduled(idx, now, this, entry);
-            match next {
-                Some(next) => due = next,
-                None => {
-                    self.budget_spent = true;
-                    return;
-                }
-            }
-        }
-        if let Some(timer) = self.timer.as_mut() {
-            // Should arming ever fail, the sweep tick still dispatches, only later; the
-            // lateness is then measured and reported like any other.
-            let at = on_grid(due, self.spec.measure_start, self.spec.coalesce);
-            if self.stamped && at.saturating_duration_since(now) <= HARVEST {
-                // The loop will sleep until it (see `run`): no timerfd to set.
-                timer.expect(at);
-            } else {
-                let _ = timer.arm(at);
-            }
-        }
-    }
-
-    /// A slot for the next arrival: an idle keep-alive connection, a free slot, or a new one.
-    fn take_slot(&mut self) -> Option<usize> {
-        if self.spec.protocol.is_h2() {
-            return self.take_stream_slot();
-        }
-        if let Some(idx) = self.idle.pop() {
-            return Some(idx);
-        }
-        if let Some(idx) = self.free.pop() {
-            return Some(idx);
-        }
-        (self.conns.len() < self.spec.connections).then(|| self.add_slot())
-    }
-
-    /// Gives a slot back after its request or session ended (open loop and sessions).
-    fn release(&mut self, idx: usize) {
-        if self.conns[idx].h2.is_some() {
-            return self.release_connection(idx);
-        }
-        let conn = &mut self.conns[idx];
-        conn.state = State::Idle;
-        if conn.stream.is_some() && matches!(self.spec.pacing, Pacing::Open { .. }) {
-            self.idle.push(idx);
-        } else {
-            self.close(idx);
-            self.free.push(idx);
-        }
-    }
-
     /// Starts a request on slot `idx`, on its open connection or a new one. `due` is when the
     /// request was due: `now` in the closed loop and for a session's later calls, the
     /// schedule's time for a scheduled arrival.
     fn start_request(&mut self, idx: usize, now: Instant, due: Instant) {
         self.start(idx, now, due, false, None)
-    }
-
-    /// Starts a scheduled arrival: its lateness (send time minus due time) is recorded. A
-    /// replay's schedule says which request it is (`entry`); otherwise the picker does.
-    fn start_scheduled(&mut self, idx: usize, now: Instant, due: Instant, entry: Option<u32>) {
-        self.start(idx, now, due, true, entry)
     }
 
     fn start(
@@ -420,31 +314,51 @@ impl Worker {
         if measured && scheduled {
             self.record_late(now, due);
         }
+        self.send_or_connect(idx, now);
+    }
+
+    /// Slot `idx`'s request begun: written on its open connection, or a connection opened.
+    fn send_or_connect(&mut self, idx: usize, now: Instant) {
         let conn = &mut self.conns[idx];
         if conn.stream.is_some() {
             conn.state = State::Writing { sent: 0 };
-            self.write(idx, now);
-            return;
+            return self.write(idx, now);
         }
         if let Err(e) = self.open_connection(idx, now) {
-            self.fail(idx, ErrorClass::from_io(&e), e.raw_os_error(), now);
+            self.fail_io(idx, &e, now);
         }
     }
 
-    /// Starts connecting slot `idx` (its deadline the connect timeout from `now`).
+    /// Starts connecting slot `idx` (its deadline the connect timeout from `now`), counted
+    /// among the connections opened when its request is measured: to the target from the
+    /// run's source addresses in turn, or to a visitor's other origin (a page view's allowed
+    /// host) at its own address, over TLS when it is an `https` one. Over TLS every connection
+    /// shares its origin's one client configuration, so a new one resumes a session.
     fn open_connection(&mut self, idx: usize, now: Instant) -> io::Result<()> {
-        let source = (!self.spec.source_ips.is_empty()).then(|| {
-            let ip = self.spec.source_ips[self.source_next % self.spec.source_ips.len()];
-            self.source_next += 1;
-            SocketAddr::new(ip, 0)
-        });
-        let (addr, unix) = (self.spec.addr, self.spec.unix.as_deref());
-        let to = crate::conn::To { addr, unix, tls: self.spec.tls.as_ref() };
+        let other = self.visits.as_deref().and_then(|v| v.origin(idx));
+        let source = (other.is_none() && self.visits.is_none() && !self.spec.source_ips.is_empty())
+            .then(|| {
+                let ip = self.spec.source_ips[self.source_next % self.spec.source_ips.len()];
+                self.source_next += 1;
+                SocketAddr::new(ip, 0)
+            });
+        let to = match other {
+            Some(o) => crate::conn::To { addr: o.addr, unix: None, tls: o.tls.as_ref() },
+            None => crate::conn::To {
+                addr: self.spec.addr,
+                unix: self.spec.unix.as_deref(),
+                tls: self.spec.tls.as_ref(),
+            },
+        };
         let conn = &mut self.conns[idx];
         conn.connect(self.poll.registry(), Token(idx), to, source, self.stamped)?;
-        self.opened(idx, self.conns[idx].ex.measured, now);
+        let measured = self.conns[idx].ex.measured;
+        self.opened(idx, measured, now);
         self.connecting += 1;
         self.open_into_second();
+        if let Some(v) = self.visits.as_deref_mut().filter(|_| measured) {
+            v.count_connection();
+        }
         Ok(())
     }
 
@@ -476,6 +390,9 @@ impl Worker {
 
     /// A full response arrived on slot `idx`.
     fn complete(&mut self, idx: usize, now: Instant, must_close: bool) {
+        if self.visits.is_some() {
+            return self.complete_call(idx, now, must_close);
+        }
         if self.past_end(now) {
             return;
         }
@@ -503,6 +420,9 @@ impl Worker {
     /// The request on slot `idx` failed. In the closed loop its next one starts on the next
     /// loop turn; otherwise the slot is freed (a failed session ends, as in httperf).
     fn fail(&mut self, idx: usize, class: ErrorClass, errno: Option<i32>, now: Instant) {
+        if self.visits.is_some() {
+            return self.fail_call(idx, class, errno, now);
+        }
         if self.past_end(now) {
             // Its outcome falls after the window: the request stays unfinished. One refused
             // at once (no socket, no source address) as the last due arrivals go out never
@@ -528,7 +448,12 @@ impl Worker {
     /// Fails requests past their deadline and wakes slots whose backoff is over.
     fn sweep(&mut self, now: Instant) {
         for idx in 0..self.conns.len() {
-            if let State::Backoff(at) = self.conns[idx].state {
+            if let Some(visits) = self.visits.as_deref() {
+                // A visitor's slots rest until its visit ends; a slot no visitor holds waits.
+                if visits.unheld(idx) {
+                    continue;
+                }
+            } else if let State::Backoff(at) = self.conns[idx].state {
                 if now >= at {
                     self.conns[idx].state = State::Idle;
                     self.restart.push(idx);
@@ -541,37 +466,6 @@ impl Worker {
                 self.sweep_h1(idx, now);
             }
         }
-    }
-
-    /// Closed-loop stages: opens parked slots up to the level at `now`, or marks slots to park
-    /// when their request ends (a request in flight is never cut short). Each loop turn, which
-    /// is at least every sweep tick.
-    fn follow_levels(&mut self, now: Instant) {
-        let Some(levels) = &self.spec.levels else { return };
-        let t = now.saturating_duration_since(self.spec.measure_start).as_secs_f64();
-        let want = levels.at(t).min(self.conns.len());
-        let active = self.conns.len() - self.parked.len() - self.to_park;
-        if want > active {
-            let mut more = want - active;
-            // Slots marked to park but still busy stay on first: they need no new connection.
-            let kept = more.min(self.to_park);
-            self.to_park -= kept;
-            more -= kept;
-            for _ in 0..more {
-                let Some(idx) = self.parked.pop() else { break };
-                self.start_request(idx, now, now);
-            }
-        } else {
-            self.to_park += active - want;
-        }
-    }
-
-    /// A closed-loop slot above the level rests: its connection closes and it waits parked.
-    fn park(&mut self, idx: usize) {
-        self.to_park -= 1;
-        self.close(idx);
-        self.conns[idx].state = State::Idle;
-        self.parked.push(idx);
     }
 
     /// A scheduled arrival sent at `now`, due at `due`: its lateness, and in its due second
@@ -609,7 +503,9 @@ impl EventLoop for Worker {
     }
 
     fn window_opens(&mut self) {
-        if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
+        if self.visits.is_some() {
+            self.carry_into_window();
+        } else if self.spec.end.is_none() && self.spec.pacing == Pacing::Closed {
             self.adopt_warm_up();
         }
     }
@@ -619,7 +515,7 @@ impl EventLoop for Worker {
     }
 
     fn each_turn(&mut self, now: Instant) {
-        if self.spec.levels.is_some() {
+        if self.spec.levels.is_some() && self.visits.is_none() {
             self.follow_levels(now);
         }
     }
@@ -629,12 +525,17 @@ impl EventLoop for Worker {
     }
 
     fn drive(&mut self, now: Instant) {
-        // Failed slots start again here, outside the code that saw them fail.
-        std::mem::swap(&mut self.restart, &mut self.draining);
-        while let Some(idx) = self.draining.pop() {
-            self.start_request(idx, now, now);
+        if self.visits.is_some() {
+            self.wake_thinkers(now);
+            self.arrive(now);
+        } else {
+            // Failed slots start again here, outside the code that saw them fail.
+            std::mem::swap(&mut self.restart, &mut self.draining);
+            while let Some(idx) = self.draining.pop() {
+                self.start_request(idx, now, now);
+            }
+            self.dispatch(now, now);
         }
-        self.dispatch(now, now);
         self.flush_dirty(now);
     }
 
@@ -661,6 +562,9 @@ impl EventLoop for Worker {
         let c = &self.control;
         let done = (self.books.tally.completed, self.books.tally.failed);
         publish([&c.completed, &c.failed], done, &mut self.published);
+        if let Some(visits) = self.visits.as_deref_mut() {
+            visits.publish(c);
+        }
     }
 
     fn report(self, account: ThreadAccount, end_at: Instant) -> WorkerReport {
@@ -674,7 +578,7 @@ impl Slots for Worker {
             conn: &mut self.conns[idx],
             books: &mut self.books,
             spec: &self.spec,
-            own: None,
+            own: self.visits.as_deref().and_then(|v| v.own(idx)),
             stamped: self.stamped,
             harvesting: self.harvesting,
         }
@@ -682,6 +586,12 @@ impl Slots for Worker {
 
     fn connect_ended(&mut self) {
         self.connecting -= 1;
+    }
+
+    /// Every origin's handshake is timed and counted; the run's `tls` is what its target
+    /// settled.
+    fn names_tls(&self, idx: usize) -> bool {
+        self.visits.as_deref().is_none_or(|v| v.origin(idx).is_none())
     }
 }
 
@@ -692,45 +602,5 @@ impl Plain for Worker {
 
     fn fail(&mut self, idx: usize, class: ErrorClass, errno: Option<i32>, now: Instant) {
         Worker::fail(self, idx, class, errno, now);
-    }
-}
-
-/// The first point at or after `due` of the grid of `step` through `origin` (`due` itself
-/// when `step` is zero): when a wake-up that coalesces sends may come.
-fn on_grid(due: Instant, origin: Instant, step: Duration) -> Instant {
-    if step.is_zero() {
-        return due;
-    }
-    let step_ns = step.as_nanos();
-    let past = match due.checked_duration_since(origin) {
-        Some(d) => d.as_nanos(),
-        // Before the grid's origin (the warm-up): on the same grid, counted backwards.
-        None => {
-            let before = origin.duration_since(due).as_nanos();
-            return origin - Duration::from_nanos(((before / step_ns) * step_ns) as u64);
-        }
-    };
-    let steps = past.div_ceil(step_ns);
-    origin + Duration::from_nanos((steps * step_ns) as u64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::on_grid;
-    use std::time::{Duration, Instant};
-
-    #[test]
-    fn send_wake_ups_fall_on_the_grid_and_never_before_the_due_time() {
-        let origin = Instant::now() + Duration::from_secs(1);
-        let ms = Duration::from_millis(1);
-        let at = |us: u64| origin + Duration::from_micros(us);
-        assert_eq!(on_grid(at(1), origin, ms), at(1_000));
-        assert_eq!(on_grid(at(1_000), origin, ms), at(1_000), "a due time on the grid stays");
-        assert_eq!(on_grid(at(2_001), origin, ms), at(3_000));
-        assert_eq!(on_grid(at(2_001), origin, Duration::ZERO), at(2_001), "no grid");
-        // In the warm-up, before the grid's origin: the grid extends backwards.
-        let before = origin - Duration::from_micros(1_500);
-        assert_eq!(on_grid(before, origin, ms), origin - ms);
-        assert!(on_grid(before, origin, ms) >= before);
     }
 }

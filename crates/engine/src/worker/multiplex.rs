@@ -2,8 +2,9 @@
 //! streams of its [`Session`](crate::h2::Session). The load models apply per stream: the
 //! closed loop keeps every stream of every connection busy (connections x streams), the open
 //! loop places each due request on a free stream of an open connection or opens a new one,
-//! and a session's calls go out as streams of its own connection. The connection itself
-//! (reads, writes, handshake, failure) is [`Multiplexed`]'s, shared with the visits' loop.
+//! and a session's calls go out as streams of its own connection (a visitor's calls, see
+//! `visits::streams`). The connection itself (reads, writes, handshake, failure) is
+//! [`Multiplexed`]'s.
 //!
 //! Requests queued while the loop handles a batch of events are written together once the
 //! batch is done (`flush_dirty`): one write for the HEADERS of every stream a read completed.
@@ -179,8 +180,13 @@ impl Worker {
     }
 }
 
+/// What a stream's outcome means is the load's: the visits' (`visits::streams`) or the
+/// request loop's pacing.
 impl Multiplexed for Worker {
     fn open_h2(&mut self, idx: usize, now: Instant) -> io::Result<()> {
+        if self.visits.is_some() {
+            return self.open_visit_h2(idx, now);
+        }
         self.conns[idx].ex.measured = now >= self.spec.measure_start;
         self.open_connection(idx, now)
     }
@@ -192,7 +198,16 @@ impl Multiplexed for Worker {
         }
     }
 
+    fn settled(&mut self, idx: usize, now: Instant) {
+        if self.visits.is_some() {
+            self.visit_streams_settled(idx, now);
+        }
+    }
+
     fn stream_completed(&mut self, idx: usize, s: usize, now: Instant) {
+        if self.visits.is_some() {
+            return self.visit_stream_completed(idx, s, now);
+        }
         if self.past_end(now) {
             return self.unfinished_at_end(idx, s);
         }
@@ -202,6 +217,9 @@ impl Multiplexed for Worker {
     }
 
     fn stream_failed(&mut self, idx: usize, s: usize, failure: Failure, now: Instant) {
+        if self.visits.is_some() {
+            return self.visit_stream_failed(idx, s, failure, now);
+        }
         if self.past_end(now) {
             return self.unfinished_at_end(idx, s);
         }
@@ -218,6 +236,9 @@ impl Multiplexed for Worker {
     /// if a stream had freed (a closed loop whose streams all ended would otherwise wait for
     /// nothing).
     fn reopen(&mut self, idx: usize, now: Instant) {
+        if self.visits.is_some() {
+            return self.reopen_visit(idx, now);
+        }
         self.pump(idx, now);
         match self.spec.pacing {
             Pacing::Closed => {

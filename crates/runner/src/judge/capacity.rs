@@ -216,8 +216,9 @@ pub fn fit(
     let threads = config.threads;
     match &mut config.pacing {
         Pacing::Closed => {
-            // A visit file's population: each visitor holds up to `per_visitor` connections
-            // per origin over HTTP/1.1, one per origin over HTTP/2.
+            // A closed population of visitors (visit files, session logs, page views): each
+            // holds up to `per_visitor` connections per origin over HTTP/1.1, one per origin
+            // over HTTP/2.
             let h2 = config.protocol.is_h2();
             let per = config.visits.as_ref().map_or(1, |p| p.connections_per_visitor(h2));
             let Err(short) = check(has, config.connections * per, threads) else {

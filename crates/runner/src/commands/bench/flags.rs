@@ -317,11 +317,11 @@ pub struct LoadFlags {
     )]
     pub conns: Option<u64>,
     /// httperf's session log: N sessions of FILE's bursts (httperf's format), X the think time
-    /// in seconds of a burst that names none; --rate is sessions per second (docs/visits.md).
+    /// in seconds of a burst that names none; --rate is sessions per second, or -c visitors
+    /// loop (docs/visits.md).
     #[arg(
         long = "wsesslog",
         value_name = "N,X,FILE",
-        requires = "rate",
         conflicts_with_all = ["requests", "duration", "conn_rate", "conns", "urls", "replay", "timing_script"]
     )]
     pub wsesslog: Option<String>,
@@ -338,12 +338,11 @@ pub struct LoadFlags {
     /// --visits: its widest step's, up to 4].
     #[arg(long = "visitor-connections", value_name = "K", requires = "visitors")]
     pub visitor_connections: Option<usize>,
-    /// Page views at --rate a second: the URL's page, then the resources its HTML and CSS name
-    /// (same host), found once before the run, over up to --browser-connections connections
-    /// of each viewer; -n counts views (docs/visits.md).
+    /// Page views at --rate a second, or by -c viewers in a loop: the URL's page, then the
+    /// resources its HTML and CSS name (same host), found once before the run, over up to
+    /// --browser-connections connections of each viewer; -n counts views (docs/visits.md).
     #[arg(
         long = "view",
-        requires = "rate",
         conflicts_with_all = ["wsesslog", "conn_rate", "conns", "urls", "replay", "timing_script"]
     )]
     pub view: bool,
@@ -443,9 +442,8 @@ impl LoadFlags {
 }
 
 impl LoadFlags {
-    /// `--wsesslog`'s sessions or `--view`'s page views at `rate` a second, or `--visits`'
-    /// visits at `rate` a second or (without `--rate`) by a closed population of `-c`
-    /// visitors, into `config`.
+    /// `--wsesslog`'s sessions, `--view`'s page views or `--visits`' visits at `rate` a second
+    /// or (without `--rate`) by a closed population of `-c` visitors, into `config`.
     fn visits(
         &self,
         config: &mut BenchConfig,
@@ -455,22 +453,25 @@ impl LoadFlags {
         self.no_connections_over_h2(config)?;
         let arrival = self.schedule.arrival.into();
         let per_visitor = self.visitor_connections;
+        let kind = [
+            (!self.visits.is_empty(), "--visits"),
+            (self.wsesslog.is_some(), "--wsesslog"),
+            (self.view, "--view"),
+        ];
+        let Some((_, flag)) = kind.into_iter().find(|(given, _)| *given) else { return Ok(()) };
+        let fixed = matches!(self.connections, Some(Level::Fixed(_)) | None);
+        if self.conn_rate.is_some() || (rate.is_none() && !fixed) {
+            return Err(FlagError::Usage(format!(
+                "{flag}: visitors arrive at --rate visits a second, or a fixed -c of them loop"
+            )));
+        }
         if !self.visits.is_empty() {
-            let fixed = matches!(self.connections, Some(Level::Fixed(_)) | None);
-            if self.conn_rate.is_some() || (rate.is_none() && !fixed) {
-                return Err(FlagError::Usage(
-                    "--visits: visitors arrive at --rate visits a second, or a fixed -c of them \
-                     loop"
-                        .to_string(),
-                ));
-            }
             let given = parse_given(&self.given)?;
             let is_file = |name: &str| std::path::Path::new(name).is_file();
             let weighted = loadlab_engine::visits::parse_visits(&self.visits, is_file)
                 .map_err(|e| FlagError::Usage(format!("--visits {e}")))?;
             visit_file(&weighted, config, per_visitor, &given)?.apply(config, rate, arrival);
         }
-        let Some(rate) = rate else { return Ok(()) };
         if let Some(spec) = &self.wsesslog {
             let per_visitor = per_visitor.unwrap_or(loadlab_engine::visits::PER_VISITOR);
             let w = loadlab_engine::visits::Wsesslog::read(spec, per_visitor)

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
-use loadlab_engine::{BenchConfig, BenchResult, EngineError, Pacing, Stop, Target};
+use loadlab_engine::{BenchConfig, BenchResult, EngineError, Stop, Target};
 use loadlab_lab::named::Processes;
 use loadlab_lab::procfs::ProcId;
 use loadlab_lab::sampler::{Members, Sampled, Watched};
@@ -747,15 +747,6 @@ fn plural(n: usize) -> &'static str {
 /// stack with `http2` on (HTTP/2 has no connection per request; a session of one call is one).
 /// Said before any stack starts.
 pub fn unsupported(cell: &Cell) -> Option<String> {
-    if cell.workload.spec.view && matches!(cell.load.point, Point::Closed { .. }) {
-        return Some(format!(
-            "cell {} ({}): {} has view = true: page views arrive at a rate, so its load must be \
-             open or sessions (rate = ...), not closed",
-            cell.ordinal,
-            cell.stack.label,
-            cell.workload.name()
-        ));
-    }
     (cell.http2() && !cell.load.connection.keepalive).then(|| {
         format!(
             "cell {} ({}): keepalive = false has no meaning over HTTP/2 (http2 is on): use a \
@@ -808,12 +799,7 @@ fn visits(
     spec: &[(String, u32)],
     given: &[(String, String)],
 ) -> Result<(), EngineError> {
-    let (rate, arrival) = match config.pacing {
-        Pacing::Open { rate, arrival, .. } | Pacing::Sessions { rate, arrival, .. } => {
-            (Some(rate), arrival)
-        }
-        Pacing::Closed => (None, loadlab_engine::Arrival::Fixed),
-    };
+    let (rate, arrival) = (config.pacing.rate(), config.pacing.arrival());
     let v =
         crate::commands::bench::flags::visit_file(spec, config, None, given).map_err(
             |e| match e {

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use loadlab_engine::visits::{View, ViewPlan};
-use loadlab_engine::{BenchConfig, EngineError, Pacing};
+use loadlab_engine::{BenchConfig, EngineError};
 
 /// The page views found so far in a run, by instance and page URL.
 #[derive(Debug, Default)]
@@ -24,7 +24,7 @@ pub struct Found {
 
 impl Found {
     /// Makes `config` (a view workload's cell on `instance`) run views of its page at the
-    /// load's rate, on up to a browser's 6 connections per visitor (and origin: the page's
+    /// load's rate (or, under a closed load, by its concurrency of viewers), on up to a browser's 6 connections per visitor (and origin: the page's
     /// host and `hosts`, the workload's `view_hosts`); the page is found now if this instance
     /// has not found it yet.
     pub fn apply(
@@ -33,14 +33,7 @@ impl Found {
         (workload, hosts): (&str, &[String]),
         config: &mut BenchConfig,
     ) -> Result<(), EngineError> {
-        let (rate, arrival) = match config.pacing {
-            Pacing::Open { rate, arrival, .. } | Pacing::Sessions { rate, arrival, .. } => {
-                (rate, arrival)
-            }
-            Pacing::Closed => {
-                return Err(EngineError::Config("page views need a rate (an open load)".into()))
-            }
-        };
+        let (rate, arrival) = (config.pacing.rate(), config.pacing.arrival());
         let key = (instance.to_owned(), config.target.url.clone());
         let view = match self.views.get(&key) {
             Some(view) => view.clone(),
@@ -174,20 +167,21 @@ mod tests {
         }
     }
 
-    /// Two instances (two repetitions), each with two view cells (two rates) of a custom
-    /// page: each instance finds the page once, at its verify, and its cells reuse it.
-    #[test]
-    fn a_view_workloads_page_is_found_once_per_instance_and_listed_once() {
-        let site = Site::start();
-        let suite = loadlab_suite::parse(
-            "name = \"v\"\nrepetitions = 2\nwarmup = \"0s\"\n[[stacks]]\nname = \"nginx\"\n\
-             [[workloads]]\nname = \"page\"\npath = \"/page.html\"\nview = true\n\
-             [[loads]]\nmodel = \"open\"\nrates = [5, 10]\nrequests = 10\n",
-            "v.toml",
-        )
-        .expect("the suite parses");
+    /// Runs a suite of a view workload of the custom page under `load` (its `[[loads]]`
+    /// table), `repetitions` times, against `site` with the fake engine: what the executor
+    /// said, and the configurations the engine was given.
+    fn run_suite(
+        site: &Site,
+        repetitions: u32,
+        load: &str,
+    ) -> (Said, Vec<loadlab_engine::BenchConfig>) {
+        let text = format!(
+            "name = \"v\"\nrepetitions = {repetitions}\nwarmup = \"0s\"\n[[stacks]]\n\
+             name = \"nginx\"\n[[workloads]]\nname = \"page\"\npath = \"/page.html\"\n\
+             view = true\n[[loads]]\n{load}\n"
+        );
+        let suite = loadlab_suite::parse(&text, "v.toml").expect("the suite parses");
         let plan = loadlab_suite::plan(&suite, false);
-        assert_eq!(plan.cells.len(), 4);
         let lab =
             FakeLab { url: Some(format!("http://127.0.0.1:{}/", site.port)), ..Default::default() };
         let mut engine = FakeEngine::new(5_000.0);
@@ -202,6 +196,17 @@ mod tests {
         let mut said = Said::default();
         let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 1 };
         crate::run_plan(&plan, &lab, &mut engine, &mut said, &mut cx).expect("the plan runs");
+        let measured = engine.measured.borrow().clone();
+        (said, measured)
+    }
+
+    /// Two instances (two repetitions), each with two view cells (two rates) of a custom
+    /// page: each instance finds the page once, at its verify, and its cells reuse it.
+    #[test]
+    fn a_view_workloads_page_is_found_once_per_instance_and_listed_once() {
+        let site = Site::start();
+        let load = "model = \"open\"\nrates = [5, 10]\nrequests = 10";
+        let (said, measured) = run_suite(&site, 2, load);
 
         // The fake engine sends nothing: every request the site saw is discovery's.
         let asked = site.asked();
@@ -212,7 +217,6 @@ mod tests {
         assert_eq!(said.0[..7], expected, "{:?}", said.0);
         assert_eq!(said.0.iter().filter(|l| l.starts_with("page:")).count(), 2, "{:?}", said.0);
         // Every cell ran the views of the list found.
-        let measured = engine.measured.borrow();
         let cells: Vec<_> = measured.iter().filter(|c| c.visits.is_some()).collect();
         assert_eq!(cells.len(), 4);
         for c in cells {
@@ -220,5 +224,23 @@ mod tests {
             let paths: Vec<&str> = view.resources.iter().map(|r| r.path.as_str()).collect();
             assert_eq!(paths, ["/s.css", "/a.js", "/i.png"]);
         }
+    }
+
+    /// A view workload under a closed load: its cells run views by a closed population of
+    /// the load's concurrency of viewers, as `bench --view -c` does.
+    #[test]
+    fn a_view_workload_under_a_closed_load_runs_its_concurrency_of_viewers() {
+        let site = Site::start();
+        let load = "model = \"closed\"\nconcurrency = [3]\nrequests = 12";
+        let (_, measured) = run_suite(&site, 1, load);
+        let cells: Vec<_> = measured.iter().filter(|c| c.visits.is_some()).collect();
+        assert_eq!(cells.len(), 1, "{measured:?}");
+        let c = cells[0];
+        assert_eq!(
+            (c.pacing, c.connections, c.stop),
+            (loadlab_engine::Pacing::Closed, 3, loadlab_engine::Stop::Count(12))
+        );
+        let view = c.visits.as_ref().and_then(|v| v.view.as_ref()).expect("a view");
+        assert_eq!(view.resources.len(), 3, "{view:?}");
     }
 }
