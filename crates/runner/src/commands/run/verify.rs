@@ -1,12 +1,12 @@
 //! Verify by answers, judged: a cell's configuration made into one request of each workload
-//! ([`one_request`]), sent by the engine exactly as its cells will send it (method, headers,
+//! (`one_request`), sent by the engine exactly as its cells will send it (method, headers,
 //! body, TLS) and checked by the same validation, the answer kept whole and judged by the
 //! engine's verdict on a whole answer, the one the lab's verify gives ([`judge`]). It is
 //! an external target's whole verify (there is no lab to ask), and a custom workload's on a
 //! lab stack (the lab's verify knows only its own workloads); the executor sends the requests
 //! (`verify_answers`). Ready means verified: a wrong answer stops the run before the
 //! instance's cells. A visit file's workload is verified by one whole visit of one visitor,
-//! its captures carried and its checks applied ([`judge_visit`]): its requests alone would go
+//! its captures carried and its checks applied (`judge_visit`): its requests alone would go
 //! with `{nonce}` unfilled and prove nothing.
 
 use loadlab_engine::{Answer, BenchConfig, BenchResult, ErrorClass, Order, Pacing, Stop, Traffic};
