@@ -59,7 +59,7 @@ impl Measure {
         if let Some(v) = cell.metrics.get(self.metric()).copied().filter(|v| v.is_finite()) {
             return Some(v);
         }
-        let latency = cell.histograms.get("latency").filter(|r| !r.is_empty());
+        let latency = cell.histograms.latency();
         match self {
             Measure::Rps => {
                 let done = cell.metrics.get(metric::COMPLETED).copied()?;

@@ -36,7 +36,7 @@ pub fn figures<'a>(c: &'a CellRecord, empty: &'a loadlab_stats::Recorder) -> Fig
         completed: get(metric::COMPLETED) as u64,
         failed: get(metric::FAILED) as u64,
         non_2xx: get(metric::NON_2XX) as u64,
-        latency: c.histograms.get("latency").unwrap_or(empty),
+        latency: c.histograms.latency.as_ref().unwrap_or(empty),
         requests_of: loadlab_store::Counted::of(c).own_latency(),
     }
 }

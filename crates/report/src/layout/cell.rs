@@ -1,11 +1,12 @@
-//! A stored cell as [`Figures`]: built from what the store kept (metrics, the latency,
-//! connect and waiting histograms, the per-second series). What the store does not keep of a
-//! bench (its target, the connection times table, the client's CPU split) is `None`.
+//! A stored cell as [`Figures`]: built from what the store kept (metrics, its distributions,
+//! the per-second series). What the store does not keep of a bench (its target, the client's
+//! CPU split), and the connection times table of a cell stored before its processing time
+//! was kept, is `None`.
 
 use loadlab_stats::{Moments, Recorder};
 use loadlab_store::{metric, CellRecord, LoadModel};
 
-use super::{Figures, Schedule};
+use super::{Figures, Schedule, Timings};
 
 fn get(c: &CellRecord, name: &str) -> Option<f64> {
     c.metrics.get(name).copied().filter(|v| v.is_finite())
@@ -16,15 +17,11 @@ fn count(c: &CellRecord, name: &str) -> Option<u64> {
     get(c, name).map(|v| v.max(0.0) as u64)
 }
 
-/// One of the cell's distributions, if it was stored and holds anything.
-fn histogram<'c>(c: &'c CellRecord, name: &str) -> Option<&'c Recorder> {
-    c.histograms.get(name).filter(|r| !r.is_empty())
-}
-
 impl<'c> Figures<'c> {
     /// What `c` measured, as far as the store kept it.
     pub fn of_cell(c: &'c CellRecord) -> Figures<'c> {
-        let latency = histogram(c, "latency");
+        let h = &c.histograms;
+        let latency = h.latency();
         let prefix = format!("{}.", metric::ERRORS);
         let errors = c
             .metrics
@@ -54,12 +51,10 @@ impl<'c> Figures<'c> {
             bytes_sent: None,
             request_body: false,
             latency_mean_us: get(c, metric::MEAN_US).or_else(|| latency.map(Recorder::mean)),
-            // As a live bench's table: from each request's start (the uncorrected times of an
-            // open loop, which a closed loop's latency is).
-            percentiles: histogram(c, "latency_uncorrected").or(latency),
-            timings: None,
-            waiting_mean_us: histogram(c, "waiting").map(Recorder::mean),
-            connect_mean_us: histogram(c, "connect").map(Recorder::mean),
+            percentiles: h.request_times(),
+            timings: Timings::of(h),
+            waiting_mean_us: h.waiting().map(Recorder::mean),
+            connect_mean_us: h.connect().map(Recorder::mean),
             lifetimes: None,
             per_second: Moments::of(&per_second),
             cpu_s: None,
@@ -108,7 +103,7 @@ mod tests {
         for us in 1..=1_000 {
             r.record(us * 100);
         }
-        c.histograms.insert("latency".into(), r);
+        c.histograms.latency = Some(r);
         for s in 0..10 {
             c.series.at(s).completed = 1_000 + s as u64;
         }
@@ -122,7 +117,7 @@ mod tests {
         // ab's nine rows, in its whole milliseconds.
         assert!(ab.contains("  50%     50\n  66%     66\n"), "{ab}");
         assert!(ab.contains("  99%     99\n 100%    100 (longest request)"), "{ab}");
-        assert!(!ab.contains("Connection Times"), "a cell keeps no connection times: {ab}");
+        assert!(!ab.contains("Connection Times"), "no processing time kept: {ab}");
 
         let h = to_text(httperf, &Figures::of_cell(&c));
         assert!(h.contains("Request rate: 1000.3 req/s (1.0 ms/req)"), "{h}");
@@ -152,8 +147,8 @@ mod tests {
             corrected.record(40_000);
             uncorrected.record(8_000);
         }
-        c.histograms.insert("latency".into(), corrected);
-        c.histograms.insert("latency_uncorrected".into(), uncorrected);
+        c.histograms.latency = Some(corrected);
+        c.histograms.uncorrected = Some(uncorrected);
         let h = to_text(httperf, &Figures::of_cell(&c));
         assert!(
             h.contains(
@@ -164,5 +159,36 @@ mod tests {
         assert!(h.contains("Latency from due time [ms]: p50 40.0 p99 40.0 max 40.0"), "{h}");
         let ab = to_text(ab, &Figures::of_cell(&c));
         assert!(ab.contains("  50%      8\n"), "from each request's start: {ab}");
+    }
+
+    /// A cell that kept its connect, waiting and processing times has ab's connection times
+    /// table, as `bench --format ab` prints it, and httperf's transfer time.
+    #[test]
+    fn a_cell_with_its_processing_times_has_abs_connection_times() {
+        let mut c = cell("nginx", "static", 4, 0, 100.0);
+        c.metrics.insert(metric::COMPLETED.into(), 1_000.0);
+        let times = |us: u64| {
+            let mut r = Recorder::new();
+            for i in 0..1_000 {
+                r.record(us + i % 3);
+            }
+            r
+        };
+        c.histograms = loadlab_store::Histograms {
+            latency: Some(times(9_000)),
+            connect: Some(times(1_000)),
+            waiting: Some(times(5_000)),
+            processing: Some(times(7_000)),
+            ..Default::default()
+        };
+        let ab = to_text(ab, &Figures::of_cell(&c));
+        assert!(ab.contains("Connection Times (ms)\n"), "{ab}");
+        assert!(ab.contains("Connect:        1    1   0.0      1       1\n"), "{ab}");
+        assert!(ab.contains("Processing:     7    7   0.0      7       7\n"), "{ab}");
+        assert!(ab.contains("Waiting:        5    5   0.0      5       5\n"), "{ab}");
+        assert!(ab.contains("Total:          9    9   0.0      9       9\n"), "{ab}");
+        assert!(!ab.contains("TLS:"), "no handshake kept: {ab}");
+        let h = to_text(httperf, &Figures::of_cell(&c));
+        assert!(h.contains("Reply time [ms]: response 5.0 transfer 2.0\n"), "{h}");
     }
 }

@@ -1,6 +1,7 @@
-//! The report of one `bench` run: every figure the outputs print, computed once from the
-//! engine's result, with the trust warnings that belong beside them. The JSON output is this
-//! struct serialized; the other formats read from it, so they can never disagree.
+//! The outcome of one `bench` run, [`Report`]: every figure the outputs print, computed once
+//! from the engine's result, its distributions kept whole, with the trust warnings that belong
+//! beside them. The JSON output is this struct serialized; every other format reads from it
+//! alone, and a lab cell's record is made from it, so that none can disagree.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +11,7 @@ use crate::{Flag, Verdict};
 use loadlab_engine::result::per_second;
 use loadlab_engine::{Arrival, BenchConfig, BenchResult, ErrorClass, Pacing, Protocol, Stop};
 use loadlab_stats::{Moments, RecorderSummary};
+use loadlab_store::Histograms;
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -57,6 +59,10 @@ pub struct Report {
     pub connections: Connections,
     /// ab's breakdown: connect, waiting (time to first byte), processing, total.
     pub timings_us: TimingsUs,
+    /// The distributions the summaries above are of, whole, as the store keeps them: for the
+    /// layouts that read a whole distribution (ab's percentile table, the latency spectrum).
+    #[serde(skip)]
+    pub histograms: Histograms,
     pub throughput: Throughput,
     pub client: Client,
     /// What limited the throughput, decided once by [`limit::of_bench`] from the verdict
@@ -417,6 +423,7 @@ impl Report {
             rate,
             connections: Connections::of(cfg, r),
             timings_us: TimingsUs::of(cfg, t),
+            histograms: histograms(cfg, r),
             throughput: Throughput {
                 per_second: Moments::of(&r.per_second_completed()),
                 series: t.series.buckets().to_vec(),
@@ -574,6 +581,21 @@ impl Connections {
 /// The run made TLS handshakes: to an https:// target, or to a page view's `https` origin.
 fn speaks_tls(cfg: &BenchConfig) -> bool {
     cfg.target.tls || cfg.visits.as_ref().is_some_and(|p| p.origins.speaks_tls())
+}
+
+/// `r`'s distributions: the latency every output shows (with the uncorrected one beside it
+/// under a schedule) and ab's connection times.
+fn histograms(cfg: &BenchConfig, r: &BenchResult) -> Histograms {
+    let t = &r.tally.timings;
+    let scheduled = cfg.pacing != Pacing::Closed;
+    Histograms {
+        latency: Some(r.latency().clone()),
+        uncorrected: scheduled.then(|| t.total.clone()),
+        connect: Some(t.connect.clone()),
+        tls: speaks_tls(cfg).then(|| t.tls.clone()),
+        waiting: Some(t.waiting.clone()),
+        processing: Some(t.processing.clone()),
+    }
 }
 
 impl TimingsUs {
