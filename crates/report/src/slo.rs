@@ -30,7 +30,7 @@ pub fn judge(cells: &[&CellRecord]) -> Option<SloVerdict> {
 
 /// A stored cell's figures (`non_2xx` is 0 for cells stored before it was kept).
 pub fn figures<'a>(c: &'a CellRecord, empty: &'a loadlab_stats::Recorder) -> Figures<'a> {
-    let get = |k: &str| c.metrics.get(k).copied().filter(|v| v.is_finite()).unwrap_or(0.0);
+    let get = |k: &str| c.figure(k).unwrap_or(0.0);
     Figures {
         rps: get(metric::RPS),
         completed: get(metric::COMPLETED) as u64,

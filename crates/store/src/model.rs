@@ -337,6 +337,14 @@ pub struct CellRecord {
     pub slo: Option<String>,
 }
 
+impl CellRecord {
+    /// The figure kept under `name` (a [`metric`](crate::metric) name); `None` when the cell
+    /// has none, or kept it as NaN (not measured).
+    pub fn figure(&self, name: &str) -> Option<f64> {
+        self.metrics.get(name).copied().filter(|v| v.is_finite())
+    }
+}
+
 /// One second of a cell whose load changes over time, as the runner judged it (its
 /// `seconds` module): what the report draws per second, read back exactly as judged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,13 +8,9 @@ use loadlab_store::{metric, CellRecord, LoadModel};
 
 use super::{Figures, Schedule, Timings};
 
-fn get(c: &CellRecord, name: &str) -> Option<f64> {
-    c.metrics.get(name).copied().filter(|v| v.is_finite())
-}
-
 /// A count the store kept as a number.
 fn count(c: &CellRecord, name: &str) -> Option<u64> {
-    get(c, name).map(|v| v.max(0.0) as u64)
+    c.figure(name).map(|v| v.max(0.0) as u64)
 }
 
 impl<'c> Figures<'c> {
@@ -50,7 +46,7 @@ impl<'c> Figures<'c> {
             bytes_body: count(c, metric::BYTES_BODY),
             bytes_sent: None,
             request_body: false,
-            latency_mean_us: get(c, metric::MEAN_US).or_else(|| latency.map(Recorder::mean)),
+            latency_mean_us: c.figure(metric::MEAN_US).or_else(|| latency.map(Recorder::mean)),
             percentiles: h.request_times(),
             timings: Timings::of(h),
             waiting_mean_us: h.waiting().map(Recorder::mean),
@@ -75,8 +71,8 @@ fn schedule(c: &CellRecord, latency: Option<&Recorder>) -> Option<Schedule> {
         None => count(c, name),
     };
     Some(Schedule {
-        offered_rps: get(c, metric::OFFERED_RPS)?,
-        achieved_rps: get(c, metric::ACHIEVED_RPS).or_else(|| get(c, metric::RPS))?,
+        offered_rps: c.figure(metric::OFFERED_RPS)?,
+        achieved_rps: c.figure(metric::ACHIEVED_RPS).or_else(|| c.figure(metric::RPS))?,
         late_p99_us: count(c, metric::LATE_P99_US).unwrap_or(0),
         not_sent: count(c, metric::NOT_SENT).unwrap_or(0),
         latency_p50_us: percentile(50.0, metric::P50_US)?,
