@@ -23,14 +23,24 @@ pub struct Histograms {
     pub waiting: Option<Recorder>,
     /// From the answer's first byte to its last (ab's processing).
     pub processing: Option<Recorder>,
+    /// The lifetimes of the connections closed during the run, connect to close (httperf's
+    /// connection time).
+    pub lifetime: Option<Recorder>,
 }
 
 impl Histograms {
     /// The name each distribution is stored under, in the `histograms` table's `name`.
-    const NAMES: [&'static str; 6] =
-        ["latency", "latency_uncorrected", "connect", "tls", "waiting", "processing"];
+    const NAMES: [&'static str; 7] = [
+        "latency",
+        "latency_uncorrected",
+        "connect",
+        "tls",
+        "waiting",
+        "processing",
+        "connection_lifetime",
+    ];
 
-    fn slots(&self) -> [&Option<Recorder>; 6] {
+    fn slots(&self) -> [&Option<Recorder>; 7] {
         [
             &self.latency,
             &self.uncorrected,
@@ -38,6 +48,7 @@ impl Histograms {
             &self.tls,
             &self.waiting,
             &self.processing,
+            &self.lifetime,
         ]
     }
 
@@ -55,6 +66,7 @@ impl Histograms {
             "tls" => &mut self.tls,
             "waiting" => &mut self.waiting,
             "processing" => &mut self.processing,
+            "connection_lifetime" => &mut self.lifetime,
             _ => return false,
         };
         *slot = Some(recorder);

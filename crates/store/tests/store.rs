@@ -50,7 +50,7 @@ fn latencies(seed: u64, n: usize) -> Recorder {
     r
 }
 
-/// A cell as a realistic 10-minute measurement produces it: 5 histograms, `seconds` series
+/// A cell as a realistic 10-minute measurement produces it: 6 histograms, `seconds` series
 /// rows and `seconds` samples for each of `tiers` tiers.
 fn cell(ordinal: u32, seconds: usize, tiers: usize) -> CellRecord {
     let mut series = Series::with_capacity(seconds);
@@ -104,6 +104,7 @@ fn cell(ordinal: u32, seconds: usize, tiers: usize) -> CellRecord {
             tls: None,
             waiting: Some(latencies(4, 100_000)),
             processing: Some(latencies(5, 100_000)),
+            lifetime: Some(latencies(6, 1_000_000)),
         },
         series,
         seconds: judged_seconds(seconds),

@@ -46,7 +46,7 @@ fn figures(r: &Report) -> Figures<'_> {
         completed: r.requests.completed,
         failed: r.requests.failed,
         errors: r.errors.iter().map(|(k, v)| (*k, *v)).collect(),
-        status_class: Some(&r.status_class),
+        status_class: Some(r.status_class.clone()),
         non_2xx: Some(r.not_2xx.0),
         sent: Some(r.requests.sent),
         keepalive: r.config.keepalive.then_some(r.requests.keepalive),
@@ -60,7 +60,7 @@ fn figures(r: &Report) -> Figures<'_> {
         waiting_mean_us: Some(tm.waiting.mean),
         connect_mean_us: Some(tm.connect.mean),
         lifetimes: Some(Lifetimes {
-            lifetime_us: &r.connections.lifetime_us,
+            lifetime_us: r.connections.lifetime_us,
             replies_per_connection: r.connections.replies_per_connection.unwrap_or(0.0),
         }),
         per_second: r.throughput.per_second,

@@ -1,12 +1,14 @@
 //! A stored cell as [`Figures`]: built from what the store kept (metrics, its distributions,
-//! the per-second series). What the store does not keep of a bench (its target, the client's
-//! CPU split), and the connection times table of a cell stored before its processing time
-//! was kept, is `None`.
+//! the per-second series). What the store does not keep of a bench (its target, its
+//! warnings: the report states the cell's flags beside it), and what a cell stored by an
+//! older loadlab lacks (the connection times, what was sent, the client's CPU), is `None`.
+
+use std::collections::BTreeMap;
 
 use loadlab_stats::{Moments, Recorder};
 use loadlab_store::{metric, CellRecord, LoadModel};
 
-use super::{Figures, Schedule, Timings};
+use super::{Figures, Lifetimes, Schedule, Timings};
 
 /// A count the store kept as a number.
 fn count(c: &CellRecord, name: &str) -> Option<u64> {
@@ -38,27 +40,40 @@ impl<'c> Figures<'c> {
             completed: count(c, metric::COMPLETED).unwrap_or(0),
             failed: count(c, metric::FAILED).or_else(|| count(c, metric::ERRORS)).unwrap_or(0),
             errors,
-            status_class: None,
+            status_class: status_class(c),
             non_2xx: count(c, metric::NON_2XX),
-            sent: None,
-            keepalive: None,
+            sent: count(c, metric::SENT),
+            keepalive: count(c, metric::KEEPALIVE),
             bytes_total: count(c, metric::BYTES),
             bytes_body: count(c, metric::BYTES_BODY),
-            bytes_sent: None,
+            bytes_sent: count(c, metric::BYTES_SENT),
             request_body: false,
             latency_mean_us: c.figure(metric::MEAN_US).or_else(|| latency.map(Recorder::mean)),
             percentiles: h.request_times(),
             timings: Timings::of(h),
             waiting_mean_us: h.waiting().map(Recorder::mean),
             connect_mean_us: h.connect().map(Recorder::mean),
-            lifetimes: None,
+            lifetimes: h.lifetime.as_ref().map(|l| Lifetimes {
+                lifetime_us: l.summary(),
+                replies_per_connection: c.figure(metric::REPLIES_PER_CONNECTION).unwrap_or(0.0),
+            }),
             per_second: Moments::of(&per_second),
-            cpu_s: None,
+            cpu_s: c.figure(metric::CPU_USER_S).zip(c.figure(metric::CPU_SYS_S)),
             schedule: schedule(c, latency),
             sessions: None,
             warnings: &[],
         }
     }
+}
+
+/// The completed responses by status class, when the cell kept them.
+fn status_class(c: &CellRecord) -> Option<BTreeMap<&'static str, u64>> {
+    let classes =
+        metric::STATUS_CLASSES.map(|class| (class, count(c, &metric::status_class(class))));
+    classes
+        .iter()
+        .any(|(_, n)| n.is_some())
+        .then(|| classes.into_iter().map(|(class, n)| (class, n.unwrap_or(0))).collect())
 }
 
 /// An open loop's or sessions' schedule, from the figures kept of it.

@@ -48,7 +48,7 @@ pub struct Figures<'a> {
     /// Failures by loadlab's class name (`connreset`...); a class absent counts 0.
     pub errors: BTreeMap<&'a str, u64>,
     /// Completed responses by status class (`2xx`...), when counted so.
-    pub status_class: Option<&'a BTreeMap<&'static str, u64>>,
+    pub status_class: Option<BTreeMap<&'static str, u64>>,
     /// Completed responses that were not 2xx; `None` where not kept.
     pub non_2xx: Option<u64>,
     /// Requests written in full; `None` where not kept.
@@ -74,7 +74,7 @@ pub struct Figures<'a> {
     /// Connect time, mean, microseconds.
     pub connect_mean_us: Option<f64>,
     /// Closed connections' lifetimes and replies per connection (httperf's connection lines).
-    pub lifetimes: Option<Lifetimes<'a>>,
+    pub lifetimes: Option<Lifetimes>,
     /// Completed requests per whole second (httperf's reply rate); `None` under a second.
     pub per_second: Option<Moments>,
     /// The client's CPU time, user and system, seconds.
@@ -151,8 +151,8 @@ impl Timings {
 
 /// httperf's connection lines.
 #[derive(Debug, Clone)]
-pub struct Lifetimes<'a> {
-    pub lifetime_us: &'a RecorderSummary,
+pub struct Lifetimes {
+    pub lifetime_us: RecorderSummary,
     pub replies_per_connection: f64,
 }
 

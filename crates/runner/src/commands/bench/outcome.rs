@@ -584,7 +584,7 @@ fn speaks_tls(cfg: &BenchConfig) -> bool {
 }
 
 /// `r`'s distributions: the latency every output shows (with the uncorrected one beside it
-/// under a schedule) and ab's connection times.
+/// under a schedule), ab's connection times and the connections' lifetimes.
 fn histograms(cfg: &BenchConfig, r: &BenchResult) -> Histograms {
     let t = &r.tally.timings;
     let scheduled = cfg.pacing != Pacing::Closed;
@@ -595,6 +595,7 @@ fn histograms(cfg: &BenchConfig, r: &BenchResult) -> Histograms {
         tls: speaks_tls(cfg).then(|| t.tls.clone()),
         waiting: Some(t.waiting.clone()),
         processing: Some(t.processing.clone()),
+        lifetime: Some(r.tally.conn_life.clone()),
     }
 }
 

@@ -90,6 +90,19 @@ fn metrics(report: &Report) -> BTreeMap<String, f64> {
     put(metric::CLIENT_CPU_BUSY, report.client.cpu_busy);
     put(metric::CONNECTIONS_OPENED, report.connections.opened as f64);
     put(metric::PEAK_CONNECTIONS, report.connections.peak as f64);
+    put(metric::SENT, report.requests.sent as f64);
+    put(metric::BYTES_SENT, report.bytes.sent as f64);
+    if report.config.keepalive {
+        put(metric::KEEPALIVE, report.requests.keepalive as f64);
+    }
+    put(metric::CPU_USER_S, report.client.cpu_user_s);
+    put(metric::CPU_SYS_S, report.client.cpu_sys_s);
+    if let Some(n) = report.connections.replies_per_connection {
+        put(metric::REPLIES_PER_CONNECTION, n);
+    }
+    for (class, n) in &report.status_class {
+        put(&metric::status_class(class), *n as f64);
+    }
     for (class, n) in &report.errors {
         put(&metric::error_class(class), *n as f64);
     }
@@ -346,10 +359,23 @@ mod tests {
         assert_eq!(h.request_times().map(|r| r.summary()), Some(t.total));
         assert_eq!(summary(&h.latency), Some(report.latency_us));
         assert_eq!(summary(&h.tls), None, "no handshake over http://");
-        let ab = loadlab_report::layout::to_text(
-            loadlab_report::layout::ab,
-            &loadlab_report::layout::Figures::of_cell(&rec),
-        );
+        use loadlab_report::layout::{ab, httperf, to_text, Figures};
+        let ab = to_text(ab, &Figures::of_cell(&rec));
         assert!(ab.contains("Connection Times (ms)"), "{ab}");
+        let keepalive = format!("Keep-Alive requests:    {}\n", report.requests.keepalive);
+        assert_eq!(ab.contains(&keepalive), report.config.keepalive, "{ab}");
+        // httperf's lines of what was sent, the connections' lifetimes, the statuses and the
+        // client's CPU, as `bench --format httperf` prints them from the same report.
+        let h = to_text(httperf, &Figures::of_cell(&rec));
+        let c = &report.client;
+        let life = &report.connections.lifetime_us;
+        for line in [
+            format!("Request size [B]: {:.1}\n", report.bytes.sent as f64 / 300.0),
+            format!("Connection time [ms]: min {:.1}", life.min as f64 / 1000.0),
+            format!("Reply status: 1xx=0 2xx={} 3xx=0", report.status_class["2xx"]),
+            format!("CPU time [s]: user {:.2} system {:.2}", c.cpu_user_s, c.cpu_sys_s),
+        ] {
+            assert!(h.contains(&line), "{line:?} in {h}");
+        }
     }
 }
