@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 use loadlab_engine::{BenchConfig, Level};
 use loadlab_runner::commands::bench::flags::{LoadFlags, RequestFlags, TrafficFlags};
-use loadlab_runner::commands::bench::{self, Disposition};
+use loadlab_runner::commands::bench::{self, habits, Disposition};
 use loadlab_runner::hosts::agent::{self, Outcome};
 use loadlab_runner::judge::slo::Slo;
 use loadlab_runner::values;
@@ -26,7 +26,7 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub traffic: TrafficFlags,
     #[command(flatten)]
-    pub habits: HabitArgs,
+    pub habits: habits::flags::Habits,
     #[command(flatten)]
     pub agent: crate::agents::AgentArgs,
     /// Output format.
@@ -42,50 +42,11 @@ pub struct BenchArgs {
     pub slo: Option<Slo>,
 }
 
-/// Flags that ab's and wrk's users type out of habit and that loadlab does anyway: accepted,
-/// with a note on what loadlab does instead, rather than refused.
-#[derive(Debug, Args)]
-pub struct HabitArgs {
-    /// ab's -k: keep-alive, which is already the default (--no-keepalive turns it off).
-    #[arg(short = 'k', conflicts_with = "no_keepalive")]
-    pub keepalive: bool,
-    /// ab's -l: accept a varying response length, which loadlab always does (it reports the
-    /// range as a note, never as a failure).
-    #[arg(short = 'l')]
-    pub variable_length: bool,
-    /// ab's -r: go on after socket errors, which loadlab always does (each is counted by class).
-    #[arg(short = 'r')]
-    pub keep_going: bool,
-    /// wrk's --latency: the latency distribution, which every output already has.
-    #[arg(long = "latency")]
-    pub latency: bool,
-    /// httperf's --hog: use as many local ports as it takes, which loadlab always does (the
-    /// kernel's whole ephemeral range).
-    #[arg(long = "hog")]
-    pub hog: bool,
-}
-
-impl HabitArgs {
-    fn anyway(&self) -> loadlab_runner::commands::bench::habits::Anyway {
-        let (keepalive, variable_length, keep_going) =
-            (self.keepalive, self.variable_length, self.keep_going);
-        loadlab_runner::commands::bench::habits::Anyway {
-            keepalive,
-            variable_length,
-            keep_going,
-            latency: self.latency,
-            hog: self.hog,
-        }
-    }
-}
-
-pub fn run(args: BenchArgs) -> anyhow::Result<u8> {
+pub fn run(mut args: BenchArgs) -> anyhow::Result<u8> {
+    let notes = args.habits.lower(&mut args.load, &mut args.request);
     let typed = typed(&args);
-    loadlab_runner::commands::bench::habits::check(&typed).map_err(Failure::usage)?;
-    if let Some(note) = loadlab_runner::commands::bench::habits::threads_note(&typed) {
-        eprintln!("loadlab: note: {note}");
-    }
-    for note in args.habits.anyway().notes() {
+    habits::check(&typed).map_err(Failure::usage)?;
+    for note in habits::threads_note(&typed).into_iter().chain(notes) {
         eprintln!("loadlab: note: {note}");
     }
     let request = bench::Request {
@@ -197,8 +158,9 @@ fn build_config(args: &BenchArgs) -> anyhow::Result<BenchConfig> {
 }
 
 /// The flags other tools' habits concern, as typed.
-fn typed(args: &BenchArgs) -> loadlab_runner::commands::bench::habits::Typed<'_> {
-    loadlab_runner::commands::bench::habits::Typed {
+fn typed(args: &BenchArgs) -> habits::Typed<'_> {
+    habits::Typed {
+        url: &args.url,
         connections: args.load.connections.as_ref().map(|c| c.mean() as usize),
         rate: args.load.rate().map(Level::mean),
         conn_rate: args.load.conn_rate.as_ref().map(Level::mean),

@@ -110,14 +110,19 @@ where
 }
 
 /// A command line clap refused, said in loadlab's one-line style (`loadlab: error: ...`, exit
-/// 2; the line is [`loadlab_output::usage::line`]'s). Help and version requests print as clap
-/// prints them. `cli` is the command tree, to point at the help of the subcommand typed.
+/// 2; the line is [`loadlab_output::usage::line`]'s, or, for another tool's spelling, what to
+/// type here). Help and version requests print as clap prints them. `cli` is the command
+/// tree, to point at the help of the subcommand typed.
 pub fn bad_arguments(e: clap::Error, cli: &clap::Command) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         e.exit();
     }
-    eprintln!("loadlab: error: {}", loadlab_output::usage::line(&e, cli, std::env::args().skip(1)));
+    let args: Vec<String> =
+        std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    let line = loadlab_runner::commands::bench::habits::spelled::refusal(&args)
+        .unwrap_or_else(|| loadlab_output::usage::line(&e, cli, args.into_iter()));
+    eprintln!("loadlab: error: {line}");
     ExitCode::from(USAGE)
 }
 

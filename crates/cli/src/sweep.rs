@@ -35,6 +35,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     // The request flags are bench's, and so are the habits they may hide (h2load's -m); each
     // step has its duration, so -t is never ab's time limit here.
     let typed = loadlab_runner::commands::bench::habits::Typed {
+        url: &args.url,
         method: &args.request.method,
         http2: args.request.protocol.http2,
         duration: true,

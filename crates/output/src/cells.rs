@@ -52,7 +52,9 @@ pub fn csv(cells: &[loadlab_store::CellRecord]) -> String {
             out.push(',');
             out.push_str(&quote(&load.get(*f).map(field).unwrap_or_default()));
         }
-        out.push_str(&format!(",{},{:.3}", c.repetition, c.duration_s));
+        // Counted as the text and the report count it, from 1 (the store's are from 0).
+        let repetition = loadlab_report::format::repetition(c.repetition);
+        out.push_str(&format!(",{repetition},{:.3}", c.duration_s));
         for n in &names {
             out.push(',');
             if let Some(v) = c.figure(n) {
@@ -118,6 +120,8 @@ mod tests {
         assert_eq!(column("load_keepalive"), ("true", "false"));
         assert_eq!(column("load_arrival"), ("", "poisson"));
         assert_eq!(column("duration_s"), ("2.000", "2.000"));
+        // The first repetition is 1, as `loadlab run` and the report say it.
+        assert_eq!(column("repetition"), ("1", "1"));
         assert_eq!(column("rps"), ("100", "100"));
         assert!(rows.iter().all(|r| r.len() == rows[0].len()), "{text}");
     }

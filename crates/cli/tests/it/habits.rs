@@ -301,3 +301,131 @@ fn a_negative_duration_is_said_to_be_one() {
         &["-2s", "negative"],
     );
 }
+
+/// One row of docs/bench.md's table of other tools' habits: the command typed, and what
+/// loadlab does with it.
+#[derive(Debug)]
+struct Habit {
+    typed: Vec<String>,
+    does: Does,
+}
+
+#[derive(Debug)]
+enum Does {
+    /// Runs the configuration of this command (`None`: the one typed), saying these notes.
+    Runs(Option<Vec<String>>, Vec<String>),
+    /// Refused in one line that says this.
+    Refused(String),
+}
+
+/// The table under "## What other tools' users type", its server address rewritten to
+/// `addr`: the second column's command, and the third's first code span (the command it
+/// runs as, or the refusal's text) and, after "note", the notes.
+fn habits_table(addr: &str) -> Vec<Habit> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/bench.md");
+    let text = std::fs::read_to_string(path).expect("read docs/bench.md");
+    let text = text.replace("127.0.0.1:8080", addr);
+    let lines = text.lines().skip_while(|l| *l != "## What other tools' users type");
+    let rows = lines.skip_while(|l| !l.starts_with('|')).take_while(|l| l.starts_with('|'));
+    let spans = |cell: &str| -> Vec<String> {
+        cell.split('`').skip(1).step_by(2).map(str::to_string).collect()
+    };
+    let command = |line: &str| -> Vec<String> {
+        let words = shell_words(line);
+        assert_eq!(words[0], "loadlab", "{line}");
+        words[1..].to_vec()
+    };
+    let mut out = Vec::new();
+    for row in rows.skip(2) {
+        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+        assert_eq!(cells.len(), 3, "{row}");
+        let typed = command(&spans(cells[1])[0]);
+        let said = spans(cells[2]);
+        let notes = |from: usize| -> Vec<String> {
+            if cells[2].contains("note") {
+                said[from..].to_vec()
+            } else {
+                Vec::new()
+            }
+        };
+        let does = if cells[2].starts_with("refused: ") {
+            assert_eq!(said.len(), 1, "a refusal quotes one text: {row}");
+            Does::Refused(said[0].clone())
+        } else if cells[2].starts_with("the same as ") {
+            Does::Runs(Some(command(&said[0])), notes(1))
+        } else {
+            assert!(cells[2].starts_with("as typed"), "{row}");
+            Does::Runs(None, notes(0))
+        };
+        out.push(Habit { typed, does });
+    }
+    assert!(out.len() >= 20, "the habits table was not read: {out:?}");
+    out
+}
+
+/// A command line's words, `'...'` quoting a word with spaces.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for (i, part) in line.split('\'').enumerate() {
+        if i % 2 == 1 {
+            words.push(part.to_string());
+        } else {
+            words.extend(part.split_whitespace().map(str::to_string));
+        }
+    }
+    words
+}
+
+/// `loadlab ARGS --format json`: its exit code, JSON `mode` and `config`, and stderr.
+fn run_config(args: &[String]) -> (Option<i32>, serde_json::Value, String) {
+    let mut command = loadlab();
+    command.args(args).args(["--format", "json"]);
+    let output = output_within(command, std::time::Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: no JSON ({e}): {stderr}"));
+    let config = serde_json::json!([report["mode"], report["config"]]);
+    (output.status.code(), config, stderr)
+}
+
+/// Every row of docs/bench.md's habits table, run: a refused habit exits 2 before any load
+/// in one line saying the row's text; an honoured one runs the configuration of the command
+/// the row names (or the one typed) and says each of the row's notes on stderr, and no
+/// other. The docs cannot say what loadlab does not do.
+#[test]
+fn every_row_of_the_habits_table_runs_as_it_says() {
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let addr = server.addr().to_string();
+    for habit in habits_table(&addr) {
+        let typed = &habit.typed;
+        match &habit.does {
+            Does::Refused(says) => {
+                let mut command = loadlab();
+                command.args(typed);
+                let before = server.requests();
+                let output = output_within(command, std::time::Duration::from_secs(60));
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                assert_exit(&output, 2);
+                assert_eq!(stderr.lines().count(), 1, "{typed:?}: {stderr}");
+                assert!(stderr.starts_with("loadlab: error: "), "{typed:?}: {stderr}");
+                assert!(stderr.contains(says.as_str()), "{typed:?}: no {says:?} in {stderr}");
+                assert_eq!(server.requests(), before, "{typed:?}: load was sent");
+            }
+            Does::Runs(same_as, notes) => {
+                let (code, config, stderr) = run_config(typed);
+                assert_eq!(code, Some(0), "{typed:?}: {stderr}");
+                if let Some(same_as) = same_as {
+                    let (code, expected, own) = run_config(same_as);
+                    assert_eq!(code, Some(0), "{same_as:?}: {own}");
+                    assert_eq!(config, expected, "{typed:?} against {same_as:?}");
+                }
+                let said: Vec<&str> =
+                    stderr.lines().filter_map(|l| l.strip_prefix("loadlab: note: ")).collect();
+                assert_eq!(said.len(), notes.len(), "{typed:?}: {said:?} for {notes:?}");
+                for (said, note) in said.iter().zip(notes) {
+                    assert!(said.starts_with(note.as_str()), "{typed:?}: {said:?}, not {note:?}");
+                }
+            }
+        }
+    }
+}

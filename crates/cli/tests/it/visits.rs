@@ -134,3 +134,35 @@ fn a_view_fetches_the_page_then_its_resources_on_its_host() {
         expected.into_iter().map(|(p, n)| (p.to_string(), n)).collect();
     assert_eq!(targets, expected);
 }
+
+/// The text's first line says what ran: a visit file's visits, a session log's sessions, a
+/// page's views, not "the 1 request of FILE" (the table of distinct requests under it).
+#[test]
+fn the_header_of_visits_sessions_and_views_says_what_ran() {
+    let server = TestServer::start(Behaviour::ok("visit"));
+    let url = server.url("/");
+    let (_dir, visit) = file("visit.toml", "[[step]]\npath = \"/\"\n");
+    let (_log_dir, log) = file("one.log", "/a\n/b\n");
+    let sessions = format!("2,0,{log}");
+    for (args, first) in [
+        (
+            vec!["--visits", visit.as_str(), "-c", "1", "-n", "2"],
+            format!("loadlab bench {url}: visits of {visit} (1 distinct request)"),
+        ),
+        (
+            vec!["--wsesslog", sessions.as_str(), "--rate", "20"],
+            format!("loadlab bench {url}: httperf's sessions of {log} (2 distinct requests)"),
+        ),
+        (
+            vec!["--view", "--rate", "20", "-n", "2"],
+            format!("loadlab bench {url}: page views of / (it names no resource)"),
+        ),
+    ] {
+        let mut command = loadlab();
+        command.args(["bench", "-q", &url]).args(&args);
+        let output = output_within(command, RUN_LIMIT);
+        assert_exit(&output, 0);
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(text.lines().next(), Some(first.as_str()), "{args:?}: {text}");
+    }
+}

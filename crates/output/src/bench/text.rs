@@ -46,17 +46,28 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     };
     let warm =
         if c.warmup_s > 0.0 { format!(" after {}s warm-up", c.warmup_s) } else { String::new() };
+    let file = c.urls.as_deref().unwrap_or("");
     match (&r.urls, &r.replay) {
+        // Views, visits and sessions keep their distinct requests in the table of a URL list;
+        // the line says what ran, not that table (a view's visits are sessions too).
+        (Some(_), _) if r.views.is_some() => {
+            let view = r.views.as_ref().map_or(("", 0), |v| (v.page.as_str(), v.resources.len()));
+            let resources = match view.1 {
+                0 => " (it names no resource)".to_string(),
+                n => format!(" and its {}", counted(n as u64, "resource")),
+            };
+            writeln!(out, "loadlab bench {}: page views of {}{resources}", c.url, view.0)?
+        }
+        (Some(urls), _) if r.visits.is_some() || r.sessions.is_some() => {
+            let what = if r.visits.is_some() { "visits" } else { "httperf's sessions" };
+            let distinct = counted(urls.len() as u64, "distinct request");
+            writeln!(out, "loadlab bench {}: {what} of {file} ({distinct})", c.url)?
+        }
         (Some(urls), _) => writeln!(
             out,
-            "loadlab bench {}: the {} of {} ({}, seed {})",
+            "loadlab bench {}: the {} of {file} ({}, seed {})",
             c.url,
-            if urls.len() == 1 {
-                "1 request".to_string()
-            } else {
-                format!("{} requests", urls.len())
-            },
-            c.urls.as_deref().unwrap_or(""),
+            counted(urls.len() as u64, "request"),
             c.urls_order.unwrap_or("weighted"),
             c.seed
         )?,

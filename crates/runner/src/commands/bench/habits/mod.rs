@@ -6,11 +6,17 @@
 //! httperf's `--rate` is new connections per second, wrk2's and loadlab's requests per
 //! second). A benchmark that quietly runs another test than the one typed is worse than one
 //! that refuses, so each combination that can only be another tool's is refused here with the
-//! command that means what that tool meant; what is loadlab's own passes.
+//! command that means what that tool meant; what is loadlab's own passes. [`flags`] has the
+//! habits whose meaning loadlab has, [`spelled`] the spellings clap cannot parse.
+
+pub mod flags;
+pub mod spelled;
 
 /// The flags of a `bench` command line that the habits concern, as typed (`None`: not given).
 #[derive(Debug, Clone, Default)]
 pub struct Typed<'a> {
+    /// The URL argument.
+    pub url: &'a str,
     /// `-c`.
     pub connections: Option<usize>,
     /// `-R`, `--rate`.
@@ -41,6 +47,7 @@ pub struct Typed<'a> {
 
 /// The refusal of a command line that means another tool's test: one line, with what to type.
 pub fn check(t: &Typed) -> Result<(), String> {
+    userinfo(t.url)?;
     httperf(t)?;
     wrk2(t)?;
     h2load(t)?;
@@ -151,43 +158,24 @@ pub fn threads_note(t: &Typed) -> Option<String> {
     })
 }
 
-/// Flags that ab's, wrk's and httperf's users type out of habit and that loadlab does anyway,
-/// as given: accepted, with a note on what loadlab does instead, rather than refused.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Anyway {
-    /// ab's -k.
-    pub keepalive: bool,
-    /// ab's -l.
-    pub variable_length: bool,
-    /// ab's -r.
-    pub keep_going: bool,
-    /// wrk's --latency.
-    pub latency: bool,
-    /// httperf's --hog.
-    pub hog: bool,
-}
-
-impl Anyway {
-    /// What each habit flag given does here.
-    pub fn notes(&self) -> Vec<&'static str> {
-        [
-            (self.keepalive, "-k: keep-alive is already on (--no-keepalive turns it off)"),
-            (
-                self.variable_length,
-                "-l: a varying response length is never a failure here (it is a note)",
-            ),
-            (self.keep_going, "-r: socket errors never stop a run here (they are counted)"),
-            (self.latency, "--latency: the latency percentiles are always printed"),
-            (
-                self.hog,
-                "--hog: connections take any local port of net.ipv4.ip_local_port_range \
-                 (--source-ips gives more)",
-            ),
-        ]
-        .into_iter()
-        .filter_map(|(given, note)| given.then_some(note))
-        .collect()
+/// curl's and wget's `http://user:pw@host/`: RFC 9110 section 4.2.4 forbids a client to send
+/// a URL's userinfo, and what those tools make of it, Basic authentication, is ab's `-A` here.
+fn userinfo(url: &str) -> Result<(), String> {
+    let Ok(parsed) = url::Url::parse(url) else { return Ok(()) };
+    if parsed.username().is_empty() && parsed.password().is_none() {
+        return Ok(());
     }
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned();
+    let user = decode(parsed.username());
+    let password = parsed.password().map_or_else(|| "PASSWORD".to_string(), decode);
+    let mut bare = parsed.clone();
+    // Both succeed on an http(s) URL, which has a host.
+    let _ = bare.set_username("");
+    let _ = bare.set_password(None);
+    Err(format!(
+        "{url}: a URL's user:password@ is never sent (RFC 9110 section 4.2.4); Basic \
+         authentication is -A here: -A {user}:{password} {bare}"
+    ))
 }
 
 #[cfg(test)]
@@ -195,7 +183,7 @@ mod tests {
     use super::*;
 
     fn typed() -> Typed<'static> {
-        Typed { method: "GET", cpus: 4, ..Typed::default() }
+        Typed { url: "http://127.0.0.1:8080/", method: "GET", cpus: 4, ..Typed::default() }
     }
 
     #[test]
@@ -237,6 +225,11 @@ mod tests {
             ),
             (Typed { method: "10", ..typed() }, "--streams 10 (h2load's -m)"),
             (Typed { threads: Some(5), ..typed() }, "-d 5s"),
+            (
+                Typed { url: "http://admin:s%40cret@127.0.0.1:8080/x", ..typed() },
+                "Basic authentication is -A here: -A admin:s@cret http://127.0.0.1:8080/x",
+            ),
+            (Typed { url: "https://admin@[::1]/", ..typed() }, "-A admin:PASSWORD https://[::1]/"),
         ];
         for (t, says) in cases {
             let refusal = check(&t).expect_err(says);
