@@ -1,7 +1,7 @@
 //! The plain data the store keeps and gives back: runs, cells and what was measured in them.
 //!
-//! These types know nothing of the engine or the lab: the CLI converts their results into a
-//! [`CellRecord`], and the report reads the same type back. Everything that is not a number
+//! These types know nothing of the engine or the lab: the runner turns a cell's judged bench
+//! report into a [`CellRecord`], and the report reads the same type back. Everything that is not a number
 //! table (environment, knobs, load) is kept as JSON, so adding a field needs no migration.
 
 use std::collections::BTreeMap;
@@ -12,7 +12,7 @@ use loadlab_stats::Series;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::histograms::Histograms;
+use crate::histograms::Histograms;
 pub use crate::trust::{Flag, LimitedBy, TrustFlag};
 
 /// A stored run's id.

@@ -378,7 +378,7 @@ impl Report {
     ) -> Report {
         let t = &r.tally;
         let errors = ErrorClass::ALL.iter().map(|c| (c.name(), t.errors.get(*c))).collect();
-        let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"].into_iter().zip(t.status_classes());
+        let classes = loadlab_store::metric::STATUS_CLASSES.into_iter().zip(t.status_classes());
         let status_class: BTreeMap<_, _> = classes.collect();
         let scheduled = cfg.pacing != Pacing::Closed;
         let (latency, service) = if scheduled {

@@ -50,7 +50,7 @@ pub fn urls(cfg: &BenchConfig, r: &BenchResult) -> Option<Vec<UrlFigures>> {
             failed: t.failed,
             share: (t.completed + t.failed) as f64 / ended,
             latency_us: t.latency.summary(),
-            status_class: ["1xx", "2xx", "3xx", "4xx", "5xx"]
+            status_class: loadlab_store::metric::STATUS_CLASSES
                 .into_iter()
                 .zip(t.status_classes)
                 .collect(),
