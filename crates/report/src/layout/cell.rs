@@ -202,4 +202,22 @@ mod tests {
         let h = to_text(httperf, &Figures::of_cell(&c));
         assert!(h.contains("Reply time [ms]: response 5.0 transfer 2.0\n"), "{h}");
     }
+
+    /// A run that completed nothing still has its connection times rows, its total empty, as
+    /// a live bench has them: httperf says the transfer time of the answers it got.
+    #[test]
+    fn the_rows_of_a_run_that_completed_nothing_are_kept_empty() {
+        let (mut waiting, mut processing) = (Recorder::new(), Recorder::new());
+        waiting.record(5_000);
+        processing.record(7_000);
+        let h = loadlab_store::Histograms {
+            latency: Some(Recorder::new()),
+            connect: Some(Recorder::new()),
+            waiting: Some(waiting),
+            processing: Some(processing),
+            ..Default::default()
+        };
+        let t = Timings::of(&h).expect("the rows");
+        assert_eq!((t.total.count, t.processing.count), (0, 1));
+    }
 }

@@ -144,7 +144,9 @@ impl Timings {
             tls: kept(&h.tls),
             processing: kept(&h.processing)?,
             waiting: kept(&h.waiting)?,
-            total: h.request_times().map(Recorder::summary)?,
+            // Empty or not, as a live bench's table reads it (a run that completed nothing
+            // still has httperf's transfer time from its answers).
+            total: kept(&h.uncorrected).or_else(|| kept(&h.latency))?,
         })
     }
 }
