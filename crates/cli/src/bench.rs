@@ -171,7 +171,7 @@ fn typed(args: &BenchArgs) -> habits::Typed<'_> {
         threads: args.request.threads,
         keepalive: args.habits.keepalive,
         closes: args.request.asks_close(),
-        method: &args.request.method,
+        method: &args.request.request.method,
         http2: args.request.protocol.http2,
         cpus: loadlab_engine::sys::allowed_cpus().len(),
     }

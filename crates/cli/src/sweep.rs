@@ -36,7 +36,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     // step has its duration, so -t is never ab's time limit here.
     let typed = loadlab_runner::commands::bench::habits::Typed {
         url: &args.url,
-        method: &args.request.method,
+        method: &args.request.request.method,
         http2: args.request.protocol.http2,
         duration: true,
         ..Default::default()

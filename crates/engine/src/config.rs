@@ -70,8 +70,31 @@ pub struct BenchConfig {
     pub start_at: Option<std::time::SystemTime>,
 }
 
+/// The defaults of a run's settings, written once: [`BenchConfig::new`] starts from them, and
+/// `loadlab_load` names them as its flags' `[default: ...]` and a suite key's value when left out.
+pub mod defaults {
+    use std::time::Duration;
+
+    /// A request's bound, from its start to its last byte: long enough that ordinary slowness
+    /// is measured, not counted as errors.
+    pub const TIMEOUT: Duration = Duration::from_secs(30);
+    /// Establishing a TCP connection.
+    pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+    /// The closed loop's connections when none are given.
+    pub const CONNECTIONS: usize = 10;
+    /// How long a run lasts when no count is given.
+    pub const DURATION: Duration = Duration::from_secs(10);
+    /// Load before the measurement: none.
+    pub const WARMUP: Duration = Duration::ZERO;
+    /// Open loop and sessions: each arrival sent at its own due time, no grid of wake-ups.
+    pub const COALESCE: Duration = Duration::ZERO;
+    /// The seed of Poisson arrivals (the same seed and thread count repeat the same schedule).
+    pub const SEED: u64 = 1;
+}
+
 impl BenchConfig {
-    /// A configuration with the CLI's defaults for `target`.
+    /// A configuration with the defaults ([`defaults`]) for `target`: keep-alive on, TLS
+    /// sessions resumed.
     pub fn new(target: Target) -> Self {
         BenchConfig {
             target,
@@ -79,20 +102,20 @@ impl BenchConfig {
             traffic: Traffic::Single,
             hdr_log: false,
             pacing: Pacing::Closed,
-            connections: 10,
+            connections: defaults::CONNECTIONS,
             protocol: Protocol::Http1,
             threads: 1,
             pin: Vec::new(),
-            stop: Stop::Duration(Duration::from_secs(10)),
+            stop: Stop::Duration(defaults::DURATION),
             keepalive: true,
-            timeout: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(10),
-            warmup: Duration::ZERO,
+            timeout: defaults::TIMEOUT,
+            connect_timeout: defaults::CONNECT_TIMEOUT,
+            warmup: defaults::WARMUP,
             validation: Validation::default(),
             limits: Limits::default(),
             source_ips: Vec::new(),
-            seed: 1,
-            coalesce: Duration::ZERO,
+            seed: defaults::SEED,
+            coalesce: defaults::COALESCE,
             unix_socket: None,
             tls: crate::tls::TlsOptions { resume: true, ..Default::default() },
             share: Share::default(),

@@ -59,7 +59,7 @@ use std::time::{Duration, Instant};
 use worker::EventLoop;
 
 pub use check::{Answer, KeptAnswer, Validation};
-pub use config::BenchConfig;
+pub use config::{defaults, BenchConfig};
 pub use error::{EngineError, ErrorClass, ErrorCounts};
 pub use link::Link;
 pub use mix::{Entry, Mix, Order, Traffic};

@@ -1,5 +1,6 @@
 //! Parsing of durations as people write them; printing numbers is `loadlab_stats::format`'s.
 
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 /// Parses `10s`, `1m`, `500ms`, `1h 30m`; a bare number means seconds (as wrk's `-d 10`).
@@ -23,6 +24,19 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("invalid duration {s:?} ({e}); use e.g. 10s, 1m, 500ms"))
 }
 
+/// `d` as a flag's `[default: ...]` shows it and [`parse_duration`] reads it back (`30s`):
+/// clap keeps a default's text for the life of the program, so each is made once.
+pub(crate) fn text(d: Duration) -> &'static str {
+    static TEXTS: Mutex<Vec<(Duration, &'static str)>> = Mutex::new(Vec::new());
+    let mut texts = TEXTS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, text)) = texts.iter().find(|(of, _)| *of == d) {
+        return text;
+    }
+    let text: &'static str = Box::leak(humantime::format_duration(d).to_string().into_boxed_str());
+    texts.push((d, text));
+    text
+}
+
 /// A duration as a suite file writes it (`timeout = "30s"`), read by [`parse_duration`].
 pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let text = <String as serde::Deserialize>::deserialize(d)?;
@@ -43,5 +57,14 @@ mod tests {
         assert!(parse_duration("-1").is_err());
         assert!(parse_duration("-5s").unwrap_err().contains("cannot be negative"));
         assert!(parse_duration("-n").unwrap_err().contains("a flag where a duration should be"));
+    }
+
+    #[test]
+    fn a_default_reads_back_as_itself() {
+        for d in [Duration::ZERO, Duration::from_secs(30), Duration::from_millis(1500)] {
+            assert_eq!(parse_duration(text(d)).unwrap(), d);
+            assert!(std::ptr::eq(text(d), text(d)), "made once");
+        }
+        assert_eq!(text(Duration::from_secs(30)), "30s");
     }
 }

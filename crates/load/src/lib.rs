@@ -1,37 +1,43 @@
 //! One definition of a load's settings, below both the command line and the suite format:
-//! each setting that `bench`/`sweep` take as a flag and a suite's `[[loads]]` as a key is one
-//! field here, parsed by clap (derive) and deserialized by serde (a `[[loads]]` entry, the keys
-//! named as the fields) into the same type, with its default defined once: clap's attribute,
-//! whose value a key left out takes as well ([`unflagged`] is each type's `Default`, which
-//! `#[serde(default)]` fills in). A setting only one of them has says so on its field (a
-//! `#[serde(skip)]` field is command line only).
+//! each setting that `bench`/`sweep` take as a flag and a suite as a key (of `[[loads]]`, of
+//! `[[workloads]]`, or the top-level `warmup`) is one field here, parsed by clap (derive) and
+//! deserialized by serde (the keys named as the fields, or renamed on them) into the same
+//! type, with its default defined once: clap's attribute, whose value a key left out takes as
+//! well ([`unflagged`] is each type's `Default`, which `#[serde(default)]` fills in), the run's
+//! own named from the engine's [`loadlab_engine::defaults`]. A setting only one of them has
+//! says so on its field (a `#[serde(skip)]` field is command line only), a rule only one of
+//! them has in [`Origin`].
 //!
+//! - [`Request`] and [`Expect`]: what is sent and what its answers must be, refused by
+//!   [`Setting`] as each [`Origin`] names it.
 //! - [`Connection`]: each connection's keep-alive and time bounds.
+//! - [`Warmup`]: the load before the measurement.
 //! - [`Protocol`]: TLS resumption and version, HTTP/2 and its streams.
 //! - [`Schedule`]: how scheduled load (open loop, sessions) is spaced and bounded.
 //! - [`Arrival`]: the spacing a user can name (`fixed`, `poisson`).
 //! - [`parse_duration`]: durations as the flags and the suite file spell them.
 //!
 //! The runner lowers these into the engine's configuration (`loadlab_runner::commands::bench::flags`);
-//! the suite reads each `[[loads]]` entry into these types and, with its own mirror of the
-//! keys' positions, refuses a wrong value at its line and column first.
+//! the suite reads its entries into these types and, with its own mirror of the keys'
+//! positions, refuses a wrong value at its line and column.
 
 mod duration;
+mod request;
 
 use std::time::Duration;
 
 use loadlab_engine::{BenchConfig, Pacing};
 
 pub use duration::parse_duration;
+pub use request::{read_body, Expect, Origin, Refusal, Request, Setting};
 
 /// Every default a load setting has, written once: the flags' `[default: ...]` and a suite key
-/// left out both come from here.
+/// left out both come from here, the run's own (those [`BenchConfig::new`] starts from) from
+/// the engine's [`loadlab_engine::defaults`].
 pub mod defaults {
-    /// A request's bound, from its start to its last byte, as clap reads it: long enough that
-    /// ordinary slowness is measured, not counted as errors.
-    pub const TIMEOUT: &str = "30s";
-    /// Establishing a TCP connection, as clap reads it; a suite's cells take it.
-    pub const CONNECT_TIMEOUT: &str = "10s";
+    pub use loadlab_engine::defaults::{
+        COALESCE, CONNECTIONS, CONNECT_TIMEOUT, DURATION, SEED, TIMEOUT, WARMUP,
+    };
     /// Open loop and sessions: enough connections that a slow server shows as latency and
     /// errors rather than as a silently lower rate.
     pub const MAX_CONNECTIONS: usize = 10_000;
@@ -39,10 +45,6 @@ pub mod defaults {
     pub const STREAMS: usize = 1;
     /// httperf's `--num-calls`: one request per connection.
     pub const CALLS_PER_CONN: u32 = 1;
-    /// The closed loop's connections when none are given.
-    pub const CONNECTIONS: usize = 10;
-    /// How long `bench` runs when no count is given.
-    pub const DURATION: std::time::Duration = std::time::Duration::from_secs(10);
 }
 
 /// How open-loop arrivals are spaced, as a user names it (`--arrival`, `arrival = "..."`).
@@ -76,12 +78,12 @@ pub struct Connection {
     #[arg(id = "no_keepalive", long = "no-keepalive", action = clap::ArgAction::SetFalse)]
     pub keepalive: bool,
     /// Bound on each request, from its start to its last byte (-s as ab's, in seconds).
-    #[arg(short = 's', long = "timeout", default_value = defaults::TIMEOUT, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(short = 's', long = "timeout", default_value = duration::text(defaults::TIMEOUT), value_parser = parse_duration, allow_hyphen_values = true)]
     #[serde(deserialize_with = "duration::deserialize")]
     pub timeout: Duration,
     /// Bound on establishing each TCP connection.
     // Command line only: a suite's cells take the default.
-    #[arg(long = "connect-timeout", default_value = defaults::CONNECT_TIMEOUT, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(long = "connect-timeout", default_value = duration::text(defaults::CONNECT_TIMEOUT), value_parser = parse_duration, allow_hyphen_values = true)]
     #[serde(skip)]
     pub connect_timeout: Duration,
 }
@@ -98,6 +100,23 @@ impl Connection {
         config.keepalive = self.keepalive;
         config.timeout = self.timeout;
         config.connect_timeout = self.connect_timeout;
+    }
+}
+
+/// The load applied before the measurement, not counted: `bench`'s and `sweep`'s `--warmup`,
+/// and a suite's `warmup` (before each of its cells).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Args, serde::Deserialize)]
+#[serde(default)]
+pub struct Warmup {
+    /// Load applied before measuring, excluded from the results.
+    #[arg(long = "warmup", default_value = duration::text(defaults::WARMUP), value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub warmup: Duration,
+}
+
+impl Default for Warmup {
+    fn default() -> Self {
+        unflagged()
     }
 }
 
@@ -164,7 +183,7 @@ pub struct Schedule {
     /// lateness, up to a step, is measured and counted in its latency [default: 0s, each
     /// arrival at its own due time].
     // Command line only: a suite's cells send each arrival at its own due time.
-    #[arg(long = "coalesce", value_name = "DUR", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[arg(long = "coalesce", value_name = "DUR", default_value = duration::text(defaults::COALESCE), value_parser = parse_duration, allow_hyphen_values = true)]
     #[serde(skip)]
     pub coalesce: Duration,
 }
@@ -208,5 +227,23 @@ mod tests {
         let s = Schedule::default();
         assert_eq!((s.arrival, s.max_connections), (Arrival::Fixed, defaults::MAX_CONNECTIONS));
         assert_eq!(s.coalesce, Duration::ZERO);
+        assert_eq!(Warmup::default().warmup, Duration::ZERO);
+    }
+
+    /// No flag given, the engine's configuration is the one it starts from: one set of
+    /// defaults, the engine's.
+    #[test]
+    fn no_flags_leave_the_engines_defaults() {
+        let target = loadlab_engine::Target::parse("http://127.0.0.1:1/").unwrap();
+        let fresh = BenchConfig::new(target);
+        let mut config = fresh.clone();
+        Connection::default().apply(&mut config);
+        Protocol::default().apply(&mut config);
+        config.warmup = Warmup::default().warmup;
+        config.coalesce = Schedule::default().coalesce;
+        assert_eq!((config.keepalive, config.timeout), (fresh.keepalive, fresh.timeout));
+        assert_eq!(config.connect_timeout, fresh.connect_timeout);
+        assert_eq!((config.warmup, config.coalesce), (fresh.warmup, fresh.coalesce));
+        assert_eq!((config.tls.resume, config.protocol), (fresh.tls.resume, fresh.protocol));
     }
 }

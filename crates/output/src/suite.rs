@@ -40,7 +40,7 @@ pub fn write_cells(out: &mut dyn Write, plan: &Plan) -> io::Result<()> {
             cell.ordinal,
             loadlab_report::format::repetition(cell.repetition),
             cell.stack.label,
-            cell.workload.name,
+            cell.workload.name(),
             loadlab_runner::commands::run::executor::load_label(cell)
         )?;
     }

@@ -108,7 +108,7 @@ mod tests {
         // the estimate takes its slowest layer at 8 req/s, under half of what it measured.
         for c in &p.cells {
             let counted = matches!(c.load.stop, Stop::Count(_));
-            assert_eq!(counted, c.workload.name == "wordpress", "{}", c.workload.name);
+            assert_eq!(counted, c.workload.name() == "wordpress", "{}", c.workload.name());
         }
         let quick = planned("classic", true).estimate();
         assert!(quick.total < e.total, "{quick:?}");
@@ -125,7 +125,7 @@ mod tests {
     #[test]
     fn classic_visits_every_seed() {
         let p = planned("classic", false);
-        let workloads: BTreeSet<&str> = p.cells.iter().map(|c| c.workload.name.as_str()).collect();
+        let workloads: BTreeSet<&str> = p.cells.iter().map(|c| c.workload.name()).collect();
         // 000, 001, 002, 003 and 004 in turn.
         for w in ["phpinfo.php", "20k.bin", "country.php", "hello.php", "complex.php"] {
             assert!(workloads.contains(w), "{w}");
@@ -242,9 +242,9 @@ mod tests {
         let p = planned("wordpress-visits", true);
         assert!(p.skipped.is_empty(), "{:?}", p.skipped);
         let (visits, others): (Vec<_>, Vec<_>) =
-            p.cells.iter().partition(|c| c.workload.visits.is_some());
+            p.cells.iter().partition(|c| c.workload.spec.visits.is_some());
         assert!(others.iter().all(|c| matches!(c.load.point, Point::Open { .. })));
-        assert_eq!(others.iter().filter(|c| c.workload.view).count() * 2, others.len());
+        assert_eq!(others.iter().filter(|c| c.workload.spec.view).count() * 2, others.len());
         assert!(visits.iter().all(|c| matches!(c.load.point, Point::Closed { .. })));
         assert_eq!(visits.len() * 2, others.len(), "2 visit workloads at 1 point, 2 at 2");
     }

@@ -97,7 +97,7 @@ pub fn expected_rps(cell: &Cell) -> f64 {
     let lab = cell.stack.lab_stack();
     let cached = lab.is_some_and(|l| l.stack.http_tiers.first() == Some(&Tier::Varnish));
     let opcache = lab.is_some_and(|l| l.knobs.opcache_on());
-    let base = match cell.workload.name.as_str() {
+    let base = match cell.workload.name() {
         "hello.txt" | "robots.txt" | "20k.bin" => 10_000.0,
         "100k.bin" => 5_000.0,
         "1m.bin" => 800.0,

@@ -7,14 +7,14 @@ use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
 
-use loadlab_engine::Validation;
 use loadlab_lab::catalog;
 use loadlab_lab::knobs::{CpuList, Knobs, OnOff, Timeout};
+use loadlab_load::{Expect, Origin, Request};
 use loadlab_stats::slo::Slo;
 use toml::Spanned;
 
 use crate::error::SuiteError;
-use crate::raw::{RawQuick, RawStack, RawSuite, RawWorkload};
+use crate::raw::{RawQuick, RawStack, RawSuite, RawWorkload, Workloads};
 use crate::suite::{selected, why_not, Quick, StackSpec, Suite, WorkloadSpec, DEFAULT_REPETITIONS};
 
 mod load;
@@ -64,6 +64,12 @@ impl Checker<'_> {
         Err(SuiteError::at(self.file, self.text, span, message.into()))
     }
 
+    /// What the file sets of a type `bench`'s flags share (`loadlab_load`'s), read from the
+    /// whole text: the type's keys, every other left to [`RawSuite`].
+    fn shared<T: serde::de::DeserializeOwned>(&self) -> Checked<T> {
+        toml::from_str(self.text).map_err(|e| invalid(self.text, self.file, e))
+    }
+
     fn suite(&self, raw: RawSuite) -> Checked<Suite> {
         let name = raw.name.get_ref();
         if !is_label(name) {
@@ -84,17 +90,21 @@ impl Checker<'_> {
             Some(r) => self.at_least_one(r, "repetitions")?,
             None => DEFAULT_REPETITIONS,
         };
-        let warmup = match &raw.warmup {
-            Some(w) => self.duration(w, true)?,
-            None => Duration::ZERO,
-        };
+        // `--warmup`'s type, read from the top of the file (a table of its own keys: a bad
+        // value is refused at its line and column).
+        let warmup = self.shared::<loadlab_load::Warmup>()?.warmup;
+        // What each workload sends and expects, read now so that a wrong type is refused
+        // before any check, as the file's other types are.
+        let requests = self.shared::<Workloads<Request>>()?.workloads;
+        let expects = self.shared::<Workloads<Expect>>()?.workloads;
+        let asked: Vec<_> = requests.into_iter().zip(expects).collect();
         let client_cpus = raw.client_cpus.as_ref().map(|c| self.cpus(c)).transpose()?;
         let stack_cpus = raw.stack_cpus.as_ref().map(|c| self.cpus(c)).transpose()?;
 
         let suite_net = raw.net.as_ref().map(|n| self.net(n)).transpose()?;
         let stacks = self.stacks(&raw.stacks, stack_cpus.as_ref(), suite_net.as_deref())?;
         let suite_slo = raw.slo.as_ref().map(|s| self.slo(s)).transpose()?;
-        let workloads = self.workloads(&raw.workloads, &stacks, suite_slo.as_ref())?;
+        let workloads = self.workloads(&raw.workloads, &asked, &stacks, suite_slo.as_ref())?;
         let loads = self.loads(&raw.loads, &raw.workloads)?;
         // A stack or workload with nothing to run is a mistake in the file, not a plan to
         // silently run less than it says.
@@ -277,9 +287,12 @@ impl Checker<'_> {
         }
     }
 
+    /// The workloads, each with what `asked` holds of it (the same entry read as `bench`'s
+    /// request flags).
     fn workloads(
         &self,
         raw: &Spanned<Vec<RawWorkload>>,
+        asked: &[(Request, Expect)],
         stacks: &[StackSpec],
         suite_slo: Option<&Slo>,
     ) -> Checked<Vec<WorkloadSpec>> {
@@ -287,12 +300,12 @@ impl Checker<'_> {
             return self.fail(raw.span(), "a suite needs at least one workload");
         }
         let mut out: Vec<WorkloadSpec> = Vec::new();
-        for w in raw.get_ref() {
+        for (w, (request, expect)) in raw.get_ref().iter().zip(asked) {
             let name = w.name.get_ref();
             let (visits, given) = self.visits(w)?;
             let request = match (&visits, &w.path) {
                 (Some(_), None) => Some(self.visit_base()),
-                _ => self.request(w)?,
+                _ => self.request(w, request)?,
             };
             if out.iter().any(|o| &o.name == name) {
                 return self.fail(w.name.span(), format!("workload {name:?} appears twice"));
@@ -305,7 +318,7 @@ impl Checker<'_> {
                 name: name.clone(),
                 request,
                 stacks: None,
-                expect: self.expect(w)?,
+                expect: expect.validation(Origin::Suite).or_else(|e| self.refused(w, e))?,
                 slo,
                 view: w.view.as_ref().is_some_and(|v| *v.get_ref()),
                 view_hosts: w.view_hosts.as_ref().map(|h| h.get_ref().clone()).unwrap_or_default(),
@@ -379,34 +392,6 @@ impl Checker<'_> {
         }
     }
 
-    fn expect(&self, w: &RawWorkload) -> Checked<Option<Validation>> {
-        if w.expect_status.is_none() && w.expect_contains.is_none() && w.expect_sha256.is_none() {
-            return Ok(None);
-        }
-        let status = match &w.expect_status {
-            Some(s) => match Validation::parse_status(&s.get_ref().0) {
-                Ok(list) => list,
-                Err(e) => return self.fail(s.span(), format!("expect_status: {e}")),
-            },
-            // A page that contains the right words in a 500 error is still an error.
-            None => vec![(200, 200)],
-        };
-        let mut v = Validation { status, ..Validation::default() };
-        if let Some(c) = &w.expect_contains {
-            if c.get_ref().is_empty() {
-                return self.fail(c.span(), "expect_contains: the text must not be empty");
-            }
-            v.body_contains = Some(c.get_ref().as_bytes().to_vec());
-        }
-        if let Some(h) = &w.expect_sha256 {
-            match Validation::parse_sha256(h.get_ref()) {
-                Ok(d) => v.body_sha256 = Some(d),
-                Err(e) => return self.fail(h.span(), format!("expect_sha256: {e}")),
-            }
-        }
-        Ok(Some(v))
-    }
-
     fn quick(&self, q: &RawQuick) -> Checked<Quick> {
         let mut quick = Quick::default();
         if let Some(f) = &q.factor {
@@ -438,17 +423,14 @@ impl Checker<'_> {
         }
     }
 
-    /// `10s`, `500ms`, `1m 30s`: the spelling `loadlab bench -d` takes.
+    /// `10s`, `500ms`, `1m 30s`: what `loadlab bench -d` takes, read by the same parser.
     fn duration(&self, s: &Spanned<String>, zero_ok: bool) -> Checked<Duration> {
-        match humantime::parse_duration(s.get_ref().trim()) {
+        match loadlab_load::parse_duration(s.get_ref()) {
             Ok(d) if d.is_zero() && !zero_ok => {
                 self.fail(s.span(), "the duration must be above zero")
             }
             Ok(d) => Ok(d),
-            Err(e) => self.fail(
-                s.span(),
-                format!("invalid duration {:?} ({e}); use e.g. 10s, 1m, 500ms", s.get_ref()),
-            ),
+            Err(e) => self.fail(s.span(), e),
         }
     }
 

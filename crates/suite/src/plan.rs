@@ -43,33 +43,26 @@ pub struct Cell {
     pub load: LoadPoint,
 }
 
-/// What a cell requests and how its answers are checked.
+/// What a cell requests and how its answers are checked: the suite's workload, and what it
+/// is on the cell's stack.
 #[derive(Debug, Clone)]
 pub struct CellWorkload {
-    /// The lab's name of a built-in workload, or a custom request's label.
-    pub name: String,
+    /// The workload as the suite gives it (its label, its SLO, views, visits and what they
+    /// are given), shared by its cells.
+    pub spec: Arc<WorkloadSpec>,
     /// URL path on the stack's front tier (or after an external target's URL).
     pub path: String,
     /// Method, headers and body: GET and nothing more for a built-in workload. Shared by the
     /// cells of every repetition (a body may be a large file).
     pub request: Arc<RequestSpec>,
     pub check: Check,
-    /// A request of the user's (`path = ...`), which the lab's verify does not know.
-    pub custom: bool,
-    /// A URL list's requests (`urls = ...`), sent instead of `request` alone.
-    pub urls: Option<Arc<loadlab_engine::Mix>>,
-    /// The thresholds its cells must hold over their repetitions (the workload's `slo`, the
-    /// suite's, or `run --slo`'s), stored with each cell for the report to judge.
-    pub slo: Option<loadlab_stats::slo::Slo>,
-    /// Page views (`view = true`): the runner plans each cell's view of the page.
-    pub view: bool,
-    /// With `view`: the other hosts whose resources a view fetches (`view_hosts = [...]`).
-    pub view_hosts: Vec<String>,
-    /// Visits (`visits = ...`): the visit files (absolute) or built-in names, by weight, the
-    /// runner loads for each cell.
-    pub visits: Option<loadlab_engine::visits::Weighted>,
-    /// The values its visit is given (`given = {...}`).
-    pub given: Vec<(String, String)>,
+}
+
+impl CellWorkload {
+    /// The lab's name of a built-in workload, or a custom request's label.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
 }
 
 /// How each response of a cell is checked.
@@ -191,7 +184,7 @@ impl Cell {
     /// with `http2` on) and the workload's validation.
     pub fn apply(&self, config: &mut BenchConfig) {
         config.request = (*self.workload.request).clone();
-        if let Some(mix) = &self.workload.urls {
+        if let Some(mix) = self.workload.spec.urls() {
             config.traffic = loadlab_engine::Traffic::Mix(mix.clone());
         }
         self.load.apply(config);
@@ -199,14 +192,14 @@ impl Cell {
             config.protocol = Protocol::Http2 { streams: self.load.protocol.streams };
         }
         config.validation = self.workload.check.validation();
-        if self.workload.view {
+        if self.workload.spec.view {
             // A view's checks fall on each of its requests, the resources too: a status a
             // browser takes (a 304 answers a repeat view's revalidation); the page's content
             // was checked at verify.
             let status = vec![(200, 299), (304, 304)];
             config.validation = Validation { status, ..Validation::default() };
         }
-        if self.workload.visits.is_some() {
+        if self.workload.spec.visits.is_some() {
             // A visit's steps carry their own checks (a login answers 302); a step that fails
             // one ends its visit, counted by step and class.
             config.validation = Validation::default();
@@ -232,6 +225,7 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
     let warmup = if quick { suite.warmup.mul_f64(suite.quick.factor) } else { suite.warmup };
 
     // What runs on each stack is the same in every repetition: work it out once.
+    let specs: Vec<Arc<WorkloadSpec>> = suite.workloads.iter().cloned().map(Arc::new).collect();
     let mut skipped = Vec::new();
     let mut per_stack: Vec<Vec<(CellWorkload, Vec<LoadPoint>)>> = Vec::new();
     for stack in &suite.stacks {
@@ -239,7 +233,7 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
         let served =
             stack.lab_stack().map(|l| loadlab_lab::workloads::for_stack(l.stack, &l.knobs));
         let mut runs = Vec::new();
-        for w in suite.workloads.iter().filter(|w| selected(w, stack)) {
+        for w in specs.iter().filter(|w| selected(w, stack)) {
             let Some(workload) = cell_workload(stack, served.as_deref(), w) else {
                 // Only an unfiltered workload gets here: the parser refuses a filter naming
                 // a stack that cannot serve it.
@@ -323,7 +317,7 @@ fn load_points(suite: &Suite, workload: &str, quick: bool, warmup: Duration) -> 
 fn cell_workload(
     stack: &StackSpec,
     served: Option<&[Workload]>,
-    w: &WorkloadSpec,
+    w: &Arc<WorkloadSpec>,
 ) -> Option<CellWorkload> {
     if !stack.runs(w) {
         return None;
@@ -346,19 +340,7 @@ fn cell_workload(
         Some(v) => Check::Suite(v.clone()),
         None => default_check,
     };
-    Some(CellWorkload {
-        name: w.name.clone(),
-        path,
-        request: Arc::new(request),
-        check,
-        custom: w.request.is_some(),
-        urls: w.request.as_ref().and_then(|r| r.urls.clone()),
-        slo: w.slo.clone(),
-        view: w.view,
-        view_hosts: w.view_hosts.clone(),
-        visits: w.visits.clone(),
-        given: w.given.clone(),
-    })
+    Some(CellWorkload { spec: w.clone(), path, request: Arc::new(request), check })
 }
 
 fn points_of(points: &Points) -> Vec<Point> {
@@ -453,7 +435,7 @@ repetitions = 1
             .nth(1)
             .unwrap()
             .iter()
-            .map(|c| (c.workload.name.as_str(), c.load.point))
+            .map(|c| (c.workload.name(), c.load.point))
             .collect();
         let closed = |c| Point::Closed { concurrency: c };
         assert_eq!(
@@ -482,7 +464,7 @@ repetitions = 1
         assert!(p
             .cells
             .iter()
-            .all(|c| !(c.stack.label == "nginx" && c.workload.name == "hello.php")));
+            .all(|c| !(c.stack.label == "nginx" && c.workload.name() == "hello.php")));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! Every table denies unknown keys: a misspelt `repetitons = 5` must fail, not silently run
 //! the default number of times.
 
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -15,7 +16,9 @@ pub struct RawSuite {
     #[serde(default)]
     pub description: String,
     pub repetitions: Option<Spanned<u32>>,
-    pub warmup: Option<Spanned<String>>,
+    /// Read into [`loadlab_load::Warmup`], `--warmup`'s type: here only known.
+    #[allow(dead_code)]
+    pub warmup: Option<IgnoredAny>,
     pub interleave: Option<Spanned<bool>>,
     pub client_cpus: Option<Spanned<String>>,
     pub stack_cpus: Option<Spanned<String>>,
@@ -146,21 +149,22 @@ pub struct RawWorkload {
     pub name: Spanned<String>,
     /// A custom request's path (and query); `name` is then its label.
     pub path: Option<Spanned<String>>,
-    pub method: Option<Spanned<String>>,
-    /// `"Name: value"`, as `bench -H` takes them.
-    pub headers: Option<Vec<Spanned<String>>>,
-    pub body: Option<Spanned<String>>,
-    /// The body's file, relative to the suite file.
-    pub body_file: Option<Spanned<String>>,
+    // method, headers, body, body_file and the expect_* keys are bench's flags: each value is
+    // read into `loadlab_load`'s Request and Expect ([`Workloads`]); here each key is known
+    // with its position, for the checks and for a refusal of its value.
+    pub method: Option<Spanned<IgnoredAny>>,
+    pub headers: Option<Vec<Spanned<IgnoredAny>>>,
+    pub body: Option<Spanned<IgnoredAny>>,
+    pub body_file: Option<Spanned<IgnoredAny>>,
     /// A URL list (`bench --urls`'s format), relative to the suite file: the workload's
     /// requests, instead of one `path`.
     pub urls: Option<Spanned<String>>,
     /// How the list's entries are picked: `weighted` (the default) or `sequential`.
     pub urls_order: Option<Spanned<String>>,
     pub stacks: Option<Vec<Spanned<String>>>,
-    pub expect_status: Option<Spanned<StatusValue>>,
-    pub expect_contains: Option<Spanned<String>>,
-    pub expect_sha256: Option<Spanned<String>>,
+    pub expect_status: Option<Spanned<IgnoredAny>>,
+    pub expect_contains: Option<Spanned<IgnoredAny>>,
+    pub expect_sha256: Option<Spanned<IgnoredAny>>,
     /// Thresholds this workload's cells must hold (`p99<50ms,errors<0.1%`), over the suite's.
     pub slo: Option<Spanned<String>>,
     /// Page views: the page and the resources its HTML names, as `bench --view` fetches them.
@@ -200,36 +204,33 @@ pub struct RawLoad {
     pub conns: Option<Spanned<u64>>,
     pub duration: Option<Spanned<String>>,
     // keepalive, timeout, arrival, max_connections, streams and tls_resume are bench's flags:
-    // each value is read into [`LoadSettings`]; here each key is known (a misspelt one is
-    // refused, and the keys are listed in this order) with its position for the checks.
-    pub keepalive: Option<Spanned<bool>>,
+    // each value is read into `loadlab_load`'s Connection, Protocol and Schedule
+    // ([`Loads`]); here each key is known (a misspelt one is refused, and the keys are listed
+    // in this order) with its position for the checks.
+    pub keepalive: Option<Spanned<IgnoredAny>>,
     pub accept_encoding: Option<Spanned<String>>,
-    pub timeout: Option<Spanned<String>>,
-    pub arrival: Option<Spanned<loadlab_load::Arrival>>,
-    pub max_connections: Option<Spanned<u32>>,
-    pub streams: Option<Spanned<u32>>,
+    pub timeout: Option<Spanned<IgnoredAny>>,
+    pub arrival: Option<Spanned<IgnoredAny>>,
+    pub max_connections: Option<Spanned<IgnoredAny>>,
+    pub streams: Option<Spanned<IgnoredAny>>,
     /// A bool has nothing to check.
     #[allow(dead_code)]
-    pub tls_resume: Option<Spanned<bool>>,
+    pub tls_resume: Option<IgnoredAny>,
 }
 
-/// What a `[[loads]]` entry sets of `bench`'s flags, deserialized into their own types (each
-/// key left out at the flag's default) from the same entry [`RawLoad`] reads with positions
-/// for the checks; the other keys are RawLoad's alone.
+/// The suite file's `[[loads]]` as one of `bench`'s flag types `T` reads them (each key left
+/// out at the flag's default), every other key left to [`RawLoad`]: each entry a table of its
+/// own (not flattened), so a wrong value is refused at its line and column.
 #[derive(Debug, Deserialize)]
-pub struct LoadSettings {
-    #[serde(flatten)]
-    pub connection: loadlab_load::Connection,
-    #[serde(flatten)]
-    pub protocol: loadlab_load::Protocol,
-    #[serde(flatten)]
-    pub schedule: loadlab_load::Schedule,
+pub struct Loads<T> {
+    pub loads: Vec<T>,
 }
 
-/// The suite file's `[[loads]]` as [`LoadSettings`], every other key left to [`RawSuite`].
+/// The suite file's `[[workloads]]` as one of `bench`'s flag types reads them, as [`Loads`],
+/// every other key left to [`RawWorkload`].
 #[derive(Debug, Deserialize)]
-pub struct RawLoadSettings {
-    pub loads: Vec<LoadSettings>,
+pub struct Workloads<T> {
+    pub workloads: Vec<T>,
 }
 
 /// `[quick]`: how `--quick` shrinks the suite.
@@ -249,32 +250,6 @@ pub enum ModelName {
     Closed,
     Open,
     Sessions,
-}
-
-/// `expect_status`: a bare code (`200`) or the `--expect-status` spelling (`"200,304"`,
-/// `"2xx"`), kept as text for [`loadlab_engine::Validation::parse_status`].
-#[derive(Debug)]
-pub struct StatusValue(pub String);
-
-impl<'de> Deserialize<'de> for StatusValue {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = StatusValue;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str(
-                    "a status code (200) or a string of codes, ranges and classes (\"2xx\")",
-                )
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<StatusValue, E> {
-                Ok(StatusValue(v.to_string()))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<StatusValue, E> {
-                Ok(StatusValue(v.to_string()))
-            }
-        }
-        d.deserialize_any(Visitor)
-    }
 }
 
 /// One entry of `rates`: a number (`500`), or a string the engine's `--rate` takes (`"2k"`, a

@@ -169,6 +169,19 @@ pub struct WorkloadSpec {
     pub given: Vec<(String, String)>,
 }
 
+impl WorkloadSpec {
+    /// A request of the user's (`path = ...`, a URL list, a visit's base), which the lab's
+    /// verify does not know.
+    pub fn custom(&self) -> bool {
+        self.request.is_some()
+    }
+
+    /// A URL list's requests (`urls = ...`), sent instead of the request alone.
+    pub fn urls(&self) -> Option<&std::sync::Arc<loadlab_engine::Mix>> {
+        self.request.as_ref().and_then(|r| r.urls.as_ref())
+    }
+}
+
 /// A custom workload's request: its path on the stack, method, headers and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CustomRequest {

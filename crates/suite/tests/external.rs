@@ -97,7 +97,7 @@ fn the_plan_runs_custom_workloads_on_both_kinds_of_stack_with_their_checks() {
         .cells
         .iter()
         .filter(|c| c.repetition == 0)
-        .map(|c| (c.stack.label.as_str(), c.workload.name.as_str(), c.workload.path.as_str()))
+        .map(|c| (c.stack.label.as_str(), c.workload.name(), c.workload.path.as_str()))
         .collect();
     assert_eq!(
         first,
@@ -112,14 +112,14 @@ fn the_plan_runs_custom_workloads_on_both_kinds_of_stack_with_their_checks() {
     assert_eq!(p.cells.len(), 10);
     assert!(p.skipped.is_empty(), "{:?}", p.skipped);
     let cell = |stack: &str, w: &str| {
-        p.cells.iter().find(|c| c.stack.label == stack && c.workload.name == w).unwrap()
+        p.cells.iter().find(|c| c.stack.label == stack && c.workload.name() == w).unwrap()
     };
     // The built-in file keeps the lab's digest even on a server of the user's.
     assert!(matches!(cell("mine", "hello.txt").workload.check, Check::Lab(_)));
-    assert!(!cell("mine", "hello.txt").workload.custom);
+    assert!(!cell("mine", "hello.txt").workload.spec.custom());
     // A custom request without expect_* wants any 2xx; with them, what they say.
     let gzip = &cell("nginx", "robots gzip").workload;
-    assert!(gzip.custom);
+    assert!(gzip.spec.custom());
     assert_eq!(gzip.check.validation().status, vec![(200, 299)]);
     assert_eq!(gzip.check.validation().body_sha256, None);
     let post = &cell("mine", "post").workload;
@@ -173,7 +173,7 @@ requests = 10
         .cells
         .iter()
         .filter(|c| c.repetition == 0)
-        .map(|c| (c.stack.label.as_str(), c.workload.name.as_str()))
+        .map(|c| (c.stack.label.as_str(), c.workload.name()))
         .collect();
     assert_eq!(cells, [("nginx", "head"), ("nginx-fpm", "head"), ("nginx-fpm", "hello.php")]);
     // Named like a built-in PHP page, it runs only where PHP does.
@@ -343,4 +343,22 @@ fn an_external_target_costs_a_verify_not_a_stack_start_in_the_estimate() {
         + STACK_UP * 2
         + EXTERNAL_VERIFY * 2;
     assert_eq!(e.total, expected);
+}
+
+/// A URL list's `method` and `headers` are what its lines leave out: checked as a single
+/// request's are, each at its key, before anything runs.
+#[test]
+fn a_url_lists_method_and_headers_are_checked_as_a_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("urls.txt"), "/a\nweight=3 /b\n").unwrap();
+    let file = dir.path().join("s.toml").display().to_string();
+    let list = MIXED.replace("path = \"/robots.txt\"", "urls = \"urls.txt\"");
+    let suite = parse(&list, &file).unwrap_or_else(|e| panic!("{e}"));
+    let shop = suite.workloads[1].request.as_ref().unwrap();
+    assert_eq!(shop.spec.headers.len(), 2);
+    assert!(shop.urls.is_some());
+    let text = list.replace("\"X-Test: 1\"", "\"Content-Length: 9\"");
+    fails_in(&file, &text, "\"Content-Length: 9\"", "Content-Length is set from the body");
+    let text = list.replace("name = \"robots gzip\"", "name = \"robots gzip\"\nmethod = \"GE T\"");
+    fails_in(&file, &text, "\"GE T\"", "method: invalid method \"GE T\"");
 }

@@ -291,3 +291,42 @@ fn network_profiles_for_the_suite_and_per_stack() {
     let bad = text.replace("net = \"loopback\"", "net = \"fast\"");
     fails_on(&bad, "\"fast\"", "unknown network profile");
 }
+
+/// A duration is read as `bench -d` and `--warmup` read it, by the same parser: a bare number
+/// is seconds (wrk's `-d 10`), a negative one is told so, at the value.
+#[test]
+fn durations_read_as_the_flags_read_them() {
+    let text = GOOD.replace("warmup = \"500ms\"", "warmup = \"1.5\"");
+    let suite = parse(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(suite.warmup, Duration::from_millis(1500));
+    let text = GOOD.replace("duration = \"2s\"", "duration = \"3\"");
+    let suite = parse(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(suite.loads[0].stop, Stop::Duration(Duration::from_secs(3)));
+    let text = GOOD.replace("warmup = \"500ms\"", "warmup = \"-1s\"");
+    fails_on(&text, "\"-1s\"", "a duration cannot be negative");
+    let text = GOOD.replace("warmup = \"500ms\"", "warmup = 5");
+    fails_on(&text, "5\n", "invalid type: integer `5`, expected a string");
+    let text = GOOD.replace("warmup = \"500ms\"\n", "");
+    let suite = parse(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(suite.warmup, loadlab_load::Warmup::default().warmup, "--warmup's default");
+}
+
+/// The keys of `[[loads]]` that are `bench`'s flags, read into the flags' types: a wrong
+/// value is refused at its key, by the type or by the suite's bound.
+#[test]
+fn a_loads_flag_settings_are_refused_at_their_keys() {
+    let with = |line: &str| GOOD.replace("arrival = \"poisson\"", line);
+    fails_on(&with("arrival = \"fast\""), "\"fast\"", "unknown variant `fast`");
+    fails_on(&with("timeout = 5"), "5\naccept", "invalid type: integer `5`, expected a string");
+    fails_on(&with("timeout = \"soon\""), "\"soon\"", "invalid duration \"soon\"");
+    fails_on(&with("timeout = \"0s\""), "\"0s\"", "the duration must be above zero");
+    fails_on(&with("max_connections = 0"), "0\naccept", "max_connections must be at least 1");
+    fails_on(&with("max_connections = -1"), "-1\naccept", "invalid value: integer `-1`");
+    fails_on(&with("streams = 0"), "0\naccept", "streams must be at least 1");
+    fails_on(
+        &with("keepalive = \"no\""),
+        "\"no\"",
+        "invalid type: string \"no\", expected a boolean",
+    );
+    fails_on(&with("tls_resume = 1"), "1\naccept", "invalid type: integer `1`, expected a boolean");
+}

@@ -59,10 +59,10 @@ fn a_built_in_visit_runs_on_the_stack_with_its_base_request() {
     assert!(p
         .cells
         .iter()
-        .all(|c| named(&c.workload.visits).as_deref() == Some("wordpress:search")));
+        .all(|c| named(&c.workload.spec.visits).as_deref() == Some("wordpress:search")));
     let plain = SUITE.replace("visits = \"wordpress:search\"", "path = \"/\"");
     let p = plan(&parse(&plain, "s.toml").unwrap(), false);
-    assert_eq!(p.cells[0].workload.visits, None);
+    assert_eq!(p.cells[0].workload.spec.visits, None);
 }
 
 #[test]
@@ -129,7 +129,7 @@ fn given_values_reach_the_cells_and_a_name_no_step_uses_is_refused() {
     let suite = parse(&login, "s.toml").unwrap_or_else(|e| panic!("{e}"));
     let p = plan(&suite, false);
     let given = vec![("user".to_string(), "member-{visitor}".to_string())];
-    assert!(p.cells.iter().all(|c| c.workload.given == given));
+    assert!(p.cells.iter().all(|c| c.workload.spec.given == given));
     let (e, at) = error(&login.replace("{ user =", "{ colour ="), "s.toml");
     assert!(e.contains("given for {colour}, which no step uses"), "{e}");
     assert_eq!(at, position(&login, "\"wordpress:login\""));
@@ -219,7 +219,7 @@ fn view_hosts_reach_a_view_workloads_cells_and_need_a_view() {
     let p = plan(&suite, false);
     assert!(!p.cells.is_empty());
     for c in &p.cells {
-        assert_eq!(c.workload.view_hosts, ["cdn.example", "127.0.0.1:8443"]);
+        assert_eq!(c.workload.spec.view_hosts, ["cdn.example", "127.0.0.1:8443"]);
     }
     let plain = view.replace("view = true\n", "");
     let (e, at) = error(&plain, "s.toml");

@@ -290,7 +290,7 @@ pub fn check_plan(
     for cell in &plan.cells {
         if let loadlab_suite::Point::Closed { concurrency } = cell.load.point {
             if let Err(short) = check(has, concurrency, threads.min(concurrency.max(1))) {
-                return Err((format!("{} {}", cell.stack.label, cell.workload.name), short));
+                return Err((format!("{} {}", cell.stack.label, cell.workload.name()), short));
             }
         }
     }

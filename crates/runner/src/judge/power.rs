@@ -28,7 +28,7 @@ pub fn underpowered(plan: &Plan) -> Option<String> {
 fn compares(plan: &Plan) -> bool {
     let mut seen: Vec<(&str, String, usize)> = Vec::new();
     for c in plan.cells.iter().filter(|c| c.repetition == 0) {
-        let key = (c.workload.name.as_str(), format!("{:?}", c.load), c.stack_index);
+        let key = (c.workload.name(), format!("{:?}", c.load), c.stack_index);
         if seen.iter().any(|(w, l, s)| *w == key.0 && *l == key.1 && *s != key.2) {
             return true;
         }

@@ -3,11 +3,12 @@
 //! defaults), each refused at the key that is wrong.
 
 use loadlab_engine::{Level, Stop};
-use loadlab_load::defaults;
+use loadlab_load::{defaults, Connection, Protocol, Schedule};
+use serde::de::IgnoredAny;
 use toml::Spanned;
 
-use super::{invalid, parse_sweep, Checked, Checker};
-use crate::raw::{ModelName, RawLoad, RawLoadSettings, RawWorkload};
+use super::{parse_sweep, Checked, Checker};
+use crate::raw::{Loads, ModelName, RawLoad, RawWorkload};
 use crate::suite::{Load, Points};
 
 /// The keys that are one model's and not another's: each with where it is written.
@@ -56,20 +57,27 @@ impl Checker<'_> {
         }
         let names: Vec<&str> =
             workloads.get_ref().iter().map(|w| w.name.get_ref().as_str()).collect();
-        let mut loads: Vec<Load> =
-            raw.get_ref().iter().map(|l| self.load(l, &names)).collect::<Checked<_>>()?;
-        // Each entry's keys checked at their positions, the settings that are bench's flags
-        // are read into their own types, serde's defaults being the flags'.
-        let settings: RawLoadSettings =
-            toml::from_str(self.text).map_err(|e| invalid(self.text, self.file, e))?;
-        for (load, s) in loads.iter_mut().zip(settings.loads) {
-            (load.connection, load.protocol, load.schedule) =
-                (s.connection, s.protocol, s.schedule);
-        }
-        Ok(loads)
+        // The settings that are bench's flags, read into their own types (serde's defaults
+        // being the flags'), then each entry checked with its keys' positions.
+        let connections = self.shared::<Loads<Connection>>()?.loads;
+        let protocols = self.shared::<Loads<Protocol>>()?.loads;
+        let schedules = self.shared::<Loads<Schedule>>()?.loads;
+        let flags = connections.into_iter().zip(protocols).zip(schedules);
+        raw.get_ref()
+            .iter()
+            .zip(flags)
+            .map(|(l, ((connection, protocol), schedule))| {
+                self.load(l, &names, (connection, protocol, schedule))
+            })
+            .collect()
     }
 
-    fn load(&self, l: &RawLoad, workload_names: &[&str]) -> Checked<Load> {
+    fn load(
+        &self,
+        l: &RawLoad,
+        workload_names: &[&str],
+        (connection, protocol, schedule): (Connection, Protocol, Schedule),
+    ) -> Checked<Load> {
         let model = *l.model.get_ref();
         let allowed = allowed(model);
         for (key, span) in model_keys(l) {
@@ -91,20 +99,14 @@ impl Checker<'_> {
             Some(stop) => stop,
             None => self.stop(l, a_model(model), count_key, count.as_ref())?,
         };
-        self.keepalive(l, model)?;
+        self.keepalive(l, model, &connection)?;
         let accept_encoding = self.accept_encoding(l)?;
-        if let Some(t) = &l.timeout {
-            self.duration(t, false)?;
+        if let (Some(t), true) = (&l.timeout, connection.timeout.is_zero()) {
+            return self.fail(t.span(), "the duration must be above zero");
         }
-        if let Some(m) = &l.max_connections {
-            self.at_least_one(m, "max_connections")?;
-        }
+        self.positive(&l.max_connections, schedule.max_connections, "max_connections")?;
         let workloads = self.load_workloads(l, workload_names)?;
-        if let Some(m) = &l.streams {
-            self.at_least_one(m, "streams")?;
-        }
-        // The settings that are bench's flags, read once every entry is checked (`loads`).
-        let (connection, protocol, schedule) = Default::default();
+        self.positive(&l.streams, protocol.streams, "streams")?;
         Ok(Load { points, stop, connection, accept_encoding, schedule, protocol, workloads, shape })
     }
 
@@ -130,10 +132,18 @@ impl Checker<'_> {
         })
     }
 
+    /// A count the file gives at `key`, at least 1.
+    fn positive(&self, key: &Option<Spanned<IgnoredAny>>, n: usize, name: &str) -> Checked<()> {
+        match key {
+            Some(key) if n == 0 => self.fail(key.span(), format!("{name} must be at least 1")),
+            _ => Ok(()),
+        }
+    }
+
     /// `keepalive = false`: a connection per request, which sessions cannot have.
-    fn keepalive(&self, l: &RawLoad, model: ModelName) -> Checked<()> {
+    fn keepalive(&self, l: &RawLoad, model: ModelName, connection: &Connection) -> Checked<()> {
         if let (ModelName::Sessions, Some(k)) = (model, &l.keepalive) {
-            if !k.get_ref() {
+            if !connection.keepalive {
                 return self.fail(
                     k.span(),
                     "keepalive = false does not apply to sessions: a session's calls share its \

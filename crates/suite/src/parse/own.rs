@@ -6,9 +6,10 @@
 use std::ops::Range;
 use std::path::PathBuf;
 
-use loadlab_engine::{RequestSpec, Target, TlsOptions};
+use loadlab_engine::{Target, TlsOptions};
 use loadlab_lab::named::Processes;
 use loadlab_lab::own;
+use loadlab_load::{Origin, Refusal, Request, Setting};
 use toml::Spanned;
 
 use super::{Checked, Checker};
@@ -131,17 +132,37 @@ impl Checker<'_> {
         own::read_docroot(&self.path(s)).or_else(|e| self.fail(s.span(), format!("docroot: {e}")))
     }
 
+    /// The refusal of a value of `w`'s that `bench`'s request flags share, at its key.
+    pub(super) fn refused<T>(&self, w: &RawWorkload, refusal: Refusal) -> Checked<T> {
+        let key = match refusal.setting {
+            Setting::Method => w.method.as_ref(),
+            Setting::Header(i) => w.headers.as_ref().and_then(|h| h.get(i)),
+            Setting::Body => w.body_file.as_ref(),
+            Setting::BodyString => w.body.as_ref(),
+            Setting::ExpectStatus => w.expect_status.as_ref(),
+            Setting::ExpectBodySha256 => w.expect_sha256.as_ref(),
+            Setting::ExpectContains => w.expect_contains.as_ref(),
+        };
+        // A value left out is its default, which is never refused: the name is a fallback.
+        let span = key.map_or(w.name.span(), Spanned::span);
+        self.fail(span, refusal.to_string())
+    }
+
     /// A path the file gives, relative to the file's directory.
     fn path(&self, s: &Spanned<String>) -> PathBuf {
         self.dir.join(s.get_ref())
     }
 
-    /// A custom request (`path`, `method`, `headers`, `body` or `body_file`), or `None` for a
-    /// built-in workload, whose name must then be the lab's.
-    pub(super) fn request(&self, w: &RawWorkload) -> Checked<Option<CustomRequest>> {
+    /// A custom request (`path`, and `request`: its `method`, `headers`, `body` or
+    /// `body_file`), or `None` for a built-in workload, whose name must then be the lab's.
+    pub(super) fn request(
+        &self,
+        w: &RawWorkload,
+        request: &Request,
+    ) -> Checked<Option<CustomRequest>> {
         let name = w.name.get_ref();
         if let Some(urls) = &w.urls {
-            return self.url_list(w, urls).map(Some);
+            return self.url_list(w, urls, request).map(Some);
         }
         if let Some(order) = &w.urls_order {
             return self.fail(order.span(), "urls_order orders a URL list: give urls = \"FILE\"");
@@ -170,35 +191,7 @@ impl Checker<'_> {
                 );
             }
         }
-        let mut spec = RequestSpec::default();
-        if let Some(m) = &w.method {
-            spec.method = m.get_ref().clone();
-        }
-        for h in w.headers.iter().flatten() {
-            let header = match RequestSpec::parse_header(h.get_ref()) {
-                Ok(header) => header,
-                Err(e) => return self.fail(h.span(), format!("headers: {e}")),
-            };
-            // The body's framing is loadlab's to write: a length of the user's could not
-            // match the body it sends.
-            if ["content-length", "transfer-encoding"]
-                .iter()
-                .any(|n| header.0.eq_ignore_ascii_case(n))
-            {
-                return self.fail(
-                    h.span(),
-                    format!("headers: {} is set from the body; leave it out", header.0),
-                );
-            }
-            spec.headers.push(header);
-        }
-        spec.body = self.body(w)?;
-        // The engine's own check of the method, as it will encode the request.
-        let probe = Target::parse("http://localhost/").expect("a valid URL");
-        if let Err(e) = spec.encode(&probe, true) {
-            let span = w.method.as_ref().map_or(path.span(), Spanned::span);
-            return self.fail(span, format!("method: {e}; a method is one word, as GET or POST"));
-        }
+        let spec = request.spec(Origin::Suite, self.dir).or_else(|e| self.refused(w, e))?;
         Ok(Some(CustomRequest { path: p.clone(), spec, urls: None }))
     }
 
@@ -236,32 +229,15 @@ impl Checker<'_> {
         Ok(None)
     }
 
-    /// A custom request's `body` or `body_file` (read when the suite is checked, relative to
-    /// the suite file).
-    fn body(&self, w: &RawWorkload) -> Checked<Vec<u8>> {
-        Ok(match (&w.body, &w.body_file) {
-            (Some(_), Some(f)) => return self.fail(f.span(), "give body or body_file, not both"),
-            (Some(b), None) => b.get_ref().as_bytes().to_vec(),
-            (None, Some(f)) => {
-                let file = self.path(f);
-                match std::fs::read(&file) {
-                    Ok(bytes) => bytes,
-                    Err(e) => {
-                        return self.fail(
-                            f.span(),
-                            format!("body_file: cannot read {}: {e}", file.display()),
-                        )
-                    }
-                }
-            }
-            (None, None) => Vec::new(),
-        })
-    }
-
     /// A workload whose requests are a URL list (`urls = FILE`, bench --urls's format, with
     /// paths: the suite's stacks each have their own host), read and checked now so that a
     /// wrong line stops the suite before anything starts.
-    fn url_list(&self, w: &RawWorkload, urls: &Spanned<String>) -> Checked<CustomRequest> {
+    fn url_list(
+        &self,
+        w: &RawWorkload,
+        urls: &Spanned<String>,
+        request: &Request,
+    ) -> Checked<CustomRequest> {
         let name = w.name.get_ref();
         let mut custom = [
             ("path", w.path.as_ref().map(Spanned::span)),
@@ -295,16 +271,8 @@ impl Checker<'_> {
             Ok(mix) => mix,
             Err(e) => return self.fail(urls.span(), format!("urls: {e}")),
         };
-        let mut spec = RequestSpec::default();
-        if let Some(m) = &w.method {
-            spec.method = m.get_ref().clone();
-        }
-        for h in w.headers.iter().flatten() {
-            match RequestSpec::parse_header(h.get_ref()) {
-                Ok(header) => spec.headers.push(header),
-                Err(e) => return self.fail(h.span(), format!("headers: {e}")),
-            }
-        }
+        // What its lines leave out, checked as a single request's (no body: refused above).
+        let spec = request.spec(Origin::Suite, self.dir).or_else(|e| self.refused(w, e))?;
         let path = mix.entries.first().map_or_else(|| "/".to_string(), |e| e.path.clone());
         Ok(CustomRequest { path, spec, urls: Some(std::sync::Arc::new(mix)) })
     }

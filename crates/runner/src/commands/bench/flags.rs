@@ -5,7 +5,7 @@
 //! refusal naming its flag.
 
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use loadlab_engine::{
     Target, Traffic, Validation,
 };
 pub use loadlab_load::Schedule;
-use loadlab_load::{defaults, parse_duration};
+use loadlab_load::{defaults, parse_duration, read_body, Origin};
 
 /// A flag's value the user has to change, or the engine's refusal of what they made.
 #[derive(Debug, thiserror::Error)]
@@ -39,12 +39,8 @@ pub struct RequestFlags {
     pub pin: Option<String>,
     #[command(flatten)]
     pub connection: loadlab_load::Connection,
-    /// The request method (ab's -m; h2load's -m is --streams).
-    #[arg(short = 'm', long = "method", default_value = "GET")]
-    pub method: String,
-    /// An extra request header, "Name: value" (repeatable).
-    #[arg(short = 'H', long = "header", value_name = "HEADER")]
-    pub headers: Vec<String>,
+    #[command(flatten)]
+    pub request: loadlab_load::Request,
     /// ab's -i: HEAD requests.
     #[arg(
         short = 'i',
@@ -59,33 +55,19 @@ pub struct RequestFlags {
     /// ab's -A: HTTP Basic authentication, USER:PASSWORD (the Authorization header).
     #[arg(short = 'A', long = "basic-auth", value_name = "USER:PASSWORD")]
     pub basic_auth: Option<String>,
-    /// Send the contents of FILE as the request body.
-    #[arg(long = "body", value_name = "FILE", conflicts_with = "body_string")]
-    pub body: Option<PathBuf>,
-    /// Send S as the request body.
-    #[arg(long = "body-string", value_name = "S", conflicts_with_all = ["post_file", "put_file"])]
-    pub body_string: Option<String>,
     /// ab's -p: POST the contents of FILE (the method becomes POST unless -m names another).
-    #[arg(short = 'p', long = "post-file", value_name = "FILE", conflicts_with_all = ["body", "put_file"])]
+    #[arg(short = 'p', long = "post-file", value_name = "FILE", conflicts_with_all = ["body", "body_string", "put_file"])]
     pub post_file: Option<PathBuf>,
     /// ab's -u: PUT the contents of FILE.
-    #[arg(short = 'u', long = "put-file", value_name = "FILE", conflicts_with = "body")]
+    #[arg(short = 'u', long = "put-file", value_name = "FILE", conflicts_with_all = ["body", "body_string"])]
     pub put_file: Option<PathBuf>,
     /// ab's -T: the request's Content-Type header (with -p, -u or --body).
     #[arg(short = 'T', long = "content-type", value_name = "TYPE")]
     pub content_type: Option<String>,
-    /// Load applied before measuring, excluded from the results.
-    #[arg(long = "warmup", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
-    pub warmup: Duration,
-    /// Count responses with other status codes as failures (200, 200-299, 2xx, 200,304).
-    #[arg(long = "expect-status", value_name = "CODES")]
-    pub expect_status: Option<String>,
-    /// Count responses whose body has another SHA-256 as failures.
-    #[arg(long = "expect-body-sha256", value_name = "HEX")]
-    pub expect_body_sha256: Option<String>,
-    /// Count responses whose body does not contain TEXT as failures.
-    #[arg(long = "expect-contains", value_name = "TEXT")]
-    pub expect_contains: Option<String>,
+    #[command(flatten)]
+    pub warmup: loadlab_load::Warmup,
+    #[command(flatten)]
+    pub expect: loadlab_load::Expect,
     /// Local addresses to connect from, round-robin, so ephemeral ports last longer
     /// (127.0.0.1-127.0.0.16, or a comma-separated list).
     #[arg(long = "source-ips", value_name = "IPS", conflicts_with = "unix_socket")]
@@ -109,7 +91,7 @@ pub struct RequestFlags {
     #[arg(long = "over-capacity", value_enum, default_value_t = Policy::Refuse)]
     pub over_capacity: Policy,
     /// Seed for Poisson arrivals (the same seed and thread count repeat the same schedule).
-    #[arg(long = "seed", default_value_t = 1)]
+    #[arg(long = "seed", default_value_t = defaults::SEED)]
     pub seed: u64,
     /// No live progress line (sweep, which has none: no table on stderr with --format json).
     // Command line only: what the cli shows while the load runs.
@@ -155,7 +137,7 @@ impl RequestFlags {
             }
         }
         self.connection.apply(&mut config);
-        config.warmup = self.warmup;
+        config.warmup = self.warmup.warmup;
         config.seed = self.seed;
         if let Some(s) = &self.source_ips {
             config.source_ips = parse_ip_list(s).map_err(FlagError::Usage)?;
@@ -182,16 +164,16 @@ impl RequestFlags {
     /// Whether a `-H` header asks for `Connection: close`, which is --no-keepalive.
     pub fn asks_close(&self) -> bool {
         let headers: Vec<_> =
-            self.headers.iter().filter_map(|h| RequestSpec::parse_header(h).ok()).collect();
+            self.request.headers.iter().filter_map(|h| RequestSpec::parse_header(h).ok()).collect();
         closes(&headers)
     }
 
     /// The request: method, headers (ab's -C, -A and -T among them) and body.
     fn request(&self) -> Result<RequestSpec, FlagError> {
-        let method = if self.head { "HEAD".to_string() } else { self.method.clone() };
-        let mut request = RequestSpec { method, ..RequestSpec::default() };
-        for h in &self.headers {
-            request.headers.push(RequestSpec::parse_header(h).map_err(FlagError::Engine)?);
+        let refused = |e: loadlab_load::Refusal| FlagError::Usage(e.to_string());
+        let mut request = self.request.spec(Origin::Flags, Path::new("")).map_err(refused)?;
+        if self.head {
+            request.method = "HEAD".to_string();
         }
         for (flag, header) in self.ab_headers().map_err(FlagError::Usage)? {
             if request.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(&header.0)) {
@@ -211,42 +193,19 @@ impl RequestFlags {
         let body_file =
             ab_body.into_iter().find_map(|(flag, f, m)| f.as_ref().map(|f| (flag, f, m)));
         if let Some((flag, path, method)) = body_file {
-            if self.method == "GET" {
+            if self.request.method == "GET" {
                 request.method = method.to_string();
             }
-            request.body = std::fs::read(path)
-                .map_err(|e| FlagError::Usage(format!("{flag} {}: {e}", path.display())))?;
-        } else if let Some(path) = &self.body {
-            request.body = std::fs::read(path)
-                .map_err(|e| FlagError::Usage(format!("--body {}: {e}", path.display())))?;
-        } else if let Some(s) = &self.body_string {
-            request.body = s.as_bytes().to_vec();
+            request.body = read_body(path).map_err(|e| FlagError::Usage(format!("{flag}: {e}")))?;
         }
         Ok(request)
     }
 
-    /// What a response must be to count as completed (--expect-*).
+    /// What a response must be to count as completed (--expect-*): any complete one when
+    /// nothing is expected.
     fn validation(&self) -> Result<Validation, FlagError> {
-        let mut v = Validation::default();
-        if let Some(s) = &self.expect_status {
-            v.status = Validation::parse_status(s)
-                .map_err(|e| FlagError::Usage(format!("--expect-status: {e}")))?;
-        }
-        if let Some(s) = &self.expect_body_sha256 {
-            v.body_sha256 = Some(
-                Validation::parse_sha256(s)
-                    .map_err(|e| FlagError::Usage(format!("--expect-body-sha256: {e}")))?,
-            );
-        }
-        if let Some(s) = &self.expect_contains {
-            if s.is_empty() {
-                return Err(FlagError::Usage(
-                    "--expect-contains: the text must not be empty".into(),
-                ));
-            }
-            v.body_contains = Some(s.as_bytes().to_vec());
-        }
-        Ok(v)
+        let expected = self.expect.validation(Origin::Flags);
+        Ok(expected.map_err(|e| FlagError::Usage(e.to_string()))?.unwrap_or_default())
     }
 }
 
@@ -875,7 +834,10 @@ mod tests {
         assert_eq!(header("Authorization").as_deref(), Some("Basic YWRtaW46c2VjcmV0"));
         let clash = RequestFlags {
             cookies: vec!["a=1".into()],
-            headers: vec!["cookie: x=y".into()],
+            request: loadlab_load::Request {
+                headers: vec!["cookie: x=y".into()],
+                ..Default::default()
+            },
             ..flags()
         };
         assert!(refusal(clash, "http://127.0.0.1:1/").contains("-C and -H"));
@@ -891,7 +853,8 @@ mod tests {
         let f = RequestFlags { post_file: Some(file.clone()), ..flags() };
         let request = f.config("http://127.0.0.1:1/").unwrap().request;
         assert_eq!((request.method.as_str(), request.body.as_slice()), ("POST", &b"x=1"[..]));
-        let f = RequestFlags { post_file: Some(file), method: "PATCH".into(), ..flags() };
+        let request = loadlab_load::Request { method: "PATCH".into(), ..Default::default() };
+        let f = RequestFlags { post_file: Some(file), request, ..flags() };
         assert_eq!(f.config("http://127.0.0.1:1/").unwrap().request.method, "PATCH");
     }
 
@@ -952,16 +915,20 @@ mod tests {
         assert!(!said.contains('\n'), "{said}");
     }
 
+    fn header(h: &str) -> loadlab_load::Request {
+        loadlab_load::Request { headers: vec![h.into()], ..Default::default() }
+    }
+
     /// `-H 'Connection: close'` (any case, among other options) is --no-keepalive, and the
     /// configuration says so; other Connection options keep keep-alive on.
     #[test]
     fn a_connection_close_header_is_no_keepalive() {
         let url = "http://127.0.0.1:1/";
         for close in ["Connection: close", "connection: Upgrade, CLOSE"] {
-            let given = RequestFlags { headers: vec![close.into()], ..flags() };
+            let given = RequestFlags { request: header(close), ..flags() };
             assert!(!given.config(url).unwrap().keepalive, "{close}");
         }
-        let kept = RequestFlags { headers: vec!["Connection: keep-alive".into()], ..flags() };
+        let kept = RequestFlags { request: header("Connection: keep-alive"), ..flags() };
         assert!(kept.config(url).unwrap().keepalive);
         assert!(flags().config(url).unwrap().keepalive);
     }
@@ -974,7 +941,21 @@ mod tests {
         let absent = (0..).find(|c| !cpus.contains(c)).unwrap();
         let pin = RequestFlags { pin: Some(absent.to_string()), ..flags() };
         assert!(refusal(pin, "http://127.0.0.1:1/").starts_with("--pin: CPU"));
-        let empty = RequestFlags { expect_contains: Some(String::new()), ..flags() };
+        let expect =
+            loadlab_load::Expect { expect_contains: Some(String::new()), ..Default::default() };
+        let empty = RequestFlags { expect, ..flags() };
         assert!(refusal(empty, "http://127.0.0.1:1/").starts_with("--expect-contains"));
+    }
+
+    /// A bad -H or -m is refused before anything is sent, naming its flag, as a suite's
+    /// `headers` and `method` are (the same check).
+    #[test]
+    fn a_bad_header_or_method_is_refused_naming_its_flag() {
+        let url = "http://127.0.0.1:1/";
+        let said = refusal(RequestFlags { request: header("no colon"), ..flags() }, url);
+        assert!(said.starts_with("-H: invalid header \"no colon\""), "{said}");
+        let method = loadlab_load::Request { method: "GE T".into(), ..Default::default() };
+        let said = refusal(RequestFlags { request: method, ..flags() }, url);
+        assert!(said.starts_with("-m: invalid method \"GE T\""), "{said}");
     }
 }

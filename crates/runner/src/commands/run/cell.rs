@@ -27,7 +27,7 @@ pub fn record(
         ordinal: cell.ordinal,
         stack: cell.stack.label.clone(),
         knobs: knobs_map(cell),
-        workload: cell.workload.name.to_string(),
+        workload: cell.workload.name().to_string(),
         load: load_spec(cell),
         repetition: cell.repetition,
         started_at,
@@ -43,7 +43,7 @@ pub fn record(
         limited_by: Some(report.limited_by.clone()),
         // As judged by the report: the workload's own, the suite's, or `run --slo`'s, which
         // replaces them in the suite before the plan is made.
-        slo: cell.workload.slo.as_ref().map(|s| s.text.clone()),
+        slo: cell.workload.spec.slo.as_ref().map(|s| s.text.clone()),
     }
 }
 

@@ -460,7 +460,7 @@ impl Execution<'_, '_> {
     /// each answered as its cells will check (counted with the instance's checks), or the
     /// instance goes down and the run stops.
     fn verify_custom(&mut self, group: &[Cell], instance: &mut Instance) -> Result<(), RunError> {
-        let wanted = |c: &Cell| c.workload.custom;
+        let wanted = |c: &Cell| c.workload.spec.custom();
         let answered =
             verify_answers(group, instance, wanted, self.measure, self.cx, &mut self.found)?;
         instance.checks += answered.checks;
@@ -604,7 +604,7 @@ impl Execution<'_, '_> {
             self.cx.store.record_cell(self.cx.run_id, &record).map_err(|source| {
                 let (stack, load) = (&cell.stack.label, load_label(cell));
                 let cell =
-                    format!("cell {} ({stack} {} {load})", cell.ordinal + 1, cell.workload.name);
+                    format!("cell {} ({stack} {} {load})", cell.ordinal + 1, cell.workload.name());
                 RunError::NotStored { cell, source }
             })?;
             self.events.cell_done(&CellDone {
@@ -652,14 +652,14 @@ pub fn verify_answers(
         Answered { checks: 0, addr: None, server: None, details: Vec::new(), interrupted: false };
     let mut seen: Vec<&str> = Vec::new();
     for cell in group.iter().filter(|c| wanted(c)) {
-        if seen.contains(&cell.workload.name.as_str()) {
+        if seen.contains(&cell.workload.name()) {
             continue;
         }
-        seen.push(&cell.workload.name);
+        seen.push(cell.workload.name());
         let url = format!("{}{}", instance.url.trim_end_matches('/'), cell.workload.path);
         let failed = |reason: String| RunError::Verify {
             stack: cell.stack.label.clone(),
-            workload: cell.workload.name.clone(),
+            workload: cell.workload.name().to_string(),
             url: url.clone(),
             reason,
         };
@@ -672,7 +672,7 @@ pub fn verify_answers(
             }
             Err(e) => return Err(e.into()),
         };
-        let label = format!("verify {} {} ", cell.stack.label, cell.workload.name);
+        let label = format!("verify {} {} ", cell.stack.label, cell.workload.name());
         let result = measure.measure(&config, addr, &label)?;
         if result.interrupted {
             answered.interrupted = true;
@@ -687,7 +687,7 @@ pub fn verify_answers(
         if answered.server.is_none() {
             answered.server.clone_from(&result.server);
         }
-        answered.details.push(format!("{}: {detail}", cell.workload.name));
+        answered.details.push(format!("{}: {detail}", cell.workload.name()));
     }
     Ok(answered)
 }
@@ -747,11 +747,13 @@ fn plural(n: usize) -> &'static str {
 /// stack with `http2` on (HTTP/2 has no connection per request; a session of one call is one).
 /// Said before any stack starts.
 pub fn unsupported(cell: &Cell) -> Option<String> {
-    if cell.workload.view && matches!(cell.load.point, Point::Closed { .. }) {
+    if cell.workload.spec.view && matches!(cell.load.point, Point::Closed { .. }) {
         return Some(format!(
             "cell {} ({}): {} has view = true: page views arrive at a rate, so its load must be \
              open or sessions (rate = ...), not closed",
-            cell.ordinal, cell.stack.label, cell.workload.name
+            cell.ordinal,
+            cell.stack.label,
+            cell.workload.name()
         ));
     }
     (cell.http2() && !cell.load.connection.keepalive).then(|| {
@@ -787,12 +789,12 @@ pub(crate) fn cell_config(
         config.threads = cpus.0.len().max(1);
     }
     cell.apply(&mut config);
-    if cell.workload.view {
-        let workload = (cell.workload.name.as_str(), cell.workload.view_hosts.as_slice());
+    if cell.workload.spec.view {
+        let workload = (cell.workload.name(), cell.workload.spec.view_hosts.as_slice());
         found.apply(&instance.id, workload, &mut config)?;
     }
-    if let Some(spec) = &cell.workload.visits {
-        visits(&mut config, spec, &cell.workload.given)?;
+    if let Some(spec) = &cell.workload.spec.visits {
+        visits(&mut config, spec, &cell.workload.spec.given)?;
     }
     config.check()?;
     Ok(config)
@@ -829,7 +831,7 @@ pub fn cell_label(cell: &Cell, total: usize) -> String {
         "[{:>3}/{total}] {:<24} {:<12} {:<34} ",
         cell.ordinal + 1,
         cell.stack.label,
-        cell.workload.name,
+        cell.workload.name(),
         load_label(cell)
     )
 }
