@@ -16,6 +16,10 @@ pub struct CompareArgs {
     /// p50 or p99; Mann-Whitney at 0.05): a CI gate against the last good run.
     #[arg(long = "fail-on-regression")]
     pub fail_on_regression: bool,
+    /// With --fail-on-regression: a regression of a figure whose stored flags say it measures
+    /// the client (a missed schedule, a saturated client, ...) fails the gate too.
+    #[arg(long = "gate-untrusted", requires = "fail_on_regression")]
+    pub gate_untrusted: bool,
     /// Print the comparisons as JSON instead of the table (docs/suites.md).
     #[arg(long = "json")]
     pub json: bool,
@@ -41,7 +45,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<u8> {
     if !args.fail_on_regression {
         return Ok(OK);
     }
-    let gate = loadlab_report::regression_gate(&deltas, &name_a, &name_b);
+    let gate = loadlab_report::regression_gate(&deltas, &name_a, &name_b, args.gate_untrusted);
     for line in &gate.lines {
         eprintln!("loadlab: {line}");
     }

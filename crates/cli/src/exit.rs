@@ -109,6 +109,15 @@ where
     }
 }
 
+/// [`failure`] of `e` said in the words `said` (what the run stored of it), its class and
+/// code kept.
+pub fn told<E: Classify>(e: &E, said: String) -> anyhow::Error {
+    if let Some(out) = e.output().filter(|o| o.kind() == io::ErrorKind::BrokenPipe) {
+        return io::Error::from(out.kind()).into();
+    }
+    Failure::new(e.class(), said).into()
+}
+
 /// A command line clap refused, said in loadlab's one-line style (`loadlab: error: ...`, exit
 /// 2; the line is [`loadlab_output::usage::line`]'s, or, for another tool's spelling, what to
 /// type here). Help and version requests print as clap prints them. `cli` is the command

@@ -99,7 +99,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let finished =
         commands::run::finish(&mut started, &outcome, stopped, &args.out).map_err(failure)?;
     output::write_end(&mut out, &started, &plan, &finished)?;
-    // A failed run exits with its error's code (5 for a verify that failed), said last.
+    // A failed run exits with its error's code (5 for a verify that failed), said last in the
+    // words stored with the run (a store that could not keep a cell named, with the cell).
+    if let (Err(e), Some(reason)) = (&outcome, &finished.reason) {
+        return Err(crate::exit::told(e, reason.clone()));
+    }
     outcome.map_err(failure)?;
     Ok(match finished.disposition {
         commands::run::Disposition::Interrupted => INTERRUPTED,

@@ -74,7 +74,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     };
     let outcome = outcome.map_err(crate::exit::failure)?;
     table.line("")?;
-    for line in output::knees(&outcome.knees) {
+    for line in output::knees(&outcome.knees).into_iter().chain(output::share(&outcome)) {
         table.line(&line)?;
     }
     for g in &outcome.gates {

@@ -87,15 +87,22 @@ pub fn write_end(
         (RunStatus::Interrupted, _) => {
             writeln!(out, "run {run} interrupted: {done} of {all} cells finished and stored")?
         }
-        (RunStatus::Failed, why) => writeln!(
+        // The reason is the error's, said once as stderr's last line (and stored with the run).
+        (RunStatus::Failed, _) => writeln!(
             out,
-            "run {run} failed: {done} of {all} cells finished and stored; {}",
-            why.as_deref().unwrap_or("no reason stored")
+            "run {run} failed: {done} of {all} cells finished and stored; the error that \
+             stopped it is on stderr"
         )?,
         _ => {}
     }
+    for line in &finished.unwritten {
+        writeln!(out, "  and {line}")?;
+    }
     write!(out, "{}", loadlab_report::verdict_table(&finished.verdicts))?;
     let report = finished.report.display();
+    if !finished.report_written {
+        return writeln!(out, "\nreport: none written");
+    }
     match &finished.latest {
         commands::run::Latest::ThisRun(latest) => {
             writeln!(out, "\nreport: {} (this run's, also kept as {report})", latest.display())

@@ -114,6 +114,17 @@ pub fn row(s: &Step) -> String {
     )
 }
 
+/// On an agent other than agent 0: whose the steps are, in place of the knees it leaves to
+/// agent 0.
+pub fn share(outcome: &SweepOutcome) -> Option<String> {
+    outcome.share.as_ref().map(|share| {
+        format!(
+            "{share}: each step above is this host's share of it; the knees are agent 0's, \
+             judged on every agent's steps added"
+        )
+    })
+}
+
 /// The knee of each target in a sentence.
 pub fn knees(knees: &[KneeReport]) -> Vec<String> {
     let mut lines = Vec::new();
@@ -169,18 +180,21 @@ pub fn write_json(out: &mut dyn Write, outcome: &SweepOutcome) -> std::io::Resul
         loadlab_version: &'static str,
         interrupted: bool,
         steps: &'a [Step],
-        knee: &'a KneeReport,
+        knee: Option<&'a KneeReport>,
         knees: &'a [KneeReport],
         gates: &'a [Gate],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        share: Option<&'a str>,
     }
-    let SweepOutcome { steps, knees, interrupted, gates } = outcome;
+    let SweepOutcome { steps, knees, interrupted, gates, share } = outcome;
     let doc = Out {
         loadlab_version: env!("CARGO_PKG_VERSION"),
         interrupted: *interrupted,
         steps,
-        knee: &knees[0],
+        knee: knees.first(),
         knees,
         gates,
+        share: share.as_deref(),
     };
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)
@@ -191,7 +205,7 @@ pub fn write_ramp_text(out: &mut dyn Write, outcome: &RampOutcome) -> std::io::R
     writeln!(out, "loadlab sweep {} (one rising ramp)", outcome.url)?;
     // A ramp of the offered rate: an open loop's seconds.
     crate::bench::seconds::text(&outcome.seconds, false, out)?;
-    writeln!(out, "{}", outcome.knee.sentence())
+    writeln!(out, "{}", outcome.sentence())
 }
 
 /// `sweep --ramp --format json`: the seconds and the knee, with its sentence.
@@ -208,7 +222,7 @@ pub fn write_ramp_json(out: &mut dyn Write, outcome: &RampOutcome) -> std::io::R
         loadlab_version: env!("CARGO_PKG_VERSION"),
         mode: "ramp",
         outcome,
-        sentence: outcome.knee.sentence(),
+        sentence: outcome.sentence(),
     };
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
     writeln!(out)

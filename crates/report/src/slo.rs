@@ -35,8 +35,32 @@ pub fn figures<'a>(c: &'a CellRecord, empty: &'a loadlab_stats::Recorder) -> Fig
         rps: get(metric::RPS),
         completed: get(metric::COMPLETED) as u64,
         failed: get(metric::FAILED) as u64,
-        non_2xx: get(metric::NON_2XX) as u64,
+        // An answer a visit's step asked for (a login's 302) is no error.
+        non_2xx: (get(metric::NON_2XX) - get(metric::NON_2XX_ASKED)).max(0.0) as u64,
         latency: c.histograms.latency.as_ref().unwrap_or(empty),
         requests_of: loadlab_store::Counted::of(c).own_latency(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadlab_store::{LoadModel, LoadSpec};
+
+    #[test]
+    fn answers_a_visits_step_asked_for_are_no_errors_to_a_stored_cells_slo() {
+        let metrics = |asked: f64| {
+            let mut m = vec![(metric::COMPLETED, 20.0), (metric::NON_2XX, 10.0)];
+            m.extend((asked > 0.0).then_some((metric::NON_2XX_ASKED, asked)));
+            m
+        };
+        let load = || LoadSpec::new(LoadModel::Closed);
+        let mut login = crate::testcell::with_load("a", "login", load(), 0, &metrics(10.0));
+        login.slo = Some("errors<1%".into());
+        assert!(judge(&[&login]).expect("an SLO").passed, "the login's 302s were asked for");
+        // Stored without the count (nothing asked for, or an older cell): every one counts.
+        let mut plain = crate::testcell::with_load("a", "plain", load(), 0, &metrics(0.0));
+        plain.slo = Some("errors<1%".into());
+        assert!(!judge(&[&plain]).expect("an SLO").passed);
     }
 }

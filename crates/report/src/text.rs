@@ -84,8 +84,9 @@ impl RunDelta {
 
 /// What `compare --fail-on-regression` decides: it fails on a regression of a trusted figure
 /// only, since a figure whose client missed its schedule or ran out of CPU, descriptors or
-/// link measures the client as much as the server. Every regression is told with the flags
-/// that mark its figure (`!` in the table); one the gate leaves out says so.
+/// link measures the client as much as the server, unless told otherwise (`--gate-untrusted`:
+/// those fail it too). Every regression is told with the flags that mark its figure (`!` in
+/// the table); one the gate leaves out says so, one it gates although untrusted says why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gate {
     /// A trusted figure regressed: the gate fails.
@@ -94,8 +95,14 @@ pub struct Gate {
     pub lines: Vec<String>,
 }
 
-/// The gate over `compare_runs`' deltas between the runs named `old_name` and `new_name`.
-pub fn regression_gate(deltas: &[RunDelta], old_name: &str, new_name: &str) -> Gate {
+/// The gate over `compare_runs`' deltas between the runs named `old_name` and `new_name`;
+/// `untrusted_too`: regressions of untrusted figures fail it as well (`--gate-untrusted`).
+pub fn regression_gate(
+    deltas: &[RunDelta],
+    old_name: &str,
+    new_name: &str,
+    untrusted_too: bool,
+) -> Gate {
     let mut lines = Vec::new();
     let (mut trusted, mut untrusted) = (0, 0);
     for d in deltas.iter().filter(|d| d.regressed()) {
@@ -108,6 +115,12 @@ pub fn regression_gate(deltas: &[RunDelta], old_name: &str, new_name: &str) -> G
         if d.trusted() {
             trusted += 1;
             lines.push(format!("regression: {}{marked}", d.regression_line()));
+        } else if untrusted_too {
+            trusted += 1;
+            let line = d.regression_line();
+            lines.push(format!(
+                "regression of an untrusted figure, gated (--gate-untrusted): {line}{marked}"
+            ));
         } else {
             untrusted += 1;
             let line = d.regression_line();

@@ -13,6 +13,9 @@ pub const MEAN_US: &str = "mean_us";
 pub const COMPLETED: &str = "completed";
 /// Completed requests whose answer was not 2xx (absent from cells stored before it was kept).
 pub const NON_2XX: &str = "non_2xx";
+/// Of `non_2xx`, the answers a visit's step asked for by its status check (a login's 302):
+/// no error to the SLO (absent when there were none, and from cells stored before it was kept).
+pub const NON_2XX_ASKED: &str = "non_2xx_asked";
 /// Requests that failed, all error classes together.
 pub const FAILED: &str = "failed";
 /// Error count; the per-class counts use `errors.<class>` (e.g. `errors.connreset`).

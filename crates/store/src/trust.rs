@@ -80,7 +80,11 @@ impl Flag {
     }
 
     /// Whether the flag says the figure is the client's or the network's limit: then it says
-    /// nothing about the server.
+    /// nothing about the server. What ends a knee search (a ramp's second, a bench's trust)
+    /// reads this list, which leaves a missed schedule out on purpose: requests waiting for a
+    /// busy connection of a server past its knee go out late too, so a missed schedule alone
+    /// does not say whose limit the rate was ([`Flag::clients_figure`] adds it where that
+    /// does not matter).
     pub fn untrusted(&self) -> bool {
         matches!(
             self,
@@ -89,8 +93,10 @@ impl Flag {
     }
 
     /// Whether a figure so flagged measures the client rather than the server: the client's
-    /// or the link's limit, or an open-loop schedule the client did not keep (its latency then
-    /// counts the client's own delay). A comparison of two runs cannot blame the server for it.
+    /// or the link's limit ([`Flag::untrusted`]), or an open-loop schedule not kept: its
+    /// latency then counts the delay in sending, whoever caused it. A comparison of two runs
+    /// cannot blame the server for it (`compare --fail-on-regression` leaves it out unless
+    /// `--gate-untrusted`).
     pub fn clients_figure(&self) -> bool {
         self.untrusted() || matches!(self, Flag::ScheduleMissed)
     }

@@ -103,6 +103,23 @@ fn open_loop_agents_send_exactly_the_single_host_arrivals() {
     assert_eq!(rows[0]["completed"], 101, "{rows:#}");
     assert_eq!(server.requests(), 201);
     assert_eq!(json(&outs[0])["rate"]["offered_rps"], 400.0);
+    // Agent 1's own report is its share, said so: offered its half of the schedule, judged
+    // against that half, beside the whole test's rate.
+    let own = json(&outs[1]);
+    assert_eq!(own["rate"]["offered_rps"], 200.0, "{:#}", own["rate"]);
+    assert_eq!(own["share"]["agent"], "agent 1 of 2", "{own:#}");
+    assert_eq!(own["share"]["test_offered_rps"], 400.0);
+    assert!(json(&outs[0]).get("share").is_none(), "agent 0 reports the whole");
+    // Every agent keeps its intervals for agent 0's merge: no --hdr-log was asked for.
+    for o in &outs {
+        assert_eq!(json(o)["config"]["hdr_log"], false, "{:#}", json(o)["config"]);
+    }
+    let warned = own["warnings"].as_array().expect("warnings");
+    assert!(
+        !warned.iter().any(|w| w.as_str().unwrap().contains("below the offered")),
+        "{warned:?}"
+    );
+    crate::schema::assert_valid(&crate::schema::validator(), &own);
 }
 
 #[test]
@@ -275,6 +292,14 @@ fn on_agent_loss_continue_goes_on_and_reports_the_shortfall_per_second() {
             assert!(s["not_sent"].as_u64().unwrap() >= 90, "{partial:#}");
         }
     }
+    // The whole schedule was due, the lost agent's share from the first second it did not
+    // stream (the one it was killed in included), and the schedule's line counts what was
+    // never sent as the shortfall does.
+    let (due, sent) = seconds.iter().fold((0, 0), |(d, s), x| {
+        (d + x["due"].as_u64().unwrap(), s + x["sent"].as_u64().unwrap())
+    });
+    assert!(due.abs_diff(1800) <= 6, "300 req/s for 6 s were due: {partial:#}");
+    assert_eq!(merged["rate"]["not_sent"].as_u64().unwrap(), due - sent, "{:#}", merged["rate"]);
     let warned = merged["warnings"].as_array().expect("warnings");
     assert!(warned.iter().any(|w| w.as_str().unwrap().contains("agent 2 was lost")), "{warned:?}");
 }
@@ -458,14 +483,16 @@ fn weights_3_to_1_share_the_connections_and_the_arrivals_as_documented() {
     assert_eq!(server.requests(), 400 + 201);
 }
 
-/// The `seconds` rows of a report: (offered, achieved, completed, connections open, CPU).
+/// The `seconds` rows of a report: (offered, achieved, completed, connections open, CPU); a
+/// closed loop's offered (null: it offers no rate) as 0.
 fn rows_of(v: &Value) -> Vec<(u64, u64, u64, u64, f64)> {
     let rows = v["seconds"].as_array().unwrap_or_else(|| panic!("no seconds: {v:#}"));
     let n = |r: &Value, k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
     rows.iter()
         .map(|r| {
             let cpu = r["client_cpu"].as_f64().expect("client_cpu");
-            (n(r, "offered"), n(r, "achieved"), n(r, "completed"), n(r, "connections_open"), cpu)
+            let offered = r["offered"].as_u64().unwrap_or(0);
+            (offered, n(r, "achieved"), n(r, "completed"), n(r, "connections_open"), cpu)
         })
         .collect()
 }

@@ -50,7 +50,8 @@ fn every_step_of_a_sweep_starts_on_every_agent_and_is_judged_merged() {
     assert_eq!(theirs.len(), 3, "agent 1 ran the same steps: {theirs:?}");
     let mut sent = 0;
     for ((rate, m), a) in [100.0, 200.0, 300.0].iter().zip(&merged).zip(&theirs) {
-        assert_eq!((m.0, a.0), (*rate, *rate), "the whole step's rate on both");
+        // Agent 1's step is its share of the schedule, and said to be.
+        assert_eq!((m.0, a.0), (*rate, rate / 2.0), "the whole step's rate, and its half");
         // Arrivals k mod 2: agent 0's own part (the merged less agent 1's) and agent 1's
         // differ by one at most, and together they are the step's schedule.
         let own = m.1 - a.1;
@@ -64,6 +65,10 @@ fn every_step_of_a_sweep_starts_on_every_agent_and_is_judged_merged() {
     assert!(server.requests().abs_diff(sent + warmups) <= 12, "{} vs {sent}", server.requests());
     let knee = &json(&outs[0])["knees"][0];
     assert_eq!(knee["steps_judged"], 3, "{knee:#}");
+    // The knee is agent 0's, of the merged steps: agent 1 judges no knee of its share.
+    let own = json(&outs[1]);
+    assert_eq!(own["share"], "agent 1 of 2", "{own:#}");
+    assert!(own["knee"].is_null() && own["knees"] == serde_json::json!([]), "{own:#}");
 }
 
 #[test]
@@ -157,6 +162,12 @@ fn a_ramp_sweep_over_agents_offers_the_whole_shape_each_second() {
         assert!(m.abs_diff(want) <= 1, "second {s}: {m} offered, {want} wanted: {merged:?}");
         assert!((2 * a).abs_diff(*m) <= 2, "second {s}: agent 1 {a} of {m}");
     }
+    // Agent 1's seconds are its share: it announces no knee of them, agent 0 does.
+    let own = json(&outs[1]);
+    assert!(own["knee"].is_null(), "{:#}", own["knee"]);
+    assert_eq!(own["share"], "agent 1 of 2");
+    assert!(own["sentence"].as_str().unwrap().contains("agent 0"), "{}", own["sentence"]);
+    assert!(json(&outs[0])["knee"]["reason"].is_string(), "agent 0 judges the whole ramp");
 }
 
 /// One line per step (what decided its verdict), then the knee: for assertion messages.
@@ -210,7 +221,9 @@ fn find_knee_over_agents_bisects_the_merged_steps_and_every_agent_runs_them() {
     assert!((3..=6).contains(&ran.len()), "{ran:?}");
     assert_eq!(ran[2], (600.0, true), "{ran:?}");
     assert!(ran[2..].iter().all(|(r, b)| *b && *r > 400.0 && *r < 800.0), "{ran:?}");
-    assert_eq!(rates(&theirs), ran, "agent 1 ran the steps agent 0 named");
+    // Each offered its half of the step: agent 1's rows are its share.
+    let halves: Vec<(f64, bool)> = ran.iter().map(|(r, b)| (r / 2.0, *b)).collect();
+    assert_eq!(rates(&theirs), halves, "agent 1 ran the steps agent 0 named");
     let knee = &merged["knee"];
     let found = knee["offered_rps"].as_f64().unwrap_or_else(|| panic!("{merged:#}"));
     let table = table(&merged);
@@ -254,6 +267,12 @@ fn on_agent_loss_continue_goes_on_and_marks_the_steps_without_it_partial() {
     // Step 3: 450 req/s for 4 s, agent 1's third (600) due and not sent.
     let short = not_sent(&steps[2]);
     assert!(short.abs_diff(600) <= 10, "step 3 not sent {short}: {:#}", steps[2]);
+    // The step's own never sent is that shortfall too, the lost agent's share in it.
+    let sent_of = |s: &Value, k: &str| -> u64 {
+        s["partial"]["shortfall"].as_array().unwrap().iter().map(|x| x[k].as_u64().unwrap()).sum()
+    };
+    let whole = sent_of(&steps[2], "due").saturating_sub(sent_of(&steps[2], "sent"));
+    assert_eq!(steps[2]["not_sent"].as_u64(), Some(whole), "{:#}", steps[2]);
     let completed = steps[2]["completed"].as_u64().unwrap();
     assert!(completed.abs_diff(1_200) <= 10, "agents 0 and 2 kept their shares: {completed}");
     assert_eq!(merged["knee"]["steps_judged"], 1, "partial steps are not judged: {merged:#}");

@@ -207,6 +207,9 @@ fn connections_open_and_close_on_schedule() {
     assert!(up.windows(2).all(|w| w[0] <= w[1]), "rising: {up:?}");
     assert!(up[0] <= 1 && up[3] >= 5 && up[3] <= 7, "{up:?}");
     assert!(uint(&report, "requests.completed") > 0);
+    // A closed loop offers no rate: each second says nothing of one, not 0.
+    assert!(seconds(&report).iter().all(|r| r["offered"].is_null()), "{report:#}");
+    crate::schema::assert_valid(&crate::schema::validator(), &report);
     // 4 held for a second, then down to 0 over two: at most 2 open in the last second.
     let report = bench(&server.url("/"), &["-c", "1s:4..4,2s:4..0"], 0);
     let down = open(&report);

@@ -342,6 +342,10 @@ fn a_status_a_step_asks_for_is_not_counted_as_not_2xx() {
     assert_eq!(uint(&report, "visits.completed"), 10, "{report:#}");
     let said = strings(&report, "warnings");
     assert!(!said.iter().any(|w| w.contains("not 2xx")), "{said:?}");
+    // Nor an error to the SLO.
+    let args = ["--visits", &visit, "-c", "1", "-n", "10", "--slo", "errors<1%"];
+    let report = bench(&server.url("/"), &args, 0);
+    assert_eq!(at(&report, "slo.passed"), true, "{:#}", at(&report, "slo"));
     // A second step that asks for nothing: its 302s are said, and only they.
     let (_d, visit) = file("half.toml", &format!("{asked}[[step]]\npath = \"/next\"\n"));
     let report = bench(&server.url("/"), &["--visits", &visit, "-c", "1", "-n", "10"], 0);

@@ -187,7 +187,10 @@ fn a_run_stopped_by_a_failed_verify_is_failed_and_report_html_stays_on_the_finis
          lacks \"Allow: /secret\"",
         nginx.url("/robots.txt")
     );
-    assert!(stdout.contains(&format!("run 2 failed: 0 of 4 cells finished and stored; {why}")));
+    // The reason once: stderr's last line, the end line pointing at it.
+    assert!(stdout.contains("run 2 failed: 0 of 4 cells finished and stored; the error"));
+    assert!(!stdout.contains(&why), "{stdout}");
+    assert!(stderr.trim_end().ends_with(&format!("loadlab: error: {why}")), "{stderr}");
     assert!(!stdout.contains("interrupted"), "{stdout}");
     let second = scratch.out().join("report-2.html");
     let kept = format!(

@@ -152,6 +152,18 @@ fn a_regression_of_a_figure_marked_untrusted_is_named_with_its_flag_and_not_gate
     assert!(stderr.contains("regression of an untrusted figure, not gated: nginx"), "{stderr}");
     assert!(stderr.contains("(! run 2: schedule_missed in 7 repetitions)"), "{stderr}");
     assert!(stderr.contains("no significant regression of a trusted figure"), "{stderr}");
+    // Told otherwise, the gate decides on it too, and says that it is untrusted.
+    let args = ["compare", "1", "2", "--db", &db, "--fail-on-regression", "--gate-untrusted"];
+    let out = scratch.run(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(99), "{stderr}");
+    assert!(
+        stderr.contains("regression of an untrusted figure, gated (--gate-untrusted): nginx"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(! run 2: schedule_missed in 7 repetitions)"), "{stderr}");
+    let alone = scratch.run(&["compare", "1", "2", "--db", &db, "--gate-untrusted"]);
+    assert_eq!(alone.status.code(), Some(2), "{}", String::from_utf8_lossy(&alone.stderr));
     let out = gate("1", "3");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(99), "{stderr}");

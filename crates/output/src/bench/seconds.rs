@@ -33,7 +33,7 @@ pub fn text(seconds: &[Second], closed: bool, out: &mut dyn Write) -> io::Result
             out,
             "  {:>5} {:>8} {:>8} {:>9} {:>6} {:>9} {:>9} {:>9} {:>6} {:>4.0}%  {}",
             s.second,
-            if closed { "-".to_string() } else { s.offered.to_string() },
+            s.offered.map_or("-".to_string(), |o| o.to_string()),
             s.achieved,
             s.completed,
             s.failed,
@@ -61,7 +61,7 @@ pub fn csv(seconds: &[Second], out: &mut dyn Write) -> io::Result<()> {
         let mut row = vec![
             s.second.to_string(),
             s.partial_s.map_or(String::new(), |length| format!("{length:.3}")),
-            s.offered.to_string(),
+            opt(s.offered),
             s.achieved.to_string(),
             s.completed.to_string(),
             s.failed.to_string(),
@@ -93,7 +93,7 @@ mod tests {
         Second {
             second,
             partial_s,
-            offered: completed,
+            offered: Some(completed),
             achieved: completed,
             completed,
             failed: 0,
@@ -130,15 +130,23 @@ mod tests {
     }
 
     /// A closed loop's seconds (`-c A..B`) have no schedule: its table says so, offers
-    /// nothing (`-`, not 0) and says where its latency starts.
+    /// nothing (`-`, not 0; an empty CSV cell) and says where its latency starts.
     #[test]
     fn a_closed_loops_seconds_say_they_are_a_closed_loops() {
-        let rows = [second(0, None, 100)];
+        let open_rows = [second(0, None, 100)];
+        let closed_rows = [Second { offered: None, ..second(0, None, 100) }];
         let table = |closed| {
             let mut text = Vec::new();
-            super::text(&rows, closed, &mut text).unwrap();
+            let rows = if closed { &closed_rows } else { &open_rows };
+            super::text(rows, closed, &mut text).unwrap();
             String::from_utf8(text).unwrap()
         };
+        let mut csv = Vec::new();
+        super::csv(&closed_rows, &mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        let cells: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+        let column = cells[0].iter().position(|h| *h == "offered").expect("an offered column");
+        assert_eq!(cells[1][column], "", "{csv}");
         let (closed, open) = (table(true), table(false));
         assert!(closed.contains("closed loop: nothing offered, latency from each request's send"));
         assert!(!closed.contains("due time"), "{closed}");

@@ -91,6 +91,13 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         r.server.software.as_deref().unwrap_or("(no Server header)"),
         c.address
     )?;
+    if let Some(share) = &r.share {
+        writeln!(
+            out,
+            "  {}: this host's share of the test; agent 0 reports the whole",
+            share.agent
+        )?;
+    }
     if let Some(tls) = &r.tls {
         let group = tls.group.as_deref().map(|g| format!(", {g}")).unwrap_or_default();
         let alpn = tls.alpn.as_deref().unwrap_or("none");
@@ -199,10 +206,16 @@ fn throughput(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "  Throughput   {:.2} req/s{flag}{errs}", r.rps)?;
     if let Some(rate) = &r.rate {
         let kept = if rate.schedule_kept { "" } else { "   << SCHEDULE NOT KEPT" };
+        let of = match r.share.as_ref().and_then(|s| s.test_offered_rps) {
+            Some(whole) => format!(" (its share of the test's {whole:.2})"),
+            None => String::new(),
+        };
+        let lost =
+            if r.partial.is_some() { " (with the lost agents' share: see Partial)" } else { "" };
         writeln!(
             out,
-            "  Schedule     offered {:.2} req/s, sent {:.2} req/s, late p50 {} p99 {} max {}, \
-             never sent {}{kept}",
+            "  Schedule     offered {:.2} req/s{of}, sent {:.2} req/s, late p50 {} p99 {} max {}, \
+             never sent {}{lost}{kept}",
             rate.offered_rps,
             rate.sent_rps,
             us(rate.late_p50_us as f64),
@@ -392,10 +405,7 @@ fn agents(r: &Report, out: &mut dyn Write) -> io::Result<()> {
 /// A test that lost an agent: the arrivals due and not sent, second by second (open loop).
 fn shortfall(p: &loadlab_runner::hosts::across::Partial, out: &mut dyn Write) -> io::Result<()> {
     let how = if p.continued { "the others went on" } else { "every agent stopped" };
-    // Over the whole test, not the sum of the seconds': a request sent just after a second's
-    // turn can count as due in one second and sent in the next.
-    let (due, sent) = p.shortfall.iter().fold((0, 0), |(d, s), x| (d + x.due, s + x.sent));
-    let short: u64 = due.saturating_sub(sent);
+    let short = p.not_sent();
     if p.shortfall.is_empty() {
         return writeln!(out, "  Partial      {how}; closed loop: no schedule to fall short of");
     }

@@ -5,7 +5,7 @@ use loadlab_agents::clock::Offset;
 use loadlab_agents::coordinator::Roster;
 use loadlab_agents::part::Part;
 use loadlab_agents::stream::Seconds;
-use loadlab_engine::Share;
+use loadlab_engine::{BenchResult, Pacing, Share};
 use loadlab_store::Flag;
 use serde::Serialize;
 
@@ -49,13 +49,7 @@ impl AgentRow {
         AgentRow {
             index: r.index,
             host: r.host.clone(),
-            share: match share.weighted {
-                None => format!("agent {} of {}", share.index, share.of),
-                Some(w) => format!(
-                    "agent {} of {}, weight {} of {}",
-                    share.index, share.of, w.weight, w.total
-                ),
-            },
+            share: share_label(share),
             completed: Some(part.map_or(beat.0, |(p, _)| p.completed_failed().0)),
             failed: Some(part.map_or(beat.1, |(p, _)| p.completed_failed().1)),
             p50_us: part.map(|(p, _)| p.p50_us),
@@ -67,6 +61,48 @@ impl AgentRow {
             limited_by: part.and_then(|(p, _)| p.limited_by.clone()),
         }
     }
+}
+
+/// An agent's share in words: `agent 1 of 4`, or `agent 1 of 2, weight 1 of 4`.
+pub fn share_label(share: Share) -> String {
+    match share.weighted {
+        None => format!("agent {} of {}", share.index, share.of),
+        Some(w) => {
+            format!("agent {} of {}, weight {} of {}", share.index, share.of, w.weight, w.total)
+        }
+    }
+}
+
+/// The fraction of the whole test that `share` is: its slots of all of them.
+pub fn fraction(share: Share) -> f64 {
+    match share.weighted {
+        None => 1.0 / share.of.max(1) as f64,
+        Some(w) => w.weight as f64 / w.total.max(1) as f64,
+    }
+}
+
+/// An agent's own result made to say what it was offered: its share of the schedule. The
+/// engine strides the one global schedule (each agent takes the arrivals of its slots), so its
+/// result names the whole test's rate; judged as it came, an agent's rate would be its share
+/// of the requests against the whole offer ("achieved below the offered"), and its limit and
+/// knee those of a host that fell short.
+pub fn own_share(result: &mut BenchResult, share: Share) {
+    let f = fraction(share);
+    match &mut result.pacing {
+        Pacing::Closed => {}
+        Pacing::Open { rate, .. } | Pacing::Sessions { rate, .. } => *rate *= f,
+    }
+}
+
+/// What an agent other than agent 0 says of its own report: that it is its share of the
+/// test, and the whole test's offered rate beside its own (agent 0 reports the whole).
+#[derive(Debug, Clone, Serialize)]
+pub struct OwnShare {
+    /// [`share_label`]: `agent 1 of 4`.
+    pub agent: String,
+    /// The whole test's offered rate, requests per second (null in the closed loop); this
+    /// report's `rate.offered_rps` is its share of it.
+    pub test_offered_rps: Option<f64>,
 }
 
 /// The largest start skew of the test, an upper bound, microseconds. Under a schedule (open
@@ -153,6 +189,17 @@ pub struct Partial {
     pub shortfall: Vec<Shortfall>,
 }
 
+impl Partial {
+    /// Over the whole test, the arrivals due and not sent: a lost agent's share from its loss
+    /// on and what the others left unsent. Over the whole test, not the sum of the seconds'
+    /// `not_sent`: a request sent just after a second's turn can count as due in one second
+    /// and sent in the next.
+    pub fn not_sent(&self) -> u64 {
+        let (due, sent) = self.shortfall.iter().fold((0, 0), |(d, s), x| (d + x.due, s + x.sent));
+        due.saturating_sub(sent)
+    }
+}
+
 /// One second's arrivals due, requests sent and completed, over all agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Shortfall {
@@ -185,7 +232,11 @@ pub fn shortfall(
             let mut row = Shortfall { second, due: 0, sent: 0, not_sent: 0, completed: 0 };
             for (index, streamed) in agents {
                 let at = u32::try_from(second).ok().and_then(|s| streamed.get(&s));
-                let gone = lost.iter().any(|l| l.index == *index && second >= l.second);
+                // A lost agent's second in progress is never streamed, and it is found lost
+                // only once silent for a while: its share is due from the first second it did
+                // not stream, not from the second its loss was noticed in.
+                let after = streamed.keys().next_back().is_none_or(|l| second > u64::from(*l));
+                let gone = lost.iter().any(|l| l.index == *index && (second >= l.second || after));
                 match at {
                     Some(s) => {
                         row.due += s.counts.due;
@@ -253,7 +304,7 @@ mod seconds_tests {
         Second {
             second: n,
             partial_s: None,
-            offered: 10,
+            offered: Some(10),
             achieved: 10,
             completed: 10,
             failed: 0,
@@ -326,6 +377,14 @@ mod shortfall_tests {
         let s = shortfall(&[(0, &longer), (1, &one)], &lost, Some(&[50.0, 50.0]), 4);
         assert_eq!(s.len(), 5);
         assert_eq!((s[4].due, s[4].sent, s[4].completed), (50, 3, 3));
+        // Lost as second 3 began, found lost in second 4: its share is due from second 2,
+        // the one it did not stream, not from the second its loss was noticed in.
+        let late = [AgentLost { index: 1, second: 4 }];
+        let s = shortfall(&[(0, &zero), (1, &one)], &late, Some(&[50.0, 50.0]), 4);
+        let due: Vec<u64> = s.iter().map(|r| r.due).collect();
+        assert_eq!(due, [100, 100, 100, 100]);
+        let partial = Partial { lost: late.to_vec(), continued: true, shortfall: s };
+        assert_eq!(partial.not_sent(), 101, "over the whole test");
         // The closed loop has no schedule: no shortfall to give.
         assert!(shortfall(&[(0, &zero)], &lost, None, 4).is_empty());
     }

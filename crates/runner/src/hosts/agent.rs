@@ -16,7 +16,7 @@ use loadlab_agents::stream::{self, Deltas, Seconds};
 use loadlab_agents::{load, AgentsError};
 use loadlab_engine::{BenchConfig, BenchResult, Control, HdrLog, Share};
 
-use super::across::{self, AgentLost, AgentRow, Partial};
+use super::across::{self, AgentLost, AgentRow, OwnShare, Partial};
 use super::fleet::{self, Fleet, HostsError, Launch};
 use crate::commands::bench::outcome::Report;
 use crate::commands::bench::{judge, prepare, BenchError, Judged, Request};
@@ -109,9 +109,15 @@ pub fn run(
     // The engine waits for the start after its setup, and its clock's origin is the start.
     mine.config.start_at = Some(wall(member.start_local));
     let running = member.begin(control)?;
-    let result = measure.measure(&mine.config, address, "").map_err(BenchError::Engine)?;
+    let mut result = measure.measure(&mine.config, address, "").map_err(BenchError::Engine)?;
     let late = result.start_late.as_nanos() as u64;
-    let judged = judge(mine, address, result, capped);
+    let share = mine.config.share;
+    across::own_share(&mut result, share);
+    // The intervals were kept for agent 0's merge; the report echoes the flag as given.
+    mine.config.hdr_log = whole.config.hdr_log;
+    let mut judged = judge(mine, address, result, capped);
+    let test_offered_rps = whole.config.pacing.offered_rps();
+    judged.report.share = Some(OwnShare { agent: across::share_label(share), test_offered_rps });
     let stopped = running.end(part_of(&judged.result, &judged.report), late)?;
     Ok(Outcome::Member { judged: Box::new(judged), stopped })
 }
@@ -177,8 +183,15 @@ fn coordinate(
         let mut streamed = vec![(0, &own_seconds)];
         streamed.extend(seen.iter().map(|s| (s.index, &s.seconds)));
         let continued = on_loss == OnLoss::Continue;
-        judged.report.partial =
-            Some(partial(&streamed, &lost, due_each.as_deref(), secs, continued));
+        // Sessions' shortfall counts arrivals (sessions), their `not_sent` requests.
+        let scheduled_requests = judged.report.mode == "open";
+        let partial = partial(&streamed, &lost, due_each.as_deref(), secs, continued);
+        // One account of what was never sent: the schedule's line counts the lost agent's
+        // share as the shortfall does, not only what the agents still running left unsent.
+        if let Some(rate) = judged.report.rate.as_mut().filter(|_| scheduled_requests) {
+            rate.not_sent = partial.not_sent();
+        }
+        judged.report.partial = Some(partial);
     }
     let scheduled = judged.report.rate.is_some();
     judged.report.start_skew_us = Some(across::start_skew_us(&rows, scheduled));
@@ -195,8 +208,10 @@ fn bind(at: SocketAddr) -> Result<TcpListener, AgentsError> {
 
 /// Each agent's arrivals due a second, by `weights`; `None` in the closed loop.
 pub(crate) fn due_each(whole: &BenchConfig, weights: &[u64]) -> Option<Vec<f64>> {
-    let total = weights.iter().sum::<u64>() as f64;
-    whole.pacing.rate().map(|r| weights.iter().map(|w| r * *w as f64 / total).collect())
+    whole
+        .pacing
+        .rate()
+        .map(|r| (0..weights.len()).map(|i| r * across::fraction(share_of(i, weights))).collect())
 }
 
 /// The seconds a result's shortfall is given for: its measured ones, a partial last included.

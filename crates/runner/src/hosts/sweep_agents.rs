@@ -28,7 +28,7 @@ use loadlab_agents::part::Part;
 use loadlab_agents::stream::{self, Deltas, Seconds};
 use loadlab_agents::wire::SweepStep;
 use loadlab_agents::{load, AgentsError};
-use loadlab_engine::{BenchConfig, BenchResult, Control, EngineError, HdrLog};
+use loadlab_engine::{BenchConfig, BenchResult, Control, EngineError, HdrLog, Share};
 use loadlab_stats::interval_log::{self, Section};
 
 use crate::commands::bench::outcome::Report;
@@ -36,7 +36,7 @@ use crate::commands::run::executor::Measure;
 use crate::commands::run::executor::RunError;
 use crate::commands::sweep::ramp::{RampOutcome, RampPlan};
 use crate::commands::sweep::{Conduct, NextStep, Step, SweepOutcome, SweepPlan};
-use crate::hosts::across::Partial;
+use crate::hosts::across::{self, Partial};
 use crate::hosts::agent::{self, part_of, share_of, AgentError, Agents};
 use crate::judge::limit::{Limit, LimitedBy};
 use crate::judge::seconds::Second;
@@ -72,6 +72,8 @@ pub struct AgentsMeasure<'a> {
     partial: Option<Partial>,
     /// Agent 0 with `--merged-hdr-log`: each step's merged intervals, by step (from 1).
     logs: Option<Vec<(usize, HdrLog)>>,
+    /// Another agent, once it ran a step: its share of the test.
+    own: Option<Share>,
 }
 
 /// The sweep's load as agents compare it: the first step's load and the rates, the calls and
@@ -128,6 +130,7 @@ impl<'a> AgentsMeasure<'a> {
             next: None,
             partial: None,
             logs,
+            own: None,
         })
     }
 
@@ -203,11 +206,14 @@ impl<'a> AgentsMeasure<'a> {
             return Err(EngineError::Config(why));
         };
         let mut mine = config.clone();
-        mine.take_share(share_of(self.agents.share.index, &member.weights))?;
+        let share = share_of(self.agents.share.index, &member.weights);
+        mine.take_share(share)?;
         mine.hdr_log = true;
         mine.start_at = Some(wall(member.start_local));
         let running = member.begin(self.control.clone()).map_err(rendezvous)?;
-        let result = self.inner.measure(&mine, addr, label)?;
+        let mut result = self.inner.measure(&mine, addr, label)?;
+        across::own_share(&mut result, share);
+        self.own = Some(share);
         let late = result.start_late.as_nanos() as u64;
         let part = part_of(&result, &Report::new(&mine, addr, &result));
         let (stopped, idle) = running.end_step(part, late).map_err(rendezvous)?;
@@ -252,6 +258,10 @@ impl Measure for AgentsMeasure<'_> {
     }
 
     fn whole_seconds(&self, rows: &mut [Second]) {
+        // Another agent's rows are its own, flags and CPU as it judged them.
+        if !matches!(self.role, Role::Conductor(_)) {
+            return;
+        }
         let parts: Vec<(usize, &Part)> = self.parts.iter().map(|(i, p)| (*i, p)).collect();
         let own = self.parts.first().map_or(1, |(_, p)| p.workers);
         crate::hosts::across::merged_seconds(rows, &parts, own);
@@ -340,7 +350,13 @@ pub fn run_sweep(
     let urls: Vec<&str> = plan.targets.iter().map(|t| t.url.as_str()).collect();
     let log = (format!("sweep {}", urls.join(" ")), true);
     conducted(inner, agents, sweep_load(plan), log, |m| {
-        crate::commands::sweep::drive(plan, m, on_step)
+        let mut outcome = crate::commands::sweep::drive(plan, m, on_step)?;
+        if let Some(share) = m.own {
+            // A share's knee is not the server's: the knees and gates are agent 0's.
+            (outcome.knees, outcome.gates) = (Vec::new(), Vec::new());
+            outcome.share = Some(across::share_label(share));
+        }
+        Ok(outcome)
     })
 }
 
@@ -358,7 +374,13 @@ pub fn run_ramp(
         format!("{}..{} {:?}", plan.from, plan.to, plan.duration),
     ));
     let log = (format!("sweep --ramp {}", plan.url), false);
-    conducted(inner, agents, load, log, |m| crate::commands::sweep::ramp::run_ramp(plan, m))
+    conducted(inner, agents, load, log, |m| {
+        let mut outcome = crate::commands::sweep::ramp::run_ramp(plan, m)?;
+        if let Some(share) = m.own {
+            (outcome.knee, outcome.share) = (None, Some(across::share_label(share)));
+        }
+        Ok(outcome)
+    })
 }
 
 /// The rendezvous of `load`, `run` over it, how it ended for this host, and the word to every

@@ -35,8 +35,10 @@ pub struct Second {
     /// for a whole second.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partial_s: Option<f64>,
-    /// What the shape offered this second: arrivals due (x calls for sessions), sent or not.
-    pub offered: u64,
+    /// What the shape offered this second: arrivals due (x calls for sessions), sent or not;
+    /// `None` in the closed loop, which has no offered rate (its next request waits for the
+    /// last answer), rather than a 0 that would read as nothing offered.
+    pub offered: Option<u64>,
     /// Requests sent in full this second.
     pub achieved: u64,
     pub completed: u64,
@@ -94,7 +96,7 @@ pub fn of(cfg: &BenchConfig, r: &BenchResult) -> Vec<Second> {
             Second {
                 second: s as u32,
                 partial_s: (length < 1.0).then_some(length),
-                offered: b.due * calls,
+                offered: (cfg.pacing != Pacing::Closed).then_some(b.due * calls),
                 achieved: b.sent,
                 completed: b.completed,
                 failed: b.failed,
@@ -216,7 +218,7 @@ mod tests {
         assert_eq!(flags[3], [Flag::FdExhausted, Flag::ConnectionsExhausted, Flag::Errors]);
         assert!(!rows[0].client_limited() && rows[1].client_limited() && !rows[2].client_limited());
         assert_eq!(rows[3].failed_by, BTreeMap::from([("fd_unavail", 1)]));
-        assert_eq!((rows[0].offered, rows[0].achieved, rows[0].client_cpu), (100, 100, 0.1));
+        assert_eq!((rows[0].offered, rows[0].achieved, rows[0].client_cpu), (Some(100), 100, 0.1));
         assert_eq!(rows[0].p50_us, None, "no interval histograms, no percentiles");
         assert!(rows.iter().all(|s| s.partial_s.is_none()), "4 s are 4 whole seconds");
     }

@@ -67,6 +67,14 @@ pub fn not_2xx(t: &loadlab_engine::Tally) -> u64 {
     not_2xx_of(&t.status_classes())
 }
 
+/// Answers not 2xx that nothing asked for: a visit's step that names its status (a login's
+/// 302) knows the answer for a right one, as `--expect-status` would. The trust verdict and
+/// the SLO's `errors` term count these.
+pub fn unasked_not_2xx(t: &loadlab_engine::Tally) -> u64 {
+    let expected = t.sessions.as_deref().map_or(0, |s| s.expected_not_2xx);
+    not_2xx(t).saturating_sub(expected)
+}
+
 /// The same from counts by status class, 1xx at index 0 to 5xx at 4 (a whole run's, or one
 /// URL list entry's).
 pub fn not_2xx_of(classes: &[u64; 5]) -> u64 {
@@ -486,11 +494,9 @@ fn descriptors(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
     )
 }
 
-/// Answers not 2xx that nothing asked for: a visit's step that names its status (a login's
-/// 302) knows the answer for a right one, as `--expect-status` would.
+/// Answers not 2xx that nothing asked for ([`unasked_not_2xx`]), counted as completed.
 fn non_2xx(cfg: &BenchConfig, r: &BenchResult) -> Option<Finding> {
-    let expected = r.tally.sessions.as_deref().map_or(0, |s| s.expected_not_2xx);
-    let n = not_2xx(&r.tally).saturating_sub(expected);
+    let n = unasked_not_2xx(&r.tally);
     if n == 0 || !cfg.validation.status.is_empty() {
         return None;
     }

@@ -75,6 +75,10 @@ pub struct Report {
     /// (`non_2xx`: counted as completed, no --expect-status); for the text and CSV layouts.
     #[serde(skip)]
     pub not_2xx: (u64, bool),
+    /// Of those, the answers a visit's step asked for by its status check (a login's 302),
+    /// which are no error to an SLO; kept with a lab cell.
+    #[serde(skip)]
+    pub not_2xx_asked: u64,
     /// Facts worth knowing that do not weaken any figure (such as a varying body length).
     pub notes: Vec<String>,
     /// `--slo`: each threshold's figure and outcome, and the gate's verdict; null without it.
@@ -103,6 +107,11 @@ pub struct Report {
     /// this says what the test is short of (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partial: Option<crate::hosts::across::Partial>,
+    /// `--agents N` on any agent but agent 0: this report is that agent's share of the test
+    /// (its `rate.offered_rps` its share of the schedule), beside the whole test's offered
+    /// rate; agent 0 reports the whole (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share: Option<crate::hosts::across::OwnShare>,
     /// `--agents N`: the largest start skew, an upper bound, microseconds (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_skew_us: Option<f64>,
@@ -389,15 +398,8 @@ impl Report {
         let rate = Rate::of(r, verdict);
         let mut report = Report {
             loadlab_version: env!("CARGO_PKG_VERSION"),
-            mode: match cfg.pacing {
-                Pacing::Closed => "closed",
-                Pacing::Open { .. } => "open",
-                Pacing::Sessions { .. } => "sessions",
-            },
-            protocol: match r.protocol {
-                Protocol::Http1 => "http/1.1",
-                Protocol::Http2 { .. } => "h2",
-            },
+            mode: mode(&cfg.pacing),
+            protocol: protocol(&r.protocol),
             config: ConfigEcho::new(cfg, address),
             interrupted: r.interrupted,
             duration_s: r.duration.as_secs_f64(),
@@ -432,6 +434,8 @@ impl Report {
             limited_by: limit::of_bench(r, verdict),
             warnings: verdict.warnings(),
             not_2xx: (crate::judge::trust::not_2xx(t), verdict.has(Flag::Non2xx)),
+            not_2xx_asked: crate::judge::trust::not_2xx(t)
+                - crate::judge::trust::unasked_not_2xx(t),
             notes: verdict.notes.clone(),
             slo: None,
             urls: super::traffic::urls(cfg, r),
@@ -442,6 +446,7 @@ impl Report {
             agents: None,
             agent_lost: None,
             partial: None,
+            share: None,
             start_skew_us: None,
             seconds: cfg.shape.is_some().then(|| crate::judge::seconds::of(cfg, r)),
         };
@@ -581,6 +586,23 @@ impl Connections {
 /// The run made TLS handshakes: to an https:// target, or to a page view's `https` origin.
 fn speaks_tls(cfg: &BenchConfig) -> bool {
     cfg.target.tls || cfg.visits.as_ref().is_some_and(|p| p.origins.speaks_tls())
+}
+
+/// The load model as the report names it.
+fn mode(pacing: &Pacing) -> &'static str {
+    match pacing {
+        Pacing::Closed => "closed",
+        Pacing::Open { .. } => "open",
+        Pacing::Sessions { .. } => "sessions",
+    }
+}
+
+/// The HTTP version spoken, as the report names it.
+fn protocol(protocol: &Protocol) -> &'static str {
+    match protocol {
+        Protocol::Http1 => "http/1.1",
+        Protocol::Http2 { .. } => "h2",
+    }
 }
 
 /// `r`'s distributions: the latency every output shows (with the uncorrected one beside it

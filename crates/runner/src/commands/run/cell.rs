@@ -56,7 +56,8 @@ fn judged_seconds(report: &Report) -> Vec<SecondRecord> {
         .iter()
         .cloned()
         .map(|s| SecondRecord {
-            offered: s.offered,
+            // The store keeps a count: the closed loop's none is 0 there (its load says closed).
+            offered: s.offered.unwrap_or(0),
             achieved: s.achieved,
             p50_us: s.p50_us,
             p90_us: s.p90_us,
@@ -78,6 +79,9 @@ fn metrics(report: &Report) -> BTreeMap<String, f64> {
     put(metric::COMPLETED, report.requests.completed as f64);
     put(metric::FAILED, report.requests.failed as f64);
     put(metric::NON_2XX, report.not_2xx.0 as f64);
+    if report.not_2xx_asked > 0 {
+        put(metric::NON_2XX_ASKED, report.not_2xx_asked as f64);
+    }
     put(metric::ERRORS, report.requests.failed as f64);
     put(metric::BYTES, report.bytes.total as f64);
     put(metric::BYTES_BODY, report.bytes.body as f64);
@@ -318,7 +322,9 @@ mod tests {
             assert_eq!(rec.load.stages(), Some(stages.as_str()));
             let judged: Vec<_> = crate::judge::seconds::of(&config, &r)
                 .into_iter()
-                .map(|s| (s.offered, s.achieved, s.p99_us, s.connections_open, s.flags))
+                .map(|s| {
+                    (s.offered.unwrap_or(0), s.achieved, s.p99_us, s.connections_open, s.flags)
+                })
                 .collect();
             let stored: Vec<_> = rec
                 .seconds

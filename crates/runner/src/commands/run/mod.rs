@@ -61,8 +61,10 @@ pub enum SuiteError {
     Remote(loadlab_remote::Error),
     #[error(transparent)]
     Store(#[from] loadlab_store::StoreError),
-    #[error("{what} {}: {source}", path.display())]
-    Io { what: &'static str, path: PathBuf, source: std::io::Error },
+    /// The OS error is in the text and not a cause of its own, so that an error chain says
+    /// it once.
+    #[error("{what} {}: {error}", path.display())]
+    Io { what: &'static str, path: PathBuf, error: std::io::Error },
 }
 
 /// Reads the suite `name` (a built-in one's name or a file) with `overrides` applied; with it
@@ -211,10 +213,10 @@ pub fn begin(
     out: &Path,
     db: Option<&Path>,
 ) -> Result<Started, SuiteError> {
-    std::fs::create_dir_all(out).map_err(|source| SuiteError::Io {
+    std::fs::create_dir_all(out).map_err(|error| SuiteError::Io {
         what: "creating",
         path: out.to_path_buf(),
-        source,
+        error,
     })?;
     let db = db.map_or_else(|| out.join("loadlab.db"), Path::to_path_buf);
     let mut store = Store::open(&db)?;
@@ -325,6 +327,12 @@ pub struct Finished {
     /// This run's own report, `OUT/report-RUN.html`.
     pub report: PathBuf,
     pub latest: Latest,
+    /// A failed run: what could not be written after it failed either (its record closed, its
+    /// report), each once. The failure's reason is the run's account, never hidden by these
+    /// (a full disk that lost a cell cannot take the report either).
+    pub unwritten: Vec<String>,
+    /// Whether `report` was written (only a failed run goes on without it).
+    pub report_written: bool,
 }
 
 /// Ends the run after [`execute`] returned `outcome` (`stopped`: the user asked it to stop):
@@ -345,12 +353,27 @@ pub fn finish(
         Err(e) => (RunStatus::Failed, Some(failure_reason(e, started))),
     };
     let store = &mut started.store;
-    match &reason {
-        Some(why) => store.fail_run(started.run_id, why, SystemTime::now())?,
-        None => store.finish_run(started.run_id, status, SystemTime::now())?,
-    }
     let report = out.join(format!("report-{}.html", started.run_id));
-    write_report(store, started.run_id, &report)?;
+    let (mut unwritten, mut report_written) = (Vec::new(), true);
+    match &reason {
+        Some(why) => {
+            // Said beside the reason rather than in its place.
+            let mut either = |what: &str, e: SuiteError| {
+                unwritten.push(format!("{what} could not be written either: {}", with_cause(&e)))
+            };
+            if let Err(e) = store.fail_run(started.run_id, why, SystemTime::now()) {
+                either("the run's record", e.into());
+            }
+            if let Err(e) = write_report(store, started.run_id, &report) {
+                report_written = false;
+                either("its report", e);
+            }
+        }
+        None => {
+            store.finish_run(started.run_id, status, SystemTime::now())?;
+            write_report(store, started.run_id, &report)?;
+        }
+    }
     let latest = if status == RunStatus::Finished {
         point_latest(out, &report)?;
         Latest::ThisRun(out.join(LATEST))
@@ -366,7 +389,17 @@ pub fn finish(
         _ if gates.iter().any(|g| !g.verdict.passed) => Disposition::SloFailed,
         _ => Disposition::Finished,
     };
-    Ok(Finished { status, reason, cells, verdicts, disposition, report, latest })
+    Ok(Finished {
+        status,
+        reason,
+        cells,
+        verdicts,
+        disposition,
+        report,
+        latest,
+        unwritten,
+        report_written,
+    })
 }
 
 /// Why a run failed, as it is stored and told: the error and its direct cause, once (a
@@ -403,7 +436,7 @@ fn point_latest(out: &Path, report: &Path) -> Result<(), SuiteError> {
     let tmp = out.join(format!(".{LATEST}.{}", std::process::id()));
     let io = |what, path: &Path| {
         let path = path.to_path_buf();
-        move |source| SuiteError::Io { what, path, source }
+        move |error| SuiteError::Io { what, path, error }
     };
     let _ = std::fs::remove_file(&tmp);
     let target = report.file_name().map(PathBuf::from).unwrap_or_else(|| report.to_path_buf());
@@ -427,10 +460,10 @@ pub fn write_report(store: &Store, id: RunId, path: &Path) -> Result<(), SuiteEr
     let cells = store.cells(id)?;
     let configs = store.configs(id)?;
     let html = loadlab_report::render_html(&run, &cells, &configs);
-    std::fs::write(path, html).map_err(|source| SuiteError::Io {
+    std::fs::write(path, html).map_err(|error| SuiteError::Io {
         what: "writing",
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 
@@ -502,13 +535,8 @@ mod tests {
         assert_eq!(page(&out.join("report.html")), page(&out.join("report-2.html")));
     }
 
-    /// A store that cannot keep a cell (SQLite's "database or disk is full") fails the run
-    /// with SQLite's reason, the store's name and the cell lost: never "SQLite failed" alone.
-    #[test]
-    fn a_store_that_cannot_keep_a_cell_is_named_with_the_cell_and_the_reason() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("out");
-        std::fs::create_dir(&out).unwrap();
+    /// The outcome of a run whose store could not keep cell 3: SQLite's error of a full disk.
+    fn cell_lost() -> Result<(), RunError> {
         let full = rusqlite::Error::SqliteFailure(
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
             // SQLite's own text for the code, as a full disk gives it.
@@ -516,14 +544,50 @@ mod tests {
         );
         let source = loadlab_store::StoreError::Sqlite(full);
         let cell = "cell 3 (nginx hello.txt closed, 50 conn)".to_string();
-        let outcome = Err(RunError::NotStored { cell, source });
+        Err(RunError::NotStored { cell, source })
+    }
+
+    /// A store that cannot keep a cell (SQLite's "database or disk is full") fails the run
+    /// with SQLite's reason, the store's name and the cell lost: never "SQLite failed" alone.
+    #[test]
+    fn a_store_that_cannot_keep_a_cell_is_named_with_the_cell_and_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
         let mut failed = started(dir.path(), 1);
-        let end = finish(&mut failed, &outcome, false, &out).unwrap();
+        let end = finish(&mut failed, &cell_lost(), false, &out).unwrap();
         let said = "the result store :memory: could not keep cell 3 (nginx hello.txt closed, 50 \
                     conn): SQLite failed: database or disk is full";
         assert_eq!(end.reason.as_deref(), Some(said));
         let run = failed.store.run(failed.run_id).unwrap();
         assert_eq!(run.reason.as_deref(), Some(said));
+    }
+
+    /// A full disk that lost a cell cannot take the report either: the run's reason (the
+    /// store, the cell lost) stays its account, and the report's failure is said beside it
+    /// once, its OS error once.
+    #[test]
+    fn a_report_that_cannot_be_written_after_a_lost_cell_leaves_the_reason_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        // Writing through the link is writing to a full device: ENOSPC, as a full disk gives.
+        std::os::unix::fs::symlink("/dev/full", out.join("report-1.html")).unwrap();
+        let mut failed = started(dir.path(), 1);
+        let end = finish(&mut failed, &cell_lost(), false, &out).expect("the run is ended");
+        let reason = end.reason.as_deref().unwrap_or_default();
+        assert!(reason.starts_with("the result store :memory: could not keep cell 3"), "{reason}");
+        assert!(!end.report_written);
+        let [line] = end.unwritten.as_slice() else { panic!("{:?}", end.unwritten) };
+        let path = out.join("report-1.html");
+        assert!(
+            line.starts_with(&format!(
+                "its report could not be written either: writing {}",
+                path.display()
+            )),
+            "{line}"
+        );
+        assert_eq!(line.matches("No space left on device").count(), 1, "{line}");
     }
 
     #[test]

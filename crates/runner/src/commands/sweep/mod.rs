@@ -63,6 +63,10 @@ pub struct Step {
     /// 1 for the URL, 2 for --compare.
     pub host: usize,
     pub offered_rps: f64,
+    /// The step's rate as planned: `offered_rps` on one host and agent 0; on another agent
+    /// its share is offered, and this names the step among those its command line allows.
+    #[serde(skip)]
+    pub rate: f64,
     /// New connections opened per second (httperf's connection rate).
     pub conn_rate: f64,
     pub achieved_rps: f64,
@@ -125,7 +129,7 @@ impl Step {
             groups.push("INTERRUPTED: not judged".to_owned());
         } else if let Some(p) = &self.partial {
             let lost: Vec<String> = p.lost.iter().map(|l| l.index.to_string()).collect();
-            let not_sent: u64 = p.shortfall.iter().map(|s| s.not_sent).sum();
+            let not_sent = p.not_sent();
             groups.push(format!(
                 "PARTIAL: agent {} lost, {not_sent} due not sent; not judged",
                 lost.join(", ")
@@ -232,6 +236,10 @@ pub struct SweepOutcome {
     pub interrupted: bool,
     /// `--slo` with `rps` thresholds: one gate per target; empty otherwise.
     pub gates: Vec<Gate>,
+    /// `--agents N`, any agent but agent 0: its share in words (`agent 1 of 2`). Its steps
+    /// are its share of each; the knees and gates are agent 0's, of the merged steps, so
+    /// this agent's are empty. `None` otherwise.
+    pub share: Option<String>,
 }
 
 /// A target's `--slo` gate over a sweep, when the SLO has `rps` thresholds: did the service
@@ -334,7 +342,7 @@ pub fn drive(
         }
         _ => Vec::new(),
     };
-    Ok(SweepOutcome { steps, knees, interrupted, gates })
+    Ok(SweepOutcome { steps, knees, interrupted, gates, share: None })
 }
 
 /// The `k`th planned step: rate by rate, from low to high, each rate's targets in turn. The
@@ -366,7 +374,7 @@ pub fn allowed(plan: &SweepPlan, steps: &[Step]) -> Vec<NextStep> {
         if mine.iter().filter(|s| s.bisect).count() >= BISECT_STEPS {
             continue;
         }
-        let mut rates: Vec<f64> = mine.iter().map(|s| s.offered_rps).collect();
+        let mut rates: Vec<f64> = mine.iter().map(|s| s.rate).collect();
         rates.sort_by(f64::total_cmp);
         rates.dedup();
         for (i, lo) in rates.iter().enumerate() {
@@ -406,7 +414,7 @@ pub fn choose(plan: &SweepPlan, steps: &[Step]) -> Option<NextStep> {
         }
         let k = knee::find(&points(&mine), &plan.criteria);
         let (good, (bad, _)) = (k.last_good?, k.first_bad?);
-        let (lo, hi) = (mine[good].offered_rps, mine[bad].offered_rps);
+        let (lo, hi) = (mine[good].rate, mine[bad].rate);
         // Closer than 1% apart is below what one run of this length can tell apart.
         (hi - lo > lo * 0.01).then_some(NextStep { target: t, rate: (lo + hi) / 2.0, bisect: true })
     })
@@ -461,6 +469,7 @@ fn run_step(
     let result = measure.measure(&config, target.addr, "")?;
     let verdict = Verdict::judge(&config, &result);
     let mut step = step_of(&result, &verdict, &target.url, t + 1, bisect, request_len as u64);
+    step.rate = rate;
     if let Some(limit) = measure.limit_elsewhere().filter(|l| l.limit.not_the_servers()) {
         // Another host's part was its client's or link's figure: so is the sum.
         (step.trusted, step.limited_by) = (false, limit);
@@ -472,6 +481,10 @@ fn run_step(
         .map(|s| s.judge(&crate::judge::slo::figures(&config, &result)));
     let stopped = measure.stopped();
     step.partial = conduct.partial();
+    // One account of what was never sent: the lost agents' share counts, as in the shortfall.
+    if let Some(p) = step.partial.as_ref().filter(|_| plan.calls.is_none()) {
+        step.not_sent = p.not_sent();
+    }
     Ok((step, stopped))
 }
 
@@ -492,6 +505,7 @@ fn step_of(
         target: url.to_string(),
         host,
         offered_rps: r.offered_rps().unwrap_or(0.0),
+        rate: r.offered_rps().unwrap_or(0.0),
         conn_rate: t.connections_opened as f64 / secs,
         achieved_rps: r.rps(),
         reply_rate: Moments::of(&r.per_second_completed()),

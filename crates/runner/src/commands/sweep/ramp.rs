@@ -93,7 +93,7 @@ pub fn points(seconds: &[Second]) -> Vec<StepPoint> {
         .map(|s| {
             let ended = (s.completed + s.failed).max(1) as f64;
             StepPoint {
-                offered_rps: s.offered as f64,
+                offered_rps: s.offered.unwrap_or(0) as f64,
                 achieved_rps: s.completed as f64,
                 error_ratio: s.failed as f64 / ended,
                 p99_us: s.p99_us.unwrap_or(0),
@@ -138,8 +138,29 @@ fn usage(message: String) -> RunError {
 pub struct RampOutcome {
     pub url: String,
     pub seconds: Vec<Second>,
-    pub knee: RampKnee,
+    /// Null on an agent other than agent 0 of `--agents`: its seconds are its share of the
+    /// ramp, and the knee is agent 0's, of every agent's seconds added.
+    pub knee: Option<RampKnee>,
     pub interrupted: bool,
+    /// `--agents N`, any agent but agent 0: its share in words (`agent 1 of 2`); absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share: Option<String>,
+}
+
+impl RampOutcome {
+    /// What the ramp found, in a sentence: the knee, or on another agent than agent 0 whose
+    /// the seconds are and who judges them.
+    pub fn sentence(&self) -> String {
+        match (&self.knee, &self.share) {
+            (Some(k), _) => k.sentence(),
+            (None, share) => format!(
+                "{}: these seconds are this host's share of the ramp; its knee is agent 0's, \
+                 judged on every agent's seconds added",
+                share.as_deref().unwrap_or("this agent")
+            ),
+        }
+    }
 }
 
 /// Runs the ramp as one shaped run, then finds its knee.
@@ -161,9 +182,10 @@ pub fn run_ramp(plan: &RampPlan, measure: &mut dyn Measure) -> Result<RampOutcom
     let slope = (plan.to - plan.from) / plan.duration.as_secs_f64();
     Ok(RampOutcome {
         url: plan.url.clone(),
-        knee: knee(&seconds, plan.from, slope, &plan.criteria),
+        knee: Some(knee(&seconds, plan.from, slope, &plan.criteria)),
         seconds,
         interrupted: result.interrupted || measure.stopped(),
+        share: None,
     })
 }
 
@@ -176,7 +198,7 @@ mod tests {
         Second {
             second: s,
             partial_s: None,
-            offered,
+            offered: Some(offered),
             achieved: offered,
             completed,
             failed: 0,
@@ -216,7 +238,7 @@ mod tests {
         let mut rows: Vec<Second> =
             (0..6u32).map(|s| second(s, 100 * u64::from(s + 1), 0)).collect();
         for r in rows.iter_mut() {
-            r.completed = r.offered;
+            r.completed = r.offered.unwrap_or(0);
         }
         rows[3].flags = vec![Flag::ClientStarved];
         rows[4].completed = 10;
