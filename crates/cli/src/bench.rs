@@ -124,13 +124,13 @@ fn write_log(
 
 /// Prints a judged run in the chosen format; returns its exit code.
 fn print(args: &BenchArgs, judged: &bench::Judged) -> anyhow::Result<u8> {
-    let (report, result) = (&judged.report, &judged.result);
-    if let Some(path) = &args.latency_csv {
-        output::write_latency_csv(path, result.latency())
+    let report = &judged.report;
+    if let (Some(path), Some(latency)) = (&args.latency_csv, &report.histograms.latency) {
+        output::write_latency_csv(path, latency)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    output::render(args.format, report, result, &mut stdout)?;
+    output::render(args.format, report, &mut stdout)?;
     stdout.flush()?;
     drop(stdout);
     let unreachable = judged.disposition == Disposition::Unreachable;

@@ -25,7 +25,8 @@ pub fn run(args: RunsArgs) -> anyhow::Result<u8> {
         };
         let rows: Vec<serde_json::Value> = runs
             .iter()
-            .map(|r| {
+            .map(|summary| {
+                let r = &summary.run;
                 serde_json::json!({
                     "id": r.id,
                     "suite": r.suite,
@@ -35,7 +36,7 @@ pub fn run(args: RunsArgs) -> anyhow::Result<u8> {
                     "finished_unix_s": r.finished_at.map(unix),
                     "status": r.status,
                     "reason": r.reason,
-                    "cells": r.cells,
+                    "cells": summary.cells,
                 })
             })
             .collect();
@@ -50,7 +51,8 @@ pub fn run(args: RunsArgs) -> anyhow::Result<u8> {
         "minutes",
         "cells"
     )?;
-    for r in runs {
+    for summary in runs {
+        let r = &summary.run;
         let minutes = r.finished_at.map_or("-".to_string(), |f| {
             let took = f.duration_since(r.started_at).unwrap_or_default();
             format!("{:.1}", took.as_secs_f64() / 60.0)
@@ -61,15 +63,15 @@ pub fn run(args: RunsArgs) -> anyhow::Result<u8> {
             r.suite,
             loadlab_report::format::utc(r.started_at),
             minutes,
-            r.cells,
-            status(&r)
+            summary.cells,
+            status(r)
         )?;
     }
     Ok(OK)
 }
 
 /// A run's status as the table shows it: a failed run's with why.
-fn status(r: &loadlab_store::RunSummary) -> String {
+fn status(r: &loadlab_store::Run) -> String {
     match &r.reason {
         Some(why) => format!("{}: {why}", r.status),
         None => r.status.to_string(),

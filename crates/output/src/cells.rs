@@ -57,7 +57,7 @@ pub fn csv(cells: &[loadlab_store::CellRecord]) -> String {
         out.push_str(&format!(",{repetition},{:.3}", c.duration_s));
         for n in &names {
             out.push(',');
-            if let Some(v) = c.metrics.get(*n).filter(|v| v.is_finite()) {
+            if let Some(v) = c.figure(n) {
                 out.push_str(&v.to_string());
             }
         }

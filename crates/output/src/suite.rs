@@ -63,10 +63,10 @@ pub fn write_started(
             err,
             "loadlab: run {} ({}) did not finish: the process that ran it is gone (killed, or the \
              machine restarted); its {} finished cells are kept (loadlab report {} --db {})",
-            crashed.id,
-            crashed.suite,
+            crashed.run.id,
+            crashed.run.suite,
             crashed.cells,
-            crashed.id,
+            crashed.run.id,
             started.db.display()
         )?;
     }

@@ -58,7 +58,7 @@ impl Measured for Counted {
     fn value(self, measure: Measure, cell: &CellRecord) -> Option<f64> {
         match self {
             Counted::Requests | Counted::Sessions => measure.value(cell),
-            _ => cell.metrics.get(self.metric(measure)).copied().filter(|v| v.is_finite()),
+            _ => cell.figure(self.metric(measure)),
         }
     }
 }

@@ -56,10 +56,10 @@ impl Measure {
     /// "latency" histogram, completed requests over the duration), so a cell stored without
     /// summary metrics still counts. `None` when neither is there.
     pub fn value(self, cell: &CellRecord) -> Option<f64> {
-        if let Some(v) = cell.metrics.get(self.metric()).copied().filter(|v| v.is_finite()) {
+        if let Some(v) = cell.figure(self.metric()) {
             return Some(v);
         }
-        let latency = cell.histograms.get("latency").filter(|r| !r.is_empty());
+        let latency = cell.histograms.latency();
         match self {
             Measure::Rps => {
                 let done = cell.metrics.get(metric::COMPLETED).copied()?;

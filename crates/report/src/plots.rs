@@ -243,7 +243,7 @@ fn spectrum(g: &Group<'_>, palette: &Palette) -> Plot {
         let mut merged = Recorder::new();
         // The "latency" histogram is the requests'; a view's or visit's figures are not in it.
         for c in s.cells.iter().filter(|_| g.counted == Counted::Requests) {
-            if let Some(r) = c.histograms.get("latency") {
+            if let Some(r) = c.histograms.latency.as_ref() {
                 merged.merge(r);
             }
         }

@@ -30,14 +30,14 @@ pub fn judge(cells: &[&CellRecord]) -> Option<SloVerdict> {
 
 /// A stored cell's figures (`non_2xx` is 0 for cells stored before it was kept).
 pub fn figures<'a>(c: &'a CellRecord, empty: &'a loadlab_stats::Recorder) -> Figures<'a> {
-    let get = |k: &str| c.metrics.get(k).copied().filter(|v| v.is_finite()).unwrap_or(0.0);
+    let get = |k: &str| c.figure(k).unwrap_or(0.0);
     Figures {
         rps: get(metric::RPS),
         completed: get(metric::COMPLETED) as u64,
         failed: get(metric::FAILED) as u64,
         // An answer a visit's step asked for (a login's 302) is no error.
         non_2xx: (get(metric::NON_2XX) - get(metric::NON_2XX_ASKED)).max(0.0) as u64,
-        latency: c.histograms.get("latency").unwrap_or(empty),
+        latency: c.histograms.latency.as_ref().unwrap_or(empty),
         requests_of: loadlab_store::Counted::of(c).own_latency(),
     }
 }

@@ -211,7 +211,7 @@ fn percentiles_fall_back_to_the_latency_histogram() {
     for us in 1..=1_000 {
         r.record(us);
     }
-    cells[0].histograms.insert("latency".into(), r);
+    cells[0].histograms.latency = Some(r);
     let g = &verdicts(&cells)[0];
     let p50 = g.stacks[0].figure(Measure::P50);
     assert_eq!(p50.values, [500.0]);

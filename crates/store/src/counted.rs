@@ -1,33 +1,22 @@
 //! What a run counts: its requests, or for a run of visits its page views (a suite's
 //! `view = true`, `bench --view`), visits of a visit file (`visits = ...`) or httperf sessions
-//! (`--wsesslog`). The runner decides it from the load it ran ([`Counted::of`] reads the
-//! decision back from the figures it stored: `metric::VIEWS_RPS`, `metric::VISITS_RPS`), so
-//! that the live line, the trust findings and the report name the same thing: a view or visit
-//! workload is shown in views/s or visits/s, never req/s.
+//! (`--wsesslog`). The runner decides it from the load it ran and the store keeps the decision
+//! with the cell ([`Counted::of`] reads it back), so that the live line, the trust findings
+//! and the report name the same thing: a view or visit workload is shown in views/s or
+//! visits/s, never req/s.
 
 use loadlab_stats::format;
-use serde::Serialize;
 
+pub use crate::model::Counted;
 use crate::{metric, CellRecord, LoadModel, LoadSpec};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Counted {
-    #[default]
-    Requests,
-    /// Page views: a page and its resources.
-    Views,
-    /// Visits of several steps.
-    Visits,
-    /// httperf's sessions (`--wsesslog`): bursts of calls with think times between. A cell
-    /// stores no session figures, so a stored cell is never counted in sessions.
-    Sessions,
-}
-
 impl Counted {
-    /// What `cell` counted, from what it stored.
+    /// What `cell` counted, as the runner decided and the store kept it; for a cell stored
+    /// before the decision was kept, read from the figures only views and visits store.
     pub fn of(cell: &CellRecord) -> Counted {
-        if cell.metrics.contains_key(metric::VISITS_RPS) {
+        if let Some(counted) = cell.counted {
+            counted
+        } else if cell.metrics.contains_key(metric::VISITS_RPS) {
             Counted::Visits
         } else if cell.metrics.contains_key(metric::VIEWS_RPS) {
             Counted::Views

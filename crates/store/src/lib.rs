@@ -4,9 +4,12 @@
 //!   `begin_run`, one `record_cell` per finished cell, `finish_run`. Each cell is committed in
 //!   its own transaction, so a run stopped by Ctrl-C or a crash keeps every cell it finished.
 //! - [`model`] has the plain data written and read back: [`RunInfo`], [`CellRecord`] (with its
-//!   metrics, HDR histograms as [`loadlab_stats::Recorder`]s, per-second series (and a
-//!   changing load's judged [`SecondRecord`]s), a visit's [`StepRecord`]s, resource samples and trust flags), [`ConfigRecord`]. The runner builds them from engine and lab
-//!   results; the report reads them; neither sees SQL.
+//!   metrics, its [`Histograms`], per-second series (and a changing load's judged
+//!   [`SecondRecord`]s), a visit's [`StepRecord`]s, resource samples, trust flags, what it
+//!   counted and what limited it), [`ConfigRecord`]. The runner builds a cell's record from
+//!   the bench's judged report and the lab's samples; the report reads it; neither sees SQL.
+//! - [`Histograms`]: a bench's or a cell's distributions, the one value a live bench's report
+//!   carries and a cell keeps, so that ab's tables read the same one live or stored.
 //! - [`trust`] has the runner's judgement as kept with a cell: the one [`Flag`] type and
 //!   [`LimitedBy`], what limited the cell's figures.
 //! - [`metric`] names the usual metrics, so writer and reader agree; [`Counted`] says what
@@ -21,6 +24,7 @@
 mod codec;
 pub mod counted;
 mod error;
+pub mod histograms;
 pub mod host;
 pub mod metric;
 pub mod model;
@@ -33,6 +37,7 @@ pub mod trust;
 
 pub use counted::Counted;
 pub use error::{Result, StoreError};
+pub use histograms::Histograms;
 pub use host::{HostFacts, Identity};
 pub use model::{
     CellId, CellRecord, ConfigRecord, Environment, LoadModel, LoadSpec, Run, RunId, RunInfo,

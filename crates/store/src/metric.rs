@@ -41,6 +41,26 @@ pub const LATE_P99_US: &str = "late_p99_us";
 /// Open loop: requests due in the measured window that were never sent.
 pub const NOT_SENT: &str = "not_sent";
 
+/// Requests written in full, and the bytes of their heads and bodies.
+pub const SENT: &str = "sent";
+pub const BYTES_SENT: &str = "bytes_sent";
+/// With keep-alive on: the responses after which the connection stayed open (ab's Keep-Alive
+/// requests); absent with it off.
+pub const KEEPALIVE: &str = "keepalive";
+/// The client's CPU time over the measured window, user and system, seconds.
+pub const CPU_USER_S: &str = "cpu_user_s";
+pub const CPU_SYS_S: &str = "cpu_sys_s";
+/// Replies per closed connection, on average (httperf's connection length); absent when no
+/// connection closed.
+pub const REPLIES_PER_CONNECTION: &str = "replies_per_connection";
+/// The status classes a response is counted in, each under [`status_class`]'s name.
+pub const STATUS_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
+/// The name of the count of completed responses of one status class: `status.2xx`.
+pub fn status_class(class: &str) -> String {
+    format!("status.{class}")
+}
+
 /// Page views (a workload with `view = true`): completed views per second, and the page-load
 /// time's percentiles (from a view's due time to its last resource's last byte), microseconds.
 pub const VIEWS_RPS: &str = "views_rps";

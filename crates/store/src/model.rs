@@ -1,17 +1,18 @@
 //! The plain data the store keeps and gives back: runs, cells and what was measured in them.
 //!
-//! These types know nothing of the engine or the lab: the CLI converts their results into a
-//! [`CellRecord`], and the report reads the same type back. Everything that is not a number
+//! These types know nothing of the engine or the lab: the runner turns a cell's judged bench
+//! report into a [`CellRecord`], and the report reads the same type back. Everything that is not a number
 //! table (environment, knobs, load) is kept as JSON, so adding a field needs no migration.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::SystemTime;
 
-use loadlab_stats::{Recorder, Series};
+use loadlab_stats::Series;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::histograms::Histograms;
 pub use crate::trust::{Flag, LimitedBy, TrustFlag};
 
 /// A stored run's id.
@@ -167,17 +168,11 @@ pub struct Run {
     pub environment: Environment,
 }
 
-/// One line of `loadlab runs`.
+/// One line of `loadlab runs`: a run and its committed cells.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
-    pub id: RunId,
-    pub suite: String,
-    pub started_at: SystemTime,
-    pub finished_at: Option<SystemTime>,
-    pub status: RunStatus,
-    /// Why a `Failed` run stopped; `None` otherwise.
-    #[serde(default)]
-    pub reason: Option<String>,
+    #[serde(flatten)]
+    pub run: Run,
     /// Cells committed so far.
     pub cells: u64,
 }
@@ -246,6 +241,40 @@ impl LoadSpec {
     }
 }
 
+/// What a run counts: its requests, or for a run of visits its page views, the visits of a
+/// visit file or httperf's sessions ([`crate::counted`] reads and names it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Counted {
+    #[default]
+    Requests,
+    /// Page views: a page and its resources.
+    Views,
+    /// Visits of several steps.
+    Visits,
+    /// httperf's sessions (`--wsesslog`): bursts of calls with think times between. A suite
+    /// runs no session log, so a stored cell is never counted in sessions.
+    Sessions,
+}
+
+impl Counted {
+    /// The spelling kept in the `cells.counted` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Counted::Requests => "requests",
+            Counted::Views => "views",
+            Counted::Visits => "visits",
+            Counted::Sessions => "sessions",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<Counted> {
+        [Counted::Requests, Counted::Views, Counted::Visits, Counted::Sessions]
+            .into_iter()
+            .find(|c| c.as_str() == s)
+    }
+}
+
 /// One resource sample of one tier of a stack (nginx, php-fpm, mariadb...) during a cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
@@ -283,8 +312,8 @@ pub struct CellRecord {
     /// Named figures, see [`metric`](crate::metric) for the usual names. A NaN is kept as SQL
     /// NULL and comes back as NaN.
     pub metrics: BTreeMap<String, f64>,
-    /// Named distributions ("latency", "latency_uncorrected", "connect"...), kept exactly.
-    pub histograms: BTreeMap<String, Recorder>,
+    /// Its distributions, kept exactly.
+    pub histograms: Histograms,
     /// Completed, failed and bytes per second of the cell.
     pub series: Series,
     /// Under a load that changes over time: the judged figures of every whole measured second,
@@ -297,12 +326,23 @@ pub struct CellRecord {
     pub steps: Vec<StepRecord>,
     pub samples: Vec<Sample>,
     pub flags: Vec<TrustFlag>,
+    /// What the cell counted, as the runner decided it; `None` for cells stored before loadlab
+    /// kept the decision (read it with [`crate::Counted::of`]).
+    pub counted: Option<Counted>,
     /// What limited the cell's figures; `None` for cells stored before loadlab judged it.
     pub limited_by: Option<LimitedBy>,
     /// The SLO its workload was to hold, as written (`p99<50ms,errors<0.1%`): the report
     /// judges the cell's stack by it. `None` without one, and for cells stored before it was
     /// kept.
     pub slo: Option<String>,
+}
+
+impl CellRecord {
+    /// The figure kept under `name` (a [`metric`](crate::metric) name); `None` when the cell
+    /// has none, or kept it as NaN (not measured).
+    pub fn figure(&self, name: &str) -> Option<f64> {
+        self.metrics.get(name).copied().filter(|v| v.is_finite())
+    }
 }
 
 /// One second of a cell whose load changes over time, as the runner judged it (its

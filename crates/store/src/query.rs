@@ -17,28 +17,20 @@ use crate::model::{
     StepRecord, TrustFlag,
 };
 use crate::store::Store;
+use crate::Counted;
 
 impl Store {
     /// Every stored run, oldest first, with its number of committed cells.
     pub fn runs(&self) -> Result<Vec<RunSummary>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT r.id, r.suite, r.started_at, r.finished_at, r.status, \
-             (SELECT count(*) FROM cells c WHERE c.run_id = r.id), r.process, \
-             r.crash_noticed_at, r.reason FROM runs r ORDER BY r.id",
-        )?;
+        let sql = format!(
+            "SELECT {RUN_COLUMNS}, (SELECT count(*) FROM cells c WHERE c.run_id = runs.id) \
+             FROM runs ORDER BY id"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
         let mut rows = stmt.query([])?;
         let mut runs = Vec::new();
         while let Some(row) = rows.next()? {
-            let id = RunId(row.get(0)?);
-            runs.push(RunSummary {
-                id,
-                suite: row.get(1)?,
-                started_at: from_ms(row.get(2)?),
-                finished_at: row.get::<_, Option<i64>>(3)?.map(from_ms),
-                status: effective(status(&row.get::<_, String>(4)?, id)?, row.get(6)?, row.get(7)?),
-                reason: row.get(8)?,
-                cells: uint(row.get(5)?, "cell count")?,
-            });
+            runs.push(RunSummary { run: run_of(row)?, cells: uint(row.get(9)?, "cell count")? });
         }
         Ok(runs)
     }
@@ -51,37 +43,13 @@ impl Store {
 
     /// One run with its environment.
     pub fn run(&self, id: RunId) -> Result<Run> {
-        let row = self
-            .conn
-            .query_row(
-                "SELECT suite, started_at, finished_at, status, environment, process, \
-                 crash_noticed_at, reason FROM runs WHERE id = ?1",
-                [id.0],
-                |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, i64>(1)?,
-                        row.get::<_, Option<i64>>(2)?,
-                        row.get::<_, String>(3)?,
-                        row.get::<_, String>(4)?,
-                        row.get::<_, Option<String>>(5)?,
-                        row.get::<_, Option<i64>>(6)?,
-                        row.get::<_, Option<String>>(7)?,
-                    ))
-                },
-            )
-            .optional()?;
-        let (suite, started_at, finished_at, st, environment, process, noticed, reason) =
-            row.ok_or(StoreError::UnknownRun(id))?;
-        Ok(Run {
-            id,
-            suite,
-            started_at: from_ms(started_at),
-            finished_at: finished_at.map(from_ms),
-            status: effective(status(&st, id)?, process, noticed),
-            reason,
-            environment: from_json(&environment, &format!("environment of run {id}"))?,
-        })
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([id.0])?;
+        match rows.next()? {
+            Some(row) => run_of(row),
+            None => Err(StoreError::UnknownRun(id)),
+        }
     }
 
     /// Every committed cell of a run in plan order, with its metrics, histograms (as recorders
@@ -170,6 +138,25 @@ fn ensure_run(conn: &Connection, run: RunId) -> Result<()> {
 
 /// A run stored as `running` whose process is gone (or whose crash a later run noticed) has
 /// crashed. Runs stored before the process was recorded stay as stored.
+/// The columns of `runs` that [`run_of`] reads, in its order.
+const RUN_COLUMNS: &str =
+    "id, suite, started_at, finished_at, status, environment, process, crash_noticed_at, reason";
+
+/// A row that starts with [`RUN_COLUMNS`], as the run it is.
+fn run_of(row: &Row<'_>) -> Result<Run> {
+    let id = RunId(row.get(0)?);
+    let environment: String = row.get(5)?;
+    Ok(Run {
+        id,
+        suite: row.get(1)?,
+        started_at: from_ms(row.get(2)?),
+        finished_at: row.get::<_, Option<i64>>(3)?.map(from_ms),
+        status: effective(status(&row.get::<_, String>(4)?, id)?, row.get(6)?, row.get(7)?),
+        reason: row.get(8)?,
+        environment: from_json(&environment, &format!("environment of run {id}"))?,
+    })
+}
+
 fn effective(stored: RunStatus, process: Option<String>, noticed: Option<i64>) -> RunStatus {
     if stored != RunStatus::Running {
         return stored;
@@ -194,7 +181,7 @@ fn read_cells(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
     each_row(
         tx,
         "SELECT id, ordinal, stack, knobs, workload, load, repetition, started_at, duration_s, \
-         limited_by, slo FROM cells WHERE run_id = ?1 ORDER BY ordinal, id",
+         limited_by, slo, counted FROM cells WHERE run_id = ?1 ORDER BY ordinal, id",
         run,
         |row| {
             let id: i64 = row.get(0)?;
@@ -209,7 +196,7 @@ fn read_cells(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
                 started_at: from_ms(row.get(7)?),
                 duration_s: real(row.get(8)?),
                 metrics: BTreeMap::new(),
-                histograms: BTreeMap::new(),
+                histograms: Default::default(),
                 series: Series::default(),
                 seconds: Vec::new(),
                 steps: Vec::new(),
@@ -220,6 +207,14 @@ fn read_cells(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<()> {
                     .map(|j| from_json(&j, &what("limit")))
                     .transpose()?,
                 slo: row.get(10)?,
+                counted: row
+                    .get::<_, Option<String>>(11)?
+                    .map(|s| {
+                        Counted::parse(&s).ok_or_else(|| {
+                            StoreError::Corrupt(format!("{} is {s:?}", what("what counted")))
+                        })
+                    })
+                    .transpose()?,
             };
             cells.push(id, cell);
             Ok(())
@@ -263,7 +258,8 @@ fn read_histograms(tx: &Connection, run: RunId, cells: &mut RunCells) -> Result<
             let encoding: String = row.get(2)?;
             let data: Vec<u8> = row.get(3)?;
             let recorder = decode_histogram(&mut deserializer, &encoding, &data, totals, &what)?;
-            cells.get(id)?.histograms.insert(name, recorder);
+            // A name no build of loadlab keeps is not a figure anything reads.
+            cells.get(id)?.histograms.set(&name, recorder);
             Ok(())
         },
     )

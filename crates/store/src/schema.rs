@@ -187,6 +187,13 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (cell_id, step)
     ) WITHOUT ROWID;
     ",
+    // 8: what the cell counted (requests, views, visits, sessions), as the runner decided it
+    // from the load it ran; NULL for cells stored before, which the reader tells from the
+    // figures only views and visits store.
+    "
+    ALTER TABLE cells ADD COLUMN counted TEXT
+        CHECK (counted IS NULL OR counted IN ('requests', 'views', 'visits', 'sessions'));
+    ",
 ];
 
 /// The schema version this build writes.

@@ -14,6 +14,7 @@ use crate::codec::{encode_histogram, int, to_json, to_ms, EncodedHistogram, HDR_
 use crate::error::{Result, StoreError};
 use crate::model::{CellId, CellRecord, ConfigRecord, RunId, RunInfo, RunStatus};
 use crate::schema;
+use crate::Counted;
 
 /// How long a statement waits for another process's write lock (a `loadlab runs` while a run
 /// commits a cell) before failing with "database is locked". A cell commits in milliseconds.
@@ -106,7 +107,7 @@ impl Store {
         Ok(self
             .runs()?
             .into_iter()
-            .filter(|r| r.status == RunStatus::Crashed && !noticed.contains(&r.id))
+            .filter(|r| r.run.status == RunStatus::Crashed && !noticed.contains(&r.run.id))
             .collect())
     }
 
@@ -172,7 +173,7 @@ impl Store {
             cell.limited_by.as_ref().map(|l| to_json(l, "what limited the cell")).transpose()?;
         let histograms = cell
             .histograms
-            .iter()
+            .named()
             .map(|(name, r)| encode_histogram(&mut self.serializer, name, r))
             .collect::<Result<Vec<_>>>()?;
 
@@ -188,8 +189,8 @@ impl Store {
         }
         tx.execute(
             "INSERT INTO cells (run_id, ordinal, stack, knobs, workload, load, repetition, \
-             started_at, duration_s, limited_by, slo) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, \
-             ?10, ?11)",
+             started_at, duration_s, limited_by, slo, counted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
+             ?8, ?9, ?10, ?11, ?12)",
             params![
                 run.0,
                 cell.ordinal,
@@ -202,6 +203,7 @@ impl Store {
                 cell.duration_s,
                 limited_by,
                 cell.slo,
+                cell.counted.map(Counted::as_str),
             ],
         )?;
         let id = tx.last_insert_rowid();

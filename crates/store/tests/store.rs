@@ -7,8 +7,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use loadlab_stats::{Recorder, Series};
 use loadlab_store::{
-    metric, CellRecord, ConfigRecord, Environment, Flag, Limit, LimitedBy, LoadModel, LoadSpec,
-    RunInfo, RunStatus, Sample, SecondRecord, StepRecord, Store, StoreError, TrustFlag,
+    metric, CellRecord, ConfigRecord, Counted, Environment, Flag, Histograms, Limit, LimitedBy,
+    LoadModel, LoadSpec, RunInfo, RunStatus, Sample, SecondRecord, StepRecord, Store, StoreError,
+    TrustFlag,
 };
 use serde_json::json;
 use tempfile::TempDir;
@@ -49,7 +50,7 @@ fn latencies(seed: u64, n: usize) -> Recorder {
     r
 }
 
-/// A cell as a realistic 10-minute measurement produces it: 4 histograms, `seconds` series
+/// A cell as a realistic 10-minute measurement produces it: 6 histograms, `seconds` series
 /// rows and `seconds` samples for each of `tiers` tiers.
 fn cell(ordinal: u32, seconds: usize, tiers: usize) -> CellRecord {
     let mut series = Series::with_capacity(seconds);
@@ -96,12 +97,15 @@ fn cell(ordinal: u32, seconds: usize, tiers: usize) -> CellRecord {
             (metric::ERRORS.into(), 3.0),
             (metric::CPU_US_PER_REQUEST.into(), 41.5),
         ]),
-        histograms: BTreeMap::from([
-            ("latency".into(), latencies(1 + u64::from(ordinal), 100_000)),
-            ("latency_uncorrected".into(), latencies(2, 100_000)),
-            ("connect".into(), latencies(3, 5_000)),
-            ("ttfb".into(), latencies(4, 100_000)),
-        ]),
+        histograms: Histograms {
+            latency: Some(latencies(1 + u64::from(ordinal), 100_000)),
+            uncorrected: Some(latencies(2, 100_000)),
+            connect: Some(latencies(3, 5_000)),
+            tls: None,
+            waiting: Some(latencies(4, 100_000)),
+            processing: Some(latencies(5, 100_000)),
+            lifetime: Some(latencies(6, 1_000_000)),
+        },
         series,
         seconds: judged_seconds(seconds),
         steps: visit_steps(ordinal),
@@ -110,6 +114,8 @@ fn cell(ordinal: u32, seconds: usize, tiers: usize) -> CellRecord {
             TrustFlag { flag: Flag::Errors, detail: "3 connreset of 1 192 350".into() },
             TrustFlag { flag: Flag::Other("warm_cache".into()), detail: String::new() },
         ],
+        // An odd cell is a visit workload's (its steps), as the runner decided.
+        counted: Some(if ordinal.is_multiple_of(2) { Counted::Requests } else { Counted::Visits }),
         limited_by: ordinal.is_multiple_of(2).then(|| LimitedBy {
             limit: Limit::WorkerPool("php-fpm".into()),
             evidence: "5 of 5 children busy, listen queue 37".into(),
@@ -171,6 +177,7 @@ fn assert_same_cell(got: &CellRecord, want: &CellRecord) {
     assert_eq!(got.workload, want.workload);
     assert_eq!(got.load, want.load);
     assert_eq!(got.repetition, want.repetition);
+    assert_eq!(got.counted, want.counted);
     assert_eq!(got.limited_by, want.limited_by);
     assert_eq!(got.slo, want.slo);
     assert_eq!(got.started_at, want.started_at);
@@ -181,12 +188,9 @@ fn assert_same_cell(got: &CellRecord, want: &CellRecord) {
     assert_eq!(got.steps, want.steps);
     assert_eq!(got.samples, want.samples);
     assert_eq!(got.flags, want.flags);
-    assert_eq!(
-        got.histograms.keys().collect::<Vec<_>>(),
-        want.histograms.keys().collect::<Vec<_>>()
-    );
-    for (name, w) in &want.histograms {
-        let g = &got.histograms[name];
+    let names = |c: &CellRecord| c.histograms.named().map(|(n, _)| n).collect::<Vec<_>>();
+    assert_eq!(names(got), names(want));
+    for ((name, g), (_, w)) in got.histograms.named().zip(want.histograms.named()) {
         // Every percentile and the exact moments, not just a few points.
         assert_eq!(g.summary(), w.summary(), "{name}");
         assert_eq!(g.spectrum(5), w.spectrum(5), "{name}");
@@ -210,8 +214,8 @@ fn a_full_cell_round_trips() {
     let got = store.cells(run).unwrap();
     assert_eq!(got.len(), 1);
     assert_same_cell(&got[0], &want);
-    let p99 = got[0].histograms["latency"].percentile(99.0);
-    assert_eq!(p99, want.histograms["latency"].percentile(99.0));
+    let p99 = got[0].histograms.latency.as_ref().unwrap().percentile(99.0);
+    assert_eq!(p99, want.histograms.latency.as_ref().unwrap().percentile(99.0));
     assert!(p99 > 0);
 }
 
@@ -242,7 +246,7 @@ fn empty_recorders_series_and_nan_metrics_survive() {
     let mut store = open(&dir);
     let run = store.begin_run(&run_info("edge")).unwrap();
     let mut c = cell(0, 0, 0);
-    c.histograms = BTreeMap::from([("latency".into(), Recorder::new())]);
+    c.histograms = Histograms { latency: Some(Recorder::new()), ..Histograms::default() };
     c.metrics =
         BTreeMap::from([("cpu_us_per_request".into(), f64::NAN), ("inf".into(), f64::INFINITY)]);
     c.samples = vec![Sample {
@@ -260,7 +264,7 @@ fn empty_recorders_series_and_nan_metrics_survive() {
 
     let got = &store.cells(run).unwrap()[0];
     assert!(got.series.buckets().is_empty());
-    assert_eq!(got.histograms["latency"].summary(), Recorder::new().summary());
+    assert_eq!(got.histograms.latency.as_ref().unwrap().summary(), Recorder::new().summary());
     assert!(got.metrics["cpu_us_per_request"].is_nan());
     assert_eq!(got.metrics["inf"], f64::INFINITY);
     assert!(got.samples[0].cpu_user_s.is_nan());
@@ -285,11 +289,13 @@ fn a_store_with_one_cell(
 }
 
 /// Takes the series table back to migration 1's (completed, failed and bytes only), as every
-/// loadlab before schema 6 left it, keeping its rows (and drops schema 7's steps).
+/// loadlab before schema 6 left it, keeping its rows (and drops schema 7's steps and schema
+/// 8's `counted`).
 fn series_before_judged_seconds(conn: &rusqlite::Connection) {
     conn.execute_batch(
         "BEGIN;
          DROP TABLE steps;
+         ALTER TABLE cells DROP COLUMN counted;
          CREATE TABLE old_series (
              cell_id   INTEGER NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
              second    INTEGER NOT NULL,
@@ -354,6 +360,36 @@ fn a_store_from_before_judged_seconds_opens_with_its_series() {
     assert_same_cell(&store.cells(next).unwrap()[0], &staged);
 }
 
+/// A store written before cells kept what they counted (schema 7) opens, is brought up to
+/// date, and its cells read back with no decision: what they counted is then told from the
+/// figures only views and visits store. A cell stored after it reads its decision back.
+#[test]
+fn a_store_from_before_cells_kept_what_they_counted_opens_without_it() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("results.db");
+    let mut store = Store::open(&path).unwrap();
+    let latest = store.schema_version().unwrap();
+    let run = store.begin_run(&run_info("views")).unwrap();
+    let mut view = cell(0, 2, 1);
+    view.metrics.insert(metric::VIEWS_RPS.into(), 12.5);
+    store.record_cell(run, &view).unwrap();
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("ALTER TABLE cells DROP COLUMN counted; PRAGMA user_version = 7;").unwrap();
+    drop(conn);
+
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), latest);
+    let old = store.cells(run).unwrap();
+    assert_eq!(old[0].counted, None);
+    assert_eq!(Counted::of(&old[0]), Counted::Views, "told from its figures");
+    let next = store.begin_run(&run_info("visits")).unwrap();
+    let visit = CellRecord { metrics: BTreeMap::new(), ..cell(1, 3, 1) };
+    store.record_cell(next, &visit).unwrap();
+    let got = &store.cells(next).unwrap()[0];
+    assert_eq!(Counted::of(got), Counted::Visits, "the decision kept, no figure needed");
+}
+
 /// A store written before visit steps were kept (schema 6) opens, is brought up to date, and
 /// reads its cells back with no steps; a visit cell stored after it reads back whole.
 #[test]
@@ -361,7 +397,10 @@ fn a_store_from_before_visit_steps_opens_without_them() {
     let dir = TempDir::new().unwrap();
     let (path, latest, run) = a_store_with_one_cell(&dir, RunStatus::Finished);
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("DROP TABLE steps; PRAGMA user_version = 6;").unwrap();
+    conn.execute_batch(
+        "DROP TABLE steps; ALTER TABLE cells DROP COLUMN counted; PRAGMA user_version = 6;",
+    )
+    .unwrap();
     drop(conn);
 
     let mut store = Store::open(&path).unwrap();
@@ -406,7 +445,7 @@ fn a_new_file_is_migrated_and_reopening_changes_nothing() {
         assert_eq!(store.schema_version().unwrap(), version);
         let runs = store.runs().unwrap();
         assert_eq!(runs.len(), 1);
-        assert_eq!(runs[0].id, run);
+        assert_eq!(runs[0].run.id, run);
     }
     let conn = rusqlite::Connection::open(&path).unwrap();
     let tables: i64 = conn
@@ -431,10 +470,10 @@ fn runs_list_status_and_environment() {
 
     let runs = store.runs().unwrap();
     assert_eq!(
-        runs.iter().map(|r| (r.id, r.status, r.cells)).collect::<Vec<_>>(),
+        runs.iter().map(|r| (r.run.id, r.run.status, r.cells)).collect::<Vec<_>>(),
         [(a, RunStatus::Finished, 2), (b, RunStatus::Interrupted, 0)]
     );
-    assert_eq!(runs[0].finished_at, Some(at(1_750_000_300_000)));
+    assert_eq!(runs[0].run.finished_at, Some(at(1_750_000_300_000)));
     assert_eq!(store.latest_run().unwrap(), Some(b));
 
     let run = store.run(a).unwrap();
@@ -458,7 +497,8 @@ fn a_run_stopped_by_a_failure_is_stored_as_failed_with_its_reason() {
     store.fail_run(bad, why, at(1_750_000_200_000)).unwrap();
 
     let runs = store.runs().unwrap();
-    let seen: Vec<_> = runs.iter().map(|r| (r.status, r.reason.as_deref(), r.cells)).collect();
+    let seen: Vec<_> =
+        runs.iter().map(|r| (r.run.status, r.run.reason.as_deref(), r.cells)).collect();
     assert_eq!(seen, [(RunStatus::Finished, None, 0), (RunStatus::Failed, Some(why), 1)]);
     let run = store.run(bad).unwrap();
     assert_eq!((run.status, run.reason.as_deref()), (RunStatus::Failed, Some(why)));
@@ -506,7 +546,8 @@ fn a_store_from_before_runs_could_fail_opens_with_its_runs_and_cells() {
     let mut store = Store::open(&path).unwrap();
     assert_eq!(store.schema_version().unwrap(), latest);
     let runs = store.runs().unwrap();
-    let seen: Vec<_> = runs.iter().map(|r| (r.id, r.status, r.reason.clone(), r.cells)).collect();
+    let seen: Vec<_> =
+        runs.iter().map(|r| (r.run.id, r.run.status, r.run.reason.clone(), r.cells)).collect();
     assert_eq!(seen, [(run, RunStatus::Interrupted, None, 1)]);
     assert_eq!(store.cells(run).unwrap()[0].metrics, cell(0, 2, 1).metrics);
     let next = store.begin_run(&run_info("classic")).unwrap();
@@ -624,7 +665,10 @@ fn an_interrupted_run_keeps_its_committed_cells() {
 
     let store = open(&dir);
     let runs = store.runs().unwrap();
-    assert_eq!((runs[0].status, runs[0].cells, runs[0].finished_at), (RunStatus::Running, 2, None));
+    assert_eq!(
+        (runs[0].run.status, runs[0].cells, runs[0].run.finished_at),
+        (RunStatus::Running, 2, None)
+    );
     let got = store.cells(run).unwrap();
     assert_eq!(got.len(), 2);
     for (g, w) in got.iter().zip(&done) {
@@ -662,17 +706,20 @@ fn a_killed_run_keeps_its_committed_cells() {
     // Its process is gone: the run crashed, and its committed cells are kept.
     let mut store = Store::open(&path).unwrap();
     let runs = store.runs().unwrap();
-    assert_eq!((runs.len(), runs[0].status, runs[0].cells), (1, RunStatus::Crashed, 2));
-    assert_eq!(store.run(runs[0].id).unwrap().status, RunStatus::Crashed);
-    let got = store.cells(runs[0].id).unwrap();
+    assert_eq!((runs.len(), runs[0].run.status, runs[0].cells), (1, RunStatus::Crashed, 2));
+    assert_eq!(store.run(runs[0].run.id).unwrap().status, RunStatus::Crashed);
+    let got = store.cells(runs[0].run.id).unwrap();
     assert_same_cell(&got[1], &cell(1, 10, 2));
 
     // The next run is told once: noticed, it is no longer new, and still crashed.
     let crashed = store.unnoticed_crashes().unwrap();
-    assert_eq!(crashed.iter().map(|r| (r.id, r.cells)).collect::<Vec<_>>(), [(runs[0].id, 2)]);
-    store.notice_crash(runs[0].id, at(1_750_000_500_000)).unwrap();
+    assert_eq!(
+        crashed.iter().map(|r| (r.run.id, r.cells)).collect::<Vec<_>>(),
+        [(runs[0].run.id, 2)]
+    );
+    store.notice_crash(runs[0].run.id, at(1_750_000_500_000)).unwrap();
     assert!(store.unnoticed_crashes().unwrap().is_empty());
-    assert_eq!(store.runs().unwrap()[0].status, RunStatus::Crashed);
+    assert_eq!(store.runs().unwrap()[0].run.status, RunStatus::Crashed);
     // A run of this live process is running, not crashed, and not among the crashes.
     let live = store.begin_run(&run_info("classic")).unwrap();
     assert_eq!(store.run(live).unwrap().status, RunStatus::Running);

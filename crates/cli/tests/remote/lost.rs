@@ -97,7 +97,7 @@ fn a_host_lost_mid_cell_stops_the_cell_and_the_run_exits_3_naming_it() {
     assert_eq!(status.code(), Some(3), "{said}");
     assert!(said.contains(&format!("lost {}", sshd.url())), "{said}");
     let store = Store::open(out.join("loadlab.db")).expect("the run's store");
-    let run = store.runs().expect("runs").pop().expect("one run");
+    let run = store.runs().expect("runs").pop().expect("one run").run;
     assert_eq!(run.status, loadlab_store::RunStatus::Failed, "{said}");
     assert!(store.cells(run.id).expect("cells").is_empty(), "a lost cell is not stored");
     // B took its stack down by itself (no heartbeat); sshd's child there waits for the path.

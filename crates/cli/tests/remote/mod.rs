@@ -51,7 +51,7 @@ fn lab_hosts() -> Option<(Hosts, Sshd)> {
 fn only_cell(out: &std::path::Path, requests: f64) -> loadlab_store::CellRecord {
     use loadlab_store::{metric, Store};
     let store = Store::open(out.join("loadlab.db")).expect("the run's store");
-    let run = store.runs().expect("runs").pop().expect("one run");
+    let run = store.runs().expect("runs").pop().expect("one run").run;
     let mut cells = store.cells(run.id).expect("cells");
     assert_eq!(cells.len(), 1);
     let cell = cells.remove(0);

@@ -59,7 +59,7 @@ fn seed_000_on_b_behind_lan_100mbit_is_limited_by_the_network_and_b_is_named() {
     assert!(wait_until(Duration::from_secs(5), || left_in_b(&hosts, &sshd).is_empty()));
 
     let store = Store::open(out.join("loadlab.db")).expect("the run's store");
-    let run = store.runs().expect("runs").pop().expect("one run");
+    let run = store.runs().expect("runs").pop().expect("one run").run;
     let cells = store.cells(run.id).expect("cells");
     assert_eq!(cells.len(), 6, "2 stacks x 3 concurrencies");
     let (mut judged, mut starved) = (0, 0);

@@ -102,7 +102,7 @@ fn a_quick_suite_runs_on_b_from_a_every_cell_sampled_there_and_leaves_nothing() 
     assert_b_empty(&sshd, &hosts, &ids, Duration::from_secs(5), true);
 
     let store = Store::open(out.join("loadlab.db")).expect("the run's store");
-    let run = store.runs().expect("runs").pop().expect("one run");
+    let run = store.runs().expect("runs").pop().expect("one run").run;
     let cells = store.cells(run.id).expect("cells");
     assert_eq!(cells.len(), planned, "as many cells as the plan has here");
     for cell in &cells {
@@ -228,7 +228,7 @@ fn the_path_to_b_cut_for_30_s_leaves_nothing_on_b() {
     assert_ne!(code, Some(0), "a run whose host was cut off did not finish");
     // Its record says it failed, and why.
     let store = Store::open(out.join("loadlab.db")).expect("the run's store");
-    let run = store.runs().expect("runs").pop().expect("one run");
+    let run = store.runs().expect("runs").pop().expect("one run").run;
     assert_eq!(run.status, loadlab_store::RunStatus::Failed, "{said}");
     let mut ids = ids;
     ids.extend(ids_in(&rest.try_iter().collect::<Vec<_>>().join("\n")));

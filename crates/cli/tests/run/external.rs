@@ -121,6 +121,12 @@ fn an_external_nginx_runs_two_custom_workloads_sampled_by_its_pids_stored_and_re
     assert!(html.contains(&env), "the report's environment lacks {env:?}");
     assert!(!html.contains("not sampled"));
     assert!(html.contains("mine: server CPU and memory per tier"));
+    // Each cell's ab and httperf blocks have the tables `bench --format ab` and `httperf`
+    // print from the same figures: the connection times, what was sent, the client's CPU.
+    for line in ["Connection Times (ms)", "Request size [B]: ", "CPU time [s]: user "] {
+        assert_eq!(html.matches(line).count(), cells.len(), "{line:?} in each cell's block");
+    }
+    assert!(cells.iter().all(|c| c.counted == Some(loadlab_store::Counted::Requests)));
     // The server is the test's: loadlab never stops it.
     assert!(crate::support::nginx::process_exists(nginx.master_pid()));
 }

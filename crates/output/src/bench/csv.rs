@@ -4,15 +4,13 @@
 
 use std::io::{self, Write};
 
-use loadlab_engine::BenchResult;
-
 use super::Render;
 use loadlab_runner::commands::bench::Report;
 
 pub struct Csv;
 
 impl Render for Csv {
-    fn render(&self, r: &Report, _: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
+    fn render(&self, r: &Report, out: &mut dyn Write) -> io::Result<()> {
         // A load that changes over time: one row a second, not one for the run.
         match &r.seconds {
             Some(seconds) => super::seconds::csv(seconds, out),

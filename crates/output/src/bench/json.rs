@@ -2,15 +2,13 @@
 
 use std::io::{self, Write};
 
-use loadlab_engine::BenchResult;
-
 use super::Render;
 use loadlab_runner::commands::bench::Report;
 
 pub struct Json;
 
 impl Render for Json {
-    fn render(&self, report: &Report, _: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
+    fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
         serde_json::to_writer_pretty(&mut *out, report)?;
         writeln!(out)
     }

@@ -4,7 +4,6 @@
 
 use std::io::{self, Write};
 
-use loadlab_engine::BenchResult;
 use loadlab_report::layout::{
     self, Figures, Lifetimes, Load, Schedule, SessionLines, Target, Timings,
 };
@@ -18,22 +17,21 @@ pub struct Ab;
 pub struct Httperf;
 
 impl Render for Ab {
-    fn render(&self, r: &Report, result: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
-        layout::ab(&figures(r, result), out)
+    fn render(&self, r: &Report, out: &mut dyn Write) -> io::Result<()> {
+        layout::ab(&figures(r), out)
     }
 }
 
 impl Render for Httperf {
-    fn render(&self, r: &Report, result: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
-        layout::httperf(&figures(r, result), out)
+    fn render(&self, r: &Report, out: &mut dyn Write) -> io::Result<()> {
+        layout::httperf(&figures(r), out)
     }
 }
 
-/// What the bench measured, as the layouts read it; the percentile table reads the full
-/// distribution of request times from `result`.
-fn figures<'a>(r: &'a Report, result: &'a BenchResult) -> Figures<'a> {
+/// What the bench measured, as the layouts read it; the tables of whole distributions read
+/// the report's, as they read a stored cell's.
+fn figures(r: &Report) -> Figures<'_> {
     let tm = &r.timings_us;
-    let not_2xx = r.status_class.iter().filter(|(k, _)| **k != "2xx").map(|(_, n)| *n).sum();
     Figures {
         target: Some(target(r)),
         model: match r.mode {
@@ -48,8 +46,8 @@ fn figures<'a>(r: &'a Report, result: &'a BenchResult) -> Figures<'a> {
         completed: r.requests.completed,
         failed: r.requests.failed,
         errors: r.errors.iter().map(|(k, v)| (*k, *v)).collect(),
-        status_class: Some(&r.status_class),
-        non_2xx: Some(not_2xx),
+        status_class: Some(r.status_class.clone()),
+        non_2xx: Some(r.not_2xx.0),
         sent: Some(r.requests.sent),
         keepalive: r.config.keepalive.then_some(r.requests.keepalive),
         bytes_total: Some(r.bytes.total),
@@ -57,18 +55,12 @@ fn figures<'a>(r: &'a Report, result: &'a BenchResult) -> Figures<'a> {
         bytes_sent: Some(r.bytes.sent),
         request_body: r.config.body_bytes > 0,
         latency_mean_us: Some(r.latency_us.mean),
-        percentiles: Some(&result.tally.timings.total),
-        timings: Some(Timings {
-            connect: &tm.connect,
-            tls: tm.tls.as_ref(),
-            processing: &tm.processing,
-            waiting: &tm.waiting,
-            total: &tm.total,
-        }),
+        percentiles: r.histograms.request_times(),
+        timings: Timings::of(&r.histograms),
         waiting_mean_us: Some(tm.waiting.mean),
         connect_mean_us: Some(tm.connect.mean),
         lifetimes: Some(Lifetimes {
-            lifetime_us: &r.connections.lifetime_us,
+            lifetime_us: r.connections.lifetime_us,
             replies_per_connection: r.connections.replies_per_connection.unwrap_or(0.0),
         }),
         per_second: r.throughput.per_second,

@@ -1,5 +1,6 @@
-//! `bench`'s output formats. Each one is a struct behind the one-method [`Render`] trait and reads only
-//! the [`Report`] (plus the raw result where a format needs a full distribution).
+//! `bench`'s output formats. Each one is a struct behind the one-method [`Render`] trait and
+//! reads only the [`Report`], whose distributions it carries whole for the formats that read
+//! one.
 
 mod csv;
 mod json;
@@ -16,7 +17,6 @@ pub use merged::write_merged;
 use std::io::{self, Write};
 use std::path::Path;
 
-use loadlab_engine::BenchResult;
 use loadlab_stats::Recorder;
 
 use loadlab_runner::commands::bench::Report;
@@ -37,16 +37,11 @@ pub enum Format {
 
 /// One output format.
 pub trait Render {
-    fn render(&self, report: &Report, result: &BenchResult, out: &mut dyn Write) -> io::Result<()>;
+    fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()>;
 }
 
 /// Writes the report to `out` in `format`.
-pub fn render(
-    format: Format,
-    report: &Report,
-    result: &BenchResult,
-    out: &mut dyn Write,
-) -> io::Result<()> {
+pub fn render(format: Format, report: &Report, out: &mut dyn Write) -> io::Result<()> {
     let renderer: &dyn Render = match format {
         Format::Text => &text::Text,
         Format::Json => &json::Json,
@@ -54,7 +49,7 @@ pub fn render(
         Format::Httperf => &layouts::Httperf,
         Format::Csv => &csv::Csv,
     };
-    renderer.render(report, result, out)
+    renderer.render(report, out)
 }
 
 /// What another tool's layout (ab's, httperf's, CSV) has no place for, to be said on stderr

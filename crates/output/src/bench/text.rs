@@ -3,7 +3,6 @@
 
 use std::io::{self, Write};
 
-use loadlab_engine::BenchResult;
 use loadlab_stats::RecorderSummary;
 
 use super::Render;
@@ -14,7 +13,7 @@ use loadlab_stats::format::{bytes, count, micros as us};
 pub struct Text;
 
 impl Render for Text {
-    fn render(&self, r: &Report, _: &BenchResult, out: &mut dyn Write) -> io::Result<()> {
+    fn render(&self, r: &Report, out: &mut dyn Write) -> io::Result<()> {
         head(r, out)?;
         throughput(r, out)?;
         link(r, out)?;

@@ -157,16 +157,16 @@ fn times(f: &Figures, out: &mut dyn Write) -> io::Result<()> {
     let Some(tm) = f.timings.as_ref().filter(|_| f.completed > 0) else { return Ok(()) };
     writeln!(out, "\nConnection Times (ms)")?;
     writeln!(out, "              min  mean[+/-sd] median   max")?;
-    row(out, "Connect:    ", tm.connect)?;
-    if let Some(tls) = tm.tls {
+    row(out, "Connect:    ", &tm.connect)?;
+    if let Some(tls) = &tm.tls {
         // Not in ab: https:// handshakes, one per new connection.
         row(out, "TLS:        ", tls)?;
     }
-    row(out, "Processing: ", tm.processing)?;
-    row(out, "Waiting:    ", tm.waiting)?;
-    row(out, "Total:      ", tm.total)?;
+    row(out, "Processing: ", &tm.processing)?;
+    row(out, "Waiting:    ", &tm.waiting)?;
+    row(out, "Total:      ", &tm.total)?;
     // ab's own sanity check on skewed distributions.
-    for (name, s) in [("processing", tm.processing), ("total", tm.total)] {
+    for (name, s) in [("processing", &tm.processing), ("total", &tm.total)] {
         if (s.mean - s.p50 as f64).abs() > s.stdev {
             writeln!(
                 out,

@@ -150,7 +150,7 @@ fn replies(f: &Figures, out: &mut dyn Write) -> io::Result<()> {
     }
     reply_time(f, out)?;
     reply_size(f, out)?;
-    if let Some(sc) = f.status_class {
+    if let Some(sc) = &f.status_class {
         let n = |class: &str| sc.get(class).copied().unwrap_or(0);
         writeln!(
             out,

@@ -2,6 +2,8 @@
 //! once over one value, [`Figures`]: what a bench or a stored cell measured. A live `bench`
 //! gives every part of it; a stored cell gives what the store kept ([`Figures::of_cell`]),
 //! and a part it lacks is left out of the layout rather than printed as a misleading zero.
+//! The parts that read a whole distribution (ab's percentile and connection times tables)
+//! read the one [`Histograms`] value a live bench carries and a cell keeps.
 
 mod ab;
 mod cell;
@@ -11,7 +13,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use loadlab_stats::{Moments, Recorder, RecorderSummary};
-use loadlab_store::LoadModel;
+use loadlab_store::{Histograms, LoadModel};
 
 pub use ab::ab;
 pub use httperf::httperf;
@@ -46,7 +48,7 @@ pub struct Figures<'a> {
     /// Failures by loadlab's class name (`connreset`...); a class absent counts 0.
     pub errors: BTreeMap<&'a str, u64>,
     /// Completed responses by status class (`2xx`...), when counted so.
-    pub status_class: Option<&'a BTreeMap<&'static str, u64>>,
+    pub status_class: Option<BTreeMap<&'static str, u64>>,
     /// Completed responses that were not 2xx; `None` where not kept.
     pub non_2xx: Option<u64>,
     /// Requests written in full; `None` where not kept.
@@ -66,13 +68,13 @@ pub struct Figures<'a> {
     /// The distribution ab's percentile table reads.
     pub percentiles: Option<&'a Recorder>,
     /// ab's connection times table.
-    pub timings: Option<Timings<'a>>,
+    pub timings: Option<Timings>,
     /// Time to the first byte of the answer, mean, microseconds (httperf's response time).
     pub waiting_mean_us: Option<f64>,
     /// Connect time, mean, microseconds.
     pub connect_mean_us: Option<f64>,
     /// Closed connections' lifetimes and replies per connection (httperf's connection lines).
-    pub lifetimes: Option<Lifetimes<'a>>,
+    pub lifetimes: Option<Lifetimes>,
     /// Completed requests per whole second (httperf's reply rate); `None` under a second.
     pub per_second: Option<Moments>,
     /// The client's CPU time, user and system, seconds.
@@ -124,18 +126,35 @@ pub struct Load<'a> {
 
 /// ab's "Connection Times (ms)" rows.
 #[derive(Debug, Clone)]
-pub struct Timings<'a> {
-    pub connect: &'a RecorderSummary,
-    pub tls: Option<&'a RecorderSummary>,
-    pub processing: &'a RecorderSummary,
-    pub waiting: &'a RecorderSummary,
-    pub total: &'a RecorderSummary,
+pub struct Timings {
+    pub connect: RecorderSummary,
+    pub tls: Option<RecorderSummary>,
+    pub processing: RecorderSummary,
+    pub waiting: RecorderSummary,
+    pub total: RecorderSummary,
+}
+
+impl Timings {
+    /// The rows of `h`'s distributions; `None` unless connect, waiting, processing and each
+    /// request's whole time were all kept (cells stored before the processing time was).
+    pub fn of(h: &Histograms) -> Option<Timings> {
+        let kept = |r: &Option<Recorder>| r.as_ref().map(Recorder::summary);
+        Some(Timings {
+            connect: kept(&h.connect)?,
+            tls: kept(&h.tls),
+            processing: kept(&h.processing)?,
+            waiting: kept(&h.waiting)?,
+            // Empty or not, as a live bench's table reads it (a run that completed nothing
+            // still has httperf's transfer time from its answers).
+            total: kept(&h.uncorrected).or_else(|| kept(&h.latency))?,
+        })
+    }
 }
 
 /// httperf's connection lines.
 #[derive(Debug, Clone)]
-pub struct Lifetimes<'a> {
-    pub lifetime_us: &'a RecorderSummary,
+pub struct Lifetimes {
+    pub lifetime_us: RecorderSummary,
     pub replies_per_connection: f64,
 }
 

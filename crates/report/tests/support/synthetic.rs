@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use loadlab_stats::{Recorder, Series};
 use loadlab_store::{
-    metric, CellRecord, ConfigRecord, Environment, Flag, LoadModel, LoadSpec, RunId, RunInfo,
-    RunStatus, Sample, Store, TrustFlag,
+    metric, CellRecord, ConfigRecord, Counted, Environment, Flag, Histograms, LoadModel, LoadSpec,
+    RunId, RunInfo, RunStatus, Sample, Store, TrustFlag,
 };
 use serde_json::json;
 
@@ -132,12 +132,13 @@ fn record(
         started_at,
         duration_s: duration,
         metrics,
-        histograms: BTreeMap::from([("latency".to_owned(), latency)]),
+        histograms: Histograms { latency: Some(latency), ..Histograms::default() },
         series,
         seconds: Vec::new(),
         steps: Vec::new(),
         samples,
         flags: Vec::new(),
+        counted: Some(Counted::Requests),
         limited_by: None,
         slo: None,
     }

@@ -18,7 +18,7 @@ use loadlab_engine::{BenchConfig, BenchResult, Control, HdrLog, Share};
 
 use super::across::{self, AgentLost, AgentRow, OwnShare, Partial};
 use super::fleet::{self, Fleet, HostsError, Launch};
-use crate::commands::bench::report::Report;
+use crate::commands::bench::outcome::Report;
 use crate::commands::bench::{judge, prepare, BenchError, Judged, Request};
 use crate::commands::run::executor::Measure;
 

@@ -31,7 +31,7 @@ use loadlab_agents::{load, AgentsError};
 use loadlab_engine::{BenchConfig, BenchResult, Control, EngineError, HdrLog, Share};
 use loadlab_stats::interval_log::{self, Section};
 
-use crate::commands::bench::report::Report;
+use crate::commands::bench::outcome::Report;
 use crate::commands::run::executor::Measure;
 use crate::commands::run::executor::RunError;
 use crate::commands::sweep::ramp::{RampOutcome, RampPlan};

@@ -6,7 +6,7 @@
 pub mod flags;
 pub mod habits;
 pub mod live;
-pub mod report;
+pub mod outcome;
 pub mod sessions;
 pub mod traffic;
 pub mod views;
@@ -18,7 +18,7 @@ use loadlab_engine::{BenchConfig, BenchResult, EngineError};
 use crate::commands::run::executor::Measure;
 use crate::judge::capacity::{self, Policy};
 use crate::judge::slo::{self, Slo};
-pub use report::Report;
+pub use outcome::Report;
 
 /// What `bench` was asked to do, its flags already parsed.
 #[derive(Debug, Clone)]
@@ -42,9 +42,9 @@ pub enum Disposition {
     SloFailed,
 }
 
-/// A judged run: the report every output reads, the engine's raw result (for the formats and
-/// files that need a whole distribution), the configuration as run (its connections fitted to
-/// the client) and how it ended.
+/// A judged run: the report every output reads, the engine's raw result (for the interval
+/// logs, written second by second), the configuration as run (its connections fitted to the
+/// client) and how it ended.
 #[derive(Debug)]
 pub struct Judged {
     pub report: Report,

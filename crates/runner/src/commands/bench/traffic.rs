@@ -27,6 +27,9 @@ pub struct UrlFigures {
     pub latency_us: RecorderSummary,
     /// Its responses by status class, validation failures included.
     pub status_class: BTreeMap<&'static str, u64>,
+    /// Those not 2xx, as the run's own count says them (`Report::not_2xx`).
+    #[serde(skip)]
+    pub not_2xx: u64,
 }
 
 /// The `urls` array: a URL list's entries in the file's order; `None` without a list.
@@ -47,10 +50,11 @@ pub fn urls(cfg: &BenchConfig, r: &BenchResult) -> Option<Vec<UrlFigures>> {
             failed: t.failed,
             share: (t.completed + t.failed) as f64 / ended,
             latency_us: t.latency.summary(),
-            status_class: ["1xx", "2xx", "3xx", "4xx", "5xx"]
+            status_class: loadlab_store::metric::STATUS_CLASSES
                 .into_iter()
                 .zip(t.status_classes)
                 .collect(),
+            not_2xx: crate::judge::trust::not_2xx_of(&t.status_classes),
         })
         .collect();
     Some(figures)

@@ -1,28 +1,27 @@
 //! What the store keeps of one measured cell: the bench's [`Report`] (the figures `bench`
 //! prints, computed once) turned into named metrics (the `metric::` names the report reads),
-//! with the result's histograms and per-second series, the sampler's readings and the trust
-//! verdict's flags.
+//! with its distributions, what it counted, the result's per-second series, the sampler's
+//! readings and the trust verdict's flags.
 
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
-use loadlab_engine::{BenchConfig, BenchResult, Pacing, Stop};
+use loadlab_engine::{BenchConfig, BenchResult, Stop};
 use loadlab_store::{metric, CellRecord, LoadModel, LoadSpec, Sample, SecondRecord, StepRecord};
 use loadlab_suite::{Cell, Point, StackSource};
 
-use crate::commands::bench::report::Report;
-use crate::judge::limit::LimitedBy;
+use crate::commands::bench::outcome::Report;
 use crate::judge::trust::Verdict;
 
-/// The store's record of `cell`, measured with `config` as `r` and reported as `report`,
-/// started at `started_at`, with the sampler's readings, the verdict on it and what limited it.
+/// The store's record of `cell`, measured with `config` as `r` and reported as `report` (with
+/// what limited it, judged), started at `started_at`, with the sampler's readings and the
+/// verdict's flags.
 pub fn record(
     cell: &Cell,
     (config, r, report): (&BenchConfig, &BenchResult, &Report),
     started_at: SystemTime,
     samples: &[loadlab_lab::Sample],
     verdict: &Verdict,
-    limited_by: &LimitedBy,
 ) -> CellRecord {
     CellRecord {
         ordinal: cell.ordinal,
@@ -33,14 +32,15 @@ pub fn record(
         repetition: cell.repetition,
         started_at,
         duration_s: report.duration_s,
-        metrics: metrics(config, r, report),
-        histograms: histograms(config, r),
+        metrics: metrics(report),
+        histograms: report.histograms.clone(),
         series: r.tally.series.clone(),
         seconds: judged_seconds(report),
         steps: visit_steps(report),
         samples: samples.iter().flat_map(store_samples).collect(),
         flags: verdict.store_flags(),
-        limited_by: Some(limited_by.clone()),
+        counted: Some(crate::judge::trust::counted(config)),
+        limited_by: Some(report.limited_by.clone()),
         // As judged by the report: the workload's own, the suite's, or `run --slo`'s, which
         // replaces them in the suite before the plan is made.
         slo: cell.workload.spec.slo.as_ref().map(|s| s.text.clone()),
@@ -69,7 +69,7 @@ fn judged_seconds(report: &Report) -> Vec<SecondRecord> {
 }
 
 /// The cell's named figures (`metric::` names), a URL list's per request too.
-fn metrics(config: &BenchConfig, r: &BenchResult, report: &Report) -> BTreeMap<String, f64> {
+fn metrics(report: &Report) -> BTreeMap<String, f64> {
     let latency = &report.latency_us;
     let mut metrics = BTreeMap::new();
     let mut put = |k: &str, v: f64| {
@@ -79,9 +79,8 @@ fn metrics(config: &BenchConfig, r: &BenchResult, report: &Report) -> BTreeMap<S
     put(metric::COMPLETED, report.requests.completed as f64);
     put(metric::FAILED, report.requests.failed as f64);
     put(metric::NON_2XX, report.not_2xx.0 as f64);
-    let asked = report.not_2xx.0 - crate::judge::trust::unasked_not_2xx(&r.tally);
-    if asked > 0 {
-        put(metric::NON_2XX_ASKED, asked as f64);
+    if report.not_2xx_asked > 0 {
+        put(metric::NON_2XX_ASKED, report.not_2xx_asked as f64);
     }
     put(metric::ERRORS, report.requests.failed as f64);
     put(metric::BYTES, report.bytes.total as f64);
@@ -95,6 +94,19 @@ fn metrics(config: &BenchConfig, r: &BenchResult, report: &Report) -> BTreeMap<S
     put(metric::CLIENT_CPU_BUSY, report.client.cpu_busy);
     put(metric::CONNECTIONS_OPENED, report.connections.opened as f64);
     put(metric::PEAK_CONNECTIONS, report.connections.peak as f64);
+    put(metric::SENT, report.requests.sent as f64);
+    put(metric::BYTES_SENT, report.bytes.sent as f64);
+    if report.config.keepalive {
+        put(metric::KEEPALIVE, report.requests.keepalive as f64);
+    }
+    put(metric::CPU_USER_S, report.client.cpu_user_s);
+    put(metric::CPU_SYS_S, report.client.cpu_sys_s);
+    if let Some(n) = report.connections.replies_per_connection {
+        put(metric::REPLIES_PER_CONNECTION, n);
+    }
+    for (class, n) in &report.status_class {
+        put(&metric::status_class(class), *n as f64);
+    }
     for (class, n) in &report.errors {
         put(&metric::error_class(class), *n as f64);
     }
@@ -104,7 +116,7 @@ fn metrics(config: &BenchConfig, r: &BenchResult, report: &Report) -> BTreeMap<S
         put(metric::LATE_P99_US, rate.late_p99_us as f64);
         put(metric::NOT_SENT, rate.not_sent as f64);
     }
-    url_metrics(config, r, &mut put);
+    url_metrics(report, &mut put);
     view_metrics(report, &mut put);
     visit_metrics(report, &mut put);
     metrics
@@ -160,51 +172,32 @@ fn view_metrics(report: &Report, put: &mut impl FnMut(&str, f64)) {
 /// (`url.GET /cart.p99_us`), as `bench --urls` reports them. A method and path that several
 /// lines share (with other headers or bodies) are told apart by their line, so that no line's
 /// figures overwrite another's (`url.GET /cart (line 7).p99_us`).
-fn url_metrics(config: &BenchConfig, r: &BenchResult, put: &mut impl FnMut(&str, f64)) {
-    let loadlab_engine::Traffic::Mix(mix) = &config.traffic else { return };
+fn url_metrics(report: &Report, put: &mut impl FnMut(&str, f64)) {
+    let Some(urls) = &report.urls else { return };
     // How many lines each method and path has: counted once, not per line (a list may hold
     // thousands).
-    // A page view's request to another origin is named by its whole URL (`bench`'s name).
-    let names: Vec<String> = (mix.entries.iter().enumerate())
-        .map(|(i, e)| crate::commands::bench::traffic::entry_name(config, i, e))
-        .collect();
     let mut lines: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    for (e, name) in mix.entries.iter().zip(&names) {
-        *lines.entry((e.method(&config.request), name.as_str())).or_default() += 1;
+    for u in urls {
+        *lines.entry((u.method.as_str(), u.path.as_str())).or_default() += 1;
     }
-    for ((e, t), name) in mix.entries.iter().zip(&r.tally.entries).zip(&names) {
-        let method = e.method(&config.request);
-        let path = if lines[&(method, name.as_str())] > 1 {
-            format!("{name} (line {})", e.line)
+    for u in urls {
+        let path = if lines[&(u.method.as_str(), u.path.as_str())] > 1 {
+            format!("{} (line {})", u.path, u.line)
         } else {
-            name.clone()
+            u.path.clone()
         };
         let figures = [
-            t.completed as f64,
-            t.failed as f64,
-            crate::judge::trust::not_2xx_of(&t.status_classes) as f64,
-            t.latency.percentile(50.0) as f64,
-            t.latency.percentile(99.0) as f64,
+            u.completed as f64,
+            u.failed as f64,
+            u.not_2xx as f64,
+            u.latency_us.p50 as f64,
+            u.latency_us.p99 as f64,
         ];
         for (what, v) in metric::URL_FIGURES.iter().zip(figures) {
-            put(&metric::url(method, &path, what), v);
+            put(&metric::url(&u.method, &path, what), v);
         }
-        put(&metric::url(method, &path, metric::URL_LINE), e.line as f64);
+        put(&metric::url(&u.method, &path, metric::URL_LINE), u.line as f64);
     }
-}
-
-/// The cell's distributions: latency (corrected in an open loop, with the uncorrected one
-/// beside it), connect and waiting times.
-fn histograms(config: &BenchConfig, r: &BenchResult) -> BTreeMap<String, loadlab_stats::Recorder> {
-    let t = &r.tally;
-    let mut histograms = BTreeMap::new();
-    histograms.insert("latency".to_string(), r.latency().clone());
-    if config.pacing != Pacing::Closed {
-        histograms.insert("latency_uncorrected".to_string(), t.timings.total.clone());
-    }
-    histograms.insert("connect".to_string(), t.timings.connect.clone());
-    histograms.insert("waiting".to_string(), t.timings.waiting.clone());
-    histograms
 }
 
 /// The stack's settings as stored with the cell: a lab stack's knobs; an external target's
@@ -317,17 +310,9 @@ mod tests {
                 (b.due, b.sent) = (50 + 100 * s as u64, 40 + 100 * s as u64);
             }
             let verdict = Verdict::judge(&config, &r);
-            let limited = crate::judge::limit::of_bench(&r, &verdict);
             let addr = "127.0.0.1:9".parse().expect("an address");
             let report = Report::judged(&config, addr, &r, &verdict);
-            let rec = record(
-                cell,
-                (&config, &r, &report),
-                SystemTime::UNIX_EPOCH,
-                &[],
-                &verdict,
-                &limited,
-            );
+            let rec = record(cell, (&config, &r, &report), SystemTime::UNIX_EPOCH, &[], &verdict);
             let Some(stages) = cell.load.shape_label() else {
                 assert_eq!(rec.load.stages(), None);
                 assert!(rec.seconds.is_empty(), "{:?}", rec.seconds);
@@ -352,5 +337,51 @@ mod tests {
         }
         // One staged cell in each of the suite's 3 (default) repetitions.
         assert_eq!((staged, plan.cells.len()), (3, 6));
+    }
+
+    /// A cell's record keeps the distributions its bench's report carries, ab's connection
+    /// times among them, so that its stored ab block has the table `bench --format ab`
+    /// prints from the same figures; and what the runner decided the cell counted.
+    #[test]
+    fn a_cells_record_keeps_its_reports_distributions_and_what_it_counted() {
+        let suite = loadlab_suite::parse(SUITE, "s.toml").unwrap_or_else(|e| panic!("{e}"));
+        let plan = loadlab_suite::plan(&suite, false);
+        let cell = &plan.cells[0];
+        let target = Target::parse("http://127.0.0.1:9/hello.txt").unwrap();
+        let mut config = BenchConfig::new(target);
+        cell.apply(&mut config);
+        let r = crate::fake::result(config.pacing, 300, 3.0, 1_000, 0.1);
+        let verdict = Verdict::judge(&config, &r);
+        let report = Report::judged(&config, "127.0.0.1:9".parse().unwrap(), &r, &verdict);
+        let rec = record(cell, (&config, &r, &report), SystemTime::UNIX_EPOCH, &[], &verdict);
+
+        assert_eq!(rec.counted, Some(loadlab_store::Counted::Requests));
+        let h = &rec.histograms;
+        let summary = |r: &Option<loadlab_stats::Recorder>| r.as_ref().map(|r| r.summary());
+        let t = &report.timings_us;
+        assert_eq!(summary(&h.connect), Some(t.connect));
+        assert_eq!(summary(&h.waiting), Some(t.waiting));
+        assert_eq!(summary(&h.processing), Some(t.processing));
+        assert_eq!(h.request_times().map(|r| r.summary()), Some(t.total));
+        assert_eq!(summary(&h.latency), Some(report.latency_us));
+        assert_eq!(summary(&h.tls), None, "no handshake over http://");
+        use loadlab_report::layout::{ab, httperf, to_text, Figures};
+        let ab = to_text(ab, &Figures::of_cell(&rec));
+        assert!(ab.contains("Connection Times (ms)"), "{ab}");
+        let keepalive = format!("Keep-Alive requests:    {}\n", report.requests.keepalive);
+        assert_eq!(ab.contains(&keepalive), report.config.keepalive, "{ab}");
+        // httperf's lines of what was sent, the connections' lifetimes, the statuses and the
+        // client's CPU, as `bench --format httperf` prints them from the same report.
+        let h = to_text(httperf, &Figures::of_cell(&rec));
+        let c = &report.client;
+        let life = &report.connections.lifetime_us;
+        for line in [
+            format!("Request size [B]: {:.1}\n", report.bytes.sent as f64 / 300.0),
+            format!("Connection time [ms]: min {:.1}", life.min as f64 / 1000.0),
+            format!("Reply status: 1xx=0 2xx={} 3xx=0", report.status_class["2xx"]),
+            format!("CPU time [s]: user {:.2} system {:.2}", c.cpu_user_s, c.cpu_sys_s),
+        ] {
+            assert!(h.contains(&line), "{line:?} in {h}");
+        }
     }
 }

@@ -579,16 +579,16 @@ impl Execution<'_, '_> {
                 break;
             }
             let verdict = Verdict::judge(&config, &result);
-            let limited_by = cell_limit(cell, &result, &verdict, &sampled, link_bps, host);
-            let report =
-                crate::commands::bench::report::Report::judged(&config, addr, &result, &verdict);
+            let mut report =
+                crate::commands::bench::outcome::Report::judged(&config, addr, &result, &verdict);
+            // A cell's limit is judged with the samples of its stack, which a bench lacks.
+            report.limited_by = cell_limit(cell, &result, &verdict, &sampled, link_bps, host);
             let mut record = crate::commands::run::cell::record(
                 cell,
                 (&config, &result, &report),
                 started_at,
                 &sampled.samples,
                 &verdict,
-                &limited_by,
             );
             // The profile says what the link was asked to be; the machine decided what carried
             // its delay (netem where the kernel has it, unless `via=` said): stored beside it.
@@ -613,7 +613,7 @@ impl Execution<'_, '_> {
                 result: &result,
                 record: &record,
                 verdict: &verdict,
-                limited_by: &limited_by,
+                limited_by: &report.limited_by,
                 stored_in: stored.elapsed(),
             })?;
         }

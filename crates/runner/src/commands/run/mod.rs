@@ -237,7 +237,7 @@ pub fn begin(
     };
     let crashed = store.unnoticed_crashes()?;
     for c in &crashed {
-        store.notice_crash(c.id, SystemTime::now())?;
+        store.notice_crash(c.run.id, SystemTime::now())?;
     }
     let run_id = store.begin_run(&info)?;
     Ok(Started { store, db, lab, run_id, stale, crashed })

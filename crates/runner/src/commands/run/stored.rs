@@ -22,7 +22,7 @@ pub fn open_existing(path: &Path) -> Result<Store, SuiteError> {
 /// The run asked for, or the latest one; a run the store does not hold is named with the
 /// store's file and the runs it does hold.
 pub fn pick_run(store: &Store, run: Option<i64>) -> Result<RunId, SuiteError> {
-    let held: Vec<i64> = store.runs()?.iter().map(|r| r.id.0).collect();
+    let held: Vec<i64> = store.runs()?.iter().map(|r| r.run.id.0).collect();
     let path = store.path().display();
     match run {
         Some(id) if held.contains(&id) => Ok(RunId(id)),

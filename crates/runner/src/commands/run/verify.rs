@@ -67,7 +67,7 @@ pub(crate) fn judge_entries(r: &BenchResult, config: &BenchConfig) -> Option<Str
         .zip(&r.tally.entries)
         .enumerate()
         .find(|(_, (_, t))| t.completed == 0)?;
-    let statuses: Vec<String> = ["1xx", "2xx", "3xx", "4xx", "5xx"]
+    let statuses: Vec<String> = loadlab_store::metric::STATUS_CLASSES
         .iter()
         .zip(t.status_classes)
         .filter(|(_, n)| *n > 0)

@@ -1,6 +1,7 @@
-//! The report of one `bench` run: every figure the outputs print, computed once from the
-//! engine's result, with the trust warnings that belong beside them. The JSON output is this
-//! struct serialized; the other formats read from it, so they can never disagree.
+//! The outcome of one `bench` run, [`Report`]: every figure the outputs print, computed once
+//! from the engine's result, its distributions kept whole, with the trust warnings that belong
+//! beside them. The JSON output is this struct serialized; every other format reads from it
+//! alone, and a lab cell's record is made from it, so that none can disagree.
 
 use std::collections::BTreeMap;
 
@@ -10,6 +11,7 @@ use crate::{Flag, Verdict};
 use loadlab_engine::result::per_second;
 use loadlab_engine::{Arrival, BenchConfig, BenchResult, ErrorClass, Pacing, Protocol, Stop};
 use loadlab_stats::{Moments, RecorderSummary};
+use loadlab_store::Histograms;
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -57,6 +59,10 @@ pub struct Report {
     pub connections: Connections,
     /// ab's breakdown: connect, waiting (time to first byte), processing, total.
     pub timings_us: TimingsUs,
+    /// The distributions the summaries above are of, whole, as the store keeps them: for the
+    /// layouts that read a whole distribution (ab's percentile table, the latency spectrum).
+    #[serde(skip)]
+    pub histograms: Histograms,
     pub throughput: Throughput,
     pub client: Client,
     /// What limited the throughput, decided once by [`limit::of_bench`] from the verdict
@@ -69,6 +75,10 @@ pub struct Report {
     /// (`non_2xx`: counted as completed, no --expect-status); for the text and CSV layouts.
     #[serde(skip)]
     pub not_2xx: (u64, bool),
+    /// Of those, the answers a visit's step asked for by its status check (a login's 302),
+    /// which are no error to an SLO; kept with a lab cell.
+    #[serde(skip)]
+    pub not_2xx_asked: u64,
     /// Facts worth knowing that do not weaken any figure (such as a varying body length).
     pub notes: Vec<String>,
     /// `--slo`: each threshold's figure and outcome, and the gate's verdict; null without it.
@@ -377,7 +387,7 @@ impl Report {
     ) -> Report {
         let t = &r.tally;
         let errors = ErrorClass::ALL.iter().map(|c| (c.name(), t.errors.get(*c))).collect();
-        let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"].into_iter().zip(t.status_classes());
+        let classes = loadlab_store::metric::STATUS_CLASSES.into_iter().zip(t.status_classes());
         let status_class: BTreeMap<_, _> = classes.collect();
         let scheduled = cfg.pacing != Pacing::Closed;
         let (latency, service) = if scheduled {
@@ -388,15 +398,8 @@ impl Report {
         let rate = Rate::of(r, verdict);
         let mut report = Report {
             loadlab_version: env!("CARGO_PKG_VERSION"),
-            mode: match cfg.pacing {
-                Pacing::Closed => "closed",
-                Pacing::Open { .. } => "open",
-                Pacing::Sessions { .. } => "sessions",
-            },
-            protocol: match r.protocol {
-                Protocol::Http1 => "http/1.1",
-                Protocol::Http2 { .. } => "h2",
-            },
+            mode: mode(&cfg.pacing),
+            protocol: protocol(&r.protocol),
             config: ConfigEcho::new(cfg, address),
             interrupted: r.interrupted,
             duration_s: r.duration.as_secs_f64(),
@@ -422,6 +425,7 @@ impl Report {
             rate,
             connections: Connections::of(cfg, r),
             timings_us: TimingsUs::of(cfg, t),
+            histograms: histograms(cfg, r),
             throughput: Throughput {
                 per_second: Moments::of(&r.per_second_completed()),
                 series: t.series.buckets().to_vec(),
@@ -430,6 +434,8 @@ impl Report {
             limited_by: limit::of_bench(r, verdict),
             warnings: verdict.warnings(),
             not_2xx: (crate::judge::trust::not_2xx(t), verdict.has(Flag::Non2xx)),
+            not_2xx_asked: crate::judge::trust::not_2xx(t)
+                - crate::judge::trust::unasked_not_2xx(t),
             notes: verdict.notes.clone(),
             slo: None,
             urls: super::traffic::urls(cfg, r),
@@ -580,6 +586,39 @@ impl Connections {
 /// The run made TLS handshakes: to an https:// target, or to a page view's `https` origin.
 fn speaks_tls(cfg: &BenchConfig) -> bool {
     cfg.target.tls || cfg.visits.as_ref().is_some_and(|p| p.origins.speaks_tls())
+}
+
+/// The load model as the report names it.
+fn mode(pacing: &Pacing) -> &'static str {
+    match pacing {
+        Pacing::Closed => "closed",
+        Pacing::Open { .. } => "open",
+        Pacing::Sessions { .. } => "sessions",
+    }
+}
+
+/// The HTTP version spoken, as the report names it.
+fn protocol(protocol: &Protocol) -> &'static str {
+    match protocol {
+        Protocol::Http1 => "http/1.1",
+        Protocol::Http2 { .. } => "h2",
+    }
+}
+
+/// `r`'s distributions: the latency every output shows (with the uncorrected one beside it
+/// under a schedule), ab's connection times and the connections' lifetimes.
+fn histograms(cfg: &BenchConfig, r: &BenchResult) -> Histograms {
+    let t = &r.tally.timings;
+    let scheduled = cfg.pacing != Pacing::Closed;
+    Histograms {
+        latency: Some(r.latency().clone()),
+        uncorrected: scheduled.then(|| t.total.clone()),
+        connect: Some(t.connect.clone()),
+        tls: speaks_tls(cfg).then(|| t.tls.clone()),
+        waiting: Some(t.waiting.clone()),
+        processing: Some(t.processing.clone()),
+        lifetime: Some(r.tally.conn_life.clone()),
+    }
 }
 
 impl TimingsUs {
