@@ -244,6 +244,14 @@ fn a_closed_population_of_viewers_makes_the_views_counted_or_timed() {
     assert!(uint(&report, "views.completed") > 0, "{report:#}");
     assert_eq!(uint(&report, "views.failed"), 0, "{report:#}");
     assert_eq!(uint(&report, "requests.failed"), 0, "{report:#}");
+    // The text's level is the viewers, not their connections.
+    let mut cmd = loadlab();
+    cmd.args(["bench", &server.url("/"), "--view", "-c", "2", "-n", "4"]);
+    let out = output_within(cmd, RUN_LIMIT);
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let level = text.lines().nth(1).unwrap_or_default();
+    assert!(level.starts_with("  2 viewers, "), "{text}");
 }
 
 /// Views under a shape: each second's row offers the views due in it times a view's

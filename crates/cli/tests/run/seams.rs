@@ -136,7 +136,7 @@ const SHAPES: &[Shape] = &[
         name: "page views",
         bench: &["--view", "--rate", "5", "-n", "4"],
         load: Some("model = \"open\"\nrates = [5]\nrequests = 4\nworkloads = [\"view\"]"),
-        header: &["page views: 5 views/s (fixed), about 1 requests each", ", 4 views"],
+        header: &["page views: 5 views/s (fixed), about 1 request each", ", 4 views"],
         cell: "open 5/s n=4",
         stages: None,
         config: &[("rate", "5.0")],

@@ -132,21 +132,32 @@ fn model(r: &Report) -> String {
             format!("open loop {at}{}, up to {} connections", level(rate, "req/s"), c.connections)
         }
         ("sessions", Some(rate), Some(k)) if r.views.is_some() => {
-            format!("page views: {rate} views/s ({arrival}), about {k} requests each")
+            format!(
+                "page views: {rate} views/s ({arrival}), about {} each",
+                counted(k.into(), "request")
+            )
         }
         ("sessions", Some(rate), Some(k)) if r.visits.is_some() => {
-            format!("visits: {rate} visits/s ({arrival}), about {k} requests each")
+            format!(
+                "visits: {rate} visits/s ({arrival}), about {} each",
+                counted(k.into(), "request")
+            )
         }
         ("sessions", Some(rate), Some(k)) if r.sessions.is_some() => {
-            format!("visits: {rate} sessions/s ({arrival}), about {k} requests each")
+            format!(
+                "visits: {rate} sessions/s ({arrival}), about {} each",
+                counted(k.into(), "request")
+            )
         }
         ("sessions", Some(rate), Some(k)) => format!(
             "sessions: {} x {k} calls, up to {} at once",
             level(rate, "new connections/s"),
             c.connections
         ),
-        // A visit file's closed population: visitors, each on its own connections.
-        _ if r.visits.is_some() => counted(c.connections as u64, "visitor"),
+        // A closed population of visitors (a visit file's, a session log's) or of viewers,
+        // each on connections of its own: the level is people, not connections.
+        _ if r.views.is_some() => counted(c.connections as u64, "viewer"),
+        _ if r.visits.is_some() || r.sessions.is_some() => counted(c.connections as u64, "visitor"),
         // The closed loop's connections over time, up to the shape's peak.
         _ => match &c.shape {
             Some(shape) => format!("connections in stages {shape} (at most {})", c.connections),
