@@ -51,7 +51,7 @@ pub struct BenchConfig {
     pub unix_socket: Option<std::path::PathBuf>,
     /// Open loop and sessions: when sends go out against their due times. By default the
     /// run measures what a wake-up costs and sends together what falls due within that
-    /// window ([`crate::Sends`]); `Exact` sends each at its own due time; `Grid` puts the
+    /// window either side of a wake-up ([`crate::Sends`]); `Exact` sends each at its own due time; `Grid` puts the
     /// wake-ups on a grid of a step, each sending every arrival due by then (wrk2's 1 ms
     /// timer), for fewer wake-ups and less CPU. Due times do not move: each arrival's
     /// lateness is measured and counted in its latency.

@@ -73,8 +73,8 @@ pub enum Sends {
     Exact,
     /// On a grid of this step: up to a step late.
     Grid(Duration),
-    /// A wake-up sends every arrival due within this window after it, up to the window early:
-    /// the machine's wake-up cost, measured at start.
+    /// Sends within this window either side of a wake-up go with it: the machine's wake-up
+    /// cost, measured at start.
     Grouped(Duration),
 }
 
@@ -89,7 +89,7 @@ impl Sends {
     }
 
     /// How far off its due time a send may go by this choice (the grid's step late, the
-    /// window early); zero for exact sends. The machine's own lateness comes on top and is
+    /// window late or early); zero for exact sends. The machine's own lateness comes on top and is
     /// measured (`late`).
     pub fn window(&self) -> Duration {
         match *self {
@@ -102,13 +102,14 @@ impl Sends {
     /// early, with it, but never past a timed run's `end` (what is due after it is not the
     /// run's).
     ///
-    /// Early, not late: a group's first send goes at its own due time and the rest up to the
-    /// window before theirs. Waiting instead until the last of a group is due would make
-    /// every lone arrival a window late, an added latency that buys no wake-up when arrivals
-    /// are further apart than the window. An early send must not make latency look better
-    /// than it is, so its latency counts from its send, not from its due time (the exchange's
-    /// `begin`): for it the corrected and the uncorrected latency are one, the server's own,
-    /// and its lateness is zero. Over any span longer than the window the server sees the
+    /// Early and late: a wake-up comes halfway between two arrivals that fit in the window
+    /// either side of it ([`Sends::wake_at`]), so one wake-up serves a span of twice the
+    /// window, and a lone arrival still goes at its own due time (always waking a window
+    /// late instead would add that to every lone arrival's latency for nothing). A late send
+    /// counts its latency from its due time, its wait included, as always. An early send
+    /// must not make latency look better than it is, so its latency counts from its send,
+    /// not from its due time (the exchange's `begin`): for it the corrected and the
+    /// uncorrected latency are one, the server's own, and its lateness is zero. Over any span longer than the window the server sees the
     /// offered rate; within one it may see a group at once, as it would from that many
     /// clients.
     #[inline]
@@ -122,13 +123,20 @@ impl Sends {
         }
     }
 
-    /// When to wake for the next arrival, due at `due`: at it (exact, grouped), or at the
-    /// grid's next point through `origin`.
+    /// When to wake for the next arrival, due at `due` (and the one after it at `after`, when
+    /// known): at it (exact), at the grid's next point through `origin`, or, grouping, halfway
+    /// to the one after when both fit in the window either side of a wake-up, each then off
+    /// its due time by at most the window (the first late, its latency counting from its due
+    /// time; the second early, counting from its send).
     #[inline]
-    pub(crate) fn wake_at(&self, due: Instant, origin: Instant) -> Instant {
+    pub(crate) fn wake_at(&self, due: Instant, after: Option<Instant>, origin: Instant) -> Instant {
         match *self {
             Sends::Grid(step) => on_grid(due, origin, step),
-            Sends::Exact | Sends::Grouped(_) => due,
+            Sends::Grouped(w) => match after.map(|a| a.saturating_duration_since(due)) {
+                Some(gap) if gap <= 2 * w => due + gap / 2,
+                _ => due,
+            },
+            Sends::Exact => due,
         }
     }
 }
@@ -194,7 +202,7 @@ mod tests {
         let origin = due[0];
         let (mut off, mut wakes, mut next) = (Vec::new(), 0, 0);
         while next < due.len() {
-            let now = sends.wake_at(due[next], origin);
+            let now = sends.wake_at(due[next], due.get(next + 1).copied(), origin);
             wakes += 1;
             let by = sends.send_by(now, end);
             while next < due.len() && due[next] <= by.max(now) {
@@ -227,9 +235,13 @@ mod tests {
         let (off, wakes) = simulate(Sends::Grouped(window), &due, None);
         assert_eq!(off.len(), due.len());
         let w = window.as_nanos() as i128;
-        assert!(off.iter().all(|&o| (-w..=0).contains(&o)), "early within the window, never late");
-        assert!(off.iter().any(|&o| o < 0), "some went early");
-        assert!(wakes < due.len() * 3 / 4, "{wakes} wake-ups for {} sends", due.len());
+        assert!(off.iter().all(|&o| (-w..=w).contains(&o)), "within the window either side");
+        assert!(off.iter().any(|&o| o < 0) && off.iter().any(|&o| o > 0), "early and late");
+        assert!(wakes < due.len() * 3 / 5, "{wakes} wake-ups for {} sends", due.len());
+        // Arrivals further apart than twice the window go each at its own due time.
+        let sparse: Vec<Instant> = (1..100).map(|k| due[0] + window * 3 * k).collect();
+        let (off, wakes) = simulate(Sends::Grouped(window), &sparse, None);
+        assert!(off.iter().all(|&o| o == 0) && wakes == sparse.len());
         // Exact sends: one wake-up each, at its due time.
         let (off, wakes) = simulate(Sends::Exact, &due, None);
         assert!(off.iter().all(|&o| o == 0));

@@ -179,7 +179,7 @@ pub struct Schedule {
     #[arg(long = "max-connections", value_name = "N", default_value_t = defaults::MAX_CONNECTIONS)]
     pub max_connections: usize,
     /// Open loop and sessions: `auto` sends together what falls due within the wake-up cost
-    /// measured at start (said in the output); a DUR puts send wake-ups on a grid of that
+    /// measured at start either side of a wake-up (said in the output); a DUR puts send wake-ups on a grid of that
     /// step, each sending every arrival due by then (wrk2's timer has 1ms), for less client
     /// CPU; `0` sends each arrival at its own due time. Lateness is measured and counted in
     /// the latency.

@@ -69,7 +69,11 @@ impl Worker {
         if let Some(timer) = self.timer.as_mut() {
             // Should arming ever fail, the sweep tick still dispatches, only later; the
             // lateness is then measured and reported like any other.
-            let at = self.spec.sends.wake_at(due, self.spec.measure_start);
+            let after = match self.spec.sends {
+                crate::Sends::Grouped(_) => self.schedule.as_ref().and_then(|s| s.peek_after()),
+                crate::Sends::Exact | crate::Sends::Grid(_) => None,
+            };
+            let at = self.spec.sends.wake_at(due, after, self.spec.measure_start);
             if self.stamped && at.saturating_duration_since(now) <= HARVEST {
                 // The loop will sleep until it (see `run`): no timerfd to set.
                 timer.expect(at);

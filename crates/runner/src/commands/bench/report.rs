@@ -179,12 +179,12 @@ pub struct Rate {
     pub not_sent: u64,
     /// Whether the schedule was kept: nothing left unsent, 99% sent within 1 ms of due.
     pub schedule_kept: bool,
-    /// How sends went out against their due times: `grouped` (the default: those due within
-    /// the wake-up cost measured at start went together), `exact` (`--coalesce 0`) or `grid`
-    /// (`--coalesce D`).
+    /// How sends went out against their due times: `grouped` (the default: those within the
+    /// wake-up cost measured at start either side of a wake-up went together), `exact`
+    /// (`--coalesce 0`) or `grid` (`--coalesce D`).
     pub sends: &'static str,
     /// How far off its due time a send could go by that choice, in microseconds: the
-    /// measured wake-up cost (early), the grid's step (late), 0 for exact sends.
+    /// measured wake-up cost (late or early), the grid's step (late), 0 for exact sends.
     pub send_window_us: u64,
 }
 
