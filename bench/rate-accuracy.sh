@@ -4,7 +4,10 @@
 # rate in the same run. See BENCHMARKS.md for how to read the output.
 #
 # Three runs at each rate, interleaved and rotated:
-#   loadlab      loadlab bench --rate R -d DURATION -t 1: open loop over keep-alive connections
+#   loadlab      loadlab bench --rate R -d DURATION -t 1: open loop over keep-alive connections,
+#                sends grouped within the wake-up cost it measures at start (the default)
+#   loadlab-exact
+#                loadlab bench --rate R --coalesce 0: each send at its own due time
 #   loadlab-new  loadlab bench --conn-rate R --calls-per-conn 1 --conns R*DURATION -t 1:
 #                httperf's session model, one new connection per request
 #   httperf      httperf --rate R --num-conns R*DURATION --num-calls 1: one new connection per
@@ -63,10 +66,10 @@ fi
 [ -z "$SOURCE_IPS" ] || loadlab_opts+=(--source-ips "$SOURCE_IPS")
 for t in "${tools[@]}"; do
   case $t in
-    loadlab | loadlab-new | loadlab-coalesce) ;;
+    loadlab | loadlab-new | loadlab-coalesce | loadlab-exact) ;;
     httperf) command -v httperf >/dev/null || die "httperf not installed (make deps-bench)" ;;
     wrk2) [ -x "$WRK2" ] || die "wrk2 needs WRK2=path/to/wrk2's wrk (see the top of this script)" ;;
-    *) die "unknown tool '$t' in TOOLS (known: loadlab loadlab-coalesce loadlab-new httperf wrk2)" ;;
+    *) die "unknown tool '$t' in TOOLS (known: loadlab loadlab-exact loadlab-coalesce loadlab-new httperf wrk2)" ;;
   esac
 done
 if [[ " ${tools[*]} " == *" loadlab"* ]]; then
@@ -143,6 +146,8 @@ run() {
       --format json "http://127.0.0.1:$port/hello.txt") ;;
     loadlab-coalesce) cmd=("$LOADLAB" bench -q -t 1 --rate "$rate" -d "${DURATION}s"
       --coalesce "$COALESCE" "${loadlab_opts[@]}" --format json "http://127.0.0.1:$port/hello.txt") ;;
+    loadlab-exact) cmd=("$LOADLAB" bench -q -t 1 --rate "$rate" -d "${DURATION}s"
+      --coalesce 0 "${loadlab_opts[@]}" --format json "http://127.0.0.1:$port/hello.txt") ;;
     loadlab-new) cmd=("$LOADLAB" bench -q -t 1 --conn-rate "$rate" --calls-per-conn 1
       --conns "$n" "${loadlab_opts[@]}" --format json "http://127.0.0.1:$port/hello.txt") ;;
     httperf) cmd=(httperf --server 127.0.0.1 --port "$port" --uri /hello.txt --rate "$rate"
@@ -227,7 +232,8 @@ for line in open(f"{work}/runs"):
                  kept=rate_["schedule_kept"], completed=j["requests"]["completed"],
                  errors=j["requests"]["failed"], own_cpu=j["client"]["cpu_us_per_request"],
                  saturated=j["client"]["saturated"], peak=j["connections"]["peak"],
-                 warnings=j["warnings"])
+                 warnings=j["warnings"], p99=j["latency_us"]["p99"],
+                 window=rate_.get("send_window_us"))
     elif tool == "wrk2":
         completed, tdur = find(r"(\d+) requests in ([\d.]+)s", text, base)
         completed, tdur = int(completed), float(tdur)
@@ -305,6 +311,7 @@ print("\nmedians over rounds, and loadlab/httperf CPU µs per request (time_us/r
 print(f"{'rate':>6} " + " ".join(f"{t + ' ach/off':>20} {t + ' us/req':>19}" for t in tools)
       + ("  loadlab-new/httperf  loadlab/httperf" if "httperf" in tools else "")
       + ("  loadlab/wrk2" if "wrk2" in tools and "loadlab" in tools else "")
+      + ("  loadlab-exact/wrk2" if "wrk2" in tools and "loadlab-exact" in tools else "")
       + ("  coalesce/wrk2" if "wrk2" in tools and "loadlab-coalesce" in tools else ""))
 for rate in rates:
     line = f"{rate:>6} "
@@ -318,7 +325,8 @@ for rate in rates:
     if "httperf" in tools:
         pairs_shown += [("loadlab-new", "httperf", 20), ("loadlab", "httperf", 16)]
     if "wrk2" in tools:
-        pairs_shown += [(t, "wrk2", w) for t, w in (("loadlab", 13), ("loadlab-coalesce", 14))
+        pairs_shown += [(t, "wrk2", w) for t, w in
+                        (("loadlab", 13), ("loadlab-exact", 19), ("loadlab-coalesce", 14))
                         if t in tools]
     for t, peer, width in pairs_shown:
         pairs = [(by[t, rate, n], by[peer, rate, n]) for n in rounds
@@ -330,11 +338,13 @@ for rate in rates:
     print(line)
 # Lateness, the price of each tool's sending: median over rounds of late p99 (loadlab only;
 # wrk2 does not report it).
-late_tools = [t for t in tools if t in ("loadlab", "loadlab-coalesce")]
-if late_tools:
-    print("\nlate p99 (µs, median over rounds): " + ", ".join(
-        f"{t} " + " ".join(f"{rate}: {f(med(by[t, rate, n]['late_p99'] for n in rounds if (t, rate, n) in by), '.0f')}"
-                           for rate in rates) for t in late_tools))
+late_tools = [t for t in tools if t in ("loadlab", "loadlab-exact", "loadlab-coalesce")]
+for key, what in (("late_p99", "late p99"), ("p99", "latency p99, from due time"),
+                  ("window", "send window")):
+    if late_tools:
+        print(f"\n{what} (µs, median over rounds): " + ", ".join(
+            f"{t} " + " ".join(f"{rate}: {f(med(by[t, rate, n][key] for n in rounds if (t, rate, n) in by), '.0f')}"
+                               for rate in rates) for t in late_tools))
 
 print("\nnotes")
 # httperf and loadlab-new do the same work (a connection per request) at the same rate: CPU use

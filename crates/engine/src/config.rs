@@ -49,12 +49,13 @@ pub struct BenchConfig {
     /// Connect to this unix-domain socket instead of the URL's host and port (curl's
     /// `--unix-socket`); the URL still gives the Host header and the path.
     pub unix_socket: Option<std::path::PathBuf>,
-    /// Open loop and sessions: wake-ups to send fall on a grid of this step, each sending every
-    /// arrival due by then, so that a step spanning several arrivals sends them together (as
-    /// wrk2's 1 ms timer does) for fewer wake-ups and less CPU. Due times do not move: each
-    /// arrival's lateness, up to a step, is measured and counted in its latency. Zero: every
-    /// arrival is sent at its own due time (the default).
-    pub coalesce: Duration,
+    /// Open loop and sessions: when sends go out against their due times. By default the
+    /// run measures what a wake-up costs and sends together what falls due within that
+    /// window either side of a wake-up ([`crate::Sends`]); `Exact` sends each at its own due time; `Grid` puts the
+    /// wake-ups on a grid of a step, each sending every arrival due by then (wrk2's 1 ms
+    /// timer), for fewer wake-ups and less CPU. Due times do not move: each arrival's
+    /// lateness is measured and counted in its latency.
+    pub coalesce: crate::Coalesce,
     /// This host's part of a test spread over several (`--agents`); agent 0 of 1 alone.
     pub share: Share,
     /// A rate that changes over time (`--rate A..B`, `--stages`): the open loop's or the
@@ -86,8 +87,8 @@ pub mod defaults {
     pub const DURATION: Duration = Duration::from_secs(10);
     /// Load before the measurement: none.
     pub const WARMUP: Duration = Duration::ZERO;
-    /// Open loop and sessions: each arrival sent at its own due time, no grid of wake-ups.
-    pub const COALESCE: Duration = Duration::ZERO;
+    /// Open loop and sessions: sends grouped within the wake-up cost measured at start.
+    pub const COALESCE: crate::Coalesce = crate::Coalesce::Auto;
     /// The seed of Poisson arrivals (the same seed and thread count repeat the same schedule).
     pub const SEED: u64 = 1;
 }

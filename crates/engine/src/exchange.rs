@@ -65,7 +65,9 @@ impl Exchange {
     ) {
         self.measured = measured;
         self.entry = entry;
-        self.due = due;
+        // A send that goes early (grouped with an earlier one, `Sends::send_by`) counts its
+        // latency from its send: from its due time it would read shorter than the server took.
+        self.due = due.min(now);
         self.started = now;
         self.connected = now;
         self.written = now;
@@ -206,5 +208,23 @@ mod tests {
         ex.check.update(b"hello");
         ex.record_completion(&mut t, &r, 200, 5, None, now);
         assert_eq!((t.completed, t.answer.is_none()), (1, true));
+    }
+
+    /// An arrival sent before its due time (grouped with an earlier one) counts its latency
+    /// from its send: from its due time it would read shorter than the server took. One sent
+    /// late counts from its due time, its wait in the client included.
+    #[test]
+    fn an_early_send_counts_its_latency_from_the_send_a_late_one_from_its_due_time() {
+        let v = Validation::default();
+        let sent = Instant::now();
+        let r = Recording { measure_start: sent, validation: &v, scheduled: true };
+        let ms = Duration::from_millis;
+        for (due, latency) in [(sent + ms(20), 50_000), (sent - ms(20), 70_000)] {
+            let (mut t, mut ex) = (Tally::default(), Exchange::new(BodyCheck::new(&v), sent));
+            ex.begin(sent, due, Duration::from_secs(1), true, 0);
+            ex.record_completion(&mut t, &r, 200, 0, None, sent + ms(50));
+            assert_eq!(t.timings.corrected.max(), latency);
+            assert_eq!(t.timings.total.max(), 50_000, "the service time, from the send");
+        }
     }
 }

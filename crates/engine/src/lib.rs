@@ -37,6 +37,7 @@ pub mod replay;
 pub mod request;
 pub mod result;
 mod schedule;
+mod sends;
 mod session_tally;
 pub mod shape;
 mod slots;
@@ -69,6 +70,7 @@ pub use replay::{Replay, Skip};
 pub use request::{Protocol, RequestSpec};
 pub use result::{BenchResult, EntryTally, HdrLog, Tally, Timings, WorkerSummary};
 pub use schedule::Arrival;
+pub use sends::{Coalesce, Sends, WakeCost, MAX_WINDOW};
 pub use shape::{Level, Shape, ShapeError, Stage};
 pub use target::Target;
 pub use tls::{Negotiated, TlsOptions, TlsVersion};
@@ -260,6 +262,10 @@ struct Setup {
     /// queue could pace a run: it is not probed, and the server sees only the run's own
     /// connections.
     idle_rtt: Option<Result<u32, probe::NoIdleRtt>>,
+    /// When scheduled sends go out against their due times: automatic grouping measures the
+    /// wake-up cost here, before the clock starts, so the calibration's few milliseconds
+    /// delay no arrival.
+    sends: Sends,
 }
 
 impl Setup {
@@ -280,7 +286,16 @@ impl Setup {
             None => Link::of(addr, config.source_ips.first().copied()),
         };
         let idle_rtt = (!link.is_loopback()).then(|| probe::idle_rtt(addr));
-        Ok(Setup { table, fd_limit, tls, cpus_available, link, idle_rtt })
+        let sends = match (config.pacing.rate(), &config.visits) {
+            // Visitors' calls are timed by their visits, not grouped (see `worker::visits`).
+            (Some(_), None) => {
+                let (unix, tls) = (config.unix_socket.is_some(), config.target.tls);
+                let sleeps = worker::stamped(config.pacing, unix, tls, config.protocol);
+                config.coalesce.settle(&mut timer::Calibration { sleeps })
+            }
+            _ => Sends::Exact,
+        };
+        Ok(Setup { table, fd_limit, tls, cpus_available, link, idle_rtt, sends })
     }
 }
 
@@ -403,7 +418,7 @@ fn worker_spec(
         limits: config.limits,
         pin: (!config.pin.is_empty()).then(|| config.pin[i % config.pin.len()]),
         source_ips: config.source_ips.clone(),
-        coalesce: config.coalesce,
+        sends: setup.sends,
         unix: config.unix_socket.clone(),
         tls: setup.tls.clone(),
         measure_start: clock.measure_start,
@@ -534,6 +549,7 @@ fn merge(
         cgroup_throttle,
         hdr_log,
         start_late: Duration::ZERO,
+        sends: config.pacing.rate().map(|_| setup.sends),
     }
 }
 

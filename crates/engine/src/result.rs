@@ -343,6 +343,9 @@ pub struct BenchResult {
     /// With [`crate::BenchConfig::start_at`]: how late the run's thread woke after that time
     /// (the clock's origin is the time itself: see the engine's `start` module). Zero otherwise.
     pub start_late: Duration,
+    /// Open loop and sessions: when the sends went out against their due times, as the run
+    /// settled it before its clock started; `None` in the closed loop.
+    pub sends: Option<crate::Sends>,
 }
 
 /// The per-second histograms of a run, as the interval log needs them.

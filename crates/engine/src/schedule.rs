@@ -150,6 +150,27 @@ impl Schedule {
         Some(self.origin + Duration::from_nanos(self.next_ns as u64))
     }
 
+    /// When the arrival after the next one is due, without taking either: what [`Schedule::pop`]
+    /// will make of it (a Poisson gap drawn from a copy of the generator, the same draw).
+    /// `None` when there is none, and under a shape, whose next point costs more to find
+    /// than grouping saves.
+    pub fn peek_after(&self) -> Option<Instant> {
+        if self.shaped.is_some() {
+            return None;
+        }
+        let line = match &self.lines {
+            Some(l) if l.next + l.stride >= l.limit => return None,
+            Some(l) => Some((&l.replay, l.next + l.stride)),
+            None => None,
+        };
+        let ns = match self.arrival {
+            Arrival::Fixed => self.first_ns + self.gap_ns * (self.popped + 1) as f64,
+            Arrival::Poisson => self.next_ns + exponential(&mut self.rng.clone(), self.gap_ns),
+            Arrival::Log => line?.0.offset(line?.1).as_nanos() as f64,
+        };
+        Some(self.origin + Duration::from_nanos(ns as u64))
+    }
+
     /// Takes the next arrival: its due time, and for a replay its request. Call only after
     /// [`Schedule::peek`] gave a time.
     #[inline]
@@ -258,6 +279,32 @@ mod tests {
         let mut again = Schedule::new(10_000.0, Arrival::Poisson, t0, 0, 1, 42);
         let mut first = Schedule::new(10_000.0, Arrival::Poisson, t0, 0, 1, 42);
         assert!((0..100).all(|_| again.pop() == first.pop()));
+    }
+
+    #[test]
+    fn the_arrival_after_the_next_is_the_one_pop_gives_then() {
+        let origin = Instant::now();
+        for arrival in [Arrival::Fixed, Arrival::Poisson] {
+            let mut s = Schedule::new(1000.0, arrival, origin, 1, 3, 7);
+            for _ in 0..50 {
+                let after = s.peek_after().expect("an unending schedule");
+                s.pop();
+                assert_eq!(s.peek(), Some(after), "{arrival:?}");
+            }
+        }
+        let mut s = Schedule::new(10.0, Arrival::Log, origin, 0, 2, 1).replaying(
+            replay(&[0, 5, 10, 15, 20]),
+            0,
+            2,
+            5,
+        );
+        let mut seen = vec![];
+        while let Some(after) = s.peek_after() {
+            s.pop();
+            seen.push(after.duration_since(origin).as_millis());
+            assert_eq!(s.peek(), Some(after));
+        }
+        assert_eq!(seen, [10, 20], "lines 0, 2, 4: none after the last");
     }
 
     #[test]

@@ -39,8 +39,8 @@ pub(crate) struct WorkerSpec {
     pub limits: Limits,
     pub pin: Option<usize>,
     pub source_ips: Vec<IpAddr>,
-    /// The grid that send wake-ups fall on (zero: none), see `BenchConfig::coalesce`.
-    pub coalesce: Duration,
+    /// When scheduled sends go out against their due times, as the run settled it.
+    pub sends: crate::Sends,
     /// Connect here instead of `addr` (`BenchConfig::unix_socket`).
     pub unix: Option<std::path::PathBuf>,
     /// `https://`: the run's TLS configuration and the server's name.

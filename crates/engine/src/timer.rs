@@ -1,14 +1,17 @@
 //! A wake-up with microsecond precision for the open-loop schedule: a timerfd in the worker's
 //! epoll set. epoll_wait's own timeout counts in whole milliseconds, which would make every
 //! request up to a millisecond late at any rate; a timerfd armed at an absolute time does not.
+//! Also what a wake-up on this path costs ([`Calibration`]), which sets how finely a run's
+//! sends are grouped (`crate::sends`).
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
-use mio::{Interest, Registry, Token};
+use mio::{Events, Interest, Poll, Registry, Token};
 
+use crate::sends::WakeCost;
 use crate::sys;
 
 #[derive(Debug)]
@@ -72,6 +75,49 @@ impl Timer {
     }
 }
 
+/// What one wake-up costs on the worker's timer path, measured on the calling thread as
+/// bench/wake-cost.c does: [`ROUNDS`] rounds of [`WAKES`] sleeps of [`GAP`] each (about 6 ms
+/// in all), the median round's CPU time per wake-up. The thread's own CPU account, not the
+/// wall clock: other work on the machine delays a wake-up but does not add to what it costs
+/// this thread; the median drops a round an interrupt or a migration disturbed.
+pub(crate) struct Calibration {
+    /// The worker sleeps until its sends (`clock_nanosleep`, see `worker::HARVEST`); otherwise
+    /// it waits for the timerfd in epoll.
+    pub sleeps: bool,
+}
+
+const ROUNDS: usize = 5;
+const WAKES: u32 = 12;
+/// Each sleep's length, from when the last one ended (so a late wake-up never leaves the next
+/// due time passed, which would not sleep at all); long enough for an idle CPU to halt, as
+/// it does between sends at 10,000 a second.
+const GAP: Duration = Duration::from_micros(100);
+
+impl WakeCost for Calibration {
+    fn per_wake_up(&mut self) -> Duration {
+        let Ok(mut poll) = Poll::new() else { return Duration::ZERO };
+        let Ok(mut timer) = Timer::new(poll.registry(), Token(0)) else { return Duration::ZERO };
+        let mut events = Events::with_capacity(2);
+        let mut rounds = [Duration::ZERO; ROUNDS];
+        for round in &mut rounds {
+            let start = sys::CpuTime::thread();
+            for _ in 0..WAKES {
+                let at = Instant::now() + GAP;
+                if self.sleeps {
+                    timer.sleep_until(at);
+                } else if timer.arm(at).is_ok() {
+                    // Bounded: a timer that never fires costs this wait, not a hang.
+                    let _ = poll.poll(&mut events, Some(GAP * 100));
+                    timer.fired();
+                }
+            }
+            *round = sys::CpuTime::thread().since(&start).total() / WAKES;
+        }
+        rounds.sort();
+        rounds[ROUNDS / 2]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +141,15 @@ mod tests {
         }
         assert!(fired, "timer never fired");
         assert!(Instant::now() >= at, "fired early");
+    }
+
+    /// A real wake-up costs something on either path, and far less than the sleep itself
+    /// (generous bounds: the figure is the machine's, a loaded one's included).
+    #[test]
+    fn a_wake_up_costs_some_cpu_on_both_paths() {
+        for sleeps in [true, false] {
+            let cost = Calibration { sleeps }.per_wake_up();
+            assert!(cost > Duration::ZERO && cost < Duration::from_millis(5), "{sleeps}: {cost:?}");
+        }
     }
 }

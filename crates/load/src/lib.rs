@@ -26,7 +26,7 @@ mod request;
 
 use std::time::Duration;
 
-use loadlab_engine::{BenchConfig, Pacing};
+use loadlab_engine::{BenchConfig, Coalesce, Pacing};
 
 pub use duration::parse_duration;
 pub use request::{read_body, Expect, Origin, Refusal, Request, Setting};
@@ -178,14 +178,32 @@ pub struct Schedule {
     /// rather than the rate silently dropping.
     #[arg(long = "max-connections", value_name = "N", default_value_t = defaults::MAX_CONNECTIONS)]
     pub max_connections: usize,
-    /// Open loop and sessions: send wake-ups on a grid of this step, each sending every
-    /// arrival due by then (wrk2's timer has 1ms), for less client CPU; each arrival's
-    /// lateness, up to a step, is measured and counted in its latency [default: 0s, each
-    /// arrival at its own due time].
-    // Command line only: a suite's cells send each arrival at its own due time.
-    #[arg(long = "coalesce", value_name = "DUR", default_value = duration::text(defaults::COALESCE), value_parser = parse_duration, allow_hyphen_values = true)]
+    /// Open loop and sessions: `auto` sends together what falls due within the wake-up cost
+    /// measured at start either side of a wake-up (said in the output); a DUR puts send wake-ups on a grid of that
+    /// step, each sending every arrival due by then (wrk2's timer has 1ms), for less client
+    /// CPU; `0` sends each arrival at its own due time. Lateness is measured and counted in
+    /// the latency.
+    // Command line only: a suite's cells take the default, as a flag not given does.
+    #[arg(long = "coalesce", value_name = "DUR", default_value = coalesce_text(defaults::COALESCE), value_parser = parse_coalesce, allow_hyphen_values = true)]
     #[serde(skip)]
-    pub coalesce: Duration,
+    pub coalesce: Coalesce,
+}
+
+/// `--coalesce`: `auto`, or a grid's step (`0`: exact sends).
+pub fn parse_coalesce(s: &str) -> Result<Coalesce, String> {
+    match s.trim() {
+        "auto" => Ok(Coalesce::Auto),
+        s => parse_duration(s).map(Coalesce::step),
+    }
+}
+
+/// `c` as `--coalesce`'s `[default: ...]` shows it and [`parse_coalesce`] reads it back.
+fn coalesce_text(c: Coalesce) -> &'static str {
+    match c {
+        Coalesce::Auto => "auto",
+        Coalesce::Exact => "0s",
+        Coalesce::Grid(step) => duration::text(step),
+    }
 }
 
 impl Default for Schedule {
@@ -226,7 +244,10 @@ mod tests {
         assert_eq!(c.connect_timeout, Duration::from_secs(10));
         let s = Schedule::default();
         assert_eq!((s.arrival, s.max_connections), (Arrival::Fixed, defaults::MAX_CONNECTIONS));
-        assert_eq!(s.coalesce, Duration::ZERO);
+        assert_eq!(s.coalesce, Coalesce::Auto);
+        assert_eq!(parse_coalesce("0"), Ok(Coalesce::Exact));
+        assert_eq!(parse_coalesce("1ms"), Ok(Coalesce::Grid(Duration::from_millis(1))));
+        assert!(parse_coalesce("-1ms").is_err() && parse_coalesce("soon").is_err());
         assert_eq!(Warmup::default().warmup, Duration::ZERO);
     }
 

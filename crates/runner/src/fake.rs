@@ -66,6 +66,7 @@ pub fn result(
         cgroup_throttle: None,
         hdr_log: None,
         start_late: Duration::ZERO,
+        sends: pacing.rate().map(|_| loadlab_engine::Sends::Exact),
     }
 }
 

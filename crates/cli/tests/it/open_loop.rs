@@ -196,6 +196,7 @@ fn coalesced_sends_keep_the_rate_and_report_their_lateness() {
     let report = bench(&nginx.url("/hello.txt"), &args, 0);
     assert_no_errors(&report);
     assert_eq!(uint(&report, "config.coalesce_us"), 2_000, "{report:#}");
+    assert_eq!(at(&report, "rate.sends"), "grid", "{report:#}");
     let achieved = float(&report, "rate.achieved_rps");
     assert!((4_900.0..=5_050.0).contains(&achieved), "{report:#}");
     let (p50, p99) = (uint(&report, "rate.late_p50_us"), uint(&report, "rate.late_p99_us"));
@@ -236,4 +237,34 @@ fn a_counted_schedule_reads_as_its_offered_rate() {
             );
         }
     }
+}
+
+/// The report says how the sends went out: by default grouped within the wake-up cost the run
+/// measured at start (some microseconds, at most 100), with `--coalesce 0` each at its own due
+/// time, with `--coalesce 2ms` on a grid; JSON and the text header alike. A closed loop has no
+/// sends to group (`rate` is null).
+#[test]
+fn the_report_says_how_the_sends_went_out() {
+    let _timing = timing_lock();
+    let server = TestServer::start(Behaviour::ok("sends"));
+    let url = server.url("/");
+    let report = bench(&url, &["--rate", "2000", "-d", "300ms"], 0);
+    assert_no_errors(&report);
+    assert_eq!(at(&report, "rate.sends"), "grouped", "{report:#}");
+    let window = uint(&report, "rate.send_window_us");
+    assert!((1..=100).contains(&window), "window {window} µs\n{report:#}");
+    assert_eq!(uint(&report, "config.coalesce_us"), 0, "no grid was asked for");
+    for (coalesce, sends, window) in [("0", "exact", 0), ("2ms", "grid", 2_000)] {
+        let report = bench(&url, &["--rate", "2000", "-d", "300ms", "--coalesce", coalesce], 0);
+        assert_eq!(at(&report, "rate.sends"), sends, "{report:#}");
+        assert_eq!(uint(&report, "rate.send_window_us"), window, "{report:#}");
+    }
+    let mut cmd = crate::support::loadlab();
+    cmd.args(["bench", &url, "--rate", "500", "-d", "200ms"]);
+    let out = crate::support::output_within(cmd, crate::support::RUN_LIMIT);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let said = text.lines().find(|l| l.contains("sends grouped within "));
+    assert!(said.is_some_and(|l| l.ends_with(" µs: this machine's wake-up cost")), "{text}");
+    let closed = bench(&url, &["-c", "1", "-n", "5"], 0);
+    assert!(at(&closed, "rate").is_null(), "{closed:#}");
 }

@@ -60,6 +60,15 @@ const HARVEST: Duration = Duration::from_millis(1);
 /// the trust verdict's tolerance for a schedule kept (`SCHEDULE_TOLERANCE_US` in the runner).
 pub const LATE_BOUND_US: u64 = 1_000;
 
+/// Whether a worker's responses carry the kernel's arrival stamps, so that its loop may sleep
+/// until its next send and read them then (see [`HARVEST`]): the open loop over plain TCP and
+/// HTTP/1.1. Unix sockets carry no arrival stamps, and TLS reads records, not the segments
+/// the stamps belong to: their responses wake the loop as they come. HTTP/2 reads carry many
+/// streams' frames at once: they are timed when read.
+pub(crate) fn stamped(pacing: Pacing, unix: bool, tls: bool, protocol: Protocol) -> bool {
+    matches!(pacing, Pacing::Open { .. }) && !unix && !tls && protocol == Protocol::Http1
+}
+
 pub(crate) struct Worker {
     spec: WorkerSpec,
     poll: Poll,
@@ -148,13 +157,7 @@ impl Worker {
             refused_at_end: 0,
             connecting: 0,
             dirty: Vec::new(),
-            // Unix sockets carry no arrival stamps, and TLS reads records, not the segments
-            // the stamps belong to: their responses wake the loop as they come.
-            // HTTP/2 reads carry many streams' frames at once: they are timed when read.
-            stamped: matches!(spec.pacing, Pacing::Open { .. })
-                && spec.unix.is_none()
-                && spec.tls.is_none()
-                && spec.protocol == Protocol::Http1,
+            stamped: stamped(spec.pacing, spec.unix.is_some(), spec.tls.is_some(), spec.protocol),
             harvesting: false,
             parked: Vec::new(),
             to_park: 0,

@@ -3,7 +3,7 @@
 //! the connection bound), and slots given back when their request or session ends. Latency
 //! counts from each arrival's due time, so an arrival that waits for a slot keeps counting.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::{Worker, HARVEST};
 use crate::conn::State;
@@ -18,7 +18,8 @@ use crate::slots::Slots;
 const MAX_CONNECTING: usize = 64;
 
 impl Worker {
-    /// Sends the scheduled arrivals due by `until`, as far as connections allow, and arms the
+    /// Sends the scheduled arrivals due by `until` (and, grouping sends, those due within the
+    /// window after it: [`crate::Sends::send_by`]), as far as connections allow, and arms the
     /// timer for the next one.
     pub(super) fn dispatch(&mut self, now: Instant, until: Instant) {
         let Some(schedule) = self.schedule.as_ref() else { return };
@@ -30,6 +31,7 @@ impl Worker {
             self.budget_spent = true;
             return;
         };
+        let until = self.spec.sends.send_by(until, self.spec.end);
         while due <= until {
             if self.idle.is_empty() && self.connecting >= MAX_CONNECTING {
                 // The next arrival needs a new connection and enough are being made: wait for
@@ -67,7 +69,11 @@ impl Worker {
         if let Some(timer) = self.timer.as_mut() {
             // Should arming ever fail, the sweep tick still dispatches, only later; the
             // lateness is then measured and reported like any other.
-            let at = on_grid(due, self.spec.measure_start, self.spec.coalesce);
+            let after = match self.spec.sends {
+                crate::Sends::Grouped(_) => self.schedule.as_ref().and_then(|s| s.peek_after()),
+                crate::Sends::Exact | crate::Sends::Grid(_) => None,
+            };
+            let at = self.spec.sends.wake_at(due, after, self.spec.measure_start);
             if self.stamped && at.saturating_duration_since(now) <= HARVEST {
                 // The loop will sleep until it (see `run`): no timerfd to set.
                 timer.expect(at);
@@ -116,45 +122,5 @@ impl Worker {
         entry: Option<u32>,
     ) {
         self.start(idx, now, due, true, entry)
-    }
-}
-
-/// The first point at or after `due` of the grid of `step` through `origin` (`due` itself
-/// when `step` is zero): when a wake-up that coalesces sends may come.
-fn on_grid(due: Instant, origin: Instant, step: Duration) -> Instant {
-    if step.is_zero() {
-        return due;
-    }
-    let step_ns = step.as_nanos();
-    let past = match due.checked_duration_since(origin) {
-        Some(d) => d.as_nanos(),
-        // Before the grid's origin (the warm-up): on the same grid, counted backwards.
-        None => {
-            let before = origin.duration_since(due).as_nanos();
-            return origin - Duration::from_nanos(((before / step_ns) * step_ns) as u64);
-        }
-    };
-    let steps = past.div_ceil(step_ns);
-    origin + Duration::from_nanos((steps * step_ns) as u64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::on_grid;
-    use std::time::{Duration, Instant};
-
-    #[test]
-    fn send_wake_ups_fall_on_the_grid_and_never_before_the_due_time() {
-        let origin = Instant::now() + Duration::from_secs(1);
-        let ms = Duration::from_millis(1);
-        let at = |us: u64| origin + Duration::from_micros(us);
-        assert_eq!(on_grid(at(1), origin, ms), at(1_000));
-        assert_eq!(on_grid(at(1_000), origin, ms), at(1_000), "a due time on the grid stays");
-        assert_eq!(on_grid(at(2_001), origin, ms), at(3_000));
-        assert_eq!(on_grid(at(2_001), origin, Duration::ZERO), at(2_001), "no grid");
-        // In the warm-up, before the grid's origin: the grid extends backwards.
-        let before = origin - Duration::from_micros(1_500);
-        assert_eq!(on_grid(before, origin, ms), origin - ms);
-        assert!(on_grid(before, origin, ms) >= before);
     }
 }

@@ -85,6 +85,7 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     };
     let threads = counted(c.threads as u64, "thread");
     writeln!(out, "  {model}, {threads}, {keepalive}, {stop}{warm}")?;
+    sends(r, out)?;
     writeln!(
         out,
         "  server {} at {}",
@@ -105,6 +106,19 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(out)?;
     Ok(())
+}
+
+/// Open loop and sessions: when the sends went out against their due times.
+fn sends(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let Some(rate) = &r.rate else { return Ok(()) };
+    let window = rate.send_window_us;
+    match rate.sends {
+        "grouped" => {
+            writeln!(out, "  sends grouped within {window} µs: this machine's wake-up cost")
+        }
+        "grid" => writeln!(out, "  sends on a {window} µs grid (--coalesce), up to a step late"),
+        _ => writeln!(out, "  sends each at its own due time"),
+    }
 }
 
 /// How the load was applied: the loop, its level or its shape as given (`--stages`'

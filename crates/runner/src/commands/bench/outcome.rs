@@ -9,7 +9,8 @@ use crate::judge::limit::{self, LimitedBy};
 use crate::judge::slo::SloVerdict;
 use crate::{Flag, Verdict};
 use loadlab_engine::result::per_second;
-use loadlab_engine::{Arrival, BenchConfig, BenchResult, ErrorClass, Pacing, Protocol, Stop};
+use loadlab_engine::{Arrival, BenchConfig, BenchResult, ErrorClass, Pacing, Protocol};
+use loadlab_engine::{Sends, Stop};
 use loadlab_stats::{Moments, RecorderSummary};
 use loadlab_store::Histograms;
 use serde::Serialize;
@@ -188,6 +189,13 @@ pub struct Rate {
     pub not_sent: u64,
     /// Whether the schedule was kept: nothing left unsent, 99% sent within 1 ms of due.
     pub schedule_kept: bool,
+    /// How sends went out against their due times: `grouped` (the default: those within the
+    /// wake-up cost measured at start either side of a wake-up went together), `exact`
+    /// (`--coalesce 0`) or `grid` (`--coalesce D`).
+    pub sends: &'static str,
+    /// How far off its due time a send could go by that choice, in microseconds: the
+    /// measured wake-up cost (late or early), the grid's step (late), 0 for exact sends.
+    pub send_window_us: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -522,7 +530,7 @@ impl ConfigEcho {
             timeout_s: cfg.timeout.as_secs_f64(),
             connect_timeout_s: cfg.connect_timeout.as_secs_f64(),
             warmup_s: cfg.warmup.as_secs_f64(),
-            coalesce_us: cfg.coalesce.as_micros() as u64,
+            coalesce_us: cfg.coalesce.grid().map_or(0, |step| step.as_micros() as u64),
             headers: cfg.request.headers.iter().map(|(n, v)| format!("{n}: {v}")).collect(),
             body_bytes: cfg.request.body.len(),
             expect_status: expect_status(v),
@@ -563,6 +571,8 @@ impl Rate {
             late_max_us: t.timings.late.max(),
             not_sent: r.not_sent_requests(),
             schedule_kept: !verdict.has(Flag::ScheduleMissed),
+            sends: r.sends.unwrap_or(Sends::Exact).name(),
+            send_window_us: r.sends.map_or(0, |s| s.window().as_micros() as u64),
         })
     }
 }

@@ -27,7 +27,7 @@ pub(crate) fn one_request(config: BenchConfig) -> BenchConfig {
         warmup: std::time::Duration::ZERO,
         shape: None,
         hdr_log: false,
-        coalesce: std::time::Duration::ZERO,
+        coalesce: loadlab_engine::Coalesce::Exact,
         ..config
     };
     config.validation.keep_answer = true;
