@@ -193,7 +193,7 @@ pub struct Schedule {
 pub fn parse_coalesce(s: &str) -> Result<Coalesce, String> {
     match s.trim() {
         "auto" => Ok(Coalesce::Auto),
-        s => parse_duration(s).map(Coalesce::step),
+        s => parse_duration(s).map(Coalesce::step).map_err(|e| format!("{e}, or auto")),
     }
 }
 
@@ -247,7 +247,8 @@ mod tests {
         assert_eq!(s.coalesce, Coalesce::Auto);
         assert_eq!(parse_coalesce("0"), Ok(Coalesce::Exact));
         assert_eq!(parse_coalesce("1ms"), Ok(Coalesce::Grid(Duration::from_millis(1))));
-        assert!(parse_coalesce("-1ms").is_err() && parse_coalesce("soon").is_err());
+        assert!(parse_coalesce("-1ms").is_err());
+        assert!(parse_coalesce("soon").is_err_and(|e| e.ends_with("500ms, or auto")));
         assert_eq!(Warmup::default().warmup, Duration::ZERO);
     }
 
