@@ -12,7 +12,7 @@ SHELL := /bin/bash
 # Debian packages, by purpose. LAB_PACKAGES are what the lab's stacks run (loadlab stack):
 # make test installs them, so that CI runs the lab's tests instead of skipping them.
 LAB_PACKAGES   := nginx apache2 libapache2-mod-php php-fpm php-cgi php-cli php-mysql \
-                  spawn-fcgi varnish hitch mariadb-server mariadb-client wordpress \
+                  spawn-fcgi varnish hitch caddy mariadb-server mariadb-client wordpress \
                   wordpress-theme-twentytwentyone
 # iproute2: the link test puts a server in a network namespace behind a veth pair (as root).
 # openssh: the `--host` tests run an sshd of their own in a namespace host, and ssh to it.

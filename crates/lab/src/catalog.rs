@@ -89,6 +89,20 @@ pub const STACKS: &[Stack] = &[
         wordpress: false,
     },
     Stack {
+        name: "caddy",
+        summary: "Caddy serving static files; with TLS, HTTP/1.1, HTTP/2 and HTTP/3 on one port",
+        http_tiers: &[Tier::Caddy { fpm: false }],
+        db: Db::No,
+        wordpress: false,
+    },
+    Stack {
+        name: "caddy-fpm",
+        summary: "Caddy + php-fpm over a unix socket; with TLS, HTTP/3 beside HTTP/1.1 and h2",
+        http_tiers: &[Tier::Caddy { fpm: true }, Tier::PhpFpm],
+        db: Db::Optional,
+        wordpress: false,
+    },
+    Stack {
         name: "mariadb",
         summary: "MariaDB alone, with the Country table",
         http_tiers: &[],
@@ -204,6 +218,26 @@ impl Stack {
         self.http_tiers.iter().any(|t| matches!(t, Tier::PhpFpm | Tier::SpawnFcgi))
     }
 
+    /// The keep-alive knobs Caddy has no setting for: Go's server keeps every connection it
+    /// can and counts no requests per connection, so neither `keepalive off` nor
+    /// `keepalive_requests` could be written into its config.
+    fn caddy_problem(&self, knobs: &Knobs) -> Option<KnobProblem> {
+        if !matches!(self.http_tiers.first(), Some(Tier::Caddy { .. })) {
+            return None;
+        }
+        let reason = |key, what: &str| {
+            let reason = format!("{} runs Caddy, which has no {what} (Go's server)", self.name);
+            Some(KnobProblem { key, reason })
+        };
+        if !knobs.keepalive.is_on() {
+            return reason("keepalive", "keep-alive off");
+        }
+        if knobs.keepalive_requests.is_some() {
+            return reason("keepalive_requests", "per-connection request limit");
+        }
+        None
+    }
+
     /// Whether clients talk to Varnish.
     fn varnish_in_front(&self) -> bool {
         self.http_tiers.first() == Some(&Tier::Varnish)
@@ -286,6 +320,9 @@ impl Stack {
         }
         if knobs.php_workers == Some(0) {
             return problem("php_workers", "must be at least 1".into());
+        }
+        if let Some(reason) = self.caddy_problem(knobs) {
+            return Some(reason);
         }
         if knobs.keepalive_timeout.is_some() && keepalive_off {
             return problem("keepalive_timeout", "keep-alive is off".into());

@@ -32,11 +32,11 @@ pub use crate::plan::TlsFiles as Files;
 pub struct Settings {
     /// `on` or `off`.
     pub tls: String,
-    /// The tier that speaks TLS to clients (`nginx`, `apache`, `hitch`).
+    /// The tier that speaks TLS to clients (`nginx`, `apache`, `hitch`, `caddy`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub terminator: Option<String>,
-    /// What the front offers: ALPN protocol ids over TLS (`h2`, `http/1.1`), or `h2c` (prior
-    /// knowledge) and `http/1.1` without it.
+    /// What the front offers: ALPN protocol ids over TLS (`h3` over QUIC, `h2`, `http/1.1`),
+    /// or `h2c` (prior knowledge) and `http/1.1` without it.
     pub protocols: Vec<String>,
     /// The TLS versions offered.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -89,12 +89,18 @@ pub fn settings(plan: &Plan) -> Settings {
     };
     let resumption = match terminator {
         Tier::Hitch => "tickets, their key shared by hitch's workers (forked from its master)",
+        Tier::Caddy { .. } => "tickets, from Go's crypto/tls in Caddy's one process",
         _ => "shared session cache and tickets",
     };
+    let mut protocols: Vec<String> = alpn(http2).iter().map(|p| p.to_string()).collect();
+    if plan.serves_http3(terminator) {
+        // Offered by ALPN too, but in QUIC's handshake on the UDP port (RFC 9114 section 3.1).
+        protocols.insert(0, "h3".into());
+    }
     Settings {
         tls: "on".into(),
         terminator: Some(terminator.name().to_string()),
-        protocols: alpn(http2).iter().map(|p| p.to_string()).collect(),
+        protocols,
         versions: VERSIONS.iter().map(|v| v.to_string()).collect(),
         subject: Some(subject(plan)),
         names: names(plan),

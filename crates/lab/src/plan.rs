@@ -102,6 +102,12 @@ impl Plan {
         self.knobs.http2.is_on() && self.answering() == tier
     }
 
+    /// Whether `tier` serves HTTP/3 to clients: Caddy in front with the `tls` knob on, on the
+    /// UDP port of the same number (QUIC always carries TLS 1.3, RFC 9001).
+    pub fn serves_http3(&self, tier: Tier) -> bool {
+        matches!(tier, Tier::Caddy { .. }) && self.serves_tls(tier)
+    }
+
     /// The instance's certificate files (written only with `tls` on).
     pub fn tls_files(&self) -> TlsFiles {
         TlsFiles::in_run(&self.run)

@@ -18,6 +18,9 @@ pub enum Tier {
     Nginx { php: NginxPhp },
     /// Apache httpd.
     Apache { mode: ApacheMode },
+    /// Caddy serving static files, handing `.php` to php-fpm with `fpm`; with TLS, HTTP/1.1,
+    /// HTTP/2 and HTTP/3 on one port (TCP and UDP).
+    Caddy { fpm: bool },
     /// php-fpm's pool on a unix socket (for nginx) or on 127.0.0.1 (for Apache).
     PhpFpm,
     /// php-cgi children started by spawn-fcgi on a unix socket, as in seed 000.
@@ -58,6 +61,7 @@ impl Tier {
             Tier::Varnish => "varnish",
             Tier::Nginx { .. } => "nginx",
             Tier::Apache { .. } => "apache",
+            Tier::Caddy { .. } => "caddy",
             Tier::PhpFpm => "php-fpm",
             Tier::SpawnFcgi => "spawn-fcgi",
             Tier::Mariadb => "mariadb",
@@ -74,6 +78,7 @@ impl Tier {
                 vec![programs::APACHE, programs::MOD_PHP]
             }
             Tier::Apache { mode: ApacheMode::EventFpm } => vec![programs::APACHE],
+            Tier::Caddy { .. } => vec![programs::CADDY],
             Tier::PhpFpm => vec![programs::PHP_FPM],
             Tier::SpawnFcgi => vec![programs::SPAWN_FCGI, programs::PHP_CGI],
             Tier::Mariadb => {

@@ -86,6 +86,9 @@ pub fn verify(plan: &Plan) -> Report {
     if knobs.http2.is_on() {
         jobs.push(Box::new(move || to_check("http2", check_http2(port))));
     }
+    if plan.serves_http3(front) {
+        jobs.push(Box::new(move || to_check("http3", check_alt_svc(port))));
+    }
     if let Some(sapi) = expected_sapi(stack) {
         jobs.push(Box::new(move || to_check("php", check_php(port, sapi, knobs))));
     }
@@ -124,7 +127,7 @@ fn check_access_logs(plan: &Plan) -> Check {
     let logs: Vec<(&str, std::path::PathBuf)> = plan
         .tiers()
         .iter()
-        .filter(|t| matches!(t, Tier::Nginx { .. } | Tier::Apache { .. }))
+        .filter(|t| matches!(t, Tier::Nginx { .. } | Tier::Apache { .. } | Tier::Caddy { .. }))
         .map(|t| (t.name(), plan.access_log(t.name())))
         .collect();
     let outcome = if plan.knobs.access_log.is_on() {
@@ -205,6 +208,7 @@ pub fn expected(plan: &Plan, workload: &Workload) -> Validation {
     let server = match plan.answering() {
         Tier::Nginx { .. } => Some("nginx".to_string()),
         Tier::Apache { .. } => Some("Apache".to_string()),
+        Tier::Caddy { .. } => Some("Caddy".to_string()),
         _ => None,
     };
     Validation { server, ..workload.expect.validation() }
@@ -318,6 +322,19 @@ fn check_http2(port: &Endpoint) -> Result<String, String> {
     let settings = http::describe_settings(&http::h2_settings(&mut stream)?);
     let how = if port.tls.is_some() { "h2 by ALPN" } else { "h2c with prior knowledge" };
     Ok(format!("{how}: {settings}"))
+}
+
+/// The front offers HTTP/3: its answer over TCP names h3 on its own port in `Alt-Svc` (RFC
+/// 9114 section 3.1.1), which is how a client learns a server speaks it.
+fn check_alt_svc(port: &Endpoint) -> Result<String, String> {
+    // RFC 7838's alt-value for the UDP port of the same number.
+    let h3 = format!("h3=\":{}\"", port.addr.port());
+    let response = http::get(port, "/hello.txt", &[])?;
+    let alt_svc = response.header("alt-svc").unwrap_or_default();
+    if !alt_svc.split(',').any(|offer| offer.trim().starts_with(&h3)) {
+        return Err(format!("Alt-Svc {alt_svc:?} offers no {h3}"));
+    }
+    Ok(format!("Alt-Svc offers {h3} (QUIC on UDP port {})", port.addr.port()))
 }
 
 /// The database answers a query over its socket, with the whole Country table.

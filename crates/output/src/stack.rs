@@ -167,6 +167,12 @@ pub fn write_up(out: &mut dyn Write, record: &Record, up: &Up, foreground: bool)
             let how = if record.knobs.tls.is_on() { "h2 by ALPN" } else { "h2c, prior knowledge" };
             writeln!(out, "  HTTP/2: {how}, HTTP/1.1 beside it")?;
         }
+        let front = record.tiers.first();
+        if let Some(caddy) = front.filter(|t| matches!(t.tier, loadlab_lab::Tier::Caddy { .. })) {
+            if let (true, Some(port)) = (record.knobs.tls.is_on(), caddy.port) {
+                writeln!(out, "  HTTP/3: QUIC on UDP port {port}, offered by Alt-Svc")?;
+            }
+        }
         for tier in &record.tiers {
             let pid = tier.leader.map_or(0, |l| l.pid);
             let at = match (&tier.port, &tier.socket) {

@@ -53,6 +53,7 @@ pub const TC: Need = Need { package: "iproute2", what: What::Program("tc") };
 pub const VARNISHD: Need = Need { package: "varnish", what: What::Program("varnishd") };
 /// The TLS terminator in front of Varnish with `--tls on`.
 pub const HITCH: Need = Need { package: "hitch", what: What::Program("hitch") };
+pub const CADDY: Need = Need { package: "caddy", what: What::Program("caddy") };
 pub const MARIADBD: Need = Need { package: "mariadb-server", what: What::Program("mariadbd") };
 pub const MARIADB_INSTALL_DB: Need =
     Need { package: "mariadb-server", what: What::Program("mariadb-install-db") };
@@ -82,6 +83,7 @@ pub const ALL: &[Need] = &[
     SPAWN_FCGI,
     VARNISHD,
     HITCH,
+    CADDY,
     MARIADBD,
     MARIADB_INSTALL_DB,
     MARIADB_CLIENT,

@@ -4,6 +4,7 @@
 //! docroot are served and tested by each server. These need the lab's
 //! Debian packages: skipped with a visible line locally when one is missing, failures in CI.
 
+mod caddy;
 mod errors;
 mod hygiene;
 mod knobs;

@@ -14,7 +14,7 @@ use super::{require_stack, TestLab};
 use crate::support::{run_json, skip::servers_required, Skip};
 
 /// The detail of verify's check `name` in an `up --json` answer, which must have passed.
-fn passed<'a>(up: &'a Value, name: &str) -> &'a str {
+pub(super) fn passed<'a>(up: &'a Value, name: &str) -> &'a str {
     let checks = up["checks"].as_array().expect("checks");
     let check = checks.iter().find(|c| c["workload"] == name);
     let check = check.unwrap_or_else(|| panic!("no {name} check: {up:#}"));
@@ -22,7 +22,7 @@ fn passed<'a>(up: &'a Value, name: &str) -> &'a str {
     check["detail"].as_str().expect("detail")
 }
 
-fn stderr(output: &std::process::Output) -> String {
+pub(super) fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
@@ -103,7 +103,7 @@ fn apache_event_fpm_with_tls_and_http2() {
 
 /// The engine over HTTP/2 against a lab stack: PHP and a 100 KB file (several DATA frames and
 /// window updates), 4 streams on each of 2 connections, all 50 answers 200.
-fn bench_over_h2(up: &Value) {
+pub(super) fn bench_over_h2(up: &Value) {
     let url = up["url"].as_str().expect("url");
     let ca = up["cacert"].as_str().expect("the instance's CA");
     for path in ["hello.php", "100k.bin"] {

@@ -3,6 +3,7 @@
 //! captures its effective config and version ([`crate::capture`]), all from a [`Plan`].
 
 pub mod apache;
+pub mod caddy;
 pub mod country;
 pub mod hitch;
 pub mod mariadb;
@@ -72,6 +73,7 @@ pub fn server(tier: Tier) -> Box<dyn Server> {
         Tier::Varnish => Box::new(varnish::Varnish),
         Tier::Nginx { php } => Box::new(nginx::Nginx { php }),
         Tier::Apache { mode } => Box::new(apache::Apache { mode }),
+        Tier::Caddy { fpm } => Box::new(caddy::Caddy { fpm }),
         Tier::PhpFpm => Box::new(php_fpm::PhpFpm),
         Tier::SpawnFcgi => Box::new(spawn_fcgi::SpawnFcgi),
         Tier::Mariadb => Box::new(mariadb::Mariadb),

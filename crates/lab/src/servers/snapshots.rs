@@ -85,6 +85,11 @@ fn knobs_change_the_configs() {
         workers: Some(3),
         ..Knobs::default()
     };
+    // Caddy has no keep-alive off: gzip here (its workers are GOMAXPROCS, in its
+    // environment rather than a config).
+    let caddy = Knobs { keepalive: OnOff::On, db: None, ..knobs.clone() };
+    let stack = crate::stack("caddy-fpm").unwrap();
+    assert_snapshot("caddy-fpm-knobs", &render(&plan(stack, caddy, true)));
     for name in [
         "nginx-fpm",
         "apache-prefork-modphp",
@@ -124,8 +129,11 @@ fn access_log_keepalive_limits_and_php_workers() {
         php_workers: Some(7),
         ..Knobs::default()
     };
-    for name in ["nginx-fpm", "apache-event-fpm", "nginx-proxy-apache"] {
+    for name in ["nginx-fpm", "apache-event-fpm", "nginx-proxy-apache", "caddy-fpm"] {
         let stack = crate::stack(name).unwrap();
+        // Caddy (Go's server) has no per-connection request limit.
+        let limit = if name == "caddy-fpm" { None } else { knobs.keepalive_requests };
+        let knobs = Knobs { keepalive_requests: limit, ..knobs.clone() };
         let knobs = if stack.has_php_pool() {
             knobs.clone()
         } else {
@@ -155,6 +163,9 @@ fn tls_and_http2() {
         ("apache-event-fpm", OnOff::Off, OnOff::On, "apache-event-fpm-h2c"),
         ("apache-prefork-modphp", OnOff::On, OnOff::Off, "apache-prefork-modphp-tls"),
         ("varnish-nginx-fpm", OnOff::On, OnOff::On, "varnish-nginx-fpm-tls-http2"),
+        ("caddy-fpm", OnOff::On, OnOff::On, "caddy-fpm-tls-http2"),
+        ("caddy", OnOff::On, OnOff::Off, "caddy-tls"),
+        ("caddy", OnOff::Off, OnOff::On, "caddy-h2c"),
     ] {
         let stack = crate::stack(name).unwrap();
         let knobs = knobs(tls, http2);
