@@ -24,6 +24,7 @@ mod conn;
 pub mod error;
 mod exchange;
 pub mod h2;
+pub mod h3;
 pub mod http;
 pub mod input;
 pub mod link;

@@ -306,11 +306,22 @@ fn string(
     pos: usize,
     buf: &mut Vec<u8>,
 ) -> Result<(Option<(usize, usize)>, usize), HpackError> {
+    prefixed_string(block, pos, 7, buf)
+}
+
+/// [`string`] whose length has a `prefix`-bit prefix, the Huffman flag the bit above it: QPACK
+/// (RFC 9204 section 4.1.2) writes a literal name's length after 3 or 5 bits of its own.
+pub(crate) fn prefixed_string(
+    block: &[u8],
+    pos: usize,
+    prefix: u8,
+    buf: &mut Vec<u8>,
+) -> Result<(Option<(usize, usize)>, usize), HpackError> {
     let rest = block.get(pos..).ok_or(HpackError::Truncated)?;
     let first = *rest.first().ok_or(HpackError::Truncated)?;
-    let (len, n) = integer(rest, 7)?;
+    let (len, n) = integer(rest, prefix)?;
     let end = n.checked_add(len).filter(|e| *e <= rest.len()).ok_or(HpackError::Truncated)?;
-    if first & 0x80 == 0 {
+    if first & (1 << prefix) == 0 {
         return Ok((Some((pos + n, pos + end)), end));
     }
     buf.clear();
@@ -320,7 +331,7 @@ fn string(
 }
 
 /// A string literal at `block[pos..]` passed over: its encoded length, and the bytes it took.
-fn skip_string(block: &[u8], pos: usize) -> Result<(usize, usize), HpackError> {
+pub(crate) fn skip_string(block: &[u8], pos: usize) -> Result<(usize, usize), HpackError> {
     let rest = block.get(pos..).ok_or(HpackError::Truncated)?;
     let (len, n) = integer(rest, 7)?;
     let end = n.checked_add(len).filter(|e| *e <= rest.len()).ok_or(HpackError::Truncated)?;
@@ -329,7 +340,7 @@ fn skip_string(block: &[u8], pos: usize) -> Result<(usize, usize), HpackError> {
 
 /// An integer with an N-bit prefix (section 5.1): its value and the bytes it took. Values
 /// beyond 2^28 are refused: no length or index this client accepts comes near.
-fn integer(b: &[u8], prefix: u8) -> Result<(usize, usize), HpackError> {
+pub(crate) fn integer(b: &[u8], prefix: u8) -> Result<(usize, usize), HpackError> {
     let mask = (1usize << prefix) - 1;
     let first = usize::from(*b.first().ok_or(HpackError::Truncated)?) & mask;
     if first < mask {
@@ -351,7 +362,7 @@ fn integer(b: &[u8], prefix: u8) -> Result<(usize, usize), HpackError> {
 }
 
 /// Appends an integer with an N-bit prefix; `flags` fills the first byte's other bits.
-fn put_integer(out: &mut Vec<u8>, value: usize, prefix: u8, flags: u8) {
+pub(crate) fn put_integer(out: &mut Vec<u8>, value: usize, prefix: u8, flags: u8) {
     let mask = (1usize << prefix) - 1;
     if value < mask {
         out.push(flags | value as u8);
@@ -373,12 +384,18 @@ pub fn put_size_update(out: &mut Vec<u8>, size: usize) {
 
 /// Appends a string literal, Huffman-coded when that is shorter (section 5.2).
 fn put_string(out: &mut Vec<u8>, s: &[u8]) {
+    put_prefixed_string(out, s, 7, 0);
+}
+
+/// [`put_string`] with a `prefix`-bit length, the Huffman flag the bit above it, and `flags`
+/// in the first byte's bits above that (QPACK's literal names, RFC 9204 section 4.5.6).
+pub(crate) fn put_prefixed_string(out: &mut Vec<u8>, s: &[u8], prefix: u8, flags: u8) {
     let mut coded = Vec::new();
     if httlib_huffman::encode(s, &mut coded).is_ok() && coded.len() < s.len() {
-        put_integer(out, coded.len(), 7, 0x80);
+        put_integer(out, coded.len(), prefix, flags | 1 << prefix);
         out.extend_from_slice(&coded);
     } else {
-        put_integer(out, s.len(), 7, 0);
+        put_integer(out, s.len(), prefix, flags);
         out.extend_from_slice(s);
     }
 }
