@@ -2,7 +2,8 @@
 //! intended server (Server, Via, X-Varnish), PHP really executed by the intended SAPI with
 //! OPcache as configured, the cache really hit, keep-alive, gzip and access logs as configured,
 //! the database reachable; with TLS, the certificate verified against the instance's CA, the
-//! protocol ALPN selects and session resumption; with HTTP/2, the server speaking it.
+//! protocol ALPN selects and session resumption; with HTTP/2, the server speaking it; where
+//! HTTP/3 is served, its offer in Alt-Svc and a GET over QUIC.
 
 use std::time::Duration;
 
@@ -87,7 +88,9 @@ pub fn verify(plan: &Plan) -> Report {
         jobs.push(Box::new(move || to_check("http2", check_http2(port))));
     }
     if plan.serves_http3(front) {
-        jobs.push(Box::new(move || to_check("http3", check_alt_svc(port))));
+        let hello = workloads::for_stack(stack, knobs).into_iter().find(|w| w.name == "hello.txt");
+        let hello = expected(plan, &hello.expect("every HTTP stack serves hello.txt"));
+        jobs.push(Box::new(move || to_check("http3", check_http3(port, &hello))));
     }
     if let Some(sapi) = expected_sapi(stack) {
         jobs.push(Box::new(move || to_check("php", check_php(port, sapi, knobs))));
@@ -324,9 +327,11 @@ fn check_http2(port: &Endpoint) -> Result<String, String> {
     Ok(format!("{how}: {settings}"))
 }
 
-/// The front offers HTTP/3: its answer over TCP names h3 on its own port in `Alt-Svc` (RFC
-/// 9114 section 3.1.1), which is how a client learns a server speaks it.
-fn check_alt_svc(port: &Endpoint) -> Result<String, String> {
+/// The front serves HTTP/3: its answer over TCP names h3 on its own port in `Alt-Svc` (RFC
+/// 9114 section 3.1.1), which is how a client learns a server speaks it, and a GET of
+/// `/hello.txt` over QUIC on that UDP port, trusting the instance's CA alone, answers 200 with
+/// its bytes from the intended server.
+fn check_http3(port: &Endpoint, expected: &Validation) -> Result<String, String> {
     // RFC 7838's alt-value for the UDP port of the same number.
     let h3 = format!("h3=\":{}\"", port.addr.port());
     let response = http::get(port, "/hello.txt", &[])?;
@@ -334,7 +339,9 @@ fn check_alt_svc(port: &Endpoint) -> Result<String, String> {
     if !alt_svc.split(',').any(|offer| offer.trim().starts_with(&h3)) {
         return Err(format!("Alt-Svc {alt_svc:?} offers no {h3}"));
     }
-    Ok(format!("Alt-Svc offers {h3} (QUIC on UDP port {})", port.addr.port()))
+    let answer = loadlab_engine::h3::get::get_within(port, "/hello.txt", http::TIMEOUT)?;
+    let detail = expected.verify(&self::answer(&answer))?;
+    Ok(format!("Alt-Svc offers {h3}; /hello.txt over HTTP/3: {detail}"))
 }
 
 /// The database answers a query over its socket, with the whole Country table.

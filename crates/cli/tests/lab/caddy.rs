@@ -1,7 +1,8 @@
 //! Caddy on the lab's real server: static files and php-fpm behind it, with a certificate from
-//! the instance's CA, HTTP/1.1, HTTP/2 and (announced by Alt-Svc) HTTP/3 on one port; verify
-//! proves each, the engine loads it over h1 and h2, Caddy's access log names the protocol of
-//! every request, and the keep-alive knobs Go's server has no setting for are refused.
+//! the instance's CA, HTTP/1.1, HTTP/2 and HTTP/3 (announced by Alt-Svc) on one port; verify
+//! proves each (a GET over QUIC for HTTP/3), the engine loads it over h1 and h2, Caddy's
+//! access log names the protocol of every request, and the keep-alive knobs Go's server has no
+//! setting for are refused.
 
 use serde_json::Value;
 
@@ -32,12 +33,18 @@ fn caddy_fpm_serves_h1_h2_and_offers_h3_on_one_port() {
     assert!(passed(&up, "http2").starts_with("h2 by ALPN: SETTINGS"), "{up:#}");
     assert_eq!(
         passed(&up, "http3"),
-        format!("Alt-Svc offers h3=\":{port}\" (QUIC on UDP port {port})")
+        format!(
+            "Alt-Svc offers h3=\":{port}\"; /hello.txt over HTTP/3: status 200, 13 body bytes, \
+             Server Caddy"
+        )
     );
     assert!(passed(&up, "hello.txt").ends_with("Server Caddy"), "{up:#}");
     assert!(passed(&up, "php").contains("as fpm-fcgi"), "{up:#}");
 
-    let before = logged_protocols(&up).len();
+    // Verify's own GET over QUIC is in Caddy's log as HTTP/3.
+    let verified = logged_protocols(&up);
+    assert!(verified.iter().any(|p| p == "HTTP/3.0"), "{verified:?}");
+    let before = verified.len();
     bench_over_h2(&up);
     let ca = up["cacert"].as_str().expect("the instance's CA");
     let args = ["bench", &format!("{url}hello.txt"), "-n", "30", "-c", "2", "--cacert", ca];

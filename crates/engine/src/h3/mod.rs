@@ -11,6 +11,7 @@
 //! that code, and [`code_name`] names the codes a server sends in a reset or a close.
 
 pub mod frame;
+pub mod get;
 pub mod qpack;
 
 use qpack::{Decoder, QpackError};

@@ -1,0 +1,368 @@
+//! One HTTP/3 GET, blocking, outside any run: what the lab's verify asks of a server that
+//! offers HTTP/3. The QUIC connection is quinn-proto's state machine (RFC 9000, 9001, 9002)
+//! over a UDP socket of its own, its TLS 1.3 the rustls configuration of [`Tls`] offering ALPN
+//! `h3` alone (RFC 9114 section 3.1); the streams carry [`super`]'s framing: the control
+//! stream and its SETTINGS, the request's HEADERS, and the response read by [`Response`].
+//!
+//! Not for load: every step blocks, and nothing here is timed.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quinn_proto::crypto::rustls::QuicClientConfig;
+use quinn_proto::{
+    ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, EndpointConfig, Event,
+    ReadError, StreamEvent, StreamId, VarInt,
+};
+
+use super::qpack::Decoder;
+use super::{frame, headers_frame, Part, Response as Reader};
+use crate::client::{Endpoint, Response, Tls, MAX_BODY};
+
+/// The largest field section taken (SETTINGS_MAX_FIELD_SECTION_SIZE).
+const MAX_FIELD_SECTION: usize = 64 << 10;
+
+/// H3_NO_ERROR: the code a client closes its connection with when done (RFC 9114 section 8.1).
+const NO_ERROR: u32 = 0x100;
+
+/// GETs `path` over HTTP/3 from `endpoint` (which must speak TLS), within `timeout` in all,
+/// and reads the whole answer.
+pub fn get_within(endpoint: &Endpoint, path: &str, timeout: Duration) -> Result<Response, String> {
+    let tls = endpoint.tls.as_ref().ok_or("HTTP/3 needs TLS: the endpoint speaks plain HTTP")?;
+    let mut quic = Quic::connect(endpoint.addr, tls)?;
+    let deadline = Instant::now() + timeout;
+    let mut exchange = Get::new(endpoint, path);
+    let outcome = loop {
+        if let Some(done) = quic.step(&mut exchange)? {
+            break done;
+        }
+        if Instant::now() >= deadline {
+            break Err(format!("HTTP/3: no whole answer within {timeout:?}"));
+        }
+        quic.transmit()?;
+        quic.wait(deadline)?;
+    };
+    quic.close();
+    outcome
+}
+
+/// A QUIC client connection on a UDP socket connected to its server.
+struct Quic {
+    socket: UdpSocket,
+    remote: SocketAddr,
+    endpoint: quinn_proto::Endpoint,
+    handle: ConnectionHandle,
+    conn: Connection,
+    out: Vec<u8>,
+    datagram: Vec<u8>,
+}
+
+impl Quic {
+    fn connect(remote: SocketAddr, tls: &Tls) -> Result<Quic, String> {
+        let crypto =
+            QuicClientConfig::try_from(tls.config(&["h3"])).map_err(|e| format!("QUIC: {e}"))?;
+        let config = ClientConfig::new(Arc::new(crypto));
+        let local: SocketAddr = match remote {
+            SocketAddr::V4(_) => ([0, 0, 0, 0], 0).into(),
+            SocketAddr::V6(_) => ([0u16; 8], 0).into(),
+        };
+        let socket = UdpSocket::bind(local).map_err(|e| format!("UDP bind: {e}"))?;
+        // Connected, so that an ICMP port unreachable comes back as ECONNREFUSED.
+        socket.connect(remote).map_err(|e| format!("UDP connect {remote}: {e}"))?;
+        let mut endpoint =
+            quinn_proto::Endpoint::new(Arc::new(EndpointConfig::default()), None, false, None);
+        let (handle, conn) = endpoint
+            .connect(Instant::now(), config, remote, &tls.host)
+            .map_err(|e| format!("QUIC: {e}"))?;
+        Ok(Quic {
+            socket,
+            remote,
+            endpoint,
+            handle,
+            conn,
+            out: Vec::new(),
+            datagram: vec![0; 65_536],
+        })
+    }
+
+    /// Handles what the connection has to say: its events for the exchange, and those for the
+    /// endpoint (new connection ids). The exchange's outcome once it has one.
+    fn step(&mut self, get: &mut Get) -> Result<Option<Result<Response, String>>, String> {
+        while let Some(event) = self.endpoint_event() {
+            self.conn.handle_event(event);
+        }
+        while let Some(event) = self.conn.poll() {
+            match event {
+                Event::Connected => get.send(&mut self.conn)?,
+                Event::ConnectionLost { reason } => {
+                    return Ok(Some(Err(format!("QUIC: the connection was lost: {reason}"))))
+                }
+                Event::Stream(StreamEvent::Readable { id }) => {
+                    if let Some(done) = get.read(&mut self.conn, id) {
+                        return Ok(Some(done));
+                    }
+                }
+                Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => {
+                    // The server's control and QPACK streams: read (and passed over) as they
+                    // become readable; with no dynamic table they carry nothing we need.
+                    while self.conn.streams().accept(Dir::Uni).is_some() {}
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    fn endpoint_event(&mut self) -> Option<quinn_proto::ConnectionEvent> {
+        let event = self.conn.poll_endpoint_events()?;
+        self.endpoint.handle_event(self.handle, event)
+    }
+
+    /// Sends every datagram the connection has ready.
+    fn transmit(&mut self) -> Result<(), String> {
+        loop {
+            self.out.clear();
+            let Some(t) = self.conn.poll_transmit(Instant::now(), 1, &mut self.out) else {
+                return Ok(());
+            };
+            match self.socket.send(&self.out[..t.size]) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    return Err(format!("UDP {}: no QUIC server (port unreachable)", self.remote))
+                }
+                Err(e) => return Err(format!("UDP send: {e}")),
+            }
+        }
+    }
+
+    /// Waits for a datagram until the connection's next timer (or `deadline`), and hands it or
+    /// the timer to the connection.
+    fn wait(&mut self, deadline: Instant) -> Result<(), String> {
+        let wake = self.conn.poll_timeout().map_or(deadline, |t| t.min(deadline));
+        let wait = wake.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        self.socket.set_read_timeout(Some(wait)).map_err(|e| format!("UDP: {e}"))?;
+        match self.socket.recv(&mut self.datagram) {
+            Ok(n) => {
+                let data = bytes::BytesMut::from(&self.datagram[..n]);
+                let mut response = Vec::new();
+                let now = Instant::now();
+                if let Some(DatagramEvent::ConnectionEvent(_, event)) =
+                    self.endpoint.handle(now, self.remote, None, None, data, &mut response)
+                {
+                    self.conn.handle_event(event);
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                return Err(format!("UDP {}: no QUIC server (port unreachable)", self.remote))
+            }
+            Err(e) => return Err(format!("UDP receive: {e}")),
+        }
+        if self.conn.poll_timeout().is_some_and(|t| t <= Instant::now()) {
+            self.conn.handle_timeout(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// Closes the connection as done (H3_NO_ERROR), and sends the close, so that the server
+    /// forgets it at once rather than after its idle timeout.
+    fn close(&mut self) {
+        self.conn.close(Instant::now(), VarInt::from_u32(NO_ERROR), bytes::Bytes::new());
+        let _ = self.transmit();
+    }
+}
+
+/// The one request: its bytes, its stream once open, and the response read so far.
+struct Get {
+    request: Vec<u8>,
+    stream: Option<StreamId>,
+    reader: Reader,
+    decoder: Decoder,
+    response: Response,
+}
+
+impl Get {
+    fn new(endpoint: &Endpoint, path: &str) -> Get {
+        let authority = endpoint.addr.to_string();
+        let request = headers_frame(&[
+            (b":method", b"GET"),
+            (b":scheme", b"https"),
+            (b":authority", authority.as_bytes()),
+            (b":path", path.as_bytes()),
+            (b"user-agent", concat!("loadlab/", env!("CARGO_PKG_VERSION")).as_bytes()),
+        ]);
+        let mut reader = Reader::new(MAX_FIELD_SECTION, |_| true);
+        reader.begin(false);
+        Get {
+            request,
+            stream: None,
+            reader,
+            decoder: Decoder::new(MAX_FIELD_SECTION),
+            response: Response { status: 0, headers: Vec::new(), body: Vec::new() },
+        }
+    }
+
+    /// Once connected: the control stream (left open, as RFC 9114 section 6.2.1 requires),
+    /// then the request on a stream of its own, finished at once (a GET has no body).
+    fn send(&mut self, conn: &mut Connection) -> Result<(), String> {
+        let control = conn.streams().open(Dir::Uni).ok_or("QUIC: no unidirectional stream")?;
+        write_all(conn, control, &frame::control_stream(MAX_FIELD_SECTION))?;
+        let id = conn.streams().open(Dir::Bi).ok_or("QUIC: no bidirectional stream allowed")?;
+        write_all(conn, id, &self.request)?;
+        conn.send_stream(id).finish().map_err(|e| format!("QUIC: {e}"))?;
+        self.stream = Some(id);
+        Ok(())
+    }
+
+    /// Reads what stream `id` has: the response's, or another stream's passed over. The
+    /// outcome once the response ended, whole or not.
+    fn read(&mut self, conn: &mut Connection, id: StreamId) -> Option<Result<Response, String>> {
+        let mine = self.stream == Some(id);
+        let mut recv = conn.recv_stream(id);
+        let Ok(mut chunks) = recv.read(true) else { return None };
+        let outcome = loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(chunk)) if mine => {
+                    let response = &mut self.response;
+                    let mut on = |part: Part<'_>| match part {
+                        Part::Status(s) => response.status = s,
+                        Part::Field(n, v) => response.headers.push((
+                            String::from_utf8_lossy(n).into_owned(),
+                            String::from_utf8_lossy(v).into_owned(),
+                        )),
+                        Part::Body(b) => {
+                            let room = MAX_BODY.saturating_sub(response.body.len());
+                            response.body.extend_from_slice(&b[..b.len().min(room)]);
+                        }
+                    };
+                    if let Err(e) = self.reader.feed(&chunk.bytes, &mut self.decoder, &mut on) {
+                        break Some(Err(format!("HTTP/3: {e}")));
+                    }
+                }
+                Ok(Some(_)) => {}
+                Ok(None) if mine => {
+                    break Some(
+                        self.reader
+                            .finish()
+                            .map(|()| self.take())
+                            .map_err(|e| format!("HTTP/3: {e}")),
+                    )
+                }
+                Ok(None) | Err(ReadError::Blocked) => break None,
+                Err(ReadError::Reset(code)) if mine => {
+                    let code = code.into_inner();
+                    let name = super::code_name(code).unwrap_or("unknown");
+                    break Some(Err(format!(
+                        "HTTP/3: the server reset the request's stream ({name}, {code:#x})"
+                    )));
+                }
+                Err(ReadError::Reset(_)) => break None,
+            }
+        };
+        let _ = chunks.finalize();
+        outcome
+    }
+
+    fn take(&mut self) -> Response {
+        std::mem::replace(
+            &mut self.response,
+            Response { status: 0, headers: Vec::new(), body: Vec::new() },
+        )
+    }
+}
+
+/// Writes all of `bytes` on a stream that has just opened: its flow-control credit (the
+/// server's initial_max_stream_data, RFC 9000 section 18.2) holds a request head easily.
+fn write_all(conn: &mut Connection, id: StreamId, bytes: &[u8]) -> Result<(), String> {
+    let n = conn.send_stream(id).write(bytes).map_err(|e| format!("QUIC: {e}"))?;
+    if n < bytes.len() {
+        return Err(format!("QUIC: the server's stream credit took {n} of {} bytes", bytes.len()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tls::TlsOptions;
+
+    /// An endpoint at `addr` over TLS accepting any certificate: these peers never get as far
+    /// as showing one.
+    fn endpoint(addr: SocketAddr) -> Endpoint {
+        let opts = TlsOptions { insecure: true, ..TlsOptions::default() };
+        Endpoint { addr, tls: Some(Tls::trusting(&opts, "127.0.0.1").unwrap()) }
+    }
+
+    const LIMIT: Duration = Duration::from_millis(800);
+
+    /// Runs a GET with `LIMIT` and checks it ended in an error within a bound, never a hang.
+    fn get_fails(addr: SocketAddr) -> String {
+        let started = Instant::now();
+        let err = get_within(&endpoint(addr), "/", LIMIT).unwrap_err();
+        assert!(started.elapsed() < LIMIT + Duration::from_secs(2), "{err}");
+        err
+    }
+
+    #[test]
+    fn plain_http_is_refused_before_any_datagram() {
+        let plain = Endpoint::plain(([127, 0, 0, 1], 9).into());
+        let err = get_within(&plain, "/", LIMIT).unwrap_err();
+        assert_eq!(err, "HTTP/3 needs TLS: the endpoint speaks plain HTTP");
+    }
+
+    #[test]
+    fn nothing_on_the_udp_port_is_told_at_once() {
+        // A port just bound and released: loopback answers with ICMP port unreachable.
+        let addr = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let err = get_fails(addr);
+        assert!(err.contains("no QUIC server (port unreachable)"), "{err}");
+    }
+
+    #[test]
+    fn a_peer_that_never_answers_ends_at_the_timeout() {
+        let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let err = get_fails(silent.local_addr().unwrap());
+        assert!(err.starts_with("HTTP/3: no whole answer within"), "{err}");
+    }
+
+    #[test]
+    fn garbage_datagrams_end_in_an_error_never_a_panic() {
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = peer.local_addr().unwrap();
+        peer.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        let answering = std::thread::spawn(move || {
+            // Each datagram answered with bytes of every kind: short, long-header-like,
+            // and as long as the client's Initial, for as long as the client sends.
+            let mut buf = [0u8; 2048];
+            let mut x: u32 = 0x1234_5678;
+            let until = Instant::now() + LIMIT + Duration::from_millis(500);
+            while Instant::now() < until {
+                let Ok((n, from)) = peer.recv_from(&mut buf) else { continue };
+                for len in [1, 20, n] {
+                    let reply: Vec<u8> = (0..len)
+                        .map(|i| {
+                            x ^= x << 13;
+                            x ^= x >> 17;
+                            x ^= x << 5;
+                            // Keep the first byte a long header's now and then.
+                            if i == 0 && len > 1 {
+                                0xc0 | x as u8
+                            } else {
+                                x as u8
+                            }
+                        })
+                        .collect();
+                    let _ = peer.send_to(&reply, from);
+                }
+            }
+        });
+        let err = get_fails(addr);
+        assert!(err.starts_with("HTTP/3: no whole answer") || err.starts_with("QUIC"), "{err}");
+        answering.join().unwrap();
+    }
+}
