@@ -97,6 +97,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     };
     let (mut measure, mut said) =
         crate::progress::watch(&format!("run --suite {}", args.suite), &shown, true)?;
+    if let Some(view) = said.view() {
+        view.plan_ends(std::time::Instant::now() + plan.estimate().total);
+    }
     let outcome = commands::run::execute(
         &mut started,
         &plan,

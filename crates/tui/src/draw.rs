@@ -5,7 +5,7 @@
 //! written by loadlab-stats' formatters, as every other output writes them.
 
 use loadlab_runner::commands::bench::following::Second;
-use loadlab_stats::format::{count, micros};
+use loadlab_stats::format::{count, micros, seconds};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::symbols::Marker;
@@ -15,12 +15,12 @@ use ratatui::Frame;
 
 use crate::model::Model;
 
-/// Rows of the last seconds shown.
+/// Rows of the last seconds shown at least.
 const SECOND_ROWS: usize = 6;
 
 /// Draws the whole screen.
 pub fn draw(frame: &mut Frame, m: &Model) {
-    let lines_height = if m.lines.is_empty() && m.status.is_empty() { 0 } else { 12 };
+    let lines_height = if m.lines.is_empty() { 0 } else { 12 };
     let chart_height = if m.steps.is_empty() { 0 } else { 10 };
     let [head, rate, offered, rows, steps, lines] = Layout::vertical([
         Constraint::Length(4),
@@ -32,27 +32,22 @@ pub fn draw(frame: &mut Frame, m: &Model) {
     ])
     .areas(frame.area());
     frame.render_widget(Paragraph::new(head_lines(m)), head);
-    sparkline(frame, rate, m, "completed per second", |s| s.completed);
-    sparkline(frame, offered, m, "offered per second", |s| s.due);
+    sparkline(frame, rate, m, "req/s", |s| s.completed);
+    sparkline(frame, offered, m, "offered req/s", |s| s.due);
     let [seconds, side] =
         Layout::horizontal([Constraint::Min(60), Constraint::Length(40)]).areas(rows);
     let block = Block::bordered().title(" last seconds ");
-    frame.render_widget(Paragraph::new(second_rows(m)).block(block), seconds);
+    let fit = usize::from(seconds.height.saturating_sub(3));
+    frame.render_widget(Paragraph::new(second_rows(m, fit)).block(block), seconds);
     let block = Block::bordered().title(" errors and flags ");
     frame.render_widget(Paragraph::new(side_lines(m)).block(block), side);
     if chart_height > 0 {
         step_chart(frame, steps, &m.steps);
     }
     if lines_height > 0 {
-        let keep = usize::from(lines_height - 2).saturating_sub(m.status.len());
-        let text: Vec<Line> = (m.status.iter().map(|s| Line::from(s.as_str()).style(bold())))
-            .chain(
-                m.lines
-                    .iter()
-                    .skip(m.lines.len().saturating_sub(keep))
-                    .map(|(_, l)| l.as_str().into()),
-            )
-            .collect();
+        let keep = usize::from(lines_height - 2);
+        let from = m.lines.len().saturating_sub(keep);
+        let text: Vec<Line> = m.lines[from..].iter().map(|(_, l)| l.as_str().into()).collect();
         frame.render_widget(Paragraph::new(text).block(Block::bordered()), lines);
     }
 }
@@ -63,8 +58,12 @@ fn bold() -> Style {
 
 /// The command, the run, and its figures now.
 fn head_lines(m: &Model) -> Vec<Line<'static>> {
-    let mut out =
-        vec![Line::from(format!("loadlab {}   (q or Ctrl-C stops)", m.title)).style(bold())];
+    let left = m.plan_ends.map_or(String::new(), |end| {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        format!("   about {} left by the plan", seconds(left.as_secs_f64().round()))
+    });
+    let title = format!("loadlab {}{left}   (q or Ctrl-C stops)", m.title);
+    let mut out = vec![Line::from(title).style(bold())];
     let Some(t) = &m.tally else {
         out.push(Line::from("starting"));
         return out;
@@ -116,15 +115,15 @@ fn sparkline(frame: &mut Frame, area: Rect, m: &Model, title: &str, of: fn(&Seco
     frame.render_widget(Sparkline::default().block(block).data(&data), area);
 }
 
-/// The last seconds, newest last.
-fn second_rows(m: &Model) -> Vec<Line<'static>> {
+/// The last `fit` seconds, newest last.
+fn second_rows(m: &Model, fit: usize) -> Vec<Line<'static>> {
     let mut out = vec![Line::from(format!(
         "{:>6} {:>10} {:>10} {:>10} {:>10} {:>7} {:>6} {:>9}",
         "second", "completed", "offered", "p50", "p99", "failed", "open", "CPU"
     ))
     .style(bold())];
     let latency = |us: Option<u64>| us.map_or("-".to_string(), |us| micros(us as f64));
-    let from = m.seconds.len().saturating_sub(SECOND_ROWS);
+    let from = m.seconds.len().saturating_sub(fit);
     for s in m.seconds.iter().skip(from) {
         out.push(Line::from(format!(
             "{:>6} {:>10} {:>10} {:>10} {:>10} {:>7} {:>6} {:>9}",
@@ -191,6 +190,34 @@ mod tests {
     use loadlab_runner::judge::trust::Flag;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
+
+    fn screen(m: &Model) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(110, 30)).unwrap();
+        terminal.draw(|f| draw(f, m)).unwrap();
+        terminal.backend().buffer().content().iter().map(|c| c.symbol()).collect()
+    }
+
+    #[test]
+    fn a_suite_shows_its_cell_the_time_left_by_its_plan_and_its_lines() {
+        let mut m = Model::new("run --suite mine");
+        m.plan_ends = Some(std::time::Instant::now() + std::time::Duration::from_secs(150));
+        let tally = Tally {
+            elapsed: std::time::Duration::from_secs(1),
+            warming: true,
+            completed: 10,
+            failed: 0,
+            rate: 10.0,
+            unit: Default::default(),
+        };
+        m.tally("[  2/4] nginx  hello  c=8 2s ", &tally);
+        m.lines.push((crate::Out::Stdout, "[  1/4] nginx  hello  c=4 2s  1,234 req/s".into()));
+        let shown = screen(&m);
+        for said in
+            ["about 2 min", "left by the plan", "[  2/4] nginx", "(warm-up)", "[  1/4] nginx"]
+        {
+            assert!(shown.contains(said), "{said:?} not on the screen");
+        }
+    }
 
     #[test]
     fn the_screen_shows_the_rate_the_percentiles_and_each_flag() {

@@ -79,9 +79,9 @@ impl View {
         lock(&self.model).lines.push((to, line.to_string()));
     }
 
-    /// What the view says of a suite's place in its plan, instead of what it said.
-    pub fn status(&self, lines: Vec<String>) {
-        lock(&self.model).status = lines;
+    /// A suite's plan expects to end at `at`: the view says how long is left by it.
+    pub fn plan_ends(&self, at: std::time::Instant) {
+        lock(&self.model).plan_ends = Some(at);
     }
 
     /// A sweep's step: its offered and achieved rates.

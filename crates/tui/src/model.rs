@@ -29,13 +29,13 @@ pub struct Model {
     pub errors: Vec<(ErrorClass, u64)>,
     /// Each flag raised in this run, with the second it first was.
     pub flags: Vec<(Flag, u32)>,
-    /// A suite's place in its plan, one line each.
-    pub status: Vec<String>,
     /// The command's lines, as it would have printed them by now, each with where it goes
     /// when the view closes.
     pub lines: Vec<(crate::Out, String)>,
     /// A sweep's steps so far: (offered, achieved) per second.
     pub steps: Vec<(f64, f64)>,
+    /// When a suite's plan expects to end (its estimate from the start).
+    pub plan_ends: Option<std::time::Instant>,
     /// A run ended, so the next tally starts another.
     ended: bool,
 }
