@@ -56,8 +56,14 @@ pub fn watch(
     let control = crate::signals::control()?;
     let stopping = control.clone();
     let stop = Box::new(move || crate::signals::interrupt(&stopping));
-    let view = loadlab_tui::View::open(title, stop).context("opening the live view")?;
-    Ok((EngineMeasure::new(control, Some(view.shows())), Said(Some(view))))
+    match loadlab_tui::View::open(title, stop) {
+        Ok(view) => Ok((EngineMeasure::new(control, Some(view.shows())), Said(Some(view)))),
+        // A terminal that refuses raw mode or the alternate screen still gets the line.
+        Err(e) => {
+            eprintln!("loadlab: note: no live view ({e}): the progress line instead");
+            Ok((measure(!line)?, Said(None)))
+        }
+    }
 }
 
 /// Where a command's lines go while it runs: printed at once, or with the live view on,
