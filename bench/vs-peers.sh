@@ -196,7 +196,10 @@ def find(pattern, text, path):
 def parse(tool, text, path):
     """(req/s, completed requests, errors or None) from one tool's own output."""
     if tool == "loadlab-tty":
+        # The report is the JSON object after the view left the alternate screen.
         text = text.rsplit("\x1b[?1049l", 1)[-1]
+        text = text[text.find("{\n"):]  # read with universal newlines: the pty's CRLF is LF
+        text = text[:text.rfind("}") + 1]
         tool = "loadlab"
     if tool in ("loadlab", "baseline"):
         try:
