@@ -5,6 +5,9 @@
 #
 # Env: DURATION (s, default 5), ROUNDS (default 3), AB_REQUESTS (default 1000000),
 #      TOOLS (default "loadlab wrk ab"; ratios are the first tool over each other one),
+#      the tool `loadlab-tty` runs LOADLAB as `loadlab` but on a pseudo-terminal (script(1),
+#      120x40), so with its live view on: TOOLS="loadlab loadlab-tty" is the view's cost (the
+#      figure includes script's own CPU, copying the frames, as a terminal would have to),
 #      LOADLAB (binary; default target/release/loadlab, rebuilt if it is the default),
 #      BASELINE (another loadlab binary, e.g. an earlier commit's: the tool `baseline` in TOOLS
 #      runs it exactly as `loadlab`, so TOOLS="loadlab baseline wrk" shows what a change cost),
@@ -52,9 +55,11 @@ done
 for t in "${tools[@]}"; do
   case $t in
     loadlab) ensure_loadlab ;;
+    loadlab-tty) ensure_loadlab
+      command -v script >/dev/null || die "loadlab-tty needs script (bsdutils)" ;;
     baseline) [ -x "${BASELINE:-}" ] || die "TOOLS has baseline: set BASELINE to a loadlab binary" ;;
     wrk | ab | h2load) command -v "$t" >/dev/null || die "$t not installed (make deps-bench)" ;;
-    *) die "unknown tool '$t' in TOOLS (known: loadlab baseline wrk ab h2load)" ;;
+    *) die "unknown tool '$t' in TOOLS (known: loadlab loadlab-tty baseline wrk ab h2load)" ;;
   esac
 done
 [ -x /usr/bin/time ] || die "GNU time not installed (make deps-bench)"
@@ -128,6 +133,10 @@ run() {
   case $tool in
     loadlab) cmd=("$LOADLAB" bench -c "$CONNECTIONS" -t 1 "${stop[@]}" "${insecure[@]}"
       "${http2[@]}" "${newconn[@]}" --format json "$url") ;;
+    # The view draws on the pty; the JSON follows once it has left the alternate screen.
+    loadlab-tty) cmd=(script -qec "stty cols 120 rows 40; exec $(printf '%q ' "$LOADLAB" bench \
+      -c "$CONNECTIONS" -t 1 "${stop[@]}" "${insecure[@]}" "${http2[@]}" "${newconn[@]}" \
+      --format json "$url")" /dev/null) ;;
     baseline) cmd=("$BASELINE" bench -c "$CONNECTIONS" -t 1 "${stop[@]}" "${insecure[@]}"
       "${http2[@]}" "${newconn[@]}" --format json "$url") ;;
     # h2load: -D is a duration in seconds; it takes any certificate. A new connection per
@@ -186,6 +195,12 @@ def find(pattern, text, path):
 
 def parse(tool, text, path):
     """(req/s, completed requests, errors or None) from one tool's own output."""
+    if tool == "loadlab-tty":
+        # The report is the JSON object after the view left the alternate screen.
+        text = text.rsplit("\x1b[?1049l", 1)[-1]
+        text = text[text.find("{\n"):]  # read with universal newlines: the pty's CRLF is LF
+        text = text[:text.rfind("}") + 1]
+        tool = "loadlab"
     if tool in ("loadlab", "baseline"):
         try:
             j = json.loads(text)
@@ -216,7 +231,7 @@ def parse(tool, text, path):
 
 rows = {}  # (tool, round) -> (rps, cpu_us_per_req, nginx_us_per_req)
 hz = os.sysconf("SC_CLK_TCK")
-print(f"{'tool':8} {'round':>5} {'req/s':>10} {'requests':>10} {'seconds':>7}"
+print(f"{'tool':11} {'round':>5} {'req/s':>10} {'requests':>10} {'seconds':>7}"
       f" {'cpu_us_per_req':>14} {'client_cpu':>10} {'nginx_us_per_req':>16} {'errors':>6}")
 for line in open(f"{work}/runs"):
     tool, rnd = line.split()
@@ -230,14 +245,14 @@ for line in open(f"{work}/runs"):
     # nginx's CPU over the whole run (warm-up and connecting included, as for the client).
     server_us = int(open(f"{work}/{tool}.{rnd}.server").read()) / hz * 1e6 / n
     rows[tool, int(rnd)] = (rps, cpu_us, server_us)
-    print(f"{tool:8} {rnd:>5} {rps:>10.0f} {n:>10} {elapsed:>7.2f} {cpu_us:>14.2f} {busy:>9.0f}%"
+    print(f"{tool:11} {rnd:>5} {rps:>10.0f} {n:>10} {elapsed:>7.2f} {cpu_us:>14.2f} {busy:>9.0f}%"
           f" {server_us:>16.2f} {'-' if errors is None else errors:>6}")
 
 print("\nmedians over rounds")
-print(f"{'tool':8} {'req/s':>10} {'cpu_us_per_req':>14} {'nginx_us_per_req':>16}")
+print(f"{'tool':11} {'req/s':>10} {'cpu_us_per_req':>14} {'nginx_us_per_req':>16}")
 for tool in tools:
     vals = [v for (t, _), v in rows.items() if t == tool]
-    print(f"{tool:8} {statistics.median(v[0] for v in vals):>10.0f}"
+    print(f"{tool:11} {statistics.median(v[0] for v in vals):>10.0f}"
           f" {statistics.median(v[1] for v in vals):>14.2f}"
           f" {statistics.median(v[2] for v in vals):>16.2f}")
 

@@ -59,14 +59,19 @@ pub fn run(mut args: BenchArgs) -> anyhow::Result<u8> {
     // written is refused before the run, not after it.
     let hdr_log = open(args.traffic.hdr_log.as_deref(), "--hdr-log")?;
     let merged_log = open(args.agent.merged_hdr_log.as_deref(), "--merged-hdr-log")?;
-    let mut measure = crate::progress::measure(args.request.quiet)?;
-    let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
     let Some(agents) = agents else {
-        let judged =
-            bench::run(request, &mut measure, &mut warn).map_err(crate::exit::bench_failure)?;
+        // One load on this host: the live view, unless told not to or not on a terminal.
+        let title = format!("bench {}", args.url);
+        let (mut measure, mut said) = crate::progress::watch(&title, &args.request, true)?;
+        let mut warn = |w: &str| said.err(&format!("loadlab: warning: {w}"));
+        let judged = bench::run(request, &mut measure, &mut warn);
+        said.close()?;
+        let judged = judged.map_err(crate::exit::bench_failure)?;
         write_log(hdr_log, judged.result.hdr_log.as_ref(), &judged)?;
         return print(&args, &judged);
     };
+    let mut measure = crate::progress::measure(args.request.quiet)?;
+    let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
     let control = measure.control();
     if agents.share.index == 0 {
         measure.show_others(agents.others.clone());

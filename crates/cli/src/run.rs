@@ -48,6 +48,10 @@ pub struct RunArgs {
     /// root or with sudo -n), instead of stopping before the run with the list (exit 4).
     #[arg(long = "install-packages")]
     pub install_packages: bool,
+    /// No live terminal view: the progress line and the cells' lines as they end. The view is
+    /// on only when stdout and stderr are both a terminal.
+    #[arg(long = "no-tui")]
+    pub no_tui: bool,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
@@ -87,14 +91,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     // Stacks come and go inside, and the run's record is closed and reported after: a second
     // Ctrl-C waits for both.
     let _finishing = crate::signals::Finishing::hold();
-    let mut measure = crate::progress::measure(false)?;
+    let shown = loadlab_runner::commands::bench::flags::RequestFlags {
+        no_tui: args.no_tui,
+        ..Default::default()
+    };
+    let (mut measure, mut said) =
+        crate::progress::watch(&format!("run --suite {}", args.suite), &shown, true)?;
+    if let Some(view) = said.view() {
+        view.plan_ends(std::time::Instant::now() + plan.estimate().total);
+    }
     let outcome = commands::run::execute(
         &mut started,
         &plan,
         &remote,
         &mut measure,
-        &mut output::Progress(std::io::stdout()),
+        &mut output::Progress(crate::progress::SaidLines(&said, Vec::new())),
     );
+    said.close()?;
     let stopped = measure.stopped();
     let finished =
         commands::run::finish(&mut started, &outcome, stopped, &args.out).map_err(failure)?;

@@ -24,17 +24,22 @@ pub fn control() -> anyhow::Result<Arc<Control>> {
     let control = Arc::new(Control::default());
     let handler = control.clone();
     // ctrlc runs this on its own thread, not in signal context, so it may print.
-    ctrlc::set_handler(move || {
-        if !handler.stop_now() {
-            return;
-        }
-        if FINISHING.load(Ordering::Relaxed) == 0 {
-            std::process::exit(crate::exit::INTERRUPTED.into());
-        }
-        eprintln!("loadlab: stopping: stacks go down and what was measured is kept first");
-    })
-    .context("installing the Ctrl-C handler")?;
+    ctrlc::set_handler(move || interrupt(&handler)).context("installing the Ctrl-C handler")?;
     Ok(CONTROL.get_or_init(|| control).clone())
+}
+
+/// What Ctrl-C does, and `q` or Ctrl-C in the live view (whose raw mode takes Ctrl-C as a
+/// key, not as the signal): the first asks to stop, a second exits, the terminal given back
+/// first.
+pub fn interrupt(control: &Control) {
+    if !control.stop_now() {
+        return;
+    }
+    if FINISHING.load(Ordering::Relaxed) == 0 {
+        loadlab_tui::restore();
+        std::process::exit(crate::exit::INTERRUPTED.into());
+    }
+    eprintln!("loadlab: stopping: stacks go down and what was measured is kept first");
 }
 
 /// Whether Ctrl-C or SIGTERM arrived during this process's life.

@@ -1,7 +1,7 @@
 //! `loadlab sweep URL`: an offered-rate sweep, optionally of two targets interleaved step by
 //! step (autobench's --host1/--host2), with the knee found and every step's trust flagged.
 
-use std::io::Write;
+use std::io::Write as _;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -9,11 +9,13 @@ use clap::Args;
 use loadlab_output::sweep as output;
 use loadlab_runner::commands::sweep::plan::{SweepFlags, SweepFormat};
 use loadlab_runner::commands::sweep::ramp::run_ramp;
-use loadlab_runner::commands::sweep::{run_sweep, SweepTarget};
+use loadlab_runner::commands::sweep::{run_sweep, Step, SweepTarget};
 use loadlab_runner::hosts::sweep_agents as agents;
 use loadlab_runner::Measure;
 
 use crate::exit::{Failure, OK, SLO_FAILED};
+use crate::progress::Said;
+use loadlab_runner::commands::bench::live::EngineMeasure;
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
@@ -49,29 +51,36 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         return Err(usage("--max-errors is a ratio between 0 and 1 (0.01 = 1%)".into()));
     }
     let flags = &args.sweep;
-    // A sweep's table is its progress; a ramp's one run shows the bench's line.
-    let mut measure = crate::progress::measure(args.sweep.ramp.is_none() || args.request.quiet)?;
-    let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
+    let (mut measure, mut said) = shown(&args)?;
+    let mut warn = |w: &str| said.err(&format!("loadlab: warning: {w}"));
     let mut targets = (flags.targets(&args.url, &args.request, &mut measure, &mut warn))
         .map_err(crate::exit::failure)?;
     if let Some(range) = args.sweep.ramp {
-        return ramp(&args, flags, targets.remove(0), &mut measure, range);
+        return ramp(&args, flags, targets.remove(0), &mut measure, range, said);
     }
     let plan = flags.plan(targets);
     let to_stdout = args.sweep.format == SweepFormat::Text;
-    let table = Table { stdout: to_stdout, silent: args.request.quiet && !to_stdout };
+    let silent = args.request.quiet && !to_stdout;
+    let table = Table { stdout: to_stdout, silent, said: &said };
     let urls: Vec<&str> = plan.targets.iter().map(|t| t.url.as_str()).collect();
     for line in output::legend(&urls) {
         table.line(&line)?;
     }
     table.line(&output::header())?;
-    let on_step = &mut |step: &_| table.line(&output::row(step));
+    let on_step = &mut |step: &Step| {
+        if let Some(view) = table.said.view() {
+            view.step(step.offered_rps, step.achieved_rps);
+        }
+        table.line(&output::row(step))
+    };
     let (outcome, ended) = match args.agent.agents()? {
         None => (run_sweep(&plan, &mut measure, on_step), Default::default()),
         Some(a) => {
             agents::run_sweep(&plan, &mut measure, &a, on_step).map_err(crate::agents::failure)?
         }
     };
+    said.close()?;
+    let table = Table { stdout: to_stdout, silent, said: &said };
     let outcome = outcome.map_err(crate::exit::failure)?;
     table.line("")?;
     for line in output::knees(&outcome.knees).into_iter().chain(output::share(&outcome)) {
@@ -96,6 +105,17 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     Ok(agents_ended(&ended).unwrap_or(if outcome.gates_passed() { OK } else { SLO_FAILED }))
 }
 
+/// How the sweep is shown as it goes: the live view; without it, a sweep's table is its
+/// progress and a ramp's one run shows the bench's line. Agents show their own line.
+fn shown(args: &SweepArgs) -> anyhow::Result<(EngineMeasure, Said)> {
+    if args.agent.agents.is_some() {
+        let quiet = args.sweep.ramp.is_none() || args.request.quiet;
+        return Ok((crate::progress::measure(quiet)?, Said::none()));
+    }
+    let title = format!("sweep {}", args.url);
+    crate::progress::watch(&title, &args.request, args.sweep.ramp.is_some())
+}
+
 /// `--agents`: an agent lost, or this agent stopped by agent 0, said and made the exit code.
 fn agents_ended(ended: &agents::Ended) -> Option<u8> {
     for (l, step) in &ended.lost {
@@ -114,6 +134,7 @@ fn ramp(
     target: SweepTarget,
     measure: &mut dyn Measure,
     (from, to): (f64, f64),
+    mut said: Said,
 ) -> anyhow::Result<u8> {
     let duration = args.sweep.ramp_duration.unwrap_or(Duration::from_secs(10));
     let plan = flags.ramp(target, from, to, duration);
@@ -121,6 +142,7 @@ fn ramp(
         None => (run_ramp(&plan, measure), Default::default()),
         Some(a) => agents::run_ramp(&plan, measure, &a).map_err(crate::agents::failure)?,
     };
+    said.close()?;
     let outcome = outcome.map_err(crate::exit::failure)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.sweep.format {
@@ -131,23 +153,23 @@ fn ramp(
     Ok(agents_ended(&ended).unwrap_or(OK))
 }
 
-/// The table printed as the sweep goes: to stdout for text, stderr for JSON (unless quiet).
-struct Table {
+/// The table printed as the sweep goes: to stdout for text, stderr for JSON (unless quiet),
+/// held while the live view is on.
+struct Table<'a> {
     stdout: bool,
     silent: bool,
+    said: &'a Said,
 }
 
-impl Table {
+impl Table<'_> {
     fn line(&self, s: &str) -> std::io::Result<()> {
         if self.silent {
             return Ok(());
         }
         if self.stdout {
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{s}")?;
-            out.flush()
+            self.said.out(s)
         } else {
-            eprintln!("{s}");
+            self.said.err(s);
             Ok(())
         }
     }

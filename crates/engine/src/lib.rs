@@ -362,7 +362,10 @@ fn plan_workers(
             }
             _ => pool / threads + usize::from(i < pool % threads),
         };
-        let spec = worker_spec(config, addr, setup, clock, i, connections)?;
+        let mut spec = worker_spec(config, addr, setup, clock, i, connections)?;
+        // Live listeners read each second's latency from the interval histograms; the run's
+        // result keeps them (its interval log) only when the configuration asks.
+        spec.hdr_log |= control.live.enabled();
         let schedule = worker_schedule(config, clock, i);
         let creating =
             |source| EngineError::Io { context: "creating a worker's event loop", source };

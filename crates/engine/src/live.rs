@@ -82,6 +82,11 @@ pub struct Snapshot {
     /// of the latency every output shows, and of the uncorrected latency under a schedule.
     pub latency: Vec<(u32, Vec<u8>)>,
     pub service: Vec<(u32, Vec<u8>)>,
+    /// Of the second `second` as the per-second series has it so far: the most connections
+    /// open at once, and the CPU the worker's thread used and waited for (µs).
+    pub open: u64,
+    pub cpu_us: u64,
+    pub cpu_wait_us: u64,
 }
 
 /// The workers' snapshots not taken yet; `None` while nobody asked for them.
@@ -192,5 +197,25 @@ mod tests {
         let histograms: Vec<u32> =
             snapshots.iter().flat_map(|s| s.latency.iter().map(|(second, _)| *second)).collect();
         assert!(histograms.contains(&0) && histograms.contains(&1), "{histograms:?}");
+    }
+
+    #[test]
+    fn live_seconds_carry_latency_connections_and_cpu_without_an_interval_log() {
+        let addr = server();
+        let target = Target::parse(&format!("http://{addr}/")).unwrap();
+        let mut config = BenchConfig::new(target);
+        (config.connections, config.threads) = (2, 1);
+        config.stop = Stop::Duration(Duration::from_millis(1300));
+        let control = Arc::new(Control::default());
+        control.live.enable();
+        let result = crate::run(&config, addr, control.clone()).unwrap();
+        let snapshots = control.live.take();
+        // The second that closed went out with its histogram, its connections and its CPU...
+        let first = snapshots.iter().find(|s| s.second == 0).unwrap();
+        assert_eq!(first.latency.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [0]);
+        assert_eq!(first.open, 2);
+        assert!(first.cpu_us > 0);
+        // ...while the result has no interval log: nobody asked for one.
+        assert!(result.hdr_log.is_none());
     }
 }

@@ -13,6 +13,7 @@ mod hostile_framing;
 mod http2;
 mod interrupt;
 mod link;
+mod live_view;
 mod merge;
 mod mixes;
 mod nginx_bench;

@@ -250,6 +250,10 @@ pub(crate) trait EventLoop: Sized {
         }
         let due = c.popped.saturating_sub(l.due_base);
         snapshot.counts = crate::live::counts(c.tally, due);
+        if let Some(b) = c.tally.series.buckets().get(snapshot.second as usize) {
+            (snapshot.open, snapshot.cpu_us, snapshot.cpu_wait_us) =
+                (b.open, b.cpu_us, b.cpu_wait_us);
+        }
         c.control.live.publish(snapshot);
     }
 }

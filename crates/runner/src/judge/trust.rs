@@ -296,6 +296,27 @@ fn finding(flag: Flag, evidence: String, warning: String) -> Option<Finding> {
     Some(Finding { flag, evidence, warning })
 }
 
+/// The flags one second of a run in progress raises, by this verdict's rules applied to that
+/// second's evidence, so that a live view can show each the moment it is: failures, no
+/// descriptor or port, a client of `workers` workers using over [`SATURATION`] of its CPU,
+/// or waiting for one as long as [`client_starved`] asks (the wait's share of the second and
+/// of the time wanted). The run's own verdict, judged from the whole result, comes after it.
+pub fn raised_in(s: &crate::commands::bench::following::Second, workers: usize) -> Vec<Flag> {
+    let second_us = 1e6 * workers.max(1) as f64;
+    let (cpu, wait) = (s.cpu_us as f64, s.cpu_wait_us as f64);
+    let short_of = |c: &ErrorClass| matches!(c, ErrorClass::FdUnavail | ErrorClass::AddrUnavail);
+    let rules = [
+        (s.failed > 0, Flag::Errors),
+        (s.errors.iter().any(|(c, n)| short_of(c) && *n > 0), Flag::FdExhausted),
+        (cpu > SATURATION * second_us, Flag::ClientSaturated),
+        (
+            wait >= STARVED_WAIT * second_us && wait >= STARVED_DENIED * (cpu + wait),
+            Flag::ClientStarved,
+        ),
+    ];
+    rules.into_iter().filter_map(|(raised, flag)| raised.then_some(flag)).collect()
+}
+
 /// Whether the client, as a whole or in one worker, used over [`SATURATION`] of its CPU.
 fn saturated(r: &BenchResult) -> bool {
     r.max_worker_busy() > SATURATION || r.client_busy() > SATURATION

@@ -458,3 +458,20 @@ fn visitor_numbers_past_the_labs_users_are_a_flag() {
     plain.visits = Some(std::sync::Arc::new(plan));
     assert!(judged(&r, &plain).is_none());
 }
+
+#[test]
+fn a_second_in_progress_raises_the_flags_its_evidence_shows() {
+    use crate::commands::bench::following::Second;
+    let calm =
+        Second { completed: 100, cpu_us: 400_000, cpu_wait_us: 10_000, ..Default::default() };
+    assert!(crate::judge::trust::raised_in(&calm, 1).is_empty());
+    let errors = vec![(loadlab_engine::ErrorClass::FdUnavail, 3)];
+    let short = Second { failed: 3, errors, ..calm.clone() };
+    assert_eq!(crate::judge::trust::raised_in(&short, 1), [Flag::Errors, Flag::FdExhausted]);
+    // One worker's full second of CPU is saturation; of two workers' seconds it is half.
+    let busy = Second { cpu_us: 950_000, ..calm.clone() };
+    assert_eq!(crate::judge::trust::raised_in(&busy, 1), [Flag::ClientSaturated]);
+    assert!(crate::judge::trust::raised_in(&busy, 2).is_empty());
+    let starved = Second { cpu_us: 300_000, cpu_wait_us: 400_000, ..calm };
+    assert_eq!(crate::judge::trust::raised_in(&starved, 1), [Flag::ClientStarved]);
+}

@@ -97,6 +97,11 @@ pub struct RequestFlags {
     // Command line only: what the cli shows while the load runs.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// No live terminal view (oha's flag): the progress line instead. The view is on only
+    /// when stdout and stderr are both a terminal, and never with -q.
+    // Command line only, as -q.
+    #[arg(long = "no-tui")]
+    pub no_tui: bool,
 }
 
 impl Default for RequestFlags {

@@ -13,7 +13,9 @@ use loadlab_agents::coordinator::Counters;
 use loadlab_engine::{BenchConfig, BenchResult, Control, EngineError};
 use loadlab_store::Counted;
 
+use crate::commands::bench::following::{Following, Second};
 use crate::commands::run::executor::Measure;
+use crate::judge::trust::{raised_in, Flag};
 
 /// How often the live figures are taken.
 pub const EVERY: Duration = Duration::from_millis(250);
@@ -107,6 +109,14 @@ pub trait Show: Send {
     fn show(&mut self, label: &str, tally: &Tally);
     /// The run has ended.
     fn clear(&mut self);
+    /// Whether it shows each second ([`Show::second`]): the workers then publish their
+    /// seconds ([`loadlab_engine::live`]), once a second each.
+    fn follows_seconds(&self) -> bool {
+        false
+    }
+    /// A second every worker has closed, with the flags it raised, before the next
+    /// [`Show::show`].
+    fn second(&mut self, _second: &Second, _raised: &[Flag]) {}
 }
 
 /// Makes a [`Show`] for each run.
@@ -148,13 +158,39 @@ impl Measure for EngineMeasure {
         };
         let (mut show, label) = (shows(), label.to_string());
         let (control, others) = (self.control.clone(), self.others.clone());
-        let mut counting =
-            Counting::of(control, others, config.warmup, crate::judge::trust::counted(config));
+        let workers = config.threads;
+        let mut following = show.follows_seconds().then(|| {
+            control.live.enable();
+            // What an earlier run of the process published and nobody took.
+            control.live.take();
+            Following::new(workers)
+        });
+        let mut counting = Counting::of(
+            control.clone(),
+            others,
+            config.warmup,
+            crate::judge::trust::counted(config),
+        );
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
+        let follows = following.is_some();
         let shown = std::thread::spawn(move || {
+            let mut seconds = |show: &mut Box<dyn Show>, end: bool| {
+                let Some(f) = following.as_mut() else { return };
+                let snapshots = control.live.take();
+                let given = if end { f.finish(snapshots) } else { f.feed(snapshots) };
+                for s in &given {
+                    show.second(s, &raised_in(s, workers));
+                }
+            };
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(EVERY);
+                seconds(&mut show, false);
+                show.show(&label, &counting.tally(Instant::now()));
+            }
+            if follows {
+                // The seconds the workers closed as they ended, and the last figures.
+                seconds(&mut show, true);
                 show.show(&label, &counting.tally(Instant::now()));
             }
             show.clear();

@@ -4,6 +4,7 @@
 //! prints what it returns; a remote agent can call the same function.
 
 pub mod flags;
+pub mod following;
 pub mod habits;
 pub mod live;
 pub mod outcome;

@@ -60,9 +60,6 @@ pub struct Habits {
     /// oha's --disable-keepalive: --no-keepalive.
     #[arg(long = "disable-keepalive", hide = true, conflicts_with = "keepalive")]
     pub disable_keepalive: bool,
-    /// oha's --no-tui: no live view, -q here.
-    #[arg(long = "no-tui", hide = true)]
-    pub no_tui: bool,
     /// oha's --latency-correction: latency from when each request was due, which the open
     /// loop always measures.
     #[arg(long = "latency-correction", hide = true)]
@@ -81,7 +78,6 @@ impl Habits {
         if self.disable_keepalive {
             request.connection.keepalive = false;
         }
-        request.quiet |= self.no_tui;
         let mut notes: Vec<String> = self.anyway().map(str::to_string).collect();
         if let Some(n) = self.vus {
             notes.push(format!(
@@ -181,7 +177,8 @@ mod tests {
     fn ohas_keepalive_tui_and_correction_flags() {
         let (_, request, notes) = lowered(&["--disable-keepalive", "--no-tui"]);
         assert!(!request.connection.keepalive);
-        assert!(request.quiet);
+        // --no-tui is loadlab's own flag: no view, and -q is not implied.
+        assert!(request.no_tui && !request.quiet);
         assert!(notes.is_empty(), "{notes:?}");
         let (_, _, open) = lowered(&["--latency-correction", "-R", "100"]);
         assert!(open[0].contains("always counts from each request's due time"), "{open:?}");

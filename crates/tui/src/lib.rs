@@ -1,0 +1,140 @@
+//! loadlab's live terminal view: while a `bench`, a `sweep` or a suite runs, one screen that
+//! shows what it does now, drawn with ratatui over crossterm on the alternate screen. The
+//! figures are the runner's live ones (its [`Show`] of each run: the tally every 250 ms and
+//! each second the workers close); the command adds its own lines ([`View::line`]: a sweep's
+//! steps, a suite's cells), which the view holds and gives back when it closes, to be
+//! printed then as they would have been without it. `q` and Ctrl-C stop the run as Ctrl-C's
+//! signal does (the command's `stop`); the terminal is always given back ([`terminal`]).
+//!
+//! - [`model`]: what is shown; [`draw`]: how; [`terminal`]: the terminal's modes.
+
+pub mod draw;
+pub mod model;
+pub mod terminal;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use loadlab_runner::commands::bench::following::Second;
+use loadlab_runner::commands::bench::live::{Show, Shows, Tally};
+use loadlab_runner::judge::trust::Flag;
+
+pub use model::Model;
+pub use terminal::restore;
+
+/// Which of the command's streams a held line belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Out {
+    Stdout,
+    Stderr,
+}
+
+/// How often the screen is drawn and the keys read.
+const FRAME: Duration = Duration::from_millis(200);
+
+/// The view on the terminal, until [`View::close`].
+pub struct View {
+    model: Arc<Mutex<Model>>,
+    done: Arc<AtomicBool>,
+    drawing: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl View {
+    /// Takes the terminal and draws `title`'s view on it; `stop` is what `q` and Ctrl-C do.
+    pub fn open(title: &str, stop: Box<dyn Fn() + Send>) -> std::io::Result<View> {
+        let mut screen = terminal::Screen::enter()?;
+        let model = Arc::new(Mutex::new(Model::new(title)));
+        let done = Arc::new(AtomicBool::new(false));
+        let (shown, ended) = (model.clone(), done.clone());
+        let drawing = std::thread::spawn(move || -> std::io::Result<()> {
+            while !ended.load(Ordering::Relaxed) {
+                screen.terminal.draw(|f| draw::draw(f, &lock(&shown)))?;
+                if event::poll(FRAME)? {
+                    if let Event::Key(k) = event::read()? {
+                        let ctrl_c = k.code == KeyCode::Char('c')
+                            && k.modifiers.contains(KeyModifiers::CONTROL);
+                        if k.kind == KeyEventKind::Press && (k.code == KeyCode::Char('q') || ctrl_c)
+                        {
+                            stop();
+                        }
+                    }
+                }
+            }
+            Ok(())
+        });
+        Ok(View { model, done, drawing: Some(drawing) })
+    }
+
+    /// A [`Show`] for each run the command measures, into this view.
+    pub fn shows(&self) -> Shows {
+        let model = self.model.clone();
+        Box::new(move || Box::new(Into { model: model.clone() }) as Box<dyn Show>)
+    }
+
+    /// One of the command's lines for `to`, shown now and given back by [`View::close`].
+    pub fn line(&self, to: Out, line: &str) {
+        lock(&self.model).lines.push((to, line.to_string()));
+    }
+
+    /// A suite's plan expects to end at `at`: the view says how long is left by it.
+    pub fn plan_ends(&self, at: std::time::Instant) {
+        lock(&self.model).plan_ends = Some(at);
+    }
+
+    /// A sweep's step: its offered and achieved rates.
+    pub fn step(&self, offered: f64, achieved: f64) {
+        lock(&self.model).steps.push((offered, achieved));
+    }
+
+    /// Gives the terminal back; returns the command's lines, to be printed now.
+    pub fn close(mut self) -> std::io::Result<Vec<(Out, String)>> {
+        self.done.store(true, Ordering::Relaxed);
+        let drawn = self.drawing.take().map(JoinHandle::join);
+        terminal::restore();
+        if let Some(Ok(Err(e))) = drawn {
+            return Err(e);
+        }
+        Ok(std::mem::take(&mut lock(&self.model).lines))
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(d) = self.drawing.take() {
+            let _ = d.join();
+        }
+        terminal::restore();
+    }
+}
+
+/// The model, whoever panicked while holding it.
+fn lock(model: &Mutex<Model>) -> MutexGuard<'_, Model> {
+    model.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A run's figures into the view's model.
+struct Into {
+    model: Arc<Mutex<Model>>,
+}
+
+impl Show for Into {
+    fn show(&mut self, label: &str, tally: &Tally) {
+        lock(&self.model).tally(label, tally);
+    }
+
+    fn clear(&mut self) {
+        lock(&self.model).run_ended();
+    }
+
+    fn follows_seconds(&self) -> bool {
+        true
+    }
+
+    fn second(&mut self, second: &Second, raised: &[Flag]) {
+        lock(&self.model).second(second, raised);
+    }
+}
