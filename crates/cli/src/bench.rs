@@ -29,6 +29,8 @@ pub struct BenchArgs {
     pub habits: habits::flags::Habits,
     #[command(flatten)]
     pub agent: crate::agents::AgentArgs,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
     /// Output format.
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -59,7 +61,9 @@ pub fn run(mut args: BenchArgs) -> anyhow::Result<u8> {
     // written is refused before the run, not after it.
     let hdr_log = open(args.traffic.hdr_log.as_deref(), "--hdr-log")?;
     let merged_log = open(args.agent.merged_hdr_log.as_deref(), "--merged-hdr-log")?;
+    let served = crate::metrics::open(&args.metrics)?;
     let mut measure = crate::progress::measure(args.request.quiet)?;
+    served.feed(&mut measure);
     let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
     let Some(agents) = agents else {
         let judged =

@@ -48,6 +48,8 @@ pub struct RunArgs {
     /// root or with sudo -n), instead of stopping before the run with the list (exit 4).
     #[arg(long = "install-packages")]
     pub install_packages: bool,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
@@ -80,6 +82,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     if !args.install_packages {
         commands::run::check_remote_packages(&suite, &remote).map_err(failure)?;
     }
+    let served = crate::metrics::open(&args.metrics)?;
     let mut started =
         commands::run::begin(&suite, &plan, &args.out, args.db.as_deref()).map_err(failure)?;
     output::write_started(&mut out, &mut err, &started)?;
@@ -88,6 +91,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     // Ctrl-C waits for both.
     let _finishing = crate::signals::Finishing::hold();
     let mut measure = crate::progress::measure(false)?;
+    served.feed(&mut measure);
     let outcome = commands::run::execute(
         &mut started,
         &plan,

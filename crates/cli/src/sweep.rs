@@ -25,6 +25,8 @@ pub struct SweepArgs {
     pub request: loadlab_runner::commands::bench::flags::RequestFlags,
     #[command(flatten)]
     pub agent: crate::agents::AgentArgs,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
@@ -48,9 +50,11 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     if !(0.0..=1.0).contains(&args.sweep.max_errors) {
         return Err(usage("--max-errors is a ratio between 0 and 1 (0.01 = 1%)".into()));
     }
+    let served = crate::metrics::open(&args.metrics)?;
     let flags = &args.sweep;
     // A sweep's table is its progress; a ramp's one run shows the bench's line.
     let mut measure = crate::progress::measure(args.sweep.ramp.is_none() || args.request.quiet)?;
+    served.feed(&mut measure);
     let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
     let mut targets = (flags.targets(&args.url, &args.request, &mut measure, &mut warn))
         .map_err(crate::exit::failure)?;

@@ -17,6 +17,7 @@ mod merge;
 mod mixes;
 mod nginx_bench;
 mod open_loop;
+mod prometheus;
 pub(crate) mod ramp;
 mod replay;
 mod sessions;
