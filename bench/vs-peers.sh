@@ -8,6 +8,8 @@
 #      LOADLAB (binary; default target/release/loadlab, rebuilt if it is the default),
 #      BASELINE (another loadlab binary, e.g. an earlier commit's: the tool `baseline` in TOOLS
 #      runs it exactly as `loadlab`, so TOOLS="loadlab baseline wrk" shows what a change cost),
+#      the tool `loadlab-scraped`: loadlab with --metrics-listen, scraped by curl every second
+#      (TOOLS="loadlab loadlab-scraped": what serving Prometheus costs the client),
 #      TLS=1 (nginx serves https:// with a self-signed certificate made for the run, TLS 1.3;
 #      loadlab runs with --insecure, wrk and ab take any certificate: keep-alive HTTPS),
 #      H2=1 (HTTP/2: nginx listens with http2, h2c by prior knowledge, or h2 by ALPN with TLS=1;
@@ -52,9 +54,10 @@ done
 for t in "${tools[@]}"; do
   case $t in
     loadlab) ensure_loadlab ;;
+    loadlab-scraped) ensure_loadlab; command -v curl >/dev/null || die "loadlab-scraped needs curl" ;;
     baseline) [ -x "${BASELINE:-}" ] || die "TOOLS has baseline: set BASELINE to a loadlab binary" ;;
     wrk | ab | h2load) command -v "$t" >/dev/null || die "$t not installed (make deps-bench)" ;;
-    *) die "unknown tool '$t' in TOOLS (known: loadlab baseline wrk ab h2load)" ;;
+    *) die "unknown tool '$t' in TOOLS (known: loadlab loadlab-scraped baseline wrk ab h2load)" ;;
   esac
 done
 [ -x /usr/bin/time ] || die "GNU time not installed (make deps-bench)"
@@ -128,6 +131,15 @@ run() {
   case $tool in
     loadlab) cmd=("$LOADLAB" bench -c "$CONNECTIONS" -t 1 "${stop[@]}" "${insecure[@]}"
       "${http2[@]}" "${newconn[@]}" --format json "$url") ;;
+    loadlab-scraped) metrics=$(free_port)
+      cmd=("$LOADLAB" bench -c "$CONNECTIONS" -t 1 "${stop[@]}" "${insecure[@]}" "${http2[@]}"
+        "${newconn[@]}" --format json --metrics-listen "$metrics" --metrics-linger 0 "$url")
+      # Prometheus' way, once a second, bounded; curl's own CPU is not the client's.
+      (for ((s = 0; s < DURATION + 30; s++)); do
+        sleep 1
+        curl -s -o /dev/null "http://127.0.0.1:$metrics/metrics" || true
+      done) &
+      scraper=$! ;;
     baseline) cmd=("$BASELINE" bench -c "$CONNECTIONS" -t 1 "${stop[@]}" "${insecure[@]}"
       "${http2[@]}" "${newconn[@]}" --format json "$url") ;;
     # h2load: -D is a duration in seconds; it takes any certificate. A new connection per
@@ -151,6 +163,7 @@ run() {
   # usage of reaped descendants. --foreground lets Ctrl-C reach the tool. All on the client CPU.
   taskset -c "$CLIENT_CPU" /usr/bin/time -f '%U %S %e' -o "$work/$tool.$round.cpu" \
     timeout --foreground -k 5 $((DURATION + 30)) "${cmd[@]}" >"$work/$tool.$round.out"
+  if [ -n "${scraper:-}" ]; then kill "$scraper" 2>/dev/null; wait "$scraper" 2>/dev/null; scraper=; fi
   [ -s "$work/$tool.$round.out" ] || die "$tool printed no result: ${cmd[*]}"
   echo $(($(server_ticks) - before)) >"$work/$tool.$round.server"
   echo "$tool $round" >>"$work/runs"
@@ -186,7 +199,7 @@ def find(pattern, text, path):
 
 def parse(tool, text, path):
     """(req/s, completed requests, errors or None) from one tool's own output."""
-    if tool in ("loadlab", "baseline"):
+    if tool in ("loadlab", "loadlab-scraped", "baseline"):
         try:
             j = json.loads(text)
         except ValueError as e:

@@ -76,14 +76,6 @@ impl Figures {
     }
 }
 
-/// A lab tier's CPU and memory as the lab's sampler last saw them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Tier {
-    pub name: String,
-    pub cpu_seconds: f64,
-    pub memory_bytes: u64,
-}
-
 /// One cell: its figures so far, and what the runner told of it.
 #[derive(Debug, Clone, Default)]
 pub struct Cell {
@@ -99,7 +91,6 @@ pub struct Cell {
     pub offered: Option<f64>,
     /// Every trust flag by name, and whether the verdict raised it; empty until judged.
     pub flags: Vec<(String, bool)>,
-    pub tiers: Vec<Tier>,
 }
 
 impl Cell {
@@ -120,7 +111,7 @@ impl Cell {
 
 /// Every cell of this process, the one measured last at the end. A watcher of the engine's
 /// snapshots ([`Watch`]); the runner tells it of cells ([`Board::begin`], [`Board::end`]),
-/// verdicts and samples.
+/// and verdicts.
 #[derive(Debug, Default)]
 pub struct Board {
     cells: Mutex<Vec<Cell>>,
@@ -158,11 +149,6 @@ impl Board {
     /// The last cell's verdict: every flag by name and whether it was raised.
     pub fn judged(&self, flags: Vec<(String, bool)>) {
         self.with(|cells| cells.last_mut().map(|c| c.flags = flags));
-    }
-
-    /// The lab's last samples of the last cell's tiers.
-    pub fn tiers(&self, tiers: Vec<Tier>) {
-        self.with(|cells| cells.last_mut().map(|c| c.tiers = tiers));
     }
 
     /// Every cell as it stands now.

@@ -21,7 +21,7 @@ const fn family(name: &'static str, kind: &'static str, help: &'static str) -> F
 }
 
 /// Every family, in the order rendered.
-pub const FAMILIES: [Family; 15] = [
+pub const FAMILIES: [Family; 13] = [
     family("loadlab_requests_total", "counter", "Requests ended, by outcome: completed (a response) or failed (an error of a class)."),
     family("loadlab_errors_total", "counter", "Failed requests by error class (the JSON's errors), every class present."),
     family("loadlab_responses_total", "counter", "Responses by status code."),
@@ -35,8 +35,6 @@ pub const FAMILIES: [Family; 15] = [
     family("loadlab_client_cpu_seconds_total", "counter", "CPU time (user and system) of loadlab's workers."),
     family("loadlab_measuring", "gauge", "1 while the cell is measured, 0 once it has ended."),
     family("loadlab_trust_flag", "gauge", "1 for each trust flag the verdict raised, 0 for the others; present once the cell is judged."),
-    family("loadlab_tier_cpu_seconds_total", "counter", "CPU time of a lab tier's processes, as the lab's sampler last saw it."),
-    family("loadlab_tier_memory_bytes", "gauge", "Memory (resident) of a lab tier's processes, as the lab's sampler last saw it."),
 ];
 
 /// `"..."` with the format's three escapes.
@@ -110,16 +108,6 @@ fn samples(out: &mut String, name: &str, cell: &Cell, f: &Figures) {
                 sample(out, name, cell, &[("flag", flag)], f64::from(u8::from(*raised)));
             }
         }
-        "loadlab_tier_cpu_seconds_total" => {
-            for t in &cell.tiers {
-                sample(out, name, cell, &[("tier", &t.name)], t.cpu_seconds);
-            }
-        }
-        "loadlab_tier_memory_bytes" => {
-            for t in &cell.tiers {
-                sample(out, name, cell, &[("tier", &t.name)], t.memory_bytes as f64);
-            }
-        }
         _ => unreachable!("every family in FAMILIES has its samples"),
     }
 }
@@ -155,7 +143,7 @@ mod tests {
     use loadlab_engine::live::{Counts, Snapshot, Watch};
     use loadlab_stats::Recorder;
 
-    use crate::board::{Board, Labels, Tier};
+    use crate::board::{Board, Labels};
 
     #[test]
     fn a_cell_renders_every_family_with_its_labels_escaped() {
@@ -174,7 +162,6 @@ mod tests {
         latency.record(2_000_000);
         board.snapshot(&Snapshot { counts, open: 1, ..Snapshot::default() }, &latency);
         board.judged(vec![("errors".into(), true), ("client_saturated".into(), false)]);
-        board.tiers(vec![Tier { name: "nginx".into(), cpu_seconds: 1.5, memory_bytes: 4096 }]);
         let text = super::render(&board.cells());
         let l = r#"run="",stack="a \"b\"\\c\nd",workload="",load="c=1",repetition="""#;
         for line in [
@@ -189,7 +176,6 @@ mod tests {
             format!("loadlab_open_connections{{{l}}} 1"),
             format!("loadlab_trust_flag{{{l},flag=\"errors\"}} 1"),
             format!("loadlab_trust_flag{{{l},flag=\"client_saturated\"}} 0"),
-            format!("loadlab_tier_memory_bytes{{{l},tier=\"nginx\"}} 4096"),
             "# TYPE loadlab_latency_seconds histogram".to_string(),
         ] {
             assert!(text.lines().any(|t| t == line), "{line}\nnot in\n{text}");

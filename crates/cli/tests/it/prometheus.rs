@@ -127,3 +127,23 @@ fn prometheus_scraping_a_bench_gets_the_same_totals_as_its_json() {
         assert_eq!(got, Some(n.as_u64().unwrap() as f64), "{class}");
     }
 }
+
+#[test]
+fn a_metrics_address_in_use_is_one_line_and_exit_13_before_any_load() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let listen = taken.local_addr().unwrap().to_string();
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let mut cmd = crate::support::loadlab();
+    cmd.args(["bench", &server.url("/"), "-n", "10", "--metrics-listen", &listen]);
+    let out = crate::support::output_within(cmd, crate::support::RUN_LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(13), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "loadlab: error: --metrics-listen {listen}: the address is in use (another process \
+             listens there)"
+        )
+    );
+    assert_eq!(server.requests(), 0);
+}
