@@ -76,9 +76,20 @@ pub fn run(
         warn(w);
     }
     let result = measure.measure(&request.config, address, "")?;
+    Ok(judge_for(measure, request, address, result, capped))
+}
+
+/// [`judge`], the verdict told to `measure` too (its metrics endpoint shows the flags).
+pub fn judge_for(
+    measure: &mut dyn Measure,
+    request: Request,
+    address: SocketAddr,
+    result: BenchResult,
+    capped: Option<String>,
+) -> Judged {
     let verdict = Verdict::judge(&request.config, &result);
     measure.judged(&verdict);
-    Ok(judged(request, address, result, capped, &verdict))
+    judged(request, address, result, capped, &verdict)
 }
 
 /// What every run against a URL does before its load (`bench`, each `sweep` target): its

@@ -1,7 +1,8 @@
-//! `bench --metrics-listen` scraped by Debian's real `prometheus` (on 127.0.0.1, a generated
-//! config, its own storage in a temp dir, a 1 s scrape interval): after the run, PromQL over
+//! `--metrics-listen`: a bench scraped by Debian's real `prometheus` (on 127.0.0.1, a generated
+//! config, its own storage in a temp dir, a 1 s scrape interval), after which PromQL over
 //! Prometheus' HTTP API gives the same totals of requests and of errors by class as the run's
-//! JSON, the final figures reaching Prometheus because the run lingers for one last scrape.
+//! JSON, the final figures reaching Prometheus because the run lingers for one last scrape; a
+//! sweep's steps each a cell with its verdict's flags; an address in use refused.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -146,4 +147,47 @@ fn a_metrics_address_in_use_is_one_line_and_exit_13_before_any_load() {
         )
     );
     assert_eq!(server.requests(), 0);
+}
+
+#[test]
+fn a_sweep_serves_each_step_with_its_flags_and_lingers_until_scraped() {
+    let server = TestServer::start(Behaviour::ok("ok"));
+    let port = free_port();
+    let mut cmd = crate::support::loadlab();
+    cmd.args(["sweep", &server.url("/"), "--rates", "50,100", "--step-duration", "1s"]).args([
+        "--metrics-listen",
+        &port.to_string(),
+        "--metrics-linger",
+        "60s",
+    ]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    // Both steps judged: each has its flags, and neither is measured any more.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        assert!(Instant::now() < deadline, "the sweep's steps were never both judged");
+        std::thread::sleep(Duration::from_millis(300));
+        let Some(text) = get(addr, "/metrics") else { continue };
+        let judged = |load: &str| {
+            text.lines().any(|l| {
+                l.starts_with("loadlab_trust_flag{") && l.contains(&format!("load=\"{load}\""))
+            })
+        };
+        let measuring =
+            text.lines().any(|l| l.starts_with("loadlab_measuring{") && l.ends_with(" 1"));
+        if judged("rate=50/s") && judged("rate=100/s") && !measuring {
+            break text;
+        }
+    };
+    assert!(text.contains("flag=\"schedule_missed\""), "{text}");
+    // The first scrape after the sweep printed its table reads the final figures: it exits
+    // then, well before its 60 s of lingering.
+    let exited = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < exited, "still lingering after being scraped");
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = get(addr, "/metrics");
+    }
+    assert!(child.wait().unwrap().success());
 }
