@@ -163,7 +163,7 @@ run() {
   # usage of reaped descendants. --foreground lets Ctrl-C reach the tool. All on the client CPU.
   taskset -c "$CLIENT_CPU" /usr/bin/time -f '%U %S %e' -o "$work/$tool.$round.cpu" \
     timeout --foreground -k 5 $((DURATION + 30)) "${cmd[@]}" >"$work/$tool.$round.out"
-  if [ -n "${scraper:-}" ]; then kill "$scraper" 2>/dev/null; wait "$scraper" 2>/dev/null; scraper=; fi
+  if [ -n "${scraper:-}" ]; then kill "$scraper" 2>/dev/null; wait "$scraper" 2>/dev/null || true; scraper=; fi
   [ -s "$work/$tool.$round.out" ] || die "$tool printed no result: ${cmd[*]}"
   echo $(($(server_ticks) - before)) >"$work/$tool.$round.server"
   echo "$tool $round" >>"$work/runs"
