@@ -11,6 +11,8 @@
 #      LOADLAB (binary; default target/release/loadlab, rebuilt if it is the default),
 #      BASELINE (another loadlab binary, e.g. an earlier commit's: the tool `baseline` in TOOLS
 #      runs it exactly as `loadlab`, so TOOLS="loadlab baseline wrk" shows what a change cost),
+#      the tool `loadlab-scraped`: loadlab with --metrics-listen, scraped by curl every second
+#      (TOOLS="loadlab loadlab-scraped": what serving Prometheus costs the client),
 #      TLS=1 (nginx serves https:// with a self-signed certificate made for the run, TLS 1.3;
 #      loadlab runs with --insecure, wrk and ab take any certificate: keep-alive HTTPS),
 #      H2=1 (HTTP/2: nginx listens with http2, h2c by prior knowledge, or h2 by ALPN with TLS=1;
@@ -57,9 +59,10 @@ for t in "${tools[@]}"; do
     loadlab) ensure_loadlab ;;
     loadlab-tty) ensure_loadlab
       command -v script >/dev/null || die "loadlab-tty needs script (bsdutils)" ;;
+    loadlab-scraped) ensure_loadlab; command -v curl >/dev/null || die "loadlab-scraped needs curl" ;;
     baseline) [ -x "${BASELINE:-}" ] || die "TOOLS has baseline: set BASELINE to a loadlab binary" ;;
     wrk | ab | h2load) command -v "$t" >/dev/null || die "$t not installed (make deps-bench)" ;;
-    *) die "unknown tool '$t' in TOOLS (known: loadlab loadlab-tty baseline wrk ab h2load)" ;;
+    *) die "unknown tool '$t' in TOOLS (known: loadlab loadlab-tty loadlab-scraped baseline wrk ab h2load)" ;;
   esac
 done
 [ -x /usr/bin/time ] || die "GNU time not installed (make deps-bench)"
@@ -137,6 +140,15 @@ run() {
     loadlab-tty) cmd=(script -qec "stty cols 120 rows 40; exec $(printf '%q ' "$LOADLAB" bench \
       -c "$CONNECTIONS" -t 1 "${stop[@]}" "${insecure[@]}" "${http2[@]}" "${newconn[@]}" \
       --format json "$url")" /dev/null) ;;
+    loadlab-scraped) metrics=$(free_port)
+      cmd=("$LOADLAB" bench -c "$CONNECTIONS" -t 1 "${stop[@]}" "${insecure[@]}" "${http2[@]}"
+        "${newconn[@]}" --format json --metrics-listen "$metrics" --metrics-linger 0 "$url")
+      # Prometheus' way, once a second, bounded; curl's own CPU is not the client's.
+      (for ((s = 0; s < DURATION + 30; s++)); do
+        sleep 1
+        curl -s -o /dev/null "http://127.0.0.1:$metrics/metrics" || true
+      done) &
+      scraper=$! ;;
     baseline) cmd=("$BASELINE" bench -c "$CONNECTIONS" -t 1 "${stop[@]}" "${insecure[@]}"
       "${http2[@]}" "${newconn[@]}" --format json "$url") ;;
     # h2load: -D is a duration in seconds; it takes any certificate. A new connection per
@@ -160,6 +172,7 @@ run() {
   # usage of reaped descendants. --foreground lets Ctrl-C reach the tool. All on the client CPU.
   taskset -c "$CLIENT_CPU" /usr/bin/time -f '%U %S %e' -o "$work/$tool.$round.cpu" \
     timeout --foreground -k 5 $((DURATION + 30)) "${cmd[@]}" >"$work/$tool.$round.out"
+  if [ -n "${scraper:-}" ]; then kill "$scraper" 2>/dev/null; wait "$scraper" 2>/dev/null || true; scraper=; fi
   [ -s "$work/$tool.$round.out" ] || die "$tool printed no result: ${cmd[*]}"
   echo $(($(server_ticks) - before)) >"$work/$tool.$round.server"
   echo "$tool $round" >>"$work/runs"
@@ -201,7 +214,7 @@ def parse(tool, text, path):
         text = text[text.find("{\n"):]  # read with universal newlines: the pty's CRLF is LF
         text = text[:text.rfind("}") + 1]
         tool = "loadlab"
-    if tool in ("loadlab", "baseline"):
+    if tool in ("loadlab", "loadlab-scraped", "baseline"):
         try:
             j = json.loads(text)
         except ValueError as e:

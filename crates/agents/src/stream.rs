@@ -200,7 +200,7 @@ mod tests {
                 ..Default::default()
             },
             latency,
-            service: Vec::new(),
+            ..Snapshot::default()
         }
     }
 

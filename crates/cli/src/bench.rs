@@ -29,6 +29,8 @@ pub struct BenchArgs {
     pub habits: habits::flags::Habits,
     #[command(flatten)]
     pub agent: crate::agents::AgentArgs,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
     /// Output format.
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -59,10 +61,12 @@ pub fn run(mut args: BenchArgs) -> anyhow::Result<u8> {
     // written is refused before the run, not after it.
     let hdr_log = open(args.traffic.hdr_log.as_deref(), "--hdr-log")?;
     let merged_log = open(args.agent.merged_hdr_log.as_deref(), "--merged-hdr-log")?;
+    let served = crate::metrics::open(&args.metrics)?;
     let Some(agents) = agents else {
         // One load on this host: the live view, unless told not to or not on a terminal.
         let title = format!("bench {}", args.url);
         let (mut measure, mut said) = crate::progress::watch(&title, &args.request, true)?;
+        served.feed(&mut measure);
         let mut warn = |w: &str| said.err(&format!("loadlab: warning: {w}"));
         let judged = bench::run(request, &mut measure, &mut warn);
         said.close()?;
@@ -71,6 +75,7 @@ pub fn run(mut args: BenchArgs) -> anyhow::Result<u8> {
         return print(&args, &judged);
     };
     let mut measure = crate::progress::measure(args.request.quiet)?;
+    served.feed(&mut measure);
     let mut warn = |w: &str| eprintln!("loadlab: warning: {w}");
     let control = measure.control();
     if agents.share.index == 0 {

@@ -12,7 +12,8 @@
 //! (late, its secret not agent 0's, or its index taken); 11: `merge` refused interval logs
 //! that cannot be added (settings or seconds differ); 12: `--agents`: this agent was stopped
 //! by agent 0 on purpose (agent 0 was interrupted, Ctrl-C, or its own run failed), its part
-//! printed; 99: the run finished but a `--slo`
+//! printed; 13: `--metrics-listen`: the address is in use or cannot be listened on (before
+//! any load); 99: the run finished but a `--slo`
 //! threshold failed, or `compare --fail-on-regression` found
 //! one (k6's code for a failed threshold, so a CI job can tell a regression from a broken run);
 //! 130: interrupted (Ctrl-C).
@@ -44,6 +45,7 @@ pub const REFUSED: u8 = 10;
 pub const UNMERGEABLE: u8 = 11;
 /// `--agents`: agent 0 stopped this agent on purpose (it was interrupted); not a loss.
 pub const STOPPED: u8 = 12;
+pub const METRICS_LISTEN: u8 = 13;
 pub const SLO_FAILED: u8 = 99;
 pub const INTERRUPTED: u8 = 130;
 
@@ -70,6 +72,7 @@ impl Failure {
             Class::Rendezvous => RENDEZVOUS,
             Class::Refused => REFUSED,
             Class::Unmergeable => UNMERGEABLE,
+            Class::MetricsListen => METRICS_LISTEN,
             Class::Internal => INTERNAL,
         }
     }

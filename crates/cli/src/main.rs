@@ -26,6 +26,7 @@ mod doctor;
 mod exit;
 mod help;
 mod merge;
+mod metrics;
 mod progress;
 mod remote;
 mod report_cmd;

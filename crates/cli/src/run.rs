@@ -52,6 +52,8 @@ pub struct RunArgs {
     /// on only when stdout and stderr are both a terminal.
     #[arg(long = "no-tui")]
     pub no_tui: bool,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
@@ -84,6 +86,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     if !args.install_packages {
         commands::run::check_remote_packages(&suite, &remote).map_err(failure)?;
     }
+    let served = crate::metrics::open(&args.metrics)?;
     let mut started =
         commands::run::begin(&suite, &plan, &args.out, args.db.as_deref()).map_err(failure)?;
     output::write_started(&mut out, &mut err, &started)?;
@@ -100,6 +103,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     if let Some(view) = said.view() {
         view.plan_ends(std::time::Instant::now() + plan.estimate().total);
     }
+    served.feed(&mut measure);
     let outcome = commands::run::execute(
         &mut started,
         &plan,

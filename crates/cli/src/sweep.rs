@@ -27,6 +27,8 @@ pub struct SweepArgs {
     pub request: loadlab_runner::commands::bench::flags::RequestFlags,
     #[command(flatten)]
     pub agent: crate::agents::AgentArgs,
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
@@ -50,8 +52,10 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
     if !(0.0..=1.0).contains(&args.sweep.max_errors) {
         return Err(usage("--max-errors is a ratio between 0 and 1 (0.01 = 1%)".into()));
     }
+    let served = crate::metrics::open(&args.metrics)?;
     let flags = &args.sweep;
     let (mut measure, mut said) = shown(&args)?;
+    served.feed(&mut measure);
     let mut warn = |w: &str| said.err(&format!("loadlab: warning: {w}"));
     let mut targets = (flags.targets(&args.url, &args.request, &mut measure, &mut warn))
         .map_err(crate::exit::failure)?;

@@ -4,8 +4,14 @@
 //! ([`Live::enable`]): a worker then publishes, as its second clock closes each measured
 //! second (the clock that also closes the per-second series' CPU and connections), its
 //! counters so far and the interval histograms it closed, and once more at its end. Cumulative counters, not deltas: a snapshot lost or taken late loses nothing.
+//!
+//! Beside those taken ([`Live::take`]), a [`Watch`] (the Prometheus endpoint) is told of each
+//! snapshot as it is published, with the worker's whole latency histogram so far: what it
+//! keeps of them is its own, so a watched run keeps nothing that grows with its length here.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use loadlab_stats::Recorder;
 
 use serde::{Deserialize, Serialize};
 
@@ -82,17 +88,38 @@ pub struct Snapshot {
     /// of the latency every output shows, and of the uncorrected latency under a schedule.
     pub latency: Vec<(u32, Vec<u8>)>,
     pub service: Vec<(u32, Vec<u8>)>,
+    /// Connections open as the snapshot was taken.
+    pub open: u64,
+    /// CPU time (user and system) the worker's thread used since measuring began, in
+    /// microseconds.
+    pub cpu_us: u64,
     /// Of the second `second` as the per-second series has it so far: the most connections
     /// open at once, and the CPU the worker's thread used and waited for (µs).
-    pub open: u64,
-    pub cpu_us: u64,
-    pub cpu_wait_us: u64,
+    pub second_open: u64,
+    pub second_cpu_us: u64,
+    pub second_cpu_wait_us: u64,
 }
 
-/// The workers' snapshots not taken yet; `None` while nobody asked for them.
-#[derive(Debug, Default)]
+/// Told of every snapshot as a worker publishes it, in that worker's thread (once a second
+/// per worker), with the worker's whole latency so far (the one every output shows,
+/// [`crate::Tally::latency`]). It must be quick: the worker's loop waits for it.
+pub trait Watch: Send + Sync {
+    fn snapshot(&self, snapshot: &Snapshot, latency: &Recorder);
+}
+
+/// The workers' snapshots not taken yet (`None` while nobody asked for them), and who watches
+/// them.
+#[derive(Default)]
 pub struct Live {
     pending: Mutex<Option<Vec<Snapshot>>>,
+    watchers: Mutex<Vec<Arc<dyn Watch>>>,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner()).len();
+        f.debug_struct("Live").field("pending", &self.pending).field("watchers", &watchers).finish()
+    }
 }
 
 impl Live {
@@ -102,8 +129,14 @@ impl Live {
         p.get_or_insert_with(Vec::new);
     }
 
+    /// Asks the next runs' workers to publish, and tells `watcher` of each snapshot.
+    pub fn watch(&self, watcher: Arc<dyn Watch>) {
+        self.watchers.lock().unwrap_or_else(|e| e.into_inner()).push(watcher);
+    }
+
     pub fn enabled(&self) -> bool {
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+            || !self.watchers.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
     /// The snapshots published since the last call, in the order they came.
@@ -112,7 +145,10 @@ impl Live {
         p.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    pub(crate) fn publish(&self, snapshot: Snapshot) {
+    pub(crate) fn publish(&self, snapshot: Snapshot, latency: &Recorder) {
+        for w in self.watchers.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            w.snapshot(&snapshot, latency);
+        }
         if let Some(p) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             p.push(snapshot);
         }
@@ -213,9 +249,45 @@ mod tests {
         // The second that closed went out with its histogram, its connections and its CPU...
         let first = snapshots.iter().find(|s| s.second == 0).unwrap();
         assert_eq!(first.latency.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [0]);
-        assert_eq!(first.open, 2);
-        assert!(first.cpu_us > 0);
+        assert_eq!(first.second_open, 2);
+        assert!(first.second_cpu_us > 0);
         // ...while the result has no interval log: nobody asked for one.
         assert!(result.hdr_log.is_none());
+    }
+
+    /// Keeps each worker's last snapshot and the count of its latency histogram then.
+    #[derive(Default)]
+    struct Last(std::sync::Mutex<std::collections::BTreeMap<usize, (super::Snapshot, u64)>>);
+
+    impl super::Watch for Last {
+        fn snapshot(&self, s: &super::Snapshot, latency: &loadlab_stats::Recorder) {
+            self.0.lock().unwrap().insert(s.worker, (s.clone(), latency.count()));
+        }
+    }
+
+    #[test]
+    fn a_watcher_sees_each_workers_whole_latency_connections_and_cpu_and_nothing_is_kept() {
+        let addr = server();
+        let target = Target::parse(&format!("http://{addr}/")).unwrap();
+        let mut config = BenchConfig::new(target);
+        (config.connections, config.threads) = (2, 2);
+        config.stop = Stop::Duration(Duration::from_millis(1300));
+        let control = Arc::new(Control::default());
+        let last = Arc::new(Last::default());
+        control.live.watch(last.clone());
+        assert!(control.live.enabled());
+        let result = crate::run(&config, addr, control.clone()).unwrap();
+        // Watched, not asked to keep: nothing waits to be taken.
+        assert!(control.live.take().is_empty());
+        let last = last.0.lock().unwrap();
+        assert_eq!(last.len(), 2);
+        let completed: u64 = last.values().map(|(s, _)| s.counts.completed).sum();
+        let counted: u64 = last.values().map(|(_, n)| *n).sum();
+        assert!(result.tally.completed > 0);
+        assert_eq!((completed, counted), (result.tally.completed, result.tally.completed));
+        for (s, _) in last.values() {
+            assert_eq!(s.open, 1, "{s:?}");
+            assert!(s.cpu_us > 0, "{s:?}");
+        }
     }
 }

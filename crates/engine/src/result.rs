@@ -209,6 +209,16 @@ impl Default for Tally {
 }
 
 impl Tally {
+    /// The latency every output shows: from when each request was due under a schedule (open
+    /// loop and sessions: coordinated omission corrected), from its start in the closed loop.
+    pub fn latency(&self, pacing: crate::Pacing) -> &Recorder {
+        if pacing == crate::Pacing::Closed {
+            &self.timings.total
+        } else {
+            &self.timings.corrected
+        }
+    }
+
     pub fn merge(&mut self, o: &Tally) {
         self.completed += o.completed;
         self.failed += o.failed;
@@ -400,14 +410,9 @@ impl BenchResult {
         per_second(self.tally.completed as f64, self.duration)
     }
 
-    /// The latency every output shows: from when each request was due under a schedule (open
-    /// loop and sessions: coordinated omission corrected), from its start in the closed loop.
+    /// The latency every output shows ([`Tally::latency`]).
     pub fn latency(&self) -> &Recorder {
-        if self.pacing == crate::Pacing::Closed {
-            &self.tally.timings.total
-        } else {
-            &self.tally.timings.corrected
-        }
+        self.tally.latency(self.pacing)
     }
 
     /// Client CPU per completed or failed request, in microseconds.

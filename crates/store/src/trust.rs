@@ -62,6 +62,11 @@ impl Flag {
         (Flag::Interrupted, "interrupted"),
     ];
 
+    /// The name of every flag this version raises, in [`Flag::NAMES`]' order.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        Flag::NAMES.iter().map(|(_, name)| *name)
+    }
+
     /// The flag's name in JSON, in the `flags.flag` column and in the report.
     pub fn name(&self) -> &str {
         match self {

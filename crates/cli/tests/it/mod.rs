@@ -15,6 +15,7 @@ mod interrupt;
 mod link;
 mod live_view;
 mod merge;
+mod metrics;
 mod mixes;
 mod nginx_bench;
 mod open_loop;

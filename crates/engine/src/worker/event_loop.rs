@@ -16,7 +16,7 @@ use mio::{Events, Poll, Token};
 use crate::exchange::us;
 use crate::result::{Tally, WorkerReport};
 use crate::spec::WorkerSpec;
-use crate::sys::ThreadAccount;
+use crate::sys::{CpuTime, ThreadAccount};
 use crate::Control;
 
 /// The timer's token; slots use their index.
@@ -57,6 +57,8 @@ struct LiveCursor {
     service: usize,
     /// Arrivals the schedule gave before measuring began (the warm-up's).
     due_base: u64,
+    /// CPU of the seconds closed so far, in microseconds.
+    cpu_us: u64,
 }
 
 /// The second clock with what it reads and writes, borrowed together.
@@ -208,6 +210,9 @@ pub(crate) trait EventLoop: Sized {
         let bucket = c.tally.series.at(c.seconds.index);
         bucket.cpu_us += us(used.cpu.user + used.cpu.sys);
         bucket.cpu_wait_us += us(used.cpu_wait);
+        if let Some(l) = c.seconds.live.as_mut() {
+            l.cpu_us += us(used.cpu.user + used.cpu.sys);
+        }
         c.seconds.account = now;
     }
 
@@ -224,8 +229,13 @@ pub(crate) trait EventLoop: Sized {
     /// second, the one place where a second ends for the per-second rows and for the stream
     /// alike.
     fn publish_second(&mut self, end: Option<Instant>) {
-        let measure_start = self.spec().measure_start;
+        let (measure_start, pacing) = (self.spec().measure_start, self.spec().pacing);
         let c = self.clocked();
+        // At the end, the second in progress has not been accounted: its CPU so far is added.
+        let partial = match (end, c.seconds.live.is_some()) {
+            (Some(_), true) => CpuTime::thread().since(&c.seconds.account.cpu),
+            _ => Default::default(),
+        };
         let Some(l) = c.seconds.live.as_mut() else { return };
         // What happened since the last snapshot belongs to the second then in progress: a
         // loop turn late past the second's end (or the run's end at 5.000 s of a 5 s run)
@@ -251,10 +261,11 @@ pub(crate) trait EventLoop: Sized {
         let due = c.popped.saturating_sub(l.due_base);
         snapshot.counts = crate::live::counts(c.tally, due);
         if let Some(b) = c.tally.series.buckets().get(snapshot.second as usize) {
-            (snapshot.open, snapshot.cpu_us, snapshot.cpu_wait_us) =
+            (snapshot.second_open, snapshot.second_cpu_us, snapshot.second_cpu_wait_us) =
                 (b.open, b.cpu_us, b.cpu_wait_us);
         }
-        c.control.live.publish(snapshot);
+        (snapshot.open, snapshot.cpu_us) = (c.open as u64, l.cpu_us + us(partial.total()));
+        c.control.live.publish(snapshot, c.tally.latency(pacing));
     }
 }
 

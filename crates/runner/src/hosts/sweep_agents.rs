@@ -244,6 +244,15 @@ impl Measure for AgentsMeasure<'_> {
         }
     }
 
+    fn cell(&mut self, labels: loadlab_metrics::Labels) {
+        self.inner.cell(labels);
+    }
+
+    /// The verdict this host made of the step (agent 0's of the whole test), for its endpoint.
+    fn judged(&mut self, verdict: &crate::judge::trust::Verdict) {
+        self.inner.judged(verdict);
+    }
+
     fn stopped(&self) -> bool {
         let lost = !self.lost.is_empty() && self.agents.on_loss == OnLoss::Stop;
         self.inner.stopped() || lost || self.stopped_by.is_some()

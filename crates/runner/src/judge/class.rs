@@ -40,6 +40,8 @@ pub enum Class {
     /// `loadlab merge`: interval logs whose histogram settings differ or whose seconds do not
     /// line up.
     Unmergeable,
+    /// `--metrics-listen`: the endpoint's address is in use, or cannot be listened on here.
+    MetricsListen,
     /// A remote loadlab ended with this exit code (its message is on stderr already).
     Remote(u8),
     /// None of the above: a fault of loadlab or of the machine.
@@ -70,6 +72,14 @@ impl Classify for loadlab_lab::Error {
             E::NetUnavailable(_) => Class::Unsupported,
             _ => Class::Internal,
         }
+    }
+}
+
+/// The metrics endpoint could not listen: its own class, so that a script can tell a port
+/// in use from a run that failed.
+impl Classify for loadlab_metrics::MetricsError {
+    fn class(&self) -> Class {
+        Class::MetricsListen
     }
 }
 

@@ -65,7 +65,8 @@ impl Following {
     pub fn feed(&mut self, snapshots: Vec<Snapshot>) -> Vec<Second> {
         for s in &snapshots {
             let u = self.usage.entry(s.second).or_default();
-            (u.0, u.1, u.2) = (u.0 + s.open, u.1 + s.cpu_us, u.2 + s.cpu_wait_us);
+            (u.0, u.1, u.2) =
+                (u.0 + s.second_open, u.1 + s.second_cpu_us, u.2 + s.second_cpu_wait_us);
             self.latest.insert(s.worker, s.second);
         }
         stream::add_all(&mut self.seconds, &self.deltas.seconds(snapshots));
@@ -138,8 +139,8 @@ mod tests {
             second,
             counts: Counts { completed, ..Default::default() },
             latency: vec![(second, v2(latency))],
-            open: 2,
-            cpu_us: 1000,
+            second_open: 2,
+            second_cpu_us: 1000,
             ..Default::default()
         }
     }

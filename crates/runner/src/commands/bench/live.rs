@@ -2,7 +2,9 @@
 //! command (what stops them: Ctrl-C, or agent 0 for `--agents`), and the live counters of the
 //! run in progress: completed, failed and the current rate since it began, the other agents'
 //! added on agent 0 so that the figures are the whole test's. How they are shown (a progress
-//! line on a terminal) is the caller's [`Show`].
+//! line on a terminal) is the caller's [`Show`]. With `--metrics-listen`, the engine's
+//! snapshots, each cell's labels and its verdict go to the metrics board as well
+//! ([`EngineMeasure::publish_to`]).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,12 +12,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use loadlab_agents::coordinator::Counters;
-use loadlab_engine::{BenchConfig, BenchResult, Control, EngineError};
-use loadlab_store::Counted;
+use loadlab_engine::{BenchConfig, BenchResult, Control, EngineError, Pacing};
+use loadlab_metrics::{Board, Labels};
+use loadlab_store::{Counted, Flag};
 
 use crate::commands::bench::following::{Following, Second};
 use crate::commands::run::executor::Measure;
-use crate::judge::trust::{raised_in, Flag};
+use crate::judge::trust::raised_in;
 
 /// How often the live figures are taken.
 pub const EVERY: Duration = Duration::from_millis(250);
@@ -128,11 +131,21 @@ pub struct EngineMeasure {
     shows: Option<Shows>,
     /// `bench --agents` on agent 0: the other agents' counters.
     others: Option<Arc<Counters>>,
+    /// `--metrics-listen`: the board, and the labels of the next measurement when the
+    /// caller named it ([`Measure::cell`]).
+    board: Option<(Arc<Board>, Option<Labels>)>,
 }
 
 impl EngineMeasure {
     pub fn new(control: Arc<Control>, shows: Option<Shows>) -> EngineMeasure {
-        EngineMeasure { control, shows, others: None }
+        EngineMeasure { control, shows, others: None, board: None }
+    }
+
+    /// Tells `board` of every measurement from now on: the engine's snapshots as they are
+    /// published, each one's labels, its verdict.
+    pub fn publish_to(&mut self, board: Arc<Board>) {
+        self.control.live.watch(board.clone());
+        self.board = Some((board, None));
     }
 
     /// What stops the runs of this measure, and their counters.
@@ -148,6 +161,56 @@ impl EngineMeasure {
 
 impl Measure for EngineMeasure {
     fn measure(
+        &mut self,
+        config: &BenchConfig,
+        addr: SocketAddr,
+        label: &str,
+    ) -> Result<BenchResult, EngineError> {
+        let Some((board, named)) = &mut self.board else { return self.run(config, addr, label) };
+        let board = board.clone();
+        let offered = config.shape.is_none().then(|| config.pacing.offered_rps()).flatten();
+        board.begin(named.take().unwrap_or_else(|| labels(config)), offered);
+        let result = self.run(config, addr, label);
+        board.end();
+        result
+    }
+
+    fn cell(&mut self, labels: Labels) {
+        if let Some((_, named)) = &mut self.board {
+            *named = Some(labels);
+        }
+    }
+
+    fn judged(&mut self, verdict: &crate::judge::trust::Verdict) {
+        if let Some((board, _)) = &self.board {
+            let raised = |name: &str| verdict.findings.iter().any(|f| f.flag.name() == name);
+            board.judged(Flag::names().map(|n| (n.to_string(), raised(n))).collect());
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.control.stop.load(Ordering::Relaxed)
+    }
+
+    fn control(&self) -> Option<Arc<Control>> {
+        Some(self.control.clone())
+    }
+}
+
+/// The labels of a measurement nobody named (`bench`, a sweep's step): its URL and its load.
+fn labels(config: &BenchConfig) -> Labels {
+    let load = match config.pacing {
+        _ if config.shape.is_some() => "shaped".to_string(),
+        Pacing::Closed => format!("c={}", config.connections),
+        Pacing::Open { rate, .. } => format!("rate={rate}/s"),
+        Pacing::Sessions { rate, calls, .. } => format!("sessions={rate}/s calls={calls}"),
+    };
+    Labels { workload: config.target.url.clone(), load, ..Labels::default() }
+}
+
+impl EngineMeasure {
+    /// One run of the engine, with the live figures shown when asked for.
+    fn run(
         &mut self,
         config: &BenchConfig,
         addr: SocketAddr,
@@ -199,14 +262,6 @@ impl Measure for EngineMeasure {
         done.store(true, Ordering::Relaxed);
         let _ = shown.join();
         result
-    }
-
-    fn stopped(&self) -> bool {
-        self.control.stop.load(Ordering::Relaxed)
-    }
-
-    fn control(&self) -> Option<Arc<Control>> {
-        Some(self.control.clone())
     }
 }
 

@@ -19,6 +19,7 @@ use loadlab_engine::{BenchConfig, BenchResult, EngineError};
 use crate::commands::run::executor::Measure;
 use crate::judge::capacity::{self, Policy};
 use crate::judge::slo::{self, Slo};
+use crate::judge::trust::Verdict;
 pub use outcome::Report;
 
 /// What `bench` was asked to do, its flags already parsed.
@@ -76,7 +77,20 @@ pub fn run(
         warn(w);
     }
     let result = measure.measure(&request.config, address, "")?;
-    Ok(judge(request, address, result, capped))
+    Ok(judge_for(measure, request, address, result, capped))
+}
+
+/// [`judge`], the verdict told to `measure` too (its metrics endpoint shows the flags).
+pub fn judge_for(
+    measure: &mut dyn Measure,
+    request: Request,
+    address: SocketAddr,
+    result: BenchResult,
+    capped: Option<String>,
+) -> Judged {
+    let verdict = Verdict::judge(&request.config, &result);
+    measure.judged(&verdict);
+    judged(request, address, result, capped, &verdict)
 }
 
 /// What every run against a URL does before its load (`bench`, each `sweep` target): its
@@ -99,7 +113,19 @@ pub fn judge(
     result: BenchResult,
     capped: Option<String>,
 ) -> Judged {
-    let mut report = Report::new(&request.config, address, &result);
+    let verdict = Verdict::judge(&request.config, &result);
+    judged(request, address, result, capped, &verdict)
+}
+
+/// [`judge`] with the verdict already made of `result`.
+fn judged(
+    request: Request,
+    address: SocketAddr,
+    result: BenchResult,
+    capped: Option<String>,
+    verdict: &Verdict,
+) -> Judged {
+    let mut report = Report::judged(&request.config, address, &result, verdict);
     report.warnings.extend(capped);
     report.slo = request.slo.as_ref().map(|s| s.judge(&slo::figures(&request.config, &result)));
     let disposition = if report.target_unreachable() {

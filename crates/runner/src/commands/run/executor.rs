@@ -93,6 +93,10 @@ pub trait Measure {
         addr: SocketAddr,
         label: &str,
     ) -> Result<BenchResult, EngineError>;
+    /// What the next measurement is, for the metrics endpoint's labels; nothing by default.
+    fn cell(&mut self, _labels: loadlab_metrics::Labels) {}
+    /// The last measurement's verdict, made once where it was measured; nothing by default.
+    fn judged(&mut self, _verdict: &crate::judge::trust::Verdict) {}
     /// Whether the user asked the run to stop.
     fn stopped(&self) -> bool;
     /// What stops the measurement running now from another thread ([`crate::commands::run::lost`]: a lab
@@ -561,6 +565,7 @@ impl Execution<'_, '_> {
             self.list_found()?;
             let addr = self.measure.reach(&mut config)?;
             let label = cell_label(cell, self.total);
+            self.measure.cell(metrics_labels(cell, self.cx.run_id));
             let started_at = SystemTime::now();
             let place = host.map_or(instance.id.as_str(), |h| h.host.as_str());
             let (mut result, sampled) =
@@ -579,6 +584,7 @@ impl Execution<'_, '_> {
                 break;
             }
             let verdict = Verdict::judge(&config, &result);
+            self.measure.judged(&verdict);
             let mut report =
                 crate::commands::bench::outcome::Report::judged(&config, addr, &result, &verdict);
             // A cell's limit is judged with the samples of its stack, which a bench lacks.
@@ -820,6 +826,17 @@ pub fn cell_label(cell: &Cell, total: usize) -> String {
         cell.workload.name(),
         load_label(cell)
     )
+}
+
+/// The labels of a cell's series on the metrics endpoint.
+fn metrics_labels(cell: &Cell, run: RunId) -> loadlab_metrics::Labels {
+    loadlab_metrics::Labels {
+        run: run.to_string(),
+        stack: cell.stack.label.clone(),
+        workload: cell.workload.name().to_string(),
+        load: load_label(cell),
+        repetition: cell.repetition.to_string(),
+    }
 }
 
 /// A short description of a cell's load, for the progress lines and `--dry-run`.

@@ -468,6 +468,7 @@ fn run_step(
         config.request.encode(&config.target, config.keepalive).map_or(0, |b| b.len());
     let result = measure.measure(&config, target.addr, "")?;
     let verdict = Verdict::judge(&config, &result);
+    measure.judged(&verdict);
     let mut step = step_of(&result, &verdict, &target.url, t + 1, bisect, request_len as u64);
     step.rate = rate;
     if let Some(limit) = measure.limit_elsewhere().filter(|l| l.limit.not_the_servers()) {
