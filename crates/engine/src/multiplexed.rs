@@ -165,9 +165,6 @@ pub(crate) trait Multiplexed: Slots {
             let (Some(stream), Some(session)) = (conn.stream.as_mut(), conn.h2.as_mut()) else {
                 return;
             };
-            // A short read drains a TCP socket; TLS hands out what it decrypted, which says
-            // nothing of what the socket still holds, so it reads until told to wait.
-            let drains = !matches!(stream, Stream::Tls(_));
             let n = match stream.read(&mut p.books.buf) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -192,8 +189,10 @@ pub(crate) trait Multiplexed: Slots {
                 }
             }
             let p = self.parts(idx);
+            // A short read drained the socket, over TLS as over TCP (`TlsStream::read`),
+            // unless TLS holds the data's end behind it (a close_notify brings no event).
+            let again = p.conn.read_again(n, p.books.buf.len(), false);
             let session = p.conn.h2.as_mut().expect("an HTTP/2 connection");
-            let full = n == p.books.buf.len();
             if let Err(e) = session.feed(&p.books.buf[..n], now) {
                 // Our GOAWAY goes out if it can before the connection closes.
                 self.flush(idx, now);
@@ -202,7 +201,7 @@ pub(crate) trait Multiplexed: Slots {
                 return self.fail_h2(idx, failure, false, now);
             }
             self.settle(idx, None, now);
-            if !full && drains {
+            if !again {
                 break;
             }
         }

@@ -208,26 +208,30 @@ fn untrusted(reason: &str) -> String {
 /// The flag an untrusted certificate's message names, with FILE for the CA.
 pub const UNTRUSTED_CA: &str = "--cacert FILE with the CA that signed it";
 
-/// HTTP/1.1 over TLS on a non-blocking socket.
+/// HTTP/1.1 over TLS on a non-blocking socket (`S`: the connection's TCP stream; the tests'
+/// own socket in memory).
 #[derive(Debug)]
-pub(crate) struct TlsStream {
-    pub tcp: TcpStream,
+pub(crate) struct TlsStream<S = TcpStream> {
+    pub tcp: S,
     tls: ClientConnection,
     /// An error met after some plaintext was already read: given by the next read.
     pending: Option<io::Error>,
     /// The data ended (close_notify, or the TCP stream's end) after plaintext that a read
     /// returned: the next read gives the end.
     ended: bool,
+    /// The socket's last read returned less than rustls offered it: the socket was empty
+    /// then, and an edge-triggered event comes for whatever arrives after.
+    drained: bool,
 }
 
-impl TlsStream {
+impl<S: Read + Write> TlsStream<S> {
     pub fn new(
-        tcp: TcpStream,
+        tcp: S,
         config: Arc<ClientConfig>,
         name: ServerName<'static>,
-    ) -> io::Result<TlsStream> {
+    ) -> io::Result<TlsStream<S>> {
         let tls = ClientConnection::new(config, name).map_err(failure)?;
-        Ok(TlsStream { tcp, tls, pending: None, ended: false })
+        Ok(TlsStream { tcp, tls, pending: None, ended: false, drained: false })
     }
 
     /// The handshake is over: application data flows.
@@ -271,7 +275,7 @@ impl TlsStream {
     }
 }
 
-impl TlsStream {
+impl<S: Read + Write> TlsStream<S> {
     /// An idle keep-alive connection became readable: takes what came. Session tickets
     /// (TLS 1.3 sends them after the handshake) leave it usable; data, the end, an alert or a
     /// broken record do not.
@@ -296,13 +300,15 @@ impl TlsStream {
     }
 }
 
-impl Read for TlsStream {
+impl<S: Read + Write> Read for TlsStream<S> {
     /// Plaintext, as much as `buf` takes: a read shorter than `buf` means the socket and
     /// rustls are both empty, as a short read of a TCP socket does, which is what the worker's
     /// edge-triggered loop relies on to stop reading (no new event comes for bytes already in
     /// the socket). One record's plaintext (16 KB at most, RFC 8446 section 5.1) is not that:
-    /// stopping after it stalled every response longer than a record until its timeout.
-    /// `WouldBlock` when nothing came at all.
+    /// stopping after it stalled every response longer than a record until its timeout. A
+    /// socket read shorter than what rustls offered already drained the socket, as a short
+    /// TCP read does: asking it again would only cost a `recvfrom` that answers EAGAIN, once
+    /// per response. `WouldBlock` when nothing came at all.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if let Some(e) = self.pending.take() {
             return Err(e);
@@ -310,6 +316,7 @@ impl Read for TlsStream {
         if self.ended {
             return Ok(0);
         }
+        self.drained = false;
         let mut filled = 0;
         while filled < buf.len() {
             match self.read_record(&mut buf[filled..]) {
@@ -331,7 +338,7 @@ impl Read for TlsStream {
     }
 }
 
-impl TlsStream {
+impl<S: Read + Write> TlsStream<S> {
     /// Plaintext, reading and decrypting records as needed; `WouldBlock` when the socket has
     /// nothing more. The end of the TCP stream reads as the end of the data whether or not a
     /// close_notify came first (many servers close without one): the HTTP parser then says
@@ -340,11 +347,14 @@ impl TlsStream {
         loop {
             match self.tls.reader().read(buf) {
                 Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && self.drained => return Err(e),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
                 Err(e) => return Err(e),
             }
-            let got = self.tls.read_tls(&mut self.tcp)?;
+            let mut socket = Drain { tcp: &mut self.tcp, short: false };
+            let got = self.tls.read_tls(&mut socket)?;
+            self.drained = socket.short;
             if let Err(e) = self.tls.process_new_packets() {
                 // The alert rustls queued for the peer goes out if it can.
                 let _ = self.flush_tls();
@@ -360,7 +370,21 @@ impl TlsStream {
     }
 }
 
-impl Write for TlsStream {
+/// The socket as rustls reads it, noting whether a read came back short of what it was offered.
+struct Drain<'a, S> {
+    tcp: &'a mut S,
+    short: bool,
+}
+
+impl<S: Read> Read for Drain<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.tcp.read(buf)?;
+        self.short = n < buf.len();
+        Ok(n)
+    }
+}
+
+impl<S: Read + Write> Write for TlsStream<S> {
     /// Takes plaintext into rustls (held until the handshake ends) and sends what it can.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.tls.writer().write(buf)?;
@@ -424,5 +448,128 @@ impl ServerCertVerifier for AcceptAny {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+
+    /// A socket in memory: what the server sent waits in `input`, what the client writes goes
+    /// to `output`, and `reads` counts the reads asked of it (each one a `recvfrom`).
+    #[derive(Default)]
+    struct Socket {
+        input: Vec<u8>,
+        output: Vec<u8>,
+        reads: usize,
+    }
+
+    impl Read for Socket {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            if self.input.is_empty() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let n = buf.len().min(self.input.len());
+            buf[..n].copy_from_slice(&self.input[..n]);
+            self.input.drain(..n);
+            Ok(n)
+        }
+    }
+
+    impl Write for Socket {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.output.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A client stream handshaken with a rustls server in memory, and that server.
+    fn connected() -> (TlsStream<Socket>, rustls::ServerConnection) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".into()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server_config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+            )
+            .unwrap();
+        let mut server = rustls::ServerConnection::new(Arc::new(server_config)).unwrap();
+        let opts = TlsOptions { insecure: true, resume: true, ..Default::default() };
+        let config = client_config(&opts, false).unwrap();
+        let name = server_name("localhost").unwrap();
+        let mut client = TlsStream::new(Socket::default(), config, name).unwrap();
+        let mut buf = [0u8; 64];
+        // Each flight one way, then the other; a TLS 1.3 handshake takes two round trips.
+        for _ in 0..10 {
+            client.flush_tls().unwrap();
+            let out = std::mem::take(&mut client.tcp.output);
+            server.read_tls(&mut &out[..]).unwrap();
+            server.process_new_packets().unwrap();
+            while server.wants_write() {
+                server.write_tls(&mut client.tcp.input).unwrap();
+            }
+            // Handshake records, then session tickets: no plaintext, the socket drained.
+            let read = client.read(&mut buf);
+            assert_eq!(read.unwrap_err().kind(), io::ErrorKind::WouldBlock);
+            if client.handshaken() && !server.is_handshaking() && client.tcp.input.is_empty() {
+                return (client, server);
+            }
+        }
+        panic!("no handshake after 10 flights");
+    }
+
+    /// The server sends `body` as records of application data.
+    fn send(server: &mut rustls::ServerConnection, to: &mut Socket, body: &[u8]) {
+        server.writer().write_all(body).unwrap();
+        while server.wants_write() {
+            server.write_tls(&mut to.input).unwrap();
+        }
+    }
+
+    /// A response the socket holds whole is read with one socket read: the read that came
+    /// back short of what rustls offered emptied the socket, as a short TCP read does, and a
+    /// second would only be told EAGAIN.
+    #[test]
+    fn a_response_in_the_socket_costs_one_socket_read() {
+        let (mut client, mut server) = connected();
+        let response = b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nhello, world!";
+        let mut buf = vec![0u8; 64 * 1024];
+        for _ in 0..3 {
+            send(&mut server, &mut client.tcp, response);
+            client.tcp.reads = 0;
+            let n = client.read(&mut buf).unwrap();
+            assert_eq!(&buf[..n], response);
+            assert_eq!(client.tcp.reads, 1, "socket reads for one response");
+            // Nothing came since: the edge-triggered loop waits for the next event.
+            assert_eq!(client.read(&mut buf).unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        }
+    }
+
+    /// A response of several records, all in the socket, is read whole by one read: the
+    /// socket is read on while it fills what rustls offers (RFC 8446 section 5.1: 16 KB of
+    /// plaintext a record at most).
+    #[test]
+    fn a_response_of_several_records_is_read_whole() {
+        let (mut client, mut server) = connected();
+        let body: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+        send(&mut server, &mut client.tcp, &body);
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = client.read(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &body[..]);
+        assert!(client.tcp.input.is_empty());
+        assert_eq!(client.read(&mut buf).unwrap_err().kind(), io::ErrorKind::WouldBlock);
     }
 }

@@ -150,6 +150,24 @@ pub(crate) struct Slot {
     pub headers: Vec<(String, String)>,
 }
 
+impl Slot {
+    /// Whether [`Session::send`] has something of this slot's to send: a request waiting for
+    /// its stream, or the rest of its body.
+    fn waits(&self, requests: &Requests) -> bool {
+        match self.state {
+            StreamState::Pending => true,
+            StreamState::Open => {
+                let body = match &self.own {
+                    Some((_, body)) => body.len(),
+                    None => requests.get(self.ex.entry as usize).body.len(),
+                };
+                self.body_sent < body
+            }
+            StreamState::Free | StreamState::Ended => false,
+        }
+    }
+}
+
 /// What became of a stream, for the worker to record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
@@ -424,6 +442,11 @@ impl Session {
         let (mut sent, mut bytes) = (0, 0);
         for i in 0..self.slots.len() {
             let entry = self.slots[i].ex.entry as usize;
+            if !self.slots[i].waits(requests) {
+                // Called for each stream that ends (the closed loop places the next request
+                // at once), so passing over the others must cost next to nothing.
+                continue;
+            }
             // A request of its own is lent out of its slot while it is sent.
             let own = self.slots[i].own.take();
             let body: &[u8] = match &own {

@@ -306,9 +306,12 @@ impl Parser {
 
     /// Runs httparse over `buf`; on a complete head, applies it and returns its length.
     fn apply_head_from(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut headers);
-        let n = match resp.parse(buf) {
+        // Uninitialised: httparse writes the slots it fills, so the 3.2 KB of an initialised
+        // array would be zeroed for every response only to be overwritten.
+        let mut headers = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut []);
+        let config = httparse::ParserConfig::default();
+        let n = match config.parse_response_with_uninit_headers(&mut resp, buf, &mut headers) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return Ok(None),
             Err(httparse::Error::TooManyHeaders) => return Err(ParseError::TooManyHeaders),
