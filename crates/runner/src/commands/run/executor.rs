@@ -165,7 +165,7 @@ pub(crate) struct NoSamples;
 
 impl Sampling for NoSamples {
     fn stop(self: Box<Self>) -> Sampled {
-        Sampled { samples: Vec::new(), cpu: None }
+        Sampled { samples: Vec::new(), cpu: None, profiles: None }
     }
 }
 

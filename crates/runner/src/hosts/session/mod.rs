@@ -489,7 +489,7 @@ impl Sampling for Window {
         for s in &mut samples {
             s.t_ms -= base;
         }
-        Sampled { samples, cpu: None }
+        Sampled { samples, cpu: None, profiles: None }
     }
 }
 
