@@ -17,7 +17,7 @@ LAB_PACKAGES   := nginx apache2 libapache2-mod-php php-fpm php-cgi php-cli php-m
 # iproute2: the link test puts a server in a network namespace behind a veth pair (as root).
 # openssh: the `--host` tests run an sshd of their own in a namespace host, and ssh to it.
 # python3-venv: the venv that holds kubernetes-validate (below).
-TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time chromium iproute2 python3 \
+TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time chromium iproute2 python3 linux-perf \
                   openssh-server openssh-client python3-venv
 # The demo runs the classic suite, which uses every stack of the lab.
 DEMO_PACKAGES  := $(LAB_PACKAGES)

@@ -1,13 +1,11 @@
-//! On-CPU profiles of a cell's tiers: one `perf record -e cpu-clock -F 99 -g` attached to each
-//! tier's processes while the cell runs, its `perf script` folded into stacks in process by
-//! inferno's perf collapser (the Rust port of FlameGraph's `stackcollapse-perf.pl`).
+//! On-CPU profiles of a cell's tiers: `perf record -e cpu-clock -F 99 -g` while the cell runs,
+//! its `perf script` split by the tiers' pids and folded into stacks in process by inferno's
+//! perf collapser (the Rust port of FlameGraph's `stackcollapse-perf.pl`).
 //!
 //! `cpu-clock` is the kernel's software timer event: a virtual machine often exposes no
 //! hardware counters, and the software event samples a task only while it is on a CPU, which
 //! is the question (where the tier's CPU went). 99 Hz, not 100, so the samples do not beat
 //! with the kernel's own 100 Hz or 1000 Hz timers and see only what runs in lockstep with them.
-//! `-p` attaches to the threads there now; perf's default inheritance follows the children they
-//! fork later (php-fpm's and Apache's spawned workers).
 
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -48,103 +46,196 @@ pub struct Profiles {
     pub refused: Option<String>,
 }
 
-/// `perf record`s running, one per tier.
+/// A `perf record` running on every CPU, whose samples are split among the tiers by pid when
+/// it stops.
+///
+/// System-wide, not `-p PIDS`: attached to each of a tier's hundreds of processes (a spawn-fcgi
+/// tier of 200 php-cgi children), perf 6.1 opens a ring buffer per thread and came back with
+/// one sample where the same load gave 130 system-wide. The samples of other processes cost
+/// the same 99 Hz per CPU and are dropped when folding.
 pub struct Profiler {
-    recordings: Vec<Recording>,
-    perf: PathBuf,
-}
-
-struct Recording {
-    tier: String,
     child: Child,
     data: PathBuf,
+    perf: PathBuf,
 }
 
 /// Names each recording's file apart from every other of this process's.
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
 impl Profiler {
-    /// Starts `perf` (the program at that path) on each tier's pids; a tier without any is
-    /// left out.
-    pub fn start(perf: &Path, tiers: &[(String, Vec<i32>)]) -> Profiler {
-        let mut recordings = Vec::new();
-        for (tier, pids) in tiers.iter().filter(|(_, p)| !p.is_empty()) {
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let data =
-                std::env::temp_dir().join(format!("loadlab-perf-{}-{n}.data", std::process::id()));
-            let pids: Vec<String> = pids.iter().map(i32::to_string).collect();
-            let spawned = Command::new(perf)
-                .args(["record", "-q", "-e", "cpu-clock", "-F", &FREQUENCY_HZ.to_string(), "-g"])
-                .arg("-o")
-                .arg(&data)
-                .args(["-p", &pids.join(",")])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn();
-            if let Ok(child) = spawned {
-                recordings.push(Recording { tier: tier.clone(), child, data });
-            }
+    /// Starts `perf` (the program at that path) on every CPU, and returns once it records.
+    ///
+    /// System-wide perf first writes a record of every process's mappings, which takes a
+    /// second or more on a busy machine; a recording stopped before it is done holds nothing.
+    /// So it starts disabled (`-D -1`) and is enabled over its control fifo, whose ack says
+    /// the events are on: the cell starts after that.
+    pub fn start(perf: &Path) -> Profiler {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let base = std::env::temp_dir().join(format!("loadlab-perf-{}-{n}", std::process::id()));
+        let (data, ctl, ack) =
+            (base.with_extension("data"), base.with_extension("ctl"), base.with_extension("ack"));
+        let fifos = [&ctl, &ack].iter().all(|p| mkfifo(p));
+        let control = format!("fifo:{},{}", ctl.display(), ack.display());
+        let child = Command::new(perf)
+            .args(["record", "-q", "-a", "-e", "cpu-clock", "-F", &FREQUENCY_HZ.to_string(), "-g"])
+            .args(["-D", "-1", "--control", &control])
+            .arg("-o")
+            .arg(&data)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn();
+        // A perf that cannot even be started fails as a refused one does, at the stop.
+        let mut child = child.unwrap_or_else(|_| {
+            Command::new("false").stderr(Stdio::piped()).spawn().expect("false(1) runs")
+        });
+        if fifos {
+            enable(&mut child, &ctl, &ack);
         }
-        Profiler { recordings, perf: perf.to_path_buf() }
+        for f in [&ctl, &ack] {
+            let _ = std::fs::remove_file(f);
+        }
+        Profiler { child, data, perf: perf.to_path_buf() }
     }
 
-    /// Stops every recording (SIGINT: perf then writes its file and exits) and folds each.
-    pub fn finish(self) -> Profiles {
-        let mut profiles = Profiles::default();
-        for mut r in self.recordings {
+    /// Stops the recording (SIGINT: perf then writes its file and exits) and folds the stacks
+    /// of each tier's pids, in the tiers' order.
+    pub fn finish(mut self, tiers: &[(String, Vec<i32>)]) -> Profiles {
+        if matches!(self.child.try_wait(), Ok(None)) {
             // SAFETY: kill(2) on our own child's pid, which it stays until it is waited for.
-            unsafe { libc::kill(r.child.id() as i32, libc::SIGINT) };
-            let mut said = String::new();
-            if let Some(mut err) = r.child.stderr.take() {
-                let _ = err.read_to_string(&mut said);
-            }
-            let status = r.child.wait();
-            let recorded =
-                status.is_ok_and(|s| s.success() || s.code().is_none()) && r.data.exists();
-            if !recorded || refused(&said) {
-                profiles.refused.get_or_insert_with(|| first_line(&said));
-            } else if let Some(p) = fold(&self.perf, &r.tier, &r.data) {
-                profiles.tiers.push(p);
-            }
-            let _ = std::fs::remove_file(&r.data);
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
         }
+        let mut said = String::new();
+        if let Some(mut err) = self.child.stderr.take() {
+            let _ = err.read_to_string(&mut said);
+        }
+        let status = self.child.wait();
+        let recorded = status.is_ok_and(|s| s.success() || s.code().is_none())
+            && self.data.exists()
+            && !refused(&said);
+        let profiles = match recorded {
+            true => fold(&self.perf, &self.data, tiers),
+            false => Profiles { tiers: Vec::new(), refused: Some(first_line(&said)) },
+        };
+        let _ = std::fs::remove_file(&self.data);
         profiles
     }
 }
 
-/// `perf script` of one recording, folded.
-fn fold(perf: &Path, tier: &str, data: &Path) -> Option<TierProfile> {
-    let mut child = Command::new(perf)
+/// How long perf may take to write the mappings of every process before it records.
+const START_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn mkfifo(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    // SAFETY: a NUL-terminated path that outlives the call.
+    unsafe { libc::mkfifo(c.as_ptr(), 0o600) == 0 }
+}
+
+/// Tells perf to enable its events and waits for its ack, while it lives and for at most
+/// [`START_LIMIT`]. Both fifos are opened read-write, which on Linux never blocks (a
+/// write-only open would wait for a reader that a perf refused at its start never becomes).
+fn enable(child: &mut Child, ctl: &Path, ack: &Path) {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let open = |p: &Path| std::fs::OpenOptions::new().read(true).write(true).open(p);
+    let (Ok(mut ctl), Ok(mut ack)) = (open(ctl), open(ack)) else { return };
+    if ctl.write_all(b"enable\n").is_err() {
+        return;
+    }
+    let started = std::time::Instant::now();
+    while started.elapsed() < START_LIMIT && matches!(child.try_wait(), Ok(None)) {
+        let mut fd = libc::pollfd { fd: ack.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one pollfd, valid for the call.
+        if unsafe { libc::poll(&mut fd, 1, 100) } > 0 {
+            let mut buf = [0u8; 16];
+            let _ = ack.read(&mut buf);
+            return;
+        }
+    }
+}
+
+/// `perf script` of one recording, split by tier and folded.
+fn fold(perf: &Path, data: &Path, tiers: &[(String, Vec<i32>)]) -> Profiles {
+    let pids: Vec<String> = tiers.iter().flat_map(|(_, p)| p).map(i32::to_string).collect();
+    let spawned = Command::new(perf)
         // Without the period field: inferno weighs a stack by the period it is given (for
         // cpu-clock, the 10,101,010 ns between two samples), and the folded counts are samples.
         .args(["script", "-F", "comm,pid,tid,time,event,ip,sym,dso"])
+        // Only the tiers' samples have their symbols looked up, not every process's.
+        .args(["--pid", &pids.join(",")])
         .arg("-i")
         .arg(data)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .ok()?;
-    let out = BufReader::new(child.stdout.take()?);
-    let mut err = child.stderr.take()?;
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            return Profiles { tiers: Vec::new(), refused: Some(format!("perf script: {e}")) }
+        }
+    };
+    let out = child.stdout.take().map(BufReader::new);
+    let mut err = child.stderr.take();
     // stderr read beside stdout, so that neither pipe fills while the other is drained.
     let warnings = std::thread::spawn(move || {
         let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
+        if let Some(e) = err.as_mut() {
+            let _ = e.read_to_string(&mut s);
+        }
         s
     });
-    let folded = fold_script(out);
+    let split = out.map(|o| split_by_tier(o, tiers)).unwrap_or_default();
     let _ = child.wait();
-    let said = warnings.join().unwrap_or_default();
-    let folded = folded.ok()?;
-    Some(TierProfile {
-        tier: tier.to_string(),
-        samples: samples_in(&folded),
-        folded,
-        lost: lost_in(&said),
-        interval_us: 1_000_000 / FREQUENCY_HZ,
-    })
+    let lost = lost_in(&warnings.join().unwrap_or_default());
+    let mut profiles = Profiles::default();
+    for ((tier, _), script) in tiers.iter().zip(split) {
+        let Ok(folded) = fold_script(script.as_slice()) else { continue };
+        profiles.tiers.push(TierProfile {
+            tier: tier.clone(),
+            samples: samples_in(&folded),
+            folded,
+            // perf counts what it lost per recording, not per process: each tier is told it.
+            lost,
+            interval_us: 1_000_000 / FREQUENCY_HZ,
+        });
+    }
+    profiles
+}
+
+/// `perf script`'s samples (a header line `comm pid/tid time: event:`, then frames, then a
+/// blank line) routed to the tier whose pids hold the sample's pid; others are dropped.
+fn split_by_tier(script: impl std::io::BufRead, tiers: &[(String, Vec<i32>)]) -> Vec<Vec<u8>> {
+    let owner: std::collections::HashMap<i32, usize> = tiers
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (_, pids))| pids.iter().map(move |p| (*p, i)))
+        .collect();
+    let mut out = vec![Vec::new(); tiers.len()];
+    let mut to: Option<usize> = None;
+    for line in script.lines().map_while(Result::ok) {
+        // Frames start with a tab; a header is right-aligned with spaces (`perf script -a`).
+        if !line.starts_with('\t') && !line.trim().is_empty() {
+            to = sample_pid(&line).and_then(|pid| owner.get(&pid).copied());
+        }
+        if let Some(i) = to {
+            out[i].extend_from_slice(line.as_bytes());
+            out[i].push(b'\n');
+        }
+        if line.trim().is_empty() {
+            to = None;
+        }
+    }
+    out
+}
+
+/// The pid of a sample's header line: the field before the time that reads `pid/tid` (the
+/// command name before it may hold spaces).
+fn sample_pid(header: &str) -> Option<i32> {
+    let fields: Vec<&str> = header.split_whitespace().collect();
+    let time = fields.iter().position(|f| f.ends_with(':'))?;
+    fields.get(time.checked_sub(1)?)?.split('/').next()?.parse().ok()
 }
 
 /// `perf script`'s text folded into stacks, one thread: the machine's other CPUs are the
@@ -202,7 +293,7 @@ nginx 21275/21275 11649.210544: cpu-clock:
 \t           f8350 __GI___libc_write (/usr/lib/x86_64-linux-gnu/libc.so.6)
 \t           5a000 ngx_http_write_filter (/usr/sbin/nginx)
 
-nginx 21275/21275 11649.229471: cpu-clock: 
+          nginx 21275/21275 11649.229471: cpu-clock: 
 \t           f8350 __GI___libc_write (/usr/lib/x86_64-linux-gnu/libc.so.6)
 \t           5a000 ngx_http_write_filter (/usr/sbin/nginx)
 
@@ -214,7 +305,10 @@ nginx 21275/21275 11649.239471: cpu-clock:
 
     #[test]
     fn perf_script_is_folded_root_first_with_counts() {
-        let folded = fold_script(SCRIPT.as_bytes()).unwrap();
+        let nginx = [("nginx".to_string(), vec![21275]), ("php".to_string(), vec![7])];
+        let split = split_by_tier(SCRIPT.as_bytes(), &nginx);
+        assert!(split[1].is_empty());
+        let folded = fold_script(split[0].as_slice()).unwrap();
         assert!(folded.contains("nginx;ngx_http_write_filter;__GI___libc_write 2"), "{folded}");
         assert!(folded.contains(";ksys_write;vfs_write 1"), "{folded}");
         assert_eq!(samples_in(&folded), 3);
@@ -241,9 +335,12 @@ nginx 21275/21275 11649.239471: cpu-clock:
             Err(e) => panic!("{e}"),
         };
         let mut busy = Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
-        let profiler = Profiler::start(&perf, &[("spin".into(), vec![busy.id() as i32])]);
+        let pid = busy.id() as i32;
+        let profiler = Profiler::start(&perf);
+        let before = cpu_ticks(pid);
         std::thread::sleep(std::time::Duration::from_millis(1500));
-        let profiles = profiler.finish();
+        let ticks = cpu_ticks(pid) - before;
+        let profiles = profiler.finish(&[("spin".into(), vec![pid])]);
         busy.kill().unwrap();
         busy.wait().unwrap();
         if let Some(why) = &profiles.refused {
@@ -252,7 +349,16 @@ nginx 21275/21275 11649.239471: cpu-clock:
         }
         let spin = &profiles.tiers[0];
         assert_eq!(spin.tier, "spin");
-        assert!((50..=400).contains(&spin.samples), "{} samples: {}", spin.samples, spin.folded);
+        // On a busy machine the spinner gets what the scheduler gives it: its samples follow
+        // the CPU time it had (clock ticks of 10 ms, about one sample each at 99 Hz).
+        let cpu = ticks as f64 * 100.0 / crate::procfs::clock_ticks() as f64;
+        let lo = (cpu * 0.5 - 3.0).max(1.0) as u64;
+        assert!(
+            (lo..=(cpu * 1.5 + 5.0) as u64).contains(&spin.samples),
+            "{} samples for {cpu:.0} ticks of 10 ms: {}",
+            spin.samples,
+            spin.folded
+        );
         assert!(spin.folded.lines().all(|l| l.starts_with("sh")), "{}", spin.folded);
         assert_eq!(spin.interval_us, 10_101);
     }
@@ -270,9 +376,19 @@ nginx 21275/21275 11649.239471: cpu-clock:
         .unwrap();
         std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
-        let profiles = Profiler::start(&fake, &[("nginx".into(), vec![1])]).finish();
+        let profiler = Profiler::start(&fake);
+        // A cell lasts longer than perf takes to be refused.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let profiles = profiler.finish(&[("nginx".into(), vec![1])]);
         assert!(profiles.tiers.is_empty());
         assert_eq!(profiles.refused.as_deref(), Some("No permission to enable cpu-clock event."));
+    }
+
+    fn cpu_ticks(pid: i32) -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let f: Vec<&str> = after.split_whitespace().collect();
+        f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
     }
 
     fn required() -> bool {

@@ -317,8 +317,8 @@ pub struct Sampler {
     thread: thread::JoinHandle<(Vec<Sample>, CpuCounters)>,
     /// The counters read at the start.
     start: CpuCounters,
-    /// perf on the tiers' processes, when profiling.
-    profiler: Option<Profiler>,
+    /// perf, the tiers and their pids at the start, when profiling.
+    profiler: Option<(Profiler, Vec<Watched>, TierPids)>,
 }
 
 /// The last, partial interval is kept only if it is at least this long (or is the only
@@ -374,7 +374,8 @@ impl Sampler {
         let started = CpuCounters::read(&counted, &mut source, ticks);
         let start = Instant::now();
         let procs = source.processes();
-        let profiler = perf.map(|perf| Profiler::start(perf, &tier_pids(&counted, &procs)));
+        let profiler =
+            perf.map(|perf| (Profiler::start(perf), counted.clone(), tier_pids(&counted, &procs)));
         tracker.observe(Duration::ZERO, &procs, source.machine());
         let thread = thread::spawn(move || {
             let mut samples = Vec::new();
@@ -413,7 +414,16 @@ impl Sampler {
     /// from their cumulative counters ([`CpuCounters`]).
     pub fn finish(self) -> Sampled {
         let _ = self.stop.send(());
-        let profiles = self.profiler.map(Profiler::finish);
+        // A tier's processes at the start and at the stop (php-fpm's and Apache's workers
+        // come and go): one that both began and ended within the cell is not profiled.
+        let profiles = self.profiler.map(|(profiler, targets, mut pids)| {
+            for (tier, now) in pids.iter_mut().zip(tier_pids(&targets, &Proc.processes())) {
+                tier.1.extend(now.1);
+                tier.1.sort_unstable();
+                tier.1.dedup();
+            }
+            profiler.finish(&pids)
+        });
         match self.thread.join() {
             Ok((samples, end)) => Sampled { samples, cpu: Some(end.since(&self.start)), profiles },
             Err(_) => Sampled { samples: Vec::new(), cpu: None, profiles },
@@ -421,8 +431,11 @@ impl Sampler {
     }
 }
 
+/// Each tier's name and pids.
+type TierPids = Vec<(String, Vec<i32>)>;
+
 /// Each tier's pids among `procs`, as the sampler counts them.
-fn tier_pids(targets: &[Watched], procs: &[ProcStat]) -> Vec<(String, Vec<i32>)> {
+fn tier_pids(targets: &[Watched], procs: &[ProcStat]) -> TierPids {
     targets
         .iter()
         .map(|t| (t.tier.clone(), t.members.of(procs).iter().map(|p| p.pid).collect()))

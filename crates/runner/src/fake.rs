@@ -271,7 +271,7 @@ impl Stacks for FakeLab {
         Ok(Vec::new())
     }
 
-    fn sample(&self, _id: &str) -> Result<Box<dyn Sampling>, StackError> {
+    fn sample(&self, _id: &str, _profile: bool) -> Result<Box<dyn Sampling>, StackError> {
         Ok(match &self.tier_cpu {
             Some(cpu) => Box::new(Counted(cpu.clone())),
             None => Box::new(NoSamples),
