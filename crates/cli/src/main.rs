@@ -26,6 +26,7 @@ mod doctor;
 mod exit;
 mod help;
 mod merge;
+mod profile;
 mod progress;
 mod remote;
 mod report_cmd;
@@ -63,6 +64,8 @@ enum Command {
     Run(run::RunArgs),
     /// The runs a store holds.
     Runs(runs::RunsArgs),
+    /// A profiled cell's top functions per tier (self and total), and its folded stacks.
+    Profile(profile::ProfileArgs),
     /// A stored run as a self-contained HTML report (or its verdict as text or JSON, its cells
     /// as CSV).
     Report(report_cmd::ReportArgs),
@@ -99,6 +102,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(args),
         Command::Run(args) => run::run(args),
         Command::Runs(args) => runs::run(args),
+        Command::Profile(args) => profile::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Merge(args) => merge::run(args),

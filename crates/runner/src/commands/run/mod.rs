@@ -627,10 +627,8 @@ mod tests {
     fn a_profiled_run_without_perf_names_linux_perf() {
         // nextest runs each test in a process of its own: the variable is this test's.
         std::env::set_var("LOADLAB_SEARCH_PATH", "/nonexistent-loadlab-test-dir");
-        let profiled = Overrides {
-            profile: Some(loadlab_suite::Profiling::All),
-            ..Overrides::default()
-        };
+        let profiled =
+            Overrides { profile: Some(loadlab_suite::Profiling::All), ..Overrides::default() };
         let (suite, _) = load(loadlab_suite::DEFAULT, &profiled).unwrap();
         let err = super::check_packages(&suite).unwrap_err();
         assert!(matches!(err, SuiteError::MissingPackages(_)), "{err}");
