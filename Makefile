@@ -19,8 +19,9 @@ LAB_PACKAGES   := nginx apache2 libapache2-mod-php php-fpm php-cgi php-cli php-m
 # python3-venv: the venv that holds kubernetes-validate (below).
 # tmux: the live view's test drives it in a tmux pane (a real terminal).
 # prometheus: it scrapes a `bench --metrics-listen` run (it::metrics).
+# linux-perf: `run --profile` records the tiers' stacks with perf (run::profile).
 TEST_PACKAGES  := $(LAB_PACKAGES) wrk apache2-utils httperf time chromium iproute2 python3 \
-                  openssh-server openssh-client python3-venv tmux prometheus
+                  openssh-server openssh-client python3-venv tmux prometheus linux-perf
 # The demo runs the classic suite, which uses every stack of the lab.
 DEMO_PACKAGES  := $(LAB_PACKAGES)
 BENCH_PACKAGES := nginx wrk apache2-utils httperf time python3 iproute2 openssl nghttp2-client valgrind \

@@ -27,6 +27,7 @@ mod exit;
 mod help;
 mod merge;
 mod metrics;
+mod profile;
 mod progress;
 mod remote;
 mod report_cmd;
@@ -64,6 +65,8 @@ enum Command {
     Run(run::RunArgs),
     /// The runs a store holds.
     Runs(runs::RunsArgs),
+    /// A profiled cell's top functions per tier (self and total), and its folded stacks.
+    Profile(profile::ProfileArgs),
     /// A stored run as a self-contained HTML report (or its verdict as text or JSON, its cells
     /// as CSV).
     Report(report_cmd::ReportArgs),
@@ -100,6 +103,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(args),
         Command::Run(args) => run::run(args),
         Command::Runs(args) => runs::run(args),
+        Command::Profile(args) => profile::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Merge(args) => merge::run(args),

@@ -54,6 +54,11 @@ pub struct RunArgs {
     pub no_tui: bool,
     #[command(flatten)]
     pub metrics: crate::metrics::MetricsArgs,
+    /// Record each tier's on-CPU stacks with perf while cells are measured: every cell
+    /// (`all`), the highest load of each stack and workload (`knee`), or none; instead of the
+    /// suite's `profile`. Needs linux-perf and the right to profile the stack's processes.
+    #[arg(long = "profile", value_name = "all|knee|none", num_args = 0..=1, default_missing_value = "all")]
+    pub profile: Option<loadlab_suite::Profiling>,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
@@ -62,6 +67,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         slo: args.slo.clone(),
         repetitions: args.repetitions,
         host: args.host.as_ref().map(ToString::to_string),
+        profile: args.profile,
     };
     let (suite, notes) = commands::run::load(&args.suite, &overrides).map_err(failure)?;
     for note in notes {

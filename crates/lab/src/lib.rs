@@ -18,6 +18,7 @@
 //!   versions.
 //! - [`Lab`]: bringing a stack up into a private run directory on free 127.0.0.1 ports,
 //!   verifying it ([`verify`]), tearing it down, and cleaning what a crashed run left.
+//! - [`profiler`]: each tier's on-CPU stacks over a cell (perf), folded.
 //! - [`sampler`]: per-tier CPU, memory and process counts from /proc, every second, and
 //!   how full each worker pool was ([`pools`]); [`named`]: the processes of a server the lab
 //!   did not start (pids, a pidfile, a systemd unit), sampled as one tier.
@@ -47,6 +48,7 @@ pub mod plan;
 pub mod pools;
 mod ports;
 pub mod procfs;
+pub mod profiler;
 mod ready;
 pub mod sampler;
 pub mod servers;

@@ -4,6 +4,7 @@
 //! its leader's process group; a server the lab did not start is the processes the user named
 //! and their descendants ([`Members`]).
 
+use std::path::Path;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::procfs::{self, CpuTimes, MachineStat, ProcId, ProcStat};
+use crate::profiler::{Profiler, Profiles};
 
 /// A tier to sample: its name, the leader of its process group, and where its worker pool
 /// reports, if it has one.
@@ -300,6 +302,8 @@ impl CpuCounters {
 pub struct Sampled {
     pub samples: Vec<Sample>,
     pub cpu: Option<CpuUse>,
+    /// Each tier's on-CPU stacks over the same span, when it was profiled.
+    pub profiles: Option<Profiles>,
 }
 
 pub fn unix_ms() -> u64 {
@@ -313,6 +317,8 @@ pub struct Sampler {
     thread: thread::JoinHandle<(Vec<Sample>, CpuCounters)>,
     /// The counters read at the start.
     start: CpuCounters,
+    /// perf, the tiers and their pids at the start, when profiling.
+    profiler: Option<(Profiler, Vec<Watched>, TierPids)>,
 }
 
 /// The last, partial interval is kept only if it is at least this long (or is the only
@@ -341,7 +347,23 @@ impl Sampler {
     pub fn watch_with(
         targets: Vec<Watched>,
         interval: Duration,
+        source: impl ProcSource,
+    ) -> Sampler {
+        Sampler::spawn(targets, interval, source, None)
+    }
+
+    /// Samples these tiers from /proc every `interval`, and profiles their processes as they
+    /// are now with the perf at `perf` ([`Profiler`]) until the stop.
+    pub fn profiled(targets: Vec<Target>, interval: Duration, perf: &Path) -> Sampler {
+        let targets = targets.into_iter().map(Watched::from).collect();
+        Sampler::spawn(targets, interval, Proc, Some(perf))
+    }
+
+    fn spawn(
+        targets: Vec<Watched>,
+        interval: Duration,
         mut source: impl ProcSource,
+        perf: Option<&Path>,
     ) -> Sampler {
         let (stop, stopped) = mpsc::channel();
         let ticks = procfs::clock_ticks();
@@ -351,7 +373,10 @@ impl Sampler {
         let mut tracker = Tracker::watching(targets, ticks, procfs::page_size());
         let started = CpuCounters::read(&counted, &mut source, ticks);
         let start = Instant::now();
-        tracker.observe(Duration::ZERO, &source.processes(), source.machine());
+        let procs = source.processes();
+        let profiler =
+            perf.map(|perf| (Profiler::start(perf), counted.clone(), tier_pids(&counted, &procs)));
+        tracker.observe(Duration::ZERO, &procs, source.machine());
         let thread = thread::spawn(move || {
             let mut samples = Vec::new();
             let mut last = Duration::ZERO;
@@ -377,7 +402,7 @@ impl Sampler {
             }
             unreachable!("the loop ends only by a stop")
         });
-        Sampler { stop, thread, start: started }
+        Sampler { stop, thread, start: started, profiler }
     }
 
     /// Stops sampling (taking a last sample of the partial interval) and returns the series.
@@ -389,11 +414,32 @@ impl Sampler {
     /// from their cumulative counters ([`CpuCounters`]).
     pub fn finish(self) -> Sampled {
         let _ = self.stop.send(());
+        // A tier's processes at the start and at the stop (php-fpm's and Apache's workers
+        // come and go): one that both began and ended within the cell is not profiled.
+        let profiles = self.profiler.map(|(profiler, targets, mut pids)| {
+            for (tier, now) in pids.iter_mut().zip(tier_pids(&targets, &Proc.processes())) {
+                tier.1.extend(now.1);
+                tier.1.sort_unstable();
+                tier.1.dedup();
+            }
+            profiler.finish(&pids)
+        });
         match self.thread.join() {
-            Ok((samples, end)) => Sampled { samples, cpu: Some(end.since(&self.start)) },
-            Err(_) => Sampled { samples: Vec::new(), cpu: None },
+            Ok((samples, end)) => Sampled { samples, cpu: Some(end.since(&self.start)), profiles },
+            Err(_) => Sampled { samples: Vec::new(), cpu: None, profiles },
         }
     }
+}
+
+/// Each tier's name and pids.
+type TierPids = Vec<(String, Vec<i32>)>;
+
+/// Each tier's pids among `procs`, as the sampler counts them.
+fn tier_pids(targets: &[Watched], procs: &[ProcStat]) -> TierPids {
+    targets
+        .iter()
+        .map(|t| (t.tier.clone(), t.members.of(procs).iter().map(|p| p.pid).collect()))
+        .collect()
 }
 
 #[cfg(test)]

@@ -166,6 +166,13 @@ impl<W: Write> Events for Progress<W> {
     fn cell_interrupted(&mut self, label: &str) -> std::io::Result<()> {
         writeln!(self.0, "{label}interrupted")
     }
+
+    fn profile_refused(&mut self, why: &str) -> std::io::Result<()> {
+        writeln!(
+            self.0,
+            "  profile: perf could not record ({why}); the run goes on without profiles"
+        )
+    }
 }
 
 /// A finished cell's rate and tail as its workload counts them (the report's [`Counted`]):

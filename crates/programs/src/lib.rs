@@ -71,6 +71,9 @@ pub const WORDPRESS_THEME: Need = Need {
     },
 };
 
+/// perf, which profiles the tiers' processes with `--profile`.
+pub const PERF: Need = Need { package: "linux-perf", what: What::Program("perf") };
+
 /// Everything any stack may need, for `loadlab doctor`.
 pub const ALL: &[Need] = &[
     NGINX,
@@ -89,6 +92,7 @@ pub const ALL: &[Need] = &[
     MARIADB_CLIENT,
     WORDPRESS,
     WORDPRESS_THEME,
+    PERF,
 ];
 
 impl Need {

@@ -183,7 +183,7 @@ struct Counted(loadlab_lab::sampler::CpuUse);
 
 impl Sampling for Counted {
     fn stop(self: Box<Self>) -> loadlab_lab::sampler::Sampled {
-        loadlab_lab::sampler::Sampled { samples: Vec::new(), cpu: Some(self.0) }
+        loadlab_lab::sampler::Sampled { samples: Vec::new(), cpu: Some(self.0), profiles: None }
     }
 }
 
@@ -207,7 +207,7 @@ impl Sampling for ExternalSamples {
             tiers: vec![tier],
             machine: None,
         }];
-        loadlab_lab::sampler::Sampled { samples, cpu: None }
+        loadlab_lab::sampler::Sampled { samples, cpu: None, profiles: None }
     }
 }
 
@@ -271,7 +271,7 @@ impl Stacks for FakeLab {
         Ok(Vec::new())
     }
 
-    fn sample(&self, _id: &str) -> Result<Box<dyn Sampling>, StackError> {
+    fn sample(&self, _id: &str, _profile: bool) -> Result<Box<dyn Sampling>, StackError> {
         Ok(match &self.tier_cpu {
             Some(cpu) => Box::new(Counted(cpu.clone())),
             None => Box::new(NoSamples),

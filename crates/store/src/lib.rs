@@ -28,6 +28,7 @@ pub mod histograms;
 pub mod host;
 pub mod metric;
 pub mod model;
+mod profile;
 mod query;
 mod schema;
 mod store;
@@ -43,5 +44,6 @@ pub use model::{
     CellId, CellRecord, ConfigRecord, Environment, LoadModel, LoadSpec, Run, RunId, RunInfo,
     RunProcess, RunStatus, RunSummary, Sample, SecondRecord, StepRecord,
 };
+pub use profile::ProfileRecord;
 pub use store::Store;
 pub use trust::{Flag, Limit, LimitedBy, TrustFlag};

@@ -16,6 +16,7 @@ use crate::model::{
     CellRecord, ConfigRecord, Flag, Run, RunId, RunStatus, RunSummary, Sample, SecondRecord,
     StepRecord, TrustFlag,
 };
+use crate::profile::ProfileRecord;
 use crate::store::Store;
 use crate::Counted;
 
@@ -54,6 +55,12 @@ impl Store {
 
     /// Every committed cell of a run in plan order, with its metrics, histograms (as recorders
     /// again), series, samples and flags: all a report needs.
+    /// The tiers' profiles of the cell at `ordinal` of `run`, by tier name; empty for a cell
+    /// that was not profiled.
+    pub fn profiles(&self, run: RunId, ordinal: u32) -> Result<Vec<ProfileRecord>> {
+        crate::profile::read(&self.conn, run, ordinal)
+    }
+
     pub fn cells(&self, run: RunId) -> Result<Vec<CellRecord>> {
         let tx = self.conn.unchecked_transaction()?;
         ensure_run(&tx, run)?;

@@ -194,6 +194,20 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE cells ADD COLUMN counted TEXT
         CHECK (counted IS NULL OR counted IN ('requests', 'views', 'visits', 'sessions'));
     ",
+    // 9: a profiled cell's on-CPU stacks, one row per tier: folded stacks deflated (zlib),
+    // the samples in them, the samples perf lost and the interval between two samples.
+    // Cells not profiled, and cells stored before, have none.
+    "
+    CREATE TABLE profiles (
+        cell_id     INTEGER NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
+        tier        TEXT    NOT NULL,
+        samples     INTEGER NOT NULL,
+        lost        INTEGER NOT NULL,
+        interval_us INTEGER NOT NULL,
+        folded      BLOB    NOT NULL,
+        PRIMARY KEY (cell_id, tier)
+    ) WITHOUT ROWID;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -13,6 +13,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBe
 use crate::codec::{encode_histogram, int, to_json, to_ms, EncodedHistogram, HDR_V2};
 use crate::error::{Result, StoreError};
 use crate::model::{CellId, CellRecord, ConfigRecord, RunId, RunInfo, RunStatus};
+use crate::profile::ProfileRecord;
 use crate::schema;
 use crate::Counted;
 
@@ -166,6 +167,17 @@ impl Store {
     /// transaction: after this returns the cell is on disk whole, and if anything fails none of
     /// it is.
     pub fn record_cell(&mut self, run: RunId, cell: &CellRecord) -> Result<CellId> {
+        self.record_profiled_cell(run, cell, &[])
+    }
+
+    /// Stores one finished cell as [`Store::record_cell`] does, with its tiers' profiles in
+    /// the same transaction.
+    pub fn record_profiled_cell(
+        &mut self,
+        run: RunId,
+        cell: &CellRecord,
+        profiles: &[ProfileRecord],
+    ) -> Result<CellId> {
         // Encode before the transaction so the write lock is held for inserts only.
         let knobs = to_json(&cell.knobs, "the cell's knobs")?;
         let load = to_json(&cell.load, "the cell's load")?;
@@ -213,6 +225,7 @@ impl Store {
         insert_samples(&tx, id, cell)?;
         insert_flags(&tx, id, cell)?;
         insert_steps(&tx, id, cell)?;
+        crate::profile::insert(&tx, id, profiles)?;
         tx.commit()?;
         Ok(CellId(id))
     }

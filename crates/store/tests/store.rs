@@ -8,8 +8,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use loadlab_stats::{Recorder, Series};
 use loadlab_store::{
     metric, CellRecord, ConfigRecord, Counted, Environment, Flag, Histograms, Limit, LimitedBy,
-    LoadModel, LoadSpec, RunInfo, RunStatus, Sample, SecondRecord, StepRecord, Store, StoreError,
-    TrustFlag,
+    LoadModel, LoadSpec, ProfileRecord, RunInfo, RunStatus, Sample, SecondRecord, StepRecord,
+    Store, StoreError, TrustFlag,
 };
 use serde_json::json;
 use tempfile::TempDir;
@@ -321,7 +321,10 @@ fn a_store_from_before_cells_kept_their_slo_opens_with_none() {
     // Back to schema 3 as an older loadlab left it: no slo column.
     let conn = rusqlite::Connection::open(&path).unwrap();
     series_before_judged_seconds(&conn);
-    conn.execute_batch("ALTER TABLE cells DROP COLUMN slo; PRAGMA user_version = 3;").unwrap();
+    conn.execute_batch(
+        "DROP TABLE profiles; ALTER TABLE cells DROP COLUMN slo; PRAGMA user_version = 3;",
+    )
+    .unwrap();
     drop(conn);
 
     let store = Store::open(&path).unwrap();
@@ -342,7 +345,7 @@ fn a_store_from_before_judged_seconds_opens_with_its_series() {
     // Back to schema 5 as an older loadlab left it: the series table of migration 1.
     let conn = rusqlite::Connection::open(&path).unwrap();
     series_before_judged_seconds(&conn);
-    conn.execute_batch("PRAGMA user_version = 5;").unwrap();
+    conn.execute_batch("DROP TABLE profiles; PRAGMA user_version = 5;").unwrap();
     let columns: i64 = conn
         .query_row("SELECT count(*) FROM pragma_table_info('series')", [], |r| r.get(0))
         .unwrap();
@@ -375,7 +378,10 @@ fn a_store_from_before_cells_kept_what_they_counted_opens_without_it() {
     store.record_cell(run, &view).unwrap();
     drop(store);
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("ALTER TABLE cells DROP COLUMN counted; PRAGMA user_version = 7;").unwrap();
+    conn.execute_batch(
+        "DROP TABLE profiles; ALTER TABLE cells DROP COLUMN counted; PRAGMA user_version = 7;",
+    )
+    .unwrap();
     drop(conn);
 
     let mut store = Store::open(&path).unwrap();
@@ -398,7 +404,8 @@ fn a_store_from_before_visit_steps_opens_without_them() {
     let (path, latest, run) = a_store_with_one_cell(&dir, RunStatus::Finished);
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
-        "DROP TABLE steps; ALTER TABLE cells DROP COLUMN counted; PRAGMA user_version = 6;",
+        "DROP TABLE profiles; DROP TABLE steps; ALTER TABLE cells DROP COLUMN counted; \
+         PRAGMA user_version = 6;",
     )
     .unwrap();
     drop(conn);
@@ -451,7 +458,10 @@ fn a_new_file_is_migrated_and_reopening_changes_nothing() {
     let tables: i64 = conn
         .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(tables, 9, "runs cells metrics histograms series samples configs flags steps");
+    assert_eq!(
+        tables, 10,
+        "runs cells metrics histograms series samples configs flags steps profiles"
+    );
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
 }
@@ -537,6 +547,7 @@ fn a_store_from_before_runs_could_fail_opens_with_its_runs_and_cells() {
              process, crash_noticed_at FROM runs;
          DROP TABLE runs;
          ALTER TABLE old_runs RENAME TO runs;
+         DROP TABLE profiles;
          PRAGMA user_version = 4;
          COMMIT;",
     )
@@ -820,4 +831,62 @@ fn time_to_store_a_realistic_cell() {
         read.as_secs_f64() * 1e3,
         size as f64 / (1024.0 * 1024.0),
     );
+}
+
+/// A profiled cell keeps each tier's folded stacks (deflated) with its sample count, the
+/// samples lost and the interval, and reads them back by run and ordinal; a cell stored
+/// without profiles has none.
+#[test]
+fn a_profiled_cell_reads_its_tiers_profiles_back() {
+    let dir = TempDir::new().unwrap();
+    let mut store = open(&dir);
+    let run = store.begin_run(&run_info("classic")).unwrap();
+    let folded: String =
+        (0..2_000).map(|i| format!("nginx;ngx_worker_process_cycle;f{} {}\n", i % 50, i)).collect();
+    let nginx = ProfileRecord {
+        tier: "nginx".into(),
+        folded: folded.clone(),
+        samples: 1_999_000,
+        lost: 3,
+        interval_us: 10_101,
+    };
+    let php = ProfileRecord {
+        tier: "php-fpm".into(),
+        folded: "php-fpm;execute_ex 7\n".into(),
+        samples: 7,
+        lost: 0,
+        interval_us: 10_101,
+    };
+    store.record_profiled_cell(run, &cell(0, 2, 1), &[php.clone(), nginx.clone()]).unwrap();
+    store.record_cell(run, &cell(1, 2, 1)).unwrap();
+    assert_eq!(store.profiles(run, 0).unwrap(), vec![nginx, php]);
+    assert!(store.profiles(run, 1).unwrap().is_empty());
+    let conn = rusqlite::Connection::open(dir.path().join("results.db")).unwrap();
+    let stored: i64 =
+        conn.query_row("SELECT sum(length(folded)) FROM profiles", [], |r| r.get(0)).unwrap();
+    assert!((stored as usize) < folded.len() / 4, "{stored} bytes for {}", folded.len());
+}
+
+/// A store written before profiles were kept (schema 8) opens, is brought up to date, and its
+/// cells have none; a profiled cell stored after it reads back.
+#[test]
+fn a_store_from_before_profiles_opens_without_them() {
+    let dir = TempDir::new().unwrap();
+    let (path, latest, run) = a_store_with_one_cell(&dir, RunStatus::Finished);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("DROP TABLE profiles; PRAGMA user_version = 8;").unwrap();
+    drop(conn);
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), latest);
+    assert!(store.profiles(run, 0).unwrap().is_empty());
+    let next = store.begin_run(&run_info("classic")).unwrap();
+    let p = ProfileRecord {
+        tier: "nginx".into(),
+        folded: "nginx;main 600\n".into(),
+        samples: 600,
+        lost: 0,
+        interval_us: 10_101,
+    };
+    store.record_profiled_cell(next, &cell(0, 2, 1), std::slice::from_ref(&p)).unwrap();
+    assert_eq!(store.profiles(next, 0).unwrap(), vec![p]);
 }

@@ -25,6 +25,6 @@ pub use estimate::Estimate;
 pub use parse::{parse, parse_sweep, read};
 pub use plan::{plan, Cell, CellWorkload, Check, LoadPoint, Plan, Point, Skipped};
 pub use suite::{
-    CustomRequest, External, LabStack, Load, Points, Quick, StackSource, StackSpec, Suite,
-    WorkloadSpec,
+    CustomRequest, External, LabStack, Load, Points, Profiling, Quick, StackSource, StackSpec,
+    Suite, WorkloadSpec,
 };

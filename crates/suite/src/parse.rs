@@ -126,6 +126,12 @@ impl Checker<'_> {
             Some(q) => self.quick(q)?,
             None => Quick::default(),
         };
+        let profile = match &raw.profile {
+            Some(p) => {
+                p.get_ref().parse().or_else(|e| self.fail(p.span(), format!("profile: {e}")))?
+            }
+            None => Default::default(),
+        };
         Ok(Suite {
             name: name.clone(),
             description: raw.description.trim().to_string(),
@@ -137,6 +143,7 @@ impl Checker<'_> {
             warmup,
             client_cpus,
             quick,
+            profile,
         })
     }
 

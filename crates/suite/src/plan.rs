@@ -15,7 +15,9 @@ use loadlab_engine::{
 use loadlab_lab::knobs::CpuList;
 use loadlab_lab::workloads::{Expect, Workload};
 
-use crate::suite::{builtin_workload, selected, why_not, Points, StackSpec, Suite, WorkloadSpec};
+use crate::suite::{
+    builtin_workload, selected, why_not, Points, Profiling, StackSpec, Suite, WorkloadSpec,
+};
 
 /// A suite's cells in execution order, and what was left out.
 #[derive(Debug, Clone)]
@@ -41,6 +43,8 @@ pub struct Cell {
     pub stack: StackSpec,
     pub workload: CellWorkload,
     pub load: LoadPoint,
+    /// Whether its tiers' on-CPU stacks are recorded while it is measured.
+    pub profiled: bool,
 }
 
 /// What a cell requests and how its answers are checked: the suite's workload, and what it
@@ -254,7 +258,12 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
     for repetition in 0..repetitions {
         for (stack_index, stack) in suite.stacks.iter().enumerate() {
             for (workload, points) in &per_stack[stack_index] {
-                for load in points {
+                for (i, load) in points.iter().enumerate() {
+                    let profiled = match suite.profile {
+                        Profiling::None => false,
+                        Profiling::All => true,
+                        Profiling::Knee => repetition == 0 && i + 1 == points.len(),
+                    };
                     cells.push(Cell {
                         ordinal: cells.len() as u32,
                         repetition,
@@ -262,6 +271,7 @@ pub fn plan(suite: &Suite, quick: bool) -> Plan {
                         stack: stack.clone(),
                         workload: workload.clone(),
                         load: load.clone(),
+                        profiled,
                     });
                 }
             }
@@ -410,6 +420,35 @@ repetitions = 1
 
     fn two() -> Suite {
         parse(TWO_STACKS, "two.toml").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// `profile = "knee"` profiles the last, highest load point of each stack and workload in
+    /// the first repetition; `all` every cell; none by default.
+    #[test]
+    fn knee_profiles_each_groups_highest_load_once() {
+        let mut suite = two();
+        assert!(plan(&suite, false).cells.iter().all(|c| !c.profiled));
+        suite.profile = Profiling::Knee;
+        let p = plan(&suite, false);
+        let profiled: Vec<(u32, &str, &str, u32)> = p
+            .cells
+            .iter()
+            .filter(|c| c.profiled)
+            .map(|c| (c.repetition, c.stack.label.as_str(), c.workload.name(), c.ordinal))
+            .collect();
+        assert_eq!(
+            profiled,
+            vec![
+                (0, "nginx", "hello.txt", 2),
+                (0, "nginx-fpm", "hello.txt", 5),
+                (0, "nginx-fpm", "hello.php", 7)
+            ]
+        );
+        suite.profile = Profiling::All;
+        assert!(plan(&suite, false).cells.iter().all(|c| c.profiled));
+        let bad = TWO_STACKS.replacen("repetitions", "profile = \"some\"\nrepetitions", 1);
+        let e = parse(&bad, "two.toml").unwrap_err().to_string();
+        assert!(e.contains("profile: \"some\" is not one of all, knee, none"), "{e}");
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct RawSuite {
     /// Thresholds every workload's cells must hold unless the workload names its own.
     pub slo: Option<Spanned<String>>,
     pub quick: Option<RawQuick>,
+    /// Which cells are profiled: `all`, `knee` or `none` ([`crate::suite::Profiling`]).
+    pub profile: Option<Spanned<String>>,
     /// Each entry with its span: the `[[stacks]]` header, for a stack that names neither a
     /// built-in stack nor a URL.
     pub stacks: Spanned<Vec<Spanned<RawStack>>>,

@@ -27,6 +27,33 @@ pub struct Suite {
     /// CPUs the client's worker threads are pinned to.
     pub client_cpus: Option<CpuList>,
     pub quick: Quick,
+    /// Which cells have their tiers' on-CPU stacks recorded (`profile = "knee"`).
+    pub profile: Profiling,
+}
+
+/// Which cells of a run are profiled (`--profile`, a suite's `profile`): perf on every tier's
+/// processes while the cell is measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Profiling {
+    #[default]
+    None,
+    /// The highest load of each stack and workload, in the first repetition: where a stack
+    /// saturates, which is the profile a person reads, at the cost of one cell in many.
+    Knee,
+    All,
+}
+
+impl std::str::FromStr for Profiling {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Profiling, String> {
+        match s {
+            "none" => Ok(Profiling::None),
+            "knee" => Ok(Profiling::Knee),
+            "all" => Ok(Profiling::All),
+            _ => Err(format!("{s:?} is not one of all, knee, none")),
+        }
+    }
 }
 
 /// One stack instance of a suite: a built-in stack the lab brings up, or a server of the

@@ -18,6 +18,7 @@ mod external;
 mod full_disk;
 mod own;
 mod pools;
+mod profile;
 mod regression;
 mod seams;
 mod slo;

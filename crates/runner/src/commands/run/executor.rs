@@ -18,7 +18,7 @@ use loadlab_lab::named::Processes;
 use loadlab_lab::procfs::ProcId;
 use loadlab_lab::sampler::{Members, Sampled, Watched};
 use loadlab_lab::{CpuList, Sampler};
-use loadlab_store::{CellRecord, ConfigRecord, Identity, RunId, Store, StoreError};
+use loadlab_store::{CellRecord, ConfigRecord, Identity, ProfileRecord, RunId, Store, StoreError};
 use loadlab_suite::{Cell, External, LabStack, Plan, Point, StackSource};
 
 use crate::commands::run::found::Found;
@@ -149,8 +149,9 @@ pub trait Stacks {
     fn down(&self, id: &str) -> Result<(), StackError>;
     /// The effective configuration and versions of every tier, to store with the run.
     fn capture(&self, id: &str) -> Result<Vec<loadlab_lab::Captured>, StackError>;
-    /// Starts sampling the instance's tiers.
-    fn sample(&self, id: &str) -> Result<Box<dyn Sampling>, StackError>;
+    /// Starts sampling the instance's tiers; with `profile`, recording their on-CPU stacks too
+    /// where it can ([`Sampled::profiles`] says what it recorded, `None`: it cannot here).
+    fn sample(&self, id: &str, profile: bool) -> Result<Box<dyn Sampling>, StackError>;
     /// The processes the suite named for an external target, as they are now.
     fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, StackError>;
     /// Starts sampling those processes and their descendants as the tier [`EXTERNAL_TIER`].
@@ -169,7 +170,7 @@ pub(crate) struct NoSamples;
 
 impl Sampling for NoSamples {
     fn stop(self: Box<Self>) -> Sampled {
-        Sampled { samples: Vec::new(), cpu: None }
+        Sampled { samples: Vec::new(), cpu: None, profiles: None }
     }
 }
 
@@ -208,8 +209,13 @@ impl Stacks for loadlab_lab::Lab {
         Ok(loadlab_lab::Lab::capture(self, id)?)
     }
 
-    fn sample(&self, id: &str) -> Result<Box<dyn Sampling>, StackError> {
-        Ok(Box::new(Sampler::start(self.targets(id)?, SAMPLE_INTERVAL)))
+    fn sample(&self, id: &str, profile: bool) -> Result<Box<dyn Sampling>, StackError> {
+        let targets = self.targets(id)?;
+        if profile {
+            let perf = loadlab_lab::programs::PERF.find().map_err(loadlab_lab::Error::from)?;
+            return Ok(Box::new(Sampler::profiled(targets, SAMPLE_INTERVAL, &perf)));
+        }
+        Ok(Box::new(Sampler::start(targets, SAMPLE_INTERVAL)))
     }
 
     fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, StackError> {
@@ -246,6 +252,11 @@ pub trait Events {
     fn cell_done(&mut self, done: &CellDone<'_>) -> std::io::Result<()>;
     /// The cell was stopped by Ctrl-C; it is not stored and the run ends.
     fn cell_interrupted(&mut self, label: &str) -> std::io::Result<()>;
+    /// perf could not profile (the kernel refused `perf_event_open`): the run goes on without
+    /// profiles. Told once, with perf's line.
+    fn profile_refused(&mut self, _why: &str) -> std::io::Result<()> {
+        Ok(())
+    }
     /// A view workload's page was found on the instance just said up: what each of its
     /// views fetches, for the rest of the instance's cells. Said once per page and instance.
     fn views_found(
@@ -301,6 +312,7 @@ pub fn run_plan(
         captured: BTreeSet::new(),
         on_hosts: on_hosts(plan),
         found: Found::default(),
+        refused_told: false,
     };
     // The first instance of each external target, verified up front and used as it comes.
     let mut verified: BTreeMap<String, Instance> = BTreeMap::new();
@@ -351,6 +363,8 @@ struct Execution<'r, 'c> {
     on_hosts: BTreeMap<String, Vec<String>>,
     /// The view workloads' pages, found once per instance.
     found: Found,
+    /// Whether perf's refusal to profile was told (once per run).
+    refused_told: bool,
 }
 
 /// The plan's lab hosts, each with the labels of its stacks.
@@ -517,9 +531,10 @@ impl Execution<'_, '_> {
         label: &str,
         watch: &Watch,
         place: &str,
+        profile: bool,
     ) -> Result<(BenchResult, Sampled), RunError> {
         let sampler = match watch {
-            Watch::Lab(id) => self.stacks.sample(id)?,
+            Watch::Lab(id) => self.stacks.sample(id, profile)?,
             Watch::Processes(roots) => self.stacks.sample_processes(roots)?,
             Watch::Nothing => Box::new(NoSamples),
         };
@@ -535,6 +550,43 @@ impl Execution<'_, '_> {
             return Err(RunError::Remote(loadlab_remote::Error::Lost { host, reason }));
         }
         Ok((result?, sampled))
+    }
+
+    /// A profiled cell's profiles as stored, and what became of the profiling in its knobs
+    /// (`profile`: `perf`, or why there is none); perf's refusal is told once per run.
+    fn profiles(
+        &mut self,
+        cell: &Cell,
+        sampled: &Sampled,
+        record: &mut CellRecord,
+    ) -> Result<Vec<ProfileRecord>, RunError> {
+        if !cell.profiled {
+            return Ok(Vec::new());
+        }
+        let (said, tiers) = match &sampled.profiles {
+            None => ("not recorded: profiles are taken on this machine only".to_string(), &[][..]),
+            Some(p) => match &p.refused {
+                Some(why) => {
+                    if !self.refused_told {
+                        self.refused_told = true;
+                        self.events.profile_refused(why)?;
+                    }
+                    (format!("refused: {why}"), &[][..])
+                }
+                None => ("perf".to_string(), &p.tiers[..]),
+            },
+        };
+        record.knobs.insert("profile".into(), serde_json::json!(said));
+        Ok(tiers
+            .iter()
+            .map(|t| ProfileRecord {
+                tier: t.tier.clone(),
+                folded: t.folded.clone(),
+                samples: t.samples,
+                lost: t.lost,
+                interval_us: t.interval_us,
+            })
+            .collect())
     }
 
     /// Lists the pages found since the last call (each once, after its instance is said up).
@@ -569,7 +621,7 @@ impl Execution<'_, '_> {
             let started_at = SystemTime::now();
             let place = host.map_or(instance.id.as_str(), |h| h.host.as_str());
             let (mut result, sampled) =
-                self.measure_sampled(&config, addr, &label, watch, place)?;
+                self.measure_sampled(&config, addr, &label, watch, place, cell.profiled)?;
             // Behind a network profile the lab knows the link's speed, which the veth does not
             // report (it says 10000 Mbit/s): the verdict's link rule then judges against it.
             let net = cell.stack.knobs().and_then(|k| k.net.as_deref());
@@ -606,8 +658,10 @@ impl Execution<'_, '_> {
                 record.knobs.insert("host".into(), serde_json::json!(h.host));
                 record.knobs.insert("host_cpus".into(), serde_json::json!(h.cpu_count));
             }
+            let profiles = self.profiles(cell, &sampled, &mut record)?;
             let stored = Instant::now();
-            self.cx.store.record_cell(self.cx.run_id, &record).map_err(|source| {
+            let run_id = self.cx.run_id;
+            self.cx.store.record_profiled_cell(run_id, &record, &profiles).map_err(|source| {
                 let (stack, load) = (&cell.stack.label, load_label(cell));
                 let cell =
                     format!("cell {} ({stack} {} {load})", cell.ordinal + 1, cell.workload.name());

@@ -42,6 +42,8 @@ pub struct Overrides {
     pub repetitions: Option<u32>,
     /// `--host ssh://...`: every lab stack on that lab host (the client stays here).
     pub host: Option<String>,
+    /// `--profile`: which cells are profiled, whatever the suite says.
+    pub profile: Option<loadlab_suite::Profiling>,
 }
 
 /// Why a suite did not run, or did not finish.
@@ -99,6 +101,9 @@ pub fn load(name: &str, overrides: &Overrides) -> Result<(Suite, Vec<String>), S
             lab.host = Some(host.to_string());
         }
     }
+    if let Some(profile) = overrides.profile {
+        suite.profile = profile;
+    }
     if let Some(slo) = &overrides.slo {
         for w in &mut suite.workloads {
             w.slo = Some(slo.clone());
@@ -145,7 +150,13 @@ fn client_threads(plan: &Plan) -> usize {
 /// host's loadlab says what it lacks when its stack starts).
 pub fn check_packages(suite: &Suite) -> Result<(), SuiteError> {
     let mut missing: Vec<&str> = Vec::new();
-    for spec in suite.stacks.iter().filter_map(|s| s.lab_stack()).filter(|s| s.host.is_none()) {
+    let here: Vec<_> =
+        suite.stacks.iter().filter_map(|s| s.lab_stack()).filter(|s| s.host.is_none()).collect();
+    let perf = loadlab_lab::programs::PERF;
+    if suite.profile != loadlab_suite::Profiling::None && !here.is_empty() && !perf.installed() {
+        missing.push(perf.package);
+    }
+    for spec in here {
         for p in spec.stack.missing_packages(&spec.knobs) {
             if !missing.contains(&p) {
                 missing.push(p);
@@ -597,15 +608,33 @@ mod tests {
             slo: Some("p99<50ms".parse().unwrap()),
             repetitions: Some(3),
             host: None,
+            profile: Some(loadlab_suite::Profiling::Knee),
         };
         let (suite, notes) = load(loadlab_suite::DEFAULT, &overrides).unwrap();
         assert_eq!((suite.repetitions, suite.quick.repetitions), (3, Some(3)));
+        assert_eq!(suite.profile, loadlab_suite::Profiling::Knee);
         assert!(suite.workloads.iter().all(|w| w.slo.is_some()));
         for stack in suite.stacks.iter().filter_map(|s| s.lab_stack()) {
             assert_eq!(stack.knobs.net.as_deref(), Some("lan-100mbit"));
         }
         // A built-in suite runs only the lab's stacks: nothing the profile cannot shape.
         assert!(notes.is_empty(), "{notes:?}");
+    }
+
+    /// A profiled run needs perf: without it the run stops before anything starts, naming
+    /// linux-perf with the stacks' packages (exit 4); a run not profiled does not ask for it.
+    #[test]
+    fn a_profiled_run_without_perf_names_linux_perf() {
+        // nextest runs each test in a process of its own: the variable is this test's.
+        std::env::set_var("LOADLAB_SEARCH_PATH", "/nonexistent-loadlab-test-dir");
+        let profiled =
+            Overrides { profile: Some(loadlab_suite::Profiling::All), ..Overrides::default() };
+        let (suite, _) = load(loadlab_suite::DEFAULT, &profiled).unwrap();
+        let err = super::check_packages(&suite).unwrap_err();
+        assert!(matches!(err, SuiteError::MissingPackages(_)), "{err}");
+        assert!(err.to_string().contains(" linux-perf"), "{err}");
+        let (plain, _) = load(loadlab_suite::DEFAULT, &Overrides::default()).unwrap();
+        assert!(!super::check_packages(&plain).unwrap_err().to_string().contains("linux-perf"));
     }
 
     #[test]

@@ -70,10 +70,11 @@ impl Stacks for Placed<'_> {
         }
     }
 
-    fn sample(&self, id: &str) -> Result<Box<dyn Sampling>, StackError> {
+    fn sample(&self, id: &str, profile: bool) -> Result<Box<dyn Sampling>, StackError> {
         match self.remote.holds(id) {
+            // A lab host's samples stream back over its session; profiles are recorded here only.
             true => self.remote.sample(id),
-            false => Stacks::sample(self.lab, id),
+            false => Stacks::sample(self.lab, id, profile),
         }
     }
 
@@ -489,7 +490,7 @@ impl Sampling for Window {
         for s in &mut samples {
             s.t_ms -= base;
         }
-        Sampled { samples, cpu: None }
+        Sampled { samples, cpu: None, profiles: None }
     }
 }
 
