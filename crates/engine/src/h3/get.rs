@@ -6,15 +6,12 @@
 //!
 //! Not for load: every step blocks, and nothing here is timed.
 
-use std::net::{SocketAddr, UdpSocket};
-use std::sync::Arc;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use quinn_proto::crypto::rustls::QuicClientConfig;
-use quinn_proto::{
-    ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, EndpointConfig, Event,
-    ReadError, StreamEvent, StreamId, VarInt,
-};
+use quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId};
+
+use super::quic::{Quic, DATAGRAM};
 
 use super::qpack::Decoder;
 use super::{frame, headers_frame, Part, Response as Reader};
@@ -30,7 +27,7 @@ const NO_ERROR: u32 = 0x100;
 /// and reads the whole answer.
 pub fn get_within(endpoint: &Endpoint, path: &str, timeout: Duration) -> Result<Response, String> {
     let tls = endpoint.tls.as_ref().ok_or("HTTP/3 needs TLS: the endpoint speaks plain HTTP")?;
-    let mut quic = Quic::connect(endpoint.addr, tls)?;
+    let mut quic = Blocking::connect(endpoint.addr, tls)?;
     let deadline = Instant::now() + timeout;
     let mut exchange = Get::new(endpoint, path);
     let outcome = loop {
@@ -47,66 +44,57 @@ pub fn get_within(endpoint: &Endpoint, path: &str, timeout: Duration) -> Result<
     outcome
 }
 
-/// A QUIC client connection on a UDP socket connected to its server.
-struct Quic {
-    socket: UdpSocket,
-    remote: SocketAddr,
-    endpoint: quinn_proto::Endpoint,
-    handle: ConnectionHandle,
-    conn: Connection,
-    out: Vec<u8>,
+/// The QUIC connection of [`Quic`], driven by a poll of its own until the answer or the
+/// deadline.
+struct Blocking {
+    quic: Quic,
+    poll: mio::Poll,
+    events: mio::Events,
     datagram: Vec<u8>,
 }
 
-impl Quic {
-    fn connect(remote: SocketAddr, tls: &Tls) -> Result<Quic, String> {
-        let crypto =
-            QuicClientConfig::try_from(tls.config(&["h3"])).map_err(|e| format!("QUIC: {e}"))?;
-        let config = ClientConfig::new(Arc::new(crypto));
-        let local: SocketAddr = match remote {
-            SocketAddr::V4(_) => ([0, 0, 0, 0], 0).into(),
-            SocketAddr::V6(_) => ([0u16; 8], 0).into(),
-        };
-        let socket = UdpSocket::bind(local).map_err(|e| format!("UDP bind: {e}"))?;
-        // Connected, so that an ICMP port unreachable comes back as ECONNREFUSED.
-        socket.connect(remote).map_err(|e| format!("UDP connect {remote}: {e}"))?;
-        let mut endpoint =
-            quinn_proto::Endpoint::new(Arc::new(EndpointConfig::default()), None, false, None);
-        let (handle, conn) = endpoint
-            .connect(Instant::now(), config, remote, &tls.host)
-            .map_err(|e| format!("QUIC: {e}"))?;
-        Ok(Quic {
-            socket,
-            remote,
-            endpoint,
-            handle,
-            conn,
-            out: Vec::new(),
-            datagram: vec![0; 65_536],
+/// What an unreachable UDP port (ICMP port unreachable) is told as.
+fn udp_error(remote: SocketAddr, e: std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => {
+            format!("UDP {remote}: no QUIC server (port unreachable)")
+        }
+        _ => format!("UDP {remote}: {e}"),
+    }
+}
+
+impl Blocking {
+    fn connect(remote: SocketAddr, tls: &Tls) -> Result<Blocking, String> {
+        let mut quic = Quic::connect(remote, tls.config(&["h3"]), &tls.host, Instant::now())
+            .map_err(|e| e.to_string())?;
+        let poll = mio::Poll::new().map_err(|e| format!("poll: {e}"))?;
+        quic.register(poll.registry(), mio::Token(0)).map_err(|e| format!("poll: {e}"))?;
+        Ok(Blocking {
+            quic,
+            poll,
+            events: mio::Events::with_capacity(4),
+            datagram: vec![0; DATAGRAM],
         })
     }
 
-    /// Handles what the connection has to say: its events for the exchange, and those for the
-    /// endpoint (new connection ids). The exchange's outcome once it has one.
+    /// Handles what the connection has to say to the exchange; its outcome once it has one.
     fn step(&mut self, get: &mut Get) -> Result<Option<Result<Response, String>>, String> {
-        while let Some(event) = self.endpoint_event() {
-            self.conn.handle_event(event);
-        }
-        while let Some(event) = self.conn.poll() {
+        let conn = &mut self.quic.conn;
+        while let Some(event) = conn.poll() {
             match event {
-                Event::Connected => get.send(&mut self.conn)?,
+                Event::Connected => get.send(conn)?,
                 Event::ConnectionLost { reason } => {
                     return Ok(Some(Err(format!("QUIC: the connection was lost: {reason}"))))
                 }
                 Event::Stream(StreamEvent::Readable { id }) => {
-                    if let Some(done) = get.read(&mut self.conn, id) {
+                    if let Some(done) = get.read(conn, id) {
                         return Ok(Some(done));
                     }
                 }
                 Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => {
                     // The server's control and QPACK streams: read (and passed over) as they
                     // become readable; with no dynamic table they carry nothing we need.
-                    while self.conn.streams().accept(Dir::Uni).is_some() {}
+                    while conn.streams().accept(Dir::Uni).is_some() {}
                 }
                 _ => {}
             }
@@ -114,66 +102,30 @@ impl Quic {
         Ok(None)
     }
 
-    fn endpoint_event(&mut self) -> Option<quinn_proto::ConnectionEvent> {
-        let event = self.conn.poll_endpoint_events()?;
-        self.endpoint.handle_event(self.handle, event)
-    }
-
-    /// Sends every datagram the connection has ready.
     fn transmit(&mut self) -> Result<(), String> {
-        loop {
-            self.out.clear();
-            let Some(t) = self.conn.poll_transmit(Instant::now(), 1, &mut self.out) else {
-                return Ok(());
-            };
-            match self.socket.send(&self.out[..t.size]) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                    return Err(format!("UDP {}: no QUIC server (port unreachable)", self.remote))
-                }
-                Err(e) => return Err(format!("UDP send: {e}")),
-            }
-        }
+        let remote = self.quic.remote();
+        self.quic.transmit(Instant::now()).map(|_| ()).map_err(|e| udp_error(remote, e))
     }
 
-    /// Waits for a datagram until the connection's next timer (or `deadline`), and hands it or
-    /// the timer to the connection.
+    /// Waits for datagrams until the connection's next timer (or `deadline`), and hands them
+    /// or the timer to the connection.
     fn wait(&mut self, deadline: Instant) -> Result<(), String> {
-        let wake = self.conn.poll_timeout().map_or(deadline, |t| t.min(deadline));
+        let wake = self.quic.timeout().map_or(deadline, |t| t.min(deadline));
         let wait = wake.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
-        self.socket.set_read_timeout(Some(wait)).map_err(|e| format!("UDP: {e}"))?;
-        match self.socket.recv(&mut self.datagram) {
-            Ok(n) => {
-                let data = bytes::BytesMut::from(&self.datagram[..n]);
-                let mut response = Vec::new();
-                let now = Instant::now();
-                if let Some(DatagramEvent::ConnectionEvent(_, event)) =
-                    self.endpoint.handle(now, self.remote, None, None, data, &mut response)
-                {
-                    self.conn.handle_event(event);
-                }
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                return Err(format!("UDP {}: no QUIC server (port unreachable)", self.remote))
-            }
-            Err(e) => return Err(format!("UDP receive: {e}")),
+        match self.poll.poll(&mut self.events, Some(wait)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("poll: {e}")),
         }
-        if self.conn.poll_timeout().is_some_and(|t| t <= Instant::now()) {
-            self.conn.handle_timeout(Instant::now());
-        }
+        let remote = self.quic.remote();
+        self.quic.receive(&mut self.datagram, Instant::now()).map_err(|e| udp_error(remote, e))?;
+        self.quic.on_timeout(Instant::now());
         Ok(())
     }
 
-    /// Closes the connection as done (H3_NO_ERROR), and sends the close, so that the server
-    /// forgets it at once rather than after its idle timeout.
+    /// Closes the connection as done (H3_NO_ERROR).
     fn close(&mut self) {
-        self.conn.close(Instant::now(), VarInt::from_u32(NO_ERROR), bytes::Bytes::new());
-        let _ = self.transmit();
+        self.quic.close(NO_ERROR, Instant::now());
     }
 }
 
@@ -298,6 +250,9 @@ fn write_all(conn: &mut Connection, id: StreamId, bytes: &[u8]) -> Result<(), St
 mod tests {
     use super::*;
     use crate::tls::TlsOptions;
+    use quinn_proto::{ConnectionHandle, DatagramEvent, EndpointConfig, VarInt};
+    use std::net::UdpSocket;
+    use std::sync::Arc;
 
     /// An endpoint at `addr` over TLS accepting any certificate: these peers never get as far
     /// as showing one.

@@ -13,6 +13,7 @@
 pub mod frame;
 pub mod get;
 pub mod qpack;
+pub mod quic;
 
 use qpack::{Decoder, QpackError};
 
