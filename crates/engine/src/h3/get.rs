@@ -249,10 +249,9 @@ fn write_all(conn: &mut Connection, id: StreamId, bytes: &[u8]) -> Result<(), St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::h3::peer::{serve, Peer};
     use crate::tls::TlsOptions;
-    use quinn_proto::{ConnectionHandle, DatagramEvent, EndpointConfig, VarInt};
     use std::net::UdpSocket;
-    use std::sync::Arc;
 
     /// An endpoint at `addr` over TLS accepting any certificate: these peers never get as far
     /// as showing one.
@@ -327,108 +326,6 @@ mod tests {
         let err = get_fails(addr);
         assert!(err.starts_with("HTTP/3: no whole answer") || err.starts_with("QUIC"), "{err}");
         answering.join().unwrap();
-    }
-
-    /// What the hostile QUIC server does with a request.
-    #[derive(Clone, Copy)]
-    enum Peer {
-        /// Resets the request's stream with this HTTP/3 code.
-        Reset(u32),
-        /// Sends the head of a 100-byte answer and 10 bytes of it, then answers nothing more,
-        /// its socket still open.
-        Stall,
-    }
-
-    /// A QUIC server on 127.0.0.1 (ALPN h3, a self-signed certificate) that treats each
-    /// request as `peer` says, until `until`.
-    fn serve(peer: Peer, until: Instant) -> SocketAddr {
-        use quinn_proto::crypto::rustls::QuicServerConfig;
-        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
-        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![cert.cert.der().clone()], key)
-            .unwrap();
-        tls.alpn_protocols = vec![b"h3".to_vec()];
-        let crypto = QuicServerConfig::try_from(Arc::new(tls)).unwrap();
-        let config = Arc::new(quinn_proto::ServerConfig::with_crypto(Arc::new(crypto)));
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let addr = socket.local_addr().unwrap();
-        std::thread::spawn(move || {
-            let mut endpoint = quinn_proto::Endpoint::new(
-                Arc::new(EndpointConfig::default()),
-                Some(config),
-                false,
-                None,
-            );
-            let mut conn: Option<(ConnectionHandle, Connection, SocketAddr)> = None;
-            let (mut buf, mut out) = (vec![0u8; 65_536], Vec::new());
-            let mut stalled = false;
-            socket.set_read_timeout(Some(Duration::from_millis(5))).unwrap();
-            while Instant::now() < until {
-                if let Ok((n, from)) = socket.recv_from(&mut buf) {
-                    if stalled {
-                        continue;
-                    }
-                    let data = bytes::BytesMut::from(&buf[..n]);
-                    match endpoint.handle(Instant::now(), from, None, None, data, &mut out) {
-                        Some(DatagramEvent::NewConnection(incoming)) => {
-                            let accepted =
-                                endpoint.accept(incoming, Instant::now(), &mut out, None);
-                            if let Ok((h, c)) = accepted {
-                                conn = Some((h, c, from));
-                            }
-                        }
-                        Some(DatagramEvent::ConnectionEvent(_, event)) => {
-                            if let Some((_, c, _)) = conn.as_mut() {
-                                c.handle_event(event);
-                            }
-                        }
-                        Some(DatagramEvent::Response(t)) => {
-                            let _ = socket.send_to(&out[..t.size], from);
-                        }
-                        None => {}
-                    }
-                }
-                let Some((h, c, from)) = conn.as_mut() else { continue };
-                if stalled {
-                    continue;
-                }
-                if c.poll_timeout().is_some_and(|t| t <= Instant::now()) {
-                    c.handle_timeout(Instant::now());
-                }
-                while let Some(event) = c.poll_endpoint_events() {
-                    if let Some(back) = endpoint.handle_event(*h, event) {
-                        c.handle_event(back);
-                    }
-                }
-                while c.poll().is_some() {}
-                while let Some(id) = c.streams().accept(Dir::Bi) {
-                    match peer {
-                        Peer::Reset(code) => {
-                            let _ = c.send_stream(id).reset(VarInt::from_u32(code));
-                        }
-                        Peer::Stall => {
-                            let mut answer =
-                                headers_frame(&[(b":status", b"200"), (b"content-length", b"100")]);
-                            frame::put_header(&mut answer, frame::DATA, 10);
-                            answer.extend_from_slice(&[b'x'; 10]);
-                            let _ = c.send_stream(id).write(&answer);
-                            stalled = true;
-                        }
-                    }
-                }
-                loop {
-                    out.clear();
-                    let Some(t) = c.poll_transmit(Instant::now(), 1, &mut out) else { break };
-                    let _ = socket.send_to(&out[..t.size], *from);
-                }
-            }
-        });
-        addr
     }
 
     #[test]
