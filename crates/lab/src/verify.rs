@@ -336,7 +336,7 @@ fn check_http3(port: &Endpoint, expected: &Validation) -> Result<String, String>
     let h3 = format!("h3=\":{}\"", port.addr.port());
     let response = http::get(port, "/hello.txt", &[])?;
     let alt_svc = response.header("alt-svc").unwrap_or_default();
-    if !alt_svc.split(',').any(|offer| offer.trim().starts_with(&h3)) {
+    if !loadlab_engine::h3::alt_svc_offers(alt_svc, port.addr.port()) {
         return Err(format!("Alt-Svc {alt_svc:?} offers no {h3}"));
     }
     let answer = loadlab_engine::h3::get::get_within(port, "/hello.txt", http::TIMEOUT)?;
