@@ -44,6 +44,38 @@ pub fn get_within(endpoint: &Endpoint, path: &str, timeout: Duration) -> Result<
     outcome
 }
 
+/// Why a server is not asked over HTTP/3: which of the two things a client needs it lacks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoH3 {
+    #[error("HTTP/3 needs an https:// URL: QUIC carries TLS 1.3 only")]
+    Plain,
+    /// Its answer over TCP could not be had.
+    #[error("HTTP/3: the server's answer over TCP, for its Alt-Svc: {0}")]
+    Tcp(String),
+    /// It answered over TCP, but its Alt-Svc names no h3 on the port.
+    #[error("the server offers no HTTP/3: Alt-Svc {alt_svc:?} names no h3=\":{port}\"")]
+    NotOffered { alt_svc: String, port: u16 },
+    /// It offers h3, but its UDP port gave no answer over QUIC.
+    #[error("the server offers h3 in Alt-Svc, but no answer came over QUIC: {0}")]
+    NoQuic(String),
+}
+
+/// Whether the server at `endpoint` serves HTTP/3, as a client learns it (RFC 9114 section
+/// 3.1.1): its answer for `path` over TCP offers h3 on the same port in Alt-Svc, and a GET of
+/// `path` over QUIC there answers, within `timeout` each. That answer, or which step failed.
+pub fn offered(endpoint: &Endpoint, path: &str, timeout: Duration) -> Result<Response, NoH3> {
+    if endpoint.tls.is_none() {
+        return Err(NoH3::Plain);
+    }
+    let answer = crate::client::get_within(endpoint, path, timeout).map_err(NoH3::Tcp)?;
+    let alt_svc = answer.header("alt-svc").unwrap_or_default();
+    let port = endpoint.addr.port();
+    if !super::alt_svc_offers(alt_svc, port) {
+        return Err(NoH3::NotOffered { alt_svc: alt_svc.to_string(), port });
+    }
+    get_within(endpoint, path, timeout).map_err(NoH3::NoQuic)
+}
+
 /// The QUIC connection of [`Quic`], driven by a poll of its own until the answer or the
 /// deadline.
 struct Blocking {
@@ -275,6 +307,16 @@ mod tests {
         let plain = Endpoint::plain(([127, 0, 0, 1], 9).into());
         let err = get_within(&plain, "/", LIMIT).unwrap_err();
         assert_eq!(err, "HTTP/3 needs TLS: the endpoint speaks plain HTTP");
+    }
+
+    #[test]
+    fn an_offer_is_asked_over_tls_and_tcp_first() {
+        let plain = Endpoint::plain(([127, 0, 0, 1], 9).into());
+        assert_eq!(offered(&plain, "/", LIMIT).unwrap_err(), NoH3::Plain);
+        // A port just bound and released: nothing answers over TCP, so no Alt-Svc is read.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let err = offered(&endpoint(port), "/", LIMIT).unwrap_err();
+        assert!(matches!(err, NoH3::Tcp(_)), "{err}");
     }
 
     #[test]
