@@ -121,6 +121,18 @@ pub(crate) enum StreamState {
     Ended,
 }
 
+impl StreamState {
+    /// Whether a stream in this state fails when its connection does: an open one, and
+    /// (`pending`) one waiting for it.
+    pub fn fails_with_connection(self, pending: bool) -> bool {
+        match self {
+            StreamState::Open => true,
+            StreamState::Pending => pending,
+            StreamState::Free | StreamState::Ended => false,
+        }
+    }
+}
+
 /// One stream slot: the request it carries and its response so far.
 #[derive(Debug)]
 pub(crate) struct Slot {
@@ -415,12 +427,7 @@ impl Session {
     pub fn fail_all(&mut self, class: ErrorClass, reason: Option<Reason>, pending: bool) {
         let reason = reason.unwrap_or(Reason { what: "", code: None });
         for (i, slot) in self.slots.iter_mut().enumerate() {
-            let fails = match slot.state {
-                StreamState::Open => true,
-                StreamState::Pending => pending,
-                StreamState::Free | StreamState::Ended => false,
-            };
-            if fails {
+            if slot.state.fails_with_connection(pending) {
                 slot.state = StreamState::Ended;
                 self.done.push_back((i, Outcome::Failed(class, reason)));
             }

@@ -6,15 +6,12 @@
 //!
 //! Not for load: every step blocks, and nothing here is timed.
 
-use std::net::{SocketAddr, UdpSocket};
-use std::sync::Arc;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use quinn_proto::crypto::rustls::QuicClientConfig;
-use quinn_proto::{
-    ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, EndpointConfig, Event,
-    ReadError, StreamEvent, StreamId, VarInt,
-};
+use quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId};
+
+use super::quic::{Quic, DATAGRAM};
 
 use super::qpack::Decoder;
 use super::{frame, headers_frame, Part, Response as Reader};
@@ -30,7 +27,7 @@ const NO_ERROR: u32 = 0x100;
 /// and reads the whole answer.
 pub fn get_within(endpoint: &Endpoint, path: &str, timeout: Duration) -> Result<Response, String> {
     let tls = endpoint.tls.as_ref().ok_or("HTTP/3 needs TLS: the endpoint speaks plain HTTP")?;
-    let mut quic = Quic::connect(endpoint.addr, tls)?;
+    let mut quic = Blocking::connect(endpoint.addr, tls)?;
     let deadline = Instant::now() + timeout;
     let mut exchange = Get::new(endpoint, path);
     let outcome = loop {
@@ -47,66 +44,89 @@ pub fn get_within(endpoint: &Endpoint, path: &str, timeout: Duration) -> Result<
     outcome
 }
 
-/// A QUIC client connection on a UDP socket connected to its server.
-struct Quic {
-    socket: UdpSocket,
-    remote: SocketAddr,
-    endpoint: quinn_proto::Endpoint,
-    handle: ConnectionHandle,
-    conn: Connection,
-    out: Vec<u8>,
+/// Why a server is not asked over HTTP/3: which of the two things a client needs it lacks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoH3 {
+    #[error("HTTP/3 needs an https:// URL: QUIC carries TLS 1.3 only")]
+    Plain,
+    /// Its answer over TCP could not be had.
+    #[error("HTTP/3: the server's answer over TCP, for its Alt-Svc: {0}")]
+    Tcp(String),
+    /// It answered over TCP, but its Alt-Svc names no h3 on the port.
+    #[error("the server offers no HTTP/3: Alt-Svc {alt_svc:?} names no h3=\":{port}\"")]
+    NotOffered { alt_svc: String, port: u16 },
+    /// It offers h3, but its UDP port gave no answer over QUIC.
+    #[error("the server offers h3 in Alt-Svc, but no answer came over QUIC: {0}")]
+    NoQuic(String),
+}
+
+/// Whether the server at `endpoint` serves HTTP/3, as a client learns it (RFC 9114 section
+/// 3.1.1): its answer for `path` over TCP offers h3 on the same port in Alt-Svc, and a GET of
+/// `path` over QUIC there answers, within `timeout` each. That answer, or which step failed.
+pub fn offered(endpoint: &Endpoint, path: &str, timeout: Duration) -> Result<Response, NoH3> {
+    if endpoint.tls.is_none() {
+        return Err(NoH3::Plain);
+    }
+    let answer = crate::client::get_within(endpoint, path, timeout).map_err(NoH3::Tcp)?;
+    let alt_svc = answer.header("alt-svc").unwrap_or_default();
+    let port = endpoint.addr.port();
+    if !super::alt_svc_offers(alt_svc, port) {
+        return Err(NoH3::NotOffered { alt_svc: alt_svc.to_string(), port });
+    }
+    get_within(endpoint, path, timeout).map_err(NoH3::NoQuic)
+}
+
+/// The QUIC connection of [`Quic`], driven by a poll of its own until the answer or the
+/// deadline.
+struct Blocking {
+    quic: Quic,
+    poll: mio::Poll,
+    events: mio::Events,
     datagram: Vec<u8>,
 }
 
-impl Quic {
-    fn connect(remote: SocketAddr, tls: &Tls) -> Result<Quic, String> {
-        let crypto =
-            QuicClientConfig::try_from(tls.config(&["h3"])).map_err(|e| format!("QUIC: {e}"))?;
-        let config = ClientConfig::new(Arc::new(crypto));
-        let local: SocketAddr = match remote {
-            SocketAddr::V4(_) => ([0, 0, 0, 0], 0).into(),
-            SocketAddr::V6(_) => ([0u16; 8], 0).into(),
-        };
-        let socket = UdpSocket::bind(local).map_err(|e| format!("UDP bind: {e}"))?;
-        // Connected, so that an ICMP port unreachable comes back as ECONNREFUSED.
-        socket.connect(remote).map_err(|e| format!("UDP connect {remote}: {e}"))?;
-        let mut endpoint =
-            quinn_proto::Endpoint::new(Arc::new(EndpointConfig::default()), None, false, None);
-        let (handle, conn) = endpoint
-            .connect(Instant::now(), config, remote, &tls.host)
-            .map_err(|e| format!("QUIC: {e}"))?;
-        Ok(Quic {
-            socket,
-            remote,
-            endpoint,
-            handle,
-            conn,
-            out: Vec::new(),
-            datagram: vec![0; 65_536],
+/// What an unreachable UDP port (ICMP port unreachable) is told as.
+fn udp_error(remote: SocketAddr, e: std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => {
+            format!("UDP {remote}: no QUIC server (port unreachable)")
+        }
+        _ => format!("UDP {remote}: {e}"),
+    }
+}
+
+impl Blocking {
+    fn connect(remote: SocketAddr, tls: &Tls) -> Result<Blocking, String> {
+        let mut quic = Quic::connect(remote, tls.config(&["h3"]), &tls.host, Instant::now())
+            .map_err(|e| e.to_string())?;
+        let poll = mio::Poll::new().map_err(|e| format!("poll: {e}"))?;
+        quic.register(poll.registry(), mio::Token(0)).map_err(|e| format!("poll: {e}"))?;
+        Ok(Blocking {
+            quic,
+            poll,
+            events: mio::Events::with_capacity(4),
+            datagram: vec![0; DATAGRAM],
         })
     }
 
-    /// Handles what the connection has to say: its events for the exchange, and those for the
-    /// endpoint (new connection ids). The exchange's outcome once it has one.
+    /// Handles what the connection has to say to the exchange; its outcome once it has one.
     fn step(&mut self, get: &mut Get) -> Result<Option<Result<Response, String>>, String> {
-        while let Some(event) = self.endpoint_event() {
-            self.conn.handle_event(event);
-        }
-        while let Some(event) = self.conn.poll() {
+        let conn = &mut self.quic.conn;
+        while let Some(event) = conn.poll() {
             match event {
-                Event::Connected => get.send(&mut self.conn)?,
+                Event::Connected => get.send(conn)?,
                 Event::ConnectionLost { reason } => {
                     return Ok(Some(Err(format!("QUIC: the connection was lost: {reason}"))))
                 }
                 Event::Stream(StreamEvent::Readable { id }) => {
-                    if let Some(done) = get.read(&mut self.conn, id) {
+                    if let Some(done) = get.read(conn, id) {
                         return Ok(Some(done));
                     }
                 }
                 Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => {
                     // The server's control and QPACK streams: read (and passed over) as they
                     // become readable; with no dynamic table they carry nothing we need.
-                    while self.conn.streams().accept(Dir::Uni).is_some() {}
+                    while conn.streams().accept(Dir::Uni).is_some() {}
                 }
                 _ => {}
             }
@@ -114,66 +134,30 @@ impl Quic {
         Ok(None)
     }
 
-    fn endpoint_event(&mut self) -> Option<quinn_proto::ConnectionEvent> {
-        let event = self.conn.poll_endpoint_events()?;
-        self.endpoint.handle_event(self.handle, event)
-    }
-
-    /// Sends every datagram the connection has ready.
     fn transmit(&mut self) -> Result<(), String> {
-        loop {
-            self.out.clear();
-            let Some(t) = self.conn.poll_transmit(Instant::now(), 1, &mut self.out) else {
-                return Ok(());
-            };
-            match self.socket.send(&self.out[..t.size]) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                    return Err(format!("UDP {}: no QUIC server (port unreachable)", self.remote))
-                }
-                Err(e) => return Err(format!("UDP send: {e}")),
-            }
-        }
+        let remote = self.quic.remote();
+        self.quic.transmit(Instant::now()).map(|_| ()).map_err(|e| udp_error(remote, e))
     }
 
-    /// Waits for a datagram until the connection's next timer (or `deadline`), and hands it or
-    /// the timer to the connection.
+    /// Waits for datagrams until the connection's next timer (or `deadline`), and hands them
+    /// or the timer to the connection.
     fn wait(&mut self, deadline: Instant) -> Result<(), String> {
-        let wake = self.conn.poll_timeout().map_or(deadline, |t| t.min(deadline));
+        let wake = self.quic.timeout().map_or(deadline, |t| t.min(deadline));
         let wait = wake.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
-        self.socket.set_read_timeout(Some(wait)).map_err(|e| format!("UDP: {e}"))?;
-        match self.socket.recv(&mut self.datagram) {
-            Ok(n) => {
-                let data = bytes::BytesMut::from(&self.datagram[..n]);
-                let mut response = Vec::new();
-                let now = Instant::now();
-                if let Some(DatagramEvent::ConnectionEvent(_, event)) =
-                    self.endpoint.handle(now, self.remote, None, None, data, &mut response)
-                {
-                    self.conn.handle_event(event);
-                }
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                return Err(format!("UDP {}: no QUIC server (port unreachable)", self.remote))
-            }
-            Err(e) => return Err(format!("UDP receive: {e}")),
+        match self.poll.poll(&mut self.events, Some(wait)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("poll: {e}")),
         }
-        if self.conn.poll_timeout().is_some_and(|t| t <= Instant::now()) {
-            self.conn.handle_timeout(Instant::now());
-        }
+        let remote = self.quic.remote();
+        self.quic.receive(&mut self.datagram, Instant::now()).map_err(|e| udp_error(remote, e))?;
+        self.quic.on_timeout(Instant::now());
         Ok(())
     }
 
-    /// Closes the connection as done (H3_NO_ERROR), and sends the close, so that the server
-    /// forgets it at once rather than after its idle timeout.
+    /// Closes the connection as done (H3_NO_ERROR).
     fn close(&mut self) {
-        self.conn.close(Instant::now(), VarInt::from_u32(NO_ERROR), bytes::Bytes::new());
-        let _ = self.transmit();
+        self.quic.close(NO_ERROR, Instant::now());
     }
 }
 
@@ -297,7 +281,9 @@ fn write_all(conn: &mut Connection, id: StreamId, bytes: &[u8]) -> Result<(), St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::h3::peer::{serve, Peer};
     use crate::tls::TlsOptions;
+    use std::net::UdpSocket;
 
     /// An endpoint at `addr` over TLS accepting any certificate: these peers never get as far
     /// as showing one.
@@ -321,6 +307,16 @@ mod tests {
         let plain = Endpoint::plain(([127, 0, 0, 1], 9).into());
         let err = get_within(&plain, "/", LIMIT).unwrap_err();
         assert_eq!(err, "HTTP/3 needs TLS: the endpoint speaks plain HTTP");
+    }
+
+    #[test]
+    fn an_offer_is_asked_over_tls_and_tcp_first() {
+        let plain = Endpoint::plain(([127, 0, 0, 1], 9).into());
+        assert_eq!(offered(&plain, "/", LIMIT).unwrap_err(), NoH3::Plain);
+        // A port just bound and released: nothing answers over TCP, so no Alt-Svc is read.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let err = offered(&endpoint(port), "/", LIMIT).unwrap_err();
+        assert!(matches!(err, NoH3::Tcp(_)), "{err}");
     }
 
     #[test]
@@ -372,108 +368,6 @@ mod tests {
         let err = get_fails(addr);
         assert!(err.starts_with("HTTP/3: no whole answer") || err.starts_with("QUIC"), "{err}");
         answering.join().unwrap();
-    }
-
-    /// What the hostile QUIC server does with a request.
-    #[derive(Clone, Copy)]
-    enum Peer {
-        /// Resets the request's stream with this HTTP/3 code.
-        Reset(u32),
-        /// Sends the head of a 100-byte answer and 10 bytes of it, then answers nothing more,
-        /// its socket still open.
-        Stall,
-    }
-
-    /// A QUIC server on 127.0.0.1 (ALPN h3, a self-signed certificate) that treats each
-    /// request as `peer` says, until `until`.
-    fn serve(peer: Peer, until: Instant) -> SocketAddr {
-        use quinn_proto::crypto::rustls::QuicServerConfig;
-        let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
-        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![cert.cert.der().clone()], key)
-            .unwrap();
-        tls.alpn_protocols = vec![b"h3".to_vec()];
-        let crypto = QuicServerConfig::try_from(Arc::new(tls)).unwrap();
-        let config = Arc::new(quinn_proto::ServerConfig::with_crypto(Arc::new(crypto)));
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let addr = socket.local_addr().unwrap();
-        std::thread::spawn(move || {
-            let mut endpoint = quinn_proto::Endpoint::new(
-                Arc::new(EndpointConfig::default()),
-                Some(config),
-                false,
-                None,
-            );
-            let mut conn: Option<(ConnectionHandle, Connection, SocketAddr)> = None;
-            let (mut buf, mut out) = (vec![0u8; 65_536], Vec::new());
-            let mut stalled = false;
-            socket.set_read_timeout(Some(Duration::from_millis(5))).unwrap();
-            while Instant::now() < until {
-                if let Ok((n, from)) = socket.recv_from(&mut buf) {
-                    if stalled {
-                        continue;
-                    }
-                    let data = bytes::BytesMut::from(&buf[..n]);
-                    match endpoint.handle(Instant::now(), from, None, None, data, &mut out) {
-                        Some(DatagramEvent::NewConnection(incoming)) => {
-                            let accepted =
-                                endpoint.accept(incoming, Instant::now(), &mut out, None);
-                            if let Ok((h, c)) = accepted {
-                                conn = Some((h, c, from));
-                            }
-                        }
-                        Some(DatagramEvent::ConnectionEvent(_, event)) => {
-                            if let Some((_, c, _)) = conn.as_mut() {
-                                c.handle_event(event);
-                            }
-                        }
-                        Some(DatagramEvent::Response(t)) => {
-                            let _ = socket.send_to(&out[..t.size], from);
-                        }
-                        None => {}
-                    }
-                }
-                let Some((h, c, from)) = conn.as_mut() else { continue };
-                if stalled {
-                    continue;
-                }
-                if c.poll_timeout().is_some_and(|t| t <= Instant::now()) {
-                    c.handle_timeout(Instant::now());
-                }
-                while let Some(event) = c.poll_endpoint_events() {
-                    if let Some(back) = endpoint.handle_event(*h, event) {
-                        c.handle_event(back);
-                    }
-                }
-                while c.poll().is_some() {}
-                while let Some(id) = c.streams().accept(Dir::Bi) {
-                    match peer {
-                        Peer::Reset(code) => {
-                            let _ = c.send_stream(id).reset(VarInt::from_u32(code));
-                        }
-                        Peer::Stall => {
-                            let mut answer =
-                                headers_frame(&[(b":status", b"200"), (b"content-length", b"100")]);
-                            frame::put_header(&mut answer, frame::DATA, 10);
-                            answer.extend_from_slice(&[b'x'; 10]);
-                            let _ = c.send_stream(id).write(&answer);
-                            stalled = true;
-                        }
-                    }
-                }
-                loop {
-                    out.clear();
-                    let Some(t) = c.poll_transmit(Instant::now(), 1, &mut out) else { break };
-                    let _ = socket.send_to(&out[..t.size], *from);
-                }
-            }
-        });
-        addr
     }
 
     #[test]

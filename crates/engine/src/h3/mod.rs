@@ -13,6 +13,12 @@
 pub mod frame;
 pub mod get;
 pub mod qpack;
+pub mod quic;
+// The worker's HTTP/3 slots stand on it; until they do, only its tests use it.
+#[cfg(test)]
+mod peer;
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) mod streams;
 
 use qpack::{Decoder, QpackError};
 
@@ -48,6 +54,17 @@ pub fn code_name(code: u64) -> Option<&'static str> {
         return Some("reserved");
     }
     CODES.iter().find(|(c, _)| *c == code).map(|(_, name)| *name)
+}
+
+/// Whether an `Alt-Svc` field value (RFC 7838) offers HTTP/3 on UDP `port` of the same host:
+/// an alternative `h3=":port"`, parameters (`ma`, `persist`) after it allowed. That is how a
+/// client learns a server speaks HTTP/3 (RFC 9114 section 3.1.1); `clear` offers nothing.
+pub fn alt_svc_offers(alt_svc: &str, port: u16) -> bool {
+    let h3 = format!("h3=\":{port}\"");
+    alt_svc.split(',').any(|offer| {
+        let offer = offer.trim();
+        offer.strip_prefix(h3.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with(';'))
+    })
 }
 
 /// How one response stream broke HTTP/3; each ends that request only (the connection stays),

@@ -212,3 +212,15 @@ fn error_codes_are_named_as_the_rfcs_name_them() {
     assert_eq!(code_name(0x21 + 0x1f * 3), Some("reserved"));
     assert_eq!(code_name(0x99), None);
 }
+
+#[test]
+fn alt_svc_offers_h3_only_on_the_port_it_names() {
+    assert!(alt_svc_offers(r#"h3=":8443"; ma=2592000"#, 8443));
+    assert!(alt_svc_offers(r#"h2=":8443", h3=":8443""#, 8443));
+    assert!(!alt_svc_offers(r#"h3=":84431""#, 8443));
+    assert!(!alt_svc_offers(r#"h3=":8444"; ma=60"#, 8443));
+    assert!(!alt_svc_offers(r#"h3-29=":8443""#, 8443));
+    assert!(!alt_svc_offers(r#"h3=":8443"x"#, 8443));
+    assert!(!alt_svc_offers("clear", 8443));
+    assert!(!alt_svc_offers("", 8443));
+}
