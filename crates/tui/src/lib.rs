@@ -6,18 +6,20 @@
 //! printed then as they would have been without it. `q` and Ctrl-C stop the run as Ctrl-C's
 //! signal does (the command's `stop`); the terminal is always given back ([`terminal`]).
 //!
-//! - [`model`]: what is shown; [`draw`]: how; [`terminal`]: the terminal's modes.
+//! - [`model`]: what is shown; [`draw`]: how; [`terminal`]: the terminal's modes; [`keys`]:
+//!   what is typed (and a terminal that hangs up, which stops the run and the view).
 
 pub mod draw;
+pub mod keys;
 pub mod model;
 pub mod terminal;
 
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use loadlab_runner::commands::bench::following::Second;
 use loadlab_runner::commands::bench::live::{Show, Shows, Tally};
 use loadlab_runner::judge::trust::Flag;
@@ -49,17 +51,20 @@ impl View {
         let model = Arc::new(Mutex::new(Model::new(title)));
         let done = Arc::new(AtomicBool::new(false));
         let (shown, ended) = (model.clone(), done.clone());
+        let keyboard = keys::terminal();
         let drawing = std::thread::spawn(move || -> std::io::Result<()> {
             while !ended.load(Ordering::Relaxed) {
                 screen.terminal.draw(|f| draw::draw(f, &lock(&shown)))?;
-                if event::poll(FRAME)? {
-                    if let Event::Key(k) = event::read()? {
-                        let ctrl_c = k.code == KeyCode::Char('c')
-                            && k.modifiers.contains(KeyModifiers::CONTROL);
-                        if k.kind == KeyEventKind::Press && (k.code == KeyCode::Char('q') || ctrl_c)
-                        {
-                            stop();
-                        }
+                let Some(fd) = keyboard.as_ref().map(AsRawFd::as_raw_fd) else {
+                    std::thread::sleep(FRAME);
+                    continue;
+                };
+                match keys::wait(fd, FRAME) {
+                    keys::Input::Nothing => {}
+                    keys::Input::Stop => stop(),
+                    keys::Input::Gone => {
+                        stop();
+                        break;
                     }
                 }
             }

@@ -50,6 +50,29 @@ impl Drop for Tmux {
     }
 }
 
+/// A bench running in a tmux pane against a server of the test's own; dropped in this order.
+struct Pane {
+    tmux: Tmux,
+    _server: TestServer,
+    _dir: tempfile::TempDir,
+}
+
+impl Pane {
+    /// The pane with its view showing a closed second, and that screen; `None` without tmux
+    /// (reported as a skip).
+    fn started() -> Option<(Pane, String)> {
+        let Some(program) = tmux_program() else {
+            missing("tmux", "tmux").report();
+            return None;
+        };
+        let dir = tempfile::tempdir().expect("temp dir");
+        let server = TestServer::start(Behaviour::ok("hello"));
+        let tmux = Tmux { program, socket: dir.path().join("tmux.sock") };
+        let seen = started(&tmux, dir.path(), &server);
+        Some((Pane { tmux, _server: server, _dir: dir }, seen))
+    }
+}
+
 /// The number after `before` on `screen` (thousands separators dropped), if shown.
 fn figure(screen: &str, before: &str) -> Option<f64> {
     let rest = &screen[screen.find(before)? + before.len()..];
@@ -99,31 +122,50 @@ fn ended_with_the_report_and_the_terminal_back(tmux: &Tmux) {
 
 #[test]
 fn the_view_shows_the_rate_and_p99_and_q_stops_with_the_figures_and_the_terminal_back() {
-    let Some(program) = tmux_program() else { return missing("tmux", "tmux").report() };
-    let dir = tempfile::tempdir().expect("temp dir");
-    let server = TestServer::start(Behaviour::ok("hello"));
-    let tmux = Tmux { program, socket: dir.path().join("tmux.sock") };
-    let seen = started(&tmux, dir.path(), &server);
+    let Some((pane, seen)) = Pane::started() else { return };
+    let tmux = &pane.tmux;
     assert!(seen.contains("req/s"), "{seen}");
     tmux.run(&["send-keys", "-t", "view", "q"]);
-    ended_with_the_report_and_the_terminal_back(&tmux);
+    ended_with_the_report_and_the_terminal_back(tmux);
 }
 
 #[test]
 fn sigterm_during_the_view_stops_the_run_and_gives_the_terminal_back() {
-    let Some(program) = tmux_program() else { return missing("tmux", "tmux").report() };
-    let dir = tempfile::tempdir().expect("temp dir");
-    let server = TestServer::start(Behaviour::ok("hello"));
-    let tmux = Tmux { program, socket: dir.path().join("tmux.sock") };
-    started(&tmux, dir.path(), &server);
-    // The pane's shell runs loadlab in the foreground: its one child.
+    let Some((pane, _)) = Pane::started() else { return };
+    let tmux = &pane.tmux;
+    let pid = loadlab_in(tmux);
+    // SAFETY: kill(2) with a pid read just now from the pane's shell, which has not reaped it.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    ended_with_the_report_and_the_terminal_back(tmux);
+}
+
+/// The pane's loadlab: its shell runs it in the foreground, its one child.
+fn loadlab_in(tmux: &Tmux) -> i32 {
     let shell = tmux.run(&["display-message", "-p", "-t", "view", "#{pane_pid}"]);
     let children = format!("/proc/{}/task/{}/children", shell.trim(), shell.trim());
     let text = std::fs::read_to_string(&children).expect("the pane shell's children");
-    let pid: i32 = text.split_whitespace().next().expect("loadlab running").parse().unwrap();
-    // SAFETY: kill(2) with a pid read just now from the pane's shell, which has not reaped it.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    ended_with_the_report_and_the_terminal_back(&tmux);
+    text.split_whitespace().next().expect("loadlab running").parse().unwrap()
+}
+
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+fn ended(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()).is_none_or(|s| s == "Z")
+}
+
+#[test]
+fn a_terminal_that_hangs_up_stops_the_run_and_the_command_ends() {
+    let Some((pane, _)) = Pane::started() else { return };
+    let tmux = &pane.tmux;
+    let pid = loadlab_in(tmux);
+    // The terminal goes away under the view: its reads are end-of-file from now on.
+    tmux.run(&["kill-server"]);
+    let gone = wait_until(STOP_LIMIT, || ended(pid));
+    if !gone {
+        // SAFETY: kill(2) of the test's own child's child, so that it does not outlive the test.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(gone, "loadlab {pid} still running {STOP_LIMIT:?} after its terminal hung up");
 }
 
 /// What the pane runs: the bench, far longer than the test, then its exit code and the
