@@ -19,7 +19,7 @@ use loadlab_engine::{BenchConfig, BenchResult, Control, HdrLog, Share};
 use super::across::{self, AgentLost, AgentRow, OwnShare, Partial};
 use super::fleet::{self, Fleet, HostsError, Launch};
 use crate::commands::bench::outcome::Report;
-use crate::commands::bench::{judge_for, prepare, BenchError, Judged, Request};
+use crate::commands::bench::{judge, prepare, BenchError, Judged, Request};
 use crate::commands::run::executor::Measure;
 
 /// This host's place in the test.
@@ -115,7 +115,7 @@ pub fn run(
     across::own_share(&mut result, share);
     // The intervals were kept for agent 0's merge; the report echoes the flag as given.
     mine.config.hdr_log = whole.config.hdr_log;
-    let mut judged = judge_for(measure, mine, address, result, capped);
+    let mut judged = judge(measure, mine, address, result, capped);
     let test_offered_rps = whole.config.pacing.offered_rps();
     judged.report.share = Some(OwnShare { agent: across::share_label(share), test_offered_rps });
     let stopped = running.end(part_of(&judged.result, &judged.report), late)?;
@@ -171,7 +171,7 @@ fn coordinate(
     coordinator::merge_all(&mut result, &seen)
         .map_err(|(index, reason)| AgentError::Merge { index, reason })?;
     let (due_each, secs) = (due_each(&whole.config, &weights), seconds_of(&result));
-    let mut judged = judge_for(measure, whole, address, result, None);
+    let mut judged = judge(measure, whole, address, result, None);
     let mut parts = vec![(0, &own_part)];
     parts.extend(seen.iter().filter_map(|s| Some((s.index, &*s.part.as_ref()?.0))));
     let seconds = judged.report.seconds.as_deref_mut().unwrap_or_default();

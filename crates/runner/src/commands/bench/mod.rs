@@ -77,11 +77,12 @@ pub fn run(
         warn(w);
     }
     let result = measure.measure(&request.config, address, "")?;
-    Ok(judge_for(measure, request, address, result, capped))
+    Ok(judge(measure, request, address, result, capped))
 }
 
-/// [`judge`], the verdict told to `measure` too (its metrics endpoint shows the flags).
-pub fn judge_for(
+/// The judgement of a measured run: the report (trust verdict, limit, SLO) and how it ends;
+/// the verdict told to `measure` too (its metrics endpoint shows the flags).
+pub fn judge(
     measure: &mut dyn Measure,
     request: Request,
     address: SocketAddr,
@@ -104,17 +105,6 @@ pub fn prepare(
     let has = capacity::Has::for_config(config);
     let capped = capacity::fit(config, policy, &has).map_err(BenchError::Capacity)?;
     Ok((measure.reach(config)?, capped))
-}
-
-/// The judgement of a measured run: the report (trust verdict, limit, SLO) and how it ends.
-pub fn judge(
-    request: Request,
-    address: SocketAddr,
-    result: BenchResult,
-    capped: Option<String>,
-) -> Judged {
-    let verdict = Verdict::judge(&request.config, &result);
-    judged(request, address, result, capped, &verdict)
 }
 
 /// [`judge`] with the verdict already made of `result`.
@@ -202,7 +192,7 @@ mod tests {
         }
         r.tally.failed = 5;
         let addr = "127.0.0.1:9".parse().unwrap();
-        let judged = judge(request(Some("p99<1ms")), addr, r, None);
+        let judged = judge(&mut FakeEngine::new(1000.0), request(Some("p99<1ms")), addr, r, None);
         assert_eq!(judged.disposition, Disposition::Unreachable);
     }
 
