@@ -11,6 +11,8 @@
 #      LOADLAB (binary; default target/release/loadlab, rebuilt if it is the default),
 #      BASELINE (another loadlab binary, e.g. an earlier commit's: the tool `baseline` in TOOLS
 #      runs it exactly as `loadlab`, so TOOLS="loadlab baseline wrk" shows what a change cost),
+#      the tool `floor`: bench/floor.c, the least a keep-alive client can cost here (plain
+#      HTTP/1.1 only): loadlab/floor says how much of loadlab's cost is its own,
 #      the tool `loadlab-scraped`: loadlab with --metrics-listen, scraped by curl every second
 #      (TOOLS="loadlab loadlab-scraped": what serving Prometheus costs the client),
 #      TLS=1 (nginx serves https:// with a self-signed certificate made for the run, TLS 1.3;
@@ -62,7 +64,9 @@ for t in "${tools[@]}"; do
     loadlab-scraped) ensure_loadlab; command -v curl >/dev/null || die "loadlab-scraped needs curl" ;;
     baseline) [ -x "${BASELINE:-}" ] || die "TOOLS has baseline: set BASELINE to a loadlab binary" ;;
     wrk | ab | h2load) command -v "$t" >/dev/null || die "$t not installed (make deps-bench)" ;;
-    *) die "unknown tool '$t' in TOOLS (known: loadlab loadlab-tty loadlab-scraped baseline wrk ab h2load)" ;;
+    floor) [ "${TLS:-0}$H2${NEWCONN:-}" = 00 ] || die "floor speaks plain HTTP/1.1 keep-alive only"
+      command -v gcc >/dev/null || die "floor needs gcc" ;;
+    *) die "unknown tool '$t' in TOOLS (known: loadlab loadlab-tty loadlab-scraped baseline wrk ab h2load floor)" ;;
   esac
 done
 [ -x /usr/bin/time ] || die "GNU time not installed (make deps-bench)"
@@ -71,6 +75,9 @@ work=$(mktemp -d -t loadlab-vs-peers.XXXXXX)
 trap 'stop_nginx "$work"; rm -rf "$work"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+if [[ " ${tools[*]} " == *" floor "* ]]; then
+  gcc -O2 -Wall -o "$work/floor" bench/floor.c || die "bench/floor.c did not build"
+fi
 
 TLS=${TLS:-0}
 scheme=http
@@ -158,6 +165,7 @@ run() {
       else
         cmd=(h2load -c "$CONNECTIONS" -m "$STREAMS" -t 1 -D "$DURATION" "$url")
       fi ;;
+    floor) cmd=("$work/floor" 127.0.0.1 "$port" /hello.txt "$CONNECTIONS" "$DURATION") ;;
     wrk) cmd=(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" "${close[@]}" --latency "$url") ;;
     # ab has no duration: it stops at -n requests or after -t seconds, whichever comes first.
     # -t alone would also set -n to 50000, so -n must come after it to win.
@@ -220,6 +228,9 @@ def parse(tool, text, path):
         except ValueError as e:
             sys.exit(f"vs-peers.sh: {path} is not loadlab's JSON ({e})")
         return float(j["rps"]), int(j["requests"]["completed"]), j["requests"].get("failed")
+    if tool == "floor":
+        return (find(r"Requests/sec:\s+([\d.]+)", text, path),
+                int(find(r"(\d+) requests in", text, path)), 0)
     if tool == "wrk":
         m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
         errors = sum(map(int, m.groups())) if m else 0
