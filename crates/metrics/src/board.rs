@@ -76,6 +76,18 @@ impl Figures {
     }
 }
 
+/// One server tier of a lab cell as its sampler saw it: the CPU it used over the cell's
+/// samples so far (added, so a counter) and its memory at the last one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tier {
+    pub tier: String,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    /// The sum of its processes' resident sets.
+    pub rss_bytes: u64,
+    pub processes: u64,
+}
+
 /// One cell: its figures so far, and what the runner told of it.
 #[derive(Debug, Clone, Default)]
 pub struct Cell {
@@ -91,6 +103,8 @@ pub struct Cell {
     pub offered: Option<f64>,
     /// Every trust flag by name, and whether the verdict raised it; empty until judged.
     pub flags: Vec<(String, bool)>,
+    /// Its stack's tiers, in the sampler's order, once sampled (a lab cell's).
+    pub tiers: Vec<Tier>,
 }
 
 impl Cell {
@@ -149,6 +163,23 @@ impl Board {
     /// The last cell's verdict: every flag by name and whether it was raised.
     pub fn judged(&self, flags: Vec<(String, bool)>) {
         self.with(|cells| cells.last_mut().map(|c| c.flags = flags));
+    }
+
+    /// One sample of the last cell's tiers: each one's CPU over the sample's interval
+    /// (`cpu_user_s`, `cpu_sys_s`, added to what it had) and its memory and processes now.
+    pub fn tiers_sampled(&self, sampled: &[Tier]) {
+        self.with(|cells| {
+            let Some(cell) = cells.last_mut() else { return };
+            for s in sampled {
+                let Some(t) = cell.tiers.iter_mut().find(|t| t.tier == s.tier) else {
+                    cell.tiers.push(s.clone());
+                    continue;
+                };
+                t.cpu_user_s += s.cpu_user_s;
+                t.cpu_sys_s += s.cpu_sys_s;
+                (t.rss_bytes, t.processes) = (s.rss_bytes, s.processes);
+            }
+        });
     }
 
     /// Every cell as it stands now.
@@ -239,8 +270,20 @@ mod tests {
         board.snapshot(&snapshot(0, 0, 7), &latency(&[10]));
         board.begin(a, None);
         board.snapshot(&snapshot(0, 0, 5), &latency(&[10]));
+        let tier = |user: f64, rss: u64| Tier {
+            tier: "nginx".into(),
+            cpu_user_s: user,
+            cpu_sys_s: 0.25,
+            rss_bytes: rss,
+            processes: 2,
+        };
+        board.tiers_sampled(&[tier(0.5, 100)]);
+        board.tiers_sampled(&[tier(0.25, 300)]);
         let cells = board.cells();
         assert_eq!(cells.len(), 2);
+        // The tiers' CPU adds up over the samples; their memory is the last sample's.
+        assert_eq!(cells[1].tiers, [Tier { cpu_sys_s: 0.5, ..tier(0.75, 300) }]);
+        assert!(cells[0].tiers.is_empty());
         assert_eq!(cells[0].figures().counts.completed, 7);
         assert!(!cells[0].measuring);
         assert_eq!(cells[1].figures().counts.completed, 15, "10 before, 5 now");

@@ -5,7 +5,7 @@
 //! written by loadlab-stats' formatters, as every other output writes them.
 
 use loadlab_runner::commands::bench::following::Second;
-use loadlab_stats::format::{count, micros, seconds};
+use loadlab_stats::format::{bytes, count, micros, seconds};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::symbols::Marker;
@@ -140,7 +140,8 @@ fn second_rows(m: &Model, fit: usize) -> Vec<Line<'static>> {
     out
 }
 
-/// Failures by class, then each flag with the second it was raised in.
+/// Failures by class, each flag with the second it was raised in, then the stack's tiers
+/// (their CPU over the last second, as a share of one CPU, and their memory).
 fn side_lines(m: &Model) -> Vec<Line<'static>> {
     let mut out: Vec<Line> = Vec::new();
     if m.errors.is_empty() {
@@ -155,6 +156,14 @@ fn side_lines(m: &Model) -> Vec<Line<'static>> {
     }
     for (flag, second) in &m.flags {
         out.push(Line::from(format!("{} (second {})", flag.name(), second + 1)).style(bold()));
+    }
+    if !m.tiers.is_empty() {
+        out.push("".into());
+        out.push(Line::from(format!("{:<10} {:>5} {:>10}", "tier", "CPU", "memory")).style(bold()));
+    }
+    for t in &m.tiers {
+        let cpu = format!("{:.0}%", t.cpu_user_pct + t.cpu_sys_pct);
+        out.push(format!("{:<10} {cpu:>5} {:>10}", t.tier, bytes(t.rss_bytes as f64)).into());
     }
     out
 }
@@ -211,10 +220,23 @@ mod tests {
         };
         m.tally("[  2/4] nginx  hello  c=8 2s ", &tally);
         m.lines.push((crate::Out::Stdout, "[  1/4] nginx  hello  c=4 2s  1,234 req/s".into()));
+        m.tiers = vec![loadlab_lab::sampler::TierSample {
+            tier: "php-fpm".into(),
+            cpu_user_pct: 30.2,
+            cpu_sys_pct: 12.0,
+            rss_bytes: 8 << 20,
+            processes: 3,
+            pool: None,
+        }];
         let shown = screen(&m);
-        for said in
-            ["about 2 min", "left by the plan", "[  2/4] nginx", "(warm-up)", "[  1/4] nginx"]
-        {
+        for said in [
+            "about 2 min",
+            "left by the plan",
+            "[  2/4] nginx",
+            "(warm-up)",
+            "[  1/4] nginx",
+            "php-fpm      42%    8.0 MiB",
+        ] {
             assert!(shown.contains(said), "{said:?} not on the screen");
         }
     }

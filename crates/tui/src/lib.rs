@@ -142,4 +142,8 @@ impl Show for Into {
     fn second(&mut self, second: &Second, raised: &[Flag]) {
         lock(&self.model).second(second, raised);
     }
+
+    fn tiers(&mut self, tiers: &[loadlab_lab::sampler::TierSample]) {
+        tiers.clone_into(&mut lock(&self.model).tiers);
+    }
 }

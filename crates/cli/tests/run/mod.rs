@@ -16,6 +16,7 @@ use crate::support::{assert_success, loadlab, output_within, skip, wait_until};
 mod crash;
 mod external;
 mod full_disk;
+mod metrics;
 mod own;
 mod pools;
 mod profile;

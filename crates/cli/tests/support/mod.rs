@@ -8,6 +8,7 @@ pub mod busy;
 pub mod h2peer;
 pub mod hosts;
 pub mod nginx;
+pub mod scrape;
 pub mod servers;
 pub mod skip;
 pub mod sshd;
