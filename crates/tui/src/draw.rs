@@ -1,7 +1,8 @@
 //! The view's one screen, drawn from a [`Model`]: what the run does now (its rate against the
 //! offered one, p50 and p99, connections, the client's CPU), its last seconds as sparklines
 //! and rows, its failures by class and each flag as it is raised, then the command's own
-//! lines (a sweep's steps and their chart, a suite's place and verdict rows). Figures are
+//! lines (a sweep's steps and their chart, a suite's place and verdict rows) and what it has
+//! concluded so far (a suite's verdict, a sweep's knee). Figures are
 //! written by loadlab-stats' formatters, as every other output writes them.
 
 use loadlab_runner::commands::bench::following::Second;
@@ -17,17 +18,22 @@ use crate::model::Model;
 
 /// Rows of the last seconds shown at least.
 const SECOND_ROWS: usize = 6;
+/// Rows of what the command concluded so far shown at most (a suite's verdict, its first
+/// groups: the whole of it is printed when the view closes).
+const SO_FAR_ROWS: usize = 14;
 
 /// Draws the whole screen.
 pub fn draw(frame: &mut Frame, m: &Model) {
     let lines_height = if m.lines.is_empty() { 0 } else { 12 };
     let chart_height = if m.steps.is_empty() { 0 } else { 10 };
-    let [head, rate, offered, rows, steps, lines] = Layout::vertical([
+    let so_far_height = m.so_far.as_ref().map_or(0, |(_, l)| l.len().min(SO_FAR_ROWS) as u16 + 2);
+    let [head, rate, offered, rows, steps, so_far, lines] = Layout::vertical([
         Constraint::Length(4),
         Constraint::Length(5),
         Constraint::Length(if m.seconds.iter().any(|s| s.due > 0) { 4 } else { 0 }),
         Constraint::Min(SECOND_ROWS as u16 + 2),
         Constraint::Length(chart_height),
+        Constraint::Length(so_far_height),
         Constraint::Length(lines_height),
     ])
     .areas(frame.area());
@@ -43,6 +49,11 @@ pub fn draw(frame: &mut Frame, m: &Model) {
     frame.render_widget(Paragraph::new(side_lines(m)).block(block), side);
     if chart_height > 0 {
         step_chart(frame, steps, &m.steps);
+    }
+    if let Some((title, text)) = &m.so_far {
+        let text: Vec<Line> = text.iter().take(SO_FAR_ROWS).map(|l| l.as_str().into()).collect();
+        let block = Block::bordered().title(format!(" {title} "));
+        frame.render_widget(Paragraph::new(text).block(block), so_far);
     }
     if lines_height > 0 {
         let keep = usize::from(lines_height - 2);
@@ -201,7 +212,7 @@ mod tests {
     use ratatui::Terminal;
 
     fn screen(m: &Model) -> String {
-        let mut terminal = Terminal::new(TestBackend::new(110, 30)).unwrap();
+        let mut terminal = Terminal::new(TestBackend::new(110, 40)).unwrap();
         terminal.draw(|f| draw(f, m)).unwrap();
         terminal.backend().buffer().content().iter().map(|c| c.symbol()).collect()
     }
@@ -228,6 +239,7 @@ mod tests {
             processes: 3,
             pool: None,
         }];
+        m.so_far = Some(("verdict so far".into(), vec!["hello · closed c=4".into()]));
         let shown = screen(&m);
         for said in [
             "about 2 min",
@@ -236,6 +248,8 @@ mod tests {
             "(warm-up)",
             "[  1/4] nginx",
             "php-fpm      42%    8.0 MiB",
+            " verdict so far ",
+            "hello · closed c=4",
         ] {
             assert!(shown.contains(said), "{said:?} not on the screen");
         }

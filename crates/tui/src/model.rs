@@ -37,6 +37,9 @@ pub struct Model {
     pub steps: Vec<(f64, f64)>,
     /// The stack's tiers under this run's load, as its sampler last read them (a lab cell's).
     pub tiers: Vec<TierSample>,
+    /// What the command has concluded so far, titled: a suite's verdict over the cells that
+    /// ended, a sweep's knee once a step broke. Replaced, not added to, as it changes.
+    pub so_far: Option<(String, Vec<String>)>,
     /// When a suite's plan expects to end (its estimate from the start).
     pub plan_ends: Option<std::time::Instant>,
     /// A run ended, so the next tally starts another.

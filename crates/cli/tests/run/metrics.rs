@@ -6,25 +6,8 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::{require, Scratch, LIMIT};
+use super::{nginx_hello, require, Scratch, LIMIT};
 use crate::support::scrape::{free_port, get, values};
-
-/// One cell of nginx serving hello.txt, long enough for several of the sampler's seconds.
-const ONE_CELL: &str = r#"name = "tiers-live"
-repetitions = 1
-warmup = "0s"
-
-[[stacks]]
-name = "nginx"
-
-[[workloads]]
-name = "hello.txt"
-
-[[loads]]
-model = "closed"
-concurrency = [2]
-duration = "4s"
-"#;
 
 #[test]
 fn a_run_serves_each_tiers_cpu_and_memory_under_the_cells_labels() {
@@ -33,7 +16,8 @@ fn a_run_serves_each_tiers_cpu_and_memory_under_the_cells_labels() {
         skip.report();
         return;
     }
-    let suite = scratch.write("tiers.toml", ONE_CELL);
+    // One cell, long enough for several of the sampler's seconds.
+    let suite = scratch.write("tiers.toml", &nginx_hello("[2]", "4s", 1));
     let out = scratch.out().display().to_string();
     let port = free_port();
     let mut cmd = scratch.command(&["run", "--suite", &suite, "--out", &out]);

@@ -13,6 +13,7 @@ pub mod servers;
 pub mod skip;
 pub mod sshd;
 pub mod sys;
+pub mod tmux;
 
 #[cfg(test)]
 mod selftest;
