@@ -3,11 +3,14 @@
 //! SIGTERM), the report of what was measured is printed as Ctrl-C's would be, and the
 //! terminal is given back (the main screen, cooked mode with echo). A `sweep` shows its steps
 //! against the offered rate and its knee once a step broke, and `q` leaves its table printed.
+//! A terminal that cannot be put in raw mode gets no view: today's lines instead.
 
+use std::io::Read;
+use std::process::Stdio;
 use std::time::Duration;
 
 use crate::support::tmux::{figure, Tmux};
-use crate::support::{wait_until, Behaviour, TestServer};
+use crate::support::{sys, wait_until, Behaviour, TestServer};
 
 /// How long the view may take to show a second's figures: loadlab starts in milliseconds and
 /// a second closes after one; the slack is for a loaded machine.
@@ -122,4 +125,40 @@ fn a_sweep_shows_its_steps_and_its_knee_once_found_and_q_leaves_its_table() {
     for said in ["offered", "knee of http://127.0.0.1:", "broke"] {
         assert!(seen.contains(said), "{said:?} not printed after the stop:\n{seen}");
     }
+}
+
+#[test]
+fn a_terminal_that_refuses_raw_mode_gets_no_view_and_the_lines_of_today() {
+    // stdout and stderr on a terminal, but no terminal to put in raw mode: stdin is not one,
+    // and in a session of its own loadlab has no /dev/tty either.
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let (mut controller, terminal) = sys::pty().expect("a pseudo-terminal");
+    let mut cmd = sys::without_terminal(crate::support::loadlab());
+    cmd.args(["bench", "-c", "2", "-n", "2000", &server.url("/")]);
+    cmd.stdin(Stdio::null()).stdout(terminal.try_clone().unwrap()).stderr(terminal);
+    let mut child = cmd.spawn().expect("start loadlab");
+    // The terminal's ends held by the command are closed with it: only loadlab's remain.
+    drop(cmd);
+    let reader = std::thread::spawn(move || {
+        let (mut out, mut buf) = (Vec::new(), [0u8; 4096]);
+        // Linux answers EIO once the last holder of the terminal end has closed it.
+        while let Ok(n @ 1..) = controller.read(&mut buf) {
+            out.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    });
+    let exited = wait_until(STOP_LIMIT, || child.try_wait().unwrap().is_some());
+    if !exited {
+        let _ = child.kill();
+    }
+    assert!(exited, "loadlab did not end within {STOP_LIMIT:?}");
+    assert!(child.wait().unwrap().success());
+    let seen = reader.join().unwrap();
+    assert!(seen.contains("loadlab: note: no live view ("), "{seen}");
+    for said in ["Throughput", "Requests     2,000 completed, 0 failed", "completed 2,000"] {
+        assert!(seen.contains(said), "{said:?} not printed:\n{seen}");
+    }
+    // The progress line as on any terminal, the report after it; never the alternate screen,
+    // nor a hidden cursor.
+    assert!(!seen.contains("\x1b[?1049h") && !seen.contains("\x1b[?25l"), "{seen:?}");
 }
