@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use hdrhistogram::Histogram;
 use loadlab_engine::live::{Counts, Snapshot, Watch};
 use loadlab_stats::Recorder;
 
@@ -45,23 +46,28 @@ pub struct Figures {
 impl Figures {
     /// The figures of `snapshot`, with its worker's whole latency `latency` so far.
     pub fn of(snapshot: &Snapshot, latency: &Recorder) -> Figures {
-        let mut le = [0u64; BOUNDS_US.len()];
+        let mut f = Figures {
+            counts: snapshot.counts.clone(),
+            open: snapshot.open,
+            cpu_us: snapshot.cpu_us,
+            ..Figures::default()
+        };
+        f.add_latency(latency.histogram());
+        f
+    }
+
+    /// Adds the latencies of `h` (µs) to the histogram's buckets, count and sum.
+    pub fn add_latency(&mut self, h: &Histogram<u64>) {
         // One pass over the recorded values only (not every bucket of the histogram): each
         // value counts in every bound at or above it.
-        for v in latency.histogram().iter_recorded() {
+        for v in h.iter_recorded() {
             let first = BOUNDS_US.partition_point(|b| *b < v.value_iterated_to());
-            for n in &mut le[first..] {
+            for n in &mut self.le[first..] {
                 *n += v.count_at_value();
             }
         }
-        Figures {
-            counts: snapshot.counts.clone(),
-            le,
-            latency_count: latency.count(),
-            latency_sum_us: latency.mean() * latency.count() as f64,
-            open: snapshot.open,
-            cpu_us: snapshot.cpu_us,
-        }
+        self.latency_count += h.len();
+        self.latency_sum_us += h.mean() * h.len() as f64;
     }
 
     pub fn add(&mut self, o: &Figures) {
@@ -97,6 +103,8 @@ pub struct Cell {
     /// Each worker's last figures of the measurement in progress (or the last one), and the
     /// second and completed count of its last snapshot, for the rate achieved.
     workers: BTreeMap<usize, (Figures, u32, f64)>,
+    /// `--agents` on agent 0: each other agent's seconds as they streamed in, added.
+    agents: BTreeMap<usize, Figures>,
     /// Measuring now.
     pub measuring: bool,
     /// The rate asked for, requests per second, when the load has one.
@@ -112,6 +120,9 @@ impl Cell {
     pub fn figures(&self) -> Figures {
         let mut all = self.done.clone();
         for (f, _, _) in self.workers.values() {
+            all.add(f);
+        }
+        for f in self.agents.values() {
             all.add(f);
         }
         all
@@ -150,6 +161,7 @@ impl Board {
             };
             cell.done = cell.figures();
             cell.workers.clear();
+            cell.agents.clear();
             (cell.measuring, cell.offered, cell.flags) = (true, offered, Vec::new());
             cells.push(cell);
         });
@@ -163,6 +175,17 @@ impl Board {
     /// The last cell's verdict: every flag by name and whether it was raised.
     pub fn judged(&self, flags: Vec<(String, bool)>) {
         self.with(|cells| cells.last_mut().map(|c| c.flags = flags));
+    }
+
+    /// `--agents` on agent 0: another agent's second (or part of one) as it streamed in, its
+    /// counts and latencies of that second alone, added to what that agent had in the last
+    /// cell: the cell's figures are then the whole test's, as its merged result will be.
+    pub fn streamed(&self, agent: usize, second: &Figures) {
+        self.with(|cells| {
+            if let Some(cell) = cells.last_mut() {
+                cell.agents.entry(agent).or_default().add(second);
+            }
+        });
     }
 
     /// One sample of the last cell's tiers: each one's CPU over the sample's interval
@@ -256,6 +279,28 @@ mod tests {
         assert_eq!(*f.le.last().unwrap(), 4);
         // Worker 0: 150 in its second 1; worker 1: 40 in its first two seconds.
         assert!((cells[0].achieved() - 170.0).abs() < 1e-9, "{}", cells[0].achieved());
+    }
+
+    #[test]
+    fn another_agents_streamed_seconds_add_into_the_cell_and_not_into_the_next() {
+        let board = Board::default();
+        board.begin(Labels::default(), None);
+        board.snapshot(&snapshot(0, 0, 100), &latency(&[50]));
+        let second = |completed, us: u64| {
+            let mut f =
+                Figures { counts: Counts { completed, ..Counts::default() }, ..Figures::default() };
+            f.add_latency(latency(&[us]).histogram());
+            f
+        };
+        board.streamed(1, &second(30, 300));
+        board.streamed(1, &second(20, 3_000));
+        board.streamed(2, &second(5, 300));
+        let f = board.cells()[0].figures();
+        assert_eq!((f.counts.completed, f.latency_count), (155, 4));
+        // <= 100 µs: agent 0's 50; <= 500 µs: and both 300s; <= 5 ms: and the 3,000.
+        assert_eq!((f.le[0], f.le[2], f.le[5]), (1, 3, 4));
+        board.begin(Labels { load: "next".into(), ..Labels::default() }, None);
+        assert_eq!(board.cells()[1].figures().counts.completed, 0);
     }
 
     #[test]

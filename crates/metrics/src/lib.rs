@@ -9,5 +9,5 @@ pub mod board;
 pub mod endpoint;
 pub mod exposition;
 
-pub use board::{Board, Labels, Tier};
+pub use board::{Board, Figures, Labels, Tier};
 pub use endpoint::{listen_addr, Endpoint, MetricsError};

@@ -160,8 +160,10 @@ impl EngineMeasure {
         self.control.clone()
     }
 
-    /// Adds the other agents' counters to the live figures (agent 0 of `bench --agents`).
+    /// Adds the other agents' counters to the live figures (agent 0 of `bench --agents`), and
+    /// with `--metrics-listen` their streamed seconds to the board: it serves the merge.
     pub fn show_others(&mut self, others: Arc<Counters>) {
+        self.merge_agents(&others);
         self.others = Some(others);
     }
 }
@@ -202,6 +204,28 @@ impl Measure for EngineMeasure {
                 *shown.lock().unwrap_or_else(PoisonError::into_inner) = Some(sample.tiers.clone());
             }
         }))
+    }
+
+    /// With `--metrics-listen`, the other agents' seconds as they stream in go to the board,
+    /// so that it serves the whole test's figures: their counts added exactly and their
+    /// interval histograms into its buckets, as the merged result adds them.
+    fn merge_agents(&mut self, others: &Counters) {
+        let Some((board, _)) = &self.board else { return };
+        let board = board.clone();
+        others.tell_seconds(Arc::new(move |agent, seconds| {
+            for s in seconds {
+                let mut f =
+                    loadlab_metrics::Figures { counts: s.counts.clone(), ..Default::default() };
+                for v2 in &s.latency {
+                    // One that does not decode is left out of the live buckets only: the
+                    // merged result is made from the agents' parts, not from these.
+                    if let Ok(h) = loadlab_agents::part::decode(v2) {
+                        f.add_latency(&h);
+                    }
+                }
+                board.streamed(agent, &f);
+            }
+        }));
     }
 
     fn judged(&mut self, verdict: &crate::judge::trust::Verdict) {

@@ -100,6 +100,11 @@ pub trait Measure {
     fn tiers_live(&self) -> Option<loadlab_lab::sampler::Live> {
         None
     }
+    /// Agent 0 of `--agents`: the other agents' figures as they stream in ([`Counters`]) go
+    /// where this measure publishes its own (the metrics endpoint); nothing by default.
+    ///
+    /// [`Counters`]: loadlab_agents::coordinator::Counters
+    fn merge_agents(&mut self, _others: &loadlab_agents::coordinator::Counters) {}
     /// The last measurement's verdict, made once where it was measured; nothing by default.
     fn judged(&mut self, _verdict: &crate::judge::trust::Verdict) {}
     /// Whether the user asked the run to stop.
