@@ -285,6 +285,8 @@ impl EngineMeasure {
         let (mut show, label) = (shows(), label.to_string());
         let (control, others) = (self.control.clone(), self.others.clone());
         let sampled = self.tiers.clone();
+        // The last sample of the cell before (its sampler's stop) is not this run's.
+        sampled.lock().unwrap_or_else(PoisonError::into_inner).take();
         let workers = config.threads;
         let mut following = show.follows_seconds().then(|| {
             control.live.enable();
