@@ -370,6 +370,28 @@ pub struct Counters {
     /// Page views, visits or sessions, completed and failed.
     pub visits_completed: AtomicU64,
     pub visits_failed: AtomicU64,
+    /// Who is told of each agent's seconds as they stream in ([`Counters::tell_seconds`]).
+    told: Told,
+}
+
+/// Told of the seconds agent `index` streamed, as they come (once a second per agent, on its
+/// reader's thread): agent 0's metrics endpoint adds them into the whole test's figures.
+pub type OnSeconds = Arc<dyn Fn(usize, &[stream::Second]) + Send + Sync>;
+
+#[derive(Default)]
+struct Told(std::sync::OnceLock<OnSeconds>);
+
+impl std::fmt::Debug for Told {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "Told(set)" } else { "Told(none)" })
+    }
+}
+
+impl Counters {
+    /// Tells `to` of every agent's seconds from now on (the first only is kept: one endpoint).
+    pub fn tell_seconds(&self, to: OnSeconds) {
+        let _ = self.told.0.set(to);
+    }
 }
 
 impl Counters {
@@ -475,6 +497,9 @@ fn listen(mut stream: TcpStream, slot: usize, board: &Board, counters: &Counters
         let s = &mut seen[slot];
         if let Msg::Seconds { seconds } = &msg {
             stream::add_all(&mut s.seconds, seconds);
+            if let Some(to) = counters.told.0.get() {
+                to(s.index, seconds);
+            }
             continue;
         }
         let (requests, visits) = match &msg {

@@ -115,7 +115,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         &plan,
         &remote,
         &mut measure,
-        &mut output::Progress(crate::progress::SaidLines(&said, Vec::new())),
+        &mut Told {
+            lines: output::Progress(crate::progress::SaidLines(&said, Vec::new())),
+            said: &said,
+            ended: Vec::new(),
+        },
     );
     said.close()?;
     let stopped = measure.stopped();
@@ -135,4 +139,49 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         // Not reached: a failed run's outcome is its error, returned above.
         commands::run::Disposition::Failed => INTERNAL,
     })
+}
+
+/// A suite's progress lines as they come (held by the live view while it is on), and on the
+/// view the verdict over the cells ended so far: its rows fill in as groups finish, as the
+/// report's one verdict ([`loadlab_report::verdicts`]) makes them at the end.
+struct Told<'a> {
+    lines: output::Progress<crate::progress::SaidLines<'a>>,
+    said: &'a crate::progress::Said,
+    ended: Vec<loadlab_store::CellRecord>,
+}
+
+impl commands::run::executor::Events for Told<'_> {
+    fn stack_up(
+        &mut self,
+        cell: &loadlab_suite::Cell,
+        instance: &commands::run::executor::Instance,
+    ) -> std::io::Result<()> {
+        self.lines.stack_up(cell, instance)
+    }
+
+    fn cell_done(&mut self, done: &commands::run::executor::CellDone<'_>) -> std::io::Result<()> {
+        self.lines.cell_done(done)?;
+        if let Some(view) = self.said.view() {
+            self.ended.push(done.record.clone());
+            let table = loadlab_report::verdict_table(&loadlab_report::verdicts(&self.ended));
+            view.so_far("verdict so far", table.lines().map(str::to_string).collect());
+        }
+        Ok(())
+    }
+
+    fn cell_interrupted(&mut self, label: &str) -> std::io::Result<()> {
+        self.lines.cell_interrupted(label)
+    }
+
+    fn profile_refused(&mut self, why: &str) -> std::io::Result<()> {
+        self.lines.profile_refused(why)
+    }
+
+    fn views_found(
+        &mut self,
+        workload: &str,
+        plan: &loadlab_engine::visits::ViewPlan,
+    ) -> std::io::Result<()> {
+        self.lines.views_found(workload, plan)
+    }
 }

@@ -9,7 +9,7 @@ use clap::Args;
 use loadlab_output::sweep as output;
 use loadlab_runner::commands::sweep::plan::{SweepFlags, SweepFormat};
 use loadlab_runner::commands::sweep::ramp::run_ramp;
-use loadlab_runner::commands::sweep::{run_sweep, Step, SweepTarget};
+use loadlab_runner::commands::sweep::{run_sweep, Step, SweepPlan, SweepTarget};
 use loadlab_runner::hosts::sweep_agents as agents;
 use loadlab_runner::Measure;
 
@@ -71,9 +71,11 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         table.line(&line)?;
     }
     table.line(&output::header())?;
+    let mut so_far: Vec<Step> = Vec::new();
     let on_step = &mut |step: &Step| {
         if let Some(view) = table.said.view() {
-            view.step(step.offered_rps, step.achieved_rps);
+            so_far.push(step.clone());
+            show_step(view, &plan, &so_far);
         }
         table.line(&output::row(step))
     };
@@ -107,6 +109,21 @@ pub fn run(args: SweepArgs) -> anyhow::Result<u8> {
         w.flush()?;
     }
     Ok(agents_ended(&ended).unwrap_or(if outcome.gates_passed() { OK } else { SLO_FAILED }))
+}
+
+/// The live view of a sweep after each step: the steps against their offered rate, and the
+/// knee as the steps so far place it, once one of them broke (the one knee judgement, the
+/// sweep's own at its end).
+fn show_step(view: &loadlab_tui::View, plan: &SweepPlan, so_far: &[Step]) {
+    let Some(step) = so_far.last() else { return };
+    view.step(step.offered_rps, step.achieved_rps);
+    let found: Vec<_> = loadlab_runner::commands::sweep::knees(plan, so_far, false)
+        .into_iter()
+        .filter(|k| k.reason != "none")
+        .collect();
+    if !found.is_empty() {
+        view.so_far("knee so far", output::knees(&found));
+    }
 }
 
 /// How the sweep is shown as it goes: the live view; without it, a sweep's table is its

@@ -365,7 +365,7 @@ fn plan_workers(
         let mut spec = worker_spec(config, addr, setup, clock, i, connections)?;
         // Live listeners read each second's latency from the interval histograms; the run's
         // result keeps them (its interval log) only when the configuration asks.
-        spec.hdr_log |= control.live.enabled();
+        spec.live_intervals = control.live.enabled();
         let schedule = worker_schedule(config, clock, i);
         let creating =
             |source| EngineError::Io { context: "creating a worker's event loop", source };
@@ -404,6 +404,7 @@ fn worker_spec(
         },
         tallied: config.traffic.tallied(),
         hdr_log: config.keeps_intervals(),
+        live_intervals: false,
         keepalive: config.keepalive,
         pacing: config.pacing,
         protocol: config.protocol,

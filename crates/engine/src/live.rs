@@ -255,6 +255,39 @@ mod tests {
         assert!(result.hdr_log.is_none());
     }
 
+    #[test]
+    fn without_an_interval_log_each_closed_second_is_published_once_and_counts_every_request() {
+        let addr = server();
+        let target = Target::parse(&format!("http://{addr}/")).unwrap();
+        let mut config = BenchConfig::new(target);
+        (config.connections, config.threads) = (2, 2);
+        config.stop = Stop::Duration(Duration::from_secs(2));
+        let control = Arc::new(Control::default());
+        control.live.enable();
+        let result = crate::run(&config, addr, control.clone()).unwrap();
+        // Handed over as they closed (the worker keeps none of them for the run's end): the
+        // histograms published, each worker's seconds once each, count every request (a run
+        // of whole seconds: its end closes its last).
+        let snapshots = control.live.take();
+        let mut workers = vec![Vec::new(); 2];
+        for s in &snapshots {
+            workers[s.worker].extend(s.latency.iter().cloned());
+        }
+        for w in &workers {
+            let seconds: Vec<u32> = w.iter().map(|(second, _)| *second).collect();
+            assert_eq!(seconds, [0, 1], "each second once, in order");
+        }
+        let latency = loadlab_stats::interval_log::Tagged { tag: None, workers };
+        let counted: u64 = loadlab_stats::interval_log::per_second(&latency)
+            .unwrap()
+            .iter()
+            .map(|s| s.count)
+            .sum();
+        assert!(result.tally.completed > 0);
+        assert_eq!(counted, result.tally.completed);
+        assert!(result.hdr_log.is_none());
+    }
+
     /// Keeps each worker's last snapshot and the count of its latency histogram then.
     #[derive(Default)]
     struct Last(std::sync::Mutex<std::collections::BTreeMap<usize, (super::Snapshot, u64)>>);

@@ -26,6 +26,9 @@ pub(crate) struct WorkerSpec {
     pub tallied: usize,
     /// Keep per-second histograms for the interval log (`--hdr-log`).
     pub hdr_log: bool,
+    /// Record per-second histograms for live readers ([`crate::live`]), each handed over once
+    /// as it is published and kept only with `hdr_log`.
+    pub live_intervals: bool,
     pub keepalive: bool,
     pub pacing: Pacing,
     pub protocol: Protocol,
@@ -80,7 +83,7 @@ impl WorkerSpec {
     pub fn tally(&self, scheduled: bool) -> Tally {
         let mut tally = Tally::default();
         tally.entries.resize_with(self.tallied, EntryTally::default);
-        if self.hdr_log {
+        if self.hdr_log || self.live_intervals {
             let service = scheduled.then(loadlab_stats::interval_log::Intervals::new);
             tally.intervals = Some(Box::new(IntervalTally { service, ..IntervalTally::default() }));
         }

@@ -5,7 +5,7 @@
 //! and their descendants ([`Members`]).
 
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -310,9 +310,15 @@ pub fn unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
+/// Told of each sample as the sampler takes it, on the sampler's thread, while the run lasts
+/// (the live view's and the metrics endpoint's tiers): once a second, never per request.
+pub type Live = Arc<dyn Fn(&Sample) + Send + Sync>;
+
 /// A running sampler; [`Sampler::stop`] ends it and returns the series.
 pub struct Sampler {
     stop: mpsc::Sender<()>,
+    /// Who is told of each sample from now on ([`Sampler::live`]).
+    live: Arc<OnceLock<Live>>,
     /// The series, and the counters read when the stop came.
     thread: thread::JoinHandle<(Vec<Sample>, CpuCounters)>,
     /// The counters read at the start.
@@ -377,9 +383,17 @@ impl Sampler {
         let profiler =
             perf.map(|perf| (Profiler::start(perf), counted.clone(), tier_pids(&counted, &procs)));
         tracker.observe(Duration::ZERO, &procs, source.machine());
+        let live = Arc::new(OnceLock::<Live>::new());
+        let told = live.clone();
         let thread = thread::spawn(move || {
             let mut samples = Vec::new();
             let mut last = Duration::ZERO;
+            let keep = |samples: &mut Vec<Sample>, sample: Option<Sample>| {
+                if let (Some(s), Some(to)) = (&sample, told.get()) {
+                    to(s);
+                }
+                samples.extend(sample);
+            };
             for k in 1u32.. {
                 // Deadlines on a fixed grid, so the series does not drift by the time each
                 // reading takes.
@@ -392,17 +406,25 @@ impl Sampler {
                     let end = CpuCounters::read(&counted, &mut source, ticks);
                     let at = start.elapsed();
                     if samples.is_empty() || at.saturating_sub(last) >= MIN_FINAL {
-                        samples.extend(tracker.observe(at, &source.processes(), source.machine()));
+                        let sample = tracker.observe(at, &source.processes(), source.machine());
+                        keep(&mut samples, sample);
                     }
                     return (samples, end);
                 }
                 let at = start.elapsed();
-                samples.extend(tracker.observe(at, &source.processes(), source.machine()));
+                let sample = tracker.observe(at, &source.processes(), source.machine());
+                keep(&mut samples, sample);
                 last = at;
             }
             unreachable!("the loop ends only by a stop")
         });
-        Sampler { stop, thread, start: started, profiler }
+        Sampler { stop, live, thread, start: started, profiler }
+    }
+
+    /// Tells `to` of every sample taken from now on, as it is taken (the first only is kept:
+    /// one run has one live view and one endpoint, fed by the same hook).
+    pub fn live(&self, to: Live) {
+        let _ = self.live.set(to);
     }
 
     /// Stops sampling (taking a last sample of the partial interval) and returns the series.
@@ -595,6 +617,27 @@ mod tests {
         let used = CpuCounters::read(&targets, &mut gone, 100).since(&start);
         assert_eq!(used.tiers[0].cpu, Duration::ZERO);
         assert_eq!(used.machine_busy, None);
+    }
+
+    #[test]
+    fn the_live_hook_is_told_of_every_sample_as_it_is_taken() {
+        let targets =
+            vec![Target { tier: "t".into(), leader: ProcId { pid: 100, start: 10 }, pool: None }];
+        let sampler = Sampler::start_with(targets, Duration::from_millis(20), Fake);
+        let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let into = told.clone();
+        sampler.live(Arc::new(move |s: &Sample| into.lock().unwrap().push(s.t_ms)));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while told.lock().unwrap().len() < 2 {
+            assert!(Instant::now() < deadline, "no live sample in 30 s");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let samples = sampler.stop();
+        let told = told.lock().unwrap().clone();
+        // Every sample from the hook's setting on, the last (the stop's) included; one taken
+        // before it was set (20 ms in, on a loaded machine) is the series' only.
+        let taken: Vec<u64> = samples.iter().map(|s| s.t_ms).collect();
+        assert!(taken.ends_with(&told), "{told:?} not the end of {taken:?}");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use hdrhistogram::Histogram;
 use loadlab_engine::live::{Counts, Snapshot, Watch};
 use loadlab_stats::Recorder;
 
@@ -45,23 +46,28 @@ pub struct Figures {
 impl Figures {
     /// The figures of `snapshot`, with its worker's whole latency `latency` so far.
     pub fn of(snapshot: &Snapshot, latency: &Recorder) -> Figures {
-        let mut le = [0u64; BOUNDS_US.len()];
+        let mut f = Figures {
+            counts: snapshot.counts.clone(),
+            open: snapshot.open,
+            cpu_us: snapshot.cpu_us,
+            ..Figures::default()
+        };
+        f.add_latency(latency.histogram());
+        f
+    }
+
+    /// Adds the latencies of `h` (µs) to the histogram's buckets, count and sum.
+    pub fn add_latency(&mut self, h: &Histogram<u64>) {
         // One pass over the recorded values only (not every bucket of the histogram): each
         // value counts in every bound at or above it.
-        for v in latency.histogram().iter_recorded() {
+        for v in h.iter_recorded() {
             let first = BOUNDS_US.partition_point(|b| *b < v.value_iterated_to());
-            for n in &mut le[first..] {
+            for n in &mut self.le[first..] {
                 *n += v.count_at_value();
             }
         }
-        Figures {
-            counts: snapshot.counts.clone(),
-            le,
-            latency_count: latency.count(),
-            latency_sum_us: latency.mean() * latency.count() as f64,
-            open: snapshot.open,
-            cpu_us: snapshot.cpu_us,
-        }
+        self.latency_count += h.len();
+        self.latency_sum_us += h.mean() * h.len() as f64;
     }
 
     pub fn add(&mut self, o: &Figures) {
@@ -76,6 +82,18 @@ impl Figures {
     }
 }
 
+/// One server tier of a lab cell as its sampler saw it: the CPU it used over the cell's
+/// samples so far (added, so a counter) and its memory at the last one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tier {
+    pub tier: String,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    /// The sum of its processes' resident sets.
+    pub rss_bytes: u64,
+    pub processes: u64,
+}
+
 /// One cell: its figures so far, and what the runner told of it.
 #[derive(Debug, Clone, Default)]
 pub struct Cell {
@@ -85,12 +103,16 @@ pub struct Cell {
     /// Each worker's last figures of the measurement in progress (or the last one), and the
     /// second and completed count of its last snapshot, for the rate achieved.
     workers: BTreeMap<usize, (Figures, u32, f64)>,
+    /// `--agents` on agent 0: each other agent's seconds as they streamed in, added.
+    agents: BTreeMap<usize, Figures>,
     /// Measuring now.
     pub measuring: bool,
     /// The rate asked for, requests per second, when the load has one.
     pub offered: Option<f64>,
     /// Every trust flag by name, and whether the verdict raised it; empty until judged.
     pub flags: Vec<(String, bool)>,
+    /// Its stack's tiers, in the sampler's order, once sampled (a lab cell's).
+    pub tiers: Vec<Tier>,
 }
 
 impl Cell {
@@ -98,6 +120,9 @@ impl Cell {
     pub fn figures(&self) -> Figures {
         let mut all = self.done.clone();
         for (f, _, _) in self.workers.values() {
+            all.add(f);
+        }
+        for f in self.agents.values() {
             all.add(f);
         }
         all
@@ -136,6 +161,7 @@ impl Board {
             };
             cell.done = cell.figures();
             cell.workers.clear();
+            cell.agents.clear();
             (cell.measuring, cell.offered, cell.flags) = (true, offered, Vec::new());
             cells.push(cell);
         });
@@ -149,6 +175,34 @@ impl Board {
     /// The last cell's verdict: every flag by name and whether it was raised.
     pub fn judged(&self, flags: Vec<(String, bool)>) {
         self.with(|cells| cells.last_mut().map(|c| c.flags = flags));
+    }
+
+    /// `--agents` on agent 0: another agent's second (or part of one) as it streamed in, its
+    /// counts and latencies of that second alone, added to what that agent had in the last
+    /// cell: the cell's figures are then the whole test's, as its merged result will be.
+    pub fn streamed(&self, agent: usize, second: &Figures) {
+        self.with(|cells| {
+            if let Some(cell) = cells.last_mut() {
+                cell.agents.entry(agent).or_default().add(second);
+            }
+        });
+    }
+
+    /// One sample of the last cell's tiers: each one's CPU over the sample's interval
+    /// (`cpu_user_s`, `cpu_sys_s`, added to what it had) and its memory and processes now.
+    pub fn tiers_sampled(&self, sampled: &[Tier]) {
+        self.with(|cells| {
+            let Some(cell) = cells.last_mut() else { return };
+            for s in sampled {
+                let Some(t) = cell.tiers.iter_mut().find(|t| t.tier == s.tier) else {
+                    cell.tiers.push(s.clone());
+                    continue;
+                };
+                t.cpu_user_s += s.cpu_user_s;
+                t.cpu_sys_s += s.cpu_sys_s;
+                (t.rss_bytes, t.processes) = (s.rss_bytes, s.processes);
+            }
+        });
     }
 
     /// Every cell as it stands now.
@@ -228,6 +282,28 @@ mod tests {
     }
 
     #[test]
+    fn another_agents_streamed_seconds_add_into_the_cell_and_not_into_the_next() {
+        let board = Board::default();
+        board.begin(Labels::default(), None);
+        board.snapshot(&snapshot(0, 0, 100), &latency(&[50]));
+        let second = |completed, us: u64| {
+            let mut f =
+                Figures { counts: Counts { completed, ..Counts::default() }, ..Figures::default() };
+            f.add_latency(latency(&[us]).histogram());
+            f
+        };
+        board.streamed(1, &second(30, 300));
+        board.streamed(1, &second(20, 3_000));
+        board.streamed(2, &second(5, 300));
+        let f = board.cells()[0].figures();
+        assert_eq!((f.counts.completed, f.latency_count), (155, 4));
+        // <= 100 µs: agent 0's 50; <= 500 µs: and both 300s; <= 5 ms: and the 3,000.
+        assert_eq!((f.le[0], f.le[2], f.le[5]), (1, 3, 4));
+        board.begin(Labels { load: "next".into(), ..Labels::default() }, None);
+        assert_eq!(board.cells()[1].figures().counts.completed, 0);
+    }
+
+    #[test]
     fn a_cell_measured_again_adds_on_and_a_new_one_starts_from_nothing() {
         let board = Board::default();
         let a = Labels { repetition: "1".into(), ..Labels::default() };
@@ -239,8 +315,20 @@ mod tests {
         board.snapshot(&snapshot(0, 0, 7), &latency(&[10]));
         board.begin(a, None);
         board.snapshot(&snapshot(0, 0, 5), &latency(&[10]));
+        let tier = |user: f64, rss: u64| Tier {
+            tier: "nginx".into(),
+            cpu_user_s: user,
+            cpu_sys_s: 0.25,
+            rss_bytes: rss,
+            processes: 2,
+        };
+        board.tiers_sampled(&[tier(0.5, 100)]);
+        board.tiers_sampled(&[tier(0.25, 300)]);
         let cells = board.cells();
         assert_eq!(cells.len(), 2);
+        // The tiers' CPU adds up over the samples; their memory is the last sample's.
+        assert_eq!(cells[1].tiers, [Tier { cpu_sys_s: 0.5, ..tier(0.75, 300) }]);
+        assert!(cells[0].tiers.is_empty());
         assert_eq!(cells[0].figures().counts.completed, 7);
         assert!(!cells[0].measuring);
         assert_eq!(cells[1].figures().counts.completed, 15, "10 before, 5 now");

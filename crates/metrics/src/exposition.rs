@@ -21,7 +21,7 @@ const fn family(name: &'static str, kind: &'static str, help: &'static str) -> F
 }
 
 /// Every family, in the order rendered.
-pub const FAMILIES: [Family; 13] = [
+pub const FAMILIES: [Family; 16] = [
     family("loadlab_requests_total", "counter", "Requests ended, by outcome: completed (a response) or failed (an error of a class)."),
     family("loadlab_errors_total", "counter", "Failed requests by error class (the JSON's errors), every class present."),
     family("loadlab_responses_total", "counter", "Responses by status code."),
@@ -35,6 +35,9 @@ pub const FAMILIES: [Family; 13] = [
     family("loadlab_client_cpu_seconds_total", "counter", "CPU time (user and system) of loadlab's workers."),
     family("loadlab_measuring", "gauge", "1 while the cell is measured, 0 once it has ended."),
     family("loadlab_trust_flag", "gauge", "1 for each trust flag the verdict raised, 0 for the others; present once the cell is judged."),
+    family("loadlab_tier_cpu_seconds_total", "counter", "CPU time of a lab stack's tier (its processes, and the children they reaped), user or system, as its sampler read it each second."),
+    family("loadlab_tier_memory_bytes", "gauge", "Resident memory of a lab stack's tier (the sum of its processes' RSS) at its sampler's last reading."),
+    family("loadlab_tier_processes", "gauge", "Processes of a lab stack's tier at its sampler's last reading."),
 ];
 
 /// `"..."` with the format's three escapes.
@@ -108,6 +111,22 @@ fn samples(out: &mut String, name: &str, cell: &Cell, f: &Figures) {
                 sample(out, name, cell, &[("flag", flag)], f64::from(u8::from(*raised)));
             }
         }
+        "loadlab_tier_cpu_seconds_total" => {
+            for t in &cell.tiers {
+                sample(out, name, cell, &[("tier", &t.tier), ("mode", "user")], t.cpu_user_s);
+                sample(out, name, cell, &[("tier", &t.tier), ("mode", "system")], t.cpu_sys_s);
+            }
+        }
+        "loadlab_tier_memory_bytes" => {
+            for t in &cell.tiers {
+                sample(out, name, cell, &[("tier", &t.tier)], t.rss_bytes as f64);
+            }
+        }
+        "loadlab_tier_processes" => {
+            for t in &cell.tiers {
+                sample(out, name, cell, &[("tier", &t.tier)], t.processes as f64);
+            }
+        }
         _ => unreachable!("every family in FAMILIES has its samples"),
     }
 }
@@ -143,7 +162,7 @@ mod tests {
     use loadlab_engine::live::{Counts, Snapshot, Watch};
     use loadlab_stats::Recorder;
 
-    use crate::board::{Board, Labels};
+    use crate::board::{Board, Labels, Tier};
 
     #[test]
     fn a_cell_renders_every_family_with_its_labels_escaped() {
@@ -162,6 +181,14 @@ mod tests {
         latency.record(2_000_000);
         board.snapshot(&Snapshot { counts, open: 1, ..Snapshot::default() }, &latency);
         board.judged(vec![("errors".into(), true), ("client_saturated".into(), false)]);
+        let tier = Tier {
+            tier: "php-fpm".into(),
+            cpu_user_s: 1.5,
+            cpu_sys_s: 0.25,
+            rss_bytes: 4096,
+            processes: 3,
+        };
+        board.tiers_sampled(&[tier]);
         let text = super::render(&board.cells());
         let l = r#"run="",stack="a \"b\"\\c\nd",workload="",load="c=1",repetition="""#;
         for line in [
@@ -176,6 +203,10 @@ mod tests {
             format!("loadlab_open_connections{{{l}}} 1"),
             format!("loadlab_trust_flag{{{l},flag=\"errors\"}} 1"),
             format!("loadlab_trust_flag{{{l},flag=\"client_saturated\"}} 0"),
+            format!("loadlab_tier_cpu_seconds_total{{{l},tier=\"php-fpm\",mode=\"user\"}} 1.5"),
+            format!("loadlab_tier_cpu_seconds_total{{{l},tier=\"php-fpm\",mode=\"system\"}} 0.25"),
+            format!("loadlab_tier_memory_bytes{{{l},tier=\"php-fpm\"}} 4096"),
+            format!("loadlab_tier_processes{{{l},tier=\"php-fpm\"}} 3"),
             "# TYPE loadlab_latency_seconds histogram".to_string(),
         ] {
             assert!(text.lines().any(|t| t == line), "{line}\nnot in\n{text}");

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use loadlab_engine::live::{Counts, Snapshot, Watch};
-use loadlab_metrics::{exposition, Board, Labels};
+use loadlab_metrics::{exposition, Board, Labels, Tier};
 use loadlab_stats::Recorder;
 use serde_json::Value;
 
@@ -14,7 +14,7 @@ fn dashboard() -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// A board with one judged cell, every family filled: its exposition's metric names (as
+/// A board with one judged and sampled cell, every family filled: its exposition's metric names (as
 /// sampled: a histogram's `_bucket`, `_sum`, `_count`) and label names.
 fn exported() -> (BTreeSet<String>, BTreeSet<String>) {
     let board = Board::default();
@@ -24,6 +24,7 @@ fn exported() -> (BTreeSet<String>, BTreeSet<String>) {
     latency.record(100);
     board.snapshot(&Snapshot { counts, ..Snapshot::default() }, &latency);
     board.judged(vec![("errors".into(), false)]);
+    board.tiers_sampled(&[Tier { tier: "nginx".into(), ..Tier::default() }]);
     let text = exposition::render(&board.cells());
     let (mut metrics, mut labels) = (BTreeSet::new(), BTreeSet::new());
     for line in text.lines().filter(|l| !l.starts_with('#')) {

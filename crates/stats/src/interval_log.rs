@@ -88,6 +88,13 @@ impl Intervals {
         &self.done
     }
 
+    /// Hands over the seconds closed so far, forgetting them here: for a reader that takes
+    /// each once (a live one) where nothing keeps them for a log, so that they do not add up
+    /// over the run.
+    pub fn take_done(&mut self) -> Vec<(u32, Vec<u8>)> {
+        std::mem::take(&mut self.done)
+    }
+
     /// Every second recorded, the one in progress included.
     pub fn finish(mut self) -> Vec<(u32, Vec<u8>)> {
         let last = self.second + 1;
@@ -277,6 +284,19 @@ mod tests {
     use super::*;
     use base64::Engine as _;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+
+    #[test]
+    fn taken_seconds_are_forgotten_and_the_next_ones_come_after_them() {
+        let mut i = Intervals::new();
+        i.record(0, 100);
+        i.record(1, 200);
+        i.advance(2);
+        assert_eq!(i.take_done().iter().map(|(s, _)| *s).collect::<Vec<_>>(), [0, 1]);
+        assert!(i.done().is_empty() && i.take_done().is_empty());
+        i.record(2, 300);
+        i.advance(3);
+        assert_eq!(i.take_done().iter().map(|(s, _)| *s).collect::<Vec<_>>(), [2]);
+    }
 
     #[test]
     fn seconds_merge_across_workers_and_read_back_with_hdrhistograms_own_reader() {

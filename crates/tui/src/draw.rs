@@ -1,11 +1,12 @@
 //! The view's one screen, drawn from a [`Model`]: what the run does now (its rate against the
 //! offered one, p50 and p99, connections, the client's CPU), its last seconds as sparklines
 //! and rows, its failures by class and each flag as it is raised, then the command's own
-//! lines (a sweep's steps and their chart, a suite's place and verdict rows). Figures are
+//! lines (a sweep's steps and their chart, a suite's place and verdict rows) and what it has
+//! concluded so far (a suite's verdict, a sweep's knee). Figures are
 //! written by loadlab-stats' formatters, as every other output writes them.
 
 use loadlab_runner::commands::bench::following::Second;
-use loadlab_stats::format::{count, micros, seconds};
+use loadlab_stats::format::{bytes, count, micros, seconds};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::symbols::Marker;
@@ -17,17 +18,22 @@ use crate::model::Model;
 
 /// Rows of the last seconds shown at least.
 const SECOND_ROWS: usize = 6;
+/// Rows of what the command concluded so far shown at most (a suite's verdict, its first
+/// groups: the whole of it is printed when the view closes).
+const SO_FAR_ROWS: usize = 14;
 
 /// Draws the whole screen.
 pub fn draw(frame: &mut Frame, m: &Model) {
     let lines_height = if m.lines.is_empty() { 0 } else { 12 };
     let chart_height = if m.steps.is_empty() { 0 } else { 10 };
-    let [head, rate, offered, rows, steps, lines] = Layout::vertical([
+    let so_far_height = m.so_far.as_ref().map_or(0, |(_, l)| l.len().min(SO_FAR_ROWS) as u16 + 2);
+    let [head, rate, offered, rows, steps, so_far, lines] = Layout::vertical([
         Constraint::Length(4),
         Constraint::Length(5),
         Constraint::Length(if m.seconds.iter().any(|s| s.due > 0) { 4 } else { 0 }),
         Constraint::Min(SECOND_ROWS as u16 + 2),
         Constraint::Length(chart_height),
+        Constraint::Length(so_far_height),
         Constraint::Length(lines_height),
     ])
     .areas(frame.area());
@@ -43,6 +49,11 @@ pub fn draw(frame: &mut Frame, m: &Model) {
     frame.render_widget(Paragraph::new(side_lines(m)).block(block), side);
     if chart_height > 0 {
         step_chart(frame, steps, &m.steps);
+    }
+    if let Some((title, text)) = &m.so_far {
+        let text: Vec<Line> = text.iter().take(SO_FAR_ROWS).map(|l| l.as_str().into()).collect();
+        let block = Block::bordered().title(format!(" {title} "));
+        frame.render_widget(Paragraph::new(text).block(block), so_far);
     }
     if lines_height > 0 {
         let keep = usize::from(lines_height - 2);
@@ -140,7 +151,8 @@ fn second_rows(m: &Model, fit: usize) -> Vec<Line<'static>> {
     out
 }
 
-/// Failures by class, then each flag with the second it was raised in.
+/// Failures by class, each flag with the second it was raised in, then the stack's tiers
+/// (their CPU over the last second, as a share of one CPU, and their memory).
 fn side_lines(m: &Model) -> Vec<Line<'static>> {
     let mut out: Vec<Line> = Vec::new();
     if m.errors.is_empty() {
@@ -155,6 +167,14 @@ fn side_lines(m: &Model) -> Vec<Line<'static>> {
     }
     for (flag, second) in &m.flags {
         out.push(Line::from(format!("{} (second {})", flag.name(), second + 1)).style(bold()));
+    }
+    if !m.tiers.is_empty() {
+        out.push("".into());
+        out.push(Line::from(format!("{:<10} {:>5} {:>10}", "tier", "CPU", "memory")).style(bold()));
+    }
+    for t in &m.tiers {
+        let cpu = format!("{:.0}%", t.cpu_user_pct + t.cpu_sys_pct);
+        out.push(format!("{:<10} {cpu:>5} {:>10}", t.tier, bytes(t.rss_bytes as f64)).into());
     }
     out
 }
@@ -192,7 +212,7 @@ mod tests {
     use ratatui::Terminal;
 
     fn screen(m: &Model) -> String {
-        let mut terminal = Terminal::new(TestBackend::new(110, 30)).unwrap();
+        let mut terminal = Terminal::new(TestBackend::new(110, 40)).unwrap();
         terminal.draw(|f| draw(f, m)).unwrap();
         terminal.backend().buffer().content().iter().map(|c| c.symbol()).collect()
     }
@@ -211,10 +231,26 @@ mod tests {
         };
         m.tally("[  2/4] nginx  hello  c=8 2s ", &tally);
         m.lines.push((crate::Out::Stdout, "[  1/4] nginx  hello  c=4 2s  1,234 req/s".into()));
+        m.tiers = vec![loadlab_lab::sampler::TierSample {
+            tier: "php-fpm".into(),
+            cpu_user_pct: 30.2,
+            cpu_sys_pct: 12.0,
+            rss_bytes: 8 << 20,
+            processes: 3,
+            pool: None,
+        }];
+        m.so_far = Some(("verdict so far".into(), vec!["hello · closed c=4".into()]));
         let shown = screen(&m);
-        for said in
-            ["about 2 min", "left by the plan", "[  2/4] nginx", "(warm-up)", "[  1/4] nginx"]
-        {
+        for said in [
+            "about 2 min",
+            "left by the plan",
+            "[  2/4] nginx",
+            "(warm-up)",
+            "[  1/4] nginx",
+            "php-fpm      42%    8.0 MiB",
+            " verdict so far ",
+            "hello · closed c=4",
+        ] {
             assert!(shown.contains(said), "{said:?} not on the screen");
         }
     }

@@ -94,6 +94,13 @@ impl View {
         lock(&self.model).steps.push((offered, achieved));
     }
 
+    /// What the command has concluded so far (`title`, then its lines), in place of what it
+    /// had: a suite's verdict as its cells end, a sweep's knee once found. Only shown: the
+    /// command prints its conclusion itself once the view has closed.
+    pub fn so_far(&self, title: &str, lines: Vec<String>) {
+        lock(&self.model).so_far = Some((title.to_string(), lines));
+    }
+
     /// Gives the terminal back; returns the command's lines, to be printed now.
     pub fn close(mut self) -> std::io::Result<Vec<(Out, String)>> {
         self.done.store(true, Ordering::Relaxed);
@@ -141,5 +148,9 @@ impl Show for Into {
 
     fn second(&mut self, second: &Second, raised: &[Flag]) {
         lock(&self.model).second(second, raised);
+    }
+
+    fn tiers(&mut self, tiers: &[loadlab_lab::sampler::TierSample]) {
+        tiers.clone_into(&mut lock(&self.model).tiers);
     }
 }

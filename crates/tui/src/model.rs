@@ -2,12 +2,13 @@
 //! tested without a terminal: the run in progress as the runner's live figures give it
 //! (its tally every 250 ms, each second as every worker closed it, each flag a second
 //! raised), the command's own lines held until the view closes (a sweep's table, a suite's
-//! cells and verdict rows), a sweep's steps against their offered rate, and a suite's place
-//! in its plan.
+//! cells and verdict rows), a sweep's steps against their offered rate, a suite's place
+//! in its plan, and the tiers of the stack under load (their CPU and memory each second).
 
 use std::collections::VecDeque;
 
 use loadlab_engine::ErrorClass;
+use loadlab_lab::sampler::TierSample;
 use loadlab_runner::commands::bench::following::Second;
 use loadlab_runner::commands::bench::live::Tally;
 use loadlab_runner::judge::trust::Flag;
@@ -34,6 +35,11 @@ pub struct Model {
     pub lines: Vec<(crate::Out, String)>,
     /// A sweep's steps so far: (offered, achieved) per second.
     pub steps: Vec<(f64, f64)>,
+    /// The stack's tiers under this run's load, as its sampler last read them (a lab cell's).
+    pub tiers: Vec<TierSample>,
+    /// What the command has concluded so far, titled: a suite's verdict over the cells that
+    /// ended, a sweep's knee once a step broke. Replaced, not added to, as it changes.
+    pub so_far: Option<(String, Vec<String>)>,
     /// When a suite's plan expects to end (its estimate from the start).
     pub plan_ends: Option<std::time::Instant>,
     /// A run ended, so the next tally starts another.
@@ -52,6 +58,7 @@ impl Model {
             self.seconds.clear();
             self.errors.clear();
             self.flags.clear();
+            self.tiers.clear();
             self.ended = false;
         }
         label.clone_into(&mut self.label);

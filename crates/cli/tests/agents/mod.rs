@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::support::{drain, loadlab, output_within, Behaviour, TestServer};
 
+mod metrics;
 mod netns;
 mod ssh;
 mod sweep;

@@ -14,7 +14,7 @@ use super::{all, json, log_histograms, rendezvous, spawn, stderr, wait, Running,
 use crate::support::{loadlab, timing_lock, Behaviour, TestServer};
 
 /// `loadlab sweep URL ARGS --agents N --agent I --rendezvous AT`, JSON on stdout.
-fn sweeper(url: &str, args: &[&str], i: usize, n: usize, at: &str) -> Command {
+pub(super) fn sweeper(url: &str, args: &[&str], i: usize, n: usize, at: &str) -> Command {
     let mut c = loadlab();
     c.args(["sweep", url]).args(args);
     c.args(["--agents", &n.to_string(), "--agent", &i.to_string(), "--rendezvous", at]);

@@ -1,14 +1,16 @@
-//! The live view on a real terminal: `bench` run in a tmux pane (a pseudo-terminal, as a
-//! person's) against a local server shows the current rate and p99 while it runs; `q` stops
-//! it (and so does SIGTERM), the report of what was measured is printed as Ctrl-C's would be,
-//! and the terminal is given back (the main screen, cooked mode with echo).
+//! The live view on a real terminal (a tmux pane, [`crate::support::tmux`]): `bench` against a
+//! local server shows the current rate and p99 while it runs; `q` stops it (and so does
+//! SIGTERM), the report of what was measured is printed as Ctrl-C's would be, and the
+//! terminal is given back (the main screen, cooked mode with echo). A `sweep` shows its steps
+//! against the offered rate and its knee once a step broke, and `q` leaves its table printed.
+//! A terminal that cannot be put in raw mode gets no view: today's lines instead.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::io::Read;
+use std::process::Stdio;
 use std::time::Duration;
 
-use crate::support::skip::{find_program, missing};
-use crate::support::{wait_until, Behaviour, TestServer};
+use crate::support::tmux::{figure, Tmux};
+use crate::support::{sys, wait_until, Behaviour, TestServer};
 
 /// How long the view may take to show a second's figures: loadlab starts in milliseconds and
 /// a second closes after one; the slack is for a loaded machine.
@@ -16,41 +18,7 @@ const SHOWN_LIMIT: Duration = Duration::from_secs(60);
 /// From `q` to the report.
 const STOP_LIMIT: Duration = Duration::from_secs(30);
 
-/// A tmux server of the test's own (its socket in the test's directory), killed at the end.
-struct Tmux {
-    program: PathBuf,
-    socket: PathBuf,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new(&self.program)
-            .arg("-S")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("run tmux");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// The pane's screen as text.
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "view"])
-    }
-
-    /// Whether the pane shows the alternate screen.
-    fn alternate(&self) -> bool {
-        self.run(&["display-message", "-p", "-t", "view", "#{alternate_on}"]).trim() == "1"
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
-}
-
-/// A bench running in a tmux pane against a server of the test's own; dropped in this order.
+/// A command running in a tmux pane against a server of the test's own; dropped in this order.
 struct Pane {
     tmux: Tmux,
     _server: TestServer,
@@ -58,71 +26,41 @@ struct Pane {
 }
 
 impl Pane {
-    /// The pane with its view showing a closed second, and that screen; `None` without tmux
-    /// (reported as a skip).
-    fn started() -> Option<(Pane, String)> {
-        let Some(program) = tmux_program() else {
-            missing("tmux", "tmux").report();
-            return None;
-        };
+    /// `loadlab ARGS URL` in a pane against a server behaving as `behaviour`; `None` without
+    /// tmux (reported as a skip).
+    fn start(behaviour: Behaviour, args: &str) -> Option<Pane> {
         let dir = tempfile::tempdir().expect("temp dir");
-        let server = TestServer::start(Behaviour::ok("hello"));
-        let tmux = Tmux { program, socket: dir.path().join("tmux.sock") };
-        let seen = started(&tmux, dir.path(), &server);
-        Some((Pane { tmux, _server: server, _dir: dir }, seen))
+        let server = TestServer::start(behaviour);
+        let command = format!("'{}' {args} '{}'", env!("CARGO_BIN_EXE_loadlab"), server.url("/"));
+        let tmux = Tmux::start(dir.path(), &command, 50)?;
+        Some(Pane { tmux, _server: server, _dir: dir })
+    }
+
+    /// A bench far longer than the test, its view showing a closed second, and that screen.
+    fn bench() -> Option<(Pane, String)> {
+        let pane = Pane::start(Behaviour::ok("hello"), "bench -c 2 -d 600s")?;
+        let seen = pane.tmux.shows("rate and p99", SHOWN_LIMIT, |s| {
+            figure(s, "now ").is_some_and(|r| r > 0.0) && figure(s, "p99 ").is_some()
+        });
+        assert!(pane.tmux.alternate(), "the view is not on the alternate screen");
+        Some((pane, seen))
     }
 }
 
-/// The number after `before` on `screen` (thousands separators dropped), if shown.
-fn figure(screen: &str, before: &str) -> Option<f64> {
-    let rest = &screen[screen.find(before)? + before.len()..];
-    let number: String =
-        rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ',').collect();
-    number.replace(',', "").parse().ok()
-}
-
-fn tmux_program() -> Option<PathBuf> {
-    find_program("tmux", &["/usr/bin/tmux"])
-}
-
-/// Starts the pane's bench against `server` and waits for the view's first closed second: its
-/// screen then.
-fn started(tmux: &Tmux, dir: &Path, server: &TestServer) -> String {
-    let script = pane_script(dir, &server.url("/"));
-    tmux.run(&["new-session", "-d", "-s", "view", "-x", "120", "-y", "40", &script]);
-    let mut seen = String::new();
-    let shown = wait_until(SHOWN_LIMIT, || {
-        seen = tmux.screen();
-        figure(&seen, "now ").is_some_and(|r| r > 0.0) && figure(&seen, "p99 ").is_some()
-    });
-    assert!(shown, "the view showed no rate and p99 within {SHOWN_LIMIT:?}:\n{seen}");
-    assert!(tmux.alternate(), "the view is not on the alternate screen");
-    seen
-}
-
-/// Waits for the pane's script to end, then checks what a stopped run leaves: the report of
-/// what was measured, as Ctrl-C leaves it, exit 0, and the terminal given back (the main
-/// screen, line editing and echo on).
+/// What a stopped bench leaves: the report of what was measured, as Ctrl-C leaves it, exit 0,
+/// and the terminal given back.
 fn ended_with_the_report_and_the_terminal_back(tmux: &Tmux) {
-    let mut seen = String::new();
-    let ended = wait_until(STOP_LIMIT, || {
-        seen = tmux.screen();
-        seen.contains("terminal:")
-    });
-    assert!(ended, "the run did not end within {STOP_LIMIT:?}:\n{seen}");
-    for said in ["Throughput", "(interrupted)", "exit=0"] {
+    let seen = tmux.ended(STOP_LIMIT, 0);
+    for said in ["Throughput", "(interrupted)"] {
         assert!(seen.contains(said), "{said:?} not printed after the stop:\n{seen}");
     }
     let completed = figure(&seen, "Requests     ").expect("a count of requests");
     assert!(completed > 0.0, "{seen}");
-    assert!(!tmux.alternate(), "still on the alternate screen:\n{seen}");
-    let modes = seen.lines().find(|l| l.starts_with("terminal:")).unwrap_or_default();
-    assert_eq!(modes.trim(), "terminal: icanon echo", "{seen}");
 }
 
 #[test]
 fn the_view_shows_the_rate_and_p99_and_q_stops_with_the_figures_and_the_terminal_back() {
-    let Some((pane, seen)) = Pane::started() else { return };
+    let Some((pane, seen)) = Pane::bench() else { return };
     let tmux = &pane.tmux;
     assert!(seen.contains("req/s"), "{seen}");
     tmux.run(&["send-keys", "-t", "view", "q"]);
@@ -131,7 +69,7 @@ fn the_view_shows_the_rate_and_p99_and_q_stops_with_the_figures_and_the_terminal
 
 #[test]
 fn sigterm_during_the_view_stops_the_run_and_gives_the_terminal_back() {
-    let Some((pane, _)) = Pane::started() else { return };
+    let Some((pane, _)) = Pane::bench() else { return };
     let tmux = &pane.tmux;
     let pid = loadlab_in(tmux);
     // SAFETY: kill(2) with a pid read just now from the pane's shell, which has not reaped it.
@@ -155,7 +93,7 @@ fn ended(pid: i32) -> bool {
 
 #[test]
 fn a_terminal_that_hangs_up_stops_the_run_and_the_command_ends() {
-    let Some((pane, _)) = Pane::started() else { return };
+    let Some((pane, _)) = Pane::bench() else { return };
     let tmux = &pane.tmux;
     let pid = loadlab_in(tmux);
     // The terminal goes away under the view: its reads are end-of-file from now on.
@@ -168,17 +106,59 @@ fn a_terminal_that_hangs_up_stops_the_run_and_the_command_ends() {
     assert!(gone, "loadlab {pid} still running {STOP_LIMIT:?} after its terminal hung up");
 }
 
-/// What the pane runs: the bench, far longer than the test, then its exit code and the
-/// terminal's modes, and then it waits to be read.
-fn pane_script(dir: &Path, url: &str) -> String {
-    let script = dir.join("pane.sh");
-    let body = format!(
-        "'{}' bench -c 2 -d 600s '{url}'\n\
-         echo exit=$?\n\
-         echo terminal: $(stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo)\n\
-         exec sleep 600\n",
-        env!("CARGO_BIN_EXE_loadlab")
-    );
-    std::fs::write(&script, body).expect("write the pane's script");
-    format!("sh '{}'", script.display())
+#[test]
+fn a_sweep_shows_its_steps_and_its_knee_once_found_and_q_leaves_its_table() {
+    // A server that serves 100 responses a second: 40 and 80 req/s pass, 120 breaks, and the
+    // sweep would go on for minutes after.
+    let capacity = Behaviour::Capacity { per_second: 100.0, body: b"served".to_vec() };
+    let args = "sweep --rates 40..8000:40 --step-duration 1s --max-connections 20";
+    let Some(pane) = Pane::start(capacity, args) else { return };
+    let tmux = &pane.tmux;
+    let seen = tmux.shows("knee", SHOWN_LIMIT, |s| s.contains("knee so far"));
+    assert!(seen.contains("steps: achieved against offered"), "{seen}");
+    assert!(seen.contains("knee of http://127.0.0.1:"), "{seen}");
+    assert!(seen.contains("req/s offered") && seen.contains("broke"), "{seen}");
+    assert!(tmux.alternate(), "the view is not on the alternate screen");
+    tmux.run(&["send-keys", "-t", "view", "q"]);
+    // The table of the steps that ran, and the knee the sweep found, as without the view.
+    let seen = tmux.ended(STOP_LIMIT, 0);
+    for said in ["offered", "knee of http://127.0.0.1:", "broke"] {
+        assert!(seen.contains(said), "{said:?} not printed after the stop:\n{seen}");
+    }
+}
+
+#[test]
+fn a_terminal_that_refuses_raw_mode_gets_no_view_and_the_lines_of_today() {
+    // stdout and stderr on a terminal, but no terminal to put in raw mode: stdin is not one,
+    // and in a session of its own loadlab has no /dev/tty either.
+    let server = TestServer::start(Behaviour::ok("hello"));
+    let (mut controller, terminal) = sys::pty().expect("a pseudo-terminal");
+    let mut cmd = sys::without_terminal(crate::support::loadlab());
+    cmd.args(["bench", "-c", "2", "-n", "2000", &server.url("/")]);
+    cmd.stdin(Stdio::null()).stdout(terminal.try_clone().unwrap()).stderr(terminal);
+    let mut child = cmd.spawn().expect("start loadlab");
+    // The terminal's ends held by the command are closed with it: only loadlab's remain.
+    drop(cmd);
+    let reader = std::thread::spawn(move || {
+        let (mut out, mut buf) = (Vec::new(), [0u8; 4096]);
+        // Linux answers EIO once the last holder of the terminal end has closed it.
+        while let Ok(n @ 1..) = controller.read(&mut buf) {
+            out.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    });
+    let exited = wait_until(STOP_LIMIT, || child.try_wait().unwrap().is_some());
+    if !exited {
+        let _ = child.kill();
+    }
+    assert!(exited, "loadlab did not end within {STOP_LIMIT:?}");
+    assert!(child.wait().unwrap().success());
+    let seen = reader.join().unwrap();
+    assert!(seen.contains("loadlab: note: no live view ("), "{seen}");
+    for said in ["Throughput", "Requests     2,000 completed, 0 failed", "completed 2,000"] {
+        assert!(seen.contains(said), "{said:?} not printed:\n{seen}");
+    }
+    // The progress line as on any terminal, the report after it; never the alternate screen,
+    // nor a hidden cursor.
+    assert!(!seen.contains("\x1b[?1049h") && !seen.contains("\x1b[?25l"), "{seen:?}");
 }

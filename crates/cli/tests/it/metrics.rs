@@ -4,30 +4,15 @@
 //! JSON, the final figures reaching Prometheus because the run lingers for one last scrape; a
 //! sweep's steps each a cell with its verdict's flags; an address in use refused.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::{bench, uint};
+use crate::support::scrape::{free_port, get};
 use crate::support::{skip, timing_lock, Behaviour, TestServer};
-
-/// A port free now on 127.0.0.1 (the listener is closed before it is handed on).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// `GET path` on `addr` over HTTP/1.0: the body, or `None` if nothing answered.
-fn get(addr: SocketAddr, path: &str) -> Option<String> {
-    let mut c = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    c.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(c, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
-    let mut out = String::new();
-    c.read_to_string(&mut out).ok()?;
-    out.contains(" 200 ").then(|| out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()))?
-}
 
 /// Prometheus on `port`, killed when dropped.
 struct Prometheus(Child, SocketAddr);

@@ -16,6 +16,8 @@ use crate::support::{assert_success, loadlab, output_within, skip, wait_until};
 mod crash;
 mod external;
 mod full_disk;
+mod live_view;
+mod metrics;
 mod own;
 mod pools;
 mod profile;
@@ -58,6 +60,16 @@ duration = "300ms"
 "#;
 const TINY_CELLS: usize = 6;
 const STACKS: &[&str] = &["nginx", "nginx-fpm"];
+
+/// A suite of nginx alone serving hello.txt: `repetitions` of each closed-loop concurrency of
+/// `concurrency` (`[1, 2]`), each cell `duration` long, without a warm-up.
+fn nginx_hello(concurrency: &str, duration: &str, repetitions: u32) -> String {
+    format!(
+        "name = \"nginx-hello\"\nrepetitions = {repetitions}\nwarmup = \"0s\"\n\n\
+         [[stacks]]\nname = \"nginx\"\n\n[[workloads]]\nname = \"hello.txt\"\n\n\
+         [[loads]]\nmodel = \"closed\"\nconcurrency = {concurrency}\nduration = \"{duration}\"\n"
+    )
+}
 
 /// One test's files: a state directory for the lab (LOADLAB_STATE_DIR), the suite file, and
 /// the run's output directory.

@@ -8,10 +8,12 @@ pub mod busy;
 pub mod h2peer;
 pub mod hosts;
 pub mod nginx;
+pub mod scrape;
 pub mod servers;
 pub mod skip;
 pub mod sshd;
 pub mod sys;
+pub mod tmux;
 
 #[cfg(test)]
 mod selftest;

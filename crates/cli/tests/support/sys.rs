@@ -1,10 +1,10 @@
 //! The tests' system calls, each behind a safe function that says why it is sound: signals to
 //! processes the tests started, whether they run as root, a thread's CPU affinity, entering a
-//! network namespace, and a child's open-file limit. No test holds an `unsafe` block of its
-//! own.
+//! network namespace, a child's open-file limit, a pseudo-terminal and a session without one.
+//! No test holds an `unsafe` block of its own.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
@@ -75,6 +75,39 @@ pub fn with_fd_limit(mut command: Command, limit: u64) -> Command {
             // rlim_t is u64 on the 64-bit Linux targets loadlab runs on, as sys.rs assumes too.
             let rlimit = libc::rlimit { rlim_cur: limit, rlim_max: limit };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command
+}
+
+/// A pseudo-terminal: its controller and the terminal end (what a program's stdout and stderr
+/// are on a person's terminal), neither the controlling terminal of this process.
+pub fn pty() -> io::Result<(std::fs::File, std::fs::File)> {
+    let (mut controller, mut terminal) = (-1, -1);
+    let size = libc::winsize { ws_row: 40, ws_col: 120, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: openpty(3) writes the two descriptors it opens into the two ints given; the name
+    // and termios pointers may be null; the window size is read from the stack.
+    let made = unsafe {
+        libc::openpty(&mut controller, &mut terminal, std::ptr::null_mut(), std::ptr::null(), &size)
+    };
+    if made != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the two descriptors openpty(3) just opened, each owned here once.
+    Ok(unsafe { (std::fs::File::from_raw_fd(controller), std::fs::File::from_raw_fd(terminal)) })
+}
+
+/// `command` in a session of its own (setsid(2)), so without a controlling terminal: whatever
+/// its stdout and stderr are, `/dev/tty` cannot be opened in it (ENXIO).
+pub fn without_terminal(mut command: Command) -> Command {
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe functions may be called; setsid is one, and nothing else is called.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())

@@ -230,6 +230,9 @@ pub(crate) trait EventLoop: Sized {
     /// alike.
     fn publish_second(&mut self, end: Option<Instant>) {
         let (measure_start, pacing) = (self.spec().measure_start, self.spec().pacing);
+        // Without an interval log, a second's histograms are handed to the snapshot and
+        // forgotten here: kept, they would grow by about 1 KB a second for the whole run.
+        let keep = self.spec().hdr_log;
         let c = self.clocked();
         // At the end, the second in progress has not been accounted: its CPU so far is added.
         let partial = match (end, c.seconds.live.is_some()) {
@@ -249,13 +252,9 @@ pub(crate) trait EventLoop: Sized {
             crate::live::Snapshot { worker: l.worker, second: l.second, ..Default::default() };
         l.second = second;
         if let Some(i) = c.tally.intervals.as_deref_mut() {
-            i.latency.advance(second);
-            snapshot.latency = i.latency.done().get(l.latency..).unwrap_or_default().to_vec();
-            l.latency = i.latency.done().len();
+            snapshot.latency = closed(&mut i.latency, second, &mut l.latency, keep);
             if let Some(s) = i.service.as_mut() {
-                s.advance(second);
-                snapshot.service = s.done().get(l.service..).unwrap_or_default().to_vec();
-                l.service = s.done().len();
+                snapshot.service = closed(s, second, &mut l.service, keep);
             }
         }
         let due = c.popped.saturating_sub(l.due_base);
@@ -267,6 +266,24 @@ pub(crate) trait EventLoop: Sized {
         (snapshot.open, snapshot.cpu_us) = (c.open as u64, l.cpu_us + us(partial.total()));
         c.control.live.publish(snapshot, c.tally.latency(pacing));
     }
+}
+
+/// The histograms `intervals` closed up to `second` since the last snapshot (the first
+/// `*published` were given then): copied when `keep` (the interval log has them at the end),
+/// else handed over and forgotten.
+fn closed(
+    intervals: &mut loadlab_stats::interval_log::Intervals,
+    second: u32,
+    published: &mut usize,
+    keep: bool,
+) -> Vec<(u32, Vec<u8>)> {
+    intervals.advance(second);
+    if !keep {
+        return intervals.take_done();
+    }
+    let new = intervals.done().get(*published..).unwrap_or_default().to_vec();
+    *published = intervals.done().len();
+    new
 }
 
 /// Moves a pair of the run's shared counters (completed and failed requests, or visits) by

@@ -358,6 +358,10 @@ pub fn run_sweep(
 ) -> Result<(Result<SweepOutcome, RunError>, Ended), AgentError> {
     let urls: Vec<&str> = plan.targets.iter().map(|t| t.url.as_str()).collect();
     let log = (format!("sweep {}", urls.join(" ")), true);
+    if agents.share.index == 0 {
+        // Agent 0's endpoint, if any, serves each step's merge.
+        inner.merge_agents(&agents.others);
+    }
     conducted(inner, agents, sweep_load(plan), log, |m| {
         let mut outcome = crate::commands::sweep::drive(plan, m, on_step)?;
         if let Some(share) = m.own {

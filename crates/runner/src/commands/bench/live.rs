@@ -4,16 +4,18 @@
 //! added on agent 0 so that the figures are the whole test's. How they are shown (a progress
 //! line on a terminal) is the caller's [`Show`]. With `--metrics-listen`, the engine's
 //! snapshots, each cell's labels and its verdict go to the metrics board as well
-//! ([`EngineMeasure::publish_to`]).
+//! ([`EngineMeasure::publish_to`]). A lab cell's tiers, as its sampler reads them each second,
+//! go to both ([`Measure::tiers_live`]).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use loadlab_agents::coordinator::Counters;
 use loadlab_engine::{BenchConfig, BenchResult, Control, EngineError, Pacing};
-use loadlab_metrics::{Board, Labels};
+use loadlab_lab::sampler::{Live, Sample, TierSample};
+use loadlab_metrics::{Board, Labels, Tier};
 use loadlab_store::{Counted, Flag};
 
 use crate::commands::bench::following::{Following, Second};
@@ -120,6 +122,9 @@ pub trait Show: Send {
     /// A second every worker has closed, with the flags it raised, before the next
     /// [`Show::show`].
     fn second(&mut self, _second: &Second, _raised: &[Flag]) {}
+    /// The tiers of the stack under load as its sampler last read them (a lab cell's), before
+    /// the next [`Show::show`].
+    fn tiers(&mut self, _tiers: &[TierSample]) {}
 }
 
 /// Makes a [`Show`] for each run.
@@ -134,11 +139,13 @@ pub struct EngineMeasure {
     /// `--metrics-listen`: the board, and the labels of the next measurement when the
     /// caller named it ([`Measure::cell`]).
     board: Option<(Arc<Board>, Option<Labels>)>,
+    /// The tiers' last sample, until the show of the run in progress takes it.
+    tiers: Arc<Mutex<Option<Vec<TierSample>>>>,
 }
 
 impl EngineMeasure {
     pub fn new(control: Arc<Control>, shows: Option<Shows>) -> EngineMeasure {
-        EngineMeasure { control, shows, others: None, board: None }
+        EngineMeasure { control, shows, others: None, board: None, tiers: Arc::default() }
     }
 
     /// Tells `board` of every measurement from now on: the engine's snapshots as they are
@@ -153,8 +160,10 @@ impl EngineMeasure {
         self.control.clone()
     }
 
-    /// Adds the other agents' counters to the live figures (agent 0 of `bench --agents`).
+    /// Adds the other agents' counters to the live figures (agent 0 of `bench --agents`), and
+    /// with `--metrics-listen` their streamed seconds to the board: it serves the merge.
     pub fn show_others(&mut self, others: Arc<Counters>) {
+        self.merge_agents(&others);
         self.others = Some(others);
     }
 }
@@ -181,6 +190,44 @@ impl Measure for EngineMeasure {
         }
     }
 
+    fn tiers_live(&self) -> Option<Live> {
+        if self.board.is_none() && self.shows.is_none() {
+            return None;
+        }
+        let board = self.board.as_ref().map(|(b, _)| b.clone());
+        let shown = self.shows.is_some().then(|| self.tiers.clone());
+        Some(Arc::new(move |sample: &Sample| {
+            if let Some(board) = &board {
+                board.tiers_sampled(&tiers(sample));
+            }
+            if let Some(shown) = &shown {
+                *shown.lock().unwrap_or_else(PoisonError::into_inner) = Some(sample.tiers.clone());
+            }
+        }))
+    }
+
+    /// With `--metrics-listen`, the other agents' seconds as they stream in go to the board,
+    /// so that it serves the whole test's figures: their counts added exactly and their
+    /// interval histograms into its buckets, as the merged result adds them.
+    fn merge_agents(&mut self, others: &Counters) {
+        let Some((board, _)) = &self.board else { return };
+        let board = board.clone();
+        others.tell_seconds(Arc::new(move |agent, seconds| {
+            for s in seconds {
+                let mut f =
+                    loadlab_metrics::Figures { counts: s.counts.clone(), ..Default::default() };
+                for v2 in &s.latency {
+                    // One that does not decode is left out of the live buckets only: the
+                    // merged result is made from the agents' parts, not from these.
+                    if let Ok(h) = loadlab_agents::part::decode(v2) {
+                        f.add_latency(&h);
+                    }
+                }
+                board.streamed(agent, &f);
+            }
+        }));
+    }
+
     fn judged(&mut self, verdict: &crate::judge::trust::Verdict) {
         if let Some((board, _)) = &self.board {
             let raised = |name: &str| verdict.findings.iter().any(|f| f.flag.name() == name);
@@ -195,6 +242,22 @@ impl Measure for EngineMeasure {
     fn control(&self) -> Option<Arc<Control>> {
         Some(self.control.clone())
     }
+}
+
+/// A sample's tiers for the board: the CPU of its interval in seconds.
+fn tiers(sample: &Sample) -> Vec<Tier> {
+    let seconds = |pct: f64| pct / 100.0 * sample.interval_ms as f64 / 1000.0;
+    sample
+        .tiers
+        .iter()
+        .map(|t| Tier {
+            tier: t.tier.clone(),
+            cpu_user_s: seconds(t.cpu_user_pct),
+            cpu_sys_s: seconds(t.cpu_sys_pct),
+            rss_bytes: t.rss_bytes,
+            processes: t.processes as u64,
+        })
+        .collect()
 }
 
 /// The labels of a measurement nobody named (`bench`, a sweep's step): its URL and its load.
@@ -221,6 +284,9 @@ impl EngineMeasure {
         };
         let (mut show, label) = (shows(), label.to_string());
         let (control, others) = (self.control.clone(), self.others.clone());
+        let sampled = self.tiers.clone();
+        // The last sample of the cell before (its sampler's stop) is not this run's.
+        sampled.lock().unwrap_or_else(PoisonError::into_inner).take();
         let workers = config.threads;
         let mut following = show.follows_seconds().then(|| {
             control.live.enable();
@@ -249,6 +315,9 @@ impl EngineMeasure {
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(EVERY);
                 seconds(&mut show, false);
+                if let Some(t) = sampled.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                    show.tiers(&t);
+                }
                 show.show(&label, &counting.tally(Instant::now()));
             }
             if follows {

@@ -95,6 +95,16 @@ pub trait Measure {
     ) -> Result<BenchResult, EngineError>;
     /// What the next measurement is, for the metrics endpoint's labels; nothing by default.
     fn cell(&mut self, _labels: loadlab_metrics::Labels) {}
+    /// Who is told of each sample of the stack's tiers while a cell runs (the live view, the
+    /// metrics endpoint); `None` by default: nobody.
+    fn tiers_live(&self) -> Option<loadlab_lab::sampler::Live> {
+        None
+    }
+    /// Agent 0 of `--agents`: the other agents' figures as they stream in ([`Counters`]) go
+    /// where this measure publishes its own (the metrics endpoint); nothing by default.
+    ///
+    /// [`Counters`]: loadlab_agents::coordinator::Counters
+    fn merge_agents(&mut self, _others: &loadlab_agents::coordinator::Counters) {}
     /// The last measurement's verdict, made once where it was measured; nothing by default.
     fn judged(&mut self, _verdict: &crate::judge::trust::Verdict) {}
     /// Whether the user asked the run to stop.
@@ -134,6 +144,8 @@ pub struct Instance {
 /// where it counts them, the tiers' CPU from its start to its stop.
 pub trait Sampling {
     fn stop(self: Box<Self>) -> Sampled;
+    /// Tells `to` of each sample as it is taken, where this sampler can; nothing by default.
+    fn live(&self, _to: loadlab_lab::sampler::Live) {}
     /// Why the sampled stack went out of reach, asked while the cell runs: a stack on a lab
     /// host whose session went silent. `None`: this one cannot be lost.
     fn lost(&self) -> Option<crate::commands::run::lost::Lost> {
@@ -177,6 +189,10 @@ impl Sampling for NoSamples {
 impl Sampling for Sampler {
     fn stop(self: Box<Self>) -> Sampled {
         Sampler::finish(*self)
+    }
+
+    fn live(&self, to: loadlab_lab::sampler::Live) {
+        Sampler::live(self, to);
     }
 }
 
@@ -538,6 +554,9 @@ impl Execution<'_, '_> {
             Watch::Processes(roots) => self.stacks.sample_processes(roots)?,
             Watch::Nothing => Box::new(NoSamples),
         };
+        if let Some(to) = self.measure.tiers_live() {
+            sampler.live(to);
+        }
         let lost = sampler.lost();
         let measure = &mut *self.measure;
         let (result, lost) =

@@ -300,6 +300,20 @@ impl Conduct for Alone<'_> {
     }
 }
 
+/// Each target's knee among `steps`: the sweep's at its end, or as it stands after the steps
+/// so far (the live view's, which shows one once a step broke).
+pub fn knees(plan: &SweepPlan, steps: &[Step], interrupted: bool) -> Vec<KneeReport> {
+    plan.targets
+        .iter()
+        .enumerate()
+        .map(|(t, target)| {
+            let mut k = knee_report(&sorted_steps(steps, t + 1), &plan.criteria, &target.url);
+            k.interrupted = interrupted;
+            k
+        })
+        .collect()
+}
+
 /// Runs `plan`; `on_step` sees each step as it ends (the CLI prints its row).
 pub fn run_sweep(
     plan: &SweepPlan,
@@ -326,16 +340,7 @@ pub fn drive(
             break;
         }
     }
-    let knees = plan
-        .targets
-        .iter()
-        .enumerate()
-        .map(|(t, target)| {
-            let mut k = knee_report(&sorted_steps(&steps, t + 1), &plan.criteria, &target.url);
-            k.interrupted = interrupted;
-            k
-        })
-        .collect::<Vec<_>>();
+    let knees = knees(plan, &steps, interrupted);
     let gates = match plan.slo.as_ref().map(Slo::split_rate) {
         Some((per_step, Some(rate))) => {
             knees.iter().map(|k| gate(&rate, per_step.as_ref(), k)).collect()

@@ -1,0 +1,54 @@
+//! `run --metrics-listen` on a real lab stack (nginx, the cheapest): while a cell runs, the
+//! endpoint serves its stack's tiers as the cell's sampler reads them (each tier's CPU and
+//! memory, under the cell's labels), read by the test as a scraper would.
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use super::{nginx_hello, require, Scratch, LIMIT};
+use crate::support::scrape::{free_port, get, values};
+
+#[test]
+fn a_run_serves_each_tiers_cpu_and_memory_under_the_cells_labels() {
+    let scratch = Scratch::new();
+    if let Err(skip) = require(&scratch, &["nginx"]) {
+        skip.report();
+        return;
+    }
+    // One cell, long enough for several of the sampler's seconds.
+    let suite = scratch.write("tiers.toml", &nginx_hello("[2]", "4s", 1));
+    let out = scratch.out().display().to_string();
+    let port = free_port();
+    let mut cmd = scratch.command(&["run", "--suite", &suite, "--out", &out]);
+    cmd.args(["--metrics-listen", &port.to_string(), "--metrics-linger", "60s"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("start loadlab run");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let cell = ["run=\"1\"", "stack=\"nginx\"", "workload=\"hello.txt\"", "tier=\""];
+    let deadline = Instant::now() + LIMIT;
+    let mut last = String::new();
+    let seen = loop {
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("no tier with CPU and memory was served; the last scrape:\n{last}");
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let Some(text) = get(addr, "/metrics") else { continue };
+        let cpu: f64 = values(&text, "loadlab_tier_cpu_seconds_total", &cell).iter().sum();
+        let memory = values(&text, "loadlab_tier_memory_bytes", &cell);
+        if cpu > 0.0 && !memory.is_empty() && memory.iter().all(|m| *m > 0.0) {
+            break text;
+        }
+        last = text;
+    };
+    assert!(values(&seen, "loadlab_tier_processes", &cell).iter().all(|n| *n >= 1.0), "{seen}");
+    // Scraped after its end, the run exits well before its 60 s of lingering, and it passed.
+    let exited = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < exited, "still lingering after being scraped");
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = get(addr, "/metrics");
+    }
+    assert!(child.wait().unwrap().success());
+}

@@ -1,0 +1,31 @@
+//! Reading a metrics endpoint as a scraper does: a free port to give `--metrics-listen`, and
+//! one `GET` of a path over HTTP/1.0 (Prometheus' own HTTP API is read the same way).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::Duration;
+
+/// A port free now on 127.0.0.1 (the listener is closed before it is handed on).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `GET path` on `addr` over HTTP/1.0: the body, or `None` if nothing answered.
+pub fn get(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut c = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    c.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(c, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut out = String::new();
+    c.read_to_string(&mut out).ok()?;
+    out.contains(" 200 ").then(|| out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()))?
+}
+
+/// The value of each sample of `family` in an exposition `text` whose labels include every
+/// one of `labels` (`stack="nginx"`).
+pub fn values(text: &str, family: &str, labels: &[&str]) -> Vec<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")))
+        .filter(|l| labels.iter().all(|want| l.contains(want)))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse().ok())
+        .collect()
+}
