@@ -131,3 +131,36 @@ fn answer(c: &mut Connection, id: quinn_proto::StreamId, peer: Peer) -> bool {
         }
     }
 }
+
+/// A UDP peer on 127.0.0.1 answering each datagram, until `until`, with bytes of every kind:
+/// short, long-header-like, and as long as the client's Initial. Its thread is returned to be
+/// joined.
+pub fn garbage(until: Instant) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = peer.local_addr().unwrap();
+    peer.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let answering = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let mut x: u32 = 0x1234_5678;
+        while Instant::now() < until {
+            let Ok((n, from)) = peer.recv_from(&mut buf) else { continue };
+            for len in [1, 20, n] {
+                let reply: Vec<u8> = (0..len)
+                    .map(|i| {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        // Keep the first byte a long header's now and then.
+                        if i == 0 && len > 1 {
+                            0xc0 | x as u8
+                        } else {
+                            x as u8
+                        }
+                    })
+                    .collect();
+                let _ = peer.send_to(&reply, from);
+            }
+        }
+    });
+    (addr, answering)
+}

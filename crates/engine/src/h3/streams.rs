@@ -16,7 +16,7 @@ use quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId};
 use super::qpack::Decoder;
 use super::{frame, Part, Response};
 use crate::exchange::Exchange;
-use crate::h2::{Outcome, Reason, StreamState};
+use crate::h2::{self, Outcome, Reason, StreamSlot, StreamState};
 use crate::ErrorClass;
 
 /// One stream slot: its request and its response so far.
@@ -29,6 +29,24 @@ pub(crate) struct Slot {
     pub status: u16,
     pub body_len: u64,
     head: bool,
+}
+
+impl StreamSlot for Slot {
+    fn state(&self) -> StreamState {
+        self.state
+    }
+
+    fn measured(&self) -> bool {
+        self.ex.measured
+    }
+}
+
+/// A worker's HTTP/3 connection slot: its QUIC connection while one is open, and its
+/// requests' stream slots, which outlive it.
+#[derive(Debug)]
+pub(crate) struct H3 {
+    pub quic: Option<super::quic::Quic>,
+    pub streams: Streams,
 }
 
 /// The HTTP/3 side of one connection: its stream slots and the streams' outcomes.
@@ -76,6 +94,36 @@ impl Streams {
 
     pub fn free_slot(&self) -> Option<usize> {
         self.slots.iter().position(|s| s.state == StreamState::Free)
+    }
+
+    pub fn in_flight(&self) -> usize {
+        h2::in_flight(&self.slots)
+    }
+
+    pub fn measured_in_flight(&self) -> u64 {
+        h2::measured_in_flight(&self.slots)
+    }
+
+    pub fn pending(&self) -> bool {
+        h2::pending(&self.slots)
+    }
+
+    /// The connection is gone: the next one opens its control stream again.
+    pub fn disconnected(&mut self) {
+        self.ready = false;
+    }
+
+    /// Ends the request on slot `s` without its response (a timeout): an open stream is reset
+    /// and its reading stopped with H3_REQUEST_CANCELLED (RFC 9114 section 4.1.1), and the
+    /// slot freed.
+    pub fn cancel(&mut self, conn: Option<&mut Connection>, s: usize) {
+        let slot = &mut self.slots[s];
+        if let (StreamState::Open, Some(id), Some(conn)) = (slot.state, slot.id, conn) {
+            let code = quinn_proto::VarInt::from_u32(super::H3_REQUEST_CANCELLED);
+            let _ = conn.send_stream(id).reset(code);
+            let _ = conn.recv_stream(id).stop(code);
+        }
+        slot.state = StreamState::Free;
     }
 
     /// Slot `s` takes a request (`head`: a HEAD, whose response has no body); it goes out
