@@ -87,8 +87,9 @@ pub fn serve(peer: Peer, until: Instant) -> SocketAddr {
                     c.handle_event(back);
                 }
             }
-            while c.poll().is_some() {}
+            drain_readable(c);
             while let Some(id) = c.streams().accept(Dir::Bi) {
+                drain(c, id);
                 stalled |= answer(c, id, peer);
             }
             loop {
@@ -99,6 +100,24 @@ pub fn serve(peer: Peer, until: Instant) -> SocketAddr {
         }
     });
     addr
+}
+
+/// Reads what request stream `id` has and drops it: a stream read to its end frees its place
+/// in the client's stream limit (MAX_STREAMS, RFC 9000 section 4.6) once answered.
+fn drain(c: &mut Connection, id: quinn_proto::StreamId) {
+    if let Ok(mut chunks) = c.recv_stream(id).read(true) {
+        while let Ok(Some(_)) = chunks.next(usize::MAX) {}
+        let _ = chunks.finalize();
+    }
+}
+
+/// Handles the connection's events: each request stream that became readable is drained.
+fn drain_readable(c: &mut Connection) {
+    while let Some(event) = c.poll() {
+        if let quinn_proto::Event::Stream(quinn_proto::StreamEvent::Readable { id }) = event {
+            drain(c, id);
+        }
+    }
 }
 
 /// Answers request stream `id` as `peer` says; whether the server stalls from now on.

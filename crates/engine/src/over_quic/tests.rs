@@ -31,6 +31,17 @@ fn bench(
     (result, started.elapsed())
 }
 
+/// A closed loop over HTTP/3 toward `addr`, trusting any certificate.
+fn config(addr: SocketAddr, connections: usize, streams: usize, timeout: Duration) -> BenchConfig {
+    let target = Target::parse(&format!("https://{addr}/")).unwrap();
+    let mut config = BenchConfig::new(target);
+    config.protocol = Protocol::Http3 { streams };
+    (config.connections, config.threads) = (connections, 1);
+    config.tls.insecure = true;
+    (config.timeout, config.connect_timeout) = (timeout, timeout);
+    config
+}
+
 /// Every request budgeted ended, in `class` when it failed: none left unfinished.
 fn all_failed_as(result: &BenchResult, n: u64, class: ErrorClass) {
     let t = &result.tally;
@@ -50,6 +61,21 @@ fn requests_go_as_streams_of_quic_connections_and_each_answer_is_read_whole() {
     // Each connection's handshake is timed with its first answer, as TLS's is.
     assert_eq!(t.timings.tls.count(), t.connections_opened);
     assert_eq!(t.connections_opened, 1);
+}
+
+#[test]
+fn the_open_loop_places_its_arrivals_on_the_streams_of_its_connection() {
+    let addr = serve(Peer::Answer(b"hello"), Instant::now() + Duration::from_secs(10));
+    let mut config = config(addr, 1, 4, Duration::from_secs(5));
+    let arrival = crate::Arrival::Fixed;
+    config.pacing = crate::Pacing::Open { rate: 200.0, arrival, max_connections: 1 };
+    config.stop = Stop::Duration(Duration::from_secs(1));
+    let result = crate::run(&config, addr, Arc::new(Control::default())).unwrap();
+    let t = &result.tally;
+    // One connection carries them all, each stream taking the next arrival as it frees: at
+    // most the few in flight at the end are left, and none is failed.
+    assert_eq!((t.failed, t.connections_opened), (0, 1), "{:?}", t.errors);
+    assert!(t.completed >= 150, "{} completed, {} never sent", t.completed, t.not_sent);
 }
 
 #[test]
