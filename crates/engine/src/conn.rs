@@ -358,25 +358,26 @@ impl Conn {
         Ok(())
     }
 
-    /// Starts a QUIC connection to `addr` (its Initial goes with the next transmit) and
-    /// registers its UDP socket for both directions, once, as a TCP socket is.
+    /// Starts a QUIC connection to `addr` (its Initial goes with the next transmit), given up
+    /// when the server is silent for `idle`, and registers its UDP socket for both
+    /// directions, once, as a TCP socket is.
     pub fn connect_quic(
         &mut self,
         registry: &Registry,
         token: Token,
         addr: SocketAddr,
         tls: &(std::sync::Arc<rustls::ClientConfig>, rustls::pki_types::ServerName<'static>),
+        idle: std::time::Duration,
         now: Instant,
     ) -> io::Result<()> {
         self.tls_done = None;
         let h3 = self.h3.as_deref_mut().ok_or_else(|| io::Error::other("not an HTTP/3 slot"))?;
         let host = tls.1.to_str();
-        let mut quic = crate::h3::quic::Quic::connect(addr, tls.0.clone(), &host, now).map_err(
-            |e| match e {
+        let mut quic = crate::h3::quic::Quic::connect(addr, tls.0.clone(), &host, idle, now)
+            .map_err(|e| match e {
                 crate::h3::quic::QuicError::Io(e) => e,
                 e => io::Error::other(e.to_string()),
-            },
-        )?;
+            })?;
         quic.register(registry, token)?;
         h3.quic = Some(quic);
         self.state = State::Connecting;

@@ -24,7 +24,7 @@ const MAX_FIELD_SECTION: usize = 64 << 10;
 /// and reads the whole answer.
 pub fn get_within(endpoint: &Endpoint, path: &str, timeout: Duration) -> Result<Response, String> {
     let tls = endpoint.tls.as_ref().ok_or("HTTP/3 needs TLS: the endpoint speaks plain HTTP")?;
-    let mut quic = Blocking::connect(endpoint.addr, tls)?;
+    let mut quic = Blocking::connect(endpoint.addr, tls, timeout)?;
     let deadline = Instant::now() + timeout;
     let mut exchange = Get::new(endpoint, path);
     let outcome = loop {
@@ -93,8 +93,8 @@ fn udp_error(remote: SocketAddr, e: std::io::Error) -> String {
 }
 
 impl Blocking {
-    fn connect(remote: SocketAddr, tls: &Tls) -> Result<Blocking, String> {
-        let mut quic = Quic::connect(remote, tls.config(&["h3"]), &tls.host, Instant::now())
+    fn connect(remote: SocketAddr, tls: &Tls, idle: Duration) -> Result<Blocking, String> {
+        let mut quic = Quic::connect(remote, tls.config(&["h3"]), &tls.host, idle, Instant::now())
             .map_err(|e| e.to_string())?;
         let poll = mio::Poll::new().map_err(|e| format!("poll: {e}"))?;
         quic.register(poll.registry(), mio::Token(0)).map_err(|e| format!("poll: {e}"))?;

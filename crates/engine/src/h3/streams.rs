@@ -217,8 +217,8 @@ impl Streams {
                     }
                 }
                 Event::ConnectionLost { reason } => {
-                    let what = lost(&reason);
-                    self.fail_all(ErrorClass::Connreset, Reason { what, code: None }, true);
+                    let (class, what) = lost(&reason);
+                    self.fail_all(class, Reason { what, code: None }, true);
                     return true;
                 }
                 _ => {}
@@ -274,7 +274,7 @@ impl Streams {
                     let code = code.into_inner();
                     let what = super::code_name(code).unwrap_or("a stream reset");
                     let reason = Reason { what, code: u32::try_from(code).ok() };
-                    break s.map(|_| Outcome::Failed(ErrorClass::Connreset, reason));
+                    break s.map(|_| Outcome::Failed(ErrorClass::H3StreamReset, reason));
                 }
             }
         };
@@ -291,18 +291,19 @@ fn stream_what(e: &super::StreamError) -> &'static str {
     super::code_name(e.code()).unwrap_or("H3_GENERAL_PROTOCOL_ERROR")
 }
 
-/// Why a QUIC connection was lost, in words fixed enough to count by.
-fn lost(reason: &quinn_proto::ConnectionError) -> &'static str {
+/// Why a QUIC connection was lost: its class, and words fixed enough to count by.
+fn lost(reason: &quinn_proto::ConnectionError) -> (ErrorClass, &'static str) {
     use quinn_proto::ConnectionError as E;
+    let transport = ErrorClass::QuicTransport;
     match reason {
-        E::VersionMismatch => "QUIC: no version in common",
-        E::TransportError(_) => "QUIC: a transport error",
-        E::ConnectionClosed(_) => "QUIC: the server closed the connection",
-        E::ApplicationClosed(_) => "HTTP/3: the server closed the connection",
-        E::Reset => "QUIC: a stateless reset",
-        E::TimedOut => "QUIC: the connection went idle",
-        E::LocallyClosed => "QUIC: closed",
-        E::CidsExhausted => "QUIC: connection ids exhausted",
+        E::VersionMismatch => (transport, "QUIC: no version in common"),
+        E::TransportError(_) => (transport, "QUIC: a transport error"),
+        E::ConnectionClosed(_) => (transport, "QUIC: the server closed the connection"),
+        E::ApplicationClosed(_) => (ErrorClass::H3Conn, "HTTP/3: the server closed the connection"),
+        E::Reset => (transport, "QUIC: a stateless reset"),
+        E::TimedOut => (ErrorClass::QuicIdleTimeout, "QUIC: the connection went idle"),
+        E::LocallyClosed => (transport, "QUIC: closed"),
+        E::CidsExhausted => (transport, "QUIC: connection ids exhausted"),
     }
 }
 
@@ -326,7 +327,9 @@ mod tests {
         let opts = TlsOptions { insecure: true, ..TlsOptions::default() };
         let tls = Tls::trusting(&opts, "127.0.0.1").unwrap();
         let now = Instant::now();
-        let mut quic = Quic::connect(addr, tls.config(&["h3"]), &tls.host, now).unwrap();
+        let mut quic =
+            Quic::connect(addr, tls.config(&["h3"]), &tls.host, Duration::from_secs(5), now)
+                .unwrap();
         let mut poll = mio::Poll::new().unwrap();
         quic.register(poll.registry(), mio::Token(0)).unwrap();
         let mut events = mio::Events::with_capacity(8);
@@ -381,6 +384,6 @@ mod tests {
         let (ended, sent, _) = run(Peer::Reset(0x10b), 4);
         assert_eq!(sent, 4);
         let reason = Reason { what: "H3_REQUEST_REJECTED", code: Some(0x10b) };
-        assert_eq!(ended, vec![(Outcome::Failed(ErrorClass::Connreset, reason), 0, 0); 4]);
+        assert_eq!(ended, vec![(Outcome::Failed(ErrorClass::H3StreamReset, reason), 0, 0); 4]);
     }
 }

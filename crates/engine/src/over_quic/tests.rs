@@ -82,7 +82,7 @@ fn the_open_loop_places_its_arrivals_on_the_streams_of_its_connection() {
 fn a_reset_stream_ends_each_request_with_a_class() {
     let addr = serve(Peer::Reset(0x10b), Instant::now() + Duration::from_secs(10));
     let (result, took) = bench(addr, 6, 1, 2, Duration::from_secs(5));
-    all_failed_as(&result, 6, ErrorClass::Connreset);
+    all_failed_as(&result, 6, ErrorClass::H3StreamReset);
     assert!(took < Duration::from_secs(4), "{took:?}");
     let reasons = &result.tally.errors.h2_reasons;
     assert_eq!(reasons.values().sum::<u64>(), 6, "{reasons:?}");
@@ -90,11 +90,34 @@ fn a_reset_stream_ends_each_request_with_a_class() {
 
 #[test]
 fn a_server_that_stops_answering_mid_stream_ends_each_request_at_its_timeout() {
+    // The connection's idle timeout (the connect timeout, 5 s) is far off: each request ends
+    // at its own.
     let addr = serve(Peer::Stall, Instant::now() + Duration::from_secs(10));
-    let (result, took) = bench(addr, 4, 1, 2, Duration::from_millis(400));
+    let mut config = config(addr, 1, 2, Duration::from_millis(400));
+    (config.connect_timeout, config.stop) = (Duration::from_secs(5), Stop::Count(4));
+    let started = Instant::now();
+    let result = crate::run(&config, addr, Arc::new(Control::default())).unwrap();
+    let took = started.elapsed();
     all_failed_as(&result, 4, ErrorClass::ClientTimeout);
     // Two rounds of two streams, 400 ms each, and the sweep's tick.
     assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[test]
+fn a_server_that_goes_silent_ends_its_connections_requests_at_the_idle_timeout() {
+    // The stalling peer then ignores every datagram: no acknowledgement of the client's
+    // PINGs comes, and the connection is given up after the connect timeout, before the
+    // requests' own timeout.
+    let addr = serve(Peer::Stall, Instant::now() + Duration::from_secs(10));
+    let mut config = config(addr, 1, 2, Duration::from_secs(20));
+    config.connect_timeout = Duration::from_millis(400);
+    config.stop = Stop::Count(2);
+    let started = Instant::now();
+    let result = crate::run(&config, addr, Arc::new(Control::default())).unwrap();
+    all_failed_as(&result, 2, ErrorClass::QuicIdleTimeout);
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let reasons = &result.tally.errors.h2_reasons;
+    assert_eq!(reasons.get("QUIC: the connection went idle"), Some(&2), "{reasons:?}");
 }
 
 #[test]

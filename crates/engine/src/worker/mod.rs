@@ -368,7 +368,11 @@ impl Worker {
         let conn = &mut self.conns[idx];
         match (self.spec.protocol.is_h3(), to.tls) {
             (true, Some(tls)) => {
-                conn.connect_quic(self.poll.registry(), Token(idx), to.addr, tls, now)?
+                {
+                    // Silent for as long as a connect may take: the server is gone (quic_idle_timeout).
+                    let idle = self.spec.connect_timeout;
+                    conn.connect_quic(self.poll.registry(), Token(idx), to.addr, tls, idle, now)?
+                }
             }
             _ => conn.connect(self.poll.registry(), Token(idx), to, source, self.stamped)?,
         }
