@@ -236,16 +236,43 @@ impl BenchConfig {
         if self.threads == 0 {
             return invalid("the number of threads must be at least 1");
         }
-        if let Protocol::Http2 { streams } = self.protocol {
+        if let Protocol::Http2 { streams } | Protocol::Http3 { streams } = self.protocol {
+            let flag = if self.protocol.is_h3() { "--http3" } else { "--http2" };
             if streams == 0 {
                 return invalid("--streams must be at least 1");
             }
             if !self.keepalive {
-                return invalid(
-                    "--no-keepalive has no meaning with --http2: use --conn-rate R \
-                     --calls-per-conn 1 for a new connection per request",
-                );
+                return Err(EngineError::Config(format!(
+                    "--no-keepalive has no meaning with {flag}: use --conn-rate R \
+                     --calls-per-conn 1 for a new connection per request"
+                )));
             }
+        }
+        if self.protocol.is_h3() {
+            return self.check_h3();
+        }
+        Ok(())
+    }
+
+    /// What HTTP/3 needs and what its connections carry so far: QUIC carries TLS 1.3 only
+    /// (RFC 9001 section 4.2), over UDP, for requests of the closed and open loops.
+    fn check_h3(&self) -> Result<(), EngineError> {
+        if !self.target.tls {
+            return invalid("--http3 needs an https:// URL: QUIC carries TLS 1.3 only");
+        }
+        if self.tls.version == Some(crate::TlsVersion::Tls12) {
+            return invalid(
+                "--http3 speaks TLS 1.3 only: --tls-version 1.2 has no meaning with it",
+            );
+        }
+        if self.unix_socket.is_some() {
+            return invalid("--http3 runs over UDP: --unix-socket has no meaning with it");
+        }
+        if self.visits.is_some() {
+            return invalid("--http3 carries requests, not visits, for now");
+        }
+        if !self.source_ips.is_empty() {
+            return invalid("--http3 connections bind no source address, for now");
         }
         Ok(())
     }
@@ -278,7 +305,7 @@ impl BenchConfig {
     /// counted visit, whichever comes first).
     fn check_shape(&self) -> Result<(), EngineError> {
         let Some(shape) = &self.shape else { return Ok(()) };
-        if self.pacing == Pacing::Closed && self.protocol.is_h2() {
+        if self.pacing == Pacing::Closed && self.protocol != Protocol::Http1 {
             return invalid("connections that change over time are HTTP/1.1's only, for now");
         }
         if self.traffic.replay().is_some() {
@@ -362,7 +389,7 @@ impl BenchConfig {
     fn check_requests(&self) -> Result<(), EngineError> {
         match self.protocol {
             Protocol::Http1 => drop(self.request.encode(&self.target, self.keepalive)?),
-            Protocol::Http2 { .. } => {
+            Protocol::Http2 { .. } | Protocol::Http3 { .. } => {
                 drop(self.request.h2_fields(&self.target, &self.target.path)?)
             }
         }

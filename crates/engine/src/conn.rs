@@ -14,7 +14,8 @@ use mio::{Interest, Registry, Token};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::exchange::Exchange;
-use crate::h2::Session;
+use crate::h2::{Outcome, Session, StreamState};
+use crate::h3::streams::H3;
 use crate::http::{Parser, Progress};
 use crate::ErrorClass;
 
@@ -62,6 +63,102 @@ pub(crate) struct Conn {
     pub parser: Parser,
     /// HTTP/2: the connection's framing, its streams and their requests.
     pub h2: Option<Box<Session>>,
+    /// HTTP/3: the QUIC connection (in place of `stream`), its streams and their requests.
+    pub h3: Option<Box<H3>>,
+}
+
+/// A multiplexed connection's stream slots, HTTP/2's or HTTP/3's: what the loop's accounting
+/// asks of either (which slot is free, each slot's exchange and answer), so that a stream's
+/// outcome is placed, recorded and freed by one piece of code whatever carried it.
+pub(crate) enum Mux<'a> {
+    H2(&'a mut Session),
+    H3(&'a mut crate::h3::streams::Streams),
+}
+
+impl Mux<'_> {
+    pub fn free_slot(&self) -> Option<usize> {
+        match self {
+            Mux::H2(s) => s.free_slot(),
+            Mux::H3(s) => s.free_slot(),
+        }
+    }
+
+    pub fn place(&mut self, s: usize, head: bool) {
+        match self {
+            Mux::H2(h) => h.place(s, head),
+            Mux::H3(h) => h.place(s, head),
+        }
+    }
+
+    pub fn release(&mut self, s: usize) {
+        match self {
+            Mux::H2(h) => h.release(s),
+            Mux::H3(h) => h.release(s),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Mux::H2(h) => h.slots.len(),
+            Mux::H3(h) => h.slots.len(),
+        }
+    }
+
+    /// Slot `s`'s state and exchange.
+    pub fn slot(&mut self, s: usize) -> (StreamState, &mut Exchange) {
+        match self {
+            Mux::H2(h) => (h.slots[s].state, &mut h.slots[s].ex),
+            Mux::H3(h) => (h.slots[s].state, &mut h.slots[s].ex),
+        }
+    }
+
+    /// Slot `s`'s answer: its status and body length.
+    pub fn answer(&self, s: usize) -> (u16, u64) {
+        match self {
+            Mux::H2(h) => (h.slots[s].status, h.slots[s].body_len),
+            Mux::H3(h) => (h.slots[s].status, h.slots[s].body_len),
+        }
+    }
+
+    /// What slot `s`'s request put on the wire (HTTP/2's refused streams give it back).
+    pub fn wire(&self, s: usize) -> u64 {
+        match self {
+            Mux::H2(h) => h.slots[s].wire,
+            Mux::H3(_) => 0,
+        }
+    }
+
+    /// The next stream that ended, with how.
+    pub fn next_done(&mut self) -> Option<(usize, Outcome)> {
+        match self {
+            Mux::H2(h) => h.done.pop_front(),
+            Mux::H3(h) => h.done.pop_front(),
+        }
+    }
+
+    /// The first Server header the connection's answers carried.
+    pub fn take_server(&mut self) -> Option<String> {
+        match self {
+            Mux::H2(h) => h.server.take(),
+            Mux::H3(h) => h.server.take(),
+        }
+    }
+
+    /// Fails the open requests (`pending`: and the waiting ones), each with `class`.
+    pub fn fail_all(
+        &mut self,
+        class: ErrorClass,
+        reason: Option<crate::h2::Reason>,
+        pending: bool,
+    ) {
+        match self {
+            Mux::H2(h) => h.fail_all(class, reason, pending),
+            Mux::H3(h) => {
+                let reason = reason.unwrap_or(crate::h2::Reason { what: "", code: None });
+                h.fail_all(class, reason, pending)
+            }
+        }
+    }
 }
 
 /// What a read's bytes made of the HTTP/1.1 answer in progress ([`Conn::feed`]).
@@ -105,7 +202,13 @@ impl Conn {
         }
     }
 
-    pub fn new(parser: Parser, ex: Exchange, h2: Option<Box<Session>>, now: Instant) -> Conn {
+    pub fn new(
+        parser: Parser,
+        ex: Exchange,
+        h2: Option<Box<Session>>,
+        h3: Option<Box<H3>>,
+        now: Instant,
+    ) -> Conn {
         Conn {
             stream: None,
             state: State::Idle,
@@ -119,15 +222,43 @@ impl Conn {
             replies_on_socket: 0,
             parser,
             h2,
+            h3,
+        }
+    }
+
+    /// The stream slots of a multiplexed connection (HTTP/2, HTTP/3); `None` over HTTP/1.1.
+    pub fn mux(&mut self) -> Option<Mux<'_>> {
+        if let Some(h2) = self.h2.as_deref_mut() {
+            return Some(Mux::H2(h2));
+        }
+        self.h3.as_deref_mut().map(|h3| Mux::H3(&mut h3.streams))
+    }
+
+    pub fn multiplexed(&self) -> bool {
+        self.h2.is_some() || self.h3.is_some()
+    }
+
+    /// Whether a connection is open: a socket, or a QUIC connection.
+    pub fn has_connection(&self) -> bool {
+        self.stream.is_some() || self.h3.as_ref().is_some_and(|h| h.quic.is_some())
+    }
+
+    /// A multiplexed connection's requests waiting or open; `None` over HTTP/1.1.
+    pub fn streams_in_flight(&self) -> Option<usize> {
+        match (&self.h2, &self.h3) {
+            (Some(h2), _) => Some(h2.in_flight()),
+            (_, Some(h3)) => Some(h3.streams.in_flight()),
+            _ => None,
         }
     }
 
     /// Measured requests in flight: the one of an HTTP/1.1 connection, or an HTTP/2
     /// connection's streams.
     pub fn measured_in_flight(&self) -> u64 {
-        match &self.h2 {
-            Some(h2) => h2.measured_in_flight(),
-            None => u64::from(self.ex.measured && self.in_flight()),
+        match (&self.h2, &self.h3) {
+            (Some(h2), _) => h2.measured_in_flight(),
+            (_, Some(h3)) => h3.streams.measured_in_flight(),
+            _ => u64::from(self.ex.measured && self.in_flight()),
         }
     }
 
@@ -144,8 +275,8 @@ impl Conn {
 
     /// Whether a request is between its start and its end.
     pub fn in_flight(&self) -> bool {
-        if let Some(h2) = &self.h2 {
-            return h2.in_flight() > 0;
+        if let Some(n) = self.streams_in_flight() {
+            return n > 0;
         }
         matches!(self.state, State::Connecting | State::Writing { .. } | State::Reading)
     }
@@ -224,6 +355,34 @@ impl Conn {
         registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
         self.stream = Some(stream);
         self.state = State::Connecting;
+        Ok(())
+    }
+
+    /// Starts a QUIC connection to `addr` (its Initial goes with the next transmit), given up
+    /// when the server is silent for `idle`, and registers its UDP socket for both
+    /// directions, once, as a TCP socket is.
+    pub fn connect_quic(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        addr: SocketAddr,
+        tls: &(std::sync::Arc<rustls::ClientConfig>, rustls::pki_types::ServerName<'static>),
+        idle: std::time::Duration,
+        now: Instant,
+    ) -> io::Result<()> {
+        self.tls_done = None;
+        let h3 = self.h3.as_deref_mut().ok_or_else(|| io::Error::other("not an HTTP/3 slot"))?;
+        let host = tls.1.to_str();
+        let mut quic = crate::h3::quic::Quic::connect(addr, tls.0.clone(), &host, idle, now)
+            .map_err(|e| match e {
+                crate::h3::quic::QuicError::Io(e) => e,
+                e => io::Error::other(e.to_string()),
+            })?;
+        quic.register(registry, token)?;
+        h3.quic = Some(quic);
+        self.state = State::Connecting;
+        // The handshake is timed from here: QUIC has no connect of its own before it.
+        self.ex.connected = now;
         Ok(())
     }
 
@@ -323,15 +482,23 @@ impl Conn {
     /// Closes the socket. Closing the descriptor also removes it from the epoll set (epoll(7):
     /// a file descriptor is removed once all descriptors referring to it are closed), so no
     /// deregistration call is needed.
+    /// A QUIC connection is closed with H3_NO_ERROR, its CONNECTION_CLOSE sent at once so that
+    /// the server forgets it now rather than after its idle timeout (RFC 9000 section 10.2).
     pub fn close(&mut self) {
         self.stream = None;
+        if let Some(h3) = self.h3.as_deref_mut() {
+            if let Some(mut quic) = h3.quic.take() {
+                quic.close(crate::h3::H3_NO_ERROR, Instant::now());
+            }
+            h3.streams.disconnected();
+        }
     }
 
     /// Closes the socket, if there is one, recording how long it lived and how many replies it
     /// carried when its exchange is measured. Whether a socket was closed (the caller's count
     /// of open connections drops by one): every load's connections end here.
     pub fn retire(&mut self, tally: &mut crate::result::Tally) -> bool {
-        if self.stream.is_none() {
+        if !self.has_connection() {
             return false;
         }
         if self.ex.measured {

@@ -43,12 +43,24 @@ pub enum ErrorClass {
     /// go unanswered, a frame or header block that broke the protocol or a limit); the
     /// reasons are kept in [`ErrorCounts::h2_reasons`].
     H2Conn,
+    /// HTTP/3: the server reset the request's stream (RESET_STREAM, with its HTTP/3 error
+    /// code); the connection carries on. Reasons in [`ErrorCounts::h2_reasons`].
+    H3StreamReset,
+    /// HTTP/3: the server closed the request's QUIC connection at the application level
+    /// (CONNECTION_CLOSE with an HTTP/3 code), failing every request on it.
+    H3Conn,
+    /// QUIC: the request's connection failed at the transport level (a transport error
+    /// either side detected, a stateless reset, no version in common), every request on it.
+    QuicTransport,
+    /// QUIC: nothing came from the server, not even an acknowledgement of the client's
+    /// PINGs, for the idle timeout (the connect timeout): it stopped answering.
+    QuicIdleTimeout,
     /// Any other error; the errno is kept in [`ErrorCounts::other_errno`].
     Other,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 13] = [
+    pub const ALL: [ErrorClass; 17] = [
         ErrorClass::Connrefused,
         ErrorClass::Connreset,
         ErrorClass::ClientTimeout,
@@ -61,6 +73,10 @@ impl ErrorClass {
         ErrorClass::Tls,
         ErrorClass::H2Stream,
         ErrorClass::H2Conn,
+        ErrorClass::H3StreamReset,
+        ErrorClass::H3Conn,
+        ErrorClass::QuicTransport,
+        ErrorClass::QuicIdleTimeout,
         ErrorClass::Other,
     ];
 
@@ -84,6 +100,10 @@ impl ErrorClass {
             ErrorClass::Tls => "tls",
             ErrorClass::H2Stream => "h2_stream",
             ErrorClass::H2Conn => "h2_conn",
+            ErrorClass::H3StreamReset => "h3_stream_reset",
+            ErrorClass::H3Conn => "h3_conn",
+            ErrorClass::QuicTransport => "quic_transport",
+            ErrorClass::QuicIdleTimeout => "quic_idle_timeout",
             ErrorClass::Other => "other",
         }
     }

@@ -31,6 +31,7 @@ pub mod link;
 pub mod live;
 pub mod mix;
 mod multiplexed;
+mod over_quic;
 mod pacing;
 mod plain;
 pub mod probe;
@@ -180,10 +181,34 @@ fn preflight_tls(config: &BenchConfig, addr: SocketAddr) -> Result<(), EngineErr
         target: config.target.authority.clone(),
         reason,
     };
+    if config.protocol.is_h3() {
+        return preflight_h3(config, addr).map_err(unreachable);
+    }
     let h2 = config.protocol.is_h2();
     let tls_config = tls::client_config(&config.tls, h2).map_err(EngineError::Config)?;
     let name = tls::server_name(&config.target.host).map_err(EngineError::Config)?;
     tls::preflight(addr, name, tls_config, config.connect_timeout, h2).map_err(unreachable)
+}
+
+/// For `--http3`: the server offers h3 (Alt-Svc in its answer over TCP, RFC 9114 section
+/// 3.1.1) and answers a GET over QUIC, with the run's trust; each missing piece is its own
+/// reason.
+fn preflight_h3(config: &BenchConfig, addr: SocketAddr) -> Result<(), String> {
+    let tls = client::Tls::trusting(&config.tls, &config.target.host)?;
+    let endpoint = client::Endpoint { addr, tls: Some(tls) };
+    h3::get::offered(&endpoint, &config.target.path, config.connect_timeout)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// The run's TLS configuration: ALPN offers what it speaks, h3 over QUIC.
+fn run_tls_config(config: &BenchConfig) -> Result<Arc<rustls::ClientConfig>, EngineError> {
+    let mut tls =
+        tls::client_config(&config.tls, config.protocol.is_h2()).map_err(EngineError::Config)?;
+    if config.protocol.is_h3() {
+        Arc::make_mut(&mut tls).alpn_protocols = vec![b"h3".to_vec()];
+    }
+    Ok(tls)
 }
 
 /// For `--http2` over TCP (h2c with prior knowledge), after [`preflight_tcp`]: the server answers
@@ -275,8 +300,7 @@ impl Setup {
         let (fd_limit, _) = sys::raise_fd_limit();
         let tls = match config.target.tls {
             true => Some((
-                tls::client_config(&config.tls, config.protocol.is_h2())
-                    .map_err(EngineError::Config)?,
+                run_tls_config(config)?,
                 tls::server_name(&config.target.host).map_err(EngineError::Config)?,
             )),
             false => None,

@@ -34,7 +34,7 @@ impl Failure {
 /// with a stream's outcome.
 pub(crate) trait Multiplexed: Slots {
     /// Opens slot `idx`'s connection for its waiting streams (the loop's own connect: its
-    /// origin, its source address, whether it is measured).
+    /// origin, its source address, whether it is measured), over TCP or QUIC.
     fn open_h2(&mut self, idx: usize, now: Instant) -> io::Result<()>;
 
     /// Slot `idx`'s session queued output: the loop writes it now or at the end of its turn.
@@ -219,8 +219,8 @@ pub(crate) trait Multiplexed: Slots {
     fn settle(&mut self, idx: usize, errno: Option<i32>, now: Instant) {
         loop {
             let p = self.parts(idx);
-            let Some(session) = p.conn.h2.as_mut() else { return };
-            let Some((s, outcome)) = session.done.pop_front() else { break };
+            let Some(mut mux) = p.conn.mux() else { return };
+            let Some((s, outcome)) = mux.next_done() else { break };
             match outcome {
                 Outcome::Complete => self.stream_completed(idx, s, now),
                 Outcome::Failed(class, reason) => {
@@ -229,11 +229,10 @@ pub(crate) trait Multiplexed: Slots {
                 }
                 Outcome::Refused => {
                     // It never reached the server's processing: its sending did not count.
-                    let slot = &session.slots[s];
-                    if slot.ex.measured {
+                    let wire = mux.wire(s);
+                    if mux.slot(s).1.measured {
                         p.books.tally.sent = p.books.tally.sent.saturating_sub(1);
-                        p.books.tally.bytes_sent =
-                            p.books.tally.bytes_sent.saturating_sub(slot.wire);
+                        p.books.tally.bytes_sent = p.books.tally.bytes_sent.saturating_sub(wire);
                     }
                 }
             }
@@ -248,13 +247,14 @@ pub(crate) trait Multiplexed: Slots {
     fn record_stream(&mut self, idx: usize, s: usize, scheduled: bool, now: Instant) -> bool {
         let p = self.parts(idx);
         let tls = p.conn.count_reply();
-        let session = p.conn.h2.as_mut().expect("an HTTP/2 connection");
-        session.release(s);
+        let mut mux = p.conn.mux().expect("a multiplexed connection");
+        mux.release(s);
         if p.books.server.is_none() {
-            p.books.server = session.server.take();
+            p.books.server = mux.take_server();
         }
-        let slot = &mut session.slots[s];
-        if !slot.ex.measured {
+        let (status, body_len) = mux.answer(s);
+        let ex = mux.slot(s).1;
+        if !ex.measured {
             return false;
         }
         let recording = Recording {
@@ -262,8 +262,8 @@ pub(crate) trait Multiplexed: Slots {
             validation: &p.spec.validation,
             scheduled,
         };
-        let (status, body_len, failed) = (slot.status, slot.body_len, p.books.tally.failed);
-        slot.ex.record_completion(&mut p.books.tally, &recording, status, body_len, tls, now);
+        let failed = p.books.tally.failed;
+        ex.record_completion(&mut p.books.tally, &recording, status, body_len, tls, now);
         p.books.tally.keepalive += 1;
         p.books.last_event = now;
         p.books.tally.failed > failed
@@ -273,9 +273,9 @@ pub(crate) trait Multiplexed: Slots {
     /// recorded with its errno or HTTP/2 reason.
     fn record_stream_failure(&mut self, idx: usize, s: usize, failure: Failure, now: Instant) {
         let p = self.parts(idx);
-        let session = p.conn.h2.as_mut().expect("an HTTP/2 connection");
-        session.release(s);
-        let ex = &mut session.slots[s].ex;
+        let mut mux = p.conn.mux().expect("a multiplexed connection");
+        mux.release(s);
+        let ex = mux.slot(s).1;
         if !ex.measured {
             return;
         }
@@ -297,7 +297,7 @@ pub(crate) trait Multiplexed: Slots {
     fn fail_h2_io(&mut self, idx: usize, e: &io::Error, now: Instant) {
         let p = self.parts(idx);
         if let (Some(reason), true) = (crate::tls::reason(e), now >= p.spec.measure_start) {
-            let open = p.conn.h2.as_ref().map_or(0, |h| h.in_flight()) as u64;
+            let open = p.conn.streams_in_flight().unwrap_or(0) as u64;
             *p.books.tally.errors.tls_reasons.entry(reason.to_string()).or_insert(0) += open;
         }
         let failure = Failure { errno: e.raw_os_error(), ..Failure::of(ErrorClass::from_io(e)) };
@@ -312,8 +312,8 @@ pub(crate) trait Multiplexed: Slots {
         if self.conn(idx).state == State::Connecting {
             self.connect_ended();
         }
-        let session = self.conn(idx).h2.as_mut().expect("an HTTP/2 connection");
-        session.fail_all(class, reason, pending);
+        let mut mux = self.conn(idx).mux().expect("a multiplexed connection");
+        mux.fail_all(class, reason, pending);
         self.close(idx);
         self.conn(idx).state = match class {
             // The client ran out of descriptors or ports: rest before trying again.

@@ -11,6 +11,9 @@ pub enum Protocol {
     /// HTTP/2 (`--http2`): ALPN h2 over TLS, prior knowledge (h2c) over TCP, with up to
     /// `streams` requests in flight on each connection (h2load's `-m`).
     Http2 { streams: usize },
+    /// HTTP/3 (`--http3`): QUIC with ALPN h3, over https:// only (QUIC carries TLS 1.3), with
+    /// up to `streams` requests in flight on each connection, as HTTP/2's.
+    Http3 { streams: usize },
 }
 
 impl Protocol {
@@ -18,12 +21,26 @@ impl Protocol {
     pub fn streams(self) -> usize {
         match self {
             Protocol::Http1 => 1,
-            Protocol::Http2 { streams } => streams,
+            Protocol::Http2 { streams } | Protocol::Http3 { streams } => streams,
         }
     }
 
     pub fn is_h2(self) -> bool {
         matches!(self, Protocol::Http2 { .. })
+    }
+
+    pub fn is_h3(self) -> bool {
+        matches!(self, Protocol::Http3 { .. })
+    }
+
+    /// The name ALPN gives it (RFC 7301; RFC 9114 section 3.1 for h3), as every output says
+    /// it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+            Protocol::Http2 { .. } => "h2",
+            Protocol::Http3 { .. } => "h3",
+        }
     }
 }
 

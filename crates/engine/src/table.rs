@@ -19,6 +19,10 @@ pub(crate) struct Table {
     h1_ends: Vec<usize>,
     /// HTTP/2: the requests' HEADERS blocks and bodies; empty over HTTP/1.1.
     h2: Requests,
+    /// HTTP/3: each request's HEADERS frame (QPACK, static table only) and its body's DATA
+    /// frame, end to end as `h1`; empty otherwise.
+    h3: Vec<u8>,
+    h3_ends: Vec<usize>,
     /// HEAD requests, whose responses have no body whatever their headers say.
     head: Vec<bool>,
 }
@@ -69,6 +73,23 @@ impl Table {
                 table.h1.extend_from_slice(&bytes);
                 table.h1_ends.push(table.h1.len());
             }
+            if protocol.is_h3() {
+                // The fields are HTTP/2's, whose rules (lower-case names, no connection-
+                // specific fields) HTTP/3 shares (RFC 9114 section 4.2).
+                let fields = spec.h2_fields(target, path).map_err(|e| located(i, e))?;
+                let fields: Vec<(&[u8], &[u8])> =
+                    fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())).collect();
+                table.h3.extend_from_slice(&crate::h3::headers_frame(&fields));
+                if !spec.body.is_empty() {
+                    crate::h3::frame::put_header(
+                        &mut table.h3,
+                        crate::h3::frame::DATA,
+                        spec.body.len(),
+                    );
+                    table.h3.extend_from_slice(&spec.body);
+                }
+                table.h3_ends.push(table.h3.len());
+            }
         }
         if let Protocol::Http2 { .. } = protocol {
             table.h2 = Requests::build(
@@ -85,9 +106,13 @@ impl Table {
 
     #[inline]
     pub fn h1(&self, entry: u32) -> &[u8] {
-        let i = entry as usize;
-        let start = if i == 0 { 0 } else { self.h1_ends[i - 1] };
-        &self.h1[start..self.h1_ends[i]]
+        piece(&self.h1, &self.h1_ends, entry)
+    }
+
+    /// HTTP/3: request `entry`'s frames, as its stream carries them.
+    #[inline]
+    pub fn h3(&self, entry: u32) -> &[u8] {
+        piece(&self.h3, &self.h3_ends, entry)
     }
 
     /// HTTP/2: every request, indexed by entry.
@@ -100,6 +125,14 @@ impl Table {
     pub fn is_head(&self, entry: u32) -> bool {
         self.head[entry as usize]
     }
+}
+
+/// Request `entry` of requests stored end to end in `bytes`, each ending at its `ends`.
+#[inline]
+fn piece<'a>(bytes: &'a [u8], ends: &[usize], entry: u32) -> &'a [u8] {
+    let i = entry as usize;
+    let start = if i == 0 { 0 } else { ends[i - 1] };
+    &bytes[start..ends[i]]
 }
 
 #[cfg(test)]

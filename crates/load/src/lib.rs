@@ -12,7 +12,7 @@
 //!   [`Setting`] as each [`Origin`] names it.
 //! - [`Connection`]: each connection's keep-alive and time bounds.
 //! - [`Warmup`]: the load before the measurement.
-//! - [`Protocol`]: TLS resumption and version, HTTP/2 and its streams.
+//! - [`Protocol`]: TLS resumption and version, HTTP/2 or HTTP/3 and their streams.
 //! - [`Schedule`]: how scheduled load (open loop, sessions) is spaced and bounded.
 //! - [`Arrival`]: the spacing a user can name (`fixed`, `poisson`).
 //! - [`parse_duration`]: durations as the flags and the suite file spell them.
@@ -137,12 +137,18 @@ pub struct Protocol {
     /// Speak HTTP/2: h2 chosen by ALPN over https:// (a server that does not choose it is
     /// refused, exit 3), prior knowledge (h2c) over http://.
     // Command line only: a suite's lab stack speaks it by its own `http2` knob.
-    #[arg(long = "http2")]
+    #[arg(long = "http2", group = "multiplexed")]
     #[serde(skip)]
     pub http2: bool,
-    /// With --http2: requests in flight on each connection (h2load's -m): the closed loop
-    /// keeps connections x streams outstanding.
-    #[arg(long = "streams", value_name = "N", default_value_t = defaults::STREAMS, requires = "http2")]
+    /// Speak HTTP/3: QUIC over UDP with ALPN h3, https:// only; a server whose answer over
+    /// TCP offers no h3 in Alt-Svc, or that gives no answer over QUIC, is refused (exit 3).
+    // Command line only, as --http2.
+    #[arg(long = "http3", group = "multiplexed", conflicts_with = "http2")]
+    #[serde(skip)]
+    pub http3: bool,
+    /// With --http2 or --http3: requests in flight on each connection (h2load's -m): the
+    /// closed loop keeps connections x streams outstanding.
+    #[arg(long = "streams", value_name = "N", default_value_t = defaults::STREAMS, requires = "multiplexed")]
     pub streams: usize,
 }
 
@@ -162,6 +168,9 @@ impl Protocol {
         });
         if self.http2 {
             config.protocol = loadlab_engine::Protocol::Http2 { streams: self.streams };
+        }
+        if self.http3 {
+            config.protocol = loadlab_engine::Protocol::Http3 { streams: self.streams };
         }
     }
 }

@@ -11,6 +11,7 @@ mod hdr_log;
 mod hostile_failures;
 mod hostile_framing;
 mod http2;
+mod http3;
 mod interrupt;
 mod link;
 mod live_view;

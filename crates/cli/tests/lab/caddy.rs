@@ -66,6 +66,45 @@ fn caddy_fpm_serves_h1_h2_and_offers_h3_on_one_port() {
     exercise(lab, up, &[STATIC, PHP, ASPECTS, &["php", "tls", "http2", "http3"]], Some(PHPINFO));
 }
 
+/// `bench --http3` against Caddy: every request over QUIC on streams of its connections, each
+/// answered whole, each in Caddy's access log as HTTP/3.0; offered h3 by Alt-Svc first, which
+/// one request over TCP asked.
+#[test]
+fn caddy_serves_bench_over_http3_and_logs_each_request_as_http3() {
+    let (_lab, up) = require_stack!("caddy", &["--tls", "on", "--access-log", "on"]);
+    let url = up["url"].as_str().expect("url").to_string();
+    let ca = up["cacert"].as_str().expect("the instance's CA");
+    let before = logged_protocols(&up).len();
+    let args = [
+        "bench",
+        &format!("{url}hello.txt"),
+        "-n",
+        "60",
+        "-c",
+        "2",
+        "--http3",
+        "--streams",
+        "3",
+        "--cacert",
+        ca,
+        "--expect-status",
+        "200",
+    ];
+    let (report, output) = run_json(&args);
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    assert_eq!(report["protocol"], "h3", "{report:#}");
+    assert_eq!(report["requests"]["completed"], 60, "{report:#}");
+    assert_eq!(report["requests"]["failed"], 0, "{report:#}");
+    assert_eq!(report["status"]["200"], 60, "{report:#}");
+    assert_eq!(report["body_length"]["first"], 13, "{report:#}");
+    assert_eq!(report["server"]["software"], "Caddy", "{report:#}");
+    // The offer asked over TCP (HTTP/1.1) and over QUIC, then the 60 requests.
+    let new = logged_protocols(&up)[before..].to_vec();
+    assert_eq!(new.len(), 62, "{new:?}");
+    assert_eq!(new.iter().filter(|p| *p == "HTTP/1.1").count(), 1, "{new:?}");
+    assert!(new[2..].iter().all(|p| p == "HTTP/3.0"), "{new:?}");
+}
+
 /// Without TLS, Caddy serves HTTP/1.1 (and h2c beside it) and no HTTP/3, which needs TLS.
 #[test]
 fn caddy_without_tls_serves_h1_and_h2c_and_no_h3() {

@@ -59,6 +59,14 @@ fn nginx_with_tls_verifies_its_certificate_and_serves_bench_with_its_ca() {
     assert!(said.contains("invalid peer certificate"), "{said}");
     assert!(said.contains(&format!("--cacert {ca} (the lab instance's CA)")), "{said}");
     assert!(said.contains("--insecure"), "{said}");
+    // nginx 1.22 has no HTTP/3: `--http3` is refused before any load, in one line saying
+    // which piece is missing (exit 3).
+    let output =
+        lab.run(&["bench", &format!("{url}hello.txt"), "-n", "5", "--http3", "--cacert", &ca]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let said = stderr(&output);
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("the server offers no HTTP/3: Alt-Svc \"\" names no h3=\":"), "{said}");
 
     let id = up["id"].as_str().unwrap().to_string();
     let show = lab.json(&["stack", "show", &id, "--json"]);

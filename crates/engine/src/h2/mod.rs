@@ -133,6 +133,36 @@ impl StreamState {
     }
 }
 
+/// A stream slot of either multiplexed protocol (this one's [`Slot`], HTTP/3's), as its
+/// connection counts them ([`in_flight`], [`measured_in_flight`], [`pending`]).
+pub(crate) trait StreamSlot {
+    fn state(&self) -> StreamState;
+    fn measured(&self) -> bool;
+}
+
+/// Requests waiting or open.
+pub(crate) fn in_flight(slots: &[impl StreamSlot]) -> usize {
+    slots.iter().filter(|s| s.state() != StreamState::Free).count()
+}
+
+pub(crate) fn measured_in_flight(slots: &[impl StreamSlot]) -> u64 {
+    slots.iter().filter(|s| s.state() != StreamState::Free && s.measured()).count() as u64
+}
+
+pub(crate) fn pending(slots: &[impl StreamSlot]) -> bool {
+    slots.iter().any(|s| s.state() == StreamState::Pending)
+}
+
+impl StreamSlot for Slot {
+    fn state(&self) -> StreamState {
+        self.state
+    }
+
+    fn measured(&self) -> bool {
+        self.ex.measured
+    }
+}
+
 /// One stream slot: the request it carries and its response so far.
 #[derive(Debug)]
 pub(crate) struct Slot {
@@ -306,15 +336,15 @@ impl Session {
 
     /// Requests waiting or open.
     pub fn in_flight(&self) -> usize {
-        self.slots.iter().filter(|s| s.state != StreamState::Free).count()
+        in_flight(&self.slots)
     }
 
     pub fn measured_in_flight(&self) -> u64 {
-        self.slots.iter().filter(|s| s.state != StreamState::Free && s.ex.measured).count() as u64
+        measured_in_flight(&self.slots)
     }
 
     pub fn pending(&self) -> bool {
-        self.slots.iter().any(|s| s.state == StreamState::Pending)
+        pending(&self.slots)
     }
 
     /// A slot with no request, if new requests may still go on this connection.

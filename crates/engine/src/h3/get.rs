@@ -20,14 +20,11 @@ use crate::client::{Endpoint, Response, Tls, MAX_BODY};
 /// The largest field section taken (SETTINGS_MAX_FIELD_SECTION_SIZE).
 const MAX_FIELD_SECTION: usize = 64 << 10;
 
-/// H3_NO_ERROR: the code a client closes its connection with when done (RFC 9114 section 8.1).
-const NO_ERROR: u32 = 0x100;
-
 /// GETs `path` over HTTP/3 from `endpoint` (which must speak TLS), within `timeout` in all,
 /// and reads the whole answer.
 pub fn get_within(endpoint: &Endpoint, path: &str, timeout: Duration) -> Result<Response, String> {
     let tls = endpoint.tls.as_ref().ok_or("HTTP/3 needs TLS: the endpoint speaks plain HTTP")?;
-    let mut quic = Blocking::connect(endpoint.addr, tls)?;
+    let mut quic = Blocking::connect(endpoint.addr, tls, timeout)?;
     let deadline = Instant::now() + timeout;
     let mut exchange = Get::new(endpoint, path);
     let outcome = loop {
@@ -96,8 +93,8 @@ fn udp_error(remote: SocketAddr, e: std::io::Error) -> String {
 }
 
 impl Blocking {
-    fn connect(remote: SocketAddr, tls: &Tls) -> Result<Blocking, String> {
-        let mut quic = Quic::connect(remote, tls.config(&["h3"]), &tls.host, Instant::now())
+    fn connect(remote: SocketAddr, tls: &Tls, idle: Duration) -> Result<Blocking, String> {
+        let mut quic = Quic::connect(remote, tls.config(&["h3"]), &tls.host, idle, Instant::now())
             .map_err(|e| e.to_string())?;
         let poll = mio::Poll::new().map_err(|e| format!("poll: {e}"))?;
         quic.register(poll.registry(), mio::Token(0)).map_err(|e| format!("poll: {e}"))?;
@@ -157,7 +154,7 @@ impl Blocking {
 
     /// Closes the connection as done (H3_NO_ERROR).
     fn close(&mut self) {
-        self.quic.close(NO_ERROR, Instant::now());
+        self.quic.close(super::H3_NO_ERROR, Instant::now());
     }
 }
 
@@ -281,7 +278,7 @@ fn write_all(conn: &mut Connection, id: StreamId, bytes: &[u8]) -> Result<(), St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::h3::peer::{serve, Peer};
+    use crate::h3::peer::{garbage, serve, Peer};
     use crate::tls::TlsOptions;
     use std::net::UdpSocket;
 
@@ -336,35 +333,7 @@ mod tests {
 
     #[test]
     fn garbage_datagrams_end_in_an_error_never_a_panic() {
-        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let addr = peer.local_addr().unwrap();
-        peer.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
-        let answering = std::thread::spawn(move || {
-            // Each datagram answered with bytes of every kind: short, long-header-like,
-            // and as long as the client's Initial, for as long as the client sends.
-            let mut buf = [0u8; 2048];
-            let mut x: u32 = 0x1234_5678;
-            let until = Instant::now() + LIMIT + Duration::from_millis(500);
-            while Instant::now() < until {
-                let Ok((n, from)) = peer.recv_from(&mut buf) else { continue };
-                for len in [1, 20, n] {
-                    let reply: Vec<u8> = (0..len)
-                        .map(|i| {
-                            x ^= x << 13;
-                            x ^= x >> 17;
-                            x ^= x << 5;
-                            // Keep the first byte a long header's now and then.
-                            if i == 0 && len > 1 {
-                                0xc0 | x as u8
-                            } else {
-                                x as u8
-                            }
-                        })
-                        .collect();
-                    let _ = peer.send_to(&reply, from);
-                }
-            }
-        });
+        let (addr, answering) = garbage(Instant::now() + LIMIT + Duration::from_millis(500));
         let err = get_fails(addr);
         assert!(err.starts_with("HTTP/3: no whole answer") || err.starts_with("QUIC"), "{err}");
         answering.join().unwrap();

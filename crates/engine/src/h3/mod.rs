@@ -12,13 +12,18 @@
 
 pub mod frame;
 pub mod get;
+#[cfg(test)]
+pub(crate) mod peer;
 pub mod qpack;
 pub mod quic;
-// The worker's HTTP/3 slots stand on it; until they do, only its tests use it.
-#[cfg(test)]
-mod peer;
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) mod streams;
+
+/// H3_NO_ERROR: the code a client closes its connection with when done (RFC 9114 section 8.1).
+pub const H3_NO_ERROR: u32 = 0x100;
+
+/// H3_REQUEST_CANCELLED: a request the client no longer wants (its timeout), as its stream is
+/// reset and its reading stopped (RFC 9114 section 4.1.1).
+pub const H3_REQUEST_CANCELLED: u32 = 0x10c;
 
 use qpack::{Decoder, QpackError};
 

@@ -87,8 +87,9 @@ pub fn serve(peer: Peer, until: Instant) -> SocketAddr {
                     c.handle_event(back);
                 }
             }
-            while c.poll().is_some() {}
+            drain_readable(c);
             while let Some(id) = c.streams().accept(Dir::Bi) {
+                drain(c, id);
                 stalled |= answer(c, id, peer);
             }
             loop {
@@ -99,6 +100,24 @@ pub fn serve(peer: Peer, until: Instant) -> SocketAddr {
         }
     });
     addr
+}
+
+/// Reads what request stream `id` has and drops it: a stream read to its end frees its place
+/// in the client's stream limit (MAX_STREAMS, RFC 9000 section 4.6) once answered.
+fn drain(c: &mut Connection, id: quinn_proto::StreamId) {
+    if let Ok(mut chunks) = c.recv_stream(id).read(true) {
+        while let Ok(Some(_)) = chunks.next(usize::MAX) {}
+        let _ = chunks.finalize();
+    }
+}
+
+/// Handles the connection's events: each request stream that became readable is drained.
+fn drain_readable(c: &mut Connection) {
+    while let Some(event) = c.poll() {
+        if let quinn_proto::Event::Stream(quinn_proto::StreamEvent::Readable { id }) = event {
+            drain(c, id);
+        }
+    }
 }
 
 /// Answers request stream `id` as `peer` says; whether the server stalls from now on.
@@ -130,4 +149,37 @@ fn answer(c: &mut Connection, id: quinn_proto::StreamId, peer: Peer) -> bool {
             true
         }
     }
+}
+
+/// A UDP peer on 127.0.0.1 answering each datagram, until `until`, with bytes of every kind:
+/// short, long-header-like, and as long as the client's Initial. Its thread is returned to be
+/// joined.
+pub fn garbage(until: Instant) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = peer.local_addr().unwrap();
+    peer.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let answering = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let mut x: u32 = 0x1234_5678;
+        while Instant::now() < until {
+            let Ok((n, from)) = peer.recv_from(&mut buf) else { continue };
+            for len in [1, 20, n] {
+                let reply: Vec<u8> = (0..len)
+                    .map(|i| {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        // Keep the first byte a long header's now and then.
+                        if i == 0 && len > 1 {
+                            0xc0 | x as u8
+                        } else {
+                            x as u8
+                        }
+                    })
+                    .collect();
+                let _ = peer.send_to(&reply, from);
+            }
+        }
+    });
+    (addr, answering)
 }

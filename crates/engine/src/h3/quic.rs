@@ -11,7 +11,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mio::net::UdpSocket;
 use mio::{Interest, Registry, Token};
@@ -55,17 +55,28 @@ impl std::fmt::Debug for Quic {
 
 impl Quic {
     /// Starts a connection to `remote` for the server name `host`, its TLS 1.3 the client
-    /// configuration `tls` (whose ALPN the caller chose), at `now`. Nothing is sent yet:
+    /// configuration `tls` (whose ALPN the caller chose), at `now`, given up once nothing has
+    /// come from the server for `idle` (RFC 9000 section 10.1). Nothing is sent yet:
     /// [`Quic::transmit`] sends the Initial.
     pub fn connect(
         remote: SocketAddr,
         tls: Arc<rustls::ClientConfig>,
         host: &str,
+        idle: Duration,
         now: Instant,
     ) -> Result<Quic, QuicError> {
         let crypto =
             QuicClientConfig::try_from(tls).map_err(|e| QuicError::Config(e.to_string()))?;
-        let config = ClientConfig::new(Arc::new(crypto));
+        let mut config = ClientConfig::new(Arc::new(crypto));
+        let mut transport = quinn_proto::TransportConfig::default();
+        // A server that answers nothing, not even an acknowledgement, for `idle` is gone. A
+        // slow one is not: PINGs at a third of it keep the connection alive (each is
+        // acknowledged) while a response takes its time.
+        let idle_timeout = quinn_proto::IdleTimeout::try_from(idle)
+            .map_err(|e| QuicError::Config(e.to_string()))?;
+        transport.max_idle_timeout(Some(idle_timeout));
+        transport.keep_alive_interval(Some(idle / 3));
+        config.transport_config(Arc::new(transport));
         let local: SocketAddr = match remote {
             SocketAddr::V4(_) => ([0, 0, 0, 0], 0).into(),
             SocketAddr::V6(_) => ([0u16; 8], 0).into(),

@@ -16,7 +16,7 @@ use quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId};
 use super::qpack::Decoder;
 use super::{frame, Part, Response};
 use crate::exchange::Exchange;
-use crate::h2::{Outcome, Reason, StreamState};
+use crate::h2::{self, Outcome, Reason, StreamSlot, StreamState};
 use crate::ErrorClass;
 
 /// One stream slot: its request and its response so far.
@@ -29,6 +29,24 @@ pub(crate) struct Slot {
     pub status: u16,
     pub body_len: u64,
     head: bool,
+}
+
+impl StreamSlot for Slot {
+    fn state(&self) -> StreamState {
+        self.state
+    }
+
+    fn measured(&self) -> bool {
+        self.ex.measured
+    }
+}
+
+/// A worker's HTTP/3 connection slot: its QUIC connection while one is open, and its
+/// requests' stream slots, which outlive it.
+#[derive(Debug)]
+pub(crate) struct H3 {
+    pub quic: Option<super::quic::Quic>,
+    pub streams: Streams,
 }
 
 /// The HTTP/3 side of one connection: its stream slots and the streams' outcomes.
@@ -76,6 +94,36 @@ impl Streams {
 
     pub fn free_slot(&self) -> Option<usize> {
         self.slots.iter().position(|s| s.state == StreamState::Free)
+    }
+
+    pub fn in_flight(&self) -> usize {
+        h2::in_flight(&self.slots)
+    }
+
+    pub fn measured_in_flight(&self) -> u64 {
+        h2::measured_in_flight(&self.slots)
+    }
+
+    pub fn pending(&self) -> bool {
+        h2::pending(&self.slots)
+    }
+
+    /// The connection is gone: the next one opens its control stream again.
+    pub fn disconnected(&mut self) {
+        self.ready = false;
+    }
+
+    /// Ends the request on slot `s` without its response (a timeout): an open stream is reset
+    /// and its reading stopped with H3_REQUEST_CANCELLED (RFC 9114 section 4.1.1), and the
+    /// slot freed.
+    pub fn cancel(&mut self, conn: Option<&mut Connection>, s: usize) {
+        let slot = &mut self.slots[s];
+        if let (StreamState::Open, Some(id), Some(conn)) = (slot.state, slot.id, conn) {
+            let code = quinn_proto::VarInt::from_u32(super::H3_REQUEST_CANCELLED);
+            let _ = conn.send_stream(id).reset(code);
+            let _ = conn.recv_stream(id).stop(code);
+        }
+        slot.state = StreamState::Free;
     }
 
     /// Slot `s` takes a request (`head`: a HEAD, whose response has no body); it goes out
@@ -169,8 +217,8 @@ impl Streams {
                     }
                 }
                 Event::ConnectionLost { reason } => {
-                    let what = lost(&reason);
-                    self.fail_all(ErrorClass::Connreset, Reason { what, code: None }, true);
+                    let (class, what) = lost(&reason);
+                    self.fail_all(class, Reason { what, code: None }, true);
                     return true;
                 }
                 _ => {}
@@ -226,7 +274,7 @@ impl Streams {
                     let code = code.into_inner();
                     let what = super::code_name(code).unwrap_or("a stream reset");
                     let reason = Reason { what, code: u32::try_from(code).ok() };
-                    break s.map(|_| Outcome::Failed(ErrorClass::Connreset, reason));
+                    break s.map(|_| Outcome::Failed(ErrorClass::H3StreamReset, reason));
                 }
             }
         };
@@ -243,18 +291,19 @@ fn stream_what(e: &super::StreamError) -> &'static str {
     super::code_name(e.code()).unwrap_or("H3_GENERAL_PROTOCOL_ERROR")
 }
 
-/// Why a QUIC connection was lost, in words fixed enough to count by.
-fn lost(reason: &quinn_proto::ConnectionError) -> &'static str {
+/// Why a QUIC connection was lost: its class, and words fixed enough to count by.
+fn lost(reason: &quinn_proto::ConnectionError) -> (ErrorClass, &'static str) {
     use quinn_proto::ConnectionError as E;
+    let transport = ErrorClass::QuicTransport;
     match reason {
-        E::VersionMismatch => "QUIC: no version in common",
-        E::TransportError(_) => "QUIC: a transport error",
-        E::ConnectionClosed(_) => "QUIC: the server closed the connection",
-        E::ApplicationClosed(_) => "HTTP/3: the server closed the connection",
-        E::Reset => "QUIC: a stateless reset",
-        E::TimedOut => "QUIC: the connection went idle",
-        E::LocallyClosed => "QUIC: closed",
-        E::CidsExhausted => "QUIC: connection ids exhausted",
+        E::VersionMismatch => (transport, "QUIC: no version in common"),
+        E::TransportError(_) => (transport, "QUIC: a transport error"),
+        E::ConnectionClosed(_) => (transport, "QUIC: the server closed the connection"),
+        E::ApplicationClosed(_) => (ErrorClass::H3Conn, "HTTP/3: the server closed the connection"),
+        E::Reset => (transport, "QUIC: a stateless reset"),
+        E::TimedOut => (ErrorClass::QuicIdleTimeout, "QUIC: the connection went idle"),
+        E::LocallyClosed => (transport, "QUIC: closed"),
+        E::CidsExhausted => (transport, "QUIC: connection ids exhausted"),
     }
 }
 
@@ -278,7 +327,9 @@ mod tests {
         let opts = TlsOptions { insecure: true, ..TlsOptions::default() };
         let tls = Tls::trusting(&opts, "127.0.0.1").unwrap();
         let now = Instant::now();
-        let mut quic = Quic::connect(addr, tls.config(&["h3"]), &tls.host, now).unwrap();
+        let mut quic =
+            Quic::connect(addr, tls.config(&["h3"]), &tls.host, Duration::from_secs(5), now)
+                .unwrap();
         let mut poll = mio::Poll::new().unwrap();
         quic.register(poll.registry(), mio::Token(0)).unwrap();
         let mut events = mio::Events::with_capacity(8);
@@ -333,6 +384,6 @@ mod tests {
         let (ended, sent, _) = run(Peer::Reset(0x10b), 4);
         assert_eq!(sent, 4);
         let reason = Reason { what: "H3_REQUEST_REJECTED", code: Some(0x10b) };
-        assert_eq!(ended, vec![(Outcome::Failed(ErrorClass::Connreset, reason), 0, 0); 4]);
+        assert_eq!(ended, vec![(Outcome::Failed(ErrorClass::H3StreamReset, reason), 0, 0); 4]);
     }
 }

@@ -29,7 +29,7 @@ impl Worker {
     /// the rate low by their share of the budget: 100 connections of 80 KB pages behind
     /// 100 Mbit/s gave 139 req/s over 1,000 requests with a 1 s warm-up, 147 without one.
     pub(super) fn adopt_warm_up(&mut self) {
-        if self.spec.protocol.is_h2() {
+        if self.spec.protocol != crate::Protocol::Http1 {
             return self.adopt_warm_up_streams();
         }
         for conn in self.conns.iter_mut().filter(|c| c.in_flight() && !c.ex.measured) {

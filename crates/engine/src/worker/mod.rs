@@ -32,8 +32,10 @@ use crate::check::BodyCheck;
 use crate::conn::{Conn, State, BACKOFF};
 use crate::exchange::{second_of, us, Exchange};
 use crate::h2::Session;
+use crate::h3::streams::{Streams, H3};
 use crate::http::Parser;
 use crate::multiplexed::Multiplexed;
+use crate::over_quic::OverQuic;
 use crate::pacing::{Budget, Pacing};
 use crate::plain::Plain;
 use crate::result::WorkerReport;
@@ -196,7 +198,12 @@ impl Worker {
             }
             Box::new(session)
         });
-        let conn = Conn::new(parser, exchange(), h2, now);
+        let h3 = self.spec.protocol.is_h3().then(|| {
+            let max_field_section = self.spec.limits.max_head_bytes;
+            let streams = Streams::new(streams, max_field_section, exchange);
+            Box::new(H3 { quic: None, streams })
+        });
+        let conn = Conn::new(parser, exchange(), h2, h3, now);
         self.conns.push(conn);
         self.conns.len() - 1
     }
@@ -234,7 +241,12 @@ impl Worker {
             // lateness is then measured like any other.
             let _ = timer.arm(at);
         }
-        let timeout = wake.saturating_duration_since(now);
+        let mut timeout = wake.saturating_duration_since(now);
+        if self.spec.protocol.is_h3() {
+            if let Some(at) = self.quic_wake(self.conns.len()) {
+                timeout = timeout.min(at.saturating_duration_since(now));
+            }
+        }
         // The open loop's next send is near: sleep until it whatever becomes ready, then
         // take everything that did (responses keep the kernel's arrival stamps). One
         // wake-up per send rather than one per send and one per response.
@@ -300,7 +312,7 @@ impl Worker {
         scheduled: bool,
         entry: Option<u32>,
     ) {
-        if self.conns[idx].h2.is_some() {
+        if self.conns[idx].multiplexed() {
             return self.start_streams(idx, now, due, scheduled, entry);
         }
         let measured = due >= self.spec.measure_start;
@@ -354,7 +366,16 @@ impl Worker {
             },
         };
         let conn = &mut self.conns[idx];
-        conn.connect(self.poll.registry(), Token(idx), to, source, self.stamped)?;
+        match (self.spec.protocol.is_h3(), to.tls) {
+            (true, Some(tls)) => {
+                {
+                    // Silent for as long as a connect may take: the server is gone (quic_idle_timeout).
+                    let idle = self.spec.connect_timeout;
+                    conn.connect_quic(self.poll.registry(), Token(idx), to.addr, tls, idle, now)?
+                }
+            }
+            _ => conn.connect(self.poll.registry(), Token(idx), to, source, self.stamped)?,
+        }
         let measured = self.conns[idx].ex.measured;
         self.opened(idx, measured, now);
         self.connecting += 1;
@@ -368,6 +389,9 @@ impl Worker {
     fn on_event(&mut self, event: &Event) {
         let idx = event.token().0;
         let now = Instant::now();
+        if self.conns[idx].h3.is_some() {
+            return self.on_h3_event(idx, event, now);
+        }
         if self.conns[idx].h2.is_some() {
             return self.on_h2_event(idx, event, now);
         }
@@ -463,7 +487,9 @@ impl Worker {
                     continue;
                 }
             }
-            if self.conns[idx].h2.is_some() {
+            if self.conns[idx].h3.is_some() {
+                self.sweep_h3(idx, now);
+            } else if self.conns[idx].h2.is_some() {
                 self.sweep_h2(idx, now);
             } else {
                 self.sweep_h1(idx, now);
@@ -538,6 +564,9 @@ impl EventLoop for Worker {
                 self.start_request(idx, now, now);
             }
             self.dispatch(now, now);
+        }
+        if self.spec.protocol.is_h3() {
+            self.quic_timers(self.conns.len(), now);
         }
         self.flush_dirty(now);
     }

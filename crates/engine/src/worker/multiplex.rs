@@ -16,6 +16,7 @@ use super::Worker;
 use crate::conn::State;
 use crate::h2::StreamState;
 use crate::multiplexed::{Failure, Multiplexed};
+use crate::over_quic::OverQuic;
 use crate::pacing::Pacing;
 use crate::slots::Slots;
 
@@ -35,8 +36,8 @@ impl Worker {
         let measured = due >= self.spec.measure_start;
         loop {
             let conn = &mut self.conns[idx];
-            let Some(session) = conn.h2.as_mut() else { return };
-            let Some(s) = session.free_slot() else { break };
+            let Some(free) = conn.mux().map(|m| m.free_slot()) else { return };
+            let Some(s) = free else { break };
             match self.spec.pacing {
                 Pacing::Closed if measured && !self.budget.take() => {
                     self.budget_spent = true;
@@ -46,10 +47,10 @@ impl Worker {
                 Pacing::Sessions { .. } => conn.calls_unstarted -= 1,
                 _ => {}
             }
-            let slot = &mut session.slots[s];
+            let mut mux = conn.mux().expect("a multiplexed slot");
             let request = entry.take().unwrap_or_else(|| self.spec.picker.next());
-            slot.ex.begin(now, due, self.spec.timeout, measured, request);
-            session.place(s, self.spec.table.is_head(request));
+            mux.slot(s).1.begin(now, due, self.spec.timeout, measured, request);
+            mux.place(s, self.spec.table.is_head(request));
             if measured && scheduled {
                 self.record_late(now, due);
             }
@@ -57,20 +58,27 @@ impl Worker {
                 break;
             }
         }
-        let conn = &mut self.conns[idx];
-        if self.budget_spent && conn.h2.as_ref().is_some_and(|h| h.in_flight() == 0) {
+        if self.budget_spent && self.conns[idx].streams_in_flight() == Some(0) {
             // The closed loop's budget is spent and this connection has nothing left to do.
             self.close(idx);
             self.conns[idx].state = State::Idle;
             return;
         }
-        self.pump(idx, now);
+        if self.conns[idx].h3.is_some() {
+            self.pump_h3(idx, now);
+        } else {
+            self.pump(idx, now);
+        }
     }
 
     /// Writes what the connections touched in this loop turn have queued.
     pub(super) fn flush_dirty(&mut self, now: Instant) {
         while let Some(idx) = self.dirty.pop() {
-            self.flush(idx, now);
+            if self.conns[idx].h3.is_some() {
+                self.transmit(idx, now);
+            } else {
+                self.flush(idx, now);
+            }
         }
     }
 
@@ -79,7 +87,7 @@ impl Worker {
         match self.spec.pacing {
             // A failure starts its replacement on the next loop turn, never inside the code
             // that saw it fail (a dead connection would otherwise reconnect in a loop).
-            Pacing::Closed if self.conns[idx].stream.is_none() => {
+            Pacing::Closed if !self.conns[idx].has_connection() => {
                 if self.conns[idx].state == State::Idle && !self.restart.contains(&idx) {
                     self.restart.push(idx);
                 }
@@ -91,7 +99,7 @@ impl Worker {
                 conn.calls_left = conn.calls_left.saturating_sub(1);
                 if conn.calls_unstarted > 0 {
                     self.start_streams(idx, now, now, false, None);
-                } else if conn.h2.as_ref().is_some_and(|h| h.in_flight() == 0) {
+                } else if conn.streams_in_flight() == Some(0) {
                     self.release_connection(idx);
                 }
             }
@@ -101,16 +109,16 @@ impl Worker {
     /// Stream `s` of slot `idx` ended after the window: unfinished, as an HTTP/1.1 request
     /// still in flight.
     fn unfinished_at_end(&mut self, idx: usize, s: usize) {
-        let session = self.conns[idx].h2.as_mut().expect("a multiplexed slot");
-        session.release(s);
-        self.refused_at_end += u64::from(session.slots[s].ex.measured);
+        let mut mux = self.conns[idx].mux().expect("a multiplexed slot");
+        mux.release(s);
+        self.refused_at_end += u64::from(mux.slot(s).1.measured);
     }
 
     /// A timed run counts what ends inside its window (see `count_by_end`), streams too.
     fn count_stream_by_end(&mut self, idx: usize, s: usize, now: Instant) {
         if self.spec.end.is_some() {
-            let session = self.conns[idx].h2.as_mut().expect("a multiplexed slot");
-            session.slots[s].ex.measured = now >= self.spec.measure_start;
+            let mut mux = self.conns[idx].mux().expect("a multiplexed slot");
+            mux.slot(s).1.measured = now >= self.spec.measure_start;
         }
     }
 
@@ -121,8 +129,7 @@ impl Worker {
         if matches!(self.spec.pacing, Pacing::Open { .. }) {
             // The pool is pruned lazily: a slot whose streams filled up leaves it here.
             while let Some(&idx) = self.idle.last() {
-                let conn = &self.conns[idx];
-                if conn.h2.as_ref().is_some_and(|h| h.free_slot().is_some()) {
+                if self.conns[idx].mux().is_some_and(|m| m.free_slot().is_some()) {
                     return Some(idx);
                 }
                 self.idle.pop();
@@ -144,7 +151,7 @@ impl Worker {
     /// Open loop: slot `idx` joins the pool of connections with a free stream if it has one.
     fn offer(&mut self, idx: usize) {
         let conn = &mut self.conns[idx];
-        if !conn.in_idle && conn.h2.as_ref().is_some_and(|h| h.free_slot().is_some()) {
+        if !conn.in_idle && conn.mux().is_some_and(|m| m.free_slot().is_some()) {
             conn.in_idle = true;
             self.idle.push(idx);
         }
@@ -164,17 +171,18 @@ impl Worker {
     /// count from the budget (see `adopt_warm_up`).
     pub(super) fn adopt_warm_up_streams(&mut self) {
         for conn in self.conns.iter_mut() {
-            let Some(session) = conn.h2.as_mut() else { continue };
-            for slot in session.slots.iter_mut() {
-                if slot.state == StreamState::Free || slot.ex.measured {
+            let Some(mut mux) = conn.mux() else { continue };
+            for s in 0..mux.len() {
+                let (state, ex) = mux.slot(s);
+                if state == StreamState::Free || ex.measured {
                     continue;
                 }
                 if !self.budget.take() {
                     self.budget_spent = true;
                     return;
                 }
-                slot.ex.measured = true;
-                self.books.tally.sent += u64::from(slot.state == StreamState::Open);
+                ex.measured = true;
+                self.books.tally.sent += u64::from(state == StreamState::Open);
             }
         }
     }

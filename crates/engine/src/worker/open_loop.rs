@@ -85,7 +85,7 @@ impl Worker {
 
     /// A slot for the next arrival: an idle keep-alive connection, a free slot, or a new one.
     pub(super) fn take_slot(&mut self) -> Option<usize> {
-        if self.spec.protocol.is_h2() {
+        if self.spec.protocol != crate::Protocol::Http1 {
             return self.take_stream_slot();
         }
         if let Some(idx) = self.idle.pop() {
@@ -99,7 +99,7 @@ impl Worker {
 
     /// Gives a slot back after its request or session ended (open loop and sessions).
     pub(super) fn release(&mut self, idx: usize) {
-        if self.conns[idx].h2.is_some() {
+        if self.conns[idx].multiplexed() {
             return self.release_connection(idx);
         }
         let conn = &mut self.conns[idx];

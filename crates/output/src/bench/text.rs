@@ -81,6 +81,7 @@ fn head(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     let model = match (r.protocol, c.url.starts_with("https://")) {
         ("h2", true) => format!("{model} x {} streams, h2 (ALPN)", c.streams),
         ("h2", false) => format!("{model} x {} streams, h2c (prior knowledge)", c.streams),
+        ("h3", _) => format!("{model} x {} streams, h3 (QUIC)", c.streams),
         _ => model,
     };
     let threads = counted(c.threads as u64, "thread");

@@ -609,10 +609,7 @@ fn mode(pacing: &Pacing) -> &'static str {
 
 /// The HTTP version spoken, as the report names it.
 fn protocol(protocol: &Protocol) -> &'static str {
-    match protocol {
-        Protocol::Http1 => "http/1.1",
-        Protocol::Http2 { .. } => "h2",
-    }
+    protocol.name()
 }
 
 /// `r`'s distributions: the latency every output shows (with the uncorrected one beside it
