@@ -32,6 +32,8 @@
 
 mod charts;
 pub mod counted;
+mod flame;
+pub mod profile;
 pub use loadlab_stats::format;
 pub mod gate;
 pub mod group;

@@ -20,5 +20,6 @@ pub fn report_of(db: &Path, cells: Vec<CellRecord>) -> String {
     let store = Store::open(db).expect("reopen the store");
     let cells = store.cells(run).expect("read the cells");
     let configs = store.configs(run).expect("read the configs");
-    render_html(&store.run(run).expect("read the run"), &cells, &configs)
+    let profiles = store.run_profiles(run).expect("read the profiles");
+    render_html(&store.run(run).expect("read the run"), &cells, &configs, &profiles)
 }

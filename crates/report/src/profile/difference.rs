@@ -1,0 +1,148 @@
+//! Two stacks of one group compared by where their CPU went: each function's self share
+//! (the samples in which it was on the CPU itself, of all the stack's samples, every tier
+//! together) in each, the functions whose shares differ most, and the largest three said in
+//! words.
+//!
+//! Shares, not sample counts: the stacks ran the same seconds but not the same number of
+//! requests, so counts would mostly say which served more. A frame perf could not name (a
+//! server built without frame pointers or symbols: `[libphp8.2.so]`) is still code of that
+//! object, and said so; the kernel's frames always have names.
+
+use serde::Serialize;
+
+use super::{functions, lines, StackProfile, ENOUGH_SAMPLES};
+
+/// Functions listed in a difference's table.
+pub const TOP: usize = 15;
+
+/// Differences said in words.
+pub const SAID: usize = 3;
+
+/// One function's self share in two stacks, in percent of each stack's samples.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FunctionDelta {
+    pub function: String,
+    pub base_pct: f64,
+    pub other_pct: f64,
+    /// `other_pct - base_pct`, in percentage points.
+    pub difference_pct: f64,
+}
+
+/// The difference of `other` against `base`, two stacks of one group.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Difference {
+    pub base: String,
+    pub other: String,
+    pub base_samples: u64,
+    pub other_samples: u64,
+    /// Both have at least [`ENOUGH_SAMPLES`]; otherwise nothing is compared.
+    pub enough: bool,
+    /// The [`TOP`] functions whose self shares differ most, the largest difference first.
+    pub functions: Vec<FunctionDelta>,
+    /// The largest [`SAID`] differences in words, or why there is no comparison.
+    pub words: Vec<String>,
+}
+
+/// `other` against `base`, from their stacks of every tier.
+pub fn between(base: &StackProfile, other: &StackProfile) -> Difference {
+    let (base_samples, other_samples) = (base.samples(), other.samples());
+    let enough = base_samples >= ENOUGH_SAMPLES && other_samples >= ENOUGH_SAMPLES;
+    let (functions, words) = match enough {
+        true => {
+            let mut all = deltas(&base.folded(), &other.folded());
+            all.truncate(TOP);
+            let words = words(&base.stack, &other.stack, &all);
+            (all, words)
+        }
+        false => (Vec::new(), vec![too_few(base, other)]),
+    };
+    Difference {
+        base: base.stack.clone(),
+        other: other.stack.clone(),
+        base_samples,
+        other_samples,
+        enough,
+        functions,
+        words,
+    }
+}
+
+/// Why two stacks are not compared: the one (or both) with too few samples, and why a stack
+/// that has none has none.
+fn too_few(base: &StackProfile, other: &StackProfile) -> String {
+    let short: Vec<String> = [base, other]
+        .into_iter()
+        .filter(|s| s.samples() < ENOUGH_SAMPLES)
+        .map(|s| match s.profile.as_str() {
+            super::RECORDED => format!("{} has {} samples", s.stack, s.samples()),
+            why => format!("{} has no profile ({why})", s.stack),
+        })
+        .collect();
+    format!(
+        "{} and {} are not compared: {}, under the {ENOUGH_SAMPLES} a profile needs to say \
+         anything.",
+        base.stack,
+        other.stack,
+        short.join(" and ")
+    )
+}
+
+/// Every function's self share in `base` and in `other` (folded stacks), the largest
+/// difference first (ties by name).
+pub fn deltas(base: &str, other: &str) -> Vec<FunctionDelta> {
+    let shares = |folded: &str| {
+        let total: u64 = lines(folded).map(|(_, n)| n).sum();
+        let pct = move |n: u64| 100.0 * n as f64 / total.max(1) as f64;
+        functions(folded).into_iter().map(move |f| (f.function, pct(f.self_samples)))
+    };
+    let mut by: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
+    for (f, pct) in shares(base) {
+        by.entry(f).or_default().0 = pct;
+    }
+    for (f, pct) in shares(other) {
+        by.entry(f).or_default().1 = pct;
+    }
+    let mut all: Vec<FunctionDelta> = by
+        .into_iter()
+        .filter(|(_, (b, o))| b + o > 0.0)
+        .map(|(function, (base_pct, other_pct))| FunctionDelta {
+            function,
+            base_pct,
+            other_pct,
+            difference_pct: other_pct - base_pct,
+        })
+        .collect();
+    // Stable: among equal differences the names keep the map's order.
+    all.sort_by(|a, b| b.difference_pct.abs().total_cmp(&a.difference_pct.abs()));
+    all
+}
+
+/// The largest [`SAID`] differences as sentences, the stack that spends more named first:
+/// "nginx-fpm spends 18.0% of its samples in copy_page, apache-modphp 3.1%".
+pub fn words(base: &str, other: &str, deltas: &[FunctionDelta]) -> Vec<String> {
+    deltas
+        .iter()
+        .filter(|d| d.difference_pct.abs() >= 0.05)
+        .take(SAID)
+        .map(|d| {
+            let ((more, m), (less, l)) = match d.difference_pct > 0.0 {
+                true => ((other, d.other_pct), (base, d.base_pct)),
+                false => ((base, d.base_pct), (other, d.other_pct)),
+            };
+            format!(
+                "{more} spends {m:.1}% of its samples in {}, {less} {l:.1}%",
+                named(&d.function)
+            )
+        })
+        .collect()
+}
+
+/// A frame as a sentence names it: perf's `[libphp8.2.so]` (code of that object it found no
+/// symbol for) is said as such, `[unknown]` as code perf could not place.
+fn named(function: &str) -> String {
+    match function.strip_prefix('[').and_then(|f| f.strip_suffix(']')) {
+        Some("unknown") => "code perf could not place ([unknown])".to_string(),
+        Some(object) => format!("{object} (code without a symbol: {function})"),
+        None => function.to_string(),
+    }
+}
