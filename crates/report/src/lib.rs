@@ -55,4 +55,6 @@ mod testcell;
 
 pub use html::render_html;
 pub use text::{compare_runs, compare_table, regression_gate, verdict_table, Gate, RunDelta};
-pub use verdict::{verdicts, Comparison, Figure, GroupVerdict, Measure, StackSummary, Warning};
+pub use verdict::{
+    profiled_verdicts, verdicts, Comparison, Figure, GroupVerdict, Measure, StackSummary, Warning,
+};

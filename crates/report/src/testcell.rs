@@ -133,18 +133,6 @@ pub const FASTCGI_NGINX: &str = "nginx;ngx_http_fastcgi_handler 100\n\
                              nginx;entry_SYSCALL_64;do_syscall_64;unix_stream_sendmsg 100\n\
                              nginx;entry_SYSCALL_64;do_syscall_64;copy_user_enhanced_fast_string 100\n";
 
-/// `tier`'s stored profile of `folded`, its samples counted from it.
-pub fn record(tier: &str, folded: &str) -> ProfileRecord {
-    let samples = folded.lines().filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok()).sum();
-    ProfileRecord {
-        tier: tier.into(),
-        folded: folded.into(),
-        samples,
-        lost: 0,
-        interval_us: 10_101,
-    }
-}
-
 /// `c` as the runner stores a cell it was asked to profile: its `profile` knob says what
 /// became of it (`perf`, `refused: ...`).
 pub fn profiled(mut c: CellRecord, said: &str) -> CellRecord {
@@ -161,8 +149,11 @@ pub fn profiled_group() -> (Vec<CellRecord>, loadlab_store::RunProfiles) {
         profiled(cell("varnish", "phpinfo.php", 10, 0, 300.0), "refused: No permission"),
     ];
     let mut profiles = loadlab_store::RunProfiles::new();
-    profiles.insert(cells[0].ordinal, vec![record("apache2", MODPHP)]);
-    let fastcgi = vec![record("nginx", FASTCGI_NGINX), record("php-cgi", FASTCGI_PHP)];
+    profiles.insert(cells[0].ordinal, vec![ProfileRecord::for_test("apache2", MODPHP)]);
+    let fastcgi = vec![
+        ProfileRecord::for_test("nginx", FASTCGI_NGINX),
+        ProfileRecord::for_test("php-cgi", FASTCGI_PHP),
+    ];
     profiles.insert(cells[1].ordinal, fastcgi);
     (cells, profiles)
 }

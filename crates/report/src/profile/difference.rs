@@ -5,8 +5,9 @@
 //!
 //! Shares, not sample counts: the stacks ran the same seconds but not the same number of
 //! requests, so counts would mostly say which served more. A frame perf could not name (a
-//! server built without frame pointers or symbols: `[libphp8.2.so]`) is still code of that
-//! object, and said so; the kernel's frames always have names.
+//! server built without frame pointers or symbols: `[libphp8.2.so]`) is code of that object:
+//! it stays in the table, and the words say it apart (see [`words`]); the kernel's frames
+//! always have names.
 
 use serde::Serialize;
 
@@ -39,7 +40,8 @@ pub struct Difference {
     pub enough: bool,
     /// The [`TOP`] functions whose self shares differ most, the largest difference first.
     pub functions: Vec<FunctionDelta>,
-    /// The largest [`SAID`] differences in words, or why there is no comparison.
+    /// The largest [`SAID`] differences of named functions in words and each stack's share in
+    /// code perf could not name, or why there is no comparison.
     pub words: Vec<String>,
 }
 
@@ -117,10 +119,15 @@ pub fn deltas(base: &str, other: &str) -> Vec<FunctionDelta> {
     all
 }
 
-/// The largest [`SAID`] differences as sentences, the stack that spends more named first:
-/// "nginx-fpm spends 18.0% of its samples in copy_page, apache-modphp 3.1%".
+/// The largest [`SAID`] differences of named functions as sentences, the stack that spends
+/// more named first ("nginx-fpm spends 18.0% of its samples in copy_page, apache-modphp
+/// 3.1%"), then, when perf named none of some code, each stack's share in it by object: the
+/// same interpreter is `[libphp8.2.so]` in Apache and `[php-cgi8.2]` beside nginx, so its
+/// frames differ by name and not by what runs, and are said side by side instead.
 pub fn words(base: &str, other: &str, deltas: &[FunctionDelta]) -> Vec<String> {
-    deltas
+    let (unnamed, named): (Vec<&FunctionDelta>, Vec<&FunctionDelta>) =
+        deltas.iter().partition(|d| d.function.starts_with('[') && d.function.ends_with(']'));
+    let mut said: Vec<String> = named
         .iter()
         .filter(|d| d.difference_pct.abs() >= 0.05)
         .take(SAID)
@@ -129,20 +136,30 @@ pub fn words(base: &str, other: &str, deltas: &[FunctionDelta]) -> Vec<String> {
                 true => ((other, d.other_pct), (base, d.base_pct)),
                 false => ((base, d.base_pct), (other, d.other_pct)),
             };
-            format!(
-                "{more} spends {m:.1}% of its samples in {}, {less} {l:.1}%",
-                named(&d.function)
-            )
+            format!("{more} spends {m:.1}% of its samples in {}, {less} {l:.1}%", d.function)
         })
-        .collect()
-}
-
-/// A frame as a sentence names it: perf's `[libphp8.2.so]` (code of that object it found no
-/// symbol for) is said as such, `[unknown]` as code perf could not place.
-fn named(function: &str) -> String {
-    match function.strip_prefix('[').and_then(|f| f.strip_suffix(']')) {
-        Some("unknown") => "code perf could not place ([unknown])".to_string(),
-        Some(object) => format!("{object} (code without a symbol: {function})"),
-        None => function.to_string(),
+        .collect();
+    let objects = |pct: fn(&FunctionDelta) -> f64| {
+        let mut by: Vec<&&FunctionDelta> = unnamed.iter().filter(|d| pct(d) >= 0.05).collect();
+        by.sort_by(|a, b| pct(b).total_cmp(&pct(a)));
+        let total: f64 = by.iter().map(|d| pct(d)).sum();
+        let list: Vec<String> =
+            by.iter().take(SAID).map(|d| format!("{} {:.1}%", d.function, pct(d))).collect();
+        (total, list.join(", "))
+    };
+    let (b, b_list) = objects(|d| d.base_pct);
+    let (o, o_list) = objects(|d| d.other_pct);
+    if b + o > 0.0 {
+        let objects = |list: String| match list.is_empty() {
+            true => list,
+            false => format!(" ({list})"),
+        };
+        said.push(format!(
+            "{base} spends {b:.1}% of its samples in code perf found no symbol for{}, \
+             {other} {o:.1}%{}",
+            objects(b_list),
+            objects(o_list)
+        ));
     }
+    said
 }

@@ -1,12 +1,12 @@
 //! The report's reading of profiles, on made-up folded stacks: shares, merging over
 //! repetitions, why a stack has none, and the differences in words.
 
-use loadlab_store::RunProfiles;
+use loadlab_store::{ProfileRecord, RunProfiles};
 
 use super::difference::{deltas, words};
 use super::*;
 use crate::group::groups;
-use crate::testcell::{cell, profiled, record, FASTCGI_NGINX, FASTCGI_PHP, MODPHP};
+use crate::testcell::{cell, profiled, FASTCGI_NGINX, FASTCGI_PHP, MODPHP};
 
 #[test]
 fn functions_count_self_at_the_leaf_and_total_once_per_stack() {
@@ -37,8 +37,10 @@ fn the_largest_differences_are_said_in_words_with_each_stacks_share() {
         [
             "nginx-fastcgi spends 35.0% of its samples in unix_stream_sendmsg, apache-modphp 10.0%",
             "apache-modphp spends 60.0% of its samples in execute_ex, nginx-fastcgi 40.0%",
-            "apache-modphp spends 20.0% of its samples in libphp8.2.so (code without a symbol: \
-             [libphp8.2.so]), nginx-fastcgi 5.0%",
+            "nginx-fastcgi spends 10.0% of its samples in ngx_http_fastcgi_handler, apache-modphp \
+             0.0%",
+            "apache-modphp spends 20.0% of its samples in code perf found no symbol for \
+             ([libphp8.2.so] 20.0%), nginx-fastcgi 5.0% ([libphp8.2.so] 5.0%)",
         ]
     );
     let copy = d.iter().find(|f| f.function == "copy_user_enhanced_fast_string").unwrap();
@@ -56,11 +58,14 @@ fn a_groups_stacks_merge_their_repetitions_and_say_why_one_has_none() {
         cell("nginx", "phpinfo.php", 10, 0, 400.0),
     ];
     let mut profiles = RunProfiles::new();
-    profiles.insert(cells[0].ordinal, vec![record("apache2", MODPHP)]);
-    profiles.insert(cells[1].ordinal, vec![record("apache2", MODPHP)]);
+    profiles.insert(cells[0].ordinal, vec![ProfileRecord::for_test("apache2", MODPHP)]);
+    profiles.insert(cells[1].ordinal, vec![ProfileRecord::for_test("apache2", MODPHP)]);
     profiles.insert(
         cells[2].ordinal,
-        vec![record("nginx", FASTCGI_NGINX), record("php-cgi", FASTCGI_PHP)],
+        vec![
+            ProfileRecord::for_test("nginx", FASTCGI_NGINX),
+            ProfileRecord::for_test("php-cgi", FASTCGI_PHP),
+        ],
     );
     let g = of_group(&groups(&cells)[0], &profiles).expect("a profiled group");
     let names: Vec<&str> = g.stacks.iter().map(|s| s.stack.as_str()).collect();
@@ -77,7 +82,7 @@ fn a_groups_stacks_merge_their_repetitions_and_say_why_one_has_none() {
     assert!(fastcgi.enough);
     assert_eq!((fastcgi.base_samples, fastcgi.other_samples), (2_000, 1_000));
     assert_eq!(fastcgi.functions[0].function, "unix_stream_sendmsg");
-    assert_eq!(fastcgi.words.len(), 3);
+    assert_eq!(fastcgi.words.len(), 4, "three differences and the code without symbols");
     let varnish = &g.differences[1];
     assert!(!varnish.enough && varnish.functions.is_empty());
     assert_eq!(
@@ -91,4 +96,31 @@ fn a_groups_stacks_merge_their_repetitions_and_say_why_one_has_none() {
 fn a_group_without_a_profiled_cell_has_no_profiles() {
     let cells = vec![cell("nginx", "hello.txt", 1, 0, 1.0), cell("apache", "hello.txt", 1, 0, 1.0)];
     assert!(of_group(&groups(&cells)[0], &RunProfiles::new()).is_none());
+}
+
+/// `report --format json`: a profiled group's verdict carries its stacks' tiers and the
+/// differences, a group without profiled cells has no `profiles` key.
+#[test]
+fn the_verdicts_json_carries_each_profiled_groups_profiles() {
+    let (mut cells, profiles) = crate::testcell::profiled_group();
+    cells.push(cell("nginx", "hello.txt", 1, 0, 1_000.0));
+    let json = serde_json::to_value(crate::verdict::profiled_verdicts(&cells, &profiles)).unwrap();
+    let p = &json[0]["profiles"];
+    assert_eq!(p["stacks"][0]["stack"], "apache-modphp", "{p:#}");
+    assert_eq!(p["stacks"][0]["profile"], "perf");
+    let tier = &p["stacks"][1]["tiers"][0];
+    assert_eq!(tier["tier"], "nginx", "{p:#}");
+    assert_eq!((tier["samples"].as_u64(), tier["enough"].as_bool()), (Some(300), Some(false)));
+    assert!(tier.get("folded").is_none(), "folded stacks are `loadlab profile --folded`'s");
+    let d = &p["differences"][0];
+    assert_eq!(
+        (d["base"].as_str(), d["other"].as_str()),
+        (Some("apache-modphp"), Some("nginx-fastcgi"))
+    );
+    let f = &d["functions"][0];
+    assert_eq!(f["function"], "unix_stream_sendmsg", "{d:#}");
+    assert_eq!((f["base_pct"].as_f64(), f["other_pct"].as_f64()), (Some(10.0), Some(35.0)));
+    assert_eq!(f["difference_pct"], 25.0);
+    assert_eq!(d["words"].as_array().unwrap().len(), 4, "{d:#}");
+    assert!(json[1].get("profiles").is_none(), "{:#}", json[1]);
 }
