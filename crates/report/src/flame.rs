@@ -30,9 +30,8 @@ const MIN_WIDTH: f64 = 0.5;
 /// The flame graph of `folded` (`root;caller;callee COUNT` lines), or, from two-column lines
 /// (`stack BEFORE AFTER`, inferno's differential output), the differential graph of the
 /// second against the first: red where the second spends more, blue where less.
-pub(crate) fn svg(folded: &str, count_name: &str) -> io::Result<String> {
+pub(crate) fn svg(folded: &str) -> io::Result<String> {
     let mut options = Options::default();
-    options.count_name = count_name.to_string();
     options.image_width = Some(WIDTH);
     options.min_width = MIN_WIDTH;
     // The same function gets the same colour in every graph of the page.
@@ -136,7 +135,7 @@ mod tests {
 
     #[test]
     fn a_graph_is_an_inline_svg_that_runs_and_fetches_nothing() {
-        let svg = svg(FOLDED, "samples").unwrap();
+        let svg = svg(FOLDED).unwrap();
         assert!(svg.starts_with("<svg"), "{svg}");
         assert!(svg.trim_end().ends_with("</svg>"), "{svg}");
         for needle in [
@@ -166,7 +165,7 @@ mod tests {
         let other = "php;a 45\nphp;b 55\n";
         let diff = differential(base, other).unwrap();
         assert!(diff.contains("php;b 10 55"), "{diff}");
-        let svg = svg(&diff, "samples").unwrap();
+        let svg = svg(&diff).unwrap();
         // b grew from 10% to 55% of the samples: +45 points.
         assert!(svg.contains("<title>b (55 samples, 55.00%; +45.00%)</title>"), "{svg}");
     }

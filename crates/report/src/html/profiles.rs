@@ -59,7 +59,7 @@ fn stack(o: &mut String, s: &StackProfile) {
         let _ = write!(o, " <span class=\"pm\">cells {}</span>", cells.join(", "));
     }
     let _ = writeln!(o, "</h4>");
-    if s.profile != "perf" {
+    if !s.recorded() {
         let _ = writeln!(o, "<p class=\"note\">Not profiled: {}.</p>", Esc(&s.profile));
     } else if s.tiers.is_empty() {
         let _ = writeln!(o, "<p class=\"note\">perf recorded no sample of its tiers.</p>");
@@ -83,7 +83,7 @@ fn tier(o: &mut String, t: &TierStacks) {
         t.interval_us as f64 / 1000.0
     );
     match t.enough {
-        true => graph(o, flame::svg(&t.folded, "samples")),
+        true => graph(o, flame::svg(&t.folded)),
         false => {
             let _ = writeln!(
                 o,
@@ -119,7 +119,7 @@ fn difference(o: &mut String, d: &Difference, p: &GroupProfiles) {
         other = Esc(&d.other),
         base = Esc(&d.base)
     );
-    graph(o, flame::differential(&base, &other).and_then(|diff| flame::svg(&diff, "samples")));
+    graph(o, flame::differential(&base, &other).and_then(|diff| flame::svg(&diff)));
     let _ = writeln!(
         o,
         "</figure>\n<table class=\"deltas\"><thead><tr><th>function (self)</th>\

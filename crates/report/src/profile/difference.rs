@@ -75,9 +75,9 @@ fn too_few(base: &StackProfile, other: &StackProfile) -> String {
     let short: Vec<String> = [base, other]
         .into_iter()
         .filter(|s| s.samples() < ENOUGH_SAMPLES)
-        .map(|s| match s.profile.as_str() {
-            super::RECORDED => format!("{} has {} samples", s.stack, s.samples()),
-            why => format!("{} has no profile ({why})", s.stack),
+        .map(|s| match s.recorded() {
+            true => format!("{} has {} samples", s.stack, s.samples()),
+            false => format!("{} has no profile ({})", s.stack, s.profile),
         })
         .collect();
     format!(

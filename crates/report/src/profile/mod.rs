@@ -124,6 +124,11 @@ pub struct StackProfile {
 }
 
 impl StackProfile {
+    /// Whether perf recorded its cells (else `profile` says why not).
+    pub fn recorded(&self) -> bool {
+        self.profile == RECORDED
+    }
+
     /// Every tier's stacks together, each under its tier's name: the stack's whole CPU.
     pub fn folded(&self) -> String {
         merged(self.tiers.iter().map(|t| t.folded.as_str()))
