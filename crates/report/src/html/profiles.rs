@@ -123,7 +123,7 @@ fn difference(o: &mut String, d: &Difference, p: &GroupProfiles) {
     let _ = writeln!(
         o,
         "</figure>\n<table class=\"deltas\"><thead><tr><th>function (self)</th>\
-         <th class=\"num\">{}</th><th class=\"num\">{}</th><th class=\"num\">difference</th>\
+         <th class=\"num\">{}</th><th class=\"num\">{}</th><th class=\"num\" title=\"percentage points\">Δ</th>\
          </tr></thead><tbody>",
         Esc(&d.base),
         Esc(&d.other)
