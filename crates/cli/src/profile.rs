@@ -52,7 +52,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<u8> {
     let tops: Vec<_> = profiles
         .iter()
         .map(|p| {
-            let mut f = loadlab_lab::profiler::functions(&p.folded);
+            let mut f = loadlab_report::profile::functions(&p.folded);
             f.truncate(args.top);
             (p, f)
         })
@@ -64,7 +64,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<u8> {
                 serde_json::json!({
                     "tier": p.tier, "samples": p.samples, "lost": p.lost,
                     "interval_us": p.interval_us,
-                    "enough": p.samples >= loadlab_lab::profiler::ENOUGH_SAMPLES,
+                    "enough": p.samples >= loadlab_report::profile::ENOUGH_SAMPLES,
                     "functions": f,
                 })
             })
@@ -74,10 +74,10 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<u8> {
         return Ok(OK);
     }
     for (p, functions) in tops {
-        let few = match p.samples < loadlab_lab::profiler::ENOUGH_SAMPLES {
+        let few = match p.samples < loadlab_report::profile::ENOUGH_SAMPLES {
             true => format!(
                 ": under {} samples, too few to say much",
-                loadlab_lab::profiler::ENOUGH_SAMPLES
+                loadlab_report::profile::ENOUGH_SAMPLES
             ),
             false => String::new(),
         };

@@ -74,7 +74,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<u8> {
         }
         ReportFormat::Json => {
             let cells = store.cells(id).map_err(failure)?;
-            let verdicts = loadlab_report::verdicts(&cells);
+            let profiles = store.run_profiles(id).map_err(failure)?;
+            let verdicts = loadlab_report::profiled_verdicts(&cells, &profiles);
             let text = serde_json::to_string_pretty(&verdicts)? + "\n";
             emit(args.output.as_deref(), &text)?;
         }

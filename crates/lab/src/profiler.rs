@@ -18,10 +18,6 @@ use serde::{Deserialize, Serialize};
 /// perf's sampling frequency, per second of a task's CPU time.
 pub const FREQUENCY_HZ: u64 = 99;
 
-/// A profile with fewer samples than this says too little to draw (a flame graph of a few
-/// hundred stacks is mostly noise); it is stored and said so.
-pub const ENOUGH_SAMPLES: u64 = 500;
-
 /// One tier's on-CPU stacks over one cell.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TierProfile {
@@ -256,51 +252,6 @@ pub fn samples_in(folded: &str) -> u64 {
         .sum()
 }
 
-/// A function's share of a profile: the samples in which it was on the CPU itself (the leaf)
-/// and those in which it was anywhere on the stack (counted once per stack, however deep its
-/// recursion).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct FunctionShare {
-    pub function: String,
-    pub self_samples: u64,
-    pub total_samples: u64,
-}
-
-/// The functions of folded stacks, the most samples on the CPU themselves first (ties by
-/// total, then name); the process name at each stack's root is not a function.
-pub fn functions(folded: &str) -> Vec<FunctionShare> {
-    let mut by: std::collections::HashMap<&str, (u64, u64)> = std::collections::HashMap::new();
-    for line in folded.lines() {
-        let Some((stack, n)) = line.rsplit_once(' ') else { continue };
-        let Ok(n) = n.trim().parse::<u64>() else { continue };
-        let frames: Vec<&str> = stack.split(';').skip(1).collect();
-        let mut seen: Vec<&str> = Vec::with_capacity(frames.len());
-        for f in &frames {
-            if !seen.contains(f) {
-                seen.push(f);
-                by.entry(f).or_default().1 += n;
-            }
-        }
-        if let Some(leaf) = frames.last() {
-            by.entry(leaf).or_default().0 += n;
-        }
-    }
-    let mut shares: Vec<FunctionShare> = by
-        .into_iter()
-        .map(|(f, (s, t))| FunctionShare {
-            function: f.to_string(),
-            self_samples: s,
-            total_samples: t,
-        })
-        .collect();
-    shares.sort_by(|a, b| {
-        (b.self_samples, b.total_samples)
-            .cmp(&(a.self_samples, a.total_samples))
-            .then_with(|| a.function.cmp(&b.function))
-    });
-    shares
-}
-
 /// perf's "Processed N events and lost M chunks!" warnings, summed.
 fn lost_in(said: &str) -> u64 {
     said.lines()
@@ -357,23 +308,6 @@ nginx 21275/21275 11649.239471: cpu-clock:
         assert!(folded.contains("nginx;ngx_http_write_filter;__GI___libc_write 2"), "{folded}");
         assert!(folded.contains(";ksys_write;vfs_write 1"), "{folded}");
         assert_eq!(samples_in(&folded), 3);
-    }
-
-    #[test]
-    fn functions_count_self_at_the_leaf_and_total_once_per_stack() {
-        let folded = "php-fpm;main;execute_ex;zend_compile_file 6\n\
-                      php-fpm;main;execute_ex;execute_ex;strlen 3\n\
-                      php-fpm;main 1\n";
-        let f = functions(folded);
-        let get = |name: &str| f.iter().find(|s| s.function == name).unwrap().clone();
-        assert_eq!(f[0].function, "zend_compile_file");
-        assert_eq!(
-            (get("zend_compile_file").self_samples, get("zend_compile_file").total_samples),
-            (6, 6)
-        );
-        assert_eq!((get("execute_ex").self_samples, get("execute_ex").total_samples), (0, 9));
-        assert_eq!((get("main").self_samples, get("main").total_samples), (1, 10));
-        assert!(f.iter().all(|s| s.function != "php-fpm"), "the root is the process");
     }
 
     #[test]

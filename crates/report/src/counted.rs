@@ -116,7 +116,12 @@ mod tests {
 
     #[test]
     fn the_html_report_heads_a_view_group_with_its_own_figures() {
-        let html = crate::render_html(&crate::testcell::run(), &view_cells(3, &[3.0]), &[]);
+        let html = crate::render_html(
+            &crate::testcell::run(),
+            &view_cells(3, &[3.0]),
+            &[],
+            &Default::default(),
+        );
         let head = "<tr class=\"counted-head\"><td colspan=\"3\"></td><th class=\"num\">views/s\
                     </th><th class=\"num\">load p50</th><th class=\"num\">load p99</th>";
         assert_eq!(html.matches(head).count(), 1, "one heading for the one group");
@@ -129,6 +134,7 @@ mod tests {
             &crate::testcell::run(),
             &crate::testcell::reps("nginx", "hello.txt", 10, &[1_000.0]),
             &[],
+            &Default::default(),
         );
         assert!(!plain.contains("counted-head"));
     }

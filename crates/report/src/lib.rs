@@ -23,6 +23,11 @@
 //!   backend only, no font features, so no fontconfig), `html/` puts the page together and
 //!   escapes all text (its verdict table, cells and environment sections each a module of
 //!   their own); each cell's figures are shown in ab's and httperf's layouts from [`layout`].
+//! - [`profile`] reads a run's stored profiles: each stack's tiers in a group, merged over
+//!   its profiled repetitions, the functions where their samples went, and the difference
+//!   between two stacks of a group (a table of shares and the largest differences in words);
+//!   `flame.rs` draws them as flame graphs with inferno, cut down to SVG a page can inline,
+//!   and `html/profiles.rs` puts them on the page.
 //! - [`layout`] writes ApacheBench's and httperf's layouts, once, over one value
 //!   ([`layout::Figures`]) that a stored cell gives here and a live `bench` gives in the
 //!   output crate.
@@ -32,6 +37,8 @@
 
 mod charts;
 pub mod counted;
+mod flame;
+pub mod profile;
 pub use loadlab_stats::format;
 pub mod gate;
 pub mod group;
@@ -53,4 +60,6 @@ mod testcell;
 
 pub use html::render_html;
 pub use text::{compare_runs, compare_table, regression_gate, verdict_table, Gate, RunDelta};
-pub use verdict::{verdicts, Comparison, Figure, GroupVerdict, Measure, StackSummary, Warning};
+pub use verdict::{
+    profiled_verdicts, verdicts, Comparison, Figure, GroupVerdict, Measure, StackSummary, Warning,
+};

@@ -231,12 +231,12 @@ mod tests {
     #[test]
     fn the_report_holds_the_chart_of_a_staged_cell_only() {
         let fixed = vec![open_cell("nginx", "hello.txt", 300.0, 0, 900.0)];
-        let html = crate::render_html(&run(), &fixed, &[]);
+        let html = crate::render_html(&run(), &fixed, &[], &Default::default());
         assert!(!html.contains("id=\"seconds\""), "no staged cell, no section");
         assert!(!html.contains("href=\"#seconds\""), "no link to it");
         let mut cells = fixed;
         cells.push(staged_cell());
-        let html = crate::render_html(&run(), &cells, &[]);
+        let html = crate::render_html(&run(), &cells, &[], &Default::default());
         assert!(html.contains("id=\"seconds\""));
         assert!(html.contains("<a href=\"#seconds\">Load over time</a>"), "the nav links it");
         assert!(html.contains("every second of 6s:0..500"));

@@ -4,7 +4,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
 use loadlab_store::{
-    metric, CellRecord, Environment, Flag, LoadModel, LoadSpec, Run, RunId, RunStatus, TrustFlag,
+    metric, CellRecord, Environment, Flag, LoadModel, LoadSpec, ProfileRecord, Run, RunId,
+    RunStatus, TrustFlag,
 };
 
 static ORDINAL: AtomicU32 = AtomicU32::new(0);
@@ -117,4 +118,42 @@ pub fn run() -> Run {
             ..Environment::default()
         },
     }
+}
+
+/// mod_php: most of Apache's samples in PHP's executor and the kernel's page copy; FastCGI:
+/// the same PHP in php-cgi, nginx's, and sockets between them.
+pub const MODPHP: &str = "apache2;[libphp8.2.so];execute_ex 600\n\
+                      apache2;[libphp8.2.so] 200\n\
+                      apache2;entry_SYSCALL_64;do_syscall_64;copy_user_enhanced_fast_string 100\n\
+                      apache2;entry_SYSCALL_64;do_syscall_64;unix_stream_sendmsg 100\n";
+pub const FASTCGI_PHP: &str = "php-cgi;[libphp8.2.so];execute_ex 400\n\
+                           php-cgi;[libphp8.2.so] 50\n\
+                           php-cgi;entry_SYSCALL_64;do_syscall_64;unix_stream_sendmsg 250\n";
+pub const FASTCGI_NGINX: &str = "nginx;ngx_http_fastcgi_handler 100\n\
+                             nginx;entry_SYSCALL_64;do_syscall_64;unix_stream_sendmsg 100\n\
+                             nginx;entry_SYSCALL_64;do_syscall_64;copy_user_enhanced_fast_string 100\n";
+
+/// `c` as the runner stores a cell it was asked to profile: its `profile` knob says what
+/// became of it (`perf`, `refused: ...`).
+pub fn profiled(mut c: CellRecord, said: &str) -> CellRecord {
+    c.knobs.insert("profile".into(), serde_json::json!(said));
+    c
+}
+
+/// Seed 000 at c=10, profiled: apache-modphp (1,000 samples), nginx-fastcgi (nginx 300,
+/// php-cgi 700) and a third stack whose profile the kernel refused.
+pub fn profiled_group() -> (Vec<CellRecord>, loadlab_store::RunProfiles) {
+    let cells = vec![
+        profiled(cell("apache-modphp", "phpinfo.php", 10, 0, 100.0), "perf"),
+        profiled(cell("nginx-fastcgi", "phpinfo.php", 10, 0, 200.0), "perf"),
+        profiled(cell("varnish", "phpinfo.php", 10, 0, 300.0), "refused: No permission"),
+    ];
+    let mut profiles = loadlab_store::RunProfiles::new();
+    profiles.insert(cells[0].ordinal, vec![ProfileRecord::for_test("apache2", MODPHP)]);
+    let fastcgi = vec![
+        ProfileRecord::for_test("nginx", FASTCGI_NGINX),
+        ProfileRecord::for_test("php-cgi", FASTCGI_PHP),
+    ];
+    profiles.insert(cells[1].ordinal, fastcgi);
+    (cells, profiles)
 }

@@ -16,7 +16,7 @@ use loadlab_stats::mann_whitney::{mann_whitney_u, min_p_value, MannWhitney};
 use loadlab_stats::outliers::outlier_indices;
 use loadlab_stats::slo::SloVerdict;
 use loadlab_stats::summary::median;
-use loadlab_store::{CellRecord, Flag, Limit, LoadModel, LoadSpec};
+use loadlab_store::{CellRecord, Flag, Limit, LoadModel, LoadSpec, RunProfiles};
 use serde::Serialize;
 
 use crate::counted::{Counted, Measured};
@@ -374,6 +374,10 @@ pub struct GroupVerdict {
     /// repetition) and its evidence.
     pub not_the_servers: Option<String>,
     pub warnings: Vec<Warning>,
+    /// The group's profiles and the differences between its stacks
+    /// ([`profiled_verdicts`]); absent when none of its cells was to be profiled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profiles: Option<crate::profile::GroupProfiles>,
 }
 
 impl GroupVerdict {
@@ -443,9 +447,21 @@ pub fn verdicts(cells: &[CellRecord]) -> Vec<GroupVerdict> {
                 winner,
                 not_the_servers,
                 warnings,
+                profiles: None,
             }
         })
         .collect()
+}
+
+/// The verdict on every group of `cells` ([`verdicts`]), each with its profiles
+/// ([`crate::profile::of_group`]): what `report --format json` writes.
+pub fn profiled_verdicts(cells: &[CellRecord], profiles: &RunProfiles) -> Vec<GroupVerdict> {
+    let mut verdicts = verdicts(cells);
+    // Both in the groups' order.
+    for (v, g) in verdicts.iter_mut().zip(groups(cells)) {
+        v.profiles = crate::profile::of_group(&g, profiles);
+    }
+    verdicts
 }
 
 /// Repetitions below which outliers are not judged.

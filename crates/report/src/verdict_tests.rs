@@ -332,7 +332,7 @@ fn every_output_follows_the_stored_limit_not_the_flags() {
         let v = verdicts(cells);
         let text = crate::text::verdict_table(&v);
         let json = serde_json::to_value(&v).unwrap();
-        let html = crate::render_html(&crate::testcell::run(), cells, &[]);
+        let html = crate::render_html(&crate::testcell::run(), cells, &[], &Default::default());
         (text, json[0].clone(), html)
     };
     let starved = |mut cells: Vec<CellRecord>| {

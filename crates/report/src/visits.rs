@@ -229,7 +229,8 @@ mod tests {
 
     #[test]
     fn the_html_report_has_a_step_table_for_visits_alone_and_marks_a_failed_step() {
-        let html = crate::render_html(&crate::testcell::run(), &run_cells(), &[]);
+        let html =
+            crate::render_html(&crate::testcell::run(), &run_cells(), &[], &Default::default());
         assert_eq!(html.matches("<tr class=\"visits-row\">").count(), 2, "a row per stack");
         assert_eq!(html.matches("<tr class=\"failed-step\">").count(), 1);
         let failed = &html[html.find("<tr class=\"failed-step\">").unwrap()..];
@@ -243,6 +244,7 @@ mod tests {
             &crate::testcell::run(),
             &crate::testcell::reps("nginx", "hello.txt", 10, &[1_000.0]),
             &[],
+            &Default::default(),
         );
         assert!(!plain.contains("visits-row"));
     }

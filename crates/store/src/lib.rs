@@ -44,6 +44,6 @@ pub use model::{
     CellId, CellRecord, ConfigRecord, Environment, LoadModel, LoadSpec, Run, RunId, RunInfo,
     RunProcess, RunStatus, RunSummary, Sample, SecondRecord, StepRecord,
 };
-pub use profile::ProfileRecord;
+pub use profile::{ProfileRecord, RunProfiles};
 pub use store::Store;
 pub use trust::{Flag, Limit, LimitedBy, TrustFlag};

@@ -16,7 +16,7 @@ use crate::model::{
     CellRecord, ConfigRecord, Flag, Run, RunId, RunStatus, RunSummary, Sample, SecondRecord,
     StepRecord, TrustFlag,
 };
-use crate::profile::ProfileRecord;
+use crate::profile::{ProfileRecord, RunProfiles};
 use crate::store::Store;
 use crate::Counted;
 
@@ -59,6 +59,11 @@ impl Store {
     /// that was not profiled.
     pub fn profiles(&self, run: RunId, ordinal: u32) -> Result<Vec<ProfileRecord>> {
         crate::profile::read(&self.conn, run, ordinal)
+    }
+
+    /// Every profiled cell's profiles of `run`, by ordinal: what the report draws.
+    pub fn run_profiles(&self, run: RunId) -> Result<RunProfiles> {
+        crate::profile::read_run(&self.conn, run)
     }
 
     pub fn cells(&self, run: RunId) -> Result<Vec<CellRecord>> {

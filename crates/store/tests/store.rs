@@ -859,8 +859,11 @@ fn a_profiled_cell_reads_its_tiers_profiles_back() {
     };
     store.record_profiled_cell(run, &cell(0, 2, 1), &[php.clone(), nginx.clone()]).unwrap();
     store.record_cell(run, &cell(1, 2, 1)).unwrap();
-    assert_eq!(store.profiles(run, 0).unwrap(), vec![nginx, php]);
+    assert_eq!(store.profiles(run, 0).unwrap(), vec![nginx.clone(), php.clone()]);
     assert!(store.profiles(run, 1).unwrap().is_empty());
+    let all = store.run_profiles(run).unwrap();
+    assert_eq!(all.keys().copied().collect::<Vec<_>>(), [0], "only cell 0 was profiled");
+    assert_eq!(all[&0], vec![nginx, php]);
     let conn = rusqlite::Connection::open(dir.path().join("results.db")).unwrap();
     let stored: i64 =
         conn.query_row("SELECT sum(length(folded)) FROM profiles", [], |r| r.get(0)).unwrap();

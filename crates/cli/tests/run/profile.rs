@@ -1,6 +1,7 @@
 //! `run --profile` on a real stack with the real perf: each tier's stacks are stored with
-//! its cell, `loadlab profile` lists their top functions and writes them folded, a cell not
-//! profiled says so (exit 2). Needs nginx, php-fpm and linux-perf, as root.
+//! its cell, `loadlab profile` lists their top functions and writes them folded, the report
+//! draws them (or says they were too few) and its JSON has them, a cell not profiled says so
+//! (exit 2). Needs nginx, php-fpm and linux-perf, as root.
 
 use super::{require, Scratch};
 
@@ -64,6 +65,22 @@ fn a_profiled_cell_keeps_each_tiers_stacks_and_profile_lists_them() {
     assert!(text.contains("php-fpm: ") && text.contains("self%"), "{text}");
     let folded = std::fs::read_to_string(dir.join("cell-2-php-fpm.folded")).unwrap();
     assert!(folded.lines().all(|l| l.starts_with("php-fpm")), "{folded}");
+
+    // The report: c=4's group has each tier's flame graph (or says it had too few samples),
+    // c=1's none; its JSON the same.
+    let html = std::fs::read_to_string(scratch.out().join("report.html")).unwrap();
+    let section = &html[html.find("<section id=\"profiles\">").expect("a profiles section")..];
+    let section = &section[..section.find("</section>").unwrap()];
+    assert_eq!(section.matches("<figure class=\"flame\">").count(), 2, "{section}");
+    let drawn = section.matches("<svg").count();
+    let said = section.matches("too few for a flame graph").count();
+    assert_eq!(drawn + said, 2, "each tier drawn or said: {section}");
+    let verdicts = scratch.json(&["report", "--db", &scratch.db(), "--format", "json"]);
+    let groups = verdicts.as_array().expect("verdicts");
+    assert!(groups[0].get("profiles").is_none(), "c=1 was not profiled: {:#}", groups[0]);
+    let stacks = &groups[1]["profiles"]["stacks"];
+    assert_eq!(stacks[0]["cells"], serde_json::json!([2]), "{stacks:#}");
+    assert_eq!(stacks[0]["tiers"][1]["tier"], "php-fpm", "{stacks:#}");
 
     let none = scratch.run(&["profile", "1", "--db", &scratch.db()]);
     assert_eq!(none.status.code(), Some(2), "cell 1 (c=1) was not profiled");

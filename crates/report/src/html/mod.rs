@@ -11,11 +11,12 @@
 
 mod cells;
 mod environment;
+mod profiles;
 mod verdict;
 
 use std::fmt::{self, Write};
 
-use loadlab_store::{CellRecord, ConfigRecord, Run};
+use loadlab_store::{CellRecord, ConfigRecord, Run, RunProfiles};
 
 use crate::charts;
 use crate::format;
@@ -24,6 +25,7 @@ use crate::verdict::verdicts;
 
 use cells::cells_section;
 use environment::{environment, unsampled_externals};
+use profiles::profiles_section;
 use verdict::verdict_table;
 
 const CSS: &str = include_str!("../../assets/report.css");
@@ -49,8 +51,14 @@ impl fmt::Display for Esc<'_> {
     }
 }
 
-/// The whole report of `run`: verdict, charts, per-cell detail, environment and configs.
-pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) -> String {
+/// The whole report of `run`: verdict, charts, the profiled cells' flame graphs, per-cell
+/// detail, environment and configs.
+pub fn render_html(
+    run: &Run,
+    cells: &[CellRecord],
+    configs: &[ConfigRecord],
+    profiles: &RunProfiles,
+) -> String {
     let verdicts = verdicts(cells);
     let palette = Palette::new(cells);
     let plots = plots(run, cells, &palette);
@@ -108,15 +116,22 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
             notes: &unsampled,
         },
     ];
-    header(o, run, cells, &sections);
+    let profiled = profiles_section(cells, profiles);
+    header(o, run, cells, &sections, !profiled.is_empty());
     let _ = writeln!(o, "<section id=\"verdict\">\n<h2>Verdict</h2>");
     verdict_table(o, &verdicts, &palette);
     let _ = writeln!(o, "</section>");
     for section in &sections {
         plot_section(o, section);
     }
+    o.push_str(&profiled);
     cells_section(o, cells);
     environment(o, run, cells, configs);
+    footer(o, run);
+    out
+}
+
+fn footer(o: &mut String, run: &Run) {
     let _ = writeln!(
         o,
         "<footer>Written by loadlab {}. Medians over repetitions with 95% confidence intervals \
@@ -124,7 +139,6 @@ pub fn render_html(run: &Run, cells: &[CellRecord], configs: &[ConfigRecord]) ->
          α = 0.05.</footer>\n</main>\n</body>\n</html>",
         Esc(&run.environment.loadlab_version)
     );
-    out
 }
 
 /// A section of charts, with the notes on stacks it has no chart of.
@@ -169,7 +183,13 @@ fn plot_section(o: &mut String, s: &ChartSection<'_>) {
     let _ = writeln!(o, "</section>");
 }
 
-fn header(o: &mut String, run: &Run, cells: &[CellRecord], sections: &[ChartSection<'_>]) {
+fn header(
+    o: &mut String,
+    run: &Run,
+    cells: &[CellRecord],
+    sections: &[ChartSection<'_>],
+    profiled: bool,
+) {
     let took = run
         .finished_at
         .and_then(|f| f.duration_since(run.started_at).ok())
@@ -209,6 +229,9 @@ fn header(o: &mut String, run: &Run, cells: &[CellRecord], sections: &[ChartSect
     let _ = write!(o, "<nav><a href=\"#verdict\">Verdict</a>");
     for s in sections.iter().filter(|s| !s.is_empty()) {
         let _ = write!(o, "<a href=\"#{}\">{}</a>", s.id, s.nav);
+    }
+    if profiled {
+        let _ = write!(o, "<a href=\"#profiles\">Where the CPU went</a>");
     }
     let _ = writeln!(
         o,

@@ -45,7 +45,7 @@ fn text_from_servers_and_configs_is_escaped() {
     r.suite = EVIL.into();
     r.environment.hostname = EVIL.into();
     r.environment.packages.insert(EVIL.into(), EVIL.into());
-    let html = render_html(&r, &cells, &configs);
+    let html = render_html(&r, &cells, &configs, &Default::default());
     assert!(!html.to_lowercase().contains("<script"), "raw script tag in the report");
     assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
     assert!(html.contains("server { # &lt;script&gt;"));
@@ -57,7 +57,7 @@ fn the_page_fetches_nothing() {
     let mut cells = reps("nginx", "static", 10, &[100.0, 101.0, 102.0]);
     cells.extend(reps("nginx", "static", 50, &[300.0, 301.0, 302.0]));
     cells[0].samples = samples();
-    let html = render_html(&run(), &cells, &[]);
+    let html = render_html(&run(), &cells, &[], &Default::default());
     for needle in ["http:", "https:", "src=", "url(", "@import", "<link", "<script", "//cdn"] {
         assert!(!html.contains(needle), "found {needle:?}");
     }
@@ -75,7 +75,7 @@ fn verdict_flags_and_charts_are_on_the_page() {
     cells[3].samples = samples();
     // Its requests over its 10 s: the ab layout's requests per second.
     cells[0].metrics.insert(loadlab_store::metric::COMPLETED.into(), 10_000.0);
-    let html = render_html(&run(), &cells, &[]);
+    let html = render_html(&run(), &cells, &[], &Default::default());
     assert!(
         html.contains("<span class=\"winner\">nginx</span> 2.00× the req/s of apache"),
         "{html}"
@@ -97,7 +97,10 @@ fn every_nav_link_lands_on_a_section_of_the_page() {
     let mut cells = reps("nginx", "static", 10, &[100.0, 101.0, 102.0]);
     cells.extend(reps("nginx", "static", 50, &[300.0, 301.0, 302.0]));
     cells[0].samples = samples();
-    for html in [render_html(&run(), &cells, &[]), render_html(&run(), &[], &[])] {
+    for html in [
+        render_html(&run(), &cells, &[], &Default::default()),
+        render_html(&run(), &[], &[], &Default::default()),
+    ] {
         let nav = &html[html.find("<nav>").unwrap()..html.find("</nav>").unwrap()];
         let links: Vec<&str> =
             nav.split("href=\"#").skip(1).map(|l| &l[..l.find('"').unwrap()]).collect();
@@ -111,7 +114,7 @@ fn every_nav_link_lands_on_a_section_of_the_page() {
 
 #[test]
 fn a_run_without_cells_still_renders() {
-    let html = render_html(&run(), &[], &[]);
+    let html = render_html(&run(), &[], &[], &Default::default());
     assert!(html.contains("No cell of this run has finished yet."));
     assert!(!html.contains("<svg "));
     assert!(html.trim_end().ends_with("</html>"));
@@ -127,7 +130,7 @@ fn zero_latency_on_a_log_axis_draws_no_infinite_point() {
         c.metrics.insert(loadlab_store::metric::P99_US.into(), p99);
         c.metrics.insert(loadlab_store::metric::P50_US.into(), 1.0 + i as f64);
     }
-    let html = render_html(&run(), &cells, &[]);
+    let html = render_html(&run(), &cells, &[], &Default::default());
     assert!(!html.contains("<p class=\"chart-error\">"), "{html}");
     for svg in html.split("<svg ").skip(1) {
         let svg = &svg[..svg.find("</svg>").expect("a closed svg")];
@@ -147,7 +150,7 @@ fn the_environment_names_the_link_each_stack_was_measured_across() {
         c.knobs.insert("net".into(), serde_json::json!("wan"));
         c.knobs.insert("net_delay".into(), serde_json::json!("netem"));
     }
-    let html = render_html(&run(), &cells, &[]);
+    let html = render_html(&run(), &cells, &[], &Default::default());
     assert!(html.contains("<dt>network</dt><dd>--net lan-100mbit: nginx</dd>"), "{html}");
     assert!(html.contains("<dt>network</dt><dd>--net wan (delay by netem): varnish</dd>"));
     assert!(html.contains("<dt>network</dt><dd>loopback (no link in between): apache</dd>"));
@@ -174,7 +177,7 @@ fn an_external_target_is_named_by_who_answered_and_said_to_be_unsampled() {
     // As a run stores it now: the same identity as JSON renders the same page.
     let typed = ConfigRecord::of_identity("mine", "external", &identity.identity().unwrap());
     assert_ne!(typed.content, identity.content);
-    let html = render_html(&run(), &cells, &[identity]);
+    let html = render_html(&run(), &cells, &[identity], &Default::default());
     assert!(
         html.contains(
             "<dt>external</dt><dd>mine: http://127.0.0.1:8080 at 127.0.0.1:8080, Server \
@@ -182,7 +185,7 @@ fn an_external_target_is_named_by_who_answered_and_said_to_be_unsampled() {
         ),
         "{html}"
     );
-    assert_eq!(render_html(&run(), &cells, &[typed]), html);
+    assert_eq!(render_html(&run(), &cells, &[typed], &Default::default()), html);
     // Not a lab stack on loopback.
     assert!(html.contains("<dt>network</dt><dd>loopback (no link in between): nginx</dd>"));
     assert!(html.contains("<p class=\"note\">mine: not sampled: external target"), "{html}");
@@ -190,7 +193,7 @@ fn an_external_target_is_named_by_who_answered_and_said_to_be_unsampled() {
     for c in cells.iter_mut().filter(|c| c.stack == "mine") {
         c.samples = samples();
     }
-    let html = render_html(&run(), &cells, &[]);
+    let html = render_html(&run(), &cells, &[], &Default::default());
     assert!(!html.contains("not sampled"));
 }
 
@@ -201,7 +204,7 @@ fn each_stacks_slo_verdict_is_a_line_under_its_group() {
     for c in &mut cells {
         c.slo = Some("rps>800".into());
     }
-    let html = render_html(&run(), &cells, &[]);
+    let html = render_html(&run(), &cells, &[], &Default::default());
     assert!(
         html.contains(
             "<tr class=\"slo-row\"><td colspan=\"8\"><ul class=\"slo\"><li class=\"pass\">✓ \
@@ -214,7 +217,8 @@ fn each_stacks_slo_verdict_is_a_line_under_its_group() {
         html.contains("<p class=\"gate fail\">SLO gate: FAIL (1 of 2 failed: apache"),
         "{html}"
     );
-    let plain = render_html(&run(), &reps("nginx", "static", 50, &[1_000.0]), &[]);
+    let plain =
+        render_html(&run(), &reps("nginx", "static", 50, &[1_000.0]), &[], &Default::default());
     assert!(!plain.contains("slo-row") && !plain.contains("SLO gate"));
 }
 
@@ -236,7 +240,7 @@ fn the_environment_shows_both_machines_and_the_path_between_them() {
                  memory: 16.0 GiB\nruns: nginx\nserver nic: eth0, 1000 Mbit/s\n\
                  client nic: eth1, 1000 Mbit/s\nidle rtt: 61 µs\npackages:\n  nginx 1.22\n";
     let old = ConfigRecord { content: lines.into(), ..host.clone() };
-    let html = render_html(&run(), &cells, &[host]);
+    let html = render_html(&run(), &cells, &[host], &Default::default());
     assert!(html.contains("<dt>client host</dt><dd>lab1</dd>"), "{html}");
     assert!(html.contains(
         "<dt>server host</dt><dd>ssh://root@lab2 (lab2): kernel 6.1.0, CPU 8 × EPYC, memory \
@@ -244,12 +248,17 @@ fn the_environment_shows_both_machines_and_the_path_between_them() {
          eth0, 1000 Mbit/s; idle RTT 61 µs</dd>"
     ));
     assert!(html.contains(&format!("<pre>{}</pre>", super::Esc(lines))), "{html}");
-    assert_eq!(render_html(&run(), &cells, &[old]), html, "the old form reads as the new");
+    assert_eq!(
+        render_html(&run(), &cells, &[old], &Default::default()),
+        html,
+        "the old form reads as the new"
+    );
     assert!(html.contains("<dt>network</dt><dd>the path to ssh://root@lab2: nginx</dd>"));
     assert!(html.contains("<dt>network</dt><dd>loopback (no link in between): apache</dd>"));
     // Its tiers' CPU chart counts that host's cores.
     assert!(html.contains("one core (64 on ssh://root@lab2)"), "{html}");
-    let alone = render_html(&run(), &reps("apache", "static", 10, &[90.0]), &[]);
+    let alone =
+        render_html(&run(), &reps("apache", "static", 10, &[90.0]), &[], &Default::default());
     assert!(alone.contains("<dt>host</dt><dd>lab1</dd>") && !alone.contains("server host"));
 }
 
@@ -258,7 +267,7 @@ fn the_environment_shows_both_machines_and_the_path_between_them() {
 #[test]
 fn a_view_groups_charts_name_and_carry_the_views() {
     let cells = crate::testcell::view_cells(3, &[3.0, 6.0, 12.0]);
-    let html = render_html(&run(), &cells, &[]);
+    let html = render_html(&run(), &cells, &[], &Default::default());
     let sweeps = &html[html.find("<section id=\"sweeps\">").expect("a sweep")..];
     let sweeps = &sweeps[..sweeps.find("</section>").unwrap()];
     let svg = &sweeps[..sweeps.find("</svg>").unwrap()];
@@ -280,7 +289,38 @@ fn a_view_groups_charts_name_and_carry_the_views() {
     assert!(sweeps.contains("varnish sustains 12 views/s;"), "{sweeps}");
     assert!(!sweeps.contains("req/s"), "{sweeps}");
     // At one rate: the page-load percentiles.
-    let html = render_html(&run(), &crate::testcell::view_cells(3, &[3.0]), &[]);
+    let html =
+        render_html(&run(), &crate::testcell::view_cells(3, &[3.0]), &[], &Default::default());
     assert!(html.contains("<h3>front page views · open, 3 views/s: page load percentiles</h3>"));
     assert!(html.contains("page load (ms)"), "{html}");
+}
+
+#[test]
+fn profiled_cells_are_drawn_as_flame_graphs_and_the_stacks_compared() {
+    let (cells, profiles) = crate::testcell::profiled_group();
+    let html = render_html(&run(), &cells, &[], &profiles);
+    assert!(html.contains("<section id=\"profiles\">"), "no profiles section");
+    assert!(html.contains("<a href=\"#profiles\">"), "no link to it");
+    // apache2 and php-cgi drawn, nginx's 300 samples said, the differential drawn.
+    assert_eq!(html.matches("<figure class=\"flame\">").count(), 4, "{html}");
+    assert!(html.contains("<title>execute_ex (600 samples, 60.00%)</title>"), "apache2's graph");
+    assert!(html.contains("300 samples: under 500, too few for a flame graph"), "nginx's tier");
+    assert!(html.contains("Not profiled: refused: No permission."), "varnish's cells");
+    assert!(html.contains("<h4>nginx-fastcgi against apache-modphp</h4>"));
+    assert!(html.contains(
+        "<li>nginx-fastcgi spends 35.0% of its samples in unix_stream_sendmsg, apache-modphp \
+         10.0%</li>"
+    ));
+    assert!(html.contains("<tr><td>unix_stream_sendmsg</td><td class=\"num\">10.0%</td>"));
+    assert!(html.contains("varnish has no profile (refused: No permission)"));
+    for needle in ["http:", "https:", "src=", "url(", "@import", "<link", "<script", "//cdn"] {
+        assert!(!html.contains(needle), "found {needle:?}");
+    }
+
+    let lost = render_html(&run(), &cells, &[], &Default::default());
+    assert!(lost.contains("perf recorded no sample of its tiers."), "asked, recorded, none kept");
+    let mut plain = cells;
+    plain.iter_mut().for_each(|c| drop(c.knobs.remove("profile")));
+    let plain = render_html(&run(), &plain, &[], &profiles);
+    assert!(!plain.contains("profiles"), "cells not asked to be profiled have a profile section");
 }

@@ -1,4 +1,5 @@
 //! One module per area.
 
 mod browser;
+mod profiles;
 mod report;

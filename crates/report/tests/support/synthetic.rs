@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use loadlab_stats::{Recorder, Series};
 use loadlab_store::{
     metric, CellRecord, ConfigRecord, Counted, Environment, Flag, Histograms, LoadModel, LoadSpec,
-    RunId, RunInfo, RunStatus, Sample, Store, TrustFlag,
+    ProfileRecord, RunId, RunInfo, RunProfiles, RunStatus, Sample, Store, TrustFlag,
 };
 use serde_json::json;
 
@@ -309,16 +309,41 @@ fn environment() -> Environment {
 }
 
 /// Writes the synthetic run of `cells` into a store file at `path` and returns its id.
-pub fn store_run(path: &Path, cells: Vec<CellRecord>) -> RunId {
+pub fn store_run(path: &Path, cells: Vec<CellRecord>, profiles: &RunProfiles) -> RunId {
     let mut store = Store::open(path).expect("open the store");
     let info = RunInfo { suite: "classic".into(), started_at: at(0), environment: environment() };
     let run = store.begin_run(&info).expect("begin the run");
     for c in cells {
-        store.record_cell(run, &c).expect("record a cell");
+        let tiers = profiles.get(&c.ordinal).map_or(&[][..], |p| &p[..]);
+        store.record_profiled_cell(run, &c, tiers).expect("record a cell");
     }
     for c in configs() {
         store.record_config(run, &c).expect("record a config");
     }
     store.finish_run(run, RunStatus::Finished, at(1_250_000)).expect("finish the run");
     run
+}
+
+/// The synthetic run with its WordPress cells of the first repetition profiled: Apache's
+/// apache2, nginx-php-fpm's nginx and php-fpm and varnish's varnish as dense as
+/// [`ProfileRecord::dense_for_test`] makes them, Apache's mariadb with too few samples to draw.
+pub fn profiled_wordpress() -> (Vec<CellRecord>, RunProfiles) {
+    let mut cells = cells();
+    let mut profiles = RunProfiles::new();
+    for c in cells.iter_mut().filter(|c| c.workload == "wordpress-front" && c.repetition == 0) {
+        c.knobs.insert("profile".into(), json!("perf"));
+        let tiers = match c.stack.as_str() {
+            "apache-mod_php" => {
+                let few = ProfileRecord::for_test("mariadb", "mariadb;do_command 120\n");
+                vec![ProfileRecord::dense_for_test("apache2", 1_000, 1), few]
+            }
+            "nginx-php-fpm" => vec![
+                ProfileRecord::dense_for_test("nginx", 1_000, 2),
+                ProfileRecord::dense_for_test("php-fpm", 1_000, 3),
+            ],
+            _ => vec![ProfileRecord::dense_for_test("varnish", 500, 4)],
+        };
+        profiles.insert(c.ordinal, tiers);
+    }
+    (cells, profiles)
 }

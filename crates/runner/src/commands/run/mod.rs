@@ -470,7 +470,8 @@ pub fn write_report(store: &Store, id: RunId, path: &Path) -> Result<(), SuiteEr
     let run = store.run(id)?;
     let cells = store.cells(id)?;
     let configs = store.configs(id)?;
-    let html = loadlab_report::render_html(&run, &cells, &configs);
+    let profiles = store.run_profiles(id)?;
+    let html = loadlab_report::render_html(&run, &cells, &configs, &profiles);
     std::fs::write(path, html).map_err(|error| SuiteError::Io {
         what: "writing",
         path: path.to_path_buf(),
