@@ -294,6 +294,7 @@ fn knobs(args: &UpArgs) -> anyhow::Result<Knobs> {
             .map(own::read_docroot)
             .transpose()
             .map_err(|e| Failure::usage(format!("--docroot: {e}")))?,
+        excimer: OnOff::Off,
     })
 }
 

@@ -330,6 +330,13 @@ impl Lab {
         Ok((!plan.stack.http_tiers.is_empty()).then(|| crate::cert::settings(&plan)))
     }
 
+    /// Where instance `id`'s PHP tiers write PHP's own stacks while a cell is profiled
+    /// ([`crate::profiler::php`]); `None`: it was not brought up to (the `excimer` knob).
+    pub fn php_stacks(&self, id: &str) -> Result<Option<std::path::PathBuf>> {
+        let record = self.state.load(id)?;
+        Ok(record.knobs.excimer.is_on().then(|| crate::profiler::php::dir(&record.run_dir)))
+    }
+
     /// What to give the sampler for an instance: each started tier's process group, and where
     /// its worker pool reports, for the tiers that have one.
     pub fn targets(&self, id: &str) -> Result<Vec<Target>> {
@@ -649,6 +656,10 @@ fn write_files(plan: &Plan) -> Result<()> {
         let path = plan.run.join(path);
         make_dir_all(path.parent().expect("configs are inside the run directory"))?;
         write(&path, text.as_bytes())?;
+    }
+    if plan.knobs.excimer.is_on() && plan.stack.has_php() {
+        let dir = crate::profiler::php::dir(&plan.run);
+        crate::profiler::php::open_dir(&dir).context(|| format!("opening {}", dir.display()))?;
     }
     Ok(())
 }

@@ -213,7 +213,13 @@ impl Stacks for loadlab_lab::Lab {
         let targets = self.targets(id)?;
         if profile {
             let perf = loadlab_lab::programs::PERF.find().map_err(loadlab_lab::Error::from)?;
-            return Ok(Box::new(Sampler::profiled(targets, SAMPLE_INTERVAL, &perf)));
+            let php = self.php_stacks(id)?;
+            return Ok(Box::new(Sampler::profiled(
+                targets,
+                SAMPLE_INTERVAL,
+                &perf,
+                php.as_deref(),
+            )));
         }
         Ok(Box::new(Sampler::start(targets, SAMPLE_INTERVAL)))
     }
