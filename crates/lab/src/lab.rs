@@ -11,7 +11,7 @@ use crate::catalog::{self, Stack, Tier};
 use crate::error::{Error, IoContext, Result};
 use crate::knobs::Knobs;
 use crate::procfs::{self, ProcId};
-use crate::sampler::Target;
+use crate::sampler::{Sampler, Target};
 use crate::servers::{self, wordpress, Captured, Plan};
 use crate::state::{make_dir_all, Record, StateDir, TierRecord};
 use crate::supervise::{self, STOP_GRACE};
@@ -330,11 +330,18 @@ impl Lab {
         Ok((!plan.stack.http_tiers.is_empty()).then(|| crate::cert::settings(&plan)))
     }
 
-    /// Where instance `id`'s PHP tiers write PHP's own stacks while a cell is profiled
-    /// ([`crate::profiler::php`]); `None`: it was not brought up to (the `excimer` knob).
-    pub fn php_stacks(&self, id: &str) -> Result<Option<std::path::PathBuf>> {
+    /// Starts sampling instance `id`'s tiers every `interval`; with `profile`, recording their
+    /// on-CPU stacks with perf too, and PHP's own where the instance was brought up for them
+    /// (the `excimer` knob, see [`crate::profiler::php`]), until the stop.
+    pub fn sampler(&self, id: &str, interval: Duration, profile: bool) -> Result<Sampler> {
+        let targets = self.targets(id)?;
+        if !profile {
+            return Ok(Sampler::start(targets, interval));
+        }
+        let perf = programs::PERF.find()?;
         let record = self.state.load(id)?;
-        Ok(record.knobs.excimer.is_on().then(|| crate::profiler::php::dir(&record.run_dir)))
+        let php = record.knobs.excimer.is_on().then(|| crate::profiler::php::dir(&record.run_dir));
+        Ok(Sampler::profiled(targets, interval, &perf, php.as_deref()))
     }
 
     /// What to give the sampler for an instance: each started tier's process group, and where

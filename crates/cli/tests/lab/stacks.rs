@@ -55,7 +55,7 @@ pub(super) fn exercise(lab: TestLab, up: Value, checks: &[&[&str]], load: Option
     assert_eq!(again["ok"], true, "{again:#}");
     check_captured(&lab.json(&["stack", "show", &id, "--json"]), &up);
 
-    let sampler = start_sampler(&lab, &id);
+    let sampler = start_sampler(&lab, &id, &[]);
     if let Some(load) = &load {
         let url = format!("{}{}", up["url"].as_str().unwrap().trim_end_matches('/'), load.path);
         let mut args =
@@ -118,11 +118,16 @@ fn sorted(mut v: Vec<&str>) -> Vec<&str> {
     v
 }
 
-/// `stack sample` in the background, returned once it has taken its first reading (it
-/// says so on stderr).
-fn start_sampler(lab: &TestLab, id: &str) -> (Child, std::thread::JoinHandle<Vec<u8>>) {
+/// `stack sample` (with `more` arguments) in the background, returned once it has taken its
+/// first reading (it says so on stderr).
+fn start_sampler(
+    lab: &TestLab,
+    id: &str,
+    more: &[&str],
+) -> (Child, std::thread::JoinHandle<Vec<u8>>) {
     let mut command =
         lab.command(&["stack", "sample", id, "-d", "60s", "--interval", "250ms", "--json"]);
+    command.args(more);
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = command.spawn().expect("spawn stack sample");
     let stdout = drain(child.stdout.take().unwrap());
@@ -163,6 +168,32 @@ fn check_samples(samples: &Value, up: &Value, loaded: bool) {
     if loaded {
         assert!(cpu > 0.0, "no CPU sampled under load: {samples:#?}");
     }
+}
+
+/// `stack sample --profile` records the tiers' stacks with perf as a profiled cell does, and
+/// lists each tier's top functions beside the samples. Needs nginx and linux-perf, as root.
+#[test]
+fn stack_sample_profile_lists_each_tiers_top_functions() {
+    let (lab, up) = require_stack!("nginx", &[]);
+    if loadlab_lab::programs::PERF.find().is_err() {
+        return crate::support::skip::missing("perf", "linux-perf").report();
+    }
+    let id = up["id"].as_str().expect("id").to_string();
+    let sampler = start_sampler(&lab, &id, &["--profile"]);
+    let url = format!("{}{}", up["url"].as_str().unwrap().trim_end_matches('/'), BIG_FILE.path);
+    let (report, output) = run_json(&["bench", &url, "-d", "2s", "-c", "4"]);
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    let doc = stop_sampler(sampler);
+    lab.down(&id);
+    let Some(profiles) = doc["profiles"].as_array() else {
+        // perf refused by the kernel here: said on stderr, sampled without profiles.
+        assert!(!crate::support::skip::servers_required(), "no profiles in CI: {doc:#}");
+        return eprintln!("skipped: perf could not record here");
+    };
+    let nginx = profiles.iter().find(|t| t["tier"] == "nginx").expect("nginx's profile");
+    assert!(nginx["samples"].as_u64().unwrap() > 0, "{nginx:#}");
+    assert_eq!(nginx["interval_us"], 10_101, "{nginx:#}");
+    assert!(!nginx["functions"].as_array().unwrap().is_empty(), "{nginx:#}");
 }
 
 #[test]
