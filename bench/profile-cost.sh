@@ -10,8 +10,8 @@
 # Each side is one `loadlab run` of a one-cell suite (the stack brought up, warmed, measured,
 # taken down), `--profile all` or `--profile none`: what a user's profiled run pays, perf's
 # folding after the cell excluded (it runs once the cell is measured). Prints each round's
-# req/s and ratio (profiled / not), then the median ratio and the spread, with the load
-# average before and after. Needs root (perf system-wide), linux-perf and php-excimer.
+# req/s and the stack's CPU per request (every tier's, from the run's store), then the median
+# ratio profiled / not of each and its spread, with the load average before and after. Needs root (perf system-wide), linux-perf and php-excimer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -63,31 +63,40 @@ measure() {
   if [ "$mode" = all ] && grep -q "perf could not record" "$work/$mode.log"; then
     die "perf could not record here (run as root): $(grep -m1 'perf could not' "$work/$mode.log")"
   fi
+  # req/s, and the stack's CPU per request: every tier's CPU over the cell (the sampler's
+  # series) over the requests completed, which a machine busy with other work disturbs less.
   python3 -c '
-import re, sys
-line = next(l for l in open(sys.argv[1]) if re.match(r"\[\s*1/1\]", l))
-print(re.search(r"([0-9][0-9,.]*) req/s", line).group(1).replace(",", ""))' "$work/$mode.log"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+metric = lambda name: db.execute("SELECT value FROM metrics WHERE name = ?", (name,)).fetchone()[0]
+cpu = db.execute("SELECT SUM(cpu_user_s + cpu_sys_s) FROM samples").fetchone()[0]
+rps, done = metric("rps"), metric("completed")
+print(f"{rps:.2f} {1000 * cpu / done:.3f}")' "$work/out/loadlab.db"
 }
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs; $STACK $WORKLOAD c=$CONCURRENCY $DURATION, $ROUNDS rounds"
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-ratios=()
+rounds=()
 for round in $(seq 1 "$ROUNDS"); do
   if [ $((round % 2)) -eq 1 ]; then order=(none all); else order=(all none); fi
-  declare -A rps=()
+  declare -A got=()
   for mode in "${order[@]}"; do
-    rps[$mode]=$(measure "$mode")
+    got[$mode]=$(measure "$mode")
   done
-  ratio=$(python3 -c "print(f'{${rps[all]} / ${rps[none]}:.4f}')")
-  ratios+=("$ratio")
-  printf 'round %d (%s first): without %.1f req/s, profiled %.1f req/s, ratio %s\n' \
-    "$round" "${order[0]}" "${rps[none]}" "${rps[all]}" "$ratio"
-  unset rps
+  read -r rps_none cpu_none <<<"${got[none]}"
+  read -r rps_all cpu_all <<<"${got[all]}"
+  rounds+=("$rps_none,$rps_all,$cpu_none,$cpu_all")
+  printf 'round %d (%s first): req/s without %s, profiled %s; stack CPU per request %s ms, %s ms\n' \
+    "$round" "${order[0]}" "$rps_none" "$rps_all" "$cpu_none" "$cpu_all"
+  unset got
 done
-python3 - "${ratios[@]}" <<'EOF'
+python3 - "${rounds[@]}" <<'EOF'
 import statistics, sys
-r = sorted(float(x) for x in sys.argv[1:])
-print(f"profiled / not: median {statistics.median(r):.3f} (cost {100 * (1 - statistics.median(r)):.1f}%), "
-      f"spread {r[0]:.3f}-{r[-1]:.3f} over {len(r)} rounds")
+rows = [[float(v) for v in r.split(",")] for r in sys.argv[1:]]
+for name, ratios in [("req/s", [a / n for n, a, _, _ in rows]),
+                     ("stack CPU per request", [a / n for _, _, n, a in rows])]:
+    r = sorted(ratios)
+    print(f"{name}, profiled / not: median {statistics.median(r):.3f}, "
+          f"spread {r[0]:.3f}-{r[-1]:.3f} over {len(r)} rounds")
 EOF
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
