@@ -165,6 +165,11 @@ struct UpArgs {
     /// Your own files (a site, a PHP application), served beside the lab's workload files.
     #[arg(long, value_name = "DIR")]
     docroot: Option<PathBuf>,
+    /// Ready the PHP tiers for `stack sample --profile` to record PHP's own stacks too
+    /// (php-excimer, started by an auto_prepend_file only while a profile is taken; a stat(2)
+    /// per request otherwise). Needs php-excimer.
+    #[arg(long = "profile", conflicts_with = "host")]
+    profile: bool,
     /// Print JSON: {"id", "name", "url", "pids", ...}.
     #[arg(long)]
     json: bool,
@@ -299,7 +304,7 @@ fn knobs(args: &UpArgs) -> anyhow::Result<Knobs> {
             .map(own::read_docroot)
             .transpose()
             .map_err(|e| Failure::usage(format!("--docroot: {e}")))?,
-        excimer: OnOff::Off,
+        excimer: if args.profile { OnOff::On } else { OnOff::Off },
     })
 }
 

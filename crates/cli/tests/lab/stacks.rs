@@ -171,17 +171,19 @@ fn check_samples(samples: &Value, up: &Value, loaded: bool) {
 }
 
 /// `stack sample --profile` records the tiers' stacks with perf as a profiled cell does, and
-/// lists each tier's top functions beside the samples. Needs nginx and linux-perf, as root.
+/// lists each tier's top functions beside the samples; a stack brought up with `--profile`
+/// gives PHP's own stacks too. Needs nginx, php-fpm, php-excimer and linux-perf, as root.
 #[test]
 fn stack_sample_profile_lists_each_tiers_top_functions() {
-    let (lab, up) = require_stack!("nginx", &[]);
-    if loadlab_lab::programs::PERF.find().is_err() {
-        return crate::support::skip::missing("perf", "linux-perf").report();
+    use loadlab_lab::programs::{EXCIMER, PERF};
+    let (lab, up) = require_stack!("nginx-fpm", &["--profile"]);
+    if let Some(need) = [PERF, EXCIMER].iter().find(|need| need.find().is_err()) {
+        return crate::support::skip::missing("nginx-fpm --profile", need.package).report();
     }
     let id = up["id"].as_str().expect("id").to_string();
     let sampler = start_sampler(&lab, &id, &["--profile"]);
-    let url = format!("{}{}", up["url"].as_str().unwrap().trim_end_matches('/'), BIG_FILE.path);
-    let (report, output) = run_json(&["bench", &url, "-d", "2s", "-c", "4"]);
+    let url = format!("{}{}", up["url"].as_str().unwrap().trim_end_matches('/'), PHPINFO.path);
+    let (report, output) = run_json(&["bench", &url, "-d", "3s", "-c", "4"]);
     assert_eq!(output.status.code(), Some(0), "{report:#}");
     let doc = stop_sampler(sampler);
     lab.down(&id);
@@ -190,10 +192,18 @@ fn stack_sample_profile_lists_each_tiers_top_functions() {
         assert!(!crate::support::skip::servers_required(), "no profiles in CI: {doc:#}");
         return eprintln!("skipped: perf could not record here");
     };
-    let nginx = profiles.iter().find(|t| t["tier"] == "nginx").expect("nginx's profile");
-    assert!(nginx["samples"].as_u64().unwrap() > 0, "{nginx:#}");
-    assert_eq!(nginx["interval_us"], 10_101, "{nginx:#}");
-    assert!(!nginx["functions"].as_array().unwrap().is_empty(), "{nginx:#}");
+    let tier = |name: &str| {
+        let t = profiles.iter().find(|t| t["tier"] == name);
+        t.unwrap_or_else(|| panic!("no profile of {name}: {profiles:#?}")).clone()
+    };
+    let fpm = tier("php-fpm");
+    assert!(fpm["samples"].as_u64().unwrap() > 0, "{fpm:#}");
+    assert_eq!(fpm["interval_us"], 10_101, "{fpm:#}");
+    assert!(!fpm["functions"].as_array().unwrap().is_empty(), "{fpm:#}");
+    // phpinfo's requests mostly end within excimer's first 1 ms: a few of 3 s of them do not.
+    let php = tier(loadlab_lab::profiler::php::TIER);
+    assert_eq!(php["interval_us"], 1_000, "{php:#}");
+    assert!(php["samples"].as_u64().unwrap() > 0, "{php:#}");
 }
 
 #[test]
