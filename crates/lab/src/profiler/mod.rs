@@ -127,7 +127,8 @@ impl Profiler {
             false => Profiles { tiers: Vec::new(), refused: Some(first_line(&said)) },
         };
         let _ = std::fs::remove_file(&self.data);
-        // PHP's stacks come from inside PHP: a kernel that refuses perf does not stop them.
+        // PHP's stacks come from inside PHP, whatever became of perf; with `refused` set, the
+        // run and `stack sample` keep none of the cell's profiles, and say why.
         profiles.tiers.extend(self.php.and_then(php::PhpStacks::finish));
         profiles
     }
