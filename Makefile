@@ -13,7 +13,9 @@ SHELL := /bin/bash
 # make test installs them, so that CI runs the lab's tests instead of skipping them.
 LAB_PACKAGES   := nginx apache2 libapache2-mod-php php-fpm php-cgi php-cli php-mysql \
                   spawn-fcgi varnish hitch caddy mariadb-server mariadb-client wordpress \
-                  wordpress-theme-twentytwentyone
+                  wordpress-theme-twentytwentyone php-excimer
+# php-excimer: `--profile` samples PHP's own stacks in the PHP tiers (the lab's php.ini
+# prepends its profiler only then).
 # iproute2: the link test puts a server in a network namespace behind a veth pair (as root).
 # openssh: the `--host` tests run an sshd of their own in a namespace host, and ssh to it.
 # python3-venv: the venv that holds kubernetes-validate (below).

@@ -49,50 +49,12 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<u8> {
                 .with_context(|| format!("writing {}", path.display()))?;
         }
     }
-    let tops: Vec<_> = profiles
-        .iter()
-        .map(|p| {
-            let mut f = loadlab_report::profile::functions(&p.folded);
-            f.truncate(args.top);
-            (p, f)
-        })
-        .collect();
     if args.json {
-        let tiers: Vec<serde_json::Value> = tops
-            .iter()
-            .map(|(p, f)| {
-                serde_json::json!({
-                    "tier": p.tier, "samples": p.samples, "lost": p.lost,
-                    "interval_us": p.interval_us,
-                    "enough": p.samples >= loadlab_report::profile::ENOUGH_SAMPLES,
-                    "functions": f,
-                })
-            })
-            .collect();
+        let tiers = loadlab_output::profile::tiers_json(&profiles, args.top);
         let doc = serde_json::json!({ "run": run.0, "cell": args.cell, "tiers": tiers });
         outln!("{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(OK);
     }
-    for (p, functions) in tops {
-        let few = match p.samples < loadlab_report::profile::ENOUGH_SAMPLES {
-            true => format!(
-                ": under {} samples, too few to say much",
-                loadlab_report::profile::ENOUGH_SAMPLES
-            ),
-            false => String::new(),
-        };
-        outln!(
-            "{}: {} samples every {:.1} ms of CPU, {} lost{few}",
-            p.tier,
-            p.samples,
-            p.interval_us as f64 / 1000.0,
-            p.lost
-        )?;
-        outln!("  {:>6} {:>6}  function", "self%", "total%")?;
-        let pct = |n: u64| 100.0 * n as f64 / p.samples.max(1) as f64;
-        for f in functions {
-            outln!("  {:>6.1} {:>6.1}  {}", pct(f.self_samples), pct(f.total_samples), f.function)?;
-        }
-    }
+    loadlab_output::profile::write_tiers(&mut std::io::stdout().lock(), &profiles, args.top)?;
     Ok(OK)
 }

@@ -54,6 +54,11 @@ enum StackCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Also record each tier's on-CPU stacks with perf while sampling, as `run --profile`
+        /// does, and print each tier's top functions. Needs linux-perf and the right to
+        /// profile the machine (root).
+        #[arg(long = "profile")]
+        profile: bool,
         /// Run it on that lab host's loadlab, over ssh (see `stack up --host`).
         #[arg(long, value_name = "ssh://[user@]host[:port]", value_parser = crate::remote::parse_host)]
         host: Option<Host>,
@@ -160,6 +165,11 @@ struct UpArgs {
     /// Your own files (a site, a PHP application), served beside the lab's workload files.
     #[arg(long, value_name = "DIR")]
     docroot: Option<PathBuf>,
+    /// Ready the PHP tiers for `stack sample --profile` to record PHP's own stacks too
+    /// (php-excimer, started by an auto_prepend_file only while a profile is taken; a stat(2)
+    /// per request otherwise). Needs php-excimer.
+    #[arg(long = "profile", conflicts_with = "host")]
+    profile: bool,
     /// Print JSON: {"id", "name", "url", "pids", ...}.
     #[arg(long)]
     json: bool,
@@ -203,13 +213,13 @@ pub fn run(args: StackArgs) -> anyhow::Result<u8> {
         | StackCommand::Sample { host: Some(host), .. }
         | StackCommand::Show { host: Some(host), .. } => remote::pass_through(&host),
         StackCommand::Verify { id, json, .. } => verify(&lab, &id, json),
-        StackCommand::Sample { id, duration, interval, json, until_eof, .. } => {
+        StackCommand::Sample { id, duration, interval, json, profile, until_eof, .. } => {
             // Over ssh, the session's end closes stdin: nobody is left to print to.
             let session = until_eof.then(|| {
                 let stdin = std::io::BufReader::new(std::io::stdin());
                 loadlab_remote::protocol::Watch::reading(stdin, Duration::MAX)
             });
-            sample(&lab, &id, duration, interval, json, session.as_ref())
+            sample(&lab, &id, (duration, interval, profile), json, session.as_ref())
         }
         StackCommand::Show { id, json, .. } => show(&lab, &id, json),
         StackCommand::Down { id, all, host } => down(&lab, id, all, host.as_ref()),
@@ -294,6 +304,7 @@ fn knobs(args: &UpArgs) -> anyhow::Result<Knobs> {
             .map(own::read_docroot)
             .transpose()
             .map_err(|e| Failure::usage(format!("--docroot: {e}")))?,
+        excimer: if args.profile { OnOff::On } else { OnOff::Off },
     })
 }
 
@@ -332,11 +343,13 @@ fn verify(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
     }
 }
 
+/// Functions listed per tier by `stack sample --profile`, as `loadlab profile` lists them.
+const TOP_FUNCTIONS: usize = 15;
+
 fn sample(
     lab: &Lab,
     id: &str,
-    duration: Duration,
-    interval: Duration,
+    (duration, interval, profile): (Duration, Duration, bool),
     json: bool,
     session: Option<&loadlab_remote::protocol::Watch>,
 ) -> anyhow::Result<u8> {
@@ -351,14 +364,24 @@ fn sample(
             tiers.join(", ")
         )
     };
-    let samples =
-        runner::sample(lab, id, duration, interval, &cancel, &mut started).map_err(failure)?;
+    let taken = runner::sample(lab, id, duration, interval, profile, &cancel, &mut started)
+        .map_err(failure)?;
+    if let Some(Err(why)) = &taken.profiles {
+        eprintln!("loadlab: perf could not record ({why}): sampled without profiles");
+    }
     if json {
-        writeln!(std::io::stdout(), "{:#}", json!({ "id": id, "samples": samples }))?;
+        let mut doc = json!({ "id": id, "samples": taken.samples });
+        if let Some(Ok(tiers)) = &taken.profiles {
+            doc["profiles"] = json!(loadlab_output::profile::tiers_json(tiers, TOP_FUNCTIONS));
+        }
+        writeln!(std::io::stdout(), "{doc:#}")?;
         return Ok(OK);
     }
     let mut out = std::io::stdout().lock();
-    output::write_samples(&mut out, &samples)?;
+    output::write_samples(&mut out, &taken.samples)?;
+    if let Some(Ok(tiers)) = &taken.profiles {
+        loadlab_output::profile::write_tiers(&mut out, tiers, TOP_FUNCTIONS)?;
+    }
     Ok(OK)
 }
 

@@ -177,6 +177,9 @@ impl Stack {
             // mod_php has no test of its own: php -v reads the user's php.ini as it will.
             needs.push(programs::PHP_CLI);
         }
+        if self.has_php() && knobs.excimer.is_on() {
+            needs.push(programs::EXCIMER);
+        }
         if self.wordpress {
             // php-cli runs WordPress's installer once, into the database template.
             needs.extend([programs::WORDPRESS, programs::WORDPRESS_THEME, programs::PHP_CLI]);

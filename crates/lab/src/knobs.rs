@@ -98,6 +98,10 @@ pub struct Knobs {
     /// the lab's workload files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub docroot: Option<std::path::PathBuf>,
+    /// PHP's own stacks ready to be sampled by php-excimer in every PHP tier (see
+    /// [`crate::profiler::php`]): set by a profiled run, not by a suite. Not written when off.
+    #[serde(skip_serializing_if = "is_off")]
+    pub excimer: OnOff,
 }
 
 impl Default for Knobs {
@@ -120,6 +124,7 @@ impl Default for Knobs {
             http2: OnOff::Off,
             config: None,
             docroot: None,
+            excimer: OnOff::Off,
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::catalog::{self, Stack, Tier};
 use crate::error::{Error, IoContext, Result};
 use crate::knobs::Knobs;
 use crate::procfs::{self, ProcId};
-use crate::sampler::Target;
+use crate::sampler::{Sampler, Target};
 use crate::servers::{self, wordpress, Captured, Plan};
 use crate::state::{make_dir_all, Record, StateDir, TierRecord};
 use crate::supervise::{self, STOP_GRACE};
@@ -328,6 +328,20 @@ impl Lab {
     pub fn tls_settings(&self, id: &str) -> Result<Option<crate::cert::Settings>> {
         let plan = self.plan_of(&self.state.load(id)?)?;
         Ok((!plan.stack.http_tiers.is_empty()).then(|| crate::cert::settings(&plan)))
+    }
+
+    /// Starts sampling instance `id`'s tiers every `interval`; with `profile`, recording their
+    /// on-CPU stacks with perf too, and PHP's own where the instance was brought up for them
+    /// (the `excimer` knob, see [`crate::profiler::php`]), until the stop.
+    pub fn sampler(&self, id: &str, interval: Duration, profile: bool) -> Result<Sampler> {
+        let targets = self.targets(id)?;
+        if !profile {
+            return Ok(Sampler::start(targets, interval));
+        }
+        let perf = programs::PERF.find()?;
+        let record = self.state.load(id)?;
+        let php = record.knobs.excimer.is_on().then(|| crate::profiler::php::dir(&record.run_dir));
+        Ok(Sampler::profiled(targets, interval, &perf, php.as_deref()))
     }
 
     /// What to give the sampler for an instance: each started tier's process group, and where
@@ -649,6 +663,10 @@ fn write_files(plan: &Plan) -> Result<()> {
         let path = plan.run.join(path);
         make_dir_all(path.parent().expect("configs are inside the run directory"))?;
         write(&path, text.as_bytes())?;
+    }
+    if plan.knobs.excimer.is_on() && plan.stack.has_php() {
+        let dir = crate::profiler::php::dir(&plan.run);
+        crate::profiler::php::open_dir(&dir).context(|| format!("opening {}", dir.display()))?;
     }
     Ok(())
 }

@@ -359,17 +359,23 @@ impl Sampler {
     }
 
     /// Samples these tiers from /proc every `interval`, and profiles their processes as they
-    /// are now with the perf at `perf` ([`Profiler`]) until the stop.
-    pub fn profiled(targets: Vec<Target>, interval: Duration, perf: &Path) -> Sampler {
+    /// are now with the perf at `perf` ([`Profiler`]) until the stop; with `php`, PHP's own
+    /// stacks too (see [`crate::profiler::php`]).
+    pub fn profiled(
+        targets: Vec<Target>,
+        interval: Duration,
+        perf: &Path,
+        php: Option<&Path>,
+    ) -> Sampler {
         let targets = targets.into_iter().map(Watched::from).collect();
-        Sampler::spawn(targets, interval, Proc, Some(perf))
+        Sampler::spawn(targets, interval, Proc, Some((perf, php)))
     }
 
     fn spawn(
         targets: Vec<Watched>,
         interval: Duration,
         mut source: impl ProcSource,
-        perf: Option<&Path>,
+        perf: Option<(&Path, Option<&Path>)>,
     ) -> Sampler {
         let (stop, stopped) = mpsc::channel();
         let ticks = procfs::clock_ticks();
@@ -380,8 +386,9 @@ impl Sampler {
         let started = CpuCounters::read(&counted, &mut source, ticks);
         let start = Instant::now();
         let procs = source.processes();
-        let profiler =
-            perf.map(|perf| (Profiler::start(perf), counted.clone(), tier_pids(&counted, &procs)));
+        let profiler = perf.map(|(perf, php)| {
+            (Profiler::start(perf, php), counted.clone(), tier_pids(&counted, &procs))
+        });
         tracker.observe(Duration::ZERO, &procs, source.machine());
         let live = Arc::new(OnceLock::<Live>::new());
         let told = live.clone();

@@ -10,11 +10,13 @@
 //! - [`suite`]: `loadlab run`'s plan, progress lines and end.
 //! - [`doctor`]: doctor's findings as text and JSON.
 //! - [`cells`]: a stored run's cells as CSV.
+//! - [`profile`]: a cell's or a sample's profiles, each tier's top functions.
 //! - [`usage`]: a command line clap refused, as one line.
 
 pub mod bench;
 pub mod cells;
 pub mod doctor;
+pub mod profile;
 pub mod stack;
 pub mod suite;
 pub mod sweep;

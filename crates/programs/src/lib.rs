@@ -73,6 +73,11 @@ pub const WORDPRESS_THEME: Need = Need {
 
 /// perf, which profiles the tiers' processes with `--profile`.
 pub const PERF: Need = Need { package: "linux-perf", what: What::Program("perf") };
+/// php-excimer, which samples PHP's own stacks in the PHP tiers with `--profile`.
+pub const EXCIMER: Need = Need {
+    package: "php-excimer",
+    what: What::File { dir: "/usr/lib/php", prefix: "", suffix: "/excimer.so" },
+};
 
 /// Everything any stack may need, for `loadlab doctor`.
 pub const ALL: &[Need] = &[
@@ -93,6 +98,7 @@ pub const ALL: &[Need] = &[
     WORDPRESS,
     WORDPRESS_THEME,
     PERF,
+    EXCIMER,
 ];
 
 impl Need {

@@ -269,6 +269,8 @@ impl Checker<'_> {
             http2: s.http2.as_ref().map_or(OnOff::Off, on_off),
             config: s.config.as_ref().map(|c| self.own_config(c)).transpose()?,
             docroot: s.docroot.as_ref().map(|d| self.own_docroot(d)).transpose()?,
+            // A profiled run sets it (see the runner's suite loading), not the suite.
+            excimer: OnOff::Off,
         })
     }
 

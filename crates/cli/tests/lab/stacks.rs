@@ -55,7 +55,7 @@ pub(super) fn exercise(lab: TestLab, up: Value, checks: &[&[&str]], load: Option
     assert_eq!(again["ok"], true, "{again:#}");
     check_captured(&lab.json(&["stack", "show", &id, "--json"]), &up);
 
-    let sampler = start_sampler(&lab, &id);
+    let sampler = start_sampler(&lab, &id, &[]);
     if let Some(load) = &load {
         let url = format!("{}{}", up["url"].as_str().unwrap().trim_end_matches('/'), load.path);
         let mut args =
@@ -118,11 +118,16 @@ fn sorted(mut v: Vec<&str>) -> Vec<&str> {
     v
 }
 
-/// `stack sample` in the background, returned once it has taken its first reading (it
-/// says so on stderr).
-fn start_sampler(lab: &TestLab, id: &str) -> (Child, std::thread::JoinHandle<Vec<u8>>) {
+/// `stack sample` (with `more` arguments) in the background, returned once it has taken its
+/// first reading (it says so on stderr).
+fn start_sampler(
+    lab: &TestLab,
+    id: &str,
+    more: &[&str],
+) -> (Child, std::thread::JoinHandle<Vec<u8>>) {
     let mut command =
         lab.command(&["stack", "sample", id, "-d", "60s", "--interval", "250ms", "--json"]);
+    command.args(more);
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = command.spawn().expect("spawn stack sample");
     let stdout = drain(child.stdout.take().unwrap());
@@ -163,6 +168,42 @@ fn check_samples(samples: &Value, up: &Value, loaded: bool) {
     if loaded {
         assert!(cpu > 0.0, "no CPU sampled under load: {samples:#?}");
     }
+}
+
+/// `stack sample --profile` records the tiers' stacks with perf as a profiled cell does, and
+/// lists each tier's top functions beside the samples; a stack brought up with `--profile`
+/// gives PHP's own stacks too. Needs nginx, php-fpm, php-excimer and linux-perf, as root.
+#[test]
+fn stack_sample_profile_lists_each_tiers_top_functions() {
+    use loadlab_lab::programs::{EXCIMER, PERF};
+    let (lab, up) = require_stack!("nginx-fpm", &["--profile"]);
+    if let Some(need) = [PERF, EXCIMER].iter().find(|need| need.find().is_err()) {
+        return crate::support::skip::missing("nginx-fpm --profile", need.package).report();
+    }
+    let id = up["id"].as_str().expect("id").to_string();
+    let sampler = start_sampler(&lab, &id, &["--profile"]);
+    let url = format!("{}{}", up["url"].as_str().unwrap().trim_end_matches('/'), PHPINFO.path);
+    let (report, output) = run_json(&["bench", &url, "-d", "3s", "-c", "4"]);
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    let doc = stop_sampler(sampler);
+    lab.down(&id);
+    let Some(profiles) = doc["profiles"].as_array() else {
+        // perf refused by the kernel here: said on stderr, sampled without profiles.
+        assert!(!crate::support::skip::servers_required(), "no profiles in CI: {doc:#}");
+        return eprintln!("skipped: perf could not record here");
+    };
+    let tier = |name: &str| {
+        let t = profiles.iter().find(|t| t["tier"] == name);
+        t.unwrap_or_else(|| panic!("no profile of {name}: {profiles:#?}")).clone()
+    };
+    let fpm = tier("php-fpm");
+    assert!(fpm["samples"].as_u64().unwrap() > 0, "{fpm:#}");
+    assert_eq!(fpm["interval_us"], 10_101, "{fpm:#}");
+    assert!(!fpm["functions"].as_array().unwrap().is_empty(), "{fpm:#}");
+    // phpinfo's requests mostly end within excimer's first 1 ms: a few of 3 s of them do not.
+    let php = tier(loadlab_lab::profiler::php::TIER);
+    assert_eq!(php["interval_us"], 1_000, "{php:#}");
+    assert!(php["samples"].as_u64().unwrap() > 0, "{php:#}");
 }
 
 #[test]

@@ -10,11 +10,24 @@ use crate::template::render;
 use loadlab_programs::Need;
 
 const INI: &str = include_str!("../../templates/php.ini");
+const EXCIMER: &str = include_str!("../../templates/excimer.php");
 
+/// The ini, and with the `excimer` knob the script that profiles PHP's requests while a cell
+/// is profiled (see [`crate::profiler::php`]), read first on every request.
 pub fn configs(plan: &Plan) -> Vec<Generated> {
+    use crate::profiler::php;
     let mut vars = plan.common_vars();
     vars.push(("opcache", if plan.knobs.opcache_on() { "1" } else { "0" }.into()));
-    vec![("php/loadlab.ini".into(), render(INI, &vars))]
+    let excimer = plan.knobs.excimer.is_on();
+    let prepend = format!("{}/{}", php::DIR, php::PREPEND);
+    let line = format!("auto_prepend_file = {}\n", plan.run.join(&prepend).display());
+    vars.push(("excimer", if excimer { line } else { String::new() }));
+    let mut files = vec![("php/loadlab.ini".into(), render(INI, &vars))];
+    if excimer {
+        vars.extend(php::template_vars(&plan.run));
+        files.push((prepend, render(EXCIMER, &vars)));
+    }
+    files
 }
 
 /// Points PHP at the run directory's ini. The leading `:` keeps the compiled-in scan

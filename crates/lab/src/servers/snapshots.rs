@@ -102,6 +102,23 @@ fn knobs_change_the_configs() {
     }
 }
 
+/// A profiled run's PHP stacks read the excimer prepend first on every request, mod_php and
+/// php-fpm alike; without the knob no PHP config names it.
+#[test]
+fn the_excimer_knob_prepends_the_profiler_to_every_php_request() {
+    let on = Knobs { excimer: OnOff::On, ..Knobs::default() };
+    assert_snapshot(
+        "nginx-fpm-excimer",
+        &render(&plan(crate::stack("nginx-fpm").unwrap(), on.clone(), true)),
+    );
+    let modphp = render(&plan(crate::stack("apache-prefork-modphp").unwrap(), on, true));
+    assert!(modphp.contains("auto_prepend_file = $RUN/profile/excimer.php\n"), "{modphp}");
+    for stack in STACKS {
+        let text = render(&plan(stack, Knobs::default(), true));
+        assert!(!text.contains("excimer"), "{}: {text}", stack.name);
+    }
+}
+
 #[test]
 fn as_an_ordinary_user_no_user_switching() {
     let stack = crate::stack("nginx-fpm").unwrap();

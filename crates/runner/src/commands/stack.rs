@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use loadlab_lab::sampler::{Proc, ProcSource, Target, Tracker};
-use loadlab_lab::{procfs, Knobs, Lab, Record, Sample, Sampler, Stack, Up};
+use loadlab_lab::{procfs, Knobs, Lab, Record, Sample, Stack, Up};
 use loadlab_remote::held::Held;
 use loadlab_remote::protocol::{Event, Watch};
 use loadlab_remote::{owner, Host};
@@ -182,20 +182,30 @@ pub fn exposure(record: &Record) -> String {
     said
 }
 
+/// What `stack sample` took: the 1 Hz series, and with `--profile` each tier's stacks or
+/// perf's refusal in its own words.
+#[derive(Debug)]
+pub struct Taken {
+    pub samples: Vec<Sample>,
+    pub profiles: Option<Result<Vec<loadlab_store::ProfileRecord>, String>>,
+}
+
 /// `stack sample`: the instance's tiers and the machine every `interval` for `duration` or
-/// until `cancel`; `started` is told the tiers once the first reading is taken (a script's
-/// load may start then).
+/// until `cancel`, with `profile` their stacks too (as a profiled cell records them);
+/// `started` is told the tiers once the first reading is taken (a script's load may start
+/// then).
 pub fn sample(
     lab: &Lab,
     id: &str,
     duration: Duration,
     interval: Duration,
+    profile: bool,
     cancel: &dyn Fn() -> bool,
     started: &mut dyn FnMut(&[&str]),
-) -> Result<Vec<Sample>, StackCommandError> {
+) -> Result<Taken, StackCommandError> {
     let targets = lab.targets(id)?;
     let tiers: Vec<&str> = targets.iter().map(|t| t.tier.as_str()).collect();
-    let sampler = Sampler::start(targets.clone(), interval);
+    let sampler = lab.sampler(id, interval, profile)?;
     started(&tiers);
     let end = Instant::now() + duration;
     while Instant::now() < end && !cancel() {
@@ -203,7 +213,12 @@ pub fn sample(
             Duration::from_millis(20).min(end.saturating_duration_since(Instant::now())),
         );
     }
-    Ok(sampler.stop())
+    let sampled = sampler.finish();
+    let profiles = sampled.profiles.map(|p| match p.refused {
+        Some(why) => Err(why),
+        None => Ok(crate::commands::run::executor::profile_records(&p.tiers)),
+    });
+    Ok(Taken { samples: sampled.samples, profiles })
 }
 
 /// Which way a `stack down` went.
@@ -335,6 +350,7 @@ mod tests {
             "nope",
             Duration::from_secs(5),
             Duration::from_secs(1),
+            true,
             &|| false,
             &mut started,
         );

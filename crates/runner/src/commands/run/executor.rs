@@ -226,12 +226,7 @@ impl Stacks for loadlab_lab::Lab {
     }
 
     fn sample(&self, id: &str, profile: bool) -> Result<Box<dyn Sampling>, StackError> {
-        let targets = self.targets(id)?;
-        if profile {
-            let perf = loadlab_lab::programs::PERF.find().map_err(loadlab_lab::Error::from)?;
-            return Ok(Box::new(Sampler::profiled(targets, SAMPLE_INTERVAL, &perf)));
-        }
-        Ok(Box::new(Sampler::start(targets, SAMPLE_INTERVAL)))
+        Ok(Box::new(loadlab_lab::Lab::sampler(self, id, SAMPLE_INTERVAL, profile)?))
     }
 
     fn resolve(&self, processes: &Processes) -> Result<Vec<ProcId>, StackError> {
@@ -246,6 +241,20 @@ impl Stacks for loadlab_lab::Lab {
         };
         Ok(Box::new(Sampler::watch(vec![tier], SAMPLE_INTERVAL)))
     }
+}
+
+/// Each tier's profile as the store keeps it.
+pub(crate) fn profile_records(tiers: &[loadlab_lab::profiler::TierProfile]) -> Vec<ProfileRecord> {
+    tiers
+        .iter()
+        .map(|t| ProfileRecord {
+            tier: t.tier.clone(),
+            folded: t.folded.clone(),
+            samples: t.samples,
+            lost: t.lost,
+            interval_us: t.interval_us,
+        })
+        .collect()
 }
 
 /// A finished cell as the user is told of it.
@@ -596,16 +605,7 @@ impl Execution<'_, '_> {
             },
         };
         record.knobs.insert("profile".into(), serde_json::json!(said));
-        Ok(tiers
-            .iter()
-            .map(|t| ProfileRecord {
-                tier: t.tier.clone(),
-                folded: t.folded.clone(),
-                samples: t.samples,
-                lost: t.lost,
-                interval_us: t.interval_us,
-            })
-            .collect())
+        Ok(profile_records(tiers))
     }
 
     /// Lists the pages found since the last call (each once, after its instance is said up).

@@ -104,6 +104,16 @@ pub fn load(name: &str, overrides: &Overrides) -> Result<(Suite, Vec<String>), S
     if let Some(profile) = overrides.profile {
         suite.profile = profile;
     }
+    if suite.profile != loadlab_suite::Profiling::None {
+        // PHP's own stacks need the PHP tiers set up for them when the stack starts; a lab
+        // host's stack is profiled by perf alone.
+        for lab in suite.stacks.iter_mut().filter_map(|s| match &mut s.source {
+            StackSource::Lab(lab) if lab.host.is_none() && lab.stack.has_php() => Some(lab),
+            _ => None,
+        }) {
+            lab.knobs.excimer = loadlab_lab::knobs::OnOff::On;
+        }
+    }
     if let Some(slo) = &overrides.slo {
         for w in &mut suite.workloads {
             w.slo = Some(slo.clone());

@@ -6,6 +6,11 @@
 //! hardware counters, and the software event samples a task only while it is on a CPU, which
 //! is the question (where the tier's CPU went). 99 Hz, not 100, so the samples do not beat
 //! with the kernel's own 100 Hz or 1000 Hz timers and see only what runs in lockstep with them.
+//!
+//! perf sees PHP's interpreter (`execute_ex`, `zend_compile_file`), not the PHP functions it
+//! runs: [`php`] adds PHP's own stacks, from php-excimer inside the PHP tiers.
+
+pub mod php;
 
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -53,6 +58,8 @@ pub struct Profiler {
     child: Child,
     data: PathBuf,
     perf: PathBuf,
+    /// PHP's own stacks, recorded beside perf's for a stack whose PHP tiers can.
+    php: Option<php::PhpStacks>,
 }
 
 /// Names each recording's file apart from every other of this process's.
@@ -64,8 +71,9 @@ impl Profiler {
     /// System-wide perf first writes a record of every process's mappings, which takes a
     /// second or more on a busy machine; a recording stopped before it is done holds nothing.
     /// So it starts disabled (`-D -1`) and is enabled over its control fifo, whose ack says
-    /// the events are on: the cell starts after that.
-    pub fn start(perf: &Path) -> Profiler {
+    /// the events are on: the cell starts after that. With `php` (an instance's
+    /// [`php::dir`]), its PHP tiers record PHP's own stacks too.
+    pub fn start(perf: &Path, php: Option<&Path>) -> Profiler {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let base = std::env::temp_dir().join(format!("loadlab-perf-{}-{n}", std::process::id()));
         let (data, ctl, ack) =
@@ -91,7 +99,8 @@ impl Profiler {
         for f in [&ctl, &ack] {
             let _ = std::fs::remove_file(f);
         }
-        Profiler { child, data, perf: perf.to_path_buf() }
+        let php = php.map(php::PhpStacks::start);
+        Profiler { child, data, perf: perf.to_path_buf(), php }
     }
 
     /// Stops the recording (SIGINT: perf then writes its file and exits) and folds the stacks
@@ -109,11 +118,14 @@ impl Profiler {
         let recorded = status.is_ok_and(|s| s.success() || s.code().is_none())
             && self.data.exists()
             && !refused(&said);
-        let profiles = match recorded {
+        let mut profiles = match recorded {
             true => fold(&self.perf, &self.data, tiers),
             false => Profiles { tiers: Vec::new(), refused: Some(first_line(&said)) },
         };
         let _ = std::fs::remove_file(&self.data);
+        // PHP's stacks come from inside PHP, whatever became of perf; with `refused` set, the
+        // run and `stack sample` keep none of the cell's profiles, and say why.
+        profiles.tiers.extend(self.php.and_then(php::PhpStacks::finish));
         profiles
     }
 }
@@ -252,6 +264,46 @@ pub fn samples_in(folded: &str) -> u64 {
         .sum()
 }
 
+/// The share of a profile's samples in the frames a rule picks: those in which such a frame
+/// was on the CPU itself (the leaf), and those in which one was anywhere on the stack (each
+/// stack counted once). The root frame is the process, not a function.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Share {
+    pub samples: u64,
+    pub self_samples: u64,
+    pub total_samples: u64,
+}
+
+impl Share {
+    /// `self_samples` as a fraction of all; 0 for a profile without samples.
+    pub fn self_fraction(&self) -> f64 {
+        self.self_samples as f64 / self.samples.max(1) as f64
+    }
+
+    /// `total_samples` as a fraction of all; 0 for a profile without samples.
+    pub fn total_fraction(&self) -> f64 {
+        self.total_samples as f64 / self.samples.max(1) as f64
+    }
+}
+
+/// The [`Share`] of `folded`'s samples in the frames `picks` says yes to.
+pub fn share(folded: &str, picks: impl Fn(&str) -> bool) -> Share {
+    let mut share = Share { samples: 0, self_samples: 0, total_samples: 0 };
+    for line in folded.lines() {
+        let Some((stack, n)) = line.rsplit_once(' ') else { continue };
+        let Ok(n) = n.trim().parse::<u64>() else { continue };
+        let frames: Vec<&str> = stack.split(';').skip(1).collect();
+        share.samples += n;
+        if frames.last().is_some_and(|f| picks(f)) {
+            share.self_samples += n;
+        }
+        if frames.iter().any(|f| picks(f)) {
+            share.total_samples += n;
+        }
+    }
+    share
+}
+
 /// perf's "Processed N events and lost M chunks!" warnings, summed.
 fn lost_in(said: &str) -> u64 {
     said.lines()
@@ -311,6 +363,18 @@ nginx 21275/21275 11649.239471: cpu-clock:
     }
 
     #[test]
+    fn a_share_counts_the_picked_leaves_and_the_stacks_through_them() {
+        let folded = "php-fpm;execute_ex;compile_file;zendparse 6\n\
+                      php-fpm;execute_ex;compile_file;[php-fpm8.2] 2\n\
+                      php-fpm;execute_ex;strlen 2\n\
+                      compile_file 5\n";
+        let s = share(folded, |f| f == "compile_file" || f == "zendparse");
+        assert_eq!((s.samples, s.self_samples, s.total_samples), (15, 6, 8), "the root is not");
+        assert!((s.self_fraction() - 0.4).abs() < 1e-9);
+        assert_eq!(share("", |_| true).total_fraction(), 0.0);
+    }
+
+    #[test]
     fn perf_warnings_give_the_lost_and_the_refusal() {
         assert_eq!(lost_in("Warning:\nProcessed 1200 events and lost 7 chunks!\n"), 7);
         assert_eq!(lost_in("nothing"), 0);
@@ -332,7 +396,7 @@ nginx 21275/21275 11649.239471: cpu-clock:
         };
         let mut busy = Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
         let pid = busy.id() as i32;
-        let profiler = Profiler::start(&perf);
+        let profiler = Profiler::start(&perf, None);
         let before = cpu_ticks(pid);
         std::thread::sleep(std::time::Duration::from_millis(1500));
         let ticks = cpu_ticks(pid) - before;
@@ -372,7 +436,7 @@ nginx 21275/21275 11649.239471: cpu-clock:
         .unwrap();
         std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
-        let profiler = Profiler::start(&fake);
+        let profiler = Profiler::start(&fake, None);
         // A cell lasts longer than perf takes to be refused.
         std::thread::sleep(std::time::Duration::from_millis(300));
         let profiles = profiler.finish(&[("nginx".into(), vec![1])]);

@@ -1,0 +1,58 @@
+//! Profiles as `loadlab profile` and `stack sample --profile` print them: each tier's top
+//! functions (self and total share of its samples), as text or JSON.
+
+use std::io::{self, Write};
+
+use loadlab_report::profile::{functions, ENOUGH_SAMPLES};
+use loadlab_store::ProfileRecord;
+
+/// Each tier's `top` functions as JSON objects (`tier`, `samples`, `lost`, `interval_us`,
+/// `enough`, `functions`).
+pub fn tiers_json(profiles: &[ProfileRecord], top: usize) -> Vec<serde_json::Value> {
+    profiles
+        .iter()
+        .map(|p| {
+            let mut f = functions(&p.folded);
+            f.truncate(top);
+            serde_json::json!({
+                "tier": p.tier, "samples": p.samples, "lost": p.lost,
+                "interval_us": p.interval_us,
+                "enough": p.samples >= ENOUGH_SAMPLES,
+                "functions": f,
+            })
+        })
+        .collect()
+}
+
+/// Each tier's `top` functions as a table under a line with its samples, saying so when they
+/// are too few to say much.
+pub fn write_tiers(out: &mut dyn Write, profiles: &[ProfileRecord], top: usize) -> io::Result<()> {
+    for p in profiles {
+        let few = match p.samples < ENOUGH_SAMPLES {
+            true => format!(": under {ENOUGH_SAMPLES} samples, too few to say much"),
+            false => String::new(),
+        };
+        writeln!(
+            out,
+            "{}: {} samples every {:.1} ms of CPU, {} lost{few}",
+            p.tier,
+            p.samples,
+            p.interval_us as f64 / 1000.0,
+            p.lost
+        )?;
+        writeln!(out, "  {:>6} {:>6}  function", "self%", "total%")?;
+        let pct = |n: u64| 100.0 * n as f64 / p.samples.max(1) as f64;
+        let mut f = functions(&p.folded);
+        f.truncate(top);
+        for f in f {
+            writeln!(
+                out,
+                "  {:>6.1} {:>6.1}  {}",
+                pct(f.self_samples),
+                pct(f.total_samples),
+                f.function
+            )?;
+        }
+    }
+    Ok(())
+}
