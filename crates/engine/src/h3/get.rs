@@ -24,7 +24,9 @@ const MAX_FIELD_SECTION: usize = 64 << 10;
 /// and reads the whole answer.
 pub fn get_within(endpoint: &Endpoint, path: &str, timeout: Duration) -> Result<Response, String> {
     let tls = endpoint.tls.as_ref().ok_or("HTTP/3 needs TLS: the endpoint speaks plain HTTP")?;
-    let mut quic = Blocking::connect(endpoint.addr, tls, timeout)?;
+    // QUIC's idle timeout twice the GET's budget: the budget is what ends a GET, and an idle
+    // timer due a few milliseconds after it would otherwise win whenever the thread wakes late.
+    let mut quic = Blocking::connect(endpoint.addr, tls, timeout * 2)?;
     let deadline = Instant::now() + timeout;
     let mut exchange = Get::new(endpoint, path);
     let outcome = loop {
