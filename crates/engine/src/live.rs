@@ -204,14 +204,24 @@ mod tests {
         addr
     }
 
-    #[test]
-    fn published_seconds_add_up_to_the_runs_result() {
+    /// Two connections on `threads` workers for `ms` against a fresh [`server`]; the run's
+    /// control does not listen yet.
+    fn two_connections(
+        threads: usize,
+        ms: u64,
+    ) -> (BenchConfig, std::net::SocketAddr, Arc<Control>) {
         let addr = server();
         let target = Target::parse(&format!("http://{addr}/")).unwrap();
         let mut config = BenchConfig::new(target);
-        (config.connections, config.threads, config.hdr_log) = (2, 2, true);
-        config.stop = Stop::Duration(Duration::from_millis(2300));
-        let control = Arc::new(Control::default());
+        (config.connections, config.threads) = (2, threads);
+        config.stop = Stop::Duration(Duration::from_millis(ms));
+        (config, addr, Arc::new(Control::default()))
+    }
+
+    #[test]
+    fn published_seconds_add_up_to_the_runs_result() {
+        let (mut config, addr, control) = two_connections(2, 2300);
+        config.hdr_log = true;
         control.live.enable();
         let result = crate::run(&config, addr, control.clone()).unwrap();
         let snapshots = control.live.take();
@@ -237,12 +247,7 @@ mod tests {
 
     #[test]
     fn live_seconds_carry_latency_connections_and_cpu_without_an_interval_log() {
-        let addr = server();
-        let target = Target::parse(&format!("http://{addr}/")).unwrap();
-        let mut config = BenchConfig::new(target);
-        (config.connections, config.threads) = (2, 1);
-        config.stop = Stop::Duration(Duration::from_millis(1300));
-        let control = Arc::new(Control::default());
+        let (config, addr, control) = two_connections(1, 1300);
         control.live.enable();
         let result = crate::run(&config, addr, control.clone()).unwrap();
         let snapshots = control.live.take();
@@ -257,12 +262,7 @@ mod tests {
 
     #[test]
     fn without_an_interval_log_each_closed_second_is_published_once_and_counts_every_request() {
-        let addr = server();
-        let target = Target::parse(&format!("http://{addr}/")).unwrap();
-        let mut config = BenchConfig::new(target);
-        (config.connections, config.threads) = (2, 2);
-        config.stop = Stop::Duration(Duration::from_secs(2));
-        let control = Arc::new(Control::default());
+        let (config, addr, control) = two_connections(2, 2000);
         control.live.enable();
         let result = crate::run(&config, addr, control.clone()).unwrap();
         // Handed over as they closed (the worker keeps none of them for the run's end): the
@@ -300,12 +300,7 @@ mod tests {
 
     #[test]
     fn a_watcher_sees_each_workers_whole_latency_connections_and_cpu_and_nothing_is_kept() {
-        let addr = server();
-        let target = Target::parse(&format!("http://{addr}/")).unwrap();
-        let mut config = BenchConfig::new(target);
-        (config.connections, config.threads) = (2, 2);
-        config.stop = Stop::Duration(Duration::from_millis(1300));
-        let control = Arc::new(Control::default());
+        let (config, addr, control) = two_connections(2, 1300);
         let last = Arc::new(Last::default());
         control.live.watch(last.clone());
         assert!(control.live.enabled());

@@ -168,11 +168,5 @@ fn a_sweep_serves_each_step_with_its_flags_and_lingers_until_scraped() {
     assert!(text.contains("flag=\"schedule_missed\""), "{text}");
     // The first scrape after the sweep printed its table reads the final figures: it exits
     // then, well before its 60 s of lingering.
-    let exited = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < exited, "still lingering after being scraped");
-        std::thread::sleep(Duration::from_millis(300));
-        let _ = get(addr, "/metrics");
-    }
-    assert!(child.wait().unwrap().success());
+    crate::support::scrape::scraped_until_it_exits(&mut child, addr, Duration::from_secs(20));
 }

@@ -44,11 +44,5 @@ fn a_run_serves_each_tiers_cpu_and_memory_under_the_cells_labels() {
     };
     assert!(values(&seen, "loadlab_tier_processes", &cell).iter().all(|n| *n >= 1.0), "{seen}");
     // Scraped after its end, the run exits well before its 60 s of lingering, and it passed.
-    let exited = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < exited, "still lingering after being scraped");
-        std::thread::sleep(Duration::from_millis(300));
-        let _ = get(addr, "/metrics");
-    }
-    assert!(child.wait().unwrap().success());
+    crate::support::scrape::scraped_until_it_exits(&mut child, addr, Duration::from_secs(30));
 }

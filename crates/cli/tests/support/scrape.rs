@@ -3,7 +3,8 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::time::Duration;
+use std::process::Child;
+use std::time::{Duration, Instant};
 
 /// A port free now on 127.0.0.1 (the listener is closed before it is handed on).
 pub fn free_port() -> u16 {
@@ -28,4 +29,16 @@ pub fn values(text: &str, family: &str, labels: &[&str]) -> Vec<f64> {
         .filter(|l| labels.iter().all(|want| l.contains(want)))
         .filter_map(|l| l.rsplit_once(' ')?.1.parse().ok())
         .collect()
+}
+
+/// Scrapes `addr` until `child`, lingering for a scrape of its final figures, exits (within
+/// `within`), and asserts it succeeded.
+pub fn scraped_until_it_exits(child: &mut Child, addr: SocketAddr, within: Duration) {
+    let exited = Instant::now() + within;
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < exited, "still lingering after being scraped");
+        std::thread::sleep(Duration::from_millis(300));
+        let _ = get(addr, "/metrics");
+    }
+    assert!(child.wait().unwrap().success());
 }
