@@ -20,7 +20,7 @@ pub struct ProfileArgs {
     #[arg(value_name = "CELL")]
     pub cell: u32,
     /// Functions listed per tier.
-    #[arg(long = "top", value_name = "N", default_value_t = 15)]
+    #[arg(long = "top", value_name = "N", default_value_t = loadlab_output::profile::TOP)]
     pub top: usize,
     /// Write each tier's folded stacks to DIR/cell-CELL-TIER.folded.
     #[arg(long = "folded", value_name = "DIR")]

@@ -343,9 +343,6 @@ fn verify(lab: &Lab, id: &str, json: bool) -> anyhow::Result<u8> {
     }
 }
 
-/// Functions listed per tier by `stack sample --profile`, as `loadlab profile` lists them.
-const TOP_FUNCTIONS: usize = 15;
-
 fn sample(
     lab: &Lab,
     id: &str,
@@ -372,7 +369,8 @@ fn sample(
     if json {
         let mut doc = json!({ "id": id, "samples": taken.samples });
         if let Some(Ok(tiers)) = &taken.profiles {
-            doc["profiles"] = json!(loadlab_output::profile::tiers_json(tiers, TOP_FUNCTIONS));
+            doc["profiles"] =
+                json!(loadlab_output::profile::tiers_json(tiers, loadlab_output::profile::TOP));
         }
         writeln!(std::io::stdout(), "{doc:#}")?;
         return Ok(OK);
@@ -380,7 +378,7 @@ fn sample(
     let mut out = std::io::stdout().lock();
     output::write_samples(&mut out, &taken.samples)?;
     if let Some(Ok(tiers)) = &taken.profiles {
-        loadlab_output::profile::write_tiers(&mut out, tiers, TOP_FUNCTIONS)?;
+        loadlab_output::profile::write_tiers(&mut out, tiers, loadlab_output::profile::TOP)?;
     }
     Ok(OK)
 }

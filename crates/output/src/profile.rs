@@ -6,6 +6,9 @@ use std::io::{self, Write};
 use loadlab_report::profile::{functions, ENOUGH_SAMPLES};
 use loadlab_store::ProfileRecord;
 
+/// Functions listed per tier unless the user asks for another number (`loadlab profile --top`).
+pub const TOP: usize = 15;
+
 /// Each tier's `top` functions as JSON objects (`tier`, `samples`, `lost`, `interval_us`,
 /// `enough`, `functions`).
 pub fn tiers_json(profiles: &[ProfileRecord], top: usize) -> Vec<serde_json::Value> {
