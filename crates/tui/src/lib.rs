@@ -52,7 +52,8 @@ impl View {
         let done = Arc::new(AtomicBool::new(false));
         let (shown, ended) = (model.clone(), done.clone());
         let keyboard = keys::terminal();
-        let drawing = std::thread::spawn(move || -> std::io::Result<()> {
+        // Named, so that its CPU can be told from the workers' (bench/view-cost.sh).
+        let drawing = std::thread::Builder::new().name("view".into()).spawn(move || {
             while !ended.load(Ordering::Relaxed) {
                 screen.terminal.draw(|f| draw::draw(f, &lock(&shown)))?;
                 let Some(fd) = keyboard.as_ref().map(AsRawFd::as_raw_fd) else {
@@ -68,8 +69,8 @@ impl View {
                     }
                 }
             }
-            Ok(())
-        });
+            Ok::<(), std::io::Error>(())
+        })?;
         Ok(View { model, done, drawing: Some(drawing) })
     }
 

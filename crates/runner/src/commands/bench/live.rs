@@ -303,7 +303,8 @@ impl EngineMeasure {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let follows = following.is_some();
-        let shown = std::thread::spawn(move || {
+        // Named, so that its CPU can be told from the workers' (bench/view-cost.sh).
+        let shown = std::thread::Builder::new().name("show".into()).spawn(move || {
             let mut seconds = |show: &mut Box<dyn Show>, end: bool| {
                 let Some(f) = following.as_mut() else { return };
                 let snapshots = control.live.take();
@@ -329,7 +330,9 @@ impl EngineMeasure {
         });
         let result = loadlab_engine::run(config, addr, self.control.clone());
         done.store(true, Ordering::Relaxed);
-        let _ = shown.join();
+        if let Ok(shown) = shown {
+            let _ = shown.join();
+        }
         result
     }
 }
