@@ -217,6 +217,9 @@ mod tests {
         unsafe { (std::fs::File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
     }
 
+    /// One test at a time holds a descriptor: [`give_back`] restores the one held.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
     fn write(fd: RawFd, bytes: &[u8]) {
         // SAFETY: write(2) of a buffer of the length given.
         let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
@@ -225,6 +228,7 @@ mod tests {
 
     #[test]
     fn writes_while_held_come_back_as_lines_in_order_and_later_ones_pass_through() {
+        let _alone = lock(&ONE_AT_A_TIME);
         let (mut real, target) = pipe();
         let fd = target.as_raw_fd();
         let lines = Arc::new(Mutex::new(Vec::new()));
@@ -258,5 +262,26 @@ mod tests {
             }
         }
         assert_eq!(String::from_utf8_lossy(&seen), "mine\nlater\n");
+    }
+
+    #[test]
+    fn a_flood_is_held_up_to_the_bound_and_the_rest_counted() {
+        let _alone = lock(&ONE_AT_A_TIME);
+        let (_real, target) = pipe();
+        let fd = target.as_raw_fd();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let into = lines.clone();
+        let held = Held::start(fd, Box::new(move |l| lock(&into).push(l))).unwrap();
+        let flood: String = (0..HELD_LINES + 5).map(|i| format!("{i}\n")).collect();
+        write(fd, flood.as_bytes());
+        held.close();
+        let lines = lock(&lines);
+        assert_eq!(lines.len(), HELD_LINES + 1);
+        assert_eq!(lines[HELD_LINES - 1], (HELD_LINES - 1).to_string());
+        assert!(
+            lines[HELD_LINES].contains("5 more lines written to stderr"),
+            "{}",
+            lines[HELD_LINES]
+        );
     }
 }
