@@ -58,9 +58,15 @@ pub fn draw(frame: &mut Frame, m: &Model) {
     if lines_height > 0 {
         let keep = usize::from(lines_height - 2);
         let from = m.lines.len().saturating_sub(keep);
-        let text: Vec<Line> = m.lines[from..].iter().map(|(_, l)| l.as_str().into()).collect();
+        let text: Vec<Line> = m.lines[from..].iter().map(|(_, l)| printable(l).into()).collect();
         frame.render_widget(Paragraph::new(text).block(Block::bordered()), lines);
     }
+}
+
+/// A held line as the screen can show it: a child's stderr may carry colours and other
+/// control bytes, which written as they are would move the cursor off the panel.
+fn printable(line: &str) -> String {
+    line.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 
 fn bold() -> Style {

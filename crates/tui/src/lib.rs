@@ -3,15 +3,18 @@
 //! figures are the runner's live ones (its [`Show`] of each run: the tally every 250 ms and
 //! each second the workers close); the command adds its own lines ([`View::line`]: a sweep's
 //! steps, a suite's cells), which the view holds and gives back when it closes, to be
-//! printed then as they would have been without it. `q` and Ctrl-C stop the run as Ctrl-C's
+//! printed then as they would have been without it, and so does whatever else writes to
+//! the process's stderr meanwhile ([`stderr`]: a child's notes would garble the screen). `q` and Ctrl-C stop the run as Ctrl-C's
 //! signal does (the command's `stop`); the terminal is always given back ([`terminal`]).
 //!
 //! - [`model`]: what is shown; [`draw`]: how; [`terminal`]: the terminal's modes; [`keys`]:
-//!   what is typed (and a terminal that hangs up, which stops the run and the view).
+//!   what is typed (and a terminal that hangs up, which stops the run and the view);
+//!   [`stderr`]: descriptor 2 held while the view is up.
 
 pub mod draw;
 pub mod keys;
 pub mod model;
+pub mod stderr;
 pub mod terminal;
 
 use std::os::fd::AsRawFd;
@@ -42,6 +45,7 @@ pub struct View {
     model: Arc<Mutex<Model>>,
     done: Arc<AtomicBool>,
     drawing: Option<JoinHandle<std::io::Result<()>>>,
+    stderr: Option<stderr::Held>,
 }
 
 impl View {
@@ -49,6 +53,11 @@ impl View {
     pub fn open(title: &str, stop: Box<dyn Fn() + Send>) -> std::io::Result<View> {
         let mut screen = terminal::Screen::enter()?;
         let model = Arc::new(Mutex::new(Model::new(title)));
+        let into = model.clone();
+        let held = stderr::Held::start(
+            libc::STDERR_FILENO,
+            Box::new(move |line| lock(&into).lines.push((Out::Stderr, line))),
+        )?;
         let done = Arc::new(AtomicBool::new(false));
         let (shown, ended) = (model.clone(), done.clone());
         let keyboard = keys::terminal();
@@ -71,7 +80,7 @@ impl View {
             }
             Ok::<(), std::io::Error>(())
         })?;
-        Ok(View { model, done, drawing: Some(drawing) })
+        Ok(View { model, done, drawing: Some(drawing), stderr: Some(held) })
     }
 
     /// A [`Show`] for each run the command measures, into this view.
@@ -102,11 +111,15 @@ impl View {
         lock(&self.model).so_far = Some((title.to_string(), lines));
     }
 
-    /// Gives the terminal back; returns the command's lines, to be printed now.
+    /// Gives the terminal back; returns the command's lines, and those written to stderr
+    /// meanwhile, to be printed now.
     pub fn close(mut self) -> std::io::Result<Vec<(Out, String)>> {
         self.done.store(true, Ordering::Relaxed);
         let drawn = self.drawing.take().map(JoinHandle::join);
         terminal::restore();
+        if let Some(held) = self.stderr.take() {
+            held.close();
+        }
         if let Some(Ok(Err(e))) = drawn {
             return Err(e);
         }

@@ -3,7 +3,8 @@
 //! that what the terminal showed before comes back untouched when it is left. Whatever ends
 //! the view gives the terminal back: [`Screen`]'s drop, a panic (the hook [`Screen::enter`]
 //! installs restores first, so the panic's message is readable) and a signal handler that
-//! exits the process ([`restore`], which it calls before `exit`).
+//! exits the process ([`restore`], which it calls before `exit`). Restoring gives the real
+//! stderr back too ([`crate::stderr`]).
 
 use std::io::{self, Stdout};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,9 +56,10 @@ impl Drop for Screen {
     }
 }
 
-/// Gives the terminal back (cooked mode, the main screen, the cursor) if the view has it;
-/// nothing otherwise, so any exit path may call it.
+/// Gives the terminal back (the real stderr on descriptor 2, cooked mode, the main screen,
+/// the cursor) if the view has it; nothing otherwise, so any exit path may call it.
 pub fn restore() {
+    crate::stderr::give_back();
     if ENTERED.swap(false, Ordering::SeqCst) {
         let _ = execute!(io::stdout(), terminal::LeaveAlternateScreen, cursor::Show);
         let _ = terminal::disable_raw_mode();

@@ -1,6 +1,7 @@
 //! `bench --agents` with `--metrics-listen` on agent 0: its endpoint serves the merge, the
 //! other agents' streamed seconds added to its own, so that after the run its totals are
-//! those of the merged JSON (and more than agent 0's own part).
+//! those of the merged JSON (and more than agent 0's own part); and so do a sweep's steps and
+//! a ramp's one run.
 
 use std::net::SocketAddr;
 use std::process::Output;
@@ -69,19 +70,25 @@ fn agent_0s_endpoint_serves_the_merged_totals_of_every_agent() {
     assert_eq!(one("loadlab_latency_seconds_count", &[]), completed as f64, "{text}");
 }
 
-#[test]
-fn agent_0s_endpoint_serves_each_sweep_step_with_every_agents_requests() {
+/// `sweep ARGS` from two agents, agent 0's endpoint scraped: both outputs (each passed)
+/// and the last scrape.
+fn swept(args: &[&str]) -> (Vec<Output>, String) {
     let server = TestServer::start(Behaviour::ok("hello"));
     let (url, at) = (server.url("/"), rendezvous());
     let port = free_port();
-    let args = ["--rates", "100,200", "--step-duration", "1s"];
-    let sweeper = |i| super::sweep::sweeper(&url, &args, i, 2, &at);
+    let sweeper = |i| super::sweep::sweeper(&url, args, i, 2, &at);
     let mut first = sweeper(0);
     first.args(["--metrics-listen", &port.to_string(), "--metrics-linger", "30s"]);
     let (outs, text) = scraped_until_done(port, || all(vec![first, sweeper(1)]));
     for o in &outs {
         assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
     }
+    (outs, text)
+}
+
+#[test]
+fn agent_0s_endpoint_serves_each_sweep_step_with_every_agents_requests() {
+    let (outs, text) = swept(&["--rates", "100,200", "--step-duration", "1s"]);
     let (merged, theirs) = (json(&outs[0]), json(&outs[1]));
     for (m, t) in
         merged["steps"].as_array().unwrap().iter().zip(theirs["steps"].as_array().unwrap())
@@ -99,4 +106,18 @@ fn agent_0s_endpoint_serves_each_sweep_step_with_every_agents_requests() {
             "{rate}: {served:?} < {completed}\n{text}"
         );
     }
+}
+
+#[test]
+fn agent_0s_endpoint_serves_a_ramps_requests_of_every_agent() {
+    let (outs, text) = swept(&["--ramp", "0..400", "--ramp-duration", "3s"]);
+    let completed = |v: &serde_json::Value| -> u64 {
+        let rows = v["seconds"].as_array().unwrap_or_else(|| panic!("no seconds: {v:#}"));
+        rows.iter().map(|r| r["completed"].as_u64().expect("completed")).sum()
+    };
+    let (merged, theirs) = (completed(&json(&outs[0])), completed(&json(&outs[1])));
+    assert!(theirs > 0 && theirs < merged, "agent 1 {theirs} of {merged}");
+    // The one run's counts as the merged seconds add them: agent 1's streamed seconds too.
+    let served = values(&text, "loadlab_requests_total", &["outcome=\"completed\""]);
+    assert_eq!(served, [merged as f64], "{text}");
 }

@@ -3,9 +3,11 @@
 //! SIGTERM), the report of what was measured is printed as Ctrl-C's would be, and the
 //! terminal is given back (the main screen, cooked mode with echo). A `sweep` shows its steps
 //! against the offered rate and its knee once a step broke, and `q` leaves its table printed.
-//! A terminal that cannot be put in raw mode gets no view: today's lines instead.
+//! A terminal that cannot be put in raw mode gets no view: today's lines instead. What else
+//! writes to the process's stderr while the view is up stays off its screen (in its panel)
+//! and is printed once it has closed.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -75,6 +77,34 @@ fn sigterm_during_the_view_stops_the_run_and_gives_the_terminal_back() {
     // SAFETY: kill(2) with a pid read just now from the pane's shell, which has not reaped it.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     ended_with_the_report_and_the_terminal_back(tmux);
+}
+
+#[test]
+fn what_is_written_to_its_stderr_mid_run_stays_off_the_screen_and_is_printed_after_the_view() {
+    let Some((pane, _)) = Pane::bench() else { return };
+    let tmux = &pane.tmux;
+    // Another writer of loadlab's descriptor 2, as a child that inherited it writes (an ssh
+    // session, a server): opened through /proc, it is whatever loadlab's stderr is now.
+    let pid = loadlab_in(tmux);
+    let mut stderr = std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/proc/{pid}/fd/2"))
+        .expect("loadlab's stderr");
+    stderr.write_all(b"a note from elsewhere\n").unwrap();
+    drop(stderr);
+    // The screen is still the view's: its title on the first row, the note inside the panel
+    // of held lines (between its borders), not where the cursor was.
+    let seen = tmux.shows("the note in its panel", SHOWN_LIMIT, |s| {
+        s.lines().any(|l| l.starts_with("│a note from elsewhere ") && l.ends_with('│'))
+    });
+    assert!(seen.starts_with("loadlab bench "), "{seen}");
+    assert_eq!(seen.matches("a note from elsewhere").count(), 1, "{seen}");
+    tmux.run(&["send-keys", "-t", "view", "q"]);
+    ended_with_the_report_and_the_terminal_back(tmux);
+    // Printed on the main screen after the view, before the report, as without the view.
+    let all = tmux.run(&["capture-pane", "-p", "-S", "-", "-t", "view"]);
+    let note = all.find("a note from elsewhere").unwrap_or_else(|| panic!("no note:\n{all}"));
+    assert!(note < all.find("Throughput").expect("the report"), "{all}");
 }
 
 /// The pane's loadlab: its shell runs it in the foreground, its one child.

@@ -9,6 +9,7 @@
 
 mod listen;
 mod lost;
+mod metrics;
 mod net;
 mod packages;
 mod sample;

@@ -4,10 +4,10 @@
 
 use std::net::SocketAddr;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{nginx_hello, require, Scratch, LIMIT};
-use crate::support::scrape::{free_port, get, values};
+use crate::support::scrape::{free_port, tiers_served, values};
 
 #[test]
 fn a_run_serves_each_tiers_cpu_and_memory_under_the_cells_labels() {
@@ -26,22 +26,7 @@ fn a_run_serves_each_tiers_cpu_and_memory_under_the_cells_labels() {
     let mut child = cmd.spawn().expect("start loadlab run");
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let cell = ["run=\"1\"", "stack=\"nginx\"", "workload=\"hello.txt\"", "tier=\""];
-    let deadline = Instant::now() + LIMIT;
-    let mut last = String::new();
-    let seen = loop {
-        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
-            let _ = child.kill();
-            panic!("no tier with CPU and memory was served; the last scrape:\n{last}");
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        let Some(text) = get(addr, "/metrics") else { continue };
-        let cpu: f64 = values(&text, "loadlab_tier_cpu_seconds_total", &cell).iter().sum();
-        let memory = values(&text, "loadlab_tier_memory_bytes", &cell);
-        if cpu > 0.0 && !memory.is_empty() && memory.iter().all(|m| *m > 0.0) {
-            break text;
-        }
-        last = text;
-    };
+    let seen = tiers_served(&mut child, addr, &cell, LIMIT);
     assert!(values(&seen, "loadlab_tier_processes", &cell).iter().all(|n| *n >= 1.0), "{seen}");
     // Scraped after its end, the run exits well before its 60 s of lingering, and it passed.
     crate::support::scrape::scraped_until_it_exits(&mut child, addr, Duration::from_secs(30));

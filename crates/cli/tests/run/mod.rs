@@ -63,7 +63,7 @@ const STACKS: &[&str] = &["nginx", "nginx-fpm"];
 
 /// A suite of nginx alone serving hello.txt: `repetitions` of each closed-loop concurrency of
 /// `concurrency` (`[1, 2]`), each cell `duration` long, without a warm-up.
-fn nginx_hello(concurrency: &str, duration: &str, repetitions: u32) -> String {
+pub(crate) fn nginx_hello(concurrency: &str, duration: &str, repetitions: u32) -> String {
     format!(
         "name = \"nginx-hello\"\nrepetitions = {repetitions}\nwarmup = \"0s\"\n\n\
          [[stacks]]\nname = \"nginx\"\n\n[[workloads]]\nname = \"hello.txt\"\n\n\

@@ -30,6 +30,16 @@ pub struct Host {
 }
 
 impl Host {
+    /// Moves the calling thread into this host: its sockets from now on are the host's (a
+    /// network namespace is a thread's, so the rest of the test process stays where it was).
+    pub fn enter(&self) {
+        let ns = std::fs::File::open(format!("/run/netns/{}", self.netns)).expect("the namespace");
+        // SAFETY: setns(2) with a descriptor of a network namespace, for this thread alone.
+        let entered =
+            unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&ns), libc::CLONE_NEWNET) };
+        assert_eq!(entered, 0, "setns into {}: {}", self.netns, std::io::Error::last_os_error());
+    }
+
     /// `COMMAND` run in this host: `ip netns exec NETNS PROGRAM ARGS...`.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut command = Command::new("ip");

@@ -31,6 +31,28 @@ pub fn values(text: &str, family: &str, labels: &[&str]) -> Vec<f64> {
         .collect()
 }
 
+/// Scrapes `addr` until it serves a lab cell's tiers under `cell`'s labels (each
+/// `name="value"`): some CPU, every tier's memory above nothing; that scrape. Panics with the
+/// last scrape if `child` ends first or `limit` passes.
+pub fn tiers_served(child: &mut Child, addr: SocketAddr, cell: &[&str], limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    let mut last = String::new();
+    loop {
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("no tier with CPU and memory was served; the last scrape:\n{last}");
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let Some(text) = get(addr, "/metrics") else { continue };
+        let cpu: f64 = values(&text, "loadlab_tier_cpu_seconds_total", cell).iter().sum();
+        let memory = values(&text, "loadlab_tier_memory_bytes", cell);
+        if cpu > 0.0 && !memory.is_empty() && memory.iter().all(|m| *m > 0.0) {
+            return text;
+        }
+        last = text;
+    }
+}
+
 /// Scrapes `addr` until `child`, lingering for a scrape of its final figures, exits (within
 /// `within`), and asserts it succeeded.
 pub fn scraped_until_it_exits(child: &mut Child, addr: SocketAddr, within: Duration) {

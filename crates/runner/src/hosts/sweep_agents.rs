@@ -358,10 +358,6 @@ pub fn run_sweep(
 ) -> Result<(Result<SweepOutcome, RunError>, Ended), AgentError> {
     let urls: Vec<&str> = plan.targets.iter().map(|t| t.url.as_str()).collect();
     let log = (format!("sweep {}", urls.join(" ")), true);
-    if agents.share.index == 0 {
-        // Agent 0's endpoint, if any, serves each step's merge.
-        inner.merge_agents(&agents.others);
-    }
     conducted(inner, agents, sweep_load(plan), log, |m| {
         let mut outcome = crate::commands::sweep::drive(plan, m, on_step)?;
         if let Some(share) = m.own {
@@ -397,7 +393,8 @@ pub fn run_ramp(
 }
 
 /// The rendezvous of `load`, `run` over it, how it ended for this host, and the word to every
-/// agent that it is over; on agent 0 `--merged-hdr-log` is made before the rendezvous (a path
+/// agent that it is over; on agent 0 the other agents' seconds go where `inner` publishes its
+/// own (its metrics endpoint), and `--merged-hdr-log` is made before the rendezvous (a path
 /// that cannot be written is refused before any load) and written after: `log` says what ran,
 /// and whether it was steps, each then tagged with its step (one run, a ramp: as `bench`'s).
 fn conducted<T>(
@@ -411,6 +408,10 @@ fn conducted<T>(
         (Some(path), 0) => Some((path, File::create(path).map_err(log_error(path))?)),
         _ => None,
     };
+    if agents.share.index == 0 {
+        // Agent 0's endpoint, if any, serves the merge: each step's, or the ramp's one run.
+        inner.merge_agents(&agents.others);
+    }
     let mut measure = AgentsMeasure::rendezvous(inner, agents, load)?;
     let outcome = run(&mut measure);
     let ended =

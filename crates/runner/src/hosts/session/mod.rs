@@ -4,7 +4,8 @@
 //! within the heartbeat timeout whatever else ends it (Ctrl-C, this process killed, the path
 //! cut). A thread per session reads its events as they come, so each 1 Hz sample is stamped
 //! with the moment it arrived here and a cell takes those that arrived while it ran (the two
-//! hosts' clocks need not agree). [`Placed`] puts each stack where the suite says.
+//! hosts' clocks need not agree); the cell's live hook (the view's and the metrics
+//! endpoint's tiers) is told of each as it arrives, as a sampler here tells it of each taken. [`Placed`] puts each stack where the suite says.
 
 mod flags;
 
@@ -19,7 +20,7 @@ use crate::hosts::facts;
 use loadlab_lab::named::Processes;
 use loadlab_lab::procfs::ProcId;
 use loadlab_lab::programs::Need;
-use loadlab_lab::sampler::{Sample, Sampled};
+use loadlab_lab::sampler::{self, Sample, Sampled};
 use loadlab_lab::{Captured, Lab};
 use loadlab_remote::protocol::Event;
 use loadlab_remote::{provision, Host, Session, Ssh};
@@ -114,9 +115,14 @@ struct Live {
     samples: Arc<Mutex<Vec<(Instant, Sample)>>>,
     /// Why the session ended before it was closed, once it has.
     ended: Arc<Mutex<Option<String>>>,
+    /// Who is told of each sample as it arrives: the live hook of the cell sampling now.
+    told: Told,
     close: Option<Sender<()>>,
     reader: Option<JoinHandle<loadlab_remote::Result<bool>>>,
 }
+
+/// A session's live hook, set by the cell sampling it ([`Window`]'s `live`) until it stops.
+type Told = Arc<Mutex<Option<sampler::Live>>>;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -333,6 +339,7 @@ impl RemoteStacks {
             from: Instant::now(),
             samples: live.samples.clone(),
             ended: live.ended.clone(),
+            told: live.told.clone(),
         }))
     }
 }
@@ -383,12 +390,14 @@ impl Live {
     fn read(session: Session, host: Host, program: String) -> Live {
         let samples = Arc::new(Mutex::new(Vec::new()));
         let ended = Arc::new(Mutex::new(None));
+        let told = Told::default();
         let (close, closing) = mpsc::channel();
         let reader = {
-            let (samples, ended) = (samples.clone(), ended.clone());
-            std::thread::spawn(move || pump(session, &closing, &samples, &ended, SILENT_LIMIT))
+            let heard =
+                Heard { samples: samples.clone(), ended: ended.clone(), told: told.clone() };
+            std::thread::spawn(move || pump(session, &closing, &heard, SILENT_LIMIT))
         };
-        Live { host, program, samples, ended, close: Some(close), reader: Some(reader) }
+        Live { host, program, samples, ended, told, close: Some(close), reader: Some(reader) }
     }
 
     /// Closes the session and waits for its end: whether the remote said its stack is down.
@@ -401,15 +410,23 @@ impl Live {
     }
 }
 
+/// What a session's reader keeps of it: its samples as they arrived, why it ended, and the
+/// hook to tell of each sample.
+struct Heard {
+    samples: Arc<Mutex<Vec<(Instant, Sample)>>>,
+    ended: Arc<Mutex<Option<String>>>,
+    told: Told,
+}
+
 /// Reads events until told to close (then closes in order) or until the session ends, or
 /// says nothing for `silent` (the path is cut: ssh's keepalives would take 15 s to tell).
 fn pump(
     mut session: Session,
     closing: &Receiver<()>,
-    samples: &Mutex<Vec<(Instant, Sample)>>,
-    ended: &Mutex<Option<String>>,
+    heard_of: &Heard,
     silent: Duration,
 ) -> loadlab_remote::Result<bool> {
+    let Heard { samples, ended, told } = heard_of;
     let mut heard = Instant::now();
     let mut went_silent = false;
     loop {
@@ -432,6 +449,12 @@ fn pump(
             }
             Ok(Some(Event::Sample { sample })) => {
                 if let Ok(sample) = serde_json::from_value::<Sample>(sample) {
+                    // Told before it is kept: a cell's stop, which waits for the sample after
+                    // it, then ends the telling with every one of its samples told.
+                    let to = lock(told).clone();
+                    if let Some(to) = to {
+                        to(&sample);
+                    }
                     let mut kept = lock(samples);
                     kept.push((Instant::now(), sample));
                     let excess = kept.len().saturating_sub(KEPT);
@@ -461,9 +484,22 @@ struct Window {
     from: Instant,
     samples: Arc<Mutex<Vec<(Instant, Sample)>>>,
     ended: Arc<Mutex<Option<String>>>,
+    told: Told,
+}
+
+impl Drop for Window {
+    /// The cell's hook hears no more: the session's next samples belong to no cell, or to the
+    /// next one's.
+    fn drop(&mut self) {
+        *lock(&self.told) = None;
+    }
 }
 
 impl Sampling for Window {
+    fn live(&self, to: sampler::Live) {
+        *lock(&self.told) = Some(to);
+    }
+
     fn lost(&self) -> Option<crate::commands::run::lost::Lost> {
         let ended = self.ended.clone();
         Some(std::sync::Arc::new(move || lock(&ended).clone()))

@@ -27,7 +27,12 @@ fn a_cell_takes_the_samples_that_arrived_while_it_ran_and_the_next() {
     let samples = Arc::new(Mutex::new(vec![(Instant::now(), sample(4000))]));
     let ended = Arc::new(Mutex::new(None));
     std::thread::sleep(Duration::from_millis(5));
-    let window = Box::new(Window { from: Instant::now(), samples: samples.clone(), ended });
+    let window = Box::new(Window {
+        from: Instant::now(),
+        samples: samples.clone(),
+        ended,
+        told: Told::default(),
+    });
     lock(&samples).push((Instant::now(), sample(5000)));
     let feeder = {
         let samples = samples.clone();
@@ -51,7 +56,8 @@ fn an_ended_session_does_not_hold_the_cell() {
     let samples = Arc::new(Mutex::new(Vec::new()));
     let ended = Arc::new(Mutex::new(Some("the session ended".to_string())));
     let started = Instant::now();
-    let sampled = Box::new(Window { from: Instant::now(), samples, ended }).stop();
+    let sampled =
+        Box::new(Window { from: Instant::now(), samples, ended, told: Told::default() }).stop();
     assert!(sampled.samples.is_empty());
     assert!(started.elapsed() < LAST_SAMPLE_WAIT, "{:?}", started.elapsed());
 }
@@ -70,6 +76,13 @@ fn stack_show_captures_are_read() {
 /// An "ssh" that runs the remote command line here (`sh -c`), and a remote end that says up,
 /// sends one sample, then nothing, as a host behind a cut path.
 fn silent_session(dir: &std::path::Path) -> Session {
+    let sample = Event::Sample { sample: serde_json::to_value(sample(1000)).unwrap() };
+    session(dir, &format!("printf '%s' '{}'; exec sleep 60", sample.line()))
+}
+
+/// A remote end that says up, then runs `then` (a shell line), through an "ssh" that runs
+/// the remote command line here (`sh -c`).
+fn session(dir: &std::path::Path, then: &str) -> Session {
     let ssh = dir.join("fake-ssh");
     std::fs::write(&ssh, "#!/bin/sh\nfor last; do :; done\nexec sh -c \"$last\"\n").unwrap();
     let mut mode = std::fs::metadata(&ssh).unwrap().permissions();
@@ -77,8 +90,7 @@ fn silent_session(dir: &std::path::Path) -> Session {
     std::fs::set_permissions(&ssh, mode).unwrap();
     let ssh = Ssh::parse(Some(&ssh.to_string_lossy())).unwrap();
     let up = Event::Up { instance: serde_json::json!({"id": "nginx-1", "url": "http://b/"}) };
-    let sample = Event::Sample { sample: serde_json::to_value(sample(1000)).unwrap() };
-    let script = format!("printf '%s%s' '{}' '{}'; exec sleep 60", up.line(), sample.line());
+    let script = format!("printf '%s' '{}'; {then}", up.line());
     let host: Host = "ssh://root@b".parse().unwrap();
     let args = vec!["-c".to_string(), script];
     let mut session = Session::start(&ssh, &host, "sh", &args, Stdio::null()).unwrap();
@@ -99,9 +111,11 @@ fn a_silent_session_is_lost_after_the_limit_and_closes_at_once() {
     let started = Instant::now();
     let reader = {
         let (samples, ended) = (samples.clone(), ended.clone());
-        std::thread::spawn(move || pump(session, &closing, &samples, &ended, silent))
+        let heard = Heard { samples, ended, told: Told::default() };
+        std::thread::spawn(move || pump(session, &closing, &heard, silent))
     };
-    let window = Window { from: started, samples: samples.clone(), ended: ended.clone() };
+    let told = Told::default();
+    let window = Window { from: started, samples: samples.clone(), ended: ended.clone(), told };
     let lost = window.lost().expect("a remote window can be lost");
     while lost().is_none() && started.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
@@ -132,4 +146,50 @@ fn a_hosts_missing_packages_are_read_from_its_doctor() {
     assert_eq!(lacking(&serde_json::json!({ "packages": none }), &needs), expected);
     assert!(expected.contains(&"nginx") && expected.contains(&"php-fpm"), "{expected:?}");
     assert!(lacking(&serde_json::json!({}), &needs).is_empty(), "an old doctor says nothing");
+}
+
+/// A cell of a stack on a lab host tells its live hook (the view's and the metrics
+/// endpoint's tiers) of each sample as it arrives over the session, from its start to its
+/// stop: those before and after it belong to no cell.
+#[test]
+fn a_remote_cell_tells_its_live_hook_of_each_sample_that_arrives_while_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = Event::Sample { sample: serde_json::to_value(sample(1000)).unwrap() };
+    // A sample every 100 ms for 4 s, then the end once this side closes (its heartbeats end).
+    let every = format!(
+        "for i in $(seq 40); do printf '%s' '{}'; sleep 0.1; done; exec cat >/dev/null",
+        sample.line()
+    );
+    let live =
+        Live::read(session(dir.path(), &every), "ssh://root@b".parse().unwrap(), "sh".into());
+    let arrived = || lock(&live.samples).len();
+    let wait_for = |n: usize| {
+        let started = Instant::now();
+        while arrived() < n && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(arrived() >= n, "{} samples arrived, not {n}", arrived());
+    };
+    wait_for(2);
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let window = Box::new(Window {
+        from: Instant::now(),
+        samples: live.samples.clone(),
+        ended: live.ended.clone(),
+        told: live.told.clone(),
+    });
+    let into = told.clone();
+    window.live(Arc::new(move |s: &Sample| lock(&into).push(s.tiers[0].tier.clone())));
+    let before = arrived();
+    wait_for(before + 3);
+    let sampled = window.stop();
+    let heard = lock(&told).len();
+    assert!(heard >= 3, "told of {heard} samples");
+    // Every sample of the cell told (one may have arrived between its start and the hook's).
+    let kept = sampled.samples.len();
+    assert!(kept >= heard && kept - heard <= 1, "told {heard}, the cell kept {kept}");
+    assert!(lock(&told).iter().all(|t| t == "nginx"));
+    wait_for(arrived() + 2);
+    assert_eq!(lock(&told).len(), heard, "told after the cell's stop");
+    let _ = live.close();
 }
