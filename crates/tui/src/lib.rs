@@ -61,7 +61,7 @@ impl View {
         let done = Arc::new(AtomicBool::new(false));
         let (shown, ended) = (model.clone(), done.clone());
         let keyboard = keys::terminal();
-        // Named, so that its CPU can be told from the workers' (bench/view-cost.sh).
+        // Named, so that its CPU can be told from the workers' (bench/watch-cost.sh).
         let drawing = std::thread::Builder::new().name("view".into()).spawn(move || {
             while !ended.load(Ordering::Relaxed) {
                 screen.terminal.draw(|f| draw::draw(f, &lock(&shown)))?;

@@ -303,7 +303,7 @@ impl EngineMeasure {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let follows = following.is_some();
-        // Named, so that its CPU can be told from the workers' (bench/view-cost.sh).
+        // Named, so that its CPU can be told from the workers' (bench/watch-cost.sh).
         let shown = std::thread::Builder::new().name("show".into()).spawn(move || {
             let mut seconds = |show: &mut Box<dyn Show>, end: bool| {
                 let Some(f) = following.as_mut() else { return };
