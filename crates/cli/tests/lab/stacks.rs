@@ -259,6 +259,34 @@ fn bench_profile_lists_the_instances_tiers_top_functions() {
     assert_eq!(text.status.code(), Some(0), "{}", String::from_utf8_lossy(&text.stderr));
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("php-fpm: ") && text.contains("self%"), "{text}");
+    // perf missing: exit 4 naming its package, before any load; refused by the kernel (a
+    // perf that fails as it does then): one line, and the bench goes on without profiles.
+    let fake = tempfile::tempdir().expect("temp dir");
+    let with_perf = |perf: Option<&str>| {
+        if let Some(script) = perf {
+            let path = fake.path().join("perf");
+            std::fs::write(&path, script).expect("write the fake perf");
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .expect("make it executable");
+        }
+        let mut command = lab.command(&["bench", &url, "--profile", "-n", "20", "--quiet"]);
+        command.env("LOADLAB_SEARCH_PATH", fake.path());
+        crate::support::output_within(command, Duration::from_secs(60))
+    };
+    let missing = with_perf(None);
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(missing.status.code(), Some(4), "{said}");
+    assert!(said.contains("linux-perf") && missing.stdout.is_empty(), "{said}");
+    let refused = with_perf(Some(
+        "#!/bin/sh\necho 'No permission to enable cpu-clock event.' >&2\nexit 255\n",
+    ));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(0), "{said}");
+    let line = "loadlab: perf could not record (No permission to enable cpu-clock event.)";
+    assert_eq!(said.lines().filter(|l| l.starts_with(line)).count(), 1, "{said}");
+    let out = String::from_utf8_lossy(&refused.stdout);
+    assert!(out.contains("Requests per second") || out.contains("req/s"), "{out}");
+    assert!(!out.contains("self%"), "{out}");
     lab.down(&id);
 
     // The same URL once its instance is down is no lab instance's.

@@ -63,8 +63,10 @@ impl Profiled {
             .find(|r| same_authority(&r.url, authority))
             .ok_or_else(|| ProfileError::NotAnInstance(authority.to_string()))?;
         let stack = loadlab_lab::stack(&instance.stack)?;
-        for need in std::iter::once(loadlab_lab::programs::PERF).chain(stack.needs(&instance.knobs))
-        {
+        let php = stack.has_php() && instance.knobs.excimer.is_on();
+        let needs =
+            [Some(loadlab_lab::programs::PERF), php.then_some(loadlab_lab::programs::EXCIMER)];
+        for need in needs.into_iter().flatten() {
             need.find().map_err(loadlab_lab::Error::from)?;
         }
         Ok(Profiled { lab, instance })
