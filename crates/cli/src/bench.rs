@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::Args;
 use loadlab_engine::{BenchConfig, Level};
 use loadlab_runner::commands::bench::flags::{LoadFlags, RequestFlags, TrafficFlags};
+use loadlab_runner::commands::bench::profiled::Profiled;
 use loadlab_runner::commands::bench::{self, habits, Disposition};
 use loadlab_runner::hosts::agent::{self, Outcome};
 use loadlab_runner::judge::slo::Slo;
@@ -42,6 +43,12 @@ pub struct BenchArgs {
     /// (pNN, mean, max against a duration; errors as a share; rps); exit 99 when one fails.
     #[arg(long = "slo", value_name = "THRESHOLDS", value_parser = values::slo)]
     pub slo: Option<Slo>,
+    /// The URL being a lab instance's (`loadlab stack up`): record each of its tiers' on-CPU
+    /// stacks with perf while the bench measures (after the warm-up), as `run --profile` does,
+    /// and print each tier's top functions after the result (PHP's own too when the stack was
+    /// brought up with --profile). Needs linux-perf and the right to profile the machine (root).
+    #[arg(long = "profile", conflicts_with = "agents")]
+    pub profile: bool,
 }
 
 pub fn run(mut args: BenchArgs) -> anyhow::Result<u8> {
@@ -51,10 +58,13 @@ pub fn run(mut args: BenchArgs) -> anyhow::Result<u8> {
     for note in habits::threads_note(&typed).into_iter().chain(notes) {
         eprintln!("loadlab: note: {note}");
     }
+    let config = build_config(&args)?;
+    let profile = args.profile.then(|| profiled(&config)).transpose()?;
     let request = bench::Request {
-        config: build_config(&args)?,
+        config,
         over_capacity: args.request.over_capacity,
         slo: args.slo.clone(),
+        profile,
     };
     let agents = args.agent.agents()?;
     // The interval logs' files are made before the load, so that a path that cannot be
@@ -139,6 +149,9 @@ fn print(args: &BenchArgs, judged: &bench::Judged) -> anyhow::Result<u8> {
         output::write_latency_csv(path, latency)
             .with_context(|| format!("writing {}", path.display()))?;
     }
+    if let Some(Err(why)) = report.profiles.as_ref().map(|p| &p.tiers) {
+        eprintln!("loadlab: perf could not record ({why}): measured without profiles");
+    }
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     output::render(args.format, report, &mut stdout)?;
     stdout.flush()?;
@@ -156,6 +169,18 @@ fn print(args: &BenchArgs, judged: &bench::Judged) -> anyhow::Result<u8> {
         Disposition::SloFailed => SLO_FAILED,
         Disposition::Finished => OK,
     })
+}
+
+/// `--profile`'s lab instance, the one at the target's address, ready to be profiled (exit 2
+/// when it is no instance's, 4 when perf or php-excimer is missing); what to know of it is
+/// said on stderr.
+fn profiled(config: &BenchConfig) -> anyhow::Result<Profiled> {
+    let lab = loadlab_lab::Lab::from_env().map_err(crate::exit::failure)?;
+    let profiled = Profiled::at(lab, &config.target.authority).map_err(crate::exit::failure)?;
+    if let Some(note) = profiled.note() {
+        eprintln!("loadlab: note: {note}");
+    }
+    Ok(profiled)
 }
 
 /// Turns the flags into the engine's configuration, checking everything that can be checked

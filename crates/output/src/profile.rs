@@ -1,9 +1,10 @@
-//! Profiles as `loadlab profile` and `stack sample --profile` print them: each tier's top
+//! Profiles as `loadlab profile`, `stack sample --profile` and `bench --profile` print them: each tier's top
 //! functions (self and total share of its samples), as text or JSON.
 
 use std::io::{self, Write};
 
 use loadlab_report::profile::{functions, ENOUGH_SAMPLES};
+use loadlab_runner::commands::bench::profiled::BenchProfiles;
 use loadlab_store::ProfileRecord;
 
 /// Functions listed per tier unless the user asks for another number (`loadlab profile --top`).
@@ -25,6 +26,17 @@ pub fn tiers_json(profiles: &[ProfileRecord], top: usize) -> Vec<serde_json::Val
             })
         })
         .collect()
+}
+
+/// `bench --profile`'s profiles: the instance, its stack, what became of the profiling (as a
+/// profiled cell's `profile` knob says it) and each tier's [`TOP`] functions (none when perf
+/// could not record).
+pub fn bench_json(profiles: &BenchProfiles) -> serde_json::Value {
+    let tiers = profiles.tiers.as_deref().map_or_else(|_| Vec::new(), |t| tiers_json(t, TOP));
+    serde_json::json!({
+        "instance": profiles.instance, "stack": profiles.stack, "profile": profiles.said(),
+        "tiers": tiers,
+    })
 }
 
 /// Each tier's `top` functions as a table under a line with its samples, saying so when they

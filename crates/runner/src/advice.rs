@@ -5,6 +5,8 @@ use loadlab_engine::tls::UNTRUSTED_CA;
 use loadlab_engine::EngineError;
 use loadlab_lab::Record;
 
+use crate::commands::bench::profiled::same_authority;
+
 /// `err` with `--cacert FILE` made `--cacert PATH` when the target is one of `instances` (the
 /// lab's, as recorded; asked only for such an error) and that instance serves TLS with a CA
 /// of its own.
@@ -21,15 +23,6 @@ pub fn lab_ca(err: EngineError, instances: impl FnOnce() -> Vec<Record>) -> Engi
         None => reason,
     };
     EngineError::Unreachable { target, reason }
-}
-
-/// Whether the URL `url` is at `authority` (`host:port`), `localhost` and `127.0.0.1` being
-/// one host.
-fn same_authority(url: &str, authority: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let at = rest.split('/').next().unwrap_or_default();
-    let norm = |a: &str| a.replacen("localhost:", "127.0.0.1:", 1);
-    norm(at) == norm(authority)
 }
 
 /// A bench's error with [`lab_ca`]'s advice, the instances read from this user's lab (as
@@ -51,14 +44,6 @@ pub fn bench_with_lab_ca(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn authorities() {
-        assert!(same_authority("https://127.0.0.1:8443/", "127.0.0.1:8443"));
-        assert!(same_authority("https://127.0.0.1:8443/", "localhost:8443"));
-        assert!(!same_authority("https://127.0.0.1:8443/", "127.0.0.1:8444"));
-        assert!(!same_authority("https://10.214.0.2:8443/", "127.0.0.1:8443"));
-    }
 
     #[test]
     fn an_untrusted_target_that_is_no_lab_instance_keeps_the_generic_advice() {

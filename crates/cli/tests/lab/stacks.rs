@@ -170,19 +170,33 @@ fn check_samples(samples: &Value, up: &Value, loaded: bool) {
     }
 }
 
+/// nginx-fpm brought up with `--profile` in a lab of its own: the lab, its `up`, its id and
+/// its phpinfo page's URL; `None` (said) where php-excimer or perf is missing.
+fn profiled_nginx_fpm() -> Option<(TestLab, Value, String, String)> {
+    use loadlab_lab::programs::{EXCIMER, PERF};
+    let (lab, up) = match TestLab::up_or_skip("nginx-fpm", &["--profile"]) {
+        Ok(started) => started,
+        Err(skip) => {
+            skip.report();
+            return None;
+        }
+    };
+    if let Some(need) = [PERF, EXCIMER].iter().find(|need| need.find().is_err()) {
+        crate::support::skip::missing("nginx-fpm --profile", need.package).report();
+        return None;
+    }
+    let id = up["id"].as_str().expect("id").to_string();
+    let url = format!("{}{}", up["url"].as_str().unwrap().trim_end_matches('/'), PHPINFO.path);
+    Some((lab, up, id, url))
+}
+
 /// `stack sample --profile` records the tiers' stacks with perf as a profiled cell does, and
 /// lists each tier's top functions beside the samples; a stack brought up with `--profile`
 /// gives PHP's own stacks too. Needs nginx, php-fpm, php-excimer and linux-perf, as root.
 #[test]
 fn stack_sample_profile_lists_each_tiers_top_functions() {
-    use loadlab_lab::programs::{EXCIMER, PERF};
-    let (lab, up) = require_stack!("nginx-fpm", &["--profile"]);
-    if let Some(need) = [PERF, EXCIMER].iter().find(|need| need.find().is_err()) {
-        return crate::support::skip::missing("nginx-fpm --profile", need.package).report();
-    }
-    let id = up["id"].as_str().expect("id").to_string();
+    let Some((lab, _, id, url)) = profiled_nginx_fpm() else { return };
     let sampler = start_sampler(&lab, &id, &["--profile"]);
-    let url = format!("{}{}", up["url"].as_str().unwrap().trim_end_matches('/'), PHPINFO.path);
     let (report, output) = run_json(&["bench", &url, "-d", "3s", "-c", "4"]);
     assert_eq!(output.status.code(), Some(0), "{report:#}");
     let doc = stop_sampler(sampler);
@@ -204,6 +218,83 @@ fn stack_sample_profile_lists_each_tiers_top_functions() {
     let php = tier(loadlab_lab::profiler::php::TIER);
     assert_eq!(php["interval_us"], 1_000, "{php:#}");
     assert!(php["samples"].as_u64().unwrap() > 0, "{php:#}");
+}
+
+/// `bench --profile` against a lab instance records its tiers' stacks while the bench
+/// measures, as a profiled cell does, and gives each tier's top functions with the result
+/// (`profiles` in the JSON, which the schema knows); a URL that is no instance's is refused
+/// before any load, naming `stack up` (exit 2). Needs nginx, php-fpm, php-excimer and
+/// linux-perf, as root.
+#[test]
+fn bench_profile_lists_the_instances_tiers_top_functions() {
+    let Some((lab, up, id, url)) = profiled_nginx_fpm() else { return };
+    let args = ["bench", &url, "--profile", "-d", "3s", "--warmup", "1s", "-c", "4"];
+    let output = lab.run(&[&args[..], &["--format", "json", "--quiet"]].concat());
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let doc: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    crate::schema::assert_valid(&crate::schema::validator(), &doc);
+    let profiles = &doc["profiles"];
+    assert_eq!((&profiles["instance"], &profiles["stack"]), (&up["id"], &up["name"]), "{doc:#}");
+    if profiles["profile"] != "perf" {
+        // perf refused by the kernel here: said on stderr, measured without profiles.
+        assert!(!crate::support::skip::servers_required(), "no profiles in CI: {profiles:#}");
+        assert!(stderr.contains("perf could not record"), "{stderr}");
+        lab.down(&id);
+        return eprintln!("skipped: perf could not record here");
+    }
+    let tiers = profiles["tiers"].as_array().expect("tiers");
+    let tier = |name: &str| {
+        let t = tiers.iter().find(|t| t["tier"] == name);
+        t.unwrap_or_else(|| panic!("no profile of {name}: {tiers:#?}")).clone()
+    };
+    for name in ["nginx", "php-fpm"] {
+        let t = tier(name);
+        assert!(t["samples"].as_u64().unwrap() > 0, "{t:#}");
+        assert_eq!(t["interval_us"], 10_101, "{t:#}");
+        assert!(!t["functions"].as_array().unwrap().is_empty(), "{t:#}");
+    }
+    // The text gives the same tiers after the result, as `stack sample --profile` does.
+    let text = lab.run(&["bench", &url, "--profile", "-n", "200", "-c", "4", "--quiet"]);
+    assert_eq!(text.status.code(), Some(0), "{}", String::from_utf8_lossy(&text.stderr));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("php-fpm: ") && text.contains("self%"), "{text}");
+    // perf missing: exit 4 naming its package, before any load; refused by the kernel (a
+    // perf that fails as it does then): one line, and the bench goes on without profiles.
+    let fake = tempfile::tempdir().expect("temp dir");
+    let with_perf = |perf: Option<&str>| {
+        if let Some(script) = perf {
+            let path = fake.path().join("perf");
+            std::fs::write(&path, script).expect("write the fake perf");
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .expect("make it executable");
+        }
+        let mut command = lab.command(&["bench", &url, "--profile", "-n", "20", "--quiet"]);
+        command.env("LOADLAB_SEARCH_PATH", fake.path());
+        crate::support::output_within(command, Duration::from_secs(60))
+    };
+    let missing = with_perf(None);
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(missing.status.code(), Some(4), "{said}");
+    assert!(said.contains("linux-perf") && missing.stdout.is_empty(), "{said}");
+    let refused = with_perf(Some(
+        "#!/bin/sh\necho 'No permission to enable cpu-clock event.' >&2\nexit 255\n",
+    ));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(0), "{said}");
+    let line = "loadlab: perf could not record (No permission to enable cpu-clock event.)";
+    assert_eq!(said.lines().filter(|l| l.starts_with(line)).count(), 1, "{said}");
+    let out = String::from_utf8_lossy(&refused.stdout);
+    assert!(out.contains("Requests per second") || out.contains("req/s"), "{out}");
+    assert!(!out.contains("self%"), "{out}");
+    lab.down(&id);
+
+    // The same URL once its instance is down is no lab instance's.
+    let refused = lab.run(&["bench", &url, "--profile", "-n", "10"]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("stack up"), "{said}");
 }
 
 #[test]

@@ -54,7 +54,7 @@ pub fn render(format: Format, report: &Report, out: &mut dyn Write) -> io::Resul
 
 /// What another tool's layout (ab's, httperf's, CSV) has no place for, to be said on stderr
 /// beside it so that stdout stays that tool's layout: the per-URL figures of `--urls`, the
-/// replay's skipped lines, and the `--slo` gate's verdict (when a request reached the target).
+/// replay's skipped lines, `--profile`'s tiers, and the `--slo` gate's verdict (when a request reached the target).
 pub fn beside(format: Format, report: &Report, reached: bool) -> Vec<String> {
     let mut lines = Vec::new();
     if matches!(format, Format::Ab | Format::Httperf) {
@@ -71,6 +71,13 @@ pub fn beside(format: Format, report: &Report, reached: bool) -> Vec<String> {
         }
     }
     let own_layout = matches!(format, Format::Ab | Format::Httperf | Format::Csv);
+    if own_layout && report.profiles.as_ref().is_some_and(|p| p.tiers.is_ok()) {
+        lines.push(
+            "note: --profile's tiers have no place in this layout; --format text or json shows \
+             them"
+                .to_string(),
+        );
+    }
     if let (Some(v), true, true) = (&report.slo, own_layout, reached) {
         lines.push(v.line());
     }

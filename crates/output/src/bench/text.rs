@@ -28,6 +28,10 @@ impl Render for Text {
             writeln!(out)?;
             super::seconds::text(seconds, r.mode == "closed", out)?;
         }
+        if let Some(Ok(tiers)) = r.profiles.as_ref().map(|p| &p.tiers) {
+            writeln!(out)?;
+            crate::profile::write_tiers(out, tiers, crate::profile::TOP)?;
+        }
         Ok(())
     }
 }

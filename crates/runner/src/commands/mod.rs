@@ -4,5 +4,6 @@
 pub mod bench;
 pub mod doctor;
 pub mod run;
+pub mod sampled;
 pub mod stack;
 pub mod sweep;

@@ -214,10 +214,7 @@ pub fn sample(
         );
     }
     let sampled = sampler.finish();
-    let profiles = sampled.profiles.map(|p| match p.refused {
-        Some(why) => Err(why),
-        None => Ok(crate::commands::run::executor::profile_records(&p.tiers)),
-    });
+    let profiles = sampled.profiles.map(crate::commands::sampled::taken);
     Ok(Taken { samples: sampled.samples, profiles })
 }
 

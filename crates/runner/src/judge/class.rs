@@ -140,6 +140,16 @@ impl Classify for BenchError {
     }
 }
 
+impl Classify for crate::commands::bench::profiled::ProfileError {
+    fn class(&self) -> Class {
+        use crate::commands::bench::profiled::ProfileError as E;
+        match self {
+            E::NotAnInstance(_) => Class::Usage,
+            E::Lab(e) => e.class(),
+        }
+    }
+}
+
 impl Classify for RunError {
     fn class(&self) -> Class {
         match self {

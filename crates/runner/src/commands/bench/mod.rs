@@ -8,6 +8,7 @@ pub mod following;
 pub mod habits;
 pub mod live;
 pub mod outcome;
+pub mod profiled;
 pub mod sessions;
 pub mod traffic;
 pub mod views;
@@ -31,6 +32,8 @@ pub struct Request {
     pub over_capacity: Policy,
     /// `--slo`: thresholds the run must hold.
     pub slo: Option<Slo>,
+    /// `--profile`: the lab instance whose tiers are profiled while the bench measures.
+    pub profile: Option<profiled::Profiled>,
 }
 
 /// How a finished run ends, for the exit code.
@@ -65,8 +68,9 @@ pub enum BenchError {
     Engine(#[from] EngineError),
 }
 
-/// Runs `request`: [`prepare`], the measured load, then the judgement. `warn` is told, before
-/// the load, what the capacity check changed or doubts.
+/// Runs `request`: [`prepare`], the measured load (its target's tiers profiled meanwhile with
+/// `--profile`), then the judgement. `warn` is told, before the load, what the capacity check
+/// changed or doubts.
 pub fn run(
     mut request: Request,
     measure: &mut dyn Measure,
@@ -76,8 +80,15 @@ pub fn run(
     if let Some(w) = &capped {
         warn(w);
     }
-    let result = measure.measure(&request.config, address, "")?;
-    Ok(judge(measure, request, address, result, capped))
+    let (result, profiles) = match &request.profile {
+        Some(p) => {
+            p.during(request.config.warmup, || measure.measure(&request.config, address, ""))
+        }
+        None => (measure.measure(&request.config, address, ""), None),
+    };
+    let mut judged = judge(measure, request, address, result?, capped);
+    judged.report.profiles = profiles;
+    Ok(judged)
 }
 
 /// The judgement of a measured run: the report (trust verdict, limit, SLO) and how it ends;
@@ -140,7 +151,8 @@ mod tests {
     fn request(slo: Option<&str>) -> Request {
         let mut config = BenchConfig::new(Target::parse("http://127.0.0.1:9/").unwrap());
         config.connections = 10;
-        Request { config, over_capacity: Policy::Refuse, slo: slo.map(|s| s.parse().unwrap()) }
+        let slo = slo.map(|s| s.parse().unwrap());
+        Request { config, over_capacity: Policy::Refuse, slo, profile: None }
     }
 
     fn bench(engine: &mut FakeEngine, slo: Option<&str>) -> super::Judged {

@@ -120,6 +120,10 @@ pub struct Report {
     /// each with its own flags (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds: Option<Vec<crate::judge::seconds::Second>>,
+    /// `--profile`: the lab instance's tiers' stacks over the measured span (the outputs
+    /// render each tier's top functions; absent otherwise).
+    #[serde(skip)]
+    pub profiles: Option<super::profiled::BenchProfiles>,
 }
 
 #[derive(Debug, Serialize)]
@@ -457,6 +461,7 @@ impl Report {
             share: None,
             start_skew_us: None,
             seconds: cfg.shape.is_some().then(|| crate::judge::seconds::of(cfg, r)),
+            profiles: None,
         };
         // Lines of a log that were not replayed are said beside the figures, never dropped.
         let skipped = report.replay.as_ref().and_then(|r| r.skipped_sentence());

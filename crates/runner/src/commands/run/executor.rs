@@ -25,8 +25,7 @@ use crate::commands::run::found::Found;
 use crate::commands::run::verify::{judge, judge_entries, one_request};
 use crate::judge::trust::Verdict;
 
-/// How often the sampler reads the stack's tiers.
-pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
+pub use crate::commands::sampled::{profile_records, SAMPLE_INTERVAL};
 
 /// Why the executor stopped before the plan's end, other than Ctrl-C.
 #[derive(Debug, thiserror::Error)]
@@ -241,20 +240,6 @@ impl Stacks for loadlab_lab::Lab {
         };
         Ok(Box::new(Sampler::watch(vec![tier], SAMPLE_INTERVAL)))
     }
-}
-
-/// Each tier's profile as the store keeps it.
-pub(crate) fn profile_records(tiers: &[loadlab_lab::profiler::TierProfile]) -> Vec<ProfileRecord> {
-    tiers
-        .iter()
-        .map(|t| ProfileRecord {
-            tier: t.tier.clone(),
-            folded: t.folded.clone(),
-            samples: t.samples,
-            lost: t.lost,
-            interval_us: t.interval_us,
-        })
-        .collect()
 }
 
 /// A finished cell as the user is told of it.
