@@ -338,10 +338,26 @@ impl Lab {
         if !profile {
             return Ok(Sampler::start(targets, interval));
         }
+        Ok(Sampler::profiled(targets, interval, &self.profile_tools(id)?))
+    }
+
+    /// Starts recording instance `id`'s tiers' on-CPU stacks, as a profiled [`Lab::sampler`]
+    /// does, without sampling them: a lab host's session samples them on its own 1 s grid.
+    /// Returns once perf records.
+    pub fn profiler(&self, id: &str) -> Result<crate::sampler::TiersProfiler> {
+        let targets = self.targets(id)?.into_iter().map(crate::sampler::Watched::from).collect();
+        let tools = self.profile_tools(id)?;
+        let procs = crate::sampler::ProcSource::processes(&mut crate::sampler::Proc);
+        Ok(crate::sampler::TiersProfiler::start(targets, &procs, &tools))
+    }
+
+    /// The perf that profiles instance `id`, and its PHP tiers' profile directory where it
+    /// was brought up for PHP's own stacks (the `excimer` knob, see [`crate::profiler::php`]).
+    fn profile_tools(&self, id: &str) -> Result<crate::profiler::Tools> {
         let perf = programs::PERF.find()?;
         let record = self.state.load(id)?;
         let php = record.knobs.excimer.is_on().then(|| crate::profiler::php::dir(&record.run_dir));
-        Ok(Sampler::profiled(targets, interval, &perf, php.as_deref()))
+        Ok(crate::profiler::Tools { perf, php })
     }
 
     /// What to give the sampler for an instance: each started tier's process group, and where

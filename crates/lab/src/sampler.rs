@@ -4,7 +4,6 @@
 //! its leader's process group; a server the lab did not start is the processes the user named
 //! and their descendants ([`Members`]).
 
-use std::path::Path;
 use std::sync::{mpsc, Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -12,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::procfs::{self, CpuTimes, MachineStat, ProcId, ProcStat};
-use crate::profiler::{Profiler, Profiles};
+use crate::profiler::{Profiler, Profiles, Tools};
 
 /// A tier to sample: its name, the leader of its process group, and where its worker pool
 /// reports, if it has one.
@@ -323,8 +322,8 @@ pub struct Sampler {
     thread: thread::JoinHandle<(Vec<Sample>, CpuCounters)>,
     /// The counters read at the start.
     start: CpuCounters,
-    /// perf, the tiers and their pids at the start, when profiling.
-    profiler: Option<(Profiler, Vec<Watched>, TierPids)>,
+    /// The tiers' stacks, when profiling.
+    profiler: Option<TiersProfiler>,
 }
 
 /// The last, partial interval is kept only if it is at least this long (or is the only
@@ -358,24 +357,18 @@ impl Sampler {
         Sampler::spawn(targets, interval, source, None)
     }
 
-    /// Samples these tiers from /proc every `interval`, and profiles their processes as they
-    /// are now with the perf at `perf` ([`Profiler`]) until the stop; with `php`, PHP's own
-    /// stacks too (see [`crate::profiler::php`]).
-    pub fn profiled(
-        targets: Vec<Target>,
-        interval: Duration,
-        perf: &Path,
-        php: Option<&Path>,
-    ) -> Sampler {
+    /// Samples these tiers from /proc every `interval`, and profiles their processes with
+    /// `tools` until the stop ([`TiersProfiler`]).
+    pub fn profiled(targets: Vec<Target>, interval: Duration, tools: &Tools) -> Sampler {
         let targets = targets.into_iter().map(Watched::from).collect();
-        Sampler::spawn(targets, interval, Proc, Some((perf, php)))
+        Sampler::spawn(targets, interval, Proc, Some(tools))
     }
 
     fn spawn(
         targets: Vec<Watched>,
         interval: Duration,
         mut source: impl ProcSource,
-        perf: Option<(&Path, Option<&Path>)>,
+        tools: Option<&Tools>,
     ) -> Sampler {
         let (stop, stopped) = mpsc::channel();
         let ticks = procfs::clock_ticks();
@@ -386,9 +379,7 @@ impl Sampler {
         let started = CpuCounters::read(&counted, &mut source, ticks);
         let start = Instant::now();
         let procs = source.processes();
-        let profiler = perf.map(|(perf, php)| {
-            (Profiler::start(perf, php), counted.clone(), tier_pids(&counted, &procs))
-        });
+        let profiler = tools.map(|tools| TiersProfiler::start(counted.clone(), &procs, tools));
         tracker.observe(Duration::ZERO, &procs, source.machine());
         let live = Arc::new(OnceLock::<Live>::new());
         let told = live.clone();
@@ -443,20 +434,41 @@ impl Sampler {
     /// from their cumulative counters ([`CpuCounters`]).
     pub fn finish(self) -> Sampled {
         let _ = self.stop.send(());
-        // A tier's processes at the start and at the stop (php-fpm's and Apache's workers
-        // come and go): one that both began and ended within the cell is not profiled.
-        let profiles = self.profiler.map(|(profiler, targets, mut pids)| {
-            for (tier, now) in pids.iter_mut().zip(tier_pids(&targets, &Proc.processes())) {
-                tier.1.extend(now.1);
-                tier.1.sort_unstable();
-                tier.1.dedup();
-            }
-            profiler.finish(&pids)
-        });
+        let profiles = self.profiler.map(TiersProfiler::finish);
         match self.thread.join() {
             Ok((samples, end)) => Sampled { samples, cpu: Some(end.since(&self.start)), profiles },
             Err(_) => Sampled { samples: Vec::new(), cpu: None, profiles },
         }
+    }
+}
+
+/// A recording of these tiers' on-CPU stacks ([`Profiler`]), each tier's own folded from the
+/// samples of the processes it had at the start or has at the stop.
+pub struct TiersProfiler {
+    profiler: Profiler,
+    targets: Vec<Watched>,
+    pids: TierPids,
+}
+
+impl TiersProfiler {
+    /// Starts recording with `tools`; `procs`: the machine's processes now. Returns once perf
+    /// records.
+    pub fn start(targets: Vec<Watched>, procs: &[ProcStat], tools: &Tools) -> TiersProfiler {
+        let pids = tier_pids(&targets, procs);
+        let profiler = Profiler::start(&tools.perf, tools.php.as_deref());
+        TiersProfiler { profiler, targets, pids }
+    }
+
+    /// Stops the recording and folds each tier's stacks.
+    pub fn finish(mut self) -> Profiles {
+        // A tier's processes at the start and at the stop (php-fpm's and Apache's workers
+        // come and go): one that both began and ended within the cell is not profiled.
+        for (tier, now) in self.pids.iter_mut().zip(tier_pids(&self.targets, &Proc.processes())) {
+            tier.1.extend(now.1);
+            tier.1.sort_unstable();
+            tier.1.dedup();
+        }
+        self.profiler.finish(&self.pids)
     }
 }
 

@@ -12,6 +12,12 @@
 //! Local to remote: a line `heartbeat` every [`HEARTBEAT_EVERY`]. The remote takes its
 //! stack down at EOF or when none came for [`HEARTBEAT_TIMEOUT`]: a cut path delivers
 //! neither data nor EOF, and TCP alone would notice only after minutes.
+//!
+//! A profiled cell ([`Order`]): the line `profile start` has the remote record its tiers'
+//! stacks where their processes are, and say `{"event":"profiling"}` once perf records;
+//! `profile stop` has it stop, fold each tier's stacks and say `{"event":"profiles",
+//! "profiles":{"tiers":[...],"refused":...}}` (as the lab's profiler gives them). Every
+//! line the local side writes counts as a heartbeat.
 
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,6 +46,36 @@ pub enum Event {
     Sample { sample: Value },
     /// The stack is down: no process, run directory or namespace of it is left.
     Down { id: String },
+    /// Its tiers' stacks are being recorded, from now until `profile stop`.
+    Profiling,
+    /// The stacks recorded since `profile start`, or why there are none.
+    Profiles { profiles: Value },
+}
+
+/// What the local side asks of the remote beside the heartbeat, one line each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Start recording the tiers' stacks.
+    StartProfile,
+    /// Stop, and send what was recorded.
+    StopProfile,
+}
+
+impl Order {
+    const LINES: [(Order, &'static str); 2] =
+        [(Order::StartProfile, "profile start"), (Order::StopProfile, "profile stop")];
+
+    /// The line, newline included.
+    pub fn line(self) -> String {
+        let (_, words) = Order::LINES.iter().find(|(o, _)| *o == self).expect("every order");
+        format!("{words}\n")
+    }
+
+    /// The order a line is, if it is one (a heartbeat is none).
+    pub fn parse(line: &[u8]) -> Option<Order> {
+        let line = std::str::from_utf8(line).ok()?.trim_end();
+        Order::LINES.iter().find(|(_, words)| *words == line).map(|(o, _)| *o)
+    }
 }
 
 /// What a loadlab binary is and what it runs on: to tell whether the remote's loadlab is
@@ -81,12 +117,13 @@ fn shorten(line: &str) -> String {
 }
 
 /// The remote side's view of the heartbeat: a thread reads stdin to EOF and notes when the
-/// last line came.
+/// last line came, and keeps the [`Order`]s among the lines for [`Watch::orders`].
 #[derive(Clone)]
 pub struct Watch {
     last: Arc<Mutex<Instant>>,
     eof: Arc<AtomicBool>,
     timeout: Duration,
+    orders: Arc<Mutex<Vec<Order>>>,
 }
 
 impl Watch {
@@ -101,14 +138,16 @@ impl Watch {
             last: Arc::new(Mutex::new(Instant::now())),
             eof: Arc::new(AtomicBool::new(false)),
             timeout,
+            orders: Arc::default(),
         };
         let seen = watch.clone();
         std::thread::spawn(move || {
             for line in input.split(b'\n') {
-                if line.is_err() {
-                    break;
-                }
+                let Ok(line) = line else { break };
                 *seen.last.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+                if let Some(order) = Order::parse(&line) {
+                    seen.orders.lock().unwrap_or_else(PoisonError::into_inner).push(order);
+                }
             }
             seen.eof.store(true, Ordering::Relaxed);
         });
@@ -119,6 +158,11 @@ impl Watch {
     pub fn alive(&self) -> bool {
         let last = *self.last.lock().unwrap_or_else(PoisonError::into_inner);
         !self.eof.load(Ordering::Relaxed) && last.elapsed() < self.timeout
+    }
+
+    /// The orders that came since the last call, in order.
+    pub fn orders(&self) -> Vec<Order> {
+        std::mem::take(&mut *self.orders.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Why it is not, for the remote's stderr.
@@ -208,6 +252,35 @@ mod tests {
         }
         assert!(until(Duration::from_secs(5), || !watch.alive()), "silence ends it");
         assert_eq!(watch.why_gone(), "no heartbeat came");
+        drop(tx);
+    }
+
+    /// Orders are lines beside the heartbeat: each kept once, in order, and a heartbeat too
+    /// (three orders 600 ms apart keep a watch of 1 s alive for 1.8 s).
+    #[test]
+    fn orders_come_through_in_order_and_keep_it_alive() {
+        assert_eq!(Order::parse(HEARTBEAT), None);
+        let lines = [Order::StartProfile.line(), Order::StopProfile.line()];
+        assert_eq!(lines, ["profile start\n", "profile stop\n"]);
+        for line in &lines {
+            assert_eq!(Order::parse(line.as_bytes()).map(|o| o.line()).as_ref(), Some(line));
+        }
+        let (tx, watch) = fed(Duration::from_secs(1));
+        for order in [Order::StartProfile, Order::StopProfile, Order::StartProfile] {
+            std::thread::sleep(Duration::from_millis(600));
+            tx.send(order.line().into_bytes()).unwrap();
+            let seen = std::sync::Mutex::new(Vec::new());
+            assert!(until(Duration::from_secs(5), || {
+                let mut seen = seen.lock().unwrap();
+                seen.extend(watch.orders());
+                !seen.is_empty()
+            }));
+            assert_eq!(seen.into_inner().unwrap(), [order], "the order, once");
+            assert!(watch.alive(), "an order is a heartbeat too");
+        }
+        let profiling = Event::Profiling;
+        assert_eq!(profiling.line(), "{\"event\":\"profiling\"}\n");
+        assert_eq!(Event::parse(&profiling.line()).unwrap(), profiling);
         drop(tx);
     }
 

@@ -1,5 +1,5 @@
 //! One ssh session running a remote loadlab in its foreground: this side writes the
-//! heartbeat to its stdin and reads its events from its stdout; ending the session (closing
+//! heartbeat (and any [`Order`]) to its stdin and reads its events from its stdout; ending the session (closing
 //! its stdin, or this process dying, which closes it too) is what takes the remote stack down.
 
 use std::io::{BufRead, BufReader, Write};
@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::error::{Error, IoContext, Result};
 use crate::host::Host;
-use crate::protocol::{Event, HEARTBEAT, HEARTBEAT_EVERY};
+use crate::protocol::{Event, Order, HEARTBEAT, HEARTBEAT_EVERY};
 use crate::run::SSH_FAILED;
 use crate::ssh::{command_line, Ssh};
 
@@ -33,7 +33,9 @@ pub struct Session {
     host: Host,
     child: Child,
     lines: Receiver<Line>,
-    stop: Option<Sender<()>>,
+    /// To the heartbeat's thread, the one writer of the remote's stdin: orders to write;
+    /// dropped, it stops.
+    stop: Option<Sender<Order>>,
     heartbeat: Option<JoinHandle<()>>,
     ended: bool,
 }
@@ -104,6 +106,11 @@ impl Session {
             }
             Err(RecvTimeoutError::Timeout) => Ok(None),
         }
+    }
+
+    /// Writes `order` to the remote, beside the heartbeat; false once the session is closing.
+    pub fn order(&self, order: Order) -> bool {
+        self.stop.as_ref().is_some_and(|to| to.send(order).is_ok())
     }
 
     /// Whether the remote's output has ended (the session is over).
@@ -213,17 +220,19 @@ impl Drop for Session {
     }
 }
 
-/// Writes a heartbeat every [`HEARTBEAT_EVERY`] until told to stop (or the sender goes),
-/// then drops stdin: the remote reads EOF.
-fn beat(mut stdin: std::process::ChildStdin, stop: Receiver<()>) {
+/// Writes a heartbeat every [`HEARTBEAT_EVERY`], and each order as it comes, until the
+/// sender goes; then drops stdin: the remote reads EOF.
+fn beat(mut stdin: std::process::ChildStdin, orders: Receiver<Order>) {
+    let mut line = HEARTBEAT.to_vec();
     loop {
-        if stdin.write_all(HEARTBEAT).and_then(|()| stdin.flush()).is_err() {
+        if stdin.write_all(&line).and_then(|()| stdin.flush()).is_err() {
             return;
         }
-        match stop.recv_timeout(HEARTBEAT_EVERY) {
-            Err(RecvTimeoutError::Timeout) => continue,
-            _ => return,
-        }
+        line = match orders.recv_timeout(HEARTBEAT_EVERY) {
+            Ok(order) => order.line().into_bytes(),
+            Err(RecvTimeoutError::Timeout) => HEARTBEAT.to_vec(),
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
     }
 }
 
@@ -242,17 +251,19 @@ mod tests {
         Ssh::parse(Some(&path.to_string_lossy())).unwrap()
     }
 
-    /// A remote end as a script: says up, counts its input's lines until EOF into `count`,
-    /// says down.
+    /// A remote end as a script: says up, counts its input's lines until EOF into `count`
+    /// (and keeps those that are not heartbeats in `orders`), says down.
     fn remote(dir: &Path) -> String {
         let path = dir.join("remote.sh");
-        let count = dir.join("count");
+        let (count, orders) = (dir.join("count"), dir.join("orders"));
         let up = Event::Up { instance: serde_json::json!({"id": "nginx-1", "url": "http://b/"}) };
         let down = Event::Down { id: "nginx-1".into() };
         let script = format!(
-            "#!/bin/sh\nprintf '%s' '{}'\nn=0\nwhile read l; do n=$((n+1)); done\necho $n > {}\n\
+            "#!/bin/sh\nprintf '%s' '{}'\nn=0\nwhile read l; do n=$((n+1)); \
+             [ \"$l\" = heartbeat ] || echo \"$l\" >> {}; done\necho $n > {}\n\
              printf '%s' '{}'\n",
             up.line(),
+            orders.display(),
             count.display(),
             down.line()
         );
@@ -272,11 +283,15 @@ mod tests {
         let mut session = Session::start(&ssh, &host(), "sh", &args, Stdio::null()).unwrap();
         let instance = session.wait_up(Duration::from_secs(10), &|| false).unwrap();
         assert_eq!(instance["id"], "nginx-1");
-        std::thread::sleep(Duration::from_millis(2500));
+        std::thread::sleep(Duration::from_millis(1200));
+        assert!(session.order(Order::StartProfile));
+        std::thread::sleep(Duration::from_millis(1300));
         assert!(session.close().unwrap(), "the remote said down");
         let beats: u32 =
             std::fs::read_to_string(dir.path().join("count")).unwrap().trim().parse().unwrap();
-        assert!((2..=4).contains(&beats), "{beats} heartbeats in 2.5 s");
+        assert!((3..=5).contains(&beats), "{beats} lines (heartbeats and an order) in 2.5 s");
+        let orders = std::fs::read_to_string(dir.path().join("orders")).unwrap();
+        assert_eq!(orders, "profile start\n", "the order went as its line");
     }
 
     #[test]

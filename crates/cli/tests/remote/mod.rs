@@ -12,6 +12,7 @@ mod lost;
 mod metrics;
 mod net;
 mod packages;
+mod profile;
 mod sample;
 mod session;
 mod suite;

@@ -38,8 +38,9 @@ pub struct TierProfile {
     pub interval_us: u64,
 }
 
-/// The profiles of one cell, or why there are none.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+/// The profiles of one cell, or why there are none: what a lab host's session sends back
+/// too (see loadlab_remote::protocol).
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Profiles {
     pub tiers: Vec<TierProfile>,
     /// perf could not attach (`perf_event_open` refused by the kernel's
@@ -60,6 +61,14 @@ pub struct Profiler {
     perf: PathBuf,
     /// PHP's own stacks, recorded beside perf's for a stack whose PHP tiers can.
     php: Option<php::PhpStacks>,
+}
+
+/// What records an instance's stacks: the perf found, and the profile directory of its PHP
+/// tiers where it was brought up for PHP's own stacks (see [`php::dir`]).
+#[derive(Clone, Debug)]
+pub struct Tools {
+    pub perf: PathBuf,
+    pub php: Option<PathBuf>,
 }
 
 /// Names each recording's file apart from every other of this process's.

@@ -6,10 +6,11 @@
 
 use std::time::{Duration, Instant};
 
+use loadlab_lab::profiler::Profiles;
 use loadlab_lab::sampler::{Proc, ProcSource, Target, Tracker};
 use loadlab_lab::{procfs, Knobs, Lab, Record, Sample, Stack, Up};
 use loadlab_remote::held::Held;
-use loadlab_remote::protocol::{Event, Watch};
+use loadlab_remote::protocol::{Event, Order, Watch};
 use loadlab_remote::{owner, Host};
 
 use crate::commands::run::executor::StackError;
@@ -81,8 +82,10 @@ pub const SESSION_SAMPLE_EVERY: Duration = Duration::from_secs(1);
 /// `--listen`, where the client's ssh reached this host: a URL it can use), its instance
 /// said as an event, then its samples every second until the session's input ends or falls
 /// silent (see loadlab_remote::protocol), `interrupted`, or `stack down ID` here; then down,
-/// said as an event. A failed `say` (a cut session) ends the hold, never the teardown.
-/// `instance` is the up instance's JSON, as `stack up --json` prints it.
+/// said as an event. Between a `profile start` and a `profile stop` its tiers' stacks are
+/// recorded here, where their processes are ([`Recording`]), and sent back. A failed `say`
+/// (a cut session) ends the hold, never the teardown. `instance` is the up instance's JSON,
+/// as `stack up --json` prints it.
 pub fn session(
     lab: &Lab,
     stack: &'static Stack,
@@ -104,7 +107,15 @@ pub fn session(
     let mut samples = lab.targets(&id).map(session_samples);
     let started = Instant::now();
     let mut next = Duration::ZERO;
+    let (tell, told) = std::sync::mpsc::channel();
+    let mut recording: Option<Recording> = None;
     while said.is_ok() && !cancel() {
+        for order in watch.orders() {
+            recording = Recording::ordered(order, recording, lab, &id, &tell);
+        }
+        for event in told.try_iter() {
+            said = said.and_then(|()| say(&event));
+        }
         if started.elapsed() >= next {
             // Taken down by `stack down ID` on this host: nothing is left to hold. Once a
             // second, as the samples: the loop's 100 ms is for the heartbeat's answer.
@@ -118,12 +129,71 @@ pub fn session(
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    // perf is this process's child: stopped before it exits, its stacks for nobody.
+    if let Some(recording) = recording {
+        recording.end();
+    }
     match lab.down(&id) {
         Ok(()) | Err(loadlab_lab::Error::NoSuchInstance(_)) => {}
         Err(e) => return Err(e.into()),
     }
     let _ = say(&Event::Down { id });
     Ok(())
+}
+
+/// A lab host's tiers' stacks being recorded for the local side, on a thread of its own:
+/// perf takes a second or more to start on a busy machine, and longer to fold at the stop,
+/// and the session's samples and heartbeat go on meanwhile.
+struct Recording {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Recording {
+    /// What becomes of `recording` by `order`: `profile start` starts one (after the one
+    /// before has ended), telling `tell` `profiling` once perf records; `profile stop` lets
+    /// it fold and tell the `profiles`. An instance that cannot be profiled tells its
+    /// `profiles` at once, with why, as perf's refusal is told.
+    fn ordered(
+        order: Order,
+        recording: Option<Recording>,
+        lab: &Lab,
+        id: &str,
+        tell: &std::sync::mpsc::Sender<Event>,
+    ) -> Option<Recording> {
+        match order {
+            Order::StopProfile => recording.map(|mut r| {
+                drop(r.stop.take());
+                r
+            }),
+            Order::StartProfile => {
+                if let Some(before) = recording {
+                    before.end();
+                }
+                let (stop, stopped) = std::sync::mpsc::channel::<()>();
+                let (lab, id, tell) = (lab.clone(), id.to_string(), tell.clone());
+                let thread = std::thread::spawn(move || {
+                    let profiles = match lab.profiler(&id) {
+                        Ok(profiler) => {
+                            let _ = tell.send(Event::Profiling);
+                            let _ = stopped.recv();
+                            profiler.finish()
+                        }
+                        Err(e) => Profiles { tiers: Vec::new(), refused: Some(e.to_string()) },
+                    };
+                    let profiles = serde_json::to_value(profiles).unwrap_or_default();
+                    let _ = tell.send(Event::Profiles { profiles });
+                });
+                Some(Recording { stop: Some(stop), thread })
+            }
+        }
+    }
+
+    /// Stops it and waits for its end.
+    fn end(mut self) {
+        drop(self.stop.take());
+        let _ = self.thread.join();
+    }
 }
 
 /// A reading of these tiers and the machine from /proc, each call a sample of the interval

@@ -577,7 +577,9 @@ impl Execution<'_, '_> {
             return Ok(Vec::new());
         }
         let (said, tiers) = match &sampled.profiles {
-            None => ("not recorded: profiles are taken on this machine only".to_string(), &[][..]),
+            None => {
+                ("not recorded: profiles are taken of the lab's stacks only".to_string(), &[][..])
+            }
             Some(p) => match &p.refused {
                 Some(why) => {
                     if !self.refused_told {

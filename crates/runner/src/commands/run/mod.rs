@@ -105,10 +105,10 @@ pub fn load(name: &str, overrides: &Overrides) -> Result<(Suite, Vec<String>), S
         suite.profile = profile;
     }
     if suite.profile != loadlab_suite::Profiling::None {
-        // PHP's own stacks need the PHP tiers set up for them when the stack starts; a lab
-        // host's stack is profiled by perf alone.
+        // PHP's own stacks need the PHP tiers set up for them when the stack starts, here or
+        // on its lab host.
         for lab in suite.stacks.iter_mut().filter_map(|s| match &mut s.source {
-            StackSource::Lab(lab) if lab.host.is_none() && lab.stack.has_php() => Some(lab),
+            StackSource::Lab(lab) if lab.stack.has_php() => Some(lab),
             _ => None,
         }) {
             lab.knobs.excimer = loadlab_lab::knobs::OnOff::On;
@@ -186,13 +186,18 @@ pub fn check_packages(suite: &Suite) -> Result<(), SuiteError> {
 }
 
 /// Every package the suite's stacks on lab hosts need, checked on each host before anything
-/// starts (that host's loadlab looks for them, as [`check_packages`] does here); `remote`
-/// finds (or copies) the binary there, once.
+/// starts (that host's loadlab looks for them, as [`check_packages`] does here; perf too
+/// when profiling, which records there); `remote` finds (or copies) the binary there, once.
 pub fn check_remote_packages(suite: &Suite, remote: &RemoteStacks) -> Result<(), SuiteError> {
     let mut hosts: BTreeMap<&str, Vec<loadlab_lab::programs::Need>> = BTreeMap::new();
+    let profiled = suite.profile != loadlab_suite::Profiling::None;
     for spec in suite.stacks.iter().filter_map(|s| s.lab_stack()) {
         if let Some(host) = spec.host.as_deref() {
-            hosts.entry(host).or_default().extend(spec.stack.needs(&spec.knobs));
+            let needs = hosts.entry(host).or_default();
+            if profiled && needs.is_empty() {
+                needs.push(loadlab_lab::programs::PERF);
+            }
+            needs.extend(spec.stack.needs(&spec.knobs));
         }
     }
     for (host, needs) in hosts {
@@ -646,6 +651,24 @@ mod tests {
         assert!(err.to_string().contains(" linux-perf"), "{err}");
         let (plain, _) = load(loadlab_suite::DEFAULT, &Overrides::default()).unwrap();
         assert!(!super::check_packages(&plain).unwrap_err().to_string().contains("linux-perf"));
+    }
+
+    /// A profiled run on a lab host readies the PHP tiers there for PHP's own stacks, as
+    /// here: the host's stacks are profiled where they run.
+    #[test]
+    fn a_profiled_run_on_a_lab_host_readies_its_php_tiers_there() {
+        let on_host = Overrides {
+            host: Some("ssh://root@b".into()),
+            profile: Some(loadlab_suite::Profiling::All),
+            ..Overrides::default()
+        };
+        let (suite, _) = load("php-modphp-vs-fastcgi", &on_host).unwrap();
+        let stacks: Vec<_> = suite.stacks.iter().filter_map(|s| s.lab_stack()).collect();
+        assert!(!stacks.is_empty());
+        for stack in stacks {
+            assert_eq!(stack.host.as_deref(), Some("ssh://root@b"));
+            assert!(stack.knobs.excimer.is_on(), "{}", stack.stack.name);
+        }
     }
 
     #[test]

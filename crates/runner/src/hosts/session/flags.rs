@@ -55,6 +55,10 @@ pub fn up_words(stack: &Stack, knobs: &Knobs, install: bool) -> Result<Vec<Strin
     }
     flag("tls", on_off(knobs.tls));
     flag("http2", on_off(knobs.http2));
+    if knobs.excimer.is_on() {
+        // Its PHP tiers readied for PHP's own stacks, as `stack up --profile` does.
+        words.push("--profile".into());
+    }
     if install {
         words.push("--install-packages".into());
     }
@@ -93,6 +97,9 @@ mod tests {
         assert!(up_words(stack, &own, false).unwrap().join(" ").contains("--listen 0.0.0.0"));
         assert!(!words.contains("--listen"), "the remote's default: where ssh reached it");
         assert!(!words.contains("--install-packages"));
+        assert!(!words.contains("--profile"));
+        let excimer = Knobs { excimer: OnOff::On, ..knobs.clone() };
+        assert!(up_words(stack, &excimer, false).unwrap().contains(&"--profile".to_string()));
         let installing = up_words(stack, &knobs, true).unwrap();
         assert_eq!(installing.last().map(String::as_str), Some("--install-packages"));
         own.docroot = Some("/srv/site".into());

@@ -5,13 +5,16 @@
 //! cut). A thread per session reads its events as they come, so each 1 Hz sample is stamped
 //! with the moment it arrived here and a cell takes those that arrived while it ran (the two
 //! hosts' clocks need not agree); the cell's live hook (the view's and the metrics
-//! endpoint's tiers) is told of each as it arrives, as a sampler here tells it of each taken. [`Placed`] puts each stack where the suite says.
+//! endpoint's tiers) is told of each as it arrives, as a sampler here tells it of each taken.
+//! A profiled cell's stacks are recorded there and come back over the same session
+//! ([`profile`]). [`Placed`] puts each stack where the suite says.
 
 mod flags;
+mod profile;
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -22,12 +25,13 @@ use loadlab_lab::procfs::ProcId;
 use loadlab_lab::programs::Need;
 use loadlab_lab::sampler::{self, Sample, Sampled};
 use loadlab_lab::{Captured, Lab};
-use loadlab_remote::protocol::Event;
+use loadlab_remote::protocol::{Event, Order};
 use loadlab_remote::{provision, Host, Session, Ssh};
 use loadlab_store::HostFacts;
 use loadlab_suite::LabStack;
 
 use crate::commands::run::executor::{Instance, Sampling, StackError, Stacks};
+use profile::{Ask, RemoteProfile};
 
 /// A remote stack's start and verify (a first MariaDB datadir included), the copy of the
 /// binary aside.
@@ -73,8 +77,8 @@ impl Stacks for Placed<'_> {
 
     fn sample(&self, id: &str, profile: bool) -> Result<Box<dyn Sampling>, StackError> {
         match self.remote.holds(id) {
-            // A lab host's samples stream back over its session; profiles are recorded here only.
-            true => self.remote.sample(id),
+            // A lab host's samples and profiles come back over its session.
+            true => self.remote.sample(id, profile),
             false => Stacks::sample(self.lab, id, profile),
         }
     }
@@ -117,7 +121,7 @@ struct Live {
     ended: Arc<Mutex<Option<String>>>,
     /// Who is told of each sample as it arrives: the live hook of the cell sampling now.
     told: Told,
-    close: Option<Sender<()>>,
+    asks: Sender<Ask>,
     reader: Option<JoinHandle<loadlab_remote::Result<bool>>>,
 }
 
@@ -332,15 +336,17 @@ impl RemoteStacks {
         Ok(captured(&value))
     }
 
-    fn sample(&self, id: &str) -> Result<Box<dyn Sampling>, StackError> {
-        let live = lock(&self.live);
-        let live = live.get(id).ok_or_else(|| loadlab_lab::Error::NoSuchInstance(id.into()))?;
-        Ok(Box::new(Window {
-            from: Instant::now(),
-            samples: live.samples.clone(),
-            ended: live.ended.clone(),
-            told: live.told.clone(),
-        }))
+    /// Its samples from now, and with `profile` its stacks recorded there (once that host
+    /// records them, which the cell then waits for).
+    fn sample(&self, id: &str, profile: bool) -> Result<Box<dyn Sampling>, StackError> {
+        let (asks, host, samples, ended, told) = {
+            let live = lock(&self.live);
+            let live = live.get(id).ok_or_else(|| loadlab_lab::Error::NoSuchInstance(id.into()))?;
+            let host = live.host.to_string();
+            (live.asks.clone(), host, live.samples.clone(), live.ended.clone(), live.told.clone())
+        };
+        let profile = profile.then(|| RemoteProfile::start(&asks, &host));
+        Ok(Box::new(Window { from: Instant::now(), samples, ended, told, profile }))
     }
 }
 
@@ -391,18 +397,18 @@ impl Live {
         let samples = Arc::new(Mutex::new(Vec::new()));
         let ended = Arc::new(Mutex::new(None));
         let told = Told::default();
-        let (close, closing) = mpsc::channel();
+        let (asks, asked) = mpsc::channel();
         let reader = {
             let heard =
                 Heard { samples: samples.clone(), ended: ended.clone(), told: told.clone() };
-            std::thread::spawn(move || pump(session, &closing, &heard, SILENT_LIMIT))
+            std::thread::spawn(move || pump(session, &asked, &heard, SILENT_LIMIT))
         };
-        Live { host, program, samples, ended, told, close: Some(close), reader: Some(reader) }
+        Live { host, program, samples, ended, told, asks, reader: Some(reader) }
     }
 
     /// Closes the session and waits for its end: whether the remote said its stack is down.
     fn close(mut self) -> loadlab_remote::Result<bool> {
-        drop(self.close.take());
+        let _ = self.asks.send(Ask::Close);
         match self.reader.take().map(JoinHandle::join) {
             Some(Ok(result)) => result,
             _ => Ok(false),
@@ -419,20 +425,29 @@ struct Heard {
 }
 
 /// Reads events until told to close (then closes in order) or until the session ends, or
-/// says nothing for `silent` (the path is cut: ssh's keepalives would take 15 s to tell).
+/// says nothing for `silent` (the path is cut: ssh's keepalives would take 15 s to tell);
+/// passes a profiled cell's orders on, and its host's answers back.
 fn pump(
     mut session: Session,
-    closing: &Receiver<()>,
+    asked: &Receiver<Ask>,
     heard_of: &Heard,
     silent: Duration,
 ) -> loadlab_remote::Result<bool> {
     let Heard { samples, ended, told } = heard_of;
     let mut heard = Instant::now();
     let mut went_silent = false;
+    let mut profile_to: Option<Sender<Event>> = None;
     loop {
-        match closing.recv_timeout(Duration::ZERO) {
-            Err(RecvTimeoutError::Timeout) => {}
-            _ => return session.close(),
+        match asked.try_recv() {
+            Ok(Ask::StartProfile(to)) => {
+                session.order(Order::StartProfile);
+                profile_to = Some(to);
+            }
+            Ok(Ask::StopProfile) => {
+                session.order(Order::StopProfile);
+            }
+            Err(TryRecvError::Empty) => {}
+            Ok(Ask::Close) | Err(TryRecvError::Disconnected) => return session.close(),
         }
         let event = session.next(Duration::from_millis(100));
         if let Ok(Some(_)) = event {
@@ -463,14 +478,26 @@ fn pump(
                 continue;
             }
             Ok(Some(Event::Down { .. })) => "the remote took its stack down".to_string(),
+            Ok(Some(event @ (Event::Profiling | Event::Profiles { .. }))) => {
+                if let Some(to) = &profile_to {
+                    let _ = to.send(event);
+                }
+                continue;
+            }
             Ok(Some(_)) => continue,
             Ok(None) if !session.ended() => continue,
             Ok(None) => "the session ended".to_string(),
             Err(e) => e.to_string(),
         };
         *lock(ended) = Some(why);
+        // A cell waiting for its stacks learns they will not come.
+        drop(profile_to.take());
         // Wait for the close that `down` sends, so it learns how the session ended.
-        let _ = closing.recv();
+        while let Ok(ask) = asked.recv() {
+            if matches!(ask, Ask::Close) {
+                break;
+            }
+        }
         if went_silent {
             session.abandon();
             return Ok(false);
@@ -479,12 +506,14 @@ fn pump(
     }
 }
 
-/// A cell's samples: those that arrived from its start until the one after its stop.
+/// A cell's samples: those that arrived from its start until the one after its stop; and
+/// its stacks, when profiled.
 struct Window {
     from: Instant,
     samples: Arc<Mutex<Vec<(Instant, Sample)>>>,
     ended: Arc<Mutex<Option<String>>>,
     told: Told,
+    profile: Option<RemoteProfile>,
 }
 
 impl Drop for Window {
@@ -505,8 +534,10 @@ impl Sampling for Window {
         Some(std::sync::Arc::new(move || lock(&ended).clone()))
     }
 
-    fn stop(self: Box<Self>) -> Sampled {
+    fn stop(mut self: Box<Self>) -> Sampled {
         let stopped = Instant::now();
+        // Asked for at once: the host folds them while the last sample comes.
+        let profiles = self.profile.take().map(RemoteProfile::finish).unwrap_or_default();
         // The interval the cell ended in is reported up to a second later.
         let deadline = stopped + LAST_SAMPLE_WAIT;
         let last = |kept: &[(Instant, Sample)]| kept.last().is_some_and(|(at, _)| *at >= stopped);
@@ -526,7 +557,7 @@ impl Sampling for Window {
         for s in &mut samples {
             s.t_ms -= base;
         }
-        Sampled { samples, cpu: None, profiles: None }
+        Sampled { samples, cpu: None, profiles }
     }
 }
 

@@ -32,6 +32,7 @@ fn a_cell_takes_the_samples_that_arrived_while_it_ran_and_the_next() {
         samples: samples.clone(),
         ended,
         told: Told::default(),
+        profile: None,
     });
     lock(&samples).push((Instant::now(), sample(5000)));
     let feeder = {
@@ -56,8 +57,14 @@ fn an_ended_session_does_not_hold_the_cell() {
     let samples = Arc::new(Mutex::new(Vec::new()));
     let ended = Arc::new(Mutex::new(Some("the session ended".to_string())));
     let started = Instant::now();
-    let sampled =
-        Box::new(Window { from: Instant::now(), samples, ended, told: Told::default() }).stop();
+    let sampled = Box::new(Window {
+        from: Instant::now(),
+        samples,
+        ended,
+        told: Told::default(),
+        profile: None,
+    })
+    .stop();
     assert!(sampled.samples.is_empty());
     assert!(started.elapsed() < LAST_SAMPLE_WAIT, "{:?}", started.elapsed());
 }
@@ -115,7 +122,9 @@ fn a_silent_session_is_lost_after_the_limit_and_closes_at_once() {
         std::thread::spawn(move || pump(session, &closing, &heard, silent))
     };
     let told = Told::default();
-    let window = Window { from: started, samples: samples.clone(), ended: ended.clone(), told };
+    let (samples_of, ended_of) = (samples.clone(), ended.clone());
+    let window =
+        Window { from: started, samples: samples_of, ended: ended_of, told, profile: None };
     let lost = window.lost().expect("a remote window can be lost");
     while lost().is_none() && started.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
@@ -177,6 +186,7 @@ fn a_remote_cell_tells_its_live_hook_of_each_sample_that_arrives_while_it_runs()
         samples: live.samples.clone(),
         ended: live.ended.clone(),
         told: live.told.clone(),
+        profile: None,
     });
     let into = told.clone();
     window.live(Arc::new(move |s: &Sample| lock(&into).push(s.tiers[0].tier.clone())));
