@@ -252,6 +252,32 @@ impl Stack {
         knobs.tls.is_on().then(|| self.tiers(knobs).first().copied()).flatten()
     }
 
+    /// The tier that serves HTTP/3 to clients with these knobs: Caddy in front with `tls` on,
+    /// on the UDP port of the same number (QUIC always carries TLS 1.3, RFC 9001). `None`
+    /// elsewhere: nginx 1.22, Apache and Varnish have no HTTP/3.
+    pub fn http3_tier(&self, knobs: &Knobs) -> Option<Tier> {
+        self.tls_tier(knobs).filter(|t| matches!(t, Tier::Caddy { .. }))
+    }
+
+    /// Why clients cannot load this stack over HTTP/3 with these knobs, if they cannot.
+    pub fn http3_problem(&self, knobs: &Knobs) -> Option<String> {
+        if self.http3_tier(knobs).is_some() {
+            return None;
+        }
+        let name = self.name;
+        Some(match self.http_tiers.first() {
+            None => format!("{name} serves no HTTP"),
+            Some(Tier::Caddy { .. }) => {
+                format!("{name} serves HTTP/3 only with TLS on: QUIC carries TLS 1.3 (RFC 9001)")
+            }
+            Some(front) => format!(
+                "{name} offers no HTTP/3: its front, {}, has none in Debian 12 (nginx 1.22, \
+                 Apache and Varnish do not speak it); the Caddy stacks do, with TLS on",
+                front.name()
+            ),
+        })
+    }
+
     /// Why the front tier cannot serve HTTP/2 with these knobs, if it cannot.
     fn http2_problem(&self, knobs: &Knobs) -> Option<String> {
         match self.http_tiers.first()? {
@@ -434,6 +460,25 @@ mod tests {
             .unwrap()
             .check_knobs(&Knobs { php_workers: Some(2), ..Knobs::default() });
         assert_eq!(err.unwrap_err().to_string(), "--php-workers: nginx runs no PHP");
+    }
+
+    #[test]
+    fn http3_is_served_by_caddy_with_tls_and_refused_elsewhere_with_the_reason() {
+        let tls = Knobs { tls: OnOff::On, ..Knobs::default() };
+        let problem = |name: &str, knobs: &Knobs| stack(name).unwrap().http3_problem(knobs);
+        for name in ["caddy", "caddy-fpm"] {
+            assert_eq!(problem(name, &tls), None, "{name}");
+            assert_eq!(
+                stack(name).unwrap().http3_tier(&tls),
+                Some(stack(name).unwrap().tiers(&tls)[0])
+            );
+            let plain = problem(name, &Knobs::default()).expect("no h3 without TLS");
+            assert!(plain.contains("only with TLS on"), "{plain}");
+        }
+        let nginx = problem("nginx-fpm", &tls).expect("nginx 1.22 has no h3");
+        assert!(nginx.starts_with("nginx-fpm offers no HTTP/3: its front, nginx,"), "{nginx}");
+        assert!(problem("varnish-nginx-fpm", &tls).unwrap().contains("its front, varnish"));
+        assert_eq!(problem("mariadb", &Knobs::default()).unwrap(), "mariadb serves no HTTP");
     }
 
     #[test]

@@ -102,10 +102,9 @@ impl Plan {
         self.knobs.http2.is_on() && self.answering() == tier
     }
 
-    /// Whether `tier` serves HTTP/3 to clients: Caddy in front with the `tls` knob on, on the
-    /// UDP port of the same number (QUIC always carries TLS 1.3, RFC 9001).
+    /// Whether `tier` serves HTTP/3 to clients ([`crate::catalog::Stack::http3_tier`]).
     pub fn serves_http3(&self, tier: Tier) -> bool {
-        matches!(tier, Tier::Caddy { .. }) && self.serves_tls(tier)
+        self.stack.http3_tier(&self.knobs) == Some(tier)
     }
 
     /// The instance's certificate files (written only with `tls` on).

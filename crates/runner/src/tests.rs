@@ -235,6 +235,36 @@ fn a_stack_with_http2_is_loaded_over_http2_with_the_loads_streams() {
     assert_eq!(cells[0].knobs.get("http2"), Some(&serde_json::json!("on")));
 }
 
+/// A Caddy stack with http3 is loaded over HTTP/3 with the load's streams, set up as without it
+/// (its knobs hold no http3), and its stored cells say `http3`; the suite's other stack stays
+/// on HTTP/1.1 and stores none.
+#[test]
+fn a_stack_with_http3_is_loaded_over_http3_and_its_cells_say_so() {
+    let (_dir, mut store) = store();
+    let run_id = begin(&mut store);
+    let lab = FakeLab::default();
+    let mut engine = FakeEngine::new(5_000.0);
+    let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 1 };
+    let mut plan_text = TWO_STACKS.replacen(
+        "name = \"nginx\"\n",
+        "name = \"caddy\"\ntls = true\nhttp3 = true\n",
+        1,
+    );
+    plan_text.push_str("streams = 4\n");
+    let suite = loadlab_suite::parse(&plan_text, "two.toml").expect("the suite parses");
+    let plan = loadlab_suite::plan(&suite, false);
+    crate::run_plan(&plan, &lab, &mut engine, &mut Told::default(), &mut cx)
+        .expect("the plan runs");
+    let protocols: Vec<Protocol> = engine.measured.borrow().iter().map(|c| c.protocol).collect();
+    let h3 = Protocol::Http3 { streams: 4 };
+    assert_eq!(protocols[..4], [h3, h3, Protocol::Http1, Protocol::Http1]);
+    let cells = store.cells(run_id).expect("cells");
+    assert_eq!(cells[0].knobs.get("http3"), Some(&serde_json::json!("on")));
+    assert_eq!(cells[0].load.extra.get("streams"), Some(&serde_json::json!(4)));
+    assert!(!cells[2].knobs.contains_key("http3") && !cells[2].load.extra.contains_key("streams"));
+    assert!(plan.cells[0].stack.knobs().is_some_and(|k| !k.http2.is_on()));
+}
+
 /// HTTP/2 has no connection per request: a load without keep-alive on an http2 stack is
 /// refused before any stack starts, with what to use instead.
 #[test]

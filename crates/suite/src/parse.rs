@@ -219,8 +219,27 @@ impl Checker<'_> {
             let span = s.knob_span(p.key).unwrap_or(name.span());
             return self.fail(span, format!("{}: {}", p.key, p.reason));
         }
+        let http3 = self.http3(s, stack, &knobs)?;
         let host = s.host.as_ref().map(|h| self.host(h)).transpose()?;
-        Ok(StackSpec::lab(label, stack, knobs, host))
+        Ok(StackSpec::lab(label, stack, knobs, http3, host))
+    }
+
+    /// `http3 = true`: the client speaks HTTP/3, which the stack must serve (the lab's rule,
+    /// as `bench --http3` finds it out from the server), and which is one protocol of two with
+    /// `http2`.
+    fn http3(&self, s: &RawStack, stack: &catalog::Stack, knobs: &Knobs) -> Checked<bool> {
+        let Some(h3) = s.http3.as_ref().filter(|h| *h.get_ref()) else { return Ok(false) };
+        if knobs.http2.is_on() {
+            return self.fail(
+                h3.span(),
+                "http3: give http2 = true or http3 = true, not both: the client speaks one \
+                 protocol to a stack",
+            );
+        }
+        match stack.http3_problem(knobs) {
+            Some(reason) => self.fail(h3.span(), format!("http3: {reason}")),
+            None => Ok(true),
+        }
     }
 
     /// A lab stack's knobs as the file sets them, over the lab's defaults and the suite's

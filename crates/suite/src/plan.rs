@@ -177,24 +177,28 @@ fn shape_of(level: &Level, stop: Stop, quick: Option<&crate::suite::Quick>) -> O
 }
 
 impl Cell {
-    /// Whether the cell loads its stack over HTTP/2: a lab stack with `http2` on (an external
-    /// target is loaded over HTTP/1.1).
-    pub fn http2(&self) -> bool {
-        self.stack.knobs().is_some_and(|k| k.http2.is_on())
+    /// The protocol the cell loads its stack over, with the load's streams: HTTP/2 on a lab
+    /// stack with `http2` on, HTTP/3 on one with `http3`; HTTP/1.1 otherwise (an external
+    /// target too).
+    pub fn protocol(&self) -> Protocol {
+        let streams = self.load.protocol.streams;
+        match self.stack.lab_stack() {
+            Some(lab) if lab.http3 => Protocol::Http3 { streams },
+            Some(lab) if lab.knobs.http2.is_on() => Protocol::Http2 { streams },
+            _ => Protocol::Http1,
+        }
     }
 
     /// Sets the workload's request, `apply`s the load point (whose `accept_encoding` is a
-    /// header over the request's own), the protocol (HTTP/2 with the load's streams on a stack
-    /// with `http2` on) and the workload's validation.
+    /// header over the request's own), the stack's [`Cell::protocol`] and the workload's
+    /// validation.
     pub fn apply(&self, config: &mut BenchConfig) {
         config.request = (*self.workload.request).clone();
         if let Some(mix) = self.workload.spec.urls() {
             config.traffic = loadlab_engine::Traffic::Mix(mix.clone());
         }
         self.load.apply(config);
-        if self.http2() {
-            config.protocol = Protocol::Http2 { streams: self.load.protocol.streams };
-        }
+        config.protocol = self.protocol();
         config.validation = self.workload.check.validation();
         if self.workload.spec.view {
             // A view's checks fall on each of its requests, the resources too: a status a

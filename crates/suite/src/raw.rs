@@ -64,6 +64,9 @@ pub struct RawStack {
     pub tls: Option<Spanned<bool>>,
     /// HTTP/2 on the front tier (h2 by ALPN with `tls`, h2c without).
     pub http2: Option<Spanned<bool>>,
+    /// Loaded over HTTP/3 (QUIC), where the front serves it: Caddy with `tls`. The stack is
+    /// set up as without it (Caddy offers h3 whenever it speaks TLS); the client speaks it.
+    pub http3: Option<Spanned<bool>>,
     /// A directory of the user's config snippets (relative to the suite file).
     pub config: Option<Spanned<String>>,
     /// A directory of the user's files served beside the lab's (relative to the suite file).
@@ -100,6 +103,7 @@ impl RawStack {
         "listen",
         "tls",
         "http2",
+        "http3",
         "config",
         "docroot",
         "host",
@@ -135,6 +139,7 @@ impl RawStack {
             "listen" => self.listen.as_ref().map(Spanned::span),
             "tls" => flag(&self.tls),
             "http2" => flag(&self.http2),
+            "http3" => flag(&self.http3),
             "config" => self.config.as_ref().map(Spanned::span),
             "docroot" => self.docroot.as_ref().map(Spanned::span),
             "host" => self.host.as_ref().map(Spanned::span),

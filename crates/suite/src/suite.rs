@@ -84,6 +84,9 @@ pub struct LabStack {
     pub stack: &'static Stack,
     /// With the suite's `stack_cpus` already filled in where the stack gave no `cpus`.
     pub knobs: Knobs,
+    /// Loaded over HTTP/3 (the file's `http3`): a client's choice, not a knob, as Caddy serves
+    /// h3 whenever it speaks TLS; the parser has checked that the stack does.
+    pub http3: bool,
     /// The lab host it runs on (`ssh://...`, as [`loadlab_remote::Host`] writes it); `None`:
     /// this machine.
     pub host: Option<String>,
@@ -113,10 +116,12 @@ impl StackSpec {
         label: String,
         stack: &'static Stack,
         knobs: Knobs,
+        http3: bool,
         host: Option<String>,
     ) -> StackSpec {
         let served = workloads::for_stack(stack, &knobs).iter().map(|w| w.name).collect();
-        StackSpec { label, source: StackSource::Lab(LabStack { stack, knobs, host }), served }
+        let lab = LabStack { stack, knobs, http3, host };
+        StackSpec { label, source: StackSource::Lab(lab), served }
     }
 
     pub(crate) fn external(label: String, external: External) -> StackSpec {

@@ -146,6 +146,40 @@ fn tls_and_http2_are_read_and_refused_where_the_front_cannot() {
     refused_at("nginx", "http2 = true", "true", "h2c only");
 }
 
+/// `http3 = true` loads a Caddy stack with TLS over HTTP/3 (the stack set up as without it),
+/// and is refused at its value where the stack serves none (nginx 1.22; Caddy without TLS),
+/// beside `http2 = true`, and on an external target, as the other stack keys are.
+#[test]
+fn http3_is_read_on_caddy_with_tls_and_refused_where_no_h3_is_served() {
+    let parsed = parse(&suite("caddy-fpm", "tls = true\nhttp3 = true"), "k.toml")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lab = parsed.stacks[0].lab_stack().unwrap();
+    assert!(lab.http3);
+    assert_eq!((lab.knobs.tls, lab.knobs.http2), (OnOff::On, OnOff::Off));
+    let off = parse(&suite("caddy", "tls = true\nhttp3 = false"), "k.toml").unwrap();
+    assert!(!off.stacks[0].lab_stack().unwrap().http3);
+
+    refused_at(
+        "nginx-fpm",
+        "tls = true\nhttp3 = true",
+        "true\n\n",
+        "http3: nginx-fpm offers no HTTP/3: its front, nginx, has none",
+    );
+    refused_at("caddy", "http3 = true", "true", "http3: caddy serves HTTP/3 only with TLS on");
+    refused_at(
+        "caddy",
+        "tls = true\nhttp2 = true\nhttp3 = true",
+        "true\n\n",
+        "give http2 = true or http3 = true, not both",
+    );
+    let external = suite("caddy", "").replace(
+        "name = \"caddy\"\n",
+        "url = \"https://127.0.0.1:9\"\nlabel = \"mine\"\nhttp3 = true\n",
+    );
+    let (message, _) = refused(&external);
+    assert!(message.contains("http3 is a knob of the lab's stacks"), "{message}");
+}
+
 /// A suite file in a directory of its own, beside a config directory `conf` holding `files`
 /// and a docroot `site` holding `site`: its path, for `parse`'s file name.
 fn beside(files: &[&str], site: &[&str]) -> (tempfile::TempDir, String) {

@@ -18,6 +18,7 @@ mod external;
 mod full_disk;
 mod live_view;
 mod metrics;
+mod modern;
 mod own;
 mod pools;
 mod profile;

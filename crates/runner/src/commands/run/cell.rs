@@ -200,19 +200,24 @@ fn url_metrics(report: &Report, put: &mut impl FnMut(&str, f64)) {
     }
 }
 
-/// The stack's settings as stored with the cell: a lab stack's knobs; an external target's
-/// URL (the `url` key tells the report the stack was not the lab's).
+/// The stack's settings as stored with the cell: a lab stack's knobs, and `http3` when it was
+/// loaded over HTTP/3 (as `http2` says HTTP/2); an external target's URL (the `url` key tells
+/// the report the stack was not the lab's).
 fn knobs_map(cell: &Cell) -> BTreeMap<String, serde_json::Value> {
     let knobs = match &cell.stack.source {
         StackSource::Lab(lab) => serde_json::to_value(&lab.knobs),
         StackSource::External(e) => Ok(serde_json::json!({ "url": e.url })),
     };
-    match knobs {
+    let mut map: BTreeMap<String, serde_json::Value> = match knobs {
         Ok(serde_json::Value::Object(map)) => {
             map.into_iter().filter(|(_, v)| !v.is_null()).collect()
         }
         _ => Default::default(),
+    };
+    if cell.stack.lab_stack().is_some_and(|lab| lab.http3) {
+        map.insert("http3".into(), "on".into());
     }
+    map
 }
 
 fn load_spec(cell: &Cell) -> LoadSpec {
@@ -242,9 +247,10 @@ fn load_spec(cell: &Cell) -> LoadSpec {
     if !l.protocol.tls_resume && cell.stack.knobs().is_some_and(|k| k.tls.is_on()) {
         spec.extra.insert("tls_resume".into(), false.into());
     }
-    // The protocol is the stack's (its http2 knob), so that HTTP/1.1 and HTTP/2 at the same
-    // load are one group, compared; several streams per connection make another load.
-    if cell.http2() && l.protocol.streams > 1 {
+    // The protocol is the stack's (its http2 knob, its http3), so that HTTP/1.1, HTTP/2 and
+    // HTTP/3 at the same load are one group, compared; several streams per connection make
+    // another load.
+    if cell.protocol().streams() > 1 {
         spec.extra.insert("streams".into(), (l.protocol.streams as u64).into());
     }
     // Poisson arrivals at a rate are another load than evenly spaced ones (their bursts

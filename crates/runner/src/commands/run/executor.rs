@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
-use loadlab_engine::{BenchConfig, BenchResult, EngineError, Stop, Target};
+use loadlab_engine::{BenchConfig, BenchResult, EngineError, Protocol, Stop, Target};
 use loadlab_lab::named::Processes;
 use loadlab_lab::procfs::ProcId;
 use loadlab_lab::sampler::{Members, Sampled, Watched};
@@ -810,15 +810,25 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// Why `cell` cannot be loaded as the suite asks, if it cannot: a load without keep-alive on a
-/// stack with `http2` on (HTTP/2 has no connection per request; a session of one call is one).
-/// Said before any stack starts.
+/// stack with `http2` or `http3` on (neither has a connection per request; a session of one
+/// call is one), or visits over HTTP/3 (which carries requests, not visits, for now). Said
+/// before any stack starts.
 pub fn unsupported(cell: &Cell) -> Option<String> {
-    (cell.http2() && !cell.load.connection.keepalive).then(|| {
-        format!(
-            "cell {} ({}): keepalive = false has no meaning over HTTP/2 (http2 is on): use a \
-             sessions load with calls_per_conn = 1 for a connection per request",
-            cell.ordinal, cell.stack.label
-        )
+    let protocol = cell.protocol();
+    let (version, key) = match protocol {
+        Protocol::Http1 => return None,
+        Protocol::Http2 { .. } => ("HTTP/2", "http2"),
+        Protocol::Http3 { .. } => ("HTTP/3", "http3"),
+    };
+    let at = format!("cell {} ({})", cell.ordinal, cell.stack.label);
+    if !cell.load.connection.keepalive {
+        return Some(format!(
+            "{at}: keepalive = false has no meaning over {version} ({key} is on): use a \
+             sessions load with calls_per_conn = 1 for a connection per request"
+        ));
+    }
+    (protocol.is_h3() && cell.workload.spec.visits.is_some()).then(|| {
+        format!("{at}: HTTP/3 carries requests, not visits, for now: load visits over h1 or h2")
     })
 }
 
@@ -916,7 +926,7 @@ pub fn load_label(cell: &Cell) -> String {
     let poisson =
         if cell.load.schedule.arrival == loadlab_load::Arrival::Poisson { " poisson" } else { "" };
     match cell.load.point {
-        Point::Closed { concurrency } if cell.http2() => {
+        Point::Closed { concurrency } if cell.protocol() != Protocol::Http1 => {
             format!("closed c={concurrency} m={} {stop}", cell.load.protocol.streams)
         }
         Point::Closed { concurrency } => format!("closed c={concurrency} {stop}{ka}"),
