@@ -262,20 +262,31 @@ mod tests {
 
     #[test]
     fn without_an_interval_log_each_closed_second_is_published_once_and_counts_every_request() {
-        let (config, addr, control) = two_connections(2, 2000);
+        // A run of whole seconds: its end closes its last.
+        each_second_published_once_counts_every_request(2000, &[0, 1]);
+    }
+
+    #[test]
+    fn a_run_ending_within_a_second_publishes_that_partial_seconds_histogram_too() {
+        each_second_published_once_counts_every_request(1500, &[0, 1]);
+    }
+
+    /// A run of `ms` on two workers without an interval log: each worker's published
+    /// histograms are of `seconds`, once each, and count every request of the result.
+    fn each_second_published_once_counts_every_request(ms: u64, seconds: &[u32]) {
+        let (config, addr, control) = two_connections(2, ms);
         control.live.enable();
         let result = crate::run(&config, addr, control.clone()).unwrap();
         // Handed over as they closed (the worker keeps none of them for the run's end): the
-        // histograms published, each worker's seconds once each, count every request (a run
-        // of whole seconds: its end closes its last).
+        // histograms published, each worker's seconds once each, count every request.
         let snapshots = control.live.take();
         let mut workers = vec![Vec::new(); 2];
         for s in &snapshots {
             workers[s.worker].extend(s.latency.iter().cloned());
         }
         for w in &workers {
-            let seconds: Vec<u32> = w.iter().map(|(second, _)| *second).collect();
-            assert_eq!(seconds, [0, 1], "each second once, in order");
+            let published: Vec<u32> = w.iter().map(|(second, _)| *second).collect();
+            assert_eq!(published, seconds, "each second once, in order");
         }
         let latency = loadlab_stats::interval_log::Tagged { tag: None, workers };
         let counted: u64 = loadlab_stats::interval_log::per_second(&latency)

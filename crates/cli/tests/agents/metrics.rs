@@ -37,10 +37,21 @@ fn scraped_until_done(port: u16, agents: impl FnOnce() -> Vec<Output>) -> (Vec<O
 
 #[test]
 fn agent_0s_endpoint_serves_the_merged_totals_of_every_agent() {
+    merged_totals_served("3s");
+}
+
+#[test]
+fn a_test_ending_within_a_second_serves_every_agents_latency_of_that_second_too() {
+    merged_totals_served("2500ms");
+}
+
+/// Two agents `bench -c 4 -d DURATION`, agent 0's endpoint scraped until it exits: its last
+/// scrape gives the merged result's counts, and a latency count of every completed request.
+fn merged_totals_served(duration: &str) {
     let server = TestServer::start(Behaviour::ok("hello"));
     let (url, at) = (server.url("/"), rendezvous());
     let port = free_port();
-    let args = ["-c", "4", "-d", "3s"];
+    let args = ["-c", "4", "-d", duration];
     let mut first = agent(&url, &args, 0, 2, &at, TOKEN);
     first.args(["--metrics-listen", &port.to_string(), "--metrics-linger", "30s"]);
     let (outs, text) =

@@ -242,19 +242,21 @@ pub(crate) trait EventLoop: Sized {
         let Some(l) = c.seconds.live.as_mut() else { return };
         // What happened since the last snapshot belongs to the second then in progress: a
         // loop turn late past the second's end (or the run's end at 5.000 s of a 5 s run)
-        // does not move it into the next. At the end, the histograms of every second over by
-        // then are closed.
+        // does not move it into the next. At the end, the second in progress is closed too:
+        // a run of 2.5 s streams its last half second's histogram like any other (an agent's
+        // stream and the live endpoint count every request by them).
         let second = match end {
             Some(now) => now.saturating_duration_since(measure_start).as_secs() as u32,
             None => c.seconds.index as u32,
         };
+        let close_to = second + u32::from(end.is_some());
         let mut snapshot =
             crate::live::Snapshot { worker: l.worker, second: l.second, ..Default::default() };
         l.second = second;
         if let Some(i) = c.tally.intervals.as_deref_mut() {
-            snapshot.latency = closed(&mut i.latency, second, &mut l.latency, keep);
+            snapshot.latency = closed(&mut i.latency, close_to, &mut l.latency, keep);
             if let Some(s) = i.service.as_mut() {
-                snapshot.service = closed(s, second, &mut l.service, keep);
+                snapshot.service = closed(s, close_to, &mut l.service, keep);
             }
         }
         let due = c.popped.saturating_sub(l.due_base);
@@ -268,7 +270,7 @@ pub(crate) trait EventLoop: Sized {
     }
 }
 
-/// The histograms `intervals` closed up to `second` since the last snapshot (the first
+/// The histograms `intervals` closed before `second` since the last snapshot (the first
 /// `*published` were given then): copied when `keep` (the interval log has them at the end),
 /// else handed over and forgotten.
 fn closed(
