@@ -207,26 +207,34 @@ fn a_stack_with_tls_is_loaded_at_https_trusting_its_own_ca() {
     assert!(measured.iter().all(|c| !c.tls.insecure));
 }
 
-/// A stack with http2 on is loaded over HTTP/2 with the load's streams; the other stack of
-/// the suite stays on HTTP/1.1, and the stored load says which.
-#[test]
-fn a_stack_with_http2_is_loaded_over_http2_with_the_loads_streams() {
-    let (_dir, mut store) = store();
+/// TWO_STACKS with its first stack replaced by `first` (the stack's lines) and `streams` for
+/// the load, run on fakes: the store (with its directory), the run, each measured cell's
+/// protocol and the plan.
+fn run_first_stack_as(
+    first: &str,
+    streams: usize,
+) -> (tempfile::TempDir, Store, loadlab_store::RunId, Vec<Protocol>, loadlab_suite::Plan) {
+    let (dir, mut store) = store();
     let run_id = begin(&mut store);
     let lab = FakeLab::default();
     let mut engine = FakeEngine::new(5_000.0);
     let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 1 };
-    let mut plan_text = TWO_STACKS.replacen(
-        "name = \"nginx\"\n",
-        "name = \"nginx\"\ntls = true\nhttp2 = true\n",
-        1,
-    );
-    plan_text.push_str("streams = 10\n");
+    let mut plan_text = TWO_STACKS.replacen("name = \"nginx\"\n", first, 1);
+    plan_text.push_str(&format!("streams = {streams}\n"));
     let suite = loadlab_suite::parse(&plan_text, "two.toml").expect("the suite parses");
     let plan = loadlab_suite::plan(&suite, false);
     crate::run_plan(&plan, &lab, &mut engine, &mut Told::default(), &mut cx)
         .expect("the plan runs");
-    let protocols: Vec<Protocol> = engine.measured.borrow().iter().map(|c| c.protocol).collect();
+    let protocols = engine.measured.borrow().iter().map(|c| c.protocol).collect();
+    (dir, store, run_id, protocols, plan)
+}
+
+/// A stack with http2 on is loaded over HTTP/2 with the load's streams; the other stack of
+/// the suite stays on HTTP/1.1, and the stored load says which.
+#[test]
+fn a_stack_with_http2_is_loaded_over_http2_with_the_loads_streams() {
+    let (_dir, store, run_id, protocols, _) =
+        run_first_stack_as("name = \"nginx\"\ntls = true\nhttp2 = true\n", 10);
     let h2 = Protocol::Http2 { streams: 10 };
     assert_eq!(protocols[..4], [h2, h2, Protocol::Http1, Protocol::Http1]);
     let cells = store.cells(run_id).expect("cells");
@@ -240,22 +248,8 @@ fn a_stack_with_http2_is_loaded_over_http2_with_the_loads_streams() {
 /// on HTTP/1.1 and stores none.
 #[test]
 fn a_stack_with_http3_is_loaded_over_http3_and_its_cells_say_so() {
-    let (_dir, mut store) = store();
-    let run_id = begin(&mut store);
-    let lab = FakeLab::default();
-    let mut engine = FakeEngine::new(5_000.0);
-    let mut cx = RunContext { store: &mut store, run_id, client_cpus: None, threads: 1 };
-    let mut plan_text = TWO_STACKS.replacen(
-        "name = \"nginx\"\n",
-        "name = \"caddy\"\ntls = true\nhttp3 = true\n",
-        1,
-    );
-    plan_text.push_str("streams = 4\n");
-    let suite = loadlab_suite::parse(&plan_text, "two.toml").expect("the suite parses");
-    let plan = loadlab_suite::plan(&suite, false);
-    crate::run_plan(&plan, &lab, &mut engine, &mut Told::default(), &mut cx)
-        .expect("the plan runs");
-    let protocols: Vec<Protocol> = engine.measured.borrow().iter().map(|c| c.protocol).collect();
+    let (_dir, store, run_id, protocols, plan) =
+        run_first_stack_as("name = \"caddy\"\ntls = true\nhttp3 = true\n", 4);
     let h3 = Protocol::Http3 { streams: 4 };
     assert_eq!(protocols[..4], [h3, h3, Protocol::Http1, Protocol::Http1]);
     let cells = store.cells(run_id).expect("cells");
